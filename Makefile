@@ -1,0 +1,96 @@
+# warrantd - see README.md.  `make`, `make test`, `make demo`, `make install`.
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BUILD   ?= build/release
+SAN     ?=
+
+PKGS    := hiredis libcurl jansson libjwt inih openssl
+CC      ?= cc
+WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 $(WARN) -D_FILE_OFFSET_BITS=64 -Iinclude
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -lev -lm
+ifeq ($(SAN),1)
+CFLAGS  += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+endif
+
+MAINS     := src/warrantd.c src/warrantctl.c
+CORE_SRC  := $(filter-out $(MAINS),$(wildcard src/*.c))
+CORE_OBJ  := $(CORE_SRC:src/%.c=$(BUILD)/obj/%.o)
+LIB       := $(BUILD)/libwarrant.a
+BINS      := $(BUILD)/bin/warrantd $(BUILD)/bin/warrantctl
+
+UNIT_SRC  := $(wildcard tests/unit/test_*.c)
+UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+FAKE_SRC  := $(wildcard tests/fakes/fake_*.c)
+FAKE_BIN  := $(FAKE_SRC:tests/fakes/%.c=$(BUILD)/tests/%)
+ITEST_SRC := $(wildcard tests/integration/itest_*.c)
+ITEST_BIN := $(ITEST_SRC:tests/integration/%.c=$(BUILD)/tests/%)
+
+.PHONY: all bins unit deps test test-unit test-asan test-integration demo bench install clean
+.SUFFIXES:
+
+all: bins
+	@mkdir -p bin && cp -f $(BINS) bin/
+
+bins: $(BINS)
+
+$(BUILD)/obj/%.o: src/%.c $(wildcard include/*.h) | $(BUILD)/obj
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c -o $@ $<
+
+$(BUILD)/obj $(BUILD)/bin $(BUILD)/tests:
+	@mkdir -p $@
+
+$(LIB): $(CORE_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(BUILD)/bin/%: src/%.c $(LIB) $(wildcard include/*.h) | $(BUILD)/bin
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS)
+
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB) $(wildcard tests/*.h) | $(BUILD)/tests
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) -lcmocka
+
+$(BUILD)/tests/fake_%: tests/fakes/fake_%.c $(wildcard tests/fakes/*.h) $(LIB) | $(BUILD)/tests
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) -lmicrohttpd
+
+HARNESS := $(wildcard tests/integration/harness.c)
+$(BUILD)/tests/itest_%: tests/integration/itest_%.c $(HARNESS) $(wildcard tests/integration/*.h) $(LIB) | $(BUILD)/tests
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests -Itests/integration $(LDFLAGS) -o $@ $< $(HARNESS) $(LIB) $(PKG_LIBS) -lcmocka
+
+unit: $(UNIT_BIN) $(FAKE_BIN) $(ITEST_BIN) $(BINS)
+
+deps:
+	@sh scripts/deps.sh
+
+# Unit tests twice (plain, then ASan+UBSan), then the integration tests
+# against the real binaries, real redis-server and real HTTP fakes.
+test: deps
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory BUILD=build/asan SAN=1 unit
+	@sh tests/run.sh build/release build/asan
+
+test-unit: unit
+	@sh tests/run.sh --unit-only $(BUILD)
+
+bench: deps all unit
+	@sh bench/run.sh $(BUILD)
+
+demo: deps
+	@$(MAKE) --no-print-directory all unit
+	@sh examples/demo.sh $(BUILD)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/doc/warrantd \
+		$(DESTDIR)/etc/warrantd $(DESTDIR)$(PREFIX)/lib/systemd/system
+	install -m 0755 bin/warrantd bin/warrantctl $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 conf/warrantd.ini $(DESTDIR)$(PREFIX)/share/doc/warrantd/warrantd.ini.example
+	install -m 0644 systemd/warrantd.service systemd/warrantd@.service \
+		$(DESTDIR)$(PREFIX)/lib/systemd/system/
+
+clean:
+	rm -rf build bin

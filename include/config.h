@@ -1,0 +1,133 @@
+/*
+ * config: the INI file of SPEC §10, parsed into a fresh struct cfg.
+ *
+ * cfg_load() never touches the running configuration: it builds a new one or
+ * reports every error it found, so a SIGHUP with a broken file changes
+ * nothing. A struct cfg is plain data; it is read-only once loaded.
+ */
+#ifndef WARRANTD_CONFIG_H
+#define WARRANTD_CONFIG_H
+
+#include <stddef.h>
+#include <jwt.h>
+
+#include "log.h"
+
+#define CFG_DEFAULT_PATH "/etc/warrantd/warrantd.ini"
+
+enum cfg_auth { CFG_AUTH_OAUTH = 0, CFG_AUTH_NONE, CFG_AUTH_STATIC };
+
+enum cfg_client_auth {
+	CFG_CLIENT_SECRET_BASIC = 0,
+	CFG_CLIENT_SECRET_POST,
+	CFG_PRIVATE_KEY_JWT,
+};
+
+struct cfg_action {
+	char *name;		/* the record's `action`, e.g. "gate.open" */
+	char *url;		/* template of SPEC R7 */
+	char *method;		/* upper case, e.g. "POST" */
+	long timeout_ms;
+	enum cfg_auth auth;
+	char *bearer_file;	/* with CFG_AUTH_STATIC */
+};
+
+struct cfg {
+	char *path;		/* the file it came from */
+
+	struct {
+		char *consumer;	/* default: the host name */
+		enum log_level log_level;
+		long max_in_flight, shutdown_grace_ms, heartbeat_ms;
+	} daemon;
+
+	struct {
+		char *host;
+		int port;
+		char *socket;	/* NULL: TCP */
+		char *username, *password_file;
+		int db;
+		char *prefix, *group;
+		long batch, block_ms, claim_idle_ms, claim_interval_ms;
+		long lease_renew_ms;	/* default claim_idle_ms / 3 */
+		long max_deliveries;
+	} redis;
+
+	struct {
+		int signature_required;	/* 1: "required" (default); 0: "off" */
+		jwt_alg_t algorithm;	/* ES256, HS256 or RS256 */
+		char *verify_key_file;	/* required with signature = required */
+		char *issuer;		/* NULL: not checked */
+		long max_window_s, clock_skew_s, retain_s, audit_maxlen;
+	} records;
+
+	struct {
+		int present;	/* the file has an [oauth] section */
+		char *token_url, *client_id;
+		enum cfg_client_auth auth_method;
+		char *client_secret_file, *private_key_file;
+		jwt_alg_t assertion_alg;	/* RS256 or ES256 */
+		char *assertion_audience;	/* default token_url */
+		char *key_id, *certificate_file, *scope, *resource, *audience;
+		double refresh_ratio;
+		long timeout_ms, auth_wait_max_ms;
+	} oauth;
+
+	struct {
+		char *url;	/* NULL: no re-check */
+		long timeout_ms;
+	} authz;
+
+	struct {
+		long base_ms, cap_ms, max_attempts;
+	} retry;
+
+	struct {
+		char *default_owner, *webhook_url;
+		long timeout_ms;
+	} notify;
+
+	struct cfg_action *actions;
+	size_t nactions;
+};
+
+/* Every error of one load, each "file:line: message" (line 0 when the error
+ * is about the file as a whole, e.g. a missing required key: then the line of
+ * its section is used when there is one). */
+struct cfg_errors {
+	char **msgs;
+	size_t n;
+};
+
+/* Parses `path`. On success returns a new cfg (caller frees with cfg_free)
+ * and leaves errs empty; on failure returns NULL and fills errs with every
+ * error (caller frees with cfg_errors_clear). */
+struct cfg *cfg_load(const char *path, struct cfg_errors *errs)
+	__attribute__((warn_unused_result));
+
+/* The same over a string; `name` stands for the file name in messages. */
+struct cfg *cfg_load_string(const char *name, const char *text, struct cfg_errors *errs)
+	__attribute__((warn_unused_result));
+
+void cfg_free(struct cfg *cfg);
+void cfg_errors_clear(struct cfg_errors *errs);
+
+/* The action named `name`, or NULL. Valid as long as cfg. */
+const struct cfg_action *cfg_action_find(const struct cfg *cfg, const char *name);
+
+/*
+ * Reads a secret or key file (SPEC §9): a relative path is looked up in
+ * $CREDENTIALS_DIRECTORY first, then as given. Surrounding white space and a
+ * trailing newline are dropped unless `keep_ws` (PEM keys keep theirs; it does
+ * no harm). On success *out is a NUL-terminated buffer (caller frees, and
+ * should wipe with cfg_secret_free) and *len its length; on failure -1 and a
+ * message in err that names the path, never the content.
+ */
+int cfg_read_secret(const char *path, int keep_ws, char **out, size_t *len,
+		    char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+
+/* Wipes and frees a buffer from cfg_read_secret. NULL is a no-op. */
+void cfg_secret_free(char *buf, size_t len);
+
+#endif

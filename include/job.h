@@ -1,0 +1,146 @@
+/*
+ * job: the state machine of one stream entry in hand (SPEC §3.3, R1-R4,
+ * R8, R9, R12), as a pure function. The shell feeds it events and performs
+ * the effects it returns; it reads no clock (now comes in) and draws no random
+ * numbers (a random word comes in with each event).
+ *
+ * One attempt runs: R1 deadline -> (R6) token -> (R5) authority -> the call.
+ * `calls` counts calls of the action (R8's max_attempts); waiting on a token or
+ * on an unreachable PDP is bounded by the deadline alone.
+ */
+#ifndef WARRANTD_JOB_H
+#define WARRANTD_JOB_H
+
+#include <stdint.h>
+
+#include "record.h"
+
+enum job_state {
+	JOB_NONE = 0,	/* not yet loaded, or no hash */
+	JOB_QUEUED,
+	JOB_RUNNING,
+	JOB_RETRYING,
+	JOB_AUTH_WAIT,
+	JOB_DONE,
+	JOB_EXPIRED,
+	JOB_DENIED,
+	JOB_FAILED,
+	JOB_DEAD,
+};
+
+/* "queued", "running", ... ("" for JOB_NONE). Static. */
+const char *job_state_name(enum job_state st);
+/* The inverse; unknown text -> -1. */
+int job_state_parse(const char *s, enum job_state *out) __attribute__((warn_unused_result));
+int job_state_terminal(enum job_state st);
+
+/* Reason codes written to P:dead and `outcome`. */
+#define JOB_R_NO_ID		"no-id"
+#define JOB_R_RECORD_MISSING	"record-missing"
+#define JOB_R_TOO_MANY_DELIV	"too-many-deliveries"
+#define JOB_R_MAX_ATTEMPTS	"max-attempts"
+#define JOB_R_ENTRY_DELETED	"entry-deleted"
+#define JOB_R_EXPIRED		"deadline-passed"
+#define JOB_R_DENIED		"authority-denied"
+#define JOB_R_HTTP_FAILED	"http-4xx"
+#define JOB_R_DONE		"ok"
+
+struct job_policy {
+	int64_t retry_base_ms, retry_cap_ms;
+	int max_attempts;	/* calls of the action */
+	int max_deliveries;
+	int authz_enabled;	/* [authz] url is set */
+	int token_needed;	/* the action's auth = oauth */
+};
+
+/* One entry in hand. The shell zeroes it, sets `id`, and passes it to every
+ * call; the core alone changes it afterwards. */
+struct job {
+	enum job_state state;
+	int64_t expires_at_ms, not_before_ms;
+	int calls;		/* calls of the action made, this entry */
+	int waits;		/* PDP-unavailable retries, for their backoff */
+	int deliveries;		/* from XREADGROUP/XPENDING/XCLAIM data */
+	int redispatch;		/* set by a 401: XCLAIM once a token is there */
+};
+
+enum job_event_kind {
+	JOB_EV_LOADED,		/* the hash was read and the record checked */
+	JOB_EV_TIMER,		/* a retry timer fired */
+	JOB_EV_TOKEN_READY,	/* a token with enough life is there */
+	JOB_EV_TOKEN_TIMEOUT,	/* auth_wait_max_ms passed without one */
+	JOB_EV_REDISPATCHED,	/* the XCLAIM of a re-dispatch succeeded */
+	JOB_EV_AUTHZ,		/* the PDP answered, or did not */
+	JOB_EV_HTTP,		/* the action call ended */
+	JOB_EV_LEASE_LOST,	/* another consumer holds the entry now */
+};
+
+enum job_authz { JOB_AUTHZ_ALLOW, JOB_AUTHZ_DENY, JOB_AUTHZ_UNAVAILABLE };
+
+struct job_event {
+	enum job_event_kind kind;
+	uint64_t rnd;		/* a random word, for jitter */
+	int token_ok;		/* a token with life > timeout + 1 s is held now */
+
+	/* JOB_EV_LOADED */
+	int hash_exists;
+	enum job_state stored_state;	/* JOB_NONE when the hash has no state */
+	enum record_status record_status;
+	const struct record *record;	/* with RECORD_OK; read, not kept */
+	int deliveries;
+
+	/* JOB_EV_AUTHZ */
+	enum job_authz authz;
+
+	/* JOB_EV_HTTP */
+	int http_status;	/* 0 on a transport error or timeout */
+	int invalid_token;	/* a 403 whose WWW-Authenticate says invalid_token */
+	int64_t retry_after_ms;	/* delay from Retry-After, or -1 */
+};
+
+/* Effects, or-ed; the shell performs them in the order of the bits. */
+enum job_effect {
+	JOB_FX_WRITE_STATE = 1 << 0,	/* write step.next (and fields) to the hash + audit */
+	JOB_FX_RESCHEDULE = 1 << 1,	/* ZADD P:scheduled not_before_ms, then ack */
+	JOB_FX_DEAD_LETTER = 1 << 2,	/* XADD P:dead with step.reason */
+	JOB_FX_NOTIFY = 1 << 3,		/* XADD P:notify (+ webhook) */
+	JOB_FX_ACK = 1 << 4,		/* XACK (atomically with a terminal write, R13) */
+	JOB_FX_AUTHZ = 1 << 5,		/* ask the PDP */
+	JOB_FX_CALL = 1 << 6,		/* call the action; job->calls was incremented */
+	JOB_FX_RETRY_AT = 1 << 7,	/* arm a timer for step.at_ms */
+	JOB_FX_WAIT_TOKEN = 1 << 8,	/* wait for a token (arm auth_wait_max_ms) */
+	JOB_FX_DROP_TOKEN = 1 << 9,	/* discard the token and refresh (single-flight) */
+	JOB_FX_REDISPATCH = 1 << 10,	/* XCLAIM the entry to this consumer (count +1) */
+	JOB_FX_RELEASE = 1 << 11,	/* forget the entry, leave it pending, stop the lease */
+	JOB_FX_START_ATTEMPT = 1 << 12,	/* a new attempt began: set owner, count it */
+};
+
+struct job_step {
+	enum job_state next;
+	unsigned effects;
+	int64_t at_ms;		/* with JOB_FX_RETRY_AT */
+	const char *reason;	/* a code above or record_status_code(); static */
+	char detail[160];	/* one line for people */
+};
+
+/* The transition for `ev` at `now_ms`. Updates *job; returns what to do. */
+struct job_step job_next(const struct job_policy *pol, struct job *job,
+			 const struct job_event *ev, int64_t now_ms);
+
+/*
+ * Backoff (R8): full jitter, a uniform delay in [0, min(cap, base * 2^(n-1))]
+ * drawn from rnd, for the n-th retry (n >= 1). Never overflows.
+ */
+int64_t job_backoff_ms(int64_t base_ms, int64_t cap_ms, int n, uint64_t rnd);
+
+/*
+ * Retry-After (RFC 9110 §10.2.3): delay-seconds or an IMF-fixdate. Returns
+ * the delay in ms from now (0 for a date in the past), or -1 when the value
+ * is absent or malformed.
+ */
+int64_t job_retry_after_ms(const char *value, int64_t now_ms);
+
+/* 1 when a WWW-Authenticate value carries error="invalid_token". */
+int job_www_auth_invalid_token(const char *value);
+
+#endif

@@ -1,0 +1,50 @@
+/*
+ * log: logfmt lines on stderr, one line per event.
+ *
+ *   ts=2026-11-30T04:00:00.123Z level=info event=job.done id=gate-14 ms=38
+ *
+ * The caller writes the key=value pairs after `event` with a printf format.
+ * A value that may hold spaces, quotes or control characters must go through
+ * log_quote(). The module replaces any control character left in the final
+ * line, so one event is always one line. Never pass a token, a secret, an
+ * assertion or a signature: nothing here can tell them apart from text.
+ */
+#ifndef WARRANTD_LOG_H
+#define WARRANTD_LOG_H
+
+#include <stddef.h>
+
+enum log_level { LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG };
+
+/* `prog` must outlive every later call (a string literal). */
+void log_init(const char *prog);
+void log_set_level(enum log_level level);
+enum log_level log_get_level(void);
+
+/* "error", "warn", "info", "debug" -> 0; anything else -> -1. */
+int log_level_parse(const char *s, enum log_level *out)
+	__attribute__((warn_unused_result));
+const char *log_level_name(enum log_level level);
+
+/* Writes the line when `level` is enabled. `fmt` holds the pairs after
+ * event=..., or is "" for none. */
+void log_msg(enum log_level level, const char *event, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Formats `s` as one logfmt value into dst (size n, always terminated):
+ * bare when it is non-empty and has no space, '=' or '"', else quoted with
+ * '"' and '\' escaped and control characters written as \n, \t or \xNN.
+ * Returns dst, so it can stand as a printf argument. */
+const char *log_quote(char *dst, size_t n, const char *s);
+
+/* Formatting into a caller buffer without writing: used by tests and by
+ * log_msg itself. Returns the length written (truncated to n - 1). */
+size_t log_format(char *dst, size_t n, long long now_ms, enum log_level level,
+		  const char *event, const char *pairs);
+
+#define log_error(ev, ...) log_msg(LOG_ERROR, ev, __VA_ARGS__)
+#define log_warn(ev, ...)  log_msg(LOG_WARN, ev, __VA_ARGS__)
+#define log_info(ev, ...)  log_msg(LOG_INFO, ev, __VA_ARGS__)
+#define log_debug(ev, ...) log_msg(LOG_DEBUG, ev, __VA_ARGS__)
+
+#endif

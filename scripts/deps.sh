@@ -1,0 +1,34 @@
+#!/bin/sh
+# Installs the Debian 12 packages that building, testing and the demo need,
+# and only those that are missing. A no-op when everything is there.
+set -eu
+
+PKGS="build-essential pkg-config libhiredis-dev libev-dev libcurl4-openssl-dev
+libjansson-dev libjwt-dev libinih-dev libssl-dev libcmocka-dev
+libmicrohttpd-dev redis-server redis-tools openssl"
+
+missing=""
+for p in $PKGS; do
+	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	case "$status" in
+	*"install ok installed"*) ;;
+	*) missing="$missing $p" ;;
+	esac
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+	echo "deps: missing packages:$missing" >&2
+	echo "deps: run as root:  apt-get update && apt-get install -y$missing" >&2
+	exit 1
+fi
+echo "deps: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null
+# Debian's redis-server package starts a system instance; the tests and the
+# demo run their own on private unix sockets and need none.
+if command -v systemctl >/dev/null 2>&1 && systemctl is-active -q redis-server 2>/dev/null; then
+	systemctl stop redis-server || true
+fi

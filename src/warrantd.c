@@ -1,0 +1,3 @@
+/* warrantd: placeholder main, replaced by the config and engine work. */
+#include <stdio.h>
+int main(void) { puts("warrantd"); return 0; }

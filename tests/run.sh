@@ -1,0 +1,48 @@
+#!/bin/sh
+# Runs the test binaries and prints one closing line "N passed, N failed".
+#   tests/run.sh [--unit-only] BUILD_DIR...
+# Unit tests (test_*) run from every build dir given (plain and ASan+UBSan);
+# integration tests (itest_*) run against the first one's binaries, one at a
+# time: each starts its own redis-server and fakes and stops them by PID.
+set -u
+unit_only=0
+[ "${1:-}" = "--unit-only" ] && { unit_only=1; shift; }
+[ $# -ge 1 ] || { echo "usage: tests/run.sh [--unit-only] BUILD_DIR..." >&2; exit 64; }
+first=$1
+passed=0
+failed=0
+failed_names=""
+
+run() {
+	name=$1; shift
+	start=$(date +%s)
+	if "$@"; then
+		passed=$((passed + 1))
+		echo "ok   $name ($(( $(date +%s) - start ))s)"
+	else
+		failed=$((failed + 1))
+		failed_names="$failed_names $name"
+		echo "FAIL $name ($(( $(date +%s) - start ))s)"
+	fi
+}
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+for dir in "$@"; do
+	for t in "$dir"/tests/test_*; do
+		[ -x "$t" ] || continue
+		run "$t" "$t"
+	done
+done
+if [ "$unit_only" = 0 ]; then
+	export WARRANTD_BIN_DIR="$(cd "$first/bin" && pwd)"
+	export WARRANTD_TEST_DIR="$(cd "$first/tests" && pwd)"
+	for t in "$first"/tests/itest_*; do
+		[ -x "$t" ] || continue
+		run "$t" "$t"
+	done
+fi
+echo
+[ -n "$failed_names" ] && echo "failed:$failed_names"
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
