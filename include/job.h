@@ -62,6 +62,7 @@ struct job {
 	int waits;		/* PDP-unavailable retries, for their backoff */
 	int deliveries;		/* from XREADGROUP/XPENDING/XCLAIM data */
 	int redispatch;		/* set by a 401: XCLAIM once a token is there */
+	unsigned awaiting;	/* JOB_FX_AUTHZ or JOB_FX_CALL whose answer is due, else 0 */
 };
 
 enum job_event_kind {
@@ -123,7 +124,14 @@ struct job_step {
 	char detail[160];	/* one line for people */
 };
 
-/* The transition for `ev` at `now_ms`. Updates *job; returns what to do. */
+/*
+ * The transition for `ev` at `now_ms`. Updates *job; returns what to do.
+ * An event that makes no sense in job->state (an HTTP answer while retrying,
+ * anything after a terminal state) changes nothing: effects 0, the state
+ * kept, and step.detail says why. step.reason is "" when no code applies.
+ * JOB_EV_TOKEN_READY itself means a usable token is there (token_ok implied).
+ * pol->max_deliveries <= 0 means no limit (R12 off).
+ */
 struct job_step job_next(const struct job_policy *pol, struct job *job,
 			 const struct job_event *ev, int64_t now_ms);
 
@@ -136,7 +144,8 @@ int64_t job_backoff_ms(int64_t base_ms, int64_t cap_ms, int n, uint64_t rnd);
 /*
  * Retry-After (RFC 9110 §10.2.3): delay-seconds or an IMF-fixdate. Returns
  * the delay in ms from now (0 for a date in the past), or -1 when the value
- * is absent or malformed.
+ * is absent or malformed. Surrounding blanks (SP, HTAB, CR, LF) are ignored;
+ * delay-seconds are digits only (no sign) and capped at one day.
  */
 int64_t job_retry_after_ms(const char *value, int64_t now_ms);
 

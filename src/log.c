@@ -35,6 +35,8 @@ log_get_level(void)
 int
 log_level_parse(const char *s, enum log_level *out)
 {
+	if (s == NULL)
+		return -1;
 	for (int i = LOG_ERROR; i <= LOG_DEBUG; i++)
 		if (strcmp(s, level_names[i]) == 0) {
 			*out = (enum log_level)i;
@@ -63,6 +65,11 @@ log_quote(char *dst, size_t n, const char *s)
 	for (const unsigned char *p = (const unsigned char *)s; bare && *p; p++)
 		if (*p <= ' ' || *p == '=' || *p == '"' || *p == '\\' || *p == 0x7f)
 			bare = 0;
+	if (!bare && n < 3) {
+		/* Not even "" fits; the closing quote below would overrun. */
+		dst[0] = '\0';
+		return dst;
+	}
 	if (bare) {
 		snprintf(dst, n, "%s", s);
 		return dst;
@@ -107,6 +114,10 @@ log_format(char *dst, size_t n, long long now_ms, enum log_level level,
 
 	if (n == 0)
 		return 0;
+	if (event == NULL)
+		event = "";
+	if (pairs == NULL)
+		pairs = "";
 	wtime_format_rfc3339(now_ms, ts, sizeof ts);
 	w = snprintf(dst, n, "ts=%s level=%s event=%s%s%s", ts, log_level_name(level),
 	    event, pairs[0] ? " " : "", pairs);

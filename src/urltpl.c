@@ -1,6 +1,7 @@
 /* urltpl: percent-encoding placeholders into action URLs. */
 #include "urltpl.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,13 +26,36 @@ unreserved(unsigned char c)
 	    c == '-' || c == '.' || c == '_' || c == '~';
 }
 
+/*
+ * A segment that is exactly "." or ".." would be removed, or climb a level,
+ * when the URL is resolved (RFC 3986 §5.2.4): a resource "a/../b" must not
+ * call /b. Its dots are encoded, so the segment reaches the target as data.
+ */
+static int
+dot_segment(const unsigned char *p, int keep_slash)
+{
+	size_t n = 0;
+
+	while (p[n] == '.')
+		n++;
+	return (n == 1 || n == 2) && (p[n] == '\0' || (keep_slash && p[n] == '/'));
+}
+
 int
 urltpl_encode(char *dst, size_t n, size_t *len, const char *s, int keep_slash)
 {
 	static const char hex[] = "0123456789ABCDEF";
+	int dots = dot_segment((const unsigned char *)s, keep_slash);
 
+	if (*len >= n)
+		return -1;
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (unreserved(*p) || (keep_slash && *p == '/')) {
+		if (keep_slash && *p == '/') {
+			if (*len + 1 >= n)
+				return -1;
+			dst[(*len)++] = '/';
+			dots = dot_segment(p + 1, keep_slash);
+		} else if (unreserved(*p) && !(dots && *p == '.')) {
 			if (*len + 1 >= n)
 				return -1;
 			dst[(*len)++] = (char)*p;
@@ -62,8 +86,11 @@ scan(const char *tpl, char *err, size_t errlen,
 			snprintf(err, errlen, "unbalanced '}' in url template");
 			return -1;
 		}
-		if (!open)
-			return lit(ctx, p, strlen(p));
+		if (!open) {
+			if (lit(ctx, p, strlen(p)) < 0)
+				goto toolong;
+			return 0;
+		}
 		if (lit(ctx, p, (size_t)(open - p)) < 0)
 			goto toolong;
 		close = strchr(open, '}');
@@ -148,6 +175,10 @@ urltpl_expand(const char *tpl, const struct urltpl_vars *vars, char *err, size_t
 	for (const char *p = tpl; *p; p++)
 		places += *p == '{';
 	/* each placeholder grows to at most three bytes per byte of its value */
+	if (places > 0 && longest > (SIZE_MAX / 4 - strlen(tpl)) / 3 / places) {
+		snprintf(err, errlen, "expanded url too long");
+		return NULL;
+	}
 	size_t room = strlen(tpl) + 1 + places * 3 * longest;
 	struct expansion e = {.buf = malloc(room), .n = room, .len = 0, .vars = vars};
 	if (!e.buf) {

@@ -1,0 +1,547 @@
+/*
+ * job: the state machine of one stream entry in hand. Pure: the clock and
+ * the random words come in with the events; the shell performs the effects.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "job.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "wtime.h"
+
+#define RETRY_AFTER_MAX_S	86400	/* a day: longer is past any sane deadline */
+
+static const char *const state_names[] = {
+	[JOB_NONE] = "",
+	[JOB_QUEUED] = "queued",
+	[JOB_RUNNING] = "running",
+	[JOB_RETRYING] = "retrying",
+	[JOB_AUTH_WAIT] = "auth_wait",
+	[JOB_DONE] = "done",
+	[JOB_EXPIRED] = "expired",
+	[JOB_DENIED] = "denied",
+	[JOB_FAILED] = "failed",
+	[JOB_DEAD] = "dead",
+};
+
+#define NSTATES ((int)(sizeof state_names / sizeof state_names[0]))
+
+static const char *const event_names[] = {
+	[JOB_EV_LOADED] = "loaded",
+	[JOB_EV_TIMER] = "timer",
+	[JOB_EV_TOKEN_READY] = "token-ready",
+	[JOB_EV_TOKEN_TIMEOUT] = "token-timeout",
+	[JOB_EV_REDISPATCHED] = "redispatched",
+	[JOB_EV_AUTHZ] = "authz",
+	[JOB_EV_HTTP] = "http",
+	[JOB_EV_LEASE_LOST] = "lease-lost",
+};
+
+const char *
+job_state_name(enum job_state st)
+{
+	if ((int)st < 0 || (int)st >= NSTATES)
+		return "";
+	return state_names[st];
+}
+
+int
+job_state_parse(const char *s, enum job_state *out)
+{
+	if (s == NULL)
+		return -1;
+	for (int i = 0; i < NSTATES; i++)
+		if (strcmp(s, state_names[i]) == 0) {
+			*out = (enum job_state)i;
+			return 0;
+		}
+	return -1;
+}
+
+int
+job_state_terminal(enum job_state st)
+{
+	return st == JOB_DONE || st == JOB_EXPIRED || st == JOB_DENIED ||
+	    st == JOB_FAILED || st == JOB_DEAD;
+}
+
+static const char *
+event_name(enum job_event_kind k)
+{
+	if ((int)k < 0 || (size_t)k >= sizeof event_names / sizeof event_names[0])
+		return "unknown";
+	return event_names[k];
+}
+
+static void detail(struct job_step *st, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void
+detail(struct job_step *st, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(st->detail, sizeof st->detail, fmt, ap);
+	va_end(ap);
+}
+
+/* now + delay without wrapping: a far-off time is simply past the deadline. */
+static int64_t
+add_sat(int64_t now, int64_t delay)
+{
+	if (delay > 0 && now > INT64_MAX - delay)
+		return INT64_MAX;
+	return now + delay;
+}
+
+int64_t
+job_backoff_ms(int64_t base_ms, int64_t cap_ms, int n, uint64_t rnd)
+{
+	int64_t ceil;
+
+	if (base_ms <= 0 || cap_ms <= 0)
+		return 0;
+	if (n < 1)
+		n = 1;
+	ceil = base_ms < cap_ms ? base_ms : cap_ms;
+	/* Doubling stops at the cap, so this runs at most ~63 times. */
+	for (int i = 1; i < n && ceil < cap_ms; i++)
+		ceil = ceil > cap_ms / 2 ? cap_ms : ceil * 2;
+	return (int64_t)(rnd % ((uint64_t)ceil + 1));
+}
+
+static int
+blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+int64_t
+job_retry_after_ms(const char *value, int64_t now_ms)
+{
+	const char *b, *e;
+	char date[32];
+	int64_t at;
+
+	if (value == NULL)
+		return -1;
+	for (b = value; blank(*b); b++)
+		;
+	for (e = b + strlen(b); e > b && blank(e[-1]); e--)
+		;
+	if (b == e)
+		return -1;
+	if (*b >= '0' && *b <= '9') {
+		int64_t secs = 0;
+		for (const char *p = b; p < e; p++) {
+			if (*p < '0' || *p > '9')
+				return -1;
+			if (secs < RETRY_AFTER_MAX_S)
+				secs = secs * 10 + (*p - '0');
+		}
+		if (secs > RETRY_AFTER_MAX_S)
+			secs = RETRY_AFTER_MAX_S;
+		return secs * 1000;
+	}
+	if ((size_t)(e - b) >= sizeof date)
+		return -1;
+	memcpy(date, b, (size_t)(e - b));
+	date[e - b] = '\0';
+	if (wtime_parse_http_date(date, &at) < 0)
+		return -1;
+	return at > now_ms ? at - now_ms : 0;
+}
+
+/* RFC 9110 §5.6.2 tchar. */
+static int
+tchar(unsigned char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+	    (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
+static const char *
+skip_ows(const char *p)
+{
+	while (*p == ' ' || *p == '\t')
+		p++;
+	return p;
+}
+
+/*
+ * Reads an auth-param value (token or quoted-string) at p into val (size n,
+ * truncated) and returns the position after it.
+ */
+static const char *
+read_value(const char *p, char *val, size_t n)
+{
+	size_t len = 0;
+
+	if (*p == '"') {
+		for (p++; *p && *p != '"'; p++) {
+			if (*p == '\\' && p[1])
+				p++;
+			if (len + 1 < n)
+				val[len++] = *p;
+		}
+		if (*p == '"')
+			p++;
+	} else {
+		for (; tchar((unsigned char)*p) || *p == '/' || *p == '='; p++)
+			if (len + 1 < n)
+				val[len++] = *p;
+	}
+	val[len] = '\0';
+	return p;
+}
+
+/*
+ * Walks the challenges of a WWW-Authenticate value: a token not followed by
+ * '=' opens a challenge (its scheme), a token followed by '=' is a parameter
+ * of the current one. Quoted strings are read whole, so text inside them
+ * never matches.
+ */
+int
+job_www_auth_invalid_token(const char *value)
+{
+	const char *p = value;
+	int bearer = 0;
+
+	if (value == NULL)
+		return 0;
+	while (*p) {
+		const char *name = p;
+		size_t name_len;
+		char val[64];
+
+		if (*p == '"') {
+			p = read_value(p, val, sizeof val);	/* stray: skipped whole */
+			continue;
+		}
+		if (!tchar((unsigned char)*p)) {
+			p++;	/* commas, blanks, stray bytes */
+			continue;
+		}
+		while (tchar((unsigned char)*p))
+			p++;
+		name_len = (size_t)(p - name);
+		p = skip_ows(p);
+		if (*p != '=') {
+			bearer = name_len == 6 && strncasecmp(name, "Bearer", 6) == 0;
+			continue;
+		}
+		p = skip_ows(p + 1);
+		if (*p == '=' || *p == ',' || *p == '\0') {
+			while (*p == '=')
+				p++;	/* the padding of a token68 */
+			continue;
+		}
+		p = read_value(p, val, sizeof val);
+		if (bearer && name_len == 5 && strncasecmp(name, "error", 5) == 0 &&
+		    strcmp(val, "invalid_token") == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* ---- transitions ---- */
+
+static void
+finish(struct job_step *st, struct job *job, enum job_state next, unsigned fx,
+       const char *reason)
+{
+	st->next = next;
+	st->effects |= fx;
+	st->reason = reason;
+	job->state = next;
+	job->awaiting = 0;
+}
+
+static void
+expire(struct job_step *st, struct job *job)
+{
+	char dl[WTIME_RFC3339_LEN];
+
+	finish(st, job, JOB_EXPIRED, JOB_FX_WRITE_STATE | JOB_FX_NOTIFY | JOB_FX_ACK,
+	    JOB_R_EXPIRED);
+	detail(st, "deadline %s passed", wtime_format_rfc3339(job->expires_at_ms, dl, sizeof dl));
+}
+
+static void
+dead(struct job_step *st, struct job *job, const char *reason)
+{
+	finish(st, job, JOB_DEAD, JOB_FX_WRITE_STATE | JOB_FX_DEAD_LETTER | JOB_FX_NOTIFY |
+	    JOB_FX_ACK, reason);
+}
+
+static void
+wait_token(struct job_step *st, struct job *job)
+{
+	/* Writing auth_wait over auth_wait would only add a no-change audit entry. */
+	unsigned fx = job->state == JOB_AUTH_WAIT ? 0 : JOB_FX_WRITE_STATE;
+
+	finish(st, job, JOB_AUTH_WAIT, fx | JOB_FX_WAIT_TOKEN, "");
+	detail(st, "no token with enough life; waiting for one");
+}
+
+static void
+call(struct job_step *st, struct job *job, const struct job_policy *pol)
+{
+	job->calls++;
+	job->awaiting = JOB_FX_CALL;
+	st->effects |= JOB_FX_CALL;
+	detail(st, "call %d of %d", job->calls, pol->max_attempts);
+}
+
+/* R1 -> R6 -> R5 -> the call, in that order, before every attempt. */
+static void
+start_attempt(struct job_step *st, const struct job_policy *pol, struct job *job,
+	      int token_ok, int64_t now)
+{
+	if (now >= job->expires_at_ms) {
+		expire(st, job);
+		return;
+	}
+	if (pol->token_needed && !token_ok) {
+		wait_token(st, job);
+		return;
+	}
+	finish(st, job, JOB_RUNNING, JOB_FX_START_ATTEMPT | JOB_FX_WRITE_STATE, "");
+	if (pol->authz_enabled) {
+		job->awaiting = JOB_FX_AUTHZ;
+		st->effects |= JOB_FX_AUTHZ;
+		detail(st, "asking the authority");
+	} else {
+		call(st, job, pol);
+	}
+}
+
+/* Arms a retry at now + delay, or expires now when it would fire too late. */
+static void
+retry_in(struct job_step *st, struct job *job, int64_t delay, int64_t now, const char *why)
+{
+	char dl[WTIME_RFC3339_LEN];
+	int64_t at = add_sat(now, delay);
+
+	if (at >= job->expires_at_ms) {
+		finish(st, job, JOB_EXPIRED, JOB_FX_WRITE_STATE | JOB_FX_NOTIFY | JOB_FX_ACK,
+		    JOB_R_EXPIRED);
+		detail(st, "%s; a retry in %lld ms would land past deadline %s", why,
+		    (long long)delay, wtime_format_rfc3339(job->expires_at_ms, dl, sizeof dl));
+		return;
+	}
+	finish(st, job, JOB_RETRYING, JOB_FX_WRITE_STATE | JOB_FX_RETRY_AT, "");
+	st->at_ms = at;
+	detail(st, "%s; retry in %lld ms", why, (long long)delay);
+}
+
+static void
+on_loaded(struct job_step *st, const struct job_policy *pol, struct job *job,
+	  const struct job_event *ev, int64_t now)
+{
+	char t[WTIME_RFC3339_LEN];
+
+	job->deliveries = ev->deliveries;
+	if (!ev->hash_exists) {
+		/* Nothing to write a state into: only the dead letter tells. */
+		finish(st, job, JOB_NONE, JOB_FX_DEAD_LETTER | JOB_FX_ACK, JOB_R_RECORD_MISSING);
+		detail(st, "no decision hash for this id");
+		return;
+	}
+	if (job_state_terminal(ev->stored_state)) {
+		finish(st, job, ev->stored_state, JOB_FX_ACK, "");
+		detail(st, "already %s; acked, not executed", job_state_name(ev->stored_state));
+		return;
+	}
+	if (ev->record_status != RECORD_OK) {
+		dead(st, job, record_status_code(ev->record_status));
+		detail(st, "record rejected: %s", st->reason);
+		return;
+	}
+	if (ev->record == NULL) {
+		detail(st, "loaded event without a record; ignored");
+		return;
+	}
+	if (pol->max_deliveries > 0 && ev->deliveries > pol->max_deliveries) {
+		dead(st, job, JOB_R_TOO_MANY_DELIV);
+		detail(st, "delivered %d times, more than max_deliveries %d",
+		    ev->deliveries, pol->max_deliveries);
+		return;
+	}
+	job->expires_at_ms = ev->record->expires_at_ms;
+	job->not_before_ms = ev->record->not_before_ms;
+	if (job->not_before_ms > now) {
+		finish(st, job, JOB_QUEUED, JOB_FX_WRITE_STATE | JOB_FX_RESCHEDULE, "");
+		st->at_ms = job->not_before_ms;
+		detail(st, "not before %s; back on the schedule",
+		    wtime_format_rfc3339(job->not_before_ms, t, sizeof t));
+		return;
+	}
+	start_attempt(st, pol, job, ev->token_ok, now);
+}
+
+static void
+on_authz(struct job_step *st, const struct job_policy *pol, struct job *job,
+	 const struct job_event *ev, int64_t now)
+{
+	switch (ev->authz) {
+	case JOB_AUTHZ_ALLOW:
+		job->awaiting = 0;
+		if (pol->token_needed && !ev->token_ok)
+			wait_token(st, job);
+		else
+			call(st, job, pol);
+		return;
+	case JOB_AUTHZ_DENY:
+		finish(st, job, JOB_DENIED, JOB_FX_WRITE_STATE | JOB_FX_NOTIFY | JOB_FX_ACK,
+		    JOB_R_DENIED);
+		detail(st, "the authority denied it");
+		return;
+	case JOB_AUTHZ_UNAVAILABLE:
+		/* Not a call of the action: its own counter, bounded by the deadline. */
+		job->waits++;
+		retry_in(st, job, job_backoff_ms(pol->retry_base_ms, pol->retry_cap_ms,
+		    job->waits, ev->rnd), now, "authority unavailable");
+		return;
+	}
+	detail(st, "unknown authority answer %d; ignored", (int)ev->authz);
+}
+
+static int
+retryable(int status)
+{
+	return status == 0 || status == 408 || status == 425 || status == 429 ||
+	    (status >= 500 && status <= 599);
+}
+
+static void
+on_http(struct job_step *st, const struct job_policy *pol, struct job *job,
+	const struct job_event *ev, int64_t now)
+{
+	int s = ev->http_status;
+	char why[64];
+
+	job->awaiting = 0;
+	if (s == 0)
+		snprintf(why, sizeof why, "no answer from target");
+	else
+		snprintf(why, sizeof why, "%d from target", s);
+	if (s >= 200 && s <= 299) {
+		finish(st, job, JOB_DONE, JOB_FX_WRITE_STATE | JOB_FX_ACK, JOB_R_DONE);
+		detail(st, "%s after %d call(s)", why, job->calls);
+	} else if ((s == 401 || (s == 403 && ev->invalid_token)) && pol->token_needed) {
+		/* R9: not the job's fault, so no max_attempts; the deadline bounds it. */
+		job->redispatch = 1;
+		finish(st, job, JOB_AUTH_WAIT, JOB_FX_WRITE_STATE | JOB_FX_DROP_TOKEN |
+		    JOB_FX_WAIT_TOKEN, "");
+		detail(st, "%s: token rejected; refresh, then re-dispatch", why);
+	} else if (retryable(s)) {
+		if (job->calls >= pol->max_attempts) {
+			dead(st, job, JOB_R_MAX_ATTEMPTS);
+			detail(st, "%s; %d of %d calls made", why, job->calls, pol->max_attempts);
+			return;
+		}
+		int64_t delay = ev->retry_after_ms >= 0 ? ev->retry_after_ms :
+		    job_backoff_ms(pol->retry_base_ms, pol->retry_cap_ms, job->calls, ev->rnd);
+		snprintf(why + strlen(why), sizeof why - strlen(why), "; retry %d", job->calls);
+		retry_in(st, job, delay, now, why);
+	} else {
+		/* Also a 401 on an action without an OAuth token: no refresh can fix it. */
+		finish(st, job, JOB_FAILED, JOB_FX_WRITE_STATE | JOB_FX_NOTIFY | JOB_FX_ACK,
+		    JOB_R_HTTP_FAILED);
+		detail(st, "%s: permanent failure", why);
+	}
+}
+
+static void
+on_token_ready(struct job_step *st, const struct job_policy *pol, struct job *job,
+	       int64_t now)
+{
+	if (job->redispatch) {
+		/* R9: take the entry again (delivery count +1) before running it. */
+		st->effects |= JOB_FX_REDISPATCH;
+		detail(st, "token ready; re-dispatching");
+		return;
+	}
+	start_attempt(st, pol, job, 1, now);
+}
+
+/* Which events the current state accepts. */
+static int
+accepts(const struct job *job, enum job_event_kind k)
+{
+	if (job_state_terminal(job->state))
+		return 0;
+	switch (k) {
+	case JOB_EV_LOADED:
+		return job->state == JOB_NONE;
+	case JOB_EV_TIMER:
+		return job->state == JOB_RETRYING;
+	case JOB_EV_TOKEN_READY:
+	case JOB_EV_TOKEN_TIMEOUT:
+		return job->state == JOB_AUTH_WAIT;
+	case JOB_EV_REDISPATCHED:
+		return job->state == JOB_AUTH_WAIT && job->redispatch;
+	case JOB_EV_AUTHZ:
+		return job->state == JOB_RUNNING && job->awaiting == JOB_FX_AUTHZ;
+	case JOB_EV_HTTP:
+		return job->state == JOB_RUNNING && job->awaiting == JOB_FX_CALL;
+	case JOB_EV_LEASE_LOST:
+		return 1;
+	}
+	return 0;
+}
+
+struct job_step
+job_next(const struct job_policy *pol, struct job *job, const struct job_event *ev,
+	 int64_t now_ms)
+{
+	struct job_step st;
+
+	memset(&st, 0, sizeof st);
+	st.next = job->state;
+	st.reason = "";
+	if (!accepts(job, ev->kind)) {
+		detail(&st, "event %s makes no sense in state %s; ignored",
+		    event_name(ev->kind), job->state == JOB_NONE ? "none" :
+		    job_state_name(job->state));
+		return st;
+	}
+	switch (ev->kind) {
+	case JOB_EV_LOADED:
+		on_loaded(&st, pol, job, ev, now_ms);
+		break;
+	case JOB_EV_TIMER:
+		start_attempt(&st, pol, job, ev->token_ok, now_ms);
+		break;
+	case JOB_EV_TOKEN_READY:
+		on_token_ready(&st, pol, job, now_ms);
+		break;
+	case JOB_EV_REDISPATCHED:
+		job->redispatch = 0;
+		job->deliveries++;
+		start_attempt(&st, pol, job, ev->token_ok, now_ms);
+		break;
+	case JOB_EV_AUTHZ:
+		on_authz(&st, pol, job, ev, now_ms);
+		break;
+	case JOB_EV_HTTP:
+		on_http(&st, pol, job, ev, now_ms);
+		break;
+	case JOB_EV_TOKEN_TIMEOUT:
+		/* Stop the lease so a consumer with a token takes it (R9, R11). */
+		st.effects = JOB_FX_RELEASE;
+		detail(&st, "no token within auth_wait_max_ms; entry released");
+		break;
+	case JOB_EV_LEASE_LOST:
+		job->awaiting = 0;
+		st.effects = JOB_FX_RELEASE;
+		detail(&st, "another consumer holds the entry; attempt abandoned");
+		break;
+	}
+	return st;
+}

@@ -1,0 +1,1066 @@
+/* Unit tests for the job state machine (SPEC §3.3, R1-R6, R8, R9, R12). */
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "job.h"
+#include "wtime.h"
+
+#define NOW	INT64_C(1800000000000)	/* 2027-01-15T08:00:00Z */
+#define WINDOW	INT64_C(600000)		/* deadline 10 min after NOW */
+
+static struct record rec;
+
+static struct job_policy
+policy(void)
+{
+	struct job_policy p = {
+		.retry_base_ms = 100, .retry_cap_ms = 10000, .max_attempts = 3,
+		.max_deliveries = 5, .authz_enabled = 0, .token_needed = 1,
+	};
+	return p;
+}
+
+static void
+reset_record(void)
+{
+	memset(&rec, 0, sizeof rec);
+	strcpy(rec.id, "gate-14");
+	rec.decided_at_ms = NOW - 1000;
+	rec.expires_at_ms = NOW + WINDOW;
+	rec.not_before_ms = 0;
+}
+
+static int
+setup(void **state)
+{
+	(void)state;
+	reset_record();
+	return 0;
+}
+
+static struct job_event
+ev_of(enum job_event_kind k)
+{
+	struct job_event ev;
+
+	memset(&ev, 0, sizeof ev);
+	ev.kind = k;
+	ev.token_ok = 1;
+	ev.retry_after_ms = -1;
+	return ev;
+}
+
+static struct job_event
+ev_loaded(void)
+{
+	struct job_event ev = ev_of(JOB_EV_LOADED);
+
+	ev.hash_exists = 1;
+	ev.stored_state = JOB_QUEUED;
+	ev.record_status = RECORD_OK;
+	ev.record = &rec;
+	ev.deliveries = 1;
+	return ev;
+}
+
+static struct job_event
+ev_http(int status)
+{
+	struct job_event ev = ev_of(JOB_EV_HTTP);
+
+	ev.http_status = status;
+	return ev;
+}
+
+static struct job_event
+ev_authz(enum job_authz a)
+{
+	struct job_event ev = ev_of(JOB_EV_AUTHZ);
+
+	ev.authz = a;
+	return ev;
+}
+
+static struct job_step
+step(const struct job_policy *p, struct job *j, struct job_event ev, int64_t now)
+{
+	return job_next(p, j, &ev, now);
+}
+
+/* A fresh job loaded at NOW and calling the action (authz off). */
+static struct job_step
+load_running(const struct job_policy *p, struct job *j)
+{
+	memset(j, 0, sizeof *j);
+	struct job_step s = step(p, j, ev_loaded(), NOW);
+	assert_int_equal(s.next, JOB_RUNNING);
+	return s;
+}
+
+#define FX_TERMINAL_NOTIFY (JOB_FX_WRITE_STATE | JOB_FX_NOTIFY | JOB_FX_ACK)
+#define FX_DEAD (JOB_FX_WRITE_STATE | JOB_FX_DEAD_LETTER | JOB_FX_NOTIFY | JOB_FX_ACK)
+
+/* ---- names ---- */
+
+static void
+test_state_names(void **state)
+{
+	(void)state;
+	static const char *const names[] = {"", "queued", "running", "retrying", "auth_wait",
+	    "done", "expired", "denied", "failed", "dead"};
+	for (int i = JOB_NONE; i <= JOB_DEAD; i++) {
+		enum job_state st;
+		assert_string_equal(job_state_name((enum job_state)i), names[i]);
+		assert_int_equal(job_state_parse(names[i], &st), 0);
+		assert_int_equal(st, i);
+		assert_int_equal(job_state_terminal((enum job_state)i), i >= JOB_DONE);
+	}
+	enum job_state st = JOB_RUNNING;
+	assert_int_equal(job_state_parse("Running", &st), -1);
+	assert_int_equal(job_state_parse("auth-wait", &st), -1);
+	assert_int_equal(job_state_parse(NULL, &st), -1);
+	assert_int_equal(st, JOB_RUNNING);
+	assert_string_equal(job_state_name((enum job_state)99), "");
+}
+
+/* ---- LOADED ---- */
+
+static void
+test_loaded_no_hash(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j = {0};
+	struct job_event ev = ev_loaded();
+	ev.hash_exists = 0;
+	ev.stored_state = JOB_NONE;
+	ev.record_status = RECORD_INVALID;
+	ev.record = NULL;
+	struct job_step s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.effects, JOB_FX_DEAD_LETTER | JOB_FX_ACK);
+	assert_int_equal(s.next, JOB_NONE);
+	assert_string_equal(s.reason, JOB_R_RECORD_MISSING);
+	assert_string_equal(s.reason, "record-missing");
+	assert_true(s.detail[0] != '\0');
+}
+
+/* R4: terminal -> ack only, whatever else is wrong (even past the deadline). */
+static void
+test_loaded_terminal_acked_only(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	for (int st = JOB_DONE; st <= JOB_DEAD; st++) {
+		for (int variant = 0; variant < 4; variant++) {
+			struct job j = {0};
+			struct job_event ev = ev_loaded();
+			int64_t now = NOW;
+			ev.stored_state = (enum job_state)st;
+			if (variant == 1)
+				now = rec.expires_at_ms + 1000;	/* expired too */
+			if (variant == 2) {
+				ev.record_status = RECORD_BAD_SIGNATURE;
+				ev.record = NULL;
+			}
+			if (variant == 3)
+				ev.deliveries = p.max_deliveries + 10;
+			struct job_step s = step(&p, &j, ev, now);
+			assert_int_equal(s.effects, JOB_FX_ACK);
+			assert_int_equal(s.next, st);
+			assert_int_equal(j.state, st);
+			assert_int_equal(j.calls, 0);
+		}
+	}
+}
+
+static void
+test_loaded_record_status_dead(void **state)
+{
+	(void)state;
+	static const struct {
+		enum record_status st;
+		const char *code;
+	} cases[] = {
+		{RECORD_BAD_SIGNATURE, "bad-signature"},
+		{RECORD_INVALID, "record-invalid"},
+		{RECORD_UNKNOWN_ACTION, "unknown-action"},
+	};
+	struct job_policy p = policy();
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct job j = {0};
+		struct job_event ev = ev_loaded();
+		ev.record_status = cases[i].st;
+		ev.record = NULL;
+		struct job_step s = step(&p, &j, ev, NOW);
+		assert_int_equal(s.next, JOB_DEAD);
+		assert_int_equal(s.effects, FX_DEAD);
+		assert_string_equal(s.reason, cases[i].code);
+		assert_string_equal(s.reason, record_status_code(cases[i].st));
+		assert_int_equal(j.calls, 0);
+	}
+}
+
+/* R12: more than max_deliveries -> dead; exactly max is still processed. */
+static void
+test_loaded_deliveries(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j = {0};
+	struct job_event ev = ev_loaded();
+
+	ev.deliveries = p.max_deliveries;
+	struct job_step s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_RUNNING);
+	assert_true(s.effects & JOB_FX_CALL);
+
+	memset(&j, 0, sizeof j);
+	ev.deliveries = p.max_deliveries + 1;
+	s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_DEAD);
+	assert_int_equal(s.effects, FX_DEAD);
+	assert_string_equal(s.reason, "too-many-deliveries");
+	assert_int_equal(j.calls, 0);
+}
+
+/* R2/§5: a future notBefore goes back on P:scheduled. */
+static void
+test_loaded_not_before(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j = {0};
+
+	rec.not_before_ms = NOW + 1;
+	struct job_step s = step(&p, &j, ev_loaded(), NOW);
+	assert_int_equal(s.next, JOB_QUEUED);
+	assert_int_equal(s.effects, JOB_FX_WRITE_STATE | JOB_FX_RESCHEDULE);
+	assert_int_equal(s.at_ms, NOW + 1);
+	assert_int_equal(j.calls, 0);
+
+	/* due now, or in the past: runs */
+	rec.not_before_ms = NOW;
+	memset(&j, 0, sizeof j);
+	s = step(&p, &j, ev_loaded(), NOW);
+	assert_int_equal(s.next, JOB_RUNNING);
+	assert_true(s.effects & JOB_FX_CALL);
+	rec.not_before_ms = NOW - 5000;
+	memset(&j, 0, sizeof j);
+	s = step(&p, &j, ev_loaded(), NOW);
+	assert_int_equal(s.next, JOB_RUNNING);
+}
+
+/* R1 at the first attempt: exactly at expiresAt is expired; 1 ms before is not. */
+static void
+test_deadline_first_attempt(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j = {0};
+	char dl[WTIME_RFC3339_LEN];
+
+	struct job_step s = step(&p, &j, ev_loaded(), rec.expires_at_ms);
+	assert_int_equal(s.next, JOB_EXPIRED);
+	assert_int_equal(s.effects, FX_TERMINAL_NOTIFY);
+	assert_string_equal(s.reason, "deadline-passed");
+	assert_int_equal(j.calls, 0);
+	assert_non_null(strstr(s.detail, wtime_format_rfc3339(rec.expires_at_ms, dl, sizeof dl)));
+
+	memset(&j, 0, sizeof j);
+	s = step(&p, &j, ev_loaded(), rec.expires_at_ms - 1);
+	assert_int_equal(s.next, JOB_RUNNING);
+	assert_int_equal(s.effects, JOB_FX_START_ATTEMPT | JOB_FX_WRITE_STATE | JOB_FX_CALL);
+	assert_int_equal(j.calls, 1);
+	assert_int_equal(j.expires_at_ms, rec.expires_at_ms);
+}
+
+/* R6: no token -> auth_wait without calling; token ready -> the attempt. */
+static void
+test_token_missing_waits(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j = {0};
+	struct job_event ev = ev_loaded();
+
+	ev.token_ok = 0;
+	struct job_step s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_AUTH_WAIT);
+	assert_int_equal(s.effects, JOB_FX_WRITE_STATE | JOB_FX_WAIT_TOKEN);
+	assert_int_equal(j.calls, 0);
+	assert_int_equal(j.redispatch, 0);
+
+	s = step(&p, &j, ev_of(JOB_EV_TOKEN_READY), NOW + 10);
+	assert_int_equal(s.next, JOB_RUNNING);
+	assert_int_equal(s.effects, JOB_FX_START_ATTEMPT | JOB_FX_WRITE_STATE | JOB_FX_CALL);
+	assert_int_equal(j.calls, 1);
+
+	/* a token that comes after the deadline: R1 first */
+	memset(&j, 0, sizeof j);
+	s = step(&p, &j, ev, NOW);
+	s = step(&p, &j, ev_of(JOB_EV_TOKEN_READY), rec.expires_at_ms);
+	assert_int_equal(s.next, JOB_EXPIRED);
+	assert_int_equal(j.calls, 0);
+
+	/* an action without OAuth does not wait */
+	p.token_needed = 0;
+	memset(&j, 0, sizeof j);
+	s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_RUNNING);
+	assert_true(s.effects & JOB_FX_CALL);
+}
+
+/* R9/R10: no token within auth_wait_max_ms -> release, nothing written. */
+static void
+test_token_timeout_releases(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j = {0};
+	struct job_event ev = ev_loaded();
+
+	ev.token_ok = 0;
+	(void)step(&p, &j, ev, NOW);
+	struct job_step s = step(&p, &j, ev_of(JOB_EV_TOKEN_TIMEOUT), NOW + 30000);
+	assert_int_equal(s.effects, JOB_FX_RELEASE);
+	assert_int_equal(s.next, JOB_AUTH_WAIT);
+	assert_int_equal(j.state, JOB_AUTH_WAIT);
+}
+
+/* ---- the call's outcomes (R8) ---- */
+
+static void
+test_http_2xx_done(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	static const int ok[] = {200, 201, 204, 299};
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+		struct job j;
+		load_running(&p, &j);
+		struct job_step s = step(&p, &j, ev_http(ok[i]), NOW + 50);
+		assert_int_equal(s.next, JOB_DONE);
+		assert_int_equal(s.effects, JOB_FX_WRITE_STATE | JOB_FX_ACK);
+		assert_string_equal(s.reason, "ok");
+	}
+}
+
+static void
+test_http_503_503_200(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j;
+	struct job_step s;
+	int64_t now = NOW;
+
+	p.max_attempts = 5;
+	load_running(&p, &j);
+	for (int i = 1; i <= 2; i++) {
+		s = step(&p, &j, ev_http(503), now);
+		assert_int_equal(s.next, JOB_RETRYING);
+		assert_int_equal(s.effects, JOB_FX_WRITE_STATE | JOB_FX_RETRY_AT);
+		assert_true(s.at_ms >= now);
+		assert_non_null(strstr(s.detail, "503"));
+		assert_int_equal(j.calls, i);
+		now = s.at_ms;
+		s = step(&p, &j, ev_of(JOB_EV_TIMER), now);
+		assert_int_equal(s.next, JOB_RUNNING);
+		assert_int_equal(s.effects, JOB_FX_START_ATTEMPT | JOB_FX_WRITE_STATE |
+		    JOB_FX_CALL);
+	}
+	s = step(&p, &j, ev_http(200), now);
+	assert_int_equal(s.next, JOB_DONE);
+	assert_int_equal(j.calls, 3);
+}
+
+static void
+test_http_max_attempts_dead(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();	/* max_attempts 3 */
+	struct job j;
+	struct job_step s;
+
+	load_running(&p, &j);
+	for (int i = 1; i < p.max_attempts; i++) {
+		s = step(&p, &j, ev_http(500), NOW);
+		assert_int_equal(s.next, JOB_RETRYING);
+		s = step(&p, &j, ev_of(JOB_EV_TIMER), s.at_ms);
+		assert_int_equal(s.next, JOB_RUNNING);
+	}
+	assert_int_equal(j.calls, 3);
+	s = step(&p, &j, ev_http(0), NOW);
+	assert_int_equal(s.next, JOB_DEAD);
+	assert_int_equal(s.effects, FX_DEAD);
+	assert_string_equal(s.reason, "max-attempts");
+
+	/* max_attempts 1: the first failure is the last */
+	p.max_attempts = 1;
+	load_running(&p, &j);
+	s = step(&p, &j, ev_http(429), NOW);
+	assert_int_equal(s.next, JOB_DEAD);
+	assert_string_equal(s.reason, "max-attempts");
+}
+
+static void
+test_http_retryable_statuses(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	static const int retry[] = {0, 408, 425, 429, 500, 502, 503, 504, 599};
+	for (size_t i = 0; i < sizeof retry / sizeof retry[0]; i++) {
+		struct job j;
+		load_running(&p, &j);
+		struct job_step s = step(&p, &j, ev_http(retry[i]), NOW);
+		assert_int_equal(s.next, JOB_RETRYING);
+		assert_int_equal(s.effects, JOB_FX_WRITE_STATE | JOB_FX_RETRY_AT);
+		assert_string_equal(s.reason, "");
+	}
+}
+
+static void
+test_http_permanent_failed(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	static const int perm[] = {400, 402, 403, 404, 405, 409, 410, 422, 499, 301, 302, 304,
+	    100, 600};
+	for (size_t i = 0; i < sizeof perm / sizeof perm[0]; i++) {
+		struct job j;
+		char num[8];
+		load_running(&p, &j);
+		struct job_step s = step(&p, &j, ev_http(perm[i]), NOW);
+		assert_int_equal(s.next, JOB_FAILED);
+		assert_int_equal(s.effects, FX_TERMINAL_NOTIFY);
+		assert_string_equal(s.reason, "http-4xx");
+		snprintf(num, sizeof num, "%d", perm[i]);
+		assert_non_null(strstr(s.detail, num));
+	}
+}
+
+/* The computed delay: full jitter from the event's random word. */
+static void
+test_http_retry_uses_backoff(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j;
+
+	load_running(&p, &j);
+	struct job_event ev = ev_http(503);
+	ev.rnd = 77;	/* ceiling for n=1 is 100: 77 % 101 = 77 */
+	struct job_step s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.at_ms, NOW + 77);
+	assert_int_equal(s.at_ms, NOW + job_backoff_ms(100, 10000, 1, 77));
+}
+
+/* Retry-After wins over the computed backoff, larger or smaller. */
+static void
+test_http_retry_after_wins(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j;
+	static const int64_t ra[] = {5000, 1, 0};
+	for (size_t i = 0; i < sizeof ra / sizeof ra[0]; i++) {
+		load_running(&p, &j);
+		struct job_event ev = ev_http(429);
+		ev.rnd = 50;	/* the backoff would be 50 ms */
+		ev.retry_after_ms = ra[i];
+		struct job_step s = step(&p, &j, ev, NOW);
+		assert_int_equal(s.next, JOB_RETRYING);
+		assert_int_equal(s.at_ms, NOW + ra[i]);
+	}
+	/* above the cap, it still wins */
+	load_running(&p, &j);
+	struct job_event ev = ev_http(503);
+	ev.retry_after_ms = p.retry_cap_ms * 3;
+	struct job_step s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.at_ms, NOW + p.retry_cap_ms * 3);
+}
+
+/* R1/R8: a retry whose timer would fire at or past the deadline expires now. */
+static void
+test_http_retry_past_deadline_expires(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j;
+	struct job_step s;
+
+	/* Retry-After lands exactly on the deadline */
+	load_running(&p, &j);
+	struct job_event ev = ev_http(503);
+	ev.retry_after_ms = WINDOW;
+	s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_EXPIRED);
+	assert_int_equal(s.effects, FX_TERMINAL_NOTIFY);
+	assert_string_equal(s.reason, "deadline-passed");
+	assert_non_null(strstr(s.detail, "deadline"));
+
+	/* one ms before: still a retry */
+	load_running(&p, &j);
+	ev.retry_after_ms = WINDOW - 1;
+	s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_RETRYING);
+	assert_int_equal(s.at_ms, rec.expires_at_ms - 1);
+
+	/* a huge Retry-After never wraps round into the past */
+	load_running(&p, &j);
+	ev.retry_after_ms = INT64_MAX;
+	s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_EXPIRED);
+
+	/* the computed backoff past the deadline, too */
+	p.retry_base_ms = p.retry_cap_ms = WINDOW * 2;
+	load_running(&p, &j);
+	ev = ev_http(502);
+	ev.rnd = (uint64_t)WINDOW * 2;	/* = the ceiling */
+	s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_EXPIRED);
+	assert_int_equal(s.effects, FX_TERMINAL_NOTIFY);
+}
+
+/* R1 on a retry: the timer fires at/after the deadline -> expired, no call. */
+static void
+test_timer_after_deadline_expires(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j;
+
+	load_running(&p, &j);
+	struct job_step s = step(&p, &j, ev_http(503), NOW);
+	assert_int_equal(s.next, JOB_RETRYING);
+	s = step(&p, &j, ev_of(JOB_EV_TIMER), rec.expires_at_ms);
+	assert_int_equal(s.next, JOB_EXPIRED);
+	assert_int_equal(s.effects, FX_TERMINAL_NOTIFY);
+	assert_int_equal(j.calls, 1);
+}
+
+/* A timer that finds no token: wait for one (no call). */
+static void
+test_timer_without_token_waits(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j;
+
+	load_running(&p, &j);
+	(void)step(&p, &j, ev_http(503), NOW);
+	struct job_event ev = ev_of(JOB_EV_TIMER);
+	ev.token_ok = 0;
+	struct job_step s = step(&p, &j, ev, NOW + 200);
+	assert_int_equal(s.next, JOB_AUTH_WAIT);
+	assert_int_equal(s.effects, JOB_FX_WRITE_STATE | JOB_FX_WAIT_TOKEN);
+	assert_int_equal(j.calls, 1);
+}
+
+/* R9: 401 -> drop the token and wait; token -> re-dispatch; then R1 -> run. */
+static void
+test_http_401_redispatch(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j;
+	struct job_step s;
+
+	load_running(&p, &j);
+	s = step(&p, &j, ev_http(401), NOW);
+	assert_int_equal(s.next, JOB_AUTH_WAIT);
+	assert_int_equal(s.effects, JOB_FX_WRITE_STATE | JOB_FX_DROP_TOKEN | JOB_FX_WAIT_TOKEN);
+	assert_int_equal(j.redispatch, 1);
+	assert_int_equal(j.calls, 1);
+
+	s = step(&p, &j, ev_of(JOB_EV_TOKEN_READY), NOW + 100);
+	assert_int_equal(s.effects, JOB_FX_REDISPATCH);
+	assert_int_equal(s.next, JOB_AUTH_WAIT);
+	assert_int_equal(j.calls, 1);
+	assert_int_not_equal(j.redispatch, 0);
+
+	s = step(&p, &j, ev_of(JOB_EV_REDISPATCHED), NOW + 120);
+	assert_int_equal(s.next, JOB_RUNNING);
+	assert_int_equal(s.effects, JOB_FX_START_ATTEMPT | JOB_FX_WRITE_STATE | JOB_FX_CALL);
+	assert_int_equal(j.redispatch, 0);
+	assert_int_equal(j.calls, 2);
+
+	s = step(&p, &j, ev_http(200), NOW + 150);
+	assert_int_equal(s.next, JOB_DONE);
+}
+
+static void
+test_http_401_redispatch_after_deadline(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j;
+	struct job_step s;
+
+	load_running(&p, &j);
+	(void)step(&p, &j, ev_http(401), NOW);
+	(void)step(&p, &j, ev_of(JOB_EV_TOKEN_READY), rec.expires_at_ms - 10);
+	s = step(&p, &j, ev_of(JOB_EV_REDISPATCHED), rec.expires_at_ms);
+	assert_int_equal(s.next, JOB_EXPIRED);
+	assert_int_equal(s.effects, FX_TERMINAL_NOTIFY);
+	assert_int_equal(j.calls, 1);
+
+	/* re-dispatched, but the token is gone again: wait, no call */
+	load_running(&p, &j);
+	(void)step(&p, &j, ev_http(401), NOW);
+	(void)step(&p, &j, ev_of(JOB_EV_TOKEN_READY), NOW + 1);
+	struct job_event ev = ev_of(JOB_EV_REDISPATCHED);
+	ev.token_ok = 0;
+	s = step(&p, &j, ev, NOW + 2);
+	assert_int_equal(s.next, JOB_AUTH_WAIT);
+	assert_true(s.effects & JOB_FX_WAIT_TOKEN);
+	assert_false(s.effects & JOB_FX_CALL);
+	assert_int_equal(j.calls, 1);
+}
+
+/* 403 with error="invalid_token" is R9; a plain 403 is permanent. */
+static void
+test_http_403(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j;
+
+	load_running(&p, &j);
+	struct job_event ev = ev_http(403);
+	ev.invalid_token = 1;
+	struct job_step s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_AUTH_WAIT);
+	assert_true(s.effects & JOB_FX_DROP_TOKEN);
+	assert_int_equal(j.redispatch, 1);
+
+	load_running(&p, &j);
+	s = step(&p, &j, ev_http(403), NOW);
+	assert_int_equal(s.next, JOB_FAILED);
+	assert_false(s.effects & JOB_FX_DROP_TOKEN);
+}
+
+/* Auth failures do not use up max_attempts; the deadline bounds them. */
+static void
+test_http_401_not_max_attempts(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j;
+	struct job_step s;
+
+	load_running(&p, &j);
+	for (int i = 0; i < p.max_attempts * 3; i++) {
+		s = step(&p, &j, ev_http(401), NOW + i);
+		assert_int_equal(s.next, JOB_AUTH_WAIT);
+		(void)step(&p, &j, ev_of(JOB_EV_TOKEN_READY), NOW + i);
+		s = step(&p, &j, ev_of(JOB_EV_REDISPATCHED), NOW + i);
+		assert_int_equal(s.next, JOB_RUNNING);
+	}
+	assert_true(j.calls > p.max_attempts);
+}
+
+/* Without an OAuth token there is nothing to refresh: 401 is permanent. */
+static void
+test_http_401_without_oauth_fails(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j;
+
+	p.token_needed = 0;
+	load_running(&p, &j);
+	struct job_step s = step(&p, &j, ev_http(401), NOW);
+	assert_int_equal(s.next, JOB_FAILED);
+	assert_string_equal(s.reason, "http-4xx");
+	assert_int_equal(j.redispatch, 0);
+}
+
+/* ---- current authority (R5) ---- */
+
+static void
+test_authz_allow_deny(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j = {0};
+	struct job_step s;
+
+	p.authz_enabled = 1;
+	s = step(&p, &j, ev_loaded(), NOW);
+	assert_int_equal(s.next, JOB_RUNNING);
+	assert_int_equal(s.effects, JOB_FX_START_ATTEMPT | JOB_FX_WRITE_STATE | JOB_FX_AUTHZ);
+	assert_int_equal(j.calls, 0);
+
+	/* the call's answer is not what is awaited */
+	s = step(&p, &j, ev_http(200), NOW);
+	assert_int_equal(s.effects, 0);
+	assert_int_equal(j.state, JOB_RUNNING);
+
+	s = step(&p, &j, ev_authz(JOB_AUTHZ_ALLOW), NOW + 5);
+	assert_int_equal(s.effects, JOB_FX_CALL);
+	assert_int_equal(s.next, JOB_RUNNING);
+	assert_int_equal(j.calls, 1);
+
+	/* a second PDP answer is not awaited any more */
+	s = step(&p, &j, ev_authz(JOB_AUTHZ_DENY), NOW + 6);
+	assert_int_equal(s.effects, 0);
+	assert_int_equal(j.state, JOB_RUNNING);
+
+	memset(&j, 0, sizeof j);
+	(void)step(&p, &j, ev_loaded(), NOW);
+	s = step(&p, &j, ev_authz(JOB_AUTHZ_DENY), NOW + 5);
+	assert_int_equal(s.next, JOB_DENIED);
+	assert_int_equal(s.effects, FX_TERMINAL_NOTIFY);
+	assert_string_equal(s.reason, "authority-denied");
+	assert_int_equal(j.calls, 0);
+}
+
+static void
+test_authz_allow_token_gone(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j = {0};
+
+	p.authz_enabled = 1;
+	(void)step(&p, &j, ev_loaded(), NOW);
+	struct job_event ev = ev_authz(JOB_AUTHZ_ALLOW);
+	ev.token_ok = 0;
+	struct job_step s = step(&p, &j, ev, NOW + 5);
+	assert_int_equal(s.next, JOB_AUTH_WAIT);
+	assert_int_equal(s.effects, JOB_FX_WRITE_STATE | JOB_FX_WAIT_TOKEN);
+	assert_int_equal(j.calls, 0);
+}
+
+/* PDP unavailable: retried with backoff from `waits`, never counted as a
+ * call, and bounded by the deadline alone. */
+static void
+test_authz_unavailable(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j = {0};
+	struct job_step s;
+	int64_t now = NOW;
+	int rounds = 0;
+
+	p.authz_enabled = 1;
+	p.max_attempts = 1;
+	s = step(&p, &j, ev_loaded(), now);
+	for (;;) {
+		struct job_event ev = ev_authz(JOB_AUTHZ_UNAVAILABLE);
+		ev.rnd = UINT64_MAX;
+		int waits = j.waits;
+		s = step(&p, &j, ev, now);
+		assert_int_equal(j.waits, waits + 1);
+		assert_int_equal(j.calls, 0);
+		if (s.next == JOB_EXPIRED)
+			break;
+		assert_int_equal(s.next, JOB_RETRYING);
+		assert_int_equal(s.effects, JOB_FX_WRITE_STATE | JOB_FX_RETRY_AT);
+		assert_int_equal(s.at_ms, now + job_backoff_ms(p.retry_base_ms, p.retry_cap_ms,
+		    j.waits, UINT64_MAX));
+		assert_true(s.at_ms < rec.expires_at_ms);
+		now = s.at_ms;
+		s = step(&p, &j, ev_of(JOB_EV_TIMER), now);
+		assert_int_equal(s.next, JOB_RUNNING);
+		assert_true(s.effects & JOB_FX_AUTHZ);
+		assert_false(s.effects & JOB_FX_CALL);
+		assert_true(++rounds < 1000);
+	}
+	assert_true(rounds > p.max_attempts);	/* more waits than calls allowed */
+	assert_int_equal(s.effects, FX_TERMINAL_NOTIFY);
+	assert_string_equal(s.reason, "deadline-passed");
+	assert_true(now < rec.expires_at_ms);	/* expired before the deadline came */
+}
+
+/* ---- releases and nonsense ---- */
+
+static void
+test_lease_lost(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j;
+
+	load_running(&p, &j);
+	struct job_step s = step(&p, &j, ev_of(JOB_EV_LEASE_LOST), NOW);
+	assert_int_equal(s.effects, JOB_FX_RELEASE);
+	assert_int_equal(s.next, JOB_RUNNING);
+	/* the abandoned call's answer changes nothing */
+	s = step(&p, &j, ev_http(200), NOW);
+	assert_int_equal(s.effects, 0);
+	assert_int_equal(j.state, JOB_RUNNING);
+}
+
+static void
+test_nonsense_events_ignored(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j;
+	struct job_step s;
+
+	/* HTTP while retrying */
+	load_running(&p, &j);
+	(void)step(&p, &j, ev_http(503), NOW);
+	int calls = j.calls;
+	s = step(&p, &j, ev_http(200), NOW);
+	assert_int_equal(s.effects, 0);
+	assert_int_equal(s.next, JOB_RETRYING);
+	assert_int_equal(j.state, JOB_RETRYING);
+	assert_int_equal(j.calls, calls);
+	assert_true(s.detail[0] != '\0');
+	/* token events while retrying, authz without authz asked */
+	assert_int_equal(step(&p, &j, ev_of(JOB_EV_TOKEN_READY), NOW).effects, 0);
+	assert_int_equal(step(&p, &j, ev_of(JOB_EV_TOKEN_TIMEOUT), NOW).effects, 0);
+	assert_int_equal(step(&p, &j, ev_of(JOB_EV_REDISPATCHED), NOW).effects, 0);
+	assert_int_equal(step(&p, &j, ev_authz(JOB_AUTHZ_DENY), NOW).effects, 0);
+	assert_int_equal(step(&p, &j, ev_loaded(), NOW).effects, 0);
+	assert_int_equal(j.state, JOB_RETRYING);
+
+	/* timer while running */
+	load_running(&p, &j);
+	s = step(&p, &j, ev_of(JOB_EV_TIMER), NOW);
+	assert_int_equal(s.effects, 0);
+	assert_int_equal(j.calls, 1);
+
+	/* re-dispatched without a re-dispatch asked */
+	struct job_event ev = ev_loaded();
+	ev.token_ok = 0;
+	memset(&j, 0, sizeof j);
+	(void)step(&p, &j, ev, NOW);
+	s = step(&p, &j, ev_of(JOB_EV_REDISPATCHED), NOW);
+	assert_int_equal(s.effects, 0);
+	assert_int_equal(j.state, JOB_AUTH_WAIT);
+
+	/* anything after a terminal state */
+	load_running(&p, &j);
+	(void)step(&p, &j, ev_http(200), NOW);
+	for (int k = JOB_EV_LOADED; k <= JOB_EV_LEASE_LOST; k++) {
+		struct job_event e = k == JOB_EV_LOADED ? ev_loaded() : ev_of((enum job_event_kind)k);
+		s = step(&p, &j, e, NOW);
+		assert_int_equal(s.effects, 0);
+		assert_int_equal(s.next, JOB_DONE);
+		assert_int_equal(j.state, JOB_DONE);
+		assert_true(s.detail[0] != '\0');
+	}
+	/* an unknown event kind */
+	s = step(&p, &j, ev_of((enum job_event_kind)42), NOW);
+	assert_int_equal(s.effects, 0);
+}
+
+static void
+test_loaded_without_record_ignored(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j = {0};
+	struct job_event ev = ev_loaded();
+
+	ev.record = NULL;
+	struct job_step s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.effects, 0);
+	assert_true(s.detail[0] != '\0');
+}
+
+/* ---- backoff ---- */
+
+static int64_t
+ceiling_of(int64_t base, int64_t cap, int n)
+{
+	/* rnd % (c + 1) peaks at rnd == c, and is 0 at rnd == c + 1 */
+	for (int64_t guess = base; ; guess *= 2) {
+		if (guess >= cap)
+			return cap;
+		if (job_backoff_ms(base, cap, n, (uint64_t)guess) == guess &&
+		    job_backoff_ms(base, cap, n, (uint64_t)guess + 1) == 0)
+			return guess;
+	}
+}
+
+static void
+test_backoff_bounds(void **state)
+{
+	(void)state;
+	assert_int_equal(job_backoff_ms(500, 60000, 1, 0), 0);
+	assert_int_equal(job_backoff_ms(500, 60000, 1, 500), 500);
+	assert_int_equal(job_backoff_ms(500, 60000, 1, 501), 0);
+	assert_int_equal(job_backoff_ms(500, 60000, 3, 2000), 2000);
+	assert_int_equal(job_backoff_ms(500, 60000, 3, 2001), 0);
+	assert_int_equal(job_backoff_ms(500, 60000, 20, 60000), 60000);
+	assert_int_equal(job_backoff_ms(500, 60000, 20, 60001), 0);
+	/* n < 1 is the first retry */
+	assert_int_equal(job_backoff_ms(500, 60000, 0, 500), 500);
+	assert_int_equal(job_backoff_ms(500, 60000, -7, 500), 500);
+	assert_int_equal(job_backoff_ms(500, 60000, INT_MIN, 501), 0);
+	/* base above cap: the cap */
+	assert_int_equal(job_backoff_ms(5000, 1000, 1, 1000), 1000);
+	/* no overflow, however large n or the numbers */
+	assert_int_equal(job_backoff_ms(500, 60000, INT_MAX, 60000), 60000);
+	assert_int_equal(job_backoff_ms(INT64_MAX / 3, INT64_MAX, INT_MAX, UINT64_MAX),
+	    (int64_t)(UINT64_MAX % ((uint64_t)INT64_MAX + 1)));
+	assert_int_equal(job_backoff_ms(1, INT64_MAX, INT_MAX, (uint64_t)INT64_MAX), INT64_MAX);
+
+	uint64_t x = 0x9e3779b97f4a7c15u;
+	for (int n = 1; n <= 100; n++)
+		for (int k = 0; k < 1000; k++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			int64_t d = job_backoff_ms(500, 60000, n, x);
+			assert_true(d >= 0 && d <= 60000);
+			int64_t c = 500 * (INT64_C(1) << (n - 1 < 20 ? n - 1 : 20));
+			assert_true(d <= (c < 60000 ? c : 60000));
+		}
+}
+
+static void
+test_backoff_doubles(void **state)
+{
+	(void)state;
+	int64_t prev = ceiling_of(500, 60000, 1);
+	assert_int_equal(prev, 500);
+	for (int n = 2; 500 * (INT64_C(1) << (n - 1)) < 60000; n++) {
+		int64_t c = ceiling_of(500, 60000, n);
+		assert_int_equal(c, prev * 2);
+		prev = c;
+	}
+	assert_int_equal(ceiling_of(500, 60000, 8), 60000);	/* 64000 capped */
+	assert_int_equal(ceiling_of(500, 60000, 100), 60000);
+}
+
+/* ---- Retry-After ---- */
+
+static void
+test_retry_after(void **state)
+{
+	(void)state;
+	int64_t now = INT64_C(1784800000000);	/* 2026-07-23T09:46:40Z */
+	char date[40];
+
+	assert_int_equal(job_retry_after_ms("120", now), 120000);
+	assert_int_equal(job_retry_after_ms("0", now), 0);
+	/* surrounding blanks are not part of the value: accepted */
+	assert_int_equal(job_retry_after_ms(" 5", now), 5000);
+	assert_int_equal(job_retry_after_ms("5\r\n", now), 5000);
+	assert_int_equal(job_retry_after_ms("-1", now), -1);
+	assert_int_equal(job_retry_after_ms("+5", now), -1);
+	assert_int_equal(job_retry_after_ms("1.5", now), -1);
+	assert_int_equal(job_retry_after_ms("5s", now), -1);
+	assert_int_equal(job_retry_after_ms("5 5", now), -1);
+	assert_int_equal(job_retry_after_ms("abc", now), -1);
+	assert_int_equal(job_retry_after_ms("", now), -1);
+	assert_int_equal(job_retry_after_ms("   ", now), -1);
+	assert_int_equal(job_retry_after_ms(NULL, now), -1);
+	/* capped at a day, never overflowing */
+	assert_int_equal(job_retry_after_ms("86401", now), 86400000);
+	assert_int_equal(job_retry_after_ms("99999999999999999999999999", now), 86400000);
+
+	/* an IMF-fixdate 90 s ahead, and one in the past */
+	int64_t at;
+	assert_int_equal(wtime_parse_http_date("Thu, 23 Jul 2026 09:48:10 GMT", &at), 0);
+	assert_int_equal(at - now, 90000);
+	assert_int_equal(job_retry_after_ms("Thu, 23 Jul 2026 09:48:10 GMT", now), 90000);
+	assert_int_equal(job_retry_after_ms(" Thu, 23 Jul 2026 09:48:10 GMT\r\n", now), 90000);
+	assert_int_equal(job_retry_after_ms("Sun, 06 Nov 1994 08:49:37 GMT", now), 0);
+	assert_int_equal(job_retry_after_ms("Thu, 23 Jul 2026 09:46:40 GMT", now), 0);
+	assert_int_equal(job_retry_after_ms("Thu, 23 Jul 2026 09:48:10 UTC", now), -1);
+	assert_int_equal(job_retry_after_ms("Thursday, 23-Jul-26 09:48:10 GMT", now), -1);
+	memset(date, 'x', sizeof date - 1);
+	date[sizeof date - 1] = '\0';
+	assert_int_equal(job_retry_after_ms(date, now), -1);
+}
+
+/* ---- WWW-Authenticate ---- */
+
+static void
+test_www_auth(void **state)
+{
+	(void)state;
+	static const char *const yes[] = {
+		"Bearer error=\"invalid_token\"",
+		"Bearer realm=\"example\", error=\"invalid_token\", "
+		    "error_description=\"The access token expired\"",
+		"bearer ERROR=\"invalid_token\"",
+		"BEARER error=invalid_token",
+		"Bearer realm=\"x\",error = \"invalid_token\"",
+		"Basic realm=\"simple\", Bearer error=\"invalid_token\"",
+		"Bearer error_description=\"no\", error=\"invalid_token\"",
+	};
+	static const char *const no[] = {
+		"",
+		"Bearer",
+		"Bearer realm=\"example\"",
+		"Bearer error=\"insufficient_scope\"",
+		"Bearer error_description=\"invalid_token\"",
+		"Bearer error=\"invalid_token_x\"",
+		"Bearer error=invalid_token_x",
+		"Bearer error=\"xinvalid_token\"",
+		"Bearer xerror=\"invalid_token\"",
+		"Bearer realm=\"error=\\\"invalid_token\\\"\"",
+		"Bearer realm=\"error=invalid_token\"",
+		"Basic error=\"invalid_token\"",
+		"Bearerx error=\"invalid_token\"",
+		"DPoP error=\"invalid_token\", Bearer realm=\"x\"",
+		"Bearer error=\"INVALID_TOKEN\"",
+		"Bearer error=",
+		"Bearer abc==, error",
+		"\"Bearer error=invalid_token\"",
+	};
+	for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
+		if (!job_www_auth_invalid_token(yes[i]))
+			fail_msg("expected a match: %s", yes[i]);
+	for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+		if (job_www_auth_invalid_token(no[i]))
+			fail_msg("expected no match: %s", no[i]);
+	/* an unterminated quote still holds the whole value: accepted */
+	assert_int_equal(job_www_auth_invalid_token("Bearer error=\"invalid_token"), 1);
+	assert_int_equal(job_www_auth_invalid_token(NULL), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_state_names),
+		cmocka_unit_test_setup(test_loaded_no_hash, setup),
+		cmocka_unit_test_setup(test_loaded_terminal_acked_only, setup),
+		cmocka_unit_test_setup(test_loaded_record_status_dead, setup),
+		cmocka_unit_test_setup(test_loaded_deliveries, setup),
+		cmocka_unit_test_setup(test_loaded_not_before, setup),
+		cmocka_unit_test_setup(test_loaded_without_record_ignored, setup),
+		cmocka_unit_test_setup(test_deadline_first_attempt, setup),
+		cmocka_unit_test_setup(test_token_missing_waits, setup),
+		cmocka_unit_test_setup(test_token_timeout_releases, setup),
+		cmocka_unit_test_setup(test_http_2xx_done, setup),
+		cmocka_unit_test_setup(test_http_503_503_200, setup),
+		cmocka_unit_test_setup(test_http_max_attempts_dead, setup),
+		cmocka_unit_test_setup(test_http_retryable_statuses, setup),
+		cmocka_unit_test_setup(test_http_permanent_failed, setup),
+		cmocka_unit_test_setup(test_http_retry_uses_backoff, setup),
+		cmocka_unit_test_setup(test_http_retry_after_wins, setup),
+		cmocka_unit_test_setup(test_http_retry_past_deadline_expires, setup),
+		cmocka_unit_test_setup(test_timer_after_deadline_expires, setup),
+		cmocka_unit_test_setup(test_timer_without_token_waits, setup),
+		cmocka_unit_test_setup(test_http_401_redispatch, setup),
+		cmocka_unit_test_setup(test_http_401_redispatch_after_deadline, setup),
+		cmocka_unit_test_setup(test_http_403, setup),
+		cmocka_unit_test_setup(test_http_401_not_max_attempts, setup),
+		cmocka_unit_test_setup(test_http_401_without_oauth_fails, setup),
+		cmocka_unit_test_setup(test_authz_allow_deny, setup),
+		cmocka_unit_test_setup(test_authz_allow_token_gone, setup),
+		cmocka_unit_test_setup(test_authz_unavailable, setup),
+		cmocka_unit_test_setup(test_lease_lost, setup),
+		cmocka_unit_test_setup(test_nonsense_events_ignored, setup),
+		cmocka_unit_test(test_backoff_bounds),
+		cmocka_unit_test(test_backoff_doubles),
+		cmocka_unit_test(test_retry_after),
+		cmocka_unit_test(test_www_auth),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
