@@ -30,7 +30,8 @@ struct record_policy {
 	size_t key_len;
 	const char *issuer;		/* NULL: not checked */
 	int64_t max_window_ms, clock_skew_ms;
-	/* Returns non-zero when an [action NAME] exists. */
+	/* Returns non-zero when an [action NAME] exists. NULL: not checked
+	 * (for tools that show a record; the daemon always sets it). */
 	int (*action_known)(void *ctx, const char *action);
 	void *action_ctx;
 };
@@ -38,7 +39,7 @@ struct record_policy {
 struct record {
 	char id[RECORD_ID_MAX + 1];
 	char *on_behalf_of, *action, *resource, *basis;
-	char *notify_on_denial;	/* NULL when absent */
+	char *notify_on_denial;	/* NULL when absent or empty */
 	char *iss;		/* NULL when absent */
 	json_t *parameters;	/* an object, owned */
 	json_t *content;	/* the whole verified payload object, owned: the R7 body */
@@ -57,12 +58,29 @@ int record_id_valid(const char *id);
  * signature or key). When the signature verified but the content is invalid,
  * *owner_out (if not NULL) receives a copy of `notifyOnDenial` when the payload
  * had a usable one, so the owner can be told (caller frees; else NULL).
+ * The signature is checked with OpenSSL against pol->algorithm alone (the
+ * header's alg must name it, and never selects the check): libjwt 1.10's
+ * jwt_decode refuses any typ but "JWT". An expired record is still RECORD_OK:
+ * the deadline is the job's business, not validation's.
  */
 enum record_status record_load(const struct record_policy *pol, const char *expected_id,
 			       const char *raw, int64_t now_ms, struct record **out,
 			       char **owner_out, char *detail, size_t detail_len)
 	__attribute__((warn_unused_result));
 
+/* NULL is a no-op. */
 void record_free(struct record *rec);
+
+/*
+ * Signs `content` (a JSON object) as a JWS compact serialization with header
+ * {"alg": alg, "typ": "decision+jwt"} and "kid" when `kid` is not NULL.
+ * `alg` is JWT_ALG_ES256 or JWT_ALG_RS256 with `key` a PEM private key, or
+ * JWT_ALG_HS256 with `key` the HMAC secret (at least 32 bytes). Built here
+ * with OpenSSL, because libjwt 1.10 always writes typ=JWT.
+ * Returns a new string (caller frees), or NULL on any error.
+ */
+char *record_sign(jwt_alg_t alg, const unsigned char *key, size_t key_len, const char *kid,
+		  const json_t *content)
+	__attribute__((warn_unused_result));
 
 #endif

@@ -1,0 +1,787 @@
+/*
+ * record: verifying (§3.2) and validating (§3.1) the decision record.
+ *
+ * The JWS is taken apart and checked here, with OpenSSL doing the
+ * cryptography, instead of by libjwt: libjwt 1.10's jwt_decode refuses any
+ * typ but "JWT" and lets the token's own alg pick the check, and its
+ * jwt_encode always writes typ=JWT. Here the check is chosen by the
+ * configured algorithm alone; the header's alg only has to agree with it.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "record.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/crypto.h>
+#include <openssl/ecdsa.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/pem.h>
+
+#include "wtime.h"
+
+#define RECORD_TYP	"decision+jwt"
+#define ES256_HALF	32	/* bytes of R and of S in a JWS ES256 signature */
+#define HS256_MIN_KEY	32	/* RFC 7518 §3.2: at least the hash's size */
+
+/* The parts of a compact JWS, decoded; `input_len` bytes of raw are signed. */
+struct jws {
+	unsigned char *header, *payload, *sig;
+	size_t header_len, payload_len, sig_len, input_len;
+};
+
+/* The fields of §3.1, borrowed from the payload object while it is checked. */
+struct fields {
+	const char *id, *on_behalf_of, *action, *resource, *basis, *notify, *iss;
+	json_t *parameters;
+	int64_t decided_at, expires_at, not_before;
+};
+
+static enum record_status fail(enum record_status st, char *detail, size_t n,
+			       const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+const char *
+record_status_code(enum record_status st)
+{
+	switch (st) {
+	case RECORD_OK:
+		return "";
+	case RECORD_BAD_SIGNATURE:
+		return "bad-signature";
+	case RECORD_INVALID:
+		return "record-invalid";
+	case RECORD_UNKNOWN_ACTION:
+		return "unknown-action";
+	}
+	return "record-invalid";
+}
+
+static int
+id_char(unsigned char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+	    c == '.' || c == '_' || c == '-';
+}
+
+int
+record_id_valid(const char *id)
+{
+	size_t n;
+
+	if (id == NULL)
+		return 0;
+	for (n = 0; id[n] != '\0'; n++)
+		if (n >= RECORD_ID_MAX || !id_char((unsigned char)id[n]))
+			return 0;
+	return n > 0;
+}
+
+/* Writes the line for people and passes `st` through, so callers can
+ * `return fail(...)`. */
+static enum record_status
+fail(enum record_status st, char *detail, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (detail != NULL && n > 0) {
+		va_start(ap, fmt);
+		vsnprintf(detail, n, fmt, ap);
+		va_end(ap);
+	}
+	return st;
+}
+
+static int
+alg_supported(jwt_alg_t alg)
+{
+	return alg == JWT_ALG_ES256 || alg == JWT_ALG_RS256 || alg == JWT_ALG_HS256;
+}
+
+/* ---- base64url (RFC 7515 §2: no padding) ---- */
+
+static int
+b64url_value(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '-')
+		return 62;
+	if (c == '_')
+		return 63;
+	return -1;
+}
+
+/* Strict: any other character, padding, an impossible length or stray low
+ * bits in the last character is an error, so every byte string has exactly
+ * one accepted spelling. *out is malloc'd (caller frees). */
+static int
+b64url_decode(const char *s, size_t n, unsigned char **out, size_t *out_len)
+{
+	unsigned char *buf;
+	size_t len = 0;
+	unsigned acc = 0;
+	int bits = 0;
+
+	if (n % 4 == 1 || (buf = malloc(n / 4 * 3 + 3)) == NULL)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		int v = b64url_value((unsigned char)s[i]);
+		if (v < 0) {
+			free(buf);
+			return -1;
+		}
+		acc = (acc << 6) | (unsigned)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			buf[len++] = (unsigned char)(acc >> bits);
+			acc &= (1u << bits) - 1;
+		}
+	}
+	if (acc != 0) {
+		free(buf);
+		return -1;
+	}
+	*out = buf;
+	*out_len = len;
+	return 0;
+}
+
+/* Returns a malloc'd string, or NULL. */
+static char *
+b64url_encode(const unsigned char *in, size_t n)
+{
+	static const char alphabet[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	char *out = malloc(n / 3 * 4 + 4);
+	size_t len = 0;
+	unsigned acc = 0;
+	int bits = 0;
+
+	if (out == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		acc = (acc << 8) | in[i];
+		bits += 8;
+		while (bits >= 6) {
+			bits -= 6;
+			out[len++] = alphabet[(acc >> bits) & 63];
+		}
+		acc &= (1u << bits) - 1;
+	}
+	if (bits > 0)
+		out[len++] = alphabet[(acc << (6 - bits)) & 63];
+	out[len] = '\0';
+	return out;
+}
+
+static char *
+join_dot(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	char *s = malloc(la + lb + 2);
+
+	if (s != NULL) {
+		memcpy(s, a, la);
+		s[la] = '.';
+		memcpy(s + la + 1, b, lb + 1);
+	}
+	return s;
+}
+
+/* ---- keys and signatures ---- */
+
+/* Refuses a key of another type, so the configured algorithm is what runs. */
+static int
+key_fits(EVP_PKEY *pk, jwt_alg_t alg)
+{
+	char group[64];
+
+	if (alg == JWT_ALG_RS256)
+		return EVP_PKEY_get_base_id(pk) == EVP_PKEY_RSA && EVP_PKEY_get_bits(pk) >= 2048;
+	if (alg == JWT_ALG_ES256)
+		return EVP_PKEY_get_base_id(pk) == EVP_PKEY_EC &&
+		    EVP_PKEY_get_group_name(pk, group, sizeof group, NULL) == 1 &&
+		    strcmp(group, "prime256v1") == 0;
+	return 0;
+}
+
+/* An encrypted private key fails instead of prompting on a terminal. */
+static int
+no_passphrase(char *buf, int size, int rwflag, void *u)
+{
+	(void)buf;
+	(void)size;
+	(void)rwflag;
+	(void)u;
+	return -1;
+}
+
+static EVP_PKEY *
+pem_key(const unsigned char *pem, size_t len, jwt_alg_t alg, int private)
+{
+	BIO *bio;
+	EVP_PKEY *pk;
+
+	if (pem == NULL || len == 0 || len > INT_MAX)
+		return NULL;
+	if ((bio = BIO_new_mem_buf(pem, (int)len)) == NULL)
+		return NULL;
+	pk = private ? PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL) :
+	    PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL);
+	BIO_free(bio);
+	if (pk != NULL && !key_fits(pk, alg)) {
+		EVP_PKEY_free(pk);
+		pk = NULL;
+	}
+	/* Leave nothing on the thread's error queue for other modules to find. */
+	ERR_clear_error();
+	return pk;
+}
+
+static int
+hs256(const unsigned char *key, size_t key_len, const char *input, size_t len,
+      unsigned char md[EVP_MAX_MD_SIZE], unsigned *md_len)
+{
+	if (key == NULL || key_len == 0 || key_len > INT_MAX)
+		return -1;
+	return HMAC(EVP_sha256(), key, (int)key_len, (const unsigned char *)input, len, md,
+	    md_len) == NULL ? -1 : 0;
+}
+
+static int
+pkey_verify(EVP_PKEY *pk, const char *input, size_t len, const unsigned char *sig,
+	    size_t sig_len)
+{
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	int ok = ctx != NULL && EVP_DigestVerifyInit(ctx, NULL, EVP_sha256(), NULL, pk) == 1 &&
+	    EVP_DigestVerify(ctx, sig, sig_len, (const unsigned char *)input, len) == 1;
+
+	EVP_MD_CTX_free(ctx);
+	return ok ? 0 : -1;
+}
+
+/* JWS carries ECDSA as R || S (RFC 7518 §3.4); OpenSSL speaks DER. */
+static int
+es256_to_der(const unsigned char *sig, size_t sig_len, unsigned char **der, int *der_len)
+{
+	ECDSA_SIG *es;
+	BIGNUM *r, *s;
+
+	*der = NULL;
+	if (sig_len != 2 * ES256_HALF)
+		return -1;
+	es = ECDSA_SIG_new();
+	r = BN_bin2bn(sig, ES256_HALF, NULL);
+	s = BN_bin2bn(sig + ES256_HALF, ES256_HALF, NULL);
+	if (es == NULL || r == NULL || s == NULL || ECDSA_SIG_set0(es, r, s) != 1) {
+		BN_free(r);
+		BN_free(s);
+		ECDSA_SIG_free(es);
+		return -1;
+	}
+	*der_len = i2d_ECDSA_SIG(es, der);
+	ECDSA_SIG_free(es);
+	return *der_len > 0 ? 0 : -1;
+}
+
+static int
+es256_from_der(const unsigned char *der, size_t der_len, unsigned char **out, size_t *out_len)
+{
+	const unsigned char *p = der;
+	ECDSA_SIG *es;
+	const BIGNUM *r, *s;
+	unsigned char *buf;
+	int rc = -1;
+
+	if (der_len > LONG_MAX || (es = d2i_ECDSA_SIG(NULL, &p, (long)der_len)) == NULL)
+		return -1;
+	ECDSA_SIG_get0(es, &r, &s);
+	buf = malloc(2 * ES256_HALF);
+	if (buf != NULL && BN_bn2binpad(r, buf, ES256_HALF) == ES256_HALF &&
+	    BN_bn2binpad(s, buf + ES256_HALF, ES256_HALF) == ES256_HALF) {
+		*out = buf;
+		*out_len = 2 * ES256_HALF;
+		rc = 0;
+	} else {
+		free(buf);
+	}
+	ECDSA_SIG_free(es);
+	return rc;
+}
+
+enum { VERIFY_OK = 0, VERIFY_BAD = -1, VERIFY_NO_KEY = -2 };
+
+/* The check is picked by pol->algorithm, never by the token. */
+static int
+verify_signature(const struct record_policy *pol, const char *raw, const struct jws *j)
+{
+	unsigned char md[EVP_MAX_MD_SIZE], *der = NULL;
+	unsigned md_len = 0;
+	int der_len = 0, rc = VERIFY_BAD;
+	EVP_PKEY *pk;
+
+	if (pol->algorithm == JWT_ALG_HS256) {
+		if (hs256(pol->key, pol->key_len, raw, j->input_len, md, &md_len) != 0)
+			return VERIFY_NO_KEY;
+		return j->sig_len == md_len && CRYPTO_memcmp(md, j->sig, md_len) == 0 ?
+		    VERIFY_OK : VERIFY_BAD;
+	}
+	if ((pk = pem_key(pol->key, pol->key_len, pol->algorithm, 0)) == NULL)
+		return VERIFY_NO_KEY;
+	if (pol->algorithm == JWT_ALG_RS256)
+		rc = pkey_verify(pk, raw, j->input_len, j->sig, j->sig_len);
+	else if (es256_to_der(j->sig, j->sig_len, &der, &der_len) == 0)
+		rc = pkey_verify(pk, raw, j->input_len, der, (size_t)der_len);
+	OPENSSL_free(der);
+	EVP_PKEY_free(pk);
+	ERR_clear_error();
+	return rc == 0 ? VERIFY_OK : VERIFY_BAD;
+}
+
+/* Returns the raw signature bytes (caller frees). */
+static int
+sign_bytes(jwt_alg_t alg, const unsigned char *key, size_t key_len, const char *input,
+	   unsigned char **sig, size_t *sig_len)
+{
+	size_t len = strlen(input), der_len = 0;
+	unsigned char *der = NULL;
+	unsigned md_len = 0;
+	EVP_MD_CTX *ctx;
+	EVP_PKEY *pk;
+	int ok;
+
+	if (alg == JWT_ALG_HS256) {
+		if (key_len < HS256_MIN_KEY || (*sig = malloc(EVP_MAX_MD_SIZE)) == NULL)
+			return -1;
+		if (hs256(key, key_len, input, len, *sig, &md_len) != 0) {
+			free(*sig);
+			return -1;
+		}
+		*sig_len = md_len;
+		return 0;
+	}
+	if ((pk = pem_key(key, key_len, alg, 1)) == NULL)
+		return -1;
+	ctx = EVP_MD_CTX_new();
+	ok = ctx != NULL && EVP_DigestSignInit(ctx, NULL, EVP_sha256(), NULL, pk) == 1 &&
+	    EVP_DigestSign(ctx, NULL, &der_len, (const unsigned char *)input, len) == 1 &&
+	    (der = malloc(der_len)) != NULL &&
+	    EVP_DigestSign(ctx, der, &der_len, (const unsigned char *)input, len) == 1;
+	EVP_MD_CTX_free(ctx);
+	EVP_PKEY_free(pk);
+	ERR_clear_error();
+	if (ok && alg == JWT_ALG_RS256) {
+		*sig = der;
+		*sig_len = der_len;
+		return 0;
+	}
+	ok = ok && es256_from_der(der, der_len, sig, sig_len) == 0;
+	free(der);
+	return ok ? 0 : -1;
+}
+
+char *
+record_sign(jwt_alg_t alg, const unsigned char *key, size_t key_len, const char *kid,
+	    const json_t *content)
+{
+	json_t *header = NULL;
+	char *head = NULL, *body = NULL, *head64 = NULL, *body64 = NULL, *sig64 = NULL;
+	char *input = NULL, *out = NULL;
+	unsigned char *sig = NULL;
+	size_t sig_len = 0;
+
+	if (!alg_supported(alg) || !json_is_object(content))
+		return NULL;
+	header = json_pack("{s:s, s:s}", "alg", jwt_alg_str(alg), "typ", RECORD_TYP);
+	if (header == NULL ||
+	    (kid != NULL && json_object_set_new(header, "kid", json_string(kid)) != 0))
+		goto done;
+	if ((head = json_dumps(header, JSON_COMPACT)) == NULL ||
+	    (body = json_dumps(content, JSON_COMPACT)) == NULL ||
+	    (head64 = b64url_encode((unsigned char *)head, strlen(head))) == NULL ||
+	    (body64 = b64url_encode((unsigned char *)body, strlen(body))) == NULL ||
+	    (input = join_dot(head64, body64)) == NULL)
+		goto done;
+	if (sign_bytes(alg, key, key_len, input, &sig, &sig_len) != 0 ||
+	    (sig64 = b64url_encode(sig, sig_len)) == NULL)
+		goto done;
+	out = join_dot(input, sig64);
+done:
+	json_decref(header);
+	free(head);
+	free(body);
+	free(head64);
+	free(body64);
+	free(input);
+	free(sig);
+	free(sig64);
+	return out;
+}
+
+/* ---- the JWS ---- */
+
+static void
+jws_clear(struct jws *j)
+{
+	free(j->header);
+	free(j->payload);
+	free(j->sig);
+	memset(j, 0, sizeof *j);
+}
+
+/* Exactly three base64url segments, or -1: a JWS JSON serialization, plain
+ * JSON, two segments or five (JWE) are not what a decider writes. */
+static int
+jws_split(const char *raw, struct jws *j)
+{
+	const char *dot1, *dot2;
+
+	memset(j, 0, sizeof *j);
+	if ((dot1 = strchr(raw, '.')) == NULL || (dot2 = strchr(dot1 + 1, '.')) == NULL ||
+	    strchr(dot2 + 1, '.') != NULL)
+		return -1;
+	j->input_len = (size_t)(dot2 - raw);
+	if (b64url_decode(raw, (size_t)(dot1 - raw), &j->header, &j->header_len) != 0 ||
+	    b64url_decode(dot1 + 1, (size_t)(dot2 - dot1 - 1), &j->payload, &j->payload_len) != 0 ||
+	    b64url_decode(dot2 + 1, strlen(dot2 + 1), &j->sig, &j->sig_len) != 0) {
+		jws_clear(j);
+		return -1;
+	}
+	return 0;
+}
+
+/* The header is the attacker's text: nothing of it goes into the detail. */
+static enum record_status
+check_header(const struct record_policy *pol, const struct jws *j, char *detail, size_t n)
+{
+	const char *want = jwt_alg_str(pol->algorithm);
+	json_t *h = json_loadb((const char *)j->header, j->header_len, JSON_REJECT_DUPLICATES,
+	    NULL);
+	json_t *alg = json_object_get(h, "alg"), *typ = json_object_get(h, "typ");
+	enum record_status st = RECORD_OK;
+
+	if (!json_is_object(h))
+		st = fail(RECORD_BAD_SIGNATURE, detail, n, "header: not a JSON object");
+	else if (!json_is_string(alg))
+		st = fail(RECORD_BAD_SIGNATURE, detail, n, "header: alg missing or not a string");
+	else if (strcmp(json_string_value(alg), want) != 0)
+		st = fail(RECORD_BAD_SIGNATURE, detail, n, "header: alg is not %s", want);
+	else if (!json_is_string(typ))
+		st = fail(RECORD_BAD_SIGNATURE, detail, n, "header: typ missing or not a string");
+	else if (strcmp(json_string_value(typ), RECORD_TYP) != 0)
+		st = fail(RECORD_BAD_SIGNATURE, detail, n, "header: typ is not " RECORD_TYP);
+	else if (json_object_get(h, "crit") != NULL)
+		/* RFC 7515 §4.1.11: unknown critical extensions must be refused. */
+		st = fail(RECORD_BAD_SIGNATURE, detail, n, "header: crit is not supported");
+	json_decref(h);
+	return st;
+}
+
+static enum record_status
+parse_object(const char *text, size_t len, json_t **out, char *detail, size_t n)
+{
+	json_error_t err;
+	json_t *v = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
+
+	if (v == NULL)
+		return fail(RECORD_INVALID, detail, n, "record: not JSON: %s", err.text);
+	if (!json_is_object(v)) {
+		json_decref(v);
+		return fail(RECORD_INVALID, detail, n, "record: not a JSON object");
+	}
+	*out = v;
+	return RECORD_OK;
+}
+
+static enum record_status
+load_signed(const struct record_policy *pol, const char *raw, json_t **content, char *detail,
+	    size_t n)
+{
+	struct jws j;
+	enum record_status st;
+	int rc;
+
+	if (!alg_supported(pol->algorithm))
+		return fail(RECORD_BAD_SIGNATURE, detail, n,
+		    "signature: the configured algorithm is not ES256, RS256 or HS256");
+	/* Never take a record apart without a key to check it with. */
+	if (pol->key == NULL || pol->key_len == 0)
+		return fail(RECORD_BAD_SIGNATURE, detail, n, "signature: no verification key");
+	if (raw == NULL || jws_split(raw, &j) != 0)
+		return fail(RECORD_BAD_SIGNATURE, detail, n,
+		    "record: not a JWS compact serialization");
+	st = check_header(pol, &j, detail, n);
+	if (st == RECORD_OK && j.sig_len == 0)
+		st = fail(RECORD_BAD_SIGNATURE, detail, n, "signature: missing");
+	if (st == RECORD_OK) {
+		rc = verify_signature(pol, raw, &j);
+		if (rc == VERIFY_NO_KEY)
+			st = fail(RECORD_BAD_SIGNATURE, detail, n,
+			    "signature: the verification key is not a usable %s key",
+			    jwt_alg_str(pol->algorithm));
+		else if (rc != VERIFY_OK)
+			st = fail(RECORD_BAD_SIGNATURE, detail, n, "signature: does not verify");
+	}
+	if (st == RECORD_OK)
+		st = parse_object((const char *)j.payload, j.payload_len, content, detail, n);
+	jws_clear(&j);
+	return st;
+}
+
+/* ---- §3.1 ---- */
+
+/* obj[name]: 1 a string, 0 absent, -1 present but not a string. */
+static int
+string_field(const json_t *obj, const char *name, const char **out)
+{
+	json_t *v = json_object_get(obj, name);
+
+	*out = NULL;
+	if (v == NULL)
+		return 0;
+	if (!json_is_string(v))
+		return -1;
+	*out = json_string_value(v);
+	return 1;
+}
+
+static int
+need_string(const json_t *obj, const char *name, const char **out, char *detail, size_t n)
+{
+	int r = string_field(obj, name, out);
+
+	if (r == 0)
+		fail(RECORD_INVALID, detail, n, "%s: missing", name);
+	else if (r < 0)
+		fail(RECORD_INVALID, detail, n, "%s: not a string", name);
+	else if (**out == '\0')
+		fail(RECORD_INVALID, detail, n, "%s: empty", name);
+	return r == 1 && **out != '\0' ? 0 : -1;
+}
+
+static int
+optional_string(const json_t *obj, const char *name, const char **out, char *detail, size_t n)
+{
+	if (string_field(obj, name, out) >= 0)
+		return 0;
+	fail(RECORD_INVALID, detail, n, "%s: not a string", name);
+	return -1;
+}
+
+/* *out is 0 when an optional time is absent. */
+static int
+need_time(const json_t *obj, const char *name, int required, int64_t *out, char *detail,
+	  size_t n)
+{
+	const char *s;
+	int r = string_field(obj, name, &s);
+
+	*out = 0;
+	if (r == 0 && !required)
+		return 0;
+	if (r == 0)
+		fail(RECORD_INVALID, detail, n, "%s: missing", name);
+	else if (r < 0)
+		fail(RECORD_INVALID, detail, n, "%s: not a string", name);
+	else if (wtime_parse_rfc3339(s, out) != 0)
+		fail(RECORD_INVALID, detail, n,
+		    "%s: not an RFC 3339 time in UTC (YYYY-MM-DDTHH:MM:SS[.frac]Z)", name);
+	else
+		return 0;
+	return -1;
+}
+
+/* No segment between '/' is empty or "*": so no leading, trailing or double
+ * slash, and no wildcard that would stand for many resources. */
+static int
+resource_valid(const char *r)
+{
+	for (;;) {
+		const char *end = strchr(r, '/');
+		size_t len = end != NULL ? (size_t)(end - r) : strlen(r);
+
+		if (len == 0 || (len == 1 && r[0] == '*'))
+			return 0;
+		if (end == NULL)
+			return 1;
+		r = end + 1;
+	}
+}
+
+static enum record_status
+check_names(const char *expected_id, const json_t *obj, struct fields *f, char *detail,
+	    size_t n)
+{
+	if (need_string(obj, "recordId", &f->id, detail, n) != 0)
+		return RECORD_INVALID;
+	if (!record_id_valid(f->id))
+		return fail(RECORD_INVALID, detail, n, "recordId: not 1-64 of [A-Za-z0-9._-]");
+	if (expected_id == NULL || strcmp(f->id, expected_id) != 0)
+		return fail(RECORD_INVALID, detail, n, "recordId: not the id it was queued under");
+	if (need_string(obj, "onBehalfOf", &f->on_behalf_of, detail, n) != 0 ||
+	    need_string(obj, "action", &f->action, detail, n) != 0)
+		return RECORD_INVALID;
+	if (strchr(f->action, '*') != NULL)
+		return fail(RECORD_INVALID, detail, n, "action: contains '*'");
+	if (need_string(obj, "resource", &f->resource, detail, n) != 0)
+		return RECORD_INVALID;
+	if (!resource_valid(f->resource))
+		return fail(RECORD_INVALID, detail, n,
+		    "resource: a segment between '/' is empty or '*'");
+	f->parameters = json_object_get(obj, "parameters");
+	if (f->parameters == NULL)
+		return fail(RECORD_INVALID, detail, n, "parameters: missing");
+	if (!json_is_object(f->parameters))
+		return fail(RECORD_INVALID, detail, n, "parameters: not an object");
+	if (need_string(obj, "basis", &f->basis, detail, n) != 0)
+		return RECORD_INVALID;
+	return RECORD_OK;
+}
+
+/* An expired record passes: the deadline is for the job to act on (R1). */
+static enum record_status
+check_times(const struct record_policy *pol, const json_t *obj, int64_t now,
+	    struct fields *f, char *detail, size_t n)
+{
+	if (need_time(obj, "decidedAt", 1, &f->decided_at, detail, n) != 0)
+		return RECORD_INVALID;
+	if (f->decided_at > now && f->decided_at - now > pol->clock_skew_ms)
+		return fail(RECORD_INVALID, detail, n,
+		    "decidedAt: more than clock_skew_s in the future");
+	if (need_time(obj, "notBefore", 0, &f->not_before, detail, n) != 0 ||
+	    need_time(obj, "expiresAt", 1, &f->expires_at, detail, n) != 0)
+		return RECORD_INVALID;
+	if (f->expires_at <= f->decided_at)
+		return fail(RECORD_INVALID, detail, n, "expiresAt: not later than decidedAt");
+	if (f->expires_at - f->decided_at > pol->max_window_ms)
+		return fail(RECORD_INVALID, detail, n,
+		    "expiresAt: more than max_window_s after decidedAt");
+	return RECORD_OK;
+}
+
+static enum record_status
+validate(const struct record_policy *pol, const char *expected_id, const json_t *obj,
+	 int64_t now, struct fields *f, char *detail, size_t n)
+{
+	enum record_status st;
+
+	if ((st = check_names(expected_id, obj, f, detail, n)) != RECORD_OK ||
+	    (st = check_times(pol, obj, now, f, detail, n)) != RECORD_OK)
+		return st;
+	if (optional_string(obj, "notifyOnDenial", &f->notify, detail, n) != 0 ||
+	    optional_string(obj, "iss", &f->iss, detail, n) != 0)
+		return RECORD_INVALID;
+	if (pol->issuer != NULL && f->iss == NULL)
+		return fail(RECORD_INVALID, detail, n, "iss: missing, and [records] issuer is set");
+	if (pol->issuer != NULL && strcmp(f->iss, pol->issuer) != 0)
+		return fail(RECORD_INVALID, detail, n, "iss: not the configured issuer");
+	/* Last, so a record that is also malformed reports record-invalid. */
+	if (pol->action_known != NULL && !pol->action_known(pol->action_ctx, f->action))
+		return fail(RECORD_UNKNOWN_ACTION, detail, n, "action: no [action %.64s] configured",
+		    f->action);
+	return RECORD_OK;
+}
+
+static char *
+dup_or_null(const char *s)
+{
+	return s != NULL && *s != '\0' ? strdup(s) : NULL;
+}
+
+static struct record *
+record_build(const struct fields *f, json_t *content)
+{
+	struct record *rec = calloc(1, sizeof *rec);
+
+	if (rec == NULL)
+		return NULL;
+	memcpy(rec->id, f->id, strlen(f->id) + 1);
+	rec->on_behalf_of = strdup(f->on_behalf_of);
+	rec->action = strdup(f->action);
+	rec->resource = strdup(f->resource);
+	rec->basis = strdup(f->basis);
+	rec->notify_on_denial = dup_or_null(f->notify);
+	rec->iss = f->iss != NULL ? strdup(f->iss) : NULL;
+	rec->parameters = json_incref(f->parameters);
+	rec->content = json_incref(content);
+	rec->decided_at_ms = f->decided_at;
+	rec->expires_at_ms = f->expires_at;
+	rec->not_before_ms = f->not_before;
+	if (rec->on_behalf_of == NULL || rec->action == NULL || rec->resource == NULL ||
+	    rec->basis == NULL || (f->notify != NULL && *f->notify != '\0' &&
+	    rec->notify_on_denial == NULL) || (f->iss != NULL && rec->iss == NULL)) {
+		record_free(rec);
+		return NULL;
+	}
+	return rec;
+}
+
+/* notifyOnDenial when it is a usable string, whatever else is wrong. */
+static char *
+owner_of(const json_t *obj)
+{
+	const char *s;
+
+	return string_field(obj, "notifyOnDenial", &s) == 1 ? dup_or_null(s) : NULL;
+}
+
+enum record_status
+record_load(const struct record_policy *pol, const char *expected_id, const char *raw,
+	    int64_t now_ms, struct record **out, char **owner_out, char *detail,
+	    size_t detail_len)
+{
+	struct fields f;
+	json_t *content = NULL;
+	enum record_status st;
+
+	*out = NULL;
+	if (owner_out != NULL)
+		*owner_out = NULL;
+	if (detail != NULL && detail_len > 0)
+		detail[0] = '\0';
+	if (pol->signature_required)
+		st = load_signed(pol, raw, &content, detail, detail_len);
+	else if (raw == NULL)
+		st = fail(RECORD_INVALID, detail, detail_len, "record: missing");
+	else
+		st = parse_object(raw, strlen(raw), &content, detail, detail_len);
+	if (st != RECORD_OK)
+		return st;
+	memset(&f, 0, sizeof f);
+	st = validate(pol, expected_id, content, now_ms, &f, detail, detail_len);
+	if (st == RECORD_OK && (*out = record_build(&f, content)) == NULL)
+		st = fail(RECORD_INVALID, detail, detail_len, "record: out of memory");
+	else if (st != RECORD_OK && owner_out != NULL)
+		*owner_out = owner_of(content);
+	json_decref(content);
+	return st;
+}
+
+void
+record_free(struct record *rec)
+{
+	if (rec == NULL)
+		return;
+	free(rec->on_behalf_of);
+	free(rec->action);
+	free(rec->resource);
+	free(rec->basis);
+	free(rec->notify_on_denial);
+	free(rec->iss);
+	json_decref(rec->parameters);
+	json_decref(rec->content);
+	free(rec);
+}

@@ -1,0 +1,1221 @@
+/* Unit tests for src/record.c: SPEC §3.1 (content), §3.2 (integrity), R3 codes.
+ * Run from the repository root: the test keys are read from tests/data/. */
+#define _POSIX_C_SOURCE 200809L
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "record.h"
+
+#define NOW_MS		1796011200000LL	/* 2026-11-30T04:00:00Z */
+#define DECIDED_MS	1796011140000LL	/* 2026-11-30T03:59:00Z */
+#define WINDOW_MS	(604800LL * 1000)
+#define SKEW_MS		(60LL * 1000)
+#define OWNER		"ops@example.test"
+
+struct blob {
+	unsigned char *data;
+	size_t len;
+};
+
+static struct blob es_key, es_pub, es_other_key, es_other_pub, rs_key, rs_pub, hs_secret;
+
+/* ---- helpers ---- */
+
+static struct blob
+read_blob(const char *path)
+{
+	struct blob b = {NULL, 0};
+	FILE *f = fopen(path, "rb");
+	long n;
+
+	if (f == NULL) {
+		fprintf(stderr, "cannot open %s (run from the repository root)\n", path);
+		return b;
+	}
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
+	    (b.data = malloc((size_t)n + 1)) != NULL) {
+		b.len = fread(b.data, 1, (size_t)n, f);
+		b.data[b.len] = '\0';
+	}
+	fclose(f);
+	return b;
+}
+
+static int
+setup_keys(void **state)
+{
+	(void)state;
+	es_key = read_blob("tests/data/test-es256.key");
+	es_pub = read_blob("tests/data/test-es256.pub");
+	es_other_key = read_blob("tests/data/test-es256-other.key");
+	es_other_pub = read_blob("tests/data/test-es256-other.pub");
+	rs_key = read_blob("tests/data/test-rs256.key");
+	rs_pub = read_blob("tests/data/test-rs256.pub");
+	hs_secret = read_blob("tests/data/test-hs256.secret");
+	return es_key.len && es_pub.len && es_other_key.len && es_other_pub.len && rs_key.len &&
+	    rs_pub.len && hs_secret.len >= 32 ? 0 : -1;
+}
+
+static int
+teardown_keys(void **state)
+{
+	(void)state;
+	free(es_key.data);
+	free(es_pub.data);
+	free(es_other_key.data);
+	free(es_other_pub.data);
+	free(rs_key.data);
+	free(rs_pub.data);
+	free(hs_secret.data);
+	return 0;
+}
+
+static char *
+b64url(const unsigned char *in, size_t n)
+{
+	static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	char *out = malloc(n / 3 * 4 + 4);
+	size_t len = 0;
+	unsigned acc = 0;
+	int bits = 0;
+
+	assert_non_null(out);
+	for (size_t i = 0; i < n; i++) {
+		acc = (acc << 8) | in[i];
+		for (bits += 8; bits >= 6; bits -= 6)
+			out[len++] = a[(acc >> (bits - 6)) & 63];
+	}
+	if (bits > 0)
+		out[len++] = a[(acc << (6 - bits)) & 63];
+	out[len] = '\0';
+	return out;
+}
+
+/* Decodes n characters of base64url; returns a NUL-terminated malloc'd buffer. */
+static unsigned char *
+unb64url(const char *s, size_t n, size_t *out_len)
+{
+	unsigned char *out = malloc(n + 1);
+	unsigned acc = 0;
+	int bits = 0;
+	size_t len = 0;
+
+	assert_non_null(out);
+	for (size_t i = 0; i < n; i++) {
+		const char *a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+		const char *p = strchr(a, s[i]);
+		assert_non_null(p);
+		acc = (acc << 6) | (unsigned)(p - a);
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[len++] = (unsigned char)(acc >> bits);
+		}
+	}
+	out[len] = '\0';
+	*out_len = len;
+	return out;
+}
+
+static char *
+concat3(const char *a, const char *b, const char *c)
+{
+	size_t n = strlen(a) + strlen(b) + strlen(c) + 3;
+	char *s = malloc(n);
+
+	assert_non_null(s);
+	snprintf(s, n, "%s.%s.%s", a, b, c);
+	return s;
+}
+
+/* A JWS made by hand with any header: HMAC-SHA256 with `key`, or an empty
+ * signature when key is NULL. Lets a test reach one header rule with a
+ * signature that is otherwise right. */
+static char *
+hand_token(const char *header, const char *payload, const unsigned char *key, size_t key_len)
+{
+	char *h = b64url((const unsigned char *)header, strlen(header));
+	char *p = b64url((const unsigned char *)payload, strlen(payload));
+	char *input = concat3(h, p, ""), *sig, *tok;
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned md_len = 0;
+
+	input[strlen(input) - 1] = '\0';
+	if (key != NULL) {
+		assert_non_null(HMAC(EVP_sha256(), key, (int)key_len, (unsigned char *)input,
+		    strlen(input), md, &md_len));
+		sig = b64url(md, md_len);
+	} else {
+		sig = b64url(md, 0);
+	}
+	tok = concat3(h, p, sig);
+	free(h);
+	free(p);
+	free(input);
+	free(sig);
+	return tok;
+}
+
+/* The three segments of a token as offsets. */
+static void
+segments(const char *tok, size_t *dot1, size_t *dot2)
+{
+	const char *a = strchr(tok, '.'), *b;
+
+	assert_non_null(a);
+	b = strchr(a + 1, '.');
+	assert_non_null(b);
+	*dot1 = (size_t)(a - tok);
+	*dot2 = (size_t)(b - tok);
+}
+
+static json_t *
+header_of(const char *tok)
+{
+	size_t d1, d2, len;
+	unsigned char *h;
+	json_t *j;
+
+	segments(tok, &d1, &d2);
+	h = unb64url(tok, d1, &len);
+	j = json_loadb((char *)h, len, 0, NULL);
+	free(h);
+	assert_non_null(j);
+	return j;
+}
+
+static size_t
+sig_len_of(const char *tok)
+{
+	size_t d1, d2, len;
+	unsigned char *s;
+
+	segments(tok, &d1, &d2);
+	s = unb64url(tok + d2 + 1, strlen(tok + d2 + 1), &len);
+	free(s);
+	return len;
+}
+
+static int
+known_action(void *ctx, const char *action)
+{
+	(void)ctx;
+	return strcmp(action, "gate.open") == 0 || strcmp(action, "door.unlock") == 0;
+}
+
+static struct record_policy
+policy(int signed_, jwt_alg_t alg, struct blob key)
+{
+	struct record_policy p = {
+		.signature_required = signed_,
+		.algorithm = alg,
+		.key = key.data,
+		.key_len = key.len,
+		.issuer = NULL,
+		.max_window_ms = WINDOW_MS,
+		.clock_skew_ms = SKEW_MS,
+		.action_known = known_action,
+		.action_ctx = NULL,
+	};
+	return p;
+}
+
+static struct record_policy
+plain_policy(void)
+{
+	struct blob none = {NULL, 0};
+	return policy(0, JWT_ALG_ES256, none);
+}
+
+/* A record that passes every rule; each test breaks one thing. */
+static json_t *
+good_content(void)
+{
+	json_t *c = json_pack("{s:s, s:s, s:s, s:s, s:{s:i, s:s}, s:s, s:s, s:s, s:s, s:s}",
+	    "recordId", "gate-14",
+	    "onBehalfOf", "operator:4417",
+	    "action", "gate.open",
+	    "resource", "sites/berlin/gates/3",
+	    "parameters", "hold_s", 30, "note", "night shift",
+	    "basis", "role:site-operator",
+	    "decidedAt", "2026-11-30T03:59:00Z",
+	    "expiresAt", "2026-11-30T12:00:00Z",
+	    "notifyOnDenial", OWNER,
+	    "iss", "decider-1");
+	assert_non_null(c);
+	return c;
+}
+
+static void
+set_str(json_t *c, const char *field, const char *value)
+{
+	assert_int_equal(json_object_set_new(c, field, json_string(value)), 0);
+}
+
+static void
+set_int(json_t *c, const char *field, long long value)
+{
+	assert_int_equal(json_object_set_new(c, field, json_integer(value)), 0);
+}
+
+/* Loads `raw` and frees whatever came back; returns the status, with the
+ * detail in `detail` and whether an owner was handed back in *owner. */
+static enum record_status
+load_raw(const struct record_policy *pol, const char *raw, char *detail, size_t n, char **owner)
+{
+	struct record *rec = (struct record *)0x1;
+	char *own = (char *)0x1;
+	enum record_status st = record_load(pol, "gate-14", raw, NOW_MS, &rec, &own, detail, n);
+
+	if (st == RECORD_OK) {
+		assert_non_null(rec);
+		assert_string_equal(detail, "");
+	} else {
+		assert_null(rec);
+		assert_true(detail[0] != '\0');
+	}
+	record_free(rec);
+	if (owner != NULL)
+		*owner = own;
+	else
+		free(own);
+	return st;
+}
+
+/* Takes `content` (consumed) in plain mode. */
+static enum record_status
+load_plain(json_t *content, char *detail, size_t n)
+{
+	struct record_policy pol = plain_policy();
+	char *raw = json_dumps(content, JSON_COMPACT);
+	enum record_status st;
+
+	json_decref(content);
+	assert_non_null(raw);
+	st = load_raw(&pol, raw, detail, n, NULL);
+	free(raw);
+	return st;
+}
+
+static void
+expect_plain(json_t *content, enum record_status want, const char *detail_has)
+{
+	char detail[256];
+	enum record_status st = load_plain(content, detail, sizeof detail);
+
+	if (st != want)
+		fail_msg("status %s, want %s (detail: %s)", record_status_code(st),
+		    record_status_code(want), detail);
+	if (detail_has != NULL && strstr(detail, detail_has) == NULL)
+		fail_msg("detail \"%s\" lacks \"%s\"", detail, detail_has);
+}
+
+static char *
+sign_es(const json_t *content)
+{
+	char *tok = record_sign(JWT_ALG_ES256, es_key.data, es_key.len, NULL, content);
+	assert_non_null(tok);
+	return tok;
+}
+
+/* ---- reason codes and ids ---- */
+
+static void
+test_status_codes(void **state)
+{
+	(void)state;
+	assert_string_equal(record_status_code(RECORD_OK), "");
+	assert_string_equal(record_status_code(RECORD_BAD_SIGNATURE), "bad-signature");
+	assert_string_equal(record_status_code(RECORD_INVALID), "record-invalid");
+	assert_string_equal(record_status_code(RECORD_UNKNOWN_ACTION), "unknown-action");
+}
+
+static void
+test_id_syntax(void **state)
+{
+	char id[RECORD_ID_MAX + 2];
+
+	(void)state;
+	memset(id, 'a', sizeof id);
+	id[RECORD_ID_MAX] = '\0';
+	assert_true(record_id_valid(id));		/* 64 */
+	id[RECORD_ID_MAX] = 'a';
+	id[RECORD_ID_MAX + 1] = '\0';
+	assert_false(record_id_valid(id));		/* 65 */
+	assert_true(record_id_valid("a"));
+	assert_true(record_id_valid("Gate_14.v2-x"));
+	assert_false(record_id_valid(""));
+	assert_false(record_id_valid(NULL));
+	assert_false(record_id_valid("gate 14"));
+	assert_false(record_id_valid("gate/14"));
+	assert_false(record_id_valid("gate:14"));
+	assert_false(record_id_valid("gate\xc3\xa9" "14"));
+}
+
+/* ---- verification (§3.2) ---- */
+
+static void
+check_good_record(const struct record *rec, const json_t *content)
+{
+	assert_string_equal(rec->id, "gate-14");
+	assert_string_equal(rec->on_behalf_of, "operator:4417");
+	assert_string_equal(rec->action, "gate.open");
+	assert_string_equal(rec->resource, "sites/berlin/gates/3");
+	assert_string_equal(rec->basis, "role:site-operator");
+	assert_string_equal(rec->notify_on_denial, OWNER);
+	assert_string_equal(rec->iss, "decider-1");
+	assert_int_equal(rec->decided_at_ms, DECIDED_MS);
+	assert_int_equal(rec->expires_at_ms, NOW_MS + 8 * 3600 * 1000LL);
+	assert_int_equal(rec->not_before_ms, 0);
+	assert_true(json_is_object(rec->parameters));
+	assert_int_equal(json_integer_value(json_object_get(rec->parameters, "hold_s")), 30);
+	assert_true(json_equal(rec->content, content));
+}
+
+static void
+load_signed_ok(jwt_alg_t alg, struct blob priv, struct blob verify)
+{
+	json_t *content = good_content();
+	char *tok = record_sign(alg, priv.data, priv.len, NULL, content);
+	struct record_policy pol = policy(1, alg, verify);
+	struct record *rec = NULL;
+	char *owner = (char *)0x1, detail[256];
+	enum record_status st;
+
+	assert_non_null(tok);
+	st = record_load(&pol, "gate-14", tok, NOW_MS, &rec, &owner, detail, sizeof detail);
+	if (st != RECORD_OK)
+		fail_msg("%s: %s", jwt_alg_str(alg), detail);
+	assert_null(owner);
+	check_good_record(rec, content);
+	record_free(rec);
+	free(tok);
+	json_decref(content);
+}
+
+static void
+test_es256_valid(void **state)
+{
+	(void)state;
+	load_signed_ok(JWT_ALG_ES256, es_key, es_pub);
+}
+
+static void
+test_rs256_valid(void **state)
+{
+	(void)state;
+	load_signed_ok(JWT_ALG_RS256, rs_key, rs_pub);
+}
+
+static void
+test_hs256_valid(void **state)
+{
+	(void)state;
+	load_signed_ok(JWT_ALG_HS256, hs_secret, hs_secret);
+}
+
+static void
+expect_bad_sig(const struct record_policy *pol, const char *tok, const char *detail_has)
+{
+	char detail[256], *owner = NULL;
+	enum record_status st = load_raw(pol, tok, detail, sizeof detail, &owner);
+
+	if (st != RECORD_BAD_SIGNATURE)
+		fail_msg("status %s, want bad-signature (detail: %s)", record_status_code(st),
+		    detail);
+	/* A forgery's notifyOnDenial is not the owner's word. */
+	assert_null(owner);
+	if (detail_has != NULL && strstr(detail, detail_has) == NULL)
+		fail_msg("detail \"%s\" lacks \"%s\"", detail, detail_has);
+}
+
+static void
+test_wrong_key(void **state)
+{
+	json_t *content = good_content();
+	char *es = sign_es(content);
+	char *hs = record_sign(JWT_ALG_HS256, (const unsigned char *)"another-secret-of-32-bytes-or-more",
+	    34, NULL, content);
+	struct record_policy es_other = policy(1, JWT_ALG_ES256, es_other_pub);
+	struct record_policy hs_pol = policy(1, JWT_ALG_HS256, hs_secret);
+	struct record_policy es_pol = policy(1, JWT_ALG_ES256, es_pub);
+	char *other = record_sign(JWT_ALG_ES256, es_other_key.data, es_other_key.len, NULL,
+	    content);
+	size_t d1, d2;
+
+	(void)state;
+	assert_non_null(hs);
+	assert_non_null(other);
+	expect_bad_sig(&es_other, es, "signature: does not verify");
+	expect_bad_sig(&es_pol, other, "signature: does not verify");
+	expect_bad_sig(&hs_pol, hs, "signature: does not verify");
+	/* The detail never carries the signature. */
+	{
+		char detail[256];
+		segments(es, &d1, &d2);
+		assert_int_equal(load_raw(&es_other, es, detail, sizeof detail, NULL),
+		    RECORD_BAD_SIGNATURE);
+		assert_null(strstr(detail, es + d2 + 1));
+	}
+	free(es);
+	free(hs);
+	free(other);
+	json_decref(content);
+}
+
+static void
+test_tampered_payload(void **state)
+{
+	json_t *content = good_content();
+	char *tok = sign_es(content), *forged, *p64, *head;
+	unsigned char *payload;
+	struct record_policy pol = policy(1, JWT_ALG_ES256, es_pub);
+	char *berlin;
+	size_t d1, d2, len;
+
+	(void)state;
+	segments(tok, &d1, &d2);
+	payload = unb64url(tok + d1 + 1, d2 - d1 - 1, &len);
+	berlin = strstr((char *)payload, "berlin");
+	assert_non_null(berlin);
+	berlin[0] ^= 0x20;	/* "Berlin": still valid JSON, only the signature breaks */
+	p64 = b64url(payload, len);
+	head = strndup(tok, d1);
+	forged = concat3(head, p64, tok + d2 + 1);
+	expect_bad_sig(&pol, forged, "signature: does not verify");
+	free(payload);
+	free(p64);
+	free(head);
+	free(forged);
+	free(tok);
+	json_decref(content);
+}
+
+static void
+test_signature_stripped_or_cut(void **state)
+{
+	json_t *content = good_content();
+	char *tok = sign_es(content), *sig64, *cut;
+	struct record_policy pol = policy(1, JWT_ALG_ES256, es_pub);
+	unsigned char *sig;
+	size_t d1, d2, len;
+
+	(void)state;
+	segments(tok, &d1, &d2);
+	tok[d2 + 1] = '\0';			/* "header.payload." */
+	expect_bad_sig(&pol, tok, "signature: missing");
+	free(tok);
+
+	/* The first 63 of the 64 signature bytes, and 64 zero bytes. */
+	tok = sign_es(content);
+	segments(tok, &d1, &d2);
+	sig = unb64url(tok + d2 + 1, strlen(tok + d2 + 1), &len);
+	assert_int_equal(len, 64);
+	tok[d2] = '\0';
+	sig64 = b64url(sig, 63);
+	cut = concat3(tok, "", sig64);
+	memmove(cut + d2, cut + d2 + 1, strlen(cut + d2));	/* "h.p..s" -> "h.p.s" */
+	expect_bad_sig(&pol, cut, "signature: does not verify");
+	free(sig64);
+	free(cut);
+	memset(sig, 0, 64);
+	sig64 = b64url(sig, 64);
+	cut = concat3(tok, "", sig64);
+	memmove(cut + d2, cut + d2 + 1, strlen(cut + d2));
+	expect_bad_sig(&pol, cut, "signature: does not verify");
+	free(sig64);
+	free(cut);
+	free(sig);
+	free(tok);
+
+	tok = sign_es(content);
+	segments(tok, &d1, &d2);
+	tok[d2] = '\0';				/* "header.payload" */
+	expect_bad_sig(&pol, tok, "not a JWS");
+	free(tok);
+	json_decref(content);
+}
+
+static void
+test_alg_none(void **state)
+{
+	json_t *content = good_content();
+	char *payload = json_dumps(content, JSON_COMPACT);
+	char *none = hand_token("{\"alg\":\"none\",\"typ\":\"decision+jwt\"}", payload, NULL, 0);
+	char *none_sig = hand_token("{\"alg\":\"none\",\"typ\":\"decision+jwt\"}", payload,
+	    hs_secret.data, hs_secret.len);
+	char *none_cap = hand_token("{\"alg\":\"NONE\",\"typ\":\"decision+jwt\"}", payload, NULL, 0);
+	struct record_policy es = policy(1, JWT_ALG_ES256, es_pub);
+	struct record_policy hs = policy(1, JWT_ALG_HS256, hs_secret);
+
+	(void)state;
+	expect_bad_sig(&es, none, "alg is not ES256");
+	expect_bad_sig(&hs, none, "alg is not HS256");
+	expect_bad_sig(&hs, none_sig, "alg is not HS256");
+	expect_bad_sig(&hs, none_cap, "alg is not HS256");
+	free(none);
+	free(none_sig);
+	free(none_cap);
+	free(payload);
+	json_decref(content);
+}
+
+/* The classic confusion: the attacker knows the ES256 public key and uses its
+ * PEM text as an HMAC secret. */
+static void
+test_alg_confusion(void **state)
+{
+	json_t *content = good_content();
+	char *forged = record_sign(JWT_ALG_HS256, es_pub.data, es_pub.len, NULL, content);
+	struct record_policy es = policy(1, JWT_ALG_ES256, es_pub);
+	struct record_policy as_hmac = policy(1, JWT_ALG_HS256, es_pub);
+	char detail[256];
+
+	(void)state;
+	assert_non_null(forged);
+	/* The forgery is a correct HS256 MAC under the PEM: only the binding of
+	 * the check to the configured algorithm stops it. */
+	assert_int_equal(load_raw(&as_hmac, forged, detail, sizeof detail, NULL), RECORD_OK);
+	expect_bad_sig(&es, forged, "alg is not ES256");
+	free(forged);
+
+	/* An RS256 token where ES256 is configured, and the reverse. */
+	forged = record_sign(JWT_ALG_RS256, rs_key.data, rs_key.len, NULL, content);
+	assert_non_null(forged);
+	expect_bad_sig(&es, forged, "alg is not ES256");
+	free(forged);
+	forged = sign_es(content);
+	es = policy(1, JWT_ALG_RS256, rs_pub);
+	expect_bad_sig(&es, forged, "alg is not RS256");
+	free(forged);
+	json_decref(content);
+}
+
+/* A verification key of the wrong type is refused, not used some other way. */
+static void
+test_key_type_mismatch(void **state)
+{
+	json_t *content = good_content();
+	char *tok = sign_es(content);
+	struct record_policy pol = policy(1, JWT_ALG_ES256, rs_pub);
+	struct blob none = {NULL, 0};
+
+	(void)state;
+	expect_bad_sig(&pol, tok, "not a usable ES256 key");
+	pol = policy(1, JWT_ALG_ES256, hs_secret);
+	expect_bad_sig(&pol, tok, "not a usable ES256 key");
+	pol = policy(1, JWT_ALG_ES256, none);
+	expect_bad_sig(&pol, tok, "no verification key");
+	pol = policy(1, JWT_ALG_NONE, es_pub);
+	expect_bad_sig(&pol, tok, "configured algorithm");
+	free(tok);
+	json_decref(content);
+}
+
+static void
+test_typ_rules(void **state)
+{
+	json_t *content = good_content();
+	char *payload = json_dumps(content, JSON_COMPACT);
+	struct record_policy hs = policy(1, JWT_ALG_HS256, hs_secret);
+	struct record_policy es = policy(1, JWT_ALG_ES256, es_pub);
+	char *tok, detail[256];
+	jwt_t *jwt = NULL;
+
+	(void)state;
+	/* The hand-made signer itself is right: with the right typ it passes. */
+	tok = hand_token("{\"alg\":\"HS256\",\"typ\":\"decision+jwt\",\"kid\":\"k\"}", payload,
+	    hs_secret.data, hs_secret.len);
+	assert_int_equal(load_raw(&hs, tok, detail, sizeof detail, NULL), RECORD_OK);
+	free(tok);
+
+	tok = hand_token("{\"alg\":\"HS256\"}", payload, hs_secret.data, hs_secret.len);
+	expect_bad_sig(&hs, tok, "typ missing");
+	free(tok);
+	tok = hand_token("{\"alg\":\"HS256\",\"typ\":\"JWT\"}", payload, hs_secret.data,
+	    hs_secret.len);
+	expect_bad_sig(&hs, tok, "typ is not decision+jwt");
+	free(tok);
+	tok = hand_token("{\"alg\":\"HS256\",\"typ\":\"Decision+JWT\"}", payload, hs_secret.data,
+	    hs_secret.len);
+	expect_bad_sig(&hs, tok, "typ is not decision+jwt");
+	free(tok);
+	tok = hand_token("{\"alg\":\"HS256\",\"typ\":7}", payload, hs_secret.data, hs_secret.len);
+	expect_bad_sig(&hs, tok, "typ missing");
+	free(tok);
+	/* Two alg members: ambiguous, so refused. */
+	tok = hand_token("{\"alg\":\"HS256\",\"typ\":\"decision+jwt\",\"alg\":\"HS256\"}", payload,
+	    hs_secret.data, hs_secret.len);
+	expect_bad_sig(&hs, tok, "header: not a JSON object");
+	free(tok);
+	tok = hand_token("{\"alg\":\"HS256\",\"typ\":\"decision+jwt\",\"crit\":[\"x\"]}", payload,
+	    hs_secret.data, hs_secret.len);
+	expect_bad_sig(&hs, tok, "crit");
+	free(tok);
+	tok = hand_token("[\"HS256\"]", payload, hs_secret.data, hs_secret.len);
+	expect_bad_sig(&hs, tok, "header: not a JSON object");
+	free(tok);
+
+	/* A token as libjwt signs it (typ JWT, correct ES256 signature). */
+	assert_int_equal(jwt_new(&jwt), 0);
+	assert_int_equal(jwt_add_grants_json(jwt, payload), 0);
+	assert_int_equal(jwt_set_alg(jwt, JWT_ALG_ES256, es_key.data, (int)es_key.len), 0);
+	tok = jwt_encode_str(jwt);
+	assert_non_null(tok);
+	expect_bad_sig(&es, tok, "typ is not decision+jwt");
+	free(tok);
+	jwt_free(jwt);
+	free(payload);
+	json_decref(content);
+}
+
+static void
+test_not_a_jws(void **state)
+{
+	json_t *content = good_content();
+	char *plain = json_dumps(content, JSON_COMPACT);
+	char *tok = sign_es(content), *four;
+	struct record_policy pol = policy(1, JWT_ALG_ES256, es_pub);
+	const char *junk[] = {
+		"", "garbage", "a.b", "a.b.c.d.e", "....", "!!!.abc.def",
+		"eyJ=.eyJ.abc", "a b.c.d", "{\"a\":1}.{}.x", "e.e.e",
+	};
+
+	(void)state;
+	expect_bad_sig(&pol, plain, "not a JWS");
+	for (size_t i = 0; i < sizeof junk / sizeof junk[0]; i++)
+		expect_bad_sig(&pol, junk[i], NULL);
+	four = malloc(strlen(tok) + 3);
+	assert_non_null(four);
+	sprintf(four, "%s.x", tok);
+	expect_bad_sig(&pol, four, "not a JWS");
+	/* A space or newline around an otherwise good token. */
+	sprintf(four, "%s\n", tok);
+	expect_bad_sig(&pol, four, "not a JWS");
+	free(four);
+	/* A second spelling of the same signature: the last character of an
+	 * 86-character segment carries 4 unused bits, which must be zero. */
+	{
+		const char *a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+		char *last = tok + strlen(tok) - 1;
+		size_t v = (size_t)(strchr(a, *last) - a);
+
+		assert_int_equal(v & 15, 0);
+		*last = a[v | 1];
+		expect_bad_sig(&pol, tok, "not a JWS");
+	}
+	free(tok);
+	free(plain);
+	json_decref(content);
+}
+
+/* Signed, verified, but the payload is not an object: content, not signature. */
+static void
+test_signed_payload_not_object(void **state)
+{
+	struct record_policy hs = policy(1, JWT_ALG_HS256, hs_secret);
+	char *tok = hand_token("{\"alg\":\"HS256\",\"typ\":\"decision+jwt\"}", "[1,2]",
+	    hs_secret.data, hs_secret.len);
+	char detail[256];
+
+	(void)state;
+	assert_int_equal(load_raw(&hs, tok, detail, sizeof detail, NULL), RECORD_INVALID);
+	assert_non_null(strstr(detail, "not a JSON object"));
+	free(tok);
+	tok = hand_token("{\"alg\":\"HS256\",\"typ\":\"decision+jwt\"}", "{\"recordId\":",
+	    hs_secret.data, hs_secret.len);
+	assert_int_equal(load_raw(&hs, tok, detail, sizeof detail, NULL), RECORD_INVALID);
+	free(tok);
+}
+
+static void
+test_signature_off(void **state)
+{
+	struct record_policy pol = plain_policy();
+	json_t *content = good_content();
+	char *plain = json_dumps(content, JSON_COMPACT), *tok = sign_es(content);
+	struct record *rec = NULL;
+	char detail[256];
+
+	(void)state;
+	assert_int_equal(record_load(&pol, "gate-14", plain, NOW_MS, &rec, NULL, detail,
+	    sizeof detail), RECORD_OK);
+	check_good_record(rec, content);
+	record_free(rec);
+	assert_int_equal(load_raw(&pol, "[1,2]", detail, sizeof detail, NULL), RECORD_INVALID);
+	assert_non_null(strstr(detail, "not a JSON object"));
+	assert_int_equal(load_raw(&pol, "\"text\"", detail, sizeof detail, NULL), RECORD_INVALID);
+	assert_int_equal(load_raw(&pol, "42", detail, sizeof detail, NULL), RECORD_INVALID);
+	assert_int_equal(load_raw(&pol, "{\"recordId\":", detail, sizeof detail, NULL),
+	    RECORD_INVALID);
+	assert_int_equal(load_raw(&pol, tok, detail, sizeof detail, NULL), RECORD_INVALID);
+	assert_int_equal(load_raw(&pol, NULL, detail, sizeof detail, NULL), RECORD_INVALID);
+	free(plain);
+	free(tok);
+	json_decref(content);
+}
+
+/* ---- validation (§3.1) ---- */
+
+struct mutation {
+	const char *name, *field;
+	enum { DEL, STR, INT, JSON } kind;
+	const char *value;
+	long long ival;
+	enum record_status want;
+	const char *detail_has;
+};
+
+static const struct mutation mutations[] = {
+	/* recordId */
+	{"id missing", "recordId", DEL, NULL, 0, RECORD_INVALID, "recordId: missing"},
+	{"id number", "recordId", INT, NULL, 14, RECORD_INVALID, "recordId: not a string"},
+	{"id empty", "recordId", STR, "", 0, RECORD_INVALID, "recordId: empty"},
+	{"id 65", "recordId", STR,
+	    "a1234567890123456789012345678901234567890123456789012345678901234", 0,
+	    RECORD_INVALID, "recordId: not 1-64"},
+	{"id space", "recordId", STR, "gate 14", 0, RECORD_INVALID, "recordId: not 1-64"},
+	{"id slash", "recordId", STR, "gate/14", 0, RECORD_INVALID, "recordId: not 1-64"},
+	{"id mismatch", "recordId", STR, "gate-15", 0, RECORD_INVALID, "recordId: not the id"},
+	/* onBehalfOf */
+	{"obo missing", "onBehalfOf", DEL, NULL, 0, RECORD_INVALID, "onBehalfOf: missing"},
+	{"obo empty", "onBehalfOf", STR, "", 0, RECORD_INVALID, "onBehalfOf: empty"},
+	{"obo number", "onBehalfOf", INT, NULL, 4417, RECORD_INVALID, "onBehalfOf: not a string"},
+	{"obo null", "onBehalfOf", JSON, "null", 0, RECORD_INVALID, "onBehalfOf: not a string"},
+	/* action */
+	{"action missing", "action", DEL, NULL, 0, RECORD_INVALID, "action: missing"},
+	{"action empty", "action", STR, "", 0, RECORD_INVALID, "action: empty"},
+	{"action number", "action", INT, NULL, 1, RECORD_INVALID, "action: not a string"},
+	{"action star", "action", STR, "gate.*", 0, RECORD_INVALID, "action: contains '*'"},
+	{"action bare star", "action", STR, "*", 0, RECORD_INVALID, "action: contains '*'"},
+	{"action unknown", "action", STR, "gate.close", 0, RECORD_UNKNOWN_ACTION,
+	    "action: no [action gate.close]"},
+	/* resource */
+	{"resource missing", "resource", DEL, NULL, 0, RECORD_INVALID, "resource: missing"},
+	{"resource empty", "resource", STR, "", 0, RECORD_INVALID, "resource: empty"},
+	{"resource array", "resource", JSON, "[\"a\"]", 0, RECORD_INVALID,
+	    "resource: not a string"},
+	{"resource a//b", "resource", STR, "a//b", 0, RECORD_INVALID, "resource: a segment"},
+	{"resource /a", "resource", STR, "/a", 0, RECORD_INVALID, "resource: a segment"},
+	{"resource a/", "resource", STR, "a/", 0, RECORD_INVALID, "resource: a segment"},
+	{"resource /", "resource", STR, "/", 0, RECORD_INVALID, "resource: a segment"},
+	{"resource a/*/b", "resource", STR, "a/*/b", 0, RECORD_INVALID, "resource: a segment"},
+	{"resource *", "resource", STR, "*", 0, RECORD_INVALID, "resource: a segment"},
+	{"resource a/*", "resource", STR, "a/*", 0, RECORD_INVALID, "resource: a segment"},
+	/* parameters */
+	{"params missing", "parameters", DEL, NULL, 0, RECORD_INVALID, "parameters: missing"},
+	{"params string", "parameters", STR, "{}", 0, RECORD_INVALID, "parameters: not an object"},
+	{"params array", "parameters", JSON, "[]", 0, RECORD_INVALID, "parameters: not an object"},
+	{"params null", "parameters", JSON, "null", 0, RECORD_INVALID,
+	    "parameters: not an object"},
+	/* basis */
+	{"basis missing", "basis", DEL, NULL, 0, RECORD_INVALID, "basis: missing"},
+	{"basis empty", "basis", STR, "", 0, RECORD_INVALID, "basis: empty"},
+	{"basis bool", "basis", JSON, "true", 0, RECORD_INVALID, "basis: not a string"},
+	/* decidedAt */
+	{"decided missing", "decidedAt", DEL, NULL, 0, RECORD_INVALID, "decidedAt: missing"},
+	{"decided number", "decidedAt", INT, NULL, DECIDED_MS, RECORD_INVALID,
+	    "decidedAt: not a string"},
+	{"decided malformed", "decidedAt", STR, "30 Nov 2026 03:59", 0, RECORD_INVALID,
+	    "decidedAt: not an RFC 3339"},
+	{"decided +02:00", "decidedAt", STR, "2026-11-30T05:59:00+02:00", 0, RECORD_INVALID,
+	    "decidedAt: not an RFC 3339"},
+	{"decided no zone", "decidedAt", STR, "2026-11-30T03:59:00", 0, RECORD_INVALID,
+	    "decidedAt: not an RFC 3339"},
+	{"decided future", "decidedAt", STR, "2026-11-30T04:01:00.001Z", 0, RECORD_INVALID,
+	    "decidedAt: more than clock_skew_s in the future"},
+	/* notBefore */
+	{"notBefore malformed", "notBefore", STR, "tomorrow", 0, RECORD_INVALID,
+	    "notBefore: not an RFC 3339"},
+	{"notBefore +02:00", "notBefore", STR, "2026-11-30T06:00:00+02:00", 0, RECORD_INVALID,
+	    "notBefore: not an RFC 3339"},
+	{"notBefore number", "notBefore", INT, NULL, NOW_MS, RECORD_INVALID,
+	    "notBefore: not a string"},
+	{"notBefore empty", "notBefore", STR, "", 0, RECORD_INVALID, "notBefore: not an RFC 3339"},
+	/* expiresAt */
+	{"expires missing", "expiresAt", DEL, NULL, 0, RECORD_INVALID, "expiresAt: missing"},
+	{"expires number", "expiresAt", INT, NULL, NOW_MS, RECORD_INVALID,
+	    "expiresAt: not a string"},
+	{"expires malformed", "expiresAt", STR, "2026-11-31T00:00:00Z", 0, RECORD_INVALID,
+	    "expiresAt: not an RFC 3339"},
+	{"expires +02:00", "expiresAt", STR, "2026-11-30T14:00:00+02:00", 0, RECORD_INVALID,
+	    "expiresAt: not an RFC 3339"},
+	{"expires == decided", "expiresAt", STR, "2026-11-30T03:59:00Z", 0, RECORD_INVALID,
+	    "expiresAt: not later than decidedAt"},
+	{"expires before decided", "expiresAt", STR, "2026-11-30T03:58:59.999Z", 0,
+	    RECORD_INVALID, "expiresAt: not later than decidedAt"},
+	{"window + 1 s", "expiresAt", STR, "2026-12-07T03:59:01Z", 0, RECORD_INVALID,
+	    "expiresAt: more than max_window_s after decidedAt"},
+	{"window + 1 ms", "expiresAt", STR, "2026-12-07T03:59:00.001Z", 0, RECORD_INVALID,
+	    "expiresAt: more than max_window_s after decidedAt"},
+	/* notifyOnDenial, iss */
+	{"notify number", "notifyOnDenial", INT, NULL, 5, RECORD_INVALID,
+	    "notifyOnDenial: not a string"},
+	{"iss number", "iss", INT, NULL, 1, RECORD_INVALID, "iss: not a string"},
+	/* what passes */
+	{"params empty", "parameters", JSON, "{}", 0, RECORD_OK, NULL},
+	{"decided within skew", "decidedAt", STR, "2026-11-30T04:01:00Z", 0, RECORD_OK, NULL},
+	{"decided fraction", "decidedAt", STR, "2026-11-30t03:59:00.5z", 0, RECORD_OK, NULL},
+	{"window exactly max", "expiresAt", STR, "2026-12-07T03:59:00Z", 0, RECORD_OK, NULL},
+	{"already expired", "expiresAt", STR, "2026-11-30T03:59:00.001Z", 0, RECORD_OK, NULL},
+	{"notBefore ok", "notBefore", STR, "2026-11-30T06:00:00Z", 0, RECORD_OK, NULL},
+	{"notBefore after expiry", "notBefore", STR, "2026-12-01T00:00:00Z", 0, RECORD_OK, NULL},
+	{"notify absent", "notifyOnDenial", DEL, NULL, 0, RECORD_OK, NULL},
+	{"notify empty", "notifyOnDenial", STR, "", 0, RECORD_OK, NULL},
+	{"iss absent", "iss", DEL, NULL, 0, RECORD_OK, NULL},
+	{"iss other", "iss", STR, "someone-else", 0, RECORD_OK, NULL},
+	{"iss empty", "iss", STR, "", 0, RECORD_OK, NULL},
+	{"unknown field", "extra", JSON, "{\"x\":[1,2]}", 0, RECORD_OK, NULL},
+	{"resource one segment", "resource", STR, "gate-3", 0, RECORD_OK, NULL},
+	{"resource star inside", "resource", STR, "a/b*/c", 0, RECORD_OK, NULL},
+	{"other known action", "action", STR, "door.unlock", 0, RECORD_OK, NULL},
+	{"id 64", "recordId", STR,
+	    "a123456789012345678901234567890123456789012345678901234567890123", 0,
+	    RECORD_INVALID, "recordId: not the id"},
+};
+
+static json_t *
+mutate(const struct mutation *m)
+{
+	json_t *c = good_content(), *v;
+
+	switch (m->kind) {
+	case DEL:
+		json_object_del(c, m->field);
+		break;
+	case STR:
+		set_str(c, m->field, m->value);
+		break;
+	case INT:
+		set_int(c, m->field, m->ival);
+		break;
+	case JSON:
+		v = json_loads(m->value, JSON_DECODE_ANY, NULL);
+		assert_non_null(v);
+		assert_int_equal(json_object_set_new(c, m->field, v), 0);
+		break;
+	}
+	return c;
+}
+
+static void
+test_field_rules(void **state)
+{
+	char detail[256];
+
+	(void)state;
+	expect_plain(good_content(), RECORD_OK, NULL);
+	for (size_t i = 0; i < sizeof mutations / sizeof mutations[0]; i++) {
+		const struct mutation *m = &mutations[i];
+		enum record_status st = load_plain(mutate(m), detail, sizeof detail);
+
+		if (st != m->want)
+			fail_msg("%s: status %s, want %s (detail: %s)", m->name,
+			    record_status_code(st), record_status_code(m->want), detail);
+		if (m->detail_has != NULL && strstr(detail, m->detail_has) == NULL)
+			fail_msg("%s: detail \"%s\" lacks \"%s\"", m->name, detail, m->detail_has);
+	}
+}
+
+/* The same rules hold for a signed record: a verified but invalid record is
+ * record-invalid, not bad-signature. */
+static void
+test_field_rules_signed(void **state)
+{
+	struct record_policy pol = policy(1, JWT_ALG_ES256, es_pub);
+	char detail[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof mutations / sizeof mutations[0]; i++) {
+		const struct mutation *m = &mutations[i];
+		json_t *c = mutate(m);
+		char *tok = sign_es(c);
+		enum record_status st = load_raw(&pol, tok, detail, sizeof detail, NULL);
+
+		if (st != m->want)
+			fail_msg("%s: status %s, want %s (detail: %s)", m->name,
+			    record_status_code(st), record_status_code(m->want), detail);
+		free(tok);
+		json_decref(c);
+	}
+}
+
+static void
+test_parsed_times(void **state)
+{
+	struct record_policy pol = plain_policy();
+	json_t *c = good_content();
+	struct record *rec = NULL;
+	char *raw, detail[256];
+
+	(void)state;
+	set_str(c, "notBefore", "2026-11-30T06:00:00.250Z");
+	set_str(c, "notifyOnDenial", "");
+	json_object_del(c, "iss");
+	raw = json_dumps(c, JSON_COMPACT);
+	assert_int_equal(record_load(&pol, "gate-14", raw, NOW_MS, &rec, NULL, detail,
+	    sizeof detail), RECORD_OK);
+	assert_int_equal(rec->not_before_ms, NOW_MS + 2 * 3600 * 1000LL + 250);
+	assert_null(rec->notify_on_denial);
+	assert_null(rec->iss);
+	record_free(rec);
+	free(raw);
+	json_decref(c);
+}
+
+static void
+test_issuer(void **state)
+{
+	struct record_policy pol = plain_policy();
+	json_t *c = good_content();
+	char *raw = json_dumps(c, JSON_COMPACT), detail[256];
+
+	(void)state;
+	pol.issuer = "decider-1";
+	assert_int_equal(load_raw(&pol, raw, detail, sizeof detail, NULL), RECORD_OK);
+	pol.issuer = "decider-2";
+	assert_int_equal(load_raw(&pol, raw, detail, sizeof detail, NULL), RECORD_INVALID);
+	assert_non_null(strstr(detail, "iss: not the configured issuer"));
+	free(raw);
+	json_object_del(c, "iss");
+	raw = json_dumps(c, JSON_COMPACT);
+	assert_int_equal(load_raw(&pol, raw, detail, sizeof detail, NULL), RECORD_INVALID);
+	assert_non_null(strstr(detail, "iss: missing"));
+	pol.issuer = NULL;
+	assert_int_equal(load_raw(&pol, raw, detail, sizeof detail, NULL), RECORD_OK);
+	free(raw);
+	json_decref(c);
+}
+
+static void
+test_skew_and_window_follow_policy(void **state)
+{
+	struct record_policy pol = plain_policy();
+	json_t *c = good_content();
+	char *raw, detail[256];
+
+	(void)state;
+	set_str(c, "decidedAt", "2026-11-30T04:00:30Z");	/* now + 30 s */
+	set_str(c, "expiresAt", "2026-11-30T05:00:30Z");	/* + 1 h */
+	raw = json_dumps(c, JSON_COMPACT);
+	assert_int_equal(load_raw(&pol, raw, detail, sizeof detail, NULL), RECORD_OK);
+	pol.clock_skew_ms = 30000;
+	assert_int_equal(load_raw(&pol, raw, detail, sizeof detail, NULL), RECORD_OK);
+	pol.clock_skew_ms = 29999;
+	assert_int_equal(load_raw(&pol, raw, detail, sizeof detail, NULL), RECORD_INVALID);
+	pol.clock_skew_ms = 0;
+	assert_int_equal(load_raw(&pol, raw, detail, sizeof detail, NULL), RECORD_INVALID);
+	pol.clock_skew_ms = SKEW_MS;
+	pol.max_window_ms = 3600 * 1000;
+	assert_int_equal(load_raw(&pol, raw, detail, sizeof detail, NULL), RECORD_OK);
+	pol.max_window_ms = 3600 * 1000 - 1;
+	assert_int_equal(load_raw(&pol, raw, detail, sizeof detail, NULL), RECORD_INVALID);
+	assert_non_null(strstr(detail, "max_window_s"));
+	free(raw);
+	json_decref(c);
+}
+
+/* A malformed record reports record-invalid even when its action is unknown;
+ * without an action_known hook no action is refused. */
+static void
+test_unknown_action_order(void **state)
+{
+	struct record_policy pol = plain_policy();
+	json_t *c = good_content();
+	char *raw, detail[256];
+
+	(void)state;
+	set_str(c, "action", "gate.close");
+	set_str(c, "basis", "");
+	raw = json_dumps(c, JSON_COMPACT);
+	assert_int_equal(load_raw(&pol, raw, detail, sizeof detail, NULL), RECORD_INVALID);
+	free(raw);
+	set_str(c, "basis", "role:x");
+	raw = json_dumps(c, JSON_COMPACT);
+	assert_int_equal(load_raw(&pol, raw, detail, sizeof detail, NULL),
+	    RECORD_UNKNOWN_ACTION);
+	pol.action_known = NULL;
+	assert_int_equal(load_raw(&pol, raw, detail, sizeof detail, NULL), RECORD_OK);
+	free(raw);
+	json_decref(c);
+}
+
+/* ---- owner_out ---- */
+
+static void
+expect_owner(const struct record_policy *pol, const char *raw, enum record_status want,
+	     const char *owner_want)
+{
+	char detail[256], *owner = NULL;
+
+	assert_int_equal(load_raw(pol, raw, detail, sizeof detail, &owner), want);
+	if (owner_want == NULL)
+		assert_null(owner);
+	else
+		assert_string_equal(owner, owner_want);
+	free(owner);
+}
+
+static void
+test_owner_out(void **state)
+{
+	struct record_policy es = policy(1, JWT_ALG_ES256, es_pub);
+	struct record_policy other = policy(1, JWT_ALG_ES256, es_other_pub);
+	struct record_policy plain = plain_policy();
+	json_t *c = good_content();
+	char *tok, *raw;
+
+	(void)state;
+	set_str(c, "resource", "a//b");
+	tok = sign_es(c);
+	expect_owner(&es, tok, RECORD_INVALID, OWNER);
+	expect_owner(&other, tok, RECORD_BAD_SIGNATURE, NULL);
+	free(tok);
+	raw = json_dumps(c, JSON_COMPACT);
+	expect_owner(&plain, raw, RECORD_INVALID, OWNER);
+	free(raw);
+
+	set_str(c, "resource", "a/b");
+	set_str(c, "action", "gate.close");
+	tok = sign_es(c);
+	expect_owner(&es, tok, RECORD_UNKNOWN_ACTION, OWNER);
+	free(tok);
+
+	set_str(c, "notifyOnDenial", "");
+	tok = sign_es(c);
+	expect_owner(&es, tok, RECORD_UNKNOWN_ACTION, NULL);
+	free(tok);
+	set_int(c, "notifyOnDenial", 3);
+	tok = sign_es(c);
+	expect_owner(&es, tok, RECORD_INVALID, NULL);
+	free(tok);
+	json_object_del(c, "notifyOnDenial");
+	tok = sign_es(c);
+	expect_owner(&es, tok, RECORD_UNKNOWN_ACTION, NULL);
+	free(tok);
+	json_decref(c);
+
+	/* A valid record hands back no owner. */
+	c = good_content();
+	tok = sign_es(c);
+	expect_owner(&es, tok, RECORD_OK, NULL);
+	free(tok);
+	json_decref(c);
+}
+
+/* ---- record_sign ---- */
+
+static void
+test_sign_header_and_kid(void **state)
+{
+	json_t *c = good_content(), *h, *want;
+	char *tok = record_sign(JWT_ALG_ES256, es_key.data, es_key.len, "decider-key-7", c);
+	struct record_policy pol = policy(1, JWT_ALG_ES256, es_pub);
+	struct record *rec = NULL;
+	char detail[256];
+
+	(void)state;
+	assert_non_null(tok);
+	h = header_of(tok);
+	want = json_pack("{s:s, s:s, s:s}", "alg", "ES256", "typ", "decision+jwt", "kid",
+	    "decider-key-7");
+	assert_true(json_equal(h, want));
+	json_decref(h);
+	json_decref(want);
+	assert_int_equal(sig_len_of(tok), 64);		/* R || S, not DER */
+	assert_int_equal(record_load(&pol, "gate-14", tok, NOW_MS, &rec, NULL, detail,
+	    sizeof detail), RECORD_OK);
+	check_good_record(rec, c);
+	record_free(rec);
+	free(tok);
+
+	tok = record_sign(JWT_ALG_RS256, rs_key.data, rs_key.len, NULL, c);
+	assert_non_null(tok);
+	h = header_of(tok);
+	want = json_pack("{s:s, s:s}", "alg", "RS256", "typ", "decision+jwt");
+	assert_true(json_equal(h, want));
+	json_decref(h);
+	json_decref(want);
+	assert_int_equal(sig_len_of(tok), 256);
+	free(tok);
+
+	tok = record_sign(JWT_ALG_HS256, hs_secret.data, hs_secret.len, "", c);
+	assert_non_null(tok);
+	h = header_of(tok);
+	assert_string_equal(json_string_value(json_object_get(h, "kid")), "");
+	json_decref(h);
+	assert_int_equal(sig_len_of(tok), 32);
+	free(tok);
+	json_decref(c);
+}
+
+static void
+test_sign_refuses(void **state)
+{
+	json_t *c = good_content(), *arr = json_array();
+	const unsigned char short_secret[] = "only-31-bytes-of-secret-xxxxxxx";
+
+	(void)state;
+	assert_null(record_sign(JWT_ALG_NONE, es_key.data, es_key.len, NULL, c));
+	assert_null(record_sign(JWT_ALG_ES384, es_key.data, es_key.len, NULL, c));
+	assert_null(record_sign(JWT_ALG_ES256, es_key.data, es_key.len, NULL, arr));
+	assert_null(record_sign(JWT_ALG_ES256, es_key.data, es_key.len, NULL, NULL));
+	assert_null(record_sign(JWT_ALG_ES256, es_pub.data, es_pub.len, NULL, c));
+	assert_null(record_sign(JWT_ALG_ES256, rs_key.data, rs_key.len, NULL, c));
+	assert_null(record_sign(JWT_ALG_RS256, es_key.data, es_key.len, NULL, c));
+	assert_null(record_sign(JWT_ALG_ES256, NULL, 0, NULL, c));
+	assert_null(record_sign(JWT_ALG_HS256, short_secret, sizeof short_secret - 1, NULL, c));
+	assert_null(record_sign(JWT_ALG_ES256, es_key.data, es_key.len, "bad\xff", c));
+	json_decref(arr);
+	json_decref(c);
+}
+
+static void
+test_free_null(void **state)
+{
+	(void)state;
+	record_free(NULL);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_status_codes),
+		cmocka_unit_test(test_id_syntax),
+		cmocka_unit_test(test_es256_valid),
+		cmocka_unit_test(test_rs256_valid),
+		cmocka_unit_test(test_hs256_valid),
+		cmocka_unit_test(test_wrong_key),
+		cmocka_unit_test(test_tampered_payload),
+		cmocka_unit_test(test_signature_stripped_or_cut),
+		cmocka_unit_test(test_alg_none),
+		cmocka_unit_test(test_alg_confusion),
+		cmocka_unit_test(test_key_type_mismatch),
+		cmocka_unit_test(test_typ_rules),
+		cmocka_unit_test(test_not_a_jws),
+		cmocka_unit_test(test_signed_payload_not_object),
+		cmocka_unit_test(test_signature_off),
+		cmocka_unit_test(test_field_rules),
+		cmocka_unit_test(test_field_rules_signed),
+		cmocka_unit_test(test_parsed_times),
+		cmocka_unit_test(test_issuer),
+		cmocka_unit_test(test_skew_and_window_follow_policy),
+		cmocka_unit_test(test_unknown_action_order),
+		cmocka_unit_test(test_owner_out),
+		cmocka_unit_test(test_sign_header_and_kid),
+		cmocka_unit_test(test_sign_refuses),
+		cmocka_unit_test(test_free_null),
+	};
+
+	return cmocka_run_group_tests(tests, setup_keys, teardown_keys);
+}
