@@ -4,6 +4,13 @@
  * cfg_load() never touches the running configuration: it builds a new one or
  * reports every error it found, so a SIGHUP with a broken file changes
  * nothing. A struct cfg is plain data; it is read-only once loaded.
+ *
+ * The file is read by inih through a reader of our own, which counts lines,
+ * rejects a line longer than the library's buffer (Debian: 199 bytes) instead
+ * of letting inih cut it in two, reports every syntax error (inih keeps only
+ * the first) and strips leading white space, so an indented line is an
+ * ordinary key and never a multi-line continuation. An action method is
+ * stored upper-cased ("get" becomes "GET").
  */
 #ifndef WARRANTD_CONFIG_H
 #define WARRANTD_CONFIG_H
@@ -32,8 +39,17 @@ struct cfg_action {
 	char *bearer_file;	/* with CFG_AUTH_STATIC */
 };
 
+/* Where a section header (key NULL) or a key was read. */
+struct cfg_keyline {
+	char *section;		/* "redis", "action gate.open" */
+	char *key;		/* NULL: the section header */
+	int line;
+};
+
 struct cfg {
 	char *path;		/* the file it came from */
+	char *dir;		/* its directory (absolute when it exists), for
+				 * relative file names: see cfg_read_file */
 
 	struct {
 		char *consumer;	/* default: the host name */
@@ -89,19 +105,24 @@ struct cfg {
 
 	struct cfg_action *actions;
 	size_t nactions;
+
+	struct cfg_keyline *lines;	/* every header and key, in file order */
+	size_t nlines;
 };
 
-/* Every error of one load, each "file:line: message" (line 0 when the error
- * is about the file as a whole, e.g. a missing required key: then the line of
- * its section is used when there is one). */
+/* Every error of one load, each "file:line: message", in line order. A
+ * missing required key or a rule between keys is reported at the line of the
+ * key, else of its section header, else line 1; a file that cannot be read
+ * at line 0. */
 struct cfg_errors {
 	char **msgs;
 	size_t n;
 };
 
 /* Parses `path`. On success returns a new cfg (caller frees with cfg_free)
- * and leaves errs empty; on failure returns NULL and fills errs with every
- * error (caller frees with cfg_errors_clear). */
+ * and adds nothing to errs; on failure returns NULL and appends every error
+ * to errs (caller frees with cfg_errors_clear). Reads no key or secret file:
+ * see cfg_check_files. */
 struct cfg *cfg_load(const char *path, struct cfg_errors *errs)
 	__attribute__((warn_unused_result));
 
@@ -115,19 +136,51 @@ void cfg_errors_clear(struct cfg_errors *errs);
 /* The action named `name`, or NULL. Valid as long as cfg. */
 const struct cfg_action *cfg_action_find(const struct cfg *cfg, const char *name);
 
+/* The line where `key` of `section` ("oauth", "action gate.open") was set;
+ * when key is NULL or not set, the line of the section header; when the
+ * section is absent too, 1. For messages about a key after loading. */
+int cfg_line_of(const struct cfg *cfg, const char *section, const char *key);
+
+/* The largest secret or key file read: 1 MiB. */
+#define CFG_SECRET_MAX (1024 * 1024)
+
 /*
  * Reads a secret or key file (SPEC §9): a relative path is looked up in
- * $CREDENTIALS_DIRECTORY first, then as given. Surrounding white space and a
+ * $CREDENTIALS_DIRECTORY first, then as given (relative to the working
+ * directory). Only a file that does not exist sends the search on; any other
+ * error stops it. An empty file (after stripping) is an error. Surrounding white space and a
  * trailing newline are dropped unless `keep_ws` (PEM keys keep theirs; it does
  * no harm). On success *out is a NUL-terminated buffer (caller frees, and
  * should wipe with cfg_secret_free) and *len its length; on failure -1 and a
- * message in err that names the path, never the content.
+ * message "cannot read <path>: <reason>" in err that names the path (the one
+ * opened, once found), never the content.
  */
 int cfg_read_secret(const char *path, int keep_ws, char **out, size_t *len,
 		    char *err, size_t errlen)
 	__attribute__((warn_unused_result));
 
-/* Wipes and frees a buffer from cfg_read_secret. NULL is a no-op. */
+/*
+ * What the daemon uses for every file its config names: as cfg_read_secret,
+ * but a relative path is looked up in this order:
+ *   1. $CREDENTIALS_DIRECTORY/path (systemd LoadCredential=)
+ *   2. cfg->dir/path (next to the config file)
+ *   3. path as given (relative to the working directory)
+ * Same ownership and messages as cfg_read_secret.
+ */
+int cfg_read_file(const struct cfg *cfg, const char *path, int keep_ws, char **out,
+		  size_t *len, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+
+/* Wipes and frees a buffer from cfg_read_secret or cfg_read_file. NULL is a
+ * no-op. */
 void cfg_secret_free(char *buf, size_t len);
+
+/* Reads every file the config names (verify_key_file, password_file,
+ * client_secret_file, private_key_file, certificate_file, each bearer_file)
+ * with cfg_read_file and wipes it again. Appends one "file:line: cannot read
+ * <path>: <reason>" to errs per file that fails, at the line of its key.
+ * 0 when all were read, else -1. */
+int cfg_check_files(const struct cfg *cfg, struct cfg_errors *errs)
+	__attribute__((warn_unused_result));
 
 #endif

@@ -1,0 +1,1322 @@
+/* config: the INI file of SPEC §10, read through inih into a fresh struct cfg. */
+#define _DEFAULT_SOURCE
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ini.h>
+
+#include "urltpl.h"
+
+#define TEXT_MAX	(1024 * 1024)	/* a config file larger than this is a mistake */
+#define CONSUMER_MAX	64
+#define VAL_MAX		INT_MAX		/* every count and duration fits an int (libev, curl) */
+#define SHOW		60		/* bytes of a bad value quoted back in a message */
+
+enum section {
+	SEC_NONE,	/* before the first header */
+	SEC_SKIP,	/* a header in error: its keys are not looked at */
+	SEC_DAEMON, SEC_REDIS, SEC_RECORDS, SEC_OAUTH, SEC_AUTHZ, SEC_RETRY, SEC_NOTIFY,
+	SEC_ACTION,
+};
+
+struct key;
+
+/* The state of one load, shared by the line reader and the key handler: inih
+ * calls the handler for a line before it asks the reader for the next one, so
+ * lineno and the section are always those of the key being handled. */
+struct ctx {
+	const char *name;		/* the file, for messages */
+	const char *text;
+	size_t len, pos;
+	int lineno;
+	struct cfg *cfg;
+	struct cfg_errors *errs;
+	size_t errs_before;		/* errs->n when this load began */
+	enum section sec;
+	const struct key *keys;		/* of sec */
+	const char *secname;		/* owned by cfg->lines */
+	size_t action;			/* index in cfg->actions with SEC_ACTION */
+	int nomem;
+};
+
+typedef int (*setter)(struct ctx *, const struct key *, void *field, const char *value);
+
+struct key {
+	const char *name;
+	setter set;
+	size_t off;		/* in struct cfg, or struct cfg_action for actions */
+	long min, max;		/* for numbers */
+};
+
+struct name_val {
+	const char *name;
+	int val;
+};
+
+/* ---- errors ---- */
+
+static int
+errs_vadd(struct cfg_errors *errs, const char *file, int line, const char *fmt, va_list ap)
+{
+	char msg[1024];
+
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	int n = snprintf(NULL, 0, "%s:%d: %s", file, line, msg);
+	char *s = n < 0 ? NULL : malloc((size_t)n + 1);
+	char **msgs = s ? realloc(errs->msgs, (errs->n + 1) * sizeof *msgs) : NULL;
+	if (!msgs) {
+		free(s);
+		return -1;
+	}
+	snprintf(s, (size_t)n + 1, "%s:%d: %s", file, line, msg);
+	msgs[errs->n++] = s;
+	errs->msgs = msgs;
+	return 0;
+}
+
+static int errs_add(struct cfg_errors *errs, const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int
+errs_add(struct cfg_errors *errs, const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	int rc = errs_vadd(errs, file, line, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+static void fail(struct ctx *c, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void
+fail(struct ctx *c, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (errs_vadd(c->errs, c->name, line, fmt, ap) < 0)
+		c->nomem = 1;
+	va_end(ap);
+}
+
+void
+cfg_errors_clear(struct cfg_errors *errs)
+{
+	if (!errs)
+		return;
+	for (size_t i = 0; i < errs->n; i++)
+		free(errs->msgs[i]);
+	free(errs->msgs);
+	errs->msgs = NULL;
+	errs->n = 0;
+}
+
+/* ---- where keys were read ---- */
+
+static const struct cfg_keyline *
+find_line(const struct cfg *cfg, const char *section, const char *key)
+{
+	for (size_t i = 0; i < cfg->nlines; i++) {
+		const struct cfg_keyline *l = &cfg->lines[i];
+		if (strcmp(l->section, section) != 0)
+			continue;
+		if (key ? l->key && strcmp(l->key, key) == 0 : !l->key)
+			return l;
+	}
+	return NULL;
+}
+
+int
+cfg_line_of(const struct cfg *cfg, const char *section, const char *key)
+{
+	const struct cfg_keyline *l = key ? find_line(cfg, section, key) : NULL;
+
+	if (!l)
+		l = find_line(cfg, section, NULL);
+	return l ? l->line : 1;
+}
+
+/* Returns the stored section name (stable until cfg_free), or NULL. */
+static const char *
+record_line(struct ctx *c, const char *section, const char *key)
+{
+	struct cfg *cfg = c->cfg;
+	struct cfg_keyline *lines = realloc(cfg->lines, (cfg->nlines + 1) * sizeof *lines);
+
+	if (!lines) {
+		c->nomem = 1;
+		return NULL;
+	}
+	cfg->lines = lines;
+	struct cfg_keyline *l = &lines[cfg->nlines];
+	l->section = strdup(section);
+	l->key = key ? strdup(key) : NULL;
+	l->line = c->lineno;
+	if (!l->section || (key && !l->key)) {
+		free(l->section);
+		free(l->key);
+		c->nomem = 1;
+		return NULL;
+	}
+	cfg->nlines++;
+	return l->section;
+}
+
+/* ---- values ---- */
+
+static int
+set_str(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	char **dst = field, *s = strdup(v);
+
+	(void)k;
+	if (!s) {
+		c->nomem = 1;
+		return -1;
+	}
+	free(*dst);
+	*dst = s;
+	return 0;
+}
+
+static int
+parse_integer(struct ctx *c, const struct key *k, const char *v, long *out)
+{
+	char *end;
+
+	errno = 0;
+	long n = strtol(v, &end, 10);
+	if (end == v || *end != '\0' || isspace((unsigned char)*v)) {
+		fail(c, c->lineno, "%s: '%.*s' is not an integer", k->name, SHOW, v);
+		return -1;
+	}
+	if (errno == ERANGE || n < k->min || n > k->max) {
+		fail(c, c->lineno, "%s: %.*s is out of range %ld..%ld", k->name, SHOW, v,
+		    k->min, k->max);
+		return -1;
+	}
+	*out = n;
+	return 0;
+}
+
+static int
+set_long(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	long n;
+
+	if (parse_integer(c, k, v, &n) < 0)
+		return -1;
+	*(long *)field = n;
+	return 0;
+}
+
+static int
+set_int(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	long n;
+
+	if (parse_integer(c, k, v, &n) < 0)
+		return -1;
+	*(int *)field = (int)n;	/* k->max <= INT_MAX */
+	return 0;
+}
+
+/* A fraction strictly between 0 and 1. */
+static int
+set_ratio(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	char *end;
+
+	errno = 0;
+	double r = strtod(v, &end);
+	if (!(isdigit((unsigned char)*v) || *v == '.') || *end != '\0' || errno == ERANGE ||
+	    !isfinite(r)) {
+		fail(c, c->lineno, "%s: '%.*s' is not a number", k->name, SHOW, v);
+		return -1;
+	}
+	if (!(r > 0 && r < 1)) {
+		fail(c, c->lineno, "%s: %.*s is not between 0 and 1 (both excluded)", k->name,
+		    SHOW, v);
+		return -1;
+	}
+	*(double *)field = r;
+	return 0;
+}
+
+static int
+lookup(struct ctx *c, const struct key *k, const struct name_val *tbl, const char *v, int *out)
+{
+	char names[128] = "";
+
+	for (const struct name_val *e = tbl; e->name; e++) {
+		if (strcmp(v, e->name) == 0) {
+			*out = e->val;
+			return 0;
+		}
+		if (e != tbl)
+			strncat(names, "|", sizeof names - strlen(names) - 1);
+		strncat(names, e->name, sizeof names - strlen(names) - 1);
+	}
+	fail(c, c->lineno, "%s: '%.*s' is not one of %s", k->name, SHOW, v, names);
+	return -1;
+}
+
+static int
+set_log_level(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	static const struct name_val tbl[] = {{"error", LOG_ERROR}, {"warn", LOG_WARN},
+	    {"info", LOG_INFO}, {"debug", LOG_DEBUG}, {NULL, 0}};
+	int n;
+
+	if (lookup(c, k, tbl, v, &n) < 0)
+		return -1;
+	*(enum log_level *)field = (enum log_level)n;
+	return 0;
+}
+
+static int
+set_signature(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	static const struct name_val tbl[] = {{"required", 1}, {"off", 0}, {NULL, 0}};
+
+	return lookup(c, k, tbl, v, field);
+}
+
+static int
+set_alg(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	static const struct name_val tbl[] = {{"ES256", JWT_ALG_ES256}, {"HS256", JWT_ALG_HS256},
+	    {"RS256", JWT_ALG_RS256}, {NULL, 0}};
+	int n;
+
+	if (lookup(c, k, tbl, v, &n) < 0)
+		return -1;
+	*(jwt_alg_t *)field = (jwt_alg_t)n;
+	return 0;
+}
+
+static int
+set_assertion_alg(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	static const struct name_val tbl[] = {{"RS256", JWT_ALG_RS256}, {"ES256", JWT_ALG_ES256},
+	    {NULL, 0}};
+	int n;
+
+	if (lookup(c, k, tbl, v, &n) < 0)
+		return -1;
+	*(jwt_alg_t *)field = (jwt_alg_t)n;
+	return 0;
+}
+
+static int
+set_client_auth(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	static const struct name_val tbl[] = {{"client_secret_basic", CFG_CLIENT_SECRET_BASIC},
+	    {"client_secret_post", CFG_CLIENT_SECRET_POST},
+	    {"private_key_jwt", CFG_PRIVATE_KEY_JWT}, {NULL, 0}};
+	int n;
+
+	if (lookup(c, k, tbl, v, &n) < 0)
+		return -1;
+	*(enum cfg_client_auth *)field = (enum cfg_client_auth)n;
+	return 0;
+}
+
+static int
+set_action_auth(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	static const struct name_val tbl[] = {{"oauth", CFG_AUTH_OAUTH}, {"none", CFG_AUTH_NONE},
+	    {"static", CFG_AUTH_STATIC}, {NULL, 0}};
+	int n;
+
+	if (lookup(c, k, tbl, v, &n) < 0)
+		return -1;
+	*(enum cfg_auth *)field = (enum cfg_auth)n;
+	return 0;
+}
+
+static int
+consumer_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n >= 1 && n <= CONSUMER_MAX &&
+	    strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:@-") == n;
+}
+
+static int
+set_consumer(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	if (!consumer_ok(v)) {
+		fail(c, c->lineno, "%s: '%.*s' is not 1 to %d of [A-Za-z0-9._:@-]", k->name, SHOW,
+		    v, CONSUMER_MAX);
+		return -1;
+	}
+	return set_str(c, k, field, v);
+}
+
+/* An HTTP method is a token (RFC 9110 §5.6.2); stored upper-cased. */
+static int
+set_method(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	static const char tchar[] = "!#$%&'*+-.^_`|~0123456789"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+	if (strspn(v, tchar) != strlen(v)) {
+		fail(c, c->lineno, "%s: '%.*s' is not an HTTP method", k->name, SHOW, v);
+		return -1;
+	}
+	if (set_str(c, k, field, v) < 0)
+		return -1;
+	for (char *p = *(char **)field; *p; p++)
+		*p = (char)toupper((unsigned char)*p);
+	return 0;
+}
+
+/* NULL when u is an http or https URL with a host, else what is wrong. */
+static const char *
+url_problem(const char *u)
+{
+	const char *p;
+
+	if (strncasecmp(u, "http://", 7) == 0)
+		p = u + 7;
+	else if (strncasecmp(u, "https://", 8) == 0)
+		p = u + 8;
+	else
+		return "does not start with http:// or https://";
+	for (const char *q = u; *q; q++)
+		if ((unsigned char)*q <= ' ' || *q == 0x7f)
+			return "contains white space or a control character";
+	size_t alen = strcspn(p, "/?#");
+	const char *host = p;
+	for (const char *q = p; q < p + alen; q++)
+		if (*q == '@')
+			host = q + 1;
+	const char *end = p + alen, *colon;
+	if (*host == '[') {	/* an IPv6 literal */
+		const char *rb = memchr(host, ']', (size_t)(end - host));
+		if (!rb || rb == host + 1)
+			return "has no host";
+		colon = rb + 1 < end ? rb + 1 : NULL;
+		if (colon && *colon != ':')
+			return "has a bad host";
+	} else {
+		colon = memchr(host, ':', (size_t)(end - host));
+		if ((colon ? colon : end) == host)
+			return "has no host";
+	}
+	if (colon) {
+		size_t plen = (size_t)(end - colon - 1);
+		if (plen == 0 || plen > 5 || strspn(colon + 1, "0123456789") != plen ||
+		    atoi(colon + 1) < 1 || atoi(colon + 1) > 65535)
+			return "has a bad port";
+	}
+	return NULL;
+}
+
+static int
+set_url(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	const char *why = url_problem(v);
+
+	if (why) {
+		fail(c, c->lineno, "%s: '%.*s' %s", k->name, SHOW, v, why);
+		return -1;
+	}
+	return set_str(c, k, field, v);
+}
+
+static int
+set_action_url(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	char why[128];
+
+	if (urltpl_check(v, why, sizeof why) < 0) {
+		fail(c, c->lineno, "%s: %s", k->name, why);
+		return -1;
+	}
+	return set_url(c, k, field, v);
+}
+
+/* ---- the keys of each section ---- */
+
+#define C(m) offsetof(struct cfg, m)
+#define A(m) offsetof(struct cfg_action, m)
+
+static const struct key daemon_keys[] = {
+	{"consumer", set_consumer, C(daemon.consumer), 0, 0},
+	{"log_level", set_log_level, C(daemon.log_level), 0, 0},
+	{"max_in_flight", set_long, C(daemon.max_in_flight), 1, VAL_MAX},
+	{"shutdown_grace_ms", set_long, C(daemon.shutdown_grace_ms), 0, VAL_MAX},
+	{"heartbeat_ms", set_long, C(daemon.heartbeat_ms), 1, VAL_MAX},
+	{NULL, NULL, 0, 0, 0},
+};
+
+static const struct key redis_keys[] = {
+	{"host", set_str, C(redis.host), 0, 0},
+	{"port", set_int, C(redis.port), 1, 65535},
+	{"socket", set_str, C(redis.socket), 0, 0},
+	{"username", set_str, C(redis.username), 0, 0},
+	{"password_file", set_str, C(redis.password_file), 0, 0},
+	{"db", set_int, C(redis.db), 0, VAL_MAX},
+	{"prefix", set_str, C(redis.prefix), 0, 0},
+	{"group", set_str, C(redis.group), 0, 0},
+	{"batch", set_long, C(redis.batch), 1, VAL_MAX},
+	{"block_ms", set_long, C(redis.block_ms), 1, VAL_MAX},	/* 0 would block forever */
+	{"claim_idle_ms", set_long, C(redis.claim_idle_ms), 1, VAL_MAX},
+	{"claim_interval_ms", set_long, C(redis.claim_interval_ms), 1, VAL_MAX},
+	{"lease_renew_ms", set_long, C(redis.lease_renew_ms), 1, VAL_MAX},
+	{"max_deliveries", set_long, C(redis.max_deliveries), 1, VAL_MAX},
+	{NULL, NULL, 0, 0, 0},
+};
+
+static const struct key records_keys[] = {
+	{"signature", set_signature, C(records.signature_required), 0, 0},
+	{"algorithm", set_alg, C(records.algorithm), 0, 0},
+	{"verify_key_file", set_str, C(records.verify_key_file), 0, 0},
+	{"issuer", set_str, C(records.issuer), 0, 0},
+	{"max_window_s", set_long, C(records.max_window_s), 1, VAL_MAX},
+	{"clock_skew_s", set_long, C(records.clock_skew_s), 0, VAL_MAX},
+	{"retain_s", set_long, C(records.retain_s), 1, VAL_MAX},
+	{"audit_maxlen", set_long, C(records.audit_maxlen), 1, VAL_MAX},
+	{NULL, NULL, 0, 0, 0},
+};
+
+static const struct key oauth_keys[] = {
+	{"token_url", set_url, C(oauth.token_url), 0, 0},
+	{"client_id", set_str, C(oauth.client_id), 0, 0},
+	{"auth_method", set_client_auth, C(oauth.auth_method), 0, 0},
+	{"client_secret_file", set_str, C(oauth.client_secret_file), 0, 0},
+	{"private_key_file", set_str, C(oauth.private_key_file), 0, 0},
+	{"assertion_alg", set_assertion_alg, C(oauth.assertion_alg), 0, 0},
+	{"assertion_audience", set_str, C(oauth.assertion_audience), 0, 0},
+	{"key_id", set_str, C(oauth.key_id), 0, 0},
+	{"certificate_file", set_str, C(oauth.certificate_file), 0, 0},
+	{"scope", set_str, C(oauth.scope), 0, 0},
+	{"resource", set_str, C(oauth.resource), 0, 0},
+	{"audience", set_str, C(oauth.audience), 0, 0},
+	{"refresh_ratio", set_ratio, C(oauth.refresh_ratio), 0, 0},
+	{"timeout_ms", set_long, C(oauth.timeout_ms), 1, VAL_MAX},
+	{"auth_wait_max_ms", set_long, C(oauth.auth_wait_max_ms), 1, VAL_MAX},
+	{NULL, NULL, 0, 0, 0},
+};
+
+static const struct key authz_keys[] = {
+	{"url", set_url, C(authz.url), 0, 0},
+	{"timeout_ms", set_long, C(authz.timeout_ms), 1, VAL_MAX},
+	{NULL, NULL, 0, 0, 0},
+};
+
+static const struct key retry_keys[] = {
+	{"base_ms", set_long, C(retry.base_ms), 1, VAL_MAX},
+	{"cap_ms", set_long, C(retry.cap_ms), 1, VAL_MAX},
+	{"max_attempts", set_long, C(retry.max_attempts), 1, VAL_MAX},
+	{NULL, NULL, 0, 0, 0},
+};
+
+static const struct key notify_keys[] = {
+	{"default_owner", set_str, C(notify.default_owner), 0, 0},
+	{"webhook_url", set_url, C(notify.webhook_url), 0, 0},
+	{"timeout_ms", set_long, C(notify.timeout_ms), 1, VAL_MAX},
+	{NULL, NULL, 0, 0, 0},
+};
+
+static const struct key action_keys[] = {
+	{"url", set_action_url, A(url), 0, 0},
+	{"method", set_method, A(method), 0, 0},
+	{"timeout_ms", set_long, A(timeout_ms), 1, VAL_MAX},
+	{"auth", set_action_auth, A(auth), 0, 0},
+	{"bearer_file", set_str, A(bearer_file), 0, 0},
+	{NULL, NULL, 0, 0, 0},
+};
+
+static const struct {
+	const char *name;
+	enum section sec;
+	const struct key *keys;
+} sections[] = {
+	{"daemon", SEC_DAEMON, daemon_keys},
+	{"redis", SEC_REDIS, redis_keys},
+	{"records", SEC_RECORDS, records_keys},
+	{"oauth", SEC_OAUTH, oauth_keys},
+	{"authz", SEC_AUTHZ, authz_keys},
+	{"retry", SEC_RETRY, retry_keys},
+	{"notify", SEC_NOTIFY, notify_keys},
+};
+
+/* ---- defaults ---- */
+
+static int
+set_defaults(struct cfg *cfg)
+{
+	cfg->daemon.log_level = LOG_INFO;
+	cfg->daemon.max_in_flight = 256;
+	cfg->daemon.shutdown_grace_ms = 10000;
+	cfg->daemon.heartbeat_ms = 5000;
+
+	cfg->redis.port = 6379;
+	cfg->redis.batch = 64;
+	cfg->redis.block_ms = 5000;
+	cfg->redis.claim_idle_ms = 60000;
+	cfg->redis.claim_interval_ms = 5000;
+	cfg->redis.max_deliveries = 16;
+
+	cfg->records.signature_required = 1;
+	cfg->records.algorithm = JWT_ALG_ES256;
+	cfg->records.max_window_s = 604800;
+	cfg->records.clock_skew_s = 60;
+	cfg->records.retain_s = 604800;
+	cfg->records.audit_maxlen = 100000;
+
+	cfg->oauth.auth_method = CFG_CLIENT_SECRET_BASIC;
+	cfg->oauth.assertion_alg = JWT_ALG_RS256;
+	cfg->oauth.refresh_ratio = 0.75;
+	cfg->oauth.timeout_ms = 5000;
+	cfg->oauth.auth_wait_max_ms = 30000;
+
+	cfg->authz.timeout_ms = 2000;
+	cfg->retry.base_ms = 500;
+	cfg->retry.cap_ms = 60000;
+	cfg->retry.max_attempts = 10;
+	cfg->notify.timeout_ms = 2000;
+
+	cfg->redis.host = strdup("127.0.0.1");
+	cfg->redis.prefix = strdup("warrant");
+	cfg->redis.group = strdup("workers");
+	return cfg->redis.host && cfg->redis.prefix && cfg->redis.group ? 0 : -1;
+}
+
+/* The directory of the config file, absolute when it exists, so relative
+ * file names still resolve if the daemon changes directory. */
+static char *
+dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = slash == path ? strdup("/") :
+	    slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+	char *abs = dir ? realpath(dir, NULL) : NULL;
+
+	if (abs) {
+		free(dir);
+		return abs;
+	}
+	return dir;
+}
+
+/* ---- the line reader ---- */
+
+/* inih's own scan, so we split lines exactly as it does: stops at one of
+ * chars, or at an inline comment (a prefix right after white space). */
+static char *
+find_chars_or_comment(char *s, const char *chars)
+{
+	int was_space = 0;
+
+	while (*s && (!chars || !strchr(chars, *s)) &&
+	    !(INI_ALLOW_INLINE_COMMENTS && was_space &&
+		strchr(INI_INLINE_COMMENT_PREFIXES, *s))) {
+		was_space = isspace((unsigned char)*s);
+		s++;
+	}
+	return s;
+}
+
+static char *
+trim(char *s)
+{
+	while (isspace((unsigned char)*s))
+		s++;
+	size_t n = strlen(s);
+	while (n > 0 && isspace((unsigned char)s[n - 1]))
+		s[--n] = '\0';
+	return s;
+}
+
+static int
+is_comment_start(char ch)
+{
+	return ch != '\0' && (strchr(INI_START_COMMENT_PREFIXES, ch) ||
+	    strchr(INI_INLINE_COMMENT_PREFIXES, ch));
+}
+
+static void
+open_action(struct ctx *c, const char *name)
+{
+	char full[256];
+
+	if (*name == '\0') {
+		fail(c, c->lineno, "[action] needs a name, e.g. [action gate.open]");
+		return;
+	}
+	for (const char *p = name; *p; p++)
+		if (*p == '*' || iscntrl((unsigned char)*p)) {
+			fail(c, c->lineno, "action name '%.*s' has '*' or a control character",
+			    SHOW, name);
+			return;
+		}
+	snprintf(full, sizeof full, "action %s", name);	/* a line is shorter */
+	const struct cfg_keyline *first = find_line(c->cfg, full, NULL);
+	if (first) {
+		fail(c, c->lineno, "duplicate section [%s] (first at line %d)", full, first->line);
+		return;
+	}
+	struct cfg *cfg = c->cfg;
+	struct cfg_action *acts = realloc(cfg->actions, (cfg->nactions + 1) * sizeof *acts);
+	if (!acts) {
+		c->nomem = 1;
+		return;
+	}
+	cfg->actions = acts;
+	struct cfg_action *a = &acts[cfg->nactions];
+	*a = (struct cfg_action){.name = strdup(name), .method = strdup("POST"),
+	    .timeout_ms = 10000, .auth = CFG_AUTH_OAUTH};
+	cfg->nactions++;	/* counted even half made, so cfg_free frees it */
+	if (!a->name || !a->method || !(c->secname = record_line(c, full, NULL))) {
+		c->nomem = 1;
+		return;
+	}
+	c->sec = SEC_ACTION;
+	c->keys = action_keys;
+	c->action = cfg->nactions - 1;
+}
+
+static void
+open_section(struct ctx *c, char *name)
+{
+	if (strncmp(name, "action", 6) == 0 && (name[6] == '\0' || isspace((unsigned char)name[6]))) {
+		open_action(c, trim(name + 6));
+		return;
+	}
+	for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
+		if (strcmp(name, sections[i].name) != 0)
+			continue;
+		const struct cfg_keyline *first = find_line(c->cfg, name, NULL);
+		if (first) {
+			fail(c, c->lineno, "duplicate section [%s] (first at line %d)", name,
+			    first->line);
+			return;
+		}
+		if (!(c->secname = record_line(c, name, NULL)))
+			return;
+		c->sec = sections[i].sec;
+		c->keys = sections[i].keys;
+		if (c->sec == SEC_OAUTH)
+			c->cfg->oauth.present = 1;
+		return;
+	}
+	fail(c, c->lineno, "unknown section [%.*s]", SHOW, name);
+}
+
+/* s starts with '['. Until a header parses, its keys are skipped: one
+ * error per bad header, not one per key under it. */
+static void
+section_header(struct ctx *c, char *s)
+{
+	char *end = find_chars_or_comment(s + 1, "]");
+
+	c->sec = SEC_SKIP;
+	if (*end != ']') {
+		fail(c, c->lineno, "missing ']' in section header");
+		return;
+	}
+	*end = '\0';
+	char *rest = trim(end + 1);
+	if (*rest && !is_comment_start(*rest)) {
+		fail(c, c->lineno, "text after ']' in section header");
+		return;
+	}
+	open_section(c, trim(s + 1));
+}
+
+/* Next physical line of the text, without its CR LF (or LF), and without a
+ * UTF-8 byte order mark on line 1. */
+static int
+take_line(struct ctx *c, const char **line, size_t *n)
+{
+	if (c->pos >= c->len)
+		return 0;
+	const char *p = c->text + c->pos;
+	const char *nl = memchr(p, '\n', c->len - c->pos);
+	size_t len = nl ? (size_t)(nl - p) : c->len - c->pos;
+
+	c->pos += len + (nl != NULL);
+	c->lineno++;
+	if (len > 0 && p[len - 1] == '\r')
+		len--;
+	if (c->lineno == 1 && len >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0) {
+		p += 3;
+		len -= 3;
+	}
+	*line = p;
+	*n = len;
+	return 1;
+}
+
+/*
+ * The ini_reader. Hands inih only "key = value" lines, left-trimmed so none
+ * reads as a continuation; everything else it handles itself and passes on
+ * as an empty line. A line too long for inih's buffer is reported and
+ * skipped whole: inih would cut it and read the rest as a line of its own.
+ */
+static char *
+next_line(char *buf, int size, void *stream)
+{
+	struct ctx *c = stream;
+	const char *line;
+	size_t n;
+
+	if (size < 2 || !take_line(c, &line, &n))
+		return NULL;
+	buf[0] = '\0';
+	if (n > (size_t)size - 1) {
+		fail(c, c->lineno, "line longer than %d bytes", size - 1);
+		return buf;
+	}
+	if (memchr(line, '\0', n)) {
+		fail(c, c->lineno, "NUL byte in line");
+		return buf;
+	}
+	memcpy(buf, line, n);
+	buf[n] = '\0';
+	char *s = trim(buf);
+	memmove(buf, s, strlen(s) + 1);
+	if (*buf == '\0' || strchr(INI_START_COMMENT_PREFIXES, *buf))
+		buf[0] = '\0';
+	else if (*buf == '[') {
+		section_header(c, buf);
+		buf[0] = '\0';
+	} else if (*find_chars_or_comment(buf, "=:") == '\0' ||
+	    is_comment_start(*find_chars_or_comment(buf, "=:"))) {
+		fail(c, c->lineno, "expected 'key = value'");
+		buf[0] = '\0';
+	}
+	return buf;
+}
+
+/* ---- the key handler ---- */
+
+static const struct key *
+find_key(const struct key *keys, const char *name)
+{
+	for (const struct key *k = keys; k->name; k++)
+		if (strcmp(k->name, name) == 0)
+			return k;
+	return NULL;
+}
+
+static int
+on_key(void *user, const char *section, const char *name, const char *value)
+{
+	struct ctx *c = user;
+
+	(void)section;	/* the reader's is exact; inih cuts names at 49 bytes */
+	if (c->sec == SEC_SKIP)
+		return 1;
+	if (c->sec == SEC_NONE) {
+		fail(c, c->lineno, "key '%.*s' before any [section]", SHOW, name);
+		return 1;
+	}
+	if (*name == '\0') {
+		fail(c, c->lineno, "missing key name before '='");
+		return 1;
+	}
+	const struct key *k = find_key(c->keys, name);
+	if (!k) {
+		fail(c, c->lineno, "unknown key '%.*s' in [%s]", SHOW, name, c->secname);
+		return 1;
+	}
+	const struct cfg_keyline *first = find_line(c->cfg, c->secname, name);
+	if (first) {
+		fail(c, c->lineno, "duplicate key '%s' (first at line %d)", name, first->line);
+		return 1;
+	}
+	if (!record_line(c, c->secname, name))
+		return 1;
+	if (*value == '\0') {
+		fail(c, c->lineno, "%s: empty value", name);
+		return 1;
+	}
+	char *base = c->sec == SEC_ACTION ? (char *)&c->cfg->actions[c->action] : (char *)c->cfg;
+	(void)k->set(c, k, base + k->off, value);
+	return 1;
+}
+
+/* ---- rules between keys, once the file is read ---- */
+
+/* A key that was written but rejected has had its error already. */
+static void
+require(struct ctx *c, const char *section, const char *key, const void *value,
+	const char *when)
+{
+	if (!value && !find_line(c->cfg, section, key))
+		fail(c, cfg_line_of(c->cfg, section, NULL), "[%s] %s is required%s", section,
+		    key, when);
+}
+
+static void
+finish_daemon(struct ctx *c)
+{
+	struct cfg *cfg = c->cfg;
+	char host[256];
+
+	if (cfg->daemon.consumer)
+		return;
+	if (gethostname(host, sizeof host) < 0)
+		host[0] = '\0';
+	host[sizeof host - 1] = '\0';
+	if (!consumer_ok(host)) {
+		fail(c, cfg_line_of(cfg, "daemon", NULL),
+		    "host name '%.*s' is not a valid consumer name: set [daemon] consumer",
+		    SHOW, host);
+		return;
+	}
+	if (!(cfg->daemon.consumer = strdup(host)))
+		c->nomem = 1;
+}
+
+static void
+finish_redis(struct ctx *c)
+{
+	struct cfg *cfg = c->cfg;
+	int set = find_line(cfg, "redis", "lease_renew_ms") != NULL;
+
+	if (!set)
+		cfg->redis.lease_renew_ms = cfg->redis.claim_idle_ms / 3;
+	if (cfg->redis.lease_renew_ms < 1 || cfg->redis.lease_renew_ms >= cfg->redis.claim_idle_ms)
+		fail(c, cfg_line_of(cfg, "redis", set ? "lease_renew_ms" : "claim_idle_ms"),
+		    "lease_renew_ms (%ld) must be at least 1 and below claim_idle_ms (%ld)",
+		    cfg->redis.lease_renew_ms, cfg->redis.claim_idle_ms);
+}
+
+static void
+finish_misc(struct ctx *c)
+{
+	struct cfg *cfg = c->cfg;
+
+	if (cfg->retry.cap_ms < cfg->retry.base_ms)
+		fail(c, cfg_line_of(cfg, "retry", "cap_ms"),
+		    "cap_ms (%ld) must not be below base_ms (%ld)", cfg->retry.cap_ms,
+		    cfg->retry.base_ms);
+	if (cfg->records.signature_required)
+		require(c, "records", "verify_key_file", cfg->records.verify_key_file,
+		    " with signature = required");
+}
+
+static void
+finish_oauth(struct ctx *c)
+{
+	struct cfg *cfg = c->cfg;
+
+	if (!cfg->oauth.present)
+		return;
+	require(c, "oauth", "token_url", cfg->oauth.token_url, "");
+	require(c, "oauth", "client_id", cfg->oauth.client_id, "");
+	if (cfg->oauth.auth_method == CFG_CLIENT_SECRET_BASIC)
+		require(c, "oauth", "client_secret_file", cfg->oauth.client_secret_file,
+		    " with auth_method = client_secret_basic");
+	else if (cfg->oauth.auth_method == CFG_CLIENT_SECRET_POST)
+		require(c, "oauth", "client_secret_file", cfg->oauth.client_secret_file,
+		    " with auth_method = client_secret_post");
+	else
+		require(c, "oauth", "private_key_file", cfg->oauth.private_key_file,
+		    " with auth_method = private_key_jwt");
+	if (!cfg->oauth.assertion_audience && cfg->oauth.token_url &&
+	    !(cfg->oauth.assertion_audience = strdup(cfg->oauth.token_url)))
+		c->nomem = 1;
+}
+
+static void
+finish_actions(struct ctx *c)
+{
+	struct cfg *cfg = c->cfg;
+	char sec[256];
+
+	if (cfg->nactions == 0)
+		fail(c, 1, "no [action NAME] section: nothing to execute");
+	for (size_t i = 0; i < cfg->nactions; i++) {
+		const struct cfg_action *a = &cfg->actions[i];
+		snprintf(sec, sizeof sec, "action %s", a->name);
+		require(c, sec, "url", a->url, "");
+		if (a->auth == CFG_AUTH_STATIC)
+			require(c, sec, "bearer_file", a->bearer_file, " with auth = static");
+		else if (a->bearer_file)
+			fail(c, cfg_line_of(cfg, sec, "bearer_file"),
+			    "bearer_file is only used with auth = static");
+		if (a->auth == CFG_AUTH_OAUTH && !cfg->oauth.present)
+			fail(c, cfg_line_of(cfg, sec, NULL),
+			    "[%s] has auth = oauth (the default) but there is no [oauth] section",
+			    sec);
+	}
+}
+
+/* ---- loading ---- */
+
+static long
+line_in(const char *msg, size_t namelen)
+{
+	return strtol(msg + namelen + 1, NULL, 10);
+}
+
+/* Errors of one file in line order (stable), as a reader goes through it:
+ * the rules checked after reading would otherwise come last. */
+static void
+sort_errors(struct cfg_errors *errs, size_t from, const char *name)
+{
+	size_t namelen = strlen(name);
+
+	for (size_t i = from + 1; i < errs->n; i++) {
+		char *m = errs->msgs[i];
+		long line = line_in(m, namelen);
+		size_t j = i;
+		for (; j > from && line_in(errs->msgs[j - 1], namelen) > line; j--)
+			errs->msgs[j] = errs->msgs[j - 1];
+		errs->msgs[j] = m;
+	}
+}
+
+static struct cfg *
+parse(const char *name, const char *text, size_t len, struct cfg_errors *errs)
+{
+	struct cfg *cfg = calloc(1, sizeof *cfg);
+	struct ctx c = {.name = name, .text = text, .len = len, .cfg = cfg, .errs = errs,
+	    .errs_before = errs->n, .sec = SEC_NONE};
+
+	if (!cfg || set_defaults(cfg) < 0 || !(cfg->path = strdup(name)) ||
+	    !(cfg->dir = dir_of(name))) {
+		c.nomem = 1;
+	} else {
+		int rc = ini_parse_stream(next_line, &c, on_key, &c);
+		if (rc != 0 && errs->n == c.errs_before)	/* the reader missed one */
+			fail(&c, rc > 0 ? rc : 0, "cannot parse");
+	}
+	if (!c.nomem) {	/* a half-made action has no name to check */
+		finish_daemon(&c);
+		finish_redis(&c);
+		finish_misc(&c);
+		finish_oauth(&c);
+		finish_actions(&c);
+	}
+	if (c.nomem)
+		(void)errs_add(errs, name, c.lineno, "out of memory");
+	if (c.nomem || errs->n > c.errs_before) {
+		sort_errors(errs, c.errs_before, name);
+		cfg_free(cfg);
+		return NULL;
+	}
+	return cfg;
+}
+
+struct cfg *
+cfg_load_string(const char *name, const char *text, struct cfg_errors *errs)
+{
+	return parse(name, text, strlen(text), errs);
+}
+
+/* The whole file in a malloc'd buffer; -1 with errno set. */
+static int
+read_text(const char *path, char **out, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	size_t cap = 4096, n = 0;
+	char *buf = NULL;
+
+	if (fd < 0)
+		return -1;
+	for (;;) {
+		if (n == cap || !buf) {
+			char *bigger = n >= TEXT_MAX ? NULL : realloc(buf, cap *= 2);
+			if (!bigger) {
+				errno = n >= TEXT_MAX ? EFBIG : ENOMEM;
+				break;
+			}
+			buf = bigger;
+		}
+		ssize_t r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			break;
+		if (r == 0) {
+			close(fd);
+			*out = buf;
+			*len = n;
+			return 0;
+		}
+		n += (size_t)r;
+	}
+	int saved = errno;
+	close(fd);
+	free(buf);
+	errno = saved;
+	return -1;
+}
+
+struct cfg *
+cfg_load(const char *path, struct cfg_errors *errs)
+{
+	char *text;
+	size_t len;
+
+	if (read_text(path, &text, &len) < 0) {
+		(void)errs_add(errs, path, 0, "cannot read: %s", strerror(errno));
+		return NULL;
+	}
+	struct cfg *cfg = parse(path, text, len, errs);
+	free(text);
+	return cfg;
+}
+
+void
+cfg_free(struct cfg *cfg)
+{
+	if (!cfg)
+		return;
+	free(cfg->path);
+	free(cfg->dir);
+	free(cfg->daemon.consumer);
+	free(cfg->redis.host);
+	free(cfg->redis.socket);
+	free(cfg->redis.username);
+	free(cfg->redis.password_file);
+	free(cfg->redis.prefix);
+	free(cfg->redis.group);
+	free(cfg->records.verify_key_file);
+	free(cfg->records.issuer);
+	char **oauth_strs[] = {&cfg->oauth.token_url, &cfg->oauth.client_id,
+	    &cfg->oauth.client_secret_file, &cfg->oauth.private_key_file,
+	    &cfg->oauth.assertion_audience, &cfg->oauth.key_id, &cfg->oauth.certificate_file,
+	    &cfg->oauth.scope, &cfg->oauth.resource, &cfg->oauth.audience};
+	for (size_t i = 0; i < sizeof oauth_strs / sizeof oauth_strs[0]; i++)
+		free(*oauth_strs[i]);
+	free(cfg->authz.url);
+	free(cfg->notify.default_owner);
+	free(cfg->notify.webhook_url);
+	for (size_t i = 0; i < cfg->nactions; i++) {
+		free(cfg->actions[i].name);
+		free(cfg->actions[i].url);
+		free(cfg->actions[i].method);
+		free(cfg->actions[i].bearer_file);
+	}
+	free(cfg->actions);
+	for (size_t i = 0; i < cfg->nlines; i++) {
+		free(cfg->lines[i].section);
+		free(cfg->lines[i].key);
+	}
+	free(cfg->lines);
+	free(cfg);
+}
+
+const struct cfg_action *
+cfg_action_find(const struct cfg *cfg, const char *name)
+{
+	for (size_t i = 0; i < cfg->nactions; i++)
+		if (strcmp(cfg->actions[i].name, name) == 0)
+			return &cfg->actions[i];
+	return NULL;
+}
+
+/* ---- secrets ---- */
+
+void
+cfg_secret_free(char *buf, size_t len)
+{
+	if (!buf)
+		return;
+	explicit_bzero(buf, len);
+	free(buf);
+}
+
+/* Opens path; a relative one in each of dirs (NULL or "" skipped) first.
+ * Only a missing file sends the search on. The name opened goes to `used`
+ * (PATH_MAX bytes), for messages. */
+static int
+open_secret(const char *path, const char *const *dirs, size_t ndirs, char *used,
+	    char *err, size_t errlen)
+{
+	int fd;
+
+	for (size_t i = 0; path[0] != '/' && i < ndirs; i++) {
+		if (!dirs[i] || !*dirs[i])
+			continue;
+		if (snprintf(used, PATH_MAX, "%s/%s", dirs[i], path) >= PATH_MAX) {
+			snprintf(err, errlen, "cannot read %s: %s", path, strerror(ENAMETOOLONG));
+			return -1;
+		}
+		if ((fd = open(used, O_RDONLY | O_CLOEXEC | O_NOCTTY)) >= 0)
+			return fd;
+		if (errno != ENOENT && errno != ENOTDIR) {
+			snprintf(err, errlen, "cannot read %s: %s", used, strerror(errno));
+			return -1;
+		}
+	}
+	snprintf(used, PATH_MAX, "%s", path);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
+		snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+	return fd;
+}
+
+/* Moves the buffer to a bigger one, wiping the old: realloc could leave a
+ * copy of the secret in freed memory. */
+static int
+grow_wiped(char **buf, size_t *cap, size_t used)
+{
+	char *bigger = malloc(*cap * 2);
+
+	if (!bigger)
+		return -1;
+	memcpy(bigger, *buf, used);
+	cfg_secret_free(*buf, *cap);
+	*buf = bigger;
+	*cap *= 2;
+	return 0;
+}
+
+static int
+read_fd(int fd, const char *path, char **out, size_t *len, char *err, size_t errlen)
+{
+	struct stat st;
+	size_t cap = 256, n = 0;
+
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < CFG_SECRET_MAX)
+		cap = (size_t)st.st_size + 2;	/* room to see EOF without growing */
+	char *buf = malloc(cap);
+	if (!buf) {
+		snprintf(err, errlen, "cannot read %s: %s", path, strerror(ENOMEM));
+		return -1;
+	}
+	for (;;) {
+		if (n > CFG_SECRET_MAX) {
+			snprintf(err, errlen, "cannot read %s: larger than 1 MiB", path);
+			break;
+		}
+		if (n + 1 == cap && grow_wiped(&buf, &cap, n) < 0) {
+			snprintf(err, errlen, "cannot read %s: %s", path, strerror(ENOMEM));
+			break;
+		}
+		ssize_t r = read(fd, buf + n, cap - 1 - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+			break;
+		}
+		if (r == 0) {
+			buf[n] = '\0';
+			*out = buf;
+			*len = n;
+			return 0;
+		}
+		n += (size_t)r;
+	}
+	cfg_secret_free(buf, cap);
+	return -1;
+}
+
+static size_t
+strip_ws(char *buf, size_t len)
+{
+	size_t a = 0, b = len;
+
+	while (a < b && isspace((unsigned char)buf[a]))
+		a++;
+	while (b > a && isspace((unsigned char)buf[b - 1]))
+		b--;
+	memmove(buf, buf + a, b - a);
+	explicit_bzero(buf + (b - a), len - (b - a));
+	return b - a;
+}
+
+static int
+read_secret_in(const char *const *dirs, size_t ndirs, const char *path, int keep_ws,
+	       char **out, size_t *len, char *err, size_t errlen)
+{
+	char *buf, used[PATH_MAX];
+	size_t n;
+
+	int fd = open_secret(path, dirs, ndirs, used, err, errlen);
+	if (fd < 0)
+		return -1;
+	int rc = read_fd(fd, used, &buf, &n, err, errlen);
+	close(fd);
+	if (rc < 0)
+		return -1;
+	if (!keep_ws)
+		n = strip_ws(buf, n);
+	if (n == 0) {
+		snprintf(err, errlen, "cannot read %s: the file is empty", used);
+		cfg_secret_free(buf, 0);	/* strip_ws wiped it */
+		return -1;
+	}
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
+int
+cfg_read_secret(const char *path, int keep_ws, char **out, size_t *len, char *err,
+		size_t errlen)
+{
+	const char *dirs[] = {getenv("CREDENTIALS_DIRECTORY")};
+
+	return read_secret_in(dirs, 1, path, keep_ws, out, len, err, errlen);
+}
+
+int
+cfg_read_file(const struct cfg *cfg, const char *path, int keep_ws, char **out, size_t *len,
+	      char *err, size_t errlen)
+{
+	const char *dirs[] = {getenv("CREDENTIALS_DIRECTORY"), cfg->dir};
+
+	return read_secret_in(dirs, 2, path, keep_ws, out, len, err, errlen);
+}
+
+static int
+check_file(const struct cfg *cfg, const char *section, const char *key, const char *path,
+	   struct cfg_errors *errs)
+{
+	char err[512], *buf;
+	size_t len;
+
+	if (!path)
+		return 0;
+	if (cfg_read_file(cfg, path, 0, &buf, &len, err, sizeof err) < 0) {
+		(void)errs_add(errs, cfg->path, cfg_line_of(cfg, section, key), "%s", err);
+		return -1;
+	}
+	cfg_secret_free(buf, len);
+	return 0;
+}
+
+int
+cfg_check_files(const struct cfg *cfg, struct cfg_errors *errs)
+{
+	char sec[256];
+	int rc = 0;
+
+	rc |= check_file(cfg, "records", "verify_key_file", cfg->records.verify_key_file, errs);
+	rc |= check_file(cfg, "redis", "password_file", cfg->redis.password_file, errs);
+	rc |= check_file(cfg, "oauth", "client_secret_file", cfg->oauth.client_secret_file, errs);
+	rc |= check_file(cfg, "oauth", "private_key_file", cfg->oauth.private_key_file, errs);
+	rc |= check_file(cfg, "oauth", "certificate_file", cfg->oauth.certificate_file, errs);
+	for (size_t i = 0; i < cfg->nactions; i++) {
+		snprintf(sec, sizeof sec, "action %s", cfg->actions[i].name);
+		rc |= check_file(cfg, sec, "bearer_file", cfg->actions[i].bearer_file, errs);
+	}
+	return rc;
+}

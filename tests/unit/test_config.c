@@ -1,0 +1,1042 @@
+/* test_config: the INI of SPEC §10, its errors, and secret files. */
+#define _DEFAULT_SOURCE
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+
+/* The smallest valid file: a key to verify records and one action. */
+#define MIN_RECORDS "[records]\nverify_key_file = k.pub\n"
+#define MIN_ACTION "[action a]\nurl = http://127.0.0.1/x\nauth = none\n"
+
+static struct cfg *
+load_ok(const char *text)
+{
+	struct cfg_errors errs = {0};
+	struct cfg *cfg = cfg_load_string("t.ini", text, &errs);
+
+	for (size_t i = 0; i < errs.n; i++)
+		print_message("unexpected: %s\n", errs.msgs[i]);
+	assert_int_equal(errs.n, 0);
+	assert_non_null(cfg);
+	return cfg;
+}
+
+/* The load fails with exactly these errors, in this order; each message
+ * must start with its want[i] ("t.ini:3: port: ..."). */
+static void
+expect_errors(const char *text, const char *const *want, size_t n)
+{
+	struct cfg_errors errs = {0};
+	struct cfg *cfg = cfg_load_string("t.ini", text, &errs);
+
+	assert_null(cfg);
+	int ok = errs.n == n;
+	for (size_t i = 0; ok && i < n; i++)
+		ok = strncmp(errs.msgs[i], want[i], strlen(want[i])) == 0;
+	if (!ok) {
+		for (size_t i = 0; i < n; i++)
+			print_message("want: %s...\n", want[i]);
+		for (size_t i = 0; i < errs.n; i++)
+			print_message("got:  %s\n", errs.msgs[i]);
+		fail_msg("%zu errors, %zu wanted, or one differs", errs.n, n);
+	}
+	cfg_errors_clear(&errs);
+	assert_null(errs.msgs);
+	assert_int_equal(errs.n, 0);
+}
+
+#define EXPECT(text, ...) do { \
+	const char *const want_[] = {__VA_ARGS__}; \
+	expect_errors(text, want_, sizeof want_ / sizeof want_[0]); \
+} while (0)
+
+/* ---- files for the secret tests ---- */
+
+static char *
+path_join(const char *dir, const char *name)
+{
+	size_t n = strlen(dir) + strlen(name) + 2;
+	char *p = malloc(n);
+
+	assert_non_null(p);
+	snprintf(p, n, "%s/%s", dir, name);
+	return p;
+}
+
+static void
+write_file(const char *dir, const char *name, const char *content, size_t len)
+{
+	char *p = path_join(dir, name);
+	FILE *f = fopen(p, "wb");
+
+	assert_non_null(f);
+	assert_int_equal(fwrite(content, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+	free(p);
+}
+
+#define WRITE(dir, name, s) write_file(dir, name, s, strlen(s))
+
+static char *
+make_tmpdir(void)
+{
+	char tmpl[] = "/tmp/test_config.XXXXXX";
+
+	assert_non_null(mkdtemp(tmpl));
+	char *d = strdup(tmpl);
+	assert_non_null(d);
+	return d;
+}
+
+static void
+rmtree(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	struct stat st;
+
+	assert_non_null(d);
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		char *p = path_join(dir, e->d_name);
+		assert_int_equal(lstat(p, &st), 0);
+		if (S_ISDIR(st.st_mode))
+			rmtree(p);
+		else
+			assert_int_equal(unlink(p), 0);
+		free(p);
+	}
+	closedir(d);
+	assert_int_equal(rmdir(dir), 0);
+}
+
+static void
+free_tmpdir(char *dir)
+{
+	rmtree(dir);
+	free(dir);
+}
+
+/* ---- defaults ---- */
+
+static void
+test_defaults(void **state)
+{
+	(void)state;
+	struct cfg *cfg = load_ok(MIN_RECORDS MIN_ACTION);
+	char host[256];
+
+	assert_int_equal(gethostname(host, sizeof host), 0);
+	assert_string_equal(cfg->path, "t.ini");
+	assert_string_equal(cfg->daemon.consumer, host);
+	assert_int_equal(cfg->daemon.log_level, LOG_INFO);
+	assert_int_equal(cfg->daemon.max_in_flight, 256);
+	assert_int_equal(cfg->daemon.shutdown_grace_ms, 10000);
+	assert_int_equal(cfg->daemon.heartbeat_ms, 5000);
+
+	assert_string_equal(cfg->redis.host, "127.0.0.1");
+	assert_int_equal(cfg->redis.port, 6379);
+	assert_null(cfg->redis.socket);
+	assert_null(cfg->redis.username);
+	assert_null(cfg->redis.password_file);
+	assert_int_equal(cfg->redis.db, 0);
+	assert_string_equal(cfg->redis.prefix, "warrant");
+	assert_string_equal(cfg->redis.group, "workers");
+	assert_int_equal(cfg->redis.batch, 64);
+	assert_int_equal(cfg->redis.block_ms, 5000);
+	assert_int_equal(cfg->redis.claim_idle_ms, 60000);
+	assert_int_equal(cfg->redis.claim_interval_ms, 5000);
+	assert_int_equal(cfg->redis.lease_renew_ms, 20000);
+	assert_int_equal(cfg->redis.max_deliveries, 16);
+
+	assert_int_equal(cfg->records.signature_required, 1);
+	assert_int_equal(cfg->records.algorithm, JWT_ALG_ES256);
+	assert_string_equal(cfg->records.verify_key_file, "k.pub");
+	assert_null(cfg->records.issuer);
+	assert_int_equal(cfg->records.max_window_s, 604800);
+	assert_int_equal(cfg->records.clock_skew_s, 60);
+	assert_int_equal(cfg->records.retain_s, 604800);
+	assert_int_equal(cfg->records.audit_maxlen, 100000);
+
+	assert_int_equal(cfg->oauth.present, 0);
+	assert_null(cfg->oauth.token_url);
+	assert_int_equal(cfg->oauth.auth_method, CFG_CLIENT_SECRET_BASIC);
+	assert_int_equal(cfg->oauth.assertion_alg, JWT_ALG_RS256);
+	assert_true(cfg->oauth.refresh_ratio == 0.75);
+	assert_int_equal(cfg->oauth.timeout_ms, 5000);
+	assert_int_equal(cfg->oauth.auth_wait_max_ms, 30000);
+
+	assert_null(cfg->authz.url);
+	assert_int_equal(cfg->authz.timeout_ms, 2000);
+	assert_int_equal(cfg->retry.base_ms, 500);
+	assert_int_equal(cfg->retry.cap_ms, 60000);
+	assert_int_equal(cfg->retry.max_attempts, 10);
+	assert_null(cfg->notify.default_owner);
+	assert_null(cfg->notify.webhook_url);
+	assert_int_equal(cfg->notify.timeout_ms, 2000);
+
+	assert_int_equal(cfg->nactions, 1);
+	assert_string_equal(cfg->actions[0].name, "a");
+	assert_string_equal(cfg->actions[0].method, "POST");
+	assert_int_equal(cfg->actions[0].timeout_ms, 10000);
+	assert_int_equal(cfg->actions[0].auth, CFG_AUTH_NONE);
+	assert_null(cfg->actions[0].bearer_file);
+	cfg_free(cfg);
+}
+
+static void
+test_oauth_defaults(void **state)
+{
+	(void)state;
+	struct cfg *cfg = load_ok(MIN_RECORDS
+	    "[oauth]\ntoken_url = https://auth.example/token\nclient_id = w\n"
+	    "client_secret_file = s\n"
+	    "[action a]\nurl = http://127.0.0.1/x\n");
+
+	assert_int_equal(cfg->oauth.present, 1);
+	assert_string_equal(cfg->oauth.assertion_audience, "https://auth.example/token");
+	assert_int_equal(cfg->oauth.auth_method, CFG_CLIENT_SECRET_BASIC);
+	assert_null(cfg->oauth.private_key_file);
+	assert_null(cfg->oauth.key_id);
+	assert_null(cfg->oauth.certificate_file);
+	assert_null(cfg->oauth.scope);
+	assert_null(cfg->oauth.resource);
+	assert_null(cfg->oauth.audience);
+	assert_int_equal(cfg->actions[0].auth, CFG_AUTH_OAUTH);
+	cfg_free(cfg);
+}
+
+static void
+test_lease_follows_claim_idle(void **state)
+{
+	(void)state;
+	struct cfg *cfg = load_ok("[redis]\nclaim_idle_ms = 9000\n" MIN_RECORDS MIN_ACTION);
+
+	assert_int_equal(cfg->redis.lease_renew_ms, 3000);
+	cfg_free(cfg);
+	EXPECT("[redis]\nclaim_idle_ms = 9000\nlease_renew_ms = 9000\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:3: lease_renew_ms (9000) must be at least 1 and below claim_idle_ms (9000)");
+	/* defaulted to 2 / 3 = 0: blamed on the key that was set */
+	EXPECT("[redis]\nclaim_idle_ms = 2\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:2: lease_renew_ms (0) must be");
+}
+
+/* ---- a valid file that sets every key ---- */
+
+static const char full_text[] =
+	"; every key\n"
+	"[daemon]\n"
+	"consumer = w-1.a:b@c_d\n"
+	"log_level = debug\n"
+	"max_in_flight = 8\n"
+	"shutdown_grace_ms = 0\n"
+	"heartbeat_ms = 1000\n"
+	"[redis]\n"
+	"host = redis.local\n"
+	"port = 6380\n"
+	"socket = /run/redis.sock\n"
+	"username = w\n"
+	"password_file = redis-pw\n"
+	"db = 3\n"
+	"prefix = p\n"
+	"group = g\n"
+	"batch = 10\n"
+	"block_ms = 100\n"
+	"claim_idle_ms = 30000\n"
+	"claim_interval_ms = 1000\n"
+	"lease_renew_ms = 5000\n"
+	"max_deliveries = 3\n"
+	"[records]\n"
+	"signature = off\n"
+	"algorithm = HS256\n"
+	"verify_key_file = hs.key\n"
+	"issuer = decider-1\n"
+	"max_window_s = 3600\n"
+	"clock_skew_s = 0\n"
+	"retain_s = 86400\n"
+	"audit_maxlen = 500\n"
+	"[oauth]\n"
+	"token_url = https://idp.example:8443/oauth2/token?x=1\n"
+	"client_id = worker\n"
+	"auth_method = private_key_jwt\n"
+	"client_secret_file = unused\n"
+	"private_key_file = key.pem\n"
+	"assertion_alg = ES256\n"
+	"assertion_audience = https://idp.example/\n"
+	"key_id = k1\n"
+	"certificate_file = cert.pem\n"
+	"scope = gates.write gates.read\n"
+	"resource = https://gates.example/\n"
+	"audience = gates\n"
+	"refresh_ratio = 0.5\n"
+	"timeout_ms = 3000\n"
+	"auth_wait_max_ms = 4000\n"
+	"[authz]\n"
+	"url = http://[::1]:8181/v1/data/allow\n"
+	"timeout_ms = 700\n"
+	"[retry]\n"
+	"base_ms = 100\n"
+	"cap_ms = 100\n"
+	"max_attempts = 1\n"
+	"[notify]\n"
+	"default_owner = ops\n"
+	"webhook_url = http://127.0.0.1:9/hook\n"
+	"timeout_ms = 900\n"
+	"[action gate.open]\n"
+	"url = http://127.0.0.1:8080/gates/{resource}/open?by={onBehalfOf}&id={recordId}\n"
+	"method = put\n"
+	"timeout_ms = 1500\n"
+	"auth = static\n"
+	"bearer_file = gate-token\n"
+	"[action gate.close]\n"
+	"url = https://gates.example/{action}\n"
+	"auth = oauth\n";
+
+static void
+test_full_config(void **state)
+{
+	(void)state;
+	struct cfg *cfg = load_ok(full_text);
+
+	assert_string_equal(cfg->daemon.consumer, "w-1.a:b@c_d");
+	assert_int_equal(cfg->daemon.log_level, LOG_DEBUG);
+	assert_int_equal(cfg->daemon.max_in_flight, 8);
+	assert_int_equal(cfg->daemon.shutdown_grace_ms, 0);
+	assert_int_equal(cfg->daemon.heartbeat_ms, 1000);
+	assert_string_equal(cfg->redis.host, "redis.local");
+	assert_int_equal(cfg->redis.port, 6380);
+	assert_string_equal(cfg->redis.socket, "/run/redis.sock");
+	assert_string_equal(cfg->redis.username, "w");
+	assert_string_equal(cfg->redis.password_file, "redis-pw");
+	assert_int_equal(cfg->redis.db, 3);
+	assert_string_equal(cfg->redis.prefix, "p");
+	assert_string_equal(cfg->redis.group, "g");
+	assert_int_equal(cfg->redis.batch, 10);
+	assert_int_equal(cfg->redis.block_ms, 100);
+	assert_int_equal(cfg->redis.claim_idle_ms, 30000);
+	assert_int_equal(cfg->redis.claim_interval_ms, 1000);
+	assert_int_equal(cfg->redis.lease_renew_ms, 5000);
+	assert_int_equal(cfg->redis.max_deliveries, 3);
+	assert_int_equal(cfg->records.signature_required, 0);
+	assert_int_equal(cfg->records.algorithm, JWT_ALG_HS256);
+	assert_string_equal(cfg->records.verify_key_file, "hs.key");
+	assert_string_equal(cfg->records.issuer, "decider-1");
+	assert_int_equal(cfg->records.max_window_s, 3600);
+	assert_int_equal(cfg->records.clock_skew_s, 0);
+	assert_int_equal(cfg->records.retain_s, 86400);
+	assert_int_equal(cfg->records.audit_maxlen, 500);
+	assert_int_equal(cfg->oauth.present, 1);
+	assert_string_equal(cfg->oauth.token_url, "https://idp.example:8443/oauth2/token?x=1");
+	assert_string_equal(cfg->oauth.client_id, "worker");
+	assert_int_equal(cfg->oauth.auth_method, CFG_PRIVATE_KEY_JWT);
+	assert_string_equal(cfg->oauth.client_secret_file, "unused");
+	assert_string_equal(cfg->oauth.private_key_file, "key.pem");
+	assert_int_equal(cfg->oauth.assertion_alg, JWT_ALG_ES256);
+	assert_string_equal(cfg->oauth.assertion_audience, "https://idp.example/");
+	assert_string_equal(cfg->oauth.key_id, "k1");
+	assert_string_equal(cfg->oauth.certificate_file, "cert.pem");
+	assert_string_equal(cfg->oauth.scope, "gates.write gates.read");
+	assert_string_equal(cfg->oauth.resource, "https://gates.example/");
+	assert_string_equal(cfg->oauth.audience, "gates");
+	assert_true(cfg->oauth.refresh_ratio == 0.5);
+	assert_int_equal(cfg->oauth.timeout_ms, 3000);
+	assert_int_equal(cfg->oauth.auth_wait_max_ms, 4000);
+	assert_string_equal(cfg->authz.url, "http://[::1]:8181/v1/data/allow");
+	assert_int_equal(cfg->authz.timeout_ms, 700);
+	assert_int_equal(cfg->retry.base_ms, 100);
+	assert_int_equal(cfg->retry.cap_ms, 100);
+	assert_int_equal(cfg->retry.max_attempts, 1);
+	assert_string_equal(cfg->notify.default_owner, "ops");
+	assert_string_equal(cfg->notify.webhook_url, "http://127.0.0.1:9/hook");
+	assert_int_equal(cfg->notify.timeout_ms, 900);
+	assert_int_equal(cfg->nactions, 2);
+	const struct cfg_action *a = &cfg->actions[0];
+	assert_string_equal(a->name, "gate.open");
+	assert_string_equal(a->url,
+	    "http://127.0.0.1:8080/gates/{resource}/open?by={onBehalfOf}&id={recordId}");
+	assert_string_equal(a->method, "PUT");	/* upper-cased */
+	assert_int_equal(a->timeout_ms, 1500);
+	assert_int_equal(a->auth, CFG_AUTH_STATIC);
+	assert_string_equal(a->bearer_file, "gate-token");
+	assert_int_equal(cfg->actions[1].auth, CFG_AUTH_OAUTH);
+	cfg_free(cfg);
+}
+
+static void
+test_action_find_and_lines(void **state)
+{
+	(void)state;
+	struct cfg *cfg = load_ok(full_text);
+
+	const struct cfg_action *a = cfg_action_find(cfg, "gate.close");
+	assert_non_null(a);
+	assert_ptr_equal(a, &cfg->actions[1]);
+	assert_string_equal(a->url, "https://gates.example/{action}");
+	assert_ptr_equal(cfg_action_find(cfg, "gate.open"), &cfg->actions[0]);
+	assert_null(cfg_action_find(cfg, "gate"));
+	assert_null(cfg_action_find(cfg, "gate.open "));
+	assert_null(cfg_action_find(cfg, ""));
+
+	assert_int_equal(cfg_line_of(cfg, "daemon", NULL), 2);
+	assert_int_equal(cfg_line_of(cfg, "redis", "port"), 10);
+	assert_int_equal(cfg_line_of(cfg, "action gate.open", "bearer_file"), 64);
+	assert_int_equal(cfg_line_of(cfg, "action gate.close", NULL), 65);
+	/* a key not set: its section's header */
+	assert_int_equal(cfg_line_of(cfg, "action gate.close", "method"), 65);
+	cfg_free(cfg);
+
+	cfg = load_ok(MIN_RECORDS MIN_ACTION);
+	assert_int_equal(cfg_line_of(cfg, "oauth", "token_url"), 1);	/* no such section */
+	cfg_free(cfg);
+}
+
+/* inih limits a section name to 49 bytes; ours is read by our reader. */
+static void
+test_long_action_name(void **state)
+{
+	(void)state;
+	char text[512], name[101];
+
+	memset(name, 'n', 100);
+	name[100] = '\0';
+	snprintf(text, sizeof text, MIN_RECORDS "[action %s]\nurl = http://h/\nauth = none\n", name);
+	struct cfg *cfg = load_ok(text);
+	assert_non_null(cfg_action_find(cfg, name));
+	name[49] = '\0';
+	assert_null(cfg_action_find(cfg, name));
+	cfg_free(cfg);
+}
+
+static void
+test_comments_indent_crlf_bom(void **state)
+{
+	(void)state;
+	/* an indented line is a key of its own, not a continuation of host */
+	struct cfg *cfg = load_ok(
+	    "\xef\xbb\xbf# comment\r\n"
+	    "[redis] ; the redis\r\n"
+	    "host = h ; inline comment\r\n"
+	    "  port = 6390\r\n"
+	    "\tprefix=p;q\r\n"
+	    "group : g\r\n"
+	    "\r\n"
+	    MIN_RECORDS MIN_ACTION);
+
+	assert_string_equal(cfg->redis.host, "h");
+	assert_int_equal(cfg->redis.port, 6390);
+	assert_string_equal(cfg->redis.prefix, "p;q");	/* ';' right after text is no comment */
+	assert_string_equal(cfg->redis.group, "g");
+	cfg_free(cfg);
+	EXPECT("\xef\xbb\xbf[redis]\r\n\r\nport = x\r\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:3: port: 'x' is not an integer");
+}
+
+/* ---- errors ---- */
+
+static void
+test_every_error_reported(void **state)
+{
+	(void)state;
+	EXPECT("[daemon]\n"			/* 1 */
+	    "log_level = loud\n"		/* 2 */
+	    "[redis]\n"				/* 3 */
+	    "port = 70000\n"			/* 4 */
+	    "batch = 0\n"			/* 5 */
+	    MIN_RECORDS MIN_ACTION,
+	    "t.ini:2: log_level: 'loud' is not one of error|warn|info|debug",
+	    "t.ini:4: port: 70000 is out of range 1..65535",
+	    "t.ini:5: batch: 0 is out of range 1..");
+	/* syntax errors too: inih itself only keeps the first */
+	EXPECT("[redis\n"			/* 1 */
+	    "[redis]\n"				/* 2 */
+	    "just words\n"			/* 3 */
+	    "= value\n"				/* 4 */
+	    "port ; = 1\n"			/* 5 */
+	    "[notify] trailing\n"		/* 6 */
+	    MIN_RECORDS MIN_ACTION,
+	    "t.ini:1: missing ']' in section header",
+	    "t.ini:3: expected 'key = value'",
+	    "t.ini:4: missing key name before '='",
+	    "t.ini:5: expected 'key = value'",
+	    "t.ini:6: text after ']' in section header");
+}
+
+static void
+test_unknown_sections_and_keys(void **state)
+{
+	(void)state;
+	/* one error per unknown section, not one per key under it */
+	EXPECT("[bogus]\nx = 1\ny = 2\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:1: unknown section [bogus]");
+	EXPECT("[Redis]\n" MIN_RECORDS "[actions a]\n" MIN_ACTION,
+	    "t.ini:1: unknown section [Redis]",
+	    "t.ini:4: unknown section [actions a]");
+	EXPECT("[redis]\nhots = x\n" MIN_RECORDS MIN_ACTION "timeout = 5\n",
+	    "t.ini:2: unknown key 'hots' in [redis]",
+	    "t.ini:8: unknown key 'timeout' in [action a]");
+	EXPECT("port = 1\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:1: key 'port' before any [section]");
+	EXPECT(MIN_RECORDS "[action]\nurl = http://h/\n[action a*]\nurl = http://h/\n" MIN_ACTION,
+	    "t.ini:3: [action] needs a name",
+	    "t.ini:5: action name 'a*' has '*'");
+}
+
+static void
+test_duplicates(void **state)
+{
+	(void)state;
+	EXPECT("[redis]\nport = 1\nport = 2\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:3: duplicate key 'port' (first at line 2)");
+	/* the duplicate's keys are not reported again */
+	EXPECT(MIN_RECORDS MIN_ACTION "[action  a ]\nurl = http://h/\nauth = none\n",
+	    "t.ini:6: duplicate section [action a] (first at line 3)");
+	EXPECT("[redis]\nport = 1\n[daemon]\n[redis]\nport = 2\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:4: duplicate section [redis] (first at line 1)");
+}
+
+static void
+test_bad_numbers(void **state)
+{
+	(void)state;
+	EXPECT("[redis]\n"				/* 1 */
+	    "port = abc\n"				/* 2 */
+	    "batch = 10ms\n"				/* 3 */
+	    "block_ms = 99999999999999999999\n"		/* 4 */
+	    "db = 1.5\n"				/* 5 */
+	    "claim_interval_ms = 0x10\n"		/* 6 */
+	    "max_deliveries = \n"			/* 7 */
+	    "host =\n"					/* 8 */
+	    "[daemon]\n"				/* 9 */
+	    "max_in_flight = 0\n"			/* 10 */
+	    "heartbeat_ms = -5\n"			/* 11 */
+	    "shutdown_grace_ms = -1\n"			/* 12 */
+	    "[authz]\n"					/* 13 */
+	    "timeout_ms = 0\n"				/* 14 */
+	    "[retry]\n"					/* 15 */
+	    "max_attempts = 2147483648\n"		/* 16 */
+	    MIN_RECORDS MIN_ACTION
+	    "timeout_ms = -1\n",			/* 22 */
+	    "t.ini:2: port: 'abc' is not an integer",
+	    "t.ini:3: batch: '10ms' is not an integer",
+	    "t.ini:4: block_ms: 99999999999999999999 is out of range",
+	    "t.ini:5: db: '1.5' is not an integer",
+	    "t.ini:6: claim_interval_ms: '0x10' is not an integer",
+	    "t.ini:7: max_deliveries: empty value",
+	    "t.ini:8: host: empty value",
+	    "t.ini:10: max_in_flight: 0 is out of range 1..",
+	    "t.ini:11: heartbeat_ms: -5 is out of range 1..",
+	    "t.ini:12: shutdown_grace_ms: -1 is out of range 0..",
+	    "t.ini:14: timeout_ms: 0 is out of range 1..",
+	    "t.ini:16: max_attempts: 2147483648 is out of range 1..2147483647",
+	    "t.ini:22: timeout_ms: -1 is out of range 1..");
+	EXPECT("[redis]\nport = 65536\nport2 = 1\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:2: port: 65536 is out of range 1..65535",
+	    "t.ini:3: unknown key 'port2'");
+	EXPECT("[retry]\nbase_ms = 1000\ncap_ms = 999\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:3: cap_ms (999) must not be below base_ms (1000)");
+}
+
+static void
+test_bad_ratio(void **state)
+{
+	(void)state;
+	static const char *const bad[] = {"0", "1", "1.5", "-0.5", "abc", "0.5x", "nan", "inf"};
+	char text[256];
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		snprintf(text, sizeof text, MIN_RECORDS MIN_ACTION
+		    "[oauth]\ntoken_url = http://h/t\nclient_id = c\nclient_secret_file = s\n"
+		    "refresh_ratio = %s\n", bad[i]);
+		EXPECT(text, "t.ini:10: refresh_ratio: ");
+	}
+}
+
+static void
+test_bad_enums(void **state)
+{
+	(void)state;
+	EXPECT("[daemon]\n"					/* 1 */
+	    "log_level = INFO\n"				/* 2 */
+	    "[records]\n"					/* 3 */
+	    "signature = maybe\n"				/* 4 */
+	    "algorithm = none\n"				/* 5 */
+	    "verify_key_file = k\n"				/* 6 */
+	    "[oauth]\n"						/* 7 */
+	    "token_url = http://h/t\n"				/* 8 */
+	    "client_id = c\n"					/* 9 */
+	    "client_secret_file = s\n"				/* 10 */
+	    "auth_method = basic\n"				/* 11 */
+	    "assertion_alg = HS256\n"				/* 12 */
+	    "[action a]\n"					/* 13 */
+	    "url = http://h/\n"					/* 14 */
+	    "auth = bearer\n"					/* 15 */
+	    "method = PO ST\n",					/* 16 */
+	    "t.ini:2: log_level: 'INFO' is not one of error|warn|info|debug",
+	    "t.ini:4: signature: 'maybe' is not one of required|off",
+	    "t.ini:5: algorithm: 'none' is not one of ES256|HS256|RS256",
+	    "t.ini:11: auth_method: 'basic' is not one of "
+	    "client_secret_basic|client_secret_post|private_key_jwt",
+	    "t.ini:12: assertion_alg: 'HS256' is not one of RS256|ES256",
+	    "t.ini:15: auth: 'bearer' is not one of oauth|none|static",
+	    "t.ini:16: method: 'PO ST' is not an HTTP method");
+	EXPECT("[records]\nalgorithm = HS512\nverify_key_file = k\n" MIN_ACTION "method = G(ET\n",
+	    "t.ini:2: algorithm: 'HS512' is not one of",
+	    "t.ini:7: method: 'G(ET' is not an HTTP method");
+}
+
+static void
+test_bad_urls(void **state)
+{
+	(void)state;
+	EXPECT(MIN_RECORDS						/* 1-2 */
+	    "[oauth]\n"							/* 3 */
+	    "token_url = ftp://h/t\n"					/* 4 */
+	    "client_id = c\n"						/* 5 */
+	    "client_secret_file = s\n"					/* 6 */
+	    "[authz]\n"							/* 7 */
+	    "url = http://\n"						/* 8 */
+	    "[notify]\n"						/* 9 */
+	    "webhook_url = https:///hook\n"				/* 10 */
+	    "[action a]\n"						/* 11 */
+	    "url = http://h/{foo}\n"					/* 12 */
+	    "[action b]\n"						/* 13 */
+	    "url = 127.0.0.1:8080/x\n"					/* 14 */
+	    "[action c]\n"						/* 15 */
+	    "url = http://h:99999/\n"					/* 16 */
+	    "[action d]\n"						/* 17 */
+	    "url = http://user@:80/x\n"					/* 18 */
+	    "[action e]\n"						/* 19 */
+	    "url = http://h/{resource\n"				/* 20 */
+	    "[action f]\n"						/* 21 */
+	    "url = http://h x/\n",					/* 22 */
+	    /* and not "token_url is required" once more */
+	    "t.ini:4: token_url: 'ftp://h/t' does not start with http:// or https://",
+	    "t.ini:8: url: 'http://' has no host",
+	    "t.ini:10: webhook_url: 'https:///hook' has no host",
+	    "t.ini:12: url: unknown placeholder {foo}",
+	    "t.ini:14: url: '127.0.0.1:8080/x' does not start with http:// or https://",
+	    "t.ini:16: url: 'http://h:99999/' has a bad port",
+	    "t.ini:18: url: 'http://user@:80/x' has no host",
+	    "t.ini:20: url: unbalanced '{'",
+	    "t.ini:22: url: 'http://h x/' contains white space");
+}
+
+static void
+test_missing_keys(void **state)
+{
+	(void)state;
+	/* no [records] at all: line 1 */
+	EXPECT(MIN_ACTION, "t.ini:1: [records] verify_key_file is required with signature = required");
+	EXPECT("[daemon]\n[records]\nissuer = x\n" MIN_ACTION,
+	    "t.ini:2: [records] verify_key_file is required with signature = required");
+	EXPECT(MIN_RECORDS "[oauth]\nscope = s\n" MIN_ACTION,
+	    "t.ini:3: [oauth] token_url is required",
+	    "t.ini:3: [oauth] client_id is required",
+	    "t.ini:3: [oauth] client_secret_file is required with auth_method = client_secret_basic");
+	EXPECT(MIN_RECORDS "[oauth]\ntoken_url = http://h/t\nclient_id = c\n"
+	    "auth_method = client_secret_post\n" MIN_ACTION,
+	    "t.ini:3: [oauth] client_secret_file is required with auth_method = client_secret_post");
+	EXPECT(MIN_RECORDS "[oauth]\ntoken_url = http://h/t\nclient_id = c\n"
+	    "auth_method = private_key_jwt\nclient_secret_file = s\n" MIN_ACTION,
+	    "t.ini:3: [oauth] private_key_file is required with auth_method = private_key_jwt");
+	EXPECT(MIN_RECORDS "[action a]\nauth = none\n[action b]\nurl = http://h/\nauth = static\n"
+	    "[action c]\nurl = http://h/\nauth = none\nbearer_file = t\n",
+	    "t.ini:3: [action a] url is required",
+	    "t.ini:5: [action b] bearer_file is required with auth = static",
+	    "t.ini:11: bearer_file is only used with auth = static");
+	EXPECT(MIN_RECORDS "[action a]\nurl = http://h/\n",
+	    "t.ini:3: [action a] has auth = oauth (the default) but there is no [oauth] section");
+	/* an empty value is its own error, not also a missing key */
+	EXPECT(MIN_RECORDS MIN_ACTION "[oauth]\ntoken_url =\nclient_id = c\nclient_secret_file = s\n",
+	    "t.ini:7: token_url: empty value");
+	EXPECT(MIN_RECORDS, "t.ini:1: no [action NAME] section");
+	EXPECT("", "t.ini:1: [records] verify_key_file is required", "t.ini:1: no [action NAME]");
+}
+
+static void
+test_consumer(void **state)
+{
+	(void)state;
+	char text[256], name[66];
+
+	memset(name, 'c', 65);
+	name[65] = '\0';
+	snprintf(text, sizeof text, "[daemon]\nconsumer = %s\n" MIN_RECORDS MIN_ACTION, name);
+	EXPECT(text, "t.ini:2: consumer: '");
+	name[64] = '\0';
+	snprintf(text, sizeof text, "[daemon]\nconsumer = %s\n" MIN_RECORDS MIN_ACTION, name);
+	struct cfg *cfg = load_ok(text);
+	assert_string_equal(cfg->daemon.consumer, name);
+	cfg_free(cfg);
+	EXPECT("[daemon]\nconsumer = two words\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:2: consumer: 'two words' is not 1 to 64 of [A-Za-z0-9._:@-]");
+	EXPECT("[daemon]\nconsumer = a/b\n" MIN_RECORDS MIN_ACTION, "t.ini:2: consumer: 'a/b'");
+}
+
+/* A line longer than inih's buffer is reported with its number, and its
+ * rest is not read as a line of its own. */
+static void
+test_long_line(void **state)
+{
+	(void)state;
+	char text[1024], val[512];
+
+	memset(val, 'a', 300);
+	strcpy(val + 300, " bogus = 1");
+	snprintf(text, sizeof text, MIN_RECORDS "issuer = %s\n[redis]\nport = 0\n" MIN_ACTION, val);
+	EXPECT(text, "t.ini:3: line longer than 199 bytes", "t.ini:5: port: 0 is out of range");
+
+	/* the edge: 199 bytes pass, 200 do not */
+	memset(val, 'i', 190);
+	val[190] = '\0';
+	snprintf(text, sizeof text, MIN_RECORDS "issuer = %s\n" MIN_ACTION, val);
+	assert_int_equal(strlen("issuer = ") + 190, 199);
+	struct cfg *cfg = load_ok(text);
+	assert_int_equal(strlen(cfg->records.issuer), 190);
+	cfg_free(cfg);
+	strcat(val, "i");
+	snprintf(text, sizeof text, MIN_RECORDS "issuer = %s\r\n" MIN_ACTION, val);
+	EXPECT(text, "t.ini:3: line longer than 199 bytes");
+
+	/* a comment is a line too */
+	memset(val, '#', 300);
+	val[300] = '\0';
+	snprintf(text, sizeof text, "%s\n" MIN_RECORDS MIN_ACTION, val);
+	EXPECT(text, "t.ini:1: line longer than 199 bytes");
+}
+
+/* ---- files ---- */
+
+static void
+test_load_file(void **state)
+{
+	(void)state;
+	char *dir = make_tmpdir();
+	char *path = path_join(dir, "w.ini");
+	struct cfg_errors errs = {0};
+
+	WRITE(dir, "w.ini", MIN_RECORDS MIN_ACTION);
+	struct cfg *cfg = cfg_load(path, &errs);
+	assert_non_null(cfg);
+	assert_int_equal(errs.n, 0);
+	assert_string_equal(cfg->path, path);
+	assert_string_equal(cfg->dir, dir);
+	cfg_free(cfg);
+
+	WRITE(dir, "w.ini", "[redis]\nport = x\n" MIN_RECORDS MIN_ACTION);
+	assert_null(cfg_load(path, &errs));
+	assert_int_equal(errs.n, 1);
+	char want[PATH_MAX + 64];
+	snprintf(want, sizeof want, "%s:2: port: 'x' is not an integer", path);
+	assert_string_equal(errs.msgs[0], want);
+	cfg_errors_clear(&errs);
+
+	/* errors after reading (line 1: no [records]) sort before line 4 */
+	static const char nul[] = "[redis]\nport = 1\0\n" MIN_ACTION "[x]\n";
+	write_file(dir, "w.ini", nul, sizeof nul - 1);
+	assert_null(cfg_load(path, &errs));
+	assert_int_equal(errs.n, 3);
+	snprintf(want, sizeof want, "%s:1: [records] verify_key_file is required", path);
+	assert_memory_equal(errs.msgs[0], want, strlen(want));
+	snprintf(want, sizeof want, "%s:2: NUL byte in line", path);
+	assert_string_equal(errs.msgs[1], want);
+	snprintf(want, sizeof want, "%s:6: unknown section [x]", path);
+	assert_string_equal(errs.msgs[2], want);
+	cfg_errors_clear(&errs);
+
+	assert_int_equal(unlink(path), 0);
+	assert_null(cfg_load(path, &errs));
+	assert_int_equal(errs.n, 1);
+	snprintf(want, sizeof want, "%s:0: cannot read: No such file or directory", path);
+	assert_string_equal(errs.msgs[0], want);
+	cfg_errors_clear(&errs);
+	free(path);
+	free_tmpdir(dir);
+}
+
+static void
+test_example_conf(void **state)
+{
+	(void)state;
+	struct cfg_errors errs = {0};
+	struct cfg *cfg = cfg_load("conf/warrantd.ini", &errs);
+
+	for (size_t i = 0; i < errs.n; i++)
+		print_message("unexpected: %s\n", errs.msgs[i]);
+	assert_non_null(cfg);
+	assert_int_equal(cfg_check_files(cfg, &errs), 0);
+	assert_int_equal(errs.n, 0);
+	const struct cfg_action *a = cfg_action_find(cfg, "gate.open");
+	assert_non_null(a);
+	assert_string_equal(a->url, "http://127.0.0.1:8080/gates/{resource}/open");
+	assert_int_equal(cfg->oauth.present, 1);
+	assert_string_equal(cfg->records.verify_key_file, "decider.pub");
+	assert_string_equal(cfg->oauth.client_secret_file, "client-secret");
+
+	char err[256], *buf;
+	size_t len;
+	unsetenv("CREDENTIALS_DIRECTORY");
+	assert_int_equal(cfg_read_file(cfg, "client-secret", 0, &buf, &len, err, sizeof err), 0);
+	assert_string_equal(buf, "replace-me");
+	cfg_secret_free(buf, len);
+	assert_int_equal(cfg_read_file(cfg, "decider.pub", 1, &buf, &len, err, sizeof err), 0);
+	assert_non_null(strstr(buf, "-----BEGIN PUBLIC KEY-----"));
+	assert_null(strstr(buf, "PRIVATE"));
+	cfg_secret_free(buf, len);
+	cfg_free(cfg);
+}
+
+static void
+test_secret_credentials_directory(void **state)
+{
+	(void)state;
+	char *cred = make_tmpdir();
+	char *abs = path_join(cred, "abs-secret");
+	char err[512], *buf;
+	size_t len;
+
+	WRITE(cred, "test-config-secret", "  from-credentials \n");
+	WRITE(cred, "abs-secret", "abs\n");
+	assert_int_equal(setenv("CREDENTIALS_DIRECTORY", cred, 1), 0);
+	assert_int_equal(cfg_read_secret("test-config-secret", 0, &buf, &len, err, sizeof err), 0);
+	assert_string_equal(buf, "from-credentials");
+	assert_int_equal(len, strlen("from-credentials"));
+	cfg_secret_free(buf, len);
+	assert_int_equal(cfg_read_secret(abs, 0, &buf, &len, err, sizeof err), 0);
+	assert_string_equal(buf, "abs");
+	cfg_secret_free(buf, len);
+
+	/* without the variable the relative name is looked up as given */
+	assert_int_equal(unsetenv("CREDENTIALS_DIRECTORY"), 0);
+	assert_int_equal(cfg_read_secret("test-config-secret", 0, &buf, &len, err, sizeof err), -1);
+	assert_string_equal(err, "cannot read test-config-secret: No such file or directory");
+	free(abs);
+	free_tmpdir(cred);
+}
+
+static void
+test_secret_whitespace(void **state)
+{
+	(void)state;
+	char *dir = make_tmpdir();
+	char *p = path_join(dir, "s");
+	char err[512], *buf;
+	size_t len;
+
+	WRITE(dir, "s", "\n\t  pa ss+w%rd:x y \r\n\n");
+	assert_int_equal(cfg_read_secret(p, 0, &buf, &len, err, sizeof err), 0);
+	assert_string_equal(buf, "pa ss+w%rd:x y");
+	assert_int_equal(len, 14);
+	cfg_secret_free(buf, len);
+	assert_int_equal(cfg_read_secret(p, 1, &buf, &len, err, sizeof err), 0);
+	assert_string_equal(buf, "\n\t  pa ss+w%rd:x y \r\n\n");
+	cfg_secret_free(buf, len);
+
+	/* a secret with a NUL inside keeps its length */
+	write_file(dir, "s", "a\0b\n", 4);
+	assert_int_equal(cfg_read_secret(p, 0, &buf, &len, err, sizeof err), 0);
+	assert_int_equal(len, 3);
+	assert_memory_equal(buf, "a\0b", 4);
+	cfg_secret_free(buf, len);
+	cfg_secret_free(NULL, 0);
+	free(p);
+	free_tmpdir(dir);
+}
+
+static void
+test_secret_errors(void **state)
+{
+	(void)state;
+	char *dir = make_tmpdir();
+	char *p = path_join(dir, "s");
+	char err[512], want[PATH_MAX + 64], *buf = NULL;
+	size_t len = 0;
+
+	WRITE(dir, "s", " \n\t\n");
+	assert_int_equal(cfg_read_secret(p, 0, &buf, &len, err, sizeof err), -1);
+	snprintf(want, sizeof want, "cannot read %s: the file is empty", p);
+	assert_string_equal(err, want);
+
+	assert_int_equal(cfg_read_secret(dir, 0, &buf, &len, err, sizeof err), -1);
+	snprintf(want, sizeof want, "cannot read %s: Is a directory", dir);
+	assert_string_equal(err, want);
+
+	/* a read error never quotes the content */
+	size_t big = CFG_SECRET_MAX + 10;
+	char *huge = malloc(big);
+	assert_non_null(huge);
+	memset(huge, 'S', big);
+	write_file(dir, "s", huge, big);
+	free(huge);
+	assert_int_equal(cfg_read_secret(p, 0, &buf, &len, err, sizeof err), -1);
+	snprintf(want, sizeof want, "cannot read %s: larger than 1 MiB", p);
+	assert_string_equal(err, want);
+	assert_null(strstr(err, "SS"));
+	assert_null(buf);
+	free(p);
+	free_tmpdir(dir);
+}
+
+/* $CREDENTIALS_DIRECTORY, then next to the config, then as given. */
+static void
+test_read_file_order(void **state)
+{
+	(void)state;
+	char *cred = make_tmpdir(), *conf = make_tmpdir(), *cwd = make_tmpdir();
+	char *ini = path_join(conf, "w.ini");
+	char err[512], old[PATH_MAX], *buf;
+	size_t len;
+	struct cfg_errors errs = {0};
+
+	WRITE(conf, "w.ini", MIN_RECORDS MIN_ACTION);
+	struct cfg *cfg = cfg_load(ini, &errs);
+	assert_non_null(cfg);
+	WRITE(cred, "sec", "cred");
+	WRITE(conf, "sec", "near");
+	WRITE(cwd, "sec", "cwd");
+	assert_non_null(getcwd(old, sizeof old));
+	assert_int_equal(chdir(cwd), 0);
+
+	assert_int_equal(setenv("CREDENTIALS_DIRECTORY", cred, 1), 0);
+	assert_int_equal(cfg_read_file(cfg, "sec", 0, &buf, &len, err, sizeof err), 0);
+	assert_string_equal(buf, "cred");
+	cfg_secret_free(buf, len);
+	assert_int_equal(unsetenv("CREDENTIALS_DIRECTORY"), 0);
+	assert_int_equal(cfg_read_file(cfg, "sec", 0, &buf, &len, err, sizeof err), 0);
+	assert_string_equal(buf, "near");
+	cfg_secret_free(buf, len);
+	/* cfg_read_secret does not know the config's directory */
+	assert_int_equal(cfg_read_secret("sec", 0, &buf, &len, err, sizeof err), 0);
+	assert_string_equal(buf, "cwd");
+	cfg_secret_free(buf, len);
+	char *near = path_join(conf, "sec");
+	assert_int_equal(unlink(near), 0);
+	free(near);
+	assert_int_equal(cfg_read_file(cfg, "sec", 0, &buf, &len, err, sizeof err), 0);
+	assert_string_equal(buf, "cwd");
+	cfg_secret_free(buf, len);
+
+	/* a file that is there but unreadable stops the search */
+	char *sub = path_join(cred, "sec2");
+	assert_int_equal(mkdir(sub, 0700), 0);
+	WRITE(cwd, "sec2", "cwd");
+	assert_int_equal(setenv("CREDENTIALS_DIRECTORY", cred, 1), 0);
+	assert_int_equal(cfg_read_file(cfg, "sec2", 0, &buf, &len, err, sizeof err), -1);
+	char want[PATH_MAX + 64];
+	snprintf(want, sizeof want, "cannot read %s: Is a directory", sub);
+	assert_string_equal(err, want);
+	assert_int_equal(unsetenv("CREDENTIALS_DIRECTORY"), 0);
+	free(sub);
+
+	assert_int_equal(chdir(old), 0);
+	cfg_free(cfg);
+	free(ini);
+	free_tmpdir(cred);
+	free_tmpdir(conf);
+	free_tmpdir(cwd);
+}
+
+static void
+test_check_files(void **state)
+{
+	(void)state;
+	char *dir = make_tmpdir();
+	char *ini = path_join(dir, "w.ini");
+	struct cfg_errors errs = {0};
+	char want[PATH_MAX + 128];
+
+	unsetenv("CREDENTIALS_DIRECTORY");
+	WRITE(dir, "w.ini",
+	    "[redis]\n"						/* 1 */
+	    "password_file = redis-pw\n"			/* 2 */
+	    "[records]\n"					/* 3 */
+	    "verify_key_file = k.pub\n"				/* 4 */
+	    "[oauth]\n"						/* 5 */
+	    "token_url = http://h/t\n"				/* 6 */
+	    "client_id = c\n"					/* 7 */
+	    "auth_method = private_key_jwt\n"			/* 8 */
+	    "client_secret_file = secret\n"			/* 9 */
+	    "private_key_file = key.pem\n"			/* 10 */
+	    "certificate_file = cert.pem\n"			/* 11 */
+	    "[action a]\n"					/* 12 */
+	    "url = http://h/\n"					/* 13 */
+	    "auth = static\n"					/* 14 */
+	    "bearer_file = token\n");				/* 15 */
+	struct cfg *cfg = cfg_load(ini, &errs);
+	assert_non_null(cfg);
+	WRITE(dir, "k.pub", "k");
+	WRITE(dir, "key.pem", "p");
+	WRITE(dir, "token", "t\n");
+	assert_int_equal(cfg_check_files(cfg, &errs), -1);
+	assert_int_equal(errs.n, 3);
+	snprintf(want, sizeof want, "%s:2: cannot read redis-pw: No such file or directory", ini);
+	assert_string_equal(errs.msgs[0], want);
+	snprintf(want, sizeof want, "%s:9: cannot read secret: No such file or directory", ini);
+	assert_string_equal(errs.msgs[1], want);
+	snprintf(want, sizeof want, "%s:11: cannot read cert.pem: No such file or directory", ini);
+	assert_string_equal(errs.msgs[2], want);
+	cfg_errors_clear(&errs);
+
+	WRITE(dir, "redis-pw", "pw");
+	WRITE(dir, "secret", "s");
+	WRITE(dir, "cert.pem", "c");
+	assert_int_equal(cfg_check_files(cfg, &errs), 0);
+	assert_int_equal(errs.n, 0);
+	char *tok = path_join(dir, "token");
+	assert_int_equal(unlink(tok), 0);
+	free(tok);
+	assert_int_equal(cfg_check_files(cfg, &errs), -1);
+	assert_int_equal(errs.n, 1);
+	snprintf(want, sizeof want, "%s:15: cannot read token: No such file or directory", ini);
+	assert_string_equal(errs.msgs[0], want);
+	cfg_errors_clear(&errs);
+	cfg_free(cfg);
+	free(ini);
+	free_tmpdir(dir);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_oauth_defaults),
+		cmocka_unit_test(test_lease_follows_claim_idle),
+		cmocka_unit_test(test_full_config),
+		cmocka_unit_test(test_action_find_and_lines),
+		cmocka_unit_test(test_long_action_name),
+		cmocka_unit_test(test_comments_indent_crlf_bom),
+		cmocka_unit_test(test_every_error_reported),
+		cmocka_unit_test(test_unknown_sections_and_keys),
+		cmocka_unit_test(test_duplicates),
+		cmocka_unit_test(test_bad_numbers),
+		cmocka_unit_test(test_bad_ratio),
+		cmocka_unit_test(test_bad_enums),
+		cmocka_unit_test(test_bad_urls),
+		cmocka_unit_test(test_missing_keys),
+		cmocka_unit_test(test_consumer),
+		cmocka_unit_test(test_long_line),
+		cmocka_unit_test(test_load_file),
+		cmocka_unit_test(test_example_conf),
+		cmocka_unit_test(test_secret_credentials_directory),
+		cmocka_unit_test(test_secret_whitespace),
+		cmocka_unit_test(test_secret_errors),
+		cmocka_unit_test(test_read_file_order),
+		cmocka_unit_test(test_check_files),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
