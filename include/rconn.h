@@ -1,0 +1,109 @@
+/*
+ * rconn: one asynchronous Redis connection on a libev loop (hiredis 0.14.1).
+ *
+ * It connects by itself, runs the AUTH and SELECT handshake, reconnects
+ * with exponential backoff and full jitter when the connection is lost, and
+ * enforces the timeouts hiredis 0.14 lacks: one for connect + handshake,
+ * one for the oldest outstanding command (the connection is then dropped
+ * and every outstanding callback gets NULL).
+ *
+ * Every accepted command gets exactly one callback: its reply, or NULL when
+ * the connection failed, timed out or the rconn was freed. No callback runs
+ * after rconn_free() returned. SUBSCRIBE, PSUBSCRIBE, (P)UNSUBSCRIBE and
+ * MONITOR are refused: their replies do not map one to one onto commands.
+ *
+ * Not thread safe: every call happens on the thread that runs the loop.
+ */
+#ifndef WARRANTD_RCONN_H
+#define WARRANTD_RCONN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+#include <hiredis/async.h>
+#include <ev.h>
+
+/* Plain data; rconn_new() copies the strings, the caller keeps its own. */
+struct rconn_opts {
+	const char *host; int port;	/* used when socket is NULL */
+	const char *socket;		/* unix socket path */
+	const char *username;		/* NULL: AUTH with password only (if any) */
+	const char *password;		/* NULL: no AUTH */
+	int db;				/* SELECT when != 0 */
+	long connect_timeout_ms;	/* connect + AUTH + SELECT handshake (0 = none) */
+	long command_timeout_ms;	/* oldest outstanding command older than this => drop
+					   connection (0 = none). The blocking connection
+					   passes block_ms + margin. */
+	long backoff_min_ms, backoff_max_ms;	/* reconnect backoff with full jitter */
+};
+
+struct rconn;
+
+/* reply is NULL when the command failed (disconnect, timeout, rconn_free).
+ * reply is valid only during the callback; hiredis frees it afterwards (the
+ * callback must not). A reply of type REDIS_REPLY_ERROR is passed as is.
+ * The callback may queue new commands; it must not call rconn_free() on rc. */
+typedef void rconn_reply_cb(struct rconn *rc, redisReply *reply, void *arg);
+
+/* Called on every transition: up=1 after connect+AUTH+SELECT succeeded;
+ * up=0 when lost (after all outstanding callbacks got NULL). Reconnects by
+ * itself with backoff. Not called for attempts that never came up, nor from
+ * rconn_free(). It must not call rconn_free() on rc. */
+typedef void rconn_state_cb(struct rconn *rc, int up, void *arg);
+
+/* Copies opts and name. Starts connecting at once; a failing first attempt
+ * is retried with backoff like any later one. state_cb may be NULL; arg is
+ * passed to it as is. Caller frees with rconn_free(). NULL on a bad option
+ * (neither socket nor host) or out of memory. */
+struct rconn *rconn_new(struct ev_loop *loop, const struct rconn_opts *opts, const char *name,
+			rconn_state_cb *state_cb, void *arg)
+	__attribute__((warn_unused_result));
+
+/* Closes the connection and frees rc. All outstanding callbacks are called
+ * with NULL before it returns, none afterwards. Must not be called from
+ * inside a callback of this rconn (reply or state): defer it (e.g. with an
+ * ev_timer of 0). NULL is a no-op. */
+void rconn_free(struct rconn *rc);
+
+/* 1 when connected and the handshake succeeded, else 0. */
+int rconn_is_up(const struct rconn *rc);
+
+/* Queues a command (pipelined); fmt is hiredis's format (%s, %b, ...).
+ * 0 when accepted: cb (not NULL) is then called exactly once. -1 when not
+ * up, the command cannot be formatted or is refused: cb is then NOT called.
+ * The strings are copied before it returns. */
+int rconn_command(struct rconn *rc, rconn_reply_cb *cb, void *arg, const char *fmt, ...)
+	__attribute__((warn_unused_result));
+
+/* As rconn_command() with an argument vector; argvlen NULL means each
+ * argv[i] is a C string. The arguments are copied before it returns. */
+int rconn_commandv(struct rconn *rc, rconn_reply_cb *cb, void *arg, int argc,
+		   const char **argv, const size_t *argvlen)
+	__attribute__((warn_unused_result));
+
+/* Number of commands sent and not yet answered (the handshake not counted). */
+size_t rconn_pending(const struct rconn *rc);
+
+/* A Lua script run with EVALSHA; on NOSCRIPT it is re-sent with EVAL
+ * transparently (the caller's callback sees only the final reply).
+ * body is borrowed: it must outlive every rconn_eval() of the script. */
+struct rconn_script { const char *body; char sha1[41]; };
+
+/* Sets s->body = body and s->sha1 to the lowercase hex SHA1 of body (OpenSSL). */
+void rconn_script_init(struct rconn_script *s, const char *body);
+
+/* Runs the script: argv holds nkeys keys then the arguments (argc in all;
+ * argvlen NULL means C strings). Same contract as rconn_commandv(): 0 and
+ * exactly one callback, or -1 and none. s, argv and argvlen are copied. */
+int rconn_eval(struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *cb, void *arg,
+	       int nkeys, int argc, const char **argv, const size_t *argvlen)
+	__attribute__((warn_unused_result));
+
+/* Pure: the delay before reconnect attempt number `attempt` (1 = the first
+ * retry), uniform in [min_ms, ceiling] where ceiling = min(max_ms,
+ * min_ms * 2^(attempt-1)), drawn with the random word rnd. min_ms < 1 is
+ * taken as 1 and max_ms < min_ms as min_ms. */
+long rconn_backoff_ms(unsigned attempt, long min_ms, long max_ms, uint32_t rnd);
+
+#endif

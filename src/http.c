@@ -1,0 +1,656 @@
+/*
+ * http: libcurl's multi socket interface on libev (the evhiperfifo pattern).
+ *
+ * Re-entrancy: curl must never be re-entered from its own callbacks, and the
+ * user's callbacks may start and cancel calls. So curl callbacks only touch
+ * libev watchers and the call's buffers; finished calls are first detached
+ * from curl and moved to a `done` list, and only after
+ * curl_multi_socket_action has returned are the user callbacks run, one call
+ * at a time taken off the head of that list (a cancel from a callback may
+ * unlink any other entry).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "http.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "log.h"
+
+enum call_state { CALL_ACTIVE, CALL_DONE, CALL_IN_CALLBACK };
+
+struct call_list {
+	struct http_call *head, *tail;
+};
+
+struct http_sock {
+	struct ev_io io;		/* first: the watcher's address is the sock's */
+	struct http_client *hc;
+	struct http_sock *prev, *next;
+};
+
+struct http_client {
+	struct ev_loop *loop;
+	CURLM *multi;
+	struct ev_timer timer;
+	struct call_list active;	/* attached to the multi */
+	struct call_list done;		/* finished, callback not yet run */
+	struct http_sock *socks;	/* every watcher we own */
+	size_t in_flight;
+	int dispatching;
+};
+
+struct http_call {
+	struct http_client *hc;
+	struct http_call *prev, *next;
+	enum call_state state;
+	CURL *easy;
+	struct curl_slist *headers;
+	http_done_cb *cb;
+	void *arg;
+	char method[16];		/* for the log line only */
+	char errbuf[CURL_ERROR_SIZE];
+	char *body;
+	size_t body_len, body_cap;
+	int body_too_large;
+	char *retry_after, *www_authenticate;
+	CURLcode result;
+	long status, connects;
+	int64_t started_ms, elapsed_ms;
+};
+
+static int curl_ready;
+
+static int64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+list_push(struct call_list *l, struct http_call *c)
+{
+	c->next = NULL;
+	c->prev = l->tail;
+	if (l->tail != NULL)
+		l->tail->next = c;
+	else
+		l->head = c;
+	l->tail = c;
+}
+
+static void
+list_unlink(struct call_list *l, struct http_call *c)
+{
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		l->head = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	else
+		l->tail = c->prev;
+	c->prev = c->next = NULL;
+}
+
+/* ---- libev side: watchers that curl asks for ---- */
+
+static void process_messages(struct http_client *hc);
+
+static void
+socket_action(struct http_client *hc, curl_socket_t fd, int action)
+{
+	int running;
+	CURLMcode rc = curl_multi_socket_action(hc->multi, fd, action, &running);
+
+	if (rc != CURLM_OK && rc != CURLM_BAD_SOCKET)
+		log_error("http.multi", "error=%s", curl_multi_strerror(rc));
+	process_messages(hc);
+}
+
+static void
+io_cb(struct ev_loop *loop, struct ev_io *w, int revents)
+{
+	/* w may be freed by the socket action below: read it first */
+	struct http_client *hc = ((struct http_sock *)w)->hc;
+	curl_socket_t fd = w->fd;
+	int action = ((revents & EV_READ) ? CURL_CSELECT_IN : 0) |
+	    ((revents & EV_WRITE) ? CURL_CSELECT_OUT : 0) |
+	    ((revents & EV_ERROR) ? CURL_CSELECT_ERR : 0);
+
+	(void)loop;
+	socket_action(hc, fd, action);
+}
+
+static void
+timer_cb(struct ev_loop *loop, struct ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	socket_action(w->data, CURL_SOCKET_TIMEOUT, 0);
+}
+
+static void
+sock_free(struct http_sock *s)
+{
+	struct http_client *hc = s->hc;
+
+	ev_io_stop(hc->loop, &s->io);
+	if (s->prev != NULL)
+		s->prev->next = s->next;
+	else
+		hc->socks = s->next;
+	if (s->next != NULL)
+		s->next->prev = s->prev;
+	free(s);
+}
+
+/* CURLMOPT_SOCKETFUNCTION: only watchers change here, never curl. */
+static int
+curl_sock_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *sockp)
+{
+	struct http_client *hc = userp;
+	struct http_sock *s = sockp;
+	int events = ((what & CURL_POLL_IN) ? EV_READ : 0) | ((what & CURL_POLL_OUT) ? EV_WRITE : 0);
+
+	(void)easy;
+	if (what == CURL_POLL_REMOVE) {
+		if (s != NULL)
+			sock_free(s);
+		return 0;
+	}
+	if (s == NULL) {
+		s = calloc(1, sizeof(*s));
+		if (s == NULL) {
+			log_error("http.socket", "error=\"out of memory\"");
+			return -1;
+		}
+		s->hc = hc;
+		s->next = hc->socks;
+		if (hc->socks != NULL)
+			hc->socks->prev = s;
+		hc->socks = s;
+		if (curl_multi_assign(hc->multi, fd, s) != CURLM_OK) {
+			sock_free(s);
+			return -1;
+		}
+		ev_io_init(&s->io, io_cb, fd, events);
+	} else {
+		ev_io_stop(hc->loop, &s->io);
+		ev_io_set(&s->io, fd, events);
+	}
+	ev_io_start(hc->loop, &s->io);
+	return 0;
+}
+
+/* CURLMOPT_TIMERFUNCTION: -1 removes the timer. */
+static int
+curl_timer_cb(CURLM *multi, long timeout_ms, void *userp)
+{
+	struct http_client *hc = userp;
+
+	(void)multi;
+	ev_timer_stop(hc->loop, &hc->timer);
+	if (timeout_ms >= 0) {
+		ev_timer_set(&hc->timer, (double)timeout_ms / 1000.0, 0.0);
+		ev_timer_start(hc->loop, &hc->timer);
+	}
+	return 0;
+}
+
+/* ---- per-call curl callbacks: they fill the call's buffers only ---- */
+
+static int
+body_reserve(struct http_call *c, size_t extra)
+{
+	size_t need = c->body_len + extra + 1;
+	size_t cap = c->body_cap ? c->body_cap : 1024;
+	char *p;
+
+	if (need <= c->body_cap)
+		return 0;
+	while (cap < need)
+		cap *= 2;
+	p = realloc(c->body, cap);
+	if (p == NULL)
+		return -1;
+	c->body = p;
+	c->body_cap = cap;
+	return 0;
+}
+
+static size_t
+write_cb(char *data, size_t size, size_t nmemb, void *userp)
+{
+	struct http_call *c = userp;
+	size_t n = size * nmemb;
+
+	if (n > HTTP_BODY_MAX - c->body_len) {
+		c->body_too_large = 1;
+		return 0;	/* anything but n aborts the transfer */
+	}
+	if (body_reserve(c, n) < 0)
+		return 0;
+	memcpy(c->body + c->body_len, data, n);
+	c->body_len += n;
+	c->body[c->body_len] = '\0';
+	return n;
+}
+
+static int
+is_ows(char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n';
+}
+
+/* Replaces *slot with the trimmed value when `line` is "name: value". */
+static int
+capture_header(const char *line, size_t len, const char *name, char **slot)
+{
+	size_t nlen = strlen(name);
+	const char *v, *end;
+	char *copy;
+
+	if (len <= nlen || line[nlen] != ':' || strncasecmp(line, name, nlen) != 0)
+		return 0;
+	v = line + nlen + 1;
+	end = line + len;
+	while (v < end && is_ows(*v))
+		v++;
+	while (end > v && is_ows(end[-1]))
+		end--;
+	copy = malloc((size_t)(end - v) + 1);
+	if (copy == NULL)
+		return -1;
+	memcpy(copy, v, (size_t)(end - v));
+	copy[end - v] = '\0';
+	free(*slot);
+	*slot = copy;
+	return 0;
+}
+
+static size_t
+header_cb(char *data, size_t size, size_t nitems, void *userp)
+{
+	struct http_call *c = userp;
+	size_t n = size * nitems;
+
+	/* A new status line (after a 1xx) starts a new header block. */
+	if (n >= 5 && memcmp(data, "HTTP/", 5) == 0) {
+		free(c->retry_after);
+		free(c->www_authenticate);
+		c->retry_after = c->www_authenticate = NULL;
+		return n;
+	}
+	if (capture_header(data, n, "Retry-After", &c->retry_after) < 0 ||
+	    capture_header(data, n, "WWW-Authenticate", &c->www_authenticate) < 0)
+		return 0;
+	return n;
+}
+
+/* ---- calls ---- */
+
+static void
+call_detach_curl(struct http_call *c)
+{
+	if (c->easy != NULL) {
+		curl_multi_remove_handle(c->hc->multi, c->easy);
+		curl_easy_cleanup(c->easy);
+		c->easy = NULL;
+	}
+	curl_slist_free_all(c->headers);
+	c->headers = NULL;
+}
+
+static void
+call_free(struct http_call *c)
+{
+	call_detach_curl(c);
+	free(c->body);
+	free(c->retry_after);
+	free(c->www_authenticate);
+	free(c);
+}
+
+static int
+has_crlf(const char *s)
+{
+	return strpbrk(s, "\r\n") != NULL;
+}
+
+static int
+request_valid(const struct http_request *req)
+{
+	if (req->url == NULL || req->method == NULL || req->method[0] == '\0' ||
+	    strlen(req->method) >= sizeof(((struct http_call *)0)->method) ||
+	    strpbrk(req->method, " \t\r\n") != NULL || has_crlf(req->url) || req->timeout_ms <= 0 ||
+	    (req->userpwd != NULL && has_crlf(req->userpwd)) ||
+	    (req->body == NULL && req->body_len != 0))
+		return 0;
+	for (const char *const *h = req->headers; h != NULL && *h != NULL; h++)
+		if (has_crlf(*h))
+			return 0;
+	return 1;
+}
+
+static int
+set_headers(struct http_call *c, const char *const *headers)
+{
+	struct curl_slist *l;
+
+	for (const char *const *h = headers; h != NULL && *h != NULL; h++) {
+		l = curl_slist_append(c->headers, *h);
+		if (l == NULL)
+			return -1;
+		c->headers = l;
+	}
+	/* no "Expect: 100-continue" round trip before a body */
+	l = curl_slist_append(c->headers, "Expect:");
+	if (l == NULL)
+		return -1;
+	c->headers = l;
+	return curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, c->headers) == CURLE_OK ? 0 : -1;
+}
+
+static int
+set_method_and_body(CURL *e, const struct http_request *req)
+{
+	int post = strcmp(req->method, "POST") == 0;
+	int ok = 1;
+
+	if (req->body != NULL || post) {
+		/* POST always sends a body, possibly empty, so Content-Length is set */
+		ok &= curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
+		    (curl_off_t)(req->body != NULL ? req->body_len : 0)) == CURLE_OK;
+		ok &= curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS,
+		    req->body != NULL ? req->body : "") == CURLE_OK;
+		if (!post)
+			ok &= curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req->method) == CURLE_OK;
+	} else if (strcmp(req->method, "GET") == 0) {
+		ok &= curl_easy_setopt(e, CURLOPT_HTTPGET, 1L) == CURLE_OK;
+	} else if (strcmp(req->method, "HEAD") == 0) {
+		ok &= curl_easy_setopt(e, CURLOPT_NOBODY, 1L) == CURLE_OK;
+	} else {
+		ok &= curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req->method) == CURLE_OK;
+	}
+	return ok ? 0 : -1;
+}
+
+static int
+set_options(struct http_call *c, const struct http_request *req)
+{
+	CURL *e = c->easy;
+	int ok = 1;
+
+	ok &= curl_easy_setopt(e, CURLOPT_URL, req->url) == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https") == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1) == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, req->timeout_ms) == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L) == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L) == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 15L) == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)HTTP_BODY_MAX) == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_ERRORBUFFER, c->errbuf) == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_PRIVATE, c) == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb) == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_WRITEDATA, c) == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_cb) == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_HEADERDATA, c) == CURLE_OK;
+	if (req->userpwd != NULL) {
+		ok &= curl_easy_setopt(e, CURLOPT_USERPWD, req->userpwd) == CURLE_OK;
+		ok &= curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC) == CURLE_OK;
+	}
+	if (!ok || set_method_and_body(e, req) < 0 || set_headers(c, req->headers) < 0)
+		return -1;
+	return 0;
+}
+
+/* Host and path only: the query and userinfo may hold secrets. */
+static void
+log_done(const struct http_call *c)
+{
+	char host[128], path[256], err[256];
+	char *h = NULL, *p = NULL, *url = NULL;
+	CURLU *u;
+
+	if (log_get_level() < LOG_DEBUG)
+		return;
+	curl_easy_getinfo(c->easy, CURLINFO_EFFECTIVE_URL, &url);
+	u = curl_url();
+	if (u != NULL && url != NULL && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK) {
+		curl_url_get(u, CURLUPART_HOST, &h, 0);
+		curl_url_get(u, CURLUPART_PATH, &p, 0);
+	}
+	log_debug("http.done", "method=%s host=%s path=%s status=%ld ms=%lld connects=%ld error=%s",
+	    c->method, log_quote(host, sizeof(host), h), log_quote(path, sizeof(path), p),
+	    c->status, (long long)c->elapsed_ms, c->connects,
+	    log_quote(err, sizeof(err), c->result == CURLE_OK ? "" : c->errbuf));
+	curl_free(h);
+	curl_free(p);
+	curl_url_cleanup(u);
+}
+
+/* Copies the finished transfer's results into the call and lets go of curl. */
+static void
+call_finish(struct http_call *c, CURLcode result)
+{
+	struct http_client *hc = c->hc;
+
+	c->result = result;
+	c->elapsed_ms = mono_ms() - c->started_ms;
+	if (result == CURLE_OK)
+		curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &c->status);
+	curl_easy_getinfo(c->easy, CURLINFO_NUM_CONNECTS, &c->connects);
+	if (result != CURLE_OK && c->errbuf[0] == '\0')
+		snprintf(c->errbuf, sizeof(c->errbuf), "%s", curl_easy_strerror(result));
+	if (c->body_too_large || result == CURLE_FILESIZE_EXCEEDED)
+		snprintf(c->errbuf, sizeof(c->errbuf), "response body larger than %d bytes",
+		    HTTP_BODY_MAX);
+	log_done(c);
+	call_detach_curl(c);
+	list_unlink(&hc->active, c);
+	list_push(&hc->done, c);
+	c->state = CALL_DONE;
+}
+
+static void
+collect_finished(struct http_client *hc)
+{
+	CURLMsg *msg;
+	int left;
+
+	while ((msg = curl_multi_info_read(hc->multi, &left)) != NULL) {
+		CURL *easy = msg->easy_handle;
+		CURLcode result = msg->data.result;
+		char *priv = NULL;
+
+		if (msg->msg != CURLMSG_DONE)
+			continue;
+		/* msg dies with the handle's removal: everything is read above */
+		curl_easy_getinfo(easy, CURLINFO_PRIVATE, &priv);
+		if (priv != NULL)
+			call_finish((struct http_call *)(void *)priv, result);
+	}
+}
+
+static void
+run_callback(struct http_call *c)
+{
+	struct http_response r = {
+		.status = c->result == CURLE_OK ? c->status : 0,
+		.timed_out = c->result == CURLE_OPERATION_TIMEDOUT,
+		.error = c->result == CURLE_OK ? "" : c->errbuf,
+		.body = c->body != NULL && c->result == CURLE_OK ? c->body : "",
+		.body_len = c->result == CURLE_OK ? c->body_len : 0,
+		.retry_after = c->retry_after,
+		.www_authenticate = c->www_authenticate,
+		.elapsed_ms = (long)c->elapsed_ms,
+		.connects = c->connects,
+	};
+
+	c->cb(&r, c->arg);
+}
+
+/* Takes one call at a time from the head: a callback may cancel any other. */
+static void
+dispatch_done(struct http_client *hc)
+{
+	struct http_call *c;
+
+	if (hc->dispatching)
+		return;
+	hc->dispatching = 1;
+	while ((c = hc->done.head) != NULL) {
+		list_unlink(&hc->done, c);
+		c->state = CALL_IN_CALLBACK;
+		hc->in_flight--;
+		run_callback(c);
+		call_free(c);
+	}
+	hc->dispatching = 0;
+}
+
+static void
+process_messages(struct http_client *hc)
+{
+	collect_finished(hc);
+	dispatch_done(hc);
+}
+
+/* ---- public ---- */
+
+struct http_client *
+http_client_new(struct ev_loop *loop)
+{
+	struct http_client *hc;
+
+	if (!curl_ready) {
+		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+			log_error("http.init", "error=\"curl_global_init failed\"");
+			return NULL;
+		}
+		curl_ready = 1;
+	}
+	hc = calloc(1, sizeof(*hc));
+	if (hc == NULL)
+		return NULL;
+	hc->loop = loop;
+	hc->multi = curl_multi_init();
+	if (hc->multi == NULL) {
+		free(hc);
+		return NULL;
+	}
+	ev_timer_init(&hc->timer, timer_cb, 0.0, 0.0);
+	hc->timer.data = hc;
+	if (curl_multi_setopt(hc->multi, CURLMOPT_SOCKETFUNCTION, curl_sock_cb) != CURLM_OK ||
+	    curl_multi_setopt(hc->multi, CURLMOPT_SOCKETDATA, hc) != CURLM_OK ||
+	    curl_multi_setopt(hc->multi, CURLMOPT_TIMERFUNCTION, curl_timer_cb) != CURLM_OK ||
+	    curl_multi_setopt(hc->multi, CURLMOPT_TIMERDATA, hc) != CURLM_OK ||
+	    curl_multi_setopt(hc->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_NOTHING) != CURLM_OK ||
+	    curl_multi_setopt(hc->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L) != CURLM_OK) {
+		curl_multi_cleanup(hc->multi);
+		free(hc);
+		return NULL;
+	}
+	return hc;
+}
+
+void
+http_client_free(struct http_client *hc)
+{
+	struct http_call *c;
+
+	if (hc == NULL)
+		return;
+	if (hc->dispatching) {
+		log_error("http.misuse", "error=\"http_client_free called from an http callback\"");
+		abort();
+	}
+	while ((c = hc->active.head) != NULL) {
+		list_unlink(&hc->active, c);
+		call_free(c);
+	}
+	while ((c = hc->done.head) != NULL) {
+		list_unlink(&hc->done, c);
+		call_free(c);
+	}
+	curl_multi_cleanup(hc->multi);
+	/* curl may close cached connections without telling the socket callback */
+	while (hc->socks != NULL)
+		sock_free(hc->socks);
+	ev_timer_stop(hc->loop, &hc->timer);
+	free(hc);
+}
+
+int
+http_start(struct http_client *hc, const struct http_request *req, http_done_cb *cb, void *arg,
+	   struct http_call **out)
+{
+	struct http_call *c;
+
+	if (out != NULL)
+		*out = NULL;
+	if (hc == NULL || req == NULL || cb == NULL || !request_valid(req)) {
+		log_error("http.start", "error=\"invalid request\"");
+		return -1;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c == NULL || (c->easy = curl_easy_init()) == NULL) {
+		free(c);
+		log_error("http.start", "error=\"out of memory\"");
+		return -1;
+	}
+	c->hc = hc;
+	c->cb = cb;
+	c->arg = arg;
+	snprintf(c->method, sizeof(c->method), "%s", req->method);
+	if (set_options(c, req) < 0) {
+		call_free(c);
+		log_error("http.start", "error=\"curl_easy_setopt failed\"");
+		return -1;
+	}
+	c->started_ms = mono_ms();
+	/* adding only arms the timer: the transfer runs from the loop */
+	if (curl_multi_add_handle(hc->multi, c->easy) != CURLM_OK) {
+		call_free(c);
+		log_error("http.start", "error=\"curl_multi_add_handle failed\"");
+		return -1;
+	}
+	c->state = CALL_ACTIVE;
+	list_push(&hc->active, c);
+	hc->in_flight++;
+	if (out != NULL)
+		*out = c;
+	return 0;
+}
+
+void
+http_cancel(struct http_call *call)
+{
+	struct http_client *hc;
+
+	if (call == NULL || call->state == CALL_IN_CALLBACK)
+		return;
+	hc = call->hc;
+	list_unlink(call->state == CALL_ACTIVE ? &hc->active : &hc->done, call);
+	hc->in_flight--;
+	call_free(call);
+}
+
+size_t
+http_in_flight(const struct http_client *hc)
+{
+	return hc != NULL ? hc->in_flight : 0;
+}

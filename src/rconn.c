@@ -1,0 +1,747 @@
+/*
+ * rconn: an asynchronous Redis connection on libev, over hiredis 0.14.1.
+ *
+ * Life of one hiredis context (rc->ac): start_connect() creates it; hiredis
+ * calls on_connect(), we send AUTH/SELECT, their replies end in became_up().
+ * It ends in exactly one call of conn_gone(): from on_connect() on a failed
+ * connect, from on_disconnect() (hiredis frees the context right after), or
+ * from drop() when hiredis had nothing to report. conn_gone() arms the
+ * reconnect timer.
+ *
+ * Every command handed to hiredis carries a struct rc_cmd as privdata and
+ * sits in rc's queue until hiredis calls on_reply() for it, which hiredis
+ * does exactly once: with the reply, or with NULL while it tears the
+ * context down (__redisAsyncFree). So the user callback runs exactly once,
+ * and never after rconn_free(), which frees the context before returning.
+ *
+ * hiredis 0.14 must not free a context from inside its own callbacks, so we
+ * only ever call redisAsyncFree() from our own ev_timers (drop()) or from
+ * rconn_free(); a reply callback that wants the connection gone arms
+ * drop_timer at 0 instead.
+ */
+#define _DEFAULT_SOURCE		/* arc4random, strdup, strncasecmp */
+#include "rconn.h"
+
+#include <assert.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <hiredis/adapters/libev.h>
+#include <openssl/evp.h>
+
+#include "log.h"
+
+struct rc_cmd {
+	struct rc_cmd *prev, *next;
+	rconn_reply_cb *cb;
+	void *arg;
+	struct rconn *rc;
+	ev_tstamp sent_at;
+	char *eval_cmd;		/* formatted EVAL, sent once on NOSCRIPT */
+	size_t eval_len;
+	int internal;		/* a handshake command, not the user's */
+};
+
+struct rconn {
+	struct ev_loop *loop;
+	char *host, *socket, *username, *password;
+	int port, db;
+	long connect_timeout_ms, command_timeout_ms, backoff_min_ms, backoff_max_ms;
+	rconn_state_cb *state_cb;
+	void *state_arg;
+	char qname[64];		/* the name, ready for a log line */
+
+	redisAsyncContext *ac;	/* NULL between connections */
+	unsigned gen;		/* bumped by every conn_gone() */
+	unsigned attempt;	/* connect attempts since the last success */
+	int up;			/* commands are accepted */
+	int announced;		/* state_cb(1) ran, so state_cb(0) is owed */
+	int handshake_left;	/* AUTH/SELECT replies still awaited */
+	int handshake_failed;
+	int freeing;
+	int depth;		/* callbacks of this rconn running now */
+	const char *drop_reason;
+
+	struct rc_cmd *head, *tail;	/* in the order sent */
+	size_t npending;		/* user commands among them */
+
+	ev_timer retry_timer;	/* next connect attempt */
+	ev_timer conn_timer;	/* connect + handshake deadline */
+	ev_timer cmd_timer;	/* checks the oldest outstanding command */
+	ev_timer drop_timer;	/* a drop asked for from inside a callback */
+};
+
+static char step_auth[] = "auth", step_select[] = "select";
+
+static void start_connect(struct rconn *rc);
+static void drop(struct rconn *rc, const char *why);
+
+long
+rconn_backoff_ms(unsigned attempt, long min_ms, long max_ms, uint32_t rnd)
+{
+	if (min_ms < 1)
+		min_ms = 1;
+	if (max_ms < min_ms)
+		max_ms = min_ms;
+	long ceiling = min_ms;
+	for (unsigned i = 1; i < attempt && ceiling < max_ms; i++)
+		ceiling = ceiling > max_ms / 2 ? max_ms : ceiling * 2;
+	if (ceiling > max_ms)
+		ceiling = max_ms;
+	unsigned long span = (unsigned long)(ceiling - min_ms) + 1;
+	return min_ms + (long)(rnd % span);
+}
+
+void
+rconn_script_init(struct rconn_script *s, const char *body)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+
+	s->body = body;
+	s->sha1[0] = '\0';
+	if (EVP_Digest(body, strlen(body), md, &mdlen, EVP_sha1(), NULL) != 1 || mdlen != 20)
+		return;		/* EVALSHA then fails with NOSCRIPT and EVAL still runs */
+	for (unsigned i = 0; i < mdlen; i++) {
+		s->sha1[2 * i] = hex[md[i] >> 4];
+		s->sha1[2 * i + 1] = hex[md[i] & 15];
+	}
+	s->sha1[40] = '\0';
+}
+
+/* Queue of outstanding commands. */
+
+static void
+q_push(struct rconn *rc, struct rc_cmd *c)
+{
+	c->next = NULL;
+	c->prev = rc->tail;
+	if (rc->tail != NULL)
+		rc->tail->next = c;
+	else
+		rc->head = c;
+	rc->tail = c;
+}
+
+static void
+q_unlink(struct rconn *rc, struct rc_cmd *c)
+{
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		rc->head = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	else
+		rc->tail = c->prev;
+	c->prev = c->next = NULL;
+}
+
+static void
+cmd_free(struct rc_cmd *c)
+{
+	if (c->eval_cmd != NULL)
+		redisFreeCommand(c->eval_cmd);
+	free(c);
+}
+
+/* The one place a command's callback runs. */
+static void
+finish(struct rconn *rc, struct rc_cmd *c, redisReply *reply)
+{
+	q_unlink(rc, c);
+	if (!c->internal)
+		rc->npending--;
+	rc->depth++;
+	c->cb(rc, reply, c->arg);
+	rc->depth--;
+	cmd_free(c);
+}
+
+static void
+notify_state(struct rconn *rc, int up)
+{
+	if (rc->state_cb == NULL)
+		return;
+	rc->depth++;
+	rc->state_cb(rc, up, rc->state_arg);
+	rc->depth--;
+}
+
+static void
+stop_conn_timers(struct rconn *rc)
+{
+	ev_timer_stop(rc->loop, &rc->conn_timer);
+	ev_timer_stop(rc->loop, &rc->cmd_timer);
+	ev_timer_stop(rc->loop, &rc->drop_timer);
+}
+
+/* The current context is gone (or never came to be): account for it and
+ * plan the next attempt. Runs inside hiredis callbacks, so it only touches
+ * rc and timers, never a context. */
+static void
+conn_gone(struct rconn *rc, const char *why)
+{
+	char qwhy[160];
+	int was_up = rc->announced;
+
+	rc->ac = NULL;
+	rc->gen++;
+	rc->up = 0;
+	rc->announced = 0;
+	rc->drop_reason = NULL;
+	stop_conn_timers(rc);
+	while (rc->head != NULL)	/* hiredis answered them all already */
+		finish(rc, rc->head, NULL);
+	if (rc->freeing)
+		return;
+
+	unsigned failures = rc->attempt > 0 ? rc->attempt : 1;
+	long delay = rconn_backoff_ms(failures, rc->backoff_min_ms, rc->backoff_max_ms,
+				      arc4random());
+	log_warn("redis.down", "name=%s attempt=%u was_up=%d retry_ms=%ld err=%s", rc->qname,
+		 rc->attempt, was_up, delay, log_quote(qwhy, sizeof(qwhy), why));
+	ev_timer_set(&rc->retry_timer, (double)delay / 1000.0, 0.0);
+	ev_timer_start(rc->loop, &rc->retry_timer);
+	if (was_up)
+		notify_state(rc, 0);
+}
+
+static void
+became_up(struct rconn *rc)
+{
+	ev_timer_stop(rc->loop, &rc->conn_timer);
+	rc->up = 1;
+	rc->announced = 1;
+	log_info("redis.up", "name=%s attempt=%u", rc->qname, rc->attempt);
+	rc->attempt = 0;
+	notify_state(rc, 1);
+}
+
+/* From inside a hiredis callback: drop the connection once it returned. */
+static void
+schedule_drop(struct rconn *rc, const char *why)
+{
+	rc->up = 0;
+	if (ev_is_active(&rc->drop_timer))
+		return;
+	rc->drop_reason = why;
+	ev_timer_set(&rc->drop_timer, 0.0, 0.0);
+	ev_timer_start(rc->loop, &rc->drop_timer);
+}
+
+static int
+is_noscript(const redisReply *reply)
+{
+	return reply->type == REDIS_REPLY_ERROR && reply->str != NULL &&
+	    strncmp(reply->str, "NOSCRIPT", 8) == 0;
+}
+
+static void on_reply(redisAsyncContext *ac, void *r, void *privdata);
+
+/* EVALSHA said NOSCRIPT: the same entry goes out again as EVAL, at the end
+ * of the pipeline, so it moves to the tail of the queue. */
+static int
+resend_as_eval(struct rconn *rc, redisAsyncContext *ac, struct rc_cmd *c)
+{
+	if (redisAsyncFormattedCommand(ac, on_reply, c, c->eval_cmd, c->eval_len) != REDIS_OK)
+		return -1;
+	redisFreeCommand(c->eval_cmd);
+	c->eval_cmd = NULL;
+	q_unlink(rc, c);
+	c->sent_at = ev_now(rc->loop);
+	q_push(rc, c);
+	return 0;
+}
+
+/* The privdata wrapper every command goes through. */
+static void
+on_reply(redisAsyncContext *ac, void *r, void *privdata)
+{
+	struct rc_cmd *c = privdata;
+	struct rconn *rc = c->rc;
+	redisReply *reply = r;
+
+	if (reply == NULL)
+		rc->up = 0;	/* hiredis passes NULL only while freeing the context */
+	else if (c->eval_cmd != NULL && is_noscript(reply)) {
+		if (resend_as_eval(rc, ac, c) == 0)
+			return;
+		reply = NULL;
+	}
+	finish(rc, c, reply);
+}
+
+static int
+refused_command(const char *cmd, size_t len)
+{
+	static const char *const refused[] = {
+		"subscribe", "psubscribe", "unsubscribe", "punsubscribe", "monitor",
+	};
+	const char *p = memchr(cmd, '$', len);
+	char *end;
+
+	if (p == NULL)
+		return 1;	/* no arguments at all: hiredis would abort */
+	long n = strtol(p + 1, &end, 10);
+	if (n <= 0 || end[0] != '\r' || (size_t)(end + 2 - cmd) + (size_t)n > len)
+		return 1;
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+		if (strlen(refused[i]) == (size_t)n && strncasecmp(end + 2, refused[i], (size_t)n) == 0)
+			return 1;
+	return 0;
+}
+
+/* Hands a formatted command to hiredis. Takes eval_cmd (may be NULL);
+ * cmd stays the caller's. */
+static int
+submit(struct rconn *rc, rconn_reply_cb *cb, void *arg, int internal, const char *cmd,
+       size_t len, char *eval_cmd, size_t eval_len)
+{
+	struct rc_cmd *c = calloc(1, sizeof(*c));
+
+	if (c == NULL || rc->ac == NULL || refused_command(cmd, len)) {
+		free(c);
+		if (eval_cmd != NULL)
+			redisFreeCommand(eval_cmd);
+		return -1;
+	}
+	c->cb = cb;
+	c->arg = arg;
+	c->rc = rc;
+	c->internal = internal;
+	c->eval_cmd = eval_cmd;
+	c->eval_len = eval_len;
+	c->sent_at = ev_now(rc->loop);
+	if (redisAsyncFormattedCommand(rc->ac, on_reply, c, cmd, len) != REDIS_OK) {
+		cmd_free(c);	/* hiredis did not keep it */
+		return -1;
+	}
+	q_push(rc, c);
+	if (internal)
+		return 0;
+	rc->npending++;
+	if (rc->command_timeout_ms > 0 && !ev_is_active(&rc->cmd_timer)) {
+		ev_timer_set(&rc->cmd_timer, (double)rc->command_timeout_ms / 1000.0, 0.0);
+		ev_timer_start(rc->loop, &rc->cmd_timer);
+	}
+	return 0;
+}
+
+static int
+can_send(const struct rconn *rc, rconn_reply_cb *cb)
+{
+	return rc != NULL && cb != NULL && rc->up && rc->ac != NULL && !rc->freeing;
+}
+
+/* Handshake. */
+
+static void
+on_handshake(struct rconn *rc, redisReply *reply, void *arg)
+{
+	const char *step = arg;
+	char qerr[160];
+
+	if (reply == NULL || rc->handshake_failed)
+		return;		/* going down anyway: conn_gone() follows */
+	if (reply->type == REDIS_REPLY_ERROR) {
+		rc->handshake_failed = 1;
+		/* Only the error code for AUTH: the rest is the server's text
+		 * about credentials, and credentials are never logged. */
+		const char *msg = reply->str != NULL ? reply->str : "";
+		size_t n = step == step_auth ? strcspn(msg, " ") : strlen(msg);
+		char code[128];
+		snprintf(code, sizeof(code), "%.*s", (int)(n < 127 ? n : 127), msg);
+		log_warn("redis.handshake_failed", "name=%s step=%s err=%s", rc->qname, step,
+			 log_quote(qerr, sizeof(qerr), code));
+		schedule_drop(rc, step == step_auth ? "AUTH failed" : "SELECT failed");
+		return;
+	}
+	if (--rc->handshake_left == 0)
+		became_up(rc);
+}
+
+static int
+send_auth(struct rconn *rc)
+{
+	const char *argv[3] = {"AUTH", rc->password, NULL};
+	int argc = 2;
+	char *cmd;
+
+	if (rc->username != NULL) {
+		argv[1] = rc->username;
+		argv[2] = rc->password;
+		argc = 3;
+	}
+	int len = redisFormatCommandArgv(&cmd, argc, argv, NULL);
+
+	if (len < 0)
+		return -1;
+	int r = submit(rc, on_handshake, step_auth, 1, cmd, (size_t)len, NULL, 0);
+	explicit_bzero(cmd, (size_t)len);
+	redisFreeCommand(cmd);
+	return r;
+}
+
+static int
+send_select(struct rconn *rc)
+{
+	char *cmd;
+	int len = redisFormatCommand(&cmd, "SELECT %d", rc->db);
+
+	if (len < 0)
+		return -1;
+	int r = submit(rc, on_handshake, step_select, 1, cmd, (size_t)len, NULL, 0);
+	redisFreeCommand(cmd);
+	return r;
+}
+
+static void
+start_handshake(struct rconn *rc)
+{
+	rc->handshake_left = 0;
+	rc->handshake_failed = 0;
+	if (rc->password != NULL) {
+		if (send_auth(rc) < 0)
+			goto fail;
+		rc->handshake_left++;
+	}
+	if (rc->db != 0) {
+		if (send_select(rc) < 0)
+			goto fail;
+		rc->handshake_left++;
+	}
+	if (rc->handshake_left == 0)
+		became_up(rc);
+	return;
+fail:
+	rc->handshake_failed = 1;
+	schedule_drop(rc, "handshake not sent");
+}
+
+/* hiredis callbacks for the context itself. */
+
+static void
+on_connect(const redisAsyncContext *ac, int status)
+{
+	struct rconn *rc = ac->data;
+
+	if (status != REDIS_OK)
+		conn_gone(rc, ac->errstr);	/* hiredis frees ac when we return */
+	else
+		start_handshake(rc);
+}
+
+static void
+on_disconnect(const redisAsyncContext *ac, int status)
+{
+	struct rconn *rc = ac->data;
+	const char *why = rc->drop_reason;
+
+	(void)status;
+	if (why == NULL)
+		why = ac->err != 0 ? ac->errstr : "connection closed";
+	conn_gone(rc, why);		/* hiredis frees ac when we return */
+}
+
+/* Only from outside hiredis callbacks: our timers and rconn_free(). */
+static void
+drop(struct rconn *rc, const char *why)
+{
+	redisAsyncContext *ac = rc->ac;
+	unsigned gen = rc->gen;
+
+	if (ac == NULL)
+		return;
+	rc->up = 0;
+	rc->drop_reason = why;
+	/* Outstanding callbacks get NULL, then on_disconnect() runs when the
+	 * context had connected; otherwise hiredis calls nothing at all. */
+	redisAsyncFree(ac);
+	if (rc->gen == gen)
+		conn_gone(rc, why);
+}
+
+static void
+start_connect(struct rconn *rc)
+{
+	redisAsyncContext *ac;
+	char why[160];
+
+	rc->attempt++;
+	ac = rc->socket != NULL ? redisAsyncConnectUnix(rc->socket) :
+	    redisAsyncConnect(rc->host, rc->port);
+	if (ac == NULL) {
+		conn_gone(rc, "out of memory");
+		return;
+	}
+	if (ac->err != 0) {
+		snprintf(why, sizeof(why), "%s", ac->errstr);
+		redisAsyncFree(ac);
+		conn_gone(rc, why);
+		return;
+	}
+	ac->data = rc;
+	if (redisLibevAttach(rc->loop, ac) != REDIS_OK ||
+	    redisAsyncSetConnectCallback(ac, on_connect) != REDIS_OK ||
+	    redisAsyncSetDisconnectCallback(ac, on_disconnect) != REDIS_OK) {
+		redisAsyncFree(ac);
+		conn_gone(rc, "cannot attach to the event loop");
+		return;
+	}
+	rc->ac = ac;
+	if (rc->connect_timeout_ms > 0) {
+		ev_timer_set(&rc->conn_timer, (double)rc->connect_timeout_ms / 1000.0, 0.0);
+		ev_timer_start(rc->loop, &rc->conn_timer);
+	}
+}
+
+/* Timers. */
+
+static void
+on_retry_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	start_connect(w->data);
+}
+
+static void
+on_conn_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	drop(w->data, "connect timeout");
+}
+
+static void
+on_drop_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct rconn *rc = w->data;
+
+	(void)loop;
+	(void)revents;
+	drop(rc, rc->drop_reason != NULL ? rc->drop_reason : "dropped");
+}
+
+static void
+on_cmd_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct rconn *rc = w->data;
+	struct rc_cmd *oldest = rc->head;
+
+	(void)revents;
+	if (!rc->up || oldest == NULL)
+		return;		/* re-armed by the next command */
+	double limit = (double)rc->command_timeout_ms / 1000.0;
+	double waited = ev_now(loop) - oldest->sent_at;
+	if (waited + 0.0005 >= limit) {
+		log_warn("redis.timeout", "name=%s waited_ms=%.0f pending=%zu", rc->qname,
+			 waited * 1000.0, rc->npending);
+		drop(rc, "command timeout");
+		return;
+	}
+	ev_timer_set(w, limit - waited, 0.0);
+	ev_timer_start(loop, w);
+}
+
+/* Public API. */
+
+static int
+copy_opt(char **dst, const char *src)
+{
+	*dst = NULL;
+	if (src == NULL)
+		return 0;
+	*dst = strdup(src);
+	return *dst != NULL ? 0 : -1;
+}
+
+static void
+rc_release(struct rconn *rc)
+{
+	free(rc->host);
+	free(rc->socket);
+	free(rc->username);
+	if (rc->password != NULL)
+		explicit_bzero(rc->password, strlen(rc->password));
+	free(rc->password);
+	free(rc);
+}
+
+static void
+init_timer(struct rconn *rc, ev_timer *t, void (*cb)(struct ev_loop *, ev_timer *, int))
+{
+	ev_timer_init(t, cb, 0.0, 0.0);
+	t->data = rc;
+}
+
+struct rconn *
+rconn_new(struct ev_loop *loop, const struct rconn_opts *opts, const char *name,
+	  rconn_state_cb *state_cb, void *arg)
+{
+	struct rconn *rc;
+
+	if (loop == NULL || opts == NULL || (opts->socket == NULL && opts->host == NULL))
+		return NULL;
+	rc = calloc(1, sizeof(*rc));
+	if (rc == NULL)
+		return NULL;
+	if (copy_opt(&rc->host, opts->host) < 0 || copy_opt(&rc->socket, opts->socket) < 0 ||
+	    copy_opt(&rc->username, opts->username) < 0 ||
+	    copy_opt(&rc->password, opts->password) < 0) {
+		rc_release(rc);
+		return NULL;
+	}
+	rc->loop = loop;
+	rc->port = opts->port;
+	rc->db = opts->db;
+	rc->connect_timeout_ms = opts->connect_timeout_ms;
+	rc->command_timeout_ms = opts->command_timeout_ms;
+	rc->backoff_min_ms = opts->backoff_min_ms;
+	rc->backoff_max_ms = opts->backoff_max_ms;
+	rc->state_cb = state_cb;
+	rc->state_arg = arg;
+	log_quote(rc->qname, sizeof(rc->qname), name != NULL ? name : "redis");
+	init_timer(rc, &rc->retry_timer, on_retry_timer);
+	init_timer(rc, &rc->conn_timer, on_conn_timer);
+	init_timer(rc, &rc->cmd_timer, on_cmd_timer);
+	init_timer(rc, &rc->drop_timer, on_drop_timer);
+	/* Called before the loop runs, ev_now() may be long past: timers
+	 * started from it would expire at once. */
+	ev_now_update(loop);
+	start_connect(rc);
+	return rc;
+}
+
+void
+rconn_free(struct rconn *rc)
+{
+	if (rc == NULL)
+		return;
+	/* Freeing rc inside its own callback chain would pull the context
+	 * out from under hiredis: a caller bug, caught loudly. */
+	assert(rc->depth == 0);
+	rc->freeing = 1;
+	rc->up = 0;
+	ev_timer_stop(rc->loop, &rc->retry_timer);
+	drop(rc, "freed");
+	stop_conn_timers(rc);
+	while (rc->head != NULL)
+		finish(rc, rc->head, NULL);
+	rc_release(rc);
+}
+
+int
+rconn_is_up(const struct rconn *rc)
+{
+	return rc != NULL && rc->up;
+}
+
+size_t
+rconn_pending(const struct rconn *rc)
+{
+	return rc != NULL ? rc->npending : 0;
+}
+
+int
+rconn_command(struct rconn *rc, rconn_reply_cb *cb, void *arg, const char *fmt, ...)
+{
+	va_list ap;
+	char *cmd;
+	int len;
+
+	if (!can_send(rc, cb) || fmt == NULL)
+		return -1;
+	va_start(ap, fmt);
+	len = redisvFormatCommand(&cmd, fmt, ap);
+	va_end(ap);
+	if (len < 0)
+		return -1;
+	int r = submit(rc, cb, arg, 0, cmd, (size_t)len, NULL, 0);
+	redisFreeCommand(cmd);
+	return r;
+}
+
+int
+rconn_commandv(struct rconn *rc, rconn_reply_cb *cb, void *arg, int argc, const char **argv,
+	       const size_t *argvlen)
+{
+	char *cmd;
+	int len;
+
+	if (!can_send(rc, cb) || argc < 1 || argv == NULL)
+		return -1;
+	len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
+	if (len < 0)
+		return -1;
+	int r = submit(rc, cb, arg, 0, cmd, (size_t)len, NULL, 0);
+	redisFreeCommand(cmd);
+	return r;
+}
+
+/* Formats EVALSHA and EVAL of the same call; 0 or -1. */
+static int
+format_eval(const struct rconn_script *s, int nkeys, int argc, const char **argv,
+	    const size_t *argvlen, char **sha_cmd, int *sha_len, char **eval_cmd, int *eval_len)
+{
+	const char **av = calloc((size_t)argc + 3, sizeof(*av));
+	size_t *al = calloc((size_t)argc + 3, sizeof(*al));
+	char nk[16];
+	int r = -1;
+
+	*sha_cmd = *eval_cmd = NULL;
+	if (av == NULL || al == NULL)
+		goto out;
+	snprintf(nk, sizeof(nk), "%d", nkeys);
+	av[2] = nk;
+	al[2] = strlen(nk);
+	for (int i = 0; i < argc; i++) {
+		av[i + 3] = argv[i];
+		al[i + 3] = argvlen != NULL ? argvlen[i] : strlen(argv[i]);
+	}
+	av[0] = "EVALSHA";
+	al[0] = 7;
+	av[1] = s->sha1;
+	al[1] = strlen(s->sha1);
+	*sha_len = redisFormatCommandArgv(sha_cmd, argc + 3, av, al);
+	av[0] = "EVAL";
+	al[0] = 4;
+	av[1] = s->body;
+	al[1] = strlen(s->body);
+	*eval_len = redisFormatCommandArgv(eval_cmd, argc + 3, av, al);
+	if (*sha_len >= 0 && *eval_len >= 0)
+		r = 0;
+out:
+	free(av);
+	free(al);
+	return r;
+}
+
+int
+rconn_eval(struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *cb, void *arg,
+	   int nkeys, int argc, const char **argv, const size_t *argvlen)
+{
+	char *sha_cmd, *eval_cmd;
+	int sha_len = -1, eval_len = -1;
+
+	if (!can_send(rc, cb) || s == NULL || s->body == NULL || nkeys < 0 || argc < nkeys ||
+	    argc > INT_MAX - 3 || (argc > 0 && argv == NULL))
+		return -1;
+	if (format_eval(s, nkeys, argc, argv, argvlen, &sha_cmd, &sha_len, &eval_cmd,
+			&eval_len) < 0) {
+		if (sha_len >= 0)
+			redisFreeCommand(sha_cmd);
+		if (eval_len >= 0)
+			redisFreeCommand(eval_cmd);
+		return -1;
+	}
+	int r = submit(rc, cb, arg, 0, sha_cmd, (size_t)sha_len, eval_cmd, (size_t)eval_len);
+	redisFreeCommand(sha_cmd);
+	return r;
+}
