@@ -1,0 +1,122 @@
+/*
+ * harness: what every integration test needs -- a private temp dir, child
+ * processes that never outlive the test, a real redis-server on a unix socket,
+ * the HTTP fakes, and a small blocking HTTP client.
+ *
+ * Every process h_spawn() starts is registered; at exit, and on SIGINT,
+ * SIGTERM or SIGABRT, each one's process group gets SIGKILL and is reaped, so
+ * a failed cmocka assertion leaves nothing running. Spawn from the test's
+ * main thread: children are also told (PR_SET_PDEATHSIG) to die with the
+ * thread that forked them, which covers a test runner killed with SIGKILL.
+ *
+ * Fake target JSON (GET /_requests, one object per recorded call):
+ *   {"method", "path" (request-target as received: percent-encoded, with any
+ *    ?query), "idempotency_key", "authorization" (bool: header present),
+ *    "on_behalf_of", "basis", "content_type", "body", "arrival_ms" (Unix ms),
+ *    "status" (answered)}; absent headers are null.
+ */
+#ifndef WARRANTD_HARNESS_H
+#define WARRANTD_HARNESS_H
+
+#include <sys/types.h>
+
+#include <hiredis/hiredis.h>
+
+/* Private dir under /tmp, created on first use, removed with its contents at
+ * exit unless $WARRANTD_KEEP_TMP is set. Aborts the test program when it
+ * cannot be created. Valid until exit. */
+const char *h_tmpdir(void);
+
+/* $WARRANTD_BIN_DIR/name (default build/release/bin) and
+ * $WARRANTD_TEST_DIR/name (default build/release/tests). Valid until exit. */
+const char *h_bin(const char *name);
+const char *h_testbin(const char *name);
+
+/* Runs argv[0] (a path) with argv in its own process group, stdin from
+ * /dev/null, stdout and stderr appended to log_path, environment inherited.
+ * Returns the pid, or -1. */
+pid_t h_spawn(const char *log_path, char *const argv[])
+	__attribute__((warn_unused_result));
+
+/* Sends sig, waits up to timeout_ms, then SIGKILLs. Whatever is left of the
+ * process group is killed too and the child is reaped. Returns the waitpid
+ * status, or -1 when pid is not a child we can wait for. */
+int h_stop(pid_t pid, int sig, int timeout_ms);
+
+/* 0 once pid has exited (reaped; *status, when not NULL, gets the waitpid
+ * status), -1 when it still runs after timeout_ms or cannot be waited for. */
+int h_wait_exit(pid_t pid, int timeout_ms, int *status)
+	__attribute__((warn_unused_result));
+
+struct h_redis {
+	pid_t pid;
+	char sock[256];
+	char dir[256];
+};
+
+/* redis-server (port 0: no TCP) in a fresh dir under h_tmpdir(); returns when
+ * PING answers (timeout 10 s). Its settings are kept in dir/redis.conf.
+ * 0 or -1. */
+int h_redis_start(struct h_redis *r, int appendonly)
+	__attribute__((warn_unused_result));
+/* SIGKILL, then start again on the same dir, socket and settings. */
+int h_redis_restart(struct h_redis *r)
+	__attribute__((warn_unused_result));
+/* SIGTERM (SIGKILL after 5 s); no-op when not running. */
+void h_redis_stop(struct h_redis *r);
+/* Synchronous client on the socket; caller frees with redisFree. NULL on error. */
+redisContext *h_redis_connect(const struct h_redis *r);
+/* Integer reply, or -1 on any error or other reply type. */
+long long h_redis_int(redisContext *c, const char *fmt, ...);
+/* String or status reply, caller frees; NULL for nil, error or other types. */
+char *h_redis_str(redisContext *c, const char *fmt, ...);
+
+/* Polls cond every 10 ms until it returns non-zero (0) or timeout_ms passes (-1). */
+int h_wait_until(int (*cond)(void *arg), void *arg, int timeout_ms)
+	__attribute__((warn_unused_result));
+
+/* Writes content to h_tmpdir()/name (mode 0600). Caller frees the path. NULL on error. */
+char *h_write_file(const char *name, const char *content);
+/* Whole file, caller frees. NULL on error. */
+char *h_read_file(const char *path);
+/* 1 when the file holds needle, 0 when not or unreadable. */
+int h_file_contains(const char *path, const char *needle);
+
+struct h_fake {
+	pid_t pid;
+	int port;
+	char url[128];
+	char log[256];
+};
+
+/* Runs h_testbin(bin_name) --port-file F [extra_args..., NULL-terminated or
+ * NULL] and waits (10 s) until it listens. 0 or -1. */
+int h_fake_start(struct h_fake *f, const char *bin_name, const char *const extra_args[])
+	__attribute__((warn_unused_result));
+/* SIGTERM (SIGKILL after 5 s); no-op when not running. */
+void h_fake_stop(struct h_fake *f);
+
+/* Blocking request; body (may be NULL) is sent as application/json. Returns
+ * the response body (caller frees) and sets *status; NULL and *status = 0 when
+ * no response came. */
+char *h_http(const char *method, const char *url, const char *body, long *status);
+
+/* Plain data: one HTTP exchange. body and headers are malloc'd. */
+struct h_http_reply {
+	long status;		/* 0: no response */
+	char *body;
+	char *headers;		/* raw response header block */
+};
+
+/* Like h_http, with extra request headers ("Name: value", NULL-terminated
+ * array or NULL) and the response headers kept. 0 when a response came, else
+ * -1. The caller clears *out with h_http_reply_clear in both cases. */
+int h_http_req(const char *method, const char *url, const char *const headers[],
+	       const char *body, struct h_http_reply *out)
+	__attribute__((warn_unused_result));
+void h_http_reply_clear(struct h_http_reply *r);
+/* Value of the first response header called name (case-insensitive),
+ * caller frees; NULL when absent. */
+char *h_http_header(const struct h_http_reply *r, const char *name);
+
+#endif

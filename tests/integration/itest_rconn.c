@@ -1,0 +1,791 @@
+/*
+ * itest_rconn: the async Redis connection against a real redis-server.
+ *
+ * Each test drives its own ev_loop with EVRUN_ONCE until a condition holds
+ * or a deadline passes; a 20 ms repeating tick keeps EVRUN_ONCE from
+ * blocking longer than that. Log lines (stderr) are captured into a file
+ * where a test needs to see retries happen.
+ */
+#define _DEFAULT_SOURCE
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ev.h>
+
+#include "harness.h"
+#include "log.h"
+#include "rconn.h"
+
+#define WAIT_S 20.0		/* generous: 2 cores, ASan, load */
+
+static struct ev_loop *L;
+static ev_timer tick;
+
+/* state_cb bookkeeping */
+static int g_ups, g_downs;
+static char g_seq[64];		/* "1" / "0" per transition, in order */
+static int g_done;		/* slot callbacks so far */
+static int g_done_at_down;	/* g_done when the last state_cb(0) ran */
+
+struct slot {
+	int calls;
+	int null;
+	int type;
+	long long integer;
+	char str[128];
+};
+
+static void
+on_tick(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)w;
+	(void)revents;
+}
+
+static int
+setup(void **state)
+{
+	(void)state;
+	L = ev_loop_new(EVFLAG_AUTO);
+	if (L == NULL)
+		return -1;
+	ev_timer_init(&tick, on_tick, 0.02, 0.02);
+	ev_timer_start(L, &tick);
+	g_ups = g_downs = g_done = g_done_at_down = 0;
+	g_seq[0] = '\0';
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	ev_timer_stop(L, &tick);
+	ev_loop_destroy(L);
+	L = NULL;
+	return 0;
+}
+
+static void
+on_state(struct rconn *rc, int up, void *arg)
+{
+	(void)rc;
+	(void)arg;
+	size_t n = strlen(g_seq);
+	if (n + 1 < sizeof(g_seq)) {
+		g_seq[n] = up ? '1' : '0';
+		g_seq[n + 1] = '\0';
+	}
+	if (up)
+		g_ups++;
+	else {
+		g_downs++;
+		g_done_at_down = g_done;
+	}
+}
+
+static void
+on_slot(struct rconn *rc, redisReply *reply, void *arg)
+{
+	struct slot *s = arg;
+
+	(void)rc;
+	s->calls++;
+	g_done++;
+	if (reply == NULL) {
+		s->null = 1;
+		return;
+	}
+	s->type = reply->type;
+	s->integer = reply->integer;
+	if (reply->str != NULL)
+		snprintf(s->str, sizeof(s->str), "%.*s", (int)reply->len, reply->str);
+}
+
+typedef int cond_fn(void *arg);
+
+static int
+run_until(cond_fn *cond, void *arg, double timeout_s)
+{
+	double end = ev_time() + timeout_s;
+
+	while (!cond(arg)) {
+		if (ev_time() > end)
+			return -1;
+		ev_run(L, EVRUN_ONCE);
+	}
+	return 0;
+}
+
+static int
+cond_up(void *arg)
+{
+	return rconn_is_up(arg);
+}
+
+static int
+cond_slot(void *arg)
+{
+	return ((struct slot *)arg)->calls > 0;
+}
+
+struct int_at_least { const int *v; int n; };
+
+static int
+cond_int(void *arg)
+{
+	const struct int_at_least *c = arg;
+	return *c->v >= c->n;
+}
+
+static struct rconn_opts
+opts_for(const struct h_redis *r)
+{
+	struct rconn_opts o = {
+		.socket = r->sock,
+		.connect_timeout_ms = 5000,
+		.command_timeout_ms = 0,
+		.backoff_min_ms = 20,
+		.backoff_max_ms = 200,
+	};
+	return o;
+}
+
+static struct rconn *
+connect_up(const struct rconn_opts *o, const char *name)
+{
+	struct rconn *rc = rconn_new(L, o, name, on_state, NULL);
+	assert_non_null(rc);
+	assert_int_equal(run_until(cond_up, rc, WAIT_S), 0);
+	return rc;
+}
+
+/* Sends one command and runs the loop until its callback ran. */
+static void
+roundtrip(struct rconn *rc, struct slot *s, const char *fmt, const char *a, const char *b)
+{
+	memset(s, 0, sizeof(*s));
+	if (b != NULL)
+		assert_int_equal(rconn_command(rc, on_slot, s, fmt, a, b), 0);
+	else if (a != NULL)
+		assert_int_equal(rconn_command(rc, on_slot, s, fmt, a), 0);
+	else
+		assert_int_equal(rconn_command(rc, on_slot, s, fmt), 0);
+	assert_int_equal(run_until(cond_slot, s, WAIT_S), 0);
+	assert_int_equal(s->calls, 1);
+	assert_int_equal(s->null, 0);
+}
+
+static void
+check_set_get(struct rconn *rc, const char *key, const char *val)
+{
+	struct slot s;
+
+	roundtrip(rc, &s, "SET %s %s", key, val);
+	assert_int_equal(s.type, REDIS_REPLY_STATUS);
+	assert_string_equal(s.str, "OK");
+	roundtrip(rc, &s, "GET %s", key, NULL);
+	assert_int_equal(s.type, REDIS_REPLY_STRING);
+	assert_string_equal(s.str, val);
+}
+
+/* Redis has a client blocked in BLPOP: everything before it was written. */
+static int
+cond_blocked(void *arg)
+{
+	char *info = h_redis_str(arg, "INFO clients");
+	int yes = info != NULL && strstr(info, "blocked_clients:1") != NULL;
+	free(info);
+	return yes;
+}
+
+/* stderr into a file, for counting log lines. */
+static int saved_stderr = -1;
+
+static char *
+capture_start(const char *name)
+{
+	char *path = h_write_file(name, "");
+	assert_non_null(path);
+	int fd = open(path, O_WRONLY | O_APPEND);
+	assert_true(fd >= 0);
+	fflush(stderr);
+	saved_stderr = dup(STDERR_FILENO);
+	assert_true(saved_stderr >= 0);
+	assert_true(dup2(fd, STDERR_FILENO) >= 0);
+	close(fd);
+	return path;
+}
+
+static void
+capture_end(void)
+{
+	if (saved_stderr < 0)
+		return;
+	fflush(stderr);
+	dup2(saved_stderr, STDERR_FILENO);
+	close(saved_stderr);
+	saved_stderr = -1;
+}
+
+static int
+count_in_file(const char *path, const char *needle)
+{
+	char *text = h_read_file(path);
+	int n = 0;
+
+	for (const char *p = text; p != NULL && (p = strstr(p, needle)) != NULL; p++)
+		n++;
+	free(text);
+	return n;
+}
+
+struct log_wait { const char *path, *needle; int n; };
+
+static int
+cond_log(void *arg)
+{
+	const struct log_wait *w = arg;
+	return count_in_file(w->path, w->needle) >= w->n;
+}
+
+/* ---- tests ---- */
+
+static void
+test_backoff_pure(void **state)
+{
+	(void)state;
+	/* first retry: exactly min */
+	assert_int_equal(rconn_backoff_ms(1, 100, 1000, 0), 100);
+	assert_int_equal(rconn_backoff_ms(1, 100, 1000, 0xffffffffu), 100);
+	/* second: uniform in [100, 200] */
+	assert_int_equal(rconn_backoff_ms(2, 100, 1000, 0), 100);
+	assert_int_equal(rconn_backoff_ms(2, 100, 1000, 100), 200);
+	assert_int_equal(rconn_backoff_ms(2, 100, 1000, 101), 100);
+	/* third: [100, 400] */
+	assert_int_equal(rconn_backoff_ms(3, 100, 1000, 300), 400);
+	/* capped at max, also for absurd attempt counts */
+	assert_int_equal(rconn_backoff_ms(10, 100, 1000, 900), 1000);
+	assert_int_equal(rconn_backoff_ms(10, 100, 1000, 901), 100);
+	for (uint32_t r = 0; r < 5000; r += 7) {
+		long d = rconn_backoff_ms(4000000000u, 100, 1000, r * 2654435761u);
+		assert_true(d >= 100 && d <= 1000);
+	}
+	/* no overflow near LONG_MAX */
+	long big = 0x7fffffffffffffffL / 2 + 7;
+	long d = rconn_backoff_ms(60, big, 0x7fffffffffffffffL, 0xffffffffu);
+	assert_true(d >= big);
+	/* degenerate bounds */
+	assert_int_equal(rconn_backoff_ms(5, 0, 0, 12345), 1);
+	assert_int_equal(rconn_backoff_ms(5, 300, 10, 12345), 300);
+}
+
+static void
+test_script_sha1(void **state)
+{
+	struct rconn_script s;
+
+	(void)state;
+	rconn_script_init(&s, "");
+	assert_string_equal(s.sha1, "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+	rconn_script_init(&s, "abc");
+	assert_string_equal(s.sha1, "a9993e364706816aba3e25717850c26c9cd0d89d");
+	assert_string_equal(s.body, "abc");
+}
+
+static void
+test_set_get_unix(void **state)
+{
+	struct h_redis r;
+	struct slot s, never = {0};
+
+	(void)state;
+	assert_int_equal(h_redis_start(&r, 0), 0);
+	struct rconn_opts o = opts_for(&r);
+	struct rconn *rc = rconn_new(L, &o, "basic", on_state, NULL);
+	assert_non_null(rc);
+	/* not up before the loop ran the handshake: refused, no callback */
+	assert_int_equal(rconn_is_up(rc), 0);
+	assert_int_equal(rconn_command(rc, on_slot, &never, "PING"), -1);
+	assert_int_equal(run_until(cond_up, rc, WAIT_S), 0);
+	assert_string_equal(g_seq, "1");
+
+	check_set_get(rc, "k1", "hello world");
+	/* pending counts sent, unanswered commands */
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(rconn_command(rc, on_slot, &s, "PING"), 0);
+	assert_int_equal(rconn_pending(rc), 1);
+	assert_int_equal(run_until(cond_slot, &s, WAIT_S), 0);
+	assert_int_equal(rconn_pending(rc), 0);
+	/* an error reply is passed as is */
+	roundtrip(rc, &s, "INCR %s", "k1", NULL);
+	assert_int_equal(s.type, REDIS_REPLY_ERROR);
+	assert_non_null(strstr(s.str, "not an integer"));
+	/* argv form, binary safe */
+	const char *argv[] = {"SET", "bin", "a\0b"};
+	const size_t lens[] = {3, 3, 3};
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(rconn_commandv(rc, on_slot, &s, 3, argv, lens), 0);
+	assert_int_equal(run_until(cond_slot, &s, WAIT_S), 0);
+	roundtrip(rc, &s, "STRLEN bin", NULL, NULL);
+	assert_int_equal(s.integer, 3);
+	/* commands whose replies do not pair up with commands are refused */
+	assert_int_equal(rconn_command(rc, on_slot, &never, "SUBSCRIBE ch"), -1);
+	assert_int_equal(rconn_command(rc, on_slot, &never, "monitor"), -1);
+	assert_int_equal(rconn_command(rc, on_slot, &never, ""), -1);
+	assert_int_equal(rconn_command(rc, NULL, NULL, "PING"), -1);
+	assert_int_equal(rconn_pending(rc), 0);
+
+	rconn_free(rc);
+	assert_int_equal(never.calls, 0);
+	assert_int_equal(g_downs, 0);	/* rconn_free does not call state_cb */
+	h_redis_stop(&r);
+	rconn_free(NULL);
+}
+
+static void
+test_select_db(void **state)
+{
+	struct h_redis r;
+
+	(void)state;
+	assert_int_equal(h_redis_start(&r, 0), 0);
+	struct rconn_opts o = opts_for(&r);
+	o.db = 3;
+	struct rconn *rc = connect_up(&o, "db3");
+	check_set_get(rc, "dbkey", "in-three");
+
+	redisContext *c = h_redis_connect(&r);
+	assert_non_null(c);
+	char *v = h_redis_str(c, "GET dbkey");
+	assert_null(v);			/* not in db 0 */
+	v = h_redis_str(c, "SELECT 3");
+	free(v);
+	v = h_redis_str(c, "GET dbkey");
+	assert_non_null(v);
+	assert_string_equal(v, "in-three");
+	free(v);
+	redisFree(c);
+	rconn_free(rc);
+	h_redis_stop(&r);
+}
+
+#define NPIPE 1000
+
+struct pipe_ctx {
+	int next;		/* index expected next */
+	int bad;		/* out-of-order or wrong value */
+	int done;
+};
+
+static struct pipe_ctx pipe_ctx;
+
+static void
+on_incr(struct rconn *rc, redisReply *reply, void *arg)
+{
+	int i = (int)(intptr_t)arg;
+
+	(void)rc;
+	if (reply == NULL || reply->type != REDIS_REPLY_INTEGER || reply->integer != i + 1 ||
+	    i != pipe_ctx.next)
+		pipe_ctx.bad++;
+	pipe_ctx.next = i + 1;
+	pipe_ctx.done++;
+}
+
+static void
+test_pipeline_1000(void **state)
+{
+	struct h_redis r;
+
+	(void)state;
+	assert_int_equal(h_redis_start(&r, 0), 0);
+	struct rconn_opts o = opts_for(&r);
+	o.command_timeout_ms = 10000;
+	struct rconn *rc = connect_up(&o, "pipe");
+	memset(&pipe_ctx, 0, sizeof(pipe_ctx));
+	for (int i = 0; i < NPIPE; i++)
+		assert_int_equal(rconn_command(rc, on_incr, (void *)(intptr_t)i, "INCR ctr"), 0);
+	assert_int_equal(rconn_pending(rc), NPIPE);
+	struct int_at_least c = {&pipe_ctx.done, NPIPE};
+	assert_int_equal(run_until(cond_int, &c, WAIT_S), 0);
+	assert_int_equal(pipe_ctx.done, NPIPE);
+	assert_int_equal(pipe_ctx.bad, 0);
+	assert_int_equal(rconn_pending(rc), 0);
+	assert_int_equal(g_downs, 0);
+	rconn_free(rc);
+	h_redis_stop(&r);
+}
+
+#define NOUT 11
+
+static void
+test_restart_outstanding(void **state)
+{
+	struct h_redis r;
+	struct slot s[NOUT];
+
+	(void)state;
+	assert_int_equal(h_redis_start(&r, 0), 0);
+	struct rconn_opts o = opts_for(&r);
+	struct rconn *rc = connect_up(&o, "restart");
+	redisContext *c = h_redis_connect(&r);
+	assert_non_null(c);
+
+	memset(s, 0, sizeof(s));
+	assert_int_equal(rconn_command(rc, on_slot, &s[0], "BLPOP empty 60"), 0);
+	for (int i = 1; i < NOUT; i++)
+		assert_int_equal(rconn_command(rc, on_slot, &s[i], "GET k%d", i), 0);
+	assert_int_equal(rconn_pending(rc), NOUT);
+	assert_int_equal(run_until(cond_blocked, c, WAIT_S), 0);
+	redisFree(c);
+
+	assert_int_equal(h_redis_restart(&r), 0);
+	struct int_at_least downs = {&g_downs, 1};
+	assert_int_equal(run_until(cond_int, &downs, WAIT_S), 0);
+	/* every callback got NULL, once, before state_cb(0) */
+	for (int i = 0; i < NOUT; i++) {
+		assert_int_equal(s[i].calls, 1);
+		assert_int_equal(s[i].null, 1);
+	}
+	assert_int_equal(g_done_at_down, NOUT);
+	assert_int_equal(rconn_pending(rc), 0);
+
+	assert_int_equal(run_until(cond_up, rc, WAIT_S), 0);
+	assert_string_equal(g_seq, "101");
+	check_set_get(rc, "after", "restart");
+	for (int i = 0; i < NOUT; i++)
+		assert_int_equal(s[i].calls, 1);
+	rconn_free(rc);
+	h_redis_stop(&r);
+}
+
+static void
+test_command_timeout(void **state)
+{
+	struct h_redis r;
+	struct slot s;
+
+	(void)state;
+	assert_int_equal(h_redis_start(&r, 0), 0);
+	struct rconn_opts o = opts_for(&r);
+	o.command_timeout_ms = 600;
+	struct rconn *rc = connect_up(&o, "blocking");
+
+	/* commands each shorter than the timeout, back to back for longer
+	 * than it: the timeout is per oldest command, not per connection */
+	for (int i = 0; i < 5; i++) {
+		roundtrip(rc, &s, "BLPOP %s 0.2", "nothing", NULL);
+		assert_int_equal(s.type, REDIS_REPLY_NIL);
+	}
+	assert_int_equal(g_downs, 0);
+
+	/* a BLPOP blocking longer than the timeout: dropped, NULL, reconnect */
+	memset(&s, 0, sizeof(s));
+	double t0 = ev_time();
+	assert_int_equal(rconn_command(rc, on_slot, &s, "BLPOP nothing 30"), 0);
+	assert_int_equal(run_until(cond_slot, &s, WAIT_S), 0);
+	double waited = ev_time() - t0;
+	assert_int_equal(s.calls, 1);
+	assert_int_equal(s.null, 1);
+	assert_true(waited >= 0.55);
+	assert_true(waited < 25.0);	/* not BLPOP's own 30 s answer */
+	assert_int_equal(g_downs, 1);
+	assert_int_equal(run_until(cond_up, rc, WAIT_S), 0);
+	assert_string_equal(g_seq, "101");
+	check_set_get(rc, "after", "timeout");
+	assert_int_equal(s.calls, 1);
+	rconn_free(rc);
+	h_redis_stop(&r);
+}
+
+static void
+test_missing_socket_backoff(void **state)
+{
+	struct h_redis r;
+
+	(void)state;
+	assert_int_equal(h_redis_start(&r, 0), 0);
+	h_redis_stop(&r);
+	unlink(r.sock);
+	assert_int_not_equal(access(r.sock, F_OK), 0);
+
+	struct rconn_opts o = opts_for(&r);
+	o.backoff_min_ms = 100;
+	o.backoff_max_ms = 400;
+	char *log = capture_start("rconn-nosock.log");
+	double t0 = ev_time();
+	struct rconn *rc = rconn_new(L, &o, "nosock", on_state, NULL);
+	struct log_wait w = {log, "event=redis.down name=nosock", 3};
+	int waited_ok = rc != NULL ? run_until(cond_log, &w, WAIT_S) : -1;
+	double elapsed = ev_time() - t0;
+	int up_before = rconn_is_up(rc);
+	int restarted = h_redis_restart(&r);
+	int up_after = rc != NULL ? run_until(cond_up, rc, WAIT_S) : -1;
+	capture_end();
+
+	assert_non_null(rc);
+	assert_int_equal(waited_ok, 0);
+	/* three attempts need two retry delays of at least min each */
+	assert_true(elapsed >= 0.2);
+	assert_int_equal(up_before, 0);
+	assert_int_equal(restarted, 0);
+	assert_int_equal(up_after, 0);
+	assert_int_equal(g_ups, 1);
+	assert_true(count_in_file(log, "attempt=3") >= 1);
+	assert_int_equal(count_in_file(log, "event=redis.up name=nosock"), 1);
+	check_set_get(rc, "k", "found");
+	rconn_free(rc);
+	free(log);
+	h_redis_stop(&r);
+}
+
+static void
+test_handshake_timeout(void **state)
+{
+	struct h_redis r;
+
+	(void)state;
+	assert_int_equal(h_redis_start(&r, 0), 0);
+	struct rconn_opts o = opts_for(&r);
+	o.db = 1;			/* a handshake that needs an answer */
+	o.connect_timeout_ms = 200;
+	o.backoff_min_ms = 20;
+	o.backoff_max_ms = 50;
+	/* a stopped server accepts the connection but never answers */
+	assert_int_equal(kill(r.pid, SIGSTOP), 0);
+	char *log = capture_start("rconn-hs.log");
+	struct rconn *rc = rconn_new(L, &o, "hs", on_state, NULL);
+	struct log_wait w = {log, "err=\"connect timeout\"", 2};
+	int waited_ok = rc != NULL ? run_until(cond_log, &w, WAIT_S) : -1;
+	int up_before = rconn_is_up(rc);
+	kill(r.pid, SIGCONT);
+	int up_after = rc != NULL ? run_until(cond_up, rc, WAIT_S) : -1;
+	capture_end();
+
+	assert_non_null(rc);
+	assert_int_equal(waited_ok, 0);
+	assert_int_equal(up_before, 0);
+	assert_int_equal(up_after, 0);
+	assert_string_equal(g_seq, "1");
+	check_set_get(rc, "hs", "done");
+	rconn_free(rc);
+	free(log);
+	h_redis_stop(&r);
+}
+
+static void
+test_auth(void **state)
+{
+	struct h_redis r;
+	static const char good[] = "pw-Good-123", bad[] = "wrong-SECRET-xyz";
+
+	(void)state;
+	assert_int_equal(h_redis_start(&r, 0), 0);
+	redisContext *c = h_redis_connect(&r);
+	assert_non_null(c);
+	char *ok = h_redis_str(c, "CONFIG SET requirepass %s", good);
+	assert_non_null(ok);
+	free(ok);
+
+	/* password only */
+	struct rconn_opts o = opts_for(&r);
+	o.password = good;
+	struct rconn *rc = connect_up(&o, "auth");
+	check_set_get(rc, "a", "1");
+	rconn_free(rc);
+
+	/* username + password */
+	o.username = "default";
+	rc = connect_up(&o, "authuser");
+	check_set_get(rc, "a", "2");
+	rconn_free(rc);
+
+	/* wrong password: never up, keeps retrying, never logs the password */
+	g_ups = 0;
+	o.username = NULL;
+	o.password = bad;
+	o.backoff_min_ms = 20;
+	o.backoff_max_ms = 60;
+	char *log = capture_start("rconn-auth.log");
+	rc = rconn_new(L, &o, "badpw", on_state, NULL);
+	struct log_wait w = {log, "event=redis.handshake_failed name=badpw step=auth", 3};
+	int waited_ok = rc != NULL ? run_until(cond_log, &w, WAIT_S) : -1;
+	int ups_before = g_ups;
+	/* the server now accepts that password: the retries get through */
+	ok = h_redis_str(c, "CONFIG SET requirepass %s", bad);
+	int up_after = rc != NULL ? run_until(cond_up, rc, WAIT_S) : -1;
+	capture_end();
+
+	assert_non_null(rc);
+	assert_non_null(ok);
+	free(ok);
+	assert_int_equal(waited_ok, 0);
+	assert_int_equal(ups_before, 0);
+	assert_true(count_in_file(log, "event=redis.down name=badpw") >= 3);
+	assert_int_equal(up_after, 0);
+	assert_int_equal(g_ups, 1);
+	assert_int_equal(count_in_file(log, bad), 0);
+	assert_int_equal(count_in_file(log, good), 0);
+	check_set_get(rc, "a", "3");
+	rconn_free(rc);
+	free(log);
+	redisFree(c);
+	h_redis_stop(&r);
+}
+
+#define NEVAL 5
+
+static void
+test_eval_noscript(void **state)
+{
+	struct h_redis r;
+	struct rconn_script incr, fail;
+	struct slot s[NEVAL];
+
+	(void)state;
+	assert_int_equal(h_redis_start(&r, 0), 0);
+	struct rconn *rc;
+	struct rconn_opts o = opts_for(&r);
+	rc = connect_up(&o, "eval");
+	redisContext *c = h_redis_connect(&r);
+	assert_non_null(c);
+
+	rconn_script_init(&incr, "return redis.call('INCRBY', KEYS[1], ARGV[1])");
+	/* our SHA1 is the one Redis computes */
+	char *sha = h_redis_str(c, "SCRIPT LOAD %s", incr.body);
+	assert_non_null(sha);
+	assert_string_equal(sha, incr.sha1);
+	free(sha);
+	char *flushed = h_redis_str(c, "SCRIPT FLUSH");
+	free(flushed);
+	redisReply *ex = redisCommand(c, "SCRIPT EXISTS %s", incr.sha1);
+	assert_non_null(ex);
+	assert_int_equal(ex->element[0]->integer, 0);
+	freeReplyObject(ex);
+
+	/* pipelined, all hit NOSCRIPT, all re-sent with EVAL, in order */
+	const char *argv[] = {"evk", "5"};
+	memset(s, 0, sizeof(s));
+	for (int i = 0; i < NEVAL; i++)
+		assert_int_equal(rconn_eval(rc, &incr, on_slot, &s[i], 1, 2, argv, NULL), 0);
+	assert_int_equal(rconn_pending(rc), NEVAL);
+	assert_int_equal(run_until(cond_slot, &s[NEVAL - 1], WAIT_S), 0);
+	for (int i = 0; i < NEVAL; i++) {
+		assert_int_equal(s[i].calls, 1);
+		assert_int_equal(s[i].type, REDIS_REPLY_INTEGER);
+		assert_int_equal(s[i].integer, 5 * (i + 1));
+	}
+	assert_int_equal(rconn_pending(rc), 0);
+	ex = redisCommand(c, "SCRIPT EXISTS %s", incr.sha1);
+	assert_non_null(ex);
+	assert_int_equal(ex->element[0]->integer, 1);
+	freeReplyObject(ex);
+
+	/* cached now: EVALSHA answers directly; binary-safe lengths */
+	const char *argv2[] = {"evk", "7xx"};
+	const size_t lens2[] = {3, 1};
+	memset(s, 0, sizeof(s));
+	assert_int_equal(rconn_eval(rc, &incr, on_slot, &s[0], 1, 2, argv2, lens2), 0);
+	assert_int_equal(run_until(cond_slot, &s[0], WAIT_S), 0);
+	assert_int_equal(s[0].integer, 32);
+
+	/* other errors pass through as they are */
+	rconn_script_init(&fail, "return redis.error_reply('boom')");
+	memset(s, 0, sizeof(s));
+	assert_int_equal(rconn_eval(rc, &fail, on_slot, &s[0], 0, 0, NULL, NULL), 0);
+	assert_int_equal(run_until(cond_slot, &s[0], WAIT_S), 0);
+	assert_int_equal(s[0].calls, 1);
+	assert_int_equal(s[0].type, REDIS_REPLY_ERROR);
+	assert_non_null(strstr(s[0].str, "boom"));
+
+	/* bad key count: refused, no callback */
+	assert_int_equal(rconn_eval(rc, &incr, on_slot, &s[1], 3, 2, argv, NULL), -1);
+	assert_int_equal(s[1].calls, 0);
+
+	redisFree(c);
+	rconn_free(rc);
+	h_redis_stop(&r);
+}
+
+static int
+cond_ticks(void *arg)
+{
+	int *left = arg;
+	return (*left)-- <= 0;
+}
+
+static void
+test_free_outstanding(void **state)
+{
+	struct h_redis r;
+	struct slot s[NOUT];
+
+	(void)state;
+	assert_int_equal(h_redis_start(&r, 0), 0);
+	struct rconn_opts o = opts_for(&r);
+	struct rconn *rc = connect_up(&o, "free");
+	redisContext *c = h_redis_connect(&r);
+	assert_non_null(c);
+	memset(s, 0, sizeof(s));
+	assert_int_equal(rconn_command(rc, on_slot, &s[0], "BLPOP empty 60"), 0);
+	for (int i = 1; i < NOUT; i++)
+		assert_int_equal(rconn_command(rc, on_slot, &s[i], "INCR n"), 0);
+	assert_int_equal(run_until(cond_blocked, c, WAIT_S), 0);
+
+	rconn_free(rc);
+	for (int i = 0; i < NOUT; i++) {
+		assert_int_equal(s[i].calls, 1);
+		assert_int_equal(s[i].null, 1);
+	}
+	assert_int_equal(g_downs, 0);
+	/* nothing fires later */
+	int left = 10;
+	assert_int_equal(run_until(cond_ticks, &left, WAIT_S), 0);
+	for (int i = 0; i < NOUT; i++)
+		assert_int_equal(s[i].calls, 1);
+	/* the server never saw the queued INCRs run after the free */
+	assert_true(h_redis_int(c, "EXISTS n") == 0);
+
+	/* free while retrying, with nothing connected */
+	o.socket = "/nonexistent/rconn.sock";
+	rc = rconn_new(L, &o, "free2", on_state, NULL);
+	assert_non_null(rc);
+	left = 3;
+	assert_int_equal(run_until(cond_ticks, &left, WAIT_S), 0);
+	assert_int_equal(rconn_is_up(rc), 0);
+	rconn_free(rc);
+	redisFree(c);
+	h_redis_stop(&r);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_backoff_pure),
+		cmocka_unit_test(test_script_sha1),
+		cmocka_unit_test_setup_teardown(test_set_get_unix, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_select_db, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_1000, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_restart_outstanding, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_command_timeout, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_missing_socket_backoff, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_handshake_timeout, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_auth, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_eval_noscript, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_free_outstanding, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
