@@ -5,7 +5,12 @@
 #include <sysexits.h>
 #include <unistd.h>
 
+#include <signal.h>
+
+#include <ev.h>
+
 #include "config.h"
+#include "engine.h"
 #include "log.h"
 #include "version.h"
 
@@ -38,24 +43,87 @@ load_config(const char *path)
 	return cfg;
 }
 
-/* The daemon. Owns cfg (a reload swaps it) and frees it. Returns the exit
- * status. */
-static int
-run(struct cfg *cfg)
-{
-	char consumer[160], path[160];
+static const char *config_path;
 
-	log_set_level(cfg->daemon.log_level);
-	log_info("start", "version=%s consumer=%s config=%s", WARRANTD_VERSION,
-	    log_quote(consumer, sizeof consumer, cfg->daemon.consumer),
-	    log_quote(path, sizeof path, cfg->path));
+static void
+warn_config(const struct cfg *cfg)
+{
 	if (!cfg->records.signature_required)
 		log_warn("config.signature_off",
 		    "detail=\"records are not signed: only Redis ACLs protect them\"");
 	if (!cfg->authz.url)
 		log_warn("config.no_authz",
 		    "detail=\"[authz] url is unset: authority is not re-checked\"");
-	cfg_free(cfg);
+}
+
+static void
+on_stop(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	(void)loop, (void)revents;
+	engine_stop(w->data);
+}
+
+/* R16: a config that does not load is logged line by line and the running
+ * one is kept; the daemon never dies of a reload. */
+static void
+on_reload(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	struct cfg_errors errs = {0};
+	char err[256], q[512];
+	(void)loop, (void)revents;
+
+	struct cfg *cfg = cfg_load(config_path, &errs);
+	if (cfg && cfg_check_files(cfg, &errs) < 0) {
+		cfg_free(cfg);
+		cfg = NULL;
+	}
+	for (size_t i = 0; i < errs.n; i++)
+		log_error("config.reload_failed", "error=%s", log_quote(q, sizeof q, errs.msgs[i]));
+	cfg_errors_clear(&errs);
+	if (cfg == NULL)
+		return;
+	if (engine_reload(w->data, cfg, err, sizeof err) < 0) {
+		log_error("config.reload_failed", "error=%s", log_quote(q, sizeof q, err));
+		cfg_free(cfg);
+		return;
+	}
+	warn_config(cfg);
+	log_info("config.reloaded", "config=%s", log_quote(q, sizeof q, config_path));
+}
+
+/* The daemon. Owns cfg (a reload swaps it) and frees it. Returns the exit
+ * status. */
+static int
+run(struct cfg *cfg)
+{
+	char consumer[160], path[160], err[256];
+	struct ev_loop *loop = ev_default_loop(EVFLAG_AUTO);
+	ev_signal sigterm, sigint, sighup;
+
+	signal(SIGPIPE, SIG_IGN);	/* curl runs with CURLOPT_NOSIGNAL */
+	log_set_level(cfg->daemon.log_level);
+	log_info("start", "version=%s consumer=%s config=%s", WARRANTD_VERSION,
+	    log_quote(consumer, sizeof consumer, cfg->daemon.consumer),
+	    log_quote(path, sizeof path, cfg->path));
+	warn_config(cfg);
+	struct engine *eng = loop ? engine_new(loop, cfg, err, sizeof err) : NULL;
+	if (eng == NULL) {
+		log_error("fatal", "error=%s", log_quote(path, sizeof path, loop ? err : "no event loop"));
+		cfg_free(cfg);
+		return EX_SOFTWARE;
+	}
+	ev_signal_init(&sigterm, on_stop, SIGTERM);
+	ev_signal_init(&sigint, on_stop, SIGINT);
+	ev_signal_init(&sighup, on_reload, SIGHUP);
+	sigterm.data = sigint.data = sighup.data = eng;
+	ev_signal_start(loop, &sigterm);
+	ev_signal_start(loop, &sigint);
+	ev_signal_start(loop, &sighup);
+	engine_start(eng);
+	ev_run(loop, 0);
+	engine_free(eng);
+	ev_loop_destroy(loop);
+	log_info("exit", "status=0");
 	return 0;
 }
 
@@ -92,6 +160,7 @@ main(int argc, char **argv)
 	struct cfg *cfg = load_config(path);
 	if (!cfg)
 		return EX_CONFIG;
+	config_path = path;
 	if (!check)
 		return run(cfg);
 	puts("configuration OK");

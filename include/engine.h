@@ -1,0 +1,51 @@
+/*
+ * engine: the consumer on one libev loop (SPEC §4). It reads entry ids from
+ * the consumer group, hands each entry to the pure job core (job.h) and moves
+ * data between that core, Redis (rconn.h) and HTTP (http.h).
+ */
+#ifndef WARRANTD_ENGINE_H
+#define WARRANTD_ENGINE_H
+
+#include <ev.h>
+#include <stddef.h>
+
+#include "config.h"
+
+struct engine;
+
+/* Counters of SPEC §8, also written to the heartbeat hash. */
+struct engine_counters {
+	long long received, done, expired, denied, failed, dead, retried;
+	long long redispatched, auth_failures, token_refreshes, claimed;
+};
+
+/*
+ * Takes ownership of cfg on success (the caller must not free it then).
+ * Reads the key and secret files the config names. NULL on failure with a
+ * message in err (cfg is then still the caller's).
+ */
+struct engine *engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+
+/* Connects and starts consuming. The loop runs until engine_stop has
+ * finished (ev_break). */
+void engine_start(struct engine *eng);
+
+/* R15: stop reading, start no new call, let calls in flight finish for up to
+ * shutdown_grace_ms, leave the rest pending, then break the loop. Safe to
+ * call more than once; not from inside an engine callback chain. */
+void engine_stop(struct engine *eng);
+
+/* R16: takes ownership of cfg on success (returns 0). On -1 (e.g. a key file
+ * that cannot be read) err says why and the running config is kept; cfg is
+ * still the caller's. */
+int engine_reload(struct engine *eng, struct cfg *cfg, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+
+/* Valid as long as the engine. */
+const struct engine_counters *engine_counters(const struct engine *eng);
+
+/* Not from inside the loop's callbacks. NULL is a no-op. */
+void engine_free(struct engine *eng);
+
+#endif
