@@ -32,6 +32,7 @@
 #include "store.h"
 #include "urltpl.h"
 #include "version.h"
+#include "webhook.h"
 #include "wtime.h"
 
 #define STREAM_ID_MAX 48
@@ -69,6 +70,7 @@ struct engine {
 	struct store_keys keys;
 	struct rconn *cmd, *blk;
 	struct http_client *http;
+	struct webhook *webhook;	/* NULL without [notify] webhook_url */
 	struct rconn_script s_transition, s_claim, s_renew, s_redispatch, s_promote;
 
 	unsigned char *verify_key;
@@ -342,6 +344,25 @@ log_step(const struct ejob *j, const struct job_step *s)
 
 static void after_transition(struct rconn *rc, redisReply *r, void *arg);
 
+/* §6: the same fields as the P:notify entry, as JSON. */
+static void
+post_webhook(const struct ejob *j)
+{
+	char at[WTIME_RFC3339_LEN];
+	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "id", j->id,
+	    "owner", notify_owner(j), "kind", job_state_name(j->step.next),
+	    "reason", j->step.reason ? j->step.reason : "",
+	    "onBehalfOf", j->rec ? j->rec->on_behalf_of : "",
+	    "action", j->rec ? j->rec->action : "", "resource", j->rec ? j->rec->resource : "",
+	    "at", now_rfc3339(at, sizeof at));
+	char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+	if (body)
+		webhook_post(j->eng->webhook, body);
+	free(body);
+	json_decref(o);
+}
+
 static int
 needs_transition(unsigned fx)
 {
@@ -370,7 +391,8 @@ send_transition(struct ejob *j)
 		.incr_attempts = (fx & JOB_FX_CALL) != 0,
 		.ack = (fx & (JOB_FX_ACK | JOB_FX_RESCHEDULE)) != 0,
 		.dead_reason = (fx & JOB_FX_DEAD_LETTER) ? s->reason : "",
-		.notify = (fx & JOB_FX_NOTIFY) != 0,
+		/* With no owner named anywhere there is nobody to tell. */
+		.notify = (fx & JOB_FX_NOTIFY) && notify_owner(j)[0],
 		.notify_owner = notify_owner(j),
 		.notify_kind = job_state_name(s->next),
 		.on_behalf_of = j->rec ? j->rec->on_behalf_of : "",
@@ -457,8 +479,9 @@ after_transition(struct rconn *rc, redisReply *r, void *arg)
 	const redisReply *ok = reply_elem(r, 0, REDIS_REPLY_INTEGER);
 	const redisReply *why = reply_elem(r, 1, REDIS_REPLY_STRING);
 	if (ok == NULL || ok->integer != 1) {
-		log_info("job.abandon", "id=%s stream_id=%s reason=%s", j->id[0] ? j->id : "-",
-		    j->stream_id, why ? why->str : "bad-reply");
+		int dup = why && strcmp(why->str, "terminal") == 0;
+		log_info(dup ? "job.duplicate" : "job.abandon", "id=%s stream_id=%s reason=%s",
+		    j->id[0] ? j->id : "-", j->stream_id, why ? why->str : "bad-reply");
 		ejob_finish(j);
 		ejob_unref(j);
 		return;
@@ -469,6 +492,8 @@ after_transition(struct rconn *rc, redisReply *r, void *arg)
 	}
 	if (j->step.effects & JOB_FX_START_ATTEMPT)
 		j->started = 1;
+	if ((j->step.effects & JOB_FX_NOTIFY) && j->eng->webhook && notify_owner(j)[0])
+		post_webhook(j);
 	count_outcome(j->eng, j->step.effects & JOB_FX_WRITE_STATE ? j->step.next : JOB_NONE);
 	continue_effects(j);
 	ejob_unref(j);
@@ -1352,6 +1377,12 @@ engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot create the HTTP client");
 		goto fail;
 	}
+	if (cfg->notify.webhook_url &&
+	    (eng->webhook = webhook_new(loop, eng->http, cfg->notify.webhook_url,
+	    cfg->notify.timeout_ms, NULL, NULL)) == NULL) {
+		snprintf(err, errlen, "cannot create the webhook client");
+		goto fail;
+	}
 	init_timer(eng, &eng->heartbeat, heartbeat_cb, cfg->daemon.heartbeat_ms);
 	init_timer(eng, &eng->claim, claim_cb, cfg->redis.claim_interval_ms);
 	init_timer(eng, &eng->lease, lease_cb, cfg->redis.lease_renew_ms);
@@ -1489,6 +1520,7 @@ engine_free(struct engine *eng)
 	}
 	rconn_free(eng->blk);
 	rconn_free(eng->cmd);
+	webhook_free(eng->webhook);
 	http_client_free(eng->http);
 	while (eng->jobs)
 		ejob_release(eng->jobs);

@@ -1,0 +1,40 @@
+/*
+ * webhook: the optional POST of each notification to [notify] webhook_url
+ * (SPEC §6). Best effort and bounded: a queue of at most WEBHOOK_QUEUE_MAX
+ * bodies, each retried with backoff up to WEBHOOK_TRIES times, one request in
+ * flight at a time. A webhook that is down never blocks the queue of jobs.
+ */
+#ifndef WARRANTD_WEBHOOK_H
+#define WARRANTD_WEBHOOK_H
+
+#include <ev.h>
+#include <stddef.h>
+
+#include "http.h"
+
+#define WEBHOOK_QUEUE_MAX 1024
+#define WEBHOOK_TRIES 5
+
+struct webhook;
+
+/* Returns the bearer token to send, or NULL for none; valid until the next
+ * return to the loop. */
+typedef const char *webhook_token_fn(void *arg);
+
+/* url and the http client are borrowed (url is copied). NULL on failure. */
+struct webhook *webhook_new(struct ev_loop *loop, struct http_client *http, const char *url,
+			    long timeout_ms, webhook_token_fn *token, void *token_arg)
+	__attribute__((warn_unused_result));
+
+/* Queues a JSON body (copied). Drops it with a log line when the queue is
+ * full. */
+void webhook_post(struct webhook *wh, const char *json);
+
+/* Bodies waiting or in flight. */
+size_t webhook_queued(const struct webhook *wh);
+
+/* Cancels what is in flight and drops the queue. Not from inside an http
+ * callback. NULL is a no-op. */
+void webhook_free(struct webhook *wh);
+
+#endif

@@ -1,0 +1,166 @@
+/* webhook: a FIFO of notification bodies, sent one at a time. */
+#define _DEFAULT_SOURCE
+#include "webhook.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "job.h"
+#include "log.h"
+
+struct wh_item {
+	struct wh_item *next;
+	char *body;
+	int tries;
+};
+
+struct webhook {
+	struct ev_loop *loop;
+	struct http_client *http;
+	char *url;
+	long timeout_ms;
+	webhook_token_fn *token;
+	void *token_arg;
+	struct wh_item *head, *tail;
+	size_t n;
+	struct http_call *call;
+	ev_timer retry;
+	unsigned long long rng;
+};
+
+static void send_head(struct webhook *wh);
+
+static void
+pop(struct webhook *wh)
+{
+	struct wh_item *it = wh->head;
+
+	wh->head = it->next;
+	if (wh->head == NULL)
+		wh->tail = NULL;
+	wh->n--;
+	free(it->body);
+	free(it);
+}
+
+static void
+on_done(const struct http_response *resp, void *arg)
+{
+	struct webhook *wh = arg;
+	struct wh_item *it = wh->head;
+
+	wh->call = NULL;
+	if (resp->status >= 200 && resp->status <= 299) {
+		pop(wh);
+		send_head(wh);
+		return;
+	}
+	if (++it->tries >= WEBHOOK_TRIES) {
+		log_warn("webhook.dropped", "status=%ld tries=%d", resp->status, it->tries);
+		pop(wh);
+		send_head(wh);
+		return;
+	}
+	wh->rng = wh->rng * 6364136223846793005ULL + 1442695040888963407ULL;
+	long long delay = job_backoff_ms(500, 30000, it->tries, wh->rng);
+	log_info("webhook.retry", "status=%ld tries=%d retry_ms=%lld", resp->status, it->tries, delay);
+	ev_timer_set(&wh->retry, (double)delay / 1000.0, 0.0);
+	ev_timer_start(wh->loop, &wh->retry);
+}
+
+static void
+send_head(struct webhook *wh)
+{
+	char auth[4200];
+	const char *headers[3] = {"Content-Type: application/json", NULL, NULL};
+	const char *tok = wh->token ? wh->token(wh->token_arg) : NULL;
+
+	if (wh->head == NULL || wh->call != NULL || ev_is_active(&wh->retry))
+		return;
+	if (tok) {
+		snprintf(auth, sizeof auth, "Authorization: Bearer %s", tok);
+		headers[1] = auth;
+	}
+	struct http_request req = {
+		.method = "POST", .url = wh->url, .headers = headers, .body = wh->head->body,
+		.body_len = strlen(wh->head->body), .timeout_ms = wh->timeout_ms,
+	};
+	int rc = http_start(wh->http, &req, on_done, wh, &wh->call);
+	explicit_bzero(auth, sizeof auth);
+	if (rc < 0) {
+		log_warn("webhook.dropped", "detail=\"cannot start request\"");
+		pop(wh);
+	}
+}
+
+static void
+retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop, (void)revents;
+	send_head(w->data);
+}
+
+struct webhook *
+webhook_new(struct ev_loop *loop, struct http_client *http, const char *url, long timeout_ms,
+	    webhook_token_fn *token, void *token_arg)
+{
+	struct webhook *wh = calloc(1, sizeof *wh);
+
+	if (wh == NULL || (wh->url = strdup(url)) == NULL) {
+		free(wh);
+		return NULL;
+	}
+	wh->loop = loop;
+	wh->http = http;
+	wh->timeout_ms = timeout_ms;
+	wh->token = token;
+	wh->token_arg = token_arg;
+	wh->rng = (unsigned long long)(uintptr_t)wh ^ 0x9E3779B97F4A7C15ULL;
+	ev_init(&wh->retry, retry_cb);
+	wh->retry.data = wh;
+	return wh;
+}
+
+void
+webhook_post(struct webhook *wh, const char *json)
+{
+	struct wh_item *it;
+
+	if (wh->n >= WEBHOOK_QUEUE_MAX) {
+		log_warn("webhook.dropped", "detail=\"queue full\" queued=%zu", wh->n);
+		return;
+	}
+	if ((it = calloc(1, sizeof *it)) == NULL || (it->body = strdup(json)) == NULL) {
+		free(it);
+		return;
+	}
+	if (wh->tail)
+		wh->tail->next = it;
+	else
+		wh->head = it;
+	wh->tail = it;
+	wh->n++;
+	send_head(wh);
+}
+
+size_t
+webhook_queued(const struct webhook *wh)
+{
+	return wh->n;
+}
+
+void
+webhook_free(struct webhook *wh)
+{
+	if (wh == NULL)
+		return;
+	if (wh->call)
+		http_cancel(wh->call);
+	ev_timer_stop(wh->loop, &wh->retry);
+	while (wh->head)
+		pop(wh);
+	free(wh->url);
+	free(wh);
+}
