@@ -1269,7 +1269,9 @@ load_secrets(const struct cfg *cfg, struct secrets *s, char *err, size_t errlen)
 
 	memset(s, 0, sizeof *s);
 	if (cfg->records.signature_required &&
-	    cfg_read_file(cfg, cfg->records.verify_key_file, 1, (char **)&s->key, &s->key_len,
+	    /* a PEM keeps its layout; an HMAC secret is trimmed like any secret */
+	    cfg_read_file(cfg, cfg->records.verify_key_file,
+	    cfg->records.algorithm != JWT_ALG_HS256, (char **)&s->key, &s->key_len,
 	    err, errlen) < 0)
 		return -1;
 	s->bearers = calloc(cfg->nactions + 1, sizeof *s->bearers);

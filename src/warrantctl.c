@@ -1,3 +1,1451 @@
-/* warrantctl: placeholder main. */
+/*
+ * warrantctl: the decider's and the operator's tool (SPEC §11).
+ *
+ *   warrantctl [-c FILE] decide ...     write a record, enqueue or schedule it
+ *   warrantctl [-c FILE] status         group lag, PEL, consumers, queue sizes
+ *   warrantctl [-c FILE] inspect ID     state, verified record, audit trail
+ *   warrantctl [-c FILE] dead list|requeue ID|drop ID
+ *
+ * Exit codes: 0 ok, 1 not found or refused, 64 usage, 69 Redis unreachable,
+ * 78 config error. Every error is one line on stderr. A CLI runs one command
+ * and exits, so it talks to Redis synchronously; every write that changes
+ * more than one key is one Lua script.
+ */
+#define _DEFAULT_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
-int main(void) { puts("warrantctl"); return 0; }
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+#include <jansson.h>
+
+#include "config.h"
+#include "ctl.h"
+#include "record.h"
+#include "store.h"
+#include "version.h"
+#include "wtime.h"
+
+#define PROG		"warrantctl"
+#define EX_REFUSED	1
+#define TIMEOUT_S	10
+#define PAGE		1000	/* XRANGE COUNT */
+#define PAGE_S		"1000"
+#define MAX_ARGS	64	/* of a command built with run() */
+#define DETAIL_MAX	512
+#define REQUEUE_DETAIL	"requeued by warrantctl"
+
+struct ctx {
+	const char *cfg_path;
+	struct cfg *cfg;
+	struct store_keys keys;
+	redisContext *redis;
+	int json;		/* --json */
+};
+
+static const char usage_text[] =
+"usage: warrantctl [-c FILE] COMMAND [ARGS]\n"
+"\n"
+"  decide --on-behalf-of S --action A --resource R [--param K=V]... [--params JSON]\n"
+"         --basis B --expires T [--not-before T] [--notify OWNER] [--id ID]\n"
+"         [--issuer ISS] [--kid KID] --key FILE\n"
+"      write a decision record and enqueue its id (or schedule it when\n"
+"      --not-before is in the future); prints the recordId.\n"
+"      T: RFC 3339 UTC (2026-11-30T04:00:00Z) or +N[smhd] from now.\n"
+"      --key: the PEM private key (ES256, RS256) or the HMAC secret (HS256);\n"
+"      not needed with [records] signature = off.\n"
+"  status [--json]        group lag, pending entries, consumers, queue sizes\n"
+"  inspect ID [--json]    state fields, the verified record, its audit trail\n"
+"  dead list [--json]     dead letters, one per line\n"
+"  dead requeue ID        put a dead record back on the queue (not past its deadline)\n"
+"  dead drop ID           delete the dead letters of a record\n"
+"\n"
+"  -c FILE   the daemon's INI file (default " CFG_DEFAULT_PATH ")\n"
+"  -h        this help\n"
+"\n"
+"exit: 0 ok, 1 not found or refused, 64 usage, 69 Redis unreachable, 78 config error\n";
+
+/*
+ * KEYS: hash, jobs, scheduled. ARGV: record, createdAt, recordId, score
+ * ("" to enqueue at once). The EXISTS check and the writes are one step, so
+ * two deciders racing on one id cannot both succeed. Returns 1, or 0 when the
+ * decision exists.
+ */
+static const char script_decide[] =
+"if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end\n"
+"redis.call('HSET', KEYS[1], 'record', ARGV[1], 'state', 'queued', 'createdAt', ARGV[2])\n"
+"if ARGV[4] ~= '' then\n"
+"  redis.call('ZADD', KEYS[3], ARGV[4], ARGV[3])\n"
+"else\n"
+"  redis.call('XADD', KEYS[2], '*', 'id', ARGV[3])\n"
+"end\n"
+"return 1\n";
+
+/*
+ * KEYS: hash, jobs, dead, audit. ARGV: recordId, at, audit maxlen, the
+ * record as checked, then the P:dead entry ids. Re-checks what the caller
+ * checked (the same record, state dead, its dead letters still there), so a
+ * concurrent requeue, drop or rewrite wins cleanly. A terminal hash carries
+ * the worker's retention TTL: PERSIST, the job is live again. Returns
+ * {1, jobs stream id} or {0, why}.
+ */
+static const char script_requeue[] =
+"local h, jobs, dead, audit = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"
+"local id, at, maxlen, rec = ARGV[1], ARGV[2], ARGV[3], ARGV[4]\n"
+"local detail = '" REQUEUE_DETAIL "'\n"
+"if redis.call('HGET', h, 'record') ~= rec then return {0, 'the record changed or is gone'} end\n"
+"local from = redis.call('HGET', h, 'state') or ''\n"
+"if from ~= 'dead' then return {0, 'its state is \"' .. from .. '\", not \"dead\"'} end\n"
+"local n = 0\n"
+"for i = 5, #ARGV do n = n + redis.call('XDEL', dead, ARGV[i]) end\n"
+"if n == 0 then return {0, 'its dead letters are gone'} end\n"
+"redis.call('PERSIST', h)\n"
+"redis.call('HDEL', h, 'owner', 'outcome', 'httpStatus')\n"
+"redis.call('HSET', h, 'state', 'queued', 'attempts', '0', 'updatedAt', at, 'detail', detail)\n"
+"local sid = redis.call('XADD', jobs, '*', 'id', id)\n"
+"redis.call('XADD', audit, 'MAXLEN', '~', maxlen, '*', 'id', id, 'from', from, 'to', 'queued',\n"
+"  'consumer', 'warrantctl', 'attempt', '0', 'at', at, 'detail', detail)\n"
+"return {1, sid}\n";
+
+/* The fields of a P:dead and a P:audit entry, in the order they are shown. */
+static const char *const dead_order[] = {"id", "reason", "detail", "deliveries", "consumer",
+    "at", "streamId", NULL};
+static const char *const audit_order[] = {"id", "from", "to", "attempt", "consumer", "at",
+    "detail", NULL};
+/* The state fields of a decision hash (§3.3), shown first by inspect. */
+static const char *const state_order[] = {"state", "attempts", "owner", "createdAt",
+    "updatedAt", "outcome", "detail", "httpStatus", NULL};
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* One line on stderr, whatever the message holds. */
+static void
+say(const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	for (char *p = buf; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = ' ';
+	fprintf(stderr, PROG ": %s\n", buf);
+}
+
+static int
+usage_error(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	say("%s (see warrantctl -h)", buf);
+	return EX_USAGE;
+}
+
+/* ---- config and connection ---- */
+
+static int
+load_config(struct ctx *c)
+{
+	struct cfg_errors errs = {0};
+
+	c->cfg = cfg_load(c->cfg_path, &errs);
+	for (size_t i = 0; i < errs.n; i++)
+		say("%s", errs.msgs[i]);
+	cfg_errors_clear(&errs);
+	if (c->cfg == NULL)
+		return EX_CONFIG;
+	if (store_keys_init(&c->keys, c->cfg->redis.prefix, PROG) != 0) {
+		say("%s: [redis] prefix is too long", c->cfg_path);
+		return EX_CONFIG;
+	}
+	return 0;
+}
+
+/* The reply, even an error reply; NULL (and c->redis->err) when the
+ * connection failed. */
+static redisReply *
+run_argv(struct ctx *c, int argc, const char **argv)
+{
+	return redisCommandArgv(c->redis, argc, argv, NULL);
+}
+
+/*
+ * Runs a command given as strings. 0 with *out (caller frees with
+ * freeReplyObject), EX_UNAVAILABLE when the connection failed, EX_REFUSED on
+ * an error reply; a message is printed in both cases.
+ */
+static int
+checked(struct ctx *c, redisReply *r, const char *what, redisReply **out)
+{
+	*out = NULL;
+	if (r == NULL) {
+		say("redis: %s: %s", what, c->redis->errstr[0] ? c->redis->errstr : "no reply");
+		return EX_UNAVAILABLE;
+	}
+	if (r->type == REDIS_REPLY_ERROR) {
+		say("redis: %s: %s", what, r->str);
+		freeReplyObject(r);
+		return EX_REFUSED;
+	}
+	*out = r;
+	return 0;
+}
+
+static int
+runv(struct ctx *c, redisReply **out, int argc, const char **argv)
+{
+	return checked(c, run_argv(c, argc, argv), argv[0], out);
+}
+
+static int run(struct ctx *c, redisReply **out, const char *cmd, ...)
+	__attribute__((sentinel));
+
+static int
+run(struct ctx *c, redisReply **out, const char *cmd, ...)
+{
+	const char *argv[MAX_ARGS];
+	int argc = 0;
+	va_list ap;
+
+	argv[argc++] = cmd;
+	va_start(ap, cmd);
+	while (argc < MAX_ARGS && (argv[argc] = va_arg(ap, const char *)) != NULL)
+		argc++;
+	va_end(ap);
+	return runv(c, out, argc, argv);
+}
+
+static int
+authenticate(struct ctx *c)
+{
+	const struct cfg *cfg = c->cfg;
+	char err[512], *pw;
+	size_t len;
+	redisReply *r;
+	int rc;
+
+	if (cfg->redis.password_file == NULL)
+		return 0;
+	if (cfg_read_file(cfg, cfg->redis.password_file, 0, &pw, &len, err, sizeof err) != 0) {
+		say("[redis] password_file: %s", err);
+		return EX_CONFIG;
+	}
+	if (cfg->redis.username != NULL)
+		rc = run(c, &r, "AUTH", cfg->redis.username, pw, (char *)NULL);
+	else
+		rc = run(c, &r, "AUTH", pw, (char *)NULL);
+	cfg_secret_free(pw, len);
+	freeReplyObject(r);
+	return rc == 0 ? 0 : EX_UNAVAILABLE;
+}
+
+static int
+connect_redis(struct ctx *c)
+{
+	const struct cfg *cfg = c->cfg;
+	struct timeval tv = {TIMEOUT_S, 0};
+	char db[16];
+	redisReply *r;
+	int rc;
+
+	if (cfg->redis.socket != NULL)
+		c->redis = redisConnectUnixWithTimeout(cfg->redis.socket, tv);
+	else
+		c->redis = redisConnectWithTimeout(cfg->redis.host, cfg->redis.port, tv);
+	if (c->redis == NULL || c->redis->err) {
+		if (cfg->redis.socket != NULL)
+			say("cannot connect to Redis at %s: %s", cfg->redis.socket,
+			    c->redis ? c->redis->errstr : "out of memory");
+		else
+			say("cannot connect to Redis at %s:%d: %s", cfg->redis.host,
+			    cfg->redis.port, c->redis ? c->redis->errstr : "out of memory");
+		return EX_UNAVAILABLE;
+	}
+	if (redisSetTimeout(c->redis, tv) != REDIS_OK) {
+		say("cannot set the Redis timeout");
+		return EX_UNAVAILABLE;
+	}
+	if ((rc = authenticate(c)) != 0)
+		return rc;
+	if (cfg->redis.db == 0)
+		return 0;
+	snprintf(db, sizeof db, "%d", cfg->redis.db);
+	rc = run(c, &r, "SELECT", db, (char *)NULL);
+	freeReplyObject(r);
+	return rc == 0 ? 0 : EX_UNAVAILABLE;
+}
+
+/* The verification key of [records], for inspect and requeue. *key is NULL
+ * with signature = off. Caller frees with cfg_secret_free. */
+static int
+read_verify_key(struct ctx *c, char **key, size_t *len)
+{
+	const struct cfg *cfg = c->cfg;
+	char err[512];
+
+	*key = NULL;
+	*len = 0;
+	if (!cfg->records.signature_required)
+		return 0;
+	if (cfg_read_file(cfg, cfg->records.verify_key_file,
+	    ctl_key_keep_ws(cfg->records.algorithm), key, len, err, sizeof err) != 0) {
+		say("[records] verify_key_file: %s", err);
+		return EX_CONFIG;
+	}
+	return 0;
+}
+
+static int
+print_json(const json_t *v)
+{
+	if (json_dumpf(v, stdout, JSON_COMPACT | JSON_ENCODE_ANY) != 0) {
+		say("cannot write the output");
+		return EX_REFUSED;
+	}
+	fputc('\n', stdout);
+	return 0;
+}
+
+/* ---- replies as JSON ---- */
+
+static json_t *
+reply_json(const redisReply *r)
+{
+	switch (r->type) {
+	case REDIS_REPLY_INTEGER:
+		return json_integer(r->integer);
+	case REDIS_REPLY_STRING:
+	case REDIS_REPLY_STATUS:
+		return ctl_scalar(r->str);
+	default:
+		return json_null();
+	}
+}
+
+/* A flat [k1, v1, k2, v2, ...] reply (HGETALL, XINFO) looked up by key. */
+static const redisReply *
+flat_get(const redisReply *r, const char *key)
+{
+	if (r == NULL || r->type != REDIS_REPLY_ARRAY)
+		return NULL;
+	for (size_t i = 0; i + 1 < r->elements; i += 2)
+		if (r->element[i]->type == REDIS_REPLY_STRING && strcmp(r->element[i]->str, key) == 0)
+			return r->element[i + 1];
+	return NULL;
+}
+
+static const char *
+flat_str(const redisReply *r, const char *key)
+{
+	const redisReply *v = flat_get(r, key);
+
+	return v != NULL && v->type == REDIS_REPLY_STRING ? v->str : NULL;
+}
+
+static int
+in_list(const char *const *list, const char *s)
+{
+	for (; list != NULL && *list != NULL; list++)
+		if (strcmp(*list, s) == 0)
+			return 1;
+	return 0;
+}
+
+/* Adds the pairs of a flat reply to obj: first those named in `order`, in
+ * that order, then the rest as they come, except `skip`. */
+static void
+add_flat(json_t *obj, const redisReply *r, const char *const *order, const char *skip)
+{
+	const redisReply *v;
+
+	for (const char *const *k = order; k != NULL && *k != NULL; k++)
+		if ((v = flat_get(r, *k)) != NULL)
+			json_object_set_new(obj, *k, reply_json(v));
+	for (size_t i = 0; r != NULL && i + 1 < r->elements; i += 2) {
+		const char *k = r->element[i]->str;
+		if (r->element[i]->type != REDIS_REPLY_STRING || in_list(order, k) ||
+		    (skip != NULL && strcmp(k, skip) == 0))
+			continue;
+		json_object_set_new(obj, k, reply_json(r->element[i + 1]));
+	}
+}
+
+/* A stream entry [id, [f, v, ...]] as {"entryId": id, fields...}. */
+static json_t *
+entry_json(const redisReply *e, const char *const *order)
+{
+	json_t *obj = json_object();
+
+	json_object_set_new(obj, "entryId", json_string(e->element[0]->str));
+	add_flat(obj, e->element[1], order, NULL);
+	return obj;
+}
+
+static int
+entry_ok(const redisReply *e)
+{
+	return e->type == REDIS_REPLY_ARRAY && e->elements == 2 &&
+	    e->element[0]->type == REDIS_REPLY_STRING && e->element[1]->type == REDIS_REPLY_ARRAY;
+}
+
+/*
+ * Appends to `out` every entry of stream `key` whose field `id` equals
+ * `want` (every entry when want is NULL), read in pages with XRANGE, so a
+ * long stream never arrives in one reply. 0 or an exit code.
+ */
+static int
+scan_stream(struct ctx *c, const char *key, const char *want, const char *const *order,
+	    json_t *out)
+{
+	char start[128] = "-";
+	redisReply *r;
+	int rc;
+
+	for (;;) {
+		if ((rc = run(c, &r, "XRANGE", key, start, "+", "COUNT", PAGE_S, (char *)NULL)) != 0)
+			return rc;
+		size_t n = r->type == REDIS_REPLY_ARRAY ? r->elements : 0;
+		for (size_t i = 0; i < n; i++) {
+			const redisReply *e = r->element[i];
+			const char *id;
+			if (!entry_ok(e))
+				continue;
+			id = flat_str(e->element[1], "id");
+			if (want == NULL || (id != NULL && strcmp(id, want) == 0))
+				json_array_append_new(out, entry_json(e, order));
+			/* The next page starts after the last entry seen. */
+			snprintf(start, sizeof start, "(%s", e->element[0]->str);
+		}
+		freeReplyObject(r);
+		if (n < PAGE)
+			return 0;
+	}
+}
+
+/* ---- decide ---- */
+
+enum {
+	OPT_ON_BEHALF_OF = 256, OPT_ACTION, OPT_RESOURCE, OPT_PARAM, OPT_PARAMS, OPT_BASIS,
+	OPT_EXPIRES, OPT_NOT_BEFORE, OPT_NOTIFY, OPT_ID, OPT_KID, OPT_KEY, OPT_ISSUER, OPT_JSON,
+};
+
+struct decide_opts {
+	struct ctl_decision d;
+	const char **params;	/* --param values, d.params points here */
+	const char *expires, *not_before, *key_path, *kid, *issuer;
+};
+
+/* After getopt returned '?' or an option the command does not take; cmd is
+ * NULL for the global options. */
+static int
+unknown_option(const char *cmd, char **argv)
+{
+	const char *sep = cmd != NULL ? ": " : "";
+
+	if (cmd == NULL)
+		cmd = "";
+	if (optopt != 0 && optopt < 256)
+		return usage_error("%s%sunknown option or missing value: -%c", cmd, sep, optopt);
+	return usage_error("%s%sunknown option or missing value: %s", cmd, sep,
+	    argv[optind - 1]);
+}
+
+static int
+decide_option(struct ctx *c, struct decide_opts *o, int ch)
+{
+	switch (ch) {
+	case 'c': c->cfg_path = optarg; break;
+	case OPT_ON_BEHALF_OF: o->d.on_behalf_of = optarg; break;
+	case OPT_ACTION: o->d.action = optarg; break;
+	case OPT_RESOURCE: o->d.resource = optarg; break;
+	case OPT_PARAM: o->params[o->d.nparams++] = optarg; break;
+	case OPT_PARAMS: o->d.params_json = optarg; break;
+	case OPT_BASIS: o->d.basis = optarg; break;
+	case OPT_EXPIRES: o->expires = optarg; break;
+	case OPT_NOT_BEFORE: o->not_before = optarg; break;
+	case OPT_NOTIFY: o->d.notify = optarg; break;
+	case OPT_ID: o->d.id = optarg; break;
+	case OPT_KID: o->kid = optarg; break;
+	case OPT_KEY: o->key_path = optarg; break;
+	case OPT_ISSUER: o->issuer = optarg; break;
+	default: return -1;
+	}
+	return 0;
+}
+
+/* 0, 1 for -h, or an exit code. */
+static int
+parse_decide(struct ctx *c, int argc, char **argv, struct decide_opts *o)
+{
+	static const struct option longopts[] = {
+		{"on-behalf-of", required_argument, NULL, OPT_ON_BEHALF_OF},
+		{"action", required_argument, NULL, OPT_ACTION},
+		{"resource", required_argument, NULL, OPT_RESOURCE},
+		{"param", required_argument, NULL, OPT_PARAM},
+		{"params", required_argument, NULL, OPT_PARAMS},
+		{"basis", required_argument, NULL, OPT_BASIS},
+		{"expires", required_argument, NULL, OPT_EXPIRES},
+		{"not-before", required_argument, NULL, OPT_NOT_BEFORE},
+		{"notify", required_argument, NULL, OPT_NOTIFY},
+		{"id", required_argument, NULL, OPT_ID},
+		{"kid", required_argument, NULL, OPT_KID},
+		{"key", required_argument, NULL, OPT_KEY},
+		{"issuer", required_argument, NULL, OPT_ISSUER},
+		{"config", required_argument, NULL, 'c'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
+		if (ch == 'h')
+			return 1;
+		if (decide_option(c, o, ch) != 0)
+			return unknown_option("decide", argv);
+	}
+	if (optind < argc)
+		return usage_error("decide: unexpected argument '%s'", argv[optind]);
+	if (!o->d.on_behalf_of || !o->d.action || !o->d.resource || !o->d.basis || !o->expires)
+		return usage_error("decide: --on-behalf-of, --action, --resource, --basis and "
+		    "--expires are required");
+	return 0;
+}
+
+static int
+random_id(char *out)
+{
+	unsigned char rnd[CTL_ID_LEN];
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, rnd, sizeof rnd);
+
+	if (fd >= 0)
+		close(fd);
+	if (n != (ssize_t)sizeof rnd) {
+		say("cannot read /dev/urandom: %s", n < 0 ? strerror(errno) : "short read");
+		return EX_REFUSED;
+	}
+	ctl_make_id(rnd, out);
+	return 0;
+}
+
+/* Times, id and issuer: what the options leave to be worked out. */
+static int
+complete_decision(struct ctx *c, struct decide_opts *o, int64_t now, char *id_buf)
+{
+	const char *cfg_iss = c->cfg->records.issuer;
+	int rc;
+
+	o->d.decided_at_ms = now;
+	if (ctl_parse_time(o->expires, now, &o->d.expires_at_ms) != 0)
+		return usage_error("decide: --expires: not RFC 3339 UTC or +N[smhd]: '%s'",
+		    o->expires);
+	if (o->not_before != NULL &&
+	    ctl_parse_time(o->not_before, now, &o->d.not_before_ms) != 0)
+		return usage_error("decide: --not-before: not RFC 3339 UTC or +N[smhd]: '%s'",
+		    o->not_before);
+	if (cfg_iss != NULL && o->issuer != NULL && strcmp(cfg_iss, o->issuer) != 0)
+		return usage_error("decide: --issuer differs from [records] issuer");
+	o->d.iss = cfg_iss != NULL ? cfg_iss : o->issuer != NULL ? o->issuer : PROG;
+	if (o->d.id == NULL) {
+		if ((rc = random_id(id_buf)) != 0)
+			return rc;
+		o->d.id = id_buf;
+	}
+	return 0;
+}
+
+/* By the rules the worker applies (§3.1), the signature aside. */
+static int
+validate_content(struct ctx *c, const char *id, const char *json, int64_t now)
+{
+	struct record_policy pol;
+	struct record *rec;
+	char detail[DETAIL_MAX];
+	enum record_status st;
+
+	ctl_policy_init(&pol, c->cfg, NULL, 0);
+	st = record_load(&pol, id, json, now, &rec, NULL, detail, sizeof detail);
+	record_free(rec);
+	if (st == RECORD_UNKNOWN_ACTION) {
+		say("decide: refused: %s", detail);
+		return EX_REFUSED;
+	}
+	if (st != RECORD_OK) {
+		say("decide: the record would be invalid: %s", detail);
+		return EX_USAGE;
+	}
+	return 0;
+}
+
+/*
+ * A decider signing with a key whose public half the workers do not have
+ * would fill the dead letters: when the configured verification key can be
+ * read here, the signed record must verify with it.
+ */
+static int
+check_against_verify_key(struct ctx *c, const char *id, const char *jws, int64_t now)
+{
+	struct record_policy pol;
+	struct record *rec;
+	char detail[DETAIL_MAX], err[512], *key;
+	size_t len;
+	enum record_status st;
+
+	if (cfg_read_file(c->cfg, c->cfg->records.verify_key_file,
+	    ctl_key_keep_ws(c->cfg->records.algorithm), &key, &len, err, sizeof err) != 0)
+		return 0;	/* a decider's host need not hold it */
+	ctl_policy_init(&pol, c->cfg, (unsigned char *)key, len);
+	st = record_load(&pol, id, jws, now, &rec, NULL, detail, sizeof detail);
+	record_free(rec);
+	cfg_secret_free(key, len);
+	if (st == RECORD_OK)
+		return 0;
+	say("decide: the signed record does not verify with [records] verify_key_file: %s",
+	    detail);
+	return EX_CONFIG;
+}
+
+/* The `record` field: a JWS, or the plain JSON with signature = off.
+ * *out is the caller's to free. */
+static int
+encode_record(struct ctx *c, struct decide_opts *o, const json_t *content, const char *json,
+	      int64_t now, char **out)
+{
+	const struct cfg *cfg = c->cfg;
+	char err[512], *key;
+	size_t len;
+
+	if (!cfg->records.signature_required)
+		return (*out = strdup(json)) != NULL ? 0 : EX_REFUSED;
+	if (cfg_read_secret(o->key_path, ctl_key_keep_ws(cfg->records.algorithm), &key, &len,
+	    err, sizeof err) != 0) {
+		say("decide: --key: %s", err);
+		return EX_CONFIG;
+	}
+	*out = record_sign(cfg->records.algorithm, (unsigned char *)key, len, o->kid, content);
+	cfg_secret_free(key, len);
+	if (*out == NULL) {
+		say("decide: --key %s: not a usable %s %s", o->key_path,
+		    jwt_alg_str(cfg->records.algorithm),
+		    cfg->records.algorithm == JWT_ALG_HS256 ? "secret (at least 32 bytes)"
+		    : "private key (PEM)");
+		return EX_CONFIG;
+	}
+	return check_against_verify_key(c, o->d.id, *out, now);
+}
+
+static int
+store_decision(struct ctx *c, const struct ctl_decision *d, const char *record, int64_t now)
+{
+	char hash[STORE_KEY_MAX + RECORD_ID_MAX], at[WTIME_RFC3339_LEN], score[32] = "";
+	redisReply *r;
+	int rc;
+
+	if (store_decision_key(&c->keys, d->id, hash, sizeof hash) != 0) {
+		say("decide: the key name is too long");
+		return EX_CONFIG;
+	}
+	if (d->not_before_ms > now)
+		snprintf(score, sizeof score, "%lld", (long long)d->not_before_ms);
+	wtime_format_rfc3339(now, at, sizeof at);
+	if ((rc = run(c, &r, "EVAL", script_decide, "3", hash, c->keys.jobs, c->keys.scheduled,
+	    record, at, d->id, score, (char *)NULL)) != 0)
+		return rc;
+	rc = r->type == REDIS_REPLY_INTEGER && r->integer == 1 ? 0 : EX_REFUSED;
+	freeReplyObject(r);
+	if (rc != 0) {
+		say("decide: refused: decision %s exists already", d->id);
+		return rc;
+	}
+	printf("%s\n", d->id);
+	return 0;
+}
+
+static int
+decide_with(struct ctx *c, struct decide_opts *o)
+{
+	char id_buf[CTL_ID_LEN + 1], err[DETAIL_MAX], *json = NULL, *record = NULL;
+	json_t *content = NULL;
+	int64_t now = wtime_now_ms();
+	int rc;
+
+	if ((rc = load_config(c)) != 0)
+		return rc;
+	if (c->cfg->records.signature_required && o->key_path == NULL)
+		return usage_error("decide: --key is required with [records] signature = required");
+	if ((rc = complete_decision(c, o, now, id_buf)) != 0)
+		return rc;
+	if ((content = ctl_build_record(&o->d, err, sizeof err)) == NULL)
+		return usage_error("decide: %s", err);
+	if ((json = json_dumps(content, JSON_COMPACT)) == NULL)
+		rc = EX_REFUSED;
+	if (rc == 0)
+		rc = validate_content(c, o->d.id, json, now);
+	if (rc == 0)
+		rc = encode_record(c, o, content, json, now, &record);
+	if (rc == 0)
+		rc = connect_redis(c);
+	if (rc == 0)
+		rc = store_decision(c, &o->d, record, now);
+	free(record);
+	free(json);
+	json_decref(content);
+	return rc;
+}
+
+static int
+cmd_decide(struct ctx *c, int argc, char **argv)
+{
+	struct decide_opts o;
+	int rc;
+
+	memset(&o, 0, sizeof o);
+	if ((o.params = calloc((size_t)argc, sizeof *o.params)) == NULL) {
+		say("out of memory");
+		return EX_REFUSED;
+	}
+	o.d.params = o.params;
+	rc = parse_decide(c, argc, argv, &o);
+	if (rc == 1) {
+		fputs(usage_text, stdout);
+		rc = 0;
+	} else if (rc == 0) {
+		rc = decide_with(c, &o);
+	}
+	free(o.params);
+	return rc;
+}
+
+/* ---- the other commands' options ---- */
+
+/*
+ * -c, -h and --json, then exactly `npos` positional arguments into pos[].
+ * 0, 1 for -h, or an exit code.
+ */
+static int
+parse_simple(struct ctx *c, int argc, char **argv, int allow_json, int npos, char **pos)
+{
+	static const struct option longopts[] = {
+		{"json", no_argument, NULL, OPT_JSON},
+		{"config", required_argument, NULL, 'c'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
+		if (ch == 'h')
+			return 1;
+		if (ch == 'c')
+			c->cfg_path = optarg;
+		else if (ch == OPT_JSON && allow_json)
+			c->json = 1;
+		else
+			return unknown_option(argv[0], argv);
+	}
+	if (argc - optind != npos)
+		return usage_error("%s: expected %d argument%s, got %d", argv[0], npos,
+		    npos == 1 ? "" : "s", argc - optind);
+	for (int i = 0; i < npos; i++)
+		pos[i] = argv[optind + i];
+	return 0;
+}
+
+/* Config and connection, after parse_simple. */
+static int
+prepare(struct ctx *c)
+{
+	int rc = load_config(c);
+
+	return rc != 0 ? rc : connect_redis(c);
+}
+
+/* ---- status ---- */
+
+/* XINFO GROUPS: the flat reply of our group; *group NULL when absent. The
+ * reply `all` is the caller's to free. */
+static int
+find_group(struct ctx *c, redisReply **all, const redisReply **group)
+{
+	const char *argv[] = {"XINFO", "GROUPS", c->keys.jobs};
+	redisReply *r = run_argv(c, 3, argv);
+
+	*all = NULL;
+	*group = NULL;
+	/* No stream yet: nothing has been decided and no worker has started. */
+	if (r != NULL && r->type == REDIS_REPLY_ERROR && strstr(r->str, "no such key") != NULL) {
+		freeReplyObject(r);
+		return 0;
+	}
+	int rc = checked(c, r, "XINFO GROUPS", all);
+	for (size_t i = 0; rc == 0 && i < (*all)->elements; i++) {
+		const char *name = flat_str((*all)->element[i], "name");
+		if (name != NULL && strcmp(name, c->cfg->redis.group) == 0)
+			*group = (*all)->element[i];
+	}
+	return rc;
+}
+
+static int
+length_of(struct ctx *c, const char *cmd, const char *key, json_t *obj, const char *name)
+{
+	redisReply *r;
+	int rc = run(c, &r, cmd, key, (char *)NULL);
+
+	if (rc == 0)
+		json_object_set_new(obj, name, json_integer(r->type == REDIS_REPLY_INTEGER ?
+		    r->integer : 0));
+	freeReplyObject(r);
+	return rc;
+}
+
+static void
+group_fields(json_t *st, const redisReply *g, long long stream_len)
+{
+	const redisReply *v;
+
+	if (g == NULL) {
+		/* The group will be created at id 0 (R14): all of it is lag. */
+		json_object_set_new(st, "lag", json_integer(stream_len));
+		json_object_set_new(st, "entriesRead", json_integer(0));
+		json_object_set_new(st, "lastDeliveredId", json_string("0-0"));
+		return;
+	}
+	v = flat_get(g, "lag");
+	json_object_set_new(st, "lag", v ? reply_json(v) : json_null());
+	v = flat_get(g, "entries-read");
+	json_object_set_new(st, "entriesRead", v ? reply_json(v) : json_null());
+	v = flat_get(g, "last-delivered-id");
+	json_object_set_new(st, "lastDeliveredId", v ? reply_json(v) : json_null());
+}
+
+/* PEL depth and its oldest entry (XPENDING summary, then - + 1). */
+static int
+pending_fields(struct ctx *c, json_t *st, int have_group)
+{
+	const char *group = c->cfg->redis.group;
+	long long count = 0;
+	redisReply *r;
+	int rc;
+
+	if (have_group) {
+		if ((rc = run(c, &r, "XPENDING", c->keys.jobs, group, (char *)NULL)) != 0)
+			return rc;
+		if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+		    r->element[0]->type == REDIS_REPLY_INTEGER)
+			count = r->element[0]->integer;
+		freeReplyObject(r);
+	}
+	json_object_set_new(st, "pending", json_integer(count));
+	if (count == 0) {
+		json_object_set_new(st, "oldestPendingId", json_null());
+		json_object_set_new(st, "oldestPendingIdleMs", json_null());
+		return 0;
+	}
+	if ((rc = run(c, &r, "XPENDING", c->keys.jobs, group, "-", "+", "1", (char *)NULL)) != 0)
+		return rc;
+	const redisReply *e = r->type == REDIS_REPLY_ARRAY && r->elements > 0 ? r->element[0]
+	    : NULL;
+	int ok = e != NULL && e->type == REDIS_REPLY_ARRAY && e->elements >= 4;
+	json_object_set_new(st, "oldestPendingId", ok ? reply_json(e->element[0]) : json_null());
+	json_object_set_new(st, "oldestPendingIdleMs", ok ? reply_json(e->element[2])
+	    : json_null());
+	json_object_set_new(st, "oldestPendingDeliveries", ok ? reply_json(e->element[3])
+	    : json_null());
+	freeReplyObject(r);
+	return 0;
+}
+
+static json_t *
+consumer_entry(json_t *consumers, const char *name)
+{
+	json_t *o = json_object_get(consumers, name);
+
+	if (o == NULL) {
+		o = json_object();
+		json_object_set_new(o, "inGroup", json_false());
+		json_object_set_new(o, "pending", json_integer(0));
+		json_object_set_new(o, "idleMs", json_null());
+		json_object_set_new(consumers, name, o);
+	}
+	return o;
+}
+
+static int
+group_consumers(struct ctx *c, json_t *consumers)
+{
+	redisReply *r;
+	const redisReply *v;
+	int rc = run(c, &r, "XINFO", "CONSUMERS", c->keys.jobs, c->cfg->redis.group,
+	    (char *)NULL);
+
+	for (size_t i = 0; rc == 0 && i < r->elements; i++) {
+		const char *name = flat_str(r->element[i], "name");
+		if (name == NULL)
+			continue;
+		json_t *o = consumer_entry(consumers, name);
+		json_object_set_new(o, "inGroup", json_true());
+		if ((v = flat_get(r->element[i], "pending")) != NULL)
+			json_object_set_new(o, "pending", reply_json(v));
+		if ((v = flat_get(r->element[i], "idle")) != NULL)
+			json_object_set_new(o, "idleMs", reply_json(v));
+	}
+	freeReplyObject(r);
+	return rc;
+}
+
+/* The prefix as a SCAN MATCH pattern that matches it literally. */
+static void
+glob_escape(char *dst, size_t n, const char *s)
+{
+	size_t j = 0;
+
+	for (; *s && j + 2 < n; s++) {
+		if (strchr("*?[]\\", *s) != NULL)
+			dst[j++] = '\\';
+		dst[j++] = *s;
+	}
+	dst[j] = '\0';
+}
+
+/* Joins P:consumer:<name> into the consumer's object: `alive` is whether the
+ * hash (TTL 3 heartbeats) is still there. */
+static int
+add_heartbeat(struct ctx *c, json_t *o, const char *key)
+{
+	redisReply *r;
+	int rc = run(c, &r, "HGETALL", key, (char *)NULL);
+
+	if (rc != 0)
+		return rc;
+	json_object_set_new(o, "alive", json_boolean(r->type == REDIS_REPLY_ARRAY &&
+	    r->elements > 0));
+	if (r->type == REDIS_REPLY_ARRAY)
+		add_flat(o, r, NULL, NULL);
+	freeReplyObject(r);
+	return 0;
+}
+
+/* Consumers with a heartbeat that have not read yet are not in XINFO
+ * CONSUMERS: SCAN finds them. */
+static int
+heartbeat_consumers(struct ctx *c, json_t *consumers)
+{
+	char pattern[2 * STORE_KEY_MAX + 16], esc[2 * STORE_KEY_MAX], cursor[32] = "0";
+	size_t plen = strlen(c->cfg->redis.prefix) + strlen(":consumer:");
+	redisReply *r;
+	int rc;
+
+	glob_escape(esc, sizeof esc, c->cfg->redis.prefix);
+	snprintf(pattern, sizeof pattern, "%s:consumer:*", esc);
+	do {
+		if ((rc = run(c, &r, "SCAN", cursor, "MATCH", pattern, "COUNT", PAGE_S,
+		    (char *)NULL)) != 0)
+			return rc;
+		if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+		    r->element[1]->type != REDIS_REPLY_ARRAY) {
+			freeReplyObject(r);
+			break;
+		}
+		snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
+		for (size_t i = 0; i < r->element[1]->elements; i++) {
+			const char *key = r->element[1]->element[i]->str;
+			if (strlen(key) > plen)
+				consumer_entry(consumers, key + plen);
+		}
+		freeReplyObject(r);
+	} while (strcmp(cursor, "0") != 0);
+	return 0;
+}
+
+static int
+consumer_fields(struct ctx *c, json_t *st, int have_group)
+{
+	json_t *consumers = json_object();
+	char key[2 * STORE_KEY_MAX];
+	const char *name;
+	json_t *o;
+	int rc = 0;
+
+	json_object_set_new(st, "consumers", consumers);
+	if (have_group)
+		rc = group_consumers(c, consumers);
+	if (rc == 0)
+		rc = heartbeat_consumers(c, consumers);
+	json_object_foreach(consumers, name, o) {
+		if (rc != 0)
+			break;
+		snprintf(key, sizeof key, "%s:consumer:%s", c->cfg->redis.prefix, name);
+		rc = add_heartbeat(c, o, key);
+	}
+	return rc;
+}
+
+static int
+status_json(struct ctx *c, json_t *st)
+{
+	redisReply *groups;
+	const redisReply *g;
+	long long len;
+	int rc;
+
+	json_object_set_new(st, "stream", json_string(c->keys.jobs));
+	json_object_set_new(st, "group", json_string(c->cfg->redis.group));
+	if ((rc = find_group(c, &groups, &g)) != 0 ||
+	    (rc = length_of(c, "XLEN", c->keys.jobs, st, "streamLength")) != 0)
+		goto done;
+	json_object_set_new(st, "groupExists", json_boolean(g != NULL));
+	if (g == NULL)
+		json_object_set_new(st, "note", json_string("no group yet: the first warrantd "
+		    "creates it at id 0"));
+	len = json_integer_value(json_object_get(st, "streamLength"));
+	group_fields(st, g, len);
+	if ((rc = pending_fields(c, st, g != NULL)) != 0 ||
+	    (rc = length_of(c, "ZCARD", c->keys.scheduled, st, "scheduled")) != 0 ||
+	    (rc = length_of(c, "XLEN", c->keys.dead, st, "dead")) != 0 ||
+	    (rc = length_of(c, "XLEN", c->keys.notify, st, "notify")) != 0)
+		goto done;
+	rc = consumer_fields(c, st, g != NULL);
+done:
+	freeReplyObject(groups);
+	return rc;
+}
+
+static int
+cmd_status(struct ctx *c, int argc, char **argv)
+{
+	json_t *st;
+	int rc = parse_simple(c, argc, argv, 1, 0, NULL);
+
+	if (rc == 1) {
+		fputs(usage_text, stdout);
+		return 0;
+	}
+	if (rc != 0 || (rc = prepare(c)) != 0)
+		return rc;
+	if ((st = json_object()) == NULL)
+		return EX_REFUSED;
+	if ((rc = status_json(c, st)) == 0) {
+		if (c->json)
+			rc = print_json(st);
+		else
+			ctl_print_human(stdout, st, 0);
+	}
+	json_decref(st);
+	return rc;
+}
+
+/* ---- inspect ---- */
+
+/* Verification (§3) with the configured key: "verified", and "record" or
+ * "verifyReason" + "verifyDetail". */
+static void
+verify_into(struct ctx *c, json_t *out, const char *id, const char *raw, const char *key,
+	    size_t key_len, int64_t now)
+{
+	struct record_policy pol;
+	struct record *rec;
+	char detail[DETAIL_MAX];
+	enum record_status st;
+
+	if (raw == NULL) {
+		json_object_set_new(out, "verified", json_false());
+		json_object_set_new(out, "verifyReason", json_string("record-missing"));
+		return;
+	}
+	ctl_policy_init(&pol, c->cfg, (const unsigned char *)key, key_len);
+	st = record_load(&pol, id, raw, now, &rec, NULL, detail, sizeof detail);
+	json_object_set_new(out, "verified", json_boolean(st == RECORD_OK));
+	if (st != RECORD_OK) {
+		json_object_set_new(out, "verifyReason", json_string(record_status_code(st)));
+		json_object_set_new(out, "verifyDetail", json_string(detail));
+		return;
+	}
+	json_object_set_new(out, "expired", json_boolean(now >= rec->expires_at_ms));
+	json_object_set_new(out, "record", json_incref(rec->content));
+	record_free(rec);
+}
+
+static int
+scheduled_at(struct ctx *c, json_t *out, const char *id)
+{
+	char at[WTIME_RFC3339_LEN];
+	redisReply *r;
+	int rc = run(c, &r, "ZSCORE", c->keys.scheduled, id, (char *)NULL);
+
+	if (rc != 0)
+		return rc;
+	if (r->type == REDIS_REPLY_STRING)
+		json_object_set_new(out, "scheduledAt", json_string(wtime_format_rfc3339(
+		    (int64_t)strtod(r->str, NULL), at, sizeof at)));
+	freeReplyObject(r);
+	return 0;
+}
+
+static int
+inspect_json(struct ctx *c, const char *id, const char *key, size_t key_len, json_t *out)
+{
+	char hash[STORE_KEY_MAX + RECORD_ID_MAX];
+	json_t *audit = json_array(), *dead = json_array();
+	redisReply *h;
+	int rc = EX_REFUSED;
+
+	if (store_decision_key(&c->keys, id, hash, sizeof hash) != 0 ||
+	    (rc = run(c, &h, "HGETALL", hash, (char *)NULL)) != 0) {
+		json_decref(audit);
+		json_decref(dead);
+		return rc;
+	}
+	if (h->type != REDIS_REPLY_ARRAY || h->elements == 0) {
+		say("inspect: no decision %s", id);
+		rc = EX_REFUSED;
+	} else {
+		json_object_set_new(out, "id", json_string(id));
+		add_flat(out, h, state_order, "record");
+		verify_into(c, out, id, flat_str(h, "record"), key, key_len, wtime_now_ms());
+		rc = scheduled_at(c, out, id);
+	}
+	if (rc == 0 && (rc = scan_stream(c, c->keys.dead, id, dead_order, dead)) == 0)
+		rc = scan_stream(c, c->keys.audit, id, audit_order, audit);
+	json_object_set_new(out, "deadLetters", dead);
+	json_object_set_new(out, "audit", audit);
+	freeReplyObject(h);
+	return rc;
+}
+
+static int
+cmd_inspect(struct ctx *c, int argc, char **argv)
+{
+	char *id, *key = NULL;
+	size_t key_len = 0;
+	json_t *out;
+	int rc = parse_simple(c, argc, argv, 1, 1, &id);
+
+	if (rc == 1) {
+		fputs(usage_text, stdout);
+		return 0;
+	}
+	if (rc != 0)
+		return rc;
+	if (!record_id_valid(id))
+		return usage_error("inspect: '%s' is not a recordId", id);
+	if ((rc = load_config(c)) != 0 || (rc = read_verify_key(c, &key, &key_len)) != 0 ||
+	    (rc = connect_redis(c)) != 0) {
+		cfg_secret_free(key, key_len);
+		return rc;
+	}
+	out = json_object();
+	if ((rc = inspect_json(c, id, key, key_len, out)) == 0) {
+		if (c->json)
+			rc = print_json(out);
+		else
+			ctl_print_human(stdout, out, 0);
+	}
+	json_decref(out);
+	cfg_secret_free(key, key_len);
+	return rc;
+}
+
+/* ---- dead letters ---- */
+
+static int
+dead_list(struct ctx *c)
+{
+	json_t *all = json_array(), *e;
+	size_t i;
+	int rc = scan_stream(c, c->keys.dead, NULL, dead_order, all);
+
+	if (rc == 0 && c->json)
+		rc = print_json(all);
+	else if (rc == 0)
+		json_array_foreach(all, i, e)
+			ctl_print_line(stdout, e, 0);
+	json_decref(all);
+	return rc;
+}
+
+/* The P:dead entries of recordId `id`, at least one, else EX_REFUSED. */
+static int
+dead_entries(struct ctx *c, const char *id, json_t *entries)
+{
+	int rc = scan_stream(c, c->keys.dead, id, dead_order, entries);
+
+	if (rc == 0 && json_array_size(entries) == 0) {
+		say("dead: no dead letter for %s", id);
+		rc = EX_REFUSED;
+	}
+	return rc;
+}
+
+/* EVAL's argv: script, numkeys, keys, the four fixed arguments, then the
+ * entry ids (borrowed from `entries`). Caller frees the array. */
+static const char **
+requeue_argv(struct ctx *c, const char *hash, const char *const fixed[4], json_t *entries,
+	     int *argc)
+{
+	size_t n = 11 + json_array_size(entries), i;
+	const char **argv = calloc(n, sizeof *argv);
+	json_t *e;
+	int k = 0;
+
+	if (argv == NULL)
+		return NULL;
+	argv[k++] = "EVAL";
+	argv[k++] = script_requeue;
+	argv[k++] = "4";
+	argv[k++] = hash;
+	argv[k++] = c->keys.jobs;
+	argv[k++] = c->keys.dead;
+	argv[k++] = c->keys.audit;
+	for (int f = 0; f < 4; f++)
+		argv[k++] = fixed[f];
+	json_array_foreach(entries, i, e)
+		argv[k++] = json_string_value(json_object_get(e, "entryId"));
+	*argc = k;
+	return argv;
+}
+
+static int
+requeue_write(struct ctx *c, const char *id, const char *hash, const char *raw,
+	      json_t *entries)
+{
+	char at[WTIME_RFC3339_LEN], maxlen[32];
+	const char *fixed[4] = {id, at, maxlen, raw};
+	const char **argv;
+	redisReply *r;
+	int argc, rc;
+
+	wtime_format_rfc3339(wtime_now_ms(), at, sizeof at);
+	snprintf(maxlen, sizeof maxlen, "%ld", c->cfg->records.audit_maxlen);
+	if ((argv = requeue_argv(c, hash, fixed, entries, &argc)) == NULL) {
+		say("out of memory");
+		return EX_REFUSED;
+	}
+	rc = runv(c, &r, argc, argv);
+	free(argv);
+	if (rc != 0)
+		return rc;
+	if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	    r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == 1) {
+		printf("requeued %s as %s entry %s\n", id, c->keys.jobs, r->element[1]->str);
+	} else {
+		say("dead requeue: refused: %s: %s", id, r->type == REDIS_REPLY_ARRAY &&
+		    r->elements == 2 ? r->element[1]->str : "unexpected reply");
+		rc = EX_REFUSED;
+	}
+	freeReplyObject(r);
+	return rc;
+}
+
+/* The record as the worker would take it now: verified, and before its
+ * deadline. */
+static int
+requeue_check(struct ctx *c, const char *id, const char *raw, const char *key,
+	      size_t key_len)
+{
+	struct record_policy pol;
+	struct record *rec;
+	char detail[DETAIL_MAX], at[WTIME_RFC3339_LEN];
+	int64_t now = wtime_now_ms();
+	enum record_status st;
+
+	if (raw == NULL) {
+		say("dead requeue: refused: %s: no record (record-missing)", id);
+		return EX_REFUSED;
+	}
+	ctl_policy_init(&pol, c->cfg, (const unsigned char *)key, key_len);
+	st = record_load(&pol, id, raw, now, &rec, NULL, detail, sizeof detail);
+	if (st != RECORD_OK) {
+		say("dead requeue: refused: %s: %s: %s", id, record_status_code(st), detail);
+		return EX_REFUSED;
+	}
+	int expired = now >= rec->expires_at_ms;
+	wtime_format_rfc3339(rec->expires_at_ms, at, sizeof at);
+	record_free(rec);
+	if (expired) {
+		say("dead requeue: refused: %s is past its deadline (expiresAt %s)", id, at);
+		return EX_REFUSED;
+	}
+	return 0;
+}
+
+static int
+dead_requeue(struct ctx *c, const char *id, const char *key, size_t key_len)
+{
+	char hash[STORE_KEY_MAX + RECORD_ID_MAX];
+	json_t *entries = json_array();
+	redisReply *r = NULL;
+	int rc;
+
+	if ((rc = dead_entries(c, id, entries)) != 0)
+		goto done;
+	if (store_decision_key(&c->keys, id, hash, sizeof hash) != 0) {
+		rc = EX_REFUSED;
+		goto done;
+	}
+	if ((rc = run(c, &r, "HGET", hash, "record", (char *)NULL)) != 0)
+		goto done;
+	const char *raw = r->type == REDIS_REPLY_STRING ? r->str : NULL;
+	if ((rc = requeue_check(c, id, raw, key, key_len)) == 0)
+		rc = requeue_write(c, id, hash, raw, entries);
+done:
+	freeReplyObject(r);
+	json_decref(entries);
+	return rc;
+}
+
+static int
+dead_drop(struct ctx *c, const char *id)
+{
+	json_t *entries = json_array(), *e;
+	const char **argv = NULL;
+	redisReply *r;
+	size_t i;
+	int argc = 0, rc;
+
+	if ((rc = dead_entries(c, id, entries)) != 0)
+		goto done;
+	if ((argv = calloc(2 + json_array_size(entries), sizeof *argv)) == NULL) {
+		rc = EX_REFUSED;
+		goto done;
+	}
+	argv[argc++] = "XDEL";
+	argv[argc++] = c->keys.dead;
+	json_array_foreach(entries, i, e)
+		argv[argc++] = json_string_value(json_object_get(e, "entryId"));
+	if ((rc = runv(c, &r, argc, argv)) != 0)
+		goto done;
+	long long n = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
+	freeReplyObject(r);
+	if (n == 0) {
+		say("dead drop: no dead letter for %s", id);	/* dropped meanwhile */
+		rc = EX_REFUSED;
+	} else {
+		printf("dropped %lld dead letter%s of %s\n", n, n == 1 ? "" : "s", id);
+	}
+done:
+	free(argv);
+	json_decref(entries);
+	return rc;
+}
+
+static int
+dead_with_id(struct ctx *c, const char *sub, const char *id)
+{
+	char *key = NULL;
+	size_t key_len = 0;
+	int rc;
+
+	if (*id == '\0')
+		return usage_error("dead %s: the recordId is empty", sub);
+	/* drop matches any id, so a malformed one can be cleared too. */
+	if (strcmp(sub, "requeue") == 0 && !record_id_valid(id))
+		return usage_error("dead requeue: '%s' is not a recordId", id);
+	if ((rc = load_config(c)) != 0)
+		return rc;
+	if (strcmp(sub, "requeue") == 0 && (rc = read_verify_key(c, &key, &key_len)) != 0)
+		return rc;
+	if ((rc = connect_redis(c)) == 0)
+		rc = strcmp(sub, "requeue") == 0 ? dead_requeue(c, id, key, key_len)
+		    : dead_drop(c, id);
+	cfg_secret_free(key, key_len);
+	return rc;
+}
+
+static int
+cmd_dead(struct ctx *c, int argc, char **argv)
+{
+	char *id;
+	int rc;
+
+	if (argc < 2)
+		return usage_error("dead: expected list, requeue ID or drop ID");
+	argc--;
+	argv++;
+	if (strcmp(argv[0], "list") == 0) {
+		if ((rc = parse_simple(c, argc, argv, 1, 0, NULL)) == 1)
+			fputs(usage_text, stdout);
+		if (rc != 0)
+			return rc == 1 ? 0 : rc;
+		return (rc = prepare(c)) != 0 ? rc : dead_list(c);
+	}
+	if (strcmp(argv[0], "requeue") != 0 && strcmp(argv[0], "drop") != 0)
+		return usage_error("dead: unknown subcommand '%s'", argv[0]);
+	if ((rc = parse_simple(c, argc, argv, 0, 1, &id)) == 1)
+		fputs(usage_text, stdout);
+	if (rc != 0)
+		return rc == 1 ? 0 : rc;
+	return dead_with_id(c, argv[0], id);
+}
+
+/* ---- main ---- */
+
+static int
+dispatch(struct ctx *c, int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*fn)(struct ctx *, int, char **);
+	} cmds[] = {
+		{"decide", cmd_decide}, {"status", cmd_status}, {"inspect", cmd_inspect},
+		{"dead", cmd_dead},
+	};
+
+	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+		if (strcmp(argv[0], cmds[i].name) == 0) {
+			optind = 0;	/* glibc: start over on the command's own argv */
+			return cmds[i].fn(c, argc, argv);
+		}
+	if (strcmp(argv[0], "help") == 0) {
+		fputs(usage_text, stdout);
+		return 0;
+	}
+	return usage_error("unknown command '%s'", argv[0]);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct ctx c = {.cfg_path = CFG_DEFAULT_PATH};
+	int ch, rc;
+
+	opterr = 0;	/* our own one-line messages */
+	while ((ch = getopt(argc, argv, "+c:hV")) != -1) {
+		switch (ch) {
+		case 'c':
+			c.cfg_path = optarg;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return 0;
+		case 'V':
+			printf(PROG " " WARRANTD_VERSION "\n");
+			return 0;
+		default:
+			return unknown_option(NULL, argv);
+		}
+	}
+	if (optind >= argc)
+		return usage_error("no command");
+	rc = dispatch(&c, argc - optind, argv + optind);
+	if (fflush(stdout) != 0 && rc == 0) {
+		say("cannot write the output: %s", strerror(errno));
+		rc = EX_REFUSED;
+	}
+	redisFree(c.redis);
+	cfg_free(c.cfg);
+	return rc;
+}

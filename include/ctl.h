@@ -1,0 +1,89 @@
+/*
+ * ctl: the pure pieces of warrantctl (SPEC §11) -- times given on the
+ * command line, record ids, the record JSON built from `decide`'s options,
+ * the record policy taken from the config, and the human rendering of the
+ * JSON that every command can also print as is (--json).
+ */
+#ifndef WARRANTD_CTL_H
+#define WARRANTD_CTL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <jansson.h>
+
+#include "config.h"
+#include "record.h"
+
+/* A generated recordId: 26 lower-case base32 characters (130 random bits). */
+#define CTL_ID_LEN 26
+
+/*
+ * A time on the command line: RFC 3339 in UTC ("2026-11-30T04:00:00Z") or
+ * "+N" followed by s, m, h or d (no unit: seconds), counted from `now_ms`.
+ * 0 and *out_ms, or -1 (bad syntax, or a value that does not fit).
+ */
+int ctl_parse_time(const char *s, int64_t now_ms, int64_t *out_ms)
+	__attribute__((warn_unused_result));
+
+/* Writes a recordId made from CTL_ID_LEN random bytes `rnd` into out (at
+ * least CTL_ID_LEN + 1 bytes), NUL-terminated. Each byte gives 5 bits. */
+void ctl_make_id(const unsigned char rnd[CTL_ID_LEN], char *out);
+
+/* Plain data: what `decide` was told. Strings are borrowed; NULL is absent. */
+struct ctl_decision {
+	const char *id, *on_behalf_of, *action, *resource, *basis;
+	const char *notify;		/* notifyOnDenial */
+	const char *iss;
+	const char *params_json;	/* --params: a JSON object */
+	const char *const *params;	/* --param K=V, in order given */
+	size_t nparams;
+	int64_t decided_at_ms, expires_at_ms;
+	int64_t not_before_ms;		/* 0: none */
+};
+
+/*
+ * The record content of SPEC §3.1 for `d`: --params merged under the
+ * --param pairs (a pair wins; every value a string), times as RFC 3339 with
+ * milliseconds, notBefore and notifyOnDenial only when given. Checks only
+ * what the record rules cannot see (the option syntax, and a notBefore at or
+ * after expiresAt, which would never run); record_load checks the rest.
+ * Returns a new object (caller json_decref's), or NULL with one line in err.
+ */
+json_t *ctl_build_record(const struct ctl_decision *d, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+
+/*
+ * Fills pol from cfg's [records] with `key` (borrowed: the verification key,
+ * or NULL to check a record's content with the signature off) and an
+ * action_known that looks the action up in cfg. pol is valid as long as cfg
+ * and key.
+ */
+void ctl_policy_init(struct record_policy *pol, const struct cfg *cfg, const unsigned char *key,
+		     size_t key_len);
+
+/* 1 when a key file for `alg` keeps its white space: a PEM key does, an
+ * HMAC secret is trimmed like every other secret (SPEC §9). */
+int ctl_key_keep_ws(jwt_alg_t alg);
+
+/* A Redis string as JSON: an integer when it is a plain decimal integer that
+ * fits, else a string. New reference (caller json_decref's); NULL on no
+ * memory. */
+json_t *ctl_scalar(const char *s)
+	__attribute__((warn_unused_result));
+
+/*
+ * Human output of a JSON object: one "key: value" line per member, values
+ * aligned per level; a nested object as "key:" followed by its members
+ * indented by two more spaces; an array of objects as "key:" followed by one
+ * line per element (ctl_print_line); an empty object or array as "(none)";
+ * any other array as compact JSON. null is "-". Control characters in
+ * strings are shown as '?', so a line stays one.
+ */
+void ctl_print_human(FILE *out, const json_t *obj, int indent);
+
+/* One line of logfmt pairs (log_quote'd values) of an object's scalar
+ * members, in order, then '\n'. Nested values are shown as compact JSON. */
+void ctl_print_line(FILE *out, const json_t *obj, int indent);
+
+#endif

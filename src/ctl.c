@@ -1,0 +1,412 @@
+/* ctl: warrantctl's pure pieces -- command-line times, ids, the record JSON
+ * and the human rendering of its JSON output. */
+#define _POSIX_C_SOURCE 200809L
+#include "ctl.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "wtime.h"
+
+static void seterr(char *err, size_t n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void
+seterr(char *err, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || n == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, n, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- times and ids ---- */
+
+static int64_t
+unit_ms(char u)
+{
+	switch (u) {
+	case '\0':
+	case 's':
+		return 1000;
+	case 'm':
+		return 60 * 1000;
+	case 'h':
+		return 3600 * 1000;
+	case 'd':
+		return 86400 * 1000;
+	}
+	return -1;
+}
+
+/* "+N[smhd]": the digits alone, so strtoll's sign and space are not let in. */
+static int
+parse_relative(const char *s, int64_t now_ms, int64_t *out_ms)
+{
+	int64_t n = 0, mult;
+	const char *p = s;
+
+	if (!isdigit((unsigned char)*p))
+		return -1;
+	for (; isdigit((unsigned char)*p); p++) {
+		if (n > (INT64_MAX - 9) / 10)
+			return -1;
+		n = n * 10 + (*p - '0');
+	}
+	if ((mult = unit_ms(*p)) < 0 || (*p != '\0' && p[1] != '\0'))
+		return -1;
+	if (n > (INT64_MAX - now_ms) / mult)
+		return -1;
+	*out_ms = now_ms + n * mult;
+	return 0;
+}
+
+int
+ctl_parse_time(const char *s, int64_t now_ms, int64_t *out_ms)
+{
+	if (s == NULL || now_ms < 0)
+		return -1;
+	if (s[0] == '+')
+		return parse_relative(s + 1, now_ms, out_ms);
+	return wtime_parse_rfc3339(s, out_ms);
+}
+
+void
+ctl_make_id(const unsigned char rnd[CTL_ID_LEN], char *out)
+{
+	/* RFC 4648 base32 in lower case: no '.', so never a dot segment. */
+	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz234567";
+
+	for (size_t i = 0; i < CTL_ID_LEN; i++)
+		out[i] = alphabet[rnd[i] & 31];	/* 256 is a multiple of 32: uniform */
+	out[CTL_ID_LEN] = '\0';
+}
+
+/* ---- the record ---- */
+
+static int
+set_string(json_t *obj, const char *key, const char *value, char *err, size_t n)
+{
+	json_t *v = json_string(value);
+
+	if (v == NULL || json_object_set_new(obj, key, v) != 0) {
+		seterr(err, n, "%s: not valid UTF-8", key);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+set_time(json_t *obj, const char *key, int64_t ms, char *err, size_t n)
+{
+	char buf[WTIME_RFC3339_LEN];
+
+	return set_string(obj, key, wtime_format_rfc3339(ms, buf, sizeof buf), err, n);
+}
+
+static json_t *
+params_object(const char *json, char *err, size_t n)
+{
+	json_error_t jerr;
+	json_t *v;
+
+	if (json == NULL)
+		return json_object();
+	if ((v = json_loads(json, JSON_REJECT_DUPLICATES, &jerr)) == NULL) {
+		seterr(err, n, "--params: not JSON: %s", jerr.text);
+		return NULL;
+	}
+	if (!json_is_object(v)) {
+		json_decref(v);
+		seterr(err, n, "--params: not a JSON object");
+		return NULL;
+	}
+	return v;
+}
+
+/* Each "K=V" over what --params gave: the pair named on its own wins. */
+static int
+merge_pairs(json_t *params, const char *const *pairs, size_t npairs, char *err, size_t n)
+{
+	for (size_t i = 0; i < npairs; i++) {
+		const char *eq = strchr(pairs[i], '=');
+		char *key;
+		json_t *v;
+
+		if (eq == NULL || eq == pairs[i]) {
+			seterr(err, n, "--param: expected KEY=VALUE, got '%.64s'", pairs[i]);
+			return -1;
+		}
+		if ((key = strndup(pairs[i], (size_t)(eq - pairs[i]))) == NULL) {
+			seterr(err, n, "out of memory");
+			return -1;
+		}
+		v = json_string(eq + 1);
+		int rc = v == NULL ? -1 : json_object_set_new(params, key, v);
+		if (rc != 0)
+			seterr(err, n, "--param %.64s: not valid UTF-8", key);
+		free(key);
+		if (rc != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int
+check_decision(const struct ctl_decision *d, char *err, size_t n)
+{
+	static const char *const names[] = {"--id", "--on-behalf-of", "--action", "--resource",
+	    "--basis", "issuer"};
+	const char *values[] = {d->id, d->on_behalf_of, d->action, d->resource, d->basis, d->iss};
+
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (values[i] == NULL) {
+			seterr(err, n, "%s is missing", names[i]);
+			return -1;
+		}
+	if (d->decided_at_ms <= 0 || d->expires_at_ms <= 0 || d->not_before_ms < 0) {
+		seterr(err, n, "a time is before 1970");
+		return -1;
+	}
+	/* The rules allow it, but such a job could never run. */
+	if (d->not_before_ms > 0 && d->not_before_ms >= d->expires_at_ms) {
+		seterr(err, n, "--not-before is not before --expires");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+fill_record(json_t *obj, const struct ctl_decision *d, json_t *params, char *err, size_t n)
+{
+	if (set_string(obj, "recordId", d->id, err, n) != 0 ||
+	    set_string(obj, "onBehalfOf", d->on_behalf_of, err, n) != 0 ||
+	    set_string(obj, "action", d->action, err, n) != 0 ||
+	    set_string(obj, "resource", d->resource, err, n) != 0)
+		return -1;
+	if (json_object_set(obj, "parameters", params) != 0) {
+		seterr(err, n, "out of memory");
+		return -1;
+	}
+	if (set_string(obj, "basis", d->basis, err, n) != 0 ||
+	    set_time(obj, "decidedAt", d->decided_at_ms, err, n) != 0 ||
+	    (d->not_before_ms > 0 && set_time(obj, "notBefore", d->not_before_ms, err, n) != 0) ||
+	    set_time(obj, "expiresAt", d->expires_at_ms, err, n) != 0 ||
+	    (d->notify != NULL && set_string(obj, "notifyOnDenial", d->notify, err, n) != 0) ||
+	    set_string(obj, "iss", d->iss, err, n) != 0)
+		return -1;
+	return 0;
+}
+
+json_t *
+ctl_build_record(const struct ctl_decision *d, char *err, size_t errlen)
+{
+	json_t *obj, *params;
+
+	if (check_decision(d, err, errlen) != 0)
+		return NULL;
+	if ((params = params_object(d->params_json, err, errlen)) == NULL)
+		return NULL;
+	if (merge_pairs(params, d->params, d->nparams, err, errlen) != 0) {
+		json_decref(params);
+		return NULL;
+	}
+	if ((obj = json_object()) == NULL || fill_record(obj, d, params, err, errlen) != 0) {
+		if (obj == NULL)
+			seterr(err, errlen, "out of memory");
+		json_decref(obj);
+		obj = NULL;
+	}
+	json_decref(params);
+	return obj;
+}
+
+/* ---- the policy ---- */
+
+static int
+action_configured(void *ctx, const char *action)
+{
+	return cfg_action_find(ctx, action) != NULL;
+}
+
+void
+ctl_policy_init(struct record_policy *pol, const struct cfg *cfg, const unsigned char *key,
+		size_t key_len)
+{
+	memset(pol, 0, sizeof *pol);
+	pol->signature_required = cfg->records.signature_required && key != NULL;
+	pol->algorithm = cfg->records.algorithm;
+	pol->key = key;
+	pol->key_len = key_len;
+	pol->issuer = cfg->records.issuer;
+	pol->max_window_ms = (int64_t)cfg->records.max_window_s * 1000;
+	pol->clock_skew_ms = (int64_t)cfg->records.clock_skew_s * 1000;
+	pol->action_known = action_configured;
+	pol->action_ctx = (void *)cfg;	/* only read, by action_configured */
+}
+
+int
+ctl_key_keep_ws(jwt_alg_t alg)
+{
+	return alg != JWT_ALG_HS256;
+}
+
+/* ---- output ---- */
+
+json_t *
+ctl_scalar(const char *s)
+{
+	const char *p = s + (s[0] == '-');
+	long long v;
+	char *end;
+
+	/* No leading zero, so "007" stays the text it was. */
+	if (!isdigit((unsigned char)*p) || (p[0] == '0' && p[1] != '\0'))
+		return json_string(s);
+	for (const char *q = p; *q; q++)
+		if (!isdigit((unsigned char)*q))
+			return json_string(s);
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno != 0 || *end != '\0')
+		return json_string(s);
+	return json_integer(v);
+}
+
+static void
+put_clean(FILE *out, const char *s)
+{
+	for (; *s; s++)
+		fputc(iscntrl((unsigned char)*s) ? '?' : *s, out);
+}
+
+/* A JSON value as text; caller frees. NULL on no memory. */
+static char *
+value_text(const json_t *v)
+{
+	char num[64];
+
+	switch (json_typeof(v)) {
+	case JSON_STRING:
+		return strdup(json_string_value(v));
+	case JSON_INTEGER:
+		snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		return strdup(num);
+	case JSON_REAL:
+		snprintf(num, sizeof num, "%.17g", json_real_value(v));
+		return strdup(num);
+	case JSON_TRUE:
+		return strdup("true");
+	case JSON_FALSE:
+		return strdup("false");
+	case JSON_NULL:
+		return strdup("-");
+	default:
+		return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+	}
+}
+
+static int
+array_of_objects(const json_t *v)
+{
+	size_t i;
+	json_t *e;
+
+	if (!json_is_array(v) || json_array_size(v) == 0)
+		return 0;
+	json_array_foreach(v, i, e)
+		if (!json_is_object(e))
+			return 0;
+	return 1;
+}
+
+void
+ctl_print_line(FILE *out, const json_t *obj, int indent)
+{
+	const char *key, *sep = "";
+	json_t *v;
+
+	fprintf(out, "%*s", indent, "");
+	json_object_foreach((json_t *)obj, key, v) {
+		char *text;
+
+		if (json_is_null(v) || (text = value_text(v)) == NULL)
+			continue;
+		/* log_quote writes at most 4 bytes per byte (\xNN) and 2 quotes. */
+		size_t n = strlen(text) * 4 + 3;
+		char *quoted = malloc(n);
+		if (quoted != NULL) {
+			fprintf(out, "%s", sep);
+			put_clean(out, key);
+			fprintf(out, "=%s", log_quote(quoted, n, text));
+			sep = " ";
+		}
+		free(quoted);
+		free(text);
+	}
+	fputc('\n', out);
+}
+
+static size_t
+key_width(const json_t *obj)
+{
+	const char *key;
+	json_t *v;
+	size_t w = 0;
+
+	json_object_foreach((json_t *)obj, key, v)
+		if (strlen(key) > w)
+			w = strlen(key);
+	return w + 1;	/* the colon */
+}
+
+static void
+print_member(FILE *out, const char *key, const json_t *v, int indent, size_t width)
+{
+	size_t i;
+	json_t *e;
+	char *text;
+
+	fprintf(out, "%*s", indent, "");
+	put_clean(out, key);
+	if (json_is_object(v) && json_object_size(v) > 0) {
+		fprintf(out, ":\n");
+		ctl_print_human(out, v, indent + 2);
+		return;
+	}
+	if (array_of_objects(v)) {
+		fprintf(out, ":\n");
+		json_array_foreach(v, i, e)
+			ctl_print_line(out, e, indent + 2);
+		return;
+	}
+	fprintf(out, ":%*s", (int)(width - strlen(key)), "");
+	if ((json_is_array(v) && json_array_size(v) == 0) ||
+	    (json_is_object(v) && json_object_size(v) == 0))
+		text = strdup("(none)");
+	else
+		text = value_text(v);
+	if (text != NULL)
+		put_clean(out, text);
+	free(text);
+	fputc('\n', out);
+}
+
+void
+ctl_print_human(FILE *out, const json_t *obj, int indent)
+{
+	const char *key;
+	json_t *v;
+	size_t width = key_width(obj);
+
+	json_object_foreach((json_t *)obj, key, v)
+		print_member(out, key, v, indent, width);
+}

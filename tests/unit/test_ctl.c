@@ -1,0 +1,546 @@
+/* Unit tests for warrantctl's pure pieces (SPEC §11): command-line times,
+ * generated ids, the record built from decide's options, the policy taken
+ * from the config and the human output. */
+#define _POSIX_C_SOURCE 200809L
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "config.h"
+#include "ctl.h"
+#include "record.h"
+#include "wtime.h"
+
+/* 2026-11-30T04:00:00.000Z */
+#define NOW 1796011200000LL
+
+static const char base_ini[] =
+    "[daemon]\nconsumer = t1\n"
+    "[records]\nsignature = off\nmax_window_s = 3600\nclock_skew_s = 60\n%s"
+    "[action gate.open]\nurl = http://127.0.0.1:1/g/{resource}\nauth = none\n";
+
+static struct cfg *
+load_cfg(const char *records_extra)
+{
+	struct cfg_errors errs = {0};
+	char text[1024];
+	struct cfg *cfg;
+
+	snprintf(text, sizeof text, base_ini, records_extra);
+	cfg = cfg_load_string("test.ini", text, &errs);
+	for (size_t i = 0; i < errs.n; i++)
+		fprintf(stderr, "%s\n", errs.msgs[i]);
+	cfg_errors_clear(&errs);
+	assert_non_null(cfg);
+	return cfg;
+}
+
+/* ---- times ---- */
+
+static void
+test_time_rfc3339(void **state)
+{
+	int64_t t = 0;
+
+	(void)state;
+	assert_int_equal(ctl_parse_time("2026-11-30T05:00:00Z", NOW, &t), 0);
+	assert_int_equal(t, NOW + 3600 * 1000);
+	assert_int_equal(ctl_parse_time("2026-11-30T05:00:00.250Z", NOW, &t), 0);
+	assert_int_equal(t, NOW + 3600 * 1000 + 250);
+	/* The record format is UTC only. */
+	assert_int_equal(ctl_parse_time("2026-11-30T05:00:00+01:00", NOW, &t), -1);
+	assert_int_equal(ctl_parse_time("2026-11-30", NOW, &t), -1);
+}
+
+static void
+test_time_relative_units(void **state)
+{
+	int64_t t = 0;
+
+	(void)state;
+	assert_int_equal(ctl_parse_time("+90", NOW, &t), 0);
+	assert_int_equal(t, NOW + 90 * 1000);
+	assert_int_equal(ctl_parse_time("+90s", NOW, &t), 0);
+	assert_int_equal(t, NOW + 90 * 1000);
+	assert_int_equal(ctl_parse_time("+15m", NOW, &t), 0);
+	assert_int_equal(t, NOW + 15 * 60 * 1000);
+	assert_int_equal(ctl_parse_time("+2h", NOW, &t), 0);
+	assert_int_equal(t, NOW + 2 * 3600 * 1000);
+	assert_int_equal(ctl_parse_time("+7d", NOW, &t), 0);
+	assert_int_equal(t, NOW + 7LL * 86400 * 1000);
+	assert_int_equal(ctl_parse_time("+0s", NOW, &t), 0);
+	assert_int_equal(t, NOW);
+}
+
+static void
+test_time_relative_refused(void **state)
+{
+	static const char *const bad[] = {"+", "+s", "+5x", "+5ss", "+-5", "+ 5", "+5 ", "5m",
+	    "-5m", "", "now", "+99999999999999999999", "+9223372036854775807d", "+1.5h"};
+	int64_t t = 42;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		if (ctl_parse_time(bad[i], NOW, &t) != -1)
+			fail_msg("'%s' was accepted", bad[i]);
+	}
+	assert_int_equal(t, 42);	/* untouched on failure */
+	assert_int_equal(ctl_parse_time(NULL, NOW, &t), -1);
+}
+
+/* ---- ids ---- */
+
+static void
+test_id_syntax(void **state)
+{
+	unsigned char rnd[CTL_ID_LEN];
+	char id[CTL_ID_LEN + 1];
+
+	(void)state;
+	for (int base = 0; base < 256; base += CTL_ID_LEN) {
+		for (int i = 0; i < CTL_ID_LEN; i++)
+			rnd[i] = (unsigned char)(base + i);
+		ctl_make_id(rnd, id);
+		assert_int_equal(strlen(id), CTL_ID_LEN);
+		assert_true(record_id_valid(id));
+		for (int i = 0; i < CTL_ID_LEN; i++)
+			assert_non_null(strchr("abcdefghijklmnopqrstuvwxyz234567", id[i]));
+	}
+}
+
+static void
+test_id_uses_five_bits_per_byte(void **state)
+{
+	unsigned char rnd[CTL_ID_LEN];
+	char id[CTL_ID_LEN + 1];
+
+	(void)state;
+	for (int i = 0; i < CTL_ID_LEN; i++)
+		rnd[i] = (unsigned char)i;
+	ctl_make_id(rnd, id);
+	assert_string_equal(id, "abcdefghijklmnopqrstuvwxyz");
+	memset(rnd, 0xff, sizeof rnd);
+	ctl_make_id(rnd, id);
+	assert_string_equal(id, "77777777777777777777777777");
+	rnd[3] = 32 + 2;	/* high bits do not matter */
+	ctl_make_id(rnd, id);
+	assert_int_equal(id[3], 'c');
+}
+
+/* ---- the record ---- */
+
+static struct ctl_decision
+decision(void)
+{
+	struct ctl_decision d = {
+		.id = "gate-14", .on_behalf_of = "operator:4417", .action = "gate.open",
+		.resource = "canal/lateral-3/gate-14", .basis = "role:gatekeeper",
+		.iss = "warrantctl", .decided_at_ms = NOW, .expires_at_ms = NOW + 1800 * 1000,
+	};
+	return d;
+}
+
+static json_t *
+build_ok(const struct ctl_decision *d)
+{
+	char err[256] = "";
+	json_t *rec = ctl_build_record(d, err, sizeof err);
+
+	if (rec == NULL)
+		fail_msg("build: %s", err);
+	return rec;
+}
+
+static void
+build_fails(const struct ctl_decision *d, const char *want_in_err)
+{
+	char err[256] = "";
+	json_t *rec = ctl_build_record(d, err, sizeof err);
+
+	if (rec != NULL) {
+		json_decref(rec);
+		fail_msg("build accepted what it should refuse (%s)", want_in_err);
+	}
+	if (strstr(err, want_in_err) == NULL)
+		fail_msg("error '%s' does not mention '%s'", err, want_in_err);
+}
+
+static const char *
+str(const json_t *obj, const char *key)
+{
+	const char *s = json_string_value(json_object_get(obj, key));
+
+	if (s == NULL)
+		fail_msg("%s: not a string", key);
+	return s;
+}
+
+static void
+test_record_fields(void **state)
+{
+	struct ctl_decision d = decision();
+	json_t *rec;
+
+	(void)state;
+	d.notify = "ops@example";
+	d.not_before_ms = NOW + 600 * 1000;
+	rec = build_ok(&d);
+	assert_string_equal(str(rec, "recordId"), "gate-14");
+	assert_string_equal(str(rec, "onBehalfOf"), "operator:4417");
+	assert_string_equal(str(rec, "action"), "gate.open");
+	assert_string_equal(str(rec, "resource"), "canal/lateral-3/gate-14");
+	assert_string_equal(str(rec, "basis"), "role:gatekeeper");
+	assert_string_equal(str(rec, "decidedAt"), "2026-11-30T04:00:00.000Z");
+	assert_string_equal(str(rec, "notBefore"), "2026-11-30T04:10:00.000Z");
+	assert_string_equal(str(rec, "expiresAt"), "2026-11-30T04:30:00.000Z");
+	assert_string_equal(str(rec, "notifyOnDenial"), "ops@example");
+	assert_string_equal(str(rec, "iss"), "warrantctl");
+	assert_true(json_is_object(json_object_get(rec, "parameters")));
+	assert_int_equal(json_object_size(json_object_get(rec, "parameters")), 0);
+	assert_int_equal(json_object_size(rec), 11);
+	json_decref(rec);
+}
+
+static void
+test_record_optional_fields_absent(void **state)
+{
+	struct ctl_decision d = decision();
+	json_t *rec;
+
+	(void)state;
+	rec = build_ok(&d);
+	assert_null(json_object_get(rec, "notBefore"));
+	assert_null(json_object_get(rec, "notifyOnDenial"));
+	json_decref(rec);
+}
+
+static void
+test_params_merge_pair_wins(void **state)
+{
+	const char *pairs[] = {"mode=full", "count=3", "empty=", "eq=a=b"};
+	struct ctl_decision d = decision();
+	json_t *rec, *p;
+
+	(void)state;
+	d.params_json = "{\"mode\": \"half\", \"n\": 7, \"nested\": {\"k\": true}}";
+	d.params = pairs;
+	d.nparams = 4;
+	rec = build_ok(&d);
+	p = json_object_get(rec, "parameters");
+	assert_string_equal(str(p, "mode"), "full");	/* --param wins */
+	assert_string_equal(str(p, "count"), "3");	/* a string, not 3 */
+	assert_string_equal(str(p, "empty"), "");
+	assert_string_equal(str(p, "eq"), "a=b");	/* split at the first '=' */
+	assert_int_equal(json_integer_value(json_object_get(p, "n")), 7);
+	assert_true(json_is_true(json_object_get(json_object_get(p, "nested"), "k")));
+	json_decref(rec);
+}
+
+static void
+test_params_refused(void **state)
+{
+	const char *no_eq[] = {"mode"}, *no_key[] = {"=v"}, *bad_utf8[] = {"k=\xff"};
+	struct ctl_decision d = decision();
+
+	(void)state;
+	d.params_json = "[1, 2]";
+	build_fails(&d, "not a JSON object");
+	d.params_json = "{\"a\": 1, \"a\": 2}";
+	build_fails(&d, "--params");
+	d.params_json = "{nope";
+	build_fails(&d, "not JSON");
+	d.params_json = NULL;
+	d.params = no_eq;
+	d.nparams = 1;
+	build_fails(&d, "KEY=VALUE");
+	d.params = no_key;
+	build_fails(&d, "KEY=VALUE");
+	d.params = bad_utf8;
+	build_fails(&d, "UTF-8");
+}
+
+static void
+test_record_refused(void **state)
+{
+	struct ctl_decision d = decision();
+
+	(void)state;
+	d.not_before_ms = d.expires_at_ms;
+	build_fails(&d, "--not-before");
+	d = decision();
+	d.basis = NULL;
+	build_fails(&d, "--basis");
+	d = decision();
+	d.iss = NULL;
+	build_fails(&d, "issuer");
+	d = decision();
+	d.on_behalf_of = "op\xc3";
+	build_fails(&d, "onBehalfOf");
+}
+
+/* What decide writes passes the worker's own checks (§3.1). */
+static void
+test_record_passes_record_load(void **state)
+{
+	const char *pairs[] = {"speed=slow"};
+	struct ctl_decision d = decision();
+	struct cfg *cfg = load_cfg("");
+	struct record_policy pol;
+	struct record *out;
+	char detail[256], *text;
+	json_t *rec;
+
+	(void)state;
+	d.params = pairs;
+	d.nparams = 1;
+	d.notify = "ops";
+	d.not_before_ms = NOW + 1000;
+	rec = build_ok(&d);
+	text = json_dumps(rec, JSON_COMPACT);
+	ctl_policy_init(&pol, cfg, NULL, 0);
+	assert_int_equal(record_load(&pol, "gate-14", text, NOW, &out, NULL, detail,
+	    sizeof detail), RECORD_OK);
+	assert_string_equal(out->notify_on_denial, "ops");
+	assert_int_equal(out->not_before_ms, NOW + 1000);
+	assert_string_equal(json_string_value(json_object_get(out->parameters, "speed")), "slow");
+	record_free(out);
+	free(text);
+	json_decref(rec);
+	cfg_free(cfg);
+}
+
+/* ---- the policy ---- */
+
+static enum record_status
+load_with(const struct cfg *cfg, const struct ctl_decision *d)
+{
+	struct record_policy pol;
+	struct record *out;
+	char detail[256];
+	json_t *rec = build_ok(d);
+	char *text = json_dumps(rec, JSON_COMPACT);
+	enum record_status st;
+
+	ctl_policy_init(&pol, cfg, NULL, 0);
+	st = record_load(&pol, d->id, text, NOW, &out, NULL, detail, sizeof detail);
+	record_free(out);
+	free(text);
+	json_decref(rec);
+	return st;
+}
+
+static void
+test_policy_from_config(void **state)
+{
+	struct cfg *cfg = load_cfg("issuer = decider-1\n");
+	struct ctl_decision d = decision();
+
+	(void)state;
+	d.iss = "decider-1";
+	assert_int_equal(load_with(cfg, &d), RECORD_OK);
+	d.action = "gate.close";		/* no [action gate.close] */
+	assert_int_equal(load_with(cfg, &d), RECORD_UNKNOWN_ACTION);
+	d = decision();
+	d.iss = "someone-else";			/* [records] issuer */
+	assert_int_equal(load_with(cfg, &d), RECORD_INVALID);
+	d = decision();
+	d.iss = "decider-1";
+	d.expires_at_ms = NOW + 3601 * 1000;	/* max_window_s = 3600 */
+	assert_int_equal(load_with(cfg, &d), RECORD_INVALID);
+	d.expires_at_ms = NOW + 3600 * 1000;
+	assert_int_equal(load_with(cfg, &d), RECORD_OK);
+	d.decided_at_ms = NOW + 61 * 1000;	/* clock_skew_s = 60 */
+	assert_int_equal(load_with(cfg, &d), RECORD_INVALID);
+	cfg_free(cfg);
+}
+
+static void
+test_policy_signature_only_with_key(void **state)
+{
+	struct cfg *cfg = load_cfg("");
+	struct record_policy pol;
+	static const unsigned char key[] = "k";
+
+	(void)state;
+	cfg->records.signature_required = 1;
+	cfg->records.algorithm = JWT_ALG_ES256;
+	ctl_policy_init(&pol, cfg, NULL, 0);
+	assert_int_equal(pol.signature_required, 0);
+	ctl_policy_init(&pol, cfg, key, 1);
+	assert_int_equal(pol.signature_required, 1);
+	assert_ptr_equal(pol.key, key);
+	assert_int_equal(pol.algorithm, JWT_ALG_ES256);
+	assert_int_equal(pol.max_window_ms, 3600 * 1000);
+	assert_int_equal(pol.clock_skew_ms, 60 * 1000);
+	cfg->records.signature_required = 0;
+	ctl_policy_init(&pol, cfg, key, 1);
+	assert_int_equal(pol.signature_required, 0);
+	cfg_free(cfg);
+}
+
+static void
+test_key_whitespace(void **state)
+{
+	(void)state;
+	assert_int_equal(ctl_key_keep_ws(JWT_ALG_HS256), 0);
+	assert_int_equal(ctl_key_keep_ws(JWT_ALG_ES256), 1);
+	assert_int_equal(ctl_key_keep_ws(JWT_ALG_RS256), 1);
+}
+
+/* ---- output ---- */
+
+static void
+assert_scalar_int(const char *s, long long want)
+{
+	json_t *v = ctl_scalar(s);
+
+	if (!json_is_integer(v) || json_integer_value(v) != want)
+		fail_msg("'%s' is not the integer %lld", s, want);
+	json_decref(v);
+}
+
+static void
+assert_scalar_str(const char *s)
+{
+	json_t *v = ctl_scalar(s);
+
+	if (!json_is_string(v) || strcmp(json_string_value(v), s) != 0)
+		fail_msg("'%s' did not stay a string", s);
+	json_decref(v);
+}
+
+static void
+test_scalar(void **state)
+{
+	(void)state;
+	assert_scalar_int("0", 0);
+	assert_scalar_int("17", 17);
+	assert_scalar_int("-3", -3);
+	assert_scalar_int("9223372036854775807", INT64_MAX);
+	assert_scalar_str("007");
+	assert_scalar_str("1700000000000-0");
+	assert_scalar_str("99999999999999999999");
+	assert_scalar_str("");
+	assert_scalar_str("-");
+	assert_scalar_str("1e3");
+	assert_scalar_str(" 1");
+	assert_scalar_str("0.1.0");
+}
+
+static char *
+render(void (*fn)(FILE *, const json_t *, int), const char *json, int indent)
+{
+	json_t *v = json_loads(json, 0, NULL);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(v);
+	assert_non_null(f);
+	fn(f, v, indent);
+	fclose(f);
+	json_decref(v);
+	return buf;
+}
+
+static void
+test_human_aligned(void **state)
+{
+	char *out;
+
+	(void)state;
+	out = render(ctl_print_human,
+	    "{\"lag\": 3, \"lastDeliveredId\": \"1-0\", \"ok\": true, \"idle\": null,"
+	    " \"none\": [], \"empty\": {}, \"ids\": [1, 2]}", 0);
+	assert_string_equal(out,
+	    "lag:             3\n"
+	    "lastDeliveredId: 1-0\n"
+	    "ok:              true\n"
+	    "idle:            -\n"
+	    "none:            (none)\n"
+	    "empty:           (none)\n"
+	    "ids:             [1,2]\n");
+	free(out);
+}
+
+static void
+test_human_nested(void **state)
+{
+	char *out;
+
+	(void)state;
+	out = render(ctl_print_human,
+	    "{\"consumers\": {\"w1\": {\"pending\": 2, \"tokenState\": \"valid\"}},"
+	    " \"audit\": [{\"entryId\": \"1-0\", \"to\": \"running\"}, {\"entryId\": \"2-0\","
+	    " \"detail\": \"two words\"}], \"n\": 1}", 0);
+	assert_string_equal(out,
+	    "consumers:\n"
+	    "  w1:\n"
+	    "    pending:    2\n"
+	    "    tokenState: valid\n"
+	    "audit:\n"
+	    "  entryId=1-0 to=running\n"
+	    "  entryId=2-0 detail=\"two words\"\n"
+	    "n:         1\n");
+	free(out);
+}
+
+static void
+test_human_one_line_per_value(void **state)
+{
+	char *out;
+
+	(void)state;
+	out = render(ctl_print_human, "{\"detail\": \"a\\nb\\tc\"}", 2);
+	assert_string_equal(out, "  detail: a?b?c\n");
+	free(out);
+}
+
+static void
+test_line_quoting(void **state)
+{
+	char *out;
+
+	(void)state;
+	out = render(ctl_print_line,
+	    "{\"entryId\": \"5-0\", \"id\": \"bad id\", \"reason\": \"no-id\", \"detail\": \"\","
+	    " \"gone\": null, \"deliveries\": 17, \"nl\": \"x\\ny\", \"q\": \"say \\\"hi\\\"\"}",
+	    0);
+	assert_string_equal(out,
+	    "entryId=5-0 id=\"bad id\" reason=no-id detail=\"\" deliveries=17 nl=\"x\\ny\" "
+	    "q=\"say \\\"hi\\\"\"\n");
+	free(out);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_time_rfc3339),
+		cmocka_unit_test(test_time_relative_units),
+		cmocka_unit_test(test_time_relative_refused),
+		cmocka_unit_test(test_id_syntax),
+		cmocka_unit_test(test_id_uses_five_bits_per_byte),
+		cmocka_unit_test(test_record_fields),
+		cmocka_unit_test(test_record_optional_fields_absent),
+		cmocka_unit_test(test_params_merge_pair_wins),
+		cmocka_unit_test(test_params_refused),
+		cmocka_unit_test(test_record_refused),
+		cmocka_unit_test(test_record_passes_record_load),
+		cmocka_unit_test(test_policy_from_config),
+		cmocka_unit_test(test_policy_signature_only_with_key),
+		cmocka_unit_test(test_key_whitespace),
+		cmocka_unit_test(test_scalar),
+		cmocka_unit_test(test_human_aligned),
+		cmocka_unit_test(test_human_nested),
+		cmocka_unit_test(test_human_one_line_per_value),
+		cmocka_unit_test(test_line_quoting),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
