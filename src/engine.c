@@ -26,6 +26,7 @@
 #include "http.h"
 #include "job.h"
 #include "log.h"
+#include "oauth.h"
 #include "rconn.h"
 #include "record.h"
 #include "sdnotify.h"
@@ -38,7 +39,7 @@
 #define STREAM_ID_MAX 48
 #define REDIS_RETRY_MS 250
 
-enum ejob_timer { T_NONE, T_RETRY, T_TOKEN_WAIT, T_REDIS_RETRY };
+enum ejob_timer { T_NONE, T_RETRY, T_TOKEN_WAIT, T_REDIS_RETRY, T_REDISPATCH_RETRY };
 enum ejob_wait { W_NONE, W_WRITE, W_LOAD, W_AUTHZ, W_CALL, W_REDISPATCH };
 
 struct ejob {
@@ -61,6 +62,7 @@ struct ejob {
 	ev_timer timer;
 	struct http_call *call;
 	int last_status;
+	uint64_t token_gen;		/* oauth generation of the token the call used */
 	long long attempt_started_ms;
 };
 
@@ -71,6 +73,10 @@ struct engine {
 	struct rconn *cmd, *blk;
 	struct http_client *http;
 	struct webhook *webhook;	/* NULL without [notify] webhook_url */
+	struct oauth *oauth;		/* NULL without an [oauth] section */
+	int needs_token;		/* some action has auth = oauth */
+	int paused_for_token;
+	long token_timeout_ms;		/* the longest such action's timeout */
 	struct rconn_script s_transition, s_claim, s_renew, s_redispatch, s_promote;
 
 	unsigned char *verify_key;
@@ -169,13 +175,34 @@ action_index(const struct cfg *cfg, const struct cfg_action *a)
 	return (int)(a - cfg->actions);
 }
 
-/* R6: a token that outlives the call, for an action that needs one. OAuth
- * tokens arrive with the token manager; until one is held, none is. */
+/* The worker's token for a call of timeout_ms, or NULL (R6). */
+static const char *
+worker_token(const struct engine *eng, long timeout_ms)
+{
+	return eng->oauth ? oauth_token(eng->oauth, wtime_now_ms(), timeout_ms) : NULL;
+}
+
+/* SPEC §8: with no [oauth] at all, static or no credentials are "valid". */
+static const char *
+token_state(const struct engine *eng)
+{
+	return eng->oauth ? oauth_state_name(eng->oauth) : "valid";
+}
+
+static long long
+token_expires_in_s(const struct engine *eng)
+{
+	int64_t at = eng->oauth ? oauth_expires_at_ms(eng->oauth) : 0;
+	int64_t left = at ? at - wtime_now_ms() : 0;
+	return left > 0 ? left / 1000 : 0;
+}
+
+/* R6: a token that outlives the call, for an action that needs one. */
 static int
 token_ok(const struct ejob *j)
 {
 	const struct cfg_action *a = job_action(j);
-	return a == NULL || a->auth != CFG_AUTH_OAUTH;
+	return a == NULL || a->auth != CFG_AUTH_OAUTH || worker_token(j->eng, a->timeout_ms);
 }
 
 static struct job_policy
@@ -505,8 +532,13 @@ apply(struct ejob *j)
 {
 	if (j->step.effects & (JOB_FX_WRITE_STATE | JOB_FX_DEAD_LETTER))
 		log_step(j, &j->step);
-	if (j->step.effects & JOB_FX_DROP_TOKEN)
+	if (j->step.effects & JOB_FX_DROP_TOKEN) {
+		/* R9: one refresh however many calls fail; a call that failed with
+		 * an older token does not throw away a newer one. */
 		j->eng->n.auth_failures++;
+		if (j->eng->oauth)
+			oauth_invalidate_gen(j->eng->oauth, j->token_gen);
+	}
 	if (j->lost || (j->step.effects & JOB_FX_RELEASE)) {
 		ejob_finish(j);
 		return;
@@ -552,6 +584,9 @@ ejob_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		break;
 	case T_REDIS_RETRY:
 		send_transition(j);
+		break;
+	case T_REDISPATCH_RETRY:
+		start_redispatch(j);
 		break;
 	case T_NONE:
 		break;
@@ -620,9 +655,23 @@ start_call(struct ejob *j)
 	headers[nh++] = h_idem;
 	headers[nh++] = h_obo;
 	headers[nh++] = h_basis;
-	if (a->auth == CFG_AUTH_STATIC && eng->bearers[action_index(eng->cfg, a)]) {
-		snprintf(h_auth, sizeof h_auth, "Authorization: Bearer %s",
-		    eng->bearers[action_index(eng->cfg, a)]);
+	const char *bearer = NULL;
+	if (a->auth == CFG_AUTH_STATIC)
+		bearer = eng->bearers[action_index(eng->cfg, a)];
+	else if (a->auth == CFG_AUTH_OAUTH)
+		bearer = worker_token(eng, a->timeout_ms);
+	j->token_gen = eng->oauth ? oauth_generation(eng->oauth) : 0;
+	if (a->auth == CFG_AUTH_OAUTH && bearer == NULL) {
+		/* The token died between the decision and now: R6 says wait,
+		 * and the core treats it as an auth failure. */
+		free(url);
+		free(body);
+		struct job_event tev = {.kind = JOB_EV_HTTP, .http_status = 401, .retry_after_ms = -1};
+		feed(j, &tev);
+		return;
+	}
+	if (bearer) {
+		snprintf(h_auth, sizeof h_auth, "Authorization: Bearer %s", bearer);
 		headers[nh++] = h_auth;
 	}
 	headers[nh] = NULL;
@@ -698,13 +747,18 @@ start_authz(struct ejob *j)
 	    json_string(wtime_format_rfc3339(r->decided_at_ms, decided, sizeof decided)));
 	char *body = json_dumps(input, JSON_COMPACT);
 	json_decref(input);
-	const char *headers[] = {"Content-Type: application/json", NULL};
+	char h_auth[4200];
+	const char *tok = worker_token(eng, eng->cfg->authz.timeout_ms);
+	const char *headers[] = {"Content-Type: application/json", tok ? h_auth : NULL, NULL};
+	if (tok)
+		snprintf(h_auth, sizeof h_auth, "Authorization: Bearer %s", tok);
 	struct http_request req = {
 		.method = "POST", .url = eng->cfg->authz.url, .headers = headers,
 		.body = body, .body_len = body ? strlen(body) : 0,
 		.timeout_ms = eng->cfg->authz.timeout_ms,
 	};
 	int rc = body ? http_start(eng->http, &req, on_authz_done, j, &j->call) : -1;
+	explicit_bzero(h_auth, sizeof h_auth);
 	free(body);
 	if (rc < 0) {
 		feed(j, &ev);
@@ -730,7 +784,7 @@ after_redispatch(struct rconn *rc, redisReply *r, void *arg)
 		return;
 	}
 	if (r == NULL || r->type != REDIS_REPLY_INTEGER) {
-		ejob_arm(j, T_TOKEN_WAIT, REDIS_RETRY_MS);	/* ask again */
+		ejob_arm(j, T_REDISPATCH_RETRY, REDIS_RETRY_MS);	/* ask again */
 		ejob_unref(j);
 		return;
 	}
@@ -757,7 +811,7 @@ start_redispatch(struct ejob *j)
 	for (int i = 0; i < 4; i++)
 		len[i] = strlen(argv[i]);
 	if (rconn_eval(eng->cmd, &eng->s_redispatch, after_redispatch, j, 1, 4, argv, len) < 0) {
-		ejob_arm(j, T_TOKEN_WAIT, REDIS_RETRY_MS);
+		ejob_arm(j, T_REDISPATCH_RETRY, REDIS_RETRY_MS);
 		return;
 	}
 	j->refs++;
@@ -930,9 +984,28 @@ may_read(const struct engine *eng)
 	    eng->blk && rconn_is_up(eng->blk) && capacity(eng) > 0;
 }
 
+/* R6: with no usable token, read nothing new: entries stay undelivered for
+ * healthy consumers. Logged once per pause. */
+static int
+token_blocks_reading(struct engine *eng)
+{
+	int blocked = eng->needs_token && !worker_token(eng, eng->token_timeout_ms);
+
+	if (blocked != eng->paused_for_token) {
+		eng->paused_for_token = blocked;
+		if (blocked)
+			log_warn("consumer.paused", "reason=no-token token_state=%s", token_state(eng));
+		else
+			log_info("consumer.resumed", "token_state=%s", token_state(eng));
+	}
+	return blocked;
+}
+
 static void
 read_more(struct engine *eng)
 {
+	if (token_blocks_reading(eng))
+		return;
 	if (!eng->own_done) {
 		own_pending_more(eng);
 		return;
@@ -1164,13 +1237,43 @@ ensure_group(struct engine *eng)
 		    eng->keys.jobs, eng->cfg->redis.group));
 }
 
-static const char *
-token_state(const struct engine *eng)
+
+/* §8: a worker with a token and room that has read nothing for a long time
+ * while the group has undelivered entries is stuck, and says so. */
+static void
+after_lag(struct rconn *rc, redisReply *r, void *arg)
 {
-	for (size_t i = 0; i < eng->cfg->nactions; i++)
-		if (eng->cfg->actions[i].auth == CFG_AUTH_OAUTH)
-			return "none";
-	return "valid";
+	struct engine *eng = arg;
+	(void)rc;
+
+	if (r == NULL || r->type != REDIS_REPLY_ARRAY)
+		return;
+	for (size_t i = 0; i < r->elements; i++) {
+		const redisReply *g = r->element[i];
+		const char *name = field(g, "name");
+		if (name == NULL || strcmp(name, eng->cfg->redis.group) != 0)
+			continue;
+		for (size_t k = 0; g->type == REDIS_REPLY_ARRAY && k + 1 < g->elements; k += 2)
+			if (g->element[k]->type == REDIS_REPLY_STRING &&
+			    strcmp(g->element[k]->str, "lag") == 0 &&
+			    g->element[k + 1]->type == REDIS_REPLY_INTEGER &&
+			    g->element[k + 1]->integer > 0)
+				log_warn("consumer.stalled", "lag=%lld last_read_ms_ago=%" PRId64
+				    " token_state=%s in_hand=%zu", g->element[k + 1]->integer,
+				    wtime_now_ms() - eng->last_read_at, token_state(eng), eng->in_hand);
+	}
+}
+
+static void
+check_stalled(struct engine *eng)
+{
+	int64_t quiet = wtime_now_ms() - (eng->last_read_at ? eng->last_read_at : eng->started_at);
+
+	if (eng->draining || !eng->own_done || capacity(eng) <= 0 ||
+	    quiet < 3 * eng->cfg->redis.block_ms + eng->cfg->daemon.heartbeat_ms ||
+	    (eng->needs_token && !worker_token(eng, eng->token_timeout_ms)))
+		return;
+	best_effort(rconn_command(eng->cmd, after_lag, eng, "XINFO GROUPS %s", eng->keys.jobs));
 }
 
 static void
@@ -1189,17 +1292,19 @@ heartbeat_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		wtime_format_rfc3339(eng->last_read_at, last_read, sizeof last_read);
 	best_effort(rconn_command(eng->cmd, ignore_reply, NULL,
 	    "HSET %s host %s pid %d version %s startedAt %s heartbeatAt %s lastReadAt %s "
-	    "inFlight %lld tokenState %s tokenExpiresIn %d received %lld done %lld expired %lld "
+	    "inFlight %lld tokenState %s tokenExpiresIn %lld received %lld done %lld expired %lld "
 	    "denied %lld failed %lld dead %lld retried %lld redispatched %lld authFailures %lld "
 	    "tokenRefreshes %lld claimed %lld redisOutages %lld",
 	    eng->keys.consumer, host, (int)getpid(), WARRANTD_VERSION,
 	    wtime_format_rfc3339(eng->started_at, started, sizeof started),
-	    now_rfc3339(now, sizeof now), last_read, (long long)eng->in_hand, token_state(eng), 0,
+	    now_rfc3339(now, sizeof now), last_read, (long long)eng->in_hand, token_state(eng), token_expires_in_s(eng),
 	    n->received, n->done, n->expired, n->denied, n->failed, n->dead, n->retried,
-	    n->redispatched, n->auth_failures, n->token_refreshes, n->claimed, eng->outages));
+	    n->redispatched, n->auth_failures,
+	    eng->oauth ? oauth_refreshes(eng->oauth) : 0LL, n->claimed, eng->outages));
 	best_effort(rconn_command(eng->cmd, ignore_reply, NULL, "PEXPIRE %s %ld", eng->keys.consumer,
 	    3 * eng->cfg->daemon.heartbeat_ms));
 	sdnotify_send("WATCHDOG=1");
+	check_stalled(eng);
 }
 
 static void
@@ -1245,6 +1350,52 @@ on_blk_state(struct rconn *rc, int up, void *arg)
 }
 
 /* ------------------------------------------------------------------ */
+/* the worker's token                                                   */
+
+/* A token arrived: every job waiting on one goes on (R6, R9), and reading
+ * resumes if it had stopped for want of one. */
+static void
+on_token(void *arg, int have_token)
+{
+	struct engine *eng = arg;
+
+	log_info("token.state", "state=%s have_token=%d", token_state(eng), have_token);
+	if (!have_token)
+		return;
+	for (struct ejob *j = eng->jobs, *next; j; j = next) {
+		next = j->next;
+		if (j->finished || j->timer_kind != T_TOKEN_WAIT || !token_ok(j))
+			continue;
+		ejob_timer_stop(j);
+		struct job_event ev = {.kind = JOB_EV_TOKEN_READY};
+		feed(j, &ev);
+	}
+	read_more(eng);
+}
+
+static const char *
+webhook_token(void *arg)
+{
+	struct engine *eng = arg;
+	return worker_token(eng, eng->cfg->notify.timeout_ms);
+}
+
+static void
+scan_token_needs(struct engine *eng)
+{
+	eng->needs_token = 0;
+	eng->token_timeout_ms = 0;
+	for (size_t i = 0; i < eng->cfg->nactions; i++) {
+		const struct cfg_action *a = &eng->cfg->actions[i];
+		if (a->auth != CFG_AUTH_OAUTH)
+			continue;
+		eng->needs_token = 1;
+		if (a->timeout_ms > eng->token_timeout_ms)
+			eng->token_timeout_ms = a->timeout_ms;
+	}
+}
+
+/* ------------------------------------------------------------------ */
 /* keys and secrets                                                     */
 
 static void
@@ -1261,6 +1412,15 @@ struct secrets {
 	size_t key_len;
 	char **bearers;
 };
+
+static void
+free_secrets(const struct cfg *cfg, struct secrets *s)
+{
+	if (s->key)
+		cfg_secret_free((char *)s->key, s->key_len);
+	free_bearers(s->bearers, cfg->nactions);
+	memset(s, 0, sizeof *s);
+}
 
 static int
 load_secrets(const struct cfg *cfg, struct secrets *s, char *err, size_t errlen)
@@ -1285,9 +1445,7 @@ load_secrets(const struct cfg *cfg, struct secrets *s, char *err, size_t errlen)
 	}
 	return 0;
 fail:
-	if (s->key)
-		cfg_secret_free((char *)s->key, s->key_len);
-	free_bearers(s->bearers, cfg->nactions);
+	free_secrets(cfg, s);
 	return -1;
 }
 
@@ -1379,9 +1537,16 @@ engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot create the HTTP client");
 		goto fail;
 	}
+	scan_token_needs(eng);
+	if (cfg->oauth.present) {
+		eng->oauth = oauth_new(loop, eng->http, cfg, err, errlen);
+		if (eng->oauth == NULL)
+			goto fail;
+		oauth_set_listener(eng->oauth, on_token, eng);
+	}
 	if (cfg->notify.webhook_url &&
 	    (eng->webhook = webhook_new(loop, eng->http, cfg->notify.webhook_url,
-	    cfg->notify.timeout_ms, NULL, NULL)) == NULL) {
+	    cfg->notify.timeout_ms, webhook_token, eng)) == NULL) {
 		snprintf(err, errlen, "cannot create the webhook client");
 		goto fail;
 	}
@@ -1406,6 +1571,8 @@ engine_start(struct engine *eng)
 		ev_break(eng->loop, EVBREAK_ALL);
 		return;
 	}
+	if (eng->oauth)
+		oauth_start(eng->oauth);
 	ev_timer_start(eng->loop, &eng->heartbeat);
 	ev_timer_start(eng->loop, &eng->claim);
 	ev_timer_start(eng->loop, &eng->lease);
@@ -1481,10 +1648,19 @@ engine_reload(struct engine *eng, struct cfg *cfg, char *err, size_t errlen)
 		snprintf(err, errlen, "prefix, group and consumer change only with a restart");
 		return -1;
 	}
+	if (cfg->oauth.present != old->oauth.present) {
+		snprintf(err, errlen, "adding or removing [oauth] takes a restart");
+		return -1;
+	}
 	if (load_secrets(cfg, &s, err, errlen) < 0)
 		return -1;
+	if (eng->oauth && oauth_reload(eng->oauth, cfg, err, errlen) < 0) {
+		free_secrets(cfg, &s);
+		return -1;
+	}
 	install_secrets(eng, old, &s);
 	eng->cfg = cfg;
+	scan_token_needs(eng);
 	log_set_level(cfg->daemon.log_level);
 	ev_timer_set(&eng->heartbeat, (double)cfg->daemon.heartbeat_ms / 1000.0,
 	    (double)cfg->daemon.heartbeat_ms / 1000.0);
@@ -1523,6 +1699,7 @@ engine_free(struct engine *eng)
 	rconn_free(eng->blk);
 	rconn_free(eng->cmd);
 	webhook_free(eng->webhook);
+	oauth_free(eng->oauth);
 	http_client_free(eng->http);
 	while (eng->jobs)
 		ejob_release(eng->jobs);

@@ -13,16 +13,22 @@ passed=0
 failed=0
 failed_names=""
 
+logs=build/test-logs
+mkdir -p "$logs"
+
+# Each test's output goes to build/test-logs/; it is shown when it fails.
 run() {
 	name=$1; shift
+	log="$logs/$(echo "$name" | tr '/' '_').log"
 	start=$(date +%s)
-	if "$@"; then
+	if "$@" >"$log" 2>&1; then
 		passed=$((passed + 1))
 		echo "ok   $name ($(( $(date +%s) - start ))s)"
 	else
 		failed=$((failed + 1))
 		failed_names="$failed_names $name"
 		echo "FAIL $name ($(( $(date +%s) - start ))s)"
+		tail -n 80 "$log"
 	fi
 }
 

@@ -1,0 +1,107 @@
+/*
+ * oauth: the worker's own access token (SPEC §9, R6, R9), kept fresh on the
+ * event loop. The imperative shell around token.h: it reads the secret
+ * files, asks the token endpoint (client credentials grant, RFC 6749 §4.4)
+ * through the async http client, refreshes at [oauth] refresh_ratio of the
+ * lifetime, retries a failed fetch with backoff and full jitter while the old
+ * token lives (and after), and drops a token when it expires.
+ *
+ * One fetch at a time (single flight): however many callers invalidate the
+ * token at once, the IdP sees one request. Times are wall-clock ms since the
+ * epoch (wtime_now_ms), because a JWT `exp` is one.
+ *
+ * Single-threaded: call everything from the loop's thread. Nothing here logs
+ * a token, a secret, an assertion or an Authorization header.
+ */
+#ifndef WARRANTD_OAUTH_H
+#define WARRANTD_OAUTH_H
+
+#include <ev.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "http.h"
+
+struct oauth;	/* opaque: one token manager */
+
+/*
+ * A manager for cfg's [oauth] section (cfg->oauth.present must be set). It
+ * copies what it needs from cfg (which may be freed afterwards) and reads
+ * client_secret_file, private_key_file and certificate_file with
+ * cfg_read_file, keeping them in memory (wiped on free). A private key is
+ * tried once here, so a key that cannot sign assertion_alg fails now.
+ * `loop` and `http` are borrowed: both must outlive the manager. Fetches
+ * nothing before oauth_start. Caller frees with oauth_free; NULL with a
+ * message in err (never a secret) on failure.
+ */
+struct oauth *oauth_new(struct ev_loop *loop, struct http_client *http, const struct cfg *cfg,
+			char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+
+/* Cancels a fetch in flight, stops every watcher, wipes the token and the
+ * secrets, frees. NULL is a no-op. Must not be called from the listener. */
+void oauth_free(struct oauth *o);
+
+/* Fetches the first token at once (the answer comes on the loop). A second
+ * call does nothing. */
+void oauth_start(struct oauth *o);
+
+/*
+ * R6: the token when its remaining life at now_ms is longer than
+ * timeout_ms + 1 s, else NULL (wait for the listener). Owned by the manager,
+ * valid until control returns to the loop or the next oauth_* call: copy it
+ * into the request at once.
+ */
+const char *oauth_token(const struct oauth *o, int64_t now_ms, long timeout_ms);
+
+/* When the token held dies (ms since the epoch), or 0 when none is held. */
+int64_t oauth_expires_at_ms(const struct oauth *o);
+
+/*
+ * SPEC §8 tokenState, a static string: "valid" (a live token is held, a
+ * refresh may be under way), "refreshing" (none held, a fetch in flight),
+ * "error" (none held, the last fetch failed; a retry is scheduled), "none"
+ * (none held and none asked for yet).
+ */
+const char *oauth_state_name(const struct oauth *o);
+
+/*
+ * R9: discards the token held and starts one fetch, unless one is already in
+ * flight (it is not doubled). With no token held it does nothing: a fetch or
+ * a retry is already under way. The listener hears of it later, never from
+ * inside this call.
+ */
+void oauth_invalidate(struct oauth *o);
+
+/*
+ * A number that changes with every token received (0 before the first).
+ * oauth_invalidate_gen(o, gen) invalidates only while the token of
+ * generation `gen` is still the one held: a call that failed with an old
+ * token cannot throw away the fresh one that already replaced it.
+ */
+uint64_t oauth_generation(const struct oauth *o);
+void oauth_invalidate_gen(struct oauth *o, uint64_t gen);
+
+/*
+ * cb(arg, have_token) is called from the loop whenever a token arrives
+ * (have_token 1, also for each proactive refresh) or the one held is lost
+ * (0: expired or invalidated), never from inside an oauth_* call. The
+ * callback may call any oauth_* function except oauth_free. cb NULL: none.
+ * `arg` is borrowed.
+ */
+void oauth_set_listener(struct oauth *o, void (*cb)(void *arg, int have_token), void *arg);
+
+/* Tokens received since oauth_new (SPEC §8 tokenRefreshes). */
+long long oauth_refreshes(const struct oauth *o);
+
+/*
+ * SIGHUP (R16): takes cfg's [oauth] settings and re-reads its secret files.
+ * The token held is kept; when token_url, client_id, auth_method, scope,
+ * resource or audience changed, a fresh one is fetched at once (the old one
+ * stays in use until it arrives). 0, or -1 with a message in err and the
+ * manager unchanged.
+ */
+int oauth_reload(struct oauth *o, const struct cfg *cfg, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+
+#endif

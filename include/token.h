@@ -1,0 +1,91 @@
+/*
+ * token: the pure core of the worker's own OAuth 2.0 access token (SPEC §9,
+ * R6): how long a token lives, when to refresh it, when it may still be used,
+ * how long to wait after a failed fetch, and the token endpoint's wire
+ * formats. No clock and no randomness: `now` and random words come in as
+ * arguments. The one exception is token_random_bytes, kept here so every
+ * module draws its random words from one place.
+ *
+ * Nothing here verifies a token: the worker is not its audience. The JWT
+ * `exp` of an access token is read only to learn when it stops working.
+ */
+#ifndef WARRANTD_TOKEN_H
+#define WARRANTD_TOKEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TOKEN_SAFETY_MS		1000	/* R6: life left beyond the action's timeout */
+#define TOKEN_RETRY_BASE_MS	500
+#define TOKEN_RETRY_CAP_MS	30000
+#define TOKEN_JITTER_PERCENT	5	/* of the lifetime, taken off the refresh time */
+
+/*
+ * The lifetime in ms of a token received at now_ms: the sooner of
+ * expires_in_s (pass -1 when the response had none) and the `exp` claim of
+ * `access_token` when it is a JWS whose payload carries a numeric exp (an
+ * opaque or encrypted token has none). -1 when neither gives a lifetime or
+ * the token is already dead (lifetime <= 0).
+ */
+int64_t token_lifetime_ms(long long expires_in_s, const char *access_token, int64_t now_ms);
+
+/*
+ * When to fetch the next token: obtained_ms + ratio * lifetime_ms, minus a
+ * jitter of rnd modulo (TOKEN_JITTER_PERCENT % of the lifetime, + 1), so many
+ * workers do not ask the IdP in the same millisecond. Always within
+ * [obtained_ms, obtained_ms + lifetime_ms). ratio is clamped to [0, 1].
+ */
+int64_t token_refresh_at_ms(int64_t obtained_ms, int64_t lifetime_ms, double ratio, uint64_t rnd);
+
+/* R6: 1 when a token that dies at expires_at_ms may start an action of
+ * timeout_ms at now_ms (remaining life > timeout_ms + TOKEN_SAFETY_MS), else 0. */
+int token_usable(int64_t expires_at_ms, int64_t now_ms, long timeout_ms);
+
+/* Delay before the next fetch after `failures` failed ones in a row (< 1
+ * counts as 1): full jitter, rnd modulo (min(cap, base * 2^(failures-1)) + 1). */
+int64_t token_retry_delay_ms(int failures, uint64_t rnd);
+
+/*
+ * application/x-www-form-urlencoded: `pairs` is name, value, name, value, ...,
+ * ended by a NULL name (a value must not be NULL). RFC 3986 unreserved
+ * characters are kept, space becomes '+', every other byte %XX (upper case).
+ * Returns "n1=v1&n2=v2" (caller frees, and should wipe: it may hold a
+ * secret), or NULL when out of memory.
+ */
+char *token_form_encode(const char *const *pairs)
+	__attribute__((warn_unused_result));
+
+/* RFC 6749 §2.3.1: client_id and secret each form-urlencoded, joined with
+ * ':', for CURLOPT_USERPWD (curl Base64s it). Caller frees and should wipe.
+ * NULL when out of memory. */
+char *token_basic_userpwd(const char *client_id, const char *secret)
+	__attribute__((warn_unused_result));
+
+/*
+ * A token endpoint response body (RFC 6749 §5.1, §5.2). 0: *access_token is
+ * a new string (caller frees and should wipe) of visible ASCII only (it goes
+ * into a header), *expires_in_s the expires_in value or -1 when absent.
+ * -1: nothing allocated, err holds one line for people that never contains a
+ * token: "idp error: <error>: <error_description>" for an error body, else
+ * what was wrong. token_type, when present, must be Bearer (any case);
+ * expires_in may be a number or a numeric string.
+ */
+int token_parse_response(const char *body, size_t len, char **access_token,
+			 long long *expires_in_s, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+
+/* Base64url without padding (RFC 7515 §2). Caller frees; NULL when out of
+ * memory. */
+char *token_b64url_encode(const unsigned char *in, size_t n)
+	__attribute__((warn_unused_result));
+
+/* Fills buf with n bytes from the kernel's CSPRNG (getrandom). 0 or -1. */
+int token_random_bytes(void *buf, size_t n)
+	__attribute__((warn_unused_result));
+
+/* nbytes random bytes as lower-case hex into buf (size >= 2 * nbytes + 1,
+ * NUL-terminated), e.g. a JWT `jti`. 0 or -1 (then buf is ""). */
+int token_random_hex(char *buf, size_t bufsize, size_t nbytes)
+	__attribute__((warn_unused_result));
+
+#endif

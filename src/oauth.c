@@ -1,0 +1,647 @@
+/* oauth: the worker's access token, fetched and refreshed on the loop. */
+#define _DEFAULT_SOURCE
+#include "oauth.h"
+
+#include <jwt.h>
+#include <openssl/bio.h>
+#include <openssl/pem.h>
+#include <openssl/sha.h>
+#include <openssl/x509.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "token.h"
+#include "wtime.h"
+
+#define ASSERTION_TTL_S		60
+#define JTI_BYTES		16
+/* What a token lives when the IdP says neither expires_in nor a JWT exp
+ * (RFC 6749 §5.1 only recommends expires_in): short, so a wrong guess costs
+ * a refresh, not an outage. */
+#define DEFAULT_LIFETIME_S	300
+#define CLIENT_ASSERTION_TYPE	"urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+
+/* Everything taken from the config, secrets included: replaced whole on
+ * reload. */
+struct settings {
+	char *token_url, *client_id, *scope, *resource, *audience;
+	enum cfg_client_auth auth_method;
+	jwt_alg_t assertion_alg;
+	char *assertion_audience, *key_id;
+	double refresh_ratio;
+	long timeout_ms;
+	char *secret;		/* client_secret_basic and _post */
+	size_t secret_len;
+	char *key;		/* private_key_jwt: PEM private key */
+	size_t key_len;
+	char *x5t;		/* base64url SHA-256 of the DER certificate, or NULL */
+};
+
+struct oauth {
+	struct ev_loop *loop;
+	struct http_client *http;
+	struct settings set;
+
+	char *token;		/* NULL: none held */
+	int64_t expires_at_ms;	/* 0 when none held */
+	uint64_t generation;
+	long long refreshes;
+	int failures;		/* fetches failed since the last success */
+	int started;
+
+	struct http_call *call;	/* the one fetch in flight, or NULL */
+	int64_t call_started_ms;
+
+	ev_timer fetch_timer;	/* proactive refresh, or retry after a failure */
+	ev_timer expiry_timer;
+	ev_timer notify_timer;	/* 0 s: calls the listener from the loop */
+
+	void (*listener)(void *arg, int have_token);
+	void *listener_arg;
+	int notified_have;
+	uint64_t notified_gen;
+};
+
+static void
+wipe_free(char *s)
+{
+	if (s != NULL) {
+		explicit_bzero(s, strlen(s));
+		free(s);
+	}
+}
+
+static uint64_t
+random_word(void)
+{
+	uint64_t r;
+
+	/* The kernel does not fail getrandom in practice; if it did, any word
+	 * is fine for jitter. */
+	if (token_random_bytes(&r, sizeof r) != 0)
+		r = (uint64_t)wtime_now_ms() * 0x9e3779b97f4a7c15ULL;
+	return r;
+}
+
+static void
+arm(struct oauth *o, ev_timer *t, int64_t delay_ms)
+{
+	ev_timer_stop(o->loop, t);
+	ev_timer_set(t, delay_ms > 0 ? (double)delay_ms / 1000.0 : 0.0, 0.0);
+	ev_timer_start(o->loop, t);
+}
+
+/* ---- settings ---- */
+
+static void
+settings_clear(struct settings *s)
+{
+	free(s->token_url);
+	free(s->client_id);
+	free(s->scope);
+	free(s->resource);
+	free(s->audience);
+	free(s->assertion_audience);
+	free(s->key_id);
+	free(s->x5t);
+	cfg_secret_free(s->secret, s->secret_len);
+	cfg_secret_free(s->key, s->key_len);
+	memset(s, 0, sizeof *s);
+}
+
+static int
+dup_opt(char **dst, const char *src)
+{
+	*dst = NULL;
+	return src != NULL && (*dst = strdup(src)) == NULL ? -1 : 0;
+}
+
+static int
+copy_strings(struct settings *s, const struct cfg *cfg)
+{
+	const char *aud = cfg->oauth.assertion_audience ? cfg->oauth.assertion_audience :
+	    cfg->oauth.token_url;
+
+	return dup_opt(&s->token_url, cfg->oauth.token_url) | dup_opt(&s->client_id,
+	    cfg->oauth.client_id) | dup_opt(&s->scope, cfg->oauth.scope) |
+	    dup_opt(&s->resource, cfg->oauth.resource) | dup_opt(&s->audience,
+	    cfg->oauth.audience) | dup_opt(&s->assertion_audience, aud) |
+	    dup_opt(&s->key_id, cfg->oauth.key_id);
+}
+
+/* x5t#S256 (RFC 7515 §4.1.8) of the first certificate in a PEM file. */
+static int
+cert_thumbprint(const char *pem, size_t len, char **out)
+{
+	BIO *bio = BIO_new_mem_buf(pem, (int)len);
+	X509 *x = bio ? PEM_read_bio_X509(bio, NULL, NULL, NULL) : NULL;
+	unsigned char *der = NULL, md[SHA256_DIGEST_LENGTH];
+	int n = x ? i2d_X509(x, &der) : -1;
+
+	*out = NULL;
+	if (n > 0 && SHA256(der, (size_t)n, md) != NULL)
+		*out = token_b64url_encode(md, sizeof md);
+	OPENSSL_free(der);
+	X509_free(x);
+	BIO_free(bio);
+	return *out != NULL ? 0 : -1;
+}
+
+static char *build_assertion(const struct settings *s, int64_t now_ms);
+
+static int
+read_secrets(struct settings *s, const struct cfg *cfg, char *err, size_t errlen)
+{
+	char *cert = NULL, *probe;
+	size_t cert_len = 0;
+	char why[256];
+
+	if (s->auth_method != CFG_PRIVATE_KEY_JWT) {
+		if (cfg->oauth.client_secret_file == NULL) {
+			snprintf(err, errlen, "oauth: client_secret_file is required");
+			return -1;
+		}
+		if (cfg_read_file(cfg, cfg->oauth.client_secret_file, 0, &s->secret,
+		    &s->secret_len, why, sizeof why) != 0) {
+			snprintf(err, errlen, "oauth: %s", why);
+			return -1;
+		}
+		return 0;
+	}
+	if (cfg->oauth.private_key_file == NULL) {
+		snprintf(err, errlen, "oauth: private_key_file is required with private_key_jwt");
+		return -1;
+	}
+	if (cfg_read_file(cfg, cfg->oauth.private_key_file, 1, &s->key, &s->key_len, why,
+	    sizeof why) != 0) {
+		snprintf(err, errlen, "oauth: %s", why);
+		return -1;
+	}
+	if (cfg->oauth.certificate_file != NULL) {
+		if (cfg_read_file(cfg, cfg->oauth.certificate_file, 1, &cert, &cert_len, why,
+		    sizeof why) != 0) {
+			snprintf(err, errlen, "oauth: %s", why);
+			return -1;
+		}
+		int rc = cert_thumbprint(cert, cert_len, &s->x5t);
+		cfg_secret_free(cert, cert_len);
+		if (rc != 0) {
+			snprintf(err, errlen, "oauth: %s holds no PEM certificate",
+			    cfg->oauth.certificate_file);
+			return -1;
+		}
+	}
+	/* Signing once now turns a wrong key into a start-up error. */
+	if ((probe = build_assertion(s, wtime_now_ms())) == NULL) {
+		snprintf(err, errlen, "oauth: %s cannot sign %s assertions (a PEM %s private key?)",
+		    cfg->oauth.private_key_file, jwt_alg_str(s->assertion_alg),
+		    s->assertion_alg == JWT_ALG_ES256 ? "P-256 EC" : "RSA");
+		return -1;
+	}
+	wipe_free(probe);
+	return 0;
+}
+
+/* 0: *s holds everything; -1: *s is empty and err says why. */
+static int
+settings_load(struct settings *s, const struct cfg *cfg, char *err, size_t errlen)
+{
+	memset(s, 0, sizeof *s);
+	if (!cfg->oauth.present || cfg->oauth.token_url == NULL || cfg->oauth.client_id == NULL) {
+		snprintf(err, errlen, "oauth: token_url and client_id are required");
+		return -1;
+	}
+	s->auth_method = cfg->oauth.auth_method;
+	s->assertion_alg = cfg->oauth.assertion_alg;
+	s->refresh_ratio = cfg->oauth.refresh_ratio;
+	s->timeout_ms = cfg->oauth.timeout_ms > 0 ? cfg->oauth.timeout_ms : 5000;
+	if (copy_strings(s, cfg) != 0) {
+		snprintf(err, errlen, "oauth: out of memory");
+		settings_clear(s);
+		return -1;
+	}
+	if (read_secrets(s, cfg, err, errlen) != 0) {
+		settings_clear(s);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+same_str(const char *a, const char *b)
+{
+	return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/* Whether a token fetched with `a` may stand for one fetched with `b`. */
+static int
+same_identity(const struct settings *a, const struct settings *b)
+{
+	return same_str(a->token_url, b->token_url) && same_str(a->client_id, b->client_id) &&
+	    a->auth_method == b->auth_method && same_str(a->scope, b->scope) &&
+	    same_str(a->resource, b->resource) && same_str(a->audience, b->audience);
+}
+
+/* ---- the request ---- */
+
+/* RFC 7523 §3 client assertion; caller wipes and frees. NULL on error. */
+static char *
+build_assertion(const struct settings *s, int64_t now_ms)
+{
+	jwt_t *jwt = NULL;
+	char jti[2 * JTI_BYTES + 1];
+	long iat = (long)(now_ms / 1000);
+	char *out = NULL;
+
+	if (token_random_hex(jti, sizeof jti, JTI_BYTES) != 0 || jwt_new(&jwt) != 0)
+		goto done;
+	if (jwt_add_grant(jwt, "iss", s->client_id) || jwt_add_grant(jwt, "sub", s->client_id) ||
+	    jwt_add_grant(jwt, "aud", s->assertion_audience) || jwt_add_grant(jwt, "jti", jti) ||
+	    jwt_add_grant_int(jwt, "iat", iat) ||
+	    jwt_add_grant_int(jwt, "exp", iat + ASSERTION_TTL_S))
+		goto done;
+	if (s->key_id != NULL && jwt_add_header(jwt, "kid", s->key_id) != 0)
+		goto done;
+	if (s->x5t != NULL && jwt_add_header(jwt, "x5t#S256", s->x5t) != 0)
+		goto done;
+	if (jwt_set_alg(jwt, s->assertion_alg, (const unsigned char *)s->key, (int)s->key_len))
+		goto done;
+	out = jwt_encode_str(jwt);
+done:
+	jwt_free(jwt);	/* libjwt wipes its copy of the key */
+	return out;
+}
+
+/* The form body (and for client_secret_basic the userpwd) of one token
+ * request. Both hold secrets: the caller wipes and frees them. */
+static int
+build_request(const struct settings *s, int64_t now_ms, char **body, char **userpwd,
+	      char *err, size_t errlen)
+{
+	const char *pairs[20];
+	char *assertion = NULL;
+	size_t n = 0;
+
+	*body = *userpwd = NULL;
+	pairs[n++] = "grant_type";
+	pairs[n++] = "client_credentials";
+#define OPT(name, v) do { if ((v) != NULL) { pairs[n++] = (name); pairs[n++] = (v); } } while (0)
+	OPT("scope", s->scope);
+	OPT("resource", s->resource);
+	OPT("audience", s->audience);
+	switch (s->auth_method) {
+	case CFG_CLIENT_SECRET_BASIC:
+		if ((*userpwd = token_basic_userpwd(s->client_id, s->secret)) == NULL)
+			goto oom;
+		break;
+	case CFG_CLIENT_SECRET_POST:
+		OPT("client_id", s->client_id);
+		OPT("client_secret", s->secret);
+		break;
+	case CFG_PRIVATE_KEY_JWT:
+		if ((assertion = build_assertion(s, now_ms)) == NULL) {
+			snprintf(err, errlen, "cannot sign the client assertion");
+			return -1;
+		}
+		OPT("client_id", s->client_id);
+		OPT("client_assertion_type", CLIENT_ASSERTION_TYPE);
+		OPT("client_assertion", assertion);
+		break;
+	}
+#undef OPT
+	pairs[n] = NULL;
+	*body = token_form_encode(pairs);
+	wipe_free(assertion);
+	if (*body != NULL)
+		return 0;
+oom:
+	wipe_free(*userpwd);
+	*userpwd = NULL;
+	snprintf(err, errlen, "out of memory");
+	return -1;
+}
+
+/* ---- token life cycle ---- */
+
+static void fetch(struct oauth *o);
+
+static void
+schedule_notify(struct oauth *o)
+{
+	if (!ev_is_active(&o->notify_timer))
+		arm(o, &o->notify_timer, 0);
+}
+
+static void
+drop_token(struct oauth *o)
+{
+	wipe_free(o->token);
+	o->token = NULL;
+	o->expires_at_ms = 0;
+	ev_timer_stop(o->loop, &o->expiry_timer);
+}
+
+static void
+install_token(struct oauth *o, char *token, int64_t lifetime_ms, long elapsed_ms)
+{
+	int64_t now = wtime_now_ms();
+	int64_t refresh_at = token_refresh_at_ms(o->call_started_ms, lifetime_ms,
+	    o->set.refresh_ratio, random_word());
+
+	drop_token(o);
+	o->token = token;
+	o->expires_at_ms = o->call_started_ms + lifetime_ms;
+	o->generation++;
+	o->refreshes++;
+	o->failures = 0;
+	arm(o, &o->fetch_timer, refresh_at - now);
+	arm(o, &o->expiry_timer, o->expires_at_ms - now);
+	log_info("token.refreshed", "expires_in_s=%lld refresh_in_s=%lld ms=%ld",
+	    (long long)(lifetime_ms / 1000), (long long)((refresh_at - now) / 1000), elapsed_ms);
+	schedule_notify(o);
+}
+
+static void
+fetch_failed(struct oauth *o, long status, const char *detail)
+{
+	char q[512];
+	int64_t delay;
+
+	if (o->failures < 1000000)
+		o->failures++;
+	delay = token_retry_delay_ms(o->failures, random_word());
+	arm(o, &o->fetch_timer, delay);
+	log_warn("token.error", "status=%ld detail=%s failures=%d retry_ms=%lld held=%d",
+	    status, log_quote(q, sizeof q, detail), o->failures, (long long)delay,
+	    o->token != NULL);
+}
+
+/* The lifetime of a token received, or -1 when it is already dead. */
+static int64_t
+lifetime_of(const struct oauth *o, long long expires_in_s, const char *token)
+{
+	int64_t life = token_lifetime_ms(expires_in_s, token, o->call_started_ms);
+
+	if (life < 0 && expires_in_s < 0) {
+		life = token_lifetime_ms(DEFAULT_LIFETIME_S, token, o->call_started_ms);
+		if (life > 0)
+			log_warn("token.lifetime_unknown", "assumed_s=%d", DEFAULT_LIFETIME_S);
+	}
+	return life;
+}
+
+/* One line about a failed exchange; never the body itself unless it is an
+ * OAuth error object (whose fields token_parse_response picks). */
+static void
+describe_failure(const struct http_response *resp, char *detail, size_t n)
+{
+	char *tok = NULL;
+	long long exp;
+
+	if (resp->status == 0)
+		snprintf(detail, n, "%s", resp->timed_out ? "timeout" :
+		    resp->error[0] ? resp->error : "transport error");
+	else if (token_parse_response(resp->body, resp->body_len, &tok, &exp, detail, n) == 0 ||
+	    strncmp(detail, "idp error: ", 11) != 0)
+		snprintf(detail, n, "http %ld", resp->status);
+	wipe_free(tok);
+}
+
+static void
+on_response(const struct http_response *resp, void *arg)
+{
+	struct oauth *o = arg;
+	char detail[512];
+	char *tok = NULL;
+	long long expires_in;
+
+	o->call = NULL;
+	if (resp->status < 200 || resp->status > 299) {
+		describe_failure(resp, detail, sizeof detail);
+		fetch_failed(o, resp->status, detail);
+		return;
+	}
+	if (token_parse_response(resp->body, resp->body_len, &tok, &expires_in, detail,
+	    sizeof detail) != 0) {
+		fetch_failed(o, resp->status, detail);
+		return;
+	}
+	int64_t life = lifetime_of(o, expires_in, tok);
+	if (life <= 0) {
+		wipe_free(tok);
+		fetch_failed(o, resp->status, "the token received has already expired");
+		return;
+	}
+	install_token(o, tok, life, resp->elapsed_ms);
+}
+
+static void
+fetch(struct oauth *o)
+{
+	char err[256], *body = NULL, *userpwd = NULL;
+	const char *headers[] = {"Content-Type: application/x-www-form-urlencoded",
+	    "Accept: application/json", NULL};
+	int64_t now = wtime_now_ms();
+	int rc;
+
+	ev_timer_stop(o->loop, &o->fetch_timer);
+	if (o->call != NULL)
+		return;
+	rc = build_request(&o->set, now, &body, &userpwd, err, sizeof err);
+	if (rc == 0) {
+		struct http_request rq = {
+			.method = "POST", .url = o->set.token_url, .headers = headers,
+			.body = body, .body_len = strlen(body),
+			.timeout_ms = o->set.timeout_ms, .userpwd = userpwd,
+		};
+		rc = http_start(o->http, &rq, on_response, o, &o->call);
+		if (rc != 0)
+			snprintf(err, sizeof err, "cannot start the token request");
+	}
+	wipe_free(body);
+	wipe_free(userpwd);
+	if (rc != 0) {
+		o->call = NULL;
+		fetch_failed(o, 0, err);
+		return;
+	}
+	o->call_started_ms = now;
+	log_debug("token.request", "failures=%d held=%d", o->failures, o->token != NULL);
+}
+
+/* ---- watchers ---- */
+
+static void
+on_fetch_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop, (void)revents;
+	fetch(w->data);
+}
+
+static void
+on_expiry(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct oauth *o = w->data;
+	int64_t now = wtime_now_ms();
+
+	(void)loop, (void)revents;
+	if (o->token == NULL)
+		return;
+	if (now < o->expires_at_ms) {	/* the loop's clock ran ahead of the wall */
+		arm(o, &o->expiry_timer, o->expires_at_ms - now);
+		return;
+	}
+	drop_token(o);
+	log_warn("token.expired", "failures=%d", o->failures);
+	schedule_notify(o);
+	if (o->call == NULL && !ev_is_active(&o->fetch_timer))
+		fetch(o);
+}
+
+static void
+on_notify(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct oauth *o = w->data;
+	int have = o->token != NULL;
+
+	(void)loop, (void)revents;
+	if (have == o->notified_have && (!have || o->generation == o->notified_gen))
+		return;
+	o->notified_have = have;
+	o->notified_gen = o->generation;
+	if (o->listener != NULL)
+		o->listener(o->listener_arg, have);
+}
+
+/* ---- public ---- */
+
+struct oauth *
+oauth_new(struct ev_loop *loop, struct http_client *http, const struct cfg *cfg, char *err,
+	  size_t errlen)
+{
+	struct oauth *o = calloc(1, sizeof *o);
+
+	if (o == NULL) {
+		snprintf(err, errlen, "oauth: out of memory");
+		return NULL;
+	}
+	if (settings_load(&o->set, cfg, err, errlen) != 0) {
+		free(o);
+		return NULL;
+	}
+	o->loop = loop;
+	o->http = http;
+	ev_timer_init(&o->fetch_timer, on_fetch_timer, 0., 0.);
+	ev_timer_init(&o->expiry_timer, on_expiry, 0., 0.);
+	ev_timer_init(&o->notify_timer, on_notify, 0., 0.);
+	o->fetch_timer.data = o->expiry_timer.data = o->notify_timer.data = o;
+	return o;
+}
+
+void
+oauth_free(struct oauth *o)
+{
+	if (o == NULL)
+		return;
+	http_cancel(o->call);
+	ev_timer_stop(o->loop, &o->fetch_timer);
+	ev_timer_stop(o->loop, &o->expiry_timer);
+	ev_timer_stop(o->loop, &o->notify_timer);
+	drop_token(o);
+	settings_clear(&o->set);
+	free(o);
+}
+
+void
+oauth_start(struct oauth *o)
+{
+	if (o->started)
+		return;
+	o->started = 1;
+	fetch(o);
+}
+
+const char *
+oauth_token(const struct oauth *o, int64_t now_ms, long timeout_ms)
+{
+	if (o->token == NULL || !token_usable(o->expires_at_ms, now_ms, timeout_ms))
+		return NULL;
+	return o->token;
+}
+
+int64_t
+oauth_expires_at_ms(const struct oauth *o)
+{
+	return o->token != NULL ? o->expires_at_ms : 0;
+}
+
+const char *
+oauth_state_name(const struct oauth *o)
+{
+	if (o->token != NULL)
+		return "valid";
+	if (o->call != NULL)
+		return "refreshing";
+	return o->failures > 0 ? "error" : "none";
+}
+
+void
+oauth_invalidate(struct oauth *o)
+{
+	if (o->token == NULL)
+		return;
+	drop_token(o);
+	log_info("token.invalidated", "refreshing=%d", o->call != NULL);
+	schedule_notify(o);
+	if (o->call == NULL)
+		fetch(o);
+}
+
+uint64_t
+oauth_generation(const struct oauth *o)
+{
+	return o->generation;
+}
+
+void
+oauth_invalidate_gen(struct oauth *o, uint64_t gen)
+{
+	if (gen == o->generation)
+		oauth_invalidate(o);
+}
+
+void
+oauth_set_listener(struct oauth *o, void (*cb)(void *arg, int have_token), void *arg)
+{
+	o->listener = cb;
+	o->listener_arg = arg;
+}
+
+long long
+oauth_refreshes(const struct oauth *o)
+{
+	return o->refreshes;
+}
+
+int
+oauth_reload(struct oauth *o, const struct cfg *cfg, char *err, size_t errlen)
+{
+	struct settings fresh;
+	int same;
+
+	if (settings_load(&fresh, cfg, err, errlen) != 0)
+		return -1;
+	same = same_identity(&fresh, &o->set);
+	settings_clear(&o->set);
+	o->set = fresh;
+	log_info("token.reload", "same_client=%d", same);
+	if (!same && o->started) {
+		/* A fetch in flight asks for the old client: ask again. */
+		http_cancel(o->call);
+		o->call = NULL;
+		fetch(o);
+	}
+	return 0;
+}

@@ -1,0 +1,379 @@
+/* token: lifetimes, refresh times and wire formats of the worker's token. */
+#define _DEFAULT_SOURCE
+#include "token.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+
+/* Larger lifetimes are cut down to this (ten years): keeps ms in range. */
+#define LIFETIME_MAX_S	(10LL * 365 * 24 * 3600)
+
+/* ---- base64url ---- */
+
+static int
+b64url_value(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '-')
+		return 62;
+	if (c == '_')
+		return 63;
+	return -1;
+}
+
+/* Decodes n characters (trailing '=' tolerated) into a new NUL-terminated
+ * buffer. 0 or -1. */
+static int
+b64url_decode(const char *s, size_t n, char **out, size_t *out_len)
+{
+	unsigned acc = 0, bits = 0;
+	size_t len = 0;
+	char *buf;
+
+	while (n > 0 && s[n - 1] == '=')
+		n--;
+	if (n % 4 == 1 || (buf = malloc(n / 4 * 3 + 3)) == NULL)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		int v = b64url_value((unsigned char)s[i]);
+		if (v < 0) {
+			free(buf);
+			return -1;
+		}
+		acc = (acc << 6) | (unsigned)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			buf[len++] = (char)((acc >> bits) & 0xff);
+		}
+	}
+	buf[len] = '\0';
+	*out = buf;
+	*out_len = len;
+	return 0;
+}
+
+char *
+token_b64url_encode(const unsigned char *in, size_t n)
+{
+	static const char alphabet[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	char *out = malloc(n / 3 * 4 + 5), *p = out;
+	unsigned acc = 0, bits = 0;
+
+	if (out == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		acc = (acc << 8) | in[i];
+		bits += 8;
+		while (bits >= 6) {
+			bits -= 6;
+			*p++ = alphabet[(acc >> bits) & 0x3f];
+		}
+	}
+	if (bits > 0)
+		*p++ = alphabet[(acc << (6 - bits)) & 0x3f];
+	*p = '\0';
+	return out;
+}
+
+/* ---- lifetime ---- */
+
+/* The `exp` claim (seconds) of a JWS compact token, or -1: an opaque token,
+ * a JWE (five segments) or a payload without a positive numeric exp. */
+static int64_t
+jwt_exp_s(const char *token)
+{
+	const char *dot1 = token ? strchr(token, '.') : NULL;
+	const char *dot2 = dot1 ? strchr(dot1 + 1, '.') : NULL;
+	char *payload;
+	size_t len;
+	int64_t exp = -1;
+
+	if (dot2 == NULL || strchr(dot2 + 1, '.') != NULL)
+		return -1;
+	if (b64url_decode(dot1 + 1, (size_t)(dot2 - dot1 - 1), &payload, &len) != 0)
+		return -1;
+	json_t *claims = json_loadb(payload, len, 0, NULL);
+	const json_t *v = json_object_get(claims, "exp");
+	if (json_is_integer(v) && json_integer_value(v) > 0)
+		exp = json_integer_value(v);
+	else if (json_is_real(v) && json_real_value(v) >= 1 && json_real_value(v) < 9e15)
+		exp = (int64_t)json_real_value(v);
+	json_decref(claims);
+	free(payload);
+	if (exp > LIFETIME_MAX_S * 100)
+		exp = LIFETIME_MAX_S * 100;	/* far beyond any now: same effect */
+	return exp;
+}
+
+int64_t
+token_lifetime_ms(long long expires_in_s, const char *access_token, int64_t now_ms)
+{
+	int64_t life = -1;
+	int64_t exp_s = jwt_exp_s(access_token);
+
+	if (expires_in_s >= 0)
+		life = (expires_in_s > LIFETIME_MAX_S ? LIFETIME_MAX_S : expires_in_s) * 1000;
+	if (exp_s > 0 && (life < 0 || exp_s * 1000 - now_ms < life))
+		life = exp_s * 1000 - now_ms;
+	return life > 0 ? life : -1;
+}
+
+/* ---- timing ---- */
+
+int64_t
+token_refresh_at_ms(int64_t obtained_ms, int64_t lifetime_ms, double ratio, uint64_t rnd)
+{
+	if (lifetime_ms <= 0)
+		return obtained_ms;
+	if (!(ratio > 0))
+		ratio = 0;
+	if (ratio > 1)
+		ratio = 1;
+	int64_t jitter = (int64_t)(rnd % (uint64_t)(lifetime_ms * TOKEN_JITTER_PERCENT / 100 + 1));
+	int64_t at = (int64_t)llround(ratio * (double)lifetime_ms) - jitter;
+	if (at < 0)
+		at = 0;
+	if (at > lifetime_ms - 1)
+		at = lifetime_ms - 1;
+	return obtained_ms + at;
+}
+
+int
+token_usable(int64_t expires_at_ms, int64_t now_ms, long timeout_ms)
+{
+	return expires_at_ms - now_ms > (int64_t)timeout_ms + TOKEN_SAFETY_MS;
+}
+
+int64_t
+token_retry_delay_ms(int failures, uint64_t rnd)
+{
+	int64_t window = TOKEN_RETRY_BASE_MS;
+
+	for (int i = 1; i < failures && window < TOKEN_RETRY_CAP_MS; i++)
+		window *= 2;
+	if (window > TOKEN_RETRY_CAP_MS)
+		window = TOKEN_RETRY_CAP_MS;
+	return (int64_t)(rnd % (uint64_t)(window + 1));
+}
+
+/* ---- form encoding ---- */
+
+static int
+unreserved(unsigned char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+	    c == '-' || c == '.' || c == '_' || c == '~';
+}
+
+/* Writes s form-urlencoded at p (room for 3 * strlen(s) bytes); returns the
+ * new end. */
+static char *
+form_put(char *p, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+		if (unreserved(*c)) {
+			*p++ = (char)*c;
+		} else if (*c == ' ') {
+			*p++ = '+';
+		} else {
+			*p++ = '%';
+			*p++ = hex[*c >> 4];
+			*p++ = hex[*c & 15];
+		}
+	}
+	return p;
+}
+
+char *
+token_form_encode(const char *const *pairs)
+{
+	size_t room = 1;
+	char *out, *p;
+
+	for (size_t i = 0; pairs[i] != NULL; i += 2)
+		room += 3 * (strlen(pairs[i]) + strlen(pairs[i + 1])) + 2;
+	if ((out = malloc(room)) == NULL)
+		return NULL;
+	p = out;
+	for (size_t i = 0; pairs[i] != NULL; i += 2) {
+		if (i > 0)
+			*p++ = '&';
+		p = form_put(p, pairs[i]);
+		*p++ = '=';
+		p = form_put(p, pairs[i + 1]);
+	}
+	*p = '\0';
+	return out;
+}
+
+char *
+token_basic_userpwd(const char *client_id, const char *secret)
+{
+	char *out = malloc(3 * (strlen(client_id) + strlen(secret)) + 2), *p;
+
+	if (out == NULL)
+		return NULL;
+	p = form_put(out, client_id);
+	*p++ = ':';
+	p = form_put(p, secret);
+	*p = '\0';
+	return out;
+}
+
+/* ---- the token endpoint's answer ---- */
+
+/* expires_in: a non-negative integer, a real (cut to whole seconds) or a
+ * string of digits. 0, or -1 when it is anything else. */
+static int
+read_expires_in(const json_t *v, long long *out)
+{
+	if (v == NULL || json_is_null(v)) {
+		*out = -1;
+		return 0;
+	}
+	if (json_is_integer(v) && json_integer_value(v) >= 0) {
+		*out = json_integer_value(v);
+		return 0;
+	}
+	if (json_is_real(v) && json_real_value(v) >= 0 && json_real_value(v) < 9e15) {
+		*out = (long long)json_real_value(v);
+		return 0;
+	}
+	if (json_is_string(v)) {
+		const char *s = json_string_value(v);
+		char *end;
+		errno = 0;
+		long long n = strtoll(s, &end, 10);
+		if (*s >= '0' && *s <= '9' && *end == '\0' && errno == 0) {
+			*out = n;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Visible ASCII only: the token goes into an Authorization header line. */
+static int
+header_safe(const char *s)
+{
+	for (; *s; s++)
+		if (*s < 0x21 || *s > 0x7e)
+			return 0;
+	return 1;
+}
+
+static int
+idp_error(const json_t *o, char *err, size_t errlen)
+{
+	const char *code = json_string_value(json_object_get(o, "error"));
+	const char *desc = json_string_value(json_object_get(o, "error_description"));
+
+	if (code == NULL)
+		code = "(not a string)";
+	if (desc != NULL)
+		snprintf(err, errlen, "idp error: %s: %s", code, desc);
+	else
+		snprintf(err, errlen, "idp error: %s", code);
+	return -1;
+}
+
+static int
+fail(char *err, size_t errlen, const char *msg)
+{
+	snprintf(err, errlen, "%s", msg);
+	return -1;
+}
+
+int
+token_parse_response(const char *body, size_t len, char **access_token,
+		     long long *expires_in_s, char *err, size_t errlen)
+{
+	json_t *o = json_loadb(body ? body : "", body ? len : 0, 0, NULL);
+	const char *tok, *type;
+	long long expires;
+	int rc = -1;
+
+	*access_token = NULL;
+	*expires_in_s = -1;
+	if (!json_is_object(o))
+		rc = fail(err, errlen, "token response is not a JSON object");
+	else if (json_object_get(o, "error") != NULL)
+		rc = idp_error(o, err, errlen);
+	else if ((tok = json_string_value(json_object_get(o, "access_token"))) == NULL ||
+	    *tok == '\0')
+		rc = fail(err, errlen, "token response has no access_token");
+	else if (!header_safe(tok))
+		rc = fail(err, errlen, "access_token holds characters a header cannot carry");
+	else if (json_object_get(o, "token_type") != NULL &&
+	    ((type = json_string_value(json_object_get(o, "token_type"))) == NULL ||
+	    strcasecmp(type, "Bearer") != 0))
+		rc = fail(err, errlen, "token_type is not Bearer");
+	else if (read_expires_in(json_object_get(o, "expires_in"), &expires) != 0)
+		rc = fail(err, errlen, "expires_in is not a non-negative number");
+	else if ((*access_token = strdup(tok)) == NULL)
+		rc = fail(err, errlen, "out of memory");
+	else {
+		*expires_in_s = expires;
+		rc = 0;
+	}
+	/* jansson keeps its own copy of the token: wipe it before freeing. */
+	json_t *t = json_object_get(o, "access_token");
+	if (json_is_string(t))
+		explicit_bzero((char *)json_string_value(t), json_string_length(t));
+	json_decref(o);
+	return rc;
+}
+
+/* ---- randomness ---- */
+
+int
+token_random_bytes(void *buf, size_t n)
+{
+	unsigned char *p = buf;
+
+	while (n > 0) {
+		ssize_t got = getrandom(p, n, 0);
+		if (got < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += got;
+		n -= (size_t)got;
+	}
+	return 0;
+}
+
+int
+token_random_hex(char *buf, size_t bufsize, size_t nbytes)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char raw[256];
+
+	if (bufsize == 0)
+		return -1;
+	buf[0] = '\0';
+	if (nbytes > sizeof raw || bufsize < 2 * nbytes + 1 || token_random_bytes(raw, nbytes) != 0)
+		return -1;
+	for (size_t i = 0; i < nbytes; i++) {
+		buf[2 * i] = hex[raw[i] >> 4];
+		buf[2 * i + 1] = hex[raw[i] & 15];
+	}
+	buf[2 * nbytes] = '\0';
+	return 0;
+}

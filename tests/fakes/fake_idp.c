@@ -1,0 +1,753 @@
+/*
+ * fake_idp: an OAuth 2.0 token endpoint (client credentials grant), for
+ * integration tests.
+ *
+ *   fake_idp --port-file FILE [--port N] --jwt-secret-file S --client-id ID
+ *            [--client-secret-file F] [--assertion-key-file PUBPEM]...
+ *            [--lifetime-s N] [--audience-url URL]
+ *
+ * POST /token takes a form body with grant_type=client_credentials and
+ * authenticates the client by exactly one of: HTTP Basic (id and secret each
+ * form-urlencoded before Base64, RFC 6749 §2.3.1), client_id + client_secret
+ * in the body, or a private_key_jwt assertion (RFC 7523) verified with one of
+ * the --assertion-key-file public keys (up to 4): alg RS256 or ES256, iss =
+ * sub = client id, aud = --audience-url (default http://127.0.0.1:PORT/token),
+ * exp in the future and at most 5 minutes away, jti never seen before. It
+ * answers {"access_token", "token_type": "Bearer", "expires_in"} with an
+ * HS256 JWT signed with the --jwt-secret-file content (what fake_target
+ * checks): iat = now, exp = now + lifetime (seconds), jti, sub.
+ * Wrong client credentials: 401 {"error": "invalid_client"}.
+ *
+ * Control: POST /_down (every /token gets 503 until POST /_up), POST /_up,
+ * POST /_lifetime (body: seconds), POST /_reset (counters and last_*),
+ * GET /_stats -> {"issued", "requests", "rejected", "unavailable",
+ * "last_scope", "last_resource", "last_audience", "last_auth" (method name),
+ * "last_alg", "last_kid", "last_x5t" (assertion header fields)}; absent
+ * values are null. One thread per connection. Never logs a secret.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <arpa/inet.h>
+#include <errno.h>
+#include <jansson.h>
+#include <jwt.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "token.h"
+
+#define MAX_BODY	(64u << 10)
+#define MAX_KEYS	4
+#define ASSERTION_MAX_AHEAD_S	300
+#define JWT_BEARER	"urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+
+/* One per request: created by the URI log callback, freed when MHD is done. */
+struct req {
+	char *uri;
+	char *body;
+	size_t len, cap;
+	int started, too_big;
+};
+
+/* A file's bytes, NUL-terminated. */
+struct blob {
+	char *data;
+	size_t len;
+};
+
+static struct {
+	pthread_mutex_t mu;
+	int down;
+	long lifetime_s;
+	long long issued, requests, rejected, unavailable;
+	json_t *last;		/* last_* fields of /_stats */
+	json_t *seen_jti;	/* jti -> true, for replay checks; never reset */
+	struct blob jwt_secret, client_secret;
+	struct blob keys[MAX_KEYS];
+	int nkeys;
+	const char *client_id;
+	char audience_url[512];
+} st = { .mu = PTHREAD_MUTEX_INITIALIZER, .lifetime_s = 3600 };
+
+static void
+reset_locked(void)
+{
+	static const char *const fields[] = {"last_scope", "last_resource", "last_audience",
+	    "last_auth", "last_alg", "last_kid", "last_x5t"};
+
+	json_decref(st.last);
+	st.last = json_object();
+	for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+		json_object_set_new(st.last, fields[i], json_null());
+	st.issued = st.requests = st.rejected = st.unavailable = 0;
+}
+
+static void
+set_last(const char *field, const char *value)
+{
+	json_object_set_new(st.last, field, value ? json_string(value) : json_null());
+}
+
+/* ---- replies ---- */
+
+static enum MHD_Result
+send_json(struct MHD_Connection *c, int status, const char *body, const char *www_auth)
+{
+	struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(body),
+	    (void *)body, MHD_RESPMEM_MUST_COPY);
+	enum MHD_Result ret;
+
+	if (resp == NULL)
+		return MHD_NO;
+	MHD_add_response_header(resp, "Content-Type", "application/json");
+	MHD_add_response_header(resp, "Cache-Control", "no-store");
+	if (www_auth != NULL)
+		MHD_add_response_header(resp, "WWW-Authenticate", www_auth);
+	ret = MHD_queue_response(c, (unsigned)status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static enum MHD_Result
+send_error(struct MHD_Connection *c, int status, const char *code, const char *desc)
+{
+	json_t *o = json_pack("{s:s, s:s}", "error", code, "error_description", desc);
+	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	enum MHD_Result ret = send_json(c, status, s ? s : "{\"error\":\"server_error\"}",
+	    status == 401 ? "Basic realm=\"fake_idp\"" : NULL);
+
+	free(s);
+	json_decref(o);
+	log_info("fake.token", "status=%d error=%s", status, code);
+	return ret;
+}
+
+/* ---- decoding ---- */
+
+static int
+hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* application/x-www-form-urlencoded value of n bytes into a new string; NULL
+ * on a bad escape or an encoded NUL. */
+static char *
+form_decode(const char *s, size_t n)
+{
+	char *out = malloc(n + 1), *p = out;
+
+	if (out == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '+') {
+			*p++ = ' ';
+		} else if (s[i] == '%') {
+			int hi = i + 2 < n ? hexval(s[i + 1]) : -1;
+			int lo = i + 2 < n ? hexval(s[i + 2]) : -1;
+			if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+				free(out);
+				return NULL;
+			}
+			*p++ = (char)(hi * 16 + lo);
+			i += 2;
+		} else {
+			*p++ = s[i];
+		}
+	}
+	*p = '\0';
+	return out;
+}
+
+/* The form body as an object name -> value; NULL when malformed or when a
+ * parameter repeats (RFC 6749 §3.2: each at most once). */
+static json_t *
+parse_form(const char *body, size_t len)
+{
+	json_t *form = json_object();
+	const char *p = body, *end = body + len;
+
+	while (form != NULL && p < end) {
+		const char *amp = memchr(p, '&', (size_t)(end - p));
+		const char *stop = amp ? amp : end;
+		const char *eq = memchr(p, '=', (size_t)(stop - p));
+		char *name = form_decode(p, (size_t)((eq ? eq : stop) - p));
+		char *value = eq ? form_decode(eq + 1, (size_t)(stop - eq - 1)) : strdup("");
+
+		if (name == NULL || value == NULL || json_object_get(form, name) != NULL ||
+		    json_object_set_new(form, name, json_string(value)) != 0) {
+			json_decref(form);
+			form = NULL;
+		}
+		free(name);
+		free(value);
+		p = stop + 1;
+	}
+	return form;
+}
+
+static int
+b64value(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+/* Standard Base64 with padding into a new string; NULL when malformed. */
+static char *
+b64_decode(const char *s)
+{
+	size_t n = strlen(s);
+	char *out, *p;
+	unsigned acc = 0, bits = 0;
+
+	if (n % 4 != 0 || (out = malloc(n / 4 * 3 + 1)) == NULL)
+		return NULL;
+	for (int pad = 0; pad < 2 && n > 0 && s[n - 1] == '='; pad++)
+		n--;
+	p = out;
+	for (size_t i = 0; i < n; i++) {
+		int v = b64value((unsigned char)s[i]);
+		if (v < 0) {
+			free(out);
+			return NULL;
+		}
+		acc = (acc << 6) | (unsigned)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			*p++ = (char)((acc >> bits) & 0xff);
+		}
+	}
+	*p = '\0';
+	return out;
+}
+
+/* ---- client authentication ---- */
+
+static int
+secret_ok(const char *id, const char *secret)
+{
+	return id != NULL && secret != NULL && st.client_secret.data != NULL &&
+	    strcmp(id, st.client_id) == 0 && strlen(secret) == st.client_secret.len &&
+	    memcmp(secret, st.client_secret.data, st.client_secret.len) == 0;
+}
+
+/* "Basic base64(form(id):form(secret))". */
+static int
+basic_ok(const char *authorization)
+{
+	char *raw, *colon, *id = NULL, *secret = NULL;
+	int ok = 0;
+
+	if (strncmp(authorization, "Basic ", 6) != 0 || (raw = b64_decode(authorization + 6)) == NULL)
+		return 0;
+	if ((colon = strchr(raw, ':')) != NULL) {
+		id = form_decode(raw, (size_t)(colon - raw));
+		secret = form_decode(colon + 1, strlen(colon + 1));
+		ok = secret_ok(id, secret);
+	}
+	free(raw);
+	free(id);
+	free(secret);
+	return ok;
+}
+
+/* libjwt 1.10 skips the signature for alg "none" and would take a public
+ * key as an HMAC secret: only the RSA and EC algorithms count. */
+static jwt_t *
+decode_with_any_key(const char *assertion)
+{
+	for (int i = 0; i < st.nkeys; i++) {
+		jwt_t *jwt = NULL;
+
+		if (jwt_decode(&jwt, assertion, (const unsigned char *)st.keys[i].data,
+		    (int)st.keys[i].len) != 0)
+			continue;
+		if (jwt_get_alg(jwt) == JWT_ALG_RS256 || jwt_get_alg(jwt) == JWT_ALG_ES256)
+			return jwt;
+		jwt_free(jwt);
+	}
+	return NULL;
+}
+
+static int
+claim_is(jwt_t *jwt, const char *claim, const char *want)
+{
+	const char *v = jwt_get_grant(jwt, claim);
+	return v != NULL && strcmp(v, want) == 0;
+}
+
+static const char *
+assertion_problem_locked(jwt_t *jwt)
+{
+	long now = (long)time(NULL);
+	const char *jti;
+
+	errno = 0;
+	long exp = jwt_get_grant_int(jwt, "exp");
+	if (errno != 0)
+		return "assertion has no exp";
+	if (exp <= now || exp > now + ASSERTION_MAX_AHEAD_S)
+		return "assertion exp out of range";
+	if (!claim_is(jwt, "iss", st.client_id) || !claim_is(jwt, "sub", st.client_id))
+		return "assertion iss/sub is not the client";
+	if (!claim_is(jwt, "aud", st.audience_url))
+		return "assertion aud is not this server";
+	if ((jti = jwt_get_grant(jwt, "jti")) == NULL || *jti == '\0')
+		return "assertion has no jti";
+	if (json_object_get(st.seen_jti, jti) != NULL)
+		return "assertion jti replayed";
+	json_object_set_new(st.seen_jti, jti, json_true());
+	return NULL;
+}
+
+static const char *
+assertion_check_locked(const json_t *form)
+{
+	const char *type = json_string_value(json_object_get(form, "client_assertion_type"));
+	const char *assertion = json_string_value(json_object_get(form, "client_assertion"));
+	const char *id = json_string_value(json_object_get(form, "client_id"));
+	const char *problem;
+	jwt_t *jwt;
+
+	if (type == NULL || strcmp(type, JWT_BEARER) != 0)
+		return "wrong client_assertion_type";
+	if (id != NULL && strcmp(id, st.client_id) != 0)
+		return "client_id does not match the assertion";
+	if ((jwt = decode_with_any_key(assertion)) == NULL)
+		return "assertion signature does not verify";
+	set_last("last_alg", jwt_alg_str(jwt_get_alg(jwt)));
+	set_last("last_kid", jwt_get_header(jwt, "kid"));
+	set_last("last_x5t", jwt_get_header(jwt, "x5t#S256"));
+	problem = assertion_problem_locked(jwt);
+	jwt_free(jwt);
+	return problem;
+}
+
+/* NULL when the client authenticated by exactly one method, else why not.
+ * *status is 400 for a malformed request, 401 for bad credentials. */
+static const char *
+authenticate_locked(struct MHD_Connection *c, const json_t *form, int *status)
+{
+	const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+	int in_body = json_object_get(form, "client_secret") != NULL;
+	int by_jwt = json_object_get(form, "client_assertion") != NULL;
+
+	*status = 401;
+	if ((auth != NULL) + in_body + by_jwt > 1) {
+		*status = 400;
+		return "more than one client authentication method";
+	}
+	if (auth != NULL) {
+		set_last("last_auth", "client_secret_basic");
+		return basic_ok(auth) ? NULL : "bad basic credentials";
+	}
+	if (by_jwt) {
+		set_last("last_auth", "private_key_jwt");
+		return st.nkeys > 0 ? assertion_check_locked(form) : "no assertion keys";
+	}
+	if (in_body) {
+		set_last("last_auth", "client_secret_post");
+		return secret_ok(json_string_value(json_object_get(form, "client_id")),
+		    json_string_value(json_object_get(form, "client_secret"))) ? NULL :
+		    "bad client_secret";
+	}
+	set_last("last_auth", NULL);
+	return "no client authentication";
+}
+
+/* ---- issuing ---- */
+
+static char *
+issue_token_locked(void)
+{
+	long now = (long)time(NULL);
+	jwt_t *jwt = NULL;
+	char jti[33], *tok = NULL, *out = NULL;
+
+	if (token_random_hex(jti, sizeof jti, 16) != 0 || jwt_new(&jwt) != 0)
+		goto done;
+	if (jwt_add_grant(jwt, "sub", st.client_id) || jwt_add_grant(jwt, "jti", jti) ||
+	    jwt_add_grant_int(jwt, "iat", now) || jwt_add_grant_int(jwt, "exp", now + st.lifetime_s) ||
+	    jwt_set_alg(jwt, JWT_ALG_HS256, (const unsigned char *)st.jwt_secret.data,
+	    (int)st.jwt_secret.len) || (tok = jwt_encode_str(jwt)) == NULL)
+		goto done;
+	json_t *o = json_pack("{s:s, s:s, s:I}", "access_token", tok, "token_type", "Bearer",
+	    "expires_in", (json_int_t)st.lifetime_s);
+	out = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	st.issued++;
+done:
+	free(tok);
+	jwt_free(jwt);
+	return out;
+}
+
+static enum MHD_Result
+handle_token(struct MHD_Connection *c, const struct req *r)
+{
+	const char *ctype = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+	const char *problem;
+	json_t *form;
+	int status;
+
+	pthread_mutex_lock(&st.mu);
+	st.requests++;
+	if (st.down) {
+		st.unavailable++;
+		pthread_mutex_unlock(&st.mu);
+		return send_error(c, 503, "temporarily_unavailable", "down for a test");
+	}
+	if (ctype == NULL || strncmp(ctype, "application/x-www-form-urlencoded", 33) != 0 ||
+	    (form = parse_form(r->body ? r->body : "", r->len)) == NULL) {
+		st.rejected++;
+		pthread_mutex_unlock(&st.mu);
+		return send_error(c, 400, "invalid_request", "not a well-formed form body");
+	}
+	set_last("last_scope", json_string_value(json_object_get(form, "scope")));
+	set_last("last_resource", json_string_value(json_object_get(form, "resource")));
+	set_last("last_audience", json_string_value(json_object_get(form, "audience")));
+	const char *grant = json_string_value(json_object_get(form, "grant_type"));
+	if (grant == NULL || strcmp(grant, "client_credentials") != 0) {
+		status = 400;
+		problem = "unsupported_grant_type";
+	} else {
+		problem = authenticate_locked(c, form, &status);
+	}
+	json_decref(form);
+	if (problem != NULL) {
+		st.rejected++;
+		pthread_mutex_unlock(&st.mu);
+		return send_error(c, status, status == 401 ? "invalid_client" :
+		    strcmp(problem, "unsupported_grant_type") == 0 ? problem : "invalid_request",
+		    problem);
+	}
+	char *answer = issue_token_locked();
+	pthread_mutex_unlock(&st.mu);
+	if (answer == NULL)
+		return send_error(c, 500, "server_error", "cannot issue a token");
+	enum MHD_Result ret = send_json(c, 200, answer, NULL);
+	free(answer);
+	log_info("fake.token", "status=200");
+	return ret;
+}
+
+/* ---- control ---- */
+
+static enum MHD_Result
+send_stats(struct MHD_Connection *c)
+{
+	pthread_mutex_lock(&st.mu);
+	json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I}", "issued", (json_int_t)st.issued,
+	    "requests", (json_int_t)st.requests, "rejected", (json_int_t)st.rejected,
+	    "unavailable", (json_int_t)st.unavailable, "lifetime_s", (json_int_t)st.lifetime_s);
+	if (o != NULL)
+		json_object_update(o, st.last);
+	pthread_mutex_unlock(&st.mu);
+	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	if (s == NULL)
+		return send_json(c, 500, "{\"error\":\"out of memory\"}", NULL);
+	enum MHD_Result ret = send_json(c, 200, s, NULL);
+	free(s);
+	return ret;
+}
+
+static enum MHD_Result
+set_lifetime(struct MHD_Connection *c, const struct req *r)
+{
+	char buf[32], *end;
+	size_t n = r->len < sizeof buf - 1 ? r->len : sizeof buf - 1;
+
+	memcpy(buf, r->body ? r->body : "", n);
+	buf[n] = '\0';
+	long s = strtol(buf, &end, 10);
+	if (end == buf || (*end != '\0' && *end != '\n') || s < 1 || s > 86400 * 365)
+		return send_json(c, 400, "{\"error\":\"lifetime: seconds, 1 or more\"}", NULL);
+	pthread_mutex_lock(&st.mu);
+	st.lifetime_s = s;
+	pthread_mutex_unlock(&st.mu);
+	return send_json(c, 200, "{\"ok\":true}", NULL);
+}
+
+static enum MHD_Result
+handle_control(struct MHD_Connection *c, const struct req *r, const char *method)
+{
+	size_t n = strcspn(r->uri, "?");
+	int post = strcmp(method, "POST") == 0;
+
+#define IS(p) (n == strlen(p) && strncmp(r->uri, p, n) == 0)
+	if (strcmp(method, "GET") == 0 && IS("/_stats"))
+		return send_stats(c);
+	if (post && IS("/_lifetime"))
+		return set_lifetime(c, r);
+	if (post && (IS("/_down") || IS("/_up") || IS("/_reset"))) {
+		pthread_mutex_lock(&st.mu);
+		if (IS("/_reset"))
+			reset_locked();
+		else
+			st.down = IS("/_down");
+		pthread_mutex_unlock(&st.mu);
+		return send_json(c, 200, "{\"ok\":true}", NULL);
+	}
+#undef IS
+	return send_json(c, 404, "{\"error\":\"no such control endpoint\"}", NULL);
+}
+
+/* ---- MHD plumbing (as in fake_target) ---- */
+
+static int
+append_body(struct req *r, const char *data, size_t n)
+{
+	if (r->len + n > MAX_BODY)
+		return -1;
+	if (r->len + n + 1 > r->cap) {
+		size_t cap = r->cap ? r->cap : 4096;
+		while (cap < r->len + n + 1)
+			cap *= 2;
+		char *b = realloc(r->body, cap);
+		if (b == NULL)
+			return -1;
+		r->body = b;
+		r->cap = cap;
+	}
+	memcpy(r->body + r->len, data, n);
+	r->len += n;
+	r->body[r->len] = '\0';
+	return 0;
+}
+
+static enum MHD_Result
+on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+	   const char *version, const char *data, size_t *data_size, void **ctx)
+{
+	struct req *r = *ctx;
+
+	(void)cls, (void)url, (void)version;
+	if (r == NULL)
+		return MHD_NO;
+	if (!r->started) {
+		r->started = 1;
+		return MHD_YES;
+	}
+	if (*data_size > 0) {
+		if (!r->too_big && append_body(r, data, *data_size) != 0)
+			r->too_big = 1;
+		*data_size = 0;
+		return MHD_YES;
+	}
+	if (r->too_big)
+		return send_json(c, 413, "{\"error\":\"body too large\"}", NULL);
+	if (strncmp(r->uri, "/_", 2) == 0)
+		return handle_control(c, r, method);
+	if (strcmp(method, "POST") == 0 && strcmp(r->uri, "/token") == 0)
+		return handle_token(c, r);
+	return send_json(c, 404, "{\"error\":\"not found\"}", NULL);
+}
+
+static void *
+on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	struct req *r = calloc(1, sizeof *r);
+
+	(void)cls, (void)c;
+	if (r != NULL && (r->uri = strdup(uri)) == NULL) {
+		free(r);
+		r = NULL;
+	}
+	return r;
+}
+
+static void
+on_completed(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_RequestTerminationCode toe)
+{
+	struct req *r = *ctx;
+
+	(void)cls, (void)c, (void)toe;
+	if (r != NULL) {
+		free(r->uri);
+		free(r->body);
+		free(r);
+	}
+	*ctx = NULL;
+}
+
+/* The whole file; surrounding white space dropped when `trim`. */
+static int
+read_blob(const char *path, int trim, struct blob *out)
+{
+	char buf[16384];
+	FILE *f = fopen(path, "r");
+
+	if (f == NULL)
+		return -1;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	size_t start = 0;
+	if (trim) {
+		while (n > 0 && strchr(" \t\r\n", buf[n - 1]))
+			n--;
+		while (start < n && strchr(" \t\r\n", buf[start]))
+			start++;
+	}
+	if (start >= n || (out->data = malloc(n - start + 1)) == NULL)
+		return -1;
+	memcpy(out->data, buf + start, n - start);
+	out->data[n - start] = '\0';
+	out->len = n - start;
+	return 0;
+}
+
+static int
+write_port_file(const char *path, unsigned port)
+{
+	char tmp[4096];
+	FILE *f;
+
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	if ((f = fopen(tmp, "w")) == NULL)
+		return -1;
+	fprintf(f, "%u\n", port);
+	if (fclose(f) != 0)
+		return -1;
+	return rename(tmp, path);
+}
+
+static struct MHD_Daemon *
+start_daemon(unsigned port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+	    MHD_USE_AUTO | MHD_USE_ERROR_LOG, (uint16_t)port, NULL, NULL, on_request, NULL,
+	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+	    MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)500,
+	    MHD_OPTION_END);
+}
+
+static int
+usage(void)
+{
+	fprintf(stderr, "usage: fake_idp --port-file FILE [--port N] --jwt-secret-file S "
+	    "--client-id ID [--client-secret-file F] [--assertion-key-file PUBPEM]... "
+	    "[--lifetime-s N] [--audience-url URL]\n");
+	return 64;
+}
+
+static int
+take_option(const char *opt, const char *v, const char **port_file, unsigned *port,
+	    const char **audience)
+{
+	if (strcmp(opt, "--port-file") == 0)
+		*port_file = v;
+	else if (strcmp(opt, "--port") == 0)
+		*port = (unsigned)strtoul(v, NULL, 10);
+	else if (strcmp(opt, "--jwt-secret-file") == 0)
+		return read_blob(v, 1, &st.jwt_secret);
+	else if (strcmp(opt, "--client-id") == 0)
+		st.client_id = v;
+	else if (strcmp(opt, "--client-secret-file") == 0)
+		return read_blob(v, 1, &st.client_secret);
+	else if (strcmp(opt, "--assertion-key-file") == 0)
+		return st.nkeys < MAX_KEYS ? read_blob(v, 0, &st.keys[st.nkeys++]) : -1;
+	else if (strcmp(opt, "--lifetime-s") == 0)
+		st.lifetime_s = strtol(v, NULL, 10);
+	else if (strcmp(opt, "--audience-url") == 0)
+		*audience = v;
+	else
+		return -1;
+	return 0;
+}
+
+static int
+parse_args(int argc, char **argv, const char **port_file, unsigned *port,
+	   const char **audience)
+{
+	if (argc % 2 == 0)
+		return -1;
+	for (int i = 1; i + 1 < argc; i += 2)
+		if (take_option(argv[i], argv[i + 1], port_file, port, audience) != 0)
+			return -1;
+	if (*port_file == NULL || st.jwt_secret.data == NULL || st.client_id == NULL ||
+	    st.lifetime_s < 1)
+		return -1;
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *port_file = NULL, *audience = NULL;
+	unsigned port = 0;
+	sigset_t stop;
+	int sig;
+
+	log_init("fake_idp");
+	if (parse_args(argc, argv, &port_file, &port, &audience) != 0)
+		return usage();
+	st.seen_jti = json_object();
+	reset_locked();
+
+	/* Blocked before any thread starts, so only sigwait() sees them. */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	struct MHD_Daemon *d = start_daemon(port);
+	if (d == NULL) {
+		log_error("fake.listen", "port=%u", port);
+		return 1;
+	}
+	port = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port;
+	pthread_mutex_lock(&st.mu);
+	if (audience != NULL)
+		snprintf(st.audience_url, sizeof st.audience_url, "%s", audience);
+	else
+		snprintf(st.audience_url, sizeof st.audience_url, "http://127.0.0.1:%u/token", port);
+	pthread_mutex_unlock(&st.mu);
+	if (write_port_file(port_file, port) != 0) {
+		log_error("fake.port_file", "errno=%d", errno);
+		MHD_stop_daemon(d);
+		return 1;
+	}
+	log_info("fake.listening", "port=%u keys=%d basic_post=%s", port, st.nkeys,
+	    st.client_secret.data ? "on" : "off");
+	sigwait(&stop, &sig);
+
+	MHD_stop_daemon(d);
+	json_decref(st.last);
+	json_decref(st.seen_jti);
+	free(st.jwt_secret.data);
+	free(st.client_secret.data);
+	for (int i = 0; i < st.nkeys; i++)
+		free(st.keys[i].data);
+	log_info("fake.stopped", "signal=%d", sig);
+	return 0;
+}

@@ -1,0 +1,369 @@
+/* Unit tests for the pure core of the worker's OAuth token (SPEC §9, R6). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "token.h"
+
+#define NOW_MS 1800000000123LL	/* 2027-01-15, with a fraction of a second */
+
+/* A JWS compact token (unsigned: nothing here verifies) with `payload`. */
+static char *
+make_jwt(const char *payload)
+{
+	const char *head = "{\"alg\":\"HS256\",\"typ\":\"JWT\"}";
+	char *h = token_b64url_encode((const unsigned char *)head, strlen(head));
+	char *p = token_b64url_encode((const unsigned char *)payload, strlen(payload));
+	size_t n = strlen(h) + strlen(p) + 16;
+	char *out = malloc(n);
+
+	assert_non_null(h);
+	assert_non_null(p);
+	assert_non_null(out);
+	snprintf(out, n, "%s.%s.c2lnbmF0dXJl", h, p);
+	free(h);
+	free(p);
+	return out;
+}
+
+static char *
+jwt_with_exp(long long exp_s)
+{
+	char payload[128];
+
+	snprintf(payload, sizeof payload, "{\"sub\":\"w\",\"exp\":%lld}", exp_s);
+	return make_jwt(payload);
+}
+
+static void
+test_b64url(void **state)
+{
+	char *s;
+
+	(void)state;
+	s = token_b64url_encode((const unsigned char *)"hello", 5);
+	assert_string_equal(s, "aGVsbG8");
+	free(s);
+	s = token_b64url_encode((const unsigned char *)"\xfb\xff", 2);
+	assert_string_equal(s, "-_8");
+	free(s);
+	s = token_b64url_encode((const unsigned char *)"abc", 3);
+	assert_string_equal(s, "YWJj");
+	free(s);
+	s = token_b64url_encode((const unsigned char *)"", 0);
+	assert_string_equal(s, "");
+	free(s);
+}
+
+/* The sooner of expires_in and the JWT exp wins; either alone is enough. */
+static void
+test_lifetime_min_of_both(void **state)
+{
+	long long now_s = NOW_MS / 1000;
+	char *jwt = jwt_with_exp(now_s + 100);		/* 99.877 s from NOW_MS */
+
+	(void)state;
+	assert_int_equal(token_lifetime_ms(3600, jwt, NOW_MS), 99877);
+	assert_int_equal(token_lifetime_ms(50, jwt, NOW_MS), 50000);
+	assert_int_equal(token_lifetime_ms(-1, jwt, NOW_MS), 99877);
+	free(jwt);
+
+	jwt = jwt_with_exp(now_s - 1);			/* already dead */
+	assert_int_equal(token_lifetime_ms(3600, jwt, NOW_MS), -1);
+	assert_int_equal(token_lifetime_ms(-1, jwt, NOW_MS), -1);
+	free(jwt);
+
+	assert_int_equal(token_lifetime_ms(0, "opaque", NOW_MS), -1);
+	assert_int_equal(token_lifetime_ms(-1, NULL, NOW_MS), -1);
+	/* A huge expires_in is cut down, never overflows. */
+	assert_true(token_lifetime_ms(9223372036854775807LL, "opaque", NOW_MS) > 0);
+}
+
+static void
+test_lifetime_jwt_forms(void **state)
+{
+	long long now_s = NOW_MS / 1000;
+	char payload[128], *t;
+
+	(void)state;
+	/* Opaque and non-JWS tokens carry no exp: expires_in alone, or nothing. */
+	assert_int_equal(token_lifetime_ms(60, "2YotnFZFEjr1zCsicMWpAA", NOW_MS), 60000);
+	assert_int_equal(token_lifetime_ms(-1, "2YotnFZFEjr1zCsicMWpAA", NOW_MS), -1);
+	assert_int_equal(token_lifetime_ms(-1, "a.b", NOW_MS), -1);
+	assert_int_equal(token_lifetime_ms(-1, "a.!!!.c", NOW_MS), -1);
+	assert_int_equal(token_lifetime_ms(60, "a.b.c.d.e", NOW_MS), 60000);	/* JWE */
+
+	t = make_jwt("{\"sub\":\"w\"}");		/* no exp */
+	assert_int_equal(token_lifetime_ms(10, t, NOW_MS), 10000);
+	assert_int_equal(token_lifetime_ms(-1, t, NOW_MS), -1);
+	free(t);
+	snprintf(payload, sizeof payload, "{\"exp\":\"%lld\"}", now_s + 5);
+	t = make_jwt(payload);				/* exp as a string: not a NumericDate */
+	assert_int_equal(token_lifetime_ms(-1, t, NOW_MS), -1);
+	free(t);
+	snprintf(payload, sizeof payload, "{\"exp\":%lld.5}", now_s + 5);
+	t = make_jwt(payload);				/* fractional exp */
+	assert_int_equal(token_lifetime_ms(-1, t, NOW_MS), 4877);
+	free(t);
+	t = make_jwt("[1,2]");				/* payload not an object */
+	assert_int_equal(token_lifetime_ms(-1, t, NOW_MS), -1);
+	free(t);
+	t = make_jwt("not json");
+	assert_int_equal(token_lifetime_ms(7, t, NOW_MS), 7000);
+	free(t);
+}
+
+static uint64_t
+mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	return x ^ (x >> 33);
+}
+
+static void
+test_refresh_at_bounds(void **state)
+{
+	const int64_t lifetimes[] = {1, 2, 19, 1000, 2000, 3600000};
+	const double ratios[] = {0.75, 0.5, 0.99, 0, 1, 2, -1, NAN};
+	const int64_t t0 = NOW_MS;
+
+	(void)state;
+	for (size_t l = 0; l < sizeof lifetimes / sizeof lifetimes[0]; l++)
+		for (size_t r = 0; r < sizeof ratios / sizeof ratios[0]; r++)
+			for (uint64_t i = 0; i < 20000; i++) {
+				int64_t at = token_refresh_at_ms(t0, lifetimes[l], ratios[r], mix(i));
+				assert_true(at >= t0);
+				assert_true(at < t0 + lifetimes[l]);
+			}
+
+	/* 0.75 of an hour, minus at most 5 % of it. */
+	int64_t lo = INT64_MAX, hi = INT64_MIN, life = 3600000;
+	for (uint64_t i = 0; i < 100000; i++) {
+		int64_t at = token_refresh_at_ms(t0, life, 0.75, mix(i)) - t0;
+		lo = at < lo ? at : lo;
+		hi = at > hi ? at : hi;
+	}
+	assert_true(hi <= 2700000);
+	assert_true(lo >= 2700000 - 180000);
+	assert_true(hi - lo > 170000);	/* the jitter is spread, not constant */
+	assert_int_equal(token_refresh_at_ms(t0, life, 0.75, 0), t0 + 2700000);
+	assert_int_equal(token_refresh_at_ms(t0, life, 0.75, 180000), t0 + 2700000 - 180000);
+	assert_int_equal(token_refresh_at_ms(t0, life, 0.75, 180001), t0 + 2700000);
+	assert_int_equal(token_refresh_at_ms(t0, 0, 0.75, 5), t0);
+}
+
+/* R6: remaining life must exceed timeout + 1 s, strictly. */
+static void
+test_usable_boundary(void **state)
+{
+	(void)state;
+	assert_int_equal(token_usable(NOW_MS + 5000 + 1000, NOW_MS, 5000), 0);
+	assert_int_equal(token_usable(NOW_MS + 5000 + 1001, NOW_MS, 5000), 1);
+	assert_int_equal(token_usable(NOW_MS + 1000, NOW_MS, 0), 0);
+	assert_int_equal(token_usable(NOW_MS + 1001, NOW_MS, 0), 1);
+	assert_int_equal(token_usable(NOW_MS - 1, NOW_MS, 0), 0);
+	assert_int_equal(token_usable(0, NOW_MS, 0), 0);
+}
+
+static int64_t
+max_delay(int failures)
+{
+	int64_t max = -1;
+
+	for (uint64_t i = 0; i < 50000; i++) {
+		int64_t d = token_retry_delay_ms(failures, mix(i));
+		assert_true(d >= 0);
+		max = d > max ? d : max;
+	}
+	return max;
+}
+
+static void
+test_retry_delay(void **state)
+{
+	(void)state;
+	assert_int_equal(token_retry_delay_ms(1, 500), 500);
+	assert_int_equal(token_retry_delay_ms(1, 501), 0);
+	assert_int_equal(token_retry_delay_ms(2, 1000), 1000);
+	assert_int_equal(token_retry_delay_ms(3, 2000), 2000);
+	assert_int_equal(token_retry_delay_ms(6, 16000), 16000);
+	assert_int_equal(token_retry_delay_ms(7, 30000), 30000);	/* 32 s capped */
+	assert_int_equal(token_retry_delay_ms(7, 30001), 0);
+	assert_int_equal(token_retry_delay_ms(0, 500), 500);		/* < 1 counts as 1 */
+	assert_int_equal(token_retry_delay_ms(-3, 501), 0);
+	assert_true(max_delay(1) <= 500 && max_delay(1) > 450);
+	assert_true(max_delay(4) <= 4000 && max_delay(4) > 3600);
+	assert_true(max_delay(1000) <= 30000 && max_delay(1000) > 27000);
+	assert_true(max_delay(2147483647) <= 30000);
+}
+
+static void
+test_form_encode(void **state)
+{
+	const char *const pairs[] = {"grant_type", "client_credentials", "scope", "read write",
+	    "x", "+ % : \xc3\xa9", "keep", "-._~Az09", "enc", "*/&=?#", NULL};
+	const char *const none[] = {NULL};
+	char *s;
+
+	(void)state;
+	s = token_form_encode(pairs);
+	assert_string_equal(s, "grant_type=client_credentials&scope=read+write"
+	    "&x=%2B+%25+%3A+%C3%A9&keep=-._~Az09&enc=%2A%2F%26%3D%3F%23");
+	free(s);
+	s = token_form_encode(none);
+	assert_string_equal(s, "");
+	free(s);
+}
+
+static void
+test_basic_userpwd(void **state)
+{
+	char *s;
+
+	(void)state;
+	s = token_basic_userpwd("my client", "p+ss%:w rd\xc3\xa9");
+	assert_string_equal(s, "my+client:p%2Bss%25%3Aw+rd%C3%A9");
+	free(s);
+	s = token_basic_userpwd("a:b", "");
+	assert_string_equal(s, "a%3Ab:");	/* the client id's ':' cannot split the pair */
+	free(s);
+}
+
+static int
+parse(const char *body, char **tok, long long *exp, char *err, size_t errlen)
+{
+	return token_parse_response(body, body ? strlen(body) : 0, tok, exp, err, errlen);
+}
+
+static void
+assert_parses(const char *body, const char *want_token, long long want_expires)
+{
+	char err[256] = "", *tok = NULL;
+	long long exp = -2;
+
+	if (parse(body, &tok, &exp, err, sizeof err) != 0)
+		fail_msg("%s: %s", body, err);
+	assert_string_equal(tok, want_token);
+	assert_int_equal(exp, want_expires);
+	free(tok);
+}
+
+static void
+assert_refused(const char *body, const char *want_err)
+{
+	char err[256] = "", *tok = (char *)"untouched";
+	long long exp = -2;
+
+	assert_int_equal(parse(body, &tok, &exp, err, sizeof err), -1);
+	assert_null(tok);
+	assert_string_equal(err, want_err);
+}
+
+static void
+test_parse_ok(void **state)
+{
+	(void)state;
+	assert_parses("{\"access_token\":\"abc.def\",\"token_type\":\"Bearer\",\"expires_in\":3600}",
+	    "abc.def", 3600);
+	assert_parses("{\"access_token\":\"t\",\"token_type\":\"bEaReR\",\"expires_in\":\"120\"}",
+	    "t", 120);
+	assert_parses("{\"access_token\":\"t\"}", "t", -1);
+	assert_parses("{\"access_token\":\"t\",\"expires_in\":null}", "t", -1);
+	assert_parses("{\"access_token\":\"t\",\"expires_in\":12.7,\"scope\":\"a b\"}", "t", 12);
+	assert_parses("{\"access_token\":\"t\",\"expires_in\":0}", "t", 0);
+}
+
+static void
+test_parse_refused(void **state)
+{
+	(void)state;
+	assert_refused("{\"token_type\":\"Bearer\",\"expires_in\":3600}",
+	    "token response has no access_token");
+	assert_refused("{\"access_token\":\"\"}", "token response has no access_token");
+	assert_refused("{\"access_token\":42}", "token response has no access_token");
+	assert_refused("{\"access_token\":\"a b\"}",
+	    "access_token holds characters a header cannot carry");
+	assert_refused("{\"access_token\":\"a\\r\\nX-Evil: 1\"}",
+	    "access_token holds characters a header cannot carry");
+	assert_refused("{\"access_token\":\"t\",\"token_type\":\"mac\"}", "token_type is not Bearer");
+	assert_refused("{\"access_token\":\"t\",\"token_type\":1}", "token_type is not Bearer");
+	assert_refused("{\"access_token\":\"t\",\"expires_in\":-1}",
+	    "expires_in is not a non-negative number");
+	assert_refused("{\"access_token\":\"t\",\"expires_in\":\"soon\"}",
+	    "expires_in is not a non-negative number");
+	assert_refused("{\"access_token\":\"t\",\"expires_in\":\"-5\"}",
+	    "expires_in is not a non-negative number");
+	assert_refused("{\"access_token\":\"t\",\"expires_in\":true}",
+	    "expires_in is not a non-negative number");
+	assert_refused("<html>503</html>", "token response is not a JSON object");
+	assert_refused("[\"access_token\"]", "token response is not a JSON object");
+	assert_refused("", "token response is not a JSON object");
+	assert_refused(NULL, "token response is not a JSON object");
+}
+
+static void
+test_parse_error_bodies(void **state)
+{
+	char err[16], *tok;
+	long long exp;
+
+	(void)state;
+	assert_refused("{\"error\":\"invalid_client\",\"error_description\":\"bad secret\"}",
+	    "idp error: invalid_client: bad secret");
+	assert_refused("{\"error\":\"invalid_scope\"}", "idp error: invalid_scope");
+	assert_refused("{\"error\":7}", "idp error: (not a string)");
+	/* An error wins over a token, which never reaches the message. */
+	assert_refused("{\"error\":\"server_error\",\"access_token\":\"SECRET-TOKEN\"}",
+	    "idp error: server_error");
+	/* Truncated to the buffer, always terminated. */
+	assert_int_equal(parse("{\"error\":\"invalid_client\",\"error_description\":\"x\"}",
+	    &tok, &exp, err, sizeof err), -1);
+	assert_string_equal(err, "idp error: inva");
+}
+
+static void
+test_random_hex(void **state)
+{
+	char a[33], b[33], small[9];
+
+	(void)state;
+	assert_int_equal(token_random_hex(a, sizeof a, 16), 0);
+	assert_int_equal(token_random_hex(b, sizeof b, 16), 0);
+	assert_int_equal(strlen(a), 32);
+	assert_int_equal(strspn(a, "0123456789abcdef"), 32);
+	assert_string_not_equal(a, b);
+	assert_int_equal(token_random_hex(small, sizeof small, 4), 0);
+	assert_int_equal(strlen(small), 8);
+	assert_int_equal(token_random_hex(small, sizeof small - 1, 4), -1);	/* no room for NUL */
+	assert_string_equal(small, "");
+	assert_string_equal(small, "");
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_b64url),
+		cmocka_unit_test(test_lifetime_min_of_both),
+		cmocka_unit_test(test_lifetime_jwt_forms),
+		cmocka_unit_test(test_refresh_at_bounds),
+		cmocka_unit_test(test_usable_boundary),
+		cmocka_unit_test(test_retry_delay),
+		cmocka_unit_test(test_form_encode),
+		cmocka_unit_test(test_basic_userpwd),
+		cmocka_unit_test(test_parse_ok),
+		cmocka_unit_test(test_parse_refused),
+		cmocka_unit_test(test_parse_error_bodies),
+		cmocka_unit_test(test_random_hex),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
