@@ -732,19 +732,17 @@ start_authz(struct ejob *j)
 {
 	struct engine *eng = j->eng;
 	const struct record *r = j->rec;
-	json_t *input = json_pack("{s:{s:s,s:s,s:s,s:O,s:s,s:s,s:s}}", "input",
+	/* decidedAt goes as the record wrote it, not re-formatted. */
+	json_t *input = json_pack("{s:{s:s,s:s,s:s,s:O,s:s,s:s,s:O}}", "input",
 	    "subject", r->on_behalf_of, "action", r->action, "resource", r->resource,
 	    "parameters", r->parameters, "basis", r->basis, "recordId", r->id,
-	    "decidedAt", "");
-	char decided[WTIME_RFC3339_LEN];
+	    "decidedAt", json_object_get(r->content, "decidedAt"));
 	struct job_event ev = {.kind = JOB_EV_AUTHZ, .authz = JOB_AUTHZ_UNAVAILABLE};
 
 	if (input == NULL) {
 		feed(j, &ev);
 		return;
 	}
-	json_object_set_new(json_object_get(input, "input"), "decidedAt",
-	    json_string(wtime_format_rfc3339(r->decided_at_ms, decided, sizeof decided)));
 	char *body = json_dumps(input, JSON_COMPACT);
 	json_decref(input);
 	char h_auth[4200];

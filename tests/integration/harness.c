@@ -4,6 +4,9 @@
 #include "harness.h"
 
 #include <curl/curl.h>
+#include <jansson.h>
+#include <jwt.h>
+#include <limits.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -21,6 +24,9 @@
 #ifdef __linux__
 #include <sys/prctl.h>
 #endif
+
+#include "record.h"
+#include "wtime.h"
 
 #define MAX_CHILDREN	64
 #define MAX_PATHS	128
@@ -774,4 +780,374 @@ h_http(const char *method, const char *url, const char *body, long *status)
 	*status = r.status;
 	h_http_reply_clear(&r);
 	return s;
+}
+
+/* ---- records, streams and the daemon ---- */
+
+#define DAEMON_READY_MS	60000
+#define DAEMON_STOP_MS	20000
+
+long long
+h_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+const char *
+h_data(const char *name)
+{
+	const char *dir = getenv("WARRANTD_DATA_DIR");
+	char rel[4096], abs[PATH_MAX];
+
+	snprintf(rel, sizeof rel, "%s/%s", dir && *dir ? dir : "tests/data", name);
+	return intern(realpath(rel, abs) != NULL ? abs : rel);
+}
+
+char *
+h_record_json(const char *id, const char *action, const char *resource,
+	      long long decided_ms, long long expires_ms, long long not_before_ms,
+	      const char *notify)
+{
+	char decided[WTIME_RFC3339_LEN], expires[WTIME_RFC3339_LEN], nb[WTIME_RFC3339_LEN];
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:{s:s}, s:s, s:s, s:s, s:s}",
+	    "recordId", id, "onBehalfOf", "operator:4417", "action", action,
+	    "resource", resource, "parameters", "reason", "test",
+	    "basis", "role:canal-operator",
+	    "decidedAt", wtime_format_rfc3339(decided_ms, decided, sizeof decided),
+	    "expiresAt", wtime_format_rfc3339(expires_ms, expires, sizeof expires),
+	    "iss", "decider-test");
+	char *s = NULL;
+
+	if (o == NULL)
+		return NULL;
+	if (not_before_ms > 0)
+		json_object_set_new(o, "notBefore",
+		    json_string(wtime_format_rfc3339(not_before_ms, nb, sizeof nb)));
+	if (notify != NULL)
+		json_object_set_new(o, "notifyOnDenial", json_string(notify));
+	s = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	return s;
+}
+
+char *
+h_sign(const char *json, const char *key_path)
+{
+	char *key = h_read_file(key_path), *jws = NULL;
+	json_t *content = json_loads(json, 0, NULL);
+
+	if (key != NULL && content != NULL)
+		jws = record_sign(JWT_ALG_ES256, (const unsigned char *)key, strlen(key), NULL,
+		    content);
+	json_decref(content);
+	free(key);
+	return jws;
+}
+
+static int
+reply_ok(redisReply *rep)
+{
+	int ok = rep != NULL && rep->type != REDIS_REPLY_ERROR;
+
+	if (rep != NULL && rep->type == REDIS_REPLY_ERROR)
+		fprintf(stderr, "harness: redis: %s\n", rep->str);
+	freeReplyObject(rep);
+	return ok;
+}
+
+int
+h_store_record(redisContext *c, const char *prefix, const char *id, const char *record,
+	       int enqueue)
+{
+	char key[512], stream[512], created[WTIME_RFC3339_LEN];
+
+	snprintf(key, sizeof key, "%s:decision:%s", prefix, id);
+	snprintf(stream, sizeof stream, "%s:jobs", prefix);
+	wtime_format_rfc3339(h_now_ms(), created, sizeof created);
+	if (!reply_ok(redisCommand(c, "HSET %s record %s state queued createdAt %s", key,
+	    record, created)))
+		return -1;
+	if (enqueue && !reply_ok(redisCommand(c, "XADD %s * id %s", stream, id)))
+		return -1;
+	return 0;
+}
+
+int
+h_decide(redisContext *c, const char *prefix, const char *id, const char *json, int sign)
+{
+	char *rec = sign ? h_sign(json, h_data("test-es256.key")) : strdup(json);
+	int r = rec != NULL ? h_store_record(c, prefix, id, rec, 1) : -1;
+
+	free(rec);
+	return r;
+}
+
+char *
+h_hget(redisContext *c, const char *key, const char *field)
+{
+	return h_redis_str(c, "HGET %s %s", key, field);
+}
+
+long long
+h_pending_count(redisContext *c, const char *stream, const char *group)
+{
+	redisReply *rep = redisCommand(c, "XPENDING %s %s", stream, group);
+	long long n = -1;
+
+	if (rep != NULL && rep->type == REDIS_REPLY_ARRAY && rep->elements >= 1 &&
+	    rep->element[0]->type == REDIS_REPLY_INTEGER)
+		n = rep->element[0]->integer;
+	else if (rep != NULL && rep->type == REDIS_REPLY_ERROR && strstr(rep->str, "NOGROUP"))
+		n = 0;
+	freeReplyObject(rep);
+	return n;
+}
+
+/* The value of `field` in one XRANGE entry's field list, or NULL. */
+static const redisReply *
+entry_value(const redisReply *fields, const char *field)
+{
+	for (size_t i = 0; fields->type == REDIS_REPLY_ARRAY && i + 1 < fields->elements; i += 2)
+		if (fields->element[i]->type == REDIS_REPLY_STRING &&
+		    strcmp(fields->element[i]->str, field) == 0)
+			return fields->element[i + 1];
+	return NULL;
+}
+
+/* Calls each(entry fields, arg) for matching entries until it returns non-zero. */
+static long long
+stream_scan(redisContext *c, const char *key, const char *match_field, const char *match_value,
+	    int (*each)(const redisReply *fields, void *arg), void *arg)
+{
+	redisReply *rep = redisCommand(c, "XRANGE %s - +", key);
+	long long n = 0;
+
+	for (size_t i = 0; rep != NULL && rep->type == REDIS_REPLY_ARRAY && i < rep->elements; i++) {
+		const redisReply *e = rep->element[i];
+		if (e->type != REDIS_REPLY_ARRAY || e->elements != 2)
+			continue;
+		const redisReply *v = match_field ? entry_value(e->element[1], match_field) : NULL;
+		if (match_field != NULL && (v == NULL || v->type != REDIS_REPLY_STRING ||
+		    strcmp(v->str, match_value) != 0))
+			continue;
+		n++;
+		if (each != NULL && each(e->element[1], arg))
+			break;
+	}
+	freeReplyObject(rep);
+	return n;
+}
+
+long long
+h_stream_count(redisContext *c, const char *key, const char *match_field,
+	       const char *match_value)
+{
+	return stream_scan(c, key, match_field, match_value, NULL, NULL);
+}
+
+struct want_field {
+	const char *want;
+	char *out;
+};
+
+static int
+take_field(const redisReply *fields, void *arg)
+{
+	struct want_field *w = arg;
+	const redisReply *v = entry_value(fields, w->want);
+
+	if (v != NULL && v->type == REDIS_REPLY_STRING)
+		w->out = strdup(v->str);
+	return 1;
+}
+
+char *
+h_stream_field(redisContext *c, const char *key, const char *match_field,
+	       const char *match_value, const char *want)
+{
+	struct want_field w = { want, NULL };
+
+	stream_scan(c, key, match_field, match_value, take_field, &w);
+	return w.out;
+}
+
+int
+h_fake_script(const struct h_fake *f, const char *json)
+{
+	char url[256];
+	long status = 0;
+
+	snprintf(url, sizeof url, "%s/_script", f->url);
+	free(h_http("POST", url, json, &status));
+	return status == 200 ? 0 : -1;
+}
+
+json_t *
+h_fake_json(const struct h_fake *f, const char *path)
+{
+	char url[256];
+	long status = 0;
+
+	snprintf(url, sizeof url, "%s%s", f->url, path);
+	char *body = h_http("GET", url, NULL, &status);
+	json_t *j = body != NULL && status == 200 ? json_loads(body, 0, NULL) : NULL;
+	free(body);
+	return j;
+}
+
+#define OR(v, d) ((v) ? (v) : (d))
+
+static char *fmt_alloc(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Caller frees; NULL on error. */
+static char *
+fmt_alloc(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (s = malloc((size_t)n + 1)) == NULL)
+		return NULL;
+	va_start(ap, fmt);
+	vsnprintf(s, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	return s;
+}
+
+char *
+h_daemon_ini(const struct h_daemon_opts *o)
+{
+	char records[1024];
+
+	if (o->redis_sock == NULL || o->target_url == NULL)
+		return NULL;
+	if (o->signature_off)
+		snprintf(records, sizeof records, "signature = off\n");
+	else
+		snprintf(records, sizeof records, "signature = required\nalgorithm = ES256\n"
+		    "verify_key_file = %s\n", h_data("test-es256.pub"));
+	return fmt_alloc(
+	    "[daemon]\nconsumer = %s\nlog_level = debug\nheartbeat_ms = %d\n"
+	    "shutdown_grace_ms = %d\n%s"
+	    "[redis]\nsocket = %s\nprefix = %s\nclaim_interval_ms = %d\nclaim_idle_ms = %d\n"
+	    "block_ms = %d\nmax_deliveries = %d\n%s"
+	    "[records]\n%s%s"
+	    "[retry]\nbase_ms = %d\ncap_ms = %d\nmax_attempts = %d\n%s"
+	    "[notify]\ndefault_owner = %s\n%s"
+	    "[action gate.open]\nurl = %s/gates/{resource}/open\nauth = %s\ntimeout_ms = %d\n%s"
+	    "%s",
+	    OR(o->consumer, "w1"), OR(o->heartbeat_ms, 500), OR(o->shutdown_grace_ms, 3000),
+	    OR(o->daemon_extra, ""),
+	    o->redis_sock, OR(o->prefix, "warrant"), OR(o->claim_interval_ms, 200),
+	    OR(o->claim_idle_ms, 2000), OR(o->block_ms, 1000), OR(o->max_deliveries, 16),
+	    OR(o->redis_extra, ""),
+	    records, OR(o->records_extra, ""),
+	    OR(o->base_ms, 50), OR(o->cap_ms, 500), OR(o->max_attempts, 5), OR(o->retry_extra, ""),
+	    OR(o->default_owner, "ops"), OR(o->notify_extra, ""),
+	    o->target_url, OR(o->action_auth, "none"), OR(o->action_timeout_ms, 2000),
+	    OR(o->action_extra, ""), OR(o->sections, ""));
+}
+
+int
+h_daemon_spawn(struct h_daemon *d, const char *ini_text)
+{
+	static int seq;
+	char name[64];
+	int id = __atomic_add_fetch(&seq, 1, __ATOMIC_SEQ_CST);
+
+	memset(d, 0, sizeof *d);
+	snprintf(name, sizeof name, "warrantd-%d.ini", id);
+	char *path = h_write_file(name, ini_text);
+	if (path == NULL)
+		return -1;
+	snprintf(d->ini, sizeof d->ini, "%s", path);
+	free(path);
+	snprintf(d->log, sizeof d->log, "%s/warrantd-%d.log", h_tmpdir(), id);
+	char *argv[] = { (char *)h_bin("warrantd"), (char *)"-c", d->ini, NULL };
+	if ((d->pid = h_spawn(d->log, argv)) < 0) {
+		d->pid = 0;
+		return -1;
+	}
+	return 0;
+}
+
+struct log_wait {
+	const struct h_daemon *d;
+	const char *needle;
+};
+
+static int
+log_has_or_dead(void *arg)
+{
+	const struct log_wait *w = arg;
+	return h_file_contains(w->d->log, w->needle) || exited(w->d->pid);
+}
+
+int
+h_daemon_wait_log(const struct h_daemon *d, const char *needle, int timeout_ms)
+{
+	struct log_wait w = { d, needle };
+
+	if (d->pid <= 0)
+		return h_file_contains(d->log, needle) ? 0 : -1;
+	if (h_wait_until(log_has_or_dead, &w, timeout_ms) != 0)
+		return -1;
+	return h_file_contains(d->log, needle) ? 0 : -1;
+}
+
+int
+h_daemon_start(struct h_daemon *d, const char *ini_text)
+{
+	if (h_daemon_spawn(d, ini_text) != 0)
+		return -1;
+	if (h_daemon_wait_log(d, "event=consumer.ready", DAEMON_READY_MS) == 0 && !exited(d->pid))
+		return 0;
+	fprintf(stderr, "harness: warrantd did not get ready; see %s\n", d->log);
+	h_daemon_kill(d);
+	return -1;
+}
+
+int
+h_daemon_stop(struct h_daemon *d)
+{
+	if (d == NULL || d->pid <= 0)
+		return -1;
+	int status = h_stop(d->pid, SIGTERM, DAEMON_STOP_MS);
+	d->pid = 0;
+	return status;
+}
+
+void
+h_daemon_kill(struct h_daemon *d)
+{
+	if (d == NULL || d->pid <= 0)
+		return;
+	h_stop(d->pid, SIGKILL, STOP_TIMEOUT_MS);
+	d->pid = 0;
+}
+
+int
+h_daemon_log_has(const struct h_daemon *d, const char *needle)
+{
+	return h_file_contains(d->log, needle);
+}
+
+int
+h_daemon_log_clean(const struct h_daemon *d)
+{
+	static const char *const bad[] = {
+		"ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error"
+	};
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		if (h_file_contains(d->log, bad[i])) {
+			fprintf(stderr, "harness: %s has \"%s\"\n", d->log, bad[i]);
+			return 0;
+		}
+	return 1;
 }

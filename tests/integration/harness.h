@@ -21,6 +21,7 @@
 #include <sys/types.h>
 
 #include <hiredis/hiredis.h>
+#include <jansson.h>
 
 /* Private dir under /tmp, created on first use, removed with its contents at
  * exit unless $WARRANTD_KEEP_TMP is set. Aborts the test program when it
@@ -118,5 +119,119 @@ void h_http_reply_clear(struct h_http_reply *r);
 /* Value of the first response header called name (case-insensitive),
  * caller frees; NULL when absent. */
 char *h_http_header(const struct h_http_reply *r, const char *name);
+
+/* ---- records, streams and the daemon (shared by the engine tests) ---- */
+
+/* Wall clock, Unix ms (what the daemon and fake_target use). */
+long long h_now_ms(void);
+
+/* Absolute path of tests/data/name ($WARRANTD_DATA_DIR, default tests/data
+ * under the current dir). Valid until exit. */
+const char *h_data(const char *name);
+
+/*
+ * A record's JSON content (SPEC §3.1), compact: recordId = id, onBehalfOf
+ * "operator:4417", basis "role:canal-operator", parameters {"reason": "test"},
+ * iss "decider-test", the times as RFC 3339 from Unix ms; notBefore only when
+ * not_before_ms > 0, notifyOnDenial only when notify is not NULL.
+ * Caller frees; NULL on error.
+ */
+char *h_record_json(const char *id, const char *action, const char *resource,
+		    long long decided_ms, long long expires_ms, long long not_before_ms,
+		    const char *notify);
+
+/* ES256 JWS (typ decision+jwt) of `json` with the PEM private key at
+ * key_path. Caller frees; NULL on error. */
+char *h_sign(const char *json, const char *key_path);
+
+/* Writes P:decision:<id> {record, state=queued, createdAt} and, when
+ * enqueue, XADDs P:jobs * id <id>. `record` is stored as given. 0 or -1. */
+int h_store_record(redisContext *c, const char *prefix, const char *id, const char *record,
+		   int enqueue)
+	__attribute__((warn_unused_result));
+
+/* The decider: `json` signed with tests/data/test-es256.key (sign = 1) or
+ * stored as plain JSON (sign = 0), then h_store_record(..., 1). 0 or -1. */
+int h_decide(redisContext *c, const char *prefix, const char *id, const char *json, int sign)
+	__attribute__((warn_unused_result));
+
+/* HGET; caller frees; NULL when the field or key is missing. */
+char *h_hget(redisContext *c, const char *key, const char *field);
+
+/* XPENDING key group (summary): the count, or -1 on error (0 when no group). */
+long long h_pending_count(redisContext *c, const char *stream, const char *group);
+
+/* Entries of stream `key` whose field `match_field` equals `match_value`
+ * (both NULL: every entry). */
+long long h_stream_count(redisContext *c, const char *key, const char *match_field,
+			 const char *match_value);
+/* Value of `want` in the first such entry; caller frees; NULL when none. */
+char *h_stream_field(redisContext *c, const char *key, const char *match_field,
+		     const char *match_value, const char *want);
+
+/* POST /_script with json to the fake; 0 when it answered 200. */
+int h_fake_script(const struct h_fake *f, const char *json)
+	__attribute__((warn_unused_result));
+/* GET f->url + path (e.g. "/_stats", "/_requests") parsed; caller
+ * json_decref's; NULL on error. */
+json_t *h_fake_json(const struct h_fake *f, const char *path);
+
+/*
+ * A test config for warrantd. 0 / NULL fields take the value in brackets.
+ * The *_extra strings are appended verbatim inside their section (keys the
+ * helper does not write, one "key = value\n" each); `sections` is appended
+ * at the end (whole extra sections such as [oauth], [authz]).
+ */
+struct h_daemon_opts {
+	const char *redis_sock;		/* required */
+	const char *target_url;		/* required: fake base url */
+	const char *consumer;		/* [w1] */
+	const char *prefix;		/* [warrant] */
+	int signature_off;		/* [0]: required, ES256, tests/data/test-es256.pub */
+	int heartbeat_ms;		/* [500] */
+	int shutdown_grace_ms;		/* [3000] */
+	int claim_interval_ms;		/* [200] */
+	int claim_idle_ms;		/* [2000] */
+	int block_ms;			/* [1000] */
+	int max_deliveries;		/* [16] */
+	int base_ms, cap_ms, max_attempts;	/* [50], [500], [5] */
+	const char *default_owner;	/* [ops] */
+	const char *action_auth;	/* [none] */
+	int action_timeout_ms;		/* [2000] */
+	const char *daemon_extra, *redis_extra, *records_extra, *retry_extra;
+	const char *notify_extra, *action_extra, *sections;
+};
+
+/* The INI text; caller frees; NULL on error. [action gate.open] url is
+ * target_url + "/gates/{resource}/open". */
+char *h_daemon_ini(const struct h_daemon_opts *o);
+
+struct h_daemon {
+	pid_t pid;		/* 0: not running */
+	char ini[256];		/* the config file */
+	char log[256];		/* its stdout and stderr */
+};
+
+/* Writes ini_text to a fresh file under h_tmpdir() and runs
+ * h_bin("warrantd") -c FILE with its output in a fresh log. 0 or -1. */
+int h_daemon_spawn(struct h_daemon *d, const char *ini_text)
+	__attribute__((warn_unused_result));
+/* h_daemon_spawn, then waits (60 s) for event=consumer.ready in its log.
+ * -1 (the daemon stopped) when it exits or never gets ready. */
+int h_daemon_start(struct h_daemon *d, const char *ini_text)
+	__attribute__((warn_unused_result));
+/* SIGTERM, waits up to 20 s (then SIGKILL). The waitpid status, or -1;
+ * no-op returning -1 when not running. */
+int h_daemon_stop(struct h_daemon *d);
+/* SIGKILL (a crash). */
+void h_daemon_kill(struct h_daemon *d);
+/* 1 when its log holds needle. */
+int h_daemon_log_has(const struct h_daemon *d, const char *needle);
+/* Waits up to timeout_ms for needle in its log; 0 or -1. */
+int h_daemon_wait_log(const struct h_daemon *d, const char *needle, int timeout_ms)
+	__attribute__((warn_unused_result));
+/* 1 when its log holds no sanitizer report ("ERROR: AddressSanitizer",
+ * "ERROR: LeakSanitizer", "runtime error"); 0 otherwise (also printed). */
+int h_daemon_log_clean(const struct h_daemon *d);
 
 #endif

@@ -1,0 +1,275 @@
+#!/bin/sh
+# bench/run.sh BUILD_DIR -- throughput of warrantd against a private
+# redis-server (unix socket) and the fake target, on this machine.
+#
+# For each record mode (signature off, ES256) and each max_in_flight, it
+# enqueues BENCH_JOBS jobs (all before the daemon starts), starts warrantd,
+# and measures the wall time from its start until the last job's terminal
+# write (the newest P:audit id; completion is detected when XINFO GROUPS shows
+# nothing pending and no lag), jobs/s, the daemon's CPU time (utime+stime) and
+# peak RSS (VmHWM). Then it checks that every hash is `done` and the target saw
+# each job exactly once. The table goes to stdout and bench/results.txt.
+#
+# Environment: BENCH_JOBS [20000], BENCH_IN_FLIGHT ["1 64 256"],
+# BENCH_MODES ["off es256"], BENCH_TIMEOUT_S [600, per run],
+# BENCH_OUT [bench/results.txt], BENCH_KEEP_TMP (keep the temp dir).
+# Everything it starts is stopped by PID; it exits non-zero when a run does
+# not finish in time or a check fails (results.txt is then left unchanged).
+set -eu
+
+[ $# -eq 1 ] || { echo "usage: bench/run.sh BUILD_DIR" >&2; exit 64; }
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "$1" && pwd)
+JOBS=${BENCH_JOBS:-20000}
+FLIGHTS=${BENCH_IN_FLIGHT:-"1 64 256"}
+MODES=${BENCH_MODES:-"off es256"}
+TIMEOUT_S=${BENCH_TIMEOUT_S:-600}
+OUT=${BENCH_OUT:-$root/bench/results.txt}
+PREFIX=bench
+PKGS="hiredis libcurl jansson libjwt inih openssl"
+
+for bin in "$build/bin/warrantd" "$build/tests/fake_target"; do
+	[ -x "$bin" ] || { echo "bench: $bin missing (make BUILD=$1 unit)" >&2; exit 1; }
+done
+[ -f "$build/libwarrant.a" ] || { echo "bench: $build/libwarrant.a missing" >&2; exit 1; }
+for tool in redis-server redis-cli curl cc pkg-config; do
+	command -v "$tool" >/dev/null || { echo "bench: $tool not found" >&2; exit 1; }
+done
+case $JOBS in ''|*[!0-9]*|0) echo "bench: BENCH_JOBS must be a positive integer" >&2; exit 64;; esac
+
+tmp=$(mktemp -d /tmp/warrantd-bench.XXXXXX)
+sock=$tmp/redis.sock
+redis_pid=
+target_pid=
+daemon_pid=
+
+# SIGTERM, then SIGKILL after 20 s; reaps it. Only our own children.
+stop_pid() {
+	[ -n "$1" ] || return 0
+	kill -TERM "$1" 2>/dev/null || { wait "$1" 2>/dev/null || true; return 0; }
+	i=0
+	while kill -0 "$1" 2>/dev/null && [ $i -lt 200 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	kill -KILL "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+}
+
+cleanup() {
+	stop_pid "$daemon_pid"
+	stop_pid "$target_pid"
+	stop_pid "$redis_pid"
+	daemon_pid=''
+	target_pid=''
+	redis_pid=''
+	if [ -n "${BENCH_KEEP_TMP:-}" ]; then
+		echo "bench: kept $tmp" >&2
+	else
+		rm -rf "$tmp"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+die() {
+	echo "bench: $*" >&2
+	exit 1
+}
+
+now_ms() { date +%s%3N; }
+
+rcli() { redis-cli -s "$sock" "$@"; }
+
+# Waits up to $1 tenths of a second for the command after it to succeed.
+wait_for() {
+	n=$1
+	shift
+	while ! "$@" >/dev/null 2>&1; do
+		n=$((n - 1))
+		[ $n -gt 0 ] || return 1
+		sleep 0.1
+	done
+}
+
+redis_up() { [ "$(rcli PING 2>/dev/null)" = PONG ]; }
+
+start_redis() {
+	redis-server --port 0 --unixsocket "$sock" --unixsocketperm 700 --save '' \
+	    --appendonly no --dir "$tmp" --logfile "$tmp/redis.log" --daemonize no &
+	redis_pid=$!
+	wait_for 100 redis_up || die "redis-server did not start (see $tmp/redis.log)"
+}
+
+start_target() {
+	"$build/tests/fake_target" --port-file "$tmp/target.port" 2>"$tmp/target.log" &
+	target_pid=$!
+	wait_for 100 test -s "$tmp/target.port" || die "fake_target did not start"
+	target_url=http://127.0.0.1:$(cat "$tmp/target.port")
+}
+
+# The helper that writes the jobs, linked with this build's libwarrant.a.
+build_mkrecords() {
+	san=
+	if nm "$build/libwarrant.a" 2>/dev/null | grep -q __asan_init; then
+		san="-fsanitize=address,undefined"
+	fi
+	# $PKGS and the pkg-config output are word lists on purpose.
+	# shellcheck disable=SC2046,SC2086
+	cc -std=c11 -O2 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	    -Wformat=2 -D_FILE_OFFSET_BITS=64 $san -I"$root/include" \
+	    $(pkg-config --cflags $PKGS) -o "$tmp/mkrecords" "$root/bench/mkrecords.c" \
+	    "$build/libwarrant.a" $(pkg-config --libs $PKGS) -lev -lm ||
+	    die "cannot build bench/mkrecords.c"
+}
+
+make_jobs() {
+	case $1 in
+	off)	"$tmp/mkrecords" "$JOBS" "$PREFIX" >"$tmp/jobs-$1.resp" ;;
+	es256)	"$tmp/mkrecords" "$JOBS" "$PREFIX" "$root/tests/data/test-es256.key" \
+		    >"$tmp/jobs-$1.resp" ;;
+	*)	die "unknown mode $1 (off or es256)" ;;
+	esac || die "mkrecords failed"
+}
+
+write_ini() {	# mode in_flight
+	if [ "$1" = off ]; then
+		records="signature = off"
+	else
+		records="signature = required
+algorithm = ES256
+verify_key_file = $root/tests/data/test-es256.pub"
+	fi
+	cat >"$tmp/warrantd.ini" <<EOF
+[daemon]
+consumer = bench
+log_level = warn
+max_in_flight = $2
+heartbeat_ms = 1000
+shutdown_grace_ms = 5000
+[redis]
+socket = $sock
+prefix = $PREFIX
+[records]
+$records
+[action gate.open]
+url = $target_url/gates/{resource}/open
+auth = none
+timeout_ms = 10000
+EOF
+}
+
+load_jobs() {
+	rcli FLUSHALL >/dev/null
+	curl -sf -X POST "$target_url/_reset" >/dev/null || die "cannot reset fake_target"
+	rcli --pipe <"$tmp/jobs-$1.resp" >"$tmp/pipe.log" 2>&1 || die "redis-cli --pipe failed"
+	grep -q "errors: 0," "$tmp/pipe.log" || die "redis-cli --pipe: $(cat "$tmp/pipe.log")"
+	[ "$(rcli XLEN $PREFIX:jobs)" = "$JOBS" ] || die "$PREFIX:jobs does not hold $JOBS entries"
+}
+
+# "pending lag" of the group, from XINFO GROUPS (redis-cli prints one value a line).
+group_progress() {
+	rcli XINFO GROUPS $PREFIX:jobs 2>/dev/null | awk '
+		prev == "pending" { p = $0 }
+		prev == "lag" { l = $0 }
+		{ prev = $0 }
+		END { if (p == "" || l == "") print "- -"; else print p, l }'
+}
+
+finished() { [ "$(group_progress)" = "0 0" ]; }
+
+# Ticks of CPU (utime + stime) of a pid; the comm field holds no spaces here.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+vm_hwm_kb() { awk '$1 == "VmHWM:" { print $2 }' "/proc/$1/status"; }
+
+count_done() {
+	rcli EVAL "local n = 0
+for i = 1, tonumber(ARGV[2]) do
+	if redis.call('HGET', ARGV[1] .. i, 'state') == 'done' then n = n + 1 end
+end
+return n" 0 "$PREFIX:decision:bench-" "$JOBS"
+}
+
+json_int() {	# key json
+	printf '%s' "$2" | sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p"
+}
+
+rows=$tmp/rows
+
+run_one() {	# mode in_flight
+	mode=$1
+	flight=$2
+	load_jobs "$mode"
+	write_ini "$mode" "$flight"
+	t0=$(now_ms)
+	"$build/bin/warrantd" -c "$tmp/warrantd.ini" 2>"$tmp/warrantd-$mode-$flight.log" &
+	daemon_pid=$!
+	deadline=$((t0 + TIMEOUT_S * 1000))
+	while ! finished; do
+		kill -0 "$daemon_pid" 2>/dev/null ||
+		    die "warrantd exited during the $mode/$flight run (see $tmp/warrantd-$mode-$flight.log)"
+		if [ "$(now_ms)" -gt "$deadline" ]; then
+			BENCH_KEEP_TMP=1
+			die "TIMEOUT: $mode/$flight not finished after ${TIMEOUT_S}s (pending lag: $(group_progress))"
+		fi
+		sleep 0.05
+	done
+	t_seen=$(now_ms)
+	ticks=$(cpu_ticks "$daemon_pid")
+	hwm=$(vm_hwm_kb "$daemon_pid")
+	last=$(rcli XREVRANGE $PREFIX:audit + - COUNT 1 | head -n 1)
+	t_end=${last%%-*}
+	case $t_end in ''|*[!0-9]*) t_end=$t_seen ;; esac
+
+	stop_pid "$daemon_pid"
+	daemon_pid=
+	done_n=$(count_done)
+	[ "$done_n" = "$JOBS" ] || die "$mode/$flight: $done_n of $JOBS hashes are done"
+	stats=$(curl -sf "$target_url/_stats") || die "cannot read fake_target stats"
+	calls=$(json_int total "$stats")
+	dups=$(json_int duplicates "$stats")
+	if [ "$calls" != "$JOBS" ] || [ "$dups" != 0 ]; then
+		die "$mode/$flight: the target saw $calls calls ($dups duplicates) for $JOBS jobs"
+	fi
+
+	awk -v mode="$mode" -v f="$flight" -v n="$JOBS" -v ms=$((t_end - t0)) \
+	    -v ticks="$ticks" -v hz="$(getconf CLK_TCK)" -v kb="$hwm" 'BEGIN {
+		if (ms < 1) ms = 1
+		printf "%-6s %9d %7d %8.2f %9.0f %7.2f %11.1f %9.1f\n", mode, f, n,
+		    ms / 1000, n * 1000 / ms, ticks / hz, ticks / hz * 1e6 / n, kb / 1024
+	}' >>"$rows"
+	tail -n 1 "$rows"
+}
+
+header() {
+	printf "%-6s %9s %7s %8s %9s %7s %11s %9s\n" mode in_flight jobs wall_s jobs/s \
+	    cpu_s cpu_us/job rss_MiB
+}
+
+start_redis
+start_target
+build_mkrecords
+: >"$rows"
+header
+for mode in $MODES; do
+	t=$(now_ms)
+	make_jobs "$mode"
+	echo "# $mode: $JOBS jobs written in $(( $(now_ms) - t )) ms" >&2
+	for flight in $FLIGHTS; do
+		run_one "$mode" "$flight"
+	done
+done
+
+cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+{
+	echo "# warrantd benchmark ($(date -u +%Y-%m-%dT%H:%M:%SZ), bench/run.sh)"
+	echo "# host: $(nproc) CPU(s), ${cpu:-unknown CPU}; $(redis-server --version | cut -d' ' -f1-3)"
+	echo "# build: ${build#"$root"/}; jobs enqueued before start; redis on a unix socket;"
+	echo "# fake_target on 127.0.0.1 (same host); log_level = warn; batch = 64; no [authz], no OAuth."
+	echo "# wall_s: daemon start -> last terminal write; cpu_s, rss_MiB: the daemon only (VmHWM)."
+	header
+	cat "$rows"
+} >"$tmp/results.txt"
+cp "$tmp/results.txt" "$OUT"
+echo "bench: results in ${OUT#"$root"/}" >&2

@@ -1,0 +1,568 @@
+/*
+ * itest_authz: R5 and SPEC §7 with the real warrantd, fake_target and
+ * fake_pdp. One redis, one target, one PDP and one daemon serve the whole
+ * group; each test resets both fakes, uses its own record ids and resources,
+ * and waits until its jobs are terminal, so no test sees another's traffic.
+ *
+ * What is checked: the PDP is asked before the call with exactly the record's
+ * fields; a deny (a false result, {"allow": false}, or no result at all) ends
+ * the job as `denied` with a notification and an XACK and never calls the
+ * target; an unavailable PDP means `retrying` (not counted as a call) until
+ * it answers or the deadline passes; the PDP is asked again before each retry.
+ */
+#define _DEFAULT_SOURCE
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "harness.h"
+#include "wtime.h"
+
+#define WAIT_MS		60000	/* generous: 2 cores, ASan, load */
+#define PREFIX		"warrant"
+#define JOBS		PREFIX ":jobs"
+#define GROUP		"workers"
+#define NOTIFY		PREFIX ":notify"
+#define PDP_PATH	"/v1/data/warrant/allow"
+#define SUBJECT		"operator:4417"		/* h_record_json's onBehalfOf */
+#define BASIS		"role:canal-operator"	/* and its basis */
+
+static struct h_redis redis;
+static struct h_fake target, pdp;
+static struct h_daemon daemon_;
+static redisContext *rc;
+
+/* ---- the fakes ---- */
+
+static void
+post_ok(const struct h_fake *f, const char *path, const char *body)
+{
+	char url[256];
+	long status = 0;
+
+	snprintf(url, sizeof url, "%s%s", f->url, path);
+	free(h_http("POST", url, body, &status));
+	assert_int_equal(status, 200);
+}
+
+static void
+pdp_policy(const char *json)
+{
+	post_ok(&pdp, "/_policy", json);
+}
+
+/* The PDP queries whose input.recordId is id, in arrival order; caller
+ * json_decref's. */
+static json_t *
+pdp_queries(const char *id)
+{
+	json_t *all = h_fake_json(&pdp, "/_queries"), *mine = json_array(), *q;
+	size_t i;
+
+	assert_non_null(all);
+	json_array_foreach(all, i, q) {
+		const json_t *rid = json_object_get(json_object_get(q, "input"), "recordId");
+		if (json_is_string(rid) && strcmp(json_string_value(rid), id) == 0)
+			json_array_append(mine, q);
+	}
+	json_decref(all);
+	return mine;
+}
+
+static size_t
+pdp_count(const char *id)
+{
+	json_t *q = pdp_queries(id);
+	size_t n = json_array_size(q);
+
+	json_decref(q);
+	return n;
+}
+
+/* Calls of the action that carried Idempotency-Key: key, in arrival order. */
+static json_t *
+target_calls(const char *key)
+{
+	json_t *all = h_fake_json(&target, "/_requests"), *mine = json_array(), *r;
+	size_t i;
+
+	assert_non_null(all);
+	json_array_foreach(all, i, r) {
+		const json_t *k = json_object_get(r, "idempotency_key");
+		if (json_is_string(k) && strcmp(json_string_value(k), key) == 0)
+			json_array_append(mine, r);
+	}
+	json_decref(all);
+	return mine;
+}
+
+static size_t
+target_count(const char *key)
+{
+	json_t *c = target_calls(key);
+	size_t n = json_array_size(c);
+
+	json_decref(c);
+	return n;
+}
+
+static long long
+arrival(const json_t *a, size_t i)
+{
+	return (long long)json_integer_value(json_object_get(json_array_get(a, i), "arrival_ms"));
+}
+
+/* ---- records and their state ---- */
+
+/* A record valid for the next minute, with onBehalfOf replaced when subject
+ * is not NULL; caller frees. */
+static char *
+record(const char *id, const char *resource, const char *subject, const char *notify)
+{
+	long long now = h_now_ms();
+	char *s = h_record_json(id, "gate.open", resource, now - 1000, now + 60000, 0, notify);
+
+	assert_non_null(s);
+	if (subject == NULL)
+		return s;
+	json_t *o = json_loads(s, 0, NULL);
+	free(s);
+	assert_non_null(o);
+	json_object_set_new(o, "onBehalfOf", json_string(subject));
+	s = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	assert_non_null(s);
+	return s;
+}
+
+static void
+decide(const char *id, const char *json)
+{
+	assert_int_equal(h_decide(rc, PREFIX, id, json, 1), 0);
+}
+
+static char *
+field(const char *id, const char *name)
+{
+	char key[256];
+
+	snprintf(key, sizeof key, PREFIX ":decision:%s", id);
+	return h_hget(rc, key, name);
+}
+
+struct state_wait {
+	const char *id;
+	const char *want;
+};
+
+static int
+has_state(void *arg)
+{
+	const struct state_wait *w = arg;
+	char *s = field(w->id, "state");
+	int ok = s != NULL && strcmp(s, w->want) == 0;
+
+	free(s);
+	return ok;
+}
+
+static void
+assert_field(const char *id, const char *name, const char *want)
+{
+	char *v = field(id, name);
+
+	if (v == NULL || strcmp(v, want) != 0)
+		fail_msg("%s %s: \"%s\", want \"%s\"", id, name, v ? v : "(nil)", want);
+	free(v);
+}
+
+/* Waits for a terminal state and checks the outcome that came with it. */
+static void
+wait_final(const char *id, const char *state, const char *outcome)
+{
+	struct state_wait w = { id, state };
+
+	if (h_wait_until(has_state, &w, WAIT_MS) != 0) {
+		char *s = field(id, "state");
+		fail_msg("%s: state \"%s\" after %d ms, want \"%s\" (log %s)", id,
+		    s ? s : "(nil)", WAIT_MS, state, daemon_.log);
+	}
+	assert_field(id, "outcome", outcome);
+}
+
+/* The final write and the XACK are one script (R13): once a job is terminal,
+ * its entry is no longer pending. Every test leaves the PEL empty. */
+static void
+assert_pel_empty(void)
+{
+	assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);
+}
+
+static void
+assert_notified(const char *id, const char *owner, const char *kind, const char *reason,
+		const char *subject, const char *resource)
+{
+	static const char *const names[] = { "owner", "kind", "reason", "onBehalfOf", "action",
+	    "resource" };
+	const char *want[] = { owner, kind, reason, subject, "gate.open", resource };
+
+	assert_int_equal(h_stream_count(rc, NOTIFY, "id", id), 1);
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		char *v = h_stream_field(rc, NOTIFY, "id", id, names[i]);
+		if (v == NULL || strcmp(v, want[i]) != 0)
+			fail_msg("%s: notify %s \"%s\", want \"%s\"", id, names[i],
+			    v ? v : "(nil)", want[i]);
+		free(v);
+	}
+}
+
+/* ---- group ---- */
+
+static int
+group_setup(void **state)
+{
+	char sections[512];
+
+	(void)state;
+	if (h_redis_start(&redis, 0) != 0 || h_fake_start(&target, "fake_target", NULL) != 0 ||
+	    h_fake_start(&pdp, "fake_pdp", NULL) != 0 || (rc = h_redis_connect(&redis)) == NULL)
+		return -1;
+	snprintf(sections, sizeof sections, "[authz]\nurl = %s" PDP_PATH "\ntimeout_ms = 2000\n",
+	    pdp.url);
+	struct h_daemon_opts o = { .redis_sock = redis.sock, .target_url = target.url,
+	    .sections = sections };
+	char *ini = h_daemon_ini(&o);
+	int r = ini != NULL ? h_daemon_start(&daemon_, ini) : -1;
+
+	free(ini);
+	return r;
+}
+
+static int
+group_teardown(void **state)
+{
+	(void)state;
+	h_daemon_kill(&daemon_);	/* no-op after test_daemon_stops_clean */
+	if (rc != NULL)
+		redisFree(rc);
+	h_fake_stop(&pdp);
+	h_fake_stop(&target);
+	h_redis_stop(&redis);
+	return 0;
+}
+
+static int
+reset_fakes(void **state)
+{
+	(void)state;
+	post_ok(&pdp, "/_reset", "{}");
+	post_ok(&target, "/_reset", "{}");
+	return 0;
+}
+
+/* ---- tests ---- */
+
+/* §7: the input is the record's fields, under the names the SPEC gives, and
+ * nothing else; it is POSTed as JSON before the call. */
+static void
+test_allowed_job_pdp_sees_exact_input(void **state)
+{
+	const char *id = "az-allow-1", *resource = "lock/7/east";
+	char *json = record(id, resource, NULL, NULL);
+	json_t *content = json_loads(json, 0, NULL);
+
+	(void)state;
+	decide(id, json);
+	wait_final(id, "done", "ok");
+	assert_pel_empty();
+
+	json_t *q = pdp_queries(id), *calls = target_calls(id);
+	assert_int_equal(json_array_size(q), 1);
+	assert_int_equal(json_array_size(calls), 1);
+	const json_t *query = json_array_get(q, 0);
+	const json_t *input = json_object_get(query, "input");
+	json_t *want = json_pack("{s:s, s:s, s:s, s:O, s:s, s:s, s:O}",
+	    "subject", SUBJECT, "action", "gate.open", "resource", resource,
+	    "parameters", json_object_get(content, "parameters"), "basis", BASIS,
+	    "recordId", id, "decidedAt", json_object_get(content, "decidedAt"));
+	assert_non_null(want);
+	if (!json_equal(input, want)) {
+		char *got = json_dumps(input, JSON_COMPACT);
+		fail_msg("PDP input %s", got ? got : "(null)");
+	}
+	assert_string_equal(json_string_value(json_object_get(query, "path")), PDP_PATH);
+	assert_string_equal(json_string_value(json_object_get(query, "content_type")),
+	    "application/json");
+	assert_true(arrival(q, 0) <= arrival(calls, 0));
+	json_decref(want);
+	json_decref(calls);
+	json_decref(q);
+	json_decref(content);
+	free(json);
+}
+
+/* A decidedAt without a fraction of a second reaches the PDP as the same
+ * instant (the worker may write it with milliseconds). */
+static void
+test_decided_at_same_instant(void **state)
+{
+	const char *id = "az-allow-2";
+	long long now = h_now_ms();
+	char *json = h_record_json(id, "gate.open", "lock/8", now, now + 60000, 0, NULL);
+	char decided[WTIME_RFC3339_LEN];
+	int64_t sent, got;
+
+	(void)state;
+	assert_non_null(json);
+	json_t *o = json_loads(json, 0, NULL);
+	free(json);
+	assert_non_null(o);
+	/* "YYYY-MM-DDTHH:MM:SSZ", a second ago */
+	wtime_format_rfc3339((now / 1000 - 1) * 1000, decided, sizeof decided);
+	strcpy(decided + 19, "Z");
+	json_object_set_new(o, "decidedAt", json_string(decided));
+	json = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	decide(id, json);
+	wait_final(id, "done", "ok");
+
+	json_t *q = pdp_queries(id);
+	assert_int_equal(json_array_size(q), 1);
+	const json_t *d = json_object_get(json_object_get(json_array_get(q, 0), "input"),
+	    "decidedAt");
+	assert_true(json_is_string(d));
+	assert_int_equal(wtime_parse_rfc3339(decided, &sent), 0);
+	assert_int_equal(wtime_parse_rfc3339(json_string_value(d), &got), 0);
+	assert_true(sent == got);
+	json_decref(q);
+	free(json);
+}
+
+static int
+counter_at_least_one(void *arg)
+{
+	char *v = h_hget(rc, PREFIX ":consumer:w1", arg);
+	int ok = v != NULL && atoll(v) >= 1;
+
+	free(v);
+	return ok;
+}
+
+/* {"result": false} for one resource: that job is denied, told, acked and
+ * never called; a job on another resource still runs (the target is there). */
+static void
+test_denied_resource_never_called(void **state)
+{
+	const char *denied = "az-deny-1", *other = "az-deny-1-other";
+	char *jd = record(denied, "gate/forbidden", NULL, "gate-owner");
+	char *jo = record(other, "gate/allowed", NULL, NULL);
+
+	(void)state;
+	pdp_policy("{\"deny_resources\": [\"gate/forbidden\"], \"mode\": \"bool\"}");
+	decide(denied, jd);
+	decide(other, jo);
+	wait_final(denied, "denied", "authority-denied");
+	wait_final(other, "done", "ok");
+	assert_pel_empty();
+
+	assert_int_equal(target_count(denied), 0);
+	assert_int_equal(target_count(other), 1);
+	json_t *q = pdp_queries(denied);
+	assert_int_equal(json_array_size(q), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(q, 0), "decision")),
+	    "deny");
+	json_decref(q);
+	assert_notified(denied, "gate-owner", "denied", "authority-denied", SUBJECT,
+	    "gate/forbidden");
+	assert_int_equal(h_stream_count(rc, NOTIFY, "id", other), 0);
+	assert_int_equal(h_wait_until(counter_at_least_one, (void *)"denied", WAIT_MS), 0);
+	free(jd);
+	free(jo);
+}
+
+/* {"result": {"allow": false}} denies, {"result": {"allow": true}} allows;
+ * the subject the PDP judges is the record's onBehalfOf. */
+static void
+test_object_result_by_subject(void **state)
+{
+	const char *denied = "az-obj-deny", *allowed = "az-obj-allow";
+	char *jd = record(denied, "gate/9", "operator:9999", NULL);
+	char *ja = record(allowed, "gate/9", NULL, NULL);
+
+	(void)state;
+	pdp_policy("{\"deny_subjects\": [\"operator:9999\"], \"mode\": \"object\"}");
+	decide(denied, jd);
+	decide(allowed, ja);
+	wait_final(denied, "denied", "authority-denied");
+	wait_final(allowed, "done", "ok");
+	assert_pel_empty();
+
+	assert_int_equal(target_count(denied), 0);
+	assert_int_equal(target_count(allowed), 1);
+	assert_int_equal(pdp_count(denied), 1);
+	assert_int_equal(pdp_count(allowed), 1);
+	/* no notifyOnDenial: [notify] default_owner */
+	assert_notified(denied, "ops", "denied", "authority-denied", "operator:9999", "gate/9");
+	free(jd);
+	free(ja);
+}
+
+/* A 200 without a `result` is a deny, not an allow and not an outage. */
+static void
+test_missing_result_denies(void **state)
+{
+	const char *id = "az-missing";
+	char *json = record(id, "gate/10", NULL, NULL);
+
+	(void)state;
+	pdp_policy("{\"mode\": \"missing\"}");
+	decide(id, json);
+	wait_final(id, "denied", "authority-denied");
+	assert_pel_empty();
+	assert_int_equal(target_count(id), 0);
+	assert_int_equal(pdp_count(id), 1);
+	assert_notified(id, "ops", "denied", "authority-denied", SUBJECT, "gate/10");
+	free(json);
+}
+
+struct unavailable_wait {
+	const char *id;
+	size_t queries;
+};
+
+/* At least w->queries PDP answers of 503 for the job, and the job waiting. */
+static int
+retrying_after(void *arg)
+{
+	const struct unavailable_wait *w = arg;
+	struct state_wait sw = { w->id, "retrying" };
+
+	return pdp_count(w->id) >= w->queries && has_state(&sw);
+}
+
+/* PDP 503: the job waits (`retrying`), more times than max_attempts (5)
+ * allows calls, without a call; once the PDP allows, it runs exactly once. */
+static void
+test_pdp_unavailable_then_allowed(void **state)
+{
+	const char *id = "az-503";
+	char *json = record(id, "gate/11", NULL, NULL);
+	struct unavailable_wait w = { id, 7 };
+
+	(void)state;
+	pdp_policy("{\"mode\": \"status\", \"status\": 503}");
+	decide(id, json);
+	assert_int_equal(h_wait_until(retrying_after, &w, WAIT_MS), 0);
+	assert_int_equal(target_count(id), 0);
+	assert_int_equal(h_stream_count(rc, NOTIFY, "id", id), 0);
+
+	pdp_policy("{}");
+	wait_final(id, "done", "ok");
+	assert_pel_empty();
+	assert_int_equal(target_count(id), 1);
+
+	json_t *q = pdp_queries(id), *calls = target_calls(id);
+	size_t n = json_array_size(q);
+	assert_true(n >= 8);
+	for (size_t i = 0; i + 1 < n; i++)
+		assert_int_equal(json_integer_value(json_object_get(json_array_get(q, i),
+		    "status")), 503);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(q, n - 1),
+	    "decision")), "allow");
+	assert_true(arrival(q, n - 1) <= arrival(calls, 0));
+	json_decref(calls);
+	json_decref(q);
+	free(json);
+}
+
+/* PDP unavailable until the deadline: `expired`, told, acked, never called,
+ * and no PDP query after the deadline. */
+static void
+test_pdp_unavailable_past_deadline(void **state)
+{
+	const char *id = "az-expire";
+	long long now = h_now_ms(), expires = now + 8000;
+	char *json = h_record_json(id, "gate.open", "gate/12", now - 1000, expires, 0, "late-owner");
+
+	(void)state;
+	assert_non_null(json);
+	pdp_policy("{\"mode\": \"status\", \"status\": 503}");
+	decide(id, json);
+	wait_final(id, "expired", "deadline-passed");
+	assert_pel_empty();
+	assert_int_equal(target_count(id), 0);
+	assert_notified(id, "late-owner", "expired", "deadline-passed", SUBJECT, "gate/12");
+
+	json_t *q = pdp_queries(id);
+	size_t n = json_array_size(q);
+	assert_true(n >= 1);
+	/* slack: the deadline check precedes the query it allows by a few ms,
+	 * more on a loaded machine */
+	assert_true(arrival(q, n - 1) < expires + 1500);
+	json_decref(q);
+	free(json);
+}
+
+/* A target 503 then 200: two calls, and before each its own PDP query. */
+static void
+test_pdp_asked_before_every_retry(void **state)
+{
+	const char *id = "az-retry";
+	char *json = record(id, "gate/13", NULL, NULL);
+
+	(void)state;
+	assert_int_equal(h_fake_script(&target, "{\"per_key\": {\"az-retry\": "
+	    "[{\"status\": 503}, {\"status\": 200}]}}"), 0);
+	decide(id, json);
+	wait_final(id, "done", "ok");
+	assert_pel_empty();
+
+	json_t *q = pdp_queries(id), *calls = target_calls(id);
+	assert_int_equal(json_array_size(q), 2);
+	assert_int_equal(json_array_size(calls), 2);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(calls, 0), "status")),
+	    503);
+	assert_true(arrival(q, 0) <= arrival(calls, 0));
+	assert_true(arrival(calls, 0) <= arrival(q, 1));
+	assert_true(arrival(q, 1) <= arrival(calls, 1));
+	json_decref(calls);
+	json_decref(q);
+	free(json);
+}
+
+/* Last: the daemon exits 0 on SIGTERM with a clean (sanitizer) log. */
+static void
+test_daemon_stops_clean(void **state)
+{
+	(void)state;
+	int status = h_daemon_stop(&daemon_);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_true(h_daemon_log_clean(&daemon_));
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_allowed_job_pdp_sees_exact_input, reset_fakes),
+		cmocka_unit_test_setup(test_decided_at_same_instant, reset_fakes),
+		cmocka_unit_test_setup(test_denied_resource_never_called, reset_fakes),
+		cmocka_unit_test_setup(test_object_result_by_subject, reset_fakes),
+		cmocka_unit_test_setup(test_missing_result_denies, reset_fakes),
+		cmocka_unit_test_setup(test_pdp_unavailable_then_allowed, reset_fakes),
+		cmocka_unit_test_setup(test_pdp_unavailable_past_deadline, reset_fakes),
+		cmocka_unit_test_setup(test_pdp_asked_before_every_retry, reset_fakes),
+		cmocka_unit_test(test_daemon_stops_clean),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
