@@ -81,6 +81,7 @@ struct engine {
 
 	unsigned char *verify_key;
 	size_t verify_key_len;
+	struct record_key *parsed_key;	/* verify_key parsed once per (re)load */
 	char **bearers;			/* per action, with auth = static */
 
 	struct ejob *jobs;
@@ -88,7 +89,7 @@ struct engine {
 
 	int group_ready, reading, draining, own_done, claiming;
 	char own_cursor[STREAM_ID_MAX];
-	ev_timer heartbeat, claim, lease, grace, reconnect_kick;
+	ev_timer heartbeat, claim, lease, grace, reconnect_kick, watchdog;
 	int64_t started_at, last_read_at, redis_down_since;
 	long long outages;
 	uint64_t rng;
@@ -521,7 +522,10 @@ after_transition(struct rconn *rc, redisReply *r, void *arg)
 		j->started = 1;
 	if ((j->step.effects & JOB_FX_NOTIFY) && j->eng->webhook && notify_owner(j)[0])
 		post_webhook(j);
-	count_outcome(j->eng, j->step.effects & JOB_FX_WRITE_STATE ? j->step.next : JOB_NONE);
+	/* A dead letter with no hash to write (no-id, record-missing) is dead too. */
+	unsigned fx = j->step.effects;
+	count_outcome(j->eng, (fx & JOB_FX_WRITE_STATE) ? j->step.next :
+	    (fx & JOB_FX_DEAD_LETTER) ? JOB_DEAD : JOB_NONE);
 	continue_effects(j);
 	ejob_unref(j);
 }
@@ -857,6 +861,7 @@ after_load(struct rconn *rc, redisReply *r, void *arg)
 		struct record_policy pol = {
 			.signature_required = eng->cfg->records.signature_required,
 			.algorithm = eng->cfg->records.algorithm,
+			.parsed_key = eng->parsed_key,
 			.key = eng->verify_key, .key_len = eng->verify_key_len,
 			.issuer = eng->cfg->records.issuer,
 			.max_window_ms = eng->cfg->records.max_window_s * 1000LL,
@@ -882,7 +887,6 @@ dead_no_id(struct ejob *j)
 	j->step = (struct job_step){.next = JOB_NONE, .reason = JOB_R_NO_ID,
 	    .effects = JOB_FX_DEAD_LETTER | JOB_FX_ACK};
 	snprintf(j->step.detail, sizeof j->step.detail, "stream entry has no valid id field");
-	j->eng->n.dead++;
 	apply(j);
 }
 
@@ -1301,8 +1305,16 @@ heartbeat_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	    eng->oauth ? oauth_refreshes(eng->oauth) : 0LL, n->claimed, eng->outages));
 	best_effort(rconn_command(eng->cmd, ignore_reply, NULL, "PEXPIRE %s %ld", eng->keys.consumer,
 	    3 * eng->cfg->daemon.heartbeat_ms));
-	sdnotify_send("WATCHDOG=1");
 	check_stalled(eng);
+}
+
+/* §12: systemd's WatchdogSec sets the pace, not heartbeat_ms, and the
+ * pings go on while Redis is down (R17: the worker rides it out). */
+static void
+watchdog_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop, (void)w, (void)revents;
+	sdnotify_send("WATCHDOG=1");
 }
 
 static void
@@ -1408,6 +1420,7 @@ free_bearers(char **bearers, size_t n)
 struct secrets {
 	unsigned char *key;
 	size_t key_len;
+	struct record_key *parsed;	/* key, parsed */
 	char **bearers;
 };
 
@@ -1416,6 +1429,7 @@ free_secrets(const struct cfg *cfg, struct secrets *s)
 {
 	if (s->key)
 		cfg_secret_free((char *)s->key, s->key_len);
+	record_key_free(s->parsed);
 	free_bearers(s->bearers, cfg->nactions);
 	memset(s, 0, sizeof *s);
 }
@@ -1423,6 +1437,7 @@ free_secrets(const struct cfg *cfg, struct secrets *s)
 static int
 load_secrets(const struct cfg *cfg, struct secrets *s, char *err, size_t errlen)
 {
+	char why[160];
 	size_t len;
 
 	memset(s, 0, sizeof *s);
@@ -1432,6 +1447,14 @@ load_secrets(const struct cfg *cfg, struct secrets *s, char *err, size_t errlen)
 	    cfg->records.algorithm != JWT_ALG_HS256, (char **)&s->key, &s->key_len,
 	    err, errlen) < 0)
 		return -1;
+	/* Parsed here, not per record: a bad key fails the start or the reload. */
+	if (cfg->records.signature_required &&
+	    (s->parsed = record_key_new(cfg->records.algorithm, s->key, s->key_len, why,
+	    sizeof why)) == NULL) {
+		snprintf(err, errlen, "[records] verify_key_file %s: %s",
+		    cfg->records.verify_key_file, why);
+		goto fail;
+	}
 	s->bearers = calloc(cfg->nactions + 1, sizeof *s->bearers);
 	if (s->bearers == NULL)
 		goto fail;
@@ -1453,8 +1476,10 @@ install_secrets(struct engine *eng, const struct cfg *old, struct secrets *s)
 	if (eng->verify_key)
 		cfg_secret_free((char *)eng->verify_key, eng->verify_key_len);
 	free_bearers(eng->bearers, old ? old->nactions : 0);
+	record_key_free(eng->parsed_key);
 	eng->verify_key = s->key;
 	eng->verify_key_len = s->key_len;
+	eng->parsed_key = s->parsed;
 	eng->bearers = s->bearers;
 }
 
@@ -1551,6 +1576,9 @@ engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
 	init_timer(eng, &eng->heartbeat, heartbeat_cb, cfg->daemon.heartbeat_ms);
 	init_timer(eng, &eng->claim, claim_cb, cfg->redis.claim_interval_ms);
 	init_timer(eng, &eng->lease, lease_cb, cfg->redis.lease_renew_ms);
+	long wd_ms = sdnotify_watchdog_ms();
+	init_timer(eng, &eng->watchdog, watchdog_cb,
+	    wd_ms > 1 ? wd_ms / 2 : cfg->daemon.heartbeat_ms);
 	return eng;
 fail:
 	eng->cfg = NULL;	/* still the caller's */
@@ -1574,6 +1602,7 @@ engine_start(struct engine *eng)
 	ev_timer_start(eng->loop, &eng->heartbeat);
 	ev_timer_start(eng->loop, &eng->claim);
 	ev_timer_start(eng->loop, &eng->lease);
+	ev_timer_start(eng->loop, &eng->watchdog);
 	log_info("engine.start", "consumer=%s group=%s stream=%s max_in_flight=%ld",
 	    eng->cfg->daemon.consumer, eng->cfg->redis.group, eng->keys.jobs,
 	    eng->cfg->daemon.max_in_flight);
@@ -1682,6 +1711,7 @@ engine_free(struct engine *eng)
 	ev_timer_stop(eng->loop, &eng->claim);
 	ev_timer_stop(eng->loop, &eng->lease);
 	ev_timer_stop(eng->loop, &eng->grace);
+	ev_timer_stop(eng->loop, &eng->watchdog);
 	eng->draining = 1;
 	/* Outstanding callbacks fire with NULL while the connections close;
 	 * every job is marked finished first so none of them acts. */
@@ -1703,6 +1733,7 @@ engine_free(struct engine *eng)
 		ejob_release(eng->jobs);
 	if (eng->verify_key)
 		cfg_secret_free((char *)eng->verify_key, eng->verify_key_len);
+	record_key_free(eng->parsed_key);
 	free_bearers(eng->bearers, eng->cfg ? eng->cfg->nactions : 0);
 	cfg_free(eng->cfg);
 	free(eng);

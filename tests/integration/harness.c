@@ -1022,7 +1022,7 @@ fmt_alloc(const char *fmt, ...)
 char *
 h_daemon_ini(const struct h_daemon_opts *o)
 {
-	char records[1024];
+	char records[PATH_MAX + 128];
 
 	if (o->redis_sock == NULL || o->target_url == NULL)
 		return NULL;

@@ -1,0 +1,1256 @@
+/*
+ * itest_engine: the processing rules of SPEC §4 and §5, end to end -- the
+ * real warrantd against a real redis-server and fake_target.
+ *
+ * Each group shares one redis-server and one fake_target (reset before
+ * every test); each test runs its own daemon(s) under its own key prefix,
+ * so no test sees another's keys, counters or consumers. Every wait is a
+ * condition with a generous timeout; the few timing assertions are rules
+ * (Retry-After, notBefore, expiresAt), measured on the fake's clock.
+ */
+#define _XOPEN_SOURCE 700
+#define _DEFAULT_SOURCE
+#include <jansson.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "wtime.h"
+
+#define WAIT_MS		60000
+#define ACTION		"gate.open"
+#define RESOURCE	"canal/lateral-3/gate-14"
+
+static struct h_redis R;
+static struct h_fake F;
+static redisContext *C;
+static struct h_daemon D[2];	/* the current test's daemons */
+
+/* ------------------------------------------------------------------ */
+/* plumbing                                                             */
+
+static const char *K(const char *prefix, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* A key name "<prefix>:<suffix>" in one of a few rotating buffers: valid
+ * until eight more calls. */
+static const char *
+K(const char *prefix, const char *fmt, ...)
+{
+	static char ring[8][256];
+	static int next;
+	char *buf = ring[next++ % 8];
+	va_list ap;
+	int n = snprintf(buf, sizeof ring[0], "%s:", prefix);
+
+	va_start(ap, fmt);
+	vsnprintf(buf + n, sizeof ring[0] - (size_t)n, fmt, ap);
+	va_end(ap);
+	return buf;
+}
+
+static int
+group_setup(void **state)
+{
+	(void)state;
+	if (h_redis_start(&R, 0) != 0 || h_fake_start(&F, "fake_target", NULL) != 0)
+		return -1;
+	C = h_redis_connect(&R);
+	return C != NULL ? 0 : -1;
+}
+
+static int
+group_teardown(void **state)
+{
+	(void)state;
+	redisFree(C);
+	C = NULL;
+	h_fake_stop(&F);
+	h_redis_stop(&R);
+	return 0;
+}
+
+/* Whatever a failed test left running. */
+static int
+test_teardown(void **state)
+{
+	(void)state;
+	for (int i = 0; i < 2; i++)
+		if (D[i].pid > 0) {
+			fprintf(stderr, "itest_engine: killing leftover warrantd; log %s\n", D[i].log);
+			h_daemon_kill(&D[i]);
+		}
+	return 0;
+}
+
+static void
+fake_reset(void)
+{
+	char url[256];
+	long status = 0;
+
+	snprintf(url, sizeof url, "%s/_reset", F.url);
+	free(h_http("POST", url, "{}", &status));
+	assert_int_equal(status, 200);
+}
+
+static void
+script(const char *json)
+{
+	assert_int_equal(h_fake_script(&F, json), 0);
+}
+
+/* The defaults of h_daemon_opts plus the shared redis and fake. */
+static struct h_daemon_opts
+opts(const char *prefix)
+{
+	struct h_daemon_opts o = {
+		.redis_sock = R.sock, .target_url = F.url, .prefix = prefix,
+	};
+	return o;
+}
+
+static void
+daemon_up(struct h_daemon *d, const struct h_daemon_opts *o)
+{
+	char *ini = h_daemon_ini(o);
+
+	assert_non_null(ini);
+	int rc = h_daemon_start(d, ini);
+	free(ini);
+	if (rc != 0)
+		fprintf(stderr, "itest_engine: warrantd did not start; log %s\n", d->log);
+	assert_int_equal(rc, 0);
+}
+
+/* SIGTERM: the daemon must exit 0 with a clean (sanitizer) log. */
+static void
+daemon_down(struct h_daemon *d)
+{
+	int st = h_daemon_stop(d);
+
+	if (!(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0))
+		fprintf(stderr, "itest_engine: warrantd ended with status %d; log %s\n", st, d->log);
+	assert_true(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_true(h_daemon_log_clean(d));
+}
+
+static void
+wait_for(int (*cond)(void *), void *arg, const char *what)
+{
+	int rc = h_wait_until(cond, arg, WAIT_MS);
+
+	if (rc != 0)
+		fprintf(stderr, "itest_engine: timed out waiting for %s (logs: %s %s)\n", what,
+		    D[0].log, D[1].log);
+	assert_int_equal(rc, 0);
+}
+
+/* A record's content, decided a second ago, due in `expires_in_ms`. */
+static char *
+record(const char *id, const char *resource, long long expires_in_ms, const char *notify)
+{
+	long long now = h_now_ms();
+	char *json = h_record_json(id, ACTION, resource, now - 1000, now + expires_in_ms, 0, notify);
+
+	assert_non_null(json);
+	return json;
+}
+
+/* Signed record on the queue, due in a minute. */
+static void
+decide(const char *prefix, const char *id, const char *notify)
+{
+	char *json = record(id, RESOURCE, 60000, notify);
+
+	assert_int_equal(h_decide(C, prefix, id, json, 1), 0);
+	free(json);
+}
+
+static char *
+hfield(const char *prefix, const char *id, const char *field)
+{
+	return h_hget(C, K(prefix, "decision:%s", id), field);
+}
+
+static void
+assert_hfield(const char *prefix, const char *id, const char *field, const char *want)
+{
+	char *v = hfield(prefix, id, field);
+
+	if (v == NULL || strcmp(v, want) != 0)
+		fprintf(stderr, "itest_engine: %s %s is %s, expected %s\n", id, field,
+		    v ? v : "(nil)", want);
+	assert_non_null(v);
+	assert_string_equal(v, want);
+	free(v);
+}
+
+struct state_wait {
+	const char *prefix, *id, *state;
+};
+
+static int
+state_is(void *arg)
+{
+	const struct state_wait *w = arg;
+	char *v = hfield(w->prefix, w->id, "state");
+	int ok = v != NULL && strcmp(v, w->state) == 0;
+
+	free(v);
+	return ok;
+}
+
+static void
+wait_state(const char *prefix, const char *id, const char *state)
+{
+	struct state_wait w = { prefix, id, state };
+
+	if (h_wait_until(state_is, &w, WAIT_MS) != 0) {
+		char *st = hfield(prefix, id, "state"), *detail = hfield(prefix, id, "detail");
+		fprintf(stderr, "itest_engine: %s stays %s (%s), expected %s; log %s\n", id,
+		    st ? st : "(nil)", detail ? detail : "-", state, D[0].log);
+		free(st);
+		free(detail);
+		fail();
+	}
+}
+
+struct stream_wait {
+	const char *key, *field, *value;
+};
+
+static int
+stream_has(void *arg)
+{
+	const struct stream_wait *w = arg;
+	return h_stream_count(C, w->key, w->field, w->value) > 0;
+}
+
+/* Waits for an entry of `key` with field = value, then returns its `want`. */
+static char *
+wait_entry(const char *key, const char *field, const char *value, const char *want)
+{
+	struct stream_wait w = { key, field, value };
+	char what[256];
+
+	snprintf(what, sizeof what, "an entry %s=%s in %s", field, value, key);
+	wait_for(stream_has, &w, what);
+	return h_stream_field(C, key, field, value, want);
+}
+
+static void
+assert_entry(const char *key, const char *field, const char *value, const char *want,
+	     const char *expect)
+{
+	char *v = wait_entry(key, field, value, want);
+
+	if (v == NULL || strcmp(v, expect) != 0)
+		fprintf(stderr, "itest_engine: %s entry %s=%s has %s=%s, expected %s\n", key,
+		    field, value, want, v ? v : "(nil)", expect);
+	assert_non_null(v);
+	assert_string_equal(v, expect);
+	free(v);
+}
+
+static int
+pel_empty(void *arg)
+{
+	return h_pending_count(C, K(arg, "jobs"), "workers") == 0;
+}
+
+static void
+wait_pel_empty(const char *prefix)
+{
+	wait_for(pel_empty, (void *)prefix, "an empty PEL");
+}
+
+/* The calls the fake received with Idempotency-Key = id (new reference). */
+static json_t *
+calls(const char *id)
+{
+	json_t *all = h_fake_json(&F, "/_requests"), *out = json_array(), *r;
+	size_t i;
+
+	assert_non_null(all);
+	json_array_foreach(all, i, r) {
+		const char *k = json_string_value(json_object_get(r, "idempotency_key"));
+		if (k != NULL && strcmp(k, id) == 0)
+			json_array_append(out, r);
+	}
+	json_decref(all);
+	return out;
+}
+
+static long long
+ncalls(const char *id)
+{
+	json_t *a = calls(id);
+	long long n = (long long)json_array_size(a);
+
+	json_decref(a);
+	return n;
+}
+
+static long long
+fake_total(void)
+{
+	json_t *s = h_fake_json(&F, "/_stats");
+
+	assert_non_null(s);
+	long long n = json_integer_value(json_object_get(s, "total"));
+	json_decref(s);
+	return n;
+}
+
+static long long
+arrival(json_t *call)
+{
+	return json_integer_value(json_object_get(call, "arrival_ms"));
+}
+
+static long long
+consumer_counter(const char *prefix, const char *consumer, const char *name)
+{
+	char *v = h_hget(C, K(prefix, "consumer:%s", consumer), name);
+	long long n = v ? atoll(v) : -1;
+
+	free(v);
+	return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* throughput and exactly-once                                          */
+
+#define BULK 1000
+
+static int
+bulk_finished(void *arg)
+{
+	(void)arg;
+	return fake_total() >= BULK && h_pending_count(C, "bulk:jobs", "workers") == 0;
+}
+
+static void
+test_thousand_jobs(void **state)
+{
+	struct h_daemon_opts o = opts("bulk");
+	char id[32], *json, *jws;
+	(void)state;
+
+	fake_reset();
+	daemon_up(&D[0], &o);
+	/* Records first, signed and stored; then every id is queued at once. */
+	long long now = h_now_ms();
+	char *key_path = strdup(h_data("test-es256.key"));
+	for (int i = 0; i < BULK; i++) {
+		snprintf(id, sizeof id, "bulk-%04d", i);
+		json = h_record_json(id, ACTION, RESOURCE, now - 1000, now + 600000, 0, NULL);
+		jws = json ? h_sign(json, key_path) : NULL;
+		assert_non_null(jws);
+		assert_int_equal(h_store_record(C, "bulk", id, jws, 0), 0);
+		free(json);
+		free(jws);
+	}
+	free(key_path);
+	long long t0 = h_now_ms();
+	for (int i = 0; i < BULK; i++)
+		redisAppendCommand(C, "XADD bulk:jobs * id bulk-%04d", i);
+	for (int i = 0; i < BULK; i++) {
+		redisReply *rep = NULL;
+		assert_int_equal(redisGetReply(C, (void **)&rep), REDIS_OK);
+		assert_int_equal(rep->type, REDIS_REPLY_STRING);
+		freeReplyObject(rep);
+	}
+	wait_for(bulk_finished, NULL, "1000 calls and an empty PEL");
+	long long ms = h_now_ms() - t0;
+	printf("itest_engine: %d jobs in %lld ms (%.0f jobs/s)\n", BULK, ms,
+	    ms > 0 ? BULK * 1000.0 / (double)ms : 0.0);
+
+	for (int i = 0; i < BULK; i++) {
+		snprintf(id, sizeof id, "bulk-%04d", i);
+		assert_hfield("bulk", id, "state", "done");
+	}
+	json_t *st = h_fake_json(&F, "/_stats");
+	assert_non_null(st);
+	assert_int_equal(json_integer_value(json_object_get(st, "total")), BULK);
+	assert_int_equal(json_integer_value(json_object_get(st, "distinct_keys")), BULK);
+	assert_int_equal(json_integer_value(json_object_get(st, "max_per_key")), 1);
+	assert_int_equal(json_integer_value(json_object_get(st, "duplicates")), 0);
+	json_decref(st);
+	assert_int_equal(h_pending_count(C, "bulk:jobs", "workers"), 0);
+	assert_int_equal(h_redis_int(C, "XLEN bulk:dead"), 0);
+	daemon_down(&D[0]);
+}
+
+/* ------------------------------------------------------------------ */
+/* R7 the call                                                          */
+
+static void
+check_call(const char *id, const char *resource, const char *want_path)
+{
+	const char *p = "r7";
+	char *json = record(id, resource, 60000, NULL);
+
+	assert_int_equal(h_decide(C, p, id, json, 1), 0);
+	wait_state(p, id, "done");
+	json_t *a = calls(id);
+	assert_int_equal(json_array_size(a), 1);
+	json_t *c = json_array_get(a, 0);
+	assert_string_equal(json_string_value(json_object_get(c, "method")), "POST");
+	assert_string_equal(json_string_value(json_object_get(c, "path")), want_path);
+	assert_string_equal(json_string_value(json_object_get(c, "idempotency_key")), id);
+	assert_string_equal(json_string_value(json_object_get(c, "content_type")),
+	    "application/json");
+	assert_string_equal(json_string_value(json_object_get(c, "on_behalf_of")),
+	    "operator:4417");
+	assert_string_equal(json_string_value(json_object_get(c, "basis")),
+	    "role:canal-operator");
+	json_t *body = json_loads(json_string_value(json_object_get(c, "body")), 0, NULL);
+	json_t *content = json_loads(json, 0, NULL);
+	assert_non_null(body);
+	assert_non_null(content);
+	assert_true(json_equal(body, content));
+	json_decref(body);
+	json_decref(content);
+	json_decref(a);
+	free(json);
+}
+
+static void
+test_r7_call(void **state)
+{
+	struct h_daemon_opts o = opts("r7");
+	(void)state;
+
+	fake_reset();
+	daemon_up(&D[0], &o);
+	check_call("r7-plain", RESOURCE, "/gates/canal/lateral-3/gate-14/open");
+	check_call("r7-hostile", "a b/c%d", "/gates/a%20b/c%25d/open");
+	daemon_down(&D[0]);
+}
+
+/* ------------------------------------------------------------------ */
+/* R8 outcomes                                                          */
+
+static void
+test_r8_retry_then_done(void **state)
+{
+	struct h_daemon_opts o = opts("r8a");
+	(void)state;
+
+	fake_reset();
+	script("{\"per_key\": {\"r8-flaky\": [{\"status\": 503}, {\"status\": 503},"
+	    " {\"status\": 200}]}}");
+	daemon_up(&D[0], &o);
+	decide("r8a", "r8-flaky", NULL);
+	wait_state("r8a", "r8-flaky", "done");
+	assert_hfield("r8a", "r8-flaky", "attempts", "3");
+	assert_hfield("r8a", "r8-flaky", "httpStatus", "200");
+	assert_int_equal(ncalls("r8-flaky"), 3);
+	assert_int_equal(h_stream_count(C, "r8a:audit", "to", "retrying"), 2);
+	wait_pel_empty("r8a");
+	daemon_down(&D[0]);
+}
+
+static void
+test_r8_permanent_failure(void **state)
+{
+	struct h_daemon_opts o = opts("r8b");
+	(void)state;
+
+	fake_reset();
+	script("{\"default\": {\"status\": 400}}");
+	daemon_up(&D[0], &o);
+	decide("r8b", "r8-bad", "owner-8");
+	decide("r8b", "r8-bad-noowner", NULL);
+	wait_state("r8b", "r8-bad", "failed");
+	wait_state("r8b", "r8-bad-noowner", "failed");
+	assert_entry("r8b:notify", "id", "r8-bad", "owner", "owner-8");
+	assert_entry("r8b:notify", "id", "r8-bad", "kind", "failed");
+	assert_entry("r8b:notify", "id", "r8-bad-noowner", "owner", "ops");
+	assert_int_equal(ncalls("r8-bad"), 1);
+	assert_int_equal(ncalls("r8-bad-noowner"), 1);
+	wait_pel_empty("r8b");
+	daemon_down(&D[0]);
+}
+
+static void
+test_r8_retry_after(void **state)
+{
+	struct h_daemon_opts o = opts("r8c");
+	(void)state;
+
+	fake_reset();
+	script("{\"per_key\": {\"r8-later\": [{\"status\": 503, \"retry_after\": \"2\"},"
+	    " {\"status\": 200}]}}");
+	daemon_up(&D[0], &o);
+	decide("r8c", "r8-later", NULL);
+	wait_state("r8c", "r8-later", "done");
+	json_t *a = calls("r8-later");
+	assert_int_equal(json_array_size(a), 2);
+	long long gap = arrival(json_array_get(a, 1)) - arrival(json_array_get(a, 0));
+	if (gap < 1900)
+		fprintf(stderr, "itest_engine: second call %lld ms after the first\n", gap);
+	assert_true(gap >= 1900);
+	json_decref(a);
+	daemon_down(&D[0]);
+}
+
+static void
+test_r8_max_attempts(void **state)
+{
+	struct h_daemon_opts o = opts("r8d");
+	(void)state;
+
+	fake_reset();
+	script("{\"default\": {\"status\": 503}}");
+	daemon_up(&D[0], &o);
+	decide("r8d", "r8-down", "owner-8d");
+	wait_state("r8d", "r8-down", "dead");
+	assert_hfield("r8d", "r8-down", "outcome", "max-attempts");
+	assert_hfield("r8d", "r8-down", "attempts", "5");
+	assert_entry("r8d:dead", "id", "r8-down", "reason", "max-attempts");
+	assert_entry("r8d:notify", "id", "r8-down", "owner", "owner-8d");
+	assert_int_equal(ncalls("r8-down"), 5);
+	wait_pel_empty("r8d");
+	daemon_down(&D[0]);
+}
+
+/* ------------------------------------------------------------------ */
+/* R1 deadline                                                          */
+
+static void
+test_r1_already_expired(void **state)
+{
+	struct h_daemon_opts o = opts("r1a");
+	long long now = h_now_ms();
+	(void)state;
+
+	fake_reset();
+	daemon_up(&D[0], &o);
+	char *json = h_record_json("r1-late", ACTION, RESOURCE, now - 60000, now - 1000, 0,
+	    "owner-1");
+	assert_int_equal(h_decide(C, "r1a", "r1-late", json, 1), 0);
+	free(json);
+	wait_state("r1a", "r1-late", "expired");
+	assert_entry("r1a:notify", "id", "r1-late", "owner", "owner-1");
+	assert_entry("r1a:notify", "id", "r1-late", "kind", "expired");
+	wait_pel_empty("r1a");
+	assert_int_equal(fake_total(), 0);
+	daemon_down(&D[0]);
+}
+
+/* Transport time from the daemon's deadline check to the fake's clock. */
+#define DEADLINE_SLACK_MS 200
+
+/* The audit times of id's attempt starts (to = running), counted in *n;
+ * returns the latest, in Unix ms. */
+static long long
+attempt_starts(const char *prefix, const char *id, long long expires, long long *n)
+{
+	redisReply *rep = redisCommand(C, "XRANGE %s - +", K(prefix, "audit"));
+	long long last = 0;
+
+	assert_non_null(rep);
+	assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
+	for (size_t i = 0; i < rep->elements; i++) {
+		const redisReply *f = rep->element[i]->element[1];
+		const char *eid = NULL, *to = NULL, *at = NULL;
+		for (size_t k = 0; k + 1 < f->elements; k += 2) {
+			const char *name = f->element[k]->str, *v = f->element[k + 1]->str;
+			if (strcmp(name, "id") == 0)
+				eid = v;
+			else if (strcmp(name, "to") == 0)
+				to = v;
+			else if (strcmp(name, "at") == 0)
+				at = v;
+		}
+		int64_t ms = 0;
+		if (eid == NULL || strcmp(eid, id) != 0 || to == NULL || strcmp(to, "running") != 0)
+			continue;
+		assert_non_null(at);
+		assert_int_equal(wtime_parse_rfc3339(at, &ms), 0);
+		if (ms >= expires)
+			fprintf(stderr, "itest_engine: an attempt of %s started %lld ms after its "
+			    "deadline\n", id, (long long)ms - expires);
+		(*n)++;
+		if (ms > last)
+			last = ms;
+	}
+	freeReplyObject(rep);
+	return last;
+}
+
+static void
+test_r1_retries_stop_at_deadline(void **state)
+{
+	struct h_daemon_opts o = opts("r1b");
+	(void)state;
+
+	o.max_attempts = 1000;
+	o.base_ms = 50;
+	o.cap_ms = 200;
+	fake_reset();
+	script("{\"default\": {\"status\": 503}}");
+	daemon_up(&D[0], &o);
+	long long now = h_now_ms(), expires = now + 3000;
+	char *json = h_record_json("r1-busy", ACTION, RESOURCE, now - 1000, expires, 0, NULL);
+	assert_int_equal(h_decide(C, "r1b", "r1-busy", json, 1), 0);
+	free(json);
+	wait_state("r1b", "r1-busy", "expired");
+	/* The rule, on the daemon's clock: every attempt started before the
+	 * deadline (its queued/retrying -> running audit entry). */
+	long long starts = 0, last_start = attempt_starts("r1b", "r1-busy", expires, &starts);
+	assert_true(starts >= 2);	/* it did retry */
+	assert_true(last_start < expires);
+	/* On the fake's clock: an attempt started just before the deadline
+	 * reaches the target a moment later, so arrivals get a small slack;
+	 * without R1 the calls would go on for seconds. */
+	json_t *a = calls("r1-busy"), *c;
+	size_t i;
+	assert_int_equal((long long)json_array_size(a), starts);
+	json_array_foreach(a, i, c) {
+		if (arrival(c) >= expires)
+			fprintf(stderr, "itest_engine: call %zu arrived %lld ms after the "
+			    "deadline\n", i, arrival(c) - expires);
+		assert_true(arrival(c) < expires + DEADLINE_SLACK_MS);
+	}
+	if (getenv("ITEST_VERBOSE"))
+		printf("itest_engine: %zu calls, the last started %lld ms before the deadline\n",
+		    json_array_size(a), expires - last_start);
+	json_decref(a);
+	assert_entry("r1b:notify", "id", "r1-busy", "kind", "expired");
+	wait_pel_empty("r1b");
+	daemon_down(&D[0]);
+}
+
+static void
+test_r1_retry_after_past_deadline(void **state)
+{
+	struct h_daemon_opts o = opts("r1c");
+	(void)state;
+
+	fake_reset();
+	script("{\"default\": {\"status\": 503, \"retry_after\": \"120\"}}");
+	daemon_up(&D[0], &o);
+	long long now = h_now_ms(), expires = now + 20000;
+	char *json = h_record_json("r1-wait", ACTION, RESOURCE, now - 1000, expires, 0, NULL);
+	assert_int_equal(h_decide(C, "r1c", "r1-wait", json, 1), 0);
+	free(json);
+	wait_state("r1c", "r1-wait", "expired");
+	/* Dropped on the 503 itself, not when the deadline came. */
+	assert_true(h_now_ms() < expires);
+	assert_int_equal(ncalls("r1-wait"), 1);
+	wait_pel_empty("r1c");
+	daemon_down(&D[0]);
+}
+
+/* ------------------------------------------------------------------ */
+/* R3 bad input, R4 duplicates                                          */
+
+static char *
+xadd(const char *prefix, const char *field, const char *value)
+{
+	char *sid = h_redis_str(C, "XADD %s * %s %s", K(prefix, "jobs"), field, value);
+
+	assert_non_null(sid);
+	return sid;
+}
+
+static void
+test_r3_bad_input(void **state)
+{
+	const char *p = "r3";
+	struct h_daemon_opts o = opts(p);
+	long long now = h_now_ms();
+	char *json, *jws;
+	(void)state;
+
+	fake_reset();
+	daemon_up(&D[0], &o);
+
+	char *no_field = xadd(p, "foo", "bar");
+	char *bad_id = xadd(p, "id", "bad id!");
+	char *missing = xadd(p, "id", "r3-missing");
+
+	json = record("r3-forged", RESOURCE, 60000, "owner-forger");
+	jws = h_sign(json, h_data("test-es256-other.key"));
+	assert_non_null(jws);
+	assert_int_equal(h_store_record(C, p, "r3-forged", jws, 1), 0);
+	free(jws);
+	free(json);
+
+	json = record("r3-plain", RESOURCE, 60000, "owner-plain");
+	assert_int_equal(h_decide(C, p, "r3-plain", json, 0), 0);
+	free(json);
+
+	json = h_record_json("r3-invalid", ACTION, RESOURCE, now, now - 1000, 0, "owner-inv");
+	assert_int_equal(h_decide(C, p, "r3-invalid", json, 1), 0);
+	free(json);
+
+	json = h_record_json("r3-unknown", "gate.close", RESOURCE, now - 1000, now + 60000, 0,
+	    NULL);
+	assert_int_equal(h_decide(C, p, "r3-unknown", json, 1), 0);
+	free(json);
+
+	assert_entry("r3:dead", "streamId", no_field, "reason", "no-id");
+	assert_entry("r3:dead", "streamId", bad_id, "reason", "no-id");
+	assert_entry("r3:dead", "streamId", missing, "reason", "record-missing");
+	assert_int_equal(h_redis_int(C, "EXISTS r3:decision:r3-missing"), 0);
+
+	static const char *const rejected[][2] = {
+		{ "r3-forged", "bad-signature" }, { "r3-plain", "bad-signature" },
+		{ "r3-invalid", "record-invalid" }, { "r3-unknown", "unknown-action" },
+	};
+	for (size_t i = 0; i < sizeof rejected / sizeof rejected[0]; i++) {
+		assert_entry("r3:dead", "id", rejected[i][0], "reason", rejected[i][1]);
+		wait_state(p, rejected[i][0], "dead");
+		assert_hfield(p, rejected[i][0], "outcome", rejected[i][1]);
+	}
+	/* A forgery's owner field is not to be trusted; a verified one is. */
+	assert_entry("r3:notify", "id", "r3-forged", "owner", "ops");
+	assert_entry("r3:notify", "id", "r3-plain", "owner", "ops");
+	assert_entry("r3:notify", "id", "r3-invalid", "owner", "owner-inv");
+
+	/* Still serving. */
+	decide(p, "r3-good", NULL);
+	wait_state(p, "r3-good", "done");
+	wait_pel_empty(p);
+	assert_int_equal(fake_total(), 1);
+	assert_int_equal(ncalls("r3-good"), 1);
+	free(no_field);
+	free(bad_id);
+	free(missing);
+	daemon_down(&D[0]);
+}
+
+struct log_wait {
+	const struct h_daemon *d;
+	const char *needle;
+};
+
+static int
+log_has(void *arg)
+{
+	const struct log_wait *w = arg;
+	return h_daemon_log_has(w->d, w->needle);
+}
+
+static void
+test_r4_duplicate(void **state)
+{
+	const char *p = "r4";
+	struct h_daemon_opts o = opts(p);
+	(void)state;
+
+	fake_reset();
+	daemon_up(&D[0], &o);
+	char *json = record("r4-done", RESOURCE, 60000, NULL);
+	char *jws = h_sign(json, h_data("test-es256.key"));
+	assert_non_null(jws);
+	assert_int_equal(h_store_record(C, p, "r4-done", jws, 0), 0);
+	assert_true(h_redis_int(C, "HSET r4:decision:r4-done state done updatedAt x") >= 0);
+	free(h_redis_str(C, "XADD r4:jobs * id r4-done"));
+	struct log_wait w = { &D[0], "event=job.duplicate id=r4-done" };
+	wait_for(log_has, &w, "job.duplicate in the log");
+	assert_int_equal(h_pending_count(C, "r4:jobs", "workers"), 0);
+	assert_int_equal(h_redis_int(C, "XLEN r4:audit"), 0);
+	assert_hfield(p, "r4-done", "state", "done");
+	assert_hfield(p, "r4-done", "updatedAt", "x");
+	assert_int_equal(fake_total(), 0);
+	free(jws);
+	free(json);
+	daemon_down(&D[0]);
+}
+
+/* ------------------------------------------------------------------ */
+/* R2 / §5 scheduled jobs                                               */
+
+struct zwait {
+	const char *key, *member;
+};
+
+static int
+zscored(void *arg)
+{
+	const struct zwait *w = arg;
+	char *s = h_redis_str(C, "ZSCORE %s %s", w->key, w->member);
+	int ok = s != NULL;
+
+	free(s);
+	return ok;
+}
+
+static void
+test_r2_not_before_rescheduled(void **state)
+{
+	const char *p = "r2a";
+	struct h_daemon_opts o = opts(p);
+	(void)state;
+
+	fake_reset();
+	daemon_up(&D[0], &o);
+	long long now = h_now_ms(), nb = now + 3000;
+	char *json = h_record_json("r2-soon", ACTION, RESOURCE, now - 1000, now + 60000, nb,
+	    NULL);
+	assert_int_equal(h_decide(C, p, "r2-soon", json, 1), 0);
+	free(json);
+
+	struct zwait z = { "r2a:scheduled", "r2-soon" };
+	wait_for(zscored, &z, "r2-soon on the schedule");
+	char *score = h_redis_str(C, "ZSCORE r2a:scheduled r2-soon");
+	assert_non_null(score);
+	assert_int_equal(atoll(score), nb);
+	free(score);
+	if (h_now_ms() < nb - 100) {	/* not yet due: acked, and not executed */
+		assert_int_equal(h_pending_count(C, "r2a:jobs", "workers"), 0);
+		assert_int_equal(fake_total(), 0);
+	}
+
+	wait_state(p, "r2-soon", "done");
+	json_t *a = calls("r2-soon");
+	assert_int_equal(json_array_size(a), 1);
+	assert_true(arrival(json_array_get(a, 0)) >= nb);
+	json_decref(a);
+	assert_int_equal(h_redis_int(C, "XLEN r2a:jobs"), 2);	/* the XADD and the promotion */
+	assert_int_equal(h_redis_int(C, "ZCARD r2a:scheduled"), 0);
+	wait_pel_empty(p);
+	daemon_down(&D[0]);
+}
+
+static void
+test_r2_promoted_once(void **state)
+{
+	const char *p = "r2b";
+	struct h_daemon_opts o1 = opts(p), o2 = opts(p);
+	(void)state;
+
+	o2.consumer = "w2";
+	fake_reset();
+	daemon_up(&D[0], &o1);
+	daemon_up(&D[1], &o2);
+	long long now = h_now_ms(), nb = now + 2000;
+	char *json = h_record_json("r2-later", ACTION, RESOURCE, now - 1000, now + 60000, nb,
+	    NULL);
+	char *jws = h_sign(json, h_data("test-es256.key"));
+	assert_non_null(jws);
+	assert_int_equal(h_store_record(C, p, "r2-later", jws, 0), 0);
+	assert_int_equal(h_redis_int(C, "ZADD r2b:scheduled %lld r2-later", nb), 1);
+	free(jws);
+	free(json);
+
+	wait_state(p, "r2-later", "done");
+	wait_pel_empty(p);
+	json_t *a = calls("r2-later");
+	assert_int_equal(json_array_size(a), 1);
+	assert_true(arrival(json_array_get(a, 0)) >= nb);
+	json_decref(a);
+	assert_int_equal(h_redis_int(C, "XLEN r2b:jobs"), 1);
+	assert_int_equal(h_redis_int(C, "ZCARD r2b:scheduled"), 0);
+	daemon_down(&D[1]);
+	daemon_down(&D[0]);
+	/* No late second promotion either. */
+	assert_int_equal(h_redis_int(C, "XLEN r2b:jobs"), 1);
+	assert_int_equal(ncalls("r2-later"), 1);
+}
+
+/* ------------------------------------------------------------------ */
+/* R10-R14 leases, recovery, poison, fencing, start                     */
+
+static void
+group_create(const char *prefix)
+{
+	char *ok = h_redis_str(C, "XGROUP CREATE %s workers 0 MKSTREAM", K(prefix, "jobs"));
+
+	assert_non_null(ok);
+	free(ok);
+}
+
+/* XREADGROUP as `consumer`: every new entry becomes pending for it. */
+static long long
+read_as(const char *prefix, const char *consumer)
+{
+	redisReply *rep = redisCommand(C, "XREADGROUP GROUP workers %s COUNT 100 STREAMS %s >",
+	    consumer, K(prefix, "jobs"));
+	long long n = -1;
+
+	if (rep != NULL && rep->type == REDIS_REPLY_ARRAY && rep->elements == 1)
+		n = (long long)rep->element[0]->element[1]->elements;
+	freeReplyObject(rep);
+	return n;
+}
+
+static void
+test_r12_poison(void **state)
+{
+	const char *p = "r12";
+	struct h_daemon_opts o = opts(p);
+	(void)state;
+
+	o.max_deliveries = 2;
+	o.claim_idle_ms = 1000;
+	fake_reset();
+	group_create(p);
+	decide(p, "r12-poison", NULL);
+	assert_int_equal(read_as(p, "crashy"), 1);
+	redisReply *rep = redisCommand(C, "XPENDING r12:jobs workers - + 10 crashy");
+	assert_non_null(rep);
+	assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
+	assert_int_equal(rep->elements, 1);
+	char *pending = strdup(rep->element[0]->element[0]->str);
+	freeReplyObject(rep);
+	redisReply *cl = redisCommand(C, "XCLAIM r12:jobs workers crashy 0 %s RETRYCOUNT 5 JUSTID",
+	    pending);
+	assert_non_null(cl);
+	assert_int_equal(cl->type, REDIS_REPLY_ARRAY);
+	assert_int_equal(cl->elements, 1);
+	freeReplyObject(cl);
+	daemon_up(&D[0], &o);
+	wait_state(p, "r12-poison", "dead");
+	assert_hfield(p, "r12-poison", "outcome", "too-many-deliveries");
+	assert_entry("r12:dead", "id", "r12-poison", "reason", "too-many-deliveries");
+	assert_entry("r12:dead", "id", "r12-poison", "streamId", pending);
+	assert_entry("r12:notify", "id", "r12-poison", "owner", "ops");
+	wait_pel_empty(p);
+	assert_int_equal(fake_total(), 0);
+	free(pending);
+	daemon_down(&D[0]);
+}
+
+static void
+test_r14_before_group(void **state)
+{
+	const char *p = "r14a";
+	struct h_daemon_opts o = opts(p);
+	(void)state;
+
+	fake_reset();
+	decide(p, "r14-early-1", NULL);
+	decide(p, "r14-early-2", NULL);
+	assert_int_equal(h_redis_int(C, "EXISTS r14a:jobs"), 1);
+	daemon_up(&D[0], &o);
+	wait_state(p, "r14-early-1", "done");
+	wait_state(p, "r14-early-2", "done");
+	wait_pel_empty(p);
+	assert_int_equal(ncalls("r14-early-1"), 1);
+	assert_int_equal(ncalls("r14-early-2"), 1);
+	daemon_down(&D[0]);
+}
+
+static int
+r14_done_reported(void *arg)
+{
+	(void)arg;
+	return consumer_counter("r14b", "w1", "done") == 1;
+}
+
+static void
+test_r14_own_pending_first(void **state)
+{
+	const char *p = "r14b";
+	struct h_daemon_opts o = opts(p);
+	(void)state;
+
+	o.claim_idle_ms = 600000;	/* only its own PEL scan can find the entry */
+	fake_reset();
+	group_create(p);
+	decide(p, "r14-mine", NULL);
+	assert_int_equal(read_as(p, "w1"), 1);
+	assert_int_equal(h_pending_count(C, "r14b:jobs", "workers"), 1);
+	daemon_up(&D[0], &o);
+	wait_state(p, "r14-mine", "done");
+	wait_pel_empty(p);
+	assert_int_equal(ncalls("r14-mine"), 1);
+	wait_for(r14_done_reported, NULL, "done=1 in the heartbeat");
+	assert_int_equal(consumer_counter(p, "w1", "claimed"), 0);
+	daemon_down(&D[0]);
+}
+
+/* The hash shows the daemon's attempt is in flight at the fake. */
+static int
+call_arrived(void *arg)
+{
+	return ncalls(arg) >= 1;
+}
+
+static void
+test_r13_fencing(void **state)
+{
+	const char *p = "r13";
+	struct h_daemon_opts o = opts(p);
+	(void)state;
+
+	o.claim_idle_ms = 600000;	/* nobody re-takes the entry meanwhile */
+	fake_reset();
+	script("{\"per_key\": {\"r13-slow\": [{\"status\": 200, \"delay_ms\": 2000}]}}");
+	daemon_up(&D[0], &o);
+	decide(p, "r13-slow", NULL);
+	wait_for(call_arrived, (void *)"r13-slow", "the slow call");
+	/* Another worker's newer attempt, while ours is in flight. */
+	assert_int_equal(h_redis_int(C, "HINCRBY r13:decision:r13-slow attempts 1"), 2);
+	assert_true(h_redis_int(C, "HSET r13:decision:r13-slow owner other") >= 0);
+
+	struct log_wait w = { &D[0], "event=job.abandon id=r13-slow" };
+	wait_for(log_has, &w, "job.abandon in the log");
+	assert_hfield(p, "r13-slow", "owner", "other");
+	assert_hfield(p, "r13-slow", "attempts", "2");
+	assert_hfield(p, "r13-slow", "state", "running");
+	assert_int_equal(h_pending_count(C, "r13:jobs", "workers"), 1);
+	assert_int_equal(h_redis_int(C, "XLEN r13:audit"), 1);	/* queued -> running only */
+	assert_int_equal(ncalls("r13-slow"), 1);
+	daemon_down(&D[0]);
+	assert_int_equal(h_pending_count(C, "r13:jobs", "workers"), 1);
+}
+
+static long long
+sum_counter(const char *prefix, const char *name)
+{
+	return consumer_counter(prefix, "w1", name) + consumer_counter(prefix, "w2", name);
+}
+
+static int
+r10_done_reported(void *arg)
+{
+	(void)arg;
+	return sum_counter("r10", "done") == 1;
+}
+
+/* What the PEL showed while the slow job was in hand. */
+struct pel_watch {
+	long long max_deliveries;
+	char first_owner[64];
+	int owner_changed;
+};
+
+static int
+r10_watch_until_done(void *arg)
+{
+	struct pel_watch *w = arg;
+	redisReply *rep = redisCommand(C, "XPENDING r10:jobs workers - + 10");
+
+	if (rep != NULL && rep->type == REDIS_REPLY_ARRAY && rep->elements == 1) {
+		const redisReply *e = rep->element[0];
+		const char *owner = e->element[1]->str;
+		if (w->first_owner[0] == '\0')
+			snprintf(w->first_owner, sizeof w->first_owner, "%s", owner);
+		else if (strcmp(w->first_owner, owner) != 0)
+			w->owner_changed = 1;
+		if (e->element[3]->integer > w->max_deliveries)
+			w->max_deliveries = e->element[3]->integer;
+	}
+	freeReplyObject(rep);
+	struct state_wait done = { "r10", "r10-slow", "done" };
+	return state_is(&done);
+}
+
+static void
+test_r10_lease_kept(void **state)
+{
+	const char *p = "r10";
+	struct h_daemon_opts o1 = opts(p), o2 = opts(p);
+	(void)state;
+
+	o1.claim_idle_ms = o2.claim_idle_ms = 1000;
+	o1.action_timeout_ms = o2.action_timeout_ms = 20000;
+	o2.consumer = "w2";
+	fake_reset();
+	script("{\"per_key\": {\"r10-slow\": [{\"status\": 200, \"delay_ms\": 3000}]}}");
+	daemon_up(&D[0], &o1);
+	daemon_up(&D[1], &o2);
+	decide(p, "r10-slow", NULL);
+	/* Renewals reset the idle time without a delivery: neither the other
+	 * worker nor the holder's own XAUTOCLAIM may take the entry. */
+	struct pel_watch w = { 0, "", 0 };
+	wait_for(r10_watch_until_done, &w, "r10-slow done");
+	assert_true(w.first_owner[0] != '\0');
+	assert_false(w.owner_changed);
+	if (w.max_deliveries != 1)
+		fprintf(stderr, "itest_engine: r10-slow was delivered %lld times while in hand\n",
+		    w.max_deliveries);
+	assert_int_equal(w.max_deliveries, 1);
+	wait_for(r10_done_reported, NULL, "done=1 in the heartbeats");
+	assert_int_equal(ncalls("r10-slow"), 1);
+	assert_int_equal(consumer_counter(p, "w1", "claimed"), 0);
+	assert_int_equal(consumer_counter(p, "w2", "claimed"), 0);
+	assert_false(h_daemon_log_has(&D[0], "event=consumer.claimed"));
+	assert_false(h_daemon_log_has(&D[1], "event=consumer.claimed"));
+	wait_pel_empty(p);
+	daemon_down(&D[1]);
+	daemon_down(&D[0]);
+}
+
+static int
+claimed_reported(void *arg)
+{
+	(void)arg;
+	return consumer_counter("r11", "w1", "claimed") >= 1;
+}
+
+static void
+test_r11_takeover(void **state)
+{
+	const char *p = "r11";
+	struct h_daemon_opts o = opts(p);
+	(void)state;
+
+	o.claim_idle_ms = 1000;
+	fake_reset();
+	group_create(p);
+	decide(p, "r11-orphan", NULL);
+	char *gone = xadd(p, "id", "r11-gone");
+	assert_int_equal(read_as(p, "ghost"), 2);
+	assert_int_equal(h_redis_int(C, "XDEL r11:jobs %s", gone), 1);
+	daemon_up(&D[0], &o);
+	wait_state(p, "r11-orphan", "done");
+	assert_entry("r11:dead", "streamId", gone, "reason", "entry-deleted");
+	wait_for(claimed_reported, NULL, "claimed >= 1 in the heartbeat");
+	wait_pel_empty(p);
+	assert_int_equal(ncalls("r11-orphan"), 1);
+	assert_int_equal(ncalls("r11-gone"), 0);
+	free(gone);
+	daemon_down(&D[0]);
+}
+
+/* ------------------------------------------------------------------ */
+/* §8 heartbeat                                                         */
+
+static int
+hb_settled(void *arg)
+{
+	(void)arg;
+	return consumer_counter("hb", "w1", "received") == 5 &&
+	    consumer_counter("hb", "w1", "done") == 2 &&
+	    consumer_counter("hb", "w1", "failed") == 1 &&
+	    consumer_counter("hb", "w1", "expired") == 1 &&
+	    consumer_counter("hb", "w1", "inFlight") == 0 &&
+	    h_stream_count(C, "hb:dead", "id", "hb-missing") == 1;
+}
+
+static void
+assert_counter(const char *prefix, const char *name, long long want)
+{
+	long long got = consumer_counter(prefix, "w1", name);
+
+	if (got != want)
+		fprintf(stderr, "itest_engine: heartbeat %s = %lld, expected %lld\n", name, got,
+		    want);
+	assert_int_equal(got, want);
+}
+
+static void
+test_heartbeat(void **state)
+{
+	const char *p = "hb";
+	struct h_daemon_opts o = opts(p);
+	long long now = h_now_ms();
+	(void)state;
+
+	fake_reset();
+	script("{\"per_key\": {\"hb-retry\": [{\"status\": 503}, {\"status\": 200}],"
+	    " \"hb-fail\": [{\"status\": 404}]}}");
+	daemon_up(&D[0], &o);
+	decide(p, "hb-ok", NULL);
+	decide(p, "hb-retry", NULL);
+	decide(p, "hb-fail", NULL);
+	char *json = h_record_json("hb-late", ACTION, RESOURCE, now - 60000, now - 1000, 0, NULL);
+	assert_int_equal(h_decide(C, p, "hb-late", json, 1), 0);
+	free(json);
+	free(xadd(p, "id", "hb-missing"));
+	wait_for(hb_settled, NULL, "the heartbeat counters");
+
+	const char *key = "hb:consumer:w1";
+	static const char *const fields[] = {
+		"host", "pid", "version", "startedAt", "heartbeatAt", "inFlight", "tokenState",
+	};
+	for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+		char *v = h_hget(C, key, fields[i]);
+		if (v == NULL || v[0] == '\0')
+			fprintf(stderr, "itest_engine: heartbeat has no %s\n", fields[i]);
+		assert_non_null(v);
+		assert_true(v[0] != '\0');
+		free(v);
+	}
+	long long ttl = h_redis_int(C, "PTTL %s", key);
+	assert_true(ttl > 0 && ttl <= 3 * 500);
+	assert_int_equal(consumer_counter(p, "w1", "pid"), D[0].pid);
+	char *ts = h_hget(C, key, "tokenState");
+	assert_string_equal(ts, "valid");
+	free(ts);
+	assert_counter(p, "retried", 1);
+	assert_counter(p, "denied", 0);
+	assert_counter(p, "claimed", 0);
+	/* hb-missing went to P:dead as record-missing: it counts as dead. */
+	assert_counter(p, "dead", 1);
+	daemon_down(&D[0]);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest bulk[] = {
+		cmocka_unit_test_teardown(test_thousand_jobs, test_teardown),
+	};
+	const struct CMUnitTest call[] = {
+		cmocka_unit_test_teardown(test_r7_call, test_teardown),
+		cmocka_unit_test_teardown(test_r8_retry_then_done, test_teardown),
+		cmocka_unit_test_teardown(test_r8_permanent_failure, test_teardown),
+		cmocka_unit_test_teardown(test_r8_retry_after, test_teardown),
+		cmocka_unit_test_teardown(test_r8_max_attempts, test_teardown),
+	};
+	const struct CMUnitTest deadline[] = {
+		cmocka_unit_test_teardown(test_r1_already_expired, test_teardown),
+		cmocka_unit_test_teardown(test_r1_retries_stop_at_deadline, test_teardown),
+		cmocka_unit_test_teardown(test_r1_retry_after_past_deadline, test_teardown),
+	};
+	const struct CMUnitTest input[] = {
+		cmocka_unit_test_teardown(test_r3_bad_input, test_teardown),
+		cmocka_unit_test_teardown(test_r4_duplicate, test_teardown),
+	};
+	const struct CMUnitTest schedule[] = {
+		cmocka_unit_test_teardown(test_r2_not_before_rescheduled, test_teardown),
+		cmocka_unit_test_teardown(test_r2_promoted_once, test_teardown),
+	};
+	const struct CMUnitTest recovery[] = {
+		cmocka_unit_test_teardown(test_r12_poison, test_teardown),
+		cmocka_unit_test_teardown(test_r14_before_group, test_teardown),
+		cmocka_unit_test_teardown(test_r14_own_pending_first, test_teardown),
+		cmocka_unit_test_teardown(test_r13_fencing, test_teardown),
+		cmocka_unit_test_teardown(test_r10_lease_kept, test_teardown),
+		cmocka_unit_test_teardown(test_r11_takeover, test_teardown),
+	};
+	const struct CMUnitTest heartbeat[] = {
+		cmocka_unit_test_teardown(test_heartbeat, test_teardown),
+	};
+	int failed = 0;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (getenv("ITEST_FILTER") != NULL)	/* e.g. ITEST_FILTER='test_r1*' */
+		cmocka_set_test_filter(getenv("ITEST_FILTER"));
+	failed += cmocka_run_group_tests_name("engine: throughput", bulk, group_setup,
+	    group_teardown);
+	failed += cmocka_run_group_tests_name("engine: R7 R8 the call", call, group_setup,
+	    group_teardown);
+	failed += cmocka_run_group_tests_name("engine: R1 deadline", deadline, group_setup,
+	    group_teardown);
+	failed += cmocka_run_group_tests_name("engine: R3 R4 input", input, group_setup,
+	    group_teardown);
+	failed += cmocka_run_group_tests_name("engine: R2 schedule", schedule, group_setup,
+	    group_teardown);
+	failed += cmocka_run_group_tests_name("engine: R10-R14 recovery", recovery, group_setup,
+	    group_teardown);
+	failed += cmocka_run_group_tests_name("engine: heartbeat", heartbeat, group_setup,
+	    group_teardown);
+	return failed ? 1 : 0;
+}
