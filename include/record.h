@@ -1,6 +1,7 @@
 /*
  * record: the authorization decision record of SPEC §3, verified and
- * validated. Pure: the key comes in as bytes and `now` as a number.
+ * validated. Pure: the key comes in as bytes (or parsed once, as a
+ * struct record_key) and `now` as a number.
  */
 #ifndef WARRANTD_RECORD_H
 #define WARRANTD_RECORD_H
@@ -22,10 +23,32 @@ enum record_status {
 /* The reason code of SPEC R3 for a status ("" for RECORD_OK). Static. */
 const char *record_status_code(enum record_status st);
 
+/* A verification key parsed once (a public key, or a copy of the HMAC
+ * secret), so that record_load need not parse PEM per record. Opaque. */
+struct record_key;
+
+/*
+ * Parses `key` for `alg` by the rules record_load applies to raw bytes: for
+ * ES256 a PEM P-256 public key, for RS256 a PEM RSA public key of at least
+ * 2048 bits, for HS256 any non-empty secret (copied). `key` is borrowed.
+ * Returns a new key (caller frees with record_key_free), or NULL with one
+ * line for people in `err` (never the key's bytes).
+ */
+struct record_key *record_key_new(jwt_alg_t alg, const unsigned char *key, size_t key_len,
+				  char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+
+/* Wipes a secret before freeing it. NULL is a no-op. */
+void record_key_free(struct record_key *key);
+
 /* What a record is checked against; built from struct cfg by the caller. */
 struct record_policy {
 	int signature_required;		/* 0: `raw` is plain JSON */
 	jwt_alg_t algorithm;		/* ES256, HS256 or RS256 */
+	/* Borrowed; when set, used instead of key/key_len. A key parsed for
+	 * another algorithm than `algorithm` fails like a key of the wrong
+	 * type: RECORD_BAD_SIGNATURE. */
+	const struct record_key *parsed_key;
 	const unsigned char *key;	/* PEM public key, or the HMAC secret */
 	size_t key_len;
 	const char *issuer;		/* NULL: not checked */

@@ -466,8 +466,9 @@ continue_effects(struct ejob *j)
 		ejob_finish(j);
 		return;
 	}
-	if (eng->draining && (fx & (JOB_FX_CALL | JOB_FX_AUTHZ | JOB_FX_REDISPATCH))) {
-		/* R15: no new call once stopping; the entry stays pending. */
+	if (eng->draining) {
+		/* R15: no new call and no new wait once stopping; the entry
+		 * stays pending for R11/R14. */
 		ejob_finish(j);
 		return;
 	}
@@ -1353,10 +1354,15 @@ on_blk_state(struct rconn *rc, int up, void *arg)
 	struct engine *eng = arg;
 	(void)rc;
 
-	if (!up)
+	if (!up) {
 		eng->reading = 0;
-	else
-		read_more(eng);
+		return;
+	}
+	/* A read whose reply died with the connection left entries in our
+	 * PEL that we never saw: read the PEL again before new entries. */
+	eng->own_done = 0;
+	snprintf(eng->own_cursor, sizeof eng->own_cursor, "0");
+	read_more(eng);
 }
 
 /* ------------------------------------------------------------------ */

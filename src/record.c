@@ -37,6 +37,14 @@ struct jws {
 	size_t header_len, payload_len, sig_len, input_len;
 };
 
+/* Exactly one of pk (ES256, RS256) and secret (HS256) is set. */
+struct record_key {
+	jwt_alg_t alg;
+	EVP_PKEY *pk;
+	unsigned char *secret;
+	size_t secret_len;
+};
+
 /* The fields of §3.1, borrowed from the payload object while it is checked. */
 struct fields {
 	const char *id, *on_behalf_of, *action, *resource, *basis, *notify, *iss;
@@ -229,8 +237,9 @@ no_passphrase(char *buf, int size, int rwflag, void *u)
 	return -1;
 }
 
+/* The first key of its kind in `pem`, of any type; NULL when there is none. */
 static EVP_PKEY *
-pem_key(const unsigned char *pem, size_t len, jwt_alg_t alg, int private)
+pem_read(const unsigned char *pem, size_t len, int private)
 {
 	BIO *bio;
 	EVP_PKEY *pk;
@@ -242,13 +251,79 @@ pem_key(const unsigned char *pem, size_t len, jwt_alg_t alg, int private)
 	pk = private ? PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL) :
 	    PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL);
 	BIO_free(bio);
+	/* Leave nothing on the thread's error queue for other modules to find. */
+	ERR_clear_error();
+	return pk;
+}
+
+static EVP_PKEY *
+pem_key(const unsigned char *pem, size_t len, jwt_alg_t alg, int private)
+{
+	EVP_PKEY *pk = pem_read(pem, len, private);
+
 	if (pk != NULL && !key_fits(pk, alg)) {
 		EVP_PKEY_free(pk);
 		pk = NULL;
 	}
-	/* Leave nothing on the thread's error queue for other modules to find. */
 	ERR_clear_error();
 	return pk;
+}
+
+/* The same acceptance rules as hs256() and pem_key(), which record_load
+ * applies to raw bytes: a parsed key is never looser or stricter. */
+struct record_key *
+record_key_new(jwt_alg_t alg, const unsigned char *key, size_t key_len, char *err,
+	       size_t errlen)
+{
+	struct record_key *k;
+
+	if (!alg_supported(alg)) {
+		snprintf(err, errlen, "the algorithm is not ES256, RS256 or HS256");
+		return NULL;
+	}
+	if (key == NULL || key_len == 0 || key_len > INT_MAX) {
+		snprintf(err, errlen, "the key is %s", key_len > INT_MAX ? "too large" : "empty");
+		return NULL;
+	}
+	if ((k = calloc(1, sizeof *k)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	k->alg = alg;
+	if (alg == JWT_ALG_HS256) {
+		if ((k->secret = malloc(key_len)) == NULL) {
+			snprintf(err, errlen, "out of memory");
+			free(k);
+			return NULL;
+		}
+		memcpy(k->secret, key, key_len);
+		k->secret_len = key_len;
+		return k;
+	}
+	if ((k->pk = pem_read(key, key_len, 0)) != NULL && key_fits(k->pk, alg)) {
+		ERR_clear_error();
+		return k;
+	}
+	if (k->pk == NULL)
+		snprintf(err, errlen, "not a PEM public key (BEGIN PUBLIC KEY)");
+	else
+		snprintf(err, errlen, "not a usable %s key: want %s", jwt_alg_str(alg),
+		    alg == JWT_ALG_ES256 ? "an EC P-256 public key" :
+		    "an RSA public key of at least 2048 bits");
+	ERR_clear_error();
+	record_key_free(k);
+	return NULL;
+}
+
+void
+record_key_free(struct record_key *k)
+{
+	if (k == NULL)
+		return;
+	EVP_PKEY_free(k->pk);
+	if (k->secret != NULL)
+		OPENSSL_clear_free(k->secret, k->secret_len);
+	free(k);
 }
 
 static int
@@ -324,31 +399,63 @@ es256_from_der(const unsigned char *der, size_t der_len, unsigned char **out, si
 
 enum { VERIFY_OK = 0, VERIFY_BAD = -1, VERIFY_NO_KEY = -2 };
 
-/* The check is picked by pol->algorithm, never by the token. */
 static int
-verify_signature(const struct record_policy *pol, const char *raw, const struct jws *j)
+verify_hs256(const unsigned char *secret, size_t secret_len, const char *raw,
+	     const struct jws *j)
 {
-	unsigned char md[EVP_MAX_MD_SIZE], *der = NULL;
+	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned md_len = 0;
-	int der_len = 0, rc = VERIFY_BAD;
-	EVP_PKEY *pk;
 
-	if (pol->algorithm == JWT_ALG_HS256) {
-		if (hs256(pol->key, pol->key_len, raw, j->input_len, md, &md_len) != 0)
-			return VERIFY_NO_KEY;
-		return j->sig_len == md_len && CRYPTO_memcmp(md, j->sig, md_len) == 0 ?
-		    VERIFY_OK : VERIFY_BAD;
-	}
-	if ((pk = pem_key(pol->key, pol->key_len, pol->algorithm, 0)) == NULL)
+	if (hs256(secret, secret_len, raw, j->input_len, md, &md_len) != 0)
 		return VERIFY_NO_KEY;
-	if (pol->algorithm == JWT_ALG_RS256)
+	return j->sig_len == md_len && CRYPTO_memcmp(md, j->sig, md_len) == 0 ?
+	    VERIFY_OK : VERIFY_BAD;
+}
+
+/* `pk` already fits `alg` (ES256 or RS256). */
+static int
+verify_pkey(EVP_PKEY *pk, jwt_alg_t alg, const char *raw, const struct jws *j)
+{
+	unsigned char *der = NULL;
+	int der_len = 0, rc = VERIFY_BAD;
+
+	if (alg == JWT_ALG_RS256)
 		rc = pkey_verify(pk, raw, j->input_len, j->sig, j->sig_len);
 	else if (es256_to_der(j->sig, j->sig_len, &der, &der_len) == 0)
 		rc = pkey_verify(pk, raw, j->input_len, der, (size_t)der_len);
 	OPENSSL_free(der);
-	EVP_PKEY_free(pk);
 	ERR_clear_error();
 	return rc == 0 ? VERIFY_OK : VERIFY_BAD;
+}
+
+/* A key parsed for another algorithm is treated like raw bytes of the wrong
+ * type: the configured algorithm still picks the check. */
+static int
+verify_parsed(const struct record_key *k, jwt_alg_t alg, const char *raw, const struct jws *j)
+{
+	if (k->alg != alg)
+		return VERIFY_NO_KEY;
+	if (alg == JWT_ALG_HS256)
+		return verify_hs256(k->secret, k->secret_len, raw, j);
+	return verify_pkey(k->pk, alg, raw, j);
+}
+
+/* The check is picked by pol->algorithm, never by the token. */
+static int
+verify_signature(const struct record_policy *pol, const char *raw, const struct jws *j)
+{
+	EVP_PKEY *pk;
+	int rc;
+
+	if (pol->parsed_key != NULL)
+		return verify_parsed(pol->parsed_key, pol->algorithm, raw, j);
+	if (pol->algorithm == JWT_ALG_HS256)
+		return verify_hs256(pol->key, pol->key_len, raw, j);
+	if ((pk = pem_key(pol->key, pol->key_len, pol->algorithm, 0)) == NULL)
+		return VERIFY_NO_KEY;
+	rc = verify_pkey(pk, pol->algorithm, raw, j);
+	EVP_PKEY_free(pk);
+	return rc;
 }
 
 /* Returns the raw signature bytes (caller frees). */
@@ -518,7 +625,7 @@ load_signed(const struct record_policy *pol, const char *raw, json_t **content, 
 		return fail(RECORD_BAD_SIGNATURE, detail, n,
 		    "signature: the configured algorithm is not ES256, RS256 or HS256");
 	/* Never take a record apart without a key to check it with. */
-	if (pol->key == NULL || pol->key_len == 0)
+	if (pol->parsed_key == NULL && (pol->key == NULL || pol->key_len == 0))
 		return fail(RECORD_BAD_SIGNATURE, detail, n, "signature: no verification key");
 	if (raw == NULL || jws_split(raw, &j) != 0)
 		return fail(RECORD_BAD_SIGNATURE, detail, n,

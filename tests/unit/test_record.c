@@ -10,8 +10,12 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <openssl/bio.h>
+#include <openssl/ec.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/pem.h>
+#include <openssl/rsa.h>
 
 #include "record.h"
 
@@ -1179,6 +1183,272 @@ test_sign_refuses(void **state)
 	json_decref(c);
 }
 
+/* ---- record_key: parsed once, same rules as raw bytes ---- */
+
+/* The PEM public half of `pk` (consumed). */
+static struct blob
+public_pem(EVP_PKEY *pk)
+{
+	BIO *bio = BIO_new(BIO_s_mem());
+	struct blob b;
+	char *data;
+	long n;
+
+	assert_non_null(pk);
+	assert_non_null(bio);
+	assert_int_equal(PEM_write_bio_PUBKEY(bio, pk), 1);
+	n = BIO_get_mem_data(bio, &data);
+	assert_true(n > 0);
+	b.data = malloc((size_t)n + 1);
+	assert_non_null(b.data);
+	memcpy(b.data, data, (size_t)n);
+	b.data[n] = '\0';
+	b.len = (size_t)n;
+	BIO_free(bio);
+	EVP_PKEY_free(pk);
+	return b;
+}
+
+static void
+expect_key_ok(jwt_alg_t alg, struct blob key)
+{
+	char err[256] = "";
+	struct record_key *k = record_key_new(alg, key.data, key.len, err, sizeof err);
+
+	if (k == NULL)
+		fail_msg("%s: refused: %s", jwt_alg_str(alg), err);
+	record_key_free(k);
+}
+
+static void
+expect_key_refused(jwt_alg_t alg, struct blob key, const char *err_has)
+{
+	char err[256] = "";
+	struct record_key *k = record_key_new(alg, key.data, key.len, err, sizeof err);
+
+	if (k != NULL)
+		fail_msg("%s: accepted a key it should refuse (%s)", jwt_alg_str(alg), err_has);
+	if (strstr(err, err_has) == NULL)
+		fail_msg("%s: error \"%s\" lacks \"%s\"", jwt_alg_str(alg), err, err_has);
+}
+
+static void
+test_key_new_accepts(void **state)
+{
+	struct blob short_secret = {(unsigned char *)"x", 1};
+
+	(void)state;
+	expect_key_ok(JWT_ALG_ES256, es_pub);
+	expect_key_ok(JWT_ALG_ES256, es_other_pub);
+	expect_key_ok(JWT_ALG_RS256, rs_pub);
+	expect_key_ok(JWT_ALG_HS256, hs_secret);
+	/* record_load takes any non-empty HMAC secret for checking (only
+	 * record_sign wants 32 bytes); a parsed key keeps that rule. */
+	expect_key_ok(JWT_ALG_HS256, short_secret);
+	/* As an HMAC secret, PEM text is just bytes. */
+	expect_key_ok(JWT_ALG_HS256, es_pub);
+}
+
+static void
+test_key_new_refuses(void **state)
+{
+	struct blob none = {NULL, 0}, empty = {hs_secret.data, 0};
+	struct blob p384 = public_pem(EVP_EC_gen("secp384r1"));
+	struct blob rsa2047 = public_pem(EVP_RSA_gen(2047));
+	struct blob ed25519 = public_pem(EVP_PKEY_Q_keygen(NULL, NULL, "ED25519"));
+	struct blob crt = read_blob("tests/data/test-rs256.crt");
+	char err[256], head[9];
+
+	(void)state;
+	assert_true(crt.len > 0);
+	/* A key of another type or size than the algorithm's. */
+	expect_key_refused(JWT_ALG_ES256, rs_pub, "not a usable ES256 key");
+	expect_key_refused(JWT_ALG_ES256, p384, "not a usable ES256 key");
+	expect_key_refused(JWT_ALG_ES256, ed25519, "not a usable ES256 key");
+	expect_key_refused(JWT_ALG_RS256, es_pub, "not a usable RS256 key");
+	expect_key_refused(JWT_ALG_RS256, rsa2047, "not a usable RS256 key");
+	expect_key_refused(JWT_ALG_RS256, ed25519, "not a usable RS256 key");
+	/* Not a PEM public key: a secret, a private key, a certificate. */
+	expect_key_refused(JWT_ALG_ES256, hs_secret, "not a PEM public key");
+	expect_key_refused(JWT_ALG_ES256, es_key, "not a PEM public key");
+	expect_key_refused(JWT_ALG_RS256, rs_key, "not a PEM public key");
+	expect_key_refused(JWT_ALG_RS256, crt, "not a PEM public key");
+	/* No key, and an algorithm the record does not speak. */
+	expect_key_refused(JWT_ALG_HS256, none, "empty");
+	expect_key_refused(JWT_ALG_HS256, empty, "empty");
+	expect_key_refused(JWT_ALG_ES256, none, "empty");
+	expect_key_refused(JWT_ALG_NONE, es_pub, "not ES256, RS256 or HS256");
+	expect_key_refused(JWT_ALG_ES384, es_pub, "not ES256, RS256 or HS256");
+	expect_key_refused(JWT_ALG_HS512, hs_secret, "not ES256, RS256 or HS256");
+	/* The error never carries the key's bytes. */
+	memcpy(head, hs_secret.data, sizeof head - 1);
+	head[sizeof head - 1] = '\0';
+	assert_null(record_key_new(JWT_ALG_ES256, hs_secret.data, hs_secret.len, err, sizeof err));
+	assert_true(err[0] != '\0');
+	assert_null(strstr(err, head));
+	record_key_free(NULL);
+	free(p384.data);
+	free(rsa2047.data);
+	free(ed25519.data);
+	free(crt.data);
+}
+
+/* One load with `key` as raw bytes, one with it parsed for `key_alg`; both
+ * must give the same status, detail, owner and record. The parsed policy
+ * has no raw key, so it can only have used the parsed one. */
+static void
+expect_same(jwt_alg_t alg, struct blob key, jwt_alg_t key_alg, const char *tok,
+	    const char *what)
+{
+	struct record_policy raw = policy(1, alg, key), parsed = raw;
+	struct record *rec_raw = NULL, *rec_parsed = NULL;
+	char d_raw[256], d_parsed[256], err[256], *o_raw = NULL, *o_parsed = NULL;
+	struct record_key *k = record_key_new(key_alg, key.data, key.len, err, sizeof err);
+	enum record_status s_raw, s_parsed;
+
+	if (k == NULL)
+		fail_msg("%s: record_key_new: %s", what, err);
+	parsed.parsed_key = k;
+	parsed.key = NULL;
+	parsed.key_len = 0;
+	s_raw = record_load(&raw, "gate-14", tok, NOW_MS, &rec_raw, &o_raw, d_raw, sizeof d_raw);
+	s_parsed = record_load(&parsed, "gate-14", tok, NOW_MS, &rec_parsed, &o_parsed, d_parsed,
+	    sizeof d_parsed);
+	if (s_raw != s_parsed || strcmp(d_raw, d_parsed) != 0)
+		fail_msg("%s: raw %s \"%s\", parsed %s \"%s\"", what, record_status_code(s_raw),
+		    d_raw, record_status_code(s_parsed), d_parsed);
+	if ((o_raw == NULL) != (o_parsed == NULL) ||
+	    (o_raw != NULL && strcmp(o_raw, o_parsed) != 0))
+		fail_msg("%s: the owners differ", what);
+	assert_int_equal(rec_raw == NULL, rec_parsed == NULL);
+	if (rec_raw != NULL)
+		assert_true(json_equal(rec_raw->content, rec_parsed->content));
+	record_free(rec_raw);
+	record_free(rec_parsed);
+	free(o_raw);
+	free(o_parsed);
+	record_key_free(k);
+}
+
+/* Like expect_same, and the status is `want`: the vector means something. */
+static void
+expect_same_is(jwt_alg_t alg, struct blob key, const char *tok, enum record_status want,
+	       const char *what)
+{
+	struct record_policy pol = policy(1, alg, key);
+	char detail[256];
+
+	expect_same(alg, key, alg, tok, what);
+	if (load_raw(&pol, tok, detail, sizeof detail, NULL) != want)
+		fail_msg("%s: not %s: %s", what, record_status_code(want), detail);
+}
+
+static void
+test_parsed_key_same_results(void **state)
+{
+	json_t *c = good_content();
+	char *payload = json_dumps(c, JSON_COMPACT);
+	char *es = sign_es(c);
+	char *rs = record_sign(JWT_ALG_RS256, rs_key.data, rs_key.len, NULL, c);
+	char *hs = record_sign(JWT_ALG_HS256, hs_secret.data, hs_secret.len, NULL, c);
+	char *es_other = record_sign(JWT_ALG_ES256, es_other_key.data, es_other_key.len, NULL, c);
+	char *hs_other = record_sign(JWT_ALG_HS256,
+	    (const unsigned char *)"another-secret-of-32-bytes-or-more", 34, NULL, c);
+	char *confused = record_sign(JWT_ALG_HS256, es_pub.data, es_pub.len, NULL, c);
+	char *none = hand_token("{\"alg\":\"none\",\"typ\":\"decision+jwt\"}", payload, NULL, 0);
+	char *hs_jwt = hand_token("{\"alg\":\"HS256\",\"typ\":\"JWT\"}", payload, hs_secret.data,
+	    hs_secret.len);
+	char *short_mac = hand_token("{\"alg\":\"HS256\",\"typ\":\"decision+jwt\"}", payload,
+	    (const unsigned char *)"short", 5);
+	struct blob short_secret = {(unsigned char *)"short", 5};
+	char *stripped = strdup(es);
+	size_t d1, d2;
+
+	(void)state;
+	assert_non_null(rs);
+	assert_non_null(hs);
+	assert_non_null(es_other);
+	assert_non_null(hs_other);
+	assert_non_null(confused);
+	assert_non_null(stripped);
+	segments(stripped, &d1, &d2);
+	stripped[d2 + 1] = '\0';
+
+	expect_same_is(JWT_ALG_ES256, es_pub, es, RECORD_OK, "ES256 valid");
+	expect_same_is(JWT_ALG_RS256, rs_pub, rs, RECORD_OK, "RS256 valid");
+	expect_same_is(JWT_ALG_HS256, hs_secret, hs, RECORD_OK, "HS256 valid");
+	expect_same_is(JWT_ALG_HS256, short_secret, short_mac, RECORD_OK, "HS256 short secret");
+	expect_same_is(JWT_ALG_ES256, es_other_pub, es, RECORD_BAD_SIGNATURE, "ES256 wrong key");
+	expect_same_is(JWT_ALG_ES256, es_pub, es_other, RECORD_BAD_SIGNATURE, "ES256 other signer");
+	expect_same_is(JWT_ALG_RS256, rs_pub, es, RECORD_BAD_SIGNATURE, "ES256 token, RS256 key");
+	expect_same_is(JWT_ALG_HS256, hs_secret, hs_other, RECORD_BAD_SIGNATURE, "HS256 wrong key");
+	expect_same_is(JWT_ALG_ES256, es_pub, confused, RECORD_BAD_SIGNATURE, "alg confusion");
+	expect_same_is(JWT_ALG_HS256, es_pub, confused, RECORD_OK, "PEM as HMAC secret");
+	expect_same_is(JWT_ALG_ES256, es_pub, rs, RECORD_BAD_SIGNATURE, "RS256 token, ES256 key");
+	expect_same_is(JWT_ALG_ES256, es_pub, none, RECORD_BAD_SIGNATURE, "alg none");
+	expect_same_is(JWT_ALG_HS256, hs_secret, hs_jwt, RECORD_BAD_SIGNATURE, "typ JWT");
+	expect_same_is(JWT_ALG_ES256, es_pub, stripped, RECORD_BAD_SIGNATURE, "no signature");
+	expect_same_is(JWT_ALG_ES256, es_pub, "garbage", RECORD_BAD_SIGNATURE, "not a JWS");
+	/* A key parsed for another algorithm fails like raw bytes of that type. */
+	expect_same(JWT_ALG_RS256, es_pub, JWT_ALG_ES256, rs, "ES256 key, RS256 configured");
+	expect_same(JWT_ALG_ES256, hs_secret, JWT_ALG_HS256, es, "HS256 key, ES256 configured");
+	{
+		struct record_key *k = record_key_new(JWT_ALG_ES256, es_pub.data, es_pub.len, NULL,
+		    0);
+		struct record_policy pol = policy(1, JWT_ALG_RS256, rs_pub);
+		pol.parsed_key = k;
+		assert_non_null(k);
+		expect_bad_sig(&pol, rs, "not a usable RS256 key");
+		record_key_free(k);
+	}
+	/* Every content rule, on records whose signature verifies. */
+	for (size_t i = 0; i < sizeof mutations / sizeof mutations[0]; i++) {
+		json_t *m = mutate(&mutations[i]);
+		char *tok = sign_es(m);
+
+		expect_same_is(JWT_ALG_ES256, es_pub, tok, mutations[i].want, mutations[i].name);
+		free(tok);
+		json_decref(m);
+	}
+	free(es);
+	free(rs);
+	free(hs);
+	free(es_other);
+	free(hs_other);
+	free(confused);
+	free(none);
+	free(hs_jwt);
+	free(short_mac);
+	free(stripped);
+	free(payload);
+	json_decref(c);
+}
+
+/* With a parsed key, the raw bytes are not looked at. */
+static void
+test_parsed_key_wins(void **state)
+{
+	json_t *c = good_content();
+	char *tok = sign_es(c), detail[256];
+	struct record_key *k = record_key_new(JWT_ALG_ES256, es_pub.data, es_pub.len, detail,
+	    sizeof detail);
+	struct record_policy pol = policy(1, JWT_ALG_ES256, es_other_pub);
+
+	(void)state;
+	assert_non_null(k);
+	expect_bad_sig(&pol, tok, "signature: does not verify");
+	pol.parsed_key = k;
+	assert_int_equal(load_raw(&pol, tok, detail, sizeof detail, NULL), RECORD_OK);
+	pol.key = NULL;
+	pol.key_len = 0;
+	assert_int_equal(load_raw(&pol, tok, detail, sizeof detail, NULL), RECORD_OK);
+	pol.parsed_key = NULL;
+	expect_bad_sig(&pol, tok, "no verification key");
+	record_key_free(k);
+	free(tok);
+	json_decref(c);
+}
+
 static void
 test_free_null(void **state)
 {
@@ -1214,6 +1484,10 @@ main(void)
 		cmocka_unit_test(test_owner_out),
 		cmocka_unit_test(test_sign_header_and_kid),
 		cmocka_unit_test(test_sign_refuses),
+		cmocka_unit_test(test_key_new_accepts),
+		cmocka_unit_test(test_key_new_refuses),
+		cmocka_unit_test(test_parsed_key_same_results),
+		cmocka_unit_test(test_parsed_key_wins),
 		cmocka_unit_test(test_free_null),
 	};
 

@@ -1,0 +1,1146 @@
+/*
+ * itest_faults: warrantd against a real redis-server (appendonly yes) and
+ * fake_target, for faults and the life cycle: a worker killed mid-run (R11),
+ * Redis killed or stopped (R17), SIGTERM/SIGINT (R15), SIGHUP (R16), the
+ * start (R14), logs (SPEC §12), `warrantd -t` (§10), sd_notify (READY,
+ * WATCHDOG at WATCHDOG_USEC / 2, also while Redis is down, STOPPING) and
+ * the systemd unit (§12). ITEST_FILTER='test_sig*' runs a subset.
+ *
+ * Each test gets its own redis-server and fake; every daemon it starts is
+ * stopped by pid in the teardown, and its log is then checked: logfmt lines
+ * only, and nothing from ASan or UBSan.
+ */
+#define _DEFAULT_SOURCE
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <jwt.h>
+
+#include "harness.h"
+
+#define WAIT_MS 60000		/* generous: 2 cores, ASan, load */
+#define PREFIX "warrant"
+#define JOBS PREFIX ":jobs"
+#define GROUP "workers"
+#define MAX_DAEMONS 8
+
+/* ------------------------------------------------------------------ */
+/* fixture: one redis-server and one fake per test                      */
+
+static struct h_redis R;
+static struct h_fake F;
+static redisContext *C;
+static struct h_daemon D[MAX_DAEMONS];
+static int ND;
+
+static int64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int
+setup(void **state)
+{
+	(void)state;
+	ND = 0;
+	if (h_redis_start(&R, 1) != 0)
+		return -1;
+	if (h_fake_start(&F, "fake_target", NULL) != 0)
+		return -1;
+	C = h_redis_connect(&R);
+	return C ? 0 : -1;
+}
+
+/* Every line logfmt with ts=, level= and event= (SPEC §12); nothing from
+ * the sanitizers. Fails the test otherwise. */
+static void
+check_daemon_log(const struct h_daemon *d)
+{
+	char *text = h_read_file(d->log);
+	char *save = NULL;
+
+	assert_non_null(text);
+	if (!h_daemon_log_clean(d))
+		fail_msg("sanitizer report in %s", d->log);
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "ts=", 3) != 0 || strstr(line, " level=") == NULL ||
+		    strstr(line, " event=") == NULL)
+			fail_msg("%s: not a logfmt line: %.200s", d->log, line);
+	}
+	free(text);
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	for (int i = 0; i < ND; i++)
+		if (D[i].pid > 0)
+			h_daemon_stop(&D[i]);
+	for (int i = 0; i < ND; i++)
+		check_daemon_log(&D[i]);
+	ND = 0;
+	redisFree(C);
+	C = NULL;
+	h_fake_stop(&F);
+	h_redis_stop(&R);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* the daemon                                                           */
+
+struct opts {
+	const char *consumer;
+	long max_in_flight;	/* [16] */
+	int grace_ms, claim_idle_ms, heartbeat_ms;
+	const char *target_url;	/* NULL: F.url */
+	const char *action_auth, *action_extra, *sections;
+};
+
+/* The text of an ini for o; caller frees. Calls may take 4 s here. */
+static char *
+ini_text(const struct opts *o)
+{
+	char extra[64];
+
+	snprintf(extra, sizeof extra, "max_in_flight = %ld\n",
+	    o->max_in_flight ? o->max_in_flight : 16);
+	struct h_daemon_opts h = {
+		.redis_sock = R.sock, .target_url = o->target_url ? o->target_url : F.url,
+		.consumer = o->consumer, .shutdown_grace_ms = o->grace_ms,
+		.claim_idle_ms = o->claim_idle_ms, .heartbeat_ms = o->heartbeat_ms,
+		.action_timeout_ms = 10000,
+		.action_auth = o->action_auth, .action_extra = o->action_extra,
+		.sections = o->sections, .daemon_extra = extra,
+	};
+	char *text = h_daemon_ini(&h);
+
+	assert_non_null(text);
+	return text;
+}
+
+/* Spawns warrantd on the ini for o; `ready`: waits for consumer.ready.
+ * Extra environment (NOTIFY_SOCKET) is the caller's to set. */
+static struct h_daemon *
+dmn_start(const struct opts *o, int ready)
+{
+	assert_true(ND < MAX_DAEMONS);
+	struct h_daemon *d = &D[ND];
+	char *text = ini_text(o);
+
+	if ((ready ? h_daemon_start(d, text) : h_daemon_spawn(d, text)) != 0)
+		fail_msg("warrantd %s did not start; see %s", o->consumer, d->log);
+	free(text);
+	ND++;
+	return d;
+}
+
+static int
+dmn_running(struct h_daemon *d)
+{
+	int st;
+
+	return d->pid > 0 && h_wait_exit(d->pid, 0, &st) != 0;
+}
+
+/* Signals d and waits for it; returns the waitpid status and the time it
+ * took in *ms. */
+static int
+dmn_signal_wait(struct h_daemon *d, int sig, int timeout_ms, int64_t *ms)
+{
+	int st = -1;
+	int64_t t0 = mono_ms();
+
+	assert_int_equal(kill(d->pid, sig), 0);
+	if (h_wait_exit(d->pid, timeout_ms, &st) != 0)
+		fail_msg("warrantd (pid %d) did not exit within %d ms of signal %d",
+		    (int)d->pid, timeout_ms, sig);
+	if (ms)
+		*ms = mono_ms() - t0;
+	d->pid = 0;
+	return st;
+}
+
+static void
+assert_exit0(int st)
+{
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail_msg("warrantd did not exit 0 (status 0x%x)", st);
+}
+
+/* ------------------------------------------------------------------ */
+/* records, the stream, the fake                                        */
+
+/* Signs a record valid for an hour, writes its hash and enqueues its id,
+ * as a decider does. */
+static void
+decide(const char *id, const char *action, const char *resource)
+{
+	long long now = h_now_ms();
+	char *js = h_record_json(id, action, resource, now - 1000, now + 3600 * 1000, 0, NULL);
+
+	assert_non_null(js);
+	assert_int_equal(h_decide(C, PREFIX, id, js, 1), 0);
+	free(js);
+}
+
+static char *
+job_field(const char *id, const char *field)
+{
+	char key[128];
+
+	snprintf(key, sizeof key, PREFIX ":decision:%s", id);
+	return h_hget(C, key, field);
+}
+
+static int
+job_in_state(const char *id, const char *state)
+{
+	char *s = job_field(id, "state");
+	int ok = s && strcmp(s, state) == 0;
+
+	free(s);
+	return ok;
+}
+
+static long long
+pel_count(void)
+{
+	return h_pending_count(C, JOBS, GROUP);
+}
+
+/* The record ids pending for one consumer; caller frees each and the
+ * array. */
+static char **
+pending_ids(const char *consumer, size_t *n)
+{
+	redisReply *r = redisCommand(C, "XPENDING " JOBS " " GROUP " - + 10000 %s", consumer);
+	char **ids = NULL;
+
+	*n = 0;
+	assert_non_null(r);
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	ids = calloc(r->elements + 1, sizeof *ids);
+	assert_non_null(ids);
+	for (size_t i = 0; i < r->elements; i++) {
+		const char *sid = r->element[i]->element[0]->str;
+		redisReply *e = redisCommand(C, "XRANGE " JOBS " %s %s", sid, sid);
+		assert_non_null(e);
+		assert_int_equal(e->type, REDIS_REPLY_ARRAY);
+		assert_int_equal(e->elements, 1);
+		const redisReply *fv = e->element[0]->element[1];
+		for (size_t k = 0; k + 1 < fv->elements; k += 2)
+			if (strcmp(fv->element[k]->str, "id") == 0)
+				ids[*n] = strdup(fv->element[k + 1]->str);
+		assert_non_null(ids[*n]);
+		(*n)++;
+		freeReplyObject(e);
+	}
+	freeReplyObject(r);
+	return ids;
+}
+
+static void
+free_ids(char **ids, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(ids[i]);
+	free(ids);
+}
+
+/* A counter of the heartbeat hash, -1 when absent. */
+static long long
+heartbeat_counter(const char *consumer, const char *field)
+{
+	char key[128];
+
+	snprintf(key, sizeof key, PREFIX ":consumer:%s", consumer);
+	char *v = h_hget(C, key, field);
+	long long n = v ? strtoll(v, NULL, 10) : -1;
+	free(v);
+	return n;
+}
+
+static void
+fake_script(const char *json)
+{
+	assert_int_equal(h_fake_script(&F, json), 0);
+}
+
+static long long
+stat_of(const json_t *stats, const char *name)
+{
+	return (long long)json_integer_value(json_object_get(stats, name));
+}
+
+static long long
+fake_total(void)
+{
+	json_t *s = h_fake_json(&F, "/_stats");
+	long long n = s ? stat_of(s, "total") : -1;
+
+	json_decref(s);
+	return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* conditions                                                           */
+
+/* The id of the i-th of a batch of jobs. */
+static void
+job_id(char *buf, size_t n, const char *prefix, int i)
+{
+	snprintf(buf, n, "%s-%03d", prefix, i);
+}
+
+struct many {
+	const char *prefix;	/* ids prefix-000, prefix-001, ... */
+	int n;
+	const char *state;
+	int64_t next_ms;	/* throttle: a full scan every 100 ms */
+};
+
+static int
+all_in_state(void *arg)
+{
+	struct many *m = arg;
+	char id[64];
+
+	if (mono_ms() < m->next_ms)
+		return 0;
+	m->next_ms = mono_ms() + 100;
+	for (int i = 0; i < m->n; i++) {
+		job_id(id, sizeof id, m->prefix, i);
+		redisAppendCommand(C, "HGET " PREFIX ":decision:%s state", id);
+	}
+	int ok = 1;
+	for (int i = 0; i < m->n; i++) {
+		redisReply *r = NULL;
+		if (redisGetReply(C, (void **)&r) != REDIS_OK)
+			return 0;
+		if (r == NULL || r->type != REDIS_REPLY_STRING || strcmp(r->str, m->state) != 0)
+			ok = 0;
+		freeReplyObject(r);
+	}
+	return ok;
+}
+
+static void
+wait_all_in_state(const char *prefix, int n, const char *state)
+{
+	struct many m = {prefix, n, state, 0};
+
+	if (h_wait_until(all_in_state, &m, WAIT_MS) != 0) {
+		char id[64];
+		for (int i = 0; i < n; i++) {
+			job_id(id, sizeof id, prefix, i);
+			char *s = job_field(id, "state");
+			if (s == NULL || strcmp(s, state) != 0)
+				fail_msg("job %s is %s, not %s (PEL %lld)", id, s ? s : "(none)",
+				    state, pel_count());
+			free(s);
+		}
+	}
+}
+
+struct one {
+	const char *id, *state;
+};
+
+static int
+one_in_state(void *arg)
+{
+	const struct one *o = arg;
+	return job_in_state(o->id, o->state);
+}
+
+static void
+wait_job(const char *id, const char *state)
+{
+	struct one o = {id, state};
+
+	if (h_wait_until(one_in_state, &o, WAIT_MS) != 0) {
+		char *s = job_field(id, "state");
+		fail_msg("job %s is %s, not %s", id, s ? s : "(none)", state);
+	}
+}
+
+struct at_least {
+	long long n;
+	const char *consumer;	/* with pending: this one holds entries too */
+};
+
+static int
+fake_saw(void *arg)
+{
+	const struct at_least *a = arg;
+	if (fake_total() < a->n)
+		return 0;
+	if (a->consumer == NULL)
+		return 1;
+	size_t n;
+	char **ids = pending_ids(a->consumer, &n);
+	free_ids(ids, n);
+	return n > 0;
+}
+
+static void
+wait_fake_total(long long n, const char *consumer_with_pending)
+{
+	struct at_least a = {n, consumer_with_pending};
+
+	if (h_wait_until(fake_saw, &a, WAIT_MS) != 0)
+		fail_msg("the target saw %lld calls, expected at least %lld", fake_total(), n);
+}
+
+struct hb {
+	const char *consumer, *field;
+	long long min;
+};
+
+static int
+hb_at_least(void *arg)
+{
+	const struct hb *h = arg;
+	return heartbeat_counter(h->consumer, h->field) >= h->min;
+}
+
+static void
+wait_heartbeat(const char *consumer, const char *field, long long min)
+{
+	struct hb h = {consumer, field, min};
+
+	if (h_wait_until(hb_at_least, &h, WAIT_MS) != 0)
+		fail_msg("heartbeat %s of %s is %lld, expected >= %lld", field, consumer,
+		    heartbeat_counter(consumer, field), min);
+}
+
+static void
+wait_log(const struct h_daemon *d, const char *needle)
+{
+	if (h_daemon_wait_log(d, needle, WAIT_MS) != 0)
+		fail_msg("%s never logged %s", d->log, needle);
+}
+
+/* How often needle occurs in the file. */
+static int
+log_count(const char *path, const char *needle)
+{
+	char *text = h_read_file(path);
+	int n = 0;
+
+	for (const char *p = text; p && (p = strstr(p, needle)) != NULL; p += strlen(needle))
+		n++;
+	free(text);
+	return n;
+}
+
+struct logcount {
+	const char *path, *needle;
+	int min;
+};
+
+static int
+log_count_reached(void *arg)
+{
+	const struct logcount *l = arg;
+	return log_count(l->path, l->needle) >= l->min;
+}
+
+static void
+wait_log_count(const struct h_daemon *d, const char *needle, int min)
+{
+	struct logcount l = {d->log, needle, min};
+
+	if (h_wait_until(log_count_reached, &l, WAIT_MS) != 0)
+		fail_msg("%s logged %s %d times, expected %d", d->log, needle,
+		    log_count(d->log, needle), min);
+}
+
+static void
+enqueue_many(const char *prefix, int n)
+{
+	char id[64];
+
+	for (int i = 0; i < n; i++) {
+		job_id(id, sizeof id, prefix, i);
+		decide(id, "gate.open", "north/1");
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* R11: a worker killed mid-run                                         */
+
+static void
+test_kill_worker_autoclaim(void **state)
+{
+	const int njobs = 300;
+	const long mif = 8;
+	(void)state;
+
+	fake_script("{\"default\": {\"delay_ms\": 20}}");
+	enqueue_many("k", njobs);
+	struct opts o1 = {.consumer = "w1", .max_in_flight = mif, .claim_idle_ms = 1000};
+	struct opts o2 = {.consumer = "w2", .max_in_flight = mif, .claim_idle_ms = 1000};
+	struct h_daemon *w1 = dmn_start(&o1, 0);
+	struct h_daemon *w2 = dmn_start(&o2, 0);
+
+	/* Mid-run: the target saw 50 calls and w1 holds entries. */
+	wait_fake_total(50, "w1");
+	int st = h_stop(w1->pid, SIGKILL, 5000);
+	w1->pid = 0;
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+
+	size_t nheld;
+	char **held = pending_ids("w1", &nheld);
+	assert_true(nheld > 0);
+	assert_true(nheld <= (size_t)mif);
+
+	wait_all_in_state("k", njobs, "done");
+	assert_int_equal(pel_count(), 0);
+	assert_int_equal(h_redis_int(C, "XLEN " PREFIX ":dead"), 0);
+	/* What w1 held was taken over by w2 (XAUTOCLAIM) and done there. */
+	for (size_t i = 0; i < nheld; i++) {
+		char *owner = job_field(held[i], "owner");
+		if (owner == NULL || strcmp(owner, "w2") != 0)
+			fail_msg("%s held by the killed w1 ended with owner %s", held[i],
+			    owner ? owner : "(none)");
+		free(owner);
+	}
+	wait_heartbeat("w2", "claimed", (long long)nheld);
+
+	/* At least once: each job reached the target; only what w1 had in
+	 * hand may have been executed twice. */
+	json_t *stats = h_fake_json(&F, "/_stats");
+	assert_non_null(stats);
+	long long dups = stat_of(stats, "duplicates");
+	printf("    kill -9 of w1 mid-run: w1 held %zu entries, %lld duplicate executions "
+	    "at the target (of %d jobs)\n", nheld, dups, njobs);
+	assert_int_equal(stat_of(stats, "distinct_keys"), njobs);
+	assert_true(dups <= (long long)nheld);
+	const char *key;
+	json_t *count;
+	json_object_foreach(json_object_get(stats, "keys"), key, count) {
+		if (json_integer_value(count) <= 1)
+			continue;
+		int was_held = 0;
+		for (size_t i = 0; i < nheld; i++)
+			was_held |= strcmp(held[i], key) == 0;
+		if (!was_held)
+			fail_msg("%s was executed %lld times but w1 never held it", key,
+			    (long long)json_integer_value(count));
+	}
+	json_decref(stats);
+	free_ids(held, nheld);
+	assert_exit0(dmn_signal_wait(w2, SIGTERM, 15000, NULL));
+}
+
+/* ------------------------------------------------------------------ */
+/* R17: redis-server killed mid-run, and stopped while idle             */
+
+static void
+test_redis_killed_midrun(void **state)
+{
+	const int njobs = 300;
+	(void)state;
+
+	fake_script("{\"default\": {\"delay_ms\": 20}}");
+	enqueue_many("r", njobs);
+	struct opts o = {.consumer = "w1", .max_in_flight = 8};
+	struct h_daemon *w1 = dmn_start(&o, 1);
+
+	wait_fake_total(50, NULL);
+	assert_int_equal(h_redis_restart(&R), 0);
+	redisFree(C);
+	C = h_redis_connect(&R);
+	assert_non_null(C);
+	long long seen = fake_total();
+	assert_true(seen < njobs);	/* else this was not mid-run */
+
+	wait_all_in_state("r", njobs, "done");
+	assert_int_equal(pel_count(), 0);
+	assert_int_equal(h_redis_int(C, "XLEN " PREFIX ":dead"), 0);
+	json_t *stats = h_fake_json(&F, "/_stats");
+	assert_non_null(stats);
+	long long dups = stat_of(stats, "duplicates");
+	printf("    redis SIGKILL + restart after %lld of %d calls: %lld duplicate executions\n",
+	    seen, njobs, dups);
+	assert_int_equal(stat_of(stats, "distinct_keys"), njobs);
+	assert_int_equal(dups, 0);
+	json_decref(stats);
+	wait_heartbeat("w1", "redisOutages", 1);
+	assert_true(dmn_running(w1));
+	assert_exit0(dmn_signal_wait(w1, SIGTERM, 15000, NULL));
+}
+
+struct elapsed {
+	int64_t until;
+};
+
+static int
+time_reached(void *arg)
+{
+	const struct elapsed *e = arg;
+	return mono_ms() >= e->until;
+}
+
+static void
+test_redis_stopped_while_idle(void **state)
+{
+	(void)state;
+
+	struct opts o = {.consumer = "w1"};
+	struct h_daemon *w1 = dmn_start(&o, 1);
+	decide("o-1", "gate.open", "north/1");
+	wait_job("o-1", "done");
+
+	redisFree(C);
+	C = NULL;
+	h_redis_stop(&R);
+	wait_log(w1, "event=redis.down");
+	/* The outage itself lasts 3 s: that is the scenario, not a guess. */
+	struct elapsed e = {mono_ms() + 3000};
+	assert_int_equal(h_wait_until(time_reached, &e, 10000), 0);
+	assert_true(dmn_running(w1));
+	assert_int_equal(h_redis_restart(&R), 0);
+	C = h_redis_connect(&R);
+	assert_non_null(C);
+
+	decide("o-2", "gate.open", "north/2");
+	wait_job("o-2", "done");
+	assert_true(dmn_running(w1));
+	wait_heartbeat("w1", "redisOutages", 1);
+	assert_int_equal(pel_count(), 0);
+	assert_exit0(dmn_signal_wait(w1, SIGTERM, 15000, NULL));
+}
+
+/* ------------------------------------------------------------------ */
+/* R15: SIGTERM and SIGINT                                              */
+
+static void
+test_sigterm_drains_in_flight(void **state)
+{
+	const long grace = 5000;
+	(void)state;
+
+	/* The first four entries fill max_in_flight: s-000, s-001 slow calls in
+	 * flight at SIGTERM, s-002, s-003 waiting 30 s on a retry timer. */
+	fake_script("{\"default\": {\"delay_ms\": 2000},"
+	    " \"per_key\": {\"s-002\": [{\"status\": 503, \"retry_after\": \"30\"}],"
+	    "               \"s-003\": [{\"status\": 503, \"retry_after\": \"30\"}]}}");
+	enqueue_many("s", 10);
+	struct opts o = {.consumer = "w1", .max_in_flight = 4, .grace_ms = grace,
+	    .claim_idle_ms = 1000};
+	struct h_daemon *w1 = dmn_start(&o, 1);
+	wait_fake_total(4, NULL);
+	wait_job("s-002", "retrying");
+	wait_job("s-003", "retrying");
+	assert_true(job_in_state("s-000", "running"));
+	assert_true(job_in_state("s-001", "running"));
+	assert_int_equal(fake_total(), 4);
+
+	int64_t took;
+	assert_exit0(dmn_signal_wait(w1, SIGTERM, (int)grace + 10000, &took));
+	printf("    SIGTERM with 2 calls in flight: exit 0 after %lld ms (grace %ld)\n",
+	    (long long)took, grace);
+	assert_true(took <= grace + 2000);
+	/* The calls in flight were let finish; no new call was started. */
+	assert_true(job_in_state("s-000", "done"));
+	assert_true(job_in_state("s-001", "done"));
+	assert_int_equal(fake_total(), 4);
+	/* What was read but not started stays pending. */
+	assert_int_equal(pel_count(), 2);
+	assert_true(job_in_state("s-002", "retrying"));
+
+	fake_script("{\"default\": {}}");
+	struct opts o2 = {.consumer = "w2", .max_in_flight = 4, .claim_idle_ms = 1000};
+	struct h_daemon *w2 = dmn_start(&o2, 1);
+	wait_all_in_state("s", 10, "done");
+	assert_int_equal(pel_count(), 0);
+	char *owner = job_field("s-002", "owner");
+	assert_string_equal(owner, "w2");
+	free(owner);
+	assert_exit0(dmn_signal_wait(w2, SIGTERM, 15000, NULL));
+}
+
+static void
+test_sigterm_grace_shorter_than_calls(void **state)
+{
+	const long grace = 500;
+	(void)state;
+
+	fake_script("{\"default\": {\"delay_ms\": 4000}}");
+	enqueue_many("g", 2);
+	struct opts o = {.consumer = "w1", .max_in_flight = 4, .grace_ms = grace,
+	    .claim_idle_ms = 1000};
+	struct h_daemon *w1 = dmn_start(&o, 1);
+	wait_fake_total(2, NULL);
+	assert_true(job_in_state("g-000", "running"));
+	assert_true(job_in_state("g-001", "running"));
+
+	int64_t took;
+	assert_exit0(dmn_signal_wait(w1, SIGTERM, 15000, &took));
+	printf("    SIGTERM with 4 s calls in flight, grace %ld ms: exit 0 after %lld ms\n",
+	    grace, (long long)took);
+	assert_true(took < 3000);	/* well before the calls could answer */
+	assert_int_equal(pel_count(), 2);
+	assert_true(job_in_state("g-000", "running"));
+	assert_true(job_in_state("g-001", "running"));
+
+	fake_script("{\"default\": {}}");
+	struct opts o2 = {.consumer = "w2", .claim_idle_ms = 1000};
+	struct h_daemon *w2 = dmn_start(&o2, 1);
+	wait_all_in_state("g", 2, "done");
+	assert_int_equal(pel_count(), 0);
+	assert_exit0(dmn_signal_wait(w2, SIGTERM, 15000, NULL));
+}
+
+static void
+test_sigint_like_sigterm(void **state)
+{
+	(void)state;
+
+	fake_script("{\"default\": {\"delay_ms\": 1000}}");
+	decide("i-1", "gate.open", "north/1");
+	struct opts o = {.consumer = "w1", .grace_ms = 5000};
+	struct h_daemon *w1 = dmn_start(&o, 1);
+	wait_fake_total(1, NULL);
+	assert_true(job_in_state("i-1", "running"));
+	assert_exit0(dmn_signal_wait(w1, SIGINT, 15000, NULL));
+	assert_true(job_in_state("i-1", "done"));
+	assert_int_equal(pel_count(), 0);
+	assert_true(log_count(w1->log, "event=engine.stopping") == 1);
+}
+
+/* ------------------------------------------------------------------ */
+/* R16: SIGHUP                                                          */
+
+static void
+test_sighup_reload(void **state)
+{
+	(void)state;
+
+	struct opts o = {.consumer = "w1"};
+	struct h_daemon *w1 = dmn_start(&o, 1);
+
+	/* Before the reload gate.close is unknown. */
+	decide("h-1", "gate.close", "north/1");
+	wait_job("h-1", "dead");
+	char *outcome = job_field("h-1", "outcome");
+	assert_string_equal(outcome, "unknown-action");
+	free(outcome);
+
+	/* A broken file: logged with file:line, the running config kept. */
+	char *ini = h_write_file(strrchr(w1->ini, '/') + 1, "this is not ini\n[daemon\n");
+	assert_non_null(ini);
+	assert_int_equal(kill(w1->pid, SIGHUP), 0);
+	char where[PATH_MAX + 8];
+	snprintf(where, sizeof where, "%s:1:", ini);
+	wait_log(w1, where);
+	snprintf(where, sizeof where, "%s:2:", ini);
+	assert_true(h_file_contains(w1->log, where));
+	assert_true(h_file_contains(w1->log, "event=config.reload_failed"));
+	assert_true(dmn_running(w1));
+	decide("h-2", "gate.open", "north/2");
+	wait_job("h-2", "done");
+
+	/* A valid change: gate.close exists from now on. */
+	char close[512];
+	snprintf(close, sizeof close, "[action gate.close]\nurl = %s/gates/{resource}/close\n"
+	    "auth = none\n", F.url);
+	o.sections = close;
+	char *changed = ini_text(&o);
+	free(h_write_file(strrchr(w1->ini, '/') + 1, changed));
+	assert_int_equal(kill(w1->pid, SIGHUP), 0);
+	wait_log_count(w1, "event=config.reloaded", 1);
+	decide("h-3", "gate.close", "north/3");
+	wait_job("h-3", "done");
+
+	json_t *reqs = h_fake_json(&F, "/_requests");
+	int closed = 0;
+	size_t i;
+	json_t *r;
+	json_array_foreach(reqs, i, r)
+		closed += strcmp(json_string_value(json_object_get(r, "path")),
+		    "/gates/north/3/close") == 0;
+	json_decref(reqs);
+	assert_int_equal(closed, 1);
+	assert_true(dmn_running(w1));
+	assert_exit0(dmn_signal_wait(w1, SIGTERM, 15000, NULL));
+	free(changed);
+	free(ini);
+}
+
+/* ------------------------------------------------------------------ */
+/* §12 logs: logfmt, and a static bearer never logged                   */
+
+/* A valid HS256 JWT for fake_target --jwt-secret-file; caller frees. */
+static char *
+make_static_token(const char *secret_path)
+{
+	char *raw = h_read_file(secret_path);
+	jwt_t *jwt = NULL;
+	time_t now = time(NULL);
+
+	assert_non_null(raw);
+	size_t n = strlen(raw);
+	while (n > 0 && strchr(" \t\r\n", raw[n - 1]))
+		n--;
+	assert_int_equal(jwt_new(&jwt), 0);
+	assert_int_equal(jwt_set_alg(jwt, JWT_ALG_HS256, (const unsigned char *)raw, (int)n), 0);
+	assert_int_equal(jwt_add_grant(jwt, "sub", "warrantd-static"), 0);
+	assert_int_equal(jwt_add_grant_int(jwt, "iat", now), 0);
+	assert_int_equal(jwt_add_grant_int(jwt, "exp", now + 3600), 0);
+	char *tok = jwt_encode_str(jwt);
+	assert_non_null(tok);
+	char *out = strdup(tok);
+	free(tok);
+	jwt_free(jwt);
+	explicit_bzero(raw, strlen(raw));
+	free(raw);
+	return out;
+}
+
+static void
+test_logs_logfmt_no_static_token(void **state)
+{
+	struct h_fake jf;
+	const char *secret = h_data("test-hs256.secret");
+	const char *const args[] = {"--jwt-secret-file", secret, NULL};
+	char extra[PATH_MAX + 32];
+	(void)state;
+
+	assert_int_equal(h_fake_start(&jf, "fake_target", args), 0);
+	char *token = make_static_token(secret);
+	char *tokfile = h_write_file("static-bearer", token);
+	assert_non_null(tokfile);
+	snprintf(extra, sizeof extra, "bearer_file = %s\n", tokfile);
+	struct opts o = {.consumer = "w1", .target_url = jf.url, .action_auth = "static",
+	    .action_extra = extra};
+	struct h_daemon *w1 = dmn_start(&o, 1);
+	decide("b-1", "gate.open", "north/1");
+	wait_job("b-1", "done");
+
+	/* The fake answers 200 only to a valid token signed with its secret:
+	 * the bearer arrived whole. */
+	json_t *reqs = h_fake_json(&jf, "/_requests");
+	assert_int_equal(json_array_size(reqs), 1);
+	json_t *r = json_array_get(reqs, 0);
+	assert_true(json_is_true(json_object_get(r, "authorization")));
+	assert_int_equal(json_integer_value(json_object_get(r, "status")), 200);
+	json_decref(reqs);
+	assert_exit0(dmn_signal_wait(w1, SIGTERM, 15000, NULL));
+
+	assert_false(h_file_contains(w1->log, token));
+	assert_false(h_file_contains(w1->log, strrchr(token, '.') + 1));	/* its signature */
+	assert_true(h_file_contains(w1->log, "event=job.call"));
+	check_daemon_log(w1);
+	h_fake_stop(&jf);
+	explicit_bzero(token, strlen(token));
+	free(token);
+	free(tokfile);
+}
+
+/* ------------------------------------------------------------------ */
+/* §10 warrantd -t                                                      */
+
+static int
+run_check(const char *ini, char **out)
+{
+	static int seq;
+	char log[PATH_MAX];
+	int st = -1;
+
+	snprintf(log, sizeof log, "%s/check-%d.out", h_tmpdir(), ++seq);
+	char *argv[] = {(char *)h_bin("warrantd"), "-t", "-c", (char *)ini, NULL};
+	pid_t pid = h_spawn(log, argv);
+	assert_true(pid > 0);
+	assert_int_equal(h_wait_exit(pid, 30000, &st), 0);
+	*out = h_read_file(log);
+	assert_non_null(*out);
+	return st;
+}
+
+static void
+test_check_config(void **state)
+{
+	char *out, *save = NULL;
+	(void)state;
+
+	char *bad = h_write_file("broken.ini", "[daemon]\nconsumer = w1\nbogus_key = 1\n"
+	    "[nosuchsection]\nx = 1\n[redis]\nblock_ms = notanumber\n");
+	assert_non_null(bad);
+	int st = run_check(bad, &out);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 78);
+	char want[PATH_MAX + 8];
+	const int lines[] = {3, 4, 7};
+	for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+		snprintf(want, sizeof want, "%s:%d: ", bad, lines[i]);
+		if (strstr(out, want) == NULL)
+			fail_msg("no error at line %d in:\n%s", lines[i], out);
+	}
+	int n = 0;
+	for (char *l = strtok_r(out, "\n", &save); l; l = strtok_r(NULL, "\n", &save), n++) {
+		size_t plen = strlen(bad);
+		char *end;
+		if (strncmp(l, bad, plen) != 0 || l[plen] != ':' ||
+		    strtol(l + plen + 1, &end, 10) < 0 || end == l + plen + 1 || *end != ':')
+			fail_msg("not a file:line: error: %s", l);
+	}
+	assert_true(n >= 3);
+	free(out);
+	free(bad);
+
+	if (access("conf/warrantd.ini", R_OK) != 0)
+		fail_msg("conf/warrantd.ini not found (run from the source root)");
+	st = run_check("conf/warrantd.ini", &out);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_non_null(strstr(out, "configuration OK"));
+	free(out);
+}
+
+/* ------------------------------------------------------------------ */
+/* §12 sd_notify                                                        */
+
+/* The next datagram within timeout_ms into buf; 0, or -1 on timeout. */
+static int
+recv_notify(int fd, char *buf, size_t n, int timeout_ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	if (poll(&p, 1, timeout_ms) <= 0)
+		return -1;
+	ssize_t got = recv(fd, buf, n - 1, 0);
+	if (got < 0)
+		return -1;
+	buf[got] = '\0';
+	return 0;
+}
+
+/* Reads datagrams until one holds `line` as a whole line. */
+static int
+await_notify(int fd, const char *line, int timeout_ms)
+{
+	char buf[4096];
+	int64_t deadline = mono_ms() + timeout_ms;
+
+	while (mono_ms() < deadline) {
+		if (recv_notify(fd, buf, sizeof buf, (int)(deadline - mono_ms())) < 0)
+			return -1;
+		char *save = NULL;
+		for (char *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+			if (strcmp(l, line) == 0)
+				return 0;
+	}
+	return -1;
+}
+
+static int
+group_exists(void)
+{
+	redisReply *r = redisCommand(C, "XINFO GROUPS " JOBS);
+	int found = 0;
+
+	for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+		const redisReply *g = r->element[i];
+		for (size_t k = 0; g->type == REDIS_REPLY_ARRAY && k + 1 < g->elements; k += 2)
+			if (g->element[k]->type == REDIS_REPLY_STRING &&
+			    strcmp(g->element[k]->str, "name") == 0 &&
+			    g->element[k + 1]->type == REDIS_REPLY_STRING &&
+			    strcmp(g->element[k + 1]->str, GROUP) == 0)
+				found = 1;
+	}
+	freeReplyObject(r);
+	return found;
+}
+
+static void
+test_sd_notify(void **state)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	(void)state;
+
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s/notify.sock", h_tmpdir());
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+	assert_false(group_exists());
+
+	/* Only the daemon gets NOTIFY_SOCKET. */
+	setenv("NOTIFY_SOCKET", sa.sun_path, 1);
+	struct opts o = {.consumer = "w1"};
+	struct h_daemon *w1 = dmn_start(&o, 1);
+	unsetenv("NOTIFY_SOCKET");
+
+	if (await_notify(fd, "READY=1", WAIT_MS) != 0)
+		fail_msg("no READY=1 from warrantd");
+	assert_true(group_exists());
+	if (await_notify(fd, "WATCHDOG=1", WAIT_MS) != 0)
+		fail_msg("no WATCHDOG=1 after READY=1");
+	assert_int_equal(kill(w1->pid, SIGTERM), 0);
+	if (await_notify(fd, "STOPPING=1", WAIT_MS) != 0)
+		fail_msg("no STOPPING=1 after SIGTERM");
+	assert_exit0(dmn_signal_wait(w1, SIGTERM, 15000, NULL));
+	close(fd);
+	unlink(sa.sun_path);
+}
+
+/* The gaps between the next `n` WATCHDOG=1 must each stay below max_gap_ms. */
+static void
+assert_watchdog_pings(int fd, int n, int max_gap_ms, const char *when)
+{
+	int64_t last = mono_ms(), worst = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (await_notify(fd, "WATCHDOG=1", max_gap_ms) != 0)
+			fail_msg("no WATCHDOG=1 within %d ms %s", max_gap_ms, when);
+		if (mono_ms() - last > worst)
+			worst = mono_ms() - last;
+		last = mono_ms();
+	}
+	printf("    %d WATCHDOG=1 %s, at most %lld ms apart\n", n, when, (long long)worst);
+}
+
+/* systemd kills a Type=notify service whose pings stop for WATCHDOG_USEC:
+ * the pings follow that interval, not heartbeat_ms, and go on while
+ * Redis is down (R17: the worker rides out the outage). */
+static void
+test_sd_watchdog_interval_and_outage(void **state)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	const int watchdog_ms = 2000;
+	char usec[32];
+	(void)state;
+
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s/watchdog.sock", h_tmpdir());
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+
+	snprintf(usec, sizeof usec, "%d", watchdog_ms * 1000);
+	setenv("NOTIFY_SOCKET", sa.sun_path, 1);
+	setenv("WATCHDOG_USEC", usec, 1);
+	struct opts o = {.consumer = "w1", .heartbeat_ms = 20000};
+	struct h_daemon *w1 = dmn_start(&o, 1);
+	unsetenv("NOTIFY_SOCKET");
+	unsetenv("WATCHDOG_USEC");
+
+	if (await_notify(fd, "READY=1", WAIT_MS) != 0)
+		fail_msg("no READY=1 from warrantd");
+	assert_watchdog_pings(fd, 3, watchdog_ms, "with Redis up");
+
+	redisFree(C);
+	C = NULL;
+	h_redis_stop(&R);
+	wait_log(w1, "event=redis.down");
+	assert_watchdog_pings(fd, 3, watchdog_ms, "with Redis down");
+	assert_true(dmn_running(w1));
+
+	assert_int_equal(h_redis_restart(&R), 0);
+	C = h_redis_connect(&R);
+	assert_non_null(C);
+	assert_exit0(dmn_signal_wait(w1, SIGTERM, 15000, NULL));
+	close(fd);
+	unlink(sa.sun_path);
+}
+
+/* ------------------------------------------------------------------ */
+/* §12 the unit's hardening                                             */
+
+static const char *
+find_in_path(const char *name)
+{
+	static char buf[PATH_MAX];
+	const char *dirs[] = {"/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin", NULL};
+
+	for (int i = 0; dirs[i]; i++) {
+		snprintf(buf, sizeof buf, "%s/%s", dirs[i], name);
+		if (access(buf, X_OK) == 0)
+			return buf;
+	}
+	return NULL;
+}
+
+static void
+test_systemd_analyze_security(void **state)
+{
+	const char *sa = find_in_path("systemd-analyze");
+	char log[PATH_MAX];
+	int st = -1;
+	(void)state;
+
+	if (sa == NULL) {
+		printf("    skipped: systemd-analyze is not installed\n");
+		skip();
+	}
+	if (access("systemd/warrantd.service", R_OK) != 0)
+		fail_msg("systemd/warrantd.service not found (run from the source root)");
+	snprintf(log, sizeof log, "%s/analyze.out", h_tmpdir());
+	char *argv[] = {(char *)sa, "security", "--offline=true", "--no-pager",
+	    "systemd/warrantd.service", NULL};
+	pid_t pid = h_spawn(log, argv);
+	assert_true(pid > 0);
+	assert_int_equal(h_wait_exit(pid, 60000, &st), 0);
+	char *out = h_read_file(log);
+	assert_non_null(out);
+	const char *line = strstr(out, "Overall exposure level for warrantd.service:");
+	if (line == NULL)
+		fail_msg("systemd-analyze said no overall level (status 0x%x):\n%.2000s", st, out);
+	double level = 99;
+	char rating[32] = "";
+	if (sscanf(line, "Overall exposure level for warrantd.service: %lf %31s", &level,
+	    rating) != 2)
+		fail_msg("cannot parse: %.200s", line);
+	printf("    systemd-analyze security: %.1f %s\n", level, rating);
+	assert_string_equal(rating, "OK");
+	free(out);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_check_config),
+		cmocka_unit_test(test_systemd_analyze_security),
+		cmocka_unit_test_setup_teardown(test_sd_notify, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sd_watchdog_interval_and_outage, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_logs_logfmt_no_static_token, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sigint_like_sigterm, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sigterm_drains_in_flight, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sigterm_grace_shorter_than_calls, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_sighup_reload, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_redis_stopped_while_idle, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_redis_killed_midrun, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_kill_worker_autoclaim, setup, teardown),
+	};
+
+	setvbuf(stdout, NULL, _IONBF, 0);
+	if (getenv("ITEST_FILTER"))	/* e.g. ITEST_FILTER='test_sig*' */
+		cmocka_set_test_filter(getenv("ITEST_FILTER"));
+	return cmocka_run_group_tests_name("itest_faults", tests, NULL, NULL);
+}
