@@ -12,6 +12,7 @@
 #include "config.h"
 #include "engine.h"
 #include "log.h"
+#include "record.h"
 #include "version.h"
 
 static void
@@ -25,6 +26,29 @@ usage(FILE *f)
 	    "  -V       version\n");
 }
 
+/* The verification key must parse for the configured algorithm, so that a
+ * wrong key is found by -t and not by the first record. */
+static int
+check_verify_key(const struct cfg *cfg, FILE *out)
+{
+	char *key = NULL, err[256];
+	size_t len = 0;
+
+	if (!cfg->records.signature_required)
+		return 0;
+	if (cfg_read_file(cfg, cfg->records.verify_key_file, cfg->records.algorithm != JWT_ALG_HS256,
+	    &key, &len, err, sizeof err) < 0)
+		return -1;	/* cfg_check_files has said why */
+	struct record_key *k = record_key_new(cfg->records.algorithm, (unsigned char *)key, len,
+	    err, sizeof err);
+	cfg_secret_free(key, len);
+	if (k == NULL)
+		fprintf(out, "%s:%d: verify_key_file %s: %s\n", cfg->path,
+		    cfg_line_of(cfg, "records", "verify_key_file"), cfg->records.verify_key_file, err);
+	record_key_free(k);
+	return k ? 0 : -1;
+}
+
 /* The config with every file it names readable, or NULL after printing each
  * error on its own line: an operator reads these, so no logfmt. */
 static struct cfg *
@@ -33,7 +57,7 @@ load_config(const char *path)
 	struct cfg_errors errs = {0};
 	struct cfg *cfg = cfg_load(path, &errs);
 
-	if (cfg && cfg_check_files(cfg, &errs) < 0) {
+	if (cfg && (cfg_check_files(cfg, &errs) < 0 || check_verify_key(cfg, stderr) < 0)) {
 		cfg_free(cfg);
 		cfg = NULL;
 	}
