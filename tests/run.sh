@@ -1,14 +1,13 @@
 #!/bin/sh
 # Runs the test binaries and prints one closing line "N passed, N failed".
 #   tests/run.sh [--unit-only] BUILD_DIR...
-# Unit tests (test_*) run from every build dir given (plain and ASan+UBSan);
-# integration tests (itest_*) run against the first one's binaries, one at a
-# time: each starts its own redis-server and fakes and stops them by PID.
+# Unit tests (test_*) run from every build dir given (plain and ASan+UBSan),
+# then the integration tests (itest_*) against each build's own binaries, one
+# at a time: each starts its own redis-server and fakes and stops them by PID.
 set -u
 unit_only=0
 [ "${1:-}" = "--unit-only" ] && { unit_only=1; shift; }
 [ $# -ge 1 ] || { echo "usage: tests/run.sh [--unit-only] BUILD_DIR..." >&2; exit 64; }
-first=$1
 passed=0
 failed=0
 failed_names=""
@@ -41,11 +40,14 @@ for dir in "$@"; do
 	done
 done
 if [ "$unit_only" = 0 ]; then
-	export WARRANTD_BIN_DIR="$(cd "$first/bin" && pwd)"
-	export WARRANTD_TEST_DIR="$(cd "$first/tests" && pwd)"
-	for t in "$first"/tests/itest_*; do
-		[ -x "$t" ] || continue
-		run "$t" "$t"
+	for dir in "$@"; do
+		WARRANTD_BIN_DIR="$(cd "$dir/bin" && pwd)"
+		WARRANTD_TEST_DIR="$(cd "$dir/tests" && pwd)"
+		export WARRANTD_BIN_DIR WARRANTD_TEST_DIR
+		for t in "$dir"/tests/itest_*; do
+			[ -x "$t" ] || continue
+			run "$t" "$t"
+		done
 	done
 fi
 echo
