@@ -89,8 +89,11 @@ install: all
 		$(DESTDIR)/etc/warrantd $(DESTDIR)$(PREFIX)/lib/systemd/system
 	install -m 0755 bin/warrantd bin/warrantctl $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 conf/warrantd.ini $(DESTDIR)$(PREFIX)/share/doc/warrantd/warrantd.ini.example
-	install -m 0644 systemd/warrantd.service systemd/warrantd@.service \
-		$(DESTDIR)$(PREFIX)/lib/systemd/system/
+	install -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/warrantd/
+	for u in warrantd.service warrantd@.service; do \
+		sed 's|/usr/local|$(PREFIX)|g' systemd/$$u > $(DESTDIR)$(PREFIX)/lib/systemd/system/$$u; \
+		chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/$$u; \
+	done
 
 clean:
 	rm -rf build bin
