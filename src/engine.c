@@ -1378,6 +1378,11 @@ on_token(void *arg, int have_token)
 	log_info("token.state", "state=%s have_token=%d", token_state(eng), have_token);
 	if (!have_token)
 		return;
+	int64_t life = oauth_expires_at_ms(eng->oauth) - wtime_now_ms();
+	if (eng->needs_token && life <= eng->token_timeout_ms + 1000)
+		log_warn("token.too_short", "expires_in_ms=%" PRId64 " action_timeout_ms=%ld "
+		    "detail=\"R6 needs more than the action timeout plus 1 s: no call can start\"",
+		    life, eng->token_timeout_ms);
 	for (struct ejob *j = eng->jobs, *next; j; j = next) {
 		next = j->next;
 		if (j->finished || j->timer_kind != T_TOKEN_WAIT || !token_ok(j))
