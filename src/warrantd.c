@@ -130,11 +130,18 @@ run(struct cfg *cfg)
 	    log_quote(consumer, sizeof consumer, cfg->daemon.consumer),
 	    log_quote(path, sizeof path, cfg->path));
 	warn_config(cfg);
-	struct engine *eng = loop ? engine_new(loop, cfg, err, sizeof err) : NULL;
-	if (eng == NULL) {
-		log_error("fatal", "error=%s", log_quote(path, sizeof path, loop ? err : "no event loop"));
+	if (loop == NULL) {
+		log_error("fatal", "error=\"no event loop\"");
 		cfg_free(cfg);
 		return EX_SOFTWARE;
+	}
+	/* What engine_new refuses comes from the configuration's files: a key
+	 * that does not parse, a client key that cannot sign. */
+	struct engine *eng = engine_new(loop, cfg, err, sizeof err);
+	if (eng == NULL) {
+		log_error("fatal", "error=%s", log_quote(path, sizeof path, err));
+		cfg_free(cfg);
+		return EX_CONFIG;
 	}
 	ev_signal_init(&sigterm, on_stop, SIGTERM);
 	ev_signal_init(&sigint, on_stop, SIGINT);
