@@ -481,7 +481,9 @@ continue_effects(struct ejob *j)
 	else if (fx & JOB_FX_REDISPATCH)
 		start_redispatch(j);
 	else if (fx & JOB_FX_WAIT_TOKEN)
-		ejob_arm(j, T_TOKEN_WAIT, eng->cfg->oauth.auth_wait_max_ms);
+		/* The token may have come while this step was written, or the
+		 * failed call used an older one: then go on from the loop. */
+		ejob_arm(j, T_TOKEN_WAIT, token_ok(j) ? 0 : eng->cfg->oauth.auth_wait_max_ms);
 }
 
 static void
@@ -584,7 +586,7 @@ ejob_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		feed(j, &ev);
 		break;
 	case T_TOKEN_WAIT:
-		ev.kind = JOB_EV_TOKEN_TIMEOUT;
+		ev.kind = token_ok(j) ? JOB_EV_TOKEN_READY : JOB_EV_TOKEN_TIMEOUT;
 		feed(j, &ev);
 		break;
 	case T_REDIS_RETRY:
@@ -1143,7 +1145,9 @@ claim_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		plen[i] = strlen(pargv[i]);
 	best_effort(rconn_eval(eng->cmd, &eng->s_promote, ignore_reply, NULL, 2, 4, pargv, plen));
 
-	if (!eng->own_done || eng->claiming || capacity(eng) <= 0)
+	/* R6: never claim what cannot be completed for want of a token. */
+	if (!eng->own_done || eng->claiming || capacity(eng) <= 0 ||
+	    (eng->needs_token && !worker_token(eng, eng->token_timeout_ms)))
 		return;
 	char idle[24], count[24];
 	snprintf(idle, sizeof idle, "%ld", eng->cfg->redis.claim_idle_ms);

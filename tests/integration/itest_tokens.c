@@ -1,0 +1,1208 @@
+/*
+ * itest_tokens: the worker's own OAuth 2.0 token (SPEC §9, R6, R9) with the
+ * real warrantd, a real redis-server, fake_idp and fake_target. Both fakes
+ * share one HS256 secret (tests/data/test-hs256.secret): the target accepts
+ * only a live, unrevoked token the IdP issued, and answers anything else
+ * with 401 and WWW-Authenticate: Bearer error="invalid_token".
+ *
+ * Every test brings up its own redis, IdP, target and daemons, and the
+ * teardown stops them by PID (also after a failed assertion), so no test
+ * sees another's traffic or tokens.
+ *
+ * fake_idp stamps iat and exp in whole seconds (exp = iat + lifetime) and
+ * fake_target's POST /_revoke kills every token whose iat is before the
+ * current second. So a token is revoked for sure only once the wall clock
+ * has moved past the second it was issued in: the tests wait for that
+ * (next_second) before they revoke.
+ */
+#define _DEFAULT_SOURCE
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include <jansson.h>
+#include <openssl/evp.h>
+
+#include "harness.h"
+
+#define WAIT_MS		60000	/* generous: 2 cores, ASan, load */
+#define PREFIX		"warrant"
+#define JOBS		PREFIX ":jobs"
+#define DEAD		PREFIX ":dead"
+#define AUDIT		PREFIX ":audit"
+#define GROUP		"workers"
+#define ID_LEN		48
+#define CLIENT_ID	"warrantd-tok"
+/* Distinctive, and with characters that Basic auth form-encodes. */
+#define SECRET		"tok-S3cr3t+%:/x"
+#define SECRET_FORM	"tok-S3cr3t%2B%25%3A%2Fx"
+#define WRONG_SECRET	"not-the-S3cr3t"
+
+static struct h_redis redis;
+static struct h_fake idp, target;
+static struct h_daemon dmn[2];
+static redisContext *rc;
+static char *secret_path;
+
+/* ------------------------------------------------------------------ */
+/* the world: redis, the IdP, the target                               */
+
+static void
+world_up(int lifetime_s)
+{
+	char life[16];
+	const char *hs = h_data("test-hs256.secret");
+
+	snprintf(life, sizeof life, "%d", lifetime_s);
+	secret_path = h_write_file("client-secret", SECRET "\n");
+	assert_non_null(secret_path);
+	const char *idp_args[] = {"--jwt-secret-file", hs, "--client-id", CLIENT_ID,
+	    "--client-secret-file", secret_path, "--assertion-key-file", h_data("test-rs256.pub"),
+	    "--lifetime-s", life, NULL};
+	const char *target_args[] = {"--jwt-secret-file", hs, NULL};
+
+	assert_int_equal(h_redis_start(&redis, 0), 0);
+	rc = h_redis_connect(&redis);
+	assert_non_null(rc);
+	assert_int_equal(h_fake_start(&idp, "fake_idp", idp_args), 0);
+	assert_int_equal(h_fake_start(&target, "fake_target", target_args), 0);
+}
+
+static int
+world_down(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof dmn / sizeof dmn[0]; i++)
+		h_daemon_kill(&dmn[i]);
+	if (rc != NULL)
+		redisFree(rc);
+	rc = NULL;
+	h_fake_stop(&target);
+	h_fake_stop(&idp);
+	h_redis_stop(&redis);
+	free(secret_path);
+	secret_path = NULL;
+	memset(dmn, 0, sizeof dmn);
+	memset(&idp, 0, sizeof idp);
+	memset(&target, 0, sizeof target);
+	memset(&redis, 0, sizeof redis);
+	return 0;
+}
+
+/* Paces load the test generates; never used to wait for an outcome. */
+static void
+pause_ms(long long ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+
+	while (ms > 0 && nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+static void
+post(const struct h_fake *f, const char *path, const char *body)
+{
+	char url[256];
+	long status = 0;
+
+	snprintf(url, sizeof url, "%s%s", f->url, path);
+	free(h_http("POST", url, body ? body : "{}", &status));
+	if (status != 200)
+		fail_msg("POST %s%s: %ld", f->url, path, status);
+}
+
+static json_t *
+fake_get(const struct h_fake *f, const char *path)
+{
+	json_t *j = h_fake_json(f, path);
+
+	if (j == NULL)
+		fail_msg("GET %s%s failed", f->url, path);
+	return j;
+}
+
+static long long
+stat_int(const struct h_fake *f, const char *name)
+{
+	json_t *s = fake_get(f, "/_stats");
+	long long n = json_integer_value(json_object_get(s, name));
+
+	json_decref(s);
+	return n;
+}
+
+/* by_status[code] of the target, 0 when absent. */
+static long long
+target_answers(const char *code)
+{
+	json_t *s = fake_get(&target, "/_stats");
+	long long n = json_integer_value(json_object_get(json_object_get(s, "by_status"), code));
+
+	json_decref(s);
+	return n;
+}
+
+/* Calls the target recorded with Idempotency-Key: key. */
+static long long
+target_calls(const char *key)
+{
+	json_t *s = fake_get(&target, "/_stats");
+	long long n = json_integer_value(json_object_get(json_object_get(s, "keys"), key));
+
+	json_decref(s);
+	return n;
+}
+
+struct key_wait {
+	const char *key;
+	long long min;
+};
+
+static int
+target_saw(void *arg)
+{
+	const struct key_wait *w = arg;
+	return target_calls(w->key) >= w->min;
+}
+
+static void
+wait_target_calls(const char *key, long long min)
+{
+	struct key_wait w = { key, min };
+
+	if (h_wait_until(target_saw, &w, WAIT_MS) != 0)
+		fail_msg("%s: %lld call(s) at the target, want %lld", key, target_calls(key), min);
+}
+
+/* The statuses the target answered to key, in arrival order: "503 401 200". */
+static void
+statuses_of(const char *key, char *out, size_t n)
+{
+	json_t *all = fake_get(&target, "/_requests"), *r;
+	size_t i, used = 0;
+
+	out[0] = '\0';
+	json_array_foreach(all, i, r) {
+		const char *k = json_string_value(json_object_get(r, "idempotency_key"));
+		if (k == NULL || strcmp(k, key) != 0)
+			continue;
+		int w = snprintf(out + used, n - used, "%s%lld", used ? " " : "",
+		    (long long)json_integer_value(json_object_get(r, "status")));
+		if (w > 0 && (size_t)w < n - used)
+			used += (size_t)w;
+	}
+	json_decref(all);
+}
+
+static void
+assert_statuses(const char *key, const char *want)
+{
+	char got[256];
+
+	statuses_of(key, got, sizeof got);
+	if (strcmp(got, want) != 0)
+		fail_msg("%s: the target answered \"%s\", want \"%s\"", key, got, want);
+}
+
+/* Waits until the wall clock is in a later second than `ms`: a token issued
+ * at or before ms is then dead after POST /_revoke (see the top). */
+static int
+second_passed(void *arg)
+{
+	return h_now_ms() / 1000 > *(long long *)arg / 1000;
+}
+
+static void
+next_second(long long ms)
+{
+	assert_int_equal(h_wait_until(second_passed, &ms, 5000), 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* the daemon                                                           */
+
+struct dcfg {
+	const char *consumer;
+	const char *secret_file;	/* client_secret_basic; NULL: private_key_jwt */
+	int timeout_ms;			/* the action's [2000] */
+	int claim_idle_ms;		/* [2000] */
+	const char *redis_extra;
+	const char *oauth_extra;
+};
+
+static char *
+daemon_ini(const struct dcfg *c)
+{
+	char sections[2048], auth[1024];
+
+	if (c->secret_file != NULL)
+		snprintf(auth, sizeof auth, "client_secret_file = %s\n", c->secret_file);
+	else
+		snprintf(auth, sizeof auth, "auth_method = private_key_jwt\n"
+		    "private_key_file = %s\nassertion_alg = RS256\n", h_data("test-rs256.key"));
+	snprintf(sections, sizeof sections, "[oauth]\ntoken_url = %s/token\nclient_id = %s\n%s%s",
+	    idp.url, CLIENT_ID, auth, c->oauth_extra ? c->oauth_extra : "");
+	struct h_daemon_opts o = {
+		.redis_sock = redis.sock, .target_url = target.url, .consumer = c->consumer,
+		.claim_idle_ms = c->claim_idle_ms, .action_auth = "oauth",
+		.action_timeout_ms = c->timeout_ms, .redis_extra = c->redis_extra,
+		.sections = sections,
+	};
+	char *ini = h_daemon_ini(&o);
+
+	assert_non_null(ini);
+	return ini;
+}
+
+/* Started and ready (its own PEL scanned, which needs a token). */
+static void
+daemon_up(struct h_daemon *d, const struct dcfg *c)
+{
+	char *ini = daemon_ini(c);
+	int r = h_daemon_start(d, ini);
+
+	free(ini);
+	if (r != 0)
+		fail_msg("warrantd %s did not get ready (log %s)", c->consumer, d->log);
+}
+
+/* R15: SIGTERM ends it with 0; and no sanitizer report in its log. */
+static void
+stop_clean(struct h_daemon *d)
+{
+	int st = h_daemon_stop(d);
+
+	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail_msg("warrantd did not exit 0 (status %d, log %s)", st, d->log);
+	if (!h_daemon_log_clean(d))
+		fail_msg("sanitizer report in %s", d->log);
+}
+
+/* ---- the heartbeat hash (SPEC §8) ---- */
+
+static char *
+hb_str(const char *consumer, const char *name)
+{
+	char key[128];
+
+	snprintf(key, sizeof key, PREFIX ":consumer:%s", consumer);
+	return h_hget(rc, key, name);
+}
+
+static long long
+hb_int(const char *consumer, const char *name)
+{
+	char *v = hb_str(consumer, name);
+	long long n = v ? strtoll(v, NULL, 10) : -1;
+
+	free(v);
+	return n;
+}
+
+struct hb_wait {
+	const char *consumer, *name;
+	long long min;		/* counters */
+	const char *want;	/* strings: equal to, or (negate) not equal to */
+	int negate;
+};
+
+static int
+hb_reached(void *arg)
+{
+	const struct hb_wait *w = arg;
+
+	if (w->want == NULL)
+		return hb_int(w->consumer, w->name) >= w->min;
+	char *v = hb_str(w->consumer, w->name);
+	int eq = v != NULL && strcmp(v, w->want) == 0;
+	int ok = v != NULL && (w->negate ? !eq : eq);
+	free(v);
+	return ok;
+}
+
+/* Waits for the heartbeat (written every heartbeat_ms) to show at least min. */
+static void
+wait_hb_min(const char *consumer, const char *name, long long min)
+{
+	struct hb_wait w = { consumer, name, min, NULL, 0 };
+
+	if (h_wait_until(hb_reached, &w, WAIT_MS) != 0)
+		fail_msg("%s %s = %lld, want >= %lld", consumer, name, hb_int(consumer, name), min);
+}
+
+static void
+wait_hb_str(const char *consumer, const char *name, const char *want, int negate)
+{
+	struct hb_wait w = { consumer, name, 0, want, negate };
+
+	if (h_wait_until(hb_reached, &w, WAIT_MS) != 0) {
+		char *v = hb_str(consumer, name);
+		fail_msg("%s %s = \"%s\", want %s\"%s\"", consumer, name, v ? v : "(nil)",
+		    negate ? "not " : "", want);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* records, states, the PEL                                            */
+
+/* A signed record for gate.open, its deadline an hour away. */
+static void
+decide(const char *id)
+{
+	long long now = h_now_ms();
+	char *json = h_record_json(id, "gate.open", "lock/7", now - 1000, now + 3600 * 1000LL, 0,
+	    NULL);
+
+	assert_non_null(json);
+	assert_int_equal(h_decide(rc, PREFIX, id, json, 1), 0);
+	free(json);
+}
+
+static char *
+hash_field(const char *id, const char *name)
+{
+	char key[128];
+
+	snprintf(key, sizeof key, PREFIX ":decision:%.*s", ID_LEN, id);
+	return h_hget(rc, key, name);
+}
+
+static int
+terminal_not_done(const char *s)
+{
+	return strcmp(s, "expired") == 0 || strcmp(s, "denied") == 0 ||
+	    strcmp(s, "failed") == 0 || strcmp(s, "dead") == 0;
+}
+
+/* Terminal states never change, so the scan resumes where it stopped. */
+struct done_wait {
+	char (*ids)[ID_LEN];
+	int n, next;
+	char bad[200];		/* set when one ended other than done */
+};
+
+static int
+all_done(void *arg)
+{
+	struct done_wait *w = arg;
+
+	while (w->next < w->n) {
+		char *s = hash_field(w->ids[w->next], "state");
+		int done = s != NULL && strcmp(s, "done") == 0;
+		if (s != NULL && terminal_not_done(s)) {
+			char *why = hash_field(w->ids[w->next], "outcome");
+			snprintf(w->bad, sizeof w->bad, "%s ended %s (%s), want done",
+			    w->ids[w->next], s, why ? why : "-");
+			free(why);
+			free(s);
+			return 1;
+		}
+		free(s);
+		if (!done)
+			return 0;
+		w->next++;
+	}
+	return 1;
+}
+
+static void
+wait_all_done(char (*ids)[ID_LEN], int n, const struct h_daemon *d)
+{
+	struct done_wait w = { ids, n, 0, "" };
+
+	if (h_wait_until(all_done, &w, WAIT_MS) != 0) {
+		char *s = hash_field(ids[w.next], "state");
+		fail_msg("%s: state \"%s\" after %d ms, want done (%d of %d done; log %s)",
+		    ids[w.next], s ? s : "(nil)", WAIT_MS, w.next, n, d->log);
+	}
+	if (w.bad[0])
+		fail_msg("%s (log %s)", w.bad, d->log);
+}
+
+static void
+wait_done(const char *id, const struct h_daemon *d)
+{
+	char one[1][ID_LEN];
+
+	snprintf(one[0], ID_LEN, "%s", id);
+	wait_all_done(one, 1, d);
+}
+
+struct state_wait {
+	const char *id, *want;
+};
+
+static int
+state_is(void *arg)
+{
+	const struct state_wait *w = arg;
+	char *s = hash_field(w->id, "state");
+	int ok = s != NULL && strcmp(s, w->want) == 0;
+
+	free(s);
+	return ok;
+}
+
+static void
+wait_state(const char *id, const char *want)
+{
+	struct state_wait w = { id, want };
+
+	if (h_wait_until(state_is, &w, WAIT_MS) != 0) {
+		char *s = hash_field(id, "state");
+		fail_msg("%s: state \"%s\", want \"%s\"", id, s ? s : "(nil)", want);
+	}
+}
+
+/* The `to` states of id's audit entries, in order, space-separated. */
+static void
+audit_trail(const char *id, char *out, size_t n)
+{
+	redisReply *r = redisCommand(rc, "XRANGE %s - +", AUDIT);
+	size_t used = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+		const redisReply *f = r->element[i]->element[1];
+		const char *eid = NULL, *to = NULL;
+		for (size_t k = 0; k + 1 < f->elements; k += 2) {
+			if (strcmp(f->element[k]->str, "id") == 0)
+				eid = f->element[k + 1]->str;
+			else if (strcmp(f->element[k]->str, "to") == 0)
+				to = f->element[k + 1]->str;
+		}
+		if (eid == NULL || to == NULL || strcmp(eid, id) != 0)
+			continue;
+		int w = snprintf(out + used, n - used, "%s%s", used ? " " : "", to);
+		if (w > 0 && (size_t)w < n - used)
+			used += (size_t)w;
+	}
+	freeReplyObject(r);
+}
+
+static void
+assert_trail_ends(const char *id, const char *tail)
+{
+	char trail[1024];
+	size_t lt, ln;
+
+	audit_trail(id, trail, sizeof trail);
+	lt = strlen(trail), ln = strlen(tail);
+	if (lt < ln || strcmp(trail + lt - ln, tail) != 0)
+		fail_msg("%s: audit trail \"%s\", want it to end with \"%s\"", id, trail, tail);
+}
+
+/* XPENDING summary: entries pending for consumer (0 when none). */
+static long long
+pending_of(const char *consumer)
+{
+	redisReply *r = redisCommand(rc, "XPENDING %s %s", JOBS, GROUP);
+	long long n = -1;
+
+	if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 4) {
+		const redisReply *cs = r->element[3];
+		n = 0;
+		for (size_t i = 0; cs->type == REDIS_REPLY_ARRAY && i < cs->elements; i++) {
+			const redisReply *c = cs->element[i];
+			if (c->type == REDIS_REPLY_ARRAY && c->elements == 2 &&
+			    strcmp(c->element[0]->str, consumer) == 0)
+				n = strtoll(c->element[1]->str, NULL, 10);
+		}
+	}
+	freeReplyObject(r);
+	return n;
+}
+
+/* XINFO GROUPS lag of our group: entries not yet delivered; -1 unknown. */
+static long long
+group_lag(void)
+{
+	redisReply *r = redisCommand(rc, "XINFO GROUPS %s", JOBS);
+	long long lag = -1;
+
+	for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+		const redisReply *g = r->element[i];
+		int ours = 0;
+		long long l = -1;
+		for (size_t k = 0; g->type == REDIS_REPLY_ARRAY && k + 1 < g->elements; k += 2) {
+			const char *name = g->element[k]->str;
+			const redisReply *v = g->element[k + 1];
+			if (strcmp(name, "name") == 0 && v->type == REDIS_REPLY_STRING)
+				ours = strcmp(v->str, GROUP) == 0;
+			else if (strcmp(name, "lag") == 0 && v->type == REDIS_REPLY_INTEGER)
+				l = v->integer;
+		}
+		if (ours)
+			lag = l;
+	}
+	freeReplyObject(r);
+	return lag;
+}
+
+/* The stream entry whose field id is `id`. */
+static void
+stream_id_of(const char *id, char *out, size_t n)
+{
+	redisReply *r = redisCommand(rc, "XRANGE %s - +", JOBS);
+
+	out[0] = '\0';
+	for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+		const redisReply *e = r->element[i], *f = e->element[1];
+		if (f->elements >= 2 && strcmp(f->element[0]->str, "id") == 0 &&
+		    strcmp(f->element[1]->str, id) == 0)
+			snprintf(out, n, "%s", e->element[0]->str);
+	}
+	freeReplyObject(r);
+	if (out[0] == '\0')
+		fail_msg("no stream entry for %s", id);
+}
+
+struct pel_entry {
+	int present;
+	char owner[64];
+	long long idle_ms, deliveries;
+};
+
+static struct pel_entry
+pel_entry(const char *sid)
+{
+	redisReply *r = redisCommand(rc, "XPENDING %s %s %s %s 1", JOBS, GROUP, sid, sid);
+	struct pel_entry e = {0};
+
+	if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+	    r->element[0]->type == REDIS_REPLY_ARRAY && r->element[0]->elements == 4) {
+		const redisReply *x = r->element[0];
+		e.present = 1;
+		snprintf(e.owner, sizeof e.owner, "%s", x->element[1]->str);
+		e.idle_ms = x->element[2]->integer;
+		e.deliveries = x->element[3]->integer;
+	}
+	freeReplyObject(r);
+	return e;
+}
+
+/* XREADGROUP as `consumer`, as a worker that then crashed would: the
+ * entries stay pending for it. Returns how many it got. */
+static int
+read_as(const char *consumer, int count)
+{
+	redisReply *r = redisCommand(rc, "XREADGROUP GROUP %s %s COUNT %d STREAMS %s >", GROUP,
+	    consumer, count, JOBS);
+	int n = 0;
+
+	if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1) {
+		const redisReply *s = r->element[0];
+		if (s->type == REDIS_REPLY_ARRAY && s->elements == 2 &&
+		    s->element[1]->type == REDIS_REPLY_ARRAY)
+			n = (int)s->element[1]->elements;
+	}
+	freeReplyObject(r);
+	return n;
+}
+
+/* How often needle occurs in d's log. */
+static int
+log_count(const struct h_daemon *d, const char *needle)
+{
+	char *text = h_read_file(d->log);
+	int n = 0;
+
+	for (const char *p = text; p != NULL && (p = strstr(p, needle)) != NULL; p++)
+		n++;
+	free(text);
+	return n;
+}
+
+struct log_wait {
+	const struct h_daemon *d;
+	const char *needle;
+	int min;
+};
+
+static int
+log_reached(void *arg)
+{
+	const struct log_wait *w = arg;
+	return log_count(w->d, w->needle) >= w->min;
+}
+
+static void
+assert_log_lacks(const struct h_daemon *d, const char *needle, const char *what)
+{
+	if (h_daemon_log_has(d, needle))
+		fail_msg("%s (\"%s\") appears in %s", what, needle, d->log);
+}
+
+/* ------------------------------------------------------------------ */
+/* 1. short tokens, refreshed ahead (SPEC §9, R6)                       */
+
+/*
+ * Tokens live 2 s. fake_idp writes iat and exp in whole seconds (exp =
+ * iat + 2), so a token received during second S dies at S + 2 and has
+ * between 1 and 2 s left on arrival. R6 with timeout_ms 400 wants more than
+ * 400 + 1000 = 1400 ms left when a call starts, so even a token received at
+ * the very start of a second is usable for its first 600 ms only. With the
+ * default refresh_ratio 0.75 the refresh would come at 1.5 s, 0.9 s after the
+ * token stopped being usable; 0.2 asks at ~400 ms (less up to 5% jitter),
+ * while it still has ~1.6 s, leaving ~200 ms for the round trip (and a
+ * refresh in the same second gets the same exp, with shorter life, so the
+ * next one comes sooner still, until the second turns).
+ *
+ * Whatever the ratio: every call R6 allows starts before exp - 1.4 s, and
+ * exp <= S + 2 for the second S the call starts in (the token was issued at
+ * or before it), so every call starts in the first 600 ms of a wall-clock
+ * second. The target's arrival times show that (300 ms allowed for a request
+ * to travel on a loaded box): a worker that ignored the timeout or the
+ * margin would call all through the second, and one that used tokens to the
+ * last moment would also get 401s.
+ */
+static void
+test_short_tokens_refreshed_ahead(void **state)
+{
+	enum { N = 300, EVERY_MS = 100 };
+	static char ids[N][ID_LEN];
+	(void)state;
+
+	world_up(2);
+	struct dcfg c = { .consumer = "w1", .secret_file = secret_path, .timeout_ms = 400,
+	    .oauth_extra = "refresh_ratio = 0.2\n" };
+	daemon_up(&dmn[0], &c);
+
+	long long t0 = h_now_ms();
+	for (int i = 0; i < N; i++) {
+		snprintf(ids[i], ID_LEN, "t1-%03d", i);
+		pause_ms(t0 + (long long)i * EVERY_MS - h_now_ms());
+		decide(ids[i]);
+	}
+	wait_all_done(ids, N, &dmn[0]);
+
+	assert_int_equal(target_answers("401"), 0);
+	assert_int_equal(target_answers("200"), N);
+	assert_int_equal(stat_int(&target, "duplicates"), 0);
+
+	json_t *reqs = fake_get(&target, "/_requests"), *r;
+	size_t i;
+	long long late = 0, worst = 0;
+	json_array_foreach(reqs, i, r) {
+		long long in_second = json_integer_value(json_object_get(r, "arrival_ms")) % 1000;
+		assert_true(json_is_true(json_object_get(r, "authorization")));
+		if (in_second >= 900)
+			late++;
+		if (in_second > worst)
+			worst = in_second;
+	}
+	json_decref(reqs);
+	print_message("itest_tokens: latest call %lld ms into a second\n", worst);
+	if (late > 0)
+		fail_msg("%lld call(s) arrived >= 900 ms into a second (latest %lld): a token "
+		    "with less than timeout + 1 s of life was used (R6)", late, worst);
+
+	long long issued = stat_int(&idp, "issued");
+	if (issued < 10)
+		fail_msg("the IdP issued %lld tokens in 30 s of 2 s tokens, want >= 10", issued);
+	wait_hb_min("w1", "done", N);
+	wait_hb_min("w1", "tokenRefreshes", 10);
+	assert_int_equal(hb_int("w1", "expired"), 0);
+	assert_int_equal(hb_int("w1", "dead"), 0);
+	stop_clean(&dmn[0]);
+}
+
+/* ------------------------------------------------------------------ */
+/* 2. revoked again and again (R9)                                      */
+
+/*
+ * 500 jobs over 10 s while the test revokes every token every 300 ms (which
+ * bites once a second, see the top). Each call rejected with 401 must be
+ * re-dispatched and run again with a fresh token: every key succeeds at the
+ * target exactly once, nothing is left in the PEL, nothing dies.
+ */
+static void
+test_revocations_execute_each_once(void **state)
+{
+	enum { N = 500, EVERY_MS = 20, REVOKE_MS = 300 };
+	static char ids[N][ID_LEN];
+	struct done_wait w = { ids, N, 0, "" };
+	int added = 0, revokes = 0;
+	(void)state;
+
+	world_up(30);
+	/* A little delay keeps calls in flight across revocations. */
+	assert_int_equal(h_fake_script(&target, "{\"default\":{\"status\":200,\"delay_ms\":20}}"), 0);
+	struct dcfg c = { .consumer = "w1", .secret_file = secret_path };
+	daemon_up(&dmn[0], &c);
+
+	long long t0 = h_now_ms(), next_revoke = t0 + REVOKE_MS, deadline = t0 + 150000;
+	while (added < N || !all_done(&w)) {
+		long long now = h_now_ms();
+		if (now > deadline)
+			fail_msg("%d of %d done after %lld ms (log %s)", w.next, N, now - t0,
+			    dmn[0].log);
+		while (added < N && now >= t0 + (long long)added * EVERY_MS) {
+			snprintf(ids[added], ID_LEN, "t2-%03d", added);
+			decide(ids[added++]);
+		}
+		if (now >= next_revoke) {
+			post(&target, "/_revoke", NULL);
+			revokes++;
+			next_revoke += REVOKE_MS;
+		}
+		pause_ms(5);
+	}
+	if (w.bad[0])
+		fail_msg("%s (log %s)", w.bad, dmn[0].log);
+	print_message("itest_tokens: %d revocations, %lld 401s\n", revokes, target_answers("401"));
+
+	/* Exactly one 2xx per key: executed successfully exactly once. */
+	json_t *reqs = fake_get(&target, "/_requests"), *ok = json_object(), *r;
+	size_t i;
+	json_array_foreach(reqs, i, r) {
+		long long st = json_integer_value(json_object_get(r, "status"));
+		const char *k = json_string_value(json_object_get(r, "idempotency_key"));
+		assert_non_null(k);
+		if (st >= 200 && st <= 299)
+			json_object_set_new(ok, k, json_integer(
+			    json_integer_value(json_object_get(ok, k)) + 1));
+	}
+	for (int k = 0; k < N; k++) {
+		long long n = json_integer_value(json_object_get(ok, ids[k]));
+		if (n != 1)
+			fail_msg("%s: %lld successful calls at the target, want 1", ids[k], n);
+	}
+	assert_int_equal(json_object_size(ok), N);
+	json_decref(ok);
+	json_decref(reqs);
+	assert_int_equal(stat_int(&target, "duplicates"), 0);
+	if (target_answers("401") == 0)
+		fail_msg("no 401 at all: the revocations did not bite");
+
+	wait_hb_min("w1", "done", N);
+	if (hb_int("w1", "redispatched") <= 0 || hb_int("w1", "authFailures") <= 0)
+		fail_msg("redispatched %lld, authFailures %lld: want both > 0",
+		    hb_int("w1", "redispatched"), hb_int("w1", "authFailures"));
+	assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);
+	assert_int_equal(h_redis_int(rc, "XLEN %s", DEAD), 0);
+	stop_clean(&dmn[0]);
+}
+
+/* ------------------------------------------------------------------ */
+/* 3. IdP down longer than a token lives (R6)                           */
+
+/*
+ * Tokens live 3 s: between 2 and 3 s left on arrival. refresh_ratio 0.25
+ * asks again with at least 0.75 * 2 s = 1.5 s left, above R6's 400 + 1000 ms,
+ * so while the IdP answers the worker never pauses; once it is down, the
+ * token runs out and the worker must stop taking entries: neither new ones
+ * (XREADGROUP) nor those of a crashed consumer (XAUTOCLAIM) that go idle
+ * while it has no token.
+ */
+static void
+test_idp_down_stops_claiming(void **state)
+{
+	enum { GONE = 3, N = 25, EVERY_MS = 200, ALL = 1 + GONE + N };
+	static char ids[ALL][ID_LEN];
+	(void)state;
+
+	world_up(3);
+	struct dcfg c = { .consumer = "w1", .secret_file = secret_path, .timeout_ms = 400,
+	    .claim_idle_ms = 2000, .oauth_extra = "refresh_ratio = 0.25\n" };
+	daemon_up(&dmn[0], &c);
+	snprintf(ids[0], ID_LEN, "t3-warm");
+	decide(ids[0]);
+	wait_done(ids[0], &dmn[0]);
+	/* At most the one pause before the first token came. */
+	int pauses = log_count(&dmn[0], "event=consumer.paused");
+	assert_true(pauses <= 1);
+
+	post(&idp, "/_down", NULL);
+	/* From its expiry on, the heartbeat must not say valid (before it,
+	 * one written at start may still say refreshing). */
+	assert_int_equal(h_daemon_wait_log(&dmn[0], "event=token.expired", WAIT_MS), 0);
+	wait_hb_str("w1", "tokenState", "valid", 1);
+	struct log_wait lw = { &dmn[0], "event=consumer.paused", pauses + 1 };
+	if (h_wait_until(log_reached, &lw, WAIT_MS) != 0)
+		fail_msg("no event=consumer.paused once the token died (log %s)", dmn[0].log);
+	assert_int_equal(log_count(&dmn[0], "event=consumer.paused"), pauses + 1);
+
+	long long mine = pending_of("w1"), lag0 = group_lag();
+	assert_int_equal(lag0, 0);
+
+	/* A consumer that read these and died: idle past claim_idle_ms below. */
+	for (int g = 0; g < GONE; g++) {
+		snprintf(ids[1 + g], ID_LEN, "t3-gone-%d", g);
+		decide(ids[1 + g]);
+	}
+	assert_int_equal(read_as("w-gone", 10), GONE);
+
+	/* ~5 s of arrivals while the token is gone: the lag grows, w1's
+	 * pending count does not (the gone entries are claimable after 2 s). */
+	long long t0 = h_now_ms();
+	for (int i = 0; i < N; i++) {
+		snprintf(ids[1 + GONE + i], ID_LEN, "t3-%02d", i);
+		decide(ids[1 + GONE + i]);
+		assert_int_equal(group_lag(), i + 1);
+		pause_ms(t0 + (long long)(i + 1) * EVERY_MS - h_now_ms());
+		long long now_mine = pending_of("w1");
+		if (now_mine != mine)
+			fail_msg("w1 took entries without a token: pending %lld -> %lld after %d "
+			    "arrivals (log %s)", mine, now_mine, i + 1, dmn[0].log);
+		char *ts = hb_str("w1", "tokenState");
+		assert_non_null(ts);
+		if (strcmp(ts, "valid") == 0)
+			fail_msg("tokenState valid while the IdP is down");
+		free(ts);
+	}
+	assert_int_equal(group_lag(), N);
+	assert_int_equal(pending_of("w-gone"), GONE);
+
+	post(&idp, "/_up", NULL);
+	wait_all_done(ids, ALL, &dmn[0]);
+	assert_true(h_daemon_log_has(&dmn[0], "event=consumer.resumed"));
+	wait_hb_min("w1", "done", ALL);
+	wait_hb_min("w1", "claimed", GONE);
+	assert_int_equal(hb_int("w1", "expired"), 0);
+	assert_int_equal(hb_int("w1", "dead"), 0);
+	assert_int_equal(h_redis_int(rc, "XLEN %s", DEAD), 0);
+	assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);
+	stop_clean(&dmn[0]);
+}
+
+/* ------------------------------------------------------------------ */
+/* 4. a worker with a wrong secret (R6, R11)                            */
+
+/*
+ * w-bad never gets a token: it must read nothing, not even its own pending
+ * entries (left from a previous life), and call nothing. w-good does every
+ * job, taking w-bad's entries over once they are idle past claim_idle_ms.
+ */
+static void
+test_bad_secret_worker_takes_nothing(void **state)
+{
+	enum { HELD = 5, FREE = 20, ALL = HELD + FREE };
+	static char ids[ALL][ID_LEN];
+	(void)state;
+
+	world_up(3600);
+	char *wrong = h_write_file("wrong-secret", WRONG_SECRET "\n");
+	assert_non_null(wrong);
+	char *ok = h_redis_str(rc, "XGROUP CREATE %s %s 0 MKSTREAM", JOBS, GROUP);
+	assert_non_null(ok);
+	free(ok);
+	for (int i = 0; i < HELD; i++) {
+		snprintf(ids[i], ID_LEN, "t4-held-%d", i);
+		decide(ids[i]);
+	}
+	/* w-bad had read these before (a previous life): pending for it. */
+	assert_int_equal(read_as("w-bad", HELD + 10), HELD);
+	for (int i = 0; i < FREE; i++) {
+		snprintf(ids[HELD + i], ID_LEN, "t4-free-%02d", i);
+		decide(ids[HELD + i]);
+	}
+
+	/* w-bad never gets a token, so never gets ready: just spawn it. */
+	struct dcfg bad = { .consumer = "w-bad", .secret_file = wrong, .claim_idle_ms = 1500 };
+	char *ini = daemon_ini(&bad);
+	assert_int_equal(h_daemon_spawn(&dmn[1], ini), 0);
+	free(ini);
+	free(wrong);
+	wait_hb_str("w-bad", "tokenState", "error", 0);
+	assert_int_equal(h_daemon_wait_log(&dmn[1], "event=consumer.paused", WAIT_MS), 0);
+	assert_int_equal(group_lag(), FREE);
+	assert_int_equal(pending_of("w-bad"), HELD);
+
+	struct dcfg good = { .consumer = "w-good", .secret_file = secret_path,
+	    .claim_idle_ms = 1500 };
+	daemon_up(&dmn[0], &good);
+	wait_all_done(ids, ALL, &dmn[0]);
+
+	wait_hb_min("w-good", "done", ALL);
+	if (hb_int("w-good", "claimed") < HELD)
+		fail_msg("w-good claimed %lld, want >= %d (w-bad's entries)",
+		    hb_int("w-good", "claimed"), HELD);
+	for (int i = 0; i < ALL; i++) {
+		char *owner = hash_field(ids[i], "owner");
+		if (owner == NULL || strcmp(owner, "w-good") != 0)
+			fail_msg("%s: owner %s, want w-good", ids[i], owner ? owner : "(nil)");
+		free(owner);
+	}
+	/* Whatever reached the target carried a token it accepted. */
+	assert_int_equal(target_answers("200"), ALL);
+	assert_int_equal(stat_int(&target, "total"), ALL);
+	assert_int_equal(pending_of("w-bad"), 0);
+	assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);
+
+	wait_hb_str("w-bad", "tokenState", "error", 0);
+	assert_int_equal(hb_int("w-bad", "received"), 0);
+	assert_int_equal(hb_int("w-bad", "done"), 0);
+	assert_true(h_daemon_log_has(&dmn[1], "event=token.error"));
+	assert_log_lacks(&dmn[1], "S3cr3t", "the (wrong) client secret");
+	assert_log_lacks(&dmn[1], "eyJ", "a JWT");
+	stop_clean(&dmn[0]);
+	stop_clean(&dmn[1]);
+}
+
+/* ------------------------------------------------------------------ */
+/* 5. a 401 while a job is in hand (R9, R10)                            */
+
+struct pel_wait {
+	const char *sid;
+	long long deliveries;	/* wait for this count, or */
+	long long idle_over;	/* for idle above this */
+	struct pel_entry last;
+};
+
+static int
+pel_reached(void *arg)
+{
+	struct pel_wait *w = arg;
+
+	w->last = pel_entry(w->sid);
+	if (!w->last.present)
+		return 1;	/* gone: the caller's assertions say what went wrong */
+	if (w->deliveries > 0)
+		return w->last.deliveries >= w->deliveries;
+	return w->last.idle_ms > w->idle_over;
+}
+
+static struct pel_entry
+wait_pel(const char *sid, long long deliveries, long long idle_over)
+{
+	struct pel_wait w = { sid, deliveries, idle_over, {0} };
+
+	if (h_wait_until(pel_reached, &w, WAIT_MS) != 0)
+		fail_msg("%s: deliveries %lld idle %lld ms, want deliveries %lld / idle > %lld",
+		    sid, w.last.deliveries, w.last.idle_ms, deliveries, idle_over);
+	if (!w.last.present)
+		fail_msg("%s left the PEL early", sid);
+	return w.last;
+}
+
+/*
+ * A job retrying after a 503 finds its token revoked: the retry gets 401,
+ * the job waits in auth_wait for a fresh token and is then XCLAIMed again by
+ * its own worker (delivery count exactly +1) and done. Then the same with
+ * the IdP down as well: after auth_wait_max_ms the worker lets the lease go
+ * (the entry's idle time grows past lease_renew_ms) and, once the IdP is
+ * back, claims it again when it is idle past claim_idle_ms.
+ */
+static void
+test_401_in_hand_redispatch_then_release(void **state)
+{
+	const char *id = "t5-revoked", *id2 = "t5-no-token";
+	char sid[64], sid2[64];
+	(void)state;
+
+	world_up(60);
+	struct dcfg c = { .consumer = "w1", .secret_file = secret_path, .claim_idle_ms = 3000,
+	    .redis_extra = "lease_renew_ms = 500\n", .oauth_extra = "auth_wait_max_ms = 1500\n" };
+	daemon_up(&dmn[0], &c);
+	next_second(h_now_ms());	/* the token held is from an earlier second */
+
+	/* 503 first; the test revokes the token; the retry 2 s later gets 401.
+	 * The call after the re-dispatch takes 1.5 s, so the PEL shows it. */
+	assert_int_equal(h_fake_script(&target, "{\"per_key\":{"
+	    "\"t5-revoked\":[{\"status\":503,\"retry_after\":\"2\"},{\"status\":200,\"delay_ms\":1500}],"
+	    "\"t5-no-token\":[{\"status\":503,\"retry_after\":\"2\"}]}}"), 0);
+	decide(id);
+	wait_target_calls(id, 1);
+	post(&target, "/_revoke", NULL);
+	stream_id_of(id, sid, sizeof sid);
+	struct pel_entry e = pel_entry(sid);
+	assert_true(e.present);
+	assert_int_equal(e.deliveries, 1);
+	assert_string_equal(e.owner, "w1");
+
+	e = wait_pel(sid, 2, 0);
+	assert_int_equal(e.deliveries, 2);	/* XCLAIM: exactly +1 */
+	assert_string_equal(e.owner, "w1");
+	wait_done(id, &dmn[0]);
+	long long done_at = h_now_ms();
+	assert_statuses(id, "503 401 200");
+	assert_trail_ends(id, "retrying running auth_wait running done");
+	if (!h_daemon_log_has(&dmn[0], "event=job.redispatch id=t5-revoked"))
+		fail_msg("t5-revoked was not re-dispatched (XCLAIM) after its 401 but let go "
+		    "and claimed again: the fresh token came before it began to wait? (log %s)",
+		    dmn[0].log);
+	wait_hb_min("w1", "redispatched", 1);
+	assert_int_equal(hb_int("w1", "redispatched"), 1);
+	assert_int_equal(hb_int("w1", "authFailures"), 1);
+	assert_true(stat_int(&idp, "issued") >= 2);
+
+	/* Now the IdP is down too: no token within auth_wait_max_ms, so the
+	 * lease is let go (no more renewals every 500 ms) until the IdP is back
+	 * and the entry, idle past claim_idle_ms, is claimed again. */
+	next_second(done_at);	/* the token held is older than the revocation */
+	decide(id2);
+	wait_target_calls(id2, 1);
+	post(&idp, "/_down", NULL);
+	post(&target, "/_revoke", NULL);
+	stream_id_of(id2, sid2, sizeof sid2);
+	wait_state(id2, "auth_wait");
+	e = wait_pel(sid2, 0, 3 * 500);
+	assert_string_equal(e.owner, "w1");
+	assert_int_equal(e.deliveries, 1);
+	wait_hb_str("w1", "inFlight", "0", 0);
+	char *st = hash_field(id2, "state");
+	assert_string_equal(st, "auth_wait");
+	free(st);
+
+	post(&idp, "/_up", NULL);
+	wait_done(id2, &dmn[0]);
+	assert_statuses(id2, "503 401 200");
+	assert_trail_ends(id2, "auth_wait running done");
+	wait_hb_min("w1", "claimed", 1);
+	assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);
+	stop_clean(&dmn[0]);
+}
+
+/* ------------------------------------------------------------------ */
+/* 5b. a rejection that comes back after the fresh token (R9)           */
+
+/*
+ * Two calls carry the same token. One is answered 401 at once: the worker
+ * drops the token and fetches a new one. The other is answered (403
+ * invalid_token, which R9 treats the same) 1.5 s later, when the new token
+ * is already held. It must then be re-dispatched with that token; waiting
+ * for "the next token" strands it, since none is coming for a minute, until
+ * auth_wait_max_ms lets the lease go and XAUTOCLAIM finds it (claimed, not
+ * redispatched).
+ */
+static void
+test_late_rejection_uses_fresh_token(void **state)
+{
+	(void)state;
+
+	world_up(60);
+	struct dcfg c = { .consumer = "w1", .secret_file = secret_path,
+	    .oauth_extra = "auth_wait_max_ms = 10000\n" };
+	daemon_up(&dmn[0], &c);
+	assert_int_equal(h_fake_script(&target, "{\"per_key\":{"
+	    "\"t7-slow\":[{\"status\":403,\"delay_ms\":1500,"
+	    "\"www_authenticate\":\"Bearer error=\\\"invalid_token\\\"\"}],"
+	    "\"t7-fast\":[{\"status\":401}]}}"), 0);
+	decide("t7-slow");
+	wait_target_calls("t7-slow", 1);
+	decide("t7-fast");
+	wait_done("t7-fast", &dmn[0]);
+	assert_statuses("t7-fast", "401 200");
+	wait_done("t7-slow", &dmn[0]);
+	assert_statuses("t7-slow", "403 200");
+	assert_trail_ends("t7-slow", "running auth_wait running done");
+	assert_int_equal(stat_int(&idp, "issued"), 2);
+	wait_hb_min("w1", "done", 2);
+	if (hb_int("w1", "redispatched") != 2 || hb_int("w1", "claimed") != 0)
+		fail_msg("redispatched %lld (want 2), claimed %lld (want 0): the late rejection "
+		    "waited for a token that was already there (log %s)",
+		    hb_int("w1", "redispatched"), hb_int("w1", "claimed"), dmn[0].log);
+	stop_clean(&dmn[0]);
+}
+
+/* ------------------------------------------------------------------ */
+/* 6. no token, secret or assertion in the logs (SPEC §9, house rules)   */
+
+/* base64("client_id:secret", both form-encoded): the Basic credentials. */
+static void
+basic_credentials(char *out, size_t n)
+{
+	const char *raw = CLIENT_ID ":" SECRET_FORM;
+
+	assert_true(n > 4 * (strlen(raw) + 2) / 3 + 1);
+	EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)raw, (int)strlen(raw));
+}
+
+/* 40 characters of the private key's base64 body. */
+static void
+key_needle(char *out, size_t n)
+{
+	char *pem = h_read_file(h_data("test-rs256.key"));
+	const char *body = pem ? strchr(pem, '\n') : NULL;
+
+	assert_non_null(body);
+	snprintf(out, n < 41 ? n : 41, "%s", body + 1);
+	free(pem);
+}
+
+static void
+assert_log_has_no_secrets(const struct h_daemon *d)
+{
+	char basic[256], key[64];
+
+	basic_credentials(basic, sizeof basic);
+	key_needle(key, sizeof key);
+	assert_true(h_daemon_log_has(d, "event=token.refreshed"));	/* it did log */
+	assert_log_lacks(d, "S3cr3t", "the client secret");
+	assert_log_lacks(d, SECRET_FORM, "the form-encoded client secret");
+	assert_log_lacks(d, basic, "the Basic credentials");
+	assert_log_lacks(d, "eyJ", "a JWT (token, assertion or record)");
+	assert_log_lacks(d, "Bearer ", "an Authorization header");
+	assert_log_lacks(d, key, "the private key");
+}
+
+static void
+test_no_secret_in_logs(void **state)
+{
+	(void)state;
+
+	world_up(60);
+	/* auth_wait_max_ms: this test is about logs; a slow re-dispatch (see
+	 * test_late_rejection_uses_fresh_token) must not make it slow too. */
+	struct dcfg basic = { .consumer = "w-basic", .secret_file = secret_path,
+	    .oauth_extra = "auth_wait_max_ms = 3000\n" };
+	daemon_up(&dmn[0], &basic);
+	long long ready = h_now_ms();
+	decide("t6-a");
+	wait_done("t6-a", &dmn[0]);
+	/* A revoked token on the way: 401, refresh, re-dispatch. */
+	next_second(ready);
+	post(&target, "/_revoke", NULL);
+	decide("t6-b");
+	wait_done("t6-b", &dmn[0]);
+	assert_statuses("t6-b", "401 200");
+	json_t *s = fake_get(&idp, "/_stats");
+	assert_string_equal(json_string_value(json_object_get(s, "last_auth")),
+	    "client_secret_basic");
+	json_decref(s);
+	stop_clean(&dmn[0]);
+	assert_log_has_no_secrets(&dmn[0]);
+
+	struct dcfg pkj = { .consumer = "w-pkj", .secret_file = NULL };
+	daemon_up(&dmn[1], &pkj);
+	decide("t6-c");
+	wait_done("t6-c", &dmn[1]);
+	assert_statuses("t6-c", "200");
+	s = fake_get(&idp, "/_stats");
+	assert_string_equal(json_string_value(json_object_get(s, "last_auth")), "private_key_jwt");
+	assert_string_equal(json_string_value(json_object_get(s, "last_alg")), "RS256");
+	json_decref(s);
+	char *owner = hash_field("t6-c", "owner");
+	assert_string_equal(owner, "w-pkj");
+	free(owner);
+	stop_clean(&dmn[1]);
+	assert_log_has_no_secrets(&dmn[1]);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_short_tokens_refreshed_ahead, world_down),
+		cmocka_unit_test_teardown(test_revocations_execute_each_once, world_down),
+		cmocka_unit_test_teardown(test_idp_down_stops_claiming, world_down),
+		cmocka_unit_test_teardown(test_bad_secret_worker_takes_nothing, world_down),
+		cmocka_unit_test_teardown(test_401_in_hand_redispatch_then_release, world_down),
+		cmocka_unit_test_teardown(test_no_secret_in_logs, world_down),
+		cmocka_unit_test_teardown(test_late_rejection_uses_fresh_token, world_down),
+	};
+
+	if (getenv("ITEST_FILTER") != NULL)	/* e.g. ITEST_FILTER='test_late*' */
+		cmocka_set_test_filter(getenv("ITEST_FILTER"));
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
