@@ -54,8 +54,9 @@ $(BUILD)/bin/%: src/%.c $(LIB) $(wildcard include/*.h) | $(BUILD)/bin
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB) $(wildcard tests/*.h) | $(BUILD)/tests
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) -lcmocka
 
-$(BUILD)/tests/fake_%: tests/fakes/fake_%.c $(wildcard tests/fakes/*.h) $(LIB) | $(BUILD)/tests
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) -lmicrohttpd
+FAKE_COMMON := $(wildcard tests/fakes/common.c)
+$(BUILD)/tests/fake_%: tests/fakes/fake_%.c $(FAKE_COMMON) $(wildcard tests/fakes/*.h) $(LIB) | $(BUILD)/tests
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(FAKE_COMMON) $(LIB) $(PKG_LIBS) -lmicrohttpd
 
 HARNESS := $(wildcard tests/integration/harness.c)
 $(BUILD)/tests/itest_%: tests/integration/itest_%.c $(HARNESS) $(wildcard tests/integration/*.h) $(LIB) | $(BUILD)/tests

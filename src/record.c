@@ -25,6 +25,7 @@
 #include <openssl/hmac.h>
 #include <openssl/pem.h>
 
+#include "b64url.h"
 #include "wtime.h"
 
 #define RECORD_TYP	"decision+jwt"
@@ -111,88 +112,6 @@ static int
 alg_supported(jwt_alg_t alg)
 {
 	return alg == JWT_ALG_ES256 || alg == JWT_ALG_RS256 || alg == JWT_ALG_HS256;
-}
-
-/* ---- base64url (RFC 7515 §2: no padding) ---- */
-
-static int
-b64url_value(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '-')
-		return 62;
-	if (c == '_')
-		return 63;
-	return -1;
-}
-
-/* Strict: any other character, padding, an impossible length or stray low
- * bits in the last character is an error, so every byte string has exactly
- * one accepted spelling. *out is malloc'd (caller frees). */
-static int
-b64url_decode(const char *s, size_t n, unsigned char **out, size_t *out_len)
-{
-	unsigned char *buf;
-	size_t len = 0;
-	unsigned acc = 0;
-	int bits = 0;
-
-	if (n % 4 == 1 || (buf = malloc(n / 4 * 3 + 3)) == NULL)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		int v = b64url_value((unsigned char)s[i]);
-		if (v < 0) {
-			free(buf);
-			return -1;
-		}
-		acc = (acc << 6) | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			buf[len++] = (unsigned char)(acc >> bits);
-			acc &= (1u << bits) - 1;
-		}
-	}
-	if (acc != 0) {
-		free(buf);
-		return -1;
-	}
-	*out = buf;
-	*out_len = len;
-	return 0;
-}
-
-/* Returns a malloc'd string, or NULL. */
-static char *
-b64url_encode(const unsigned char *in, size_t n)
-{
-	static const char alphabet[] =
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-	char *out = malloc(n / 3 * 4 + 4);
-	size_t len = 0;
-	unsigned acc = 0;
-	int bits = 0;
-
-	if (out == NULL)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		acc = (acc << 8) | in[i];
-		bits += 8;
-		while (bits >= 6) {
-			bits -= 6;
-			out[len++] = alphabet[(acc >> bits) & 63];
-		}
-		acc &= (1u << bits) - 1;
-	}
-	if (bits > 0)
-		out[len++] = alphabet[(acc << (6 - bits)) & 63];
-	out[len] = '\0';
-	return out;
 }
 
 static char *

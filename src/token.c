@@ -11,81 +11,17 @@
 #include <strings.h>
 #include <sys/random.h>
 
+#include "b64url.h"
+
 /* Larger lifetimes are cut down to this (ten years): keeps ms in range. */
 #define LIFETIME_MAX_S	(10LL * 365 * 24 * 3600)
 
 /* ---- base64url ---- */
 
-static int
-b64url_value(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '-')
-		return 62;
-	if (c == '_')
-		return 63;
-	return -1;
-}
-
-/* Decodes n characters (trailing '=' tolerated) into a new NUL-terminated
- * buffer. 0 or -1. */
-static int
-b64url_decode(const char *s, size_t n, char **out, size_t *out_len)
-{
-	unsigned acc = 0, bits = 0;
-	size_t len = 0;
-	char *buf;
-
-	while (n > 0 && s[n - 1] == '=')
-		n--;
-	if (n % 4 == 1 || (buf = malloc(n / 4 * 3 + 3)) == NULL)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		int v = b64url_value((unsigned char)s[i]);
-		if (v < 0) {
-			free(buf);
-			return -1;
-		}
-		acc = (acc << 6) | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			buf[len++] = (char)((acc >> bits) & 0xff);
-		}
-	}
-	buf[len] = '\0';
-	*out = buf;
-	*out_len = len;
-	return 0;
-}
-
 char *
 token_b64url_encode(const unsigned char *in, size_t n)
 {
-	static const char alphabet[] =
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-	char *out = malloc(n / 3 * 4 + 5), *p = out;
-	unsigned acc = 0, bits = 0;
-
-	if (out == NULL)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		acc = (acc << 8) | in[i];
-		bits += 8;
-		while (bits >= 6) {
-			bits -= 6;
-			*p++ = alphabet[(acc >> bits) & 0x3f];
-		}
-	}
-	if (bits > 0)
-		*p++ = alphabet[(acc << (6 - bits)) & 0x3f];
-	*p = '\0';
-	return out;
+	return b64url_encode(in, n);
 }
 
 /* ---- lifetime ---- */
@@ -97,15 +33,15 @@ jwt_exp_s(const char *token)
 {
 	const char *dot1 = token ? strchr(token, '.') : NULL;
 	const char *dot2 = dot1 ? strchr(dot1 + 1, '.') : NULL;
-	char *payload;
+	unsigned char *payload;
 	size_t len;
 	int64_t exp = -1;
 
 	if (dot2 == NULL || strchr(dot2 + 1, '.') != NULL)
 		return -1;
-	if (b64url_decode(dot1 + 1, (size_t)(dot2 - dot1 - 1), &payload, &len) != 0)
+	if (b64url_decode_lax(dot1 + 1, (size_t)(dot2 - dot1 - 1), &payload, &len) != 0)
 		return -1;
-	json_t *claims = json_loadb(payload, len, 0, NULL);
+	json_t *claims = json_loadb((const char *)payload, len, 0, NULL);
 	const json_t *v = json_object_get(claims, "exp");
 	if (json_is_integer(v) && json_integer_value(v) > 0)
 		exp = json_integer_value(v);

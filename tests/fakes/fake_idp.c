@@ -26,40 +26,25 @@
  * values are null. One thread per connection. Never logs a secret.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
 #include <jwt.h>
-#include <microhttpd.h>
-#include <netinet/in.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "b64url.h"
+#include "common.h"
 #include "log.h"
 #include "token.h"
 
 #define MAX_BODY	(64u << 10)
 #define MAX_KEYS	4
+#define BLOB_MAX	16383		/* bytes read of a secret or key file */
 #define ASSERTION_MAX_AHEAD_S	300
 #define JWT_BEARER	"urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
-
-/* One per request: created by the URI log callback, freed when MHD is done. */
-struct req {
-	char *uri;
-	char *body;
-	size_t len, cap;
-	int started, too_big;
-};
-
-/* A file's bytes, NUL-terminated. */
-struct blob {
-	char *data;
-	size_t len;
-};
 
 static struct {
 	pthread_mutex_t mu;
@@ -68,8 +53,8 @@ static struct {
 	long long issued, requests, rejected, unavailable;
 	json_t *last;		/* last_* fields of /_stats */
 	json_t *seen_jti;	/* jti -> true, for replay checks; never reset */
-	struct blob jwt_secret, client_secret;
-	struct blob keys[MAX_KEYS];
+	struct fake_blob jwt_secret, client_secret;
+	struct fake_blob keys[MAX_KEYS];
 	int nkeys;
 	const char *client_id;
 	char audience_url[512];
@@ -97,33 +82,14 @@ set_last(const char *field, const char *value)
 /* ---- replies ---- */
 
 static enum MHD_Result
-send_json(struct MHD_Connection *c, int status, const char *body, const char *www_auth)
-{
-	struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(body),
-	    (void *)body, MHD_RESPMEM_MUST_COPY);
-	enum MHD_Result ret;
-
-	if (resp == NULL)
-		return MHD_NO;
-	MHD_add_response_header(resp, "Content-Type", "application/json");
-	MHD_add_response_header(resp, "Cache-Control", "no-store");
-	if (www_auth != NULL)
-		MHD_add_response_header(resp, "WWW-Authenticate", www_auth);
-	ret = MHD_queue_response(c, (unsigned)status, resp);
-	MHD_destroy_response(resp);
-	return ret;
-}
-
-static enum MHD_Result
 send_error(struct MHD_Connection *c, int status, const char *code, const char *desc)
 {
-	json_t *o = json_pack("{s:s, s:s}", "error", code, "error_description", desc);
-	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-	enum MHD_Result ret = send_json(c, status, s ? s : "{\"error\":\"server_error\"}",
-	    status == 401 ? "Basic realm=\"fake_idp\"" : NULL);
+	const char *const extra[] = { "WWW-Authenticate",
+	    status == 401 ? "Basic realm=\"fake_idp\"" : NULL, NULL };
+	char *s = fake_dump(json_pack("{s:s, s:s}", "error", code, "error_description", desc));
+	enum MHD_Result ret = fake_send(c, status, s ? s : "{\"error\":\"server_error\"}", extra);
 
 	free(s);
-	json_decref(o);
 	log_info("fake.token", "status=%d error=%s", status, code);
 	return ret;
 }
@@ -198,50 +164,28 @@ parse_form(const char *body, size_t len)
 	return form;
 }
 
-static int
-b64value(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
-/* Standard Base64 with padding into a new string; NULL when malformed. */
+/* Standard Base64 with padding (RFC 4648 §4), as HTTP Basic has it, into a
+ * new string; NULL when malformed. Mapped onto the URL alphabet first, so
+ * that one decoder serves both. */
 static char *
 b64_decode(const char *s)
 {
 	size_t n = strlen(s);
-	char *out, *p;
-	unsigned acc = 0, bits = 0;
+	unsigned char *out;
+	char *url;
+	size_t len;
+	int rc;
 
-	if (n % 4 != 0 || (out = malloc(n / 4 * 3 + 1)) == NULL)
+	if (n % 4 != 0 || strpbrk(s, "-_") != NULL || (url = strdup(s)) == NULL)
 		return NULL;
-	for (int pad = 0; pad < 2 && n > 0 && s[n - 1] == '='; pad++)
+	for (int pad = 0; pad < 2 && n > 0 && url[n - 1] == '='; pad++)
 		n--;
-	p = out;
-	for (size_t i = 0; i < n; i++) {
-		int v = b64value((unsigned char)s[i]);
-		if (v < 0) {
-			free(out);
-			return NULL;
-		}
-		acc = (acc << 6) | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			*p++ = (char)((acc >> bits) & 0xff);
-		}
-	}
-	*p = '\0';
-	return out;
+	for (size_t i = 0; i < n; i++)
+		url[i] = url[i] == '+' ? '-' : url[i] == '/' ? '_' : url[i];
+	/* A third '=' is no padding: refused here, where the lax decoder would drop it. */
+	rc = n > 0 && url[n - 1] == '=' ? -1 : b64url_decode_lax(url, n, &out, &len);
+	free(url);
+	return rc == 0 ? (char *)out : NULL;
 }
 
 /* ---- client authentication ---- */
@@ -394,10 +338,8 @@ issue_token_locked(void)
 	    jwt_set_alg(jwt, JWT_ALG_HS256, (const unsigned char *)st.jwt_secret.data,
 	    (int)st.jwt_secret.len) || (tok = jwt_encode_str(jwt)) == NULL)
 		goto done;
-	json_t *o = json_pack("{s:s, s:s, s:I}", "access_token", tok, "token_type", "Bearer",
-	    "expires_in", (json_int_t)st.lifetime_s);
-	out = o ? json_dumps(o, JSON_COMPACT) : NULL;
-	json_decref(o);
+	out = fake_dump(json_pack("{s:s, s:s, s:I}", "access_token", tok, "token_type", "Bearer",
+	    "expires_in", (json_int_t)st.lifetime_s));
 	st.issued++;
 done:
 	free(tok);
@@ -406,7 +348,7 @@ done:
 }
 
 static enum MHD_Result
-handle_token(struct MHD_Connection *c, const struct req *r)
+handle_token(struct MHD_Connection *c, const struct fake_req *r)
 {
 	const char *ctype = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
 	const char *problem;
@@ -421,7 +363,7 @@ handle_token(struct MHD_Connection *c, const struct req *r)
 		return send_error(c, 503, "temporarily_unavailable", "down for a test");
 	}
 	if (ctype == NULL || strncmp(ctype, "application/x-www-form-urlencoded", 33) != 0 ||
-	    (form = parse_form(r->body ? r->body : "", r->len)) == NULL) {
+	    (form = parse_form(r->body, r->len)) == NULL) {
 		st.rejected++;
 		pthread_mutex_unlock(&st.mu);
 		return send_error(c, 400, "invalid_request", "not a well-formed form body");
@@ -448,7 +390,7 @@ handle_token(struct MHD_Connection *c, const struct req *r)
 	pthread_mutex_unlock(&st.mu);
 	if (answer == NULL)
 		return send_error(c, 500, "server_error", "cannot issue a token");
-	enum MHD_Result ret = send_json(c, 200, answer, NULL);
+	enum MHD_Result ret = fake_send(c, 200, answer, NULL);
 	free(answer);
 	log_info("fake.token", "status=200");
 	return ret;
@@ -466,189 +408,83 @@ send_stats(struct MHD_Connection *c)
 	if (o != NULL)
 		json_object_update(o, st.last);
 	pthread_mutex_unlock(&st.mu);
-	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-	json_decref(o);
-	if (s == NULL)
-		return send_json(c, 500, "{\"error\":\"out of memory\"}", NULL);
-	enum MHD_Result ret = send_json(c, 200, s, NULL);
-	free(s);
-	return ret;
+	return fake_send_text(c, fake_dump(o));
 }
 
 static enum MHD_Result
-set_lifetime(struct MHD_Connection *c, const struct req *r)
+set_lifetime(struct MHD_Connection *c, const struct fake_req *r)
 {
 	char buf[32], *end;
 	size_t n = r->len < sizeof buf - 1 ? r->len : sizeof buf - 1;
 
-	memcpy(buf, r->body ? r->body : "", n);
+	memcpy(buf, r->body, n);
 	buf[n] = '\0';
 	long s = strtol(buf, &end, 10);
 	if (end == buf || (*end != '\0' && *end != '\n') || s < 1 || s > 86400 * 365)
-		return send_json(c, 400, "{\"error\":\"lifetime: seconds, 1 or more\"}", NULL);
+		return fake_send(c, 400, "{\"error\":\"lifetime: seconds, 1 or more\"}", NULL);
 	pthread_mutex_lock(&st.mu);
 	st.lifetime_s = s;
 	pthread_mutex_unlock(&st.mu);
-	return send_json(c, 200, "{\"ok\":true}", NULL);
+	return fake_send(c, 200, "{\"ok\":true}", NULL);
 }
 
 static enum MHD_Result
-handle_control(struct MHD_Connection *c, const struct req *r, const char *method)
+handle_control(struct MHD_Connection *c, const struct fake_req *r, const char *method)
 {
-	size_t n = strcspn(r->uri, "?");
 	int post = strcmp(method, "POST") == 0;
+	int down = fake_path_is(r, "/_down"), reset = fake_path_is(r, "/_reset");
 
-#define IS(p) (n == strlen(p) && strncmp(r->uri, p, n) == 0)
-	if (strcmp(method, "GET") == 0 && IS("/_stats"))
+	if (strcmp(method, "GET") == 0 && fake_path_is(r, "/_stats"))
 		return send_stats(c);
-	if (post && IS("/_lifetime"))
+	if (post && fake_path_is(r, "/_lifetime"))
 		return set_lifetime(c, r);
-	if (post && (IS("/_down") || IS("/_up") || IS("/_reset"))) {
+	if (post && (down || fake_path_is(r, "/_up") || reset)) {
 		pthread_mutex_lock(&st.mu);
-		if (IS("/_reset"))
+		if (reset)
 			reset_locked();
 		else
-			st.down = IS("/_down");
+			st.down = down;
 		pthread_mutex_unlock(&st.mu);
-		return send_json(c, 200, "{\"ok\":true}", NULL);
+		return fake_send(c, 200, "{\"ok\":true}", NULL);
 	}
-#undef IS
-	return send_json(c, 404, "{\"error\":\"no such control endpoint\"}", NULL);
+	return fake_send(c, 404, "{\"error\":\"no such control endpoint\"}", NULL);
 }
 
-/* ---- MHD plumbing (as in fake_target) ---- */
-
-static int
-append_body(struct req *r, const char *data, size_t n)
-{
-	if (r->len + n > MAX_BODY)
-		return -1;
-	if (r->len + n + 1 > r->cap) {
-		size_t cap = r->cap ? r->cap : 4096;
-		while (cap < r->len + n + 1)
-			cap *= 2;
-		char *b = realloc(r->body, cap);
-		if (b == NULL)
-			return -1;
-		r->body = b;
-		r->cap = cap;
-	}
-	memcpy(r->body + r->len, data, n);
-	r->len += n;
-	r->body[r->len] = '\0';
-	return 0;
-}
+/* ---- the server ---- */
 
 static enum MHD_Result
-on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-	   const char *version, const char *data, size_t *data_size, void **ctx)
+handle_other(struct MHD_Connection *c, const struct fake_req *r, const char *method)
 {
-	struct req *r = *ctx;
-
-	(void)cls, (void)url, (void)version;
-	if (r == NULL)
-		return MHD_NO;
-	if (!r->started) {
-		r->started = 1;
-		return MHD_YES;
-	}
-	if (*data_size > 0) {
-		if (!r->too_big && append_body(r, data, *data_size) != 0)
-			r->too_big = 1;
-		*data_size = 0;
-		return MHD_YES;
-	}
-	if (r->too_big)
-		return send_json(c, 413, "{\"error\":\"body too large\"}", NULL);
-	if (strncmp(r->uri, "/_", 2) == 0)
-		return handle_control(c, r, method);
 	if (strcmp(method, "POST") == 0 && strcmp(r->uri, "/token") == 0)
 		return handle_token(c, r);
-	return send_json(c, 404, "{\"error\":\"not found\"}", NULL);
+	return fake_send(c, 404, "{\"error\":\"not found\"}", NULL);
 }
 
-static void *
-on_uri(void *cls, const char *uri, struct MHD_Connection *c)
-{
-	struct req *r = calloc(1, sizeof *r);
+static const char *audience_option;
 
-	(void)cls, (void)c;
-	if (r != NULL && (r->uri = strdup(uri)) == NULL) {
-		free(r);
-		r = NULL;
-	}
-	return r;
-}
-
+/* The default audience needs the port, known only once it is bound. */
 static void
-on_completed(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_RequestTerminationCode toe)
+set_audience(unsigned port)
 {
-	struct req *r = *ctx;
-
-	(void)cls, (void)c, (void)toe;
-	if (r != NULL) {
-		free(r->uri);
-		free(r->body);
-		free(r);
-	}
-	*ctx = NULL;
+	pthread_mutex_lock(&st.mu);
+	if (audience_option != NULL)
+		snprintf(st.audience_url, sizeof st.audience_url, "%s", audience_option);
+	else
+		snprintf(st.audience_url, sizeof st.audience_url, "http://127.0.0.1:%u/token", port);
+	pthread_mutex_unlock(&st.mu);
 }
 
-/* The whole file; surrounding white space dropped when `trim`. */
-static int
-read_blob(const char *path, int trim, struct blob *out)
-{
-	char buf[16384];
-	FILE *f = fopen(path, "r");
+/* RFC 6749 §5.1: token endpoint answers must not be cached. */
+static const char *const every_answer[] = { "Cache-Control", "no-store", NULL };
 
-	if (f == NULL)
-		return -1;
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	size_t start = 0;
-	if (trim) {
-		while (n > 0 && strchr(" \t\r\n", buf[n - 1]))
-			n--;
-		while (start < n && strchr(" \t\r\n", buf[start]))
-			start++;
-	}
-	if (start >= n || (out->data = malloc(n - start + 1)) == NULL)
-		return -1;
-	memcpy(out->data, buf + start, n - start);
-	out->data[n - start] = '\0';
-	out->len = n - start;
-	return 0;
-}
-
-static int
-write_port_file(const char *path, unsigned port)
-{
-	char tmp[4096];
-	FILE *f;
-
-	snprintf(tmp, sizeof tmp, "%s.tmp", path);
-	if ((f = fopen(tmp, "w")) == NULL)
-		return -1;
-	fprintf(f, "%u\n", port);
-	if (fclose(f) != 0)
-		return -1;
-	return rename(tmp, path);
-}
-
-static struct MHD_Daemon *
-start_daemon(unsigned port)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-	    MHD_USE_AUTO | MHD_USE_ERROR_LOG, (uint16_t)port, NULL, NULL, on_request, NULL,
-	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-	    MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
-	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)500,
-	    MHD_OPTION_END);
-}
+static const struct fake_server server = {
+	.control = handle_control,
+	.handle = handle_other,
+	.max_body = MAX_BODY,
+	.connection_limit = 500,
+	.headers = every_answer,
+	.on_bound = set_audience,
+};
 
 static int
 usage(void)
@@ -660,41 +496,22 @@ usage(void)
 }
 
 static int
-take_option(const char *opt, const char *v, const char **port_file, unsigned *port,
-	    const char **audience)
+take_option(const char *opt, const char *v, void *arg)
 {
-	if (strcmp(opt, "--port-file") == 0)
-		*port_file = v;
-	else if (strcmp(opt, "--port") == 0)
-		*port = (unsigned)strtoul(v, NULL, 10);
-	else if (strcmp(opt, "--jwt-secret-file") == 0)
-		return read_blob(v, 1, &st.jwt_secret);
+	(void)arg;
+	if (strcmp(opt, "--jwt-secret-file") == 0)
+		return fake_read_file(v, BLOB_MAX, 1, &st.jwt_secret);
 	else if (strcmp(opt, "--client-id") == 0)
 		st.client_id = v;
 	else if (strcmp(opt, "--client-secret-file") == 0)
-		return read_blob(v, 1, &st.client_secret);
+		return fake_read_file(v, BLOB_MAX, 1, &st.client_secret);
 	else if (strcmp(opt, "--assertion-key-file") == 0)
-		return st.nkeys < MAX_KEYS ? read_blob(v, 0, &st.keys[st.nkeys++]) : -1;
+		return st.nkeys < MAX_KEYS ? fake_read_file(v, BLOB_MAX, 0, &st.keys[st.nkeys++]) : -1;
 	else if (strcmp(opt, "--lifetime-s") == 0)
 		st.lifetime_s = strtol(v, NULL, 10);
 	else if (strcmp(opt, "--audience-url") == 0)
-		*audience = v;
+		audience_option = v;
 	else
-		return -1;
-	return 0;
-}
-
-static int
-parse_args(int argc, char **argv, const char **port_file, unsigned *port,
-	   const char **audience)
-{
-	if (argc % 2 == 0)
-		return -1;
-	for (int i = 1; i + 1 < argc; i += 2)
-		if (take_option(argv[i], argv[i + 1], port_file, port, audience) != 0)
-			return -1;
-	if (*port_file == NULL || st.jwt_secret.data == NULL || st.client_id == NULL ||
-	    st.lifetime_s < 1)
 		return -1;
 	return 0;
 }
@@ -702,46 +519,21 @@ parse_args(int argc, char **argv, const char **port_file, unsigned *port,
 int
 main(int argc, char **argv)
 {
-	const char *port_file = NULL, *audience = NULL;
-	unsigned port = 0;
-	sigset_t stop;
+	struct fake_args args = { 0 };
+	struct MHD_Daemon *d;
 	int sig;
 
 	log_init("fake_idp");
-	if (parse_args(argc, argv, &port_file, &port, &audience) != 0)
+	if (fake_parse_args(argc, argv, &args, take_option, NULL) != 0 ||
+	    st.jwt_secret.data == NULL || st.client_id == NULL || st.lifetime_s < 1)
 		return usage();
 	st.seen_jti = json_object();
 	reset_locked();
-
-	/* Blocked before any thread starts, so only sigwait() sees them. */
-	sigemptyset(&stop);
-	sigaddset(&stop, SIGTERM);
-	sigaddset(&stop, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &stop, NULL);
-	signal(SIGPIPE, SIG_IGN);
-
-	struct MHD_Daemon *d = start_daemon(port);
-	if (d == NULL) {
-		log_error("fake.listen", "port=%u", port);
+	if ((d = fake_start(&server, &args.port, args.port_file)) == NULL)
 		return 1;
-	}
-	port = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port;
-	pthread_mutex_lock(&st.mu);
-	if (audience != NULL)
-		snprintf(st.audience_url, sizeof st.audience_url, "%s", audience);
-	else
-		snprintf(st.audience_url, sizeof st.audience_url, "http://127.0.0.1:%u/token", port);
-	pthread_mutex_unlock(&st.mu);
-	if (write_port_file(port_file, port) != 0) {
-		log_error("fake.port_file", "errno=%d", errno);
-		MHD_stop_daemon(d);
-		return 1;
-	}
-	log_info("fake.listening", "port=%u keys=%d basic_post=%s", port, st.nkeys,
+	log_info("fake.listening", "port=%u keys=%d basic_post=%s", args.port, st.nkeys,
 	    st.client_secret.data ? "on" : "off");
-	sigwait(&stop, &sig);
-
-	MHD_stop_daemon(d);
+	sig = fake_wait(d);
 	json_decref(st.last);
 	json_decref(st.seen_jti);
 	free(st.jwt_secret.data);

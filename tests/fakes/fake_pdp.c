@@ -30,18 +30,13 @@
  *                   "queries_dropped"}
  */
 #define _POSIX_C_SOURCE 200809L
-#include <arpa/inet.h>
-#include <errno.h>
 #include <jansson.h>
-#include <microhttpd.h>
-#include <netinet/in.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common.h"
 #include "log.h"
 #include "wtime.h"
 
@@ -58,14 +53,6 @@ struct policy {
 	long delay_ms;
 };
 
-/* One per request: created by the URI log callback, freed when MHD is done. */
-struct req {
-	char *uri;
-	char *body;
-	size_t len, cap;
-	int started, too_big;
-};
-
 /* What one query gets: decided under the lock, sent after it. */
 struct answer {
 	int status;
@@ -76,8 +63,6 @@ struct answer {
 
 static struct {
 	pthread_mutex_t mu;
-	pthread_cond_t wake;	/* broadcast at shutdown to cut delays short */
-	int stopping;
 	struct policy pol;
 	json_t *queries;
 	json_t *by_status;
@@ -214,15 +199,8 @@ decide_locked(const json_t *input, struct answer *a)
 	}
 }
 
-static json_t *
-header_json(struct MHD_Connection *c, const char *name)
-{
-	const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
-	return v ? json_string(v) : json_null();
-}
-
 static void
-record_locked(struct MHD_Connection *c, const struct req *r, const json_t *input,
+record_locked(struct MHD_Connection *c, const struct fake_req *r, const json_t *input,
 	      const struct answer *a)
 {
 	char code[16];
@@ -241,46 +219,9 @@ record_locked(struct MHD_Connection *c, const struct req *r, const json_t *input
 	json_array_append_new(st.queries, json_pack("{s:s, s:O?, s:b, s:o, s:I, s:i, s:s}",
 	    "path", r->uri, "input", input,
 	    "authorization", MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization") != NULL,
-	    "content_type", header_json(c, "Content-Type"),
+	    "content_type", fake_header_json(c, "Content-Type"),
 	    "arrival_ms", (json_int_t)wtime_now_ms(), "status", a->status,
 	    "decision", a->decision));
-}
-
-/* Sleeps, but wakes at once when the server shuts down. */
-static void
-delay(long ms)
-{
-	struct timespec until;
-
-	if (ms <= 0)
-		return;
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += ms / 1000;
-	until.tv_nsec += (ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&st.mu);
-	while (!st.stopping && pthread_cond_timedwait(&st.wake, &st.mu, &until) != ETIMEDOUT)
-		;
-	pthread_mutex_unlock(&st.mu);
-}
-
-static enum MHD_Result
-send_body(struct MHD_Connection *c, int status, const char *body)
-{
-	struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(body),
-	    (void *)body, MHD_RESPMEM_MUST_COPY);
-	enum MHD_Result ret;
-
-	if (resp == NULL)
-		return MHD_NO;
-	if (body[0] != '\0')
-		MHD_add_response_header(resp, "Content-Type", "application/json");
-	ret = MHD_queue_response(c, (unsigned)status, resp);
-	MHD_destroy_response(resp);
-	return ret;
 }
 
 static void
@@ -298,16 +239,16 @@ log_query(const char *uri, const json_t *input, const struct answer *a)
 }
 
 static enum MHD_Result
-handle_query(struct MHD_Connection *c, const struct req *r, const char *method)
+handle_query(struct MHD_Connection *c, const struct fake_req *r, const char *method)
 {
-	json_t *doc = json_loadb(r->body ? r->body : "", r->len, 0, NULL);
+	json_t *doc = json_loadb(r->body, r->len, 0, NULL);
 	json_t *input = json_object_get(doc, "input");
 	struct answer a = { .status = 400, .decision = "bad-request" };
 	enum MHD_Result ret;
 
 	if (strcmp(method, "POST") != 0) {
 		json_decref(doc);
-		return send_body(c, 405, "{\"error\":\"queries are POSTed\"}");
+		return fake_send(c, 405, "{\"error\":\"queries are POSTed\"}", NULL);
 	}
 	pthread_mutex_lock(&st.mu);
 	if (json_is_object(input))
@@ -318,27 +259,27 @@ handle_query(struct MHD_Connection *c, const struct req *r, const char *method)
 	pthread_mutex_unlock(&st.mu);
 	log_query(r->uri, input, &a);
 	json_decref(doc);
-	delay(a.delay_ms);
-	ret = a.body ? send_body(c, a.status, a.body) : MHD_NO;
+	fake_delay(a.delay_ms);
+	ret = a.body ? fake_send(c, a.status, a.body, NULL) : MHD_NO;
 	free(a.body);
 	return ret;
 }
 
 static enum MHD_Result
-set_policy(struct MHD_Connection *c, const struct req *r)
+set_policy(struct MHD_Connection *c, const struct fake_req *r)
 {
-	json_t *o = json_loadb(r->body ? r->body : "", r->len, 0, NULL);
+	json_t *o = json_loadb(r->body, r->len, 0, NULL);
 	struct policy p;
 	int rc = policy_parse(o, &p);
 
 	json_decref(o);
 	if (rc != 0)
-		return send_body(c, 400, "{\"error\":\"bad policy\"}");
+		return fake_send(c, 400, "{\"error\":\"bad policy\"}", NULL);
 	pthread_mutex_lock(&st.mu);
 	policy_clear(&st.pol);
 	st.pol = p;
 	pthread_mutex_unlock(&st.mu);
-	return send_body(c, 200, "{\"ok\":true}");
+	return fake_send(c, 200, "{\"ok\":true}", NULL);
 }
 
 static char *
@@ -348,10 +289,8 @@ stats_locked(void)
 	    "total", (json_int_t)st.total, "allow", (json_int_t)st.allowed,
 	    "deny", (json_int_t)st.denied, "unavailable", (json_int_t)st.unavailable,
 	    "queries_dropped", (json_int_t)st.dropped, "by_status", st.by_status);
-	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 
-	json_decref(o);
-	return s;
+	return fake_dump(o);
 }
 
 static enum MHD_Result
@@ -360,140 +299,34 @@ send_dump(struct MHD_Connection *c, int queries)
 	pthread_mutex_lock(&st.mu);
 	char *s = queries ? json_dumps(st.queries, JSON_COMPACT) : stats_locked();
 	pthread_mutex_unlock(&st.mu);
-	if (s == NULL)
-		return send_body(c, 500, "{\"error\":\"out of memory\"}");
-	enum MHD_Result ret = send_body(c, 200, s);
-	free(s);
-	return ret;
+	return fake_send_text(c, s);
 }
 
 static enum MHD_Result
-handle_control(struct MHD_Connection *c, const struct req *r, const char *method)
+handle_control(struct MHD_Connection *c, const struct fake_req *r, const char *method)
 {
-	size_t n = strcspn(r->uri, "?");
 	int post = strcmp(method, "POST") == 0, get = strcmp(method, "GET") == 0;
+	int queries = fake_path_is(r, "/_queries");
 
-#define IS(p) (n == strlen(p) && strncmp(r->uri, p, n) == 0)
-	if (post && IS("/_policy"))
+	if (post && fake_path_is(r, "/_policy"))
 		return set_policy(c, r);
-	if (get && (IS("/_stats") || IS("/_queries")))
-		return send_dump(c, IS("/_queries"));
-	if (post && IS("/_reset")) {
+	if (get && (fake_path_is(r, "/_stats") || queries))
+		return send_dump(c, queries);
+	if (post && fake_path_is(r, "/_reset")) {
 		pthread_mutex_lock(&st.mu);
 		reset_locked();
 		pthread_mutex_unlock(&st.mu);
-		return send_body(c, 200, "{\"ok\":true}");
+		return fake_send(c, 200, "{\"ok\":true}", NULL);
 	}
-#undef IS
-	return send_body(c, 404, "{\"error\":\"no such control endpoint\"}");
+	return fake_send(c, 404, "{\"error\":\"no such control endpoint\"}", NULL);
 }
 
-static int
-append_body(struct req *r, const char *data, size_t n)
-{
-	if (r->len + n > MAX_BODY)
-		return -1;
-	if (r->len + n + 1 > r->cap) {
-		size_t cap = r->cap ? r->cap : 4096;
-		while (cap < r->len + n + 1)
-			cap *= 2;
-		char *b = realloc(r->body, cap);
-		if (b == NULL)
-			return -1;
-		r->body = b;
-		r->cap = cap;
-	}
-	memcpy(r->body + r->len, data, n);
-	r->len += n;
-	r->body[r->len] = '\0';
-	return 0;
-}
-
-/* MHD calls this once with the headers, once per body chunk, then once more
- * with no data: only that last call answers. */
-static enum MHD_Result
-on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-	   const char *version, const char *data, size_t *data_size, void **ctx)
-{
-	struct req *r = *ctx;
-
-	(void)cls, (void)url, (void)version;
-	if (r == NULL)
-		return MHD_NO;
-	if (!r->started) {
-		r->started = 1;
-		return MHD_YES;
-	}
-	if (*data_size > 0) {
-		if (!r->too_big && append_body(r, data, *data_size) != 0)
-			r->too_big = 1;
-		*data_size = 0;
-		return MHD_YES;
-	}
-	if (r->too_big)
-		return send_body(c, 413, "{\"error\":\"body too large\"}");
-	if (strncmp(r->uri, "/_", 2) == 0)
-		return handle_control(c, r, method);
-	return handle_query(c, r, method);
-}
-
-static void *
-on_uri(void *cls, const char *uri, struct MHD_Connection *c)
-{
-	struct req *r = calloc(1, sizeof *r);
-
-	(void)cls, (void)c;
-	if (r != NULL && (r->uri = strdup(uri)) == NULL) {
-		free(r);
-		r = NULL;
-	}
-	return r;
-}
-
-static void
-on_completed(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_RequestTerminationCode toe)
-{
-	struct req *r = *ctx;
-
-	(void)cls, (void)c, (void)toe;
-	if (r != NULL) {
-		free(r->uri);
-		free(r->body);
-		free(r);
-	}
-	*ctx = NULL;
-}
-
-/* Written under a temporary name, then renamed: a reader never sees half. */
-static int
-write_port_file(const char *path, unsigned port)
-{
-	char tmp[4096];
-	FILE *f;
-
-	snprintf(tmp, sizeof tmp, "%s.tmp", path);
-	if ((f = fopen(tmp, "w")) == NULL)
-		return -1;
-	fprintf(f, "%u\n", port);
-	if (fclose(f) != 0)
-		return -1;
-	return rename(tmp, path);
-}
-
-static struct MHD_Daemon *
-start_daemon(unsigned port)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-	    MHD_USE_AUTO | MHD_USE_ERROR_LOG, (uint16_t)port, NULL, NULL, on_request, NULL,
-	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-	    MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
-	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)2000,
-	    MHD_OPTION_END);
-}
+static const struct fake_server server = {
+	.control = handle_control,
+	.handle = handle_query,
+	.max_body = MAX_BODY,
+	.connection_limit = 2000,
+};
 
 static int
 usage(void)
@@ -505,55 +338,18 @@ usage(void)
 int
 main(int argc, char **argv)
 {
-	const char *port_file = NULL;
-	unsigned port = 0;
-	pthread_condattr_t ca;
-	sigset_t stop;
+	struct fake_args args = { 0 };
+	struct MHD_Daemon *d;
 	int sig;
 
 	log_init("fake_pdp");
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (strcmp(argv[i], "--port-file") == 0)
-			port_file = argv[i + 1];
-		else if (strcmp(argv[i], "--port") == 0)
-			port = (unsigned)strtoul(argv[i + 1], NULL, 10);
-		else
-			return usage();
-	}
-	if (port_file == NULL || argc % 2 == 0)
+	if (fake_parse_args(argc, argv, &args, NULL, NULL) != 0)
 		return usage();
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&st.wake, &ca);
-	pthread_condattr_destroy(&ca);
 	reset_locked();
-
-	/* Blocked before any thread starts, so only sigwait() sees them. */
-	sigemptyset(&stop);
-	sigaddset(&stop, SIGTERM);
-	sigaddset(&stop, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &stop, NULL);
-	signal(SIGPIPE, SIG_IGN);
-
-	struct MHD_Daemon *d = start_daemon(port);
-	if (d == NULL) {
-		log_error("fake.listen", "port=%u", port);
+	if ((d = fake_start(&server, &args.port, args.port_file)) == NULL)
 		return 1;
-	}
-	port = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port;
-	if (write_port_file(port_file, port) != 0) {
-		log_error("fake.port_file", "errno=%d", errno);
-		MHD_stop_daemon(d);
-		return 1;
-	}
-	log_info("fake.listening", "port=%u", port);
-	sigwait(&stop, &sig);
-
-	pthread_mutex_lock(&st.mu);
-	st.stopping = 1;
-	pthread_cond_broadcast(&st.wake);
-	pthread_mutex_unlock(&st.mu);
-	MHD_stop_daemon(d);
+	log_info("fake.listening", "port=%u", args.port);
+	sig = fake_wait(d);
 	policy_clear(&st.pol);
 	json_decref(st.queries);
 	json_decref(st.by_status);
