@@ -122,11 +122,12 @@ if ! openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$DIR/d
    ! openssl pkey -in "$DIR/decider.key" -pubout -out "$DIR/decider.pub" 2>/dev/null; then
 	fail "openssl could not make the decider's ES256 key pair"
 fi
+CLIENT_ID=warrantd-canal                         # the worker's own OAuth client
 openssl rand -hex 32 >"$DIR/jwt.secret"          # shared by the IdP and the gate controller
 openssl rand -base64 24 >"$DIR/client.secret"    # warrantd's OAuth client secret (+ / = and all)
 echo "    keys: decider ES256 pair, HS256 secret for IdP + gate, client secret (none printed)"
 
-start_fake fake_idp --client-id warrantd-canal --client-secret-file "$DIR/client.secret" \
+start_fake fake_idp --client-id "$CLIENT_ID" --client-secret-file "$DIR/client.secret" \
 	--jwt-secret-file "$DIR/jwt.secret" --lifetime-s 10;  IDP=$URL
 start_fake fake_target --jwt-secret-file "$DIR/jwt.secret";  GATE=$URL
 start_fake fake_pdp;  PDP=$URL
@@ -152,7 +153,7 @@ algorithm = ES256
 verify_key_file = $DIR/decider.pub
 [oauth]
 token_url = $IDP/token
-client_id = warrantd-canal
+client_id = $CLIENT_ID
 auth_method = client_secret_basic
 client_secret_file = $DIR/client.secret
 auth_wait_max_ms = 10000
@@ -210,16 +211,18 @@ show "redis-cli HMGET $P:decision:$G14 state attempts owner httpStatus"
 rcli HMGET $P:decision:$G14 state attempts owner httpStatus | paste -sd' ' | indent
 req=$(http "$GATE/_requests" | split_objs | grep "\"idempotency_key\":\"$G14\"" | grep '"status":200' | head -1)
 echo "    what reached the gate controller (GET /_requests):"
-for k in method path authorization idempotency_key on_behalf_of basis status; do
+for k in method path authorization token_sub idempotency_key on_behalf_of basis status; do
 	printf '      %-16s %s\n' "$k" "$(printf %s "$req" | field $k)"
 done
-echo "      (the gate checked the bearer token's HS256 signature against the IdP's secret; it keeps
-       no claims, so the token's sub cannot be shown here, and the token itself never is)"
+echo "      (token_sub: whose token the gate verified - the worker's client, not the operator;"
+echo "       the token itself is never printed)"
 idp=$(http "$IDP/_stats")
 echo "    the IdP (GET /_stats): tokens issued=$(printf %s "$idp" | field issued)," \
 	"client authentication=$(printf %s "$idp" | field last_auth)"
 check "the gate got Authorization, Idempotency-Key $G14, Warrant-On-Behalf-Of $OWNER" eval \
 	'has "$req" "\"authorization\":true" && has "$req" "\"on_behalf_of\":\"$OWNER\""'
+check "the token was the worker's own (sub = its client id), not the operator's" \
+	has "$req" "\"token_sub\":\"$CLIENT_ID\""
 q=$(http "$PDP/_queries" | split_objs | grep "\"recordId\":\"$G14\"" | head -1)
 echo "    what the PDP was asked at 04:00 (GET /_queries), and its answer:"
 printf '%s\n' "$q" | grep -oE '"input":\{([^{}]|\{[^{}]*\})*\}' | indent

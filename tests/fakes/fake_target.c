@@ -132,6 +132,24 @@ token_ok_locked(const char *authorization)
 	return ok;
 }
 
+/* The verified token's `sub` (the worker's client id), for people to see
+ * whose token it was; null without a secret or a valid token. */
+static json_t *
+token_sub_json(struct MHD_Connection *c)
+{
+	const char *a = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+	jwt_t *jwt = NULL;
+	json_t *sub = NULL;
+
+	if (st.secret.data == NULL || a == NULL || strncmp(a, "Bearer ", 7) != 0 ||
+	    jwt_decode(&jwt, a + 7, (const unsigned char *)st.secret.data, (int)st.secret.len) != 0)
+		return json_null();
+	if (jwt_get_alg(jwt) == JWT_ALG_HS256 && jwt_get_grant(jwt, "sub"))
+		sub = json_string(jwt_get_grant(jwt, "sub"));
+	jwt_free(jwt);
+	return sub ? sub : json_null();
+}
+
 static void
 record_locked(struct MHD_Connection *c, const struct fake_req *r, const char *method,
 	      const char *key, int status)
@@ -151,10 +169,11 @@ record_locked(struct MHD_Connection *c, const struct fake_req *r, const char *me
 		return;
 	}
 	json_t *body = json_stringn(r->body, r->len);
-	json_array_append_new(st.records, json_pack("{s:s, s:s, s:o, s:b, s:o, s:o, s:o, s:o, s:I, s:i}",
+	json_array_append_new(st.records, json_pack("{s:s, s:s, s:o, s:b, s:o, s:o, s:o, s:o, s:o, s:I, s:i}",
 	    "method", method, "path", r->uri,
 	    "idempotency_key", key ? json_string(key) : json_null(),
 	    "authorization", MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization") != NULL,
+	    "token_sub", token_sub_json(c),
 	    "on_behalf_of", fake_header_json(c, "Warrant-On-Behalf-Of"),
 	    "basis", fake_header_json(c, "Warrant-Basis"),
 	    "content_type", fake_header_json(c, "Content-Type"),
