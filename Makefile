@@ -38,7 +38,7 @@ all: bins
 
 bins: $(BINS)
 
-$(BUILD)/obj/%.o: src/%.c $(wildcard include/*.h) | $(BUILD)/obj
+$(BUILD)/obj/%.o: src/%.c $(wildcard include/*.h) $(wildcard src/*.h) | $(BUILD)/obj
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c -o $@ $<
 
 $(BUILD)/obj $(BUILD)/bin $(BUILD)/tests:

@@ -1,187 +1,30 @@
 /*
- * engine: the imperative shell around the job core.
+ * engine: the consumer, the imperative shell around the entries in hand.
  *
  * Two Redis connections: `blk` carries only the blocking XREADGROUP, `cmd`
- * everything else, pipelined. Each entry in hand is a struct ejob; the core
- * (job_next) decides, and apply() carries out the effects in order: first
- * the Redis transition (one Lua script: fencing, state, audit, dead letter,
- * notification and XACK together), then the HTTP call, timer or token wait
- * that follows from it.
- *
- * An ejob is freed only when it is finished and no callback points at it
- * (`refs`); callbacks never free the object whose callback chain they run in.
+ * everything else, pipelined. This file reads entry ids (XREADGROUP, our
+ * own PEL, XAUTOCLAIM), promotes scheduled ones, renews leases, writes the
+ * heartbeat, follows the worker's token and runs the life cycle; each entry
+ * in hand is a struct ejob, carried from admission to release by ejob.c.
  */
 #define _DEFAULT_SOURCE
-#include "engine.h"
+#include "engine_impl.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
-#include "http.h"
-#include "job.h"
-#include "log.h"
-#include "oauth.h"
-#include "rconn.h"
-#include "record.h"
 #include "sdnotify.h"
-#include "store.h"
-#include "urltpl.h"
 #include "version.h"
-#include "webhook.h"
-#include "wtime.h"
 
-#define STREAM_ID_MAX 48
-#define REDIS_RETRY_MS 250
-
-enum ejob_timer { T_NONE, T_RETRY, T_TOKEN_WAIT, T_REDIS_RETRY, T_REDISPATCH_RETRY };
-enum ejob_wait { W_NONE, W_WRITE, W_LOAD, W_AUTHZ, W_CALL, W_REDISPATCH };
-
-struct ejob {
-	struct ejob *prev, *next;
-	struct engine *eng;
-	char stream_id[STREAM_ID_MAX];
-	char id[RECORD_ID_MAX + 1];	/* "" when the entry had no valid id */
-	char hash_key[STORE_KEY_MAX + RECORD_ID_MAX + 1];
-	struct job core;
-	struct job_step step;		/* the step being carried out */
-	struct record *rec;
-	char *bad_owner;		/* notifyOnDenial of a verified but invalid record */
-	long long fence;		/* `attempts` of this hand's current call; -1 none */
-	int started;			/* this hand set `owner` */
-	int refs;			/* callbacks in flight that point here */
-	int finished;
-	int lost;			/* the lease is gone: abandon at the next step */
-	enum ejob_wait wait;
-	enum ejob_timer timer_kind;
-	ev_timer timer;
-	struct http_call *call;
-	int last_status;
-	uint64_t token_gen;		/* oauth generation of the token the call used */
-	long long attempt_started_ms;
-};
-
-struct engine {
-	struct ev_loop *loop;
-	struct cfg *cfg;
-	struct store_keys keys;
-	struct rconn *cmd, *blk;
-	struct http_client *http;
-	struct webhook *webhook;	/* NULL without [notify] webhook_url */
-	struct oauth *oauth;		/* NULL without an [oauth] section */
-	int needs_token;		/* some action has auth = oauth */
-	int paused_for_token;
-	long token_timeout_ms;		/* the longest such action's timeout */
-	struct rconn_script s_transition, s_claim, s_renew, s_redispatch, s_promote;
-
-	unsigned char *verify_key;
-	size_t verify_key_len;
-	struct record_key *parsed_key;	/* verify_key parsed once per (re)load */
-	char **bearers;			/* per action, with auth = static */
-
-	struct ejob *jobs;
-	size_t in_hand;
-
-	int group_ready, reading, draining, own_done, claiming;
-	char own_cursor[STREAM_ID_MAX];
-	ev_timer heartbeat, claim, lease, grace, reconnect_kick, watchdog;
-	int64_t started_at, last_read_at, redis_down_since;
-	long long outages;
-	uint64_t rng;
-	struct engine_counters n;
-};
-
-static void apply(struct ejob *j);
-static void feed(struct ejob *j, struct job_event *ev);
 static void read_more(struct engine *eng);
 static void own_pending_more(struct engine *eng);
 static void maybe_finish_stop(struct engine *eng);
 
 /* ------------------------------------------------------------------ */
 /* small helpers                                                        */
-
-static uint64_t
-rnd(struct engine *eng)
-{
-	/* xorshift64*: jitter only, not security. */
-	uint64_t x = eng->rng;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	eng->rng = x;
-	return x * 0x2545F4914F6CDD1DULL;
-}
-
-static const char *
-now_rfc3339(char *buf, size_t n)
-{
-	return wtime_format_rfc3339(wtime_now_ms(), buf, n);
-}
-
-static void
-ignore_reply(struct rconn *rc, redisReply *r, void *arg)
-{
-	(void)rc, (void)arg;
-	if (r && r->type == REDIS_REPLY_ERROR)
-		log_warn("redis.error", "error=%.120s", r->str);
-}
-
-/* For writes whose loss costs nothing: the next tick sends them again. */
-static void
-best_effort(int rc)
-{
-	if (rc < 0)
-		log_debug("redis.skipped", "detail=\"not connected\"");
-}
-
-static const redisReply *
-reply_elem(const redisReply *r, size_t i, int type)
-{
-	if (r == NULL || r->type != REDIS_REPLY_ARRAY || i >= r->elements)
-		return NULL;
-	if (r->element[i]->type != type)
-		return NULL;
-	return r->element[i];
-}
-
-/* The value of `name` in a flat field/value array, or NULL. */
-static const char *
-field(const redisReply *arr, const char *name)
-{
-	if (arr == NULL || arr->type != REDIS_REPLY_ARRAY)
-		return NULL;
-	for (size_t i = 0; i + 1 < arr->elements; i += 2) {
-		const redisReply *k = arr->element[i], *v = arr->element[i + 1];
-		if (k->type == REDIS_REPLY_STRING && v->type == REDIS_REPLY_STRING &&
-		    strcmp(k->str, name) == 0)
-			return v->str;
-	}
-	return NULL;
-}
-
-static const struct cfg_action *
-job_action(const struct ejob *j)
-{
-	return j->rec ? cfg_action_find(j->eng->cfg, j->rec->action) : NULL;
-}
-
-static int
-action_index(const struct cfg *cfg, const struct cfg_action *a)
-{
-	return (int)(a - cfg->actions);
-}
-
-/* The worker's token for a call of timeout_ms, or NULL (R6). */
-static const char *
-worker_token(const struct engine *eng, long timeout_ms)
-{
-	return eng->oauth ? oauth_token(eng->oauth, wtime_now_ms(), timeout_ms) : NULL;
-}
 
 /* SPEC §8: with no [oauth] at all, static or no credentials are "valid". */
 static const char *
@@ -198,726 +41,13 @@ token_expires_in_s(const struct engine *eng)
 	return left > 0 ? left / 1000 : 0;
 }
 
-/* R6: a token that outlives the call, for an action that needs one. */
-static int
-token_ok(const struct ejob *j)
+void
+engine_job_released(struct engine *eng)
 {
-	const struct cfg_action *a = job_action(j);
-	return a == NULL || a->auth != CFG_AUTH_OAUTH || worker_token(j->eng, a->timeout_ms);
-}
-
-static struct job_policy
-policy(const struct engine *eng, const struct ejob *j)
-{
-	const struct cfg *c = eng->cfg;
-	const struct cfg_action *a = job_action(j);
-	struct job_policy p = {
-		.retry_base_ms = c->retry.base_ms,
-		.retry_cap_ms = c->retry.cap_ms,
-		.max_attempts = (int)c->retry.max_attempts,
-		.max_deliveries = (int)c->redis.max_deliveries,
-		.authz_enabled = c->authz.url != NULL,
-		.token_needed = a != NULL && a->auth == CFG_AUTH_OAUTH,
-	};
-	return p;
-}
-
-/* ------------------------------------------------------------------ */
-/* the jobs in hand                                                     */
-
-static struct ejob *
-ejob_find(struct engine *eng, const char *stream_id)
-{
-	for (struct ejob *j = eng->jobs; j; j = j->next)
-		if (strcmp(j->stream_id, stream_id) == 0)
-			return j;
-	return NULL;
-}
-
-static void
-ejob_timer_stop(struct ejob *j)
-{
-	ev_timer_stop(j->eng->loop, &j->timer);
-	j->timer_kind = T_NONE;
-}
-
-static void
-ejob_release(struct ejob *j)
-{
-	struct engine *eng = j->eng;
-
-	if (j->prev)
-		j->prev->next = j->next;
+	if (eng->draining)
+		maybe_finish_stop(eng);
 	else
-		eng->jobs = j->next;
-	if (j->next)
-		j->next->prev = j->prev;
-	eng->in_hand--;
-	record_free(j->rec);
-	free(j->bad_owner);
-	free(j);
-}
-
-/* Marks j finished; frees it now when nothing points at it, else when the
- * last callback returns (ejob_unref). */
-static void
-ejob_finish(struct ejob *j)
-{
-	struct engine *eng = j->eng;
-
-	if (!j->finished) {
-		j->finished = 1;
-		ejob_timer_stop(j);
-		if (j->call) {
-			http_cancel(j->call);
-			j->call = NULL;
-			j->refs--;
-		}
-	}
-	if (j->refs == 0) {
-		ejob_release(j);
-		if (eng->draining)
-			maybe_finish_stop(eng);
-		else
-			read_more(eng);
-	}
-}
-
-static void
-ejob_unref(struct ejob *j)
-{
-	j->refs--;
-	if (j->finished && j->refs == 0)
-		ejob_finish(j);
-}
-
-static void ejob_timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
-
-static struct ejob *
-ejob_new(struct engine *eng, const char *stream_id, int deliveries)
-{
-	struct ejob *j = calloc(1, sizeof *j);
-
-	if (j == NULL)
-		return NULL;
-	j->eng = eng;
-	snprintf(j->stream_id, sizeof j->stream_id, "%s", stream_id);
-	j->core.deliveries = deliveries;
-	j->fence = -1;
-	ev_init(&j->timer, ejob_timer_cb);
-	j->timer.data = j;
-	j->next = eng->jobs;
-	if (eng->jobs)
-		eng->jobs->prev = j;
-	eng->jobs = j;
-	eng->in_hand++;
-	return j;
-}
-
-static void
-ejob_arm(struct ejob *j, enum ejob_timer kind, int64_t delay_ms)
-{
-	ev_timer_stop(j->eng->loop, &j->timer);
-	ev_timer_set(&j->timer, delay_ms > 0 ? (double)delay_ms / 1000.0 : 0.0, 0.0);
-	j->timer_kind = kind;
-	ev_timer_start(j->eng->loop, &j->timer);
-}
-
-/* ------------------------------------------------------------------ */
-/* Redis transitions                                                    */
-
-static const char *
-notify_owner(const struct ejob *j)
-{
-	const char *dflt = j->eng->cfg->notify.default_owner;
-
-	if (j->rec && j->rec->notify_on_denial)
-		return j->rec->notify_on_denial;
-	if (j->bad_owner)
-		return j->bad_owner;
-	return dflt ? dflt : "";
-}
-
-static void
-count_outcome(struct engine *eng, enum job_state st)
-{
-	switch (st) {
-	case JOB_DONE: eng->n.done++; break;
-	case JOB_EXPIRED: eng->n.expired++; break;
-	case JOB_DENIED: eng->n.denied++; break;
-	case JOB_FAILED: eng->n.failed++; break;
-	case JOB_DEAD: eng->n.dead++; break;
-	case JOB_RETRYING: eng->n.retried++; break;
-	default: break;
-	}
-}
-
-static void
-log_step(const struct ejob *j, const struct job_step *s)
-{
-	char d[256];
-	const char *ev = "job.state";
-	enum log_level lvl = LOG_INFO;
-
-	if (s->next == JOB_RUNNING || s->next == JOB_QUEUED)
-		lvl = LOG_DEBUG;
-	if (s->next == JOB_DEAD || s->next == JOB_FAILED)
-		lvl = LOG_WARN;
-	log_msg(lvl, ev, "id=%s stream_id=%s state=%s action=%s resource=%s attempt=%d "
-	    "reason=%s detail=%s", j->id[0] ? j->id : "-", j->stream_id,
-	    job_state_name(s->next)[0] ? job_state_name(s->next) : "-",
-	    j->rec ? j->rec->action : "-", j->rec ? j->rec->resource : "-", j->core.calls,
-	    s->reason ? s->reason : "-", log_quote(d, sizeof d, s->detail));
-}
-
-static void after_transition(struct rconn *rc, redisReply *r, void *arg);
-
-/* §6: the same fields as the P:notify entry, as JSON. */
-static void
-post_webhook(const struct ejob *j)
-{
-	char at[WTIME_RFC3339_LEN];
-	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "id", j->id,
-	    "owner", notify_owner(j), "kind", job_state_name(j->step.next),
-	    "reason", j->step.reason ? j->step.reason : "",
-	    "onBehalfOf", j->rec ? j->rec->on_behalf_of : "",
-	    "action", j->rec ? j->rec->action : "", "resource", j->rec ? j->rec->resource : "",
-	    "at", now_rfc3339(at, sizeof at));
-	char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
-
-	if (body)
-		webhook_post(j->eng->webhook, body);
-	free(body);
-	json_decref(o);
-}
-
-static int
-needs_transition(unsigned fx)
-{
-	return fx & (JOB_FX_WRITE_STATE | JOB_FX_ACK | JOB_FX_DEAD_LETTER | JOB_FX_NOTIFY |
-	    JOB_FX_RESCHEDULE | JOB_FX_CALL);
-}
-
-static void
-send_transition(struct ejob *j)
-{
-	struct engine *eng = j->eng;
-	const struct job_step *s = &j->step;
-	unsigned fx = s->effects;
-	char at[WTIME_RFC3339_LEN], status[16] = "", score[24] = "";
-	int terminal = job_state_terminal(s->next);
-	struct store_transition t = {
-		.hash_key = j->id[0] && (j->rec || (fx & JOB_FX_WRITE_STATE)) ? j->hash_key : NULL,
-		.stream_id = j->stream_id,
-		.record_id = j->id,
-		.state = (fx & JOB_FX_WRITE_STATE) ? job_state_name(s->next) : "",
-		.outcome = s->reason ? s->reason : "",
-		.detail = s->detail,
-		.http_status = status,
-		.fence_attempts = (fx & JOB_FX_CALL) ? -1 : j->fence,
-		.require_owner = j->started,
-		.incr_attempts = (fx & JOB_FX_CALL) != 0,
-		.ack = (fx & (JOB_FX_ACK | JOB_FX_RESCHEDULE)) != 0,
-		.dead_reason = (fx & JOB_FX_DEAD_LETTER) ? s->reason : "",
-		/* With no owner named anywhere there is nobody to tell. */
-		.notify = (fx & JOB_FX_NOTIFY) && notify_owner(j)[0],
-		.notify_owner = notify_owner(j),
-		.notify_kind = job_state_name(s->next),
-		.on_behalf_of = j->rec ? j->rec->on_behalf_of : "",
-		.action = j->rec ? j->rec->action : "",
-		.resource = j->rec ? j->rec->resource : "",
-		.schedule_score = score,
-		.deliveries = j->core.deliveries,
-		.attempt = j->core.calls,
-		.at = now_rfc3339(at, sizeof at),
-		.retain_ms = terminal ? eng->cfg->records.retain_s * 1000LL : 0,
-	};
-	struct store_argv a;
-
-	if (j->last_status)
-		snprintf(status, sizeof status, "%d", j->last_status);
-	if (fx & JOB_FX_RESCHEDULE)
-		snprintf(score, sizeof score, "%" PRId64, s->at_ms);
-	store_transition_argv(&eng->keys, eng->cfg->redis.group, eng->cfg->daemon.consumer,
-	    eng->cfg->records.audit_maxlen, &t, &a);
-	if (rconn_eval(eng->cmd, &eng->s_transition, after_transition, j, a.nkeys,
-	    a.argc, a.argv, a.len) < 0) {
-		ejob_arm(j, T_REDIS_RETRY, REDIS_RETRY_MS);
-		return;
-	}
-	j->refs++;
-	j->wait = W_WRITE;
-}
-
-/* What follows the Redis write: the HTTP call, a timer or a token wait. */
-static void start_authz(struct ejob *j);
-static void start_call(struct ejob *j);
-static void start_redispatch(struct ejob *j);
-
-static void
-continue_effects(struct ejob *j)
-{
-	unsigned fx = j->step.effects;
-	struct engine *eng = j->eng;
-
-	j->wait = W_NONE;
-	if (job_state_terminal(j->step.next) || (fx & (JOB_FX_ACK | JOB_FX_RESCHEDULE)) ||
-	    (fx & JOB_FX_RELEASE) || (j->step.next == JOB_NONE && (fx & JOB_FX_DEAD_LETTER))) {
-		ejob_finish(j);
-		return;
-	}
-	if (eng->draining) {
-		/* R15: no new call and no new wait once stopping; the entry
-		 * stays pending for R11/R14. */
-		ejob_finish(j);
-		return;
-	}
-	if (fx & JOB_FX_AUTHZ)
-		start_authz(j);
-	else if (fx & JOB_FX_CALL)
-		start_call(j);
-	else if (fx & JOB_FX_RETRY_AT)
-		ejob_arm(j, T_RETRY, j->step.at_ms - wtime_now_ms());
-	else if (fx & JOB_FX_REDISPATCH)
-		start_redispatch(j);
-	else if (fx & JOB_FX_WAIT_TOKEN)
-		/* The token may have come while this step was written, or the
-		 * failed call used an older one: then go on from the loop. */
-		ejob_arm(j, T_TOKEN_WAIT, token_ok(j) ? 0 : eng->cfg->oauth.auth_wait_max_ms);
-}
-
-static void
-after_transition(struct rconn *rc, redisReply *r, void *arg)
-{
-	struct ejob *j = arg;
-	(void)rc;
-
-	j->wait = W_NONE;
-	if (j->finished) {
-		ejob_unref(j);
-		return;
-	}
-	if (r == NULL || r->type == REDIS_REPLY_ERROR) {
-		if (r != NULL)
-			log_warn("redis.error", "op=transition id=%s error=%.120s",
-			    j->id[0] ? j->id : "-", r->str);
-		/* Nothing was decided twice: the same step is written again
-		 * once Redis answers. */
-		ejob_arm(j, T_REDIS_RETRY, REDIS_RETRY_MS);
-		ejob_unref(j);
-		return;
-	}
-	const redisReply *ok = reply_elem(r, 0, REDIS_REPLY_INTEGER);
-	const redisReply *why = reply_elem(r, 1, REDIS_REPLY_STRING);
-	if (ok == NULL || ok->integer != 1) {
-		int dup = why && strcmp(why->str, "terminal") == 0;
-		log_info(dup ? "job.duplicate" : "job.abandon", "id=%s stream_id=%s reason=%s",
-		    j->id[0] ? j->id : "-", j->stream_id, why ? why->str : "bad-reply");
-		ejob_finish(j);
-		ejob_unref(j);
-		return;
-	}
-	if (j->step.effects & JOB_FX_CALL) {
-		const redisReply *n = reply_elem(r, 3, REDIS_REPLY_STRING);
-		j->fence = n ? strtoll(n->str, NULL, 10) : -1;
-	}
-	if (j->step.effects & JOB_FX_START_ATTEMPT)
-		j->started = 1;
-	if ((j->step.effects & JOB_FX_NOTIFY) && j->eng->webhook && notify_owner(j)[0])
-		post_webhook(j);
-	/* A dead letter with no hash to write (no-id, record-missing) is dead too. */
-	unsigned fx = j->step.effects;
-	count_outcome(j->eng, (fx & JOB_FX_WRITE_STATE) ? j->step.next :
-	    (fx & JOB_FX_DEAD_LETTER) ? JOB_DEAD : JOB_NONE);
-	continue_effects(j);
-	ejob_unref(j);
-}
-
-/* Carries out j->step: logs it, then the Redis write or what follows. */
-static void
-apply(struct ejob *j)
-{
-	if (j->step.effects & (JOB_FX_WRITE_STATE | JOB_FX_DEAD_LETTER))
-		log_step(j, &j->step);
-	if (j->step.effects & JOB_FX_DROP_TOKEN) {
-		/* R9: one refresh however many calls fail; a call that failed with
-		 * an older token does not throw away a newer one. */
-		j->eng->n.auth_failures++;
-		if (j->eng->oauth)
-			oauth_invalidate_gen(j->eng->oauth, j->token_gen);
-	}
-	if (j->lost || (j->step.effects & JOB_FX_RELEASE)) {
-		ejob_finish(j);
-		return;
-	}
-	if (needs_transition(j->step.effects))
-		send_transition(j);
-	else
-		continue_effects(j);
-}
-
-static void
-feed(struct ejob *j, struct job_event *ev)
-{
-	struct job_policy pol = policy(j->eng, j);
-
-	ev->rnd = rnd(j->eng);
-	ev->token_ok = token_ok(j);
-	j->step = job_next(&pol, &j->core, ev, wtime_now_ms());
-	if (j->step.effects == 0 && !job_state_terminal(j->step.next)) {
-		log_debug("job.ignored", "id=%s detail=\"%s\"", j->id, j->step.detail);
-		return;
-	}
-	apply(j);
-}
-
-static void
-ejob_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct ejob *j = w->data;
-	enum ejob_timer kind = j->timer_kind;
-	struct job_event ev = {0};
-	(void)loop, (void)revents;
-
-	j->timer_kind = T_NONE;
-	switch (kind) {
-	case T_RETRY:
-		ev.kind = JOB_EV_TIMER;
-		feed(j, &ev);
-		break;
-	case T_TOKEN_WAIT:
-		ev.kind = token_ok(j) ? JOB_EV_TOKEN_READY : JOB_EV_TOKEN_TIMEOUT;
-		feed(j, &ev);
-		break;
-	case T_REDIS_RETRY:
-		send_transition(j);
-		break;
-	case T_REDISPATCH_RETRY:
-		start_redispatch(j);
-		break;
-	case T_NONE:
-		break;
-	}
-}
-
-/* ------------------------------------------------------------------ */
-/* HTTP: the action call and the authority check                        */
-
-static void
-on_call_done(const struct http_response *resp, void *arg)
-{
-	struct ejob *j = arg;
-	struct job_event ev = {.kind = JOB_EV_HTTP};
-
-	j->call = NULL;
-	j->wait = W_NONE;
-	if (j->finished) {
-		ejob_unref(j);
-		return;
-	}
-	ev.http_status = (int)resp->status;
-	ev.invalid_token = resp->status == 403 && resp->www_authenticate &&
-	    job_www_auth_invalid_token(resp->www_authenticate);
-	ev.retry_after_ms = job_retry_after_ms(resp->retry_after, wtime_now_ms());
-	j->last_status = (int)resp->status;
-	log_info("job.call", "id=%s action=%s resource=%s attempt=%d status=%ld ms=%ld%s%s",
-	    j->id, j->rec->action, j->rec->resource, j->core.calls, resp->status,
-	    resp->elapsed_ms, resp->status == 0 ? " error=" : "",
-	    resp->status == 0 ? (resp->timed_out ? "timeout" : "transport") : "");
-	feed(j, &ev);
-	ejob_unref(j);
-}
-
-static char *
-call_body(const struct ejob *j)
-{
-	return json_dumps(j->rec->content, JSON_COMPACT);
-}
-
-static void
-start_call(struct ejob *j)
-{
-	struct engine *eng = j->eng;
-	const struct cfg_action *a = job_action(j);
-	char err[160], h_idem[128], h_obo[1200], h_basis[1200], h_auth[4200];
-	const char *headers[8];
-	int nh = 0;
-	struct urltpl_vars vars = {j->rec->resource, j->rec->action, j->rec->id,
-	    j->rec->on_behalf_of};
-	char *url = a ? urltpl_expand(a->url, &vars, err, sizeof err) : NULL;
-	char *body = call_body(j);
-	struct job_event ev = {.kind = JOB_EV_HTTP, .http_status = 0, .retry_after_ms = -1};
-
-	if (url == NULL || body == NULL) {
-		log_error("job.call", "id=%s error=\"%s\"", j->id, url ? "out of memory" : err);
-		free(url);
-		free(body);
-		feed(j, &ev);	/* counts as a failed call: retried within limits */
-		return;
-	}
-	snprintf(h_idem, sizeof h_idem, "Idempotency-Key: %s", j->rec->id);
-	snprintf(h_obo, sizeof h_obo, "Warrant-On-Behalf-Of: %s", j->rec->on_behalf_of);
-	snprintf(h_basis, sizeof h_basis, "Warrant-Basis: %s", j->rec->basis);
-	headers[nh++] = "Content-Type: application/json";
-	headers[nh++] = h_idem;
-	headers[nh++] = h_obo;
-	headers[nh++] = h_basis;
-	const char *bearer = NULL;
-	if (a->auth == CFG_AUTH_STATIC)
-		bearer = eng->bearers[action_index(eng->cfg, a)];
-	else if (a->auth == CFG_AUTH_OAUTH)
-		bearer = worker_token(eng, a->timeout_ms);
-	j->token_gen = eng->oauth ? oauth_generation(eng->oauth) : 0;
-	if (a->auth == CFG_AUTH_OAUTH && bearer == NULL) {
-		/* The token died between the decision and now: R6 says wait,
-		 * and the core treats it as an auth failure. */
-		free(url);
-		free(body);
-		struct job_event tev = {.kind = JOB_EV_HTTP, .http_status = 401, .retry_after_ms = -1};
-		feed(j, &tev);
-		return;
-	}
-	if (bearer) {
-		snprintf(h_auth, sizeof h_auth, "Authorization: Bearer %s", bearer);
-		headers[nh++] = h_auth;
-	}
-	headers[nh] = NULL;
-	struct http_request req = {
-		.method = a->method, .url = url, .headers = headers,
-		.body = body, .body_len = strlen(body), .timeout_ms = a->timeout_ms,
-	};
-	int rc = http_start(eng->http, &req, on_call_done, j, &j->call);
-	explicit_bzero(h_auth, sizeof h_auth);
-	free(url);
-	free(body);
-	if (rc < 0) {
-		log_error("job.call", "id=%s error=\"cannot start request\"", j->id);
-		feed(j, &ev);
-		return;
-	}
-	j->refs++;
-	j->wait = W_CALL;
-	j->attempt_started_ms = wtime_now_ms();
-}
-
-/* SPEC §7: {"result": true} or {"result": {"allow": true}} allows. */
-static enum job_authz
-authz_answer(const struct http_response *resp)
-{
-	if (resp->status < 200 || resp->status > 299)
-		return JOB_AUTHZ_UNAVAILABLE;
-	json_t *doc = json_loadb(resp->body, resp->body_len, 0, NULL);
-	json_t *res = doc ? json_object_get(doc, "result") : NULL;
-	int allow = json_is_true(res) ||
-	    (json_is_object(res) && json_is_true(json_object_get(res, "allow")));
-	json_decref(doc);
-	return allow ? JOB_AUTHZ_ALLOW : JOB_AUTHZ_DENY;
-}
-
-static void
-on_authz_done(const struct http_response *resp, void *arg)
-{
-	struct ejob *j = arg;
-	struct job_event ev = {.kind = JOB_EV_AUTHZ};
-
-	j->call = NULL;
-	j->wait = W_NONE;
-	if (j->finished) {
-		ejob_unref(j);
-		return;
-	}
-	ev.authz = authz_answer(resp);
-	log_info("job.authz", "id=%s status=%ld answer=%s ms=%ld", j->id, resp->status,
-	    ev.authz == JOB_AUTHZ_ALLOW ? "allow" : ev.authz == JOB_AUTHZ_DENY ? "deny" :
-	    "unavailable", resp->elapsed_ms);
-	feed(j, &ev);
-	ejob_unref(j);
-}
-
-static void
-start_authz(struct ejob *j)
-{
-	struct engine *eng = j->eng;
-	const struct record *r = j->rec;
-	/* decidedAt goes as the record wrote it, not re-formatted. */
-	json_t *input = json_pack("{s:{s:s,s:s,s:s,s:O,s:s,s:s,s:O}}", "input",
-	    "subject", r->on_behalf_of, "action", r->action, "resource", r->resource,
-	    "parameters", r->parameters, "basis", r->basis, "recordId", r->id,
-	    "decidedAt", json_object_get(r->content, "decidedAt"));
-	struct job_event ev = {.kind = JOB_EV_AUTHZ, .authz = JOB_AUTHZ_UNAVAILABLE};
-
-	if (input == NULL) {
-		feed(j, &ev);
-		return;
-	}
-	char *body = json_dumps(input, JSON_COMPACT);
-	json_decref(input);
-	char h_auth[4200];
-	const char *tok = worker_token(eng, eng->cfg->authz.timeout_ms);
-	const char *headers[] = {"Content-Type: application/json", tok ? h_auth : NULL, NULL};
-	if (tok)
-		snprintf(h_auth, sizeof h_auth, "Authorization: Bearer %s", tok);
-	struct http_request req = {
-		.method = "POST", .url = eng->cfg->authz.url, .headers = headers,
-		.body = body, .body_len = body ? strlen(body) : 0,
-		.timeout_ms = eng->cfg->authz.timeout_ms,
-	};
-	int rc = body ? http_start(eng->http, &req, on_authz_done, j, &j->call) : -1;
-	explicit_bzero(h_auth, sizeof h_auth);
-	free(body);
-	if (rc < 0) {
-		feed(j, &ev);
-		return;
-	}
-	j->refs++;
-	j->wait = W_AUTHZ;
-}
-
-/* ------------------------------------------------------------------ */
-/* R9 re-dispatch                                                       */
-
-static void
-after_redispatch(struct rconn *rc, redisReply *r, void *arg)
-{
-	struct ejob *j = arg;
-	struct job_event ev = {.kind = JOB_EV_REDISPATCHED};
-	(void)rc;
-
-	j->wait = W_NONE;
-	if (j->finished) {
-		ejob_unref(j);
-		return;
-	}
-	if (r == NULL || r->type != REDIS_REPLY_INTEGER) {
-		ejob_arm(j, T_REDISPATCH_RETRY, REDIS_RETRY_MS);	/* ask again */
-		ejob_unref(j);
-		return;
-	}
-	if (r->integer == 0) {
-		ev.kind = JOB_EV_LEASE_LOST;
-	} else {
-		j->core.deliveries = (int)r->integer;
-		j->eng->n.redispatched++;
-		log_info("job.redispatch", "id=%s stream_id=%s deliveries=%lld", j->id,
-		    j->stream_id, r->integer);
-	}
-	feed(j, &ev);
-	ejob_unref(j);
-}
-
-static void
-start_redispatch(struct ejob *j)
-{
-	struct engine *eng = j->eng;
-	const char *argv[] = {eng->keys.jobs, eng->cfg->redis.group, eng->cfg->daemon.consumer,
-	    j->stream_id};
-	size_t len[4];
-
-	for (int i = 0; i < 4; i++)
-		len[i] = strlen(argv[i]);
-	if (rconn_eval(eng->cmd, &eng->s_redispatch, after_redispatch, j, 1, 4, argv, len) < 0) {
-		ejob_arm(j, T_REDISPATCH_RETRY, REDIS_RETRY_MS);
-		return;
-	}
-	j->refs++;
-	j->wait = W_REDISPATCH;
-}
-
-/* ------------------------------------------------------------------ */
-/* loading an entry                                                     */
-
-static int
-action_known(void *ctx, const char *name)
-{
-	return cfg_action_find(ctx, name) != NULL;
-}
-
-static void
-after_load(struct rconn *rc, redisReply *r, void *arg)
-{
-	struct ejob *j = arg;
-	struct engine *eng = j->eng;
-	struct job_event ev = {.kind = JOB_EV_LOADED, .deliveries = j->core.deliveries};
-	char detail[200] = "";
-	(void)rc;
-
-	j->wait = W_NONE;
-	if (j->finished) {
-		ejob_unref(j);
-		return;
-	}
-	if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
-		/* Lost before we knew anything: leave it pending, R14/R11 redo it. */
-		ejob_finish(j);
-		ejob_unref(j);
-		return;
-	}
-	ev.hash_exists = r->elements > 0;
-	const char *state = field(r, "state");
-	if (state == NULL || job_state_parse(state, &ev.stored_state) < 0)
-		ev.stored_state = JOB_NONE;
-	const char *raw = field(r, "record");
-	if (ev.hash_exists && raw == NULL) {
-		ev.record_status = RECORD_INVALID;
-		snprintf(detail, sizeof detail, "hash has no record field");
-	} else if (ev.hash_exists) {
-		struct record_policy pol = {
-			.signature_required = eng->cfg->records.signature_required,
-			.algorithm = eng->cfg->records.algorithm,
-			.parsed_key = eng->parsed_key,
-			.key = eng->verify_key, .key_len = eng->verify_key_len,
-			.issuer = eng->cfg->records.issuer,
-			.max_window_ms = eng->cfg->records.max_window_s * 1000LL,
-			.clock_skew_ms = eng->cfg->records.clock_skew_s * 1000LL,
-			.action_known = action_known, .action_ctx = eng->cfg,
-		};
-		ev.record_status = record_load(&pol, j->id, raw, wtime_now_ms(), &j->rec,
-		    &j->bad_owner, detail, sizeof detail);
-	}
-	ev.record = j->rec;
-	feed(j, &ev);
-	if (ev.record_status != RECORD_OK && detail[0]) {
-		char d[256];
-		log_warn("record.rejected", "id=%s reason=%s detail=%s", j->id,
-		    record_status_code(ev.record_status), log_quote(d, sizeof d, detail));
-	}
-	ejob_unref(j);
-}
-
-static void
-dead_no_id(struct ejob *j)
-{
-	j->step = (struct job_step){.next = JOB_NONE, .reason = JOB_R_NO_ID,
-	    .effects = JOB_FX_DEAD_LETTER | JOB_FX_ACK};
-	snprintf(j->step.detail, sizeof j->step.detail, "stream entry has no valid id field");
-	apply(j);
-}
-
-/* An entry delivered to us: from XREADGROUP, our PEL, or XAUTOCLAIM. */
-static void
-admit(struct engine *eng, const char *stream_id, const redisReply *fields, int deliveries)
-{
-	if (ejob_find(eng, stream_id))
-		return;	/* already in hand: a renewal or a second scan */
-	struct ejob *j = ejob_new(eng, stream_id, deliveries);
-	if (j == NULL) {
-		log_error("job.admit", "stream_id=%s error=\"out of memory\"", stream_id);
-		return;
-	}
-	eng->n.received++;
-	const char *id = field(fields, "id");
-	if (id == NULL || !record_id_valid(id)) {
-		dead_no_id(j);
-		return;
-	}
-	snprintf(j->id, sizeof j->id, "%s", id);
-	if (store_decision_key(&eng->keys, id, j->hash_key, sizeof j->hash_key) < 0 ||
-	    rconn_command(eng->cmd, after_load, j, "HGETALL %s", j->hash_key) < 0) {
-		ejob_finish(j);	/* not loaded: stays pending for R11/R14 */
-		return;
-	}
-	j->refs++;
-	j->wait = W_LOAD;
+		read_more(eng);
 }
 
 /* ------------------------------------------------------------------ */
@@ -941,7 +71,7 @@ admit_entries(struct engine *eng, const redisReply *entries, int deliveries)
 		int d = deliveries;
 		if (e->elements >= 3 && e->element[2]->type == REDIS_REPLY_INTEGER)
 			d = (int)e->element[2]->integer;
-		admit(eng, e->element[0]->str, e->element[1], d);
+		ejob_admit(eng, e->element[0]->str, e->element[1], d);
 	}
 }
 
@@ -1034,25 +164,10 @@ static void
 dead_deleted(struct engine *eng, const redisReply *ids)
 {
 	for (size_t i = 0; ids && ids->type == REDIS_REPLY_ARRAY && i < ids->elements; i++) {
-		if (ids->element[i]->type != REDIS_REPLY_STRING || ejob_find(eng, ids->element[i]->str))
+		if (ids->element[i]->type != REDIS_REPLY_STRING)
 			continue;
-		struct ejob *j = ejob_new(eng, ids->element[i]->str, 0);
-		if (j == NULL)
+		if (ejob_dead_deleted(eng, ids->element[i]->str) < 0)
 			return;
-		j->step = (struct job_step){.next = JOB_NONE, .reason = JOB_R_ENTRY_DELETED,
-		    .effects = JOB_FX_DEAD_LETTER};
-		snprintf(j->step.detail, sizeof j->step.detail,
-		    "entry deleted from the stream while pending");
-		eng->n.dead++;
-		log_step(j, &j->step);
-		/* The entry is gone from the PEL, so the lease check would
-		 * refuse: write the dead letter directly. */
-		char at[WTIME_RFC3339_LEN];
-		best_effort(rconn_command(eng->cmd, ignore_reply, NULL, "XADD %s * id %s streamId %s reason %s detail %s "
-		    "deliveries 0 consumer %s at %s", eng->keys.dead, "", j->stream_id,
-		    JOB_R_ENTRY_DELETED, j->step.detail, eng->cfg->daemon.consumer,
-		    now_rfc3339(at, sizeof at)));
-		ejob_finish(j);
 	}
 }
 
@@ -1126,16 +241,11 @@ after_autoclaim(struct rconn *rc, redisReply *r, void *arg)
 	dead_deleted(eng, r->element[2]);
 }
 
+/* §5: promote due scheduled ids; every worker may, the script makes each
+ * promotion happen once. */
 static void
-claim_cb(struct ev_loop *loop, ev_timer *w, int revents)
+promote_due(struct engine *eng)
 {
-	struct engine *eng = w->data;
-	(void)loop, (void)revents;
-
-	if (!eng->group_ready || !rconn_is_up(eng->cmd) || eng->draining)
-		return;
-	/* §5: promote due scheduled ids; every worker may, the script makes
-	 * each promotion happen once. */
 	char now[24], limit[24];
 	snprintf(now, sizeof now, "%" PRId64, wtime_now_ms());
 	snprintf(limit, sizeof limit, "%ld", eng->cfg->redis.batch);
@@ -1144,7 +254,17 @@ claim_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	for (int i = 0; i < 4; i++)
 		plen[i] = strlen(pargv[i]);
 	best_effort(rconn_eval(eng->cmd, &eng->s_promote, ignore_reply, NULL, 2, 4, pargv, plen));
+}
 
+static void
+claim_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct engine *eng = w->data;
+	(void)loop, (void)revents;
+
+	if (!eng->group_ready || !rconn_is_up(eng->cmd) || eng->draining)
+		return;
+	promote_due(eng);
 	/* R6: never claim what cannot be completed for want of a token. */
 	if (!eng->own_done || eng->claiming || capacity(eng) <= 0 ||
 	    (eng->needs_token && !worker_token(eng, eng->token_timeout_ms)))
@@ -1172,17 +292,9 @@ after_renew(struct rconn *rc, redisReply *r, void *arg)
 
 	if (r == NULL || r->type != REDIS_REPLY_ARRAY)
 		return;
-	for (size_t i = 0; i < r->elements; i++) {
-		if (r->element[i]->type != REDIS_REPLY_STRING)
-			continue;
-		struct ejob *j = ejob_find(eng, r->element[i]->str);
-		if (j == NULL || j->finished)
-			continue;
-		log_warn("job.lease_lost", "id=%s stream_id=%s", j->id, j->stream_id);
-		j->lost = 1;
-		struct job_event ev = {.kind = JOB_EV_LEASE_LOST};
-		feed(j, &ev);
-	}
+	for (size_t i = 0; i < r->elements; i++)
+		if (r->element[i]->type == REDIS_REPLY_STRING)
+			ejob_lease_lost(eng, r->element[i]->str);
 }
 
 static void
@@ -1304,7 +416,8 @@ heartbeat_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	    "tokenRefreshes %lld claimed %lld redisOutages %lld",
 	    eng->keys.consumer, host, (int)getpid(), WARRANTD_VERSION,
 	    wtime_format_rfc3339(eng->started_at, started, sizeof started),
-	    now_rfc3339(now, sizeof now), last_read, (long long)eng->in_hand, token_state(eng), token_expires_in_s(eng),
+	    wtime_format_rfc3339(wtime_now_ms(), now, sizeof now), last_read,
+	    (long long)eng->in_hand, token_state(eng), token_expires_in_s(eng),
 	    n->received, n->done, n->expired, n->denied, n->failed, n->dead, n->retried,
 	    n->redispatched, n->auth_failures,
 	    eng->oauth ? oauth_refreshes(eng->oauth) : 0LL, n->claimed, eng->outages));
@@ -1389,11 +502,7 @@ on_token(void *arg, int have_token)
 		    life, eng->token_timeout_ms);
 	for (struct ejob *j = eng->jobs, *next; j; j = next) {
 		next = j->next;
-		if (j->finished || j->timer_kind != T_TOKEN_WAIT || !token_ok(j))
-			continue;
-		ejob_timer_stop(j);
-		struct job_event ev = {.kind = JOB_EV_TOKEN_READY};
-		feed(j, &ev);
+		ejob_token_ready(j);
 	}
 	read_more(eng);
 }
@@ -1544,6 +653,29 @@ init_timer(struct engine *eng, ev_timer *t, void (*cb)(struct ev_loop *, ev_time
 	t->data = eng;
 }
 
+static void
+init_timers(struct engine *eng)
+{
+	const struct cfg *cfg = eng->cfg;
+	long wd_ms = sdnotify_watchdog_ms();
+
+	init_timer(eng, &eng->heartbeat, heartbeat_cb, cfg->daemon.heartbeat_ms);
+	init_timer(eng, &eng->claim, claim_cb, cfg->redis.claim_interval_ms);
+	init_timer(eng, &eng->lease, lease_cb, cfg->redis.lease_renew_ms);
+	init_timer(eng, &eng->watchdog, watchdog_cb,
+	    wd_ms > 1 ? wd_ms / 2 : cfg->daemon.heartbeat_ms);
+}
+
+static void
+init_scripts(struct engine *eng)
+{
+	rconn_script_init(&eng->s_transition, store_script_transition);
+	rconn_script_init(&eng->s_claim, store_script_claim);
+	rconn_script_init(&eng->s_renew, store_script_renew);
+	rconn_script_init(&eng->s_redispatch, store_script_redispatch);
+	rconn_script_init(&eng->s_promote, store_script_promote);
+}
+
 struct engine *
 engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
 {
@@ -1565,11 +697,7 @@ engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
 	if (load_secrets(cfg, &s, err, errlen) < 0)
 		goto fail;
 	install_secrets(eng, NULL, &s);
-	rconn_script_init(&eng->s_transition, store_script_transition);
-	rconn_script_init(&eng->s_claim, store_script_claim);
-	rconn_script_init(&eng->s_renew, store_script_renew);
-	rconn_script_init(&eng->s_redispatch, store_script_redispatch);
-	rconn_script_init(&eng->s_promote, store_script_promote);
+	init_scripts(eng);
 	eng->http = http_client_new(loop);
 	if (eng->http == NULL) {
 		snprintf(err, errlen, "cannot create the HTTP client");
@@ -1588,12 +716,7 @@ engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot create the webhook client");
 		goto fail;
 	}
-	init_timer(eng, &eng->heartbeat, heartbeat_cb, cfg->daemon.heartbeat_ms);
-	init_timer(eng, &eng->claim, claim_cb, cfg->redis.claim_interval_ms);
-	init_timer(eng, &eng->lease, lease_cb, cfg->redis.lease_renew_ms);
-	long wd_ms = sdnotify_watchdog_ms();
-	init_timer(eng, &eng->watchdog, watchdog_cb,
-	    wd_ms > 1 ? wd_ms / 2 : cfg->daemon.heartbeat_ms);
+	init_timers(eng);
 	return eng;
 fail:
 	eng->cfg = NULL;	/* still the caller's */
@@ -1621,12 +744,6 @@ engine_start(struct engine *eng)
 	log_info("engine.start", "consumer=%s group=%s stream=%s max_in_flight=%ld",
 	    eng->cfg->daemon.consumer, eng->cfg->redis.group, eng->keys.jobs,
 	    eng->cfg->daemon.max_in_flight);
-}
-
-static int
-job_is_calling(const struct ejob *j)
-{
-	return j->wait == W_CALL || j->wait == W_AUTHZ || j->wait == W_WRITE;
 }
 
 static void
@@ -1666,8 +783,7 @@ engine_stop(struct engine *eng)
 	 * pending for R11/R14; only calls in flight may finish. */
 	for (struct ejob *j = eng->jobs, *next; j; j = next) {
 		next = j->next;
-		if (!job_is_calling(j))
-			ejob_finish(j);
+		ejob_stop(j);
 	}
 	ev_timer_init(&eng->grace, grace_cb, (double)eng->cfg->daemon.shutdown_grace_ms / 1000.0, 0);
 	eng->grace.data = eng;
@@ -1730,15 +846,8 @@ engine_free(struct engine *eng)
 	eng->draining = 1;
 	/* Outstanding callbacks fire with NULL while the connections close;
 	 * every job is marked finished first so none of them acts. */
-	for (struct ejob *j = eng->jobs; j; j = j->next) {
-		j->finished = 1;
-		ejob_timer_stop(j);
-		if (j->call) {
-			http_cancel(j->call);
-			j->call = NULL;
-			j->refs--;
-		}
-	}
+	for (struct ejob *j = eng->jobs; j; j = j->next)
+		ejob_abandon(j);
 	rconn_free(eng->blk);
 	rconn_free(eng->cmd);
 	webhook_free(eng->webhook);
