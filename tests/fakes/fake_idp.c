@@ -37,6 +37,7 @@
 
 #include "b64url.h"
 #include "common.h"
+#include "wtime.h"
 #include "log.h"
 #include "token.h"
 
@@ -335,6 +336,9 @@ issue_token_locked(void)
 		goto done;
 	if (jwt_add_grant(jwt, "sub", st.client_id) || jwt_add_grant(jwt, "jti", jti) ||
 	    jwt_add_grant_int(jwt, "iat", now) || jwt_add_grant_int(jwt, "exp", now + st.lifetime_s) ||
+	    /* iat to the ms, so a revocation in the same second as an issue
+	     * is ordered right (the fake gate reads it) */
+	    jwt_add_grant_int(jwt, "iat_ms", (long)wtime_now_ms()) ||
 	    jwt_set_alg(jwt, JWT_ALG_HS256, (const unsigned char *)st.jwt_secret.data,
 	    (int)st.jwt_secret.len) || (tok = jwt_encode_str(jwt)) == NULL)
 		goto done;

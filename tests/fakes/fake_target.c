@@ -39,7 +39,7 @@ static struct {
 	json_t *keys;		/* Idempotency-Key -> calls */
 	json_t *ok_keys;	/* Idempotency-Key -> 2xx answers */
 	struct fake_blob secret;	/* data NULL: no token check */
-	long long revoked_at;	/* tokens issued before this second are dead */
+	long long revoked_at_ms;	/* tokens issued at or before this are dead */
 } st = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 static long long
@@ -125,8 +125,13 @@ token_ok_locked(const char *authorization)
 		errno = 0;
 		long exp = jwt_get_grant_int(jwt, "exp");
 		int has_exp = errno == 0;
-		long iat = jwt_get_grant_int(jwt, "iat");
-		ok = has_exp && exp > (long)time(NULL) && iat >= st.revoked_at;
+		/* Prefer the fake IdP's iat_ms: a token issued earlier in the
+		 * very second of a revocation must die too. */
+		errno = 0;
+		long long iat_ms = jwt_get_grant_int(jwt, "iat_ms");
+		int fresh = errno == 0 ? iat_ms > st.revoked_at_ms :
+		    jwt_get_grant_int(jwt, "iat") >= st.revoked_at_ms / 1000;
+		ok = has_exp && exp > (long)time(NULL) && fresh;
 	}
 	jwt_free(jwt);
 	return ok;
@@ -304,7 +309,7 @@ handle_control(struct MHD_Connection *c, const struct fake_req *r, const char *m
 		if (reset)
 			reset_locked();
 		else
-			st.revoked_at = (long long)time(NULL);
+			st.revoked_at_ms = wtime_now_ms();
 		pthread_mutex_unlock(&st.mu);
 		return fake_send(c, 200, "{\"ok\":true}", NULL);
 	}
