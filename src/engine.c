@@ -199,6 +199,23 @@ after_own(struct rconn *rc, redisReply *r, void *arg)
 	read_more(eng);
 }
 
+/* The claim script (store.c) in one of its modes, for as many entries as
+ * there is room for; one claim at a time. */
+static void
+send_claim(struct engine *eng, const char *mode, const char *min_idle, const char *start,
+	   rconn_reply_cb *cb)
+{
+	char count[24];
+	snprintf(count, sizeof count, "%ld", capacity(eng));
+	const char *argv[] = {eng->keys.jobs, eng->cfg->redis.group, eng->cfg->daemon.consumer,
+	    mode, min_idle, start, count};
+	size_t len[7];
+	for (int i = 0; i < 7; i++)
+		len[i] = strlen(argv[i]);
+	if (rconn_eval(eng->cmd, &eng->s_claim, cb, eng, 1, 7, argv, len) == 0)
+		eng->claiming = 1;
+}
+
 /* R14: our own pending entries first, as far as there is room. */
 static void
 own_pending_more(struct engine *eng)
@@ -206,15 +223,7 @@ own_pending_more(struct engine *eng)
 	if (!eng->group_ready || eng->claiming || eng->draining || capacity(eng) <= 0 ||
 	    !rconn_is_up(eng->cmd))
 		return;
-	char count[24];
-	snprintf(count, sizeof count, "%ld", capacity(eng));
-	const char *argv[] = {eng->keys.jobs, eng->cfg->redis.group, eng->cfg->daemon.consumer,
-	    "own", "0", eng->own_cursor, count};
-	size_t len[7];
-	for (int i = 0; i < 7; i++)
-		len[i] = strlen(argv[i]);
-	if (rconn_eval(eng->cmd, &eng->s_claim, after_own, eng, 1, 7, argv, len) == 0)
-		eng->claiming = 1;
+	send_claim(eng, "own", "0", eng->own_cursor, after_own);
 }
 
 static void
@@ -269,16 +278,9 @@ claim_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	if (!eng->own_done || eng->claiming || capacity(eng) <= 0 ||
 	    (eng->needs_token && !worker_token(eng, eng->token_timeout_ms)))
 		return;
-	char idle[24], count[24];
+	char idle[24];
 	snprintf(idle, sizeof idle, "%ld", eng->cfg->redis.claim_idle_ms);
-	snprintf(count, sizeof count, "%ld", capacity(eng));
-	const char *argv[] = {eng->keys.jobs, eng->cfg->redis.group, eng->cfg->daemon.consumer,
-	    "auto", idle, "0-0", count};
-	size_t len[7];
-	for (int i = 0; i < 7; i++)
-		len[i] = strlen(argv[i]);
-	if (rconn_eval(eng->cmd, &eng->s_claim, after_autoclaim, eng, 1, 7, argv, len) == 0)
-		eng->claiming = 1;
+	send_claim(eng, "auto", idle, "0-0", after_autoclaim);
 }
 
 /* ------------------------------------------------------------------ */
