@@ -248,13 +248,12 @@ static void after_transition(struct rconn *rc, redisReply *r, void *arg);
 static void
 post_webhook(const struct ejob *j)
 {
-	char at[WTIME_RFC3339_LEN];
 	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "id", j->id,
 	    "owner", notify_owner(j), "kind", job_state_name(j->step.next),
 	    "reason", j->step.reason ? j->step.reason : "",
 	    "onBehalfOf", j->rec ? j->rec->on_behalf_of : "",
 	    "action", j->rec ? j->rec->action : "", "resource", j->rec ? j->rec->resource : "",
-	    "at", now_rfc3339(at, sizeof at));
+	    "at", j->written_at);
 	char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
 
 	if (body)
@@ -276,7 +275,7 @@ send_transition(struct ejob *j)
 	struct engine *eng = j->eng;
 	const struct job_step *s = &j->step;
 	unsigned fx = s->effects;
-	char at[WTIME_RFC3339_LEN], status[16] = "", score[24] = "";
+	char status[16] = "", score[24] = "";
 	int terminal = job_state_terminal(s->next);
 	struct store_transition t = {
 		.hash_key = j->id[0] && (j->rec || (fx & JOB_FX_WRITE_STATE)) ? j->hash_key : NULL,
@@ -301,7 +300,8 @@ send_transition(struct ejob *j)
 		.schedule_score = score,
 		.deliveries = j->core.deliveries,
 		.attempt = j->core.calls,
-		.at = now_rfc3339(at, sizeof at),
+		/* kept: the webhook says the same `at` as P:notify */
+		.at = now_rfc3339(j->written_at, sizeof j->written_at),
 		.retain_ms = terminal ? eng->cfg->records.retain_s * 1000LL : 0,
 	};
 	struct store_argv a;

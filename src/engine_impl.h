@@ -56,6 +56,7 @@ struct ejob {
 	struct http_call *call;
 	int last_status;
 	uint64_t token_gen;		/* oauth generation of the token the call used */
+	char written_at[WTIME_RFC3339_LEN];	/* `at` of the last transition sent */
 	long long attempt_started_ms;
 };
 
