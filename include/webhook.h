@@ -17,9 +17,13 @@
 
 struct webhook;
 
-/* Returns the bearer token to send, or NULL for none; valid until the next
- * return to the loop. */
-typedef const char *webhook_token_fn(void *arg);
+/* Sets *token to the bearer token to send (NULL: send none), valid until
+ * the next return to the loop, and returns 0; or returns -1 when a token is
+ * needed but none is usable yet: the POST then waits (WEBHOOK_TOKEN_WAIT_MS
+ * at a time, not counted as a try) instead of going out unauthenticated. */
+typedef int webhook_token_fn(void *arg, const char **token);
+
+#define WEBHOOK_TOKEN_WAIT_MS 1000
 
 /* url and the http client are borrowed (url is copied). NULL on failure. */
 struct webhook *webhook_new(struct ev_loop *loop, struct http_client *http, const char *url,

@@ -509,11 +509,15 @@ on_token(void *arg, int have_token)
 	read_more(eng);
 }
 
-static const char *
-webhook_token(void *arg)
+/* With [oauth], notifications go out with the worker's token or wait for
+ * one; never unauthenticated. */
+static int
+webhook_token(void *arg, const char **token)
 {
 	struct engine *eng = arg;
-	return worker_token(eng, eng->cfg->notify.timeout_ms);
+
+	*token = worker_token(eng, eng->cfg->notify.timeout_ms);
+	return eng->oauth && *token == NULL ? -1 : 0;
 }
 
 static void

@@ -75,10 +75,15 @@ send_head(struct webhook *wh)
 {
 	char auth[4200];
 	const char *headers[3] = {"Content-Type: application/json", NULL, NULL};
-	const char *tok = wh->token ? wh->token(wh->token_arg) : NULL;
+	const char *tok = NULL;
 
 	if (wh->head == NULL || wh->call != NULL || ev_is_active(&wh->retry))
 		return;
+	if (wh->token && wh->token(wh->token_arg, &tok) < 0) {
+		ev_timer_set(&wh->retry, WEBHOOK_TOKEN_WAIT_MS / 1000.0, 0.0);
+		ev_timer_start(wh->loop, &wh->retry);
+		return;
+	}
 	if (tok) {
 		snprintf(auth, sizeof auth, "Authorization: Bearer %s", tok);
 		headers[1] = auth;
