@@ -1151,3 +1151,34 @@ h_daemon_log_clean(const struct h_daemon *d)
 		}
 	return 1;
 }
+
+long
+h_fake_post(const struct h_fake *f, const char *path, const char *body)
+{
+	char url[256];
+	long status = 0;
+
+	snprintf(url, sizeof url, "%s%s", f->url, path);
+	free(h_http("POST", url, body ? body : "{}", &status));
+	return status;
+}
+
+static void
+loop_tick(struct ev_loop *l, struct ev_timer *w, int revents)
+{
+	(void)l, (void)w, (void)revents;
+}
+
+int
+h_loop_run_until(struct ev_loop *loop, int (*cond)(void *arg), void *arg, int timeout_ms)
+{
+	struct ev_timer t;
+	int64_t deadline = wtime_now_ms() + timeout_ms;
+
+	ev_timer_init(&t, loop_tick, 0.01, 0.01);
+	ev_timer_start(loop, &t);
+	while (!cond(arg) && wtime_now_ms() < deadline)
+		ev_run(loop, EVRUN_ONCE);
+	ev_timer_stop(loop, &t);
+	return cond(arg) ? 0 : -1;
+}

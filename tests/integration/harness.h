@@ -20,6 +20,7 @@
 
 #include <sys/types.h>
 
+#include <ev.h>
 #include <hiredis/hiredis.h>
 #include <jansson.h>
 
@@ -175,6 +176,12 @@ int h_fake_script(const struct h_fake *f, const char *json)
 /* GET f->url + path (e.g. "/_stats", "/_requests") parsed; caller
  * json_decref's; NULL on error. */
 json_t *h_fake_json(const struct h_fake *f, const char *path);
+/* POST body (NULL: "{}") to f->url + path; the HTTP status, 0 on failure. */
+long h_fake_post(const struct h_fake *f, const char *path, const char *body);
+
+/* Runs `loop` until cond(arg) holds: 0, or -1 after timeout_ms. A 10 ms
+ * tick makes each EVRUN_ONCE return even when nothing happens. */
+int h_loop_run_until(struct ev_loop *loop, int (*cond)(void *arg), void *arg, int timeout_ms);
 
 /*
  * A test config for warrantd. 0 / NULL fields take the value in brackets.

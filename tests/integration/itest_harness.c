@@ -100,12 +100,7 @@ get_json(const struct h_fake *f, const char *path)
 static void
 post_ok(const struct h_fake *f, const char *path, const char *body)
 {
-	char url[256];
-	long status = 0;
-
-	snprintf(url, sizeof url, "%s%s", f->url, path);
-	free(h_http("POST", url, body, &status));
-	assert_int_equal(status, 200);
+	assert_int_equal(h_fake_post(f, path, body), 200);
 }
 
 static long long

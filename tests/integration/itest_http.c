@@ -46,15 +46,6 @@ struct res {
 	long elapsed_ms, connects;
 };
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static char *
 dup_or_null(const char *s)
 {
@@ -87,28 +78,6 @@ on_done(const struct http_response *resp, void *arg)
 	r->www_authenticate = dup_or_null(resp->www_authenticate);
 	r->elapsed_ms = resp->elapsed_ms;
 	r->connects = resp->connects;
-}
-
-static void
-tick(struct ev_loop *l, struct ev_timer *w, int revents)
-{
-	(void)l, (void)w, (void)revents;
-}
-
-/* Runs the loop until cond(arg) holds: 0, or -1 after timeout_ms. The tick
- * makes EVRUN_ONCE return even when nothing happens. */
-static int
-run_until(int (*cond)(void *), void *arg, int timeout_ms)
-{
-	struct ev_timer t;
-	int64_t deadline = now_ms() + timeout_ms;
-
-	ev_timer_init(&t, tick, 0.01, 0.01);
-	ev_timer_start(loop, &t);
-	while (!cond(arg) && now_ms() < deadline)
-		ev_run(loop, EVRUN_ONCE);
-	ev_timer_stop(loop, &t);
-	return cond(arg) ? 0 : -1;
 }
 
 static int
@@ -222,7 +191,7 @@ test_post_headers_and_body(void **state)
 	action_url(url, sizeof(url), "/gate/north%2F1/open");
 	start(hc, "POST", url, headers, body, 5000, &r, NULL);
 	assert_int_equal(http_in_flight(hc), 1);
-	assert_int_equal(run_until(res_done, &r, WAIT_MS), 0);
+	assert_int_equal(h_loop_run_until(loop, res_done, &r, WAIT_MS), 0);
 	assert_int_equal(http_in_flight(hc), 0);
 	assert_int_equal(r.status, 200);
 	assert_int_equal(r.timed_out, 0);
@@ -265,7 +234,7 @@ test_put_with_userpwd(void **state)
 	action_url(url, sizeof(url), "/put");
 	rq.url = url;
 	assert_int_equal(http_start(hc, &rq, on_done, &r, NULL), 0);
-	assert_int_equal(run_until(res_done, &r, WAIT_MS), 0);
+	assert_int_equal(h_loop_run_until(loop, res_done, &r, WAIT_MS), 0);
 	assert_int_equal(r.status, 200);
 	reqs = fake_get_json("/_requests");
 	assert_int_equal(json_array_size(reqs), 1);
@@ -299,7 +268,7 @@ test_status_and_headers(void **state)
 	start(hc, "POST", url, h200, "{}", 5000, &r[0], NULL);
 	start(hc, "POST", url, h503, "{}", 5000, &r[1], NULL);
 	start(hc, "POST", url, h401, "{}", 5000, &r[2], NULL);
-	assert_int_equal(run_until(all_done, &set, WAIT_MS), 0);
+	assert_int_equal(h_loop_run_until(loop, all_done, &set, WAIT_MS), 0);
 
 	assert_int_equal(r[0].status, 200);
 	assert_null(r[0].retry_after);
@@ -340,7 +309,7 @@ test_connection_refused(void **state)
 	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/x", (unsigned)ntohs(sa.sin_port));
 	start(hc, "POST", url, NULL, "{}", 5000, &r, NULL);
-	assert_int_equal(run_until(res_done, &r, WAIT_MS), 0);
+	assert_int_equal(h_loop_run_until(loop, res_done, &r, WAIT_MS), 0);
 	close(fd);
 	assert_int_equal(r.status, 0);
 	assert_int_equal(r.timed_out, 0);
@@ -364,7 +333,7 @@ test_timeout(void **state)
 	fake_post("/_script", "{\"per_key\": {\"slow\": [{\"status\": 200, \"delay_ms\": 20000}]}}");
 	action_url(url, sizeof(url), "/slow");
 	start(hc, "POST", url, headers, "{}", 300, &r, NULL);
-	assert_int_equal(run_until(res_done, &r, WAIT_MS), 0);
+	assert_int_equal(h_loop_run_until(loop, res_done, &r, WAIT_MS), 0);
 	assert_int_equal(r.timed_out, 1);
 	assert_int_equal(r.status, 0);
 	assert_true(strlen(r.error) > 0);
@@ -387,7 +356,7 @@ test_keepalive_sequential(void **state)
 	action_url(url, sizeof(url), "/seq");
 	for (int i = 0; i < 5; i++) {
 		start(hc, "POST", url, NULL, "{}", 5000, &r, NULL);
-		assert_int_equal(run_until(res_done, &r, WAIT_MS), 0);
+		assert_int_equal(h_loop_run_until(loop, res_done, &r, WAIT_MS), 0);
 		assert_int_equal(r.status, 200);
 		assert_int_equal(r.connects, i == 0 ? 1 : 0);
 		res_clear(&r);
@@ -411,7 +380,7 @@ run_wave(struct http_client *hc, const char *url, int wave)
 		start(hc, "POST", url, headers, "{}", 20000, &r[i], NULL);
 	}
 	assert_int_equal(http_in_flight(hc), CONCURRENT);
-	assert_int_equal(run_until(all_done, &set, 60000), 0);
+	assert_int_equal(h_loop_run_until(loop, all_done, &set, 60000), 0);
 	assert_int_equal(http_in_flight(hc), 0);
 	for (int i = 0; i < CONCURRENT; i++) {
 		assert_int_equal(r[i].status, 200);
@@ -510,7 +479,7 @@ test_callback_reenters(void **state)
 	start(e.hc, "POST", e.url, slow, "{}", 25000, &e.victim_res, &e.victim);
 	assert_non_null(e.victim);
 	assert_int_equal(http_start(e.hc, &fast, on_fast_then_reenter, &e, NULL), 0);
-	assert_int_equal(run_until(res_done, &e.follow, WAIT_MS), 0);
+	assert_int_equal(h_loop_run_until(loop, res_done, &e.follow, WAIT_MS), 0);
 	assert_int_equal(e.fast_calls, 1);
 	assert_int_equal(e.in_flight_seen, 1);	/* the victim, not the running call */
 	assert_int_equal(e.follow.status, 200);
@@ -573,8 +542,8 @@ test_cancel_finished_sibling(void **state)
 	for (int i = 0; i < 2; i++)
 		assert_int_equal(http_start(hc, &rq, on_pair, &sides[i], &p.call[i]), 0);
 	assert_int_equal(p.calls[0] + p.calls[1], 0);
-	assert_int_equal(run_until(pair_called, &p, WAIT_MS), 0);
-	assert_int_equal(run_until(no_call_in_flight, hc, WAIT_MS), 0);
+	assert_int_equal(h_loop_run_until(loop, pair_called, &p, WAIT_MS), 0);
+	assert_int_equal(h_loop_run_until(loop, no_call_in_flight, hc, WAIT_MS), 0);
 	/* one more turn of the loop: nothing else may arrive */
 	ev_run(loop, EVRUN_NOWAIT);
 	assert_int_equal(p.calls[0] + p.calls[1], 1);
@@ -623,7 +592,7 @@ test_free_with_calls_in_flight(void **state)
 	action_url(url, sizeof(url), "/hang");
 	for (int i = 0; i < 10; i++)
 		start(hc, "POST", url, NULL, "{}", 25000, &r[i], NULL);
-	assert_int_equal(run_until(fake_has_total, &want, WAIT_MS), 0);
+	assert_int_equal(h_loop_run_until(loop, fake_has_total, &want, WAIT_MS), 0);
 	assert_int_equal(http_in_flight(hc), 10);
 	http_client_free(hc);
 	ev_run(loop, EVRUN_NOWAIT);
@@ -682,7 +651,7 @@ test_log_holds_no_secret(void **state)
 	log_set_level(LOG_DEBUG);
 	dup2(fd, 2);
 	start(hc, "POST", url, headers, "{\"x\":\"BODY-SECRET\"}", 5000, &r, NULL);
-	int waited = run_until(res_done, &r, WAIT_MS);
+	int waited = h_loop_run_until(loop, res_done, &r, WAIT_MS);
 	dup2(saved, 2);
 	log_set_level(LOG_INFO);
 	close(fd);
@@ -780,7 +749,7 @@ raw_exchange(const char *head, size_t body_len, struct res *r)
 	assert_true(pid > 0);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/raw", port);
 	start(hc, "GET", url, NULL, NULL, 10000, r, NULL);
-	int waited = run_until(res_done, r, WAIT_MS);
+	int waited = h_loop_run_until(loop, res_done, r, WAIT_MS);
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);
 	close(lfd);

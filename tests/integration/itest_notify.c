@@ -64,11 +64,8 @@ static char *secret_path;
 static void
 post_ok(const struct h_fake *f, const char *path, const char *body)
 {
-	char url[256];
-	long status = 0;
+	long status = h_fake_post(f, path, body);
 
-	snprintf(url, sizeof url, "%s%s", f->url, path);
-	free(h_http("POST", url, body ? body : "{}", &status));
 	if (status != 200)
 		fail_msg("POST %s%s: %ld", f->url, path, status);
 }

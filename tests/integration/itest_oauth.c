@@ -46,26 +46,6 @@ static size_t hs_secret_len;
 
 /* ---- the loop ---- */
 
-static void
-tick(struct ev_loop *l, struct ev_timer *w, int revents)
-{
-	(void)l, (void)w, (void)revents;
-}
-
-static int
-run_until(int (*cond)(void *), void *arg, int timeout_ms)
-{
-	struct ev_timer t;
-	int64_t deadline = wtime_now_ms() + timeout_ms;
-
-	ev_timer_init(&t, tick, 0.01, 0.01);
-	ev_timer_start(loop, &t);
-	while (!cond(arg) && wtime_now_ms() < deadline)
-		ev_run(loop, EVRUN_ONCE);
-	ev_timer_stop(loop, &t);
-	return cond(arg) ? 0 : -1;
-}
-
 static int
 is_valid(void *arg)
 {
@@ -247,9 +227,9 @@ start_valid(const char *method, const char *extra, struct seen *seen)
 	assert_string_equal(oauth_state_name(o), "none");
 	oauth_start(o);
 	assert_string_equal(oauth_state_name(o), "refreshing");
-	assert_int_equal(run_until(is_valid, o, WAIT_MS), 0);
+	assert_int_equal(h_loop_run_until(loop, is_valid, o, WAIT_MS), 0);
 	if (seen != NULL)
-		assert_int_equal(run_until(heard_token, seen, WAIT_MS), 0);
+		assert_int_equal(h_loop_run_until(loop, heard_token, seen, WAIT_MS), 0);
 	return o;
 }
 
@@ -290,7 +270,7 @@ test_client_secret_basic(void **state)
 	struct oauth *o = new_manager("client_secret_basic", extra, &seen);
 	oauth_start(o);
 	assert_int_equal(seen.calls, 0);	/* never from inside oauth_start */
-	assert_int_equal(run_until(is_valid, o, WAIT_MS), 0);
+	assert_int_equal(h_loop_run_until(loop, is_valid, o, WAIT_MS), 0);
 	assert_fresh_token(o);
 	assert_last("last_auth", "client_secret_basic");
 	assert_last("last_scope", "read:gates write");
@@ -298,7 +278,7 @@ test_client_secret_basic(void **state)
 	assert_last("last_audience", "urn:gates");
 	assert_int_equal(idp_count("issued"), 1);
 	assert_int_equal(idp_count("rejected"), 0);
-	assert_int_equal(run_until(heard_token, &seen, WAIT_MS), 0);
+	assert_int_equal(h_loop_run_until(loop, heard_token, &seen, WAIT_MS), 0);
 	oauth_free(o);
 	assert_int_equal(seen.calls, 1);
 	assert_int_equal(seen.seq[0], 1);
@@ -336,7 +316,7 @@ test_private_key_jwt_rs256(void **state)
 	assert_last("last_scope", "gates");
 	/* A second assertion has a fresh jti: the IdP refuses replays. */
 	oauth_invalidate(o);
-	assert_int_equal(run_until(is_valid, o, WAIT_MS), 0);
+	assert_int_equal(h_loop_run_until(loop, is_valid, o, WAIT_MS), 0);
 	assert_int_equal(oauth_refreshes(o), 2);
 	assert_int_equal(idp_count("rejected"), 0);
 	oauth_free(o);
@@ -388,11 +368,11 @@ expect_refused(const char *method, const char *extra)
 	idp_post("/_reset", "");
 	struct oauth *o = new_manager(method, extra, NULL);
 	oauth_start(o);
-	assert_int_equal(run_until(is_error, o, WAIT_MS), 0);
+	assert_int_equal(h_loop_run_until(loop, is_error, o, WAIT_MS), 0);
 	assert_null(oauth_token(o, wtime_now_ms(), 0));
 	assert_int_equal(oauth_expires_at_ms(o), 0);
 	assert_int_equal(oauth_refreshes(o), 0);
-	assert_int_equal(run_until(rejected_at_least_3, NULL, WAIT_MS), 0);
+	assert_int_equal(h_loop_run_until(loop, rejected_at_least_3, NULL, WAIT_MS), 0);
 	assert_int_equal(idp_count("issued"), 0);
 	oauth_free(o);
 }
@@ -497,7 +477,7 @@ test_proactive_refresh(void **state)
 	(void)state;
 	idp_post("/_lifetime", "2");
 	w.o = start_valid("client_secret_basic", secret_line(), &seen);
-	assert_int_equal(run_until(watch_refreshes, &w, 60000), 0);
+	assert_int_equal(h_loop_run_until(loop, watch_refreshes, &w, 60000), 0);
 	print_message("handed out %d tokens, %d refreshes proactive, %d violations\n",
 	    w.handed_out, w.proactive, w.violations);
 	assert_int_equal(w.violations, 0);
@@ -526,7 +506,7 @@ test_invalidate_single_flight(void **state)
 
 	(void)state;
 	struct oauth *o = start_valid("client_secret_post", secret_line(), &seen);
-	assert_int_equal(run_until(no_call_in_flight, NULL, WAIT_MS), 0);
+	assert_int_equal(h_loop_run_until(loop, no_call_in_flight, NULL, WAIT_MS), 0);
 	long long before = idp_count("requests");
 	uint64_t gen = oauth_generation(o);
 	int calls = seen.calls;
@@ -537,9 +517,9 @@ test_invalidate_single_flight(void **state)
 	assert_null(oauth_token(o, wtime_now_ms(), 0));
 	assert_int_equal(oauth_expires_at_ms(o), 0);
 	assert_string_equal(oauth_state_name(o), "refreshing");
-	assert_int_equal(run_until(is_valid, o, WAIT_MS), 0);
-	assert_int_equal(run_until(no_call_in_flight, NULL, WAIT_MS), 0);
-	assert_int_equal(run_until(heard_token, &seen, WAIT_MS), 0);
+	assert_int_equal(h_loop_run_until(loop, is_valid, o, WAIT_MS), 0);
+	assert_int_equal(h_loop_run_until(loop, no_call_in_flight, NULL, WAIT_MS), 0);
+	assert_int_equal(h_loop_run_until(loop, heard_token, &seen, WAIT_MS), 0);
 	assert_int_equal(idp_count("requests"), before + 1);
 	assert_int_equal(oauth_refreshes(o), 2);
 	assert_true(oauth_generation(o) != gen);
@@ -583,13 +563,13 @@ test_idp_down_and_back(void **state)
 	struct oauth *o = start_valid("client_secret_basic", secret_line(), &seen);
 	long long refreshes = oauth_refreshes(o);
 	idp_post("/_down", "");
-	assert_int_equal(run_until(lost_token, o, WAIT_MS), 0);
-	assert_int_equal(run_until(retried_twice, NULL, WAIT_MS), 0);	/* not given up */
-	assert_int_equal(run_until(heard_loss, &seen, WAIT_MS), 0);
+	assert_int_equal(h_loop_run_until(loop, lost_token, o, WAIT_MS), 0);
+	assert_int_equal(h_loop_run_until(loop, retried_twice, NULL, WAIT_MS), 0);	/* not given up */
+	assert_int_equal(h_loop_run_until(loop, heard_loss, &seen, WAIT_MS), 0);
 	idp_post("/_up", "");
-	assert_int_equal(run_until(is_valid, o, 60000), 0);
+	assert_int_equal(h_loop_run_until(loop, is_valid, o, 60000), 0);
 	assert_true(oauth_refreshes(o) > refreshes);
-	assert_int_equal(run_until(heard_token, &seen, WAIT_MS), 0);
+	assert_int_equal(h_loop_run_until(loop, heard_token, &seen, WAIT_MS), 0);
 	assert_int_equal(target_status(oauth_token(o, wtime_now_ms(), 0)), 200);
 	oauth_free(o);
 }
@@ -622,7 +602,7 @@ test_reload(void **state)
 	cfg_free(scoped);
 	assert_string_equal(oauth_token(o, wtime_now_ms(), 0), before);	/* kept meanwhile */
 	assert_int_equal(http_in_flight(hc), 1);
-	assert_int_equal(run_until(no_call_in_flight, NULL, WAIT_MS), 0);
+	assert_int_equal(h_loop_run_until(loop, no_call_in_flight, NULL, WAIT_MS), 0);
 	assert_int_equal(oauth_refreshes(o), 2);
 	assert_string_not_equal(oauth_token(o, wtime_now_ms(), 0), before);
 	assert_last("last_scope", "reloaded");
@@ -664,7 +644,7 @@ raw_token_request(const char *body, const char *userpwd)
 	struct http_request rq = {.method = "POST", .url = url, .headers = headers,
 	    .body = body, .body_len = strlen(body), .timeout_ms = 10000, .userpwd = userpwd};
 	assert_int_equal(http_start(hc, &rq, on_raw, &r, NULL), 0);
-	assert_int_equal(run_until(raw_done, &r, WAIT_MS), 0);
+	assert_int_equal(h_loop_run_until(loop, raw_done, &r, WAIT_MS), 0);
 	return r.status;
 }
 
@@ -757,7 +737,7 @@ test_log_holds_no_secret(void **state)
 	struct oauth *o = start_valid("client_secret_basic", secret_line(), NULL);
 	append_token(tokens, sizeof tokens, o);
 	oauth_invalidate(o);
-	assert_int_equal(run_until(is_valid, o, WAIT_MS), 0);
+	assert_int_equal(h_loop_run_until(loop, is_valid, o, WAIT_MS), 0);
 	append_token(tokens, sizeof tokens, o);
 	oauth_free(o);
 	o = start_valid("client_secret_post", secret_line(), NULL);
@@ -770,7 +750,7 @@ test_log_holds_no_secret(void **state)
 	snprintf(extra, sizeof extra, "client_secret_file = %s\n", wrong_secret_path);
 	o = new_manager("client_secret_post", extra, NULL);
 	oauth_start(o);
-	int erred = run_until(is_error, o, WAIT_MS);
+	int erred = h_loop_run_until(loop, is_error, o, WAIT_MS);
 	oauth_free(o);
 
 	dup2(saved, 2);
