@@ -19,6 +19,11 @@
 #define TOKEN_RETRY_BASE_MS	500
 #define TOKEN_RETRY_CAP_MS	30000
 #define TOKEN_JITTER_PERCENT	5	/* of the lifetime, taken off the refresh time */
+/* An access token longer than this is refused where it enters: it goes into
+ * one header line, and servers refuse longer ones (nginx: 8 KiB by default;
+ * Entra ID tokens with many groups reach 6-8 KiB). */
+#define TOKEN_MAX_BYTES		16384
+#define TOKEN_MAX_STR		"16384"
 
 /*
  * The lifetime in ms of a token received at now_ms: the sooner of
@@ -66,7 +71,7 @@ char *token_basic_userpwd(const char *client_id, const char *secret)
  * a new string (caller frees and should wipe) of visible ASCII only (it goes
  * into a header), *expires_in_s the expires_in value or -1 when absent.
  * -1: nothing allocated, err holds one line for people that never contains a
- * token: "idp error: <error>: <error_description>" for an error body, else
+ * token (also for an access_token longer than TOKEN_MAX_BYTES): "idp error: <error>: <error_description>" for an error body, else
  * what was wrong. token_type, when present, must be Bearer (any case);
  * expires_in may be a number or a numeric string.
  */

@@ -255,6 +255,8 @@ token_parse_response(const char *body, size_t len, char **access_token,
 		rc = fail(err, errlen, "token response has no access_token");
 	else if (!header_safe(tok))
 		rc = fail(err, errlen, "access_token holds characters a header cannot carry");
+	else if (strlen(tok) > TOKEN_MAX_BYTES)
+		rc = fail(err, errlen, "access_token is longer than " TOKEN_MAX_STR " bytes");
 	else if (json_object_get(o, "token_type") != NULL &&
 	    ((type = json_string_value(json_object_get(o, "token_type"))) == NULL ||
 	    strcasecmp(type, "Bearer") != 0))

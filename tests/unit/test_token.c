@@ -280,6 +280,16 @@ test_parse_ok(void **state)
 	assert_parses("{\"access_token\":\"t\",\"expires_in\":null}", "t", -1);
 	assert_parses("{\"access_token\":\"t\",\"expires_in\":12.7,\"scope\":\"a b\"}", "t", 12);
 	assert_parses("{\"access_token\":\"t\",\"expires_in\":0}", "t", 0);
+	/* an Entra-ID-sized token (8 KiB) and the longest accepted one */
+	for (size_t n = 8192; n <= TOKEN_MAX_BYTES; n += TOKEN_MAX_BYTES - 8192) {
+		char *body = malloc(n + 64), *tok = malloc(n + 1);
+		memset(tok, 'a', n);
+		tok[n] = '\0';
+		snprintf(body, n + 64, "{\"access_token\":\"%s\",\"expires_in\":60}", tok);
+		assert_parses(body, tok, 60);
+		free(body);
+		free(tok);
+	}
 }
 
 static void
@@ -304,6 +314,13 @@ test_parse_refused(void **state)
 	    "expires_in is not a non-negative number");
 	assert_refused("{\"access_token\":\"t\",\"expires_in\":true}",
 	    "expires_in is not a non-negative number");
+	/* longer than any server takes in one header: refused, never cut */
+	char *big = malloc(TOKEN_MAX_BYTES + 64);
+	memset(big, 'a', TOKEN_MAX_BYTES + 32);
+	memcpy(big, "{\"access_token\":\"", 17);
+	memcpy(big + TOKEN_MAX_BYTES + 18, "\"}", 3);
+	assert_refused(big, "access_token is longer than 16384 bytes");
+	free(big);
 	assert_refused("<html>503</html>", "token response is not a JSON object");
 	assert_refused("[\"access_token\"]", "token response is not a JSON object");
 	assert_refused("", "token response is not a JSON object");
