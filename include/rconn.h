@@ -100,6 +100,21 @@ int rconn_eval(struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *c
 	       int nkeys, int argc, const char **argv, const size_t *argvlen)
 	__attribute__((warn_unused_result));
 
+/*
+ * R17: error replies are passed to the callback as they are, and rconn logs
+ * them (event=redis.error): once per kind (the reply's leading upper-case
+ * word: LOADING, BUSY, READONLY, MISCONF, ...) per episode, where an episode
+ * ends with the next reply that is not an error (event=redis.errors_ended).
+ * BUSYGROUP and NOSCRIPT are answers, not trouble, and are not logged.
+ * Callers back off and retry; they need not log the reply again.
+ */
+#define RCONN_ERR_KINDS		8
+#define RCONN_ERR_KIND_LEN	24
+
+/* Pure: the kind of an error reply into buf ("" when it is not one or has
+ * no leading upper-case word), cut to n - 1 bytes. */
+void rconn_error_kind(const redisReply *reply, char *buf, size_t n);
+
 /* Pure: the delay before reconnect attempt number `attempt` (1 = the first
  * retry), uniform in [min_ms, ceiling] where ceiling = min(max_ms,
  * min_ms * 2^(attempt-1)), drawn with the random word rnd. min_ms < 1 is

@@ -51,6 +51,19 @@ int token_usable(int64_t expires_at_ms, int64_t now_ms, long timeout_ms);
 int64_t token_retry_delay_ms(int failures, uint64_t rnd);
 
 /*
+ * R9: the earliest time a refresh that a refused token (a 401) asks for may
+ * go out, on the clock of last_fetch_ms (when the previous request was
+ * sent). refused_in_row counts tokens refused in a row, this one included,
+ * where each was fetched after the previous one's refusal (1: a token that
+ * had been fetched in the ordinary way). 1: last_fetch_ms + min_interval_ms.
+ * From 2 on: max(min_interval_ms, TOKEN_RETRY_BASE_MS) * 2^(n-2), capped at
+ * TOKEN_REFUSED_CAP_MS: a target that refuses every token must not turn the
+ * worker into a load generator against the IdP.
+ */
+#define TOKEN_REFUSED_CAP_MS	60000
+int64_t token_refused_fetch_at_ms(int64_t last_fetch_ms, long min_interval_ms, int refused_in_row);
+
+/*
  * application/x-www-form-urlencoded: `pairs` is name, value, name, value, ...,
  * ended by a NULL name (a value must not be NULL). RFC 3986 unreserved
  * characters are kept, space becomes '+', every other byte %XX (upper case).

@@ -32,7 +32,7 @@
 
 #define STREAM_ID_MAX 48
 
-enum ejob_timer { T_NONE, T_RETRY, T_TOKEN_WAIT, T_REDIS_RETRY, T_REDISPATCH_RETRY };
+enum ejob_timer { T_NONE, T_RETRY, T_TOKEN_WAIT, T_REDIS_RETRY, T_REDISPATCH_RETRY, T_LOAD_RETRY };
 enum ejob_wait { W_NONE, W_WRITE, W_LOAD, W_AUTHZ, W_CALL, W_REDISPATCH };
 
 struct ejob {
@@ -50,6 +50,8 @@ struct ejob {
 	int refs;			/* callbacks in flight that point here */
 	int finished;
 	int lost;			/* the lease is gone: abandon at the next step */
+	int deleted;			/* XAUTOCLAIM said the entry was deleted */
+	unsigned redis_tries;		/* R17: failed sends/error replies in a row */
 	enum ejob_wait wait;
 	enum ejob_timer timer_kind;
 	ev_timer timer;
@@ -71,7 +73,7 @@ struct engine {
 	int needs_token;		/* some action has auth = oauth */
 	int paused_for_token;
 	long token_timeout_ms;		/* the longest such action's timeout */
-	struct rconn_script s_transition, s_claim, s_renew, s_redispatch, s_promote;
+	struct rconn_script s_transition, s_claim, s_renew, s_redispatch, s_promote, s_trim;
 
 	unsigned char *verify_key;
 	size_t verify_key_len;
@@ -83,7 +85,10 @@ struct engine {
 
 	int group_ready, reading, draining, own_done, claiming;
 	char own_cursor[STREAM_ID_MAX];
-	ev_timer heartbeat, claim, lease, grace, reconnect_kick, watchdog;
+	char auto_cursor[STREAM_ID_MAX];	/* R11: where the XAUTOCLAIM scan goes on */
+	ev_timer heartbeat, claim, lease, grace, watchdog;
+	ev_timer kick;			/* R17: back to reading after an error reply */
+	unsigned kick_failures;
 	int64_t started_at, last_read_at, redis_down_since;
 	long long outages;
 	uint64_t rng;
@@ -138,7 +143,7 @@ void engine_job_released(struct engine *eng);
 static inline const char *
 worker_token(const struct engine *eng, long timeout_ms)
 {
-	return eng->oauth ? oauth_token(eng->oauth, wtime_now_ms(), timeout_ms) : NULL;
+	return eng->oauth ? oauth_token(eng->oauth, wtime_mono_ms(), timeout_ms) : NULL;
 }
 
 /* The value of `name` in a flat field/value array, or NULL. Valid as long

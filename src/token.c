@@ -105,6 +105,22 @@ token_retry_delay_ms(int failures, uint64_t rnd)
 	return (int64_t)(rnd % (uint64_t)(window + 1));
 }
 
+int64_t
+token_refused_fetch_at_ms(int64_t last_fetch_ms, long min_interval_ms, int refused_in_row)
+{
+	int64_t gap = min_interval_ms > 0 ? min_interval_ms : 0;
+
+	if (refused_in_row >= 2) {
+		int64_t base = gap > TOKEN_RETRY_BASE_MS ? gap : TOKEN_RETRY_BASE_MS;
+		gap = base;
+		for (int i = 2; i < refused_in_row && gap < TOKEN_REFUSED_CAP_MS; i++)
+			gap *= 2;
+		if (gap > TOKEN_REFUSED_CAP_MS)
+			gap = TOKEN_REFUSED_CAP_MS;
+	}
+	return last_fetch_ms + gap;
+}
+
 /* ---- form encoding ---- */
 
 static int

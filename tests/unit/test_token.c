@@ -365,6 +365,36 @@ test_random_hex(void **state)
 	assert_string_equal(small, "");
 }
 
+/* R9: refreshes that refusals cause are spaced by min_refresh_interval_ms,
+ * and a token refused again right after a refresh backs off, to 60 s. */
+static void
+test_refused_fetch_spacing(void **state)
+{
+	(void)state;
+	const int64_t t0 = 1000000;
+
+	assert_int_equal(token_refused_fetch_at_ms(t0, 1000, 1), t0 + 1000);
+	assert_int_equal(token_refused_fetch_at_ms(t0, 0, 1), t0);
+	assert_int_equal(token_refused_fetch_at_ms(t0, 1000, 2), t0 + 1000);
+	assert_int_equal(token_refused_fetch_at_ms(t0, 1000, 3), t0 + 2000);
+	assert_int_equal(token_refused_fetch_at_ms(t0, 1000, 4), t0 + 4000);
+	assert_int_equal(token_refused_fetch_at_ms(t0, 1000, 8), t0 + 60000);
+	assert_int_equal(token_refused_fetch_at_ms(t0, 1000, 1000), t0 + 60000);
+	/* with no spacing asked for, a second refusal still backs off */
+	assert_int_equal(token_refused_fetch_at_ms(t0, 0, 2), t0 + TOKEN_RETRY_BASE_MS);
+	assert_int_equal(token_refused_fetch_at_ms(t0, 0, 3), t0 + 2 * TOKEN_RETRY_BASE_MS);
+	/* a spacing above the cap is kept as asked */
+	assert_int_equal(token_refused_fetch_at_ms(t0, 90000, 1), t0 + 90000);
+	/* never earlier than the ordinary spacing, always growing to the cap */
+	int64_t prev = 0;
+	for (int n = 1; n < 40; n++) {
+		int64_t at = token_refused_fetch_at_ms(0, 250, n);
+		assert_true(at >= 250 && at >= prev && at <= TOKEN_REFUSED_CAP_MS);
+		prev = at;
+	}
+	assert_int_equal(prev, TOKEN_REFUSED_CAP_MS);
+}
+
 int
 main(void)
 {
@@ -375,6 +405,7 @@ main(void)
 		cmocka_unit_test(test_refresh_at_bounds),
 		cmocka_unit_test(test_usable_boundary),
 		cmocka_unit_test(test_retry_delay),
+		cmocka_unit_test(test_refused_fetch_spacing),
 		cmocka_unit_test(test_form_encode),
 		cmocka_unit_test(test_basic_userpwd),
 		cmocka_unit_test(test_parse_ok),
