@@ -32,7 +32,8 @@ int store_decision_key(const struct store_keys *k, const char *id, char *buf, si
  *                   dead letter, notification, reschedule and XACK at once.
  * STORE_CLAIM       own pending entries (mode "own") or XAUTOCLAIM ("auto"),
  *                   each with its delivery count.
- * STORE_RENEW       XCLAIM ... JUSTID of entries still ours; returns the lost.
+ * STORE_RENEW       XCLAIM ... JUSTID of entries still ours; returns the ids
+ *                   others hold and those pending for nobody.
  * STORE_REDISPATCH  XCLAIM (delivery count + 1) of an entry still ours.
  * STORE_PROMOTE     due ids from P:scheduled onto P:jobs (Redis' TIME).
  * STORE_TRIM        XTRIM MINID of P:jobs below what is undelivered or pending.

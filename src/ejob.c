@@ -962,6 +962,18 @@ ejob_lease_lost(struct engine *eng, const char *stream_id)
 }
 
 void
+ejob_unpending(struct engine *eng, const char *stream_id)
+{
+	struct ejob *j = ejob_find(eng, stream_id);
+
+	if (j == NULL || j->finished || j->unpending)
+		return;
+	log_warn("job.unpending", "id=%s stream_id=%s detail=\"pending for nobody: a result "
+	    "obtained is still written\"", j->id, j->stream_id);
+	j->unpending = 1;
+}
+
+void
 ejob_token_ready(struct ejob *j)
 {
 	if (j->finished || j->timer_kind != T_TOKEN_WAIT || !token_ok(j))

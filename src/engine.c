@@ -359,11 +359,15 @@ after_renew(struct rconn *rc, redisReply *r, void *arg)
 	struct engine *eng = arg;
 	(void)rc;
 
-	if (r == NULL || r->type != REDIS_REPLY_ARRAY)
+	if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2)
 		return;
-	for (size_t i = 0; i < r->elements; i++)
-		if (r->element[i]->type == REDIS_REPLY_STRING)
-			ejob_lease_lost(eng, r->element[i]->str);
+	const redisReply *lost = r->element[0], *gone = r->element[1];
+	for (size_t i = 0; lost->type == REDIS_REPLY_ARRAY && i < lost->elements; i++)
+		if (lost->element[i]->type == REDIS_REPLY_STRING)
+			ejob_lease_lost(eng, lost->element[i]->str);
+	for (size_t i = 0; gone->type == REDIS_REPLY_ARRAY && i < gone->elements; i++)
+		if (gone->element[i]->type == REDIS_REPLY_STRING)
+			ejob_unpending(eng, gone->element[i]->str);
 }
 
 static void
@@ -383,7 +387,7 @@ lease_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	argv[1] = eng->cfg->redis.group;
 	argv[2] = eng->cfg->daemon.consumer;
 	for (struct ejob *j = eng->jobs; j && n < cap; j = j->next)
-		if (!j->finished && !j->lost && !j->deleted)
+		if (!j->finished && !j->lost && !j->deleted && !j->unpending)
 			argv[n++] = j->stream_id;
 	for (size_t i = 0; i < n; i++)
 		len[i] = strlen(argv[i]);

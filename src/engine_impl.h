@@ -51,6 +51,7 @@ struct ejob {
 	int finished;
 	int lost;			/* the lease is gone: abandon at the next step */
 	int deleted;			/* XAUTOCLAIM said the entry was deleted */
+	int unpending;			/* pending for nobody: no lease to renew */
 	unsigned redis_tries;		/* R17: failed sends/error replies in a row */
 	enum ejob_wait wait;
 	enum ejob_timer timer_kind;
@@ -111,6 +112,11 @@ int ejob_dead_deleted(struct engine *eng, const char *stream_id);
 /* R10: the lease on stream_id is gone. No-op for an id not in hand or an
  * entry already finished. The ejob may be freed before this returns. */
 void ejob_lease_lost(struct engine *eng, const char *stream_id);
+
+/* The entry is pending for nobody (acked elsewhere, or a Redis without
+ * persistence forgot its PEL): no more renewals; a call's result is still
+ * written (fenced by the hash), anything else is refused by the script. */
+void ejob_unpending(struct engine *eng, const char *stream_id);
 
 /* R6, R9: a token arrived; j goes on if it was waiting for one. j may be
  * freed before this returns: the caller must have read j->next already. */

@@ -139,16 +139,20 @@ const char *const store_script_claim =
 "end\n"
 "return {nxt, out, deleted}\n";
 
-/* KEYS: jobs.  ARGV: group, consumer, ids...  Returns the ids no longer ours. */
+/* KEYS: jobs.  ARGV: group, consumer, ids...  Returns {lost, gone}: the ids
+ * another consumer holds now, and those pending for nobody (acked, or a
+ * Redis that restarted without persistence forgot them: nobody else can
+ * be running them). */
 const char *const store_script_renew =
-"local lost = {}\n"
+"local lost, gone = {}, {}\n"
 "for i = 3, #ARGV do\n"
 "  local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)\n"
 "  if p[1] and p[1][2] == ARGV[2] then\n"
 "    redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[i], 'JUSTID')\n"
-"  else lost[#lost + 1] = ARGV[i] end\n"
+"  elseif p[1] then lost[#lost + 1] = ARGV[i]\n"
+"  else gone[#gone + 1] = ARGV[i] end\n"
 "end\n"
-"return lost\n";
+"return {lost, gone}\n";
 
 /* KEYS: jobs.  ARGV: group, consumer, id.  Returns the new delivery count,
  * or 0 when the entry is no longer ours (or was deleted). */

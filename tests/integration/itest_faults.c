@@ -1018,6 +1018,70 @@ test_r15_results_wait_for_redis(void **state)
 	assert_exit0(dmn_signal_wait(w2, SIGTERM, 15000, NULL));
 }
 
+static void
+acl(const char *rule)
+{
+	char *ok = h_redis_str(C, "ACL SETUSER default %s", rule);
+	if (ok == NULL || strcmp(ok, "OK") != 0)
+		fail_msg("ACL SETUSER default %s failed", rule);
+	free(ok);
+}
+
+/* R17: entries that cannot be loaded (an error reply, or the command
+ * connection down) stay in hand and are loaded again with backoff; the
+ * worker reads no more than it holds, so the backlog stays in the stream
+ * for healthy consumers instead of piling up in this worker's PEL. */
+static void
+test_r17_unloadable_entries_stay_in_hand(void **state)
+{
+	(void)state;
+
+	struct opts o = {.consumer = "w1", .max_in_flight = 4};
+	struct h_daemon *w1 = dmn_start(&o, 1);
+	acl("-hgetall");
+	enqueue_many("u", 40);
+	assert_int_equal(h_daemon_wait_log(w1, "kind=NOPERM", WAIT_MS), 0);
+	struct elapsed e = {mono_ms() + 2000};
+	assert_int_equal(h_wait_until(time_reached, &e, 10000), 0);
+	size_t n;
+	char **held = pending_ids("w1", &n);
+	printf("    HGETALL refused for 2 s: w1 holds %zu pending entries (max_in_flight 4, "
+	    "40 enqueued)\n", n);
+	free_ids(held, n);
+	assert_true(n <= 4);
+	acl("+hgetall");
+	wait_all_in_state("u", 40, "done");
+	assert_int_equal(pel_count(), 0);
+	assert_int_equal(fake_total(), 40);
+	assert_exit0(dmn_signal_wait(w1, SIGTERM, 15000, NULL));
+}
+
+/* A Redis that forgot its PEL (restarted without persistence) while a call
+ * was in flight: the hash still names this worker and this attempt, so the
+ * result obtained is written, not dropped (README: "How a job runs"). */
+static void
+test_result_kept_when_pel_forgot(void **state)
+{
+	(void)state;
+	char sid[64] = "";
+
+	fake_script("{\"default\": {\"delay_ms\": 1500}}");
+	decide("pf-1", "gate.open", "north/1");
+	struct opts o = {.consumer = "w1"};
+	struct h_daemon *w1 = dmn_start(&o, 1);
+	wait_fake_total(1, NULL);
+	redisReply *r = redisCommand(C, "XPENDING " JOBS " " GROUP " - + 1");
+	assert_non_null(r);
+	assert_int_equal(r->elements, 1);
+	snprintf(sid, sizeof sid, "%s", r->element[0]->element[0]->str);
+	freeReplyObject(r);
+	assert_int_equal(h_redis_int(C, "XACK " JOBS " " GROUP " %s", sid), 1);
+	wait_job("pf-1", "done");
+	assert_int_equal(fake_total(), 1);
+	assert_int_equal(pel_count(), 0);
+	assert_exit0(dmn_signal_wait(w1, SIGTERM, 15000, NULL));
+}
+
 /* §2: P:jobs is trimmed below what is delivered and acked, never what is
  * pending or undelivered; P:dead is capped by dead_maxlen. */
 static void
@@ -1434,6 +1498,9 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_r16_reload_removes_action, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_r15_results_wait_for_redis, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_streams_trimmed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_r17_unloadable_entries_stay_in_hand, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_result_kept_when_pel_forgot, setup, teardown),
 	};
 
 	setvbuf(stdout, NULL, _IONBF, 0);
