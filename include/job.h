@@ -152,12 +152,6 @@ struct job_step job_next(const struct job_policy *pol, struct job *job,
 			 const struct job_event *ev, int64_t now_ms);
 
 /*
- * Backoff (R8): full jitter, a uniform delay in [0, min(cap, base * 2^(n-1))]
- * drawn from rnd, for the n-th retry (n >= 1). Never overflows.
- */
-int64_t job_backoff_ms(int64_t base_ms, int64_t cap_ms, int n, uint64_t rnd);
-
-/*
  * Retry-After (RFC 9110 §10.2.3): delay-seconds or an IMF-fixdate. Returns
  * the delay in ms from now (0 for a date in the past), or -1 when the value
  * is absent or malformed. Surrounding blanks (SP, HTAB, CR, LF) are ignored;

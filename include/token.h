@@ -1,10 +1,10 @@
 /*
  * token: the pure core of the worker's own OAuth 2.0 access token (SPEC §9,
  * R6): how long a token lives, when to refresh it, when it may still be used,
- * how long to wait after a failed fetch, and the token endpoint's wire
+ * how long to wait after a refused token, and the token endpoint's wire
  * formats. No clock and no randomness: `now` and random words come in as
- * arguments. The one exception is token_random_bytes, kept here so every
- * module draws its random words from one place.
+ * arguments (random words come from rnd.h, the delays after a failed fetch
+ * from backoff.h with TOKEN_RETRY_BASE_MS and TOKEN_RETRY_CAP_MS).
  *
  * Nothing here verifies a token: the worker is not its audience. The JWT
  * `exp` of an access token is read only to learn when it stops working.
@@ -45,10 +45,6 @@ int64_t token_refresh_at_ms(int64_t obtained_ms, int64_t lifetime_ms, double rat
 /* R6: 1 when a token that dies at expires_at_ms may start an action of
  * timeout_ms at now_ms (remaining life > timeout_ms + TOKEN_SAFETY_MS), else 0. */
 int token_usable(int64_t expires_at_ms, int64_t now_ms, long timeout_ms);
-
-/* Delay before the next fetch after `failures` failed ones in a row (< 1
- * counts as 1): full jitter, rnd modulo (min(cap, base * 2^(failures-1)) + 1). */
-int64_t token_retry_delay_ms(int failures, uint64_t rnd);
 
 /*
  * R9: the earliest time a refresh that a refused token (a 401) asks for may
@@ -95,15 +91,6 @@ int token_parse_response(const char *body, size_t len, char **access_token,
 /* Base64url without padding (RFC 7515 §2). Caller frees; NULL when out of
  * memory. */
 char *token_b64url_encode(const unsigned char *in, size_t n)
-	__attribute__((warn_unused_result));
-
-/* Fills buf with n bytes from the kernel's CSPRNG (getrandom). 0 or -1. */
-int token_random_bytes(void *buf, size_t n)
-	__attribute__((warn_unused_result));
-
-/* nbytes random bytes as lower-case hex into buf (size >= 2 * nbytes + 1,
- * NUL-terminated), e.g. a JWT `jti`. 0 or -1 (then buf is ""). */
-int token_random_hex(char *buf, size_t bufsize, size_t nbytes)
 	__attribute__((warn_unused_result));
 
 #endif

@@ -19,6 +19,8 @@
 
 #include <jansson.h>
 
+#include "backoff.h"
+#include "rnd.h"
 #include "urltpl.h"
 
 /* R17: a write, load or re-dispatch Redis refused or could not take is
@@ -33,18 +35,6 @@ static void ejob_timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
 
 /* ------------------------------------------------------------------ */
 /* small helpers                                                        */
-
-static uint64_t
-rnd(struct engine *eng)
-{
-	/* xorshift64*: jitter only, not security. */
-	uint64_t x = eng->rng;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	eng->rng = x;
-	return x * 0x2545F4914F6CDD1DULL;
-}
 
 static const char *
 now_rfc3339(char *buf, size_t n)
@@ -205,8 +195,8 @@ redis_retry(struct ejob *j, enum ejob_timer kind)
 {
 	if (j->redis_tries < 64)
 		j->redis_tries++;
-	ejob_arm(j, kind, rconn_backoff_ms(j->redis_tries, REDIS_RETRY_MIN_MS,
-	    REDIS_RETRY_MAX_MS, (uint32_t)rnd(j->eng)));
+	ejob_arm(j, kind, backoff_ms(REDIS_RETRY_MIN_MS, REDIS_RETRY_MIN_MS, REDIS_RETRY_MAX_MS,
+	    (int)j->redis_tries, rnd_u64()));
 }
 
 /* ------------------------------------------------------------------ */
@@ -457,7 +447,7 @@ feed(struct ejob *j, struct job_event *ev)
 {
 	struct job_policy pol = policy(j->eng, j);
 
-	ev->rnd = rnd(j->eng);
+	ev->rnd = rnd_u64();
 	ev->token_ok = token_ok(j);
 	j->step = job_next(&pol, &j->core, ev, wtime_now_ms());
 	if (j->step.effects == 0 && !job_state_terminal(j->step.next)) {

@@ -16,6 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backoff.h"
+#include "rnd.h"
 #include "sdnotify.h"
 #include "version.h"
 
@@ -72,8 +74,10 @@ capacity(const struct engine *eng)
 static void
 back_off(struct engine *eng)
 {
-	long delay = rconn_backoff_ms(++eng->kick_failures, KICK_MIN_MS, KICK_MAX_MS,
-	    (uint32_t)wtime_now_ms());
+	if (eng->kick_failures < 64)
+		eng->kick_failures++;
+	int64_t delay = backoff_ms(KICK_MIN_MS, KICK_MIN_MS, KICK_MAX_MS, (int)eng->kick_failures,
+	    rnd_u64());
 
 	ev_timer_stop(eng->loop, &eng->kick);
 	ev_timer_set(&eng->kick, (double)delay / 1000.0, 0.0);
@@ -795,7 +799,6 @@ engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
 	}
 	eng->loop = loop;
 	eng->cfg = cfg;
-	eng->rng = (uint64_t)wtime_now_ms() ^ ((uint64_t)getpid() << 32) ^ 0x9E3779B97F4A7C15ULL;
 	snprintf(eng->own_cursor, sizeof eng->own_cursor, "0");
 	snprintf(eng->auto_cursor, sizeof eng->auto_cursor, "0-0");
 	if (store_keys_init(&eng->keys, cfg->redis.prefix, cfg->daemon.consumer) < 0) {

@@ -92,7 +92,6 @@ struct engine {
 	unsigned kick_failures;
 	int64_t started_at, last_read_at, redis_down_since;
 	long long outages;
-	uint64_t rng;
 	struct engine_counters n;
 };
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "backoff.h"
 #include "wtime.h"
 
 #define RETRY_AFTER_MAX_S	86400	/* a day: longer is past any sane deadline */
@@ -99,22 +100,6 @@ add_sat(int64_t now, int64_t delay)
 	if (delay > 0 && now > INT64_MAX - delay)
 		return INT64_MAX;
 	return now + delay;
-}
-
-int64_t
-job_backoff_ms(int64_t base_ms, int64_t cap_ms, int n, uint64_t rnd)
-{
-	int64_t ceil;
-
-	if (base_ms <= 0 || cap_ms <= 0)
-		return 0;
-	if (n < 1)
-		n = 1;
-	ceil = base_ms < cap_ms ? base_ms : cap_ms;
-	/* Doubling stops at the cap, so this runs at most ~63 times. */
-	for (int i = 1; i < n && ceil < cap_ms; i++)
-		ceil = ceil > cap_ms / 2 ? cap_ms : ceil * 2;
-	return (int64_t)(rnd % ((uint64_t)ceil + 1));
 }
 
 static int
@@ -430,7 +415,7 @@ on_authz(struct job_step *st, const struct job_policy *pol, struct job *job,
 	case JOB_AUTHZ_UNAVAILABLE:
 		/* Not a call of the action: its own counter, bounded by the deadline. */
 		job->waits++;
-		retry_in(st, job, job_backoff_ms(pol->retry_base_ms, pol->retry_cap_ms,
+		retry_in(st, job, backoff_ms(0, pol->retry_base_ms, pol->retry_cap_ms,
 		    job->waits, ev->rnd), now, "authority unavailable", job->waits > 1);
 		return;
 	}
@@ -472,7 +457,7 @@ on_http(struct job_step *st, const struct job_policy *pol, struct job *job,
 			return;
 		}
 		int64_t delay = ev->retry_after_ms >= 0 ? ev->retry_after_ms :
-		    job_backoff_ms(pol->retry_base_ms, pol->retry_cap_ms, job->calls, ev->rnd);
+		    backoff_ms(0, pol->retry_base_ms, pol->retry_cap_ms, job->calls, ev->rnd);
 		snprintf(why + strlen(why), sizeof why - strlen(why), "; retry %d", job->calls);
 		retry_in(st, job, delay, now, why, 0);
 	} else {

@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backoff.h"
 #include "log.h"
+#include "rnd.h"
 #include "token.h"
 #include "wtime.h"
 
@@ -76,18 +78,6 @@ wipe_free(char *s)
 		explicit_bzero(s, strlen(s));
 		free(s);
 	}
-}
-
-static uint64_t
-random_word(void)
-{
-	uint64_t r;
-
-	/* The kernel does not fail getrandom in practice; if it did, any word
-	 * is fine for jitter. */
-	if (token_random_bytes(&r, sizeof r) != 0)
-		r = (uint64_t)wtime_now_ms() * 0x9e3779b97f4a7c15ULL;
-	return r;
 }
 
 static void
@@ -261,7 +251,7 @@ build_assertion(const struct settings *s, int64_t now_ms)
 	long iat = (long)(now_ms / 1000);
 	char *out = NULL;
 
-	if (token_random_hex(jti, sizeof jti, JTI_BYTES) != 0 || jwt_new(&jwt) != 0)
+	if (rnd_hex(jti, sizeof jti, JTI_BYTES) != 0 || jwt_new(&jwt) != 0)
 		goto done;
 	if (jwt_add_grant(jwt, "iss", s->client_id) || jwt_add_grant(jwt, "sub", s->client_id) ||
 	    jwt_add_grant(jwt, "aud", s->assertion_audience) || jwt_add_grant(jwt, "jti", jti) ||
@@ -354,7 +344,7 @@ install_token(struct oauth *o, char *token, int64_t lifetime_ms, long elapsed_ms
 {
 	int64_t now = wtime_mono_ms();
 	int64_t refresh_at = token_refresh_at_ms(o->call_started_ms, lifetime_ms,
-	    o->set.refresh_ratio, random_word());
+	    o->set.refresh_ratio, rnd_u64());
 
 	drop_token(o);
 	o->token = token;
@@ -378,7 +368,7 @@ fetch_failed(struct oauth *o, long status, const char *detail)
 
 	if (o->failures < 1000000)
 		o->failures++;
-	delay = token_retry_delay_ms(o->failures, random_word());
+	delay = backoff_ms(0, TOKEN_RETRY_BASE_MS, TOKEN_RETRY_CAP_MS, o->failures, rnd_u64());
 	arm(o, &o->fetch_timer, delay);
 	log_warn("token.error", "status=%ld detail=%s failures=%d retry_ms=%lld held=%d",
 	    status, log_quote(q, sizeof q, detail), o->failures, (long long)delay,

@@ -19,7 +19,7 @@
  * rconn_free(); a reply callback that wants the connection gone arms
  * drop_timer at 0 instead.
  */
-#define _DEFAULT_SOURCE		/* arc4random, strdup, strncasecmp */
+#define _DEFAULT_SOURCE		/* strdup, strncasecmp */
 #include "rconn.h"
 
 #include <assert.h>
@@ -33,7 +33,9 @@
 #include <hiredis/adapters/libev.h>
 #include <openssl/evp.h>
 
+#include "backoff.h"
 #include "log.h"
+#include "rnd.h"
 
 struct rc_cmd {
 	struct rc_cmd *prev, *next;
@@ -89,21 +91,6 @@ static const char *const expected_errors[] = {"BUSYGROUP", "NOSCRIPT"};
 static void start_connect(struct rconn *rc);
 static void drop(struct rconn *rc, const char *why);
 
-long
-rconn_backoff_ms(unsigned attempt, long min_ms, long max_ms, uint32_t rnd)
-{
-	if (min_ms < 1)
-		min_ms = 1;
-	if (max_ms < min_ms)
-		max_ms = min_ms;
-	long ceiling = min_ms;
-	for (unsigned i = 1; i < attempt && ceiling < max_ms; i++)
-		ceiling = ceiling > max_ms / 2 ? max_ms : ceiling * 2;
-	if (ceiling > max_ms)
-		ceiling = max_ms;
-	unsigned long span = (unsigned long)(ceiling - min_ms) + 1;
-	return min_ms + (long)(rnd % span);
-}
 
 void
 rconn_script_init(struct rconn_script *s, const char *body)
@@ -211,8 +198,8 @@ conn_gone(struct rconn *rc, const char *why)
 		return;
 
 	unsigned failures = rc->attempt > 0 ? rc->attempt : 1;
-	long delay = rconn_backoff_ms(failures, rc->backoff_min_ms, rc->backoff_max_ms,
-				      arc4random());
+	long delay = (long)backoff_ms(rc->backoff_min_ms, rc->backoff_min_ms,
+	    rc->backoff_max_ms, failures > INT32_MAX ? INT32_MAX : (int)failures, rnd_u64());
 	log_warn("redis.down", "name=%s attempt=%u was_up=%d retry_ms=%ld err=%s", rc->qname,
 		 rc->attempt, was_up, delay, log_quote(qwhy, sizeof(qwhy), why));
 	ev_timer_set(&rc->retry_timer, (double)delay / 1000.0, 0.0);

@@ -7,8 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "job.h"
+#include "backoff.h"
 #include "log.h"
+#include "rnd.h"
 
 struct wh_item {
 	struct wh_item *next;
@@ -27,7 +28,6 @@ struct webhook {
 	size_t n;
 	struct http_call *call;
 	ev_timer retry;
-	unsigned long long rng;
 };
 
 static void send_head(struct webhook *wh);
@@ -58,8 +58,7 @@ try_failed(struct webhook *wh, long status)
 		send_head(wh);
 		return;
 	}
-	wh->rng = wh->rng * 6364136223846793005ULL + 1442695040888963407ULL;
-	long long delay = job_backoff_ms(500, 30000, it->tries, wh->rng);
+	long long delay = backoff_ms(0, 500, 30000, it->tries, rnd_u64());
 	log_info("webhook.retry", "status=%ld tries=%d retry_ms=%lld", status, it->tries, delay);
 	ev_timer_set(&wh->retry, (double)delay / 1000.0, 0.0);
 	ev_timer_start(wh->loop, &wh->retry);
@@ -136,7 +135,6 @@ webhook_new(struct ev_loop *loop, struct http_client *http, const char *url, lon
 	wh->timeout_ms = timeout_ms;
 	wh->token = token;
 	wh->token_arg = token_arg;
-	wh->rng = (unsigned long long)(uintptr_t)wh ^ 0x9E3779B97F4A7C15ULL;
 	ev_init(&wh->retry, retry_cb);
 	wh->retry.data = wh;
 	return wh;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "backoff.h"
 #include "job.h"
 #include "wtime.h"
 
@@ -457,7 +458,7 @@ test_http_retry_uses_backoff(void **state)
 	ev.rnd = 77;	/* ceiling for n=1 is 100: 77 % 101 = 77 */
 	struct job_step s = step(&p, &j, ev, NOW);
 	assert_int_equal(s.at_ms, NOW + 77);
-	assert_int_equal(s.at_ms, NOW + job_backoff_ms(100, 10000, 1, 77));
+	assert_int_equal(s.at_ms, NOW + backoff_ms(0, 100, 10000, 1, 77));
 }
 
 /* Retry-After wins over the computed backoff, larger or smaller. */
@@ -872,7 +873,7 @@ test_authz_unavailable(void **state)
 		/* §6: one audit entry when the wait begins, none per try */
 		assert_int_equal(s.effects, (j.waits == 1 ? JOB_FX_WRITE_STATE : 0) |
 		    JOB_FX_RETRY_AT);
-		assert_int_equal(s.at_ms, now + job_backoff_ms(p.retry_base_ms, p.retry_cap_ms,
+		assert_int_equal(s.at_ms, now + backoff_ms(0, p.retry_base_ms, p.retry_cap_ms,
 		    j.waits, UINT64_MAX));
 		assert_true(s.at_ms < rec.expires_at_ms);
 		now = s.at_ms;
@@ -1004,70 +1005,6 @@ test_loaded_without_record_ignored(void **state)
 	assert_true(s.detail[0] != '\0');
 }
 
-/* ---- backoff ---- */
-
-static int64_t
-ceiling_of(int64_t base, int64_t cap, int n)
-{
-	/* rnd % (c + 1) peaks at rnd == c, and is 0 at rnd == c + 1 */
-	for (int64_t guess = base; ; guess *= 2) {
-		if (guess >= cap)
-			return cap;
-		if (job_backoff_ms(base, cap, n, (uint64_t)guess) == guess &&
-		    job_backoff_ms(base, cap, n, (uint64_t)guess + 1) == 0)
-			return guess;
-	}
-}
-
-static void
-test_backoff_bounds(void **state)
-{
-	(void)state;
-	assert_int_equal(job_backoff_ms(500, 60000, 1, 0), 0);
-	assert_int_equal(job_backoff_ms(500, 60000, 1, 500), 500);
-	assert_int_equal(job_backoff_ms(500, 60000, 1, 501), 0);
-	assert_int_equal(job_backoff_ms(500, 60000, 3, 2000), 2000);
-	assert_int_equal(job_backoff_ms(500, 60000, 3, 2001), 0);
-	assert_int_equal(job_backoff_ms(500, 60000, 20, 60000), 60000);
-	assert_int_equal(job_backoff_ms(500, 60000, 20, 60001), 0);
-	/* n < 1 is the first retry */
-	assert_int_equal(job_backoff_ms(500, 60000, 0, 500), 500);
-	assert_int_equal(job_backoff_ms(500, 60000, -7, 500), 500);
-	assert_int_equal(job_backoff_ms(500, 60000, INT_MIN, 501), 0);
-	/* base above cap: the cap */
-	assert_int_equal(job_backoff_ms(5000, 1000, 1, 1000), 1000);
-	/* no overflow, however large n or the numbers */
-	assert_int_equal(job_backoff_ms(500, 60000, INT_MAX, 60000), 60000);
-	assert_int_equal(job_backoff_ms(INT64_MAX / 3, INT64_MAX, INT_MAX, UINT64_MAX),
-	    (int64_t)(UINT64_MAX % ((uint64_t)INT64_MAX + 1)));
-	assert_int_equal(job_backoff_ms(1, INT64_MAX, INT_MAX, (uint64_t)INT64_MAX), INT64_MAX);
-
-	uint64_t x = 0x9e3779b97f4a7c15u;
-	for (int n = 1; n <= 100; n++)
-		for (int k = 0; k < 1000; k++) {
-			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-			int64_t d = job_backoff_ms(500, 60000, n, x);
-			assert_true(d >= 0 && d <= 60000);
-			int64_t c = 500 * (INT64_C(1) << (n - 1 < 20 ? n - 1 : 20));
-			assert_true(d <= (c < 60000 ? c : 60000));
-		}
-}
-
-static void
-test_backoff_doubles(void **state)
-{
-	(void)state;
-	int64_t prev = ceiling_of(500, 60000, 1);
-	assert_int_equal(prev, 500);
-	for (int n = 2; 500 * (INT64_C(1) << (n - 1)) < 60000; n++) {
-		int64_t c = ceiling_of(500, 60000, n);
-		assert_int_equal(c, prev * 2);
-		prev = c;
-	}
-	assert_int_equal(ceiling_of(500, 60000, 8), 60000);	/* 64000 capped */
-	assert_int_equal(ceiling_of(500, 60000, 100), 60000);
-}
-
 /* ---- Retry-After ---- */
 
 static void
@@ -1194,8 +1131,6 @@ main(void)
 		cmocka_unit_test_setup(test_authz_unavailable, setup),
 		cmocka_unit_test_setup(test_lease_lost, setup),
 		cmocka_unit_test_setup(test_nonsense_events_ignored, setup),
-		cmocka_unit_test(test_backoff_bounds),
-		cmocka_unit_test(test_backoff_doubles),
 		cmocka_unit_test(test_retry_after),
 		cmocka_unit_test(test_www_auth),
 	};

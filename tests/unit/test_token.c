@@ -174,37 +174,6 @@ test_usable_boundary(void **state)
 	assert_int_equal(token_usable(0, NOW_MS, 0), 0);
 }
 
-static int64_t
-max_delay(int failures)
-{
-	int64_t max = -1;
-
-	for (uint64_t i = 0; i < 50000; i++) {
-		int64_t d = token_retry_delay_ms(failures, mix(i));
-		assert_true(d >= 0);
-		max = d > max ? d : max;
-	}
-	return max;
-}
-
-static void
-test_retry_delay(void **state)
-{
-	(void)state;
-	assert_int_equal(token_retry_delay_ms(1, 500), 500);
-	assert_int_equal(token_retry_delay_ms(1, 501), 0);
-	assert_int_equal(token_retry_delay_ms(2, 1000), 1000);
-	assert_int_equal(token_retry_delay_ms(3, 2000), 2000);
-	assert_int_equal(token_retry_delay_ms(6, 16000), 16000);
-	assert_int_equal(token_retry_delay_ms(7, 30000), 30000);	/* 32 s capped */
-	assert_int_equal(token_retry_delay_ms(7, 30001), 0);
-	assert_int_equal(token_retry_delay_ms(0, 500), 500);		/* < 1 counts as 1 */
-	assert_int_equal(token_retry_delay_ms(-3, 501), 0);
-	assert_true(max_delay(1) <= 500 && max_delay(1) > 450);
-	assert_true(max_delay(4) <= 4000 && max_delay(4) > 3600);
-	assert_true(max_delay(1000) <= 30000 && max_delay(1000) > 27000);
-	assert_true(max_delay(2147483647) <= 30000);
-}
 
 static void
 test_form_encode(void **state)
@@ -347,23 +316,6 @@ test_parse_error_bodies(void **state)
 	assert_string_equal(err, "idp error: inva");
 }
 
-static void
-test_random_hex(void **state)
-{
-	char a[33], b[33], small[9];
-
-	(void)state;
-	assert_int_equal(token_random_hex(a, sizeof a, 16), 0);
-	assert_int_equal(token_random_hex(b, sizeof b, 16), 0);
-	assert_int_equal(strlen(a), 32);
-	assert_int_equal(strspn(a, "0123456789abcdef"), 32);
-	assert_string_not_equal(a, b);
-	assert_int_equal(token_random_hex(small, sizeof small, 4), 0);
-	assert_int_equal(strlen(small), 8);
-	assert_int_equal(token_random_hex(small, sizeof small - 1, 4), -1);	/* no room for NUL */
-	assert_string_equal(small, "");
-	assert_string_equal(small, "");
-}
 
 /* R9: refreshes that refusals cause are spaced by min_refresh_interval_ms,
  * and a token refused again right after a refresh backs off, to 60 s. */
@@ -404,14 +356,12 @@ main(void)
 		cmocka_unit_test(test_lifetime_jwt_forms),
 		cmocka_unit_test(test_refresh_at_bounds),
 		cmocka_unit_test(test_usable_boundary),
-		cmocka_unit_test(test_retry_delay),
 		cmocka_unit_test(test_refused_fetch_spacing),
 		cmocka_unit_test(test_form_encode),
 		cmocka_unit_test(test_basic_userpwd),
 		cmocka_unit_test(test_parse_ok),
 		cmocka_unit_test(test_parse_refused),
 		cmocka_unit_test(test_parse_error_bodies),
-		cmocka_unit_test(test_random_hex),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
