@@ -66,10 +66,10 @@ void ejobs_free(struct ejobs *s);
 size_t ejobs_count(const struct ejobs *s);
 
 /* An entry delivered to us (XREADGROUP, our PEL, XAUTOCLAIM): taken in hand
- * unless it already is, and its record loaded. `fields` (the entry's
- * field/value array, or NULL) is read only during the call. */
-void ejobs_admit(struct ejobs *s, const char *stream_id, const redisReply *fields,
-		 int deliveries);
+ * unless it already is, and its record loaded. `id` is the entry's `id`
+ * field (NULL when it has none: a dead letter, no-id); both strings are read
+ * only during the call. */
+void ejobs_admit(struct ejobs *s, const char *stream_id, const char *id, int deliveries);
 
 /* R11: an entry deleted from the stream while pending: dead-lettered
  * (entry-deleted). Skipped (0) when in hand already; -1 when out of memory. */

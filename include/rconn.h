@@ -100,10 +100,6 @@ int rconn_eval(struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *c
 	       int nkeys, int argc, const char **argv, const size_t *argvlen)
 	__attribute__((warn_unused_result));
 
-/* The value of `name` in a flat field/value array reply (HGETALL, a stream
- * entry, XINFO), or NULL. Valid as long as the reply. */
-const char *rconn_reply_field(const redisReply *arr, const char *name);
-
 /*
  * R17: error replies are passed to the callback as they are, and rconn logs
  * them (event=redis.error): once per kind (the reply's leading upper-case

@@ -24,6 +24,7 @@
 #include "wtime.h"
 
 #include "authz.h"
+#include "sreply.h"
 #include "backoff.h"
 #include "rnd.h"
 #include "urltpl.h"
@@ -878,15 +879,15 @@ after_load(struct rconn *rc, redisReply *r, void *arg)
 	}
 	j->redis_tries = 0;
 	ev.hash_exists = r->elements > 0;
-	const char *attempts = rconn_reply_field(r, "attempts");
+	const char *attempts = sreply_field(r, "attempts");
 	if (attempts != NULL) {
 		long long n = strtoll(attempts, NULL, 10);
 		ev.attempts = n < 0 ? 0 : n > INT32_MAX ? INT32_MAX : (int)n;
 	}
-	const char *state = rconn_reply_field(r, "state");
+	const char *state = sreply_field(r, "state");
 	if (state == NULL || job_state_parse(state, &ev.stored_state) < 0)
 		ev.stored_state = JOB_NONE;
-	const char *raw = rconn_reply_field(r, "record");
+	const char *raw = sreply_field(r, "record");
 	if (ev.hash_exists && raw == NULL) {
 		ev.record_status = RECORD_INVALID;
 		snprintf(detail, sizeof detail, "hash has no record field");
@@ -915,7 +916,7 @@ start_load(struct ejob *j)
 }
 
 void
-ejobs_admit(struct ejobs *s, const char *stream_id, const redisReply *fields, int deliveries)
+ejobs_admit(struct ejobs *s, const char *stream_id, const char *id, int deliveries)
 {
 	if (ejob_find(s, stream_id))
 		return;	/* already in hand: a renewal or a second scan */
@@ -925,7 +926,6 @@ ejobs_admit(struct ejobs *s, const char *stream_id, const redisReply *fields, in
 		return;
 	}
 	s->env->n->received++;
-	const char *id = rconn_reply_field(fields, "id");
 	if (id == NULL || !record_id_valid(id) ||
 	    store_decision_key(s->env->keys, id, j->hash_key, sizeof j->hash_key) < 0) {
 		struct job_event ev = {.kind = JOB_EV_NO_ID};

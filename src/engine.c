@@ -26,6 +26,7 @@
 #include "record.h"
 #include "rnd.h"
 #include "sdnotify.h"
+#include "sreply.h"
 #include "store.h"
 #include "webhook.h"
 #include "wtime.h"
@@ -177,19 +178,23 @@ read_path_ok(struct engine *eng)
 	eng->kick_failures = 0;
 }
 
+/* sreply_entry_cb: an entry delivered to us is taken in hand. */
 static void
-admit_entries(struct engine *eng, const redisReply *entries, int deliveries)
+admit(void *arg, const struct sreply_entry *e)
 {
-	for (size_t i = 0; entries && i < entries->elements; i++) {
-		const redisReply *e = entries->element[i];
-		if (e->type != REDIS_REPLY_ARRAY || e->elements < 2 ||
-		    e->element[0]->type != REDIS_REPLY_STRING)
-			continue;
-		int d = deliveries;
-		if (e->elements >= 3 && e->element[2]->type == REDIS_REPLY_INTEGER)
-			d = (int)e->element[2]->integer;
-		ejobs_admit(eng->jobs, e->element[0]->str, e->element[1], d);
-	}
+	struct engine *eng = arg;
+
+	ejobs_admit(eng->jobs, e->stream_id, e->id, e->deliveries);
+}
+
+/* sreply_id_cb: R11, an entry deleted while pending is a dead letter. */
+static void
+dead_deleted(void *arg, const char *stream_id)
+{
+	struct engine *eng = arg;
+
+	if (ejobs_dead_deleted(eng->jobs, stream_id) < 0)
+		log_error("job.admit", "stream_id=%s error=\"out of memory\"", stream_id);
 }
 
 static int
@@ -210,24 +215,17 @@ after_read(struct rconn *rc, redisReply *r, void *arg)
 		ensure_group(eng);
 		return;
 	}
-	if (r && r->type == REDIS_REPLY_ERROR) {
-		back_off(eng);	/* LOADING, READONLY, MISCONF...: never a tight loop */
+	if (r == NULL)
+		return;	/* the connection went: on_blk_state reads again */
+	if (sreply_read(r, admit, eng) < 0) {
+		/* LOADING, READONLY, MISCONF..., or a shape we do not know:
+		 * never a tight loop */
+		back_off(eng);
 		return;
 	}
-	if (r)
-		read_path_ok(eng);
-	if (r && r->type == REDIS_REPLY_ARRAY) {
-		eng->last_read_at = wtime_now_ms();
-		for (size_t i = 0; i < r->elements; i++) {
-			const redisReply *s = r->element[i];
-			if (s->type == REDIS_REPLY_ARRAY && s->elements == 2)
-				admit_entries(eng, s->element[1], 1);
-		}
-	} else if (r && r->type == REDIS_REPLY_NIL) {
-		eng->last_read_at = wtime_now_ms();
-	}
-	if (r != NULL)
-		read_more(eng);
+	read_path_ok(eng);
+	eng->last_read_at = wtime_now_ms();
+	read_more(eng);
 }
 
 /* R17: nothing new is read while either connection is down (what is read
@@ -282,26 +280,17 @@ read_more(struct engine *eng)
 }
 
 static void
-dead_deleted(struct engine *eng, const redisReply *ids)
-{
-	for (size_t i = 0; ids && ids->type == REDIS_REPLY_ARRAY && i < ids->elements; i++) {
-		if (ids->element[i]->type != REDIS_REPLY_STRING)
-			continue;
-		if (ejobs_dead_deleted(eng->jobs, ids->element[i]->str) < 0)
-			return;
-	}
-}
-
-static void
 after_own(struct rconn *rc, redisReply *r, void *arg)
 {
 	struct engine *eng = arg;
 	(void)rc;
 
+	char next[STREAM_ID_MAX];
+
 	eng->claiming = 0;
 	if (r == NULL)
 		return;	/* retried when the connection is back */
-	if (r->type != REDIS_REPLY_ARRAY || r->elements != 3) {
+	if (sreply_claim(r, next, sizeof next, admit, dead_deleted, eng) < 0) {
 		if (is_nogroup(r)) {
 			eng->group_ready = 0;
 			ensure_group(eng);
@@ -311,11 +300,8 @@ after_own(struct rconn *rc, redisReply *r, void *arg)
 		return;
 	}
 	read_path_ok(eng);
-	const redisReply *next = r->element[0];
-	admit_entries(eng, r->element[1], 1);
-	dead_deleted(eng, r->element[2]);
-	if (next->type == REDIS_REPLY_STRING && strcmp(next->str, "0-0") != 0) {
-		snprintf(eng->own_cursor, sizeof eng->own_cursor, "%s", next->str);
+	if (strcmp(next, "0-0") != 0) {
+		snprintf(eng->own_cursor, sizeof eng->own_cursor, "%s", next);
 	} else {
 		eng->own_done = 1;
 		log_info("consumer.ready", "consumer=%s group=%s stream=%s in_hand=%zu",
@@ -362,8 +348,11 @@ after_autoclaim(struct rconn *rc, redisReply *r, void *arg)
 	struct engine *eng = arg;
 	(void)rc;
 
+	size_t before = ejobs_count(eng->jobs);
+	char next[STREAM_ID_MAX];
+
 	eng->claiming = 0;
-	if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 3) {
+	if (sreply_claim(r, next, sizeof next, admit, dead_deleted, eng) < 0) {
 		if (is_nogroup(r)) {
 			eng->group_ready = 0;
 			ensure_group(eng);
@@ -372,18 +361,12 @@ after_autoclaim(struct rconn *rc, redisReply *r, void *arg)
 	}
 	/* R11: the next tick goes on where this scan stopped, so entries
 	 * behind a long run of live ones are reached too. */
-	const redisReply *next = r->element[0];
-	snprintf(eng->auto_cursor, sizeof eng->auto_cursor, "%s",
-	    next->type == REDIS_REPLY_STRING ? next->str : "0-0");
-	const redisReply *entries = r->element[1];
-	size_t before = ejobs_count(eng->jobs);
-	admit_entries(eng, entries, 1);
+	snprintf(eng->auto_cursor, sizeof eng->auto_cursor, "%s", next);
 	size_t after = ejobs_count(eng->jobs);
 	if (after > before) {
 		eng->n.claimed += (long long)(after - before);
 		log_info("consumer.claimed", "count=%zu", after - before);
 	}
-	dead_deleted(eng, r->element[2]);
 }
 
 /* §5: promote due scheduled ids; every worker may, the script makes each
@@ -434,20 +417,28 @@ claim_cb(struct ev_loop *loop, ev_timer *w, int revents)
 /* R10 leases                                                           */
 
 static void
+lease_lost(void *arg, const char *stream_id)
+{
+	struct engine *eng = arg;
+
+	ejobs_lease_lost(eng->jobs, stream_id);
+}
+
+static void
+unpending(void *arg, const char *stream_id)
+{
+	struct engine *eng = arg;
+
+	ejobs_unpending(eng->jobs, stream_id);
+}
+
+static void
 after_renew(struct rconn *rc, redisReply *r, void *arg)
 {
 	struct engine *eng = arg;
 	(void)rc;
 
-	if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2)
-		return;
-	const redisReply *lost = r->element[0], *gone = r->element[1];
-	for (size_t i = 0; lost->type == REDIS_REPLY_ARRAY && i < lost->elements; i++)
-		if (lost->element[i]->type == REDIS_REPLY_STRING)
-			ejobs_lease_lost(eng->jobs, lost->element[i]->str);
-	for (size_t i = 0; gone->type == REDIS_REPLY_ARRAY && i < gone->elements; i++)
-		if (gone->element[i]->type == REDIS_REPLY_STRING)
-			ejobs_unpending(eng->jobs, gone->element[i]->str);
+	(void)sreply_renew(r, lease_lost, unpending, eng);
 }
 
 static void
@@ -516,23 +507,11 @@ after_lag(struct rconn *rc, redisReply *r, void *arg)
 	struct engine *eng = arg;
 	(void)rc;
 
-	if (r == NULL || r->type != REDIS_REPLY_ARRAY)
-		return;
-	for (size_t i = 0; i < r->elements; i++) {
-		const redisReply *g = r->element[i];
-		const char *name = rconn_reply_field(g, "name");
-		if (name == NULL || strcmp(name, eng->cfg->redis.group) != 0)
-			continue;
-		for (size_t k = 0; g->type == REDIS_REPLY_ARRAY && k + 1 < g->elements; k += 2)
-			if (g->element[k]->type == REDIS_REPLY_STRING &&
-			    strcmp(g->element[k]->str, "lag") == 0 &&
-			    g->element[k + 1]->type == REDIS_REPLY_INTEGER &&
-			    g->element[k + 1]->integer > 0)
-				log_warn("consumer.stalled", "lag=%lld last_read_ms_ago=%" PRId64
-				    " token_state=%s in_hand=%zu", g->element[k + 1]->integer,
-				    wtime_now_ms() - eng->last_read_at, token_state(eng),
-				    ejobs_count(eng->jobs));
-	}
+	long long lag = sreply_group_lag(r, eng->cfg->redis.group);
+	if (lag > 0)
+		log_warn("consumer.stalled", "lag=%lld last_read_ms_ago=%" PRId64
+		    " token_state=%s in_hand=%zu", lag, wtime_now_ms() - eng->last_read_at,
+		    token_state(eng), ejobs_count(eng->jobs));
 }
 
 static void

@@ -255,20 +255,6 @@ resend_as_eval(struct rconn *rc, redisAsyncContext *ac, struct rc_cmd *c)
 	return 0;
 }
 
-const char *
-rconn_reply_field(const redisReply *arr, const char *name)
-{
-	if (arr == NULL || arr->type != REDIS_REPLY_ARRAY)
-		return NULL;
-	for (size_t i = 0; i + 1 < arr->elements; i += 2) {
-		const redisReply *k = arr->element[i], *v = arr->element[i + 1];
-		if (k->type == REDIS_REPLY_STRING && v->type == REDIS_REPLY_STRING &&
-		    strcmp(k->str, name) == 0)
-			return v->str;
-	}
-	return NULL;
-}
-
 void
 rconn_error_kind(const redisReply *reply, char *buf, size_t n)
 {
