@@ -20,15 +20,35 @@
 struct creds;	/* opaque: the credentials of every [action] of one config */
 struct cred;	/* opaque: one action's */
 
+/* What the credentials work with; every pointer borrowed. */
+struct creds_ctx {
+	struct ev_loop *loop;
+	struct http_client *http;
+	struct oauth *oauth;	/* [oauth]'s own token; NULL without [oauth] */
+	/* told whenever any scoped token arrives or is lost (oauth.h) */
+	void (*listener)(void *arg, int have_token);
+	void *arg;
+};
+
 /*
  * The credentials of cfg's actions: static bearers are read now (cfg_read_file,
- * kept in memory, wiped on free); OAuth ones borrow `oauth` (NULL when there
- * is no [oauth]: then an action with auth = oauth is refused). cfg is only
- * read during the call. Caller frees with creds_free; NULL with a message in
- * err (never a secret) on failure.
+ * kept in memory, wiped on free); an OAuth action uses ctx->oauth, or, when
+ * it sets its own scope, audience or resource, a token manager of its own,
+ * shared by every action of the set that asks for the same three (fetched
+ * from creds_start on; a reload builds a new set, so narrowed tokens are
+ * fetched again). cfg is only read during the call. Caller frees with
+ * creds_free; NULL with a message in err (never a secret) on failure.
  */
-struct creds *creds_new(const struct cfg *cfg, struct oauth *oauth, char *err, size_t errlen)
+struct creds *creds_new(const struct cfg *cfg, const struct creds_ctx *ctx, char *err,
+			size_t errlen)
 	__attribute__((warn_unused_result));
+
+/* Starts fetching the narrowed tokens the set owns. */
+void creds_start(struct creds *cs);
+
+/* R6: 1 when every OAuth action's token outlives that action's timeout by
+ * 1 s; then entries may be read. 1 also when no action uses OAuth. */
+int creds_tokens_usable(const struct creds *cs);
 
 /* Wipes every secret and frees. NULL is a no-op. */
 void creds_free(struct creds *cs);

@@ -243,7 +243,7 @@ may_read(const struct engine *eng)
 static int
 token_blocks_reading(struct engine *eng)
 {
-	int blocked = eng->needs_token && !worker_token(eng, eng->token_timeout_ms);
+	int blocked = !creds_tokens_usable(eng->sec.creds);
 
 	if (blocked != eng->paused_for_token) {
 		eng->paused_for_token = blocked;
@@ -406,7 +406,7 @@ claim_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	trim_jobs(eng);
 	/* R6: never claim what cannot be completed for want of a token. */
 	if (!eng->own_done || eng->claiming || capacity(eng) <= 0 ||
-	    (eng->needs_token && !worker_token(eng, eng->token_timeout_ms)))
+	    !creds_tokens_usable(eng->sec.creds))
 		return;
 	char idle[24];
 	snprintf(idle, sizeof idle, "%ld", eng->cfg->redis.claim_idle_ms);
@@ -521,7 +521,7 @@ check_stalled(struct engine *eng)
 
 	if (eng->draining || !eng->own_done || capacity(eng) <= 0 ||
 	    quiet < 3 * eng->cfg->redis.block_ms + eng->cfg->daemon.heartbeat_ms ||
-	    (eng->needs_token && !worker_token(eng, eng->token_timeout_ms)))
+	    !creds_tokens_usable(eng->sec.creds))
 		return;
 	best_effort(rconn_command(eng->cmd, after_lag, eng, "XINFO GROUPS %s", eng->keys.jobs));
 }
@@ -690,9 +690,10 @@ free_secrets(struct secrets *s)
 /* The verification key (parsed here, not per record: a bad key fails the
  * start or the reload) and the actions' credentials of cfg. */
 static int
-load_secrets(const struct cfg *cfg, struct oauth *oauth, struct secrets *s, char *err,
+load_secrets(struct engine *eng, const struct cfg *cfg, struct secrets *s, char *err,
 	     size_t errlen)
 {
+	struct creds_ctx ctx = {eng->loop, eng->http, eng->oauth, on_token, eng};
 	char why[160];
 
 	memset(s, 0, sizeof *s);
@@ -709,7 +710,7 @@ load_secrets(const struct cfg *cfg, struct oauth *oauth, struct secrets *s, char
 		    cfg->records.verify_key_file, why);
 		goto fail;
 	}
-	if ((s->creds = creds_new(cfg, oauth, err, errlen)) == NULL)
+	if ((s->creds = creds_new(cfg, &ctx, err, errlen)) == NULL)
 		goto fail;
 	return 0;
 fail:
@@ -871,7 +872,7 @@ engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
 			goto fail;
 		oauth_set_listener(eng->oauth, on_token, eng);
 	}
-	if (load_secrets(cfg, eng->oauth, &eng->sec, err, errlen) < 0)
+	if (load_secrets(eng, cfg, &eng->sec, err, errlen) < 0)
 		goto fail;
 	if (cfg->notify.webhook_url &&
 	    (eng->webhook = webhook_new(loop, eng->http, cfg->notify.webhook_url,
@@ -905,6 +906,7 @@ engine_start(struct engine *eng)
 	}
 	if (eng->oauth)
 		oauth_start(eng->oauth);
+	creds_start(eng->sec.creds);
 	ev_timer_start(eng->loop, &eng->heartbeat);
 	ev_timer_start(eng->loop, &eng->claim);
 	ev_timer_start(eng->loop, &eng->lease);
@@ -972,7 +974,7 @@ engine_reload(struct engine *eng, struct cfg *cfg, char *err, size_t errlen)
 		snprintf(err, errlen, "adding or removing [oauth] takes a restart");
 		return -1;
 	}
-	if (load_secrets(cfg, eng->oauth, &s, err, errlen) < 0)
+	if (load_secrets(eng, cfg, &s, err, errlen) < 0)
 		return -1;
 	if (eng->oauth && oauth_reload(eng->oauth, cfg, err, errlen) < 0) {
 		free_secrets(&s);
@@ -982,6 +984,8 @@ engine_reload(struct engine *eng, struct cfg *cfg, char *err, size_t errlen)
 	eng->sec = s;
 	eng->cfg = cfg;
 	lend_env(eng);
+	if (eng->started_at)
+		creds_start(eng->sec.creds);
 	scan_token_needs(eng);
 	log_set_level(cfg->daemon.log_level);
 	rearm_timers(eng, old, cfg);
