@@ -56,6 +56,8 @@ static char *secret_path;
 /* ------------------------------------------------------------------ */
 /* the world: redis, the IdP, the target                               */
 
+/* The IdP also exchanges tokens (RFC 8693) for records the test decider
+ * signed. */
 static void
 world_up(int lifetime_s)
 {
@@ -67,7 +69,7 @@ world_up(int lifetime_s)
 	assert_non_null(secret_path);
 	const char *idp_args[] = {"--jwt-secret-file", hs, "--client-id", CLIENT_ID,
 	    "--client-secret-file", secret_path, "--assertion-key-file", h_data("test-rs256.pub"),
-	    "--lifetime-s", life, NULL};
+	    "--lifetime-s", life, "--decision-key-file", h_data("test-es256.pub"), NULL};
 	const char *target_args[] = {"--jwt-secret-file", hs, NULL};
 
 	assert_int_equal(h_redis_start(&redis, 0), 0);
@@ -1200,6 +1202,65 @@ test_per_action_scopes(void **state)
 }
 
 /* ------------------------------------------------------------------ */
+/* 5d. token exchange: a token for each job (RFC 8693, issue 12)        */
+
+static void
+test_token_exchange(void **state)
+{
+	char xch[512], id[ID_LEN];
+	(void)state;
+
+	world_up(60);
+	snprintf(xch, sizeof xch, "[action gate.exchange]\nurl = %s/act/{action}/{resource}\n"
+	    "auth = oauth\ntoken = exchange\n", target.url);
+	struct dcfg c = { .consumer = "w1", .secret_file = secret_path, .more_sections = xch };
+	daemon_up(&dmn[0], &c);
+	for (int i = 0; i < 5; i++) {
+		snprintf(id, sizeof id, "xch-%d", i);
+		decide_action(id, "gate.exchange");
+	}
+	for (int i = 0; i < 5; i++) {
+		snprintf(id, sizeof id, "xch-%d", i);
+		wait_done(id, &dmn[0]);
+	}
+	/* Each call carried a token of its own: sub = the record's subject,
+	 * act.sub = the worker, scope = the action; nothing was cached. */
+	json_t *all = fake_get(&target, "/_requests"), *r;
+	size_t i;
+	json_array_foreach(all, i, r) {
+		assert_string_equal(json_string_value(json_object_get(r, "token_sub")),
+		    json_string_value(json_object_get(r, "on_behalf_of")));
+		assert_string_equal(json_string_value(json_object_get(r, "token_act_sub")), CLIENT_ID);
+		assert_string_equal(json_string_value(json_object_get(r, "token_scope")),
+		    "gate.exchange");
+	}
+	assert_int_equal(json_array_size(all), 5);
+	json_decref(all);
+	assert_int_equal(stat_int(&idp, "exchanges"), 5);
+
+	/* The IdP no longer allows it: denied, and the owner told. */
+	post(&idp, "/_exchange_deny", NULL);
+	decide_action("xch-refused", "gate.exchange");
+	wait_state("xch-refused", "denied");
+	char *outcome = hash_field("xch-refused", "outcome");
+	assert_string_equal(outcome, "exchange-denied");
+	free(outcome);
+	assert_int_equal(target_calls("xch-refused"), 0);
+	assert_true(h_stream_count(rc, PREFIX ":notify", "id", "xch-refused") == 1);
+
+	/* An IdP that is down (503) is waited for within the deadline. */
+	post(&idp, "/_exchange_allow", NULL);
+	post(&idp, "/_down", NULL);
+	decide_action("xch-later", "gate.exchange");
+	wait_state("xch-later", "retrying");
+	post(&idp, "/_up", NULL);
+	wait_done("xch-later", &dmn[0]);
+	assert_int_equal(target_calls("xch-later"), 1);
+	assert_false(h_daemon_log_has(&dmn[0], "eyJ"));	/* no token in the log */
+	stop_clean(&dmn[0]);
+}
+
+/* ------------------------------------------------------------------ */
 /* 5b. a rejection that comes back after the fresh token (R9)           */
 
 /*
@@ -1336,6 +1397,7 @@ main(void)
 		cmocka_unit_test_teardown(test_401_in_hand_redispatch_then_release, world_down),
 		cmocka_unit_test_teardown(test_target_refuses_every_token, world_down),
 		cmocka_unit_test_teardown(test_per_action_scopes, world_down),
+		cmocka_unit_test_teardown(test_token_exchange, world_down),
 		cmocka_unit_test_teardown(test_no_secret_in_logs, world_down),
 		cmocka_unit_test_teardown(test_late_rejection_uses_fresh_token, world_down),
 	};
