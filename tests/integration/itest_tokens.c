@@ -28,11 +28,13 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 #include <openssl/evp.h>
 
 #include "harness.h"
+#include "wtime.h"
 
 #define WAIT_MS		60000	/* generous: 2 cores, ASan, load */
 #define PREFIX		"warrant"
@@ -1261,6 +1263,95 @@ test_token_exchange(void **state)
 }
 
 /* ------------------------------------------------------------------ */
+/* 5e. a step of the wall clock (issue 7, item 8)                       */
+
+#define FAKETIME_SO "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+static void
+decide_far(const char *id)
+{
+	long long now = h_now_ms();
+	char *json = h_record_json(id, "gate.open", "lock/7", now - 1000, now + 6 * 3600 * 1000LL,
+	    0, NULL);
+
+	assert_non_null(json);
+	assert_int_equal(h_decide(rc, PREFIX, id, json, 1), 0);
+	free(json);
+}
+
+struct clock_wait {
+	char after[WTIME_RFC3339_LEN];
+};
+
+static int
+daemon_clock_past(void *arg)
+{
+	const struct clock_wait *w = arg;
+	char *at = hb_str("w1", "heartbeatAt");
+	int past = at != NULL && strcmp(at, w->after) > 0;
+
+	free(at);
+	return past;
+}
+
+/*
+ * The worker's wall clock jumps two hours ahead (libfaketime; its monotonic
+ * clock does not move). Token life is kept on the monotonic clock and the
+ * JWT exp is read against the token's own iat, so the worker goes on with
+ * the token it holds and with every one after it; judged by the wall clock,
+ * the token would be dead and every new one born dead.
+ */
+static void
+test_wall_clock_step(void **state)
+{
+	(void)state;
+	if (access(FAKETIME_SO, R_OK) != 0) {
+		printf("    skipped: %s not installed (Debian package libfaketime)\n", FAKETIME_SO);
+		return;
+	}
+	world_up(60);
+	char *step = h_write_file("faketime", "+0\n");
+	assert_non_null(step);
+	const char *asan = getenv("ASAN_OPTIONS");
+	char asan_opts[512];
+	snprintf(asan_opts, sizeof asan_opts, "%s%sverify_asan_link_order=0", asan ? asan : "",
+	    asan ? ":" : "");
+	char *saved_asan = asan ? strdup(asan) : NULL;
+	setenv("LD_PRELOAD", FAKETIME_SO, 1);
+	setenv("FAKETIME_TIMESTAMP_FILE", step, 1);
+	setenv("FAKETIME_NO_CACHE", "1", 1);
+	setenv("FAKETIME_DONT_FAKE_MONOTONIC", "1", 1);
+	setenv("ASAN_OPTIONS", asan_opts, 1);
+	struct dcfg c = { .consumer = "w1", .secret_file = secret_path };
+	daemon_up(&dmn[0], &c);
+	unsetenv("LD_PRELOAD");
+	unsetenv("FAKETIME_TIMESTAMP_FILE");
+	unsetenv("FAKETIME_NO_CACHE");
+	unsetenv("FAKETIME_DONT_FAKE_MONOTONIC");
+	if (saved_asan)
+		setenv("ASAN_OPTIONS", saved_asan, 1);
+	else
+		unsetenv("ASAN_OPTIONS");
+	free(saved_asan);
+
+	decide_far("step-before");
+	wait_done("step-before", &dmn[0]);
+	free(h_write_file("faketime", "+2h\n"));
+	struct clock_wait w;
+	wtime_format_rfc3339(h_now_ms() + 3600 * 1000LL, w.after, sizeof w.after);
+	assert_int_equal(h_wait_until(daemon_clock_past, &w, WAIT_MS), 0);
+
+	decide_far("step-after");
+	wait_done("step-after", &dmn[0]);
+	char *state_ = hb_str("w1", "tokenState");
+	assert_string_equal(state_, "valid");
+	free(state_);
+	assert_false(h_daemon_log_has(&dmn[0], "event=consumer.paused reason=no-token token_state=valid"));
+	free(step);
+	stop_clean(&dmn[0]);
+}
+
+/* ------------------------------------------------------------------ */
 /* 5b. a rejection that comes back after the fresh token (R9)           */
 
 /*
@@ -1398,6 +1489,7 @@ main(void)
 		cmocka_unit_test_teardown(test_target_refuses_every_token, world_down),
 		cmocka_unit_test_teardown(test_per_action_scopes, world_down),
 		cmocka_unit_test_teardown(test_token_exchange, world_down),
+		cmocka_unit_test_teardown(test_wall_clock_step, world_down),
 		cmocka_unit_test_teardown(test_no_secret_in_logs, world_down),
 		cmocka_unit_test_teardown(test_late_rejection_uses_fresh_token, world_down),
 	};
