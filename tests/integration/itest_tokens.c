@@ -1294,6 +1294,42 @@ daemon_clock_past(void *arg)
 	return past;
 }
 
+/* Starts warrantd w1 under libfaketime with its wall clock at `offset` (a
+ * FAKETIME spec such as "+0" or "+2h") read from a file that the test may
+ * rewrite later (returned: caller frees); its monotonic clock is real. */
+static char *
+daemon_up_faketime(struct h_daemon *d, const char *offset)
+{
+	char line[64];
+
+	snprintf(line, sizeof line, "%s\n", offset);
+	char *step = h_write_file("faketime", line);
+	assert_non_null(step);
+	const char *asan = getenv("ASAN_OPTIONS");
+	char asan_opts[512];
+	snprintf(asan_opts, sizeof asan_opts, "%s%sverify_asan_link_order=0", asan ? asan : "",
+	    asan ? ":" : "");
+	char *saved_asan = asan ? strdup(asan) : NULL;
+	setenv("LD_PRELOAD", FAKETIME_SO, 1);
+	setenv("FAKETIME_TIMESTAMP_FILE", step, 1);
+	setenv("FAKETIME_NO_CACHE", "1", 1);
+	setenv("FAKETIME_DONT_FAKE_MONOTONIC", "1", 1);
+	setenv("ASAN_OPTIONS", asan_opts, 1);
+	struct dcfg c = { .consumer = "w1", .secret_file = secret_path };
+	daemon_up(d, &c);
+	unsetenv("LD_PRELOAD");
+	unsetenv("FAKETIME_TIMESTAMP_FILE");
+	unsetenv("FAKETIME_NO_CACHE");
+	unsetenv("FAKETIME_DONT_FAKE_MONOTONIC");
+	if (saved_asan)
+		setenv("ASAN_OPTIONS", saved_asan, 1);
+	else
+		unsetenv("ASAN_OPTIONS");
+	free(saved_asan);
+
+	return step;
+}
+
 /*
  * The worker's wall clock jumps two hours ahead (libfaketime; its monotonic
  * clock does not move). Token life is kept on the monotonic clock and the
@@ -1310,30 +1346,9 @@ test_wall_clock_step(void **state)
 		return;
 	}
 	world_up(60);
-	char *step = h_write_file("faketime", "+0\n");
-	assert_non_null(step);
-	const char *asan = getenv("ASAN_OPTIONS");
-	char asan_opts[512];
-	snprintf(asan_opts, sizeof asan_opts, "%s%sverify_asan_link_order=0", asan ? asan : "",
-	    asan ? ":" : "");
-	char *saved_asan = asan ? strdup(asan) : NULL;
-	setenv("LD_PRELOAD", FAKETIME_SO, 1);
-	setenv("FAKETIME_TIMESTAMP_FILE", step, 1);
-	setenv("FAKETIME_NO_CACHE", "1", 1);
-	setenv("FAKETIME_DONT_FAKE_MONOTONIC", "1", 1);
-	setenv("ASAN_OPTIONS", asan_opts, 1);
-	struct dcfg c = { .consumer = "w1", .secret_file = secret_path };
-	daemon_up(&dmn[0], &c);
-	unsetenv("LD_PRELOAD");
-	unsetenv("FAKETIME_TIMESTAMP_FILE");
-	unsetenv("FAKETIME_NO_CACHE");
-	unsetenv("FAKETIME_DONT_FAKE_MONOTONIC");
-	if (saved_asan)
-		setenv("ASAN_OPTIONS", saved_asan, 1);
-	else
-		unsetenv("ASAN_OPTIONS");
-	free(saved_asan);
+	char *step = daemon_up_faketime(&dmn[0], "+0");
 
+	decide_far("step-before");
 	decide_far("step-before");
 	wait_done("step-before", &dmn[0]);
 	free(h_write_file("faketime", "+2h\n"));
@@ -1348,6 +1363,39 @@ test_wall_clock_step(void **state)
 	free(state_);
 	assert_false(h_daemon_log_has(&dmn[0], "event=consumer.paused reason=no-token token_state=valid"));
 	free(step);
+	stop_clean(&dmn[0]);
+}
+
+/* §5: the promoter compares with Redis' TIME, not the worker's clock: a
+ * worker whose clock runs two hours ahead does not promote, and so does not
+ * run, a scheduled job before its notBefore. */
+static void
+test_promoter_uses_redis_time(void **state)
+{
+	(void)state;
+	if (access(FAKETIME_SO, R_OK) != 0) {
+		printf("    skipped: %s not installed (Debian package libfaketime)\n", FAKETIME_SO);
+		return;
+	}
+	world_up(60);
+	free(daemon_up_faketime(&dmn[0], "+2h"));
+	long long now = h_now_ms(), not_before = now + 3000;
+	char *json = h_record_json("sched-1", "gate.open", "lock/7", now - 1000,
+	    now + 6 * 3600 * 1000LL, not_before, NULL);
+	assert_non_null(json);
+	char *jws = h_sign(json, h_data("test-es256.key"));
+	assert_non_null(jws);
+	assert_int_equal(h_store_record(rc, PREFIX, "sched-1", jws, 0), 0);
+	free(jws);
+	free(json);
+	assert_true(h_redis_int(rc, "ZADD " PREFIX ":scheduled %lld sched-1", not_before) == 1);
+	wait_done("sched-1", &dmn[0]);
+	json_t *all = fake_get(&target, "/_requests");
+	long long arrival = json_integer_value(json_object_get(json_array_get(all, 0), "arrival_ms"));
+	json_decref(all);
+	printf("    clock 2 h ahead: the scheduled call arrived %lld ms after its notBefore\n",
+	    arrival - not_before);
+	assert_true(arrival >= not_before);
 	stop_clean(&dmn[0]);
 }
 
@@ -1490,6 +1538,7 @@ main(void)
 		cmocka_unit_test_teardown(test_per_action_scopes, world_down),
 		cmocka_unit_test_teardown(test_token_exchange, world_down),
 		cmocka_unit_test_teardown(test_wall_clock_step, world_down),
+		cmocka_unit_test_teardown(test_promoter_uses_redis_time, world_down),
 		cmocka_unit_test_teardown(test_no_secret_in_logs, world_down),
 		cmocka_unit_test_teardown(test_late_rejection_uses_fresh_token, world_down),
 	};
