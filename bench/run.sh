@@ -10,13 +10,16 @@
 # peak RSS (VmHWM). Then it checks that every hash is `done` and the target saw
 # each job exactly once. The table goes to stdout and bench/results.txt.
 #
-# Modes: off (unsigned records, auth none), es256 (ES256 records, auth none),
+# First the Redis floor (bench/floor.c: XREADGROUP COUNT 100, pipelined
+# HGETALL, pipelined HSET, one XACK a batch; no HTTP), then warrantd.
+# Modes: off (unsigned records, auth none), hs256 (HS256 records, auth none),
+# es256 (ES256 records, auth none),
 # oauth (ES256 records, the worker's own OAuth token from fake_idp, checked
 # by the target on every call), exchange (ES256 records, a token exchanged
 # for each job, RFC 8693: one more IdP round trip per job).
 #
 # Environment: BENCH_JOBS [20000], BENCH_IN_FLIGHT ["1 64 256"],
-# BENCH_MODES ["off es256 oauth exchange"], BENCH_TIMEOUT_S [600, per run],
+# BENCH_MODES ["off hs256 es256 oauth exchange"], BENCH_TIMEOUT_S [600, per run],
 # BENCH_OUT [bench/results.txt], BENCH_KEEP_TMP (keep the temp dir).
 # Everything it starts is stopped by PID; it exits non-zero when a run does
 # not finish in time or a check fails (results.txt is then left unchanged).
@@ -27,7 +30,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "$1" && pwd)
 JOBS=${BENCH_JOBS:-20000}
 FLIGHTS=${BENCH_IN_FLIGHT:-"1 64 256"}
-MODES=${BENCH_MODES:-"off es256 oauth exchange"}
+MODES=${BENCH_MODES:-"off hs256 es256 oauth exchange"}
 TIMEOUT_S=${BENCH_TIMEOUT_S:-600}
 OUT=${BENCH_OUT:-$root/bench/results.txt}
 PREFIX=bench
@@ -157,21 +160,49 @@ build_mkrecords() {
 	    $(pkg-config --cflags $PKGS) -o "$tmp/mkrecords" "$root/bench/mkrecords.c" \
 	    "$build/libwarrant.a" $(pkg-config --libs $PKGS) -lev -lm ||
 	    die "cannot build bench/mkrecords.c"
+	# shellcheck disable=SC2046
+	cc -std=c11 -O2 -Wall -Wextra -o "$tmp/floor" "$root/bench/floor.c" \
+	    $(pkg-config --cflags --libs hiredis) || die "cannot build bench/floor.c"
+}
+
+# Redis' own CPU time (user + sys), in µs.
+redis_cpu_us() {
+	rcli INFO cpu | awk -F: '/^used_cpu_(user|sys):/ { s += $2 } END { printf "%.0f", s * 1e6 }'
+}
+
+floor_jps=
+run_floor() {
+	make_jobs off
+	load_jobs off
+	set -- $("$tmp/floor" "$sock" "$PREFIX" "$JOBS") || die "floor failed"
+	[ "$1" = "$JOBS" ] || die "floor: $1 of $JOBS jobs"
+	floor_jps=$(awk -v n="$1" -v ms="$2" 'BEGIN { if (ms < 1) ms = 1; printf "%.0f", n * 1000 / ms }')
+	awk -v n="$1" -v ms="$2" -v rus="$3" -v jps="$floor_jps" 'BEGIN {
+		printf "%-8s %9s %7d %8.2f %9d %6s %7s %11s %11.1f %9s\n", "floor", "-", n,
+		    ms / 1000, jps, "1.00", "-", "-", rus / n, "-"
+	}' >>"$rows"
+	tail -n 1 "$rows"
 }
 
 make_jobs() {
 	case $1 in
 	off)	"$tmp/mkrecords" "$JOBS" "$PREFIX" >"$tmp/jobs-$1.resp" ;;
+	hs256)	"$tmp/mkrecords" "$JOBS" "$PREFIX" "$root/tests/data/test-hs256.secret" \
+		    >"$tmp/jobs-$1.resp" ;;
 	es256|oauth|exchange)
 		"$tmp/mkrecords" "$JOBS" "$PREFIX" "$root/tests/data/test-es256.key" \
 		    >"$tmp/jobs-$1.resp" ;;
-	*)	die "unknown mode $1 (off, es256, oauth or exchange)" ;;
+	*)	die "unknown mode $1 (off, hs256, es256, oauth or exchange)" ;;
 	esac || die "mkrecords failed"
 }
 
 write_ini() {	# mode in_flight
 	if [ "$1" = off ]; then
 		records="signature = off"
+	elif [ "$1" = hs256 ]; then
+		records="signature = required
+algorithm = HS256
+verify_key_file = $root/tests/data/test-hs256.secret"
 	else
 		records="signature = required
 algorithm = ES256
@@ -254,6 +285,7 @@ run_one() {	# mode in_flight
 	flight=$2
 	load_jobs "$mode"
 	write_ini "$mode" "$flight"
+	rcpu0=$(redis_cpu_us)
 	t0=$(now_ms)
 	"$build/bin/warrantd" -c "$tmp/warrantd.ini" 2>"$tmp/warrantd-$mode-$flight.log" &
 	daemon_pid=$!
@@ -268,6 +300,7 @@ run_one() {	# mode in_flight
 		sleep 0.05
 	done
 	t_seen=$(now_ms)
+	rcpu=$(( $(redis_cpu_us) - rcpu0 ))
 	ticks=$(cpu_ticks "$daemon_pid")
 	hwm=$(vm_hwm_kb "$daemon_pid")
 	last=$(rcli XREVRANGE $PREFIX:audit + - COUNT 1 | head -n 1)
@@ -286,17 +319,19 @@ run_one() {	# mode in_flight
 	fi
 
 	awk -v mode="$mode" -v f="$flight" -v n="$JOBS" -v ms=$((t_end - t0)) \
-	    -v ticks="$ticks" -v hz="$(getconf CLK_TCK)" -v kb="$hwm" 'BEGIN {
+	    -v ticks="$ticks" -v hz="$(getconf CLK_TCK)" -v kb="$hwm" -v rus="$rcpu" \
+	    -v floor="$floor_jps" 'BEGIN {
 		if (ms < 1) ms = 1
-		printf "%-6s %9d %7d %8.2f %9.0f %7.2f %11.1f %9.1f\n", mode, f, n,
-		    ms / 1000, n * 1000 / ms, ticks / hz, ticks / hz * 1e6 / n, kb / 1024
+		jps = n * 1000 / ms
+		printf "%-8s %9d %7d %8.2f %9.0f %6.2f %7.2f %11.1f %11.1f %9.1f\n", mode, f, n,
+		    ms / 1000, jps, jps / floor, ticks / hz, ticks / hz * 1e6 / n, rus / n, kb / 1024
 	}' >>"$rows"
 	tail -n 1 "$rows"
 }
 
 header() {
-	printf "%-6s %9s %7s %8s %9s %7s %11s %9s\n" mode in_flight jobs wall_s jobs/s \
-	    cpu_s cpu_us/job rss_MiB
+	printf "%-8s %9s %7s %8s %9s %6s %7s %11s %11s %9s\n" mode in_flight jobs wall_s jobs/s \
+	    floor× cpu_s cpu_us/job redis_us/job rss_MiB
 }
 
 start_redis
@@ -305,6 +340,7 @@ start_token_world
 build_mkrecords
 : >"$rows"
 header
+run_floor
 for mode in $MODES; do
 	t=$(now_ms)
 	make_jobs "$mode"
@@ -323,6 +359,7 @@ cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 	echo "# oauth: the worker's token (fake_idp), checked by the target per call (HS256);"
 	echo "# exchange: one RFC 8693 exchange per job at fake_idp, then the call."
 	echo "# wall_s: daemon start -> last terminal write; cpu_s, rss_MiB: the daemon only (VmHWM)."
+	echo "# floor×: jobs/s over the floor's; redis_us/job: Redis' own CPU (INFO cpu) per job."
 	header
 	cat "$rows"
 } >"$tmp/results.txt"
