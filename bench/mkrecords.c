@@ -4,7 +4,8 @@
  *   HSET PREFIX:decision:bench-<i> record <R> state queued createdAt <now>
  *   XADD PREFIX:jobs * id bench-<i>
  * where <R> is the record (SPEC §3.1) as plain JSON, or a JWS signed with the
- * key when one is given: ES256 with a PEM private key, HS256 with a file
+ * key when one is given (with BENCH_NO_XADD=1 only the HSETs: bench/pace.c
+ * enqueues later, at a steady rate): ES256 with a PEM private key, HS256 with a file
  * whose name ends in ".secret" (the HMAC secret, trailing blanks dropped). Records are valid for $BENCH_EXPIRES_S (3600) s.
  * Built by bench/run.sh against the project's libwarrant.a; not part of the
  * daemon.
@@ -106,6 +107,7 @@ main(int argc, char **argv)
 		while (key_len > 0 && strchr(" \t\r\n", key[key_len - 1]) != NULL)
 			key[--key_len] = '\0';
 	}
+	int no_xadd = getenv("BENCH_NO_XADD") != NULL;
 	long count = atol(argv[1]);
 	int64_t now = wtime_now_ms();
 	wtime_format_rfc3339(now, created, sizeof created);
@@ -123,7 +125,8 @@ main(int argc, char **argv)
 		    "createdAt", created };
 		const char *xadd[] = { "XADD", stream, "*", "id", id };
 		put_command(8, hset);
-		put_command(5, xadd);
+		if (!no_xadd)
+			put_command(5, xadd);
 		free(rec);
 	}
 	free(key);

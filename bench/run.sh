@@ -68,6 +68,7 @@ stop_pid() {
 
 cleanup() {
 	stop_pid "$daemon_pid"
+	stop_pid "$nginx_pid"
 	stop_pid "$target_pid"
 	stop_pid "$tok_target_pid"
 	stop_pid "$idp_pid"
@@ -122,6 +123,41 @@ start_target() {
 	target_url=http://127.0.0.1:$(cat "$tmp/target.port")
 }
 
+# The target of the auth-none throughput runs: Debian's nginx answering 204
+# (keep-alive, no access log) when it is installed, else fake_target.
+nginx_pid=
+start_nginx() {
+	command -v nginx >/dev/null 2>&1 || return 1
+	[ -z "${BENCH_NO_NGINX:-}" ] || return 1
+	mkdir -p "$tmp/nginx"
+	for port in 18480 28480 38480 48480; do
+		cat >"$tmp/nginx/nginx.conf" <<NGINX
+daemon off;
+master_process off;
+worker_processes 1;
+pid $tmp/nginx/nginx.pid;
+error_log $tmp/nginx/error.log;
+events { worker_connections 4096; }
+http {
+	access_log off;
+	client_body_temp_path $tmp/nginx/body;
+	keepalive_requests 1000000;
+	keepalive_timeout 60s;
+	server { listen 127.0.0.1:$port; location / { return 204; } }
+}
+NGINX
+		nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" 2>>"$tmp/nginx/start.log" &
+		nginx_pid=$!
+		if wait_for 30 curl -sf "http://127.0.0.1:$port/" ; then
+			nginx_url=http://127.0.0.1:$port
+			return 0
+		fi
+		stop_pid "$nginx_pid"
+		nginx_pid=
+	done
+	return 1
+}
+
 # For the token modes: an IdP, and a target that checks every token.
 start_token_world() {
 	hs=$root/tests/data/test-hs256.secret
@@ -139,11 +175,19 @@ start_token_world() {
 	tok_target_url=http://127.0.0.1:$(cat "$tmp/tok-target.port")
 }
 
-# The target a mode calls.
+# The fake target a mode calls (the one that records; nginx records nothing).
 target_of() {
 	case $1 in
 	oauth|exchange) echo "$tok_target_url" ;;
 	*) echo "$target_url" ;;
+	esac
+}
+
+# Where the throughput runs of a mode send their calls.
+throughput_target_of() {
+	case $1 in
+	oauth|exchange) echo "$tok_target_url" ;;
+	*) echo "${nginx_url:-$target_url}" ;;
 	esac
 }
 
@@ -163,6 +207,52 @@ build_mkrecords() {
 	# shellcheck disable=SC2046
 	cc -std=c11 -O2 -Wall -Wextra -o "$tmp/floor" "$root/bench/floor.c" \
 	    $(pkg-config --cflags --libs hiredis) || die "cannot build bench/floor.c"
+	# shellcheck disable=SC2046
+	cc -std=c11 -O2 -Wall -Wextra -o "$tmp/pace" "$root/bench/pace.c" \
+	    $(pkg-config --cflags --libs hiredis) || die "cannot build bench/pace.c"
+}
+
+# Latency at half the peak rate: the records are written first, then
+# enqueued at a steady rate (bench/pace.c), and each job's XADD time is
+# paired with its arrival at the target. Prints one line.
+LAT_S=${BENCH_LATENCY_S:-10}
+run_latency() {	# mode peak_jobs_per_s in_flight
+	rate=$(awk -v p="$2" 'BEGIN { r = p / 2; if (r < 1) r = 1; printf "%.0f", r }')
+	lat_n=$(awk -v r="$rate" -v s="$LAT_S" -v max="$JOBS" 'BEGIN { n = r * s; if (n > max) n = max; printf "%d", n }')
+	rcli FLUSHALL >/dev/null
+	curl -sf -X POST "$(target_of "$1")/_reset" >/dev/null || die "cannot reset fake_target"
+	case $1 in
+	off)	BENCH_NO_XADD=1 "$tmp/mkrecords" "$lat_n" "$PREFIX" ;;
+	hs256)	BENCH_NO_XADD=1 "$tmp/mkrecords" "$lat_n" "$PREFIX" "$root/tests/data/test-hs256.secret" ;;
+	*)	BENCH_NO_XADD=1 "$tmp/mkrecords" "$lat_n" "$PREFIX" "$root/tests/data/test-es256.key" ;;
+	esac | rcli --pipe >/dev/null 2>&1 || die "latency: cannot write records"
+	write_ini "$1" "$3"
+	"$build/bin/warrantd" -c "$tmp/warrantd.ini" 2>"$tmp/warrantd-lat-$1.log" &
+	daemon_pid=$!
+	wait_for 100 test "$(rcli XINFO GROUPS $PREFIX:jobs 2>/dev/null | head -c1)" ||
+	    die "latency: warrantd did not create its group"
+	"$tmp/pace" "$sock" "$PREFIX" "$lat_n" "$rate" >"$tmp/enqueued" || die "pace failed"
+	deadline=$(( $(now_ms) + TIMEOUT_S * 1000 ))
+	while ! finished; do
+		[ "$(now_ms)" -lt "$deadline" ] || die "latency: $1 not finished in time"
+		sleep 0.05
+	done
+	stop_pid "$daemon_pid"
+	daemon_pid=
+	# one record a line (bodies hold braces of their own), then key and arrival
+	curl -sf "$(target_of "$1")/_requests" | sed 's/},{"method"/}\n{"method"/g' |
+	    sed -n 's/.*"idempotency_key":"\([^"]*\)".*"arrival_ms":\([0-9]*\),.*/\1 \2/p' \
+	    >"$tmp/arrived"
+	awk 'NR == FNR { at[$1] = $2; next } ($1 in at) { print $2 - at[$1] }' \
+	    "$tmp/enqueued" "$tmp/arrived" | sort -n >"$tmp/lat"
+	awk -v mode="$1" -v rate="$rate" -v f="$3" '{ v[NR] = $1 } END {
+		if (NR == 0) { print "# latency " mode ": no samples"; exit }
+		p50 = v[int(NR * 0.50 + 0.5) > 0 ? int(NR * 0.50 + 0.5) : 1]
+		p99 = v[int(NR * 0.99 + 0.5) > 0 ? int(NR * 0.99 + 0.5) : 1]
+		printf "# latency %-8s %d jobs at %d/s (half the peak), %d in flight: XADD -> target p50 %d ms, p99 %d ms, max %d ms\n",
+		    mode, NR, rate, f, p50, p99, v[NR]
+	}' "$tmp/lat" >>"$lat_rows"
+	tail -n 1 "$lat_rows"
 }
 
 # Redis' own CPU time (user + sys), in µs.
@@ -209,7 +299,7 @@ algorithm = ES256
 verify_key_file = $root/tests/data/test-es256.pub"
 	fi
 	auth="auth = none
-url = $target_url/gates/{resource}/open"
+url = ${ini_target:-$target_url}/gates/{resource}/open"
 	oauth=
 	case $1 in
 	oauth|exchange)
@@ -284,7 +374,9 @@ run_one() {	# mode in_flight
 	mode=$1
 	flight=$2
 	load_jobs "$mode"
+	ini_target=$(throughput_target_of "$mode")
 	write_ini "$mode" "$flight"
+	ini_target=
 	rcpu0=$(redis_cpu_us)
 	t0=$(now_ms)
 	"$build/bin/warrantd" -c "$tmp/warrantd.ini" 2>"$tmp/warrantd-$mode-$flight.log" &
@@ -311,11 +403,13 @@ run_one() {	# mode in_flight
 	daemon_pid=
 	done_n=$(count_done)
 	[ "$done_n" = "$JOBS" ] || die "$mode/$flight: $done_n of $JOBS hashes are done"
-	stats=$(curl -sf "$(target_of "$mode")/_stats") || die "cannot read fake_target stats"
-	calls=$(json_int total "$stats")
-	dups=$(json_int duplicates "$stats")
-	if [ "$calls" != "$JOBS" ] || [ "$dups" != 0 ]; then
-		die "$mode/$flight: the target saw $calls calls ($dups duplicates) for $JOBS jobs"
+	if [ "$(throughput_target_of "$mode")" = "$(target_of "$mode")" ]; then
+		stats=$(curl -sf "$(target_of "$mode")/_stats") || die "cannot read fake_target stats"
+		calls=$(json_int total "$stats")
+		dups=$(json_int duplicates "$stats")
+		if [ "$calls" != "$JOBS" ] || [ "$dups" != 0 ]; then
+			die "$mode/$flight: the target saw $calls calls ($dups duplicates) for $JOBS jobs"
+		fi
 	fi
 
 	awk -v mode="$mode" -v f="$flight" -v n="$JOBS" -v ms=$((t_end - t0)) \
@@ -337,17 +431,25 @@ header() {
 start_redis
 start_target
 start_token_world
+start_nginx || true
 build_mkrecords
 : >"$rows"
+lat_rows=$tmp/lat_rows
+: >"$lat_rows"
 header
 run_floor
 for mode in $MODES; do
 	t=$(now_ms)
 	make_jobs "$mode"
 	echo "# $mode: $JOBS jobs written in $(( $(now_ms) - t )) ms" >&2
+	peak=0
+	peak_flight=64
 	for flight in $FLIGHTS; do
 		run_one "$mode" "$flight"
+		jps=$(tail -n 1 "$rows" | awk '{ print $5 }')
+		if [ "$jps" -gt "$peak" ]; then peak=$jps; peak_flight=$flight; fi
 	done
+	[ -n "${BENCH_NO_LATENCY:-}" ] || run_latency "$mode" "$peak" "$peak_flight"
 done
 
 cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
@@ -355,13 +457,19 @@ cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 	echo "# warrantd benchmark ($(date -u +%Y-%m-%dT%H:%M:%SZ), bench/run.sh)"
 	echo "# host: $(nproc) CPU(s), ${cpu:-unknown CPU}; $(redis-server --version | cut -d' ' -f1-3)"
 	echo "# build: ${build#"$root"/}; jobs enqueued before start; redis on a unix socket;"
-	echo "# fake_target on 127.0.0.1 (same host); log_level = warn; batch = 64; no [authz]."
+	if [ -n "${nginx_url:-}" ]; then
+		echo "# target (off, hs256, es256): $(nginx -v 2>&1 | cut -d/ -f2) answering 204, keep-alive, no access log;"
+		echo "# the latency lines and the token modes: fake_target. log_level = warn; batch = 64; no [authz]."
+	else
+		echo "# fake_target on 127.0.0.1 (same host; nginx not installed); log_level = warn; batch = 64; no [authz]."
+	fi
 	echo "# oauth: the worker's token (fake_idp), checked by the target per call (HS256);"
 	echo "# exchange: one RFC 8693 exchange per job at fake_idp, then the call."
 	echo "# wall_s: daemon start -> last terminal write; cpu_s, rss_MiB: the daemon only (VmHWM)."
 	echo "# floor×: jobs/s over the floor's; redis_us/job: Redis' own CPU (INFO cpu) per job."
 	header
 	cat "$rows"
+	cat "$lat_rows"
 } >"$tmp/results.txt"
 cp "$tmp/results.txt" "$OUT"
 echo "bench: results in ${OUT#"$root"/}" >&2
