@@ -1114,6 +1114,7 @@ test_streams_trimmed(void **state)
 	enqueue_many("t2", 100);
 	long long before = xlen(JOBS);
 	o.consumer = "w2";
+	o.claim_idle_ms = 600000;	/* the ghost's entry stays the ghost's */
 	struct h_daemon *w2 = dmn_start(&o, 1);
 	wait_all_in_state("t2", 100, "done");
 	struct elapsed e = {mono_ms() + 1500};	/* several claim intervals */
