@@ -504,6 +504,9 @@ on_call_done(const struct http_response *resp, void *arg)
 	    j->id, j->rec->action, j->rec->resource, j->core.calls, resp->status,
 	    resp->elapsed_ms, resp->status == 0 ? " error=" : "",
 	    resp->status == 0 ? (resp->timed_out ? "timeout" : "transport") : "");
+	if (j->eng->call_observer)	/* a stream id starts with its XADD's ms */
+		j->eng->call_observer(j->eng->call_observer_arg, j->rec->action, resp->status,
+		    resp->elapsed_ms, j->attempt_started_ms - strtoll(j->stream_id, NULL, 10));
 	feed(j, &ev);
 	ejob_unref(j);
 }

@@ -88,6 +88,8 @@ struct engine {
 	long long outages;
 	uint64_t rng;
 	struct engine_counters n;
+	engine_call_observer *call_observer;	/* NULL: none */
+	void *call_observer_arg;
 };
 
 /* ------------------------------------------------------------------ */
