@@ -73,6 +73,20 @@ long long h_redis_int(redisContext *c, const char *fmt, ...);
 /* String or status reply, caller frees; NULL for nil, error or other types. */
 char *h_redis_str(redisContext *c, const char *fmt, ...);
 
+/* Runs argv (argv[0] a path, or a name looked up in PATH) like h_spawn and
+ * waits up to timeout_ms (then SIGKILL). Returns its exit code (-1: killed,
+ * or did not start) and, when out is not NULL, what it wrote to stdout and
+ * stderr in *out (caller frees; "" at worst). */
+int h_run(char *const argv[], int timeout_ms, char **out);
+
+/* The full path of an executable found in PATH (caller frees), or NULL:
+ * for tests that skip when a Debian package is not installed. */
+char *h_which(const char *name);
+
+/* A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0 and
+ * closed again), or -1. */
+int h_free_port(void);
+
 /* Polls cond every 10 ms until it returns non-zero (0) or timeout_ms passes (-1). */
 int h_wait_until(int (*cond)(void *arg), void *arg, int timeout_ms)
 	__attribute__((warn_unused_result));
