@@ -27,8 +27,10 @@ test_mandoc_lint(void **state)
 	char *out, *mandoc = h_which("mandoc");
 	(void)state;
 
+	int have = mandoc != NULL;
+
 	free(mandoc);
-	if (!mandoc) {
+	if (!have) {
 		printf("itest_docs: SKIP mandoc lint: mandoc not installed (Debian package mandoc)\n");
 		skip();
 	}
