@@ -1250,3 +1250,36 @@ h_loop_run_until(struct ev_loop *loop, int (*cond)(void *arg), void *arg, int ti
 	ev_timer_stop(loop, &t);
 	return cond(arg) ? 0 : -1;
 }
+
+int
+h_daemon_stop_clean(struct h_daemon *d)
+{
+	int st = h_daemon_stop(d);
+
+	if (!(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+		fprintf(stderr, "harness: warrantd ended with status 0x%x; log %s\n", st, d->log);
+		return 0;
+	}
+	return h_daemon_log_clean(d);
+}
+
+int
+h_stack_start(struct h_stack *s)
+{
+	memset(s, 0, sizeof *s);
+	if (h_redis_start(&s->redis, 0) != 0 || h_fake_start(&s->target, "fake_target", NULL) != 0 ||
+	    (s->c = h_redis_connect(&s->redis)) == NULL) {
+		h_stack_stop(s);
+		return -1;
+	}
+	return 0;
+}
+
+void
+h_stack_stop(struct h_stack *s)
+{
+	redisFree(s->c);
+	s->c = NULL;
+	h_fake_stop(&s->target);
+	h_redis_stop(&s->redis);
+}

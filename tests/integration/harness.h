@@ -184,6 +184,20 @@ long long h_stream_count(redisContext *c, const char *key, const char *match_fie
 char *h_stream_field(redisContext *c, const char *key, const char *match_field,
 		     const char *match_value, const char *want);
 
+/* What most integration tests start with: a redis-server, a fake_target
+ * and a client of that redis. */
+struct h_stack {
+	struct h_redis redis;
+	struct h_fake target;
+	redisContext *c;
+};
+
+/* 0, or -1 (whatever started is stopped again). */
+int h_stack_start(struct h_stack *s)
+	__attribute__((warn_unused_result));
+/* Stops all three; safe on a half-started or stopped stack. */
+void h_stack_stop(struct h_stack *s);
+
 /* POST /_script with json to the fake; 0 when it answered 200. */
 int h_fake_script(const struct h_fake *f, const char *json)
 	__attribute__((warn_unused_result));
@@ -246,6 +260,9 @@ int h_daemon_start(struct h_daemon *d, const char *ini_text)
 int h_daemon_stop(struct h_daemon *d);
 /* SIGKILL (a crash). */
 void h_daemon_kill(struct h_daemon *d);
+/* h_daemon_stop, then 1 when it exited 0 with a clean (sanitizer) log, else
+ * 0 after printing why and where its log is. */
+int h_daemon_stop_clean(struct h_daemon *d);
 /* 1 when its log holds needle. */
 int h_daemon_log_has(const struct h_daemon *d, const char *needle);
 /* Waits up to timeout_ms for needle in its log; 0 or -1. */

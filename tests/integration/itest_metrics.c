@@ -34,9 +34,8 @@
 #define WAIT_MS		60000
 #define PREFIX		"m"
 
-static struct h_redis R;
-static struct h_fake F;
-static redisContext *C;
+static struct h_stack S;
+#define C (S.c)
 static struct h_daemon D;
 static pid_t prom_pid;
 
@@ -44,19 +43,14 @@ static int
 group_setup(void **state)
 {
 	(void)state;
-	if (h_redis_start(&R, 0) != 0 || h_fake_start(&F, "fake_target", NULL) != 0)
-		return -1;
-	C = h_redis_connect(&R);
-	return C != NULL ? 0 : -1;
+	return h_stack_start(&S);
 }
 
 static int
 group_teardown(void **state)
 {
 	(void)state;
-	redisFree(C);
-	h_fake_stop(&F);
-	h_redis_stop(&R);
+	h_stack_stop(&S);
 	return 0;
 }
 
@@ -75,8 +69,8 @@ test_teardown(void **state)
 static void
 daemon_up(const char *prefix, const char *metrics_section)
 {
-	struct h_daemon_opts o = {.redis_sock = R.sock, .target_url = F.url, .prefix = prefix,
-	    .sections = metrics_section};
+	struct h_daemon_opts o = {.redis_sock = S.redis.sock, .target_url = S.target.url,
+	    .prefix = prefix, .sections = metrics_section};
 	char *ini = h_daemon_ini(&o);
 
 	assert_non_null(ini);
@@ -87,13 +81,24 @@ daemon_up(const char *prefix, const char *metrics_section)
 	assert_int_equal(rc, 0);
 }
 
+/* A daemon of its own prefix serving metrics on a free loopback port;
+ * returns the port. */
+static int
+daemon_on_free_port(const char *prefix)
+{
+	char section[128];
+	int port = h_free_port();
+
+	assert_true(port > 0);
+	snprintf(section, sizeof section, "[metrics]\nlisten = 127.0.0.1:%d\n", port);
+	daemon_up(prefix, section);
+	return port;
+}
+
 static void
 daemon_down(void)
 {
-	int st = h_daemon_stop(&D);
-
-	assert_true(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	assert_true(h_daemon_log_clean(&D));
+	assert_true(h_daemon_stop_clean(&D));
 }
 
 struct done_wait {
@@ -333,13 +338,9 @@ scraped_by_prometheus(int metrics_port)
 static void
 test_scrape(void **state)
 {
-	char section[128];
 	(void)state;
 
-	int port = h_free_port();
-	assert_true(port > 0);
-	snprintf(section, sizeof section, "[metrics]\nlisten = 127.0.0.1:%d\n", port);
-	daemon_up(PREFIX "1", section);
+	int port = daemon_on_free_port(PREFIX "1");
 	run_jobs(PREFIX "1", 3);
 
 	char *resp = scrape(NULL, port);
@@ -366,14 +367,10 @@ test_http_edges(void **state)
 {
 	static const char root[] = "GET / HTTP/1.1\r\n\r\n";
 	static const char post[] = "POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n";
-	char section[128];
 	int idle[40];
 	(void)state;
 
-	int port = h_free_port();
-	assert_true(port > 0);
-	snprintf(section, sizeof section, "[metrics]\nlisten = 127.0.0.1:%d\n", port);
-	daemon_up(PREFIX "2", section);
+	int port = daemon_on_free_port(PREFIX "2");
 
 	char *r = exchange(NULL, port, root, sizeof root - 1);
 	assert_status(r, "HTTP/1.1 404 Not Found\r\n");
@@ -482,7 +479,8 @@ test_bad_listen_is_a_config_error(void **state)
 	char *out;
 	(void)state;
 
-	struct h_daemon_opts o = {.redis_sock = R.sock, .target_url = F.url, .prefix = PREFIX "4",
+	struct h_daemon_opts o = {.redis_sock = S.redis.sock, .target_url = S.target.url,
+	    .prefix = PREFIX "4",
 	    .sections = "[metrics]\nlisten = 0.0.0.0:9464\n"};
 	char *ini = h_daemon_ini(&o);
 	char *path = h_write_file("bad-metrics.ini", ini);

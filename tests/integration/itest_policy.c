@@ -165,19 +165,16 @@ gate_record(const char *id, const char *subject, const char *resource, const cha
 static void
 test_daemon_follows_the_rule(void **state)
 {
-	struct h_redis r;
-	struct h_fake target;
+	struct h_stack st;
 	struct h_daemon d = {0};
 	char section[256];
 	(void)state;
 
-	assert_int_equal(h_redis_start(&r, 0), 0);
-	assert_int_equal(h_fake_start(&target, "fake_target", NULL), 0);
-	redisContext *c = h_redis_connect(&r);
-	assert_non_null(c);
+	assert_int_equal(h_stack_start(&st), 0);
+	redisContext *c = st.c;
 	set_roster("bool");
 	snprintf(section, sizeof section, "[authz]\nurl = %s" PDP_PATH "\n", pdp.url);
-	struct h_daemon_opts o = {.redis_sock = r.sock, .target_url = target.url,
+	struct h_daemon_opts o = {.redis_sock = st.redis.sock, .target_url = st.target.url,
 	    .prefix = "pol", .sections = section};
 	char *ini = h_daemon_ini(&o);
 	assert_int_equal(h_daemon_start(&d, ini), 0);
@@ -191,14 +188,10 @@ test_daemon_follows_the_rule(void **state)
 	struct state_wait w2 = {c, "pol:decision:pol-no", "denied"};
 	if (h_wait_until(state_is, &w1, WAIT_MS) != 0 || h_wait_until(state_is, &w2, WAIT_MS) != 0)
 		fail_msg("the daemon did not follow the canal rule; log %s", d.log);
-	int st = h_daemon_stop(&d);
-	assert_true(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	assert_true(h_daemon_log_clean(&d));
+	assert_true(h_daemon_stop_clean(&d));
 	free(ok);
 	free(no);
-	redisFree(c);
-	h_fake_stop(&target);
-	h_redis_stop(&r);
+	h_stack_stop(&st);
 }
 
 int
