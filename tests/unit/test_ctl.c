@@ -517,21 +517,18 @@ test_line_quoting(void **state)
 	free(out);
 }
 
-/* `warrantctl metrics`: the status object as gauges. */
+/* `warrantctl metrics`: the status object as gauges, through render(). */
+static void
+queue_metrics_at_now(FILE *f, const json_t *st, int indent)
+{
+	(void)indent;
+	assert_int_equal(ctl_queue_metrics(f, st, NOW), 0);
+}
+
 static char *
 queue_metrics(const char *status_json)
 {
-	json_t *st = json_loads(status_json, 0, NULL);
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-
-	assert_non_null(st);
-	assert_non_null(f);
-	assert_int_equal(ctl_queue_metrics(f, st, NOW), 0);
-	fclose(f);
-	json_decref(st);
-	return buf;
+	return render(queue_metrics_at_now, status_json, 0);
 }
 
 static void
