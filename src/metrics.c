@@ -422,6 +422,7 @@ struct client {
 	size_t req_len;
 	char *resp;		/* NULL while reading */
 	size_t resp_len, resp_off;
+	int draining;		/* answered: reading what is left until EOF */
 };
 
 struct metrics {
@@ -508,8 +509,29 @@ client_answer(struct client *c, int status)
 	return 0;
 }
 
-/* 1 when c is done with (closed), else 0. */
-static int
+/* Once the answer is out: no more writing, and what the client still sends
+ * is read and dropped until it closes (or the idle timer ends it). Closing
+ * with unread data would reset the connection, and a client could lose the
+ * answer with it (a 431 to a client still sending its long head). */
+static void
+client_drain(struct client *c)
+{
+	char sink[4096];
+
+	for (;;) {
+		ssize_t n = read(c->fd, sink, sizeof sink);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (n <= 0) {
+			client_close(c);
+			return;
+		}
+	}
+}
+
+static void
 client_write(struct client *c)
 {
 	while (c->resp_off < c->resp_len) {
@@ -517,15 +539,22 @@ client_write(struct client *c)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return 0;
+			return;
 		if (n <= 0) {
 			client_close(c);
-			return 1;
+			return;
 		}
 		c->resp_off += (size_t)n;
 	}
-	client_close(c);
-	return 1;
+	if (shutdown(c->fd, SHUT_WR) < 0) {
+		client_close(c);
+		return;
+	}
+	c->draining = 1;
+	ev_io_stop(c->m->loop, &c->io);
+	ev_io_set(&c->io, c->fd, EV_READ);
+	ev_io_start(c->m->loop, &c->io);
+	client_drain(c);
 }
 
 static void
@@ -552,7 +581,7 @@ client_read(struct client *c)
 		ev_io_stop(c->m->loop, &c->io);
 		ev_io_set(&c->io, c->fd, EV_WRITE);
 		ev_io_start(c->m->loop, &c->io);
-		(void)client_write(c);
+		client_write(c);
 		return;
 	}
 }
@@ -563,8 +592,10 @@ client_io_cb(struct ev_loop *loop, ev_io *w, int revents)
 	struct client *c = w->data;
 	(void)loop, (void)revents;
 
-	if (c->resp)
-		(void)client_write(c);
+	if (c->draining)
+		client_drain(c);
+	else if (c->resp)
+		client_write(c);
 	else
 		client_read(c);
 }
