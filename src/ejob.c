@@ -19,28 +19,22 @@
 
 #include <jansson.h>
 
+#include "backoff.h"
+#include "rnd.h"
 #include "urltpl.h"
 
-#define REDIS_RETRY_MS 250
+/* R17: a write, load or re-dispatch Redis refused or could not take is
+ * sent again with backoff, never in a tight loop. */
+#define REDIS_RETRY_MIN_MS	100
+#define REDIS_RETRY_MAX_MS	5000
 
 static void apply(struct ejob *j);
 static void feed(struct ejob *j, struct job_event *ev);
+static void start_load(struct ejob *j);
 static void ejob_timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
 
 /* ------------------------------------------------------------------ */
 /* small helpers                                                        */
-
-static uint64_t
-rnd(struct engine *eng)
-{
-	/* xorshift64*: jitter only, not security. */
-	uint64_t x = eng->rng;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	eng->rng = x;
-	return x * 0x2545F4914F6CDD1DULL;
-}
 
 static const char *
 now_rfc3339(char *buf, size_t n)
@@ -195,6 +189,16 @@ ejob_arm(struct ejob *j, enum ejob_timer kind, int64_t delay_ms)
 	ev_timer_start(j->eng->loop, &j->timer);
 }
 
+/* R17: the Redis step `kind` is tried again after a growing delay. */
+static void
+redis_retry(struct ejob *j, enum ejob_timer kind)
+{
+	if (j->redis_tries < 64)
+		j->redis_tries++;
+	ejob_arm(j, kind, backoff_ms(REDIS_RETRY_MIN_MS, REDIS_RETRY_MIN_MS, REDIS_RETRY_MAX_MS,
+	    (int)j->redis_tries, rnd_u64()));
+}
+
 /* ------------------------------------------------------------------ */
 /* Redis transitions                                                    */
 
@@ -303,6 +307,11 @@ send_transition(struct ejob *j)
 		/* kept: the webhook says the same `at` as P:notify */
 		.at = now_rfc3339(j->written_at, sizeof j->written_at),
 		.retain_ms = terminal ? eng->cfg->records.retain_s * 1000LL : 0,
+		.dead_maxlen = eng->cfg->redis.dead_maxlen,
+		.notify_maxlen = eng->cfg->redis.notify_maxlen,
+		.skip_lease = j->deleted,
+		/* a call's outcome survives a Redis that forgot its PEL */
+		.keep_unpending = terminal && j->fence >= 0 && !(fx & JOB_FX_CALL),
 	};
 	struct store_argv a;
 
@@ -314,7 +323,7 @@ send_transition(struct ejob *j)
 	    eng->cfg->records.audit_maxlen, &t, &a);
 	if (rconn_eval(eng->cmd, &eng->s_transition, after_transition, j, a.nkeys,
 	    a.argc, a.argv, a.len) < 0) {
-		ejob_arm(j, T_REDIS_RETRY, REDIS_RETRY_MS);
+		redis_retry(j, T_REDIS_RETRY);
 		return;
 	}
 	j->refs++;
@@ -333,8 +342,7 @@ continue_effects(struct ejob *j)
 	struct engine *eng = j->eng;
 
 	j->wait = W_NONE;
-	if (job_state_terminal(j->step.next) || (fx & (JOB_FX_ACK | JOB_FX_RESCHEDULE)) ||
-	    (fx & JOB_FX_RELEASE) || (j->step.next == JOB_NONE && (fx & JOB_FX_DEAD_LETTER))) {
+	if (fx & (JOB_FX_END | JOB_FX_RELEASE)) {
 		ejob_finish(j);
 		return;
 	}
@@ -389,15 +397,13 @@ after_transition(struct rconn *rc, redisReply *r, void *arg)
 		return;
 	}
 	if (r == NULL || r->type == REDIS_REPLY_ERROR) {
-		if (r != NULL)
-			log_warn("redis.error", "op=transition id=%s error=%.120s",
-			    j->id[0] ? j->id : "-", r->str);
 		/* Nothing was decided twice: the same step is written again
-		 * once Redis answers. */
-		ejob_arm(j, T_REDIS_RETRY, REDIS_RETRY_MS);
+		 * once Redis answers (rconn logged the error kind). */
+		redis_retry(j, T_REDIS_RETRY);
 		ejob_unref(j);
 		return;
 	}
+	j->redis_tries = 0;
 	const redisReply *ok = reply_elem(r, 0, REDIS_REPLY_INTEGER);
 	const redisReply *why = reply_elem(r, 1, REDIS_REPLY_STRING);
 	if (ok == NULL || ok->integer != 1) {
@@ -441,7 +447,7 @@ feed(struct ejob *j, struct job_event *ev)
 {
 	struct job_policy pol = policy(j->eng, j);
 
-	ev->rnd = rnd(j->eng);
+	ev->rnd = rnd_u64();
 	ev->token_ok = token_ok(j);
 	j->step = job_next(&pol, &j->core, ev, wtime_now_ms());
 	if (j->step.effects == 0 && !job_state_terminal(j->step.next)) {
@@ -475,6 +481,9 @@ ejob_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	case T_REDISPATCH_RETRY:
 		start_redispatch(j);
 		break;
+	case T_LOAD_RETRY:
+		start_load(j);
+		break;
 	case T_NONE:
 		break;
 	}
@@ -500,6 +509,8 @@ on_call_done(const struct http_response *resp, void *arg)
 	    job_www_auth_invalid_token(resp->www_authenticate);
 	ev.retry_after_ms = job_retry_after_ms(resp->retry_after, wtime_now_ms());
 	j->last_status = (int)resp->status;
+	if (resp->status >= 200 && resp->status <= 299 && j->eng->oauth)
+		oauth_token_accepted(j->eng->oauth, j->token_gen);
 	log_info("job.call", "id=%s action=%s resource=%s attempt=%d status=%ld ms=%ld%s%s",
 	    j->id, j->rec->action, j->rec->resource, j->core.calls, resp->status,
 	    resp->elapsed_ms, resp->status == 0 ? " error=" : "",
@@ -532,29 +543,94 @@ call_bearer(struct ejob *j, const struct cfg_action *a)
 	return bearer;
 }
 
-/* The action call's headers; `auth` holds a secret: wipe it after use. */
+/* "name: value" as a new string, as long as it needs to be: nothing that
+ * goes out is cut short. Caller frees (wipe_header when it holds a
+ * secret). NULL when out of memory. */
+static char *
+header_line(const char *name, const char *value)
+{
+	size_t n = strlen(name), v = strlen(value);
+	char *h = malloc(n + 2 + v + 1);
+
+	if (h != NULL) {
+		memcpy(h, name, n);
+		memcpy(h + n, ": ", 2);
+		memcpy(h + n + 2, value, v + 1);
+	}
+	return h;
+}
+
+static void
+wipe_header(char *h)
+{
+	if (h != NULL) {
+		explicit_bzero(h, strlen(h));
+		free(h);
+	}
+}
+
+/* The action call's headers (R7); `auth` holds a secret. */
 struct call_headers {
-	char idem[128], obo[1200], basis[1200], auth[4200];
+	char *idem, *obo, *basis, *auth;
 	const char *list[8];
 };
 
-static void
+static int
 call_headers_fill(struct call_headers *h, const struct record *r, const char *bearer)
 {
 	int nh = 0;
 
-	snprintf(h->idem, sizeof h->idem, "Idempotency-Key: %s", r->id);
-	snprintf(h->obo, sizeof h->obo, "Warrant-On-Behalf-Of: %s", r->on_behalf_of);
-	snprintf(h->basis, sizeof h->basis, "Warrant-Basis: %s", r->basis);
+	memset(h, 0, sizeof *h);
+	h->idem = header_line("Idempotency-Key", r->id);
+	h->obo = header_line("Warrant-On-Behalf-Of", r->on_behalf_of);
+	h->basis = header_line("Warrant-Basis", r->basis);
+	h->auth = bearer ? header_line("Authorization", "Bearer ") : NULL;
+	if (bearer && h->auth) {
+		char *full = malloc(strlen(h->auth) + strlen(bearer) + 1);
+		if (full) {
+			strcpy(full, h->auth);
+			strcat(full, bearer);
+		}
+		wipe_header(h->auth);
+		h->auth = full;
+	}
+	if (!h->idem || !h->obo || !h->basis || (bearer && !h->auth))
+		return -1;
 	h->list[nh++] = "Content-Type: application/json";
 	h->list[nh++] = h->idem;
 	h->list[nh++] = h->obo;
 	h->list[nh++] = h->basis;
-	if (bearer) {
-		snprintf(h->auth, sizeof h->auth, "Authorization: Bearer %s", bearer);
+	if (h->auth)
 		h->list[nh++] = h->auth;
-	}
 	h->list[nh] = NULL;
+	return 0;
+}
+
+static void
+call_headers_free(struct call_headers *h)
+{
+	free(h->idem);
+	free(h->obo);
+	free(h->basis);
+	wipe_header(h->auth);
+}
+
+/* The decided call cannot go out: the core says what that means. */
+static void
+cannot_call(struct ejob *j, enum job_no_call why)
+{
+	struct job_event ev = {.kind = JOB_EV_CANNOT_CALL, .no_call = why};
+	feed(j, &ev);
+}
+
+/* A call that could not be started counts as one that got no answer. */
+static void
+call_not_started(struct ejob *j, const char *why)
+{
+	struct job_event ev = {.kind = JOB_EV_HTTP, .http_status = 0, .retry_after_ms = -1};
+
+	log_error("job.call", "id=%s error=\"%s\"", j->id, why);
+	feed(j, &ev);
 }
 
 static void
@@ -562,43 +638,42 @@ start_call(struct ejob *j)
 {
 	struct engine *eng = j->eng;
 	const struct cfg_action *a = job_action(j);
-	char err[160];
+	char err[160] = "";
+
+	if (a == NULL) {
+		cannot_call(j, JOB_NOCALL_ACTION_GONE);	/* a reload removed it */
+		return;
+	}
 	struct urltpl_vars vars = {j->rec->resource, j->rec->action, j->rec->id,
 	    j->rec->on_behalf_of};
-	char *url = a ? urltpl_expand(a->url, &vars, err, sizeof err) : NULL;
-	char *body = call_body(j);
-	struct job_event ev = {.kind = JOB_EV_HTTP, .http_status = 0, .retry_after_ms = -1};
-
-	if (url == NULL || body == NULL) {
-		log_error("job.call", "id=%s error=\"%s\"", j->id, url ? "out of memory" : err);
-		free(url);
-		free(body);
-		feed(j, &ev);	/* counts as a failed call: retried within limits */
+	char *url = urltpl_expand(a->url, &vars, err, sizeof err);
+	if (url == NULL) {
+		log_warn("job.call", "id=%s error=\"%s\"", j->id, err);
+		cannot_call(j, JOB_NOCALL_BAD_REQUEST);
 		return;
 	}
 	const char *bearer = call_bearer(j, a);
 	if (a->auth == CFG_AUTH_OAUTH && bearer == NULL) {
-		/* The token died between the decision and now: R6 says wait,
-		 * and the core treats it as an auth failure. */
 		free(url);
-		free(body);
-		struct job_event tev = {.kind = JOB_EV_HTTP, .http_status = 401, .retry_after_ms = -1};
-		feed(j, &tev);
+		cannot_call(j, JOB_NOCALL_TOKEN_GONE);	/* R6: wait for one */
 		return;
 	}
+	char *body = call_body(j);
 	struct call_headers h;
-	call_headers_fill(&h, j->rec, bearer);
-	struct http_request req = {
-		.method = a->method, .url = url, .headers = h.list,
-		.body = body, .body_len = strlen(body), .timeout_ms = a->timeout_ms,
-	};
-	int rc = http_start(eng->http, &req, on_call_done, j, &j->call);
-	explicit_bzero(h.auth, sizeof h.auth);
+	int rc = -1;
+	if (body != NULL && call_headers_fill(&h, j->rec, bearer) == 0) {
+		struct http_request req = {
+			.method = a->method, .url = url, .headers = h.list,
+			.body = body, .body_len = strlen(body), .timeout_ms = a->timeout_ms,
+		};
+		rc = http_start(eng->http, &req, on_call_done, j, &j->call);
+	}
+	if (body != NULL)
+		call_headers_free(&h);
 	free(url);
 	free(body);
 	if (rc < 0) {
-		log_error("job.call", "id=%s error=\"cannot start request\"", j->id);
-		feed(j, &ev);
+		call_not_started(j, "cannot start request");
 		return;
 	}
 	j->refs++;
@@ -662,19 +737,22 @@ start_authz(struct ejob *j)
 	struct engine *eng = j->eng;
 	char *body = authz_body(j->rec);
 	struct job_event ev = {.kind = JOB_EV_AUTHZ, .authz = JOB_AUTHZ_UNAVAILABLE};
-	char h_auth[4200];
 	const char *tok = worker_token(eng, eng->cfg->authz.timeout_ms);
-	const char *headers[] = {"Content-Type: application/json", tok ? h_auth : NULL, NULL};
+	char *h_auth = NULL;
 
-	if (tok)
-		snprintf(h_auth, sizeof h_auth, "Authorization: Bearer %s", tok);
+	if (tok && (h_auth = malloc(strlen(tok) + sizeof "Authorization: Bearer ")) != NULL) {
+		strcpy(h_auth, "Authorization: Bearer ");
+		strcat(h_auth, tok);
+	}
+	const char *headers[] = {"Content-Type: application/json", h_auth, NULL};
 	struct http_request req = {
 		.method = "POST", .url = eng->cfg->authz.url, .headers = headers,
 		.body = body, .body_len = body ? strlen(body) : 0,
 		.timeout_ms = eng->cfg->authz.timeout_ms,
 	};
-	int rc = body ? http_start(eng->http, &req, on_authz_done, j, &j->call) : -1;
-	explicit_bzero(h_auth, sizeof h_auth);
+	int rc = body && (!tok || h_auth) ?
+	    http_start(eng->http, &req, on_authz_done, j, &j->call) : -1;
+	wipe_header(h_auth);
 	free(body);
 	if (rc < 0) {
 		feed(j, &ev);
@@ -700,14 +778,16 @@ after_redispatch(struct rconn *rc, redisReply *r, void *arg)
 		return;
 	}
 	if (r == NULL || r->type != REDIS_REPLY_INTEGER) {
-		ejob_arm(j, T_REDISPATCH_RETRY, REDIS_RETRY_MS);	/* ask again */
+		redis_retry(j, T_REDISPATCH_RETRY);	/* ask again */
 		ejob_unref(j);
 		return;
 	}
+	j->redis_tries = 0;
 	if (r->integer == 0) {
 		ev.kind = JOB_EV_LEASE_LOST;
 	} else {
-		j->core.deliveries = (int)r->integer;
+		/* R12: the count Redis keeps, checked by the core before the run */
+		ev.deliveries = r->integer > INT32_MAX ? INT32_MAX : (int)r->integer;
 		j->eng->n.redispatched++;
 		log_info("job.redispatch", "id=%s stream_id=%s deliveries=%lld", j->id,
 		    j->stream_id, r->integer);
@@ -727,7 +807,7 @@ start_redispatch(struct ejob *j)
 	for (int i = 0; i < 4; i++)
 		len[i] = strlen(argv[i]);
 	if (rconn_eval(eng->cmd, &eng->s_redispatch, after_redispatch, j, 1, 4, argv, len) < 0) {
-		ejob_arm(j, T_REDISPATCH_RETRY, REDIS_RETRY_MS);
+		redis_retry(j, T_REDISPATCH_RETRY);
 		return;
 	}
 	j->refs++;
@@ -777,12 +857,19 @@ after_load(struct rconn *rc, redisReply *r, void *arg)
 		return;
 	}
 	if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
-		/* Lost before we knew anything: leave it pending, R14/R11 redo it. */
-		ejob_finish(j);
+		/* An error reply, or the connection went: load again with
+		 * backoff. The entry stays in hand, so nothing more is read. */
+		redis_retry(j, T_LOAD_RETRY);
 		ejob_unref(j);
 		return;
 	}
+	j->redis_tries = 0;
 	ev.hash_exists = r->elements > 0;
+	const char *attempts = field(r, "attempts");
+	if (attempts != NULL) {
+		long long n = strtoll(attempts, NULL, 10);
+		ev.attempts = n < 0 ? 0 : n > INT32_MAX ? INT32_MAX : (int)n;
+	}
 	const char *state = field(r, "state");
 	if (state == NULL || job_state_parse(state, &ev.stored_state) < 0)
 		ev.stored_state = JOB_NONE;
@@ -804,12 +891,14 @@ after_load(struct rconn *rc, redisReply *r, void *arg)
 }
 
 static void
-dead_no_id(struct ejob *j)
+start_load(struct ejob *j)
 {
-	j->step = (struct job_step){.next = JOB_NONE, .reason = JOB_R_NO_ID,
-	    .effects = JOB_FX_DEAD_LETTER | JOB_FX_ACK};
-	snprintf(j->step.detail, sizeof j->step.detail, "stream entry has no valid id field");
-	apply(j);
+	if (rconn_command(j->eng->cmd, after_load, j, "HGETALL %s", j->hash_key) < 0) {
+		redis_retry(j, T_LOAD_RETRY);	/* stays in hand: reads wait too */
+		return;
+	}
+	j->refs++;
+	j->wait = W_LOAD;
 }
 
 void
@@ -824,18 +913,14 @@ ejob_admit(struct engine *eng, const char *stream_id, const redisReply *fields, 
 	}
 	eng->n.received++;
 	const char *id = field(fields, "id");
-	if (id == NULL || !record_id_valid(id)) {
-		dead_no_id(j);
+	if (id == NULL || !record_id_valid(id) ||
+	    store_decision_key(&eng->keys, id, j->hash_key, sizeof j->hash_key) < 0) {
+		struct job_event ev = {.kind = JOB_EV_NO_ID};
+		feed(j, &ev);
 		return;
 	}
 	snprintf(j->id, sizeof j->id, "%s", id);
-	if (store_decision_key(&eng->keys, id, j->hash_key, sizeof j->hash_key) < 0 ||
-	    rconn_command(eng->cmd, after_load, j, "HGETALL %s", j->hash_key) < 0) {
-		ejob_finish(j);	/* not loaded: stays pending for R11/R14 */
-		return;
-	}
-	j->refs++;
-	j->wait = W_LOAD;
+	start_load(j);
 }
 
 /* ------------------------------------------------------------------ */
@@ -849,20 +934,10 @@ ejob_dead_deleted(struct engine *eng, const char *stream_id)
 	struct ejob *j = ejob_new(eng, stream_id, 0);
 	if (j == NULL)
 		return -1;
-	j->step = (struct job_step){.next = JOB_NONE, .reason = JOB_R_ENTRY_DELETED,
-	    .effects = JOB_FX_DEAD_LETTER};
-	snprintf(j->step.detail, sizeof j->step.detail,
-	    "entry deleted from the stream while pending");
-	eng->n.dead++;
-	log_step(j, &j->step);
-	/* The entry is gone from the PEL, so the lease check would
-	 * refuse: write the dead letter directly. */
-	char at[WTIME_RFC3339_LEN];
-	best_effort(rconn_command(eng->cmd, ignore_reply, NULL, "XADD %s * id %s streamId %s reason %s detail %s "
-	    "deliveries 0 consumer %s at %s", eng->keys.dead, "", j->stream_id,
-	    JOB_R_ENTRY_DELETED, j->step.detail, eng->cfg->daemon.consumer,
-	    now_rfc3339(at, sizeof at)));
-	ejob_finish(j);
+	/* Gone from the PEL too, so the transition skips the lease check. */
+	j->deleted = 1;
+	struct job_event ev = {.kind = JOB_EV_ENTRY_DELETED};
+	feed(j, &ev);
 	return 0;
 }
 
@@ -880,6 +955,18 @@ ejob_lease_lost(struct engine *eng, const char *stream_id)
 }
 
 void
+ejob_unpending(struct engine *eng, const char *stream_id)
+{
+	struct ejob *j = ejob_find(eng, stream_id);
+
+	if (j == NULL || j->finished || j->unpending)
+		return;
+	log_warn("job.unpending", "id=%s stream_id=%s detail=\"pending for nobody: a result "
+	    "obtained is still written\"", j->id, j->stream_id);
+	j->unpending = 1;
+}
+
+void
 ejob_token_ready(struct ejob *j)
 {
 	if (j->finished || j->timer_kind != T_TOKEN_WAIT || !token_ok(j))
@@ -889,10 +976,13 @@ ejob_token_ready(struct ejob *j)
 	feed(j, &ev);
 }
 
+/* R15: a call in flight may finish, and a result in hand waits for Redis
+ * (within the grace): it is never thrown away early. */
 static int
 job_is_calling(const struct ejob *j)
 {
-	return j->wait == W_CALL || j->wait == W_AUTHZ || j->wait == W_WRITE;
+	return j->wait == W_CALL || j->wait == W_AUTHZ || j->wait == W_WRITE ||
+	    (j->timer_kind == T_REDIS_RETRY && (j->step.effects & JOB_FX_END) && j->fence >= 0);
 }
 
 void

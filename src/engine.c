@@ -16,12 +16,21 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backoff.h"
+#include "rnd.h"
 #include "sdnotify.h"
 #include "version.h"
 
 static void read_more(struct engine *eng);
 static void own_pending_more(struct engine *eng);
 static void maybe_finish_stop(struct engine *eng);
+static void ensure_group(struct engine *eng);
+
+#define KICK_MIN_MS	100
+#define KICK_MAX_MS	5000
+/* XAUTOCLAIM examines at most COUNT x 10 entries a call: the claim script
+ * makes up to this many x 10 examinations per tick in all (R11). */
+#define CLAIM_SCAN_PER_TICK	100
 
 /* ------------------------------------------------------------------ */
 /* small helpers                                                        */
@@ -37,7 +46,7 @@ static long long
 token_expires_in_s(const struct engine *eng)
 {
 	int64_t at = eng->oauth ? oauth_expires_at_ms(eng->oauth) : 0;
-	int64_t left = at ? at - wtime_now_ms() : 0;
+	int64_t left = at ? at - wtime_mono_ms() : 0;
 	return left > 0 ? left / 1000 : 0;
 }
 
@@ -60,6 +69,40 @@ capacity(const struct engine *eng)
 	return room < eng->cfg->redis.batch ? room : eng->cfg->redis.batch;
 }
 
+/* R17: an error reply on the reading path (XREADGROUP, our PEL, XGROUP):
+ * come back with backoff, never at once. rconn has logged it. */
+static void
+back_off(struct engine *eng)
+{
+	if (eng->kick_failures < 64)
+		eng->kick_failures++;
+	int64_t delay = backoff_ms(KICK_MIN_MS, KICK_MIN_MS, KICK_MAX_MS, (int)eng->kick_failures,
+	    rnd_u64());
+
+	ev_timer_stop(eng->loop, &eng->kick);
+	ev_timer_set(&eng->kick, (double)delay / 1000.0, 0.0);
+	ev_timer_start(eng->loop, &eng->kick);
+}
+
+static void
+kick_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct engine *eng = w->data;
+	(void)loop, (void)revents;
+
+	if (!eng->group_ready)
+		ensure_group(eng);
+	else
+		read_more(eng);
+}
+
+/* A reply that is not an error: the reading path works again. */
+static void
+read_path_ok(struct engine *eng)
+{
+	eng->kick_failures = 0;
+}
+
 static void
 admit_entries(struct engine *eng, const redisReply *entries, int deliveries)
 {
@@ -74,8 +117,6 @@ admit_entries(struct engine *eng, const redisReply *entries, int deliveries)
 		ejob_admit(eng, e->element[0]->str, e->element[1], d);
 	}
 }
-
-static void ensure_group(struct engine *eng);
 
 static int
 is_nogroup(const redisReply *r)
@@ -95,8 +136,12 @@ after_read(struct rconn *rc, redisReply *r, void *arg)
 		ensure_group(eng);
 		return;
 	}
-	if (r && r->type == REDIS_REPLY_ERROR)
-		log_warn("redis.error", "op=xreadgroup error=%.120s", r->str);
+	if (r && r->type == REDIS_REPLY_ERROR) {
+		back_off(eng);	/* LOADING, READONLY, MISCONF...: never a tight loop */
+		return;
+	}
+	if (r)
+		read_path_ok(eng);
 	if (r && r->type == REDIS_REPLY_ARRAY) {
 		eng->last_read_at = wtime_now_ms();
 		for (size_t i = 0; i < r->elements; i++) {
@@ -111,12 +156,14 @@ after_read(struct rconn *rc, redisReply *r, void *arg)
 		read_more(eng);
 }
 
-/* R6: with an action that needs an OAuth token and none held, read nothing. */
+/* R17: nothing new is read while either connection is down (what is read
+ * could not be loaded) or while an error reply is being backed off. */
 static int
 may_read(const struct engine *eng)
 {
 	return eng->group_ready && eng->own_done && !eng->draining && !eng->reading &&
-	    eng->blk && rconn_is_up(eng->blk) && capacity(eng) > 0;
+	    eng->blk && rconn_is_up(eng->blk) && rconn_is_up(eng->cmd) &&
+	    !ev_is_active(&eng->kick) && capacity(eng) > 0;
 }
 
 /* R6: with no usable token, read nothing new: entries stay undelivered for
@@ -178,13 +225,18 @@ after_own(struct rconn *rc, redisReply *r, void *arg)
 	(void)rc;
 
 	eng->claiming = 0;
-	if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 3) {
+	if (r == NULL)
+		return;	/* retried when the connection is back */
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 3) {
 		if (is_nogroup(r)) {
 			eng->group_ready = 0;
 			ensure_group(eng);
+		} else {
+			back_off(eng);
 		}
-		return;	/* retried when the connection is back */
+		return;
 	}
+	read_path_ok(eng);
 	const redisReply *next = r->element[0];
 	admit_entries(eng, r->element[1], 1);
 	dead_deleted(eng, r->element[2]);
@@ -205,14 +257,17 @@ static void
 send_claim(struct engine *eng, const char *mode, const char *min_idle, const char *start,
 	   rconn_reply_cb *cb)
 {
-	char count[24];
-	snprintf(count, sizeof count, "%ld", capacity(eng));
+	char count[24], calls[24];
+	long room = capacity(eng);
+	snprintf(count, sizeof count, "%ld", room);
+	snprintf(calls, sizeof calls, "%ld", room < CLAIM_SCAN_PER_TICK ?
+	    CLAIM_SCAN_PER_TICK / room : 1);
 	const char *argv[] = {eng->keys.jobs, eng->cfg->redis.group, eng->cfg->daemon.consumer,
-	    mode, min_idle, start, count};
-	size_t len[7];
-	for (int i = 0; i < 7; i++)
+	    mode, min_idle, start, count, calls};
+	size_t len[8];
+	for (int i = 0; i < 8; i++)
 		len[i] = strlen(argv[i]);
-	if (rconn_eval(eng->cmd, &eng->s_claim, cb, eng, 1, 7, argv, len) == 0)
+	if (rconn_eval(eng->cmd, &eng->s_claim, cb, eng, 1, 8, argv, len) == 0)
 		eng->claiming = 1;
 }
 
@@ -221,7 +276,7 @@ static void
 own_pending_more(struct engine *eng)
 {
 	if (!eng->group_ready || eng->claiming || eng->draining || capacity(eng) <= 0 ||
-	    !rconn_is_up(eng->cmd))
+	    !rconn_is_up(eng->cmd) || ev_is_active(&eng->kick))
 		return;
 	send_claim(eng, "own", "0", eng->own_cursor, after_own);
 }
@@ -238,8 +293,13 @@ after_autoclaim(struct rconn *rc, redisReply *r, void *arg)
 			eng->group_ready = 0;
 			ensure_group(eng);
 		}
-		return;
+		return;	/* the next tick tries again */
 	}
+	/* R11: the next tick goes on where this scan stopped, so entries
+	 * behind a long run of live ones are reached too. */
+	const redisReply *next = r->element[0];
+	snprintf(eng->auto_cursor, sizeof eng->auto_cursor, "%s",
+	    next->type == REDIS_REPLY_STRING ? next->str : "0-0");
 	const redisReply *entries = r->element[1];
 	size_t before = eng->in_hand;
 	admit_entries(eng, entries, 1);
@@ -251,18 +311,28 @@ after_autoclaim(struct rconn *rc, redisReply *r, void *arg)
 }
 
 /* §5: promote due scheduled ids; every worker may, the script makes each
- * promotion happen once. */
+ * promotion happen once, by Redis' own clock. */
 static void
 promote_due(struct engine *eng)
 {
-	char now[24], limit[24];
-	snprintf(now, sizeof now, "%" PRId64, wtime_now_ms());
+	char limit[24];
 	snprintf(limit, sizeof limit, "%ld", eng->cfg->redis.batch);
-	const char *pargv[] = {eng->keys.scheduled, eng->keys.jobs, now, limit};
-	size_t plen[4];
-	for (int i = 0; i < 4; i++)
+	const char *pargv[] = {eng->keys.scheduled, eng->keys.jobs, limit};
+	size_t plen[3];
+	for (int i = 0; i < 3; i++)
 		plen[i] = strlen(pargv[i]);
-	best_effort(rconn_eval(eng->cmd, &eng->s_promote, ignore_reply, NULL, 2, 4, pargv, plen));
+	best_effort(rconn_eval(eng->cmd, &eng->s_promote, ignore_reply, NULL, 2, 3, pargv, plen));
+}
+
+/* §2: P:jobs is trimmed below the oldest entry some group has not been
+ * delivered or still holds pending; once per claim interval. */
+static void
+trim_jobs(struct engine *eng)
+{
+	const char *argv[] = {eng->keys.jobs};
+	size_t len[] = {strlen(eng->keys.jobs)};
+
+	best_effort(rconn_eval(eng->cmd, &eng->s_trim, ignore_reply, NULL, 1, 1, argv, len));
 }
 
 static void
@@ -274,13 +344,14 @@ claim_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	if (!eng->group_ready || !rconn_is_up(eng->cmd) || eng->draining)
 		return;
 	promote_due(eng);
+	trim_jobs(eng);
 	/* R6: never claim what cannot be completed for want of a token. */
 	if (!eng->own_done || eng->claiming || capacity(eng) <= 0 ||
 	    (eng->needs_token && !worker_token(eng, eng->token_timeout_ms)))
 		return;
 	char idle[24];
 	snprintf(idle, sizeof idle, "%ld", eng->cfg->redis.claim_idle_ms);
-	send_claim(eng, "auto", idle, "0-0", after_autoclaim);
+	send_claim(eng, "auto", idle, eng->auto_cursor, after_autoclaim);
 }
 
 /* ------------------------------------------------------------------ */
@@ -292,11 +363,15 @@ after_renew(struct rconn *rc, redisReply *r, void *arg)
 	struct engine *eng = arg;
 	(void)rc;
 
-	if (r == NULL || r->type != REDIS_REPLY_ARRAY)
+	if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2)
 		return;
-	for (size_t i = 0; i < r->elements; i++)
-		if (r->element[i]->type == REDIS_REPLY_STRING)
-			ejob_lease_lost(eng, r->element[i]->str);
+	const redisReply *lost = r->element[0], *gone = r->element[1];
+	for (size_t i = 0; lost->type == REDIS_REPLY_ARRAY && i < lost->elements; i++)
+		if (lost->element[i]->type == REDIS_REPLY_STRING)
+			ejob_lease_lost(eng, lost->element[i]->str);
+	for (size_t i = 0; gone->type == REDIS_REPLY_ARRAY && i < gone->elements; i++)
+		if (gone->element[i]->type == REDIS_REPLY_STRING)
+			ejob_unpending(eng, gone->element[i]->str);
 }
 
 static void
@@ -316,7 +391,7 @@ lease_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	argv[1] = eng->cfg->redis.group;
 	argv[2] = eng->cfg->daemon.consumer;
 	for (struct ejob *j = eng->jobs; j && n < cap; j = j->next)
-		if (!j->finished && !j->lost)
+		if (!j->finished && !j->lost && !j->deleted && !j->unpending)
 			argv[n++] = j->stream_id;
 	for (size_t i = 0; i < n; i++)
 		len[i] = strlen(argv[i]);
@@ -339,7 +414,7 @@ after_group(struct rconn *rc, redisReply *r, void *arg)
 	if (r == NULL)
 		return;	/* retried on reconnect */
 	if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "BUSYGROUP", 9) != 0) {
-		log_error("redis.error", "op=xgroup_create error=%.120s", r->str);
+		back_off(eng);	/* kick_cb asks again */
 		return;
 	}
 	if (!eng->group_ready)
@@ -497,7 +572,7 @@ on_token(void *arg, int have_token)
 	log_info("token.state", "state=%s have_token=%d", token_state(eng), have_token);
 	if (!have_token)
 		return;
-	int64_t life = oauth_expires_at_ms(eng->oauth) - wtime_now_ms();
+	int64_t life = oauth_expires_at_ms(eng->oauth) - wtime_mono_ms();
 	if (eng->needs_token && life <= eng->token_timeout_ms + 1000)
 		log_warn("token.too_short", "expires_in_ms=%" PRId64 " action_timeout_ms=%ld "
 		    "detail=\"R6 needs more than the action timeout plus 1 s: no call can start\"",
@@ -670,6 +745,35 @@ init_timers(struct engine *eng)
 	init_timer(eng, &eng->lease, lease_cb, cfg->redis.lease_renew_ms);
 	init_timer(eng, &eng->watchdog, watchdog_cb,
 	    wd_ms > 1 ? wd_ms / 2 : cfg->daemon.heartbeat_ms);
+	ev_init(&eng->kick, kick_cb);
+	eng->kick.data = eng;
+}
+
+/* R16: a periodic timer whose interval changed takes the new one now. */
+static void
+rearm(struct engine *eng, ev_timer *t, long old_ms, long new_ms)
+{
+	if (old_ms == new_ms)
+		return;
+	ev_timer_set(t, (double)new_ms / 1000.0, (double)new_ms / 1000.0);
+	if (ev_is_active(t) || !eng->draining) {
+		ev_timer_stop(eng->loop, t);
+		ev_timer_start(eng->loop, t);
+	}
+}
+
+static void
+rearm_timers(struct engine *eng, const struct cfg *old, const struct cfg *cfg)
+{
+	long wd_ms = sdnotify_watchdog_ms();
+
+	rearm(eng, &eng->heartbeat, old->daemon.heartbeat_ms, cfg->daemon.heartbeat_ms);
+	rearm(eng, &eng->lease, old->redis.lease_renew_ms, cfg->redis.lease_renew_ms);
+	if (!eng->draining)
+		rearm(eng, &eng->claim, old->redis.claim_interval_ms,
+		    cfg->redis.claim_interval_ms);
+	if (wd_ms <= 1)
+		rearm(eng, &eng->watchdog, old->daemon.heartbeat_ms, cfg->daemon.heartbeat_ms);
 }
 
 static void
@@ -680,6 +784,7 @@ init_scripts(struct engine *eng)
 	rconn_script_init(&eng->s_renew, store_script_renew);
 	rconn_script_init(&eng->s_redispatch, store_script_redispatch);
 	rconn_script_init(&eng->s_promote, store_script_promote);
+	rconn_script_init(&eng->s_trim, store_script_trim);
 }
 
 struct engine *
@@ -694,8 +799,8 @@ engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
 	}
 	eng->loop = loop;
 	eng->cfg = cfg;
-	eng->rng = (uint64_t)wtime_now_ms() ^ ((uint64_t)getpid() << 32) ^ 0x9E3779B97F4A7C15ULL;
 	snprintf(eng->own_cursor, sizeof eng->own_cursor, "0");
+	snprintf(eng->auto_cursor, sizeof eng->auto_cursor, "0-0");
 	if (store_keys_init(&eng->keys, cfg->redis.prefix, cfg->daemon.consumer) < 0) {
 		snprintf(err, errlen, "redis prefix or consumer name too long");
 		goto fail;
@@ -826,9 +931,7 @@ engine_reload(struct engine *eng, struct cfg *cfg, char *err, size_t errlen)
 	eng->cfg = cfg;
 	scan_token_needs(eng);
 	log_set_level(cfg->daemon.log_level);
-	ev_timer_set(&eng->heartbeat, (double)cfg->daemon.heartbeat_ms / 1000.0,
-	    (double)cfg->daemon.heartbeat_ms / 1000.0);
-	ev_timer_again(eng->loop, &eng->heartbeat);
+	rearm_timers(eng, old, cfg);
 	cfg_free(old);
 	return 0;
 }
@@ -868,6 +971,7 @@ engine_free(struct engine *eng)
 	ev_timer_stop(eng->loop, &eng->lease);
 	ev_timer_stop(eng->loop, &eng->grace);
 	ev_timer_stop(eng->loop, &eng->watchdog);
+	ev_timer_stop(eng->loop, &eng->kick);
 	eng->draining = 1;
 	/* Outstanding callbacks fire with NULL while the connections close;
 	 * every job is marked finished first so none of them acts. */

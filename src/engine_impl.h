@@ -32,7 +32,7 @@
 
 #define STREAM_ID_MAX 48
 
-enum ejob_timer { T_NONE, T_RETRY, T_TOKEN_WAIT, T_REDIS_RETRY, T_REDISPATCH_RETRY };
+enum ejob_timer { T_NONE, T_RETRY, T_TOKEN_WAIT, T_REDIS_RETRY, T_REDISPATCH_RETRY, T_LOAD_RETRY };
 enum ejob_wait { W_NONE, W_WRITE, W_LOAD, W_AUTHZ, W_CALL, W_REDISPATCH };
 
 struct ejob {
@@ -50,6 +50,9 @@ struct ejob {
 	int refs;			/* callbacks in flight that point here */
 	int finished;
 	int lost;			/* the lease is gone: abandon at the next step */
+	int deleted;			/* XAUTOCLAIM said the entry was deleted */
+	int unpending;			/* pending for nobody: no lease to renew */
+	unsigned redis_tries;		/* R17: failed sends/error replies in a row */
 	enum ejob_wait wait;
 	enum ejob_timer timer_kind;
 	ev_timer timer;
@@ -71,7 +74,7 @@ struct engine {
 	int needs_token;		/* some action has auth = oauth */
 	int paused_for_token;
 	long token_timeout_ms;		/* the longest such action's timeout */
-	struct rconn_script s_transition, s_claim, s_renew, s_redispatch, s_promote;
+	struct rconn_script s_transition, s_claim, s_renew, s_redispatch, s_promote, s_trim;
 
 	unsigned char *verify_key;
 	size_t verify_key_len;
@@ -83,10 +86,12 @@ struct engine {
 
 	int group_ready, reading, draining, own_done, claiming;
 	char own_cursor[STREAM_ID_MAX];
-	ev_timer heartbeat, claim, lease, grace, reconnect_kick, watchdog;
+	char auto_cursor[STREAM_ID_MAX];	/* R11: where the XAUTOCLAIM scan goes on */
+	ev_timer heartbeat, claim, lease, grace, watchdog;
+	ev_timer kick;			/* R17: back to reading after an error reply */
+	unsigned kick_failures;
 	int64_t started_at, last_read_at, redis_down_since;
 	long long outages;
-	uint64_t rng;
 	struct engine_counters n;
 	engine_call_observer *call_observer;	/* NULL: none */
 	void *call_observer_arg;
@@ -108,6 +113,11 @@ int ejob_dead_deleted(struct engine *eng, const char *stream_id);
 /* R10: the lease on stream_id is gone. No-op for an id not in hand or an
  * entry already finished. The ejob may be freed before this returns. */
 void ejob_lease_lost(struct engine *eng, const char *stream_id);
+
+/* The entry is pending for nobody (acked elsewhere, or a Redis without
+ * persistence forgot its PEL): no more renewals; a call's result is still
+ * written (fenced by the hash), anything else is refused by the script. */
+void ejob_unpending(struct engine *eng, const char *stream_id);
 
 /* R6, R9: a token arrived; j goes on if it was waiting for one. j may be
  * freed before this returns: the caller must have read j->next already. */
@@ -140,7 +150,7 @@ void engine_job_released(struct engine *eng);
 static inline const char *
 worker_token(const struct engine *eng, long timeout_ms)
 {
-	return eng->oauth ? oauth_token(eng->oauth, wtime_now_ms(), timeout_ms) : NULL;
+	return eng->oauth ? oauth_token(eng->oauth, wtime_mono_ms(), timeout_ms) : NULL;
 }
 
 /* The value of `name` in a flat field/value array, or NULL. Valid as long
