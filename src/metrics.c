@@ -509,6 +509,32 @@ client_answer(struct client *c, int status)
 	return 0;
 }
 
+/* read() or write() on c's socket, EINTR retried: > 0 bytes moved; 0 when
+ * it would block; -1 after closing c (end of stream, or an error). */
+static ssize_t
+client_io(struct client *c, int writing, void *buf, size_t len)
+{
+	for (;;) {
+		ssize_t n = writing ? write(c->fd, buf, len) : read(c->fd, buf, len);
+		if (n > 0)
+			return n;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		client_close(c);
+		return -1;
+	}
+}
+
+static void
+client_watch(struct client *c, int events)
+{
+	ev_io_stop(c->m->loop, &c->io);
+	ev_io_set(&c->io, c->fd, events);
+	ev_io_start(c->m->loop, &c->io);
+}
+
 /* Once the answer is out: no more writing, and what the client still sends
  * is read and dropped until it closes (or the idle timer ends it). Closing
  * with unread data would reset the connection, and a client could lose the
@@ -518,32 +544,17 @@ client_drain(struct client *c)
 {
 	char sink[4096];
 
-	for (;;) {
-		ssize_t n = read(c->fd, sink, sizeof sink);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return;
-		if (n <= 0) {
-			client_close(c);
-			return;
-		}
-	}
+	while (client_io(c, 0, sink, sizeof sink) > 0)
+		;
 }
 
 static void
 client_write(struct client *c)
 {
 	while (c->resp_off < c->resp_len) {
-		ssize_t n = write(c->fd, c->resp + c->resp_off, c->resp_len - c->resp_off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		ssize_t n = client_io(c, 1, c->resp + c->resp_off, c->resp_len - c->resp_off);
+		if (n <= 0)
 			return;
-		if (n <= 0) {
-			client_close(c);
-			return;
-		}
 		c->resp_off += (size_t)n;
 	}
 	if (shutdown(c->fd, SHUT_WR) < 0) {
@@ -551,9 +562,7 @@ client_write(struct client *c)
 		return;
 	}
 	c->draining = 1;
-	ev_io_stop(c->m->loop, &c->io);
-	ev_io_set(&c->io, c->fd, EV_READ);
-	ev_io_start(c->m->loop, &c->io);
+	client_watch(c, EV_READ);
 	client_drain(c);
 }
 
@@ -561,15 +570,9 @@ static void
 client_read(struct client *c)
 {
 	for (;;) {
-		ssize_t n = read(c->fd, c->req + c->req_len, sizeof c->req - c->req_len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		ssize_t n = client_io(c, 0, c->req + c->req_len, sizeof c->req - c->req_len);
+		if (n <= 0)	/* would block, or gone before asking */
 			return;
-		if (n <= 0) {	/* gone before asking */
-			client_close(c);
-			return;
-		}
 		c->req_len += (size_t)n;
 		int status = metrics_http_parse(c->req, c->req_len);
 		if (status == 0)
@@ -578,9 +581,7 @@ client_read(struct client *c)
 			client_close(c);
 			return;
 		}
-		ev_io_stop(c->m->loop, &c->io);
-		ev_io_set(&c->io, c->fd, EV_WRITE);
-		ev_io_start(c->m->loop, &c->io);
+		client_watch(c, EV_WRITE);
 		client_write(c);
 		return;
 	}
