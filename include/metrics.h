@@ -27,6 +27,8 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
+#include "counters.h"
+
 #define METRICS_REQ_MAX		4096	/* bytes of a request head */
 #define METRICS_IDLE_MS		10000	/* a connection without a full request */
 #define METRICS_CLIENTS		32	/* connections open at once */
@@ -65,21 +67,16 @@ int metrics_http_parse(const char *buf, size_t len);
 
 /* ---- the sample ---- */
 
-/* Counters, each served as warrantd_<name>_total. */
-enum metrics_counter {
-	METRICS_RECEIVED, METRICS_DONE, METRICS_EXPIRED, METRICS_DENIED, METRICS_FAILED,
-	METRICS_DEAD, METRICS_RETRIED, METRICS_REDISPATCHED, METRICS_AUTH_FAILURES,
-	METRICS_TOKEN_REFRESHES, METRICS_CLAIMED, METRICS_REDIS_OUTAGES,
-	METRICS_NCOUNTERS
-};
+/* A heartbeat counter name (SPEC §8, counters.h) as a metric name part:
+ * "authFailures" -> "auth_failures". Writes at most n bytes with the NUL;
+ * 0, or -1 when it does not fit. */
+int metrics_snake_case(const char *camel, char *out, size_t n)
+	__attribute__((warn_unused_result));
 
-/* The counter's metric name without prefix and suffix ("auth_failures"), or
- * NULL for a value outside the enum. */
-const char *metrics_counter_name(enum metrics_counter c);
-
-/* Plain data: what the daemon is at one moment. token_state is borrowed. */
+/* Plain data: what the daemon is at one moment. Strings are borrowed. Each
+ * counter of counters.h's table is served as warrantd_<snake_case>_total. */
 struct metrics_sample {
-	long long counter[METRICS_NCOUNTERS];
+	struct engine_counters n;
 	long long in_flight;
 	const char *token_state;	/* "valid", "refreshing", "none" or "error" */
 	long long token_expires_in_s;

@@ -33,6 +33,8 @@ apt-get install -y -qq --no-install-recommends $missing >/dev/null
 # The same for prometheus and stunnel4: the tests run their own by PID.
 for svc in redis-server prometheus stunnel4; do
 	if command -v systemctl >/dev/null 2>&1 && systemctl is-active -q "$svc" 2>/dev/null; then
+		echo "deps: stopping the system $svc that the package just started" \
+		    "(the tests and the demo run their own; 'systemctl start $svc' brings it back)"
 		systemctl stop "$svc" || true
 	fi
 done

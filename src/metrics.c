@@ -229,36 +229,53 @@ metrics_hist_observe(struct metrics_hist *h, const char *action, long long durat
 /* ------------------------------------------------------------------ */
 /* the exposition text                                                  */
 
-static const char *const counter_names[METRICS_NCOUNTERS] = {
-	[METRICS_RECEIVED] = "received", [METRICS_DONE] = "done",
-	[METRICS_EXPIRED] = "expired", [METRICS_DENIED] = "denied",
-	[METRICS_FAILED] = "failed", [METRICS_DEAD] = "dead",
-	[METRICS_RETRIED] = "retried", [METRICS_REDISPATCHED] = "redispatched",
-	[METRICS_AUTH_FAILURES] = "auth_failures", [METRICS_TOKEN_REFRESHES] = "token_refreshes",
-	[METRICS_CLAIMED] = "claimed", [METRICS_REDIS_OUTAGES] = "redis_outages",
+/* HELP texts by heartbeat name; a counter added to counters.h without one
+ * still gets served, with a generic help. */
+static const struct {
+	const char *name, *help;
+} counter_help[] = {
+	{"received", "Entries taken in hand."},
+	{"done", "Jobs done (2xx)."},
+	{"expired", "Jobs dropped at their deadline (R1)."},
+	{"denied", "Jobs denied by the policy decision point (R5)."},
+	{"failed", "Jobs failed permanently (4xx)."},
+	{"dead", "Entries dead-lettered."},
+	{"retried", "Calls retried with backoff (R8)."},
+	{"redispatched", "Entries re-dispatched after an auth failure (R9)."},
+	{"authFailures", "Calls refused for the token (401, invalid_token)."},
+	{"tokenRefreshes", "Access tokens fetched."},
+	{"claimed", "Entries taken over from other consumers (R11)."},
+	{"redisOutages", "Connections to Redis lost (R17)."},
 };
 
-static const char *const counter_help[METRICS_NCOUNTERS] = {
-	[METRICS_RECEIVED] = "Entries taken in hand.",
-	[METRICS_DONE] = "Jobs done (2xx).",
-	[METRICS_EXPIRED] = "Jobs dropped at their deadline (R1).",
-	[METRICS_DENIED] = "Jobs denied by the policy decision point (R5).",
-	[METRICS_FAILED] = "Jobs failed permanently (4xx).",
-	[METRICS_DEAD] = "Entries dead-lettered.",
-	[METRICS_RETRIED] = "Calls retried with backoff (R8).",
-	[METRICS_REDISPATCHED] = "Entries re-dispatched after an auth failure (R9).",
-	[METRICS_AUTH_FAILURES] = "Calls refused for the token (401, invalid_token).",
-	[METRICS_TOKEN_REFRESHES] = "Access tokens fetched.",
-	[METRICS_CLAIMED] = "Entries taken over from other consumers (R11).",
-	[METRICS_REDIS_OUTAGES] = "Connections to Redis lost (R17).",
-};
+static const char *
+help_of(const char *name)
+{
+	for (size_t i = 0; i < sizeof counter_help / sizeof counter_help[0]; i++)
+		if (strcmp(counter_help[i].name, name) == 0)
+			return counter_help[i].help;
+	return "A counter of the heartbeat hash (SPEC 8).";
+}
 
 static const char *const token_states[] = {"valid", "refreshing", "none", "error"};
 
-const char *
-metrics_counter_name(enum metrics_counter c)
+int
+metrics_snake_case(const char *camel, char *out, size_t n)
 {
-	return (unsigned)c < METRICS_NCOUNTERS ? counter_names[c] : NULL;
+	size_t k = 0;
+
+	for (const char *p = camel; *p; p++) {
+		int upper = *p >= 'A' && *p <= 'Z';
+		if (k + 2 + (size_t)upper > n)
+			return -1;
+		if (upper && p != camel)
+			out[k++] = '_';
+		out[k++] = upper ? (char)(*p - 'A' + 'a') : *p;
+	}
+	if (k >= n)
+		return -1;
+	out[k] = '\0';
+	return 0;
 }
 
 struct out {
@@ -383,11 +400,13 @@ metrics_format(const struct metrics_sample *s, const struct metrics_hist *h, siz
 	put(&o, "} 1\n");
 	put_head(&o, "start_time_seconds", "gauge", "Start time of the process, Unix seconds.");
 	put(&o, "warrantd_start_time_seconds %lld\n", s->start_time_s);
-	for (int c = 0; c < METRICS_NCOUNTERS; c++) {
-		char name[64];
-		snprintf(name, sizeof name, "%s_total", counter_names[c]);
-		put_head(&o, name, "counter", counter_help[c]);
-		put(&o, "warrantd_%s %lld\n", name, s->counter[c]);
+	for (const struct counter_field *f = counter_fields; f->name; f++) {
+		char name[80];
+		if (metrics_snake_case(f->name, name, sizeof name - 6) < 0)
+			continue;	/* no counter name is that long */
+		strcat(name, "_total");
+		put_head(&o, name, "counter", help_of(f->name));
+		put(&o, "warrantd_%s %lld\n", name, counter_value(&s->n, f));
 	}
 	put_head(&o, "in_flight", "gauge", "Entries in hand now.");
 	put(&o, "warrantd_in_flight %lld\n", s->in_flight);

@@ -139,19 +139,10 @@ metrics_sample_engine(void *arg, struct metrics_sample *out)
 	struct engine_gauges g;
 
 	engine_gauges(eng, &g);
-	long long *c = out->counter;
-	c[METRICS_RECEIVED] = n->received;
-	c[METRICS_DONE] = n->done;
-	c[METRICS_EXPIRED] = n->expired;
-	c[METRICS_DENIED] = n->denied;
-	c[METRICS_FAILED] = n->failed;
-	c[METRICS_DEAD] = n->dead;
-	c[METRICS_RETRIED] = n->retried;
-	c[METRICS_REDISPATCHED] = n->redispatched;
-	c[METRICS_AUTH_FAILURES] = n->auth_failures;
-	c[METRICS_TOKEN_REFRESHES] = g.token_refreshes;
-	c[METRICS_CLAIMED] = n->claimed;
-	c[METRICS_REDIS_OUTAGES] = g.redis_outages;
+	out->n = *n;
+	/* the engine copies these two into its counters at each heartbeat only */
+	out->n.token_refreshes = g.token_refreshes;
+	out->n.redis_outages = g.redis_outages;
 	out->in_flight = g.in_flight;
 	out->token_state = g.token_state;
 	out->token_expires_in_s = g.token_expires_in_s;
