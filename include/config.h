@@ -111,6 +111,11 @@ struct cfg {
 		long timeout_ms;
 	} notify;
 
+	struct {
+		char *listen;		/* NULL: no metrics endpoint */
+		int allow_remote;	/* 1: a non-loopback listen is allowed */
+	} metrics;
+
 	struct cfg_action *actions;
 	size_t nactions;
 
@@ -143,6 +148,11 @@ void cfg_errors_clear(struct cfg_errors *errs);
 
 /* The action named `name`, or NULL. Valid as long as cfg. */
 const struct cfg_action *cfg_action_find(const struct cfg *cfg, const char *name);
+
+/* The parser's key table, for documentation checks: the i-th key (from 0)
+ * and its section ("daemon", ..., "action" for every [action NAME]) in
+ * *section; NULL past the last. Static strings. */
+const char *cfg_key_at(size_t i, const char **section);
 
 /* The line where `key` of `section` ("oauth", "action gate.open") was set;
  * when key is NULL or not set, the line of the section header; when the

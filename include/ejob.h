@@ -50,6 +50,13 @@ struct ejob_env {
 	 * other ejobs_* calls; it must not free the set. */
 	void (*released)(void *arg);
 	void *arg;
+	/* Optional (NULL: none), for metrics: told of every action call that got
+	 * an answer or a transport error -- the action, the HTTP status (0:
+	 * none), the call's duration and the delay from the entry's XADD (its
+	 * stream id's ms) to the call's start. It must not call into the set. */
+	void (*call_done)(void *arg, const char *action, long status, long long duration_ms,
+			  long long queue_delay_ms);
+	void *call_done_arg;
 };
 
 struct ejobs;	/* opaque: the entries in hand */

@@ -17,6 +17,7 @@
 
 #include <ini.h>
 
+#include "metrics.h"
 #include "urltpl.h"
 
 #define TEXT_MAX	(1024 * 1024)	/* a config file larger than this is a mistake */
@@ -28,7 +29,7 @@ enum section {
 	SEC_NONE,	/* before the first header */
 	SEC_SKIP,	/* a header in error: its keys are not looked at */
 	SEC_DAEMON, SEC_REDIS, SEC_RECORDS, SEC_OAUTH, SEC_AUTHZ, SEC_RETRY, SEC_NOTIFY,
-	SEC_ACTION,
+	SEC_METRICS, SEC_ACTION,
 };
 
 struct key;
@@ -338,6 +339,14 @@ set_client_auth(struct ctx *c, const struct key *k, void *field, const char *v)
 }
 
 static int
+set_yes_no(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	static const struct name_val tbl[] = {{"yes", 1}, {"no", 0}, {NULL, 0}};
+
+	return lookup(c, k, tbl, v, field);
+}
+
+static int
 set_action_auth(struct ctx *c, const struct key *k, void *field, const char *v)
 {
 	static const struct name_val tbl[] = {{"oauth", CFG_AUTH_OAUTH}, {"none", CFG_AUTH_NONE},
@@ -552,6 +561,12 @@ static const struct key notify_keys[] = {
 	{NULL, NULL, 0, 0, 0},
 };
 
+static const struct key metrics_keys[] = {
+	{"listen", set_str, C(metrics.listen), 0, 0},	/* checked in finish_metrics */
+	{"allow_remote", set_yes_no, C(metrics.allow_remote), 0, 0},
+	{NULL, NULL, 0, 0, 0},
+};
+
 static const struct key action_keys[] = {
 	{"url", set_action_url, A(url), 0, 0},
 	{"method", set_method, A(method), 0, 0},
@@ -577,7 +592,24 @@ static const struct {
 	{"authz", SEC_AUTHZ, authz_keys},
 	{"retry", SEC_RETRY, retry_keys},
 	{"notify", SEC_NOTIFY, notify_keys},
+	{"metrics", SEC_METRICS, metrics_keys},
 };
+
+const char *
+cfg_key_at(size_t i, const char **section)
+{
+	size_t nsec = sizeof sections / sizeof sections[0];
+
+	for (size_t s = 0; s <= nsec; s++) {
+		const struct key *k = s < nsec ? sections[s].keys : action_keys;
+		for (; k->name; k++, i--)
+			if (i == 0) {
+				*section = s < nsec ? sections[s].name : "action";
+				return k->name;
+			}
+	}
+	return NULL;
+}
 
 /* ---- defaults ---- */
 
@@ -1004,6 +1036,21 @@ finish_actions(struct ctx *c)
 	}
 }
 
+/* The address is parsed again when the daemon listens; here only so that
+ * -t and a reload report a bad one at its line. */
+static void
+finish_metrics(struct ctx *c)
+{
+	struct cfg *cfg = c->cfg;
+	struct metrics_addr addr;
+	char why[256];
+
+	if (cfg->metrics.listen &&
+	    metrics_listen_parse(cfg->metrics.listen, cfg->metrics.allow_remote, &addr, why,
+		sizeof why) < 0)
+		fail(c, cfg_line_of(cfg, "metrics", "listen"), "listen: %s", why);
+}
+
 /* ---- loading ---- */
 
 static long
@@ -1050,6 +1097,7 @@ parse(const char *name, const char *text, size_t len, struct cfg_errors *errs)
 		finish_misc(&c);
 		finish_oauth(&c);
 		finish_actions(&c);
+		finish_metrics(&c);
 	}
 	if (c.nomem)
 		(void)errs_add(errs, name, c.lineno, "out of memory");
@@ -1146,6 +1194,7 @@ cfg_free(struct cfg *cfg)
 	free(cfg->authz.url);
 	free(cfg->notify.default_owner);
 	free(cfg->notify.webhook_url);
+	free(cfg->metrics.listen);
 	for (size_t i = 0; i < cfg->nactions; i++) {
 		free(cfg->actions[i].name);
 		free(cfg->actions[i].url);

@@ -597,6 +597,9 @@ on_call_done(const struct http_response *resp, void *arg)
 	    j->id, j->rec->action, j->rec->resource, j->core.calls, resp->status,
 	    resp->elapsed_ms, resp->status == 0 ? " error=" : "",
 	    resp->status == 0 ? (resp->timed_out ? "timeout" : "transport") : "");
+	if (env_of(j)->call_done)	/* a stream id starts with its XADD's ms */
+		env_of(j)->call_done(env_of(j)->call_done_arg, j->rec->action, resp->status,
+		    resp->elapsed_ms, j->attempt_started_ms - strtoll(j->stream_id, NULL, 10));
 	feed(j, &ev);
 	ejob_unref(j);
 }

@@ -1000,6 +1000,25 @@ engine_counters(const struct engine *eng)
 }
 
 void
+engine_gauges(const struct engine *eng, struct engine_gauges *out)
+{
+	out->in_flight = (long long)ejobs_count(eng->jobs);
+	out->token_expires_in_s = token_expires_in_s(eng);
+	out->token_refreshes = eng->oauth ? oauth_refreshes(eng->oauth) : 0LL;
+	out->redis_outages = eng->outages;
+	out->token_state = token_state(eng);
+	out->redis_up = rconn_is_up(eng->cmd);
+	out->started_at_ms = eng->started_at;
+}
+
+void
+engine_set_call_observer(struct engine *eng, engine_call_observer *fn, void *arg)
+{
+	eng->env.call_done = fn;	/* the jobs read their env afresh */
+	eng->env.call_done_arg = arg;
+}
+
+void
 engine_free(struct engine *eng)
 {
 	if (eng == NULL)
