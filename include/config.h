@@ -74,6 +74,8 @@ struct cfg {
 		long lease_renew_ms;	/* default claim_idle_ms / 3 */
 		long max_deliveries;
 		long dead_maxlen, notify_maxlen;	/* XADD MAXLEN ~ of P:dead, P:notify */
+		/* Sentinel: "host:port, ..." and the primary's name; NULL: none */
+		char *sentinels, *master_name, *sentinel_password_file;
 	} redis;
 
 	struct {

@@ -1,6 +1,7 @@
 /* config: the INI file of SPEC §10, read through inih into a fresh struct cfg. */
 #define _DEFAULT_SOURCE
 #include "config.h"
+#include "sentinel.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -495,6 +496,9 @@ static const struct key redis_keys[] = {
 	{"socket", set_str, C(redis.socket), 0, 0},
 	{"username", set_str, C(redis.username), 0, 0},
 	{"password_file", set_str, C(redis.password_file), 0, 0},
+	{"sentinels", set_str, C(redis.sentinels), 0, 0},
+	{"master_name", set_str, C(redis.master_name), 0, 0},
+	{"sentinel_password_file", set_str, C(redis.sentinel_password_file), 0, 0},
 	{"db", set_int, C(redis.db), 0, VAL_MAX},
 	{"prefix", set_str, C(redis.prefix), 0, 0},
 	{"group", set_str, C(redis.group), 0, 0},
@@ -944,6 +948,32 @@ finish_daemon(struct ctx *c)
 		c->nomem = 1;
 }
 
+/* Sentinel: a list that parses, with a master name; a socket is then
+ * meaningless (sentinels name TCP addresses). */
+static void
+finish_sentinel(struct ctx *c)
+{
+	struct cfg *cfg = c->cfg;
+	struct sentinel_addr a[SENTINEL_MAX];
+	char why[160];
+	size_t n;
+
+	if (cfg->redis.sentinels == NULL) {
+		if (cfg->redis.master_name || cfg->redis.sentinel_password_file)
+			fail(c, cfg_line_of(cfg, "redis", cfg->redis.master_name ? "master_name" :
+			    "sentinel_password_file"), "%s is only used with sentinels",
+			    cfg->redis.master_name ? "master_name" : "sentinel_password_file");
+		return;
+	}
+	if (sentinel_parse_list(cfg->redis.sentinels, a, &n, why, sizeof why) < 0)
+		fail(c, cfg_line_of(cfg, "redis", "sentinels"), "sentinels: %s", why);
+	if (cfg->redis.master_name == NULL)
+		fail(c, cfg_line_of(cfg, "redis", "sentinels"), "sentinels needs master_name");
+	if (cfg->redis.socket != NULL)
+		fail(c, cfg_line_of(cfg, "redis", "socket"),
+		    "socket and sentinels exclude each other: the sentinels name the primary");
+}
+
 static void
 finish_redis(struct ctx *c)
 {
@@ -956,6 +986,7 @@ finish_redis(struct ctx *c)
 		fail(c, cfg_line_of(cfg, "redis", set ? "lease_renew_ms" : "claim_idle_ms"),
 		    "lease_renew_ms (%ld) must be at least 1 and below claim_idle_ms (%ld)",
 		    cfg->redis.lease_renew_ms, cfg->redis.claim_idle_ms);
+	finish_sentinel(c);
 }
 
 static void
@@ -1181,6 +1212,9 @@ cfg_free(struct cfg *cfg)
 	free(cfg->redis.socket);
 	free(cfg->redis.username);
 	free(cfg->redis.password_file);
+	free(cfg->redis.sentinels);
+	free(cfg->redis.master_name);
+	free(cfg->redis.sentinel_password_file);
 	free(cfg->redis.prefix);
 	free(cfg->redis.group);
 	free(cfg->records.verify_key_file);
@@ -1402,6 +1436,8 @@ cfg_check_files(const struct cfg *cfg, struct cfg_errors *errs)
 
 	rc |= check_file(cfg, "records", "verify_key_file", cfg->records.verify_key_file, errs);
 	rc |= check_file(cfg, "redis", "password_file", cfg->redis.password_file, errs);
+	rc |= check_file(cfg, "redis", "sentinel_password_file", cfg->redis.sentinel_password_file,
+	    errs);
 	rc |= check_file(cfg, "oauth", "client_secret_file", cfg->oauth.client_secret_file, errs);
 	rc |= check_file(cfg, "oauth", "private_key_file", cfg->oauth.private_key_file, errs);
 	rc |= check_file(cfg, "oauth", "certificate_file", cfg->oauth.certificate_file, errs);

@@ -709,6 +709,10 @@ start_call(struct ejob *j)
 	const struct cred *cred = job_cred(j);
 	char err[160] = "";
 
+	if (job_too_late(&j->core, wtime_now_ms())) {
+		cannot_call(j, JOB_NOCALL_DEADLINE);	/* R1, at the last moment */
+		return;
+	}
 	if (a == NULL || cred == NULL) {
 		cannot_call(j, JOB_NOCALL_ACTION_GONE);	/* a reload removed it */
 		return;

@@ -1193,6 +1193,7 @@ test_per_action_scopes(void **state)
 		wait_done(id, &dmn[0]);
 	}
 	char statuses[256];
+	wait_hb_min("w1", "redispatched", redispatched + 1);	/* the heartbeat lags */
 	statuses_of("sc2-close-0", statuses, sizeof statuses);
 	printf("    scope gates.close revoked: sc2-close-0 saw \"%s\"; re-dispatched %lld\n",
 	    statuses, hb_int("w1", "redispatched") - redispatched);
