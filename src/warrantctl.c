@@ -30,6 +30,7 @@
 #include "config.h"
 #include "ctl.h"
 #include "record.h"
+#include "sentinel.h"
 #include "store.h"
 #include "version.h"
 #include "wtime.h"
@@ -258,26 +259,60 @@ authenticate(struct ctx *c)
 	return rc == 0 ? 0 : EX_UNAVAILABLE;
 }
 
+/* Sentinel: the primary's address, as the daemon finds it. 0, or an exit
+ * code. */
+static int
+sentinel_primary(const struct cfg *cfg, char *host, size_t hostlen, int *port)
+{
+	struct sentinel_addr a[SENTINEL_MAX];
+	char err[256], *pw = NULL;
+	size_t n, len = 0;
+	int rc;
+
+	if (sentinel_parse_list(cfg->redis.sentinels, a, &n, err, sizeof err) < 0 ||
+	    (cfg->redis.sentinel_password_file &&
+	    cfg_read_file(cfg, cfg->redis.sentinel_password_file, 0, &pw, &len, err,
+	    sizeof err) < 0)) {
+		say("%s", err);
+		return EX_CONFIG;
+	}
+	rc = sentinel_master(a, n, cfg->redis.master_name, pw, TIMEOUT_S * 1000L, host, hostlen,
+	    port, err, sizeof err);
+	if (pw)
+		cfg_secret_free(pw, len);
+	if (rc < 0) {
+		say("%s", err);
+		return EX_UNAVAILABLE;
+	}
+	return 0;
+}
+
 static int
 connect_redis(struct ctx *c)
 {
 	const struct cfg *cfg = c->cfg;
 	struct timeval tv = {TIMEOUT_S, 0};
-	char db[16];
+	char db[16], host[SENTINEL_HOST_MAX];
+	const char *where = cfg->redis.host;
+	int port = cfg->redis.port;
 	redisReply *r;
 	int rc;
 
+	if (cfg->redis.sentinels && (rc = sentinel_primary(cfg, host, sizeof host, &port)) != 0)
+		return rc;
+	if (cfg->redis.sentinels)
+		where = host;
 	if (cfg->redis.socket != NULL)
 		c->redis = redisConnectUnixWithTimeout(cfg->redis.socket, tv);
 	else
-		c->redis = redisConnectWithTimeout(cfg->redis.host, cfg->redis.port, tv);
+		c->redis = redisConnectWithTimeout(where, port, tv);
 	if (c->redis == NULL || c->redis->err) {
 		if (cfg->redis.socket != NULL)
 			say("cannot connect to Redis at %s: %s", cfg->redis.socket,
 			    c->redis ? c->redis->errstr : "out of memory");
 		else
-			say("cannot connect to Redis at %s:%d: %s", cfg->redis.host,
-			    cfg->redis.port, c->redis ? c->redis->errstr : "out of memory");
+			say("cannot connect to Redis at %s:%d: %s", where, port,
+			    c->redis ? c->redis->errstr : "out of memory");
 		return EX_UNAVAILABLE;
 	}
 	if (redisSetTimeout(c->redis, tv) != REDIS_OK) {

@@ -704,6 +704,14 @@ test_missing_keys(void **state)
 	    "t.ini:6: scope narrows the worker's OAuth token: only with auth = oauth",
 	    "t.ini:11: audience narrows the worker's OAuth token: only with auth = oauth",
 	    "t.ini:12: resource narrows the worker's OAuth token: only with auth = oauth");
+	/* Sentinel: a list that parses, with a master name, and no socket */
+	EXPECT("[redis]\nsentinels = 127.0.0.1:26379\nsocket = /run/r.sock\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:2: sentinels needs master_name",
+	    "t.ini:3: socket and sentinels exclude each other: the sentinels name the primary");
+	EXPECT("[redis]\nsentinels = nohost\nmaster_name = m\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:2: sentinels: 'nohost' is not host:port");
+	EXPECT("[redis]\nmaster_name = m\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:2: master_name is only used with sentinels");
 	/* token = exchange trades the worker's OAuth token: it needs one */
 	EXPECT(MIN_RECORDS "[action a]\nurl = http://h/\ntoken = exchange\n",
 	    "t.ini:3: [action a] has auth = oauth (the default) but there is no [oauth] section");
