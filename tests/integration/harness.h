@@ -13,7 +13,9 @@
  *   {"method", "path" (request-target as received: percent-encoded, with any
  *    ?query), "idempotency_key", "authorization" (bool: header present),
  *    "on_behalf_of", "basis", "content_type", "body", "arrival_ms" (Unix ms),
- *    "status" (answered)}; absent headers are null.
+ *    "status" (answered), "delay_ms" (how long the answer was held back: a
+ *    call held longer than the action's timeout_ms ran at the target, but
+ *    its worker never saw the answer)}; absent headers are null.
  */
 #ifndef WARRANTD_HARNESS_H
 #define WARRANTD_HARNESS_H
