@@ -457,6 +457,9 @@ killed_holder(struct run *r, const char *id, long long from, long long to)
 	return 0;
 }
 
+static const char *const end_name[] = { "running", "SIGKILLed", "exited after SIGTERM",
+	"SIGKILLed after SIGTERM" };
+
 static void
 explain_unexplained(struct run *r, const char *id, long long t1, long long t2)
 {
@@ -468,8 +471,8 @@ explain_unexplained(struct run *r, const char *id, long long t1, long long t2)
 	for (int k = 0; k < r->w.ninc; k++) {
 		const struct w_inc *c = &r->w.incs[k];
 		if (strstr(w_inc_log(&r->w, k), needle) != NULL)
-			w_say("    held by worker %d incarnation %d (%s): %lld..%lld end %d\n",
-			    c->worker, k, c->log, c->start_ms, c->end_ms, (int)c->end);
+			w_say("    held by worker %d incarnation %d (%s): %lld..%lld, %s\n",
+			    c->worker, k, c->log, c->start_ms, c->end_ms, end_name[c->end]);
 	}
 	for (int e = 0; e < r->nev; e++)
 		if (r->ev[e].to_ms >= t1 - 5000 && r->ev[e].from_ms <= t2)
