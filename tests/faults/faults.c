@@ -441,17 +441,24 @@ check_audit(struct run *r)
 	json_decref(seen);
 }
 
-/* Did a worker that held `id` die by SIGKILL within [from, to]? */
+/* Does incarnation k's log name job `id` (it had the entry in hand)? */
 static int
-killed_holder(struct run *r, const char *id, long long from, long long to)
+named_in_log(struct run *r, int k, const char *id)
 {
 	char needle[80];
 
 	snprintf(needle, sizeof needle, "id=%s ", id);
+	return strstr(w_inc_log(&r->w, k), needle) != NULL;
+}
+
+/* Did a worker that held `id` die by SIGKILL within [from, to]? */
+static int
+killed_holder(struct run *r, const char *id, long long from, long long to)
+{
 	for (int k = 0; k < r->w.ninc; k++) {
 		const struct w_inc *c = &r->w.incs[k];
 		if ((c->end == W_KILLED || c->end == W_TERM_KILLED) && c->start_ms <= from &&
-		    c->end_ms >= from && c->end_ms <= to && strstr(w_inc_log(&r->w, k), needle) != NULL)
+		    c->end_ms >= from && c->end_ms <= to && named_in_log(r, k, id))
 			return 1;
 	}
 	return 0;
@@ -460,17 +467,13 @@ killed_holder(struct run *r, const char *id, long long from, long long to)
 static const char *const end_name[] = { "running", "SIGKILLed", "exited after SIGTERM",
 	"SIGKILLed after SIGTERM" };
 
+/* Who held `id` and which faults came near [t1, t2]: for people to read. */
 static void
-explain_unexplained(struct run *r, const char *id, long long t1, long long t2)
+evidence(struct run *r, const char *id, long long t1, long long t2)
 {
-	char needle[80];
-
-	snprintf(needle, sizeof needle, "id=%s ", id);
-	w_say("  UNEXPLAINED duplicate %s: 2xx at %lld and again at %lld (+%lld ms)\n", id, t1,
-	    t2, t2 - t1);
 	for (int k = 0; k < r->w.ninc; k++) {
 		const struct w_inc *c = &r->w.incs[k];
-		if (strstr(w_inc_log(&r->w, k), needle) != NULL)
+		if (named_in_log(r, k, id))
 			w_say("    held by worker %d incarnation %d (%s): %lld..%lld, %s\n",
 			    c->worker, k, c->log, c->start_ms, c->end_ms, end_name[c->end]);
 	}
@@ -500,8 +503,9 @@ check_calls(struct run *r)
 			continue;
 		if (at > j->expires_ms) {
 			r->t.late++;
-			w_say("  LATE %s: arrived %lld ms after expiresAt (status %lld)\n", id,
-			    at - j->expires_ms, st);
+			w_say("  LATE %s: arrived at %lld, %lld ms after expiresAt (status %lld)\n",
+			    id, at, at - j->expires_ms, st);
+			evidence(r, id, j->expires_ms, at);
 		}
 		if (st < 200 || st > 299)
 			continue;
@@ -514,7 +518,9 @@ check_calls(struct run *r)
 				r->t.dup_kill++;
 			else {
 				r->t.dup_unexplained++;
-				explain_unexplained(r, id, t1, at);
+				w_say("  UNEXPLAINED duplicate %s: 2xx at %lld and again at %lld "
+				    "(+%lld ms)\n", id, t1, at, at - t1);
+				evidence(r, id, t1, at);
 			}
 		}
 		json_object_set_new(last_ok, id, json_pack("[I, I]", (json_int_t)at,

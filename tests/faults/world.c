@@ -366,19 +366,8 @@ long long
 w_pending_of(struct world *w, const char *consumer)
 {
 	redisContext *c = w_rc(w);
-	redisReply *rep = c ? redisCommand(c, "XPENDING " W_JOBS " " W_GROUP) : NULL;
-	long long n = rep != NULL && rep->type == REDIS_REPLY_ARRAY ? 0 : -1;
 
-	/* [count, first, last, [[consumer, "n"], ...]] */
-	const redisReply *list = n == 0 && rep->elements == 4 ? rep->element[3] : NULL;
-	for (size_t i = 0; list && list->type == REDIS_REPLY_ARRAY && i < list->elements; i++) {
-		const redisReply *e = list->element[i];
-		if (e->type == REDIS_REPLY_ARRAY && e->elements == 2 &&
-		    strcmp(e->element[0]->str, consumer) == 0)
-			n = strtoll(e->element[1]->str, NULL, 10);
-	}
-	freeReplyObject(rep);
-	return n;
+	return c ? h_pending_of(c, W_JOBS, W_GROUP, consumer) : -1;
 }
 
 long long

@@ -164,6 +164,11 @@ char *h_hget(redisContext *c, const char *key, const char *field);
 /* XPENDING key group (summary): the count, or -1 on error (0 when no group). */
 long long h_pending_count(redisContext *c, const char *stream, const char *group);
 
+/* XPENDING key group (summary): the entries pending for `consumer` (0 when
+ * none), or -1 on error. */
+long long h_pending_of(redisContext *c, const char *stream, const char *group,
+		       const char *consumer);
+
 /* Entries of stream `key` whose field `match_field` equals `match_value`
  * (both NULL: every entry). */
 long long h_stream_count(redisContext *c, const char *key, const char *match_field,
