@@ -412,33 +412,37 @@ count_states(struct run *r)
 	free(st);
 }
 
+struct audit_scan {
+	struct run *r;
+	json_t *seen;		/* id -> the terminal state it went to */
+};
+
+static int
+audit_entry(const redisReply *fields, void *arg)
+{
+	struct audit_scan *a = arg;
+	const char *id = h_entry_str(fields, "id"), *to = h_entry_str(fields, "to");
+
+	if (id == NULL || !w_terminal(to) || job_of(a->r, id) == NULL)
+		return 0;
+	if (json_object_get(a->seen, id) != NULL) {
+		a->r->t.terminal++;
+		w_say("  TERMINAL TWICE %s: %s, then %s\n", id,
+		    json_string_value(json_object_get(a->seen, id)), to);
+	}
+	json_object_set_new(a->seen, id, json_string(to));
+	return 0;
+}
+
 /* P:audit: no id goes to a terminal state twice. */
 static void
 check_audit(struct run *r)
 {
-	redisReply *rep = redisCommand(w_rc(&r->w), "XRANGE " W_AUDIT " - +");
-	json_t *seen = json_object();
+	struct audit_scan a = { r, json_object() };
 
-	for (size_t i = 0; rep && rep->type == REDIS_REPLY_ARRAY && i < rep->elements; i++) {
-		const redisReply *f = rep->element[i]->element[1];
-		const char *id = NULL, *to = NULL;
-		for (size_t k = 0; k + 1 < f->elements; k += 2) {
-			if (strcmp(f->element[k]->str, "id") == 0)
-				id = f->element[k + 1]->str;
-			if (strcmp(f->element[k]->str, "to") == 0)
-				to = f->element[k + 1]->str;
-		}
-		if (id == NULL || !w_terminal(to) || job_of(r, id) == NULL)
-			continue;
-		if (json_object_get(seen, id) != NULL) {
-			r->t.terminal++;
-			w_say("  TERMINAL TWICE %s: %s, then %s\n", id,
-			    json_string_value(json_object_get(seen, id)), to);
-		}
-		json_object_set_new(seen, id, json_string(to));
-	}
-	freeReplyObject(rep);
-	json_decref(seen);
+	if (w_rc(&r->w) != NULL)
+		h_stream_each(w_rc(&r->w), W_AUDIT, audit_entry, &a);
+	json_decref(a.seen);
 }
 
 /* Does incarnation k's log name job `id` (it had the entry in hand)? */

@@ -117,6 +117,31 @@ executed_twice(struct world *w, const char *prefix, int n)
 	return k;
 }
 
+struct state_wait {
+	struct world *w;
+	const char *id, *want;
+};
+
+static int
+in_state(void *arg)
+{
+	struct state_wait *sw = arg;
+	char *s = w_state(sw->w, sw->id);
+	int ok = s && strcmp(s, sw->want) == 0;
+
+	free(s);
+	return ok;
+}
+
+/* Waits until job id is in state want: 0, or -1 after timeout_ms. */
+static int
+wait_state(struct world *w, const char *id, const char *want, int timeout_ms)
+{
+	struct state_wait sw = { w, id, want };
+
+	return h_wait_until(in_state, &sw, timeout_ms);
+}
+
 struct stat_wait {
 	const struct h_fake *f;
 	const char *field;
@@ -305,17 +330,6 @@ sc_loading(struct world *w)
 /* ------------------------------------------------------------------ */
 /* 3. a target that refuses every token (R9 + R12)                      */
 
-static int
-is_dead(void *arg)
-{
-	struct world *w = arg;
-	char *s = w_state(w, "refused-0");
-	int dead = s && strcmp(s, "dead") == 0;
-
-	free(s);
-	return dead;
-}
-
 /*
  * Every call answered 401 invalid_token. With max_deliveries 5 the entry
  * is dead too-many-deliveries within 30 s, and the IdP issued at most 12
@@ -336,7 +350,7 @@ sc_refuse_401(struct world *w)
 	    enqueue_n(w, "refused", 1, h_now_ms() + 120000) != 0)
 		return SKIP;
 	long long t0 = w_mono_ms();
-	int dead = h_wait_until(is_dead, w, 30000) == 0;
+	int dead = wait_state(w, "refused-0", "dead", 30000) == 0;
 	long long ms = w_mono_ms() - t0;
 	char *reason = h_stream_field(w_rc(w), W_DEAD, "id", "refused-0", "reason");
 	long long issued = w_fake_stat(&w->idp, "issued");
@@ -433,16 +447,6 @@ sc_reload_lease(struct world *w)
 	return PASS;
 }
 
-static int
-dead_now(void *arg)
-{
-	struct world *w = arg;
-	char *s = w_state(w, "removed-0");
-	int dead = s && strcmp(s, "dead") == 0;
-
-	free(s);
-	return dead;
-}
 
 /*
  * A job waiting to retry (503, base_ms 3000) when a reload removes its
@@ -463,7 +467,7 @@ sc_reload_removed_action(struct world *w)
 	w->w[0].p.action_name = "gate.close";
 	if (w_reload(w, 0) != 0 || h_daemon_wait_log(&w->w[0].d, "config.reloaded", 10000) != 0)
 		return SKIP;
-	int dead = h_wait_until(dead_now, w, 10000) == 0;
+	int dead = wait_state(w, "removed-0", "dead", 10000) == 0;
 	char *reason = h_stream_field(w_rc(w), W_DEAD, "id", "removed-0", "reason");
 	long long calls = w_fake_stat(&w->target, "total");
 	check(dead, "not dead within 10 s of the reload");

@@ -959,6 +959,21 @@ stream_scan(redisContext *c, const char *key, const char *match_field, const cha
 }
 
 long long
+h_stream_each(redisContext *c, const char *key,
+	      int (*each)(const redisReply *fields, void *arg), void *arg)
+{
+	return stream_scan(c, key, NULL, NULL, each, arg);
+}
+
+const char *
+h_entry_str(const redisReply *fields, const char *field)
+{
+	const redisReply *v = entry_value(fields, field);
+
+	return v != NULL && v->type == REDIS_REPLY_STRING ? v->str : NULL;
+}
+
+long long
 h_stream_count(redisContext *c, const char *key, const char *match_field,
 	       const char *match_value)
 {

@@ -173,6 +173,13 @@ long long h_pending_of(redisContext *c, const char *stream, const char *group,
  * (both NULL: every entry). */
 long long h_stream_count(redisContext *c, const char *key, const char *match_field,
 			 const char *match_value);
+/* Calls each(fields, arg) for every entry of stream `key` (XRANGE - +),
+ * fields being the entry's [name, value, ...] array, until it returns
+ * non-zero. The number of entries seen. */
+long long h_stream_each(redisContext *c, const char *key,
+			int (*each)(const redisReply *fields, void *arg), void *arg);
+/* The string value of `field` in such a field array, NULL when absent. */
+const char *h_entry_str(const redisReply *fields, const char *field);
 /* Value of `want` in the first such entry; caller frees; NULL when none. */
 char *h_stream_field(redisContext *c, const char *key, const char *match_field,
 		     const char *match_value, const char *want);
