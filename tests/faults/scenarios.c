@@ -195,6 +195,22 @@ log_count(struct world *w, int i, const char *needle)
 	return n;
 }
 
+struct log_wait {
+	struct world *w;
+	int worker;
+	const char *needle;
+	int min;
+};
+
+static int
+logged_n(void *arg)
+{
+	struct log_wait *lw = arg;
+
+	w_pause_ms(50);		/* each check reads the whole log */
+	return log_count(lw->w, lw->worker, lw->needle) >= lw->min;
+}
+
 /* ------------------------------------------------------------------ */
 /* 1. deep PEL (R11)                                                   */
 
@@ -390,8 +406,10 @@ sc_stop_results(struct world *w)
 	h_stop(w->redis.pid, SIGKILL, 5000);
 	w->redis.pid = 0;
 	w_reconnect(w);
-	w_pause_ms(2500);	/* the answers come 1.5 s after the calls */
-	int answered = log_count(w, 0, "event=job.call");
+	struct log_wait lw = { w, 0, "event=job.call", STOP_JOBS };
+	/* The answers come 1.5 s after the calls; the count is checked below. */
+	int answered = h_wait_until(logged_n, &lw, 20000) == 0 ? STOP_JOBS :
+	    log_count(w, 0, "event=job.call");
 	kill(w->w[0].d.pid, SIGTERM);
 	w_pause_ms(3000);
 	if (h_redis_restart(&w->redis) != 0)	/* on its AOF */
@@ -518,8 +536,14 @@ sc_cmd_down(struct world *w)
 	    w_add_worker(w, "w1", &p) < 0 || w_start(w, 0) != 0)
 		return SKIP;
 	long long self = h_redis_int(w_rc(w), "CLIENT ID");
-	/* Three clients: ours, the worker's two. No fourth may connect. */
-	free(h_redis_str(w_rc(w), "CONFIG SET maxclients 3"));
+	/* As many clients as are connected now (ours and the worker's): no
+	 * other may connect, so the one killed stays out. */
+	char *list = h_redis_str(w_rc(w), "CLIENT LIST");
+	int clients = 0;
+	for (const char *l = list; l && (l = strchr(l, '\n')) != NULL; l++)
+		clients++;	/* one line each */
+	free(list);
+	free(h_redis_str(w_rc(w), "CONFIG SET maxclients %d", clients));
 	kill_cmd_connections(w, self);
 	if (enqueue_n(w, "backlog", 200, h_now_ms() + 600000) != 0)
 		return SKIP;
