@@ -180,7 +180,7 @@ main(int argc, char **argv)
 		return 64;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	w_say("soak: %ld s, 50 jobs/s, 5 s tokens, every token revoked every %d s\n", seconds,
+	w_say("soak: %ld s, 5 jobs every 100 ms (up to 50/s), 5 s tokens, every token revoked every %d s\n", seconds,
 	    REVOKE_EVERY_MS / 1000);
 	int r = run(&s, seconds);
 	w_down(&s.w);
