@@ -40,7 +40,10 @@
  *                died between the call and its XACK. (Its log cannot say
  *                more: the final state is logged before it is written.)
  *     Anything else is UNEXPLAINED and printed with the evidence.
- * Exit status 1 on any lost, pending, late, terminal, unclean or unexplained.
+ *   broken    a run whose world could not be kept up (a restart or a fake
+ *             that failed: printed); its other counts are partial
+ * Exit status 1 on any lost, pending, late, terminal, unclean, unexplained or
+ * broken.
  */
 #define _DEFAULT_SOURCE
 #include <signal.h>
@@ -89,6 +92,7 @@ struct event {
 struct tally {
 	long runs, jobs, faults[F_N], states[NSTATES];
 	long lost, pending, late, terminal, unclean, dup_kill, dup_timeout, dup_unexplained;
+	long broken;		/* runs whose world could not be kept up */
 	long long ms;
 };
 
@@ -210,7 +214,11 @@ redis_kill(struct run *r)
 	r->w.redis.pid = 0;
 	w_pause_ms(w_between(&r->rng, 200, 1500));
 	w_reconnect(&r->w);
-	return h_redis_restart(&r->w.redis) == 0 && w_rc(&r->w) != NULL ? 0 : -1;
+	/* Three tries: a start can miss its 10 s PING window on a busy machine. */
+	for (int tries = 0; tries < 3; tries++)
+		if (h_redis_restart(&r->w.redis) == 0 && w_rc(&r->w) != NULL)
+			return 0;
+	return -1;
 }
 
 static void
@@ -294,6 +302,9 @@ inject(struct run *r, enum fkind k)
 	case F_SIGTERM: rc = sigterm(r, i); break;
 	default: break;
 	}
+	if (rc != 0)
+		w_say("  seed %llu: fault %s (worker %d) could not be injected or undone\n", r->seed,
+		    fault_name[k], i);
 	if (e != NULL)
 		*e = (struct event){ k, (k == F_KILL || k == F_SIGHUP || k == F_SIGTERM) ? i : -1,
 		    from, h_now_ms() };
@@ -543,7 +554,8 @@ check_calls(struct run *r)
 static long
 failures(const struct tally *t)
 {
-	return t->lost + t->pending + t->late + t->terminal + t->unclean + t->dup_unexplained;
+	return t->lost + t->pending + t->late + t->terminal + t->unclean + t->dup_unexplained +
+	    t->broken;
 }
 
 static void
@@ -563,6 +575,7 @@ add_tally(struct tally *sum, const struct tally *t)
 	sum->dup_kill += t->dup_kill;
 	sum->dup_timeout += t->dup_timeout;
 	sum->dup_unexplained += t->dup_unexplained;
+	sum->broken += t->broken;
 	sum->ms += t->ms;
 }
 
@@ -612,10 +625,9 @@ run_seed(unsigned long long seed, struct tally *out)
 	if (check_calls(r) != 0)
 		ok = 0;
 	r->t.ms = w_mono_ms() - t0;
-	if (!ok)
-		r->t.lost += r->t.lost == 0;	/* a broken world is a failed run */
-	w_say("  seed %llu: %d jobs, %d faults, lost %ld late %ld pending %ld dup %ld/%ld/%ld "
-	    "(kill/timeout/unexplained), %.1f s\n", seed, r->njobs, r->nev, r->t.lost, r->t.late,
+	r->t.broken = !ok;	/* a failed run, whatever else it shows */
+	w_say("  seed %llu: %s%d jobs, %d faults, lost %ld late %ld pending %ld dup %ld/%ld/%ld "
+	    "(kill/timeout/unexplained), %.1f s\n", seed, ok ? "" : "BROKEN, ", r->njobs, r->nev, r->t.lost, r->t.late,
 	    r->t.pending, r->t.dup_kill, r->t.dup_timeout, r->t.dup_unexplained, r->t.ms / 1000.0);
 	add_tally(out, &r->t);
 	w_down(&r->w);
@@ -627,10 +639,11 @@ run_seed(unsigned long long seed, struct tally *out)
 static void
 print_table(const struct tally *t)
 {
-	printf("\n| runs | jobs | s/run | lost | late | pending | terminal twice | unclean stop | "
-	    "dup explained (kill/timeout) | dup unexplained |\n|---|---|---|---|---|---|---|---|---|---|\n");
-	printf("| %ld | %ld | %.1f | %ld | %ld | %ld | %ld | %ld | %ld (%ld/%ld) | %ld |\n\n",
-	    t->runs, t->jobs, t->runs ? t->ms / 1000.0 / (double)t->runs : 0.0, t->lost, t->late,
+	printf("\n| runs | broken | jobs | s/run | lost | late | pending | terminal twice | "
+	    "unclean stop | dup explained (kill/timeout) | dup unexplained |\n"
+	    "|---|---|---|---|---|---|---|---|---|---|---|\n");
+	printf("| %ld | %ld | %ld | %.1f | %ld | %ld | %ld | %ld | %ld | %ld (%ld/%ld) | %ld |\n\n",
+	    t->runs, t->broken, t->jobs, t->runs ? t->ms / 1000.0 / (double)t->runs : 0.0, t->lost, t->late,
 	    t->pending, t->terminal, t->unclean, t->dup_kill + t->dup_timeout, t->dup_kill,
 	    t->dup_timeout, t->dup_unexplained);
 	printf("| faults | ");
