@@ -37,6 +37,12 @@ struct cfg_action {
 	long timeout_ms;
 	enum cfg_auth auth;
 	char *bearer_file;	/* with CFG_AUTH_STATIC */
+	/* With CFG_AUTH_OAUTH: a token of its own, narrowed to this action
+	 * (NULL: [oauth]'s value). */
+	char *scope, *audience, *resource;
+	/* token = exchange: a token for each job (RFC 8693), sub = the record's
+	 * onBehalfOf, act = the worker; 0: the worker's own token */
+	int token_exchange;
 };
 
 /* Where a section header (key NULL) or a key was read. */
@@ -67,6 +73,7 @@ struct cfg {
 		long batch, block_ms, claim_idle_ms, claim_interval_ms;
 		long lease_renew_ms;	/* default claim_idle_ms / 3 */
 		long max_deliveries;
+		long dead_maxlen, notify_maxlen;	/* XADD MAXLEN ~ of P:dead, P:notify */
 	} redis;
 
 	struct {
@@ -87,6 +94,7 @@ struct cfg {
 		char *key_id, *certificate_file, *scope, *resource, *audience;
 		double refresh_ratio;
 		long timeout_ms, auth_wait_max_ms;
+		long min_refresh_interval_ms;	/* R9: spacing of refreshes 401s cause */
 	} oauth;
 
 	struct {

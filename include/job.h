@@ -4,7 +4,8 @@
  * the effects it returns; it reads no clock (now comes in) and draws no random
  * numbers (a random word comes in with each event).
  *
- * One attempt runs: R1 deadline -> (R6) token -> (R5) authority -> the call.
+ * One attempt runs: R1 deadline -> (R6) token -> (R5) authority -> (token
+ * exchange, for an action with token = exchange) -> the call.
  * `calls` counts calls of the action (R8's max_attempts); waiting on a token or
  * on an unreachable PDP is bounded by the deadline alone.
  */
@@ -43,6 +44,8 @@ int job_state_terminal(enum job_state st);
 #define JOB_R_EXPIRED		"deadline-passed"
 #define JOB_R_DENIED		"authority-denied"
 #define JOB_R_HTTP_FAILED	"http-4xx"
+#define JOB_R_REQUEST_INVALID	"request-invalid"
+#define JOB_R_EXCHANGE_DENIED	"exchange-denied"
 #define JOB_R_DONE		"ok"
 
 struct job_policy {
@@ -51,6 +54,7 @@ struct job_policy {
 	int max_deliveries;
 	int authz_enabled;	/* [authz] url is set */
 	int token_needed;	/* the action's auth = oauth */
+	int exchange_needed;	/* the action's token = exchange: one token per job */
 };
 
 /* One entry in hand. The shell zeroes it, sets `id`, and passes it to every
@@ -58,25 +62,40 @@ struct job_policy {
 struct job {
 	enum job_state state;
 	int64_t expires_at_ms, not_before_ms;
-	int calls;		/* calls of the action made, this entry */
+	int calls;		/* calls of the action made: the hash's `attempts` (R8) */
 	int waits;		/* PDP-unavailable retries, for their backoff */
-	int deliveries;		/* from XREADGROUP/XPENDING/XCLAIM data */
+	int deliveries;		/* from XREADGROUP/XPENDING/XCLAIM data (Redis' count) */
 	int redispatch;		/* set by a 401: XCLAIM once a token is there */
 	unsigned awaiting;	/* JOB_FX_AUTHZ or JOB_FX_CALL whose answer is due, else 0 */
 };
 
 enum job_event_kind {
 	JOB_EV_LOADED,		/* the hash was read and the record checked */
+	JOB_EV_NO_ID,		/* the stream entry has no valid id field */
+	JOB_EV_ENTRY_DELETED,	/* XAUTOCLAIM reports the pending entry deleted */
+	JOB_EV_CANNOT_CALL,	/* the decided call cannot be sent (see no_call) */
 	JOB_EV_TIMER,		/* a retry timer fired */
 	JOB_EV_TOKEN_READY,	/* a token with enough life is there */
 	JOB_EV_TOKEN_TIMEOUT,	/* auth_wait_max_ms passed without one */
 	JOB_EV_REDISPATCHED,	/* the XCLAIM of a re-dispatch succeeded */
 	JOB_EV_AUTHZ,		/* the PDP answered, or did not */
 	JOB_EV_HTTP,		/* the action call ended */
+	JOB_EV_EXCHANGED,	/* the token exchange answered, or did not */
 	JOB_EV_LEASE_LOST,	/* another consumer holds the entry now */
 };
 
 enum job_authz { JOB_AUTHZ_ALLOW, JOB_AUTHZ_DENY, JOB_AUTHZ_UNAVAILABLE };
+
+/* RFC 8693 token exchange for one job: a token, a refusal (invalid_grant and
+ * the like: the IdP no longer allows it), or no usable answer (5xx, timeout). */
+enum job_exchange { JOB_XCH_OK, JOB_XCH_DENIED, JOB_XCH_UNAVAILABLE };
+
+/* Why a decided call could not be sent (JOB_EV_CANNOT_CALL). */
+enum job_no_call {
+	JOB_NOCALL_ACTION_GONE,	/* a reload removed the record's [action] */
+	JOB_NOCALL_BAD_REQUEST,	/* the URL template cannot expand for this record */
+	JOB_NOCALL_TOKEN_GONE,	/* the token died between the decision and the call */
+};
 
 struct job_event {
 	enum job_event_kind kind;
@@ -88,10 +107,17 @@ struct job_event {
 	enum job_state stored_state;	/* JOB_NONE when the hash has no state */
 	enum record_status record_status;
 	const struct record *record;	/* with RECORD_OK; read, not kept */
-	int deliveries;
+	int deliveries;		/* also JOB_EV_REDISPATCHED: the count after the XCLAIM */
+	int attempts;		/* the hash's `attempts`: calls made by every worker */
 
 	/* JOB_EV_AUTHZ */
 	enum job_authz authz;
+
+	/* JOB_EV_EXCHANGED */
+	enum job_exchange exchange;
+
+	/* JOB_EV_CANNOT_CALL */
+	enum job_no_call no_call;
 
 	/* JOB_EV_HTTP */
 	int http_status;	/* 0 on a transport error or timeout */
@@ -114,6 +140,8 @@ enum job_effect {
 	JOB_FX_REDISPATCH = 1 << 10,	/* XCLAIM the entry to this consumer (count +1) */
 	JOB_FX_RELEASE = 1 << 11,	/* forget the entry, leave it pending, stop the lease */
 	JOB_FX_START_ATTEMPT = 1 << 12,	/* a new attempt began: set owner, count it */
+	JOB_FX_END = 1 << 13,		/* after the write, the entry leaves the hand */
+	JOB_FX_EXCHANGE = 1 << 14,	/* exchange for this job's token (RFC 8693) */
 };
 
 struct job_step {
@@ -134,12 +162,6 @@ struct job_step {
  */
 struct job_step job_next(const struct job_policy *pol, struct job *job,
 			 const struct job_event *ev, int64_t now_ms);
-
-/*
- * Backoff (R8): full jitter, a uniform delay in [0, min(cap, base * 2^(n-1))]
- * drawn from rnd, for the n-th retry (n >= 1). Never overflows.
- */
-int64_t job_backoff_ms(int64_t base_ms, int64_t cap_ms, int n, uint64_t rnd);
 
 /*
  * Retry-After (RFC 9110 §10.2.3): delay-seconds or an IMF-fixdate. Returns

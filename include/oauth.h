@@ -7,8 +7,10 @@
  * token lives (and after), and drops a token when it expires.
  *
  * One fetch at a time (single flight): however many callers invalidate the
- * token at once, the IdP sees one request. Times are wall-clock ms since the
- * epoch (wtime_now_ms), because a JWT `exp` is one.
+ * token at once, the IdP sees one request. A token's life is kept on the
+ * monotonic clock (wtime_mono_ms), so a step of the wall clock neither kills
+ * a good token nor keeps a dead one; a JWT `exp` (wall-clock) is turned into
+ * a lifetime the moment the token arrives.
  *
  * Single-threaded: call everything from the loop's thread. Nothing here logs
  * a token, a secret, an assertion or an Authorization header.
@@ -38,6 +40,20 @@ struct oauth *oauth_new(struct ev_loop *loop, struct http_client *http, const st
 			char *err, size_t errlen)
 	__attribute__((warn_unused_result));
 
+/* An action's own scope, audience and resource (RFC 8707), each NULL to
+ * keep [oauth]'s. Borrowed during the call. */
+struct oauth_scope {
+	const char *scope, *audience, *resource;
+};
+
+/* As oauth_new, for a token narrowed to one action's needs: the same client,
+ * with sc's values in place of [oauth]'s (sc NULL: exactly oauth_new).
+ * oauth_reload of such a manager keeps [oauth]'s values: rebuild it instead. */
+struct oauth *oauth_new_scoped(struct ev_loop *loop, struct http_client *http,
+			       const struct cfg *cfg, const struct oauth_scope *sc, char *err,
+			       size_t errlen)
+	__attribute__((warn_unused_result));
+
 /* Cancels a fetch in flight, stops every watcher, wipes the token and the
  * secrets, frees. NULL is a no-op. Must not be called from the listener. */
 void oauth_free(struct oauth *o);
@@ -47,14 +63,14 @@ void oauth_free(struct oauth *o);
 void oauth_start(struct oauth *o);
 
 /*
- * R6: the token when its remaining life at now_ms is longer than
+ * R6: the token when its remaining life at now_ms (wtime_mono_ms) is longer than
  * timeout_ms + 1 s, else NULL (wait for the listener). Owned by the manager,
  * valid until control returns to the loop or the next oauth_* call: copy it
  * into the request at once.
  */
 const char *oauth_token(const struct oauth *o, int64_t now_ms, long timeout_ms);
 
-/* When the token held dies (ms since the epoch), or 0 when none is held. */
+/* When the token held dies (wtime_mono_ms), or 0 when none is held. */
 int64_t oauth_expires_at_ms(const struct oauth *o);
 
 /*
@@ -68,10 +84,17 @@ const char *oauth_state_name(const struct oauth *o);
 /*
  * R9: discards the token held and starts one fetch, unless one is already in
  * flight (it is not doubled). With no token held it does nothing: a fetch or
- * a retry is already under way. The listener hears of it later, never from
+ * a retry is already under way. The fetch is spaced: not before
+ * [oauth] min_refresh_interval_ms after the previous request, and when the
+ * token refused was itself fetched after a refusal, with exponential backoff
+ * (token_refused_fetch_at_ms). The listener hears of it later, never from
  * inside this call.
  */
 void oauth_invalidate(struct oauth *o);
+
+/* A call with the token of generation `gen` was accepted: refusals in a row
+ * start again from one (R9's backoff ends). */
+void oauth_token_accepted(struct oauth *o, uint64_t gen);
 
 /*
  * A number that changes with every token received (0 before the first).
@@ -103,5 +126,44 @@ long long oauth_refreshes(const struct oauth *o);
  */
 int oauth_reload(struct oauth *o, const struct cfg *cfg, char *err, size_t errlen)
 	__attribute__((warn_unused_result));
+
+/*
+ * RFC 8693 token exchange for one job: the worker's own token as the actor,
+ * `subject_token` (the verified decision record) as the subject, and the
+ * client authenticated as for its own token. Nothing is cached.
+ */
+struct oauth_exchange_req {
+	const char *subject_token, *subject_token_type;
+	const char *scope, *resource;		/* NULL: not sent */
+};
+
+enum oauth_xch {
+	OAUTH_XCH_OK,		/* token holds the job's token */
+	OAUTH_XCH_DENIED,	/* invalid_grant and the like: the IdP does not allow it */
+	OAUTH_XCH_UNAVAILABLE,	/* no answer, 5xx, or one that cannot be read */
+};
+
+/* token is valid only during the callback (copy it, never log it); detail is
+ * one line for people that never holds a token. Called from the loop. */
+typedef void oauth_exchange_cb(void *arg, enum oauth_xch r, const char *token,
+			       const char *detail);
+
+struct oauth_xch_call;
+
+/*
+ * Starts one exchange. Needs a worker token that outlives call_timeout_ms
+ * by 1 s (R6) at now_mono_ms: without one, or when the request cannot be
+ * started, returns NULL and cb is never called. Otherwise cb is called
+ * exactly once, unless oauth_exchange_cancel comes first. rq's strings are
+ * copied before it returns.
+ */
+struct oauth_xch_call *oauth_exchange(struct oauth *o, const struct oauth_exchange_req *rq,
+				      oauth_exchange_cb *cb, void *arg, int64_t now_mono_ms,
+				      long call_timeout_ms)
+	__attribute__((warn_unused_result));
+
+/* Cancels an exchange in flight: cb is not called. NULL is a no-op. Not
+ * from inside its own callback. */
+void oauth_exchange_cancel(struct oauth_xch_call *x);
 
 #endif

@@ -351,6 +351,18 @@ set_action_auth(struct ctx *c, const struct key *k, void *field, const char *v)
 }
 
 static int
+set_action_token(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	static const struct name_val tbl[] = {{"worker", 0}, {"exchange", 1}, {NULL, 0}};
+	int n;
+
+	if (lookup(c, k, tbl, v, &n) < 0)
+		return -1;
+	*(int *)field = n;
+	return 0;
+}
+
+static int
 consumer_ok(const char *s)
 {
 	size_t n = strlen(s);
@@ -483,6 +495,8 @@ static const struct key redis_keys[] = {
 	{"claim_interval_ms", set_long, C(redis.claim_interval_ms), 1, VAL_MAX},
 	{"lease_renew_ms", set_long, C(redis.lease_renew_ms), 1, VAL_MAX},
 	{"max_deliveries", set_long, C(redis.max_deliveries), 1, VAL_MAX},
+	{"dead_maxlen", set_long, C(redis.dead_maxlen), 1, VAL_MAX},
+	{"notify_maxlen", set_long, C(redis.notify_maxlen), 1, VAL_MAX},
 	{NULL, NULL, 0, 0, 0},
 };
 
@@ -514,6 +528,7 @@ static const struct key oauth_keys[] = {
 	{"refresh_ratio", set_ratio, C(oauth.refresh_ratio), 0, 0},
 	{"timeout_ms", set_long, C(oauth.timeout_ms), 1, VAL_MAX},
 	{"auth_wait_max_ms", set_long, C(oauth.auth_wait_max_ms), 1, VAL_MAX},
+	{"min_refresh_interval_ms", set_long, C(oauth.min_refresh_interval_ms), 0, VAL_MAX},
 	{NULL, NULL, 0, 0, 0},
 };
 
@@ -543,6 +558,10 @@ static const struct key action_keys[] = {
 	{"timeout_ms", set_long, A(timeout_ms), 1, VAL_MAX},
 	{"auth", set_action_auth, A(auth), 0, 0},
 	{"bearer_file", set_str, A(bearer_file), 0, 0},
+	{"scope", set_str, A(scope), 0, 0},
+	{"audience", set_str, A(audience), 0, 0},
+	{"resource", set_str, A(resource), 0, 0},
+	{"token", set_action_token, A(token_exchange), 0, 0},
 	{NULL, NULL, 0, 0, 0},
 };
 
@@ -576,6 +595,8 @@ set_defaults(struct cfg *cfg)
 	cfg->redis.claim_idle_ms = 60000;
 	cfg->redis.claim_interval_ms = 5000;
 	cfg->redis.max_deliveries = 16;
+	cfg->redis.dead_maxlen = 100000;
+	cfg->redis.notify_maxlen = 100000;
 
 	cfg->records.signature_required = 1;
 	cfg->records.algorithm = JWT_ALG_ES256;
@@ -589,6 +610,7 @@ set_defaults(struct cfg *cfg)
 	cfg->oauth.refresh_ratio = 0.75;
 	cfg->oauth.timeout_ms = 5000;
 	cfg->oauth.auth_wait_max_ms = 30000;
+	cfg->oauth.min_refresh_interval_ms = 1000;
 
 	cfg->authz.timeout_ms = 2000;
 	cfg->retry.base_ms = 500;
@@ -941,6 +963,22 @@ finish_oauth(struct ctx *c)
 		c->nomem = 1;
 }
 
+/* scope, audience and resource narrow the worker's token: oauth only. */
+static void
+check_narrowing(struct ctx *c, const char *sec, const struct cfg_action *a)
+{
+	static const char *const keys[] = {"scope", "audience", "resource"};
+	const char *const vals[] = {a->scope, a->audience, a->resource};
+
+	for (size_t k = 0; k < 3; k++)
+		if (vals[k] != NULL && a->auth != CFG_AUTH_OAUTH)
+			fail(c, cfg_line_of(c->cfg, sec, keys[k]),
+			    "%s narrows the worker's OAuth token: only with auth = oauth", keys[k]);
+	if (a->token_exchange && a->auth != CFG_AUTH_OAUTH)
+		fail(c, cfg_line_of(c->cfg, sec, "token"),
+		    "token = exchange trades the worker's OAuth token: only with auth = oauth");
+}
+
 static void
 finish_actions(struct ctx *c)
 {
@@ -962,6 +1000,7 @@ finish_actions(struct ctx *c)
 			fail(c, cfg_line_of(cfg, sec, NULL),
 			    "[%s] has auth = oauth (the default) but there is no [oauth] section",
 			    sec);
+		check_narrowing(c, sec, a);
 	}
 }
 
@@ -1112,6 +1151,9 @@ cfg_free(struct cfg *cfg)
 		free(cfg->actions[i].url);
 		free(cfg->actions[i].method);
 		free(cfg->actions[i].bearer_file);
+		free(cfg->actions[i].scope);
+		free(cfg->actions[i].audience);
+		free(cfg->actions[i].resource);
 	}
 	free(cfg->actions);
 	for (size_t i = 0; i < cfg->nlines; i++) {

@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backoff.h"
 #include "log.h"
+#include "rnd.h"
 #include "token.h"
 #include "wtime.h"
 
@@ -31,7 +33,7 @@ struct settings {
 	jwt_alg_t assertion_alg;
 	char *assertion_audience, *key_id;
 	double refresh_ratio;
-	long timeout_ms;
+	long timeout_ms, min_refresh_interval_ms;
 	char *secret;		/* client_secret_basic and _post */
 	size_t secret_len;
 	char *key;		/* private_key_jwt: PEM private key */
@@ -45,14 +47,19 @@ struct oauth {
 	struct settings set;
 
 	char *token;		/* NULL: none held */
-	int64_t expires_at_ms;	/* 0 when none held */
+	int64_t expires_at_ms;	/* monotonic (wtime_mono_ms); 0 when none held */
+	int refused;		/* R9: tokens refused in a row, each fetched after
+				   the last one's refusal */
+	int after_refusal;	/* the token held was fetched because one was refused */
 	uint64_t generation;
 	long long refreshes;
 	int failures;		/* fetches failed since the last success */
 	int started;
 
 	struct http_call *call;	/* the one fetch in flight, or NULL */
-	int64_t call_started_ms;
+	int64_t call_started_ms;	/* monotonic */
+	int64_t call_started_wall;	/* for a JWT exp, which is wall-clock */
+	int64_t last_fetch_ms;		/* monotonic; 0 before the first */
 
 	ev_timer fetch_timer;	/* proactive refresh, or retry after a failure */
 	ev_timer expiry_timer;
@@ -71,18 +78,6 @@ wipe_free(char *s)
 		explicit_bzero(s, strlen(s));
 		free(s);
 	}
-}
-
-static uint64_t
-random_word(void)
-{
-	uint64_t r;
-
-	/* The kernel does not fail getrandom in practice; if it did, any word
-	 * is fine for jitter. */
-	if (token_random_bytes(&r, sizeof r) != 0)
-		r = (uint64_t)wtime_now_ms() * 0x9e3779b97f4a7c15ULL;
-	return r;
 }
 
 static void
@@ -118,17 +113,28 @@ dup_opt(char **dst, const char *src)
 	return src != NULL && (*dst = strdup(src)) == NULL ? -1 : 0;
 }
 
+/* An action's own scope, audience or resource, where it names one,
+ * replaces [oauth]'s. */
+static const char *
+over(const char *mine, const char *dflt)
+{
+	return mine != NULL ? mine : dflt;
+}
+
 static int
-copy_strings(struct settings *s, const struct cfg *cfg)
+copy_strings(struct settings *s, const struct cfg *cfg, const struct oauth_scope *sc)
 {
 	const char *aud = cfg->oauth.assertion_audience ? cfg->oauth.assertion_audience :
 	    cfg->oauth.token_url;
+	const struct oauth_scope none = {NULL, NULL, NULL};
 
+	if (sc == NULL)
+		sc = &none;
 	return dup_opt(&s->token_url, cfg->oauth.token_url) | dup_opt(&s->client_id,
-	    cfg->oauth.client_id) | dup_opt(&s->scope, cfg->oauth.scope) |
-	    dup_opt(&s->resource, cfg->oauth.resource) | dup_opt(&s->audience,
-	    cfg->oauth.audience) | dup_opt(&s->assertion_audience, aud) |
-	    dup_opt(&s->key_id, cfg->oauth.key_id);
+	    cfg->oauth.client_id) | dup_opt(&s->scope, over(sc->scope, cfg->oauth.scope)) |
+	    dup_opt(&s->resource, over(sc->resource, cfg->oauth.resource)) |
+	    dup_opt(&s->audience, over(sc->audience, cfg->oauth.audience)) |
+	    dup_opt(&s->assertion_audience, aud) | dup_opt(&s->key_id, cfg->oauth.key_id);
 }
 
 /* x5t#S256 (RFC 7515 §4.1.8) of the first certificate in a PEM file. */
@@ -206,7 +212,8 @@ read_secrets(struct settings *s, const struct cfg *cfg, char *err, size_t errlen
 
 /* 0: *s holds everything; -1: *s is empty and err says why. */
 static int
-settings_load(struct settings *s, const struct cfg *cfg, char *err, size_t errlen)
+settings_load(struct settings *s, const struct cfg *cfg, const struct oauth_scope *sc,
+	      char *err, size_t errlen)
 {
 	memset(s, 0, sizeof *s);
 	if (!cfg->oauth.present || cfg->oauth.token_url == NULL || cfg->oauth.client_id == NULL) {
@@ -217,7 +224,8 @@ settings_load(struct settings *s, const struct cfg *cfg, char *err, size_t errle
 	s->assertion_alg = cfg->oauth.assertion_alg;
 	s->refresh_ratio = cfg->oauth.refresh_ratio;
 	s->timeout_ms = cfg->oauth.timeout_ms > 0 ? cfg->oauth.timeout_ms : 5000;
-	if (copy_strings(s, cfg) != 0) {
+	s->min_refresh_interval_ms = cfg->oauth.min_refresh_interval_ms;
+	if (copy_strings(s, cfg, sc) != 0) {
 		snprintf(err, errlen, "oauth: out of memory");
 		settings_clear(s);
 		return -1;
@@ -255,7 +263,7 @@ build_assertion(const struct settings *s, int64_t now_ms)
 	long iat = (long)(now_ms / 1000);
 	char *out = NULL;
 
-	if (token_random_hex(jti, sizeof jti, JTI_BYTES) != 0 || jwt_new(&jwt) != 0)
+	if (rnd_hex(jti, sizeof jti, JTI_BYTES) != 0 || jwt_new(&jwt) != 0)
 		goto done;
 	if (jwt_add_grant(jwt, "iss", s->client_id) || jwt_add_grant(jwt, "sub", s->client_id) ||
 	    jwt_add_grant(jwt, "aud", s->assertion_audience) || jwt_add_grant(jwt, "jti", jti) ||
@@ -277,20 +285,18 @@ done:
 /* The form body (and for client_secret_basic the userpwd) of one token
  * request. Both hold secrets: the caller wipes and frees them. */
 static int
-build_request(const struct settings *s, int64_t now_ms, char **body, char **userpwd,
-	      char *err, size_t errlen)
+build_request(const struct settings *s, int64_t now_ms, const char *const *grant,
+	      char **body, char **userpwd, char *err, size_t errlen)
 {
-	const char *pairs[20];
+	const char *pairs[32];
 	char *assertion = NULL;
 	size_t n = 0;
 
 	*body = *userpwd = NULL;
-	pairs[n++] = "grant_type";
-	pairs[n++] = "client_credentials";
 #define OPT(name, v) do { if ((v) != NULL) { pairs[n++] = (name); pairs[n++] = (v); } } while (0)
-	OPT("scope", s->scope);
-	OPT("resource", s->resource);
-	OPT("audience", s->audience);
+	/* the grant's own pairs, NULL values skipped; at most 10 */
+	for (size_t i = 0; grant[i] != NULL && i < 20; i += 2)
+		OPT(grant[i], grant[i + 1]);
 	switch (s->auth_method) {
 	case CFG_CLIENT_SECRET_BASIC:
 		if ((*userpwd = token_basic_userpwd(s->client_id, s->secret)) == NULL)
@@ -346,9 +352,9 @@ drop_token(struct oauth *o)
 static void
 install_token(struct oauth *o, char *token, int64_t lifetime_ms, long elapsed_ms)
 {
-	int64_t now = wtime_now_ms();
+	int64_t now = wtime_mono_ms();
 	int64_t refresh_at = token_refresh_at_ms(o->call_started_ms, lifetime_ms,
-	    o->set.refresh_ratio, random_word());
+	    o->set.refresh_ratio, rnd_u64());
 
 	drop_token(o);
 	o->token = token;
@@ -356,6 +362,7 @@ install_token(struct oauth *o, char *token, int64_t lifetime_ms, long elapsed_ms
 	o->generation++;
 	o->refreshes++;
 	o->failures = 0;
+	o->after_refusal = o->refused > 0;
 	arm(o, &o->fetch_timer, refresh_at - now);
 	arm(o, &o->expiry_timer, o->expires_at_ms - now);
 	log_info("token.refreshed", "expires_in_s=%lld refresh_in_s=%lld ms=%ld",
@@ -371,7 +378,7 @@ fetch_failed(struct oauth *o, long status, const char *detail)
 
 	if (o->failures < 1000000)
 		o->failures++;
-	delay = token_retry_delay_ms(o->failures, random_word());
+	delay = backoff_ms(0, TOKEN_RETRY_BASE_MS, TOKEN_RETRY_CAP_MS, o->failures, rnd_u64());
 	arm(o, &o->fetch_timer, delay);
 	log_warn("token.error", "status=%ld detail=%s failures=%d retry_ms=%lld held=%d",
 	    status, log_quote(q, sizeof q, detail), o->failures, (long long)delay,
@@ -382,10 +389,10 @@ fetch_failed(struct oauth *o, long status, const char *detail)
 static int64_t
 lifetime_of(const struct oauth *o, long long expires_in_s, const char *token)
 {
-	int64_t life = token_lifetime_ms(expires_in_s, token, o->call_started_ms);
+	int64_t life = token_lifetime_ms(expires_in_s, token, o->call_started_wall);
 
 	if (life < 0 && expires_in_s < 0) {
-		life = token_lifetime_ms(DEFAULT_LIFETIME_S, token, o->call_started_ms);
+		life = token_lifetime_ms(DEFAULT_LIFETIME_S, token, o->call_started_wall);
 		if (life > 0)
 			log_warn("token.lifetime_unknown", "assumed_s=%d", DEFAULT_LIFETIME_S);
 	}
@@ -443,13 +450,15 @@ fetch(struct oauth *o)
 	char err[256], *body = NULL, *userpwd = NULL;
 	const char *headers[] = {"Content-Type: application/x-www-form-urlencoded",
 	    "Accept: application/json", NULL};
-	int64_t now = wtime_now_ms();
+	int64_t now = wtime_now_ms();	/* the assertion's iat and exp */
 	int rc;
 
 	ev_timer_stop(o->loop, &o->fetch_timer);
 	if (o->call != NULL)
 		return;
-	rc = build_request(&o->set, now, &body, &userpwd, err, sizeof err);
+	const char *grant[] = {"grant_type", "client_credentials", "scope", o->set.scope,
+	    "resource", o->set.resource, "audience", o->set.audience, NULL};
+	rc = build_request(&o->set, now, grant, &body, &userpwd, err, sizeof err);
 	if (rc == 0) {
 		struct http_request rq = {
 			.method = "POST", .url = o->set.token_url, .headers = headers,
@@ -467,7 +476,8 @@ fetch(struct oauth *o)
 		fetch_failed(o, 0, err);
 		return;
 	}
-	o->call_started_ms = now;
+	o->call_started_wall = now;
+	o->call_started_ms = o->last_fetch_ms = wtime_mono_ms();
 	log_debug("token.request", "failures=%d held=%d", o->failures, o->token != NULL);
 }
 
@@ -476,20 +486,24 @@ fetch(struct oauth *o)
 static void
 on_fetch_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
+	struct oauth *o = w->data;
 	(void)loop, (void)revents;
-	fetch(w->data);
+
+	if (o->token != NULL)
+		o->refused = 0;	/* it lived to its refresh: nobody refused it */
+	fetch(o);
 }
 
 static void
 on_expiry(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct oauth *o = w->data;
-	int64_t now = wtime_now_ms();
+	int64_t now = wtime_mono_ms();
 
 	(void)loop, (void)revents;
 	if (o->token == NULL)
 		return;
-	if (now < o->expires_at_ms) {	/* the loop's clock ran ahead of the wall */
+	if (now < o->expires_at_ms) {	/* the loop's clock ran ahead */
 		arm(o, &o->expiry_timer, o->expires_at_ms - now);
 		return;
 	}
@@ -521,13 +535,20 @@ struct oauth *
 oauth_new(struct ev_loop *loop, struct http_client *http, const struct cfg *cfg, char *err,
 	  size_t errlen)
 {
+	return oauth_new_scoped(loop, http, cfg, NULL, err, errlen);
+}
+
+struct oauth *
+oauth_new_scoped(struct ev_loop *loop, struct http_client *http, const struct cfg *cfg,
+		 const struct oauth_scope *sc, char *err, size_t errlen)
+{
 	struct oauth *o = calloc(1, sizeof *o);
 
 	if (o == NULL) {
 		snprintf(err, errlen, "oauth: out of memory");
 		return NULL;
 	}
-	if (settings_load(&o->set, cfg, err, errlen) != 0) {
+	if (settings_load(&o->set, cfg, sc, err, errlen) != 0) {
 		free(o);
 		return NULL;
 	}
@@ -582,21 +603,40 @@ oauth_state_name(const struct oauth *o)
 {
 	if (o->token != NULL)
 		return "valid";
-	if (o->call != NULL)
+	if (o->call != NULL || (o->failures == 0 && ev_is_active(&o->fetch_timer)))
 		return "refreshing";
 	return o->failures > 0 ? "error" : "none";
 }
 
+/* R9: refreshes that refusals cause are spaced, and back off when the
+ * fresh token is refused too. */
 void
 oauth_invalidate(struct oauth *o)
 {
 	if (o->token == NULL)
 		return;
+	o->refused = o->after_refusal && o->refused < 1000 ? o->refused + 1 : 1;
 	drop_token(o);
-	log_info("token.invalidated", "refreshing=%d", o->call != NULL);
 	schedule_notify(o);
-	if (o->call == NULL)
+	if (o->call != NULL) {
+		log_info("token.invalidated", "refreshing=1 refused_in_row=%d", o->refused);
+		return;
+	}
+	int64_t wait = token_refused_fetch_at_ms(o->last_fetch_ms,
+	    o->set.min_refresh_interval_ms, o->refused) - wtime_mono_ms();
+	log_info("token.invalidated", "refreshing=0 refused_in_row=%d fetch_in_ms=%lld",
+	    o->refused, (long long)(wait > 0 ? wait : 0));
+	if (wait > 0)
+		arm(o, &o->fetch_timer, wait);
+	else
 		fetch(o);
+}
+
+void
+oauth_token_accepted(struct oauth *o, uint64_t gen)
+{
+	if (gen == o->generation)
+		o->refused = 0;
 }
 
 uint64_t
@@ -631,7 +671,7 @@ oauth_reload(struct oauth *o, const struct cfg *cfg, char *err, size_t errlen)
 	struct settings fresh;
 	int same;
 
-	if (settings_load(&fresh, cfg, err, errlen) != 0)
+	if (settings_load(&fresh, cfg, NULL, err, errlen) != 0)
 		return -1;
 	same = same_identity(&fresh, &o->set);
 	settings_clear(&o->set);
@@ -644,4 +684,105 @@ oauth_reload(struct oauth *o, const struct cfg *cfg, char *err, size_t errlen)
 		fetch(o);
 	}
 	return 0;
+}
+
+/* ---- RFC 8693 token exchange, one per job ---- */
+
+#define TOKEN_EXCHANGE_GRANT	"urn:ietf:params:oauth:grant-type:token-exchange"
+#define ACCESS_TOKEN_TYPE	"urn:ietf:params:oauth:token-type:access_token"
+
+struct oauth_xch_call {
+	struct http_call *call;
+	oauth_exchange_cb *cb;
+	void *arg;
+};
+
+/* RFC 6749 §5.2 errors that mean "not allowed", not "not now". */
+static int
+refusal(const char *detail)
+{
+	static const char *const codes[] = {"invalid_grant", "unauthorized_client",
+	    "invalid_scope", "access_denied", "invalid_target"};
+
+	if (strncmp(detail, "idp error: ", 11) != 0)
+		return 0;
+	for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+		size_t n = strlen(codes[i]);
+		if (strncmp(detail + 11, codes[i], n) == 0 &&
+		    (detail[11 + n] == '\0' || detail[11 + n] == ':'))
+			return 1;
+	}
+	return 0;
+}
+
+static void
+on_exchange(const struct http_response *resp, void *arg)
+{
+	struct oauth_xch_call *x = arg;
+	char detail[512] = "", *tok = NULL;
+	long long expires_in;
+	enum oauth_xch r = OAUTH_XCH_UNAVAILABLE;
+
+	x->call = NULL;
+	if (resp->status >= 200 && resp->status <= 299) {
+		if (token_parse_response(resp->body, resp->body_len, &tok, &expires_in, detail,
+		    sizeof detail) == 0)
+			r = OAUTH_XCH_OK;
+	} else if (resp->status == 0) {
+		snprintf(detail, sizeof detail, "%s", resp->timed_out ? "timeout" : "transport error");
+	} else {
+		if (token_parse_response(resp->body, resp->body_len, &tok, &expires_in, detail,
+		    sizeof detail) == 0)
+			snprintf(detail, sizeof detail, "http %ld", resp->status);
+		if (resp->status >= 400 && resp->status <= 499 && refusal(detail))
+			r = OAUTH_XCH_DENIED;
+	}
+	x->cb(x->arg, r, r == OAUTH_XCH_OK ? tok : NULL, detail);
+	wipe_free(tok);
+	free(x);
+}
+
+struct oauth_xch_call *
+oauth_exchange(struct oauth *o, const struct oauth_exchange_req *rq, oauth_exchange_cb *cb,
+	       void *arg, int64_t now_mono_ms, long call_timeout_ms)
+{
+	const char *actor = oauth_token(o, now_mono_ms, call_timeout_ms);
+	const char *headers[] = {"Content-Type: application/x-www-form-urlencoded",
+	    "Accept: application/json", NULL};
+	char err[256], *body = NULL, *userpwd = NULL;
+	struct oauth_xch_call *x;
+
+	if (actor == NULL || (x = calloc(1, sizeof *x)) == NULL)
+		return NULL;
+	const char *grant[] = {"grant_type", TOKEN_EXCHANGE_GRANT,
+	    "subject_token", rq->subject_token, "subject_token_type", rq->subject_token_type,
+	    "actor_token", actor, "actor_token_type", ACCESS_TOKEN_TYPE,
+	    "scope", rq->scope, "resource", rq->resource, NULL};
+	x->cb = cb;
+	x->arg = arg;
+	int rc = build_request(&o->set, wtime_now_ms(), grant, &body, &userpwd, err, sizeof err);
+	if (rc == 0) {
+		struct http_request req = {
+			.method = "POST", .url = o->set.token_url, .headers = headers,
+			.body = body, .body_len = strlen(body),
+			.timeout_ms = o->set.timeout_ms, .userpwd = userpwd,
+		};
+		rc = http_start(o->http, &req, on_exchange, x, &x->call);
+	}
+	wipe_free(body);
+	wipe_free(userpwd);
+	if (rc != 0) {
+		free(x);
+		return NULL;
+	}
+	return x;
+}
+
+void
+oauth_exchange_cancel(struct oauth_xch_call *x)
+{
+	if (x == NULL)
+		return;
+	http_cancel(x->call);
+	free(x);
 }

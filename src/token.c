@@ -2,6 +2,8 @@
 #define _DEFAULT_SOURCE
 #include "token.h"
 
+#include "backoff.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -26,10 +28,27 @@ token_b64url_encode(const unsigned char *in, size_t n)
 
 /* ---- lifetime ---- */
 
-/* The `exp` claim (seconds) of a JWS compact token, or -1: an opaque token,
- * a JWE (five segments) or a payload without a positive numeric exp. */
+/* A positive numeric claim (seconds), or -1. */
 static int64_t
-jwt_exp_s(const char *token)
+claim_s(const json_t *claims, const char *name)
+{
+	const json_t *v = json_object_get(claims, name);
+	int64_t s = -1;
+
+	if (json_is_integer(v) && json_integer_value(v) > 0)
+		s = json_integer_value(v);
+	else if (json_is_real(v) && json_real_value(v) >= 1 && json_real_value(v) < 9e15)
+		s = (int64_t)json_real_value(v);
+	if (s > LIFETIME_MAX_S * 100)
+		s = LIFETIME_MAX_S * 100;	/* far beyond any now: same effect */
+	return s;
+}
+
+/* The `exp` claim (seconds) of a JWS compact token, or -1: an opaque token,
+ * a JWE (five segments) or a payload without a positive numeric exp. *iat_s
+ * gets its `iat`, or -1. */
+static int64_t
+jwt_exp_s(const char *token, int64_t *iat_s)
 {
 	const char *dot1 = token ? strchr(token, '.') : NULL;
 	const char *dot2 = dot1 ? strchr(dot1 + 1, '.') : NULL;
@@ -37,33 +56,32 @@ jwt_exp_s(const char *token)
 	size_t len;
 	int64_t exp = -1;
 
+	*iat_s = -1;
 	if (dot2 == NULL || strchr(dot2 + 1, '.') != NULL)
 		return -1;
 	if (b64url_decode_lax(dot1 + 1, (size_t)(dot2 - dot1 - 1), &payload, &len) != 0)
 		return -1;
 	json_t *claims = json_loadb((const char *)payload, len, 0, NULL);
-	const json_t *v = json_object_get(claims, "exp");
-	if (json_is_integer(v) && json_integer_value(v) > 0)
-		exp = json_integer_value(v);
-	else if (json_is_real(v) && json_real_value(v) >= 1 && json_real_value(v) < 9e15)
-		exp = (int64_t)json_real_value(v);
+	exp = claim_s(claims, "exp");
+	*iat_s = claim_s(claims, "iat");
 	json_decref(claims);
 	free(payload);
-	if (exp > LIFETIME_MAX_S * 100)
-		exp = LIFETIME_MAX_S * 100;	/* far beyond any now: same effect */
 	return exp;
 }
 
 int64_t
 token_lifetime_ms(long long expires_in_s, const char *access_token, int64_t now_ms)
 {
-	int64_t life = -1;
-	int64_t exp_s = jwt_exp_s(access_token);
+	int64_t life = -1, iat_s, jwt_life;
+	int64_t exp_s = jwt_exp_s(access_token, &iat_s);
 
 	if (expires_in_s >= 0)
 		life = (expires_in_s > LIFETIME_MAX_S ? LIFETIME_MAX_S : expires_in_s) * 1000;
-	if (exp_s > 0 && (life < 0 || exp_s * 1000 - now_ms < life))
-		life = exp_s * 1000 - now_ms;
+	/* With iat, the IdP's own exp - iat: true whatever the skew between its
+	 * clock and ours. Without, exp against our wall clock. */
+	jwt_life = iat_s > 0 && iat_s <= exp_s ? (exp_s - iat_s) * 1000 : exp_s * 1000 - now_ms;
+	if (exp_s > 0 && (life < 0 || jwt_life < life))
+		life = jwt_life;
 	return life > 0 ? life : -1;
 }
 
@@ -93,16 +111,21 @@ token_usable(int64_t expires_at_ms, int64_t now_ms, long timeout_ms)
 	return expires_at_ms - now_ms > (int64_t)timeout_ms + TOKEN_SAFETY_MS;
 }
 
-int64_t
-token_retry_delay_ms(int failures, uint64_t rnd)
-{
-	int64_t window = TOKEN_RETRY_BASE_MS;
 
-	for (int i = 1; i < failures && window < TOKEN_RETRY_CAP_MS; i++)
-		window *= 2;
-	if (window > TOKEN_RETRY_CAP_MS)
-		window = TOKEN_RETRY_CAP_MS;
-	return (int64_t)(rnd % (uint64_t)(window + 1));
+int64_t
+token_refused_fetch_at_ms(int64_t last_fetch_ms, long min_interval_ms, int refused_in_row)
+{
+	int64_t gap = min_interval_ms > 0 ? min_interval_ms : 0;
+
+	if (refused_in_row >= 2) {
+		int64_t base = gap > TOKEN_RETRY_BASE_MS ? gap : TOKEN_RETRY_BASE_MS;
+		/* no jitter: the floor at the ceiling gives the ceiling itself */
+		gap = backoff_ms(INT64_MAX, base, base > TOKEN_REFUSED_CAP_MS ?
+		    base : TOKEN_REFUSED_CAP_MS, refused_in_row - 1, 0);
+		if (gap > TOKEN_REFUSED_CAP_MS)
+			gap = TOKEN_REFUSED_CAP_MS;
+	}
+	return last_fetch_ms + gap;
 }
 
 /* ---- form encoding ---- */
@@ -255,6 +278,8 @@ token_parse_response(const char *body, size_t len, char **access_token,
 		rc = fail(err, errlen, "token response has no access_token");
 	else if (!header_safe(tok))
 		rc = fail(err, errlen, "access_token holds characters a header cannot carry");
+	else if (strlen(tok) > TOKEN_MAX_BYTES)
+		rc = fail(err, errlen, "access_token is longer than " TOKEN_MAX_STR " bytes");
 	else if (json_object_get(o, "token_type") != NULL &&
 	    ((type = json_string_value(json_object_get(o, "token_type"))) == NULL ||
 	    strcasecmp(type, "Bearer") != 0))
@@ -275,41 +300,3 @@ token_parse_response(const char *body, size_t len, char **access_token,
 	return rc;
 }
 
-/* ---- randomness ---- */
-
-int
-token_random_bytes(void *buf, size_t n)
-{
-	unsigned char *p = buf;
-
-	while (n > 0) {
-		ssize_t got = getrandom(p, n, 0);
-		if (got < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += got;
-		n -= (size_t)got;
-	}
-	return 0;
-}
-
-int
-token_random_hex(char *buf, size_t bufsize, size_t nbytes)
-{
-	static const char hex[] = "0123456789abcdef";
-	unsigned char raw[256];
-
-	if (bufsize == 0)
-		return -1;
-	buf[0] = '\0';
-	if (nbytes > sizeof raw || bufsize < 2 * nbytes + 1 || token_random_bytes(raw, nbytes) != 0)
-		return -1;
-	for (size_t i = 0; i < nbytes; i++) {
-		buf[2 * i] = hex[raw[i] >> 4];
-		buf[2 * i + 1] = hex[raw[i] & 15];
-	}
-	buf[2 * nbytes] = '\0';
-	return 0;
-}

@@ -41,6 +41,7 @@ static struct {
 	json_t *ok_keys;	/* Idempotency-Key -> 2xx answers */
 	struct fake_blob secret;	/* data NULL: no token check */
 	long long revoked_at_ms;	/* tokens issued at or before this are dead */
+	json_t *revoked_scopes;		/* scope -> ms: that scope's tokens issued before die */
 } st = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 static long long
@@ -58,6 +59,7 @@ drop_state(void)
 	json_decref(st.records);
 	json_decref(st.by_status);
 	json_decref(st.keys);
+	json_decref(st.revoked_scopes);
 	json_decref(st.ok_keys);
 }
 
@@ -69,6 +71,7 @@ reset_locked(void)
 	st.records = json_array();
 	st.by_status = json_object();
 	st.keys = json_object();
+	st.revoked_scopes = json_object();
 	st.ok_keys = json_object();
 	st.records_dropped = st.total = st.duplicates = 0;
 }
@@ -130,18 +133,25 @@ token_ok_locked(const char *authorization)
 		 * very second of a revocation must die too. */
 		errno = 0;
 		long long iat_ms = jwt_get_grant_int(jwt, "iat_ms");
-		int fresh = errno == 0 ? iat_ms > st.revoked_at_ms :
+		int has_ms = errno == 0;
+		int fresh = has_ms ? iat_ms > st.revoked_at_ms :
 		    jwt_get_grant_int(jwt, "iat") >= st.revoked_at_ms / 1000;
+		/* a revocation of one scope kills that scope's tokens only */
+		const char *scope = jwt_get_grant(jwt, "scope");
+		json_t *cut = scope ? json_object_get(st.revoked_scopes, scope) : NULL;
+		if (cut != NULL && has_ms && iat_ms <= json_integer_value(cut))
+			fresh = 0;
 		ok = has_exp && exp > (long)time(NULL) && fresh;
 	}
 	jwt_free(jwt);
 	return ok;
 }
 
-/* The verified token's `sub` (the worker's client id), for people to see
- * whose token it was; null without a secret or a valid token. */
+/* A claim of the verified token (`sub`: the worker's client id; `scope`),
+ * for people to see whose token it was; null without a secret or a valid
+ * token. */
 static json_t *
-token_sub_json(struct MHD_Connection *c)
+token_claim_json(struct MHD_Connection *c, const char *claim)
 {
 	const char *a = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
 	jwt_t *jwt = NULL;
@@ -150,8 +160,17 @@ token_sub_json(struct MHD_Connection *c)
 	if (st.secret.data == NULL || a == NULL || strncmp(a, "Bearer ", 7) != 0 ||
 	    jwt_decode(&jwt, a + 7, (const unsigned char *)st.secret.data, (int)st.secret.len) != 0)
 		return json_null();
-	if (jwt_get_alg(jwt) == JWT_ALG_HS256 && jwt_get_grant(jwt, "sub"))
-		sub = json_string(jwt_get_grant(jwt, "sub"));
+	if (jwt_get_alg(jwt) == JWT_ALG_HS256 && jwt_get_grant(jwt, claim))
+		sub = json_string(jwt_get_grant(jwt, claim));
+	else if (jwt_get_alg(jwt) == JWT_ALG_HS256 && strcmp(claim, "act") == 0) {
+		/* an object: its `sub` (RFC 8693 §4.1) */
+		char *act = jwt_get_grants_json(jwt, "act");
+		json_t *o = act ? json_loads(act, 0, NULL) : NULL;
+		if (json_is_string(json_object_get(o, "sub")))
+			sub = json_incref(json_object_get(o, "sub"));
+		json_decref(o);
+		free(act);
+	}
 	jwt_free(jwt);
 	return sub ? sub : json_null();
 }
@@ -176,11 +195,12 @@ record_locked(struct MHD_Connection *c, const struct fake_req *r, const char *me
 		return;
 	}
 	json_t *body = json_stringn(r->body, r->len);
-	json_array_append_new(st.records, json_pack("{s:s, s:s, s:o, s:b, s:o, s:o, s:o, s:o, s:o, s:I, s:i, s:I}",
+	json_array_append_new(st.records, json_pack("{s:s, s:s, s:o, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:i, s:I}",
 	    "method", method, "path", r->uri,
 	    "idempotency_key", key ? json_string(key) : json_null(),
 	    "authorization", MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization") != NULL,
-	    "token_sub", token_sub_json(c),
+	    "token_sub", token_claim_json(c, "sub"), "token_scope", token_claim_json(c, "scope"),
+	    "token_act_sub", token_claim_json(c, "act"),
 	    "on_behalf_of", fake_header_json(c, "Warrant-On-Behalf-Of"),
 	    "basis", fake_header_json(c, "Warrant-Basis"),
 	    "content_type", fake_header_json(c, "Content-Type"),
@@ -226,6 +246,31 @@ log_call(const char *method, const char *uri, const char *key, int status)
 	    log_quote(qk, sizeof qk, key), status);
 }
 
+/* A token exchanged for one job (it has `act`) must be for this subject
+ * (sub = Warrant-On-Behalf-Of) and this action (the path holds /<scope>/).
+ * A token without `act` is the worker's own and passes. */
+static int
+exchanged_token_fits(struct MHD_Connection *c, const char *path)
+{
+	json_t *act = token_claim_json(c, "act"), *sub = token_claim_json(c, "sub");
+	json_t *scope = token_claim_json(c, "scope");
+	const char *obo = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Warrant-On-Behalf-Of");
+	char want[300];
+	int ok = 1;
+
+	if (!json_is_null(act)) {
+		snprintf(want, sizeof want, "/%s/", json_is_string(scope) ?
+		    json_string_value(scope) : "");
+		ok = json_is_string(sub) && obo != NULL &&
+		    strcmp(json_string_value(sub), obo) == 0 && json_is_string(scope) &&
+		    strstr(path, want) != NULL;
+	}
+	json_decref(act);
+	json_decref(sub);
+	json_decref(scope);
+	return ok;
+}
+
 static enum MHD_Result
 handle_action(struct MHD_Connection *c, const struct fake_req *r, const char *method)
 {
@@ -239,6 +284,8 @@ handle_action(struct MHD_Connection *c, const struct fake_req *r, const char *me
 		rp = (struct reply){ .status = 401 };
 		snprintf(rp.www_authenticate, sizeof rp.www_authenticate,
 		    "Bearer error=\"invalid_token\"");
+	} else if (st.secret.data != NULL && !exchanged_token_fits(c, r->uri)) {
+		rp = (struct reply){ .status = 403 };	/* a token for someone or something else */
 	} else {
 		next_reply_locked(key, &rp);
 	}
@@ -328,10 +375,15 @@ handle_control(struct MHD_Connection *c, const struct fake_req *r, const char *m
 		return send_dump(c, requests);
 	if (post && (reset || fake_path_is(r, "/_revoke"))) {
 		pthread_mutex_lock(&st.mu);
+		json_t *body = reset ? NULL : json_loadb(r->body, r->len, 0, NULL);
+		const char *scope = json_string_value(json_object_get(body, "scope"));
 		if (reset)
 			reset_locked();
+		else if (scope != NULL)
+			json_object_set_new(st.revoked_scopes, scope, json_integer(wtime_now_ms()));
 		else
 			st.revoked_at_ms = wtime_now_ms();
+		json_decref(body);
 		pthread_mutex_unlock(&st.mu);
 		return fake_send(c, 200, "{\"ok\":true}", NULL);
 	}

@@ -161,6 +161,8 @@ test_defaults(void **state)
 	assert_int_equal(cfg->redis.claim_interval_ms, 5000);
 	assert_int_equal(cfg->redis.lease_renew_ms, 20000);
 	assert_int_equal(cfg->redis.max_deliveries, 16);
+	assert_int_equal(cfg->redis.dead_maxlen, 100000);
+	assert_int_equal(cfg->redis.notify_maxlen, 100000);
 
 	assert_int_equal(cfg->records.signature_required, 1);
 	assert_int_equal(cfg->records.algorithm, JWT_ALG_ES256);
@@ -178,6 +180,7 @@ test_defaults(void **state)
 	assert_true(cfg->oauth.refresh_ratio == 0.75);
 	assert_int_equal(cfg->oauth.timeout_ms, 5000);
 	assert_int_equal(cfg->oauth.auth_wait_max_ms, 30000);
+	assert_int_equal(cfg->oauth.min_refresh_interval_ms, 1000);
 
 	assert_null(cfg->authz.url);
 	assert_int_equal(cfg->authz.timeout_ms, 2000);
@@ -259,6 +262,8 @@ static const char full_text[] =
 	"claim_interval_ms = 1000\n"
 	"lease_renew_ms = 5000\n"
 	"max_deliveries = 3\n"
+	"dead_maxlen = 50\n"
+	"notify_maxlen = 60\n"
 	"[records]\n"
 	"signature = off\n"
 	"algorithm = HS256\n"
@@ -284,6 +289,7 @@ static const char full_text[] =
 	"refresh_ratio = 0.5\n"
 	"timeout_ms = 3000\n"
 	"auth_wait_max_ms = 4000\n"
+	"min_refresh_interval_ms = 0\n"
 	"[authz]\n"
 	"url = http://[::1]:8181/v1/data/allow\n"
 	"timeout_ms = 700\n"
@@ -303,7 +309,9 @@ static const char full_text[] =
 	"bearer_file = gate-token\n"
 	"[action gate.close]\n"
 	"url = https://gates.example/{action}\n"
-	"auth = oauth\n";
+	"auth = oauth\n"
+	"scope = gates.close\n"
+	"audience = https://gates.example/\n";
 
 static void
 test_full_config(void **state)
@@ -330,6 +338,8 @@ test_full_config(void **state)
 	assert_int_equal(cfg->redis.claim_interval_ms, 1000);
 	assert_int_equal(cfg->redis.lease_renew_ms, 5000);
 	assert_int_equal(cfg->redis.max_deliveries, 3);
+	assert_int_equal(cfg->redis.dead_maxlen, 50);
+	assert_int_equal(cfg->redis.notify_maxlen, 60);
 	assert_int_equal(cfg->records.signature_required, 0);
 	assert_int_equal(cfg->records.algorithm, JWT_ALG_HS256);
 	assert_string_equal(cfg->records.verify_key_file, "hs.key");
@@ -354,6 +364,7 @@ test_full_config(void **state)
 	assert_true(cfg->oauth.refresh_ratio == 0.5);
 	assert_int_equal(cfg->oauth.timeout_ms, 3000);
 	assert_int_equal(cfg->oauth.auth_wait_max_ms, 4000);
+	assert_int_equal(cfg->oauth.min_refresh_interval_ms, 0);
 	assert_string_equal(cfg->authz.url, "http://[::1]:8181/v1/data/allow");
 	assert_int_equal(cfg->authz.timeout_ms, 700);
 	assert_int_equal(cfg->retry.base_ms, 100);
@@ -372,6 +383,10 @@ test_full_config(void **state)
 	assert_int_equal(a->auth, CFG_AUTH_STATIC);
 	assert_string_equal(a->bearer_file, "gate-token");
 	assert_int_equal(cfg->actions[1].auth, CFG_AUTH_OAUTH);
+	assert_string_equal(cfg->actions[1].scope, "gates.close");
+	assert_string_equal(cfg->actions[1].audience, "https://gates.example/");
+	assert_null(cfg->actions[1].resource);
+	assert_null(cfg->actions[0].scope);
 	cfg_free(cfg);
 }
 
@@ -392,10 +407,10 @@ test_action_find_and_lines(void **state)
 
 	assert_int_equal(cfg_line_of(cfg, "daemon", NULL), 2);
 	assert_int_equal(cfg_line_of(cfg, "redis", "port"), 10);
-	assert_int_equal(cfg_line_of(cfg, "action gate.open", "bearer_file"), 64);
-	assert_int_equal(cfg_line_of(cfg, "action gate.close", NULL), 65);
+	assert_int_equal(cfg_line_of(cfg, "action gate.open", "bearer_file"), 67);
+	assert_int_equal(cfg_line_of(cfg, "action gate.close", NULL), 68);
 	/* a key not set: its section's header */
-	assert_int_equal(cfg_line_of(cfg, "action gate.close", "method"), 65);
+	assert_int_equal(cfg_line_of(cfg, "action gate.close", "method"), 68);
 	cfg_free(cfg);
 
 	cfg = load_ok(MIN_RECORDS MIN_ACTION);
@@ -659,6 +674,20 @@ test_missing_keys(void **state)
 	    "t.ini:11: bearer_file is only used with auth = static");
 	EXPECT(MIN_RECORDS "[action a]\nurl = http://h/\n",
 	    "t.ini:3: [action a] has auth = oauth (the default) but there is no [oauth] section");
+	/* scope, audience, resource narrow the OAuth token: nothing else has one */
+	EXPECT(MIN_RECORDS "[action a]\nurl = http://h/\nauth = none\nscope = x\n"
+	    "[action b]\nurl = http://h/\nauth = static\nbearer_file = t\naudience = y\n"
+	    "resource = http://h/\n",
+	    "t.ini:6: scope narrows the worker's OAuth token: only with auth = oauth",
+	    "t.ini:11: audience narrows the worker's OAuth token: only with auth = oauth",
+	    "t.ini:12: resource narrows the worker's OAuth token: only with auth = oauth");
+	/* token = exchange trades the worker's OAuth token: it needs one */
+	EXPECT(MIN_RECORDS "[action a]\nurl = http://h/\ntoken = exchange\n",
+	    "t.ini:3: [action a] has auth = oauth (the default) but there is no [oauth] section");
+	EXPECT(MIN_RECORDS "[action a]\nurl = http://h/\nauth = none\ntoken = exchange\n"
+	    "[action b]\nurl = http://h/\nauth = none\ntoken = mine\n",
+	    "t.ini:6: token = exchange trades the worker's OAuth token: only with auth = oauth",
+	    "t.ini:10: token: 'mine' is not one of worker|exchange");
 	/* an empty value is its own error, not also a missing key */
 	EXPECT(MIN_RECORDS MIN_ACTION "[oauth]\ntoken_url =\nclient_id = c\nclient_secret_file = s\n",
 	    "t.ini:7: token_url: empty value");
