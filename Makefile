@@ -36,7 +36,7 @@ ITEST_SRC := $(wildcard tests/integration/itest_*.c)
 ITEST_BIN := $(ITEST_SRC:tests/integration/%.c=$(BUILD)/tests/%)
 
 .PHONY: all bins unit deps test test-unit test-asan test-integration demo bench install clean \
-	deb test-deb
+	deb test-deb faults soak
 .SUFFIXES:
 
 all: bins
@@ -74,7 +74,18 @@ HARNESS := $(wildcard tests/integration/harness.c)
 $(BUILD)/tests/itest_%: tests/integration/itest_%.c $(HARNESS) $(wildcard tests/integration/*.h) $(LIB) $(HEADERS) | $(BUILD)/tests
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests -Itests/integration $(LDFLAGS) -o $@ $< $(HARNESS) $(LIB) $(PKG_LIBS) -lcmocka
 
-unit: $(UNIT_BIN) $(FAKE_BIN) $(ITEST_BIN) $(BINS)
+# The fault matrix and the soak (tests/faults/): built like the itest_*
+# programs on the harness, but run only by `make faults` and `make soak`.
+FAULTS_COMMON := tests/faults/world.c $(HARNESS)
+FAULTS_DEPS   := $(FAULTS_COMMON) $(wildcard tests/faults/*.h) $(wildcard tests/integration/*.h) $(LIB)
+FAULTS_BIN    := $(BUILD)/tests/faults $(BUILD)/tests/soak
+FAULTS_CFLAGS  = $(CFLAGS) $(PKG_CFLAGS) -Itests -Itests/integration -Itests/faults $(LDFLAGS)
+$(BUILD)/tests/faults: tests/faults/faults.c tests/faults/scenarios.c $(FAULTS_DEPS) | $(BUILD)/tests
+	$(CC) $(FAULTS_CFLAGS) -o $@ tests/faults/faults.c tests/faults/scenarios.c $(FAULTS_COMMON) $(LIB) $(PKG_LIBS)
+$(BUILD)/tests/soak: tests/faults/soak.c $(FAULTS_DEPS) | $(BUILD)/tests
+	$(CC) $(FAULTS_CFLAGS) -o $@ tests/faults/soak.c $(FAULTS_COMMON) $(LIB) $(PKG_LIBS)
+
+unit: $(UNIT_BIN) $(FAKE_BIN) $(ITEST_BIN) $(BINS) $(FAULTS_BIN)
 
 deps:
 	@sh scripts/deps.sh
@@ -89,6 +100,18 @@ test: deps
 
 test-unit: unit
 	@sh tests/run.sh --unit-only $(BUILD)
+
+# make faults [FAULT_SEEDS=N] [FAULT_SEED=S] [SCENARIO=NAME|all|list]: see
+# tests/faults/faults.c. make soak [SOAK_SECONDS=N]: see tests/faults/soak.c.
+FAULT_SEEDS  ?= 20
+SOAK_SECONDS ?= 600
+FAULTS_ENV = WARRANTD_BIN_DIR=$(abspath $(BUILD)/bin) WARRANTD_TEST_DIR=$(abspath $(BUILD)/tests)
+faults: all $(FAKE_BIN) $(FAULTS_BIN)
+	@$(FAULTS_ENV) nice $(BUILD)/tests/faults $(if $(SCENARIO),--scenario $(SCENARIO),\
+		$(if $(FAULT_SEED),--seed $(FAULT_SEED),--seeds $(FAULT_SEEDS)))
+
+soak: all $(FAKE_BIN) $(FAULTS_BIN)
+	@$(FAULTS_ENV) nice $(BUILD)/tests/soak $(SOAK_SECONDS)
 
 bench: deps all unit
 	@sh bench/run.sh $(BUILD)

@@ -973,6 +973,24 @@ h_pending_count(redisContext *c, const char *stream, const char *group)
 	return n;
 }
 
+long long
+h_pending_of(redisContext *c, const char *stream, const char *group, const char *consumer)
+{
+	redisReply *rep = redisCommand(c, "XPENDING %s %s", stream, group);
+	long long n = rep != NULL && rep->type == REDIS_REPLY_ARRAY ? 0 : -1;
+
+	/* [count, first, last, [[consumer, "n"], ...]]; nil fields when empty */
+	const redisReply *list = n == 0 && rep->elements == 4 ? rep->element[3] : NULL;
+	for (size_t i = 0; list && list->type == REDIS_REPLY_ARRAY && i < list->elements; i++) {
+		const redisReply *e = list->element[i];
+		if (e->type == REDIS_REPLY_ARRAY && e->elements == 2 &&
+		    strcmp(e->element[0]->str, consumer) == 0)
+			n = strtoll(e->element[1]->str, NULL, 10);
+	}
+	freeReplyObject(rep);
+	return n;
+}
+
 /* The value of `field` in one XRANGE entry's field list, or NULL. */
 static const redisReply *
 entry_value(const redisReply *fields, const char *field)
@@ -1006,6 +1024,21 @@ stream_scan(redisContext *c, const char *key, const char *match_field, const cha
 	}
 	freeReplyObject(rep);
 	return n;
+}
+
+long long
+h_stream_each(redisContext *c, const char *key,
+	      int (*each)(const redisReply *fields, void *arg), void *arg)
+{
+	return stream_scan(c, key, NULL, NULL, each, arg);
+}
+
+const char *
+h_entry_str(const redisReply *fields, const char *field)
+{
+	const redisReply *v = entry_value(fields, field);
+
+	return v != NULL && v->type == REDIS_REPLY_STRING ? v->str : NULL;
 }
 
 long long

@@ -13,7 +13,9 @@
  *   {"method", "path" (request-target as received: percent-encoded, with any
  *    ?query), "idempotency_key", "authorization" (bool: header present),
  *    "on_behalf_of", "basis", "content_type", "body", "arrival_ms" (Unix ms),
- *    "status" (answered)}; absent headers are null.
+ *    "status" (answered), "delay_ms" (how long the answer was held back: a
+ *    call held longer than the action's timeout_ms ran at the target, but
+ *    its worker never saw the answer)}; absent headers are null.
  */
 #ifndef WARRANTD_HARNESS_H
 #define WARRANTD_HARNESS_H
@@ -176,10 +178,22 @@ char *h_hget(redisContext *c, const char *key, const char *field);
 /* XPENDING key group (summary): the count, or -1 on error (0 when no group). */
 long long h_pending_count(redisContext *c, const char *stream, const char *group);
 
+/* XPENDING key group (summary): the entries pending for `consumer` (0 when
+ * none), or -1 on error. */
+long long h_pending_of(redisContext *c, const char *stream, const char *group,
+		       const char *consumer);
+
 /* Entries of stream `key` whose field `match_field` equals `match_value`
  * (both NULL: every entry). */
 long long h_stream_count(redisContext *c, const char *key, const char *match_field,
 			 const char *match_value);
+/* Calls each(fields, arg) for every entry of stream `key` (XRANGE - +),
+ * fields being the entry's [name, value, ...] array, until it returns
+ * non-zero. The number of entries seen. */
+long long h_stream_each(redisContext *c, const char *key,
+			int (*each)(const redisReply *fields, void *arg), void *arg);
+/* The string value of `field` in such a field array, NULL when absent. */
+const char *h_entry_str(const redisReply *fields, const char *field);
 /* Value of `want` in the first such entry; caller frees; NULL when none. */
 char *h_stream_field(redisContext *c, const char *key, const char *match_field,
 		     const char *match_value, const char *want);
