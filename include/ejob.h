@@ -91,6 +91,11 @@ void ejobs_lease_lost(struct ejobs *s, const char *stream_id);
  * written (fenced by the hash), anything else is refused by the script. */
 void ejobs_unpending(struct ejobs *s, const char *stream_id);
 
+/* R17: the command connection is back: every load, write or re-dispatch
+ * waiting on its backoff goes out now (a result in hand is written before a
+ * stop's grace runs out, not a backoff later). */
+void ejobs_redis_up(struct ejobs *s);
+
 /* R6, R9: a token arrived; jobs waiting for one go on. */
 void ejobs_token_ready(struct ejobs *s);
 

@@ -1139,6 +1139,22 @@ each(struct ejobs *s, void (*f)(struct ejob *))
 	}
 }
 
+static void
+ejob_redis_up(struct ejob *j)
+{
+	if (j->finished || (j->timer_kind != T_REDIS_RETRY && j->timer_kind != T_LOAD_RETRY &&
+	    j->timer_kind != T_REDISPATCH_RETRY))
+		return;
+	j->redis_tries = 0;
+	ejob_arm(j, j->timer_kind, 0);
+}
+
+void
+ejobs_redis_up(struct ejobs *s)
+{
+	each(s, ejob_redis_up);
+}
+
 void
 ejobs_token_ready(struct ejobs *s)
 {

@@ -615,8 +615,10 @@ on_cmd_state(struct rconn *rc, int up, void *arg)
 		eng->claim_not_before = wtime_mono_ms() + eng->cfg->redis.claim_idle_ms +
 		    RECONNECT_MAX_MS;
 	}
-	/* Our own leases at once: the outage aged them too. */
+	/* Our own leases at once: the outage aged them too. And what waited
+	 * on Redis goes out now, not a backoff later. */
 	lease_cb(eng->loop, &eng->lease, 0);
+	ejobs_redis_up(eng->jobs);
 	/* Entries whose XREADGROUP reply was lost with the connection are in
 	 * our PEL but not in hand: scan it again (admit skips known ones). */
 	eng->own_done = 0;
