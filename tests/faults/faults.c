@@ -35,9 +35,10 @@
  *       timeout  the earlier 2xx was held past the action's timeout_ms, so
  *                its worker saw a timeout and retried (R8);
  *       kill     a worker incarnation that was already running at the
- *                earlier 2xx's arrival and whose log names the job was
- *                SIGKILLed between that arrival and the repeat's: it may have
- *                died between the call and its XACK. (Its log cannot say
+ *                earlier 2xx's arrival (or died at most LATE_SLACK_MS before
+ *                it: a call already on the wire) and whose log names the job
+ *                was SIGKILLed between that arrival and the repeat's: it may
+ *                have died between the call and its XACK. (Its log cannot say
  *                more: the final state is logged before it is written.)
  *     Anything else is UNEXPLAINED and printed with the evidence.
  *   broken    a run whose world could not be kept up (a restart or a fake
@@ -471,14 +472,16 @@ named_in_log(struct run *r, int k, const char *id)
 	return strstr(w_inc_log(&r->w, k), needle) != NULL;
 }
 
-/* Did a worker that held `id` die by SIGKILL within [from, to]? */
+/* Did a worker that held `id` die by SIGKILL within [from, to]? A call it
+ * wrote to its socket just before it died still reaches the target, up to
+ * the trip's LATE_SLACK_MS after the death. */
 static int
 killed_holder(struct run *r, const char *id, long long from, long long to)
 {
 	for (int k = 0; k < r->w.ninc; k++) {
 		const struct w_inc *c = &r->w.incs[k];
 		if ((c->end == W_KILLED || c->end == W_TERM_KILLED) && c->start_ms <= from &&
-		    c->end_ms >= from && c->end_ms <= to && named_in_log(r, k, id))
+		    c->end_ms >= from - LATE_SLACK_MS && c->end_ms <= to && named_in_log(r, k, id))
 			return 1;
 	}
 	return 0;
