@@ -474,14 +474,17 @@ named_in_log(struct run *r, int k, const char *id)
 
 /* Did a worker that held `id` die by SIGKILL within [from, to]? A call it
  * wrote to its socket just before it died still reaches the target, up to
- * the trip's LATE_SLACK_MS after the death. */
+ * the trip's LATE_SLACK_MS after the death; and an incarnation's start is
+ * stamped when the test saw it spawned, which may be a few ms after its
+ * first call: LATE_SLACK_MS there too. */
 static int
 killed_holder(struct run *r, const char *id, long long from, long long to)
 {
 	for (int k = 0; k < r->w.ninc; k++) {
 		const struct w_inc *c = &r->w.incs[k];
-		if ((c->end == W_KILLED || c->end == W_TERM_KILLED) && c->start_ms <= from &&
-		    c->end_ms >= from - LATE_SLACK_MS && c->end_ms <= to && named_in_log(r, k, id))
+		if ((c->end == W_KILLED || c->end == W_TERM_KILLED) &&
+		    c->start_ms <= from + LATE_SLACK_MS && c->end_ms >= from - LATE_SLACK_MS &&
+		    c->end_ms <= to && named_in_log(r, k, id))
 			return 1;
 	}
 	return 0;
