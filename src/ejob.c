@@ -243,7 +243,7 @@ log_step(const struct ejob *j, const struct job_step *s)
 	    "reason=%s detail=%s", j->id[0] ? j->id : "-", j->stream_id,
 	    job_state_name(s->next)[0] ? job_state_name(s->next) : "-",
 	    j->rec ? j->rec->action : "-", j->rec ? j->rec->resource : "-", j->core.calls,
-	    s->reason ? s->reason : "-", log_quote(d, sizeof d, s->detail));
+	    reason_name(s->reason), log_quote(d, sizeof d, s->detail));
 }
 
 static void after_transition(struct rconn *rc, redisReply *r, void *arg);
@@ -254,7 +254,7 @@ post_webhook(const struct ejob *j)
 {
 	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "id", j->id,
 	    "owner", notify_owner(j), "kind", job_state_name(j->step.next),
-	    "reason", j->step.reason ? j->step.reason : "",
+	    "reason", reason_name(j->step.reason),
 	    "onBehalfOf", j->rec ? j->rec->on_behalf_of : "",
 	    "action", j->rec ? j->rec->action : "", "resource", j->rec ? j->rec->resource : "",
 	    "at", j->written_at);
@@ -286,14 +286,14 @@ send_transition(struct ejob *j)
 		.stream_id = j->stream_id,
 		.record_id = j->id,
 		.state = (fx & JOB_FX_WRITE_STATE) ? job_state_name(s->next) : "",
-		.outcome = s->reason ? s->reason : "",
+		.outcome = reason_name(s->reason),
 		.detail = s->detail,
 		.http_status = status,
 		.fence_attempts = (fx & JOB_FX_CALL) ? -1 : j->fence,
 		.require_owner = j->started,
 		.incr_attempts = (fx & JOB_FX_CALL) != 0,
 		.ack = (fx & (JOB_FX_ACK | JOB_FX_RESCHEDULE)) != 0,
-		.dead_reason = (fx & JOB_FX_DEAD_LETTER) ? s->reason : "",
+		.dead_reason = (fx & JOB_FX_DEAD_LETTER) ? reason_name(s->reason) : "",
 		/* With no owner named anywhere there is nobody to tell. */
 		.notify = (fx & JOB_FX_NOTIFY) && notify_owner(j)[0],
 		.notify_owner = notify_owner(j),
