@@ -313,16 +313,15 @@ send_transition(struct ejob *j)
 		/* a call's outcome survives a Redis that forgot its PEL */
 		.keep_unpending = terminal && j->fence >= 0 && !(fx & JOB_FX_CALL),
 	};
-	struct store_argv a;
+	struct store_args a;
 
 	if (j->last_status)
 		snprintf(status, sizeof status, "%d", j->last_status);
 	if (fx & JOB_FX_RESCHEDULE)
 		snprintf(score, sizeof score, "%" PRId64, s->at_ms);
-	store_transition_argv(&eng->keys, eng->cfg->redis.group, eng->cfg->daemon.consumer,
+	store_transition_args(&eng->keys, eng->cfg->redis.group, eng->cfg->daemon.consumer,
 	    eng->cfg->records.audit_maxlen, &t, &a);
-	if (rconn_eval(eng->cmd, &eng->s_transition, after_transition, j, a.nkeys,
-	    a.argc, a.argv, a.len) < 0) {
+	if (script_send(eng->cmd, &eng->scripts, &a, after_transition, j) < 0) {
 		redis_retry(j, T_REDIS_RETRY);
 		return;
 	}
@@ -797,13 +796,14 @@ static void
 start_redispatch(struct ejob *j)
 {
 	struct engine *eng = j->eng;
-	const char *argv[] = {eng->keys.jobs, eng->cfg->redis.group, eng->cfg->daemon.consumer,
-	    j->stream_id};
-	size_t len[4];
+	struct store_args a;
 
-	for (int i = 0; i < 4; i++)
-		len[i] = strlen(argv[i]);
-	if (rconn_eval(eng->cmd, &eng->s_redispatch, after_redispatch, j, 1, 4, argv, len) < 0) {
+	store_args_init(&a, STORE_REDISPATCH);
+	store_arg(&a, STORE_REDISPATCH_JOBS, eng->keys.jobs);
+	store_arg(&a, STORE_REDISPATCH_GROUP, eng->cfg->redis.group);
+	store_arg(&a, STORE_REDISPATCH_CONSUMER, eng->cfg->daemon.consumer);
+	store_arg(&a, STORE_REDISPATCH_ID, j->stream_id);
+	if (script_send(eng->cmd, &eng->scripts, &a, after_redispatch, j) < 0) {
 		redis_retry(j, T_REDISPATCH_RETRY);
 		return;
 	}

@@ -26,6 +26,7 @@
 #include "oauth.h"
 #include "rconn.h"
 #include "record.h"
+#include "script.h"
 #include "store.h"
 #include "webhook.h"
 #include "wtime.h"
@@ -74,7 +75,7 @@ struct engine {
 	int needs_token;		/* some action has auth = oauth */
 	int paused_for_token;
 	long token_timeout_ms;		/* the longest such action's timeout */
-	struct rconn_script s_transition, s_claim, s_renew, s_redispatch, s_promote, s_trim;
+	struct script_set scripts;	/* every Lua script of lua/, by store_script_id */
 
 	unsigned char *verify_key;
 	size_t verify_key_len;
