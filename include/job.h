@@ -11,6 +11,7 @@
 #ifndef WARRANTD_JOB_H
 #define WARRANTD_JOB_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "reason.h"
@@ -33,7 +34,11 @@ enum job_state {
 const char *job_state_name(enum job_state st);
 /* The inverse; unknown text -> -1. */
 int job_state_parse(const char *s, enum job_state *out) __attribute__((warn_unused_result));
+/* 1 for done, expired, denied, failed and dead: never executed again. */
 int job_state_terminal(enum job_state st);
+/* The names of the terminal states, space-separated, into buf (the set the
+ * Lua transition refuses to overwrite). -1 when it does not fit. */
+int job_terminal_list(char *buf, size_t n) __attribute__((warn_unused_result));
 
 struct job_policy {
 	int64_t retry_base_ms, retry_cap_ms;

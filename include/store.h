@@ -71,6 +71,7 @@ struct store_args {
 	int bad_slot;
 	const char *v[STORE_SLOTS_MAX];		/* NULL: not set */
 	char num[STORE_SLOTS_MAX][24];
+	char text[96];				/* one composed argument (terminal) */
 	const char *const *rest;		/* the trailing list, borrowed */
 	size_t nrest;
 };
@@ -107,6 +108,48 @@ void store_vec_free(struct store_vec *v);
 /* The name of a slot ("transition.fence"; "?" when it names none) into buf. */
 const char *store_slot_name(int slot, char *buf, size_t n);
 
+/*
+ * The transition's answer (lua/transition.lua): {1, "ok", from, attempts}
+ * or {0, why, from}. STORE_REPLY_LEASE: no longer pending for this consumer;
+ * OWNER, ATTEMPTS: a newer attempt exists (R13); TERMINAL: already terminal,
+ * acked (R4); MISSING: the hash is gone.
+ */
+enum store_reply {
+	STORE_REPLY_OK,
+	STORE_REPLY_LEASE,
+	STORE_REPLY_OWNER,
+	STORE_REPLY_ATTEMPTS,
+	STORE_REPLY_TERMINAL,
+	STORE_REPLY_MISSING,
+	STORE_REPLY_COUNT	/* not a reply: the number of them */
+};
+
+/* "ok", "lease", ... ("" out of range). Static. */
+const char *store_reply_name(enum store_reply r);
+/* The inverse: 0 and *out, or -1 for text the scripts never return. */
+int store_reply_parse(const char *s, enum store_reply *out) __attribute__((warn_unused_result));
+/* 1 when s (may be NULL) is the reply r. */
+int store_reply_is(const char *s, enum store_reply r);
+
+/*
+ * The fields of a P:dead entry (SPEC §2), the one list of them: in the
+ * order warrantctl shows them; lua/transition.lua writes exactly these
+ * (test_store checks it).
+ */
+enum store_dead_field {
+	STORE_DEAD_ID,
+	STORE_DEAD_REASON,
+	STORE_DEAD_DETAIL,
+	STORE_DEAD_DELIVERIES,
+	STORE_DEAD_CONSUMER,
+	STORE_DEAD_AT,
+	STORE_DEAD_STREAM_ID,
+	STORE_DEAD_NFIELDS
+};
+
+/* Their names by enum store_dead_field, NULL-terminated. */
+extern const char *const store_dead_fields[STORE_DEAD_NFIELDS + 1];
+
 /* The arguments of one transition (strings are borrowed, "" for none). */
 struct store_transition {
 	const char *hash_key;		/* NULL when there is no record hash */
@@ -132,7 +175,8 @@ struct store_transition {
 };
 
 /* The transition's keys and arguments from t; every slot is set (strings
- * are borrowed from k, group, consumer and t; NULL is sent as ""). */
+ * are borrowed from k, group, consumer and t; NULL is sent as ""). The
+ * terminal states come from job.c's table. */
 void store_transition_args(const struct store_keys *k, const char *group, const char *consumer,
 			   long long audit_maxlen, const struct store_transition *t,
 			   struct store_args *a);

@@ -1,11 +1,12 @@
 -- KEYS: hash jobs audit dead notify scheduled
--- ARGV: group stream_id consumer fence has_hash state outcome detail http_status ack dead_reason notify_write notify_owner record_id on_behalf_of action resource deliveries at audit_maxlen schedule_score attempt notify_kind retain_ms require_owner incr_attempts dead_maxlen notify_maxlen check_lease keep_unpending
+-- ARGV: group stream_id consumer fence has_hash state outcome detail http_status ack dead_reason notify_write notify_owner record_id on_behalf_of action resource deliveries at audit_maxlen schedule_score attempt notify_kind retain_ms require_owner incr_attempts dead_maxlen notify_maxlen check_lease keep_unpending terminal
 --
 -- One state change of a job: fences, hash write, audit, dead letter,
 -- notification, reschedule and XACK at once (R4, R10, R13).
 -- fence: the hash's `attempts` must equal it ('-1': no check). Flags are
 -- '1' or '0'; '' means none for state, http_status, dead_reason and
--- schedule_score. retain_ms '0': no PEXPIRE.
+-- schedule_score. retain_ms '0': no PEXPIRE. terminal: the terminal states,
+-- space-separated (from job.c's table: job_terminal_list).
 -- Returns {1, 'ok', from, attempts} or {0, why, from}: why is 'lease' (the
 -- entry is no longer pending for this consumer), 'owner'/'attempts' (a newer
 -- attempt exists: R13), 'terminal' (R4: the entry is acked, nothing else) or
@@ -17,6 +18,8 @@
 local h, jobs = K.hash, K.jobs
 local has_hash = A.has_hash == '1'
 local pending = true
+local terminal = {}
+for st in string.gmatch(A.terminal, '%S+') do terminal[st] = true end
 if A.check_lease == '1' then
   local p = redis.call('XPENDING', jobs, A.group, A.stream_id, A.stream_id, 1)
   if p[1] and p[1][2] ~= A.consumer then return {0, 'lease', ''} end
@@ -29,7 +32,7 @@ if has_hash and redis.call('EXISTS', h) == 0 then return {0, 'missing', ''} end
 local from = ''
 if has_hash then
   from = redis.call('HGET', h, 'state') or ''
-  if from == 'done' or from == 'expired' or from == 'denied' or from == 'failed' or from == 'dead' then
+  if terminal[from] then
     redis.call('XACK', jobs, A.group, A.stream_id)
     return {0, 'terminal', from}
   end

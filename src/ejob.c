@@ -406,7 +406,7 @@ after_transition(struct rconn *rc, redisReply *r, void *arg)
 	const redisReply *ok = reply_elem(r, 0, REDIS_REPLY_INTEGER);
 	const redisReply *why = reply_elem(r, 1, REDIS_REPLY_STRING);
 	if (ok == NULL || ok->integer != 1) {
-		int dup = why && strcmp(why->str, "terminal") == 0;
+		int dup = why && store_reply_is(why->str, STORE_REPLY_TERMINAL);
 		log_info(dup ? "job.duplicate" : "job.abandon", "id=%s stream_id=%s reason=%s",
 		    j->id[0] ? j->id : "-", j->stream_id, why ? why->str : "bad-reply");
 		ejob_finish(j);

@@ -15,20 +15,26 @@
 
 #define RETRY_AFTER_MAX_S	86400	/* a day: longer is past any sane deadline */
 
-static const char *const state_names[] = {
-	[JOB_NONE] = "",
-	[JOB_QUEUED] = "queued",
-	[JOB_RUNNING] = "running",
-	[JOB_RETRYING] = "retrying",
-	[JOB_AUTH_WAIT] = "auth_wait",
-	[JOB_DONE] = "done",
-	[JOB_EXPIRED] = "expired",
-	[JOB_DENIED] = "denied",
-	[JOB_FAILED] = "failed",
-	[JOB_DEAD] = "dead",
+/* The one table of states (SPEC §3.3): the name written to the hash, and
+ * whether it is terminal -- the Lua transition gets its terminal set from
+ * here (job_terminal_list). */
+static const struct {
+	const char *name;
+	int terminal;
+} states[] = {
+	[JOB_NONE] = {"", 0},
+	[JOB_QUEUED] = {"queued", 0},
+	[JOB_RUNNING] = {"running", 0},
+	[JOB_RETRYING] = {"retrying", 0},
+	[JOB_AUTH_WAIT] = {"auth_wait", 0},
+	[JOB_DONE] = {"done", 1},
+	[JOB_EXPIRED] = {"expired", 1},
+	[JOB_DENIED] = {"denied", 1},
+	[JOB_FAILED] = {"failed", 1},
+	[JOB_DEAD] = {"dead", 1},
 };
 
-#define NSTATES ((int)(sizeof state_names / sizeof state_names[0]))
+#define NSTATES ((int)(sizeof states / sizeof states[0]))
 
 static const char *const event_names[] = {
 	[JOB_EV_LOADED] = "loaded",
@@ -49,7 +55,7 @@ job_state_name(enum job_state st)
 {
 	if ((int)st < 0 || (int)st >= NSTATES)
 		return "";
-	return state_names[st];
+	return states[st].name;
 }
 
 int
@@ -58,7 +64,7 @@ job_state_parse(const char *s, enum job_state *out)
 	if (s == NULL)
 		return -1;
 	for (int i = 0; i < NSTATES; i++)
-		if (strcmp(s, state_names[i]) == 0) {
+		if (strcmp(s, states[i].name) == 0) {
 			*out = (enum job_state)i;
 			return 0;
 		}
@@ -68,8 +74,26 @@ job_state_parse(const char *s, enum job_state *out)
 int
 job_state_terminal(enum job_state st)
 {
-	return st == JOB_DONE || st == JOB_EXPIRED || st == JOB_DENIED ||
-	    st == JOB_FAILED || st == JOB_DEAD;
+	return (int)st >= 0 && (int)st < NSTATES && states[st].terminal;
+}
+
+int
+job_terminal_list(char *buf, size_t n)
+{
+	size_t w = 0;
+
+	if (n == 0)
+		return -1;
+	buf[0] = '\0';
+	for (int i = 0; i < NSTATES; i++) {
+		if (!states[i].terminal)
+			continue;
+		int k = snprintf(buf + w, n - w, "%s%s", w ? " " : "", states[i].name);
+		if (k < 0 || (size_t)k >= n - w)
+			return -1;
+		w += (size_t)k;
+	}
+	return 0;
 }
 
 static const char *

@@ -2,6 +2,8 @@
  * name; every multi-step change is one script. */
 #include "store.h"
 
+#include "job.h"
+
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +34,53 @@ store_decision_key(const struct store_keys *k, const char *id, char *buf, size_t
 {
 	int w = snprintf(buf, n, "%s%s", k->decision_prefix, id);
 	return w < 0 || (size_t)w >= n ? -1 : 0;
+}
+
+static const char *const replies[STORE_REPLY_COUNT] = {
+	[STORE_REPLY_OK] = "ok",
+	[STORE_REPLY_LEASE] = "lease",
+	[STORE_REPLY_OWNER] = "owner",
+	[STORE_REPLY_ATTEMPTS] = "attempts",
+	[STORE_REPLY_TERMINAL] = "terminal",
+	[STORE_REPLY_MISSING] = "missing",
+};
+
+const char *const store_dead_fields[STORE_DEAD_NFIELDS + 1] = {
+	[STORE_DEAD_ID] = "id",
+	[STORE_DEAD_REASON] = "reason",
+	[STORE_DEAD_DETAIL] = "detail",
+	[STORE_DEAD_DELIVERIES] = "deliveries",
+	[STORE_DEAD_CONSUMER] = "consumer",
+	[STORE_DEAD_AT] = "at",
+	[STORE_DEAD_STREAM_ID] = "streamId",
+	[STORE_DEAD_NFIELDS] = NULL,
+};
+
+const char *
+store_reply_name(enum store_reply r)
+{
+	if ((int)r < 0 || (int)r >= STORE_REPLY_COUNT)
+		return "";
+	return replies[r];
+}
+
+int
+store_reply_parse(const char *s, enum store_reply *out)
+{
+	for (int i = 0; s != NULL && i < STORE_REPLY_COUNT; i++)
+		if (strcmp(s, replies[i]) == 0) {
+			*out = (enum store_reply)i;
+			return 0;
+		}
+	return -1;
+}
+
+int
+store_reply_is(const char *s, enum store_reply r)
+{
+	enum store_reply got;
+
+	return store_reply_parse(s, &got) == 0 && got == r;
 }
 
 void
@@ -218,4 +267,6 @@ store_transition_args(const struct store_keys *k, const char *group, const char 
 	store_arg_ll(a, STORE_TRANSITION_NOTIFY_MAXLEN, t->notify_maxlen);
 	store_arg_flag(a, STORE_TRANSITION_CHECK_LEASE, !t->skip_lease);
 	store_arg_flag(a, STORE_TRANSITION_KEEP_UNPENDING, t->keep_unpending);
+	if (job_terminal_list(a->text, sizeof a->text) == 0)
+		store_arg(a, STORE_TRANSITION_TERMINAL, a->text);
 }

@@ -70,9 +70,9 @@ static const char usage_text[] =
 "\n"
 "exit: 0 ok, 1 not found or refused, 64 usage, 69 Redis unreachable, 78 config error\n";
 
-/* The fields of a P:dead and a P:audit entry, in the order they are shown. */
-static const char *const dead_order[] = {"id", "reason", "detail", "deliveries", "consumer",
-    "at", "streamId", NULL};
+/* The fields of a P:dead (store.h) and a P:audit entry, in the order they
+ * are shown. */
+static const char *const *const dead_order = store_dead_fields;
 static const char *const audit_order[] = {"id", "from", "to", "attempt", "consumer", "at",
     "detail", NULL};
 /* The state fields of a decision hash (§3.3), shown first by inspect. */

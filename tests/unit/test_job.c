@@ -127,6 +127,19 @@ test_state_names(void **state)
 	assert_int_equal(job_state_parse(NULL, &st), -1);
 	assert_int_equal(st, JOB_RUNNING);
 	assert_string_equal(job_state_name((enum job_state)99), "");
+	assert_int_equal(job_state_terminal((enum job_state)99), 0);
+}
+
+/* The list the Lua transition gets: the terminal states of the table. */
+static void
+test_terminal_list(void **state)
+{
+	char buf[64], small[8];
+
+	(void)state;
+	assert_int_equal(job_terminal_list(buf, sizeof buf), 0);
+	assert_string_equal(buf, "done expired denied failed dead");
+	assert_int_equal(job_terminal_list(small, sizeof small), -1);
 }
 
 /* ---- LOADED ---- */
@@ -1099,6 +1112,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_state_names),
+		cmocka_unit_test(test_terminal_list),
 		cmocka_unit_test_setup(test_loaded_no_hash, setup),
 		cmocka_unit_test_setup(test_loaded_terminal_acked_only, setup),
 		cmocka_unit_test_setup(test_loaded_record_status_dead, setup),

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "job.h"
 #include "store.h"
 
 #ifndef LUA_DIR
@@ -353,6 +354,115 @@ test_transition_args(void **state)
 	store_vec_free(&v);
 }
 
+/* Every reply code has a unique name that parses back, and every code a
+ * script returns ({0|1, 'word', ...}) is one of them. Scripts whose
+ * replies are sentences for people (warrantctl's requeue) are exempt. */
+static void
+test_replies_map_back(void **state)
+{
+	int seen[STORE_REPLY_COUNT] = {0};
+
+	(void)state;
+	for (int i = 0; i < STORE_REPLY_COUNT; i++) {
+		enum store_reply back;
+		assert_true(store_reply_name((enum store_reply)i)[0] != '\0');
+		for (int k = 0; k < i; k++)
+			assert_string_not_equal(store_reply_name((enum store_reply)i),
+			    store_reply_name((enum store_reply)k));
+		assert_int_equal(store_reply_parse(store_reply_name((enum store_reply)i), &back), 0);
+		assert_int_equal(back, i);
+		assert_true(store_reply_is(store_reply_name((enum store_reply)i), back));
+	}
+	assert_false(store_reply_is(NULL, STORE_REPLY_OK));
+	assert_false(store_reply_is("nonsense", STORE_REPLY_OK));
+	for (int s = 0; s < STORE_NSCRIPTS; s++) {
+		const char *p = store_scripts[s].body;
+		while ((p = strstr(p, "return {")) != NULL) {
+			p += strlen("return {");
+			if ((*p != '0' && *p != '1') || strncmp(p + 1, ", '", 3) != 0)
+				continue;
+			char word[64];
+			size_t n = strcspn(p + 4, "'");
+			assert_true(n < sizeof word);
+			memcpy(word, p + 4, n);
+			word[n] = '\0';
+			if (s == STORE_REQUEUE && strchr(word, ' ') != NULL)
+				continue;
+			enum store_reply r;
+			if (store_reply_parse(word, &r) != 0)
+				fail_msg("%s.lua returns '%s', not a store_reply", store_scripts[s].name,
+				    word);
+			seen[r] = 1;
+		}
+	}
+	for (int i = 0; i < STORE_REPLY_COUNT; i++)
+		if (!seen[i])
+			fail_msg("no script returns '%s'", store_reply_name((enum store_reply)i));
+}
+
+/* The P:dead entry the transition writes has exactly store_dead_fields. */
+static void
+test_dead_fields_match_script(void **state)
+{
+	const char *body = store_scripts[STORE_TRANSITION].body;
+	const char *p = strstr(body, "redis.call('XADD', K.dead,");
+	int n = 0, found[STORE_DEAD_NFIELDS] = {0};
+
+	(void)state;
+	assert_non_null(p);
+	assert_null(strstr(strstr(p, "K.dead") + 1, "K.dead"));	/* one writer */
+	const char *end = strchr(p, ')');
+	p = strstr(p, "'*'");
+	assert_non_null(p);
+	assert_true(p < end);
+	/* after '*' every quoted word is a field name; values are A.x */
+	for (p += 3; (p = strchr(p, '\'')) != NULL && p < end; p += 1) {
+		size_t len = strcspn(p + 1, "'");
+		int k;
+		for (k = 0; k < STORE_DEAD_NFIELDS; k++)
+			if (strlen(store_dead_fields[k]) == len &&
+			    strncmp(p + 1, store_dead_fields[k], len) == 0)
+				break;
+		if (k == STORE_DEAD_NFIELDS)
+			fail_msg("P:dead field '%.*s' is not in store_dead_fields", (int)len, p + 1);
+		assert_false(found[k]);
+		found[k] = 1;
+		n++;
+		p += len + 1;
+	}
+	assert_int_equal(n, STORE_DEAD_NFIELDS);
+	assert_null(store_dead_fields[STORE_DEAD_NFIELDS]);
+}
+
+/* The transition's terminal set is job.c's, and the script names no
+ * terminal state itself. */
+static void
+test_terminal_from_job_table(void **state)
+{
+	struct store_keys k;
+	struct store_transition t = {.fence_attempts = -1};
+	struct store_args a;
+	struct store_vec v;
+	char err[160], want[128] = "", quoted[32];
+
+	(void)state;
+	for (int st = JOB_NONE; st <= JOB_DEAD; st++) {
+		if (!job_state_terminal((enum job_state)st))
+			continue;
+		if (want[0])
+			strcat(want, " ");
+		strcat(want, job_state_name((enum job_state)st));
+		snprintf(quoted, sizeof quoted, "'%s'", job_state_name((enum job_state)st));
+		assert_null(strstr(store_scripts[STORE_TRANSITION].body, quoted));
+	}
+	assert_string_equal(want, "done expired denied failed dead");
+	assert_int_equal(store_keys_init(&k, "w", "c1"), 0);
+	store_transition_args(&k, "g", "c1", 1, &t, &a);
+	assert_int_equal(store_args_vec(&a, &v, err, sizeof err), 0);
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_TERMINAL), want);
+	store_vec_free(&v);
+}
+
 int
 main(void)
 {
@@ -365,6 +475,9 @@ main(void)
 		cmocka_unit_test(test_misplaced_argument_refused),
 		cmocka_unit_test(test_rest_and_numbers),
 		cmocka_unit_test(test_transition_args),
+		cmocka_unit_test(test_replies_map_back),
+		cmocka_unit_test(test_dead_fields_match_script),
+		cmocka_unit_test(test_terminal_from_job_table),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
