@@ -82,6 +82,11 @@ void store_arg(struct store_args *a, enum store_slot slot, const char *value);
 void store_arg_ll(struct store_args *a, enum store_slot slot, long long value);
 /* "1" or "0". */
 void store_arg_flag(struct store_args *a, enum store_slot slot, int on);
+/* The key "jobs" and the arguments "group" and "consumer", which every
+ * script of the consumer names (claim, renew, redispatch, transition); a
+ * script without one of them gets the call refused. */
+void store_args_consumer(struct store_args *a, const struct store_keys *k, const char *group,
+			 const char *consumer);
 /* The trailing list (renew's ids, requeue's entry_ids); items borrowed. */
 void store_arg_rest(struct store_args *a, const char *const *items, size_t n);
 

@@ -799,9 +799,7 @@ start_redispatch(struct ejob *j)
 	struct store_args a;
 
 	store_args_init(&a, STORE_REDISPATCH);
-	store_arg(&a, STORE_REDISPATCH_JOBS, eng->keys.jobs);
-	store_arg(&a, STORE_REDISPATCH_GROUP, eng->cfg->redis.group);
-	store_arg(&a, STORE_REDISPATCH_CONSUMER, eng->cfg->daemon.consumer);
+	store_args_consumer(&a, &eng->keys, eng->cfg->redis.group, eng->cfg->daemon.consumer);
 	store_arg(&a, STORE_REDISPATCH_ID, j->stream_id);
 	if (script_send(eng->cmd, &eng->scripts, &a, after_redispatch, j) < 0) {
 		redis_retry(j, T_REDISPATCH_RETRY);

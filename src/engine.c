@@ -264,9 +264,7 @@ send_claim(struct engine *eng, const char *mode, const char *min_idle, const cha
 	    CLAIM_SCAN_PER_TICK / room : 1);
 	struct store_args a;
 	store_args_init(&a, STORE_CLAIM);
-	store_arg(&a, STORE_CLAIM_JOBS, eng->keys.jobs);
-	store_arg(&a, STORE_CLAIM_GROUP, eng->cfg->redis.group);
-	store_arg(&a, STORE_CLAIM_CONSUMER, eng->cfg->daemon.consumer);
+	store_args_consumer(&a, &eng->keys, eng->cfg->redis.group, eng->cfg->daemon.consumer);
 	store_arg(&a, STORE_CLAIM_MODE, mode);
 	store_arg(&a, STORE_CLAIM_MIN_IDLE, min_idle);
 	store_arg(&a, STORE_CLAIM_START, start);
@@ -396,9 +394,7 @@ lease_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			ids[n++] = j->stream_id;
 	struct store_args a;
 	store_args_init(&a, STORE_RENEW);
-	store_arg(&a, STORE_RENEW_JOBS, eng->keys.jobs);
-	store_arg(&a, STORE_RENEW_GROUP, eng->cfg->redis.group);
-	store_arg(&a, STORE_RENEW_CONSUMER, eng->cfg->daemon.consumer);
+	store_args_consumer(&a, &eng->keys, eng->cfg->redis.group, eng->cfg->daemon.consumer);
 	store_arg_rest(&a, ids, n);
 	if (n > 0)
 		best_effort(script_send(eng->cmd, &eng->scripts, &a, after_renew, eng));

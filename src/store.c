@@ -128,6 +128,40 @@ store_arg_flag(struct store_args *a, enum store_slot slot, int on)
 	store_arg(a, slot, on ? "1" : "0");
 }
 
+/* The slot of a key or argument by its name, or -1. */
+static int
+slot_named(enum store_script_id script, const char *name)
+{
+	const struct store_script *sc = &store_scripts[script];
+
+	for (int i = 0; i < sc->nkeys + sc->nargs; i++)
+		if (strcmp(i < sc->nkeys ? sc->keys[i] : sc->args[i - sc->nkeys], name) == 0)
+			return STORE_SLOT(script, i);
+	return -1;
+}
+
+static void
+arg_named(struct store_args *a, const char *name, const char *value)
+{
+	int slot = slot_named(a->script, name);
+
+	if (slot < 0) {
+		a->bad = 1;
+		a->bad_slot = -1;
+		return;
+	}
+	store_arg(a, (enum store_slot)slot, value);
+}
+
+void
+store_args_consumer(struct store_args *a, const struct store_keys *k, const char *group,
+		    const char *consumer)
+{
+	arg_named(a, "jobs", k->jobs);
+	arg_named(a, "group", group);
+	arg_named(a, "consumer", consumer);
+}
+
 void
 store_arg_rest(struct store_args *a, const char *const *items, size_t n)
 {
@@ -156,6 +190,11 @@ args_check(const struct store_args *a, char *err, size_t errlen)
 	const struct store_script *sc = &store_scripts[a->script];
 	char name[96];
 
+	if (a->bad && a->bad_slot < 0) {
+		snprintf(err, errlen, "script %s: no key or argument jobs, group or consumer",
+		    sc->name);
+		return -1;
+	}
 	if (a->bad) {
 		snprintf(err, errlen, "script %s: slot %s set twice or not its own", sc->name,
 		    store_slot_name(a->bad_slot, name, sizeof name));
@@ -231,15 +270,13 @@ store_transition_args(const struct store_keys *k, const char *group, const char 
 	/* A script must name its keys; with no hash, the (absent) key of an
 	 * empty id stands in and is never touched. */
 	store_arg(a, STORE_TRANSITION_HASH, t->hash_key ? t->hash_key : k->decision_prefix);
-	store_arg(a, STORE_TRANSITION_JOBS, k->jobs);
+	store_args_consumer(a, k, group, consumer);
 	store_arg(a, STORE_TRANSITION_AUDIT, k->audit);
 	store_arg(a, STORE_TRANSITION_DEAD, k->dead);
 	store_arg(a, STORE_TRANSITION_NOTIFY, k->notify);
 	store_arg(a, STORE_TRANSITION_SCHEDULED, k->scheduled);
 
-	store_arg(a, STORE_TRANSITION_GROUP, group);
 	store_arg(a, STORE_TRANSITION_STREAM_ID, opt(t->stream_id));
-	store_arg(a, STORE_TRANSITION_CONSUMER, consumer);
 	store_arg_ll(a, STORE_TRANSITION_FENCE, t->fence_attempts);
 	store_arg_flag(a, STORE_TRANSITION_HAS_HASH, t->hash_key != NULL);
 	store_arg(a, STORE_TRANSITION_STATE, opt(t->state));

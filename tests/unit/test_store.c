@@ -242,8 +242,10 @@ test_misplaced_argument_refused(void **state)
 	struct store_vec v;
 	char err[160];
 	const char *ids[] = {"1-0"};
+	struct store_keys k;
 
 	(void)state;
+	assert_int_equal(store_keys_init(&k, "w", "c1"), 0);
 	store_args_init(&a, STORE_REDISPATCH);
 	store_arg(&a, STORE_REDISPATCH_JOBS, "j");
 	store_arg(&a, STORE_REDISPATCH_GROUP, "g");
@@ -268,6 +270,39 @@ test_misplaced_argument_refused(void **state)
 	store_arg(&a, STORE_TRIM_JOBS, "j");
 	store_arg_rest(&a, ids, 1);
 	assert_int_equal(store_args_vec(&a, &v, err, sizeof err), -1);
+
+	store_args_init(&a, STORE_TRIM);	/* trim names no group */
+	store_args_consumer(&a, &k, "g", "c");
+	assert_int_equal(store_args_vec(&a, &v, err, sizeof err), -1);
+	assert_non_null(strstr(err, "trim"));
+}
+
+/* The three every consumer script names, set by their names. */
+static void
+test_consumer_args(void **state)
+{
+	static const enum store_script_id scripts[] = {STORE_CLAIM, STORE_RENEW, STORE_REDISPATCH,
+	    STORE_TRANSITION};
+	struct store_keys k;
+
+	(void)state;
+	assert_int_equal(store_keys_init(&k, "w", "c1"), 0);
+	for (size_t i = 0; i < sizeof scripts / sizeof scripts[0]; i++) {
+		struct store_args a;
+		store_args_init(&a, scripts[i]);
+		store_args_consumer(&a, &k, "g", "c1");
+		assert_int_equal(a.bad, 0);
+		const struct store_script *sc = &store_scripts[scripts[i]];
+		for (int s = 0; s < sc->nkeys + sc->nargs; s++) {
+			const char *n = s < sc->nkeys ? sc->keys[s] : sc->args[s - sc->nkeys];
+			const char *want = strcmp(n, "jobs") == 0 ? "w:jobs" :
+			    strcmp(n, "group") == 0 ? "g" : strcmp(n, "consumer") == 0 ? "c1" : NULL;
+			if (want)
+				assert_string_equal(a.v[s], want);
+			else
+				assert_null(a.v[s]);
+		}
+	}
 }
 
 /* renew's ids follow the fixed arguments; numbers and flags are text. */
@@ -473,6 +508,7 @@ main(void)
 		cmocka_unit_test(test_slot_enum_names),
 		cmocka_unit_test(test_missing_argument_refused),
 		cmocka_unit_test(test_misplaced_argument_refused),
+		cmocka_unit_test(test_consumer_args),
 		cmocka_unit_test(test_rest_and_numbers),
 		cmocka_unit_test(test_transition_args),
 		cmocka_unit_test(test_replies_map_back),
