@@ -58,6 +58,7 @@ BEGIN {
 	print "#include \"store.h\"" > C
 }
 FNR == 1 {
+	if (ns > 0 && !(ns in nargs)) die("the file before this one has no \"-- ARGV:\" line")
 	if (ns > 0) print ";" > C
 	begin_script()
 	nk = names($0, "-- KEYS:", keys)
@@ -102,6 +103,7 @@ FNR == 2 {
 END {
 	if (failed) exit 1
 	if (ns == 0) { print "no scripts" > "/dev/stderr"; exit 1 }
+	if (!(ns in nargs)) die("no \"-- ARGV:\" line")
 	print ";" > C
 	print "" > C
 	print "const struct store_script store_scripts[STORE_NSCRIPTS] = {" > C
