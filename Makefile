@@ -42,8 +42,12 @@ all: bins
 
 bins: $(BINS)
 
-$(BUILD)/obj/%.o: src/%.c $(wildcard include/*.h) $(wildcard src/*.h) $(GEN_H) | $(BUILD)/obj
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c -o $@ $<
+# -MMD: each library object depends on the headers it includes, no more;
+# the generated header is there before the first compile (order-only).
+DEPFLAGS = -MMD -MP
+
+$(BUILD)/obj/%.o: src/%.c | $(BUILD)/obj $(GEN_H)
+	$(CC) $(CFLAGS) $(DEPFLAGS) $(PKG_CFLAGS) -c -o $@ $<
 
 $(BUILD)/obj/store_scripts.o: $(GEN_C) $(GEN_H) include/store.h | $(BUILD)/obj
 	$(CC) $(CFLAGS) -c -o $@ $<
@@ -58,18 +62,21 @@ $(LIB): $(CORE_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
-$(BUILD)/bin/%: src/%.c $(LIB) $(wildcard include/*.h) $(GEN_H) | $(BUILD)/bin
+# Programs and tests link the whole library: any header may change them.
+HEADERS := $(wildcard include/*.h) $(GEN_H)
+
+$(BUILD)/bin/%: src/%.c $(LIB) $(HEADERS) | $(BUILD)/bin
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS)
 
-$(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB) $(wildcard tests/*.h) $(LUA_SRC) | $(BUILD)/tests
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB) $(HEADERS) $(LUA_SRC) | $(BUILD)/tests
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests -DLUA_DIR='"$(CURDIR)/lua"' $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) -lcmocka
 
 FAKE_COMMON := $(wildcard tests/fakes/common.c)
-$(BUILD)/tests/fake_%: tests/fakes/fake_%.c $(FAKE_COMMON) $(wildcard tests/fakes/*.h) $(LIB) | $(BUILD)/tests
+$(BUILD)/tests/fake_%: tests/fakes/fake_%.c $(FAKE_COMMON) $(wildcard tests/fakes/*.h) $(LIB) $(HEADERS) | $(BUILD)/tests
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(FAKE_COMMON) $(LIB) $(PKG_LIBS) -lmicrohttpd
 
 HARNESS := $(wildcard tests/integration/harness.c)
-$(BUILD)/tests/itest_%: tests/integration/itest_%.c $(HARNESS) $(wildcard tests/integration/*.h) $(LIB) | $(BUILD)/tests
+$(BUILD)/tests/itest_%: tests/integration/itest_%.c $(HARNESS) $(wildcard tests/integration/*.h) $(LIB) $(HEADERS) | $(BUILD)/tests
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests -Itests/integration $(LDFLAGS) -o $@ $< $(HARNESS) $(LIB) $(PKG_LIBS) -lcmocka
 
 unit: $(UNIT_BIN) $(FAKE_BIN) $(ITEST_BIN) $(BINS)
@@ -108,3 +115,5 @@ install: all
 
 clean:
 	rm -rf build bin
+
+-include $(wildcard $(BUILD)/obj/*.d)

@@ -37,6 +37,9 @@ struct cfg_action {
 	long timeout_ms;
 	enum cfg_auth auth;
 	char *bearer_file;	/* with CFG_AUTH_STATIC */
+	/* With CFG_AUTH_OAUTH: a token of its own, narrowed to this action
+	 * (NULL: [oauth]'s value). */
+	char *scope, *audience, *resource;
 };
 
 /* Where a section header (key NULL) or a key was read. */

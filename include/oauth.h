@@ -40,6 +40,20 @@ struct oauth *oauth_new(struct ev_loop *loop, struct http_client *http, const st
 			char *err, size_t errlen)
 	__attribute__((warn_unused_result));
 
+/* An action's own scope, audience and resource (RFC 8707), each NULL to
+ * keep [oauth]'s. Borrowed during the call. */
+struct oauth_scope {
+	const char *scope, *audience, *resource;
+};
+
+/* As oauth_new, for a token narrowed to one action's needs: the same client,
+ * with sc's values in place of [oauth]'s (sc NULL: exactly oauth_new).
+ * oauth_reload of such a manager keeps [oauth]'s values: rebuild it instead. */
+struct oauth *oauth_new_scoped(struct ev_loop *loop, struct http_client *http,
+			       const struct cfg *cfg, const struct oauth_scope *sc, char *err,
+			       size_t errlen)
+	__attribute__((warn_unused_result));
+
 /* Cancels a fetch in flight, stops every watcher, wipes the token and the
  * secrets, frees. NULL is a no-op. Must not be called from the listener. */
 void oauth_free(struct oauth *o);

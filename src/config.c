@@ -546,6 +546,9 @@ static const struct key action_keys[] = {
 	{"timeout_ms", set_long, A(timeout_ms), 1, VAL_MAX},
 	{"auth", set_action_auth, A(auth), 0, 0},
 	{"bearer_file", set_str, A(bearer_file), 0, 0},
+	{"scope", set_str, A(scope), 0, 0},
+	{"audience", set_str, A(audience), 0, 0},
+	{"resource", set_str, A(resource), 0, 0},
 	{NULL, NULL, 0, 0, 0},
 };
 
@@ -947,6 +950,19 @@ finish_oauth(struct ctx *c)
 		c->nomem = 1;
 }
 
+/* scope, audience and resource narrow the worker's token: oauth only. */
+static void
+check_narrowing(struct ctx *c, const char *sec, const struct cfg_action *a)
+{
+	static const char *const keys[] = {"scope", "audience", "resource"};
+	const char *const vals[] = {a->scope, a->audience, a->resource};
+
+	for (size_t k = 0; k < 3; k++)
+		if (vals[k] != NULL && a->auth != CFG_AUTH_OAUTH)
+			fail(c, cfg_line_of(c->cfg, sec, keys[k]),
+			    "%s narrows the worker's OAuth token: only with auth = oauth", keys[k]);
+}
+
 static void
 finish_actions(struct ctx *c)
 {
@@ -968,6 +984,7 @@ finish_actions(struct ctx *c)
 			fail(c, cfg_line_of(cfg, sec, NULL),
 			    "[%s] has auth = oauth (the default) but there is no [oauth] section",
 			    sec);
+		check_narrowing(c, sec, a);
 	}
 }
 
@@ -1118,6 +1135,9 @@ cfg_free(struct cfg *cfg)
 		free(cfg->actions[i].url);
 		free(cfg->actions[i].method);
 		free(cfg->actions[i].bearer_file);
+		free(cfg->actions[i].scope);
+		free(cfg->actions[i].audience);
+		free(cfg->actions[i].resource);
 	}
 	free(cfg->actions);
 	for (size_t i = 0; i < cfg->nlines; i++) {

@@ -113,17 +113,28 @@ dup_opt(char **dst, const char *src)
 	return src != NULL && (*dst = strdup(src)) == NULL ? -1 : 0;
 }
 
+/* An action's own scope, audience or resource, where it names one,
+ * replaces [oauth]'s. */
+static const char *
+over(const char *mine, const char *dflt)
+{
+	return mine != NULL ? mine : dflt;
+}
+
 static int
-copy_strings(struct settings *s, const struct cfg *cfg)
+copy_strings(struct settings *s, const struct cfg *cfg, const struct oauth_scope *sc)
 {
 	const char *aud = cfg->oauth.assertion_audience ? cfg->oauth.assertion_audience :
 	    cfg->oauth.token_url;
+	const struct oauth_scope none = {NULL, NULL, NULL};
 
+	if (sc == NULL)
+		sc = &none;
 	return dup_opt(&s->token_url, cfg->oauth.token_url) | dup_opt(&s->client_id,
-	    cfg->oauth.client_id) | dup_opt(&s->scope, cfg->oauth.scope) |
-	    dup_opt(&s->resource, cfg->oauth.resource) | dup_opt(&s->audience,
-	    cfg->oauth.audience) | dup_opt(&s->assertion_audience, aud) |
-	    dup_opt(&s->key_id, cfg->oauth.key_id);
+	    cfg->oauth.client_id) | dup_opt(&s->scope, over(sc->scope, cfg->oauth.scope)) |
+	    dup_opt(&s->resource, over(sc->resource, cfg->oauth.resource)) |
+	    dup_opt(&s->audience, over(sc->audience, cfg->oauth.audience)) |
+	    dup_opt(&s->assertion_audience, aud) | dup_opt(&s->key_id, cfg->oauth.key_id);
 }
 
 /* x5t#S256 (RFC 7515 §4.1.8) of the first certificate in a PEM file. */
@@ -201,7 +212,8 @@ read_secrets(struct settings *s, const struct cfg *cfg, char *err, size_t errlen
 
 /* 0: *s holds everything; -1: *s is empty and err says why. */
 static int
-settings_load(struct settings *s, const struct cfg *cfg, char *err, size_t errlen)
+settings_load(struct settings *s, const struct cfg *cfg, const struct oauth_scope *sc,
+	      char *err, size_t errlen)
 {
 	memset(s, 0, sizeof *s);
 	if (!cfg->oauth.present || cfg->oauth.token_url == NULL || cfg->oauth.client_id == NULL) {
@@ -213,7 +225,7 @@ settings_load(struct settings *s, const struct cfg *cfg, char *err, size_t errle
 	s->refresh_ratio = cfg->oauth.refresh_ratio;
 	s->timeout_ms = cfg->oauth.timeout_ms > 0 ? cfg->oauth.timeout_ms : 5000;
 	s->min_refresh_interval_ms = cfg->oauth.min_refresh_interval_ms;
-	if (copy_strings(s, cfg) != 0) {
+	if (copy_strings(s, cfg, sc) != 0) {
 		snprintf(err, errlen, "oauth: out of memory");
 		settings_clear(s);
 		return -1;
@@ -523,13 +535,20 @@ struct oauth *
 oauth_new(struct ev_loop *loop, struct http_client *http, const struct cfg *cfg, char *err,
 	  size_t errlen)
 {
+	return oauth_new_scoped(loop, http, cfg, NULL, err, errlen);
+}
+
+struct oauth *
+oauth_new_scoped(struct ev_loop *loop, struct http_client *http, const struct cfg *cfg,
+		 const struct oauth_scope *sc, char *err, size_t errlen)
+{
 	struct oauth *o = calloc(1, sizeof *o);
 
 	if (o == NULL) {
 		snprintf(err, errlen, "oauth: out of memory");
 		return NULL;
 	}
-	if (settings_load(&o->set, cfg, err, errlen) != 0) {
+	if (settings_load(&o->set, cfg, sc, err, errlen) != 0) {
 		free(o);
 		return NULL;
 	}
@@ -652,7 +671,7 @@ oauth_reload(struct oauth *o, const struct cfg *cfg, char *err, size_t errlen)
 	struct settings fresh;
 	int same;
 
-	if (settings_load(&fresh, cfg, err, errlen) != 0)
+	if (settings_load(&fresh, cfg, NULL, err, errlen) != 0)
 		return -1;
 	same = same_identity(&fresh, &o->set);
 	settings_clear(&o->set);

@@ -15,7 +15,8 @@
  * exp in the future and at most 5 minutes away, jti never seen before. It
  * answers {"access_token", "token_type": "Bearer", "expires_in"} with an
  * HS256 JWT signed with the --jwt-secret-file content (what fake_target
- * checks): iat = now, exp = now + lifetime (seconds), jti, sub.
+ * checks): iat = now, exp = now + lifetime (seconds), jti, sub, and the
+ * requested scope (when one was asked for) as `scope`.
  * Wrong client credentials: 401 {"error": "invalid_client"}.
  *
  * Control: POST /_down (every /token gets 503 until POST /_up), POST /_up,
@@ -327,7 +328,7 @@ authenticate_locked(struct MHD_Connection *c, const json_t *form, int *status)
 /* ---- issuing ---- */
 
 static char *
-issue_token_locked(void)
+issue_token_locked(const char *scope)
 {
 	long now = (long)time(NULL);
 	jwt_t *jwt = NULL;
@@ -340,6 +341,7 @@ issue_token_locked(void)
 	    /* iat to the ms, so a revocation in the same second as an issue
 	     * is ordered right (the fake gate reads it) */
 	    jwt_add_grant_int(jwt, "iat_ms", (long)wtime_now_ms()) ||
+	    (scope != NULL && jwt_add_grant(jwt, "scope", scope)) ||
 	    jwt_set_alg(jwt, JWT_ALG_HS256, (const unsigned char *)st.jwt_secret.data,
 	    (int)st.jwt_secret.len) || (tok = jwt_encode_str(jwt)) == NULL)
 		goto done;
@@ -383,15 +385,19 @@ handle_token(struct MHD_Connection *c, const struct fake_req *r)
 	} else {
 		problem = authenticate_locked(c, form, &status);
 	}
+	char *scope = json_string_value(json_object_get(form, "scope")) ?
+	    strdup(json_string_value(json_object_get(form, "scope"))) : NULL;
 	json_decref(form);
 	if (problem != NULL) {
+		free(scope);
 		st.rejected++;
 		pthread_mutex_unlock(&st.mu);
 		return send_error(c, status, status == 401 ? "invalid_client" :
 		    strcmp(problem, "unsupported_grant_type") == 0 ? problem : "invalid_request",
 		    problem);
 	}
-	char *answer = issue_token_locked();
+	char *answer = issue_token_locked(scope);
+	free(scope);
 	pthread_mutex_unlock(&st.mu);
 	if (answer == NULL)
 		return send_error(c, 500, "server_error", "cannot issue a token");

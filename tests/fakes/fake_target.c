@@ -40,6 +40,7 @@ static struct {
 	json_t *ok_keys;	/* Idempotency-Key -> 2xx answers */
 	struct fake_blob secret;	/* data NULL: no token check */
 	long long revoked_at_ms;	/* tokens issued at or before this are dead */
+	json_t *revoked_scopes;		/* scope -> ms: that scope's tokens issued before die */
 } st = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 static long long
@@ -57,6 +58,7 @@ drop_state(void)
 	json_decref(st.records);
 	json_decref(st.by_status);
 	json_decref(st.keys);
+	json_decref(st.revoked_scopes);
 	json_decref(st.ok_keys);
 }
 
@@ -68,6 +70,7 @@ reset_locked(void)
 	st.records = json_array();
 	st.by_status = json_object();
 	st.keys = json_object();
+	st.revoked_scopes = json_object();
 	st.ok_keys = json_object();
 	st.records_dropped = st.total = st.duplicates = 0;
 }
@@ -129,18 +132,25 @@ token_ok_locked(const char *authorization)
 		 * very second of a revocation must die too. */
 		errno = 0;
 		long long iat_ms = jwt_get_grant_int(jwt, "iat_ms");
-		int fresh = errno == 0 ? iat_ms > st.revoked_at_ms :
+		int has_ms = errno == 0;
+		int fresh = has_ms ? iat_ms > st.revoked_at_ms :
 		    jwt_get_grant_int(jwt, "iat") >= st.revoked_at_ms / 1000;
+		/* a revocation of one scope kills that scope's tokens only */
+		const char *scope = jwt_get_grant(jwt, "scope");
+		json_t *cut = scope ? json_object_get(st.revoked_scopes, scope) : NULL;
+		if (cut != NULL && has_ms && iat_ms <= json_integer_value(cut))
+			fresh = 0;
 		ok = has_exp && exp > (long)time(NULL) && fresh;
 	}
 	jwt_free(jwt);
 	return ok;
 }
 
-/* The verified token's `sub` (the worker's client id), for people to see
- * whose token it was; null without a secret or a valid token. */
+/* A claim of the verified token (`sub`: the worker's client id; `scope`),
+ * for people to see whose token it was; null without a secret or a valid
+ * token. */
 static json_t *
-token_sub_json(struct MHD_Connection *c)
+token_claim_json(struct MHD_Connection *c, const char *claim)
 {
 	const char *a = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
 	jwt_t *jwt = NULL;
@@ -149,8 +159,8 @@ token_sub_json(struct MHD_Connection *c)
 	if (st.secret.data == NULL || a == NULL || strncmp(a, "Bearer ", 7) != 0 ||
 	    jwt_decode(&jwt, a + 7, (const unsigned char *)st.secret.data, (int)st.secret.len) != 0)
 		return json_null();
-	if (jwt_get_alg(jwt) == JWT_ALG_HS256 && jwt_get_grant(jwt, "sub"))
-		sub = json_string(jwt_get_grant(jwt, "sub"));
+	if (jwt_get_alg(jwt) == JWT_ALG_HS256 && jwt_get_grant(jwt, claim))
+		sub = json_string(jwt_get_grant(jwt, claim));
 	jwt_free(jwt);
 	return sub ? sub : json_null();
 }
@@ -174,11 +184,11 @@ record_locked(struct MHD_Connection *c, const struct fake_req *r, const char *me
 		return;
 	}
 	json_t *body = json_stringn(r->body, r->len);
-	json_array_append_new(st.records, json_pack("{s:s, s:s, s:o, s:b, s:o, s:o, s:o, s:o, s:o, s:I, s:i}",
+	json_array_append_new(st.records, json_pack("{s:s, s:s, s:o, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:i}",
 	    "method", method, "path", r->uri,
 	    "idempotency_key", key ? json_string(key) : json_null(),
 	    "authorization", MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization") != NULL,
-	    "token_sub", token_sub_json(c),
+	    "token_sub", token_claim_json(c, "sub"), "token_scope", token_claim_json(c, "scope"),
 	    "on_behalf_of", fake_header_json(c, "Warrant-On-Behalf-Of"),
 	    "basis", fake_header_json(c, "Warrant-Basis"),
 	    "content_type", fake_header_json(c, "Content-Type"),
@@ -306,10 +316,15 @@ handle_control(struct MHD_Connection *c, const struct fake_req *r, const char *m
 		return send_dump(c, requests);
 	if (post && (reset || fake_path_is(r, "/_revoke"))) {
 		pthread_mutex_lock(&st.mu);
+		json_t *body = reset ? NULL : json_loadb(r->body, r->len, 0, NULL);
+		const char *scope = json_string_value(json_object_get(body, "scope"));
 		if (reset)
 			reset_locked();
+		else if (scope != NULL)
+			json_object_set_new(st.revoked_scopes, scope, json_integer(wtime_now_ms()));
 		else
 			st.revoked_at_ms = wtime_now_ms();
+		json_decref(body);
 		pthread_mutex_unlock(&st.mu);
 		return fake_send(c, 200, "{\"ok\":true}", NULL);
 	}

@@ -235,25 +235,28 @@ struct dcfg {
 	int max_deliveries;		/* [16] */
 	const char *redis_extra;
 	const char *oauth_extra;
+	const char *action_extra;	/* inside [action gate.open] */
+	const char *more_sections;	/* after [oauth] */
 };
 
 static char *
 daemon_ini(const struct dcfg *c)
 {
-	char sections[2048], auth[1024];
+	char sections[4096], auth[1024];
 
 	if (c->secret_file != NULL)
 		snprintf(auth, sizeof auth, "client_secret_file = %s\n", c->secret_file);
 	else
 		snprintf(auth, sizeof auth, "auth_method = private_key_jwt\n"
 		    "private_key_file = %s\nassertion_alg = RS256\n", h_data("test-rs256.key"));
-	snprintf(sections, sizeof sections, "[oauth]\ntoken_url = %s/token\nclient_id = %s\n%s%s",
-	    idp.url, CLIENT_ID, auth, c->oauth_extra ? c->oauth_extra : "");
+	snprintf(sections, sizeof sections, "[oauth]\ntoken_url = %s/token\nclient_id = %s\n%s%s%s",
+	    idp.url, CLIENT_ID, auth, c->oauth_extra ? c->oauth_extra : "",
+	    c->more_sections ? c->more_sections : "");
 	struct h_daemon_opts o = {
 		.redis_sock = redis.sock, .target_url = target.url, .consumer = c->consumer,
 		.claim_idle_ms = c->claim_idle_ms, .action_auth = "oauth",
 		.action_timeout_ms = c->timeout_ms, .redis_extra = c->redis_extra,
-		.max_deliveries = c->max_deliveries,
+		.max_deliveries = c->max_deliveries, .action_extra = c->action_extra,
 		.sections = sections,
 	};
 	char *ini = h_daemon_ini(&o);
@@ -352,6 +355,19 @@ wait_hb_str(const char *consumer, const char *name, const char *want, int negate
 
 /* ------------------------------------------------------------------ */
 /* records, states, the PEL                                            */
+
+/* A signed record for `action`, its deadline an hour away. */
+static void
+decide_action(const char *id, const char *action)
+{
+	long long now = h_now_ms();
+	char *json = h_record_json(id, action, "lock/7", now - 1000, now + 3600 * 1000LL, 0,
+	    NULL);
+
+	assert_non_null(json);
+	assert_int_equal(h_decide(rc, PREFIX, id, json, 1), 0);
+	free(json);
+}
 
 /* A signed record for gate.open, its deadline an hour away. */
 static void
@@ -1101,6 +1117,89 @@ test_target_refuses_every_token(void **state)
 }
 
 /* ------------------------------------------------------------------ */
+/* 5c. per-action scopes (issue 12)                                      */
+
+/* Each call's token scope, by the path's action, must be `want_*`: an
+ * action never receives a token minted for another scope. Returns the
+ * number of calls checked. */
+static int
+assert_scopes(const char *want_open, const char *want_close)
+{
+	json_t *all = fake_get(&target, "/_requests"), *r;
+	size_t i;
+	int n = 0;
+
+	json_array_foreach(all, i, r) {
+		const char *path = json_string_value(json_object_get(r, "path"));
+		const char *scope = json_string_value(json_object_get(r, "token_scope"));
+		const char *want = strstr(path, "/close") ? want_close : want_open;
+		if (scope == NULL || strcmp(scope, want) != 0)
+			fail_msg("%s was called with a token of scope %s, want %s", path,
+			    scope ? scope : "(none)", want);
+		n++;
+	}
+	json_decref(all);
+	return n;
+}
+
+static void
+test_per_action_scopes(void **state)
+{
+	char close[512], id[ID_LEN];
+	(void)state;
+
+	world_up(60);
+	snprintf(close, sizeof close, "[action gate.close]\nurl = %s/gates/{resource}/close\n"
+	    "auth = oauth\nscope = gates.close\n", target.url);
+	struct dcfg c = { .consumer = "w1", .secret_file = secret_path,
+	    .oauth_extra = "scope = gates.default\nmin_refresh_interval_ms = 100\n",
+	    .action_extra = "scope = gates.open\n", .more_sections = close };
+	daemon_up(&dmn[0], &c);
+	for (int i = 0; i < 10; i++) {
+		snprintf(id, sizeof id, "sc-open-%d", i);
+		decide_action(id, "gate.open");
+		snprintf(id, sizeof id, "sc-close-%d", i);
+		decide_action(id, "gate.close");
+	}
+	for (int i = 0; i < 10; i++) {
+		snprintf(id, sizeof id, "sc-open-%d", i);
+		wait_done(id, &dmn[0]);
+		snprintf(id, sizeof id, "sc-close-%d", i);
+		wait_done(id, &dmn[0]);
+	}
+	assert_int_equal(assert_scopes("gates.open", "gates.close"), 20);
+	long long redispatched = hb_int("w1", "redispatched");
+
+	/* Only gate.close's tokens are revoked: only its jobs are re-dispatched,
+	 * and only its scope is fetched again. */
+	next_second(h_now_ms());
+	post(&target, "/_revoke", "{\"scope\": \"gates.close\"}");
+	assert_int_equal(h_fake_script(&target, "{\"default\": {\"delay_ms\": 300}}"), 0);
+	for (int i = 0; i < 5; i++) {
+		snprintf(id, sizeof id, "sc2-open-%d", i);
+		decide_action(id, "gate.open");
+		snprintf(id, sizeof id, "sc2-close-%d", i);
+		decide_action(id, "gate.close");
+	}
+	for (int i = 0; i < 5; i++) {
+		snprintf(id, sizeof id, "sc2-open-%d", i);
+		wait_done(id, &dmn[0]);
+		assert_int_equal(target_calls(id), 1);	/* never refused */
+		snprintf(id, sizeof id, "sc2-close-%d", i);
+		wait_done(id, &dmn[0]);
+	}
+	char statuses[256];
+	statuses_of("sc2-close-0", statuses, sizeof statuses);
+	printf("    scope gates.close revoked: sc2-close-0 saw \"%s\"; re-dispatched %lld\n",
+	    statuses, hb_int("w1", "redispatched") - redispatched);
+	assert_true(hb_int("w1", "redispatched") > redispatched);
+	assert_true(hb_int("w1", "redispatched") - redispatched <= 5);
+	assert_int_equal(assert_scopes("gates.open", "gates.close"), 20 + 10 +
+	    (int)(hb_int("w1", "redispatched") - redispatched));
+	stop_clean(&dmn[0]);
+}
+
+/* ------------------------------------------------------------------ */
 /* 5b. a rejection that comes back after the fresh token (R9)           */
 
 /*
@@ -1236,6 +1335,7 @@ main(void)
 		cmocka_unit_test_teardown(test_bad_secret_worker_takes_nothing, world_down),
 		cmocka_unit_test_teardown(test_401_in_hand_redispatch_then_release, world_down),
 		cmocka_unit_test_teardown(test_target_refuses_every_token, world_down),
+		cmocka_unit_test_teardown(test_per_action_scopes, world_down),
 		cmocka_unit_test_teardown(test_no_secret_in_logs, world_down),
 		cmocka_unit_test_teardown(test_late_rejection_uses_fresh_token, world_down),
 	};

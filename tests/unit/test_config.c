@@ -309,7 +309,9 @@ static const char full_text[] =
 	"bearer_file = gate-token\n"
 	"[action gate.close]\n"
 	"url = https://gates.example/{action}\n"
-	"auth = oauth\n";
+	"auth = oauth\n"
+	"scope = gates.close\n"
+	"audience = https://gates.example/\n";
 
 static void
 test_full_config(void **state)
@@ -381,6 +383,10 @@ test_full_config(void **state)
 	assert_int_equal(a->auth, CFG_AUTH_STATIC);
 	assert_string_equal(a->bearer_file, "gate-token");
 	assert_int_equal(cfg->actions[1].auth, CFG_AUTH_OAUTH);
+	assert_string_equal(cfg->actions[1].scope, "gates.close");
+	assert_string_equal(cfg->actions[1].audience, "https://gates.example/");
+	assert_null(cfg->actions[1].resource);
+	assert_null(cfg->actions[0].scope);
 	cfg_free(cfg);
 }
 
@@ -668,6 +674,13 @@ test_missing_keys(void **state)
 	    "t.ini:11: bearer_file is only used with auth = static");
 	EXPECT(MIN_RECORDS "[action a]\nurl = http://h/\n",
 	    "t.ini:3: [action a] has auth = oauth (the default) but there is no [oauth] section");
+	/* scope, audience, resource narrow the OAuth token: nothing else has one */
+	EXPECT(MIN_RECORDS "[action a]\nurl = http://h/\nauth = none\nscope = x\n"
+	    "[action b]\nurl = http://h/\nauth = static\nbearer_file = t\naudience = y\n"
+	    "resource = http://h/\n",
+	    "t.ini:6: scope narrows the worker's OAuth token: only with auth = oauth",
+	    "t.ini:11: audience narrows the worker's OAuth token: only with auth = oauth",
+	    "t.ini:12: resource narrows the worker's OAuth token: only with auth = oauth");
 	/* an empty value is its own error, not also a missing key */
 	EXPECT(MIN_RECORDS MIN_ACTION "[oauth]\ntoken_url =\nclient_id = c\nclient_secret_file = s\n",
 	    "t.ini:7: token_url: empty value");
