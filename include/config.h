@@ -40,6 +40,9 @@ struct cfg_action {
 	/* With CFG_AUTH_OAUTH: a token of its own, narrowed to this action
 	 * (NULL: [oauth]'s value). */
 	char *scope, *audience, *resource;
+	/* token = exchange: a token for each job (RFC 8693), sub = the record's
+	 * onBehalfOf, act = the worker; 0: the worker's own token */
+	int token_exchange;
 };
 
 /* Where a section header (key NULL) or a key was read. */

@@ -69,6 +69,26 @@ int cred_is_oauth(const struct cred *c);
  */
 const char *cred_bearer(const struct cred *c, long timeout_ms, uint64_t *gen);
 
+/* 1 when each call of the action carries a token exchanged for that one job
+ * (token = exchange), not the worker's own. */
+int cred_exchanges(const struct cred *c);
+
+/* RFC 8693: the subject_token_type of a decision record. */
+#define CRED_DECISION_TOKEN_TYPE "urn:warrant:params:oauth:token-type:decision"
+
+/*
+ * Exchanges the worker's token (the actor) and `record` (the verified
+ * decision record as stored: the subject) for a token for this one job,
+ * asking for `scope` and `resource` (the target URL). Same contract as
+ * oauth_exchange (NULL: no worker token outlives timeout_ms + 1 s, or the
+ * request could not start; else cb exactly once unless cancelled with
+ * oauth_exchange_cancel). *gen is the actor token's generation.
+ */
+struct oauth_xch_call *cred_exchange(const struct cred *c, const char *record, const char *scope,
+				     const char *resource, long timeout_ms, uint64_t *gen,
+				     oauth_exchange_cb *cb, void *arg)
+	__attribute__((warn_unused_result));
+
 /* The target refused (R9: 401) or accepted the token of generation gen. */
 void cred_refused(const struct cred *c, uint64_t gen);
 void cred_accepted(const struct cred *c, uint64_t gen);

@@ -4,7 +4,8 @@
  * the effects it returns; it reads no clock (now comes in) and draws no random
  * numbers (a random word comes in with each event).
  *
- * One attempt runs: R1 deadline -> (R6) token -> (R5) authority -> the call.
+ * One attempt runs: R1 deadline -> (R6) token -> (R5) authority -> (token
+ * exchange, for an action with token = exchange) -> the call.
  * `calls` counts calls of the action (R8's max_attempts); waiting on a token or
  * on an unreachable PDP is bounded by the deadline alone.
  */
@@ -46,6 +47,7 @@ struct job_policy {
 	int max_deliveries;
 	int authz_enabled;	/* [authz] url is set */
 	int token_needed;	/* the action's auth = oauth */
+	int exchange_needed;	/* the action's token = exchange: one token per job */
 };
 
 /* One entry in hand. The shell zeroes it, sets `id`, and passes it to every
@@ -71,10 +73,15 @@ enum job_event_kind {
 	JOB_EV_REDISPATCHED,	/* the XCLAIM of a re-dispatch succeeded */
 	JOB_EV_AUTHZ,		/* the PDP answered, or did not */
 	JOB_EV_HTTP,		/* the action call ended */
+	JOB_EV_EXCHANGED,	/* the token exchange answered, or did not */
 	JOB_EV_LEASE_LOST,	/* another consumer holds the entry now */
 };
 
 enum job_authz { JOB_AUTHZ_ALLOW, JOB_AUTHZ_DENY, JOB_AUTHZ_UNAVAILABLE };
+
+/* RFC 8693 token exchange for one job: a token, a refusal (invalid_grant and
+ * the like: the IdP no longer allows it), or no usable answer (5xx, timeout). */
+enum job_exchange { JOB_XCH_OK, JOB_XCH_DENIED, JOB_XCH_UNAVAILABLE };
 
 /* Why a decided call could not be sent (JOB_EV_CANNOT_CALL). */
 enum job_no_call {
@@ -98,6 +105,9 @@ struct job_event {
 
 	/* JOB_EV_AUTHZ */
 	enum job_authz authz;
+
+	/* JOB_EV_EXCHANGED */
+	enum job_exchange exchange;
 
 	/* JOB_EV_CANNOT_CALL */
 	enum job_no_call no_call;
@@ -124,6 +134,7 @@ enum job_effect {
 	JOB_FX_RELEASE = 1 << 11,	/* forget the entry, leave it pending, stop the lease */
 	JOB_FX_START_ATTEMPT = 1 << 12,	/* a new attempt began: set owner, count it */
 	JOB_FX_END = 1 << 13,		/* after the write, the entry leaves the hand */
+	JOB_FX_EXCHANGE = 1 << 14,	/* exchange for this job's token (RFC 8693) */
 };
 
 struct job_step {

@@ -22,6 +22,8 @@ enum reason {
 	REASON_AUTHORITY_DENIED,	/* "authority-denied" (R5) */
 	REASON_HTTP_4XX,		/* "http-4xx" (R8) */
 	REASON_REQUEST_INVALID,		/* "request-invalid": the URL cannot expand */
+	REASON_EXCHANGE_DENIED,		/* "exchange-denied": the IdP refused the
+					   per-job token exchange (RFC 8693) */
 	REASON_COUNT			/* not a code: the number of them */
 };
 

@@ -1,7 +1,8 @@
 /*
- * store: the Redis layout of SPEC §2 — key names and the Lua scripts that
- * make each step atomic. Building arguments is pure; sending is the
- * engine's business (through rconn).
+ * store: the Redis layout of SPEC §2 — key names, the Lua scripts that
+ * make each step atomic (lua/, embedded), their arguments set by name, the
+ * transition's replies and the P:dead fields. Pure: sending is script.c's
+ * business (the daemon, on rconn) or warrantctl's (sync hiredis).
  */
 #ifndef WARRANTD_STORE_H
 #define WARRANTD_STORE_H

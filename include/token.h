@@ -26,10 +26,12 @@
 #define TOKEN_MAX_STR		"16384"
 
 /*
- * The lifetime in ms of a token received at now_ms: the sooner of
- * expires_in_s (pass -1 when the response had none) and the `exp` claim of
- * `access_token` when it is a JWS whose payload carries a numeric exp (an
- * opaque or encrypted token has none). -1 when neither gives a lifetime or
+ * The lifetime in ms of a token received at now_ms (wall clock): the sooner
+ * of expires_in_s (pass -1 when the response had none) and what the `exp`
+ * claim of `access_token` gives when it is a JWS whose payload carries a
+ * numeric exp (an opaque or encrypted token has none): exp - iat when it also
+ * carries an iat (the IdP's own word, whatever the skew between its clock and
+ * ours), else exp - now_ms. -1 when neither gives a lifetime or
  * the token is already dead (lifetime <= 0).
  */
 int64_t token_lifetime_ms(long long expires_in_s, const char *access_token, int64_t now_ms);

@@ -5,7 +5,7 @@ set -eu
 
 PKGS="build-essential pkg-config libhiredis-dev libev-dev libcurl4-openssl-dev
 libjansson-dev libjwt-dev libinih-dev libssl-dev libcmocka-dev
-libmicrohttpd-dev redis-server redis-tools openssl curl"
+libmicrohttpd-dev redis-server redis-tools openssl curl libfaketime"
 
 missing=""
 for p in $PKGS; do

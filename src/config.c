@@ -351,6 +351,18 @@ set_action_auth(struct ctx *c, const struct key *k, void *field, const char *v)
 }
 
 static int
+set_action_token(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	static const struct name_val tbl[] = {{"worker", 0}, {"exchange", 1}, {NULL, 0}};
+	int n;
+
+	if (lookup(c, k, tbl, v, &n) < 0)
+		return -1;
+	*(int *)field = n;
+	return 0;
+}
+
+static int
 consumer_ok(const char *s)
 {
 	size_t n = strlen(s);
@@ -549,6 +561,7 @@ static const struct key action_keys[] = {
 	{"scope", set_str, A(scope), 0, 0},
 	{"audience", set_str, A(audience), 0, 0},
 	{"resource", set_str, A(resource), 0, 0},
+	{"token", set_action_token, A(token_exchange), 0, 0},
 	{NULL, NULL, 0, 0, 0},
 };
 
@@ -961,6 +974,9 @@ check_narrowing(struct ctx *c, const char *sec, const struct cfg_action *a)
 		if (vals[k] != NULL && a->auth != CFG_AUTH_OAUTH)
 			fail(c, cfg_line_of(c->cfg, sec, keys[k]),
 			    "%s narrows the worker's OAuth token: only with auth = oauth", keys[k]);
+	if (a->token_exchange && a->auth != CFG_AUTH_OAUTH)
+		fail(c, cfg_line_of(c->cfg, sec, "token"),
+		    "token = exchange trades the worker's OAuth token: only with auth = oauth");
 }
 
 static void

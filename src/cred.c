@@ -16,6 +16,7 @@ struct cred {
 	size_t bearer_len;
 	struct oauth *oauth;	/* CFG_AUTH_OAUTH */
 	int owns_oauth;		/* a narrowed token this cred fetches and frees */
+	int exchange;		/* token = exchange */
 };
 
 struct creds {
@@ -75,6 +76,7 @@ cred_init(struct cred *c, const struct cfg *cfg, const struct creds *cs,
 {
 	c->kind = a->auth;
 	c->timeout_ms = a->timeout_ms;
+	c->exchange = a->token_exchange;
 	if ((c->name = strdup(a->name)) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -170,6 +172,24 @@ cred_bearer(const struct cred *c, long timeout_ms, uint64_t *gen)
 		break;
 	}
 	return NULL;
+}
+
+int
+cred_exchanges(const struct cred *c)
+{
+	return c != NULL && c->exchange;
+}
+
+struct oauth_xch_call *
+cred_exchange(const struct cred *c, const char *record, const char *scope, const char *resource,
+	      long timeout_ms, uint64_t *gen, oauth_exchange_cb *cb, void *arg)
+{
+	struct oauth_exchange_req rq = {record, CRED_DECISION_TOKEN_TYPE, scope, resource};
+
+	*gen = c->oauth ? oauth_generation(c->oauth) : 0;
+	if (!cred_is_oauth(c))
+		return NULL;
+	return oauth_exchange(c->oauth, &rq, cb, arg, wtime_mono_ms(), timeout_ms);
 }
 
 void

@@ -161,6 +161,15 @@ token_claim_json(struct MHD_Connection *c, const char *claim)
 		return json_null();
 	if (jwt_get_alg(jwt) == JWT_ALG_HS256 && jwt_get_grant(jwt, claim))
 		sub = json_string(jwt_get_grant(jwt, claim));
+	else if (jwt_get_alg(jwt) == JWT_ALG_HS256 && strcmp(claim, "act") == 0) {
+		/* an object: its `sub` (RFC 8693 §4.1) */
+		char *act = jwt_get_grants_json(jwt, "act");
+		json_t *o = act ? json_loads(act, 0, NULL) : NULL;
+		if (json_is_string(json_object_get(o, "sub")))
+			sub = json_incref(json_object_get(o, "sub"));
+		json_decref(o);
+		free(act);
+	}
 	jwt_free(jwt);
 	return sub ? sub : json_null();
 }
@@ -184,11 +193,12 @@ record_locked(struct MHD_Connection *c, const struct fake_req *r, const char *me
 		return;
 	}
 	json_t *body = json_stringn(r->body, r->len);
-	json_array_append_new(st.records, json_pack("{s:s, s:s, s:o, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:i}",
+	json_array_append_new(st.records, json_pack("{s:s, s:s, s:o, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:i}",
 	    "method", method, "path", r->uri,
 	    "idempotency_key", key ? json_string(key) : json_null(),
 	    "authorization", MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization") != NULL,
 	    "token_sub", token_claim_json(c, "sub"), "token_scope", token_claim_json(c, "scope"),
+	    "token_act_sub", token_claim_json(c, "act"),
 	    "on_behalf_of", fake_header_json(c, "Warrant-On-Behalf-Of"),
 	    "basis", fake_header_json(c, "Warrant-Basis"),
 	    "content_type", fake_header_json(c, "Content-Type"),
@@ -233,6 +243,31 @@ log_call(const char *method, const char *uri, const char *key, int status)
 	    log_quote(qk, sizeof qk, key), status);
 }
 
+/* A token exchanged for one job (it has `act`) must be for this subject
+ * (sub = Warrant-On-Behalf-Of) and this action (the path holds /<scope>/).
+ * A token without `act` is the worker's own and passes. */
+static int
+exchanged_token_fits(struct MHD_Connection *c, const char *path)
+{
+	json_t *act = token_claim_json(c, "act"), *sub = token_claim_json(c, "sub");
+	json_t *scope = token_claim_json(c, "scope");
+	const char *obo = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Warrant-On-Behalf-Of");
+	char want[300];
+	int ok = 1;
+
+	if (!json_is_null(act)) {
+		snprintf(want, sizeof want, "/%s/", json_is_string(scope) ?
+		    json_string_value(scope) : "");
+		ok = json_is_string(sub) && obo != NULL &&
+		    strcmp(json_string_value(sub), obo) == 0 && json_is_string(scope) &&
+		    strstr(path, want) != NULL;
+	}
+	json_decref(act);
+	json_decref(sub);
+	json_decref(scope);
+	return ok;
+}
+
 static enum MHD_Result
 handle_action(struct MHD_Connection *c, const struct fake_req *r, const char *method)
 {
@@ -246,6 +281,8 @@ handle_action(struct MHD_Connection *c, const struct fake_req *r, const char *me
 		rp = (struct reply){ .status = 401 };
 		snprintf(rp.www_authenticate, sizeof rp.www_authenticate,
 		    "Bearer error=\"invalid_token\"");
+	} else if (st.secret.data != NULL && !exchanged_token_fits(c, r->uri)) {
+		rp = (struct reply){ .status = 403 };	/* a token for someone or something else */
 	} else {
 		next_reply_locked(key, &rp);
 	}

@@ -681,6 +681,13 @@ test_missing_keys(void **state)
 	    "t.ini:6: scope narrows the worker's OAuth token: only with auth = oauth",
 	    "t.ini:11: audience narrows the worker's OAuth token: only with auth = oauth",
 	    "t.ini:12: resource narrows the worker's OAuth token: only with auth = oauth");
+	/* token = exchange trades the worker's OAuth token: it needs one */
+	EXPECT(MIN_RECORDS "[action a]\nurl = http://h/\ntoken = exchange\n",
+	    "t.ini:3: [action a] has auth = oauth (the default) but there is no [oauth] section");
+	EXPECT(MIN_RECORDS "[action a]\nurl = http://h/\nauth = none\ntoken = exchange\n"
+	    "[action b]\nurl = http://h/\nauth = none\ntoken = mine\n",
+	    "t.ini:6: token = exchange trades the worker's OAuth token: only with auth = oauth",
+	    "t.ini:10: token: 'mine' is not one of worker|exchange");
 	/* an empty value is its own error, not also a missing key */
 	EXPECT(MIN_RECORDS MIN_ACTION "[oauth]\ntoken_url =\nclient_id = c\nclient_secret_file = s\n",
 	    "t.ini:7: token_url: empty value");
