@@ -1097,7 +1097,10 @@ test_streams_trimmed(void **state)
 		assert_int_equal(x->type, REDIS_REPLY_STRING);
 		freeReplyObject(x);
 	}
-	struct opts o = {.consumer = "w1", .redis_extra = "dead_maxlen = 10\n"};
+	/* claim_idle_ms well above the ghost's wait below (enqueueing 100 signed
+	 * records under ASan, a start, 1.5 s): w2 must not XAUTOCLAIM its entry. */
+	struct opts o = {.consumer = "w1", .redis_extra = "dead_maxlen = 10\n",
+	    .claim_idle_ms = 10000};
 	struct h_daemon *w1 = dmn_start(&o, 1);
 	wait_all_in_state("t", 250, "done");
 	assert_int_equal(h_daemon_wait_log(w1, "reason=no-id", WAIT_MS), 0);
