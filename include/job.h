@@ -88,6 +88,7 @@ enum job_no_call {
 	JOB_NOCALL_ACTION_GONE,	/* a reload removed the record's [action] */
 	JOB_NOCALL_BAD_REQUEST,	/* the URL template cannot expand for this record */
 	JOB_NOCALL_TOKEN_GONE,	/* the token died between the decision and the call */
+	JOB_NOCALL_DEADLINE,	/* R1: expiresAt passed while the call's write was on its way */
 };
 
 struct job_event {
@@ -164,6 +165,11 @@ struct job_step job_next(const struct job_policy *pol, struct job *job,
  * delay-seconds are digits only (no sign) and capped at one day.
  */
 int64_t job_retry_after_ms(const char *value, int64_t now_ms);
+
+/* R1 at the last moment: 1 when a call decided for job may no longer go out
+ * at now_ms (its deadline passed meanwhile, e.g. while Redis was frozen);
+ * the shell then feeds JOB_EV_CANNOT_CALL with JOB_NOCALL_DEADLINE. */
+int job_too_late(const struct job *job, int64_t now_ms);
 
 /* 1 when a WWW-Authenticate value carries error="invalid_token". */
 int job_www_auth_invalid_token(const char *value);

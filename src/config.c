@@ -1,6 +1,7 @@
 /* config: the INI file of SPEC §10, read through inih into a fresh struct cfg. */
 #define _DEFAULT_SOURCE
 #include "config.h"
+#include "sentinel.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -17,6 +18,7 @@
 
 #include <ini.h>
 
+#include "metrics.h"
 #include "urltpl.h"
 
 #define TEXT_MAX	(1024 * 1024)	/* a config file larger than this is a mistake */
@@ -28,7 +30,7 @@ enum section {
 	SEC_NONE,	/* before the first header */
 	SEC_SKIP,	/* a header in error: its keys are not looked at */
 	SEC_DAEMON, SEC_REDIS, SEC_RECORDS, SEC_OAUTH, SEC_AUTHZ, SEC_RETRY, SEC_NOTIFY,
-	SEC_ACTION,
+	SEC_METRICS, SEC_ACTION,
 };
 
 struct key;
@@ -338,6 +340,14 @@ set_client_auth(struct ctx *c, const struct key *k, void *field, const char *v)
 }
 
 static int
+set_yes_no(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	static const struct name_val tbl[] = {{"yes", 1}, {"no", 0}, {NULL, 0}};
+
+	return lookup(c, k, tbl, v, field);
+}
+
+static int
 set_action_auth(struct ctx *c, const struct key *k, void *field, const char *v)
 {
 	static const struct name_val tbl[] = {{"oauth", CFG_AUTH_OAUTH}, {"none", CFG_AUTH_NONE},
@@ -486,6 +496,9 @@ static const struct key redis_keys[] = {
 	{"socket", set_str, C(redis.socket), 0, 0},
 	{"username", set_str, C(redis.username), 0, 0},
 	{"password_file", set_str, C(redis.password_file), 0, 0},
+	{"sentinels", set_str, C(redis.sentinels), 0, 0},
+	{"master_name", set_str, C(redis.master_name), 0, 0},
+	{"sentinel_password_file", set_str, C(redis.sentinel_password_file), 0, 0},
 	{"db", set_int, C(redis.db), 0, VAL_MAX},
 	{"prefix", set_str, C(redis.prefix), 0, 0},
 	{"group", set_str, C(redis.group), 0, 0},
@@ -552,6 +565,12 @@ static const struct key notify_keys[] = {
 	{NULL, NULL, 0, 0, 0},
 };
 
+static const struct key metrics_keys[] = {
+	{"listen", set_str, C(metrics.listen), 0, 0},	/* checked in finish_metrics */
+	{"allow_remote", set_yes_no, C(metrics.allow_remote), 0, 0},
+	{NULL, NULL, 0, 0, 0},
+};
+
 static const struct key action_keys[] = {
 	{"url", set_action_url, A(url), 0, 0},
 	{"method", set_method, A(method), 0, 0},
@@ -577,7 +596,24 @@ static const struct {
 	{"authz", SEC_AUTHZ, authz_keys},
 	{"retry", SEC_RETRY, retry_keys},
 	{"notify", SEC_NOTIFY, notify_keys},
+	{"metrics", SEC_METRICS, metrics_keys},
 };
+
+const char *
+cfg_key_at(size_t i, const char **section)
+{
+	size_t nsec = sizeof sections / sizeof sections[0];
+
+	for (size_t s = 0; s <= nsec; s++) {
+		const struct key *k = s < nsec ? sections[s].keys : action_keys;
+		for (; k->name; k++, i--)
+			if (i == 0) {
+				*section = s < nsec ? sections[s].name : "action";
+				return k->name;
+			}
+	}
+	return NULL;
+}
 
 /* ---- defaults ---- */
 
@@ -912,6 +948,32 @@ finish_daemon(struct ctx *c)
 		c->nomem = 1;
 }
 
+/* Sentinel: a list that parses, with a master name; a socket is then
+ * meaningless (sentinels name TCP addresses). */
+static void
+finish_sentinel(struct ctx *c)
+{
+	struct cfg *cfg = c->cfg;
+	struct sentinel_addr a[SENTINEL_MAX];
+	char why[160];
+	size_t n;
+
+	if (cfg->redis.sentinels == NULL) {
+		if (cfg->redis.master_name || cfg->redis.sentinel_password_file)
+			fail(c, cfg_line_of(cfg, "redis", cfg->redis.master_name ? "master_name" :
+			    "sentinel_password_file"), "%s is only used with sentinels",
+			    cfg->redis.master_name ? "master_name" : "sentinel_password_file");
+		return;
+	}
+	if (sentinel_parse_list(cfg->redis.sentinels, a, &n, why, sizeof why) < 0)
+		fail(c, cfg_line_of(cfg, "redis", "sentinels"), "sentinels: %s", why);
+	if (cfg->redis.master_name == NULL)
+		fail(c, cfg_line_of(cfg, "redis", "sentinels"), "sentinels needs master_name");
+	if (cfg->redis.socket != NULL)
+		fail(c, cfg_line_of(cfg, "redis", "socket"),
+		    "socket and sentinels exclude each other: the sentinels name the primary");
+}
+
 static void
 finish_redis(struct ctx *c)
 {
@@ -924,6 +986,7 @@ finish_redis(struct ctx *c)
 		fail(c, cfg_line_of(cfg, "redis", set ? "lease_renew_ms" : "claim_idle_ms"),
 		    "lease_renew_ms (%ld) must be at least 1 and below claim_idle_ms (%ld)",
 		    cfg->redis.lease_renew_ms, cfg->redis.claim_idle_ms);
+	finish_sentinel(c);
 }
 
 static void
@@ -1004,6 +1067,21 @@ finish_actions(struct ctx *c)
 	}
 }
 
+/* The address is parsed again when the daemon listens; here only so that
+ * -t and a reload report a bad one at its line. */
+static void
+finish_metrics(struct ctx *c)
+{
+	struct cfg *cfg = c->cfg;
+	struct metrics_addr addr;
+	char why[256];
+
+	if (cfg->metrics.listen &&
+	    metrics_listen_parse(cfg->metrics.listen, cfg->metrics.allow_remote, &addr, why,
+		sizeof why) < 0)
+		fail(c, cfg_line_of(cfg, "metrics", "listen"), "listen: %s", why);
+}
+
 /* ---- loading ---- */
 
 static long
@@ -1050,6 +1128,7 @@ parse(const char *name, const char *text, size_t len, struct cfg_errors *errs)
 		finish_misc(&c);
 		finish_oauth(&c);
 		finish_actions(&c);
+		finish_metrics(&c);
 	}
 	if (c.nomem)
 		(void)errs_add(errs, name, c.lineno, "out of memory");
@@ -1133,6 +1212,9 @@ cfg_free(struct cfg *cfg)
 	free(cfg->redis.socket);
 	free(cfg->redis.username);
 	free(cfg->redis.password_file);
+	free(cfg->redis.sentinels);
+	free(cfg->redis.master_name);
+	free(cfg->redis.sentinel_password_file);
 	free(cfg->redis.prefix);
 	free(cfg->redis.group);
 	free(cfg->records.verify_key_file);
@@ -1146,6 +1228,7 @@ cfg_free(struct cfg *cfg)
 	free(cfg->authz.url);
 	free(cfg->notify.default_owner);
 	free(cfg->notify.webhook_url);
+	free(cfg->metrics.listen);
 	for (size_t i = 0; i < cfg->nactions; i++) {
 		free(cfg->actions[i].name);
 		free(cfg->actions[i].url);
@@ -1353,6 +1436,8 @@ cfg_check_files(const struct cfg *cfg, struct cfg_errors *errs)
 
 	rc |= check_file(cfg, "records", "verify_key_file", cfg->records.verify_key_file, errs);
 	rc |= check_file(cfg, "redis", "password_file", cfg->redis.password_file, errs);
+	rc |= check_file(cfg, "redis", "sentinel_password_file", cfg->redis.sentinel_password_file,
+	    errs);
 	rc |= check_file(cfg, "oauth", "client_secret_file", cfg->oauth.client_secret_file, errs);
 	rc |= check_file(cfg, "oauth", "private_key_file", cfg->oauth.private_key_file, errs);
 	rc |= check_file(cfg, "oauth", "certificate_file", cfg->oauth.certificate_file, errs);

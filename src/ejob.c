@@ -596,6 +596,9 @@ on_call_done(const struct http_response *resp, void *arg)
 	    j->id, j->rec->action, j->rec->resource, j->core.calls, resp->status,
 	    resp->elapsed_ms, resp->status == 0 ? " error=" : "",
 	    resp->status == 0 ? (resp->timed_out ? "timeout" : "transport") : "");
+	if (env_of(j)->call_done)	/* a stream id starts with its XADD's ms */
+		env_of(j)->call_done(env_of(j)->call_done_arg, j->rec->action, resp->status,
+		    resp->elapsed_ms, j->attempt_started_ms - strtoll(j->stream_id, NULL, 10));
 	feed(j, &ev);
 	ejob_unref(j);
 }
@@ -705,6 +708,10 @@ start_call(struct ejob *j)
 	const struct cred *cred = job_cred(j);
 	char err[160] = "";
 
+	if (job_too_late(&j->core, wtime_now_ms())) {
+		cannot_call(j, JOB_NOCALL_DEADLINE);	/* R1, at the last moment */
+		return;
+	}
 	if (a == NULL || cred == NULL) {
 		cannot_call(j, JOB_NOCALL_ACTION_GONE);	/* a reload removed it */
 		return;
@@ -1128,6 +1135,22 @@ each(struct ejobs *s, void (*f)(struct ejob *))
 		next = j->next;
 		f(j);
 	}
+}
+
+static void
+ejob_redis_up(struct ejob *j)
+{
+	if (j->finished || (j->timer_kind != T_REDIS_RETRY && j->timer_kind != T_LOAD_RETRY &&
+	    j->timer_kind != T_REDISPATCH_RETRY))
+		return;
+	j->redis_tries = 0;
+	ejob_arm(j, j->timer_kind, 0);
+}
+
+void
+ejobs_redis_up(struct ejobs *s)
+{
+	each(s, ejob_redis_up);
 }
 
 void

@@ -564,6 +564,12 @@ on_exchanged(struct job_step *st, const struct job_policy *pol, struct job *job,
 	detail(st, "unknown exchange answer %d; ignored", (int)ev->exchange);
 }
 
+int
+job_too_late(const struct job *job, int64_t now_ms)
+{
+	return job->expires_at_ms > 0 && now_ms >= job->expires_at_ms;
+}
+
 static void
 on_cannot_call(struct job_step *st, const struct job_policy *pol, struct job *job,
 	       const struct job_event *ev)
@@ -581,6 +587,9 @@ on_cannot_call(struct job_step *st, const struct job_policy *pol, struct job *jo
 		return;
 	case JOB_NOCALL_TOKEN_GONE:
 		wait_token(st, job);
+		return;
+	case JOB_NOCALL_DEADLINE:
+		expire(st, job);
 		return;
 	}
 	detail(st, "unknown cannot-call reason %d; ignored", (int)ev->no_call);

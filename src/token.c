@@ -77,9 +77,13 @@ token_lifetime_ms(long long expires_in_s, const char *access_token, int64_t now_
 
 	if (expires_in_s >= 0)
 		life = (expires_in_s > LIFETIME_MAX_S ? LIFETIME_MAX_S : expires_in_s) * 1000;
-	/* With iat, the IdP's own exp - iat: true whatever the skew between its
-	 * clock and ours. Without, exp against our wall clock. */
-	jwt_life = iat_s > 0 && iat_s <= exp_s ? (exp_s - iat_s) * 1000 : exp_s * 1000 - now_ms;
+	/* exp against our wall clock, exactly -- unless the token's iat shows
+	 * that clock is off by more than TOKEN_SKEW_MS from the IdP's: then the
+	 * IdP's own exp - iat, less the second that iat may have been cut by. */
+	jwt_life = exp_s * 1000 - now_ms;
+	if (iat_s > 0 && iat_s <= exp_s &&
+	    (now_ms - iat_s * 1000 > TOKEN_SKEW_MS || iat_s * 1000 - now_ms > TOKEN_SKEW_MS))
+		jwt_life = (exp_s - iat_s) * 1000 - 1000;
 	if (exp_s > 0 && (life < 0 || jwt_life < life))
 		life = jwt_life;
 	return life > 0 ? life : -1;

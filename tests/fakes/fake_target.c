@@ -2,7 +2,8 @@
  * fake_target --port-file FILE [--port N] [--jwt-secret-file F]: the action
  * endpoint warrantd calls in integration tests. A path not starting with "/_"
  * is an action call, recorded and answered as the script says; /_script,
- * /_reset, /_revoke, /_stats and /_requests drive it (/work/notes/harness_api.md).
+ * /_default (replaces only the default answer), /_reset, /_revoke, /_stats
+ * and /_requests drive it (/work/notes/harness_api.md).
  * One thread per connection, so a delayed answer holds up no other request.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -176,8 +177,9 @@ token_claim_json(struct MHD_Connection *c, const char *claim)
 
 static void
 record_locked(struct MHD_Connection *c, const struct fake_req *r, const char *method,
-	      const char *key, int status)
+	      const char *key, const struct reply *rp)
 {
+	int status = rp->status;
 	char code[16];
 
 	st.total++;
@@ -193,7 +195,7 @@ record_locked(struct MHD_Connection *c, const struct fake_req *r, const char *me
 		return;
 	}
 	json_t *body = json_stringn(r->body, r->len);
-	json_array_append_new(st.records, json_pack("{s:s, s:s, s:o, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:i}",
+	json_array_append_new(st.records, json_pack("{s:s, s:s, s:o, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:i, s:I}",
 	    "method", method, "path", r->uri,
 	    "idempotency_key", key ? json_string(key) : json_null(),
 	    "authorization", MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization") != NULL,
@@ -203,7 +205,8 @@ record_locked(struct MHD_Connection *c, const struct fake_req *r, const char *me
 	    "basis", fake_header_json(c, "Warrant-Basis"),
 	    "content_type", fake_header_json(c, "Content-Type"),
 	    "body", body ? body : json_null(),
-	    "arrival_ms", (json_int_t)wtime_now_ms(), "status", status));
+	    "arrival_ms", (json_int_t)wtime_now_ms(), "status", status,
+	    "delay_ms", (json_int_t)rp->delay_ms));
 }
 
 static char *
@@ -286,7 +289,7 @@ handle_action(struct MHD_Connection *c, const struct fake_req *r, const char *me
 	} else {
 		next_reply_locked(key, &rp);
 	}
-	record_locked(c, r, method, key, rp.status);
+	record_locked(c, r, method, key, &rp);
 	pthread_mutex_unlock(&st.mu);
 	log_call(method, r->uri, key, rp.status);
 	fake_delay(rp.delay_ms);
@@ -332,6 +335,23 @@ set_script(struct MHD_Connection *c, const struct fake_req *r)
 	return fake_send(c, 200, "{\"ok\":true}", NULL);
 }
 
+/* POST /_default: replaces only the script's default answer, so per-key
+ * queues already scripted (and partly used up) stay as they are. */
+static enum MHD_Result
+set_default(struct MHD_Connection *c, const struct fake_req *r)
+{
+	json_t *def = json_loadb(r->body, r->len, 0, NULL);
+
+	if (!json_is_object(def)) {
+		json_decref(def);
+		return fake_send(c, 400, "{\"error\":\"bad default\"}", NULL);
+	}
+	pthread_mutex_lock(&st.mu);
+	json_object_set_new(st.script, "default", def);
+	pthread_mutex_unlock(&st.mu);
+	return fake_send(c, 200, "{\"ok\":true}", NULL);
+}
+
 static enum MHD_Result
 send_dump(struct MHD_Connection *c, int requests)
 {
@@ -349,6 +369,8 @@ handle_control(struct MHD_Connection *c, const struct fake_req *r, const char *m
 
 	if (post && fake_path_is(r, "/_script"))
 		return set_script(c, r);
+	if (post && fake_path_is(r, "/_default"))
+		return set_default(c, r);
 	if (get && (fake_path_is(r, "/_stats") || requests))
 		return send_dump(c, requests);
 	if (post && (reset || fake_path_is(r, "/_revoke"))) {

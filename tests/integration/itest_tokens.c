@@ -524,21 +524,7 @@ assert_trail_ends(const char *id, const char *tail)
 static long long
 pending_of(const char *consumer)
 {
-	redisReply *r = redisCommand(rc, "XPENDING %s %s", JOBS, GROUP);
-	long long n = -1;
-
-	if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 4) {
-		const redisReply *cs = r->element[3];
-		n = 0;
-		for (size_t i = 0; cs->type == REDIS_REPLY_ARRAY && i < cs->elements; i++) {
-			const redisReply *c = cs->element[i];
-			if (c->type == REDIS_REPLY_ARRAY && c->elements == 2 &&
-			    strcmp(c->element[0]->str, consumer) == 0)
-				n = strtoll(c->element[1]->str, NULL, 10);
-		}
-	}
-	freeReplyObject(r);
-	return n;
+	return h_pending_of(rc, JOBS, GROUP, consumer);
 }
 
 /* XINFO GROUPS lag of our group: entries not yet delivered; -1 unknown. */
@@ -1193,6 +1179,7 @@ test_per_action_scopes(void **state)
 		wait_done(id, &dmn[0]);
 	}
 	char statuses[256];
+	wait_hb_min("w1", "redispatched", redispatched + 1);	/* the heartbeat lags */
 	statuses_of("sc2-close-0", statuses, sizeof statuses);
 	printf("    scope gates.close revoked: sc2-close-0 saw \"%s\"; re-dispatched %lld\n",
 	    statuses, hb_int("w1", "redispatched") - redispatched);

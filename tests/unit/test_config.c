@@ -580,6 +580,29 @@ test_bad_ratio(void **state)
 }
 
 static void
+test_metrics_section(void **state)
+{
+	(void)state;
+	struct cfg *cfg = load_ok(MIN_RECORDS MIN_ACTION);
+	assert_null(cfg->metrics.listen);	/* off by default */
+	assert_int_equal(cfg->metrics.allow_remote, 0);
+	cfg_free(cfg);
+	cfg = load_ok(MIN_RECORDS MIN_ACTION "[metrics]\nlisten = [::1]:9464\n");
+	assert_string_equal(cfg->metrics.listen, "[::1]:9464");
+	cfg_free(cfg);
+	cfg = load_ok(MIN_RECORDS MIN_ACTION "[metrics]\nlisten = 0.0.0.0:9464\n"
+	    "allow_remote = yes\n");
+	assert_int_equal(cfg->metrics.allow_remote, 1);
+	cfg_free(cfg);
+	EXPECT(MIN_RECORDS MIN_ACTION "[metrics]\nlisten = 0.0.0.0:9464\n",
+	    "t.ini:7: listen: '0.0.0.0:9464' is not a loopback address");
+	EXPECT(MIN_RECORDS MIN_ACTION "[metrics]\nallow_remote = no\nlisten = localhost:1\n",
+	    "t.ini:8: listen: 'localhost:1' is not IPV4:PORT");
+	EXPECT(MIN_RECORDS MIN_ACTION "[metrics]\nallow_remote = true\n",
+	    "t.ini:7: allow_remote: 'true' is not one of yes|no");
+}
+
+static void
 test_bad_enums(void **state)
 {
 	(void)state;
@@ -681,6 +704,14 @@ test_missing_keys(void **state)
 	    "t.ini:6: scope narrows the worker's OAuth token: only with auth = oauth",
 	    "t.ini:11: audience narrows the worker's OAuth token: only with auth = oauth",
 	    "t.ini:12: resource narrows the worker's OAuth token: only with auth = oauth");
+	/* Sentinel: a list that parses, with a master name, and no socket */
+	EXPECT("[redis]\nsentinels = 127.0.0.1:26379\nsocket = /run/r.sock\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:2: sentinels needs master_name",
+	    "t.ini:3: socket and sentinels exclude each other: the sentinels name the primary");
+	EXPECT("[redis]\nsentinels = nohost\nmaster_name = m\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:2: sentinels: 'nohost' is not host:port");
+	EXPECT("[redis]\nmaster_name = m\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:2: master_name is only used with sentinels");
 	/* token = exchange trades the worker's OAuth token: it needs one */
 	EXPECT(MIN_RECORDS "[action a]\nurl = http://h/\ntoken = exchange\n",
 	    "t.ini:3: [action a] has auth = oauth (the default) but there is no [oauth] section");
@@ -1053,6 +1084,7 @@ main(void)
 		cmocka_unit_test(test_duplicates),
 		cmocka_unit_test(test_bad_numbers),
 		cmocka_unit_test(test_bad_ratio),
+		cmocka_unit_test(test_metrics_section),
 		cmocka_unit_test(test_bad_enums),
 		cmocka_unit_test(test_bad_urls),
 		cmocka_unit_test(test_missing_keys),

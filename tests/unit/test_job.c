@@ -773,6 +773,17 @@ test_shell_events(void **state)
 	assert_int_equal(s.next, JOB_DEAD);
 	assert_string_equal(reason_name(s.reason), "request-invalid");
 
+	/* R1 at the last moment: the deadline passed while the call's write
+	 * was on its way (a frozen Redis) */
+	load_running(&p, &j);
+	assert_false(job_too_late(&j, rec.expires_at_ms - 1));
+	assert_true(job_too_late(&j, rec.expires_at_ms));
+	ev.no_call = JOB_NOCALL_DEADLINE;
+	s = step(&p, &j, ev, rec.expires_at_ms);
+	assert_int_equal(s.next, JOB_EXPIRED);
+	assert_int_equal(s.effects, FX_TERMINAL_NOTIFY);
+	assert_string_equal(reason_name(s.reason), "deadline-passed");
+
 	ev.no_call = JOB_NOCALL_TOKEN_GONE;
 	load_running(&p, &j);
 	s = step(&p, &j, ev, NOW);

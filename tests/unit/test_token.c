@@ -99,11 +99,18 @@ test_lifetime_skew(void **state)
 		snprintf(payload, sizeof payload, "{\"iat\":%lld,\"exp\":%lld}", now_s + skew,
 		    now_s + skew + 60);
 		t = make_jwt(payload);
-		assert_int_equal(token_lifetime_ms(3600, t, NOW_MS), 60000);
-		assert_int_equal(token_lifetime_ms(-1, t, NOW_MS), 60000);
+		/* in step: exp against our clock, to the ms; off: exp - iat - 1 s */
+		int64_t want = skew == 0 ? 60000 - NOW_MS % 1000 : 59000;
+		assert_int_equal(token_lifetime_ms(3600, t, NOW_MS), want);
+		assert_int_equal(token_lifetime_ms(-1, t, NOW_MS), want);
 		assert_int_equal(token_lifetime_ms(30, t, NOW_MS), 30000);	/* sooner wins */
 		free(t);
 	}
+	/* within TOKEN_SKEW_MS the clocks agree: exp against ours */
+	snprintf(payload, sizeof payload, "{\"iat\":%lld,\"exp\":%lld}", now_s - 4, now_s + 56);
+	t = make_jwt(payload);
+	assert_int_equal(token_lifetime_ms(3600, t, NOW_MS), 56000 - NOW_MS % 1000);
+	free(t);
 	/* an iat after exp is nonsense: exp against our clock */
 	snprintf(payload, sizeof payload, "{\"iat\":%lld,\"exp\":%lld}", now_s + 100, now_s + 50);
 	t = make_jwt(payload);
