@@ -14,7 +14,7 @@ PKGS    := hiredis libcurl jansson libjwt inih openssl
 CC      ?= cc
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 $(WARN) -D_FILE_OFFSET_BITS=64 -Iinclude
+CFLAGS  += -std=c11 $(WARN) -D_FILE_OFFSET_BITS=64 -Iinclude -I$(BUILD)/gen
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -lev -lm
 ifeq ($(SAN),1)
@@ -24,7 +24,11 @@ endif
 
 MAINS     := src/warrantd.c src/warrantctl.c
 CORE_SRC  := $(filter-out $(MAINS),$(wildcard src/*.c))
-CORE_OBJ  := $(CORE_SRC:src/%.c=$(BUILD)/obj/%.o)
+CORE_OBJ  := $(CORE_SRC:src/%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/store_scripts.o
+# lua/*.lua embedded by scripts/luagen.sh: the table (.c) and its enums (.h)
+LUA_SRC   := $(sort $(wildcard lua/*.lua))
+GEN_H     := $(BUILD)/gen/store_scripts.h
+GEN_C     := $(BUILD)/gen/store_scripts.c
 LIB       := $(BUILD)/libwarrant.a
 BINS      := $(BUILD)/bin/warrantd $(BUILD)/bin/warrantctl
 
@@ -44,11 +48,18 @@ all: bins
 
 bins: $(BINS)
 
-# -MMD: each library object depends on the headers it includes, no more.
+# -MMD: each library object depends on the headers it includes, no more;
+# the generated header is there before the first compile (order-only).
 DEPFLAGS = -MMD -MP
 
-$(BUILD)/obj/%.o: src/%.c | $(BUILD)/obj
+$(BUILD)/obj/%.o: src/%.c | $(BUILD)/obj $(GEN_H)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) $(PKG_CFLAGS) -c -o $@ $<
+
+$(BUILD)/obj/store_scripts.o: $(GEN_C) $(GEN_H) include/store.h | $(BUILD)/obj
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(GEN_H) $(GEN_C) &: $(LUA_SRC) scripts/luagen.sh
+	sh scripts/luagen.sh $(BUILD)/gen $(LUA_SRC)
 
 $(BUILD)/obj $(BUILD)/bin $(BUILD)/tests:
 	@mkdir -p $@
@@ -58,13 +69,13 @@ $(LIB): $(CORE_OBJ)
 	$(AR) rcs $@ $^
 
 # Programs and tests link the whole library: any header may change them.
-HEADERS := $(wildcard include/*.h)
+HEADERS := $(wildcard include/*.h) $(GEN_H)
 
 $(BUILD)/bin/%: src/%.c $(LIB) $(HEADERS) | $(BUILD)/bin
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS)
 
-$(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB) $(HEADERS) | $(BUILD)/tests
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) -lcmocka
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB) $(HEADERS) $(LUA_SRC) | $(BUILD)/tests
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) -Itests -DLUA_DIR='"$(CURDIR)/lua"' $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) -lcmocka
 
 FAKE_COMMON := $(wildcard tests/fakes/common.c)
 $(BUILD)/tests/fake_%: tests/fakes/fake_%.c $(FAKE_COMMON) $(wildcard tests/fakes/*.h) $(LIB) $(HEADERS) | $(BUILD)/tests

@@ -28,6 +28,7 @@
 #include "oauth.h"
 #include "rconn.h"
 #include "record.h"
+#include "script.h"
 #include "store.h"
 #include "webhook.h"
 
@@ -38,7 +39,7 @@ struct ejob_env {
 	struct oauth *oauth;			/* NULL without [oauth]: the PDP's token */
 	struct webhook *webhook;		/* NULL without [notify] webhook_url */
 	const struct store_keys *keys;
-	const struct rconn_script *s_transition, *s_redispatch;
+	const struct script_set *scripts;	/* the Lua scripts (script.h) */
 	const struct cfg *cfg;			/* the running config */
 	const struct record_key *parsed_key;	/* NULL with signature = off */
 	const unsigned char *verify_key;

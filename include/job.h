@@ -12,8 +12,10 @@
 #ifndef WARRANTD_JOB_H
 #define WARRANTD_JOB_H
 
+#include <stddef.h>
 #include <stdint.h>
 
+#include "reason.h"
 #include "record.h"
 
 enum job_state {
@@ -33,20 +35,11 @@ enum job_state {
 const char *job_state_name(enum job_state st);
 /* The inverse; unknown text -> -1. */
 int job_state_parse(const char *s, enum job_state *out) __attribute__((warn_unused_result));
+/* 1 for done, expired, denied, failed and dead: never executed again. */
 int job_state_terminal(enum job_state st);
-
-/* Reason codes written to P:dead and `outcome`. */
-#define JOB_R_NO_ID		"no-id"
-#define JOB_R_RECORD_MISSING	"record-missing"
-#define JOB_R_TOO_MANY_DELIV	"too-many-deliveries"
-#define JOB_R_MAX_ATTEMPTS	"max-attempts"
-#define JOB_R_ENTRY_DELETED	"entry-deleted"
-#define JOB_R_EXPIRED		"deadline-passed"
-#define JOB_R_DENIED		"authority-denied"
-#define JOB_R_HTTP_FAILED	"http-4xx"
-#define JOB_R_REQUEST_INVALID	"request-invalid"
-#define JOB_R_EXCHANGE_DENIED	"exchange-denied"
-#define JOB_R_DONE		"ok"
+/* The names of the terminal states, space-separated, into buf (the set the
+ * Lua transition refuses to overwrite). -1 when it does not fit. */
+int job_terminal_list(char *buf, size_t n) __attribute__((warn_unused_result));
 
 struct job_policy {
 	int64_t retry_base_ms, retry_cap_ms;
@@ -149,7 +142,7 @@ struct job_step {
 	enum job_state next;
 	unsigned effects;
 	int64_t at_ms;		/* with JOB_FX_RETRY_AT */
-	const char *reason;	/* a code above or record_status_code(); static */
+	enum reason reason;	/* REASON_NONE when no code applies */
 	char detail[160];	/* one line for people */
 };
 
@@ -157,7 +150,8 @@ struct job_step {
  * The transition for `ev` at `now_ms`. Updates *job; returns what to do.
  * An event that makes no sense in job->state (an HTTP answer while retrying,
  * anything after a terminal state) changes nothing: effects 0, the state
- * kept, and step.detail says why. step.reason is "" when no code applies.
+ * kept, and step.detail says why. step.reason is REASON_NONE when no code
+ * applies.
  * JOB_EV_TOKEN_READY itself means a usable token is there (token_ok implied).
  * pol->max_deliveries <= 0 means no limit (R12 off).
  */

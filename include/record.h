@@ -11,6 +11,8 @@
 #include <jansson.h>
 #include <jwt.h>
 
+#include "reason.h"
+
 #define RECORD_ID_MAX 64
 
 enum record_status {
@@ -20,7 +22,9 @@ enum record_status {
 	RECORD_UNKNOWN_ACTION,	/* "unknown-action": no [action NAME] for it */
 };
 
-/* The reason code of SPEC R3 for a status ("" for RECORD_OK). Static. */
+/* The reason code of SPEC R3 for a status (REASON_NONE for RECORD_OK). */
+enum reason record_status_reason(enum record_status st);
+/* Its name, reason_name(record_status_reason(st)): "" for RECORD_OK. */
 const char *record_status_code(enum record_status st);
 
 /* A verification key parsed once (a public key, or a copy of the HMAC

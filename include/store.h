@@ -1,7 +1,8 @@
 /*
- * store: the Redis layout of SPEC §2 — key names and the Lua scripts that
- * make each step atomic. Building arguments is pure; sending is the
- * engine's business (through rconn).
+ * store: the Redis layout of SPEC §2 — key names, the Lua scripts that
+ * make each step atomic (lua/, embedded), their arguments set by name, the
+ * transition's replies and the P:dead fields. Pure: sending is script.c's
+ * business (the daemon, on rconn) or warrantctl's (sync hiredis).
  */
 #ifndef WARRANTD_STORE_H
 #define WARRANTD_STORE_H
@@ -25,8 +26,10 @@ int store_decision_key(const struct store_keys *k, const char *id, char *buf, si
 	__attribute__((warn_unused_result));
 
 /*
- * The scripts. Each is documented beside its body in store.c; the engine
- * sends them with rconn_eval.
+ * The scripts: one file each in lua/, embedded at build time by
+ * scripts/luagen.sh into store_scripts.c (the table below) and
+ * store_scripts.h (enum store_script_id, and enum store_slot: one
+ * STORE_<SCRIPT>_<NAME> per key and argument its header names).
  *
  * STORE_TRANSITION  one state change of a job: fences, hash write, audit,
  *                   dead letter, notification, reschedule and XACK at once.
@@ -37,13 +40,121 @@ int store_decision_key(const struct store_keys *k, const char *id, char *buf, si
  * STORE_REDISPATCH  XCLAIM (delivery count + 1) of an entry still ours.
  * STORE_PROMOTE     due ids from P:scheduled onto P:jobs (Redis' TIME).
  * STORE_TRIM        XTRIM MINID of P:jobs below what is undelivered or pending.
+ * STORE_DECIDE      warrantctl decide: the hash and the enqueue, once per id.
+ * STORE_REQUEUE     warrantctl dead requeue.
  */
-extern const char *const store_script_transition;
-extern const char *const store_script_claim;
-extern const char *const store_script_renew;
-extern const char *const store_script_redispatch;
-extern const char *const store_script_promote;
-extern const char *const store_script_trim;
+#include "store_scripts.h"
+
+struct store_script {
+	const char *name;		/* the file name without ".lua" */
+	const char *body;		/* the file, its header lines replaced by the
+					   `local K = {...}` / `local A = {...}` prologue */
+	const char *const *keys;	/* KEYS names in order, NULL-terminated */
+	int nkeys;
+	const char *const *args;	/* ARGV names in order, NULL-terminated */
+	int nargs;
+	const char *rest;		/* the trailing list's name ("ids"), or NULL */
+};
+
+extern const struct store_script store_scripts[STORE_NSCRIPTS];
+
+/*
+ * One call's keys and arguments, set by name (a slot of enum store_slot) in
+ * any order. Every key and argument the header names must be set exactly
+ * once, with a slot of this script: store_args_vec() refuses anything else,
+ * so a forgotten or misplaced argument never reaches Redis.
+ * Strings are borrowed and must outlive store_args_vec(); numbers are kept
+ * in `a`.
+ */
+struct store_args {
+	enum store_script_id script;
+	int bad;				/* a slot of another script, or twice */
+	int bad_slot;
+	const char *v[STORE_SLOTS_MAX];		/* NULL: not set */
+	char num[STORE_SLOTS_MAX][24];
+	char text[96];				/* one composed argument (terminal) */
+	const char *const *rest;		/* the trailing list, borrowed */
+	size_t nrest;
+};
+
+void store_args_init(struct store_args *a, enum store_script_id script);
+/* value NULL leaves the slot unset (refused later). */
+void store_arg(struct store_args *a, enum store_slot slot, const char *value);
+void store_arg_ll(struct store_args *a, enum store_slot slot, long long value);
+/* "1" or "0". */
+void store_arg_flag(struct store_args *a, enum store_slot slot, int on);
+/* The key "jobs" and the arguments "group" and "consumer", which every
+ * script of the consumer names (claim, renew, redispatch, transition); a
+ * script without one of them gets the call refused. */
+void store_args_consumer(struct store_args *a, const struct store_keys *k, const char *group,
+			 const char *consumer);
+/* The trailing list (renew's ids, requeue's entry_ids); items borrowed. */
+void store_arg_rest(struct store_args *a, const char *const *items, size_t n);
+
+/* The EVAL command of one call: argv[0] "EVAL", argv[1] the body, argv[2]
+ * the number of keys, then the keys, the arguments and the list; len[i] is
+ * strlen(argv[i]). STORE_VEC_HEAD entries precede the keys (an EVALSHA
+ * sender skips them). */
+#define STORE_VEC_HEAD 3
+struct store_vec {
+	int argc;
+	const char **argv;
+	size_t *len;
+	char nkeys[16];
+};
+
+/* Builds *v from a (v->argv and v->len point into a's strings and into v).
+ * 0, or -1 with one line in err naming the script and the missing or
+ * misplaced slot (or "out of memory"); *v then needs no free. The caller
+ * frees a built vector with store_vec_free(). */
+int store_args_vec(const struct store_args *a, struct store_vec *v, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+void store_vec_free(struct store_vec *v);
+
+/* The name of a slot ("transition.fence"; "?" when it names none) into buf. */
+const char *store_slot_name(int slot, char *buf, size_t n);
+
+/*
+ * The transition's answer (lua/transition.lua): {1, "ok", from, attempts}
+ * or {0, why, from}. STORE_REPLY_LEASE: no longer pending for this consumer;
+ * OWNER, ATTEMPTS: a newer attempt exists (R13); TERMINAL: already terminal,
+ * acked (R4); MISSING: the hash is gone.
+ */
+enum store_reply {
+	STORE_REPLY_OK,
+	STORE_REPLY_LEASE,
+	STORE_REPLY_OWNER,
+	STORE_REPLY_ATTEMPTS,
+	STORE_REPLY_TERMINAL,
+	STORE_REPLY_MISSING,
+	STORE_REPLY_COUNT	/* not a reply: the number of them */
+};
+
+/* "ok", "lease", ... ("" out of range). Static. */
+const char *store_reply_name(enum store_reply r);
+/* The inverse: 0 and *out, or -1 for text the scripts never return. */
+int store_reply_parse(const char *s, enum store_reply *out) __attribute__((warn_unused_result));
+/* 1 when s (may be NULL) is the reply r. */
+int store_reply_is(const char *s, enum store_reply r);
+
+/*
+ * The fields of a P:dead entry (SPEC §2), the one list of them: in the
+ * order warrantctl shows them; lua/transition.lua writes exactly these
+ * (test_store checks it).
+ */
+enum store_dead_field {
+	STORE_DEAD_ID,
+	STORE_DEAD_REASON,
+	STORE_DEAD_DETAIL,
+	STORE_DEAD_DELIVERIES,
+	STORE_DEAD_CONSUMER,
+	STORE_DEAD_AT,
+	STORE_DEAD_STREAM_ID,
+	STORE_DEAD_NFIELDS
+};
+
+/* Their names by enum store_dead_field, NULL-terminated. */
+extern const char *const store_dead_fields[STORE_DEAD_NFIELDS + 1];
 
 /* The arguments of one transition (strings are borrowed, "" for none). */
 struct store_transition {
@@ -69,20 +180,11 @@ struct store_transition {
 					   PEL forgot the entry (owner and fence ours) */
 };
 
-#define STORE_TRANSITION_NKEYS 6
-#define STORE_TRANSITION_ARGC (STORE_TRANSITION_NKEYS + 30)
-
-/* Argument vectors for rconn_eval: keys first, then args. The strings
- * point into `t`, `k` and `scratch`, which must outlive the call. */
-struct store_argv {
-	const char *argv[STORE_TRANSITION_ARGC];
-	size_t len[STORE_TRANSITION_ARGC];
-	char scratch[8][24];
-	int argc, nkeys;
-};
-
-void store_transition_argv(const struct store_keys *k, const char *group, const char *consumer,
+/* The transition's keys and arguments from t; every slot is set (strings
+ * are borrowed from k, group, consumer and t; NULL is sent as ""). The
+ * terminal states come from job.c's table. */
+void store_transition_args(const struct store_keys *k, const char *group, const char *consumer,
 			   long long audit_maxlen, const struct store_transition *t,
-			   struct store_argv *out);
+			   struct store_args *a);
 
 #endif

@@ -323,7 +323,7 @@ log_step(const struct ejob *j, const struct job_step *s)
 	    "reason=%s detail=%s", j->id[0] ? j->id : "-", j->stream_id,
 	    job_state_name(s->next)[0] ? job_state_name(s->next) : "-",
 	    j->rec ? j->rec->action : "-", j->rec ? j->rec->resource : "-", j->core.calls,
-	    s->reason ? s->reason : "-", log_quote(d, sizeof d, s->detail));
+	    reason_name(s->reason), log_quote(d, sizeof d, s->detail));
 }
 
 static void after_transition(struct rconn *rc, redisReply *r, void *arg);
@@ -334,7 +334,7 @@ post_webhook(const struct ejob *j)
 {
 	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "id", j->id,
 	    "owner", notify_owner(j), "kind", job_state_name(j->step.next),
-	    "reason", j->step.reason ? j->step.reason : "",
+	    "reason", reason_name(j->step.reason),
 	    "onBehalfOf", j->rec ? j->rec->on_behalf_of : "",
 	    "action", j->rec ? j->rec->action : "", "resource", j->rec ? j->rec->resource : "",
 	    "at", j->written_at);
@@ -367,14 +367,14 @@ send_transition(struct ejob *j)
 		.stream_id = j->stream_id,
 		.record_id = j->id,
 		.state = (fx & JOB_FX_WRITE_STATE) ? job_state_name(s->next) : "",
-		.outcome = s->reason ? s->reason : "",
+		.outcome = reason_name(s->reason),
 		.detail = s->detail,
 		.http_status = status,
 		.fence_attempts = (fx & JOB_FX_CALL) ? -1 : j->fence,
 		.require_owner = j->started,
 		.incr_attempts = (fx & JOB_FX_CALL) != 0,
 		.ack = (fx & (JOB_FX_ACK | JOB_FX_RESCHEDULE)) != 0,
-		.dead_reason = (fx & JOB_FX_DEAD_LETTER) ? s->reason : "",
+		.dead_reason = (fx & JOB_FX_DEAD_LETTER) ? reason_name(s->reason) : "",
 		/* With no owner named anywhere there is nobody to tell. */
 		.notify = (fx & JOB_FX_NOTIFY) && notify_owner(j)[0],
 		.notify_owner = notify_owner(j),
@@ -394,16 +394,15 @@ send_transition(struct ejob *j)
 		/* a call's outcome survives a Redis that forgot its PEL */
 		.keep_unpending = terminal && j->fence >= 0 && !(fx & JOB_FX_CALL),
 	};
-	struct store_argv a;
+	struct store_args a;
 
 	if (j->last_status)
 		snprintf(status, sizeof status, "%d", j->last_status);
 	if (fx & JOB_FX_RESCHEDULE)
 		snprintf(score, sizeof score, "%" PRId64, s->at_ms);
-	store_transition_argv(env->keys, cfg->redis.group, cfg->daemon.consumer,
+	store_transition_args(env->keys, cfg->redis.group, cfg->daemon.consumer,
 	    cfg->records.audit_maxlen, &t, &a);
-	if (rconn_eval(env->cmd, env->s_transition, after_transition, j, a.nkeys,
-	    a.argc, a.argv, a.len) < 0) {
+	if (script_send(env->cmd, env->scripts, &a, after_transition, j) < 0) {
 		redis_retry(j, T_REDIS_RETRY);
 		return;
 	}
@@ -490,7 +489,7 @@ after_transition(struct rconn *rc, redisReply *r, void *arg)
 	const redisReply *ok = reply_elem(r, 0, REDIS_REPLY_INTEGER);
 	const redisReply *why = reply_elem(r, 1, REDIS_REPLY_STRING);
 	if (ok == NULL || ok->integer != 1) {
-		int dup = why && strcmp(why->str, "terminal") == 0;
+		int dup = why && store_reply_is(why->str, STORE_REPLY_TERMINAL);
 		log_info(dup ? "job.duplicate" : "job.abandon", "id=%s stream_id=%s reason=%s",
 		    j->id[0] ? j->id : "-", j->stream_id, why ? why->str : "bad-reply");
 		ejob_finish(j);
@@ -904,13 +903,12 @@ static void
 start_redispatch(struct ejob *j)
 {
 	const struct ejob_env *env = env_of(j);
-	const char *argv[] = {env->keys->jobs, env->cfg->redis.group, env->cfg->daemon.consumer,
-	    j->stream_id};
-	size_t len[4];
+	struct store_args a;
 
-	for (int i = 0; i < 4; i++)
-		len[i] = strlen(argv[i]);
-	if (rconn_eval(env->cmd, env->s_redispatch, after_redispatch, j, 1, 4, argv, len) < 0) {
+	store_args_init(&a, STORE_REDISPATCH);
+	store_args_consumer(&a, env->keys, env->cfg->redis.group, env->cfg->daemon.consumer);
+	store_arg(&a, STORE_REDISPATCH_ID, j->stream_id);
+	if (script_send(env->cmd, env->scripts, &a, after_redispatch, j) < 0) {
 		redis_retry(j, T_REDISPATCH_RETRY);
 		return;
 	}

@@ -25,6 +25,7 @@
 #include "rconn.h"
 #include "record.h"
 #include "rnd.h"
+#include "script.h"
 #include "sdnotify.h"
 #include "sentinel.h"
 #include "sreply.h"
@@ -57,7 +58,7 @@ struct engine {
 	int needs_token;		/* some action has auth = oauth */
 	int paused_for_token;
 	long token_timeout_ms;		/* the longest such action's timeout */
-	struct rconn_script s_transition, s_claim, s_renew, s_redispatch, s_promote, s_trim;
+	struct script_set scripts;	/* every Lua script of lua/, by store_script_id */
 	struct secrets sec;
 
 	struct ejob_env env;		/* what the jobs in hand may use */
@@ -333,12 +334,15 @@ send_claim(struct engine *eng, const char *mode, const char *min_idle, const cha
 	snprintf(count, sizeof count, "%ld", room);
 	snprintf(calls, sizeof calls, "%ld", room < CLAIM_SCAN_PER_TICK ?
 	    CLAIM_SCAN_PER_TICK / room : 1);
-	const char *argv[] = {eng->keys.jobs, eng->cfg->redis.group, eng->cfg->daemon.consumer,
-	    mode, min_idle, start, count, calls};
-	size_t len[8];
-	for (int i = 0; i < 8; i++)
-		len[i] = strlen(argv[i]);
-	if (rconn_eval(eng->cmd, &eng->s_claim, cb, eng, 1, 8, argv, len) == 0)
+	struct store_args a;
+	store_args_init(&a, STORE_CLAIM);
+	store_args_consumer(&a, &eng->keys, eng->cfg->redis.group, eng->cfg->daemon.consumer);
+	store_arg(&a, STORE_CLAIM_MODE, mode);
+	store_arg(&a, STORE_CLAIM_MIN_IDLE, min_idle);
+	store_arg(&a, STORE_CLAIM_START, start);
+	store_arg(&a, STORE_CLAIM_COUNT, count);
+	store_arg(&a, STORE_CLAIM_CALLS, calls);
+	if (script_send(eng->cmd, &eng->scripts, &a, cb, eng) == 0)
 		eng->claiming = 1;
 }
 
@@ -384,13 +388,12 @@ after_autoclaim(struct rconn *rc, redisReply *r, void *arg)
 static void
 promote_due(struct engine *eng)
 {
-	char limit[24];
-	snprintf(limit, sizeof limit, "%ld", eng->cfg->redis.batch);
-	const char *pargv[] = {eng->keys.scheduled, eng->keys.jobs, limit};
-	size_t plen[3];
-	for (int i = 0; i < 3; i++)
-		plen[i] = strlen(pargv[i]);
-	best_effort(rconn_eval(eng->cmd, &eng->s_promote, ignore_reply, NULL, 2, 3, pargv, plen));
+	struct store_args a;
+	store_args_init(&a, STORE_PROMOTE);
+	store_arg(&a, STORE_PROMOTE_SCHEDULED, eng->keys.scheduled);
+	store_arg(&a, STORE_PROMOTE_JOBS, eng->keys.jobs);
+	store_arg_ll(&a, STORE_PROMOTE_LIMIT, eng->cfg->redis.batch);
+	best_effort(script_send(eng->cmd, &eng->scripts, &a, ignore_reply, NULL));
 }
 
 /* §2: P:jobs is trimmed below the oldest entry some group has not been
@@ -398,10 +401,11 @@ promote_due(struct engine *eng)
 static void
 trim_jobs(struct engine *eng)
 {
-	const char *argv[] = {eng->keys.jobs};
-	size_t len[] = {strlen(eng->keys.jobs)};
+	struct store_args a;
 
-	best_effort(rconn_eval(eng->cmd, &eng->s_trim, ignore_reply, NULL, 1, 1, argv, len));
+	store_args_init(&a, STORE_TRIM);
+	store_arg(&a, STORE_TRIM_JOBS, eng->keys.jobs);
+	best_effort(script_send(eng->cmd, &eng->scripts, &a, ignore_reply, NULL));
 }
 
 static void
@@ -459,22 +463,18 @@ lease_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	if (!rconn_is_up(eng->cmd) || ejobs_count(eng->jobs) == 0)
 		return;
-	size_t n = 3, cap = ejobs_count(eng->jobs) + 3;
-	const char **argv = calloc(cap, sizeof *argv);
-	size_t *len = calloc(cap, sizeof *len);
-	if (argv == NULL || len == NULL)
-		goto out;
-	argv[0] = eng->keys.jobs;
-	argv[1] = eng->cfg->redis.group;
-	argv[2] = eng->cfg->daemon.consumer;
-	n += ejobs_leased(eng->jobs, argv + 3, cap - 3);
-	for (size_t i = 0; i < n; i++)
-		len[i] = strlen(argv[i]);
-	if (n > 3)
-		best_effort(rconn_eval(eng->cmd, &eng->s_renew, after_renew, eng, 1, (int)n, argv, len));
-out:
-	free(argv);
-	free(len);
+	size_t cap = ejobs_count(eng->jobs);
+	const char **ids = calloc(cap, sizeof *ids);
+	if (ids == NULL)
+		return;
+	size_t n = ejobs_leased(eng->jobs, ids, cap);
+	struct store_args a;
+	store_args_init(&a, STORE_RENEW);
+	store_args_consumer(&a, &eng->keys, eng->cfg->redis.group, eng->cfg->daemon.consumer);
+	store_arg_rest(&a, ids, n);
+	if (n > 0)
+		best_effort(script_send(eng->cmd, &eng->scripts, &a, after_renew, eng));
+	free(ids);
 }
 
 /* ------------------------------------------------------------------ */
@@ -749,8 +749,7 @@ lend_env(struct engine *eng)
 	e->oauth = eng->oauth;
 	e->webhook = eng->webhook;
 	e->keys = &eng->keys;
-	e->s_transition = &eng->s_transition;
-	e->s_redispatch = &eng->s_redispatch;
+	e->scripts = &eng->scripts;
 	e->cfg = eng->cfg;
 	e->parsed_key = eng->sec.parsed;
 	e->verify_key = eng->sec.key;
@@ -889,17 +888,6 @@ rearm_timers(struct engine *eng, const struct cfg *old, const struct cfg *cfg)
 		rearm(eng, &eng->watchdog, old->daemon.heartbeat_ms, cfg->daemon.heartbeat_ms);
 }
 
-static void
-init_scripts(struct engine *eng)
-{
-	rconn_script_init(&eng->s_transition, store_script_transition);
-	rconn_script_init(&eng->s_claim, store_script_claim);
-	rconn_script_init(&eng->s_renew, store_script_renew);
-	rconn_script_init(&eng->s_redispatch, store_script_redispatch);
-	rconn_script_init(&eng->s_promote, store_script_promote);
-	rconn_script_init(&eng->s_trim, store_script_trim);
-}
-
 struct engine *
 engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
 {
@@ -917,7 +905,7 @@ engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
 		snprintf(err, errlen, "redis prefix or consumer name too long");
 		goto fail;
 	}
-	init_scripts(eng);
+	script_set_init(&eng->scripts);
 	eng->http = http_client_new(loop);
 	if (eng->http == NULL) {
 		snprintf(err, errlen, "cannot create the HTTP client");

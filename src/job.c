@@ -15,20 +15,26 @@
 
 #define RETRY_AFTER_MAX_S	86400	/* a day: longer is past any sane deadline */
 
-static const char *const state_names[] = {
-	[JOB_NONE] = "",
-	[JOB_QUEUED] = "queued",
-	[JOB_RUNNING] = "running",
-	[JOB_RETRYING] = "retrying",
-	[JOB_AUTH_WAIT] = "auth_wait",
-	[JOB_DONE] = "done",
-	[JOB_EXPIRED] = "expired",
-	[JOB_DENIED] = "denied",
-	[JOB_FAILED] = "failed",
-	[JOB_DEAD] = "dead",
+/* The one table of states (SPEC §3.3): the name written to the hash, and
+ * whether it is terminal -- the Lua transition gets its terminal set from
+ * here (job_terminal_list). */
+static const struct {
+	const char *name;
+	int terminal;
+} states[] = {
+	[JOB_NONE] = {"", 0},
+	[JOB_QUEUED] = {"queued", 0},
+	[JOB_RUNNING] = {"running", 0},
+	[JOB_RETRYING] = {"retrying", 0},
+	[JOB_AUTH_WAIT] = {"auth_wait", 0},
+	[JOB_DONE] = {"done", 1},
+	[JOB_EXPIRED] = {"expired", 1},
+	[JOB_DENIED] = {"denied", 1},
+	[JOB_FAILED] = {"failed", 1},
+	[JOB_DEAD] = {"dead", 1},
 };
 
-#define NSTATES ((int)(sizeof state_names / sizeof state_names[0]))
+#define NSTATES ((int)(sizeof states / sizeof states[0]))
 
 static const char *const event_names[] = {
 	[JOB_EV_LOADED] = "loaded",
@@ -50,7 +56,7 @@ job_state_name(enum job_state st)
 {
 	if ((int)st < 0 || (int)st >= NSTATES)
 		return "";
-	return state_names[st];
+	return states[st].name;
 }
 
 int
@@ -59,7 +65,7 @@ job_state_parse(const char *s, enum job_state *out)
 	if (s == NULL)
 		return -1;
 	for (int i = 0; i < NSTATES; i++)
-		if (strcmp(s, state_names[i]) == 0) {
+		if (strcmp(s, states[i].name) == 0) {
 			*out = (enum job_state)i;
 			return 0;
 		}
@@ -69,8 +75,26 @@ job_state_parse(const char *s, enum job_state *out)
 int
 job_state_terminal(enum job_state st)
 {
-	return st == JOB_DONE || st == JOB_EXPIRED || st == JOB_DENIED ||
-	    st == JOB_FAILED || st == JOB_DEAD;
+	return (int)st >= 0 && (int)st < NSTATES && states[st].terminal;
+}
+
+int
+job_terminal_list(char *buf, size_t n)
+{
+	size_t w = 0;
+
+	if (n == 0)
+		return -1;
+	buf[0] = '\0';
+	for (int i = 0; i < NSTATES; i++) {
+		if (!states[i].terminal)
+			continue;
+		int k = snprintf(buf + w, n - w, "%s%s", w ? " " : "", states[i].name);
+		if (k < 0 || (size_t)k >= n - w)
+			return -1;
+		w += (size_t)k;
+	}
+	return 0;
 }
 
 static const char *
@@ -241,7 +265,7 @@ job_www_auth_invalid_token(const char *value)
 
 static void
 finish(struct job_step *st, struct job *job, enum job_state next, unsigned fx,
-       const char *reason)
+       enum reason reason)
 {
 	st->next = next;
 	st->effects |= fx;
@@ -256,12 +280,12 @@ expire(struct job_step *st, struct job *job)
 	char dl[WTIME_RFC3339_LEN];
 
 	finish(st, job, JOB_EXPIRED, JOB_FX_WRITE_STATE | JOB_FX_NOTIFY | JOB_FX_ACK,
-	    JOB_R_EXPIRED);
+	    REASON_DEADLINE_PASSED);
 	detail(st, "deadline %s passed", wtime_format_rfc3339(job->expires_at_ms, dl, sizeof dl));
 }
 
 static void
-dead(struct job_step *st, struct job *job, const char *reason)
+dead(struct job_step *st, struct job *job, enum reason reason)
 {
 	finish(st, job, JOB_DEAD, JOB_FX_WRITE_STATE | JOB_FX_DEAD_LETTER | JOB_FX_NOTIFY |
 	    JOB_FX_ACK, reason);
@@ -273,7 +297,7 @@ wait_token(struct job_step *st, struct job *job)
 	/* Writing auth_wait over auth_wait would only add a no-change audit entry. */
 	unsigned fx = job->state == JOB_AUTH_WAIT ? 0 : JOB_FX_WRITE_STATE;
 
-	finish(st, job, JOB_AUTH_WAIT, fx | JOB_FX_WAIT_TOKEN, "");
+	finish(st, job, JOB_AUTH_WAIT, fx | JOB_FX_WAIT_TOKEN, REASON_NONE);
 	job->waits = 0;	/* a PDP wait, if any, ended with this written state */
 	detail(st, "no token with enough life; waiting for one");
 }
@@ -318,7 +342,7 @@ start_attempt(struct job_step *st, const struct job_policy *pol, struct job *job
 		return;
 	}
 	if (calls_used_up(pol, job)) {
-		dead(st, job, JOB_R_MAX_ATTEMPTS);
+		dead(st, job, REASON_MAX_ATTEMPTS);
 		detail(st, "%d of %d calls already made", job->calls, pol->max_attempts);
 		return;
 	}
@@ -329,7 +353,7 @@ start_attempt(struct job_step *st, const struct job_policy *pol, struct job *job
 	/* §6: while the PDP stays down the hash keeps saying `retrying`; the
 	 * state written when the wait ends is its one closing audit entry. */
 	finish(st, job, JOB_RUNNING,
-	    job->waits > 0 ? 0 : JOB_FX_START_ATTEMPT | JOB_FX_WRITE_STATE, "");
+	    job->waits > 0 ? 0 : JOB_FX_START_ATTEMPT | JOB_FX_WRITE_STATE, REASON_NONE);
 	if (pol->authz_enabled) {
 		job->awaiting = JOB_FX_AUTHZ;
 		st->effects |= JOB_FX_AUTHZ;
@@ -350,12 +374,12 @@ retry_in(struct job_step *st, struct job *job, int64_t delay, int64_t now, const
 
 	if (at >= job->expires_at_ms) {
 		finish(st, job, JOB_EXPIRED, JOB_FX_WRITE_STATE | JOB_FX_NOTIFY | JOB_FX_ACK,
-		    JOB_R_EXPIRED);
+		    REASON_DEADLINE_PASSED);
 		detail(st, "%s; a retry in %lld ms would land past deadline %s", why,
 		    (long long)delay, wtime_format_rfc3339(job->expires_at_ms, dl, sizeof dl));
 		return;
 	}
-	finish(st, job, JOB_RETRYING, (quiet ? 0 : JOB_FX_WRITE_STATE) | JOB_FX_RETRY_AT, "");
+	finish(st, job, JOB_RETRYING, (quiet ? 0 : JOB_FX_WRITE_STATE) | JOB_FX_RETRY_AT, REASON_NONE);
 	st->at_ms = at;
 	detail(st, "%s; retry in %lld ms", why, (long long)delay);
 }
@@ -371,18 +395,18 @@ on_loaded(struct job_step *st, const struct job_policy *pol, struct job *job,
 		job->calls = ev->attempts;
 	if (!ev->hash_exists) {
 		/* Nothing to write a state into: only the dead letter tells. */
-		finish(st, job, JOB_NONE, JOB_FX_DEAD_LETTER | JOB_FX_ACK, JOB_R_RECORD_MISSING);
+		finish(st, job, JOB_NONE, JOB_FX_DEAD_LETTER | JOB_FX_ACK, REASON_RECORD_MISSING);
 		detail(st, "no decision hash for this id");
 		return;
 	}
 	if (job_state_terminal(ev->stored_state)) {
-		finish(st, job, ev->stored_state, JOB_FX_ACK, "");
+		finish(st, job, ev->stored_state, JOB_FX_ACK, REASON_NONE);
 		detail(st, "already %s; acked, not executed", job_state_name(ev->stored_state));
 		return;
 	}
 	if (ev->record_status != RECORD_OK) {
-		dead(st, job, record_status_code(ev->record_status));
-		detail(st, "record rejected: %s", st->reason);
+		dead(st, job, record_status_reason(ev->record_status));
+		detail(st, "record rejected: %s", reason_name(st->reason));
 		return;
 	}
 	if (ev->record == NULL) {
@@ -390,7 +414,7 @@ on_loaded(struct job_step *st, const struct job_policy *pol, struct job *job,
 		return;
 	}
 	if (pol->max_deliveries > 0 && ev->deliveries > pol->max_deliveries) {
-		dead(st, job, JOB_R_TOO_MANY_DELIV);
+		dead(st, job, REASON_TOO_MANY_DELIVERIES);
 		detail(st, "delivered %d times, more than max_deliveries %d",
 		    ev->deliveries, pol->max_deliveries);
 		return;
@@ -398,7 +422,7 @@ on_loaded(struct job_step *st, const struct job_policy *pol, struct job *job,
 	job->expires_at_ms = ev->record->expires_at_ms;
 	job->not_before_ms = ev->record->not_before_ms;
 	if (job->not_before_ms > now) {
-		finish(st, job, JOB_QUEUED, JOB_FX_WRITE_STATE | JOB_FX_RESCHEDULE, "");
+		finish(st, job, JOB_QUEUED, JOB_FX_WRITE_STATE | JOB_FX_RESCHEDULE, REASON_NONE);
 		st->at_ms = job->not_before_ms;
 		detail(st, "not before %s; back on the schedule",
 		    wtime_format_rfc3339(job->not_before_ms, t, sizeof t));
@@ -424,7 +448,7 @@ on_authz(struct job_step *st, const struct job_policy *pol, struct job *job,
 		return;
 	case JOB_AUTHZ_DENY:
 		finish(st, job, JOB_DENIED, JOB_FX_WRITE_STATE | JOB_FX_NOTIFY | JOB_FX_ACK,
-		    JOB_R_DENIED);
+		    REASON_AUTHORITY_DENIED);
 		detail(st, "the authority denied it");
 		return;
 	case JOB_AUTHZ_UNAVAILABLE:
@@ -457,17 +481,17 @@ on_http(struct job_step *st, const struct job_policy *pol, struct job *job,
 	else
 		snprintf(why, sizeof why, "%d from target", s);
 	if (s >= 200 && s <= 299) {
-		finish(st, job, JOB_DONE, JOB_FX_WRITE_STATE | JOB_FX_ACK, JOB_R_DONE);
+		finish(st, job, JOB_DONE, JOB_FX_WRITE_STATE | JOB_FX_ACK, REASON_OK);
 		detail(st, "%s after %d call(s)", why, job->calls);
 	} else if ((s == 401 || (s == 403 && ev->invalid_token)) && pol->token_needed) {
 		/* R9: refresh and re-dispatch; R12 and R8 bound how often. */
 		job->redispatch = 1;
 		finish(st, job, JOB_AUTH_WAIT, JOB_FX_WRITE_STATE | JOB_FX_DROP_TOKEN |
-		    JOB_FX_WAIT_TOKEN, "");
+		    JOB_FX_WAIT_TOKEN, REASON_NONE);
 		detail(st, "%s: token rejected; refresh, then re-dispatch", why);
 	} else if (retryable(s)) {
 		if (calls_used_up(pol, job)) {
-			dead(st, job, JOB_R_MAX_ATTEMPTS);
+			dead(st, job, REASON_MAX_ATTEMPTS);
 			detail(st, "%s; %d of %d calls made", why, job->calls, pol->max_attempts);
 			return;
 		}
@@ -478,7 +502,7 @@ on_http(struct job_step *st, const struct job_policy *pol, struct job *job,
 	} else {
 		/* Also a 401 on an action without an OAuth token: no refresh can fix it. */
 		finish(st, job, JOB_FAILED, JOB_FX_WRITE_STATE | JOB_FX_NOTIFY | JOB_FX_ACK,
-		    JOB_R_HTTP_FAILED);
+		    REASON_HTTP_4XX);
 		detail(st, "%s: permanent failure", why);
 	}
 }
@@ -504,7 +528,7 @@ on_redispatched(struct job_step *st, const struct job_policy *pol, struct job *j
 	job->redispatch = 0;
 	job->deliveries = ev->deliveries > 0 ? ev->deliveries : job->deliveries + 1;
 	if (pol->max_deliveries > 0 && job->deliveries > pol->max_deliveries) {
-		dead(st, job, JOB_R_TOO_MANY_DELIV);
+		dead(st, job, REASON_TOO_MANY_DELIVERIES);
 		detail(st, "re-dispatched: delivered %d times, more than max_deliveries %d",
 		    job->deliveries, pol->max_deliveries);
 		return;
@@ -527,7 +551,7 @@ on_exchanged(struct job_step *st, const struct job_policy *pol, struct job *job,
 		return;
 	case JOB_XCH_DENIED:
 		finish(st, job, JOB_DENIED, JOB_FX_WRITE_STATE | JOB_FX_NOTIFY | JOB_FX_ACK,
-		    JOB_R_EXCHANGE_DENIED);
+		    REASON_EXCHANGE_DENIED);
 		detail(st, "the IdP refused to exchange for this job's token");
 		return;
 	case JOB_XCH_UNAVAILABLE:
@@ -554,11 +578,11 @@ on_cannot_call(struct job_step *st, const struct job_policy *pol, struct job *jo
 	job->awaiting = 0;
 	switch (ev->no_call) {
 	case JOB_NOCALL_ACTION_GONE:
-		dead(st, job, record_status_code(RECORD_UNKNOWN_ACTION));
+		dead(st, job, record_status_reason(RECORD_UNKNOWN_ACTION));
 		detail(st, "the record's action is no longer configured");
 		return;
 	case JOB_NOCALL_BAD_REQUEST:
-		dead(st, job, JOB_R_REQUEST_INVALID);
+		dead(st, job, REASON_REQUEST_INVALID);
 		detail(st, "the action's URL cannot be built for this record");
 		return;
 	case JOB_NOCALL_TOKEN_GONE:
@@ -612,7 +636,7 @@ job_next(const struct job_policy *pol, struct job *job, const struct job_event *
 
 	memset(&st, 0, sizeof st);
 	st.next = job->state;
-	st.reason = "";
+	st.reason = REASON_NONE;
 	if (!accepts(job, ev->kind)) {
 		detail(&st, "event %s makes no sense in state %s; ignored",
 		    event_name(ev->kind), job->state == JOB_NONE ? "none" :
@@ -633,12 +657,12 @@ job_next(const struct job_policy *pol, struct job *job, const struct job_event *
 		on_redispatched(&st, pol, job, ev, now_ms);
 		break;
 	case JOB_EV_NO_ID:
-		finish(&st, job, JOB_NONE, JOB_FX_DEAD_LETTER | JOB_FX_ACK, JOB_R_NO_ID);
+		finish(&st, job, JOB_NONE, JOB_FX_DEAD_LETTER | JOB_FX_ACK, REASON_NO_ID);
 		detail(&st, "stream entry has no valid id field");
 		break;
 	case JOB_EV_ENTRY_DELETED:
 		/* Gone from the stream and the PEL: nothing to ack, only to tell. */
-		finish(&st, job, JOB_NONE, JOB_FX_DEAD_LETTER | JOB_FX_END, JOB_R_ENTRY_DELETED);
+		finish(&st, job, JOB_NONE, JOB_FX_DEAD_LETTER | JOB_FX_END, REASON_ENTRY_DELETED);
 		detail(&st, "entry deleted from the stream while pending");
 		break;
 	case JOB_EV_CANNOT_CALL:

@@ -57,20 +57,26 @@ static enum record_status fail(enum record_status st, char *detail, size_t n,
 			       const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-const char *
-record_status_code(enum record_status st)
+enum reason
+record_status_reason(enum record_status st)
 {
 	switch (st) {
 	case RECORD_OK:
-		return "";
+		return REASON_NONE;
 	case RECORD_BAD_SIGNATURE:
-		return "bad-signature";
+		return REASON_BAD_SIGNATURE;
 	case RECORD_INVALID:
-		return "record-invalid";
+		return REASON_RECORD_INVALID;
 	case RECORD_UNKNOWN_ACTION:
-		return "unknown-action";
+		return REASON_UNKNOWN_ACTION;
 	}
-	return "record-invalid";
+	return REASON_RECORD_INVALID;
+}
+
+const char *
+record_status_code(enum record_status st)
+{
+	return reason_name(record_status_reason(st));
 }
 
 static int

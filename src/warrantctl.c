@@ -42,7 +42,6 @@
 #define PAGE_S		"1000"
 #define MAX_ARGS	64	/* of a command built with run() */
 #define DETAIL_MAX	512
-#define REQUEUE_DETAIL	"requeued by warrantctl"
 
 struct ctx {
 	const char *cfg_path;
@@ -78,51 +77,9 @@ static const char usage_text[] =
 "\n"
 "exit: 0 ok, 1 not found or refused, 64 usage, 69 Redis unreachable, 78 config error\n";
 
-/*
- * KEYS: hash, jobs, scheduled. ARGV: record, createdAt, recordId, score
- * ("" to enqueue at once). The EXISTS check and the writes are one step, so
- * two deciders racing on one id cannot both succeed. Returns 1, or 0 when the
- * decision exists.
- */
-static const char script_decide[] =
-"if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end\n"
-"redis.call('HSET', KEYS[1], 'record', ARGV[1], 'state', 'queued', 'createdAt', ARGV[2])\n"
-"if ARGV[4] ~= '' then\n"
-"  redis.call('ZADD', KEYS[3], ARGV[4], ARGV[3])\n"
-"else\n"
-"  redis.call('XADD', KEYS[2], '*', 'id', ARGV[3])\n"
-"end\n"
-"return 1\n";
-
-/*
- * KEYS: hash, jobs, dead, audit. ARGV: recordId, at, audit maxlen, the
- * record as checked, then the P:dead entry ids. Re-checks what the caller
- * checked (the same record, state dead, its dead letters still there), so a
- * concurrent requeue, drop or rewrite wins cleanly. A terminal hash carries
- * the worker's retention TTL: PERSIST, the job is live again. Returns
- * {1, jobs stream id} or {0, why}.
- */
-static const char script_requeue[] =
-"local h, jobs, dead, audit = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"
-"local id, at, maxlen, rec = ARGV[1], ARGV[2], ARGV[3], ARGV[4]\n"
-"local detail = '" REQUEUE_DETAIL "'\n"
-"if redis.call('HGET', h, 'record') ~= rec then return {0, 'the record changed or is gone'} end\n"
-"local from = redis.call('HGET', h, 'state') or ''\n"
-"if from ~= 'dead' then return {0, 'its state is \"' .. from .. '\", not \"dead\"'} end\n"
-"local n = 0\n"
-"for i = 5, #ARGV do n = n + redis.call('XDEL', dead, ARGV[i]) end\n"
-"if n == 0 then return {0, 'its dead letters are gone'} end\n"
-"redis.call('PERSIST', h)\n"
-"redis.call('HDEL', h, 'owner', 'outcome', 'httpStatus')\n"
-"redis.call('HSET', h, 'state', 'queued', 'attempts', '0', 'updatedAt', at, 'detail', detail)\n"
-"local sid = redis.call('XADD', jobs, '*', 'id', id)\n"
-"redis.call('XADD', audit, 'MAXLEN', '~', maxlen, '*', 'id', id, 'from', from, 'to', 'queued',\n"
-"  'consumer', 'warrantctl', 'attempt', '0', 'at', at, 'detail', detail)\n"
-"return {1, sid}\n";
-
-/* The fields of a P:dead and a P:audit entry, in the order they are shown. */
-static const char *const dead_order[] = {"id", "reason", "detail", "deliveries", "consumer",
-    "at", "streamId", NULL};
+/* The fields of a P:dead (store.h) and a P:audit entry, in the order they
+ * are shown. */
+static const char *const *const dead_order = store_dead_fields;
 static const char *const audit_order[] = {"id", "from", "to", "attempt", "consumer", "at",
     "detail", NULL};
 /* The state fields of a decision hash (§3.3), shown first by inspect. */
@@ -215,6 +172,24 @@ static int
 runv(struct ctx *c, redisReply **out, int argc, const char **argv)
 {
 	return checked(c, run_argv(c, argc, argv), argv[0], out);
+}
+
+/* A script of lua/ (lua/decide.lua, lua/requeue.lua) by EVAL, its
+ * arguments set by name; a call with one missing is refused here. */
+static int
+run_script(struct ctx *c, redisReply **out, const struct store_args *a)
+{
+	struct store_vec v;
+	char err[160];
+
+	*out = NULL;
+	if (store_args_vec(a, &v, err, sizeof err) < 0) {
+		say("%s", err);
+		return EX_REFUSED;
+	}
+	int rc = checked(c, redisCommandArgv(c->redis, v.argc, v.argv, v.len), "EVAL", out);
+	store_vec_free(&v);
+	return rc;
 }
 
 static int run(struct ctx *c, redisReply **out, const char *cmd, ...)
@@ -692,6 +667,7 @@ static int
 store_decision(struct ctx *c, const struct ctl_decision *d, const char *record, int64_t now)
 {
 	char hash[STORE_KEY_MAX + RECORD_ID_MAX], at[WTIME_RFC3339_LEN], score[32] = "";
+	struct store_args a;
 	redisReply *r;
 	int rc;
 
@@ -702,8 +678,15 @@ store_decision(struct ctx *c, const struct ctl_decision *d, const char *record, 
 	if (d->not_before_ms > now)
 		snprintf(score, sizeof score, "%lld", (long long)d->not_before_ms);
 	wtime_format_rfc3339(now, at, sizeof at);
-	if ((rc = run(c, &r, "EVAL", script_decide, "3", hash, c->keys.jobs, c->keys.scheduled,
-	    record, at, d->id, score, (char *)NULL)) != 0)
+	store_args_init(&a, STORE_DECIDE);
+	store_arg(&a, STORE_DECIDE_HASH, hash);
+	store_arg(&a, STORE_DECIDE_JOBS, c->keys.jobs);
+	store_arg(&a, STORE_DECIDE_SCHEDULED, c->keys.scheduled);
+	store_arg(&a, STORE_DECIDE_RECORD, record);
+	store_arg(&a, STORE_DECIDE_CREATED_AT, at);
+	store_arg(&a, STORE_DECIDE_RECORD_ID, d->id);
+	store_arg(&a, STORE_DECIDE_SCORE, score);
+	if ((rc = run_script(c, &r, &a)) != 0)
 		return rc;
 	rc = r->type == REDIS_REPLY_INTEGER && r->integer == 1 ? 0 : EX_REFUSED;
 	freeReplyObject(r);
@@ -1311,52 +1294,37 @@ dead_entries(struct ctx *c, const char *id, json_t *entries)
 	return rc;
 }
 
-/* EVAL's argv: script, numkeys, keys, the four fixed arguments, then the
- * entry ids (borrowed from `entries`). Caller frees the array. */
-static const char **
-requeue_argv(struct ctx *c, const char *hash, const char *const fixed[4], json_t *entries,
-	     int *argc)
-{
-	size_t n = 11 + json_array_size(entries), i;
-	const char **argv = calloc(n, sizeof *argv);
-	json_t *e;
-	int k = 0;
-
-	if (argv == NULL)
-		return NULL;
-	argv[k++] = "EVAL";
-	argv[k++] = script_requeue;
-	argv[k++] = "4";
-	argv[k++] = hash;
-	argv[k++] = c->keys.jobs;
-	argv[k++] = c->keys.dead;
-	argv[k++] = c->keys.audit;
-	for (int f = 0; f < 4; f++)
-		argv[k++] = fixed[f];
-	json_array_foreach(entries, i, e)
-		argv[k++] = json_string_value(json_object_get(e, "entryId"));
-	*argc = k;
-	return argv;
-}
-
 static int
 requeue_write(struct ctx *c, const char *id, const char *hash, const char *raw,
 	      json_t *entries)
 {
-	char at[WTIME_RFC3339_LEN], maxlen[32];
-	const char *fixed[4] = {id, at, maxlen, raw};
-	const char **argv;
+	char at[WTIME_RFC3339_LEN];
+	size_t n = json_array_size(entries), i;
+	const char **ids = calloc(n ? n : 1, sizeof *ids);
+	struct store_args a;
 	redisReply *r;
-	int argc, rc;
+	json_t *e;
+	int rc;
 
-	wtime_format_rfc3339(wtime_now_ms(), at, sizeof at);
-	snprintf(maxlen, sizeof maxlen, "%ld", c->cfg->records.audit_maxlen);
-	if ((argv = requeue_argv(c, hash, fixed, entries, &argc)) == NULL) {
+	if (ids == NULL) {
 		say("out of memory");
 		return EX_REFUSED;
 	}
-	rc = runv(c, &r, argc, argv);
-	free(argv);
+	json_array_foreach(entries, i, e)
+		ids[i] = json_string_value(json_object_get(e, "entryId"));
+	wtime_format_rfc3339(wtime_now_ms(), at, sizeof at);
+	store_args_init(&a, STORE_REQUEUE);
+	store_arg(&a, STORE_REQUEUE_HASH, hash);
+	store_arg(&a, STORE_REQUEUE_JOBS, c->keys.jobs);
+	store_arg(&a, STORE_REQUEUE_DEAD, c->keys.dead);
+	store_arg(&a, STORE_REQUEUE_AUDIT, c->keys.audit);
+	store_arg(&a, STORE_REQUEUE_RECORD_ID, id);
+	store_arg(&a, STORE_REQUEUE_AT, at);
+	store_arg_ll(&a, STORE_REQUEUE_AUDIT_MAXLEN, c->cfg->records.audit_maxlen);
+	store_arg(&a, STORE_REQUEUE_RECORD, raw);
+	store_arg_rest(&a, ids, n);
+	rc = run_script(c, &r, &a);
+	free(ids);
 	if (rc != 0)
 		return rc;
 	if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&

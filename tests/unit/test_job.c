@@ -127,6 +127,19 @@ test_state_names(void **state)
 	assert_int_equal(job_state_parse(NULL, &st), -1);
 	assert_int_equal(st, JOB_RUNNING);
 	assert_string_equal(job_state_name((enum job_state)99), "");
+	assert_int_equal(job_state_terminal((enum job_state)99), 0);
+}
+
+/* The list the Lua transition gets: the terminal states of the table. */
+static void
+test_terminal_list(void **state)
+{
+	char buf[64], small[8];
+
+	(void)state;
+	assert_int_equal(job_terminal_list(buf, sizeof buf), 0);
+	assert_string_equal(buf, "done expired denied failed dead");
+	assert_int_equal(job_terminal_list(small, sizeof small), -1);
 }
 
 /* ---- LOADED ---- */
@@ -145,8 +158,8 @@ test_loaded_no_hash(void **state)
 	struct job_step s = step(&p, &j, ev, NOW);
 	assert_int_equal(s.effects, JOB_FX_DEAD_LETTER | JOB_FX_ACK | JOB_FX_END);
 	assert_int_equal(s.next, JOB_NONE);
-	assert_string_equal(s.reason, JOB_R_RECORD_MISSING);
-	assert_string_equal(s.reason, "record-missing");
+	assert_int_equal(s.reason, REASON_RECORD_MISSING);
+	assert_string_equal(reason_name(s.reason), "record-missing");
 	assert_true(s.detail[0] != '\0');
 }
 
@@ -200,8 +213,8 @@ test_loaded_record_status_dead(void **state)
 		struct job_step s = step(&p, &j, ev, NOW);
 		assert_int_equal(s.next, JOB_DEAD);
 		assert_int_equal(s.effects, FX_DEAD);
-		assert_string_equal(s.reason, cases[i].code);
-		assert_string_equal(s.reason, record_status_code(cases[i].st));
+		assert_string_equal(reason_name(s.reason), cases[i].code);
+		assert_string_equal(reason_name(s.reason), record_status_code(cases[i].st));
 		assert_int_equal(j.calls, 0);
 	}
 }
@@ -225,7 +238,7 @@ test_loaded_deliveries(void **state)
 	s = step(&p, &j, ev, NOW);
 	assert_int_equal(s.next, JOB_DEAD);
 	assert_int_equal(s.effects, FX_DEAD);
-	assert_string_equal(s.reason, "too-many-deliveries");
+	assert_string_equal(reason_name(s.reason), "too-many-deliveries");
 	assert_int_equal(j.calls, 0);
 }
 
@@ -268,7 +281,7 @@ test_deadline_first_attempt(void **state)
 	struct job_step s = step(&p, &j, ev_loaded(), rec.expires_at_ms);
 	assert_int_equal(s.next, JOB_EXPIRED);
 	assert_int_equal(s.effects, FX_TERMINAL_NOTIFY);
-	assert_string_equal(s.reason, "deadline-passed");
+	assert_string_equal(reason_name(s.reason), "deadline-passed");
 	assert_int_equal(j.calls, 0);
 	assert_non_null(strstr(s.detail, wtime_format_rfc3339(rec.expires_at_ms, dl, sizeof dl)));
 
@@ -347,7 +360,7 @@ test_http_2xx_done(void **state)
 		struct job_step s = step(&p, &j, ev_http(ok[i]), NOW + 50);
 		assert_int_equal(s.next, JOB_DONE);
 		assert_int_equal(s.effects, JOB_FX_WRITE_STATE | JOB_FX_ACK | JOB_FX_END);
-		assert_string_equal(s.reason, "ok");
+		assert_string_equal(reason_name(s.reason), "ok");
 	}
 }
 
@@ -399,14 +412,14 @@ test_http_max_attempts_dead(void **state)
 	s = step(&p, &j, ev_http(0), NOW);
 	assert_int_equal(s.next, JOB_DEAD);
 	assert_int_equal(s.effects, FX_DEAD);
-	assert_string_equal(s.reason, "max-attempts");
+	assert_string_equal(reason_name(s.reason), "max-attempts");
 
 	/* max_attempts 1: the first failure is the last */
 	p.max_attempts = 1;
 	load_running(&p, &j);
 	s = step(&p, &j, ev_http(429), NOW);
 	assert_int_equal(s.next, JOB_DEAD);
-	assert_string_equal(s.reason, "max-attempts");
+	assert_string_equal(reason_name(s.reason), "max-attempts");
 }
 
 static void
@@ -421,7 +434,7 @@ test_http_retryable_statuses(void **state)
 		struct job_step s = step(&p, &j, ev_http(retry[i]), NOW);
 		assert_int_equal(s.next, JOB_RETRYING);
 		assert_int_equal(s.effects, JOB_FX_WRITE_STATE | JOB_FX_RETRY_AT);
-		assert_string_equal(s.reason, "");
+		assert_string_equal(reason_name(s.reason), "");
 	}
 }
 
@@ -439,7 +452,7 @@ test_http_permanent_failed(void **state)
 		struct job_step s = step(&p, &j, ev_http(perm[i]), NOW);
 		assert_int_equal(s.next, JOB_FAILED);
 		assert_int_equal(s.effects, FX_TERMINAL_NOTIFY);
-		assert_string_equal(s.reason, "http-4xx");
+		assert_string_equal(reason_name(s.reason), "http-4xx");
 		snprintf(num, sizeof num, "%d", perm[i]);
 		assert_non_null(strstr(s.detail, num));
 	}
@@ -502,7 +515,7 @@ test_http_retry_past_deadline_expires(void **state)
 	s = step(&p, &j, ev, NOW);
 	assert_int_equal(s.next, JOB_EXPIRED);
 	assert_int_equal(s.effects, FX_TERMINAL_NOTIFY);
-	assert_string_equal(s.reason, "deadline-passed");
+	assert_string_equal(reason_name(s.reason), "deadline-passed");
 	assert_non_null(strstr(s.detail, "deadline"));
 
 	/* one ms before: still a retry */
@@ -674,7 +687,7 @@ test_http_401_bounded(void **state)
 	}
 	assert_int_equal(s.next, JOB_DEAD);
 	assert_int_equal(s.effects, FX_DEAD);
-	assert_string_equal(s.reason, "too-many-deliveries");
+	assert_string_equal(reason_name(s.reason), "too-many-deliveries");
 	assert_int_equal(j.calls, p.max_deliveries);
 
 	/* and by max_attempts when that is lower */
@@ -691,7 +704,7 @@ test_http_401_bounded(void **state)
 	ev.deliveries = 3;
 	s = step(&p, &j, ev, NOW);
 	assert_int_equal(s.next, JOB_DEAD);
-	assert_string_equal(s.reason, "max-attempts");
+	assert_string_equal(reason_name(s.reason), "max-attempts");
 	assert_false(s.effects & JOB_FX_CALL);
 }
 
@@ -709,7 +722,7 @@ test_attempts_from_hash(void **state)
 	ev.attempts = p.max_attempts;
 	s = step(&p, &j, ev, NOW);
 	assert_int_equal(s.next, JOB_DEAD);
-	assert_string_equal(s.reason, "max-attempts");
+	assert_string_equal(reason_name(s.reason), "max-attempts");
 	assert_false(s.effects & JOB_FX_CALL);
 
 	memset(&j, 0, sizeof j);
@@ -720,7 +733,7 @@ test_attempts_from_hash(void **state)
 	assert_int_equal(j.calls, p.max_attempts);
 	s = step(&p, &j, ev_http(503), NOW);
 	assert_int_equal(s.next, JOB_DEAD);
-	assert_string_equal(s.reason, "max-attempts");
+	assert_string_equal(reason_name(s.reason), "max-attempts");
 }
 
 /* Decisions the shell used to make: a missing id, a deleted entry, a call
@@ -736,12 +749,12 @@ test_shell_events(void **state)
 	s = step(&p, &j, ev_of(JOB_EV_NO_ID), NOW);
 	assert_int_equal(s.next, JOB_NONE);
 	assert_int_equal(s.effects, JOB_FX_DEAD_LETTER | JOB_FX_ACK | JOB_FX_END);
-	assert_string_equal(s.reason, "no-id");
+	assert_string_equal(reason_name(s.reason), "no-id");
 
 	memset(&j, 0, sizeof j);
 	s = step(&p, &j, ev_of(JOB_EV_ENTRY_DELETED), NOW);
 	assert_int_equal(s.effects, JOB_FX_DEAD_LETTER | JOB_FX_END);
-	assert_string_equal(s.reason, "entry-deleted");
+	assert_string_equal(reason_name(s.reason), "entry-deleted");
 	/* a loaded entry is not "deleted" behind its back */
 	load_running(&p, &j);
 	assert_int_equal(step(&p, &j, ev_of(JOB_EV_ENTRY_DELETED), NOW).effects, 0);
@@ -752,13 +765,13 @@ test_shell_events(void **state)
 	s = step(&p, &j, ev, NOW);
 	assert_int_equal(s.next, JOB_DEAD);
 	assert_int_equal(s.effects, FX_DEAD);
-	assert_string_equal(s.reason, "unknown-action");
+	assert_string_equal(reason_name(s.reason), "unknown-action");
 
 	ev.no_call = JOB_NOCALL_BAD_REQUEST;
 	load_running(&p, &j);
 	s = step(&p, &j, ev, NOW);
 	assert_int_equal(s.next, JOB_DEAD);
-	assert_string_equal(s.reason, "request-invalid");
+	assert_string_equal(reason_name(s.reason), "request-invalid");
 
 	/* R1 at the last moment: the deadline passed while the call's write
 	 * was on its way (a frozen Redis) */
@@ -769,7 +782,7 @@ test_shell_events(void **state)
 	s = step(&p, &j, ev, rec.expires_at_ms);
 	assert_int_equal(s.next, JOB_EXPIRED);
 	assert_int_equal(s.effects, FX_TERMINAL_NOTIFY);
-	assert_string_equal(s.reason, "deadline-passed");
+	assert_string_equal(reason_name(s.reason), "deadline-passed");
 
 	ev.no_call = JOB_NOCALL_TOKEN_GONE;
 	load_running(&p, &j);
@@ -795,7 +808,7 @@ test_http_401_without_oauth_fails(void **state)
 	load_running(&p, &j);
 	struct job_step s = step(&p, &j, ev_http(401), NOW);
 	assert_int_equal(s.next, JOB_FAILED);
-	assert_string_equal(s.reason, "http-4xx");
+	assert_string_equal(reason_name(s.reason), "http-4xx");
 	assert_int_equal(j.redispatch, 0);
 }
 
@@ -835,7 +848,7 @@ test_authz_allow_deny(void **state)
 	s = step(&p, &j, ev_authz(JOB_AUTHZ_DENY), NOW + 5);
 	assert_int_equal(s.next, JOB_DENIED);
 	assert_int_equal(s.effects, FX_TERMINAL_NOTIFY);
-	assert_string_equal(s.reason, "authority-denied");
+	assert_string_equal(reason_name(s.reason), "authority-denied");
 	assert_int_equal(j.calls, 0);
 }
 
@@ -895,7 +908,7 @@ test_authz_unavailable(void **state)
 	}
 	assert_true(rounds > p.max_attempts);	/* more waits than calls allowed */
 	assert_int_equal(s.effects, FX_TERMINAL_NOTIFY);
-	assert_string_equal(s.reason, "deadline-passed");
+	assert_string_equal(reason_name(s.reason), "deadline-passed");
 	assert_true(now < rec.expires_at_ms);	/* expired before the deadline came */
 }
 
@@ -971,7 +984,7 @@ test_exchange(void **state)
 	s = step(&p, &j, ev_exchanged(JOB_XCH_DENIED), NOW);
 	assert_int_equal(s.next, JOB_DENIED);
 	assert_int_equal(s.effects, FX_TERMINAL_NOTIFY);
-	assert_string_equal(s.reason, "exchange-denied");
+	assert_string_equal(reason_name(s.reason), "exchange-denied");
 	assert_int_equal(j.calls, 0);
 
 	/* unavailable: retried, written once, then the call */
@@ -1183,6 +1196,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_state_names),
+		cmocka_unit_test(test_terminal_list),
 		cmocka_unit_test_setup(test_loaded_no_hash, setup),
 		cmocka_unit_test_setup(test_loaded_terminal_acked_only, setup),
 		cmocka_unit_test_setup(test_loaded_record_status_dead, setup),

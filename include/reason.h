@@ -1,0 +1,38 @@
+/*
+ * reason: the reason codes written to P:dead `reason`, the hash's `outcome`
+ * and the P:notify `reason` (SPEC R3, R8, R11, R12). One enum, one name
+ * table (reason.c): code decides with the enum, Redis and logs see the name.
+ * Pure.
+ */
+#ifndef WARRANTD_REASON_H
+#define WARRANTD_REASON_H
+
+enum reason {
+	REASON_NONE = 0,		/* "": no code applies */
+	REASON_OK,			/* "ok": done */
+	REASON_NO_ID,			/* "no-id" (R3) */
+	REASON_RECORD_MISSING,		/* "record-missing" (R3) */
+	REASON_BAD_SIGNATURE,		/* "bad-signature" (R3, §3.2) */
+	REASON_RECORD_INVALID,		/* "record-invalid" (R3, §3.1) */
+	REASON_UNKNOWN_ACTION,		/* "unknown-action" (R3, R16) */
+	REASON_TOO_MANY_DELIVERIES,	/* "too-many-deliveries" (R12) */
+	REASON_MAX_ATTEMPTS,		/* "max-attempts" (R8) */
+	REASON_ENTRY_DELETED,		/* "entry-deleted" (R11) */
+	REASON_DEADLINE_PASSED,		/* "deadline-passed" (R1) */
+	REASON_AUTHORITY_DENIED,	/* "authority-denied" (R5) */
+	REASON_HTTP_4XX,		/* "http-4xx" (R8) */
+	REASON_REQUEST_INVALID,		/* "request-invalid": the URL cannot expand */
+	REASON_EXCHANGE_DENIED,		/* "exchange-denied": the IdP refused the
+					   per-job token exchange (RFC 8693) */
+	REASON_COUNT			/* not a code: the number of them */
+};
+
+/* The code as written to Redis ("" for REASON_NONE and for a value out of
+ * range). Static storage. */
+const char *reason_name(enum reason r);
+
+/* The inverse: 0 and *out, or -1 for text that names no code ("" parses
+ * as REASON_NONE). */
+int reason_parse(const char *s, enum reason *out) __attribute__((warn_unused_result));
+
+#endif

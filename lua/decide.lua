@@ -1,0 +1,14 @@
+-- KEYS: hash jobs scheduled
+-- ARGV: record created_at record_id score
+--
+-- warrantctl decide: the EXISTS check and the writes are one step, so two
+-- deciders racing on one id cannot both succeed. score '' enqueues at once,
+-- else the id goes to P:scheduled. Returns 1, or 0 when the decision exists.
+if redis.call('EXISTS', K.hash) == 1 then return 0 end
+redis.call('HSET', K.hash, 'record', A.record, 'state', 'queued', 'createdAt', A.created_at)
+if A.score ~= '' then
+  redis.call('ZADD', K.scheduled, A.score, A.record_id)
+else
+  redis.call('XADD', K.jobs, '*', 'id', A.record_id)
+end
+return 1

@@ -1,0 +1,66 @@
+-- KEYS: hash jobs audit dead notify scheduled
+-- ARGV: group stream_id consumer fence has_hash state outcome detail http_status ack dead_reason notify_write notify_owner record_id on_behalf_of action resource deliveries at audit_maxlen schedule_score attempt notify_kind retain_ms require_owner incr_attempts dead_maxlen notify_maxlen check_lease keep_unpending terminal
+--
+-- One state change of a job: fences, hash write, audit, dead letter,
+-- notification, reschedule and XACK at once (R4, R10, R13).
+-- fence: the hash's `attempts` must equal it ('-1': no check). Flags are
+-- '1' or '0'; '' means none for state, http_status, dead_reason and
+-- schedule_score. retain_ms '0': no PEXPIRE. terminal: the terminal states,
+-- space-separated (from job.c's table: job_terminal_list).
+-- Returns {1, 'ok', from, attempts} or {0, why, from}: why is 'lease' (the
+-- entry is no longer pending for this consumer), 'owner'/'attempts' (a newer
+-- attempt exists: R13), 'terminal' (R4: the entry is acked, nothing else) or
+-- 'missing' (the hash is gone: nothing is written into a husk).
+-- With keep_unpending = '1' (a call's result, fenced by `fence`) an entry
+-- that is pending for nobody -- a Redis that restarted without persistence
+-- forgot its PEL -- is still written when owner and attempts are ours: the
+-- result was obtained and must not be lost; there is nothing to ack.
+local h, jobs = K.hash, K.jobs
+local has_hash = A.has_hash == '1'
+local pending = true
+local terminal = {}
+for st in string.gmatch(A.terminal, '%S+') do terminal[st] = true end
+if A.check_lease == '1' then
+  local p = redis.call('XPENDING', jobs, A.group, A.stream_id, A.stream_id, 1)
+  if p[1] and p[1][2] ~= A.consumer then return {0, 'lease', ''} end
+  if not p[1] then
+    if A.keep_unpending ~= '1' or not has_hash then return {0, 'lease', ''} end
+    pending = false
+  end
+end
+if has_hash and redis.call('EXISTS', h) == 0 then return {0, 'missing', ''} end
+local from = ''
+if has_hash then
+  from = redis.call('HGET', h, 'state') or ''
+  if terminal[from] then
+    redis.call('XACK', jobs, A.group, A.stream_id)
+    return {0, 'terminal', from}
+  end
+  if (A.require_owner == '1' or not pending) and redis.call('HGET', h, 'owner') ~= A.consumer then return {0, 'owner', from} end
+  if A.fence ~= '-1' and (redis.call('HGET', h, 'attempts') or '0') ~= A.fence then
+    return {0, 'attempts', from}
+  end
+end
+local attempt = A.attempt
+if has_hash and A.incr_attempts == '1' then attempt = tostring(redis.call('HINCRBY', h, 'attempts', 1)) end
+if has_hash and A.state ~= '' then
+  local f = {'state', A.state, 'owner', A.consumer, 'updatedAt', A.at, 'outcome', A.outcome, 'detail', A.detail}
+  if A.http_status ~= '' then f[#f + 1] = 'httpStatus'; f[#f + 1] = A.http_status end
+  redis.call('HSET', h, unpack(f))
+  if A.retain_ms ~= '0' then redis.call('PEXPIRE', h, A.retain_ms) end
+  if A.state ~= from then
+    redis.call('XADD', K.audit, 'MAXLEN', '~', A.audit_maxlen, '*', 'id', A.record_id, 'from', from,
+      'to', A.state, 'consumer', A.consumer, 'attempt', attempt, 'at', A.at, 'detail', A.detail)
+  end
+end
+if A.schedule_score ~= '' then redis.call('ZADD', K.scheduled, A.schedule_score, A.record_id) end
+if A.dead_reason ~= '' then
+  redis.call('XADD', K.dead, 'MAXLEN', '~', A.dead_maxlen, '*', 'id', A.record_id, 'streamId', A.stream_id, 'reason', A.dead_reason,
+    'detail', A.detail, 'deliveries', A.deliveries, 'consumer', A.consumer, 'at', A.at)
+end
+if A.notify_write == '1' then
+  redis.call('XADD', K.notify, 'MAXLEN', '~', A.notify_maxlen, '*', 'id', A.record_id, 'owner', A.notify_owner, 'kind', A.notify_kind,
+    'reason', A.outcome, 'onBehalfOf', A.on_behalf_of, 'action', A.action, 'resource', A.resource, 'at', A.at)
+end
+if A.ack == '1' and pending then redis.call('XACK', jobs, A.group, A.stream_id) end
+return {1, 'ok', from, attempt}

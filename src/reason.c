@@ -1,0 +1,43 @@
+/* reason: the one table of reason codes (reason.h). */
+#include "reason.h"
+
+#include <string.h>
+
+static const char *const names[REASON_COUNT] = {
+	[REASON_NONE] = "",
+	[REASON_OK] = "ok",
+	[REASON_NO_ID] = "no-id",
+	[REASON_RECORD_MISSING] = "record-missing",
+	[REASON_BAD_SIGNATURE] = "bad-signature",
+	[REASON_RECORD_INVALID] = "record-invalid",
+	[REASON_UNKNOWN_ACTION] = "unknown-action",
+	[REASON_TOO_MANY_DELIVERIES] = "too-many-deliveries",
+	[REASON_MAX_ATTEMPTS] = "max-attempts",
+	[REASON_ENTRY_DELETED] = "entry-deleted",
+	[REASON_DEADLINE_PASSED] = "deadline-passed",
+	[REASON_AUTHORITY_DENIED] = "authority-denied",
+	[REASON_HTTP_4XX] = "http-4xx",
+	[REASON_REQUEST_INVALID] = "request-invalid",
+	[REASON_EXCHANGE_DENIED] = "exchange-denied",
+};
+
+const char *
+reason_name(enum reason r)
+{
+	if ((int)r < 0 || (int)r >= REASON_COUNT || names[r] == NULL)
+		return "";
+	return names[r];
+}
+
+int
+reason_parse(const char *s, enum reason *out)
+{
+	if (s == NULL)
+		return -1;
+	for (int i = 0; i < REASON_COUNT; i++)
+		if (names[i] != NULL && strcmp(s, names[i]) == 0) {
+			*out = (enum reason)i;
+			return 0;
+		}
+	return -1;
+}

@@ -1,0 +1,520 @@
+/*
+ * Unit tests for src/store.c and the scripts embedded from lua/ by
+ * scripts/luagen.sh: the headers, the generated table and prologue, and
+ * the arguments set by name. LUA_DIR is the source's lua/ (Makefile).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "job.h"
+#include "store.h"
+
+#ifndef LUA_DIR
+#define LUA_DIR "lua"
+#endif
+
+/* The whole file lua/NAME.lua; caller frees. */
+static char *
+read_lua(const char *name)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s.lua", LUA_DIR, name);
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		fail_msg("cannot open %s", path);
+	char *buf = calloc(1, 1 << 16);
+	size_t n = fread(buf, 1, (1 << 16) - 1, f);
+	fclose(f);
+	assert_true(n < (1 << 16) - 1);
+	return buf;
+}
+
+/* Line `k` (1-based) of text into out, without its newline. */
+static void
+line_of(const char *text, int k, char *out, size_t n)
+{
+	for (int i = 1; i < k && text; i++)
+		if ((text = strchr(text, '\n')) != NULL)
+			text++;
+	assert_non_null(text);
+	size_t len = strcspn(text, "\n");
+	assert_true(len < n);
+	memcpy(out, text, len);
+	out[len] = '\0';
+}
+
+/* The words after `tag` on a header line, checked against names[0..n-1]
+ * and (for ARGV) the trailing list "rest...". */
+static void
+check_header(const char *line, const char *tag, const char *const *names, int n,
+	     const char *rest)
+{
+	char buf[2048], want[2048] = "";
+
+	assert_memory_equal(line, tag, strlen(tag));
+	for (int i = 0; i < n; i++) {
+		strcat(want, " ");
+		strcat(want, names[i]);
+	}
+	if (rest) {
+		strcat(want, " ");
+		strcat(want, rest);
+		strcat(want, "...");
+	}
+	assert_null(names[n]);
+	snprintf(buf, sizeof buf, "%s", line + strlen(tag));
+	assert_string_equal(buf, want);
+}
+
+/* Every lua/NAME.lua is in the table, and every entry's header is its file's. */
+static void
+test_headers_match_table(void **state)
+{
+	(void)state;
+	DIR *d = opendir(LUA_DIR);
+	int files = 0;
+	struct dirent *e;
+
+	assert_non_null(d);
+	while ((e = readdir(d)) != NULL) {
+		size_t len = strlen(e->d_name);
+		if (len > 4 && strcmp(e->d_name + len - 4, ".lua") == 0)
+			files++;
+	}
+	closedir(d);
+	assert_int_equal(files, STORE_NSCRIPTS);
+	for (int s = 0; s < STORE_NSCRIPTS; s++) {
+		const struct store_script *sc = &store_scripts[s];
+		char *text = read_lua(sc->name), l1[2048], l2[2048];
+
+		line_of(text, 1, l1, sizeof l1);
+		line_of(text, 2, l2, sizeof l2);
+		check_header(l1, "-- KEYS:", sc->keys, sc->nkeys, NULL);
+		check_header(l2, "-- ARGV:", sc->args, sc->nargs, sc->rest);
+		assert_true(sc->nkeys + sc->nargs <= STORE_SLOTS_MAX);
+		free(text);
+	}
+}
+
+/* "local K = {a = KEYS[1], b = KEYS[2]}" for names. */
+static void
+prologue(char *out, size_t n, const char *var, const char *tab, const char *const *names,
+	 int count, const char *rest)
+{
+	int w = snprintf(out, n, "local %s = {", var);
+	for (int i = 0; i < count; i++)
+		w += snprintf(out + w, n - (size_t)w, "%s%s = %s[%d]", i ? ", " : "", names[i], tab,
+		    i + 1);
+	if (rest)
+		w += snprintf(out + w, n - (size_t)w, "%s%s = {}} for i = %d, #ARGV do A.%s[i - %d] = "
+		    "ARGV[i] end", count ? ", " : "", rest, count + 1, rest, count);
+	else
+		snprintf(out + w, n - (size_t)w, "}");
+}
+
+/* Each body is its file with the two header lines replaced by the K and A
+ * tables (so Lua's line numbers are the file's), and no script reads KEYS
+ * or ARGV by position anywhere else. */
+static void
+test_prologue_and_body(void **state)
+{
+	(void)state;
+	for (int s = 0; s < STORE_NSCRIPTS; s++) {
+		const struct store_script *sc = &store_scripts[s];
+		char *text = read_lua(sc->name), l1[2048], l2[2048], want[2048];
+
+		line_of(sc->body, 1, l1, sizeof l1);
+		line_of(sc->body, 2, l2, sizeof l2);
+		prologue(want, sizeof want, "K", "KEYS", sc->keys, sc->nkeys, NULL);
+		assert_string_equal(l1, want);
+		prologue(want, sizeof want, "A", "ARGV", sc->args, sc->nargs, sc->rest);
+		assert_string_equal(l2, want);
+		const char *b = strchr(strchr(sc->body, '\n') + 1, '\n') + 1;
+		const char *f = strchr(strchr(text, '\n') + 1, '\n') + 1;
+		assert_string_equal(b, f);
+		assert_null(strstr(b, "ARGV["));
+		assert_null(strstr(b, "KEYS["));
+		assert_null(strstr(b, "#ARGV"));
+		free(text);
+	}
+}
+
+/* Every slot set to its own name lands at its header's position. */
+static void
+test_args_by_name_positions(void **state)
+{
+	(void)state;
+	for (int s = 0; s < STORE_NSCRIPTS; s++) {
+		const struct store_script *sc = &store_scripts[s];
+		int n = sc->nkeys + sc->nargs;
+		struct store_args a;
+		struct store_vec v;
+		char err[160], nk[16];
+
+		store_args_init(&a, (enum store_script_id)s);
+		for (int i = n - 1; i >= 0; i--)	/* any order */
+			store_arg(&a, (enum store_slot)STORE_SLOT(s, i),
+			    i < sc->nkeys ? sc->keys[i] : sc->args[i - sc->nkeys]);
+		assert_int_equal(store_args_vec(&a, &v, err, sizeof err), 0);
+		assert_int_equal(v.argc, STORE_VEC_HEAD + n);
+		assert_string_equal(v.argv[0], "EVAL");
+		assert_ptr_equal(v.argv[1], sc->body);
+		snprintf(nk, sizeof nk, "%d", sc->nkeys);
+		assert_string_equal(v.argv[2], nk);
+		for (int i = 0; i < n; i++) {
+			assert_string_equal(v.argv[STORE_VEC_HEAD + i],
+			    i < sc->nkeys ? sc->keys[i] : sc->args[i - sc->nkeys]);
+			assert_int_equal(v.len[STORE_VEC_HEAD + i], strlen(v.argv[STORE_VEC_HEAD + i]));
+		}
+		store_vec_free(&v);
+	}
+}
+
+/* The generated enum names the same slots as the table. */
+static void
+test_slot_enum_names(void **state)
+{
+	static const struct {
+		int slot;
+		const char *name;
+	} cases[] = {
+		{STORE_TRANSITION_HASH, "transition.hash"},
+		{STORE_TRANSITION_FENCE, "transition.fence"},
+		{STORE_TRANSITION_KEEP_UNPENDING, "transition.keep_unpending"},
+		{STORE_CLAIM_CALLS, "claim.calls"},
+		{STORE_RENEW_CONSUMER, "renew.consumer"},
+		{STORE_REDISPATCH_ID, "redispatch.id"},
+		{STORE_PROMOTE_LIMIT, "promote.limit"},
+		{STORE_TRIM_JOBS, "trim.jobs"},
+		{STORE_DECIDE_SCORE, "decide.score"},
+		{STORE_REQUEUE_RECORD, "requeue.record"},
+	};
+	char buf[96];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		assert_string_equal(store_slot_name(cases[i].slot, buf, sizeof buf), cases[i].name);
+	assert_string_equal(store_slot_name(STORE_SLOT(STORE_NSCRIPTS, 0), buf, sizeof buf), "?");
+}
+
+/* Leaving out any one key or argument is refused, naming it. */
+static void
+test_missing_argument_refused(void **state)
+{
+	(void)state;
+	for (int s = 0; s < STORE_NSCRIPTS; s++) {
+		const struct store_script *sc = &store_scripts[s];
+		int n = sc->nkeys + sc->nargs;
+
+		for (int skip = 0; skip < n; skip++) {
+			struct store_args a;
+			struct store_vec v;
+			char err[160] = "";
+
+			store_args_init(&a, (enum store_script_id)s);
+			for (int i = 0; i < n; i++)
+				if (i != skip)
+					store_arg(&a, (enum store_slot)STORE_SLOT(s, i), "x");
+			assert_int_equal(store_args_vec(&a, &v, err, sizeof err), -1);
+			assert_null(v.argv);
+			assert_non_null(strstr(err, skip < sc->nkeys ? sc->keys[skip] :
+			    sc->args[skip - sc->nkeys]));
+			assert_non_null(strstr(err, "missing"));
+		}
+	}
+}
+
+/* A slot of another script, one set twice, NULL, or a list where the
+ * script takes none: refused. */
+static void
+test_misplaced_argument_refused(void **state)
+{
+	struct store_args a;
+	struct store_vec v;
+	char err[160];
+	const char *ids[] = {"1-0"};
+	struct store_keys k;
+
+	(void)state;
+	assert_int_equal(store_keys_init(&k, "w", "c1"), 0);
+	store_args_init(&a, STORE_REDISPATCH);
+	store_arg(&a, STORE_REDISPATCH_JOBS, "j");
+	store_arg(&a, STORE_REDISPATCH_GROUP, "g");
+	store_arg(&a, STORE_REDISPATCH_CONSUMER, "c");
+	store_arg(&a, STORE_CLAIM_MODE, "own");		/* slot 3 of claim, not of redispatch */
+	assert_int_equal(store_args_vec(&a, &v, err, sizeof err), -1);
+	assert_non_null(strstr(err, "claim.mode"));
+
+	store_args_init(&a, STORE_PROMOTE);
+	store_arg(&a, STORE_PROMOTE_SCHEDULED, "s");
+	store_arg(&a, STORE_PROMOTE_JOBS, "j");
+	store_arg_ll(&a, STORE_PROMOTE_LIMIT, 64);
+	store_arg_ll(&a, STORE_PROMOTE_LIMIT, 65);
+	assert_int_equal(store_args_vec(&a, &v, err, sizeof err), -1);
+	assert_non_null(strstr(err, "promote.limit"));
+
+	store_args_init(&a, STORE_TRIM);
+	store_arg(&a, STORE_TRIM_JOBS, NULL);
+	assert_int_equal(store_args_vec(&a, &v, err, sizeof err), -1);
+
+	store_args_init(&a, STORE_TRIM);
+	store_arg(&a, STORE_TRIM_JOBS, "j");
+	store_arg_rest(&a, ids, 1);
+	assert_int_equal(store_args_vec(&a, &v, err, sizeof err), -1);
+
+	store_args_init(&a, STORE_TRIM);	/* trim names no group */
+	store_args_consumer(&a, &k, "g", "c");
+	assert_int_equal(store_args_vec(&a, &v, err, sizeof err), -1);
+	assert_non_null(strstr(err, "trim"));
+}
+
+/* The three every consumer script names, set by their names. */
+static void
+test_consumer_args(void **state)
+{
+	static const enum store_script_id scripts[] = {STORE_CLAIM, STORE_RENEW, STORE_REDISPATCH,
+	    STORE_TRANSITION};
+	struct store_keys k;
+
+	(void)state;
+	assert_int_equal(store_keys_init(&k, "w", "c1"), 0);
+	for (size_t i = 0; i < sizeof scripts / sizeof scripts[0]; i++) {
+		struct store_args a;
+		store_args_init(&a, scripts[i]);
+		store_args_consumer(&a, &k, "g", "c1");
+		assert_int_equal(a.bad, 0);
+		const struct store_script *sc = &store_scripts[scripts[i]];
+		for (int s = 0; s < sc->nkeys + sc->nargs; s++) {
+			const char *n = s < sc->nkeys ? sc->keys[s] : sc->args[s - sc->nkeys];
+			const char *want = strcmp(n, "jobs") == 0 ? "w:jobs" :
+			    strcmp(n, "group") == 0 ? "g" : strcmp(n, "consumer") == 0 ? "c1" : NULL;
+			if (want)
+				assert_string_equal(a.v[s], want);
+			else
+				assert_null(a.v[s]);
+		}
+	}
+}
+
+/* renew's ids follow the fixed arguments; numbers and flags are text. */
+static void
+test_rest_and_numbers(void **state)
+{
+	const char *ids[] = {"1-0", "2-0", "3-0"};
+	struct store_args a;
+	struct store_vec v;
+	char err[160];
+
+	(void)state;
+	store_args_init(&a, STORE_RENEW);
+	store_arg(&a, STORE_RENEW_CONSUMER, "me");
+	store_arg(&a, STORE_RENEW_GROUP, "g");
+	store_arg(&a, STORE_RENEW_JOBS, "p:jobs");
+	store_arg_rest(&a, ids, 3);
+	assert_int_equal(store_args_vec(&a, &v, err, sizeof err), 0);
+	assert_int_equal(v.argc, STORE_VEC_HEAD + 3 + 3);
+	const char *want[] = {"EVAL", store_scripts[STORE_RENEW].body, "1", "p:jobs", "g", "me",
+	    "1-0", "2-0", "3-0"};
+	for (int i = 0; i < v.argc; i++)
+		assert_string_equal(v.argv[i], want[i]);
+	store_vec_free(&v);
+
+	store_args_init(&a, STORE_PROMOTE);
+	store_arg(&a, STORE_PROMOTE_SCHEDULED, "s");
+	store_arg(&a, STORE_PROMOTE_JOBS, "j");
+	store_arg_ll(&a, STORE_PROMOTE_LIMIT, -1234567890123LL);
+	assert_int_equal(store_args_vec(&a, &v, err, sizeof err), 0);
+	assert_string_equal(v.argv[STORE_VEC_HEAD + 2], "-1234567890123");
+	store_vec_free(&v);
+}
+
+static const char *
+arg_of(const struct store_vec *v, int slot)
+{
+	return v->argv[STORE_VEC_HEAD + (slot & 0xff)];
+}
+
+/* store_transition_args sets every slot, each from its field. */
+static void
+test_transition_args(void **state)
+{
+	struct store_keys k;
+	struct store_transition t = {
+		.hash_key = "w:decision:r1", .stream_id = "5-0", .record_id = "r1",
+		.state = "dead", .outcome = "max-attempts", .detail = "d", .http_status = "503",
+		.fence_attempts = 7, .require_owner = 1, .ack = 1, .dead_reason = "max-attempts",
+		.notify = 1, .notify_owner = "o", .notify_kind = "dead", .on_behalf_of = "u",
+		.action = "a", .resource = "r", .schedule_score = "", .deliveries = 3,
+		.attempt = 7, .at = "2026-01-01T00:00:00Z", .retain_ms = 1000, .dead_maxlen = 10,
+		.notify_maxlen = 20, .skip_lease = 1, .keep_unpending = 1,
+	};
+	struct store_args a;
+	struct store_vec v;
+	char err[160];
+
+	(void)state;
+	assert_int_equal(store_keys_init(&k, "w", "c1"), 0);
+	store_transition_args(&k, "g", "c1", 99, &t, &a);
+	assert_int_equal(store_args_vec(&a, &v, err, sizeof err), 0);
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_HASH), "w:decision:r1");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_SCHEDULED), "w:scheduled");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_FENCE), "7");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_HAS_HASH), "1");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_AUDIT_MAXLEN), "99");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_CHECK_LEASE), "0");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_KEEP_UNPENDING), "1");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_NOTIFY_MAXLEN), "20");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_HTTP_STATUS), "503");
+	store_vec_free(&v);
+
+	/* No hash: the prefix stands in, has_hash is 0, NULL strings are "". */
+	memset(&t, 0, sizeof t);
+	t.fence_attempts = -1;
+	store_transition_args(&k, "g", "c1", 99, &t, &a);
+	assert_int_equal(store_args_vec(&a, &v, err, sizeof err), 0);
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_HASH), "w:decision:");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_HAS_HASH), "0");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_FENCE), "-1");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_STATE), "");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_CHECK_LEASE), "1");
+	store_vec_free(&v);
+}
+
+/* Every reply code has a unique name that parses back, and every code a
+ * script returns ({0|1, 'word', ...}) is one of them. Scripts whose
+ * replies are sentences for people (warrantctl's requeue) are exempt. */
+static void
+test_replies_map_back(void **state)
+{
+	int seen[STORE_REPLY_COUNT] = {0};
+
+	(void)state;
+	for (int i = 0; i < STORE_REPLY_COUNT; i++) {
+		enum store_reply back;
+		assert_true(store_reply_name((enum store_reply)i)[0] != '\0');
+		for (int k = 0; k < i; k++)
+			assert_string_not_equal(store_reply_name((enum store_reply)i),
+			    store_reply_name((enum store_reply)k));
+		assert_int_equal(store_reply_parse(store_reply_name((enum store_reply)i), &back), 0);
+		assert_int_equal(back, i);
+		assert_true(store_reply_is(store_reply_name((enum store_reply)i), back));
+	}
+	assert_false(store_reply_is(NULL, STORE_REPLY_OK));
+	assert_false(store_reply_is("nonsense", STORE_REPLY_OK));
+	for (int s = 0; s < STORE_NSCRIPTS; s++) {
+		const char *p = store_scripts[s].body;
+		while ((p = strstr(p, "return {")) != NULL) {
+			p += strlen("return {");
+			if ((*p != '0' && *p != '1') || strncmp(p + 1, ", '", 3) != 0)
+				continue;
+			char word[64];
+			size_t n = strcspn(p + 4, "'");
+			assert_true(n < sizeof word);
+			memcpy(word, p + 4, n);
+			word[n] = '\0';
+			if (s == STORE_REQUEUE && strchr(word, ' ') != NULL)
+				continue;
+			enum store_reply r;
+			if (store_reply_parse(word, &r) != 0)
+				fail_msg("%s.lua returns '%s', not a store_reply", store_scripts[s].name,
+				    word);
+			seen[r] = 1;
+		}
+	}
+	for (int i = 0; i < STORE_REPLY_COUNT; i++)
+		if (!seen[i])
+			fail_msg("no script returns '%s'", store_reply_name((enum store_reply)i));
+}
+
+/* The P:dead entry the transition writes has exactly store_dead_fields. */
+static void
+test_dead_fields_match_script(void **state)
+{
+	const char *body = store_scripts[STORE_TRANSITION].body;
+	const char *p = strstr(body, "redis.call('XADD', K.dead,");
+	int n = 0, found[STORE_DEAD_NFIELDS] = {0};
+
+	(void)state;
+	assert_non_null(p);
+	assert_null(strstr(strstr(p, "K.dead") + 1, "K.dead"));	/* one writer */
+	const char *end = strchr(p, ')');
+	p = strstr(p, "'*'");
+	assert_non_null(p);
+	assert_true(p < end);
+	/* after '*' every quoted word is a field name; values are A.x */
+	for (p += 3; (p = strchr(p, '\'')) != NULL && p < end; p += 1) {
+		size_t len = strcspn(p + 1, "'");
+		int k;
+		for (k = 0; k < STORE_DEAD_NFIELDS; k++)
+			if (strlen(store_dead_fields[k]) == len &&
+			    strncmp(p + 1, store_dead_fields[k], len) == 0)
+				break;
+		if (k == STORE_DEAD_NFIELDS)
+			fail_msg("P:dead field '%.*s' is not in store_dead_fields", (int)len, p + 1);
+		assert_false(found[k]);
+		found[k] = 1;
+		n++;
+		p += len + 1;
+	}
+	assert_int_equal(n, STORE_DEAD_NFIELDS);
+	assert_null(store_dead_fields[STORE_DEAD_NFIELDS]);
+}
+
+/* The transition's terminal set is job.c's, and the script names no
+ * terminal state itself. */
+static void
+test_terminal_from_job_table(void **state)
+{
+	struct store_keys k;
+	struct store_transition t = {.fence_attempts = -1};
+	struct store_args a;
+	struct store_vec v;
+	char err[160], want[128] = "", quoted[32];
+
+	(void)state;
+	for (int st = JOB_NONE; st <= JOB_DEAD; st++) {
+		if (!job_state_terminal((enum job_state)st))
+			continue;
+		if (want[0])
+			strcat(want, " ");
+		strcat(want, job_state_name((enum job_state)st));
+		snprintf(quoted, sizeof quoted, "'%s'", job_state_name((enum job_state)st));
+		assert_null(strstr(store_scripts[STORE_TRANSITION].body, quoted));
+	}
+	assert_string_equal(want, "done expired denied failed dead");
+	assert_int_equal(store_keys_init(&k, "w", "c1"), 0);
+	store_transition_args(&k, "g", "c1", 1, &t, &a);
+	assert_int_equal(store_args_vec(&a, &v, err, sizeof err), 0);
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_TERMINAL), want);
+	store_vec_free(&v);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_headers_match_table),
+		cmocka_unit_test(test_prologue_and_body),
+		cmocka_unit_test(test_args_by_name_positions),
+		cmocka_unit_test(test_slot_enum_names),
+		cmocka_unit_test(test_missing_argument_refused),
+		cmocka_unit_test(test_misplaced_argument_refused),
+		cmocka_unit_test(test_consumer_args),
+		cmocka_unit_test(test_rest_and_numbers),
+		cmocka_unit_test(test_transition_args),
+		cmocka_unit_test(test_replies_map_back),
+		cmocka_unit_test(test_dead_fields_match_script),
+		cmocka_unit_test(test_terminal_from_job_table),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
