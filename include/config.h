@@ -37,6 +37,7 @@ struct cfg_action {
 	long timeout_ms;
 	enum cfg_auth auth;
 	char *bearer_file;	/* with CFG_AUTH_STATIC */
+	int allow_http;		/* http:// to a host that is not loopback */
 };
 
 /* Where a section header (key NULL) or a key was read. */
@@ -75,6 +76,7 @@ struct cfg {
 		char *verify_key_file;	/* required with signature = required */
 		char *issuer;		/* NULL: not checked */
 		long max_window_s, clock_skew_s, retain_s, audit_maxlen;
+		long max_bytes;		/* a longer `record` value is record-invalid */
 	} records;
 
 	struct {
@@ -87,11 +89,13 @@ struct cfg {
 		char *key_id, *certificate_file, *scope, *resource, *audience;
 		double refresh_ratio;
 		long timeout_ms, auth_wait_max_ms;
+		int allow_http;
 	} oauth;
 
 	struct {
 		char *url;	/* NULL: no re-check */
 		long timeout_ms;
+		int allow_http;
 	} authz;
 
 	struct {
@@ -101,6 +105,9 @@ struct cfg {
 	struct {
 		char *default_owner, *webhook_url;
 		long timeout_ms;
+		enum cfg_auth auth;	/* default CFG_AUTH_NONE: a sink is not a target */
+		char *bearer_file;	/* with CFG_AUTH_STATIC */
+		int allow_http;
 	} notify;
 
 	struct cfg_action *actions;

@@ -351,6 +351,14 @@ set_action_auth(struct ctx *c, const struct key *k, void *field, const char *v)
 }
 
 static int
+set_bool(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	static const struct name_val tbl[] = {{"yes", 1}, {"no", 0}, {NULL, 0}};
+
+	return lookup(c, k, tbl, v, field);
+}
+
+static int
 consumer_ok(const char *s)
 {
 	size_t n = strlen(s);
@@ -495,6 +503,7 @@ static const struct key records_keys[] = {
 	{"clock_skew_s", set_long, C(records.clock_skew_s), 0, VAL_MAX},
 	{"retain_s", set_long, C(records.retain_s), 1, VAL_MAX},
 	{"audit_maxlen", set_long, C(records.audit_maxlen), 1, VAL_MAX},
+	{"max_bytes", set_long, C(records.max_bytes), 256, VAL_MAX},
 	{NULL, NULL, 0, 0, 0},
 };
 
@@ -514,12 +523,14 @@ static const struct key oauth_keys[] = {
 	{"refresh_ratio", set_ratio, C(oauth.refresh_ratio), 0, 0},
 	{"timeout_ms", set_long, C(oauth.timeout_ms), 1, VAL_MAX},
 	{"auth_wait_max_ms", set_long, C(oauth.auth_wait_max_ms), 1, VAL_MAX},
+	{"allow_http", set_bool, C(oauth.allow_http), 0, 0},
 	{NULL, NULL, 0, 0, 0},
 };
 
 static const struct key authz_keys[] = {
 	{"url", set_url, C(authz.url), 0, 0},
 	{"timeout_ms", set_long, C(authz.timeout_ms), 1, VAL_MAX},
+	{"allow_http", set_bool, C(authz.allow_http), 0, 0},
 	{NULL, NULL, 0, 0, 0},
 };
 
@@ -534,6 +545,9 @@ static const struct key notify_keys[] = {
 	{"default_owner", set_str, C(notify.default_owner), 0, 0},
 	{"webhook_url", set_url, C(notify.webhook_url), 0, 0},
 	{"timeout_ms", set_long, C(notify.timeout_ms), 1, VAL_MAX},
+	{"auth", set_action_auth, C(notify.auth), 0, 0},
+	{"bearer_file", set_str, C(notify.bearer_file), 0, 0},
+	{"allow_http", set_bool, C(notify.allow_http), 0, 0},
 	{NULL, NULL, 0, 0, 0},
 };
 
@@ -543,6 +557,7 @@ static const struct key action_keys[] = {
 	{"timeout_ms", set_long, A(timeout_ms), 1, VAL_MAX},
 	{"auth", set_action_auth, A(auth), 0, 0},
 	{"bearer_file", set_str, A(bearer_file), 0, 0},
+	{"allow_http", set_bool, A(allow_http), 0, 0},
 	{NULL, NULL, 0, 0, 0},
 };
 
@@ -583,6 +598,7 @@ set_defaults(struct cfg *cfg)
 	cfg->records.clock_skew_s = 60;
 	cfg->records.retain_s = 604800;
 	cfg->records.audit_maxlen = 100000;
+	cfg->records.max_bytes = 16384;
 
 	cfg->oauth.auth_method = CFG_CLIENT_SECRET_BASIC;
 	cfg->oauth.assertion_alg = JWT_ALG_RS256;
@@ -595,6 +611,7 @@ set_defaults(struct cfg *cfg)
 	cfg->retry.cap_ms = 60000;
 	cfg->retry.max_attempts = 10;
 	cfg->notify.timeout_ms = 2000;
+	cfg->notify.auth = CFG_AUTH_NONE;
 
 	cfg->redis.host = strdup("127.0.0.1");
 	cfg->redis.prefix = strdup("warrant");
@@ -941,6 +958,23 @@ finish_oauth(struct ctx *c)
 		c->nomem = 1;
 }
 
+/* The rules of an `auth` key ([action NAME], [notify]) and its bearer_file. */
+static void
+finish_auth(struct ctx *c, const char *sec, enum cfg_auth auth, const char *bearer_file,
+	    const char *dflt)
+{
+	struct cfg *cfg = c->cfg;
+
+	if (auth == CFG_AUTH_STATIC)
+		require(c, sec, "bearer_file", bearer_file, " with auth = static");
+	else if (bearer_file)
+		fail(c, cfg_line_of(cfg, sec, "bearer_file"),
+		    "bearer_file is only used with auth = static");
+	if (auth == CFG_AUTH_OAUTH && !cfg->oauth.present)
+		fail(c, cfg_line_of(cfg, sec, "auth"),
+		    "[%s] has auth = oauth%s but there is no [oauth] section", sec, dflt);
+}
+
 static void
 finish_actions(struct ctx *c)
 {
@@ -953,15 +987,75 @@ finish_actions(struct ctx *c)
 		const struct cfg_action *a = &cfg->actions[i];
 		snprintf(sec, sizeof sec, "action %s", a->name);
 		require(c, sec, "url", a->url, "");
-		if (a->auth == CFG_AUTH_STATIC)
-			require(c, sec, "bearer_file", a->bearer_file, " with auth = static");
-		else if (a->bearer_file)
-			fail(c, cfg_line_of(cfg, sec, "bearer_file"),
-			    "bearer_file is only used with auth = static");
-		if (a->auth == CFG_AUTH_OAUTH && !cfg->oauth.present)
-			fail(c, cfg_line_of(cfg, sec, NULL),
-			    "[%s] has auth = oauth (the default) but there is no [oauth] section",
-			    sec);
+		finish_auth(c, sec, a->auth, a->bearer_file, " (the default)");
+	}
+	finish_auth(c, "notify", cfg->notify.auth, cfg->notify.bearer_file, "");
+}
+
+/* ---- clear-text HTTP ---- */
+
+static int
+loopback_host(const char *h, size_t n)
+{
+	if ((n == 9 && strncasecmp(h, "localhost", 9) == 0) || (n == 5 && memcmp(h, "[::1]", 5) == 0))
+		return 1;
+	/* 127.0.0.0/8, written as four decimal parts */
+	if (n < 7 || strncmp(h, "127.", 4) != 0)
+		return 0;
+	int dots = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (h[i] == '.')
+			dots++;
+		else if (!isdigit((unsigned char)h[i]))
+			return 0;
+	}
+	return dots == 3;
+}
+
+/* 1 when `u` (already a valid URL) is http:// to a host that is not loopback. */
+static int
+clear_text_remote(const char *u)
+{
+	if (strncasecmp(u, "http://", 7) != 0)
+		return 0;
+	const char *p = u + 7;
+	size_t alen = strcspn(p, "/?#");
+	const char *host = p, *end = p + alen;
+	for (const char *q = p; q < end; q++)
+		if (*q == '@')
+			host = q + 1;
+	const char *colon = *host == '[' ? memchr(host, ']', (size_t)(end - host)) : host;
+	if (*host == '[' && colon)
+		colon++;	/* just after ']' */
+	else if (colon)
+		colon = memchr(host, ':', (size_t)(end - host));
+	size_t hlen = (size_t)((colon && colon < end ? colon : end) - host);
+	return !loopback_host(host, hlen);
+}
+
+static void
+check_clear_text(struct ctx *c, const char *sec, const char *key, const char *url, int allow)
+{
+	if (!url || allow || !clear_text_remote(url))
+		return;
+	fail(c, cfg_line_of(c->cfg, sec, key),
+	    "%s: http:// to a host that is not loopback would send tokens and secrets in "
+	    "clear text: use https://, or set allow_http = yes in [%s]", key, sec);
+}
+
+static void
+finish_http(struct ctx *c)
+{
+	struct cfg *cfg = c->cfg;
+	char sec[256];
+
+	check_clear_text(c, "oauth", "token_url", cfg->oauth.token_url, cfg->oauth.allow_http);
+	check_clear_text(c, "authz", "url", cfg->authz.url, cfg->authz.allow_http);
+	check_clear_text(c, "notify", "webhook_url", cfg->notify.webhook_url,
+	    cfg->notify.allow_http);
+	for (size_t i = 0; i < cfg->nactions; i++) {
+		snprintf(sec, sizeof sec, "action %s", cfg->actions[i].name);
+		check_clear_text(c, sec, "url", cfg->actions[i].url, cfg->actions[i].allow_http);
 	}
 }
 
@@ -1011,6 +1105,7 @@ parse(const char *name, const char *text, size_t len, struct cfg_errors *errs)
 		finish_misc(&c);
 		finish_oauth(&c);
 		finish_actions(&c);
+		finish_http(&c);
 	}
 	if (c.nomem)
 		(void)errs_add(errs, name, c.lineno, "out of memory");
@@ -1107,6 +1202,7 @@ cfg_free(struct cfg *cfg)
 	free(cfg->authz.url);
 	free(cfg->notify.default_owner);
 	free(cfg->notify.webhook_url);
+	free(cfg->notify.bearer_file);
 	for (size_t i = 0; i < cfg->nactions; i++) {
 		free(cfg->actions[i].name);
 		free(cfg->actions[i].url);

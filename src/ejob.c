@@ -753,6 +753,7 @@ verify_record(struct ejob *j, const char *raw, char *detail, size_t detail_len)
 		.issuer = eng->cfg->records.issuer,
 		.max_window_ms = eng->cfg->records.max_window_s * 1000LL,
 		.clock_skew_ms = eng->cfg->records.clock_skew_s * 1000LL,
+		.max_bytes = (size_t)eng->cfg->records.max_bytes,
 		.action_known = action_known, .action_ctx = eng->cfg,
 	};
 

@@ -412,7 +412,7 @@ test_long_action_name(void **state)
 
 	memset(name, 'n', 100);
 	name[100] = '\0';
-	snprintf(text, sizeof text, MIN_RECORDS "[action %s]\nurl = http://h/\nauth = none\n", name);
+	snprintf(text, sizeof text, MIN_RECORDS "[action %s]\nurl = https://h/\nauth = none\n", name);
 	struct cfg *cfg = load_ok(text);
 	assert_non_null(cfg_action_find(cfg, name));
 	name[49] = '\0';
@@ -489,7 +489,7 @@ test_unknown_sections_and_keys(void **state)
 	    "t.ini:8: unknown key 'timeout' in [action a]");
 	EXPECT("port = 1\n" MIN_RECORDS MIN_ACTION,
 	    "t.ini:1: key 'port' before any [section]");
-	EXPECT(MIN_RECORDS "[action]\nurl = http://h/\n[action a*]\nurl = http://h/\n" MIN_ACTION,
+	EXPECT(MIN_RECORDS "[action]\nurl = https://h/\n[action a*]\nurl = https://h/\n" MIN_ACTION,
 	    "t.ini:3: [action] needs a name",
 	    "t.ini:5: action name 'a*' has '*'");
 }
@@ -501,7 +501,7 @@ test_duplicates(void **state)
 	EXPECT("[redis]\nport = 1\nport = 2\n" MIN_RECORDS MIN_ACTION,
 	    "t.ini:3: duplicate key 'port' (first at line 2)");
 	/* the duplicate's keys are not reported again */
-	EXPECT(MIN_RECORDS MIN_ACTION "[action  a ]\nurl = http://h/\nauth = none\n",
+	EXPECT(MIN_RECORDS MIN_ACTION "[action  a ]\nurl = https://h/\nauth = none\n",
 	    "t.ini:6: duplicate section [action a] (first at line 3)");
 	EXPECT("[redis]\nport = 1\n[daemon]\n[redis]\nport = 2\n" MIN_RECORDS MIN_ACTION,
 	    "t.ini:4: duplicate section [redis] (first at line 1)");
@@ -558,7 +558,7 @@ test_bad_ratio(void **state)
 
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		snprintf(text, sizeof text, MIN_RECORDS MIN_ACTION
-		    "[oauth]\ntoken_url = http://h/t\nclient_id = c\nclient_secret_file = s\n"
+		    "[oauth]\ntoken_url = https://h/t\nclient_id = c\nclient_secret_file = s\n"
 		    "refresh_ratio = %s\n", bad[i]);
 		EXPECT(text, "t.ini:10: refresh_ratio: ");
 	}
@@ -575,13 +575,13 @@ test_bad_enums(void **state)
 	    "algorithm = none\n"				/* 5 */
 	    "verify_key_file = k\n"				/* 6 */
 	    "[oauth]\n"						/* 7 */
-	    "token_url = http://h/t\n"				/* 8 */
+	    "token_url = https://h/t\n"				/* 8 */
 	    "client_id = c\n"					/* 9 */
 	    "client_secret_file = s\n"				/* 10 */
 	    "auth_method = basic\n"				/* 11 */
 	    "assertion_alg = HS256\n"				/* 12 */
 	    "[action a]\n"					/* 13 */
-	    "url = http://h/\n"					/* 14 */
+	    "url = https://h/\n"					/* 14 */
 	    "auth = bearer\n"					/* 15 */
 	    "method = PO ST\n",					/* 16 */
 	    "t.ini:2: log_level: 'INFO' is not one of error|warn|info|debug",
@@ -611,7 +611,7 @@ test_bad_urls(void **state)
 	    "[notify]\n"						/* 9 */
 	    "webhook_url = https:///hook\n"				/* 10 */
 	    "[action a]\n"						/* 11 */
-	    "url = http://h/{foo}\n"					/* 12 */
+	    "url = https://h/{foo}\n"					/* 12 */
 	    "[action b]\n"						/* 13 */
 	    "url = 127.0.0.1:8080/x\n"					/* 14 */
 	    "[action c]\n"						/* 15 */
@@ -619,7 +619,7 @@ test_bad_urls(void **state)
 	    "[action d]\n"						/* 17 */
 	    "url = http://user@:80/x\n"					/* 18 */
 	    "[action e]\n"						/* 19 */
-	    "url = http://h/{resource\n"				/* 20 */
+	    "url = https://h/{resource\n"				/* 20 */
 	    "[action f]\n"						/* 21 */
 	    "url = http://h x/\n",					/* 22 */
 	    /* and not "token_url is required" once more */
@@ -646,24 +646,100 @@ test_missing_keys(void **state)
 	    "t.ini:3: [oauth] token_url is required",
 	    "t.ini:3: [oauth] client_id is required",
 	    "t.ini:3: [oauth] client_secret_file is required with auth_method = client_secret_basic");
-	EXPECT(MIN_RECORDS "[oauth]\ntoken_url = http://h/t\nclient_id = c\n"
+	EXPECT(MIN_RECORDS "[oauth]\ntoken_url = https://h/t\nclient_id = c\n"
 	    "auth_method = client_secret_post\n" MIN_ACTION,
 	    "t.ini:3: [oauth] client_secret_file is required with auth_method = client_secret_post");
-	EXPECT(MIN_RECORDS "[oauth]\ntoken_url = http://h/t\nclient_id = c\n"
+	EXPECT(MIN_RECORDS "[oauth]\ntoken_url = https://h/t\nclient_id = c\n"
 	    "auth_method = private_key_jwt\nclient_secret_file = s\n" MIN_ACTION,
 	    "t.ini:3: [oauth] private_key_file is required with auth_method = private_key_jwt");
-	EXPECT(MIN_RECORDS "[action a]\nauth = none\n[action b]\nurl = http://h/\nauth = static\n"
-	    "[action c]\nurl = http://h/\nauth = none\nbearer_file = t\n",
+	EXPECT(MIN_RECORDS "[action a]\nauth = none\n[action b]\nurl = https://h/\nauth = static\n"
+	    "[action c]\nurl = https://h/\nauth = none\nbearer_file = t\n",
 	    "t.ini:3: [action a] url is required",
 	    "t.ini:5: [action b] bearer_file is required with auth = static",
 	    "t.ini:11: bearer_file is only used with auth = static");
-	EXPECT(MIN_RECORDS "[action a]\nurl = http://h/\n",
+	EXPECT(MIN_RECORDS "[action a]\nurl = https://h/\n",
 	    "t.ini:3: [action a] has auth = oauth (the default) but there is no [oauth] section");
 	/* an empty value is its own error, not also a missing key */
 	EXPECT(MIN_RECORDS MIN_ACTION "[oauth]\ntoken_url =\nclient_id = c\nclient_secret_file = s\n",
 	    "t.ini:7: token_url: empty value");
 	EXPECT(MIN_RECORDS, "t.ini:1: no [action NAME] section");
 	EXPECT("", "t.ini:1: [records] verify_key_file is required", "t.ini:1: no [action NAME]");
+}
+
+/* SPEC §10: http:// to a host that is not loopback only with allow_http. */
+static void
+test_clear_text_http(void **state)
+{
+	(void)state;
+	EXPECT(MIN_RECORDS
+	    "[oauth]\ntoken_url = http://idp.example/t\nclient_id = c\n"	/* 3-5 */
+	    "client_secret_file = s\n"						/* 6 */
+	    "[authz]\nurl = http://10.0.0.7:8181/v1/data/allow\n"		/* 7, 8 */
+	    "[notify]\nwebhook_url = HTTP://hooks.example/n\n"			/* 9, 10 */
+	    "[action a]\nurl = http://gates.example/{resource}\nauth = none\n"	/* 11-13 */
+	    "[action b]\nurl = http://user@128.0.0.1/x\nauth = none\n",	/* 14-16 */
+	    "t.ini:4: token_url: http:// to a host that is not loopback",
+	    "t.ini:8: url: http:// to a host that is not loopback",
+	    "t.ini:10: webhook_url: http:// to a host that is not loopback",
+	    "t.ini:12: url: http:// to a host that is not loopback",
+	    "t.ini:15: url: http:// to a host that is not loopback");
+	/* allowed per section; https anywhere; http to loopback */
+	struct cfg *cfg = load_ok(MIN_RECORDS
+	    "[oauth]\ntoken_url = http://idp.example/t\nclient_id = c\nclient_secret_file = s\n"
+	    "allow_http = yes\n"
+	    "[authz]\nurl = http://[::1]:8181/v1/data/allow\n"
+	    "[notify]\nwebhook_url = http://localhost:9/n\n"
+	    "[action a]\nurl = http://gates.example/{resource}\nauth = none\nallow_http = yes\n"
+	    "[action b]\nurl = https://gates.example/x\nauth = none\n"
+	    "[action c]\nurl = http://127.8.9.10:80/x\nauth = none\nallow_http = no\n");
+	assert_int_equal(cfg->oauth.allow_http, 1);
+	assert_int_equal(cfg->authz.allow_http, 0);
+	assert_int_equal(cfg->actions[0].allow_http, 1);
+	cfg_free(cfg);
+	EXPECT(MIN_RECORDS MIN_ACTION "[notify]\nallow_http = maybe\n",
+	    "t.ini:7: allow_http: 'maybe' is not one of yes|no");
+	/* a placeholder in the host is refused as such (R7) */
+	EXPECT(MIN_RECORDS "[action a]\nurl = https://{resource}.svc.internal/open\nauth = none\n",
+	    "t.ini:4: url: a placeholder in the scheme, host, port or fragment");
+}
+
+/* SPEC §6: [notify] auth = none (default) | static | oauth. */
+static void
+test_notify_auth(void **state)
+{
+	(void)state;
+	struct cfg *cfg = load_ok(MIN_RECORDS MIN_ACTION "[notify]\nwebhook_url = https://h/n\n");
+	assert_int_equal(cfg->notify.auth, CFG_AUTH_NONE);
+	assert_null(cfg->notify.bearer_file);
+	cfg_free(cfg);
+	cfg = load_ok(MIN_RECORDS MIN_ACTION
+	    "[notify]\nwebhook_url = https://h/n\nauth = static\nbearer_file = hook-token\n");
+	assert_int_equal(cfg->notify.auth, CFG_AUTH_STATIC);
+	assert_string_equal(cfg->notify.bearer_file, "hook-token");
+	cfg_free(cfg);
+	EXPECT(MIN_RECORDS MIN_ACTION "[notify]\nauth = static\n",
+	    "t.ini:6: [notify] bearer_file is required with auth = static");
+	EXPECT(MIN_RECORDS MIN_ACTION "[notify]\nbearer_file = t\n",
+	    "t.ini:7: bearer_file is only used with auth = static");
+	EXPECT(MIN_RECORDS MIN_ACTION "[notify]\nauth = oauth\n",
+	    "t.ini:7: [notify] has auth = oauth but there is no [oauth] section");
+	EXPECT(MIN_RECORDS MIN_ACTION "[notify]\nauth = token\n",
+	    "t.ini:7: auth: 'token' is not one of oauth|none|static");
+}
+
+/* SPEC §3.1: [records] max_bytes [16384]. */
+static void
+test_max_bytes(void **state)
+{
+	(void)state;
+	struct cfg *cfg = load_ok(MIN_RECORDS MIN_ACTION);
+	assert_int_equal(cfg->records.max_bytes, 16384);
+	cfg_free(cfg);
+	cfg = load_ok("[records]\nverify_key_file = k.pub\nmax_bytes = 4096\n" MIN_ACTION);
+	assert_int_equal(cfg->records.max_bytes, 4096);
+	cfg_free(cfg);
+	EXPECT("[records]\nverify_key_file = k.pub\nmax_bytes = 0\n" MIN_ACTION,
+	    "t.ini:3: max_bytes:");
 }
 
 static void
@@ -965,14 +1041,14 @@ test_check_files(void **state)
 	    "[records]\n"					/* 3 */
 	    "verify_key_file = k.pub\n"				/* 4 */
 	    "[oauth]\n"						/* 5 */
-	    "token_url = http://h/t\n"				/* 6 */
+	    "token_url = https://h/t\n"				/* 6 */
 	    "client_id = c\n"					/* 7 */
 	    "auth_method = private_key_jwt\n"			/* 8 */
 	    "client_secret_file = secret\n"			/* 9 */
 	    "private_key_file = key.pem\n"			/* 10 */
 	    "certificate_file = cert.pem\n"			/* 11 */
 	    "[action a]\n"					/* 12 */
-	    "url = http://h/\n"					/* 13 */
+	    "url = https://h/\n"					/* 13 */
 	    "auth = static\n"					/* 14 */
 	    "bearer_file = token\n");				/* 15 */
 	struct cfg *cfg = cfg_load(ini, &errs);
@@ -1027,6 +1103,9 @@ main(void)
 		cmocka_unit_test(test_bad_enums),
 		cmocka_unit_test(test_bad_urls),
 		cmocka_unit_test(test_missing_keys),
+		cmocka_unit_test(test_clear_text_http),
+		cmocka_unit_test(test_notify_auth),
+		cmocka_unit_test(test_max_bytes),
 		cmocka_unit_test(test_consumer),
 		cmocka_unit_test(test_long_line),
 		cmocka_unit_test(test_load_file),

@@ -150,6 +150,41 @@ test_good_templates(void **state)
 	assert_int_equal(urltpl_check("", err, sizeof err), 0);
 }
 
+/* R7: a placeholder in the scheme, host, port (or the unsent fragment)
+ * would let a record choose where the token goes. */
+static void
+test_placeholder_only_in_path_and_query(void **state)
+{
+	(void)state;
+	static const char *const bad[] = {
+		"https://{resource}.svc.internal/open",
+		"https://gates.{action}/open",
+		"https://h:{recordId}/open",
+		"https://{onBehalfOf}@h/open",
+		"{resource}://h/open",
+		"http{action}://h/open",
+		"https://h/open#{resource}",
+		"https://{resource}",
+	};
+	struct urltpl_vars v = {.resource = "evil.example/x", .action = "a", .record_id = "i",
+	    .on_behalf_of = "o"};
+	char err[160];
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		err[0] = '\0';
+		if (urltpl_check(bad[i], err, sizeof err) != -1)
+			fail_msg("check accepted %s", bad[i]);
+		assert_non_null(strstr(err, "placeholder"));
+		char *url = urltpl_expand(bad[i], &v, err, sizeof err);
+		if (url != NULL)
+			fail_msg("expand accepted %s: %s", bad[i], url);
+	}
+	assert_int_equal(urltpl_check("https://h/{resource}?who={onBehalfOf}&id={recordId}",
+	    err, sizeof err), 0);
+	assert_int_equal(urltpl_check("https://h:8443/a/{action}#top", err, sizeof err), 0);
+	assert_int_equal(urltpl_check("https://h?x={resource}", err, sizeof err), 0);
+}
+
 /* Many placeholders with long worst-case values: nothing is cut. */
 static void
 test_many_long(void **state)
@@ -222,6 +257,7 @@ main(void)
 		cmocka_unit_test(test_whole_values),
 		cmocka_unit_test(test_bad_templates),
 		cmocka_unit_test(test_good_templates),
+		cmocka_unit_test(test_placeholder_only_in_path_and_query),
 		cmocka_unit_test(test_many_long),
 		cmocka_unit_test(test_encode_bounds),
 	};
