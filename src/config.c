@@ -1238,11 +1238,13 @@ cfg_secret_free(char *buf, size_t len)
 	free(buf);
 }
 
-/* Opens path; a relative one in each of dirs (NULL or "" skipped) first.
+/* Opens path; a relative one in each of dirs (NULL or "" skipped), and as
+ * given only when `as_given` (a name typed on a command line, not one from
+ * the config: SPEC §9 never looks in the working directory for those).
  * Only a missing file sends the search on. The name opened goes to `used`
  * (PATH_MAX bytes), for messages. */
 static int
-open_secret(const char *path, const char *const *dirs, size_t ndirs, char *used,
+open_secret(const char *path, const char *const *dirs, size_t ndirs, int as_given, char *used,
 	    char *err, size_t errlen)
 {
 	int fd;
@@ -1261,10 +1263,42 @@ open_secret(const char *path, const char *const *dirs, size_t ndirs, char *used,
 			return -1;
 		}
 	}
+	if (path[0] != '/' && !as_given) {
+		snprintf(err, errlen, "cannot read %s: %s in $CREDENTIALS_DIRECTORY or next to the "
+		    "configuration file (the working directory is not searched)", path,
+		    strerror(ENOENT));
+		return -1;
+	}
 	snprintf(used, PATH_MAX, "%s", path);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
 		snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
 	return fd;
+}
+
+/* sshd's rule for private keys: a secret that group or others may read (or
+ * write) has been exposed, or will be; so has one owned by another user
+ * than us or root. Refused with the fix in the message. */
+static int
+check_private(int fd, const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0) {
+		snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if ((st.st_mode & 077) != 0) {
+		snprintf(err, errlen, "refusing %s: permissions %04o are too open, group or "
+		    "others may access this secret (chmod 600 it)", path,
+		    (unsigned)(st.st_mode & 07777));
+		return -1;
+	}
+	if (st.st_uid != geteuid() && st.st_uid != 0) {
+		snprintf(err, errlen, "refusing %s: owned by uid %u, not by this user or root",
+		    path, (unsigned)st.st_uid);
+		return -1;
+	}
+	return 0;
 }
 
 /* Moves the buffer to a bigger one, wiping the old: realloc could leave a
@@ -1339,20 +1373,22 @@ strip_ws(char *buf, size_t len)
 }
 
 static int
-read_secret_in(const char *const *dirs, size_t ndirs, const char *path, int keep_ws,
-	       char **out, size_t *len, char *err, size_t errlen)
+read_secret_in(const char *const *dirs, size_t ndirs, int as_given, const char *path,
+	       enum cfg_file_kind kind, char **out, size_t *len, char *err, size_t errlen)
 {
 	char *buf, used[PATH_MAX];
 	size_t n;
 
-	int fd = open_secret(path, dirs, ndirs, used, err, errlen);
+	int fd = open_secret(path, dirs, ndirs, as_given, used, err, errlen);
 	if (fd < 0)
 		return -1;
-	int rc = read_fd(fd, used, &buf, &n, err, errlen);
+	int rc = kind == CFG_FILE_PUBLIC ? 0 : check_private(fd, used, err, errlen);
+	if (rc == 0)
+		rc = read_fd(fd, used, &buf, &n, err, errlen);
 	close(fd);
 	if (rc < 0)
 		return -1;
-	if (!keep_ws)
+	if (kind == CFG_FILE_SECRET)
 		n = strip_ws(buf, n);
 	if (n == 0) {
 		snprintf(err, errlen, "cannot read %s: the file is empty", used);
@@ -1365,33 +1401,33 @@ read_secret_in(const char *const *dirs, size_t ndirs, const char *path, int keep
 }
 
 int
-cfg_read_secret(const char *path, int keep_ws, char **out, size_t *len, char *err,
+cfg_read_secret(const char *path, enum cfg_file_kind kind, char **out, size_t *len, char *err,
 		size_t errlen)
 {
 	const char *dirs[] = {getenv("CREDENTIALS_DIRECTORY")};
 
-	return read_secret_in(dirs, 1, path, keep_ws, out, len, err, errlen);
+	return read_secret_in(dirs, 1, 1, path, kind, out, len, err, errlen);
 }
 
 int
-cfg_read_file(const struct cfg *cfg, const char *path, int keep_ws, char **out, size_t *len,
-	      char *err, size_t errlen)
+cfg_read_file(const struct cfg *cfg, const char *path, enum cfg_file_kind kind, char **out,
+	      size_t *len, char *err, size_t errlen)
 {
 	const char *dirs[] = {getenv("CREDENTIALS_DIRECTORY"), cfg->dir};
 
-	return read_secret_in(dirs, 2, path, keep_ws, out, len, err, errlen);
+	return read_secret_in(dirs, 2, 0, path, kind, out, len, err, errlen);
 }
 
 static int
 check_file(const struct cfg *cfg, const char *section, const char *key, const char *path,
-	   struct cfg_errors *errs)
+	   enum cfg_file_kind kind, struct cfg_errors *errs)
 {
 	char err[512], *buf;
 	size_t len;
 
 	if (!path)
 		return 0;
-	if (cfg_read_file(cfg, path, 0, &buf, &len, err, sizeof err) < 0) {
+	if (cfg_read_file(cfg, path, kind, &buf, &len, err, sizeof err) < 0) {
 		(void)errs_add(errs, cfg->path, cfg_line_of(cfg, section, key), "%s", err);
 		return -1;
 	}
@@ -1405,14 +1441,28 @@ cfg_check_files(const struct cfg *cfg, struct cfg_errors *errs)
 	char sec[256];
 	int rc = 0;
 
-	rc |= check_file(cfg, "records", "verify_key_file", cfg->records.verify_key_file, errs);
-	rc |= check_file(cfg, "redis", "password_file", cfg->redis.password_file, errs);
-	rc |= check_file(cfg, "oauth", "client_secret_file", cfg->oauth.client_secret_file, errs);
-	rc |= check_file(cfg, "oauth", "private_key_file", cfg->oauth.private_key_file, errs);
-	rc |= check_file(cfg, "oauth", "certificate_file", cfg->oauth.certificate_file, errs);
+	rc |= check_file(cfg, "records", "verify_key_file", cfg->records.verify_key_file,
+	    cfg_verify_key_kind(cfg), errs);
+	rc |= check_file(cfg, "redis", "password_file", cfg->redis.password_file,
+	    CFG_FILE_SECRET, errs);
+	rc |= check_file(cfg, "oauth", "client_secret_file", cfg->oauth.client_secret_file,
+	    CFG_FILE_SECRET, errs);
+	rc |= check_file(cfg, "oauth", "private_key_file", cfg->oauth.private_key_file,
+	    CFG_FILE_PRIVATE_PEM, errs);
+	rc |= check_file(cfg, "oauth", "certificate_file", cfg->oauth.certificate_file,
+	    CFG_FILE_PUBLIC, errs);
 	for (size_t i = 0; i < cfg->nactions; i++) {
 		snprintf(sec, sizeof sec, "action %s", cfg->actions[i].name);
-		rc |= check_file(cfg, sec, "bearer_file", cfg->actions[i].bearer_file, errs);
+		rc |= check_file(cfg, sec, "bearer_file", cfg->actions[i].bearer_file,
+		    CFG_FILE_SECRET, errs);
 	}
+	rc |= check_file(cfg, "notify", "bearer_file", cfg->notify.bearer_file, CFG_FILE_SECRET,
+	    errs);
 	return rc;
+}
+
+enum cfg_file_kind
+cfg_verify_key_kind(const struct cfg *cfg)
+{
+	return cfg->records.algorithm == JWT_ALG_HS256 ? CFG_FILE_SECRET : CFG_FILE_PUBLIC;
 }

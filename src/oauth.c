@@ -163,7 +163,7 @@ read_secrets(struct settings *s, const struct cfg *cfg, char *err, size_t errlen
 			snprintf(err, errlen, "oauth: client_secret_file is required");
 			return -1;
 		}
-		if (cfg_read_file(cfg, cfg->oauth.client_secret_file, 0, &s->secret,
+		if (cfg_read_file(cfg, cfg->oauth.client_secret_file, CFG_FILE_SECRET, &s->secret,
 		    &s->secret_len, why, sizeof why) != 0) {
 			snprintf(err, errlen, "oauth: %s", why);
 			return -1;
@@ -174,13 +174,13 @@ read_secrets(struct settings *s, const struct cfg *cfg, char *err, size_t errlen
 		snprintf(err, errlen, "oauth: private_key_file is required with private_key_jwt");
 		return -1;
 	}
-	if (cfg_read_file(cfg, cfg->oauth.private_key_file, 1, &s->key, &s->key_len, why,
+	if (cfg_read_file(cfg, cfg->oauth.private_key_file, CFG_FILE_PRIVATE_PEM, &s->key, &s->key_len, why,
 	    sizeof why) != 0) {
 		snprintf(err, errlen, "oauth: %s", why);
 		return -1;
 	}
 	if (cfg->oauth.certificate_file != NULL) {
-		if (cfg_read_file(cfg, cfg->oauth.certificate_file, 1, &cert, &cert_len, why,
+		if (cfg_read_file(cfg, cfg->oauth.certificate_file, CFG_FILE_PUBLIC, &cert, &cert_len, why,
 		    sizeof why) != 0) {
 			snprintf(err, errlen, "oauth: %s", why);
 			return -1;

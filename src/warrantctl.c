@@ -300,8 +300,8 @@ read_verify_key(struct ctx *c, char **key, size_t *len)
 	*len = 0;
 	if (!cfg->records.signature_required)
 		return 0;
-	if (cfg_read_file(cfg, cfg->records.verify_key_file,
-	    ctl_key_keep_ws(cfg->records.algorithm), key, len, err, sizeof err) != 0) {
+	if (cfg_read_file(cfg, cfg->records.verify_key_file, cfg_verify_key_kind(cfg), key, len,
+	    err, sizeof err) != 0) {
 		say("[records] verify_key_file: %s", err);
 		return EX_CONFIG;
 	}
@@ -604,8 +604,8 @@ check_against_verify_key(struct ctx *c, const char *id, const char *jws, int64_t
 	size_t len;
 	enum record_status st;
 
-	if (cfg_read_file(c->cfg, c->cfg->records.verify_key_file,
-	    ctl_key_keep_ws(c->cfg->records.algorithm), &key, &len, err, sizeof err) != 0)
+	if (cfg_read_file(c->cfg, c->cfg->records.verify_key_file, cfg_verify_key_kind(c->cfg),
+	    &key, &len, err, sizeof err) != 0)
 		return 0;	/* a decider's host need not hold it */
 	ctl_policy_init(&pol, c->cfg, (unsigned char *)key, len);
 	st = record_load(&pol, id, jws, now, &rec, NULL, detail, sizeof detail);
@@ -630,8 +630,9 @@ encode_record(struct ctx *c, struct decide_opts *o, const json_t *content, const
 
 	if (!cfg->records.signature_required)
 		return (*out = strdup(json)) != NULL ? 0 : EX_REFUSED;
-	if (cfg_read_secret(o->key_path, ctl_key_keep_ws(cfg->records.algorithm), &key, &len,
-	    err, sizeof err) != 0) {
+	/* The decider's signing key: a private PEM or the HMAC secret. */
+	if (cfg_read_secret(o->key_path, ctl_key_keep_ws(cfg->records.algorithm) ?
+	    CFG_FILE_PRIVATE_PEM : CFG_FILE_SECRET, &key, &len, err, sizeof err) != 0) {
 		say("decide: --key: %s", err);
 		return EX_CONFIG;
 	}

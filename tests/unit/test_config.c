@@ -84,6 +84,7 @@ write_file(const char *dir, const char *name, const char *content, size_t len)
 	assert_non_null(f);
 	assert_int_equal(fwrite(content, 1, len, f), len);
 	assert_int_equal(fclose(f), 0);
+	assert_int_equal(chmod(p, 0600), 0);	/* a secret is the owner's alone */
 	free(p);
 }
 
@@ -994,16 +995,21 @@ test_read_file_order(void **state)
 	assert_int_equal(cfg_read_file(cfg, "sec", 0, &buf, &len, err, sizeof err), 0);
 	assert_string_equal(buf, "near");
 	cfg_secret_free(buf, len);
-	/* cfg_read_secret does not know the config's directory */
+	/* cfg_read_secret (a name typed on a command line) does not know the
+	 * config's directory, and takes a relative name as given */
 	assert_int_equal(cfg_read_secret("sec", 0, &buf, &len, err, sizeof err), 0);
 	assert_string_equal(buf, "cwd");
 	cfg_secret_free(buf, len);
+	/* SPEC §9: a name from the config is never looked up in the working
+	 * directory, where anyone could plant a key */
 	char *near = path_join(conf, "sec");
 	assert_int_equal(unlink(near), 0);
 	free(near);
-	assert_int_equal(cfg_read_file(cfg, "sec", 0, &buf, &len, err, sizeof err), 0);
-	assert_string_equal(buf, "cwd");
-	cfg_secret_free(buf, len);
+	assert_int_equal(cfg_read_file(cfg, "sec", 0, &buf, &len, err, sizeof err), -1);
+	assert_non_null(strstr(err, "cannot read sec: No such file or directory in "
+	    "$CREDENTIALS_DIRECTORY or next to the configuration file"));
+	assert_int_equal(cfg_read_file(cfg, "sec", CFG_FILE_PUBLIC, &buf, &len, err, sizeof err),
+	    -1);
 
 	/* a file that is there but unreadable stops the search */
 	char *sub = path_join(cred, "sec2");
@@ -1023,6 +1029,62 @@ test_read_file_order(void **state)
 	free_tmpdir(cred);
 	free_tmpdir(conf);
 	free_tmpdir(cwd);
+}
+
+/* SPEC §9: a secret or private key that group or others may read is
+ * refused, as sshd refuses such keys; a public key or certificate is not. */
+static void
+test_secret_permissions(void **state)
+{
+	(void)state;
+	char *dir = make_tmpdir(), *ini = path_join(dir, "w.ini"), *p = path_join(dir, "s");
+	char err[512], *buf;
+	size_t len;
+	struct cfg_errors errs = {0};
+	static const mode_t open_modes[] = {0644, 0640, 0604, 0620, 0602, 0660};
+
+	unsetenv("CREDENTIALS_DIRECTORY");
+	WRITE(dir, "w.ini", MIN_RECORDS MIN_ACTION);
+	struct cfg *cfg = cfg_load(ini, &errs);
+	assert_non_null(cfg);
+	WRITE(dir, "s", "-----BEGIN PUBLIC KEY-----\nx\n-----END PUBLIC KEY-----\n");
+	for (size_t i = 0; i < sizeof open_modes / sizeof open_modes[0]; i++) {
+		assert_int_equal(chmod(p, open_modes[i]), 0);
+		assert_int_equal(cfg_read_file(cfg, "s", CFG_FILE_SECRET, &buf, &len, err,
+		    sizeof err), -1);
+		assert_non_null(strstr(err, "too open"));
+		assert_non_null(strstr(err, "chmod 600"));
+		assert_null(strstr(err, "BEGIN"));	/* never the content */
+		assert_int_equal(cfg_read_file(cfg, "s", CFG_FILE_PRIVATE_PEM, &buf, &len, err,
+		    sizeof err), -1);
+		assert_int_equal(cfg_read_secret(p, CFG_FILE_SECRET, &buf, &len, err, sizeof err),
+		    -1);
+		/* a public key may be read by anyone */
+		assert_int_equal(cfg_read_file(cfg, "s", CFG_FILE_PUBLIC, &buf, &len, err,
+		    sizeof err), 0);
+		cfg_secret_free(buf, len);
+	}
+	assert_int_equal(chmod(p, 0400), 0);
+	assert_int_equal(cfg_read_file(cfg, "s", CFG_FILE_SECRET, &buf, &len, err, sizeof err), 0);
+	cfg_secret_free(buf, len);
+	cfg_free(cfg);
+
+	/* -t reports it at the key's line */
+	WRITE(dir, "w.ini", "[records]\nalgorithm = HS256\nverify_key_file = s\n" MIN_ACTION);
+	WRITE(dir, "s", "0123456789abcdef0123456789abcdef\n");
+	assert_int_equal(chmod(p, 0644), 0);
+	cfg = cfg_load(ini, &errs);
+	assert_non_null(cfg);
+	assert_int_equal(cfg_check_files(cfg, &errs), -1);
+	assert_int_equal(errs.n, 1);
+	char want[PATH_MAX + 64];
+	snprintf(want, sizeof want, "%s:3: refusing %s: permissions 0644 are too open", ini, p);
+	assert_true(strncmp(errs.msgs[0], want, strlen(want)) == 0);
+	cfg_errors_clear(&errs);
+	cfg_free(cfg);
+	free(p);
+	free(ini);
+	free_tmpdir(dir);
 }
 
 static void
@@ -1058,12 +1120,12 @@ test_check_files(void **state)
 	WRITE(dir, "token", "t\n");
 	assert_int_equal(cfg_check_files(cfg, &errs), -1);
 	assert_int_equal(errs.n, 3);
-	snprintf(want, sizeof want, "%s:2: cannot read redis-pw: No such file or directory", ini);
-	assert_string_equal(errs.msgs[0], want);
-	snprintf(want, sizeof want, "%s:9: cannot read secret: No such file or directory", ini);
-	assert_string_equal(errs.msgs[1], want);
-	snprintf(want, sizeof want, "%s:11: cannot read cert.pem: No such file or directory", ini);
-	assert_string_equal(errs.msgs[2], want);
+	snprintf(want, sizeof want, "%s:2: cannot read redis-pw: No such file or directory in", ini);
+	assert_true(strncmp(errs.msgs[0], want, strlen(want)) == 0);
+	snprintf(want, sizeof want, "%s:9: cannot read secret: No such file or directory in", ini);
+	assert_true(strncmp(errs.msgs[1], want, strlen(want)) == 0);
+	snprintf(want, sizeof want, "%s:11: cannot read cert.pem: No such file or directory in", ini);
+	assert_true(strncmp(errs.msgs[2], want, strlen(want)) == 0);
 	cfg_errors_clear(&errs);
 
 	WRITE(dir, "redis-pw", "pw");
@@ -1076,8 +1138,8 @@ test_check_files(void **state)
 	free(tok);
 	assert_int_equal(cfg_check_files(cfg, &errs), -1);
 	assert_int_equal(errs.n, 1);
-	snprintf(want, sizeof want, "%s:15: cannot read token: No such file or directory", ini);
-	assert_string_equal(errs.msgs[0], want);
+	snprintf(want, sizeof want, "%s:15: cannot read token: No such file or directory in", ini);
+	assert_true(strncmp(errs.msgs[0], want, strlen(want)) == 0);
 	cfg_errors_clear(&errs);
 	cfg_free(cfg);
 	free(ini);
@@ -1114,6 +1176,7 @@ main(void)
 		cmocka_unit_test(test_secret_whitespace),
 		cmocka_unit_test(test_secret_errors),
 		cmocka_unit_test(test_read_file_order),
+		cmocka_unit_test(test_secret_permissions),
 		cmocka_unit_test(test_check_files),
 	};
 
