@@ -227,7 +227,6 @@ count_outcome(struct engine *eng, enum job_state st)
 static void
 log_step(const struct ejob *j, const struct job_step *s)
 {
-	char d[256];
 	const char *ev = "job.state";
 	enum log_level lvl = LOG_INFO;
 
@@ -238,8 +237,8 @@ log_step(const struct ejob *j, const struct job_step *s)
 	log_msg(lvl, ev, "id=%s stream_id=%s state=%s action=%s resource=%s attempt=%d "
 	    "reason=%s detail=%s", j->id[0] ? j->id : "-", j->stream_id,
 	    job_state_name(s->next)[0] ? job_state_name(s->next) : "-",
-	    j->rec ? j->rec->action : "-", j->rec ? j->rec->resource : "-", j->core.calls,
-	    s->reason ? s->reason : "-", log_quote(d, sizeof d, s->detail));
+	    j->rec ? LOG_Q(j->rec->action) : "-", j->rec ? LOG_Q(j->rec->resource) : "-",
+	    j->core.calls, s->reason ? s->reason : "-", LOG_Q(s->detail));
 }
 
 static void after_transition(struct rconn *rc, redisReply *r, void *arg);
@@ -390,8 +389,8 @@ after_transition(struct rconn *rc, redisReply *r, void *arg)
 	}
 	if (r == NULL || r->type == REDIS_REPLY_ERROR) {
 		if (r != NULL)
-			log_warn("redis.error", "op=transition id=%s error=%.120s",
-			    j->id[0] ? j->id : "-", r->str);
+			log_warn("redis.error", "op=transition id=%s error=%s",
+			    j->id[0] ? j->id : "-", LOG_Q(r->str));
 		/* Nothing was decided twice: the same step is written again
 		 * once Redis answers. */
 		ejob_arm(j, T_REDIS_RETRY, REDIS_RETRY_MS);
@@ -403,7 +402,7 @@ after_transition(struct rconn *rc, redisReply *r, void *arg)
 	if (ok == NULL || ok->integer != 1) {
 		int dup = why && strcmp(why->str, "terminal") == 0;
 		log_info(dup ? "job.duplicate" : "job.abandon", "id=%s stream_id=%s reason=%s",
-		    j->id[0] ? j->id : "-", j->stream_id, why ? why->str : "bad-reply");
+		    j->id[0] ? j->id : "-", j->stream_id, why ? LOG_Q(why->str) : "bad-reply");
 		ejob_finish(j);
 		ejob_unref(j);
 		return;
@@ -445,7 +444,7 @@ feed(struct ejob *j, struct job_event *ev)
 	ev->token_ok = token_ok(j);
 	j->step = job_next(&pol, &j->core, ev, wtime_now_ms());
 	if (j->step.effects == 0 && !job_state_terminal(j->step.next)) {
-		log_debug("job.ignored", "id=%s detail=\"%s\"", j->id, j->step.detail);
+		log_debug("job.ignored", "id=%s detail=%s", j->id, LOG_Q(j->step.detail));
 		return;
 	}
 	apply(j);
@@ -501,7 +500,7 @@ on_call_done(const struct http_response *resp, void *arg)
 	ev.retry_after_ms = job_retry_after_ms(resp->retry_after, wtime_now_ms());
 	j->last_status = (int)resp->status;
 	log_info("job.call", "id=%s action=%s resource=%s attempt=%d status=%ld ms=%ld%s%s",
-	    j->id, j->rec->action, j->rec->resource, j->core.calls, resp->status,
+	    j->id, LOG_Q(j->rec->action), LOG_Q(j->rec->resource), j->core.calls, resp->status,
 	    resp->elapsed_ms, resp->status == 0 ? " error=" : "",
 	    resp->status == 0 ? (resp->timed_out ? "timeout" : "transport") : "");
 	feed(j, &ev);
@@ -567,7 +566,7 @@ start_call(struct ejob *j)
 	struct job_event ev = {.kind = JOB_EV_HTTP, .http_status = 0, .retry_after_ms = -1};
 
 	if (url == NULL || body == NULL) {
-		log_error("job.call", "id=%s error=\"%s\"", j->id, url ? "out of memory" : err);
+		log_error("job.call", "id=%s error=%s", j->id, LOG_Q(url ? "out of memory" : err));
 		free(url);
 		free(body);
 		feed(j, &ev);	/* counts as a failed call: retried within limits */
@@ -794,9 +793,8 @@ after_load(struct rconn *rc, redisReply *r, void *arg)
 	ev.record = j->rec;
 	feed(j, &ev);
 	if (ev.record_status != RECORD_OK && detail[0]) {
-		char d[256];
 		log_warn("record.rejected", "id=%s reason=%s detail=%s", j->id,
-		    record_status_code(ev.record_status), log_quote(d, sizeof d, detail));
+		    record_status_code(ev.record_status), LOG_Q(detail));
 	}
 	ejob_unref(j);
 }
