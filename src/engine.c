@@ -509,8 +509,8 @@ on_token(void *arg, int have_token)
 	read_more(eng);
 }
 
-/* With [oauth], notifications go out with the worker's token or wait for
- * one; never unauthenticated. */
+/* With [notify] auth = oauth, notifications go out with the worker's token
+ * or wait for one; never unauthenticated. */
 static int
 webhook_token(void *arg, const char **token)
 {
@@ -716,12 +716,10 @@ engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
 			goto fail;
 		oauth_set_listener(eng->oauth, on_token, eng);
 	}
-	if (cfg->notify.webhook_url &&
-	    (eng->webhook = webhook_new(loop, eng->http, cfg->notify.webhook_url,
-	    cfg->notify.timeout_ms, webhook_token, eng)) == NULL) {
-		snprintf(err, errlen, "cannot create the webhook client");
+	/* [notify] auth picks what the webhook carries (SPEC §6). */
+	eng->webhook = webhook_from_cfg(loop, eng->http, cfg, webhook_token, eng, err, errlen);
+	if (eng->webhook == NULL && err[0] != '\0')
 		goto fail;
-	}
 	init_timers(eng);
 	return eng;
 fail:
