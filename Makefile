@@ -69,6 +69,9 @@ HARNESS := $(wildcard tests/integration/harness.c)
 $(BUILD)/tests/itest_%: tests/integration/itest_%.c $(HARNESS) $(wildcard tests/integration/*.h) $(LIB) | $(BUILD)/tests
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests -Itests/integration $(LDFLAGS) -o $@ $< $(HARNESS) $(LIB) $(PKG_LIBS) -lcmocka
 
+# test_http_wipe watches which options http.c hands libcurl.
+$(BUILD)/tests/test_http_wipe: LDFLAGS += -Wl,--wrap=curl_easy_setopt -Wl,--wrap=curl_easy_cleanup
+
 unit: $(UNIT_BIN) $(FAKE_BIN) $(ITEST_BIN) $(BINS) modes
 
 deps:
