@@ -576,7 +576,7 @@ validate_content(struct ctx *c, const char *id, const char *json, int64_t now)
 	char detail[DETAIL_MAX];
 	enum record_status st;
 
-	ctl_policy_init(&pol, c->cfg, NULL, 0);
+	ctl_policy_content(&pol, c->cfg);
 	st = record_load(&pol, id, json, now, &rec, NULL, detail, sizeof detail);
 	record_free(rec);
 	if (st == RECORD_UNKNOWN_ACTION) {
