@@ -78,6 +78,12 @@ enum job_event_kind {
 
 enum job_authz { JOB_AUTHZ_ALLOW, JOB_AUTHZ_DENY, JOB_AUTHZ_UNAVAILABLE };
 
+/* SPEC §7, the PDP's answer: not 2xx is UNAVAILABLE (retried); a body of
+ * {"result": true} or {"result": {"allow": true}} is ALLOW; anything else
+ * (false, {"allow": false}, no result, not JSON) is DENY. `body` is len
+ * bytes, not necessarily NUL-terminated. */
+enum job_authz job_authz_answer(long status, const char *body, size_t len);
+
 struct job_event {
 	enum job_event_kind kind;
 	uint64_t rnd;		/* a random word, for jitter */

@@ -606,14 +606,7 @@ start_call(struct ejob *j)
 static enum job_authz
 authz_answer(const struct http_response *resp)
 {
-	if (resp->status < 200 || resp->status > 299)
-		return JOB_AUTHZ_UNAVAILABLE;
-	json_t *doc = json_loadb(resp->body, resp->body_len, 0, NULL);
-	json_t *res = doc ? json_object_get(doc, "result") : NULL;
-	int allow = json_is_true(res) ||
-	    (json_is_object(res) && json_is_true(json_object_get(res, "allow")));
-	json_decref(doc);
-	return allow ? JOB_AUTHZ_ALLOW : JOB_AUTHZ_DENY;
+	return job_authz_answer(resp->status, resp->body, resp->body_len);
 }
 
 static void

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include <jansson.h>
+
 #include "wtime.h"
 
 #define RETRY_AFTER_MAX_S	86400	/* a day: longer is past any sane deadline */
@@ -544,4 +546,17 @@ job_next(const struct job_policy *pol, struct job *job, const struct job_event *
 		break;
 	}
 	return st;
+}
+
+enum job_authz
+job_authz_answer(long status, const char *body, size_t len)
+{
+	if (status < 200 || status > 299)
+		return JOB_AUTHZ_UNAVAILABLE;
+	json_t *doc = body != NULL ? json_loadb(body, len, 0, NULL) : NULL;
+	json_t *res = json_object_get(doc, "result");
+	int allow = json_is_true(res) ||
+	    (json_is_object(res) && json_is_true(json_object_get(res, "allow")));
+	json_decref(doc);
+	return allow ? JOB_AUTHZ_ALLOW : JOB_AUTHZ_DENY;
 }

@@ -1023,6 +1023,36 @@ test_www_auth(void **state)
 	assert_int_equal(job_www_auth_invalid_token(NULL), 0);
 }
 
+/* SPEC §7: the PDP's answer (moved out of the shell, fuzzed by fuzz_pdp). */
+static void
+test_authz_answer(void **state)
+{
+	static const struct { long status; const char *body; enum job_authz want; } v[] = {
+		{200, "{\"result\": true}", JOB_AUTHZ_ALLOW},
+		{200, "{\"result\": {\"allow\": true}}", JOB_AUTHZ_ALLOW},
+		{204, "{\"result\": true}", JOB_AUTHZ_ALLOW},
+		{200, "{\"result\": false}", JOB_AUTHZ_DENY},
+		{200, "{\"result\": {\"allow\": false}}", JOB_AUTHZ_DENY},
+		{200, "{\"result\": {\"allow\": \"true\"}}", JOB_AUTHZ_DENY},
+		{200, "{\"result\": 1}", JOB_AUTHZ_DENY},
+		{200, "{}", JOB_AUTHZ_DENY},
+		{200, "[true]", JOB_AUTHZ_DENY},
+		{200, "not json", JOB_AUTHZ_DENY},
+		{200, "", JOB_AUTHZ_DENY},
+		{500, "{\"result\": true}", JOB_AUTHZ_UNAVAILABLE},
+		{0, "", JOB_AUTHZ_UNAVAILABLE},
+		{302, "{\"result\": true}", JOB_AUTHZ_UNAVAILABLE},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+		if (job_authz_answer(v[i].status, v[i].body, strlen(v[i].body)) != v[i].want)
+			fail_msg("%ld %s: not %d", v[i].status, v[i].body, v[i].want);
+	/* the body is a length, not a C string */
+	assert_int_equal(job_authz_answer(200, "{\"result\": true}xyz", 16), JOB_AUTHZ_ALLOW);
+	assert_int_equal(job_authz_answer(200, NULL, 0), JOB_AUTHZ_DENY);
+}
+
 int
 main(void)
 {
@@ -1060,6 +1090,7 @@ main(void)
 		cmocka_unit_test(test_backoff_bounds),
 		cmocka_unit_test(test_backoff_doubles),
 		cmocka_unit_test(test_retry_after),
+		cmocka_unit_test(test_authz_answer),
 		cmocka_unit_test(test_www_auth),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
