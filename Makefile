@@ -30,7 +30,7 @@ FAKE_BIN  := $(FAKE_SRC:tests/fakes/%.c=$(BUILD)/tests/%)
 ITEST_SRC := $(wildcard tests/integration/itest_*.c)
 ITEST_BIN := $(ITEST_SRC:tests/integration/%.c=$(BUILD)/tests/%)
 
-.PHONY: all bins unit modes deps test test-unit test-asan test-integration demo bench install clean
+.PHONY: all bins unit modes deps test fuzz fuzz-build lint valgrind test-unit test-asan test-integration demo bench install clean
 .SUFFIXES:
 
 all: bins modes
@@ -94,6 +94,33 @@ bench: deps all unit
 demo: deps
 	@$(MAKE) --no-print-directory all unit
 	@sh examples/demo.sh $(BUILD)
+
+# ---- fuzzing (README "Fuzzing"): libFuzzer targets in fuzz/, built with
+# Debian's clang against the same sources, with ASan and UBSan. Each runs for
+# FUZZ_SECONDS from its seed corpus fuzz/corpus/NAME (read only) into a work
+# corpus under build/fuzz/work/NAME; a crash is written to build/fuzz/.
+FUZZ_SECONDS ?= 60
+FUZZ_CC      ?= clang
+FUZZ_DIR     := build/fuzz
+FUZZ_FLAGS   := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
+		-fno-sanitize-recover=undefined -std=c11 $(WARN) -D_FILE_OFFSET_BITS=64 -Iinclude
+FUZZ_SRC     := $(wildcard fuzz/fuzz_*.c)
+FUZZ_BIN     := $(FUZZ_SRC:fuzz/%.c=$(FUZZ_DIR)/%)
+FUZZ_OBJ     := $(CORE_SRC:src/%.c=$(FUZZ_DIR)/obj/%.o)
+
+$(FUZZ_DIR)/obj/%.o: src/%.c $(wildcard include/*.h) $(wildcard src/*.h)
+	@mkdir -p $(FUZZ_DIR)/obj
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) -c -o $@ $<
+
+$(FUZZ_DIR)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz.h $(FUZZ_OBJ)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -DFUZZ_DATA_DIR='"$(CURDIR)/tests/data"' \
+		$(PKG_CFLAGS) -o $@ $< $(FUZZ_OBJ) $(PKG_LIBS)
+
+fuzz-build: modes $(FUZZ_BIN)
+
+fuzz: deps
+	@$(MAKE) --no-print-directory fuzz-build
+	@sh fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_BIN)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/doc/warrantd \

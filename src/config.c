@@ -67,6 +67,10 @@ struct name_val {
 
 /* ---- errors ---- */
 
+static int errs_vadd(struct cfg_errors *errs, const char *file, int line, const char *fmt,
+		     va_list ap)
+	__attribute__((format(printf, 4, 0)));
+
 static int
 errs_vadd(struct cfg_errors *errs, const char *file, int line, const char *fmt, va_list ap)
 {

@@ -132,13 +132,17 @@ var_none(void *ctx, int v)
  * A placeholder in the scheme, host or port would let a record pick where the
  * bearer token goes ("https://{resource}.svc/" with resource "evil.example/x"),
  * and one in the fragment is never sent: they are allowed in the path and the
- * query only. Without "://" the whole template is scheme and authority.
+ * query only. Without "://" there is no telling where a path would start
+ * ("https:/{resource}" with an empty value is "https://..."): a placeholder
+ * there is refused wherever it is.
  */
 static int
 placeholder_outside_path(const char *tpl)
 {
 	const char *sep = strstr(tpl, "://");
-	const char *auth = sep != NULL ? sep + 3 : tpl;
+	if (sep == NULL)
+		return strpbrk(tpl, "{}") != NULL;
+	const char *auth = sep + 3;
 	size_t before = (size_t)(auth - tpl) + strcspn(auth, "/?#");
 	const char *frag = strchr(tpl + before, '#');
 

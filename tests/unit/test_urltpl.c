@@ -165,6 +165,10 @@ test_placeholder_only_in_path_and_query(void **state)
 		"http{action}://h/open",
 		"https://h/open#{resource}",
 		"https://{resource}",
+		/* found by fuzz_urltpl: no "://", so an empty value would make
+		 * "https://ope", a new host */
+		"https:/{resource}/ope",
+		"h/{resource}",
 	};
 	struct urltpl_vars v = {.resource = "evil.example/x", .action = "a", .record_id = "i",
 	    .on_behalf_of = "o"};
