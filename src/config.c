@@ -435,8 +435,9 @@ url_problem(const char *u)
 	}
 	if (colon) {
 		size_t plen = (size_t)(end - colon - 1);
-		if (plen == 0 || plen > 5 || strspn(colon + 1, "0123456789") != plen ||
-		    atoi(colon + 1) < 1 || atoi(colon + 1) > 65535)
+		long port = plen >= 1 && plen <= 5 && strspn(colon + 1, "0123456789") == plen ?
+		    strtol(colon + 1, NULL, 10) : 0;
+		if (port < 1 || port > 65535)
 			return "has a bad port";
 	}
 	return NULL;

@@ -61,7 +61,7 @@ parse_relative(const char *s, int64_t now_ms, int64_t *out_ms)
 			return -1;
 		n = n * 10 + (*p - '0');
 	}
-	if ((mult = unit_ms(*p)) < 0 || (*p != '\0' && p[1] != '\0'))
+	if ((mult = unit_ms(*p)) <= 0 || (*p != '\0' && p[1] != '\0'))
 		return -1;
 	if (n > (INT64_MAX - now_ms) / mult)
 		return -1;

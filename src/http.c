@@ -105,6 +105,25 @@ list_unlink(struct call_list *l, struct http_call *c)
 	c->prev = c->next = NULL;
 }
 
+/* Unlinks and returns the head, or NULL: the loops that free every call
+ * take them this way, so that no reader (or analyzer) has to work out that
+ * list_unlink moved the head. */
+static struct http_call *
+list_pop(struct call_list *l)
+{
+	struct http_call *c = l->head;
+
+	if (c != NULL) {
+		l->head = c->next;
+		if (l->head != NULL)
+			l->head->prev = NULL;
+		else
+			l->tail = NULL;
+		c->prev = c->next = NULL;
+	}
+	return c;
+}
+
 /* ---- libev side: watchers that curl asks for ---- */
 
 static void process_messages(struct http_client *hc);
@@ -564,8 +583,7 @@ dispatch_done(struct http_client *hc)
 	if (hc->dispatching)
 		return;
 	hc->dispatching = 1;
-	while ((c = hc->done.head) != NULL) {
-		list_unlink(&hc->done, c);
+	while ((c = list_pop(&hc->done)) != NULL) {
 		c->state = CALL_IN_CALLBACK;
 		hc->in_flight--;
 		run_callback(c);
@@ -630,18 +648,18 @@ http_client_free(struct http_client *hc)
 		log_error("http.misuse", "error=\"http_client_free called from an http callback\"");
 		abort();
 	}
-	while ((c = hc->active.head) != NULL) {
-		list_unlink(&hc->active, c);
+	while ((c = list_pop(&hc->active)) != NULL)
 		call_free(c);
-	}
-	while ((c = hc->done.head) != NULL) {
-		list_unlink(&hc->done, c);
+	while ((c = list_pop(&hc->done)) != NULL)
 		call_free(c);
-	}
 	curl_multi_cleanup(hc->multi);
 	/* curl may close cached connections without telling the socket callback */
-	while (hc->socks != NULL)
-		sock_free(hc->socks);
+	for (struct http_sock *s = hc->socks, *next; s != NULL; s = next) {
+		next = s->next;
+		ev_io_stop(hc->loop, &s->io);
+		free(s);
+	}
+	hc->socks = NULL;
 	ev_timer_stop(hc->loop, &hc->timer);
 	free(hc);
 }

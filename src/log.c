@@ -130,9 +130,11 @@ log_quote(char *dst, size_t n, const char *s)
 	snprintf(mark, sizeof mark, "...(%zu bytes)", strlen(s));
 	if (!put_quoted(dst, n, s, "") && n >= strlen(mark) + 3) {
 		(void)put_quoted(dst, n, s, mark);
-		strcat(dst, mark);	/* put_quoted left room for it */
+		memcpy(dst + strlen(dst), mark, strlen(mark) + 1);	/* room was left */
 	}
-	strcat(dst, "\"");
+	size_t len = strlen(dst);	/* put_quoted left room for the quote */
+	dst[len] = '"';
+	dst[len + 1] = '\0';
 	return dst;
 }
 

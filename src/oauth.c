@@ -306,7 +306,8 @@ build_request(const struct settings *s, int64_t now_ms, char **body, char **user
 			return -1;
 		}
 		OPT("client_id", s->client_id);
-		OPT("client_assertion_type", CLIENT_ASSERTION_TYPE);
+		pairs[n++] = "client_assertion_type";
+		pairs[n++] = CLIENT_ASSERTION_TYPE;
 		OPT("client_assertion", assertion);
 		break;
 	}

@@ -132,14 +132,11 @@ alg_supported(jwt_alg_t alg)
 static char *
 join_dot(const char *a, const char *b)
 {
-	size_t la = strlen(a), lb = strlen(b);
-	char *s = malloc(la + lb + 2);
+	size_t n = strlen(a) + strlen(b) + 2;
+	char *s = malloc(n);
 
-	if (s != NULL) {
-		memcpy(s, a, la);
-		s[la] = '.';
-		memcpy(s + la + 1, b, lb + 1);
-	}
+	if (s != NULL)
+		snprintf(s, n, "%s.%s", a, b);
 	return s;
 }
 

@@ -444,6 +444,7 @@ enum {
 
 struct decide_opts {
 	struct ctl_decision d;
+	char id_buf[CTL_ID_LEN + 1];	/* d.id when --id is not given */
 	const char **params;	/* --param values, d.params points here */
 	const char *expires, *not_before, *key_path, *kid, *issuer;
 };
@@ -678,7 +679,7 @@ store_decision(struct ctx *c, const struct ctl_decision *d, const char *record, 
 static int
 decide_with(struct ctx *c, struct decide_opts *o)
 {
-	char id_buf[CTL_ID_LEN + 1], err[DETAIL_MAX], *json = NULL, *record = NULL;
+	char err[DETAIL_MAX], *json = NULL, *record = NULL;
 	json_t *content = NULL;
 	int64_t now = wtime_now_ms();
 	int rc;
@@ -687,7 +688,7 @@ decide_with(struct ctx *c, struct decide_opts *o)
 		return rc;
 	if (c->cfg->records.signature_required && o->key_path == NULL)
 		return usage_error("decide: --key is required with [records] signature = required");
-	if ((rc = complete_decision(c, o, now, id_buf)) != 0)
+	if ((rc = complete_decision(c, o, now, o->id_buf)) != 0)
 		return rc;
 	if ((content = ctl_build_record(&o->d, err, sizeof err)) == NULL)
 		return usage_error("decide: %s", err);
@@ -1130,7 +1131,7 @@ inspect_json(struct ctx *c, const char *id, const char *key, size_t key_len, jso
 static int
 cmd_inspect(struct ctx *c, int argc, char **argv)
 {
-	char *id, *key = NULL;
+	char *id = NULL, *key = NULL;
 	size_t key_len = 0;
 	json_t *out;
 	int rc = parse_simple(c, argc, argv, 1, 1, &id);
