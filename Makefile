@@ -122,6 +122,12 @@ fuzz: deps
 	@$(MAKE) --no-print-directory fuzz-build
 	@sh fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_BIN)
 
+# ---- valgrind (README "Tests"): the integration tests that start warrantd,
+# with the daemon under memcheck. Not in CI: it takes a quarter of an hour.
+valgrind: deps
+	@$(MAKE) --no-print-directory all unit
+	@sh tests/valgrind.sh $(BUILD)
+
 # ---- static analysis (README "Static analysis"): cppcheck and clang-tidy
 # (Debian 12's), configured by .cppcheck-suppressions and .clang-tidy; any
 # finding fails. scan-build (clang-tools) runs the analyzer over a full build.
