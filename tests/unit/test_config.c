@@ -858,7 +858,16 @@ test_example_conf(void **state)
 	assert_int_equal(errs.n, 0);
 	const struct cfg_action *a = cfg_action_find(cfg, "gate.open");
 	assert_non_null(a);
-	assert_string_equal(a->url, "http://127.0.0.1:8080/gates/{resource}/open");
+	assert_string_equal(a->url, "https://gates.example/gates/{resource}/open");
+	/* the example teaches no clear text */
+	char *text = NULL;
+	FILE *f = fopen("conf/warrantd.ini", "r");
+	assert_non_null(f);
+	size_t cap = 0;
+	assert_true(getdelim(&text, &cap, '\0', f) > 0);
+	fclose(f);
+	assert_null(strstr(text, "= http://"));	/* no URL value in clear text */
+	free(text);
 	assert_int_equal(cfg->oauth.present, 1);
 	assert_string_equal(cfg->records.verify_key_file, "decider.pub");
 	assert_string_equal(cfg->oauth.client_secret_file, "client-secret");
