@@ -45,8 +45,11 @@ modes:
 
 bins: $(BINS)
 
-$(BUILD)/obj/%.o: src/%.c $(wildcard include/*.h) $(wildcard src/*.h) | $(BUILD)/obj
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c -o $@ $<
+# -MMD: each library object depends on the headers it includes, no more.
+DEPFLAGS = -MMD -MP
+
+$(BUILD)/obj/%.o: src/%.c | $(BUILD)/obj
+	$(CC) $(CFLAGS) $(DEPFLAGS) $(PKG_CFLAGS) -c -o $@ $<
 
 $(BUILD)/obj $(BUILD)/bin $(BUILD)/tests:
 	@mkdir -p $@
@@ -55,18 +58,21 @@ $(LIB): $(CORE_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
-$(BUILD)/bin/%: src/%.c $(LIB) $(wildcard include/*.h) | $(BUILD)/bin
+# Programs and tests link the whole library: any header may change them.
+HEADERS := $(wildcard include/*.h)
+
+$(BUILD)/bin/%: src/%.c $(LIB) $(HEADERS) | $(BUILD)/bin
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS)
 
-$(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB) $(wildcard tests/*.h) | $(BUILD)/tests
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB) $(HEADERS) | $(BUILD)/tests
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) -lcmocka
 
 FAKE_COMMON := $(wildcard tests/fakes/common.c)
-$(BUILD)/tests/fake_%: tests/fakes/fake_%.c $(FAKE_COMMON) $(wildcard tests/fakes/*.h) $(LIB) | $(BUILD)/tests
+$(BUILD)/tests/fake_%: tests/fakes/fake_%.c $(FAKE_COMMON) $(wildcard tests/fakes/*.h) $(LIB) $(HEADERS) | $(BUILD)/tests
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(FAKE_COMMON) $(LIB) $(PKG_LIBS) -lmicrohttpd
 
 HARNESS := $(wildcard tests/integration/harness.c)
-$(BUILD)/tests/itest_%: tests/integration/itest_%.c $(HARNESS) $(wildcard tests/integration/*.h) $(LIB) | $(BUILD)/tests
+$(BUILD)/tests/itest_%: tests/integration/itest_%.c $(HARNESS) $(wildcard tests/integration/*.h) $(LIB) $(HEADERS) | $(BUILD)/tests
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests -Itests/integration $(LDFLAGS) -o $@ $< $(HARNESS) $(LIB) $(PKG_LIBS) -lcmocka
 
 # test_http_wipe watches which options http.c hands libcurl.
@@ -173,3 +179,5 @@ install: all
 
 clean:
 	rm -rf build bin
+
+-include $(wildcard $(BUILD)/obj/*.d)

@@ -68,6 +68,7 @@ struct cfg {
 		long batch, block_ms, claim_idle_ms, claim_interval_ms;
 		long lease_renew_ms;	/* default claim_idle_ms / 3 */
 		long max_deliveries;
+		long dead_maxlen, notify_maxlen;	/* XADD MAXLEN ~ of P:dead, P:notify */
 	} redis;
 
 	struct {
@@ -89,6 +90,7 @@ struct cfg {
 		char *key_id, *certificate_file, *scope, *resource, *audience;
 		double refresh_ratio;
 		long timeout_ms, auth_wait_max_ms;
+		long min_refresh_interval_ms;	/* R9: spacing of refreshes 401s cause */
 		int allow_http;
 	} oauth;
 

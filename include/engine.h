@@ -10,14 +10,10 @@
 #include <stddef.h>
 
 #include "config.h"
+#include "counters.h"
 
 struct engine;
 
-/* Counters of SPEC §8, also written to the heartbeat hash. */
-struct engine_counters {
-	long long received, done, expired, denied, failed, dead, retried;
-	long long redispatched, auth_failures, token_refreshes, claimed;
-};
 
 /*
  * Takes ownership of cfg on success (the caller must not free it then).

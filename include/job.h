@@ -43,6 +43,7 @@ int job_state_terminal(enum job_state st);
 #define JOB_R_EXPIRED		"deadline-passed"
 #define JOB_R_DENIED		"authority-denied"
 #define JOB_R_HTTP_FAILED	"http-4xx"
+#define JOB_R_REQUEST_INVALID	"request-invalid"
 #define JOB_R_DONE		"ok"
 
 struct job_policy {
@@ -58,15 +59,18 @@ struct job_policy {
 struct job {
 	enum job_state state;
 	int64_t expires_at_ms, not_before_ms;
-	int calls;		/* calls of the action made, this entry */
+	int calls;		/* calls of the action made: the hash's `attempts` (R8) */
 	int waits;		/* PDP-unavailable retries, for their backoff */
-	int deliveries;		/* from XREADGROUP/XPENDING/XCLAIM data */
+	int deliveries;		/* from XREADGROUP/XPENDING/XCLAIM data (Redis' count) */
 	int redispatch;		/* set by a 401: XCLAIM once a token is there */
 	unsigned awaiting;	/* JOB_FX_AUTHZ or JOB_FX_CALL whose answer is due, else 0 */
 };
 
 enum job_event_kind {
 	JOB_EV_LOADED,		/* the hash was read and the record checked */
+	JOB_EV_NO_ID,		/* the stream entry has no valid id field */
+	JOB_EV_ENTRY_DELETED,	/* XAUTOCLAIM reports the pending entry deleted */
+	JOB_EV_CANNOT_CALL,	/* the decided call cannot be sent (see no_call) */
 	JOB_EV_TIMER,		/* a retry timer fired */
 	JOB_EV_TOKEN_READY,	/* a token with enough life is there */
 	JOB_EV_TOKEN_TIMEOUT,	/* auth_wait_max_ms passed without one */
@@ -78,11 +82,12 @@ enum job_event_kind {
 
 enum job_authz { JOB_AUTHZ_ALLOW, JOB_AUTHZ_DENY, JOB_AUTHZ_UNAVAILABLE };
 
-/* SPEC §7, the PDP's answer: not 2xx is UNAVAILABLE (retried); a body of
- * {"result": true} or {"result": {"allow": true}} is ALLOW; anything else
- * (false, {"allow": false}, no result, not JSON) is DENY. `body` is len
- * bytes, not necessarily NUL-terminated. */
-enum job_authz job_authz_answer(long status, const char *body, size_t len);
+/* Why a decided call could not be sent (JOB_EV_CANNOT_CALL). */
+enum job_no_call {
+	JOB_NOCALL_ACTION_GONE,	/* a reload removed the record's [action] */
+	JOB_NOCALL_BAD_REQUEST,	/* the URL template cannot expand for this record */
+	JOB_NOCALL_TOKEN_GONE,	/* the token died between the decision and the call */
+};
 
 struct job_event {
 	enum job_event_kind kind;
@@ -94,10 +99,14 @@ struct job_event {
 	enum job_state stored_state;	/* JOB_NONE when the hash has no state */
 	enum record_status record_status;
 	const struct record *record;	/* with RECORD_OK; read, not kept */
-	int deliveries;
+	int deliveries;		/* also JOB_EV_REDISPATCHED: the count after the XCLAIM */
+	int attempts;		/* the hash's `attempts`: calls made by every worker */
 
 	/* JOB_EV_AUTHZ */
 	enum job_authz authz;
+
+	/* JOB_EV_CANNOT_CALL */
+	enum job_no_call no_call;
 
 	/* JOB_EV_HTTP */
 	int http_status;	/* 0 on a transport error or timeout */
@@ -120,6 +129,7 @@ enum job_effect {
 	JOB_FX_REDISPATCH = 1 << 10,	/* XCLAIM the entry to this consumer (count +1) */
 	JOB_FX_RELEASE = 1 << 11,	/* forget the entry, leave it pending, stop the lease */
 	JOB_FX_START_ATTEMPT = 1 << 12,	/* a new attempt began: set owner, count it */
+	JOB_FX_END = 1 << 13,		/* after the write, the entry leaves the hand */
 };
 
 struct job_step {
@@ -140,12 +150,6 @@ struct job_step {
  */
 struct job_step job_next(const struct job_policy *pol, struct job *job,
 			 const struct job_event *ev, int64_t now_ms);
-
-/*
- * Backoff (R8): full jitter, a uniform delay in [0, min(cap, base * 2^(n-1))]
- * drawn from rnd, for the n-th retry (n >= 1). Never overflows.
- */
-int64_t job_backoff_ms(int64_t base_ms, int64_t cap_ms, int n, uint64_t rnd);
 
 /*
  * Retry-After (RFC 9110 §10.2.3): delay-seconds or an IMF-fixdate. Returns

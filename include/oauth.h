@@ -7,8 +7,10 @@
  * token lives (and after), and drops a token when it expires.
  *
  * One fetch at a time (single flight): however many callers invalidate the
- * token at once, the IdP sees one request. Times are wall-clock ms since the
- * epoch (wtime_now_ms), because a JWT `exp` is one.
+ * token at once, the IdP sees one request. A token's life is kept on the
+ * monotonic clock (wtime_mono_ms), so a step of the wall clock neither kills
+ * a good token nor keeps a dead one; a JWT `exp` (wall-clock) is turned into
+ * a lifetime the moment the token arrives.
  *
  * Single-threaded: call everything from the loop's thread. Nothing here logs
  * a token, a secret, an assertion or an Authorization header.
@@ -47,14 +49,14 @@ void oauth_free(struct oauth *o);
 void oauth_start(struct oauth *o);
 
 /*
- * R6: the token when its remaining life at now_ms is longer than
+ * R6: the token when its remaining life at now_ms (wtime_mono_ms) is longer than
  * timeout_ms + 1 s, else NULL (wait for the listener). Owned by the manager,
  * valid until control returns to the loop or the next oauth_* call: copy it
  * into the request at once.
  */
 const char *oauth_token(const struct oauth *o, int64_t now_ms, long timeout_ms);
 
-/* When the token held dies (ms since the epoch), or 0 when none is held. */
+/* When the token held dies (wtime_mono_ms), or 0 when none is held. */
 int64_t oauth_expires_at_ms(const struct oauth *o);
 
 /*
@@ -68,10 +70,17 @@ const char *oauth_state_name(const struct oauth *o);
 /*
  * R9: discards the token held and starts one fetch, unless one is already in
  * flight (it is not doubled). With no token held it does nothing: a fetch or
- * a retry is already under way. The listener hears of it later, never from
+ * a retry is already under way. The fetch is spaced: not before
+ * [oauth] min_refresh_interval_ms after the previous request, and when the
+ * token refused was itself fetched after a refusal, with exponential backoff
+ * (token_refused_fetch_at_ms). The listener hears of it later, never from
  * inside this call.
  */
 void oauth_invalidate(struct oauth *o);
+
+/* A call with the token of generation `gen` was accepted: refusals in a row
+ * start again from one (R9's backoff ends). */
+void oauth_token_accepted(struct oauth *o, uint64_t gen);
 
 /*
  * A number that changes with every token received (0 before the first).

@@ -35,7 +35,7 @@ struct rconn_opts {
 	long command_timeout_ms;	/* oldest outstanding command older than this => drop
 					   connection (0 = none). The blocking connection
 					   passes block_ms + margin. */
-	long backoff_min_ms, backoff_max_ms;	/* reconnect backoff with full jitter */
+	long backoff_min_ms, backoff_max_ms;	/* reconnect backoff (backoff.h), from min */
 };
 
 struct rconn;
@@ -100,10 +100,19 @@ int rconn_eval(struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *c
 	       int nkeys, int argc, const char **argv, const size_t *argvlen)
 	__attribute__((warn_unused_result));
 
-/* Pure: the delay before reconnect attempt number `attempt` (1 = the first
- * retry), uniform in [min_ms, ceiling] where ceiling = min(max_ms,
- * min_ms * 2^(attempt-1)), drawn with the random word rnd. min_ms < 1 is
- * taken as 1 and max_ms < min_ms as min_ms. */
-long rconn_backoff_ms(unsigned attempt, long min_ms, long max_ms, uint32_t rnd);
+/*
+ * R17: error replies are passed to the callback as they are, and rconn logs
+ * them (event=redis.error): once per kind (the reply's leading upper-case
+ * word: LOADING, BUSY, READONLY, MISCONF, ...) per episode, where an episode
+ * ends with the next reply that is not an error (event=redis.errors_ended).
+ * BUSYGROUP and NOSCRIPT are answers, not trouble, and are not logged.
+ * Callers back off and retry; they need not log the reply again.
+ */
+#define RCONN_ERR_KINDS		8
+#define RCONN_ERR_KIND_LEN	24
+
+/* Pure: the kind of an error reply into buf ("" when it is not one or has
+ * no leading upper-case word), cut to n - 1 bytes. */
+void rconn_error_kind(const redisReply *reply, char *buf, size_t n);
 
 #endif

@@ -32,15 +32,18 @@ int store_decision_key(const struct store_keys *k, const char *id, char *buf, si
  *                   dead letter, notification, reschedule and XACK at once.
  * STORE_CLAIM       own pending entries (mode "own") or XAUTOCLAIM ("auto"),
  *                   each with its delivery count.
- * STORE_RENEW       XCLAIM ... JUSTID of entries still ours; returns the lost.
+ * STORE_RENEW       XCLAIM ... JUSTID of entries still ours; returns the ids
+ *                   others hold and those pending for nobody.
  * STORE_REDISPATCH  XCLAIM (delivery count + 1) of an entry still ours.
- * STORE_PROMOTE     due ids from P:scheduled onto P:jobs.
+ * STORE_PROMOTE     due ids from P:scheduled onto P:jobs (Redis' TIME).
+ * STORE_TRIM        XTRIM MINID of P:jobs below what is undelivered or pending.
  */
 extern const char *const store_script_transition;
 extern const char *const store_script_claim;
 extern const char *const store_script_renew;
 extern const char *const store_script_redispatch;
 extern const char *const store_script_promote;
+extern const char *const store_script_trim;
 
 /* The arguments of one transition (strings are borrowed, "" for none). */
 struct store_transition {
@@ -60,17 +63,21 @@ struct store_transition {
 	long long deliveries, attempt;
 	const char *at;			/* RFC 3339 now */
 	long long retain_ms;		/* PEXPIRE of a terminal hash; 0 none */
+	long long dead_maxlen, notify_maxlen;	/* MAXLEN ~ of P:dead, P:notify */
+	int skip_lease;			/* no PEL check: the entry left it already */
+	int keep_unpending;		/* a call's result: written even when the
+					   PEL forgot the entry (owner and fence ours) */
 };
 
 #define STORE_TRANSITION_NKEYS 6
-#define STORE_TRANSITION_ARGC (STORE_TRANSITION_NKEYS + 26)
+#define STORE_TRANSITION_ARGC (STORE_TRANSITION_NKEYS + 30)
 
 /* Argument vectors for rconn_eval: keys first, then args. The strings
  * point into `t`, `k` and `scratch`, which must outlive the call. */
 struct store_argv {
 	const char *argv[STORE_TRANSITION_ARGC];
 	size_t len[STORE_TRANSITION_ARGC];
-	char scratch[6][24];
+	char scratch[8][24];
 	int argc, nkeys;
 };
 

@@ -1,10 +1,10 @@
 /*
  * token: the pure core of the worker's own OAuth 2.0 access token (SPEC §9,
  * R6): how long a token lives, when to refresh it, when it may still be used,
- * how long to wait after a failed fetch, and the token endpoint's wire
+ * how long to wait after a refused token, and the token endpoint's wire
  * formats. No clock and no randomness: `now` and random words come in as
- * arguments. The one exception is token_random_bytes, kept here so every
- * module draws its random words from one place.
+ * arguments (random words come from rnd.h, the delays after a failed fetch
+ * from backoff.h with TOKEN_RETRY_BASE_MS and TOKEN_RETRY_CAP_MS).
  *
  * Nothing here verifies a token: the worker is not its audience. The JWT
  * `exp` of an access token is read only to learn when it stops working.
@@ -19,6 +19,11 @@
 #define TOKEN_RETRY_BASE_MS	500
 #define TOKEN_RETRY_CAP_MS	30000
 #define TOKEN_JITTER_PERCENT	5	/* of the lifetime, taken off the refresh time */
+/* An access token longer than this is refused where it enters: it goes into
+ * one header line, and servers refuse longer ones (nginx: 8 KiB by default;
+ * Entra ID tokens with many groups reach 6-8 KiB). */
+#define TOKEN_MAX_BYTES		16384
+#define TOKEN_MAX_STR		"16384"
 
 /*
  * The lifetime in ms of a token received at now_ms: the sooner of
@@ -41,9 +46,18 @@ int64_t token_refresh_at_ms(int64_t obtained_ms, int64_t lifetime_ms, double rat
  * timeout_ms at now_ms (remaining life > timeout_ms + TOKEN_SAFETY_MS), else 0. */
 int token_usable(int64_t expires_at_ms, int64_t now_ms, long timeout_ms);
 
-/* Delay before the next fetch after `failures` failed ones in a row (< 1
- * counts as 1): full jitter, rnd modulo (min(cap, base * 2^(failures-1)) + 1). */
-int64_t token_retry_delay_ms(int failures, uint64_t rnd);
+/*
+ * R9: the earliest time a refresh that a refused token (a 401) asks for may
+ * go out, on the clock of last_fetch_ms (when the previous request was
+ * sent). refused_in_row counts tokens refused in a row, this one included,
+ * where each was fetched after the previous one's refusal (1: a token that
+ * had been fetched in the ordinary way). 1: last_fetch_ms + min_interval_ms.
+ * From 2 on: max(min_interval_ms, TOKEN_RETRY_BASE_MS) * 2^(n-2), capped at
+ * TOKEN_REFUSED_CAP_MS: a target that refuses every token must not turn the
+ * worker into a load generator against the IdP.
+ */
+#define TOKEN_REFUSED_CAP_MS	60000
+int64_t token_refused_fetch_at_ms(int64_t last_fetch_ms, long min_interval_ms, int refused_in_row);
 
 /*
  * application/x-www-form-urlencoded: `pairs` is name, value, name, value, ...,
@@ -66,7 +80,7 @@ char *token_basic_userpwd(const char *client_id, const char *secret)
  * a new string (caller frees and should wipe) of visible ASCII only (it goes
  * into a header), *expires_in_s the expires_in value or -1 when absent.
  * -1: nothing allocated, err holds one line for people that never contains a
- * token: "idp error: <error>: <error_description>" for an error body, else
+ * token (also for an access_token longer than TOKEN_MAX_BYTES): "idp error: <error>: <error_description>" for an error body, else
  * what was wrong. token_type, when present, must be Bearer (any case);
  * expires_in may be a number or a numeric string.
  */
@@ -77,15 +91,6 @@ int token_parse_response(const char *body, size_t len, char **access_token,
 /* Base64url without padding (RFC 7515 §2). Caller frees; NULL when out of
  * memory. */
 char *token_b64url_encode(const unsigned char *in, size_t n)
-	__attribute__((warn_unused_result));
-
-/* Fills buf with n bytes from the kernel's CSPRNG (getrandom). 0 or -1. */
-int token_random_bytes(void *buf, size_t n)
-	__attribute__((warn_unused_result));
-
-/* nbytes random bytes as lower-case hex into buf (size >= 2 * nbytes + 1,
- * NUL-terminated), e.g. a JWT `jti`. 0 or -1 (then buf is ""). */
-int token_random_hex(char *buf, size_t bufsize, size_t nbytes)
 	__attribute__((warn_unused_result));
 
 #endif

@@ -26,7 +26,13 @@ int wtime_parse_http_date(const char *s, int64_t *out_ms)
 /* Days since 1970-01-01 of a proleptic Gregorian date (no range checks). */
 int64_t wtime_days_from_civil(int64_t y, unsigned m, unsigned d);
 
-/* The real clock, for the imperative shell only: the core takes `now`. */
+/* The real clock, for the imperative shell only: the core takes `now`.
+ * Wall clock: for record deadlines and times written to Redis. */
 int64_t wtime_now_ms(void);
+
+/* A monotonic clock that also counts a suspend (CLOCK_BOOTTIME), in ms from
+ * an arbitrary origin: for token lifetimes and anything timed by timers. A
+ * step of the wall clock never moves it. */
+int64_t wtime_mono_ms(void);
 
 #endif

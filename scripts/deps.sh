@@ -34,5 +34,7 @@ apt-get install -y -qq --no-install-recommends $missing >/dev/null
 # Debian's redis-server package starts a system instance; the tests and the
 # demo run their own on private unix sockets and need none.
 if command -v systemctl >/dev/null 2>&1 && systemctl is-active -q redis-server 2>/dev/null; then
+	echo "deps: stopping the system redis-server that the package just started" \
+	    "(the tests and the demo run their own; 'systemctl start redis-server' brings it back)"
 	systemctl stop redis-server || true
 fi

@@ -496,6 +496,8 @@ static const struct key redis_keys[] = {
 	{"claim_interval_ms", set_long, C(redis.claim_interval_ms), 1, VAL_MAX},
 	{"lease_renew_ms", set_long, C(redis.lease_renew_ms), 1, VAL_MAX},
 	{"max_deliveries", set_long, C(redis.max_deliveries), 1, VAL_MAX},
+	{"dead_maxlen", set_long, C(redis.dead_maxlen), 1, VAL_MAX},
+	{"notify_maxlen", set_long, C(redis.notify_maxlen), 1, VAL_MAX},
 	{NULL, NULL, 0, 0, 0},
 };
 
@@ -528,6 +530,7 @@ static const struct key oauth_keys[] = {
 	{"refresh_ratio", set_ratio, C(oauth.refresh_ratio), 0, 0},
 	{"timeout_ms", set_long, C(oauth.timeout_ms), 1, VAL_MAX},
 	{"auth_wait_max_ms", set_long, C(oauth.auth_wait_max_ms), 1, VAL_MAX},
+	{"min_refresh_interval_ms", set_long, C(oauth.min_refresh_interval_ms), 0, VAL_MAX},
 	{"allow_http", set_bool, C(oauth.allow_http), 0, 0},
 	{NULL, NULL, 0, 0, 0},
 };
@@ -596,6 +599,8 @@ set_defaults(struct cfg *cfg)
 	cfg->redis.claim_idle_ms = 60000;
 	cfg->redis.claim_interval_ms = 5000;
 	cfg->redis.max_deliveries = 16;
+	cfg->redis.dead_maxlen = 100000;
+	cfg->redis.notify_maxlen = 100000;
 
 	cfg->records.signature_required = 1;
 	cfg->records.algorithm = JWT_ALG_ES256;
@@ -610,6 +615,7 @@ set_defaults(struct cfg *cfg)
 	cfg->oauth.refresh_ratio = 0.75;
 	cfg->oauth.timeout_ms = 5000;
 	cfg->oauth.auth_wait_max_ms = 30000;
+	cfg->oauth.min_refresh_interval_ms = 1000;
 
 	cfg->authz.timeout_ms = 2000;
 	cfg->retry.base_ms = 500;

@@ -10,7 +10,7 @@
  * (`refs`); callbacks never free the object whose callback chain they run in.
  */
 #define _DEFAULT_SOURCE
-#include "engine_impl.h"
+#include "ejob.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -19,27 +19,74 @@
 
 #include <jansson.h>
 
+#include "job.h"
+#include "log.h"
+#include "wtime.h"
+
+#include "authz.h"
+#include "sreply.h"
+#include "backoff.h"
+#include "rnd.h"
 #include "urltpl.h"
 
-#define REDIS_RETRY_MS 250
+/* R17: a write, load or re-dispatch Redis refused or could not take is
+ * sent again with backoff, never in a tight loop. */
+#define REDIS_RETRY_MIN_MS	100
+#define REDIS_RETRY_MAX_MS	5000
+
+#define STREAM_ID_MAX 48
+
+enum ejob_timer { T_NONE, T_RETRY, T_TOKEN_WAIT, T_REDIS_RETRY, T_REDISPATCH_RETRY, T_LOAD_RETRY };
+enum ejob_wait { W_NONE, W_WRITE, W_LOAD, W_AUTHZ, W_CALL, W_REDISPATCH };
+
+struct ejobs {
+	const struct ejob_env *env;
+	struct ejob *head;	/* owned: every entry in hand, finished or not */
+	size_t n;
+	int draining;		/* R15: no new call, no new wait */
+};
+
+/* One entry in hand. */
+struct ejob {
+	struct ejob *prev, *next;
+	struct ejobs *set;
+	char stream_id[STREAM_ID_MAX];
+	char id[RECORD_ID_MAX + 1];	/* "" when the entry had no valid id */
+	char hash_key[STORE_KEY_MAX + RECORD_ID_MAX + 1];
+	struct job core;
+	struct job_step step;		/* the step being carried out */
+	struct record *rec;
+	char *bad_owner;		/* notifyOnDenial of a verified but invalid record */
+	long long fence;		/* `attempts` of this hand's current call; -1 none */
+	int started;			/* this hand set `owner` */
+	int refs;			/* callbacks in flight that point here */
+	int finished;
+	int lost;			/* the lease is gone: abandon at the next step */
+	int deleted;			/* XAUTOCLAIM said the entry was deleted */
+	int unpending;			/* pending for nobody: no lease to renew */
+	unsigned redis_tries;		/* R17: failed sends/error replies in a row */
+	enum ejob_wait wait;
+	enum ejob_timer timer_kind;
+	ev_timer timer;
+	struct http_call *call;
+	int last_status;
+	uint64_t token_gen;		/* generation of the token the call used */
+	char written_at[WTIME_RFC3339_LEN];	/* `at` of the last transition sent */
+	long long attempt_started_ms;
+};
 
 static void apply(struct ejob *j);
 static void feed(struct ejob *j, struct job_event *ev);
+static void start_load(struct ejob *j);
 static void ejob_timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
 
 /* ------------------------------------------------------------------ */
 /* small helpers                                                        */
 
-static uint64_t
-rnd(struct engine *eng)
+static const struct ejob_env *
+env_of(const struct ejob *j)
 {
-	/* xorshift64*: jitter only, not security. */
-	uint64_t x = eng->rng;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	eng->rng = x;
-	return x * 0x2545F4914F6CDD1DULL;
+	return j->set->env;
 }
 
 static const char *
@@ -61,13 +108,13 @@ reply_elem(const redisReply *r, size_t i, int type)
 static const struct cfg_action *
 job_action(const struct ejob *j)
 {
-	return j->rec ? cfg_action_find(j->eng->cfg, j->rec->action) : NULL;
+	return j->rec ? cfg_action_find(env_of(j)->cfg, j->rec->action) : NULL;
 }
 
-static int
-action_index(const struct cfg *cfg, const struct cfg_action *a)
+static const struct cred *
+job_cred(const struct ejob *j)
 {
-	return (int)(a - cfg->actions);
+	return j->rec ? creds_find(env_of(j)->creds, j->rec->action) : NULL;
 }
 
 /* R6: a token that outlives the call, for an action that needs one. */
@@ -75,13 +122,16 @@ static int
 token_ok(const struct ejob *j)
 {
 	const struct cfg_action *a = job_action(j);
-	return a == NULL || a->auth != CFG_AUTH_OAUTH || worker_token(j->eng, a->timeout_ms);
+	const struct cred *c = job_cred(j);
+	uint64_t gen;
+
+	return a == NULL || !cred_is_oauth(c) || cred_bearer(c, a->timeout_ms, &gen) != NULL;
 }
 
 static struct job_policy
-policy(const struct engine *eng, const struct ejob *j)
+policy(const struct ejob *j)
 {
-	const struct cfg *c = eng->cfg;
+	const struct cfg *c = env_of(j)->cfg;
 	const struct cfg_action *a = job_action(j);
 	struct job_policy p = {
 		.retry_base_ms = c->retry.base_ms,
@@ -89,7 +139,7 @@ policy(const struct engine *eng, const struct ejob *j)
 		.max_attempts = (int)c->retry.max_attempts,
 		.max_deliveries = (int)c->redis.max_deliveries,
 		.authz_enabled = c->authz.url != NULL,
-		.token_needed = a != NULL && a->auth == CFG_AUTH_OAUTH,
+		.token_needed = a != NULL && cred_is_oauth(job_cred(j)),
 	};
 	return p;
 }
@@ -98,9 +148,9 @@ policy(const struct engine *eng, const struct ejob *j)
 /* the jobs in hand                                                     */
 
 static struct ejob *
-ejob_find(struct engine *eng, const char *stream_id)
+ejob_find(const struct ejobs *s, const char *stream_id)
 {
-	for (struct ejob *j = eng->jobs; j; j = j->next)
+	for (struct ejob *j = s->head; j; j = j->next)
 		if (strcmp(j->stream_id, stream_id) == 0)
 			return j;
 	return NULL;
@@ -109,28 +159,29 @@ ejob_find(struct engine *eng, const char *stream_id)
 static void
 ejob_timer_stop(struct ejob *j)
 {
-	ev_timer_stop(j->eng->loop, &j->timer);
+	ev_timer_stop(env_of(j)->loop, &j->timer);
 	j->timer_kind = T_NONE;
 }
 
-void
+/* Unlinks j and frees it, whatever still points at it. */
+static void
 ejob_release(struct ejob *j)
 {
-	struct engine *eng = j->eng;
+	struct ejobs *s = j->set;
 
 	if (j->prev)
 		j->prev->next = j->next;
 	else
-		eng->jobs = j->next;
+		s->head = j->next;
 	if (j->next)
 		j->next->prev = j->prev;
-	eng->in_hand--;
+	s->n--;
 	record_free(j->rec);
 	free(j->bad_owner);
 	free(j);
 }
 
-void
+static void
 ejob_abandon(struct ejob *j)
 {
 	j->finished = 1;
@@ -147,13 +198,13 @@ ejob_abandon(struct ejob *j)
 static void
 ejob_finish(struct ejob *j)
 {
-	struct engine *eng = j->eng;
+	const struct ejob_env *env = env_of(j);
 
 	if (!j->finished)
 		ejob_abandon(j);
 	if (j->refs == 0) {
 		ejob_release(j);
-		engine_job_released(eng);
+		env->released(env->arg);
 	}
 }
 
@@ -166,33 +217,45 @@ ejob_unref(struct ejob *j)
 }
 
 static struct ejob *
-ejob_new(struct engine *eng, const char *stream_id, int deliveries)
+ejob_new(struct ejobs *s, const char *stream_id, int deliveries)
 {
 	struct ejob *j = calloc(1, sizeof *j);
 
 	if (j == NULL)
 		return NULL;
-	j->eng = eng;
+	j->set = s;
 	snprintf(j->stream_id, sizeof j->stream_id, "%s", stream_id);
 	j->core.deliveries = deliveries;
 	j->fence = -1;
 	ev_init(&j->timer, ejob_timer_cb);
 	j->timer.data = j;
-	j->next = eng->jobs;
-	if (eng->jobs)
-		eng->jobs->prev = j;
-	eng->jobs = j;
-	eng->in_hand++;
+	j->next = s->head;
+	if (s->head)
+		s->head->prev = j;
+	s->head = j;
+	s->n++;
 	return j;
 }
 
 static void
 ejob_arm(struct ejob *j, enum ejob_timer kind, int64_t delay_ms)
 {
-	ev_timer_stop(j->eng->loop, &j->timer);
+	struct ev_loop *loop = env_of(j)->loop;
+
+	ev_timer_stop(loop, &j->timer);
 	ev_timer_set(&j->timer, delay_ms > 0 ? (double)delay_ms / 1000.0 : 0.0, 0.0);
 	j->timer_kind = kind;
-	ev_timer_start(j->eng->loop, &j->timer);
+	ev_timer_start(loop, &j->timer);
+}
+
+/* R17: the Redis step `kind` is tried again after a growing delay. */
+static void
+redis_retry(struct ejob *j, enum ejob_timer kind)
+{
+	if (j->redis_tries < 64)
+		j->redis_tries++;
+	ejob_arm(j, kind, backoff_ms(REDIS_RETRY_MIN_MS, REDIS_RETRY_MIN_MS, REDIS_RETRY_MAX_MS,
+	    (int)j->redis_tries, rnd_u64()));
 }
 
 /* ------------------------------------------------------------------ */
@@ -201,7 +264,7 @@ ejob_arm(struct ejob *j, enum ejob_timer kind, int64_t delay_ms)
 static const char *
 notify_owner(const struct ejob *j)
 {
-	const char *dflt = j->eng->cfg->notify.default_owner;
+	const char *dflt = env_of(j)->cfg->notify.default_owner;
 
 	if (j->rec && j->rec->notify_on_denial)
 		return j->rec->notify_on_denial;
@@ -211,15 +274,15 @@ notify_owner(const struct ejob *j)
 }
 
 static void
-count_outcome(struct engine *eng, enum job_state st)
+count_outcome(struct engine_counters *n, enum job_state st)
 {
 	switch (st) {
-	case JOB_DONE: eng->n.done++; break;
-	case JOB_EXPIRED: eng->n.expired++; break;
-	case JOB_DENIED: eng->n.denied++; break;
-	case JOB_FAILED: eng->n.failed++; break;
-	case JOB_DEAD: eng->n.dead++; break;
-	case JOB_RETRYING: eng->n.retried++; break;
+	case JOB_DONE: n->done++; break;
+	case JOB_EXPIRED: n->expired++; break;
+	case JOB_DENIED: n->denied++; break;
+	case JOB_FAILED: n->failed++; break;
+	case JOB_DEAD: n->dead++; break;
+	case JOB_RETRYING: n->retried++; break;
 	default: break;
 	}
 }
@@ -256,7 +319,7 @@ post_webhook(const struct ejob *j)
 	char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
 
 	if (body)
-		webhook_post(j->eng->webhook, body);
+		webhook_post(env_of(j)->webhook, body);
 	free(body);
 	json_decref(o);
 }
@@ -271,7 +334,8 @@ needs_transition(unsigned fx)
 static void
 send_transition(struct ejob *j)
 {
-	struct engine *eng = j->eng;
+	const struct ejob_env *env = env_of(j);
+	const struct cfg *cfg = env->cfg;
 	const struct job_step *s = &j->step;
 	unsigned fx = s->effects;
 	char status[16] = "", score[24] = "";
@@ -301,7 +365,12 @@ send_transition(struct ejob *j)
 		.attempt = j->core.calls,
 		/* kept: the webhook says the same `at` as P:notify */
 		.at = now_rfc3339(j->written_at, sizeof j->written_at),
-		.retain_ms = terminal ? eng->cfg->records.retain_s * 1000LL : 0,
+		.retain_ms = terminal ? cfg->records.retain_s * 1000LL : 0,
+		.dead_maxlen = cfg->redis.dead_maxlen,
+		.notify_maxlen = cfg->redis.notify_maxlen,
+		.skip_lease = j->deleted,
+		/* a call's outcome survives a Redis that forgot its PEL */
+		.keep_unpending = terminal && j->fence >= 0 && !(fx & JOB_FX_CALL),
 	};
 	struct store_argv a;
 
@@ -309,11 +378,11 @@ send_transition(struct ejob *j)
 		snprintf(status, sizeof status, "%d", j->last_status);
 	if (fx & JOB_FX_RESCHEDULE)
 		snprintf(score, sizeof score, "%" PRId64, s->at_ms);
-	store_transition_argv(&eng->keys, eng->cfg->redis.group, eng->cfg->daemon.consumer,
-	    eng->cfg->records.audit_maxlen, &t, &a);
-	if (rconn_eval(eng->cmd, &eng->s_transition, after_transition, j, a.nkeys,
+	store_transition_argv(env->keys, cfg->redis.group, cfg->daemon.consumer,
+	    cfg->records.audit_maxlen, &t, &a);
+	if (rconn_eval(env->cmd, env->s_transition, after_transition, j, a.nkeys,
 	    a.argc, a.argv, a.len) < 0) {
-		ejob_arm(j, T_REDIS_RETRY, REDIS_RETRY_MS);
+		redis_retry(j, T_REDIS_RETRY);
 		return;
 	}
 	j->refs++;
@@ -329,15 +398,13 @@ static void
 continue_effects(struct ejob *j)
 {
 	unsigned fx = j->step.effects;
-	struct engine *eng = j->eng;
 
 	j->wait = W_NONE;
-	if (job_state_terminal(j->step.next) || (fx & (JOB_FX_ACK | JOB_FX_RESCHEDULE)) ||
-	    (fx & JOB_FX_RELEASE) || (j->step.next == JOB_NONE && (fx & JOB_FX_DEAD_LETTER))) {
+	if (fx & (JOB_FX_END | JOB_FX_RELEASE)) {
 		ejob_finish(j);
 		return;
 	}
-	if (eng->draining) {
+	if (j->set->draining) {
 		/* R15: no new call and no new wait once stopping; the entry
 		 * stays pending for R11/R14. */
 		ejob_finish(j);
@@ -354,7 +421,7 @@ continue_effects(struct ejob *j)
 	else if (fx & JOB_FX_WAIT_TOKEN)
 		/* The token may have come while this step was written, or the
 		 * failed call used an older one: then go on from the loop. */
-		ejob_arm(j, T_TOKEN_WAIT, token_ok(j) ? 0 : eng->cfg->oauth.auth_wait_max_ms);
+		ejob_arm(j, T_TOKEN_WAIT, token_ok(j) ? 0 : env_of(j)->cfg->oauth.auth_wait_max_ms);
 }
 
 /* The script wrote the step: remember what it says, then count and tell. */
@@ -369,10 +436,10 @@ transition_written(struct ejob *j, const redisReply *r)
 	}
 	if (fx & JOB_FX_START_ATTEMPT)
 		j->started = 1;
-	if ((fx & JOB_FX_NOTIFY) && j->eng->webhook && notify_owner(j)[0])
+	if ((fx & JOB_FX_NOTIFY) && env_of(j)->webhook && notify_owner(j)[0])
 		post_webhook(j);
 	/* A dead letter with no hash to write (no-id, record-missing) is dead too. */
-	count_outcome(j->eng, (fx & JOB_FX_WRITE_STATE) ? j->step.next :
+	count_outcome(env_of(j)->n, (fx & JOB_FX_WRITE_STATE) ? j->step.next :
 	    (fx & JOB_FX_DEAD_LETTER) ? JOB_DEAD : JOB_NONE);
 }
 
@@ -388,15 +455,13 @@ after_transition(struct rconn *rc, redisReply *r, void *arg)
 		return;
 	}
 	if (r == NULL || r->type == REDIS_REPLY_ERROR) {
-		if (r != NULL)
-			log_warn("redis.error", "op=transition id=%s error=%s",
-			    j->id[0] ? j->id : "-", LOG_Q(r->str));
 		/* Nothing was decided twice: the same step is written again
-		 * once Redis answers. */
-		ejob_arm(j, T_REDIS_RETRY, REDIS_RETRY_MS);
+		 * once Redis answers (rconn logged the error kind). */
+		redis_retry(j, T_REDIS_RETRY);
 		ejob_unref(j);
 		return;
 	}
+	j->redis_tries = 0;
 	const redisReply *ok = reply_elem(r, 0, REDIS_REPLY_INTEGER);
 	const redisReply *why = reply_elem(r, 1, REDIS_REPLY_STRING);
 	if (ok == NULL || ok->integer != 1) {
@@ -421,9 +486,8 @@ apply(struct ejob *j)
 	if (j->step.effects & JOB_FX_DROP_TOKEN) {
 		/* R9: one refresh however many calls fail; a call that failed with
 		 * an older token does not throw away a newer one. */
-		j->eng->n.auth_failures++;
-		if (j->eng->oauth)
-			oauth_invalidate_gen(j->eng->oauth, j->token_gen);
+		env_of(j)->n->auth_failures++;
+		cred_refused(job_cred(j), j->token_gen);
 	}
 	if (j->lost || (j->step.effects & JOB_FX_RELEASE)) {
 		ejob_finish(j);
@@ -438,9 +502,9 @@ apply(struct ejob *j)
 static void
 feed(struct ejob *j, struct job_event *ev)
 {
-	struct job_policy pol = policy(j->eng, j);
+	struct job_policy pol = policy(j);
 
-	ev->rnd = rnd(j->eng);
+	ev->rnd = rnd_u64();
 	ev->token_ok = token_ok(j);
 	j->step = job_next(&pol, &j->core, ev, wtime_now_ms());
 	if (j->step.effects == 0 && !job_state_terminal(j->step.next)) {
@@ -474,6 +538,9 @@ ejob_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	case T_REDISPATCH_RETRY:
 		start_redispatch(j);
 		break;
+	case T_LOAD_RETRY:
+		start_load(j);
+		break;
 	case T_NONE:
 		break;
 	}
@@ -499,6 +566,8 @@ on_call_done(const struct http_response *resp, void *arg)
 	    job_www_auth_invalid_token(resp->www_authenticate);
 	ev.retry_after_ms = job_retry_after_ms(resp->retry_after, wtime_now_ms());
 	j->last_status = (int)resp->status;
+	if (resp->status >= 200 && resp->status <= 299)
+		cred_accepted(job_cred(j), j->token_gen);
 	log_info("job.call", "id=%s action=%s resource=%s attempt=%d status=%ld ms=%ld%s%s",
 	    j->id, LOG_Q(j->rec->action), LOG_Q(j->rec->resource), j->core.calls, resp->status,
 	    resp->elapsed_ms, resp->status == 0 ? " error=" : "",
@@ -513,100 +582,144 @@ call_body(const struct ejob *j)
 	return json_dumps(j->rec->content, JSON_COMPACT);
 }
 
-/* The bearer for a's call, or NULL; notes which token generation it is. */
-static const char *
-call_bearer(struct ejob *j, const struct cfg_action *a)
-{
-	struct engine *eng = j->eng;
-	const char *bearer = NULL;
 
-	if (a->auth == CFG_AUTH_STATIC)
-		bearer = eng->bearers[action_index(eng->cfg, a)];
-	else if (a->auth == CFG_AUTH_OAUTH)
-		bearer = worker_token(eng, a->timeout_ms);
-	j->token_gen = eng->oauth ? oauth_generation(eng->oauth) : 0;
-	return bearer;
+/* "name: value" as a new string, as long as it needs to be: nothing that
+ * goes out is cut short. Caller frees (wipe_header when it holds a
+ * secret). NULL when out of memory. */
+static char *
+header_line(const char *name, const char *value)
+{
+	size_t n = strlen(name), v = strlen(value);
+	char *h = malloc(n + 2 + v + 1);
+
+	if (h != NULL) {
+		memcpy(h, name, n);
+		memcpy(h + n, ": ", 2);
+		memcpy(h + n + 2, value, v + 1);
+	}
+	return h;
 }
 
-/* The action call's headers; `auth` holds a secret: wipe it after use. */
+static void
+wipe_header(char *h)
+{
+	if (h != NULL) {
+		explicit_bzero(h, strlen(h));
+		free(h);
+	}
+}
+
+/* The action call's headers (R7); `auth` holds a secret. */
 struct call_headers {
-	char idem[128], obo[1200], basis[1200], auth[4200];
+	char *idem, *obo, *basis, *auth;
 	const char *list[8];
 };
 
-static void
+static int
 call_headers_fill(struct call_headers *h, const struct record *r, const char *bearer)
 {
 	int nh = 0;
 
-	snprintf(h->idem, sizeof h->idem, "Idempotency-Key: %s", r->id);
-	snprintf(h->obo, sizeof h->obo, "Warrant-On-Behalf-Of: %s", r->on_behalf_of);
-	snprintf(h->basis, sizeof h->basis, "Warrant-Basis: %s", r->basis);
+	memset(h, 0, sizeof *h);
+	h->idem = header_line("Idempotency-Key", r->id);
+	h->obo = header_line("Warrant-On-Behalf-Of", r->on_behalf_of);
+	h->basis = header_line("Warrant-Basis", r->basis);
+	h->auth = bearer ? header_line("Authorization", "Bearer ") : NULL;
+	if (bearer && h->auth) {
+		char *full = malloc(strlen(h->auth) + strlen(bearer) + 1);
+		if (full) {
+			strcpy(full, h->auth);
+			strcat(full, bearer);
+		}
+		wipe_header(h->auth);
+		h->auth = full;
+	}
+	if (!h->idem || !h->obo || !h->basis || (bearer && !h->auth))
+		return -1;
 	h->list[nh++] = "Content-Type: application/json";
 	h->list[nh++] = h->idem;
 	h->list[nh++] = h->obo;
 	h->list[nh++] = h->basis;
-	if (bearer) {
-		snprintf(h->auth, sizeof h->auth, "Authorization: Bearer %s", bearer);
+	if (h->auth)
 		h->list[nh++] = h->auth;
-	}
 	h->list[nh] = NULL;
+	return 0;
+}
+
+static void
+call_headers_free(struct call_headers *h)
+{
+	free(h->idem);
+	free(h->obo);
+	free(h->basis);
+	wipe_header(h->auth);
+}
+
+/* The decided call cannot go out: the core says what that means. */
+static void
+cannot_call(struct ejob *j, enum job_no_call why)
+{
+	struct job_event ev = {.kind = JOB_EV_CANNOT_CALL, .no_call = why};
+	feed(j, &ev);
+}
+
+/* A call that could not be started counts as one that got no answer. */
+static void
+call_not_started(struct ejob *j, const char *why)
+{
+	struct job_event ev = {.kind = JOB_EV_HTTP, .http_status = 0, .retry_after_ms = -1};
+
+	log_error("job.call", "id=%s error=%s", j->id, LOG_Q(why));
+	feed(j, &ev);
 }
 
 static void
 start_call(struct ejob *j)
 {
-	struct engine *eng = j->eng;
+	const struct ejob_env *env = env_of(j);
 	const struct cfg_action *a = job_action(j);
-	char err[160];
+	const struct cred *cred = job_cred(j);
+	char err[160] = "";
+
+	if (a == NULL || cred == NULL) {
+		cannot_call(j, JOB_NOCALL_ACTION_GONE);	/* a reload removed it */
+		return;
+	}
 	struct urltpl_vars vars = {j->rec->resource, j->rec->action, j->rec->id,
 	    j->rec->on_behalf_of};
-	char *url = a ? urltpl_expand(a->url, &vars, err, sizeof err) : NULL;
+	char *url = urltpl_expand(a->url, &vars, err, sizeof err);
+	if (url == NULL) {
+		log_warn("job.call", "id=%s error=%s", j->id, LOG_Q(err));
+		cannot_call(j, JOB_NOCALL_BAD_REQUEST);
+		return;
+	}
+	const char *bearer = cred_bearer(cred, a->timeout_ms, &j->token_gen);
+	if (cred_is_oauth(cred) && bearer == NULL) {
+		free(url);
+		cannot_call(j, JOB_NOCALL_TOKEN_GONE);	/* R6: wait for one */
+		return;
+	}
 	char *body = call_body(j);
-	struct job_event ev = {.kind = JOB_EV_HTTP, .http_status = 0, .retry_after_ms = -1};
-
-	if (url == NULL || body == NULL) {
-		log_error("job.call", "id=%s error=%s", j->id, LOG_Q(url ? "out of memory" : err));
-		free(url);
-		free(body);
-		feed(j, &ev);	/* counts as a failed call: retried within limits */
-		return;
-	}
-	const char *bearer = call_bearer(j, a);
-	if (a->auth == CFG_AUTH_OAUTH && bearer == NULL) {
-		/* The token died between the decision and now: R6 says wait,
-		 * and the core treats it as an auth failure. */
-		free(url);
-		free(body);
-		struct job_event tev = {.kind = JOB_EV_HTTP, .http_status = 401, .retry_after_ms = -1};
-		feed(j, &tev);
-		return;
-	}
 	struct call_headers h;
-	call_headers_fill(&h, j->rec, bearer);
-	struct http_request req = {
-		.method = a->method, .url = url, .headers = h.list,
-		.body = body, .body_len = strlen(body), .timeout_ms = a->timeout_ms,
-	};
-	int rc = http_start(eng->http, &req, on_call_done, j, &j->call);
-	explicit_bzero(h.auth, sizeof h.auth);
+	int rc = -1;
+	if (body != NULL && call_headers_fill(&h, j->rec, bearer) == 0) {
+		struct http_request req = {
+			.method = a->method, .url = url, .headers = h.list,
+			.body = body, .body_len = strlen(body), .timeout_ms = a->timeout_ms,
+		};
+		rc = http_start(env->http, &req, on_call_done, j, &j->call);
+	}
+	if (body != NULL)
+		call_headers_free(&h);
 	free(url);
 	free(body);
 	if (rc < 0) {
-		log_error("job.call", "id=%s error=\"cannot start request\"", j->id);
-		feed(j, &ev);
+		call_not_started(j, "cannot start request");
 		return;
 	}
 	j->refs++;
 	j->wait = W_CALL;
 	j->attempt_started_ms = wtime_now_ms();
-}
-
-/* SPEC §7: {"result": true} or {"result": {"allow": true}} allows. */
-static enum job_authz
-authz_answer(const struct http_response *resp)
-{
-	return job_authz_answer(resp->status, resp->body, resp->body_len);
 }
 
 static void
@@ -621,49 +734,37 @@ on_authz_done(const struct http_response *resp, void *arg)
 		ejob_unref(j);
 		return;
 	}
-	ev.authz = authz_answer(resp);
+	ev.authz = authz_parse_answer(resp->status, resp->body, resp->body_len);
 	log_info("job.authz", "id=%s status=%ld answer=%s ms=%ld", j->id, resp->status,
-	    ev.authz == JOB_AUTHZ_ALLOW ? "allow" : ev.authz == JOB_AUTHZ_DENY ? "deny" :
-	    "unavailable", resp->elapsed_ms);
+	    authz_name(ev.authz), resp->elapsed_ms);
 	feed(j, &ev);
 	ejob_unref(j);
-}
-
-/* The authority check's input document, compact; NULL when out of memory.
- * Caller frees. */
-static char *
-authz_body(const struct record *r)
-{
-	/* decidedAt goes as the record wrote it, not re-formatted. */
-	json_t *input = json_pack("{s:{s:s,s:s,s:s,s:O,s:s,s:s,s:O}}", "input",
-	    "subject", r->on_behalf_of, "action", r->action, "resource", r->resource,
-	    "parameters", r->parameters, "basis", r->basis, "recordId", r->id,
-	    "decidedAt", json_object_get(r->content, "decidedAt"));
-	char *body = input ? json_dumps(input, JSON_COMPACT) : NULL;
-
-	json_decref(input);
-	return body;
 }
 
 static void
 start_authz(struct ejob *j)
 {
-	struct engine *eng = j->eng;
-	char *body = authz_body(j->rec);
+	const struct ejob_env *env = env_of(j);
+	char *body = authz_request_body(j->rec);
 	struct job_event ev = {.kind = JOB_EV_AUTHZ, .authz = JOB_AUTHZ_UNAVAILABLE};
-	char h_auth[4200];
-	const char *tok = worker_token(eng, eng->cfg->authz.timeout_ms);
-	const char *headers[] = {"Content-Type: application/json", tok ? h_auth : NULL, NULL};
+	/* the PDP gets the worker's own token, when there is one */
+	const char *tok = env->oauth ?
+	    oauth_token(env->oauth, wtime_mono_ms(), env->cfg->authz.timeout_ms) : NULL;
+	char *h_auth = NULL;
 
-	if (tok)
-		snprintf(h_auth, sizeof h_auth, "Authorization: Bearer %s", tok);
+	if (tok && (h_auth = malloc(strlen(tok) + sizeof "Authorization: Bearer ")) != NULL) {
+		strcpy(h_auth, "Authorization: Bearer ");
+		strcat(h_auth, tok);
+	}
+	const char *headers[] = {"Content-Type: application/json", h_auth, NULL};
 	struct http_request req = {
-		.method = "POST", .url = eng->cfg->authz.url, .headers = headers,
+		.method = "POST", .url = env->cfg->authz.url, .headers = headers,
 		.body = body, .body_len = body ? strlen(body) : 0,
-		.timeout_ms = eng->cfg->authz.timeout_ms,
+		.timeout_ms = env->cfg->authz.timeout_ms,
 	};
-	int rc = body ? http_start(eng->http, &req, on_authz_done, j, &j->call) : -1;
-	explicit_bzero(h_auth, sizeof h_auth);
+	int rc = body && (!tok || h_auth) ?
+	    http_start(env->http, &req, on_authz_done, j, &j->call) : -1;
+	wipe_header(h_auth);
 	free(body);
 	if (rc < 0) {
 		feed(j, &ev);
@@ -689,15 +790,17 @@ after_redispatch(struct rconn *rc, redisReply *r, void *arg)
 		return;
 	}
 	if (r == NULL || r->type != REDIS_REPLY_INTEGER) {
-		ejob_arm(j, T_REDISPATCH_RETRY, REDIS_RETRY_MS);	/* ask again */
+		redis_retry(j, T_REDISPATCH_RETRY);	/* ask again */
 		ejob_unref(j);
 		return;
 	}
+	j->redis_tries = 0;
 	if (r->integer == 0) {
 		ev.kind = JOB_EV_LEASE_LOST;
 	} else {
-		j->core.deliveries = (int)r->integer;
-		j->eng->n.redispatched++;
+		/* R12: the count Redis keeps, checked by the core before the run */
+		ev.deliveries = r->integer > INT32_MAX ? INT32_MAX : (int)r->integer;
+		env_of(j)->n->redispatched++;
 		log_info("job.redispatch", "id=%s stream_id=%s deliveries=%lld", j->id,
 		    j->stream_id, r->integer);
 	}
@@ -708,15 +811,15 @@ after_redispatch(struct rconn *rc, redisReply *r, void *arg)
 static void
 start_redispatch(struct ejob *j)
 {
-	struct engine *eng = j->eng;
-	const char *argv[] = {eng->keys.jobs, eng->cfg->redis.group, eng->cfg->daemon.consumer,
+	const struct ejob_env *env = env_of(j);
+	const char *argv[] = {env->keys->jobs, env->cfg->redis.group, env->cfg->daemon.consumer,
 	    j->stream_id};
 	size_t len[4];
 
 	for (int i = 0; i < 4; i++)
 		len[i] = strlen(argv[i]);
-	if (rconn_eval(eng->cmd, &eng->s_redispatch, after_redispatch, j, 1, 4, argv, len) < 0) {
-		ejob_arm(j, T_REDISPATCH_RETRY, REDIS_RETRY_MS);
+	if (rconn_eval(env->cmd, env->s_redispatch, after_redispatch, j, 1, 4, argv, len) < 0) {
+		redis_retry(j, T_REDISPATCH_RETRY);
 		return;
 	}
 	j->refs++;
@@ -736,17 +839,18 @@ action_known(void *ctx, const char *name)
 static enum record_status
 verify_record(struct ejob *j, const char *raw, char *detail, size_t detail_len)
 {
-	const struct engine *eng = j->eng;
+	const struct ejob_env *env = env_of(j);
+	const struct cfg *cfg = env->cfg;
 	struct record_policy pol = {
-		.signature_required = eng->cfg->records.signature_required,
-		.algorithm = eng->cfg->records.algorithm,
-		.parsed_key = eng->parsed_key,
-		.key = eng->verify_key, .key_len = eng->verify_key_len,
-		.issuer = eng->cfg->records.issuer,
-		.max_window_ms = eng->cfg->records.max_window_s * 1000LL,
-		.clock_skew_ms = eng->cfg->records.clock_skew_s * 1000LL,
-		.max_bytes = (size_t)eng->cfg->records.max_bytes,
-		.action_known = action_known, .action_ctx = eng->cfg,
+		.signature_required = cfg->records.signature_required,
+		.algorithm = cfg->records.algorithm,
+		.parsed_key = env->parsed_key,
+		.key = env->verify_key, .key_len = env->verify_key_len,
+		.issuer = cfg->records.issuer,
+		.max_window_ms = cfg->records.max_window_s * 1000LL,
+		.clock_skew_ms = cfg->records.clock_skew_s * 1000LL,
+		.max_bytes = (size_t)cfg->records.max_bytes,
+		.action_known = action_known, .action_ctx = (void *)cfg,
 	};
 
 	return record_load(&pol, j->id, raw, wtime_now_ms(), &j->rec, &j->bad_owner,
@@ -767,16 +871,23 @@ after_load(struct rconn *rc, redisReply *r, void *arg)
 		return;
 	}
 	if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
-		/* Lost before we knew anything: leave it pending, R14/R11 redo it. */
-		ejob_finish(j);
+		/* An error reply, or the connection went: load again with
+		 * backoff. The entry stays in hand, so nothing more is read. */
+		redis_retry(j, T_LOAD_RETRY);
 		ejob_unref(j);
 		return;
 	}
+	j->redis_tries = 0;
 	ev.hash_exists = r->elements > 0;
-	const char *state = field(r, "state");
+	const char *attempts = sreply_field(r, "attempts");
+	if (attempts != NULL) {
+		long long n = strtoll(attempts, NULL, 10);
+		ev.attempts = n < 0 ? 0 : n > INT32_MAX ? INT32_MAX : (int)n;
+	}
+	const char *state = sreply_field(r, "state");
 	if (state == NULL || job_state_parse(state, &ev.stored_state) < 0)
 		ev.stored_state = JOB_NONE;
-	const char *raw = field(r, "record");
+	const char *raw = sreply_field(r, "record");
 	if (ev.hash_exists && raw == NULL) {
 		ev.record_status = RECORD_INVALID;
 		snprintf(detail, sizeof detail, "hash has no record field");
@@ -793,72 +904,59 @@ after_load(struct rconn *rc, redisReply *r, void *arg)
 }
 
 static void
-dead_no_id(struct ejob *j)
+start_load(struct ejob *j)
 {
-	j->step = (struct job_step){.next = JOB_NONE, .reason = JOB_R_NO_ID,
-	    .effects = JOB_FX_DEAD_LETTER | JOB_FX_ACK};
-	snprintf(j->step.detail, sizeof j->step.detail, "stream entry has no valid id field");
-	apply(j);
-}
-
-void
-ejob_admit(struct engine *eng, const char *stream_id, const redisReply *fields, int deliveries)
-{
-	if (ejob_find(eng, stream_id))
-		return;	/* already in hand: a renewal or a second scan */
-	struct ejob *j = ejob_new(eng, stream_id, deliveries);
-	if (j == NULL) {
-		log_error("job.admit", "stream_id=%s error=\"out of memory\"", stream_id);
-		return;
-	}
-	eng->n.received++;
-	const char *id = field(fields, "id");
-	if (id == NULL || !record_id_valid(id)) {
-		dead_no_id(j);
-		return;
-	}
-	snprintf(j->id, sizeof j->id, "%s", id);
-	if (store_decision_key(&eng->keys, id, j->hash_key, sizeof j->hash_key) < 0 ||
-	    rconn_command(eng->cmd, after_load, j, "HGETALL %s", j->hash_key) < 0) {
-		ejob_finish(j);	/* not loaded: stays pending for R11/R14 */
+	if (rconn_command(env_of(j)->cmd, after_load, j, "HGETALL %s", j->hash_key) < 0) {
+		redis_retry(j, T_LOAD_RETRY);	/* stays in hand: reads wait too */
 		return;
 	}
 	j->refs++;
 	j->wait = W_LOAD;
 }
 
+void
+ejobs_admit(struct ejobs *s, const char *stream_id, const char *id, int deliveries)
+{
+	if (ejob_find(s, stream_id))
+		return;	/* already in hand: a renewal or a second scan */
+	struct ejob *j = ejob_new(s, stream_id, deliveries);
+	if (j == NULL) {
+		log_error("job.admit", "stream_id=%s error=\"out of memory\"", stream_id);
+		return;
+	}
+	s->env->n->received++;
+	if (id == NULL || !record_id_valid(id) ||
+	    store_decision_key(s->env->keys, id, j->hash_key, sizeof j->hash_key) < 0) {
+		struct job_event ev = {.kind = JOB_EV_NO_ID};
+		feed(j, &ev);
+		return;
+	}
+	snprintf(j->id, sizeof j->id, "%s", id);
+	start_load(j);
+}
+
 /* ------------------------------------------------------------------ */
 /* what the consumer tells an entry                                     */
 
 int
-ejob_dead_deleted(struct engine *eng, const char *stream_id)
+ejobs_dead_deleted(struct ejobs *s, const char *stream_id)
 {
-	if (ejob_find(eng, stream_id))
+	if (ejob_find(s, stream_id))
 		return 0;
-	struct ejob *j = ejob_new(eng, stream_id, 0);
+	struct ejob *j = ejob_new(s, stream_id, 0);
 	if (j == NULL)
 		return -1;
-	j->step = (struct job_step){.next = JOB_NONE, .reason = JOB_R_ENTRY_DELETED,
-	    .effects = JOB_FX_DEAD_LETTER};
-	snprintf(j->step.detail, sizeof j->step.detail,
-	    "entry deleted from the stream while pending");
-	eng->n.dead++;
-	log_step(j, &j->step);
-	/* The entry is gone from the PEL, so the lease check would
-	 * refuse: write the dead letter directly. */
-	char at[WTIME_RFC3339_LEN];
-	best_effort(rconn_command(eng->cmd, ignore_reply, NULL, "XADD %s * id %s streamId %s reason %s detail %s "
-	    "deliveries 0 consumer %s at %s", eng->keys.dead, "", j->stream_id,
-	    JOB_R_ENTRY_DELETED, j->step.detail, eng->cfg->daemon.consumer,
-	    now_rfc3339(at, sizeof at)));
-	ejob_finish(j);
+	/* Gone from the PEL too, so the transition skips the lease check. */
+	j->deleted = 1;
+	struct job_event ev = {.kind = JOB_EV_ENTRY_DELETED};
+	feed(j, &ev);
 	return 0;
 }
 
 void
-ejob_lease_lost(struct engine *eng, const char *stream_id)
+ejobs_lease_lost(struct ejobs *s, const char *stream_id)
 {
-	struct ejob *j = ejob_find(eng, stream_id);
+	struct ejob *j = ejob_find(s, stream_id);
 
 	if (j == NULL || j->finished)
 		return;
@@ -869,6 +967,18 @@ ejob_lease_lost(struct engine *eng, const char *stream_id)
 }
 
 void
+ejobs_unpending(struct ejobs *s, const char *stream_id)
+{
+	struct ejob *j = ejob_find(s, stream_id);
+
+	if (j == NULL || j->finished || j->unpending)
+		return;
+	log_warn("job.unpending", "id=%s stream_id=%s detail=\"pending for nobody: a result "
+	    "obtained is still written\"", j->id, j->stream_id);
+	j->unpending = 1;
+}
+
+static void
 ejob_token_ready(struct ejob *j)
 {
 	if (j->finished || j->timer_kind != T_TOKEN_WAIT || !token_ok(j))
@@ -878,15 +988,89 @@ ejob_token_ready(struct ejob *j)
 	feed(j, &ev);
 }
 
+/* R15: a call in flight may finish, and a result in hand waits for Redis
+ * (within the grace): it is never thrown away early. */
 static int
 job_is_calling(const struct ejob *j)
 {
-	return j->wait == W_CALL || j->wait == W_AUTHZ || j->wait == W_WRITE;
+	return j->wait == W_CALL || j->wait == W_AUTHZ || j->wait == W_WRITE ||
+	    (j->timer_kind == T_REDIS_RETRY && (j->step.effects & JOB_FX_END) && j->fence >= 0);
 }
 
-void
+static void
 ejob_stop(struct ejob *j)
 {
 	if (!job_is_calling(j))
 		ejob_finish(j);
+}
+
+/* ------------------------------------------------------------------ */
+/* the set                                                              */
+
+struct ejobs *
+ejobs_new(const struct ejob_env *env)
+{
+	struct ejobs *s = calloc(1, sizeof *s);
+
+	if (s != NULL)
+		s->env = env;
+	return s;
+}
+
+void
+ejobs_free(struct ejobs *s)
+{
+	if (s == NULL)
+		return;
+	while (s->head)
+		ejob_release(s->head);
+	free(s);
+}
+
+size_t
+ejobs_count(const struct ejobs *s)
+{
+	return s->n;
+}
+
+/* Each job of the set, also when f frees it (the next one is read first). */
+static void
+each(struct ejobs *s, void (*f)(struct ejob *))
+{
+	for (struct ejob *j = s->head, *next; j; j = next) {
+		next = j->next;
+		f(j);
+	}
+}
+
+void
+ejobs_token_ready(struct ejobs *s)
+{
+	each(s, ejob_token_ready);
+}
+
+void
+ejobs_stop(struct ejobs *s)
+{
+	s->draining = 1;
+	each(s, ejob_stop);
+}
+
+void
+ejobs_abandon(struct ejobs *s)
+{
+	s->draining = 1;
+	for (struct ejob *j = s->head; j; j = j->next)
+		ejob_abandon(j);
+}
+
+size_t
+ejobs_leased(const struct ejobs *s, const char **ids, size_t max)
+{
+	size_t n = 0;
+
+	for (const struct ejob *j = s->head; j && n < max; j = j->next)
+		if (!j->finished && !j->lost && !j->deleted && !j->unpending)
+			ids[n++] = j->stream_id;
+	return n;
 }

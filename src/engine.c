@@ -8,7 +8,7 @@
  * in hand is a struct ejob, carried from admission to release by ejob.c.
  */
 #define _DEFAULT_SOURCE
-#include "engine_impl.h"
+#include "engine.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -16,12 +16,71 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backoff.h"
+#include "cred.h"
+#include "ejob.h"
+#include "http.h"
+#include "log.h"
+#include "oauth.h"
+#include "rconn.h"
+#include "record.h"
+#include "rnd.h"
 #include "sdnotify.h"
+#include "sreply.h"
+#include "store.h"
+#include "webhook.h"
+#include "wtime.h"
 #include "version.h"
+
+#define STREAM_ID_MAX 48
+
+/* The verification key and the credentials of one config: replaced whole
+ * on reload. */
+struct secrets {
+	unsigned char *key;
+	size_t key_len;
+	struct record_key *parsed;	/* key, parsed */
+	struct creds *creds;
+};
+
+struct engine {
+	struct ev_loop *loop;
+	struct cfg *cfg;
+	struct store_keys keys;
+	struct rconn *cmd, *blk;
+	struct http_client *http;
+	struct webhook *webhook;	/* NULL without [notify] webhook_url */
+	struct oauth *oauth;		/* NULL without an [oauth] section */
+	int needs_token;		/* some action has auth = oauth */
+	int paused_for_token;
+	long token_timeout_ms;		/* the longest such action's timeout */
+	struct rconn_script s_transition, s_claim, s_renew, s_redispatch, s_promote, s_trim;
+	struct secrets sec;
+
+	struct ejob_env env;		/* what the jobs in hand may use */
+	struct ejobs *jobs;
+
+	int group_ready, reading, draining, own_done, claiming;
+	char own_cursor[STREAM_ID_MAX];
+	char auto_cursor[STREAM_ID_MAX];	/* R11: where the XAUTOCLAIM scan goes on */
+	ev_timer heartbeat, claim, lease, grace, watchdog;
+	ev_timer kick;			/* R17: back to reading after an error reply */
+	unsigned kick_failures;
+	int64_t started_at, last_read_at, redis_down_since;
+	long long outages;
+	struct engine_counters n;
+};
 
 static void read_more(struct engine *eng);
 static void own_pending_more(struct engine *eng);
 static void maybe_finish_stop(struct engine *eng);
+static void ensure_group(struct engine *eng);
+
+#define KICK_MIN_MS	100
+#define KICK_MAX_MS	5000
+/* XAUTOCLAIM examines at most COUNT x 10 entries a call: the claim script
+ * makes up to this many x 10 examinations per tick in all (R11). */
+#define CLAIM_SCAN_PER_TICK	100
 
 /* ------------------------------------------------------------------ */
 /* small helpers                                                        */
@@ -37,13 +96,38 @@ static long long
 token_expires_in_s(const struct engine *eng)
 {
 	int64_t at = eng->oauth ? oauth_expires_at_ms(eng->oauth) : 0;
-	int64_t left = at ? at - wtime_now_ms() : 0;
+	int64_t left = at ? at - wtime_mono_ms() : 0;
 	return left > 0 ? left / 1000 : 0;
 }
 
-void
-engine_job_released(struct engine *eng)
+/* The worker's token for a call of timeout_ms, or NULL (R6). Valid until
+ * the next oauth refresh; never log it. */
+static const char *
+worker_token(const struct engine *eng, long timeout_ms)
 {
+	return eng->oauth ? oauth_token(eng->oauth, wtime_mono_ms(), timeout_ms) : NULL;
+}
+
+static void
+ignore_reply(struct rconn *rc, redisReply *r, void *arg)
+{
+	(void)rc, (void)r, (void)arg;	/* rconn logs error replies */
+}
+
+/* For writes whose loss costs nothing: the next tick sends them again. */
+static void
+best_effort(int rc)
+{
+	if (rc < 0)
+		log_debug("redis.skipped", "detail=\"not connected\"");
+}
+
+/* An entry left the hand (ejob_env.released). */
+static void
+job_released(void *arg)
+{
+	struct engine *eng = arg;
+
 	if (eng->draining)
 		maybe_finish_stop(eng);
 	else
@@ -56,26 +140,62 @@ engine_job_released(struct engine *eng)
 static long
 capacity(const struct engine *eng)
 {
-	long room = eng->cfg->daemon.max_in_flight - (long)eng->in_hand;
+	long room = eng->cfg->daemon.max_in_flight - (long)ejobs_count(eng->jobs);
 	return room < eng->cfg->redis.batch ? room : eng->cfg->redis.batch;
 }
 
+/* R17: an error reply on the reading path (XREADGROUP, our PEL, XGROUP):
+ * come back with backoff, never at once. rconn has logged it. */
 static void
-admit_entries(struct engine *eng, const redisReply *entries, int deliveries)
+back_off(struct engine *eng)
 {
-	for (size_t i = 0; entries && i < entries->elements; i++) {
-		const redisReply *e = entries->element[i];
-		if (e->type != REDIS_REPLY_ARRAY || e->elements < 2 ||
-		    e->element[0]->type != REDIS_REPLY_STRING)
-			continue;
-		int d = deliveries;
-		if (e->elements >= 3 && e->element[2]->type == REDIS_REPLY_INTEGER)
-			d = (int)e->element[2]->integer;
-		ejob_admit(eng, e->element[0]->str, e->element[1], d);
-	}
+	if (eng->kick_failures < 64)
+		eng->kick_failures++;
+	int64_t delay = backoff_ms(KICK_MIN_MS, KICK_MIN_MS, KICK_MAX_MS, (int)eng->kick_failures,
+	    rnd_u64());
+
+	ev_timer_stop(eng->loop, &eng->kick);
+	ev_timer_set(&eng->kick, (double)delay / 1000.0, 0.0);
+	ev_timer_start(eng->loop, &eng->kick);
 }
 
-static void ensure_group(struct engine *eng);
+static void
+kick_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct engine *eng = w->data;
+	(void)loop, (void)revents;
+
+	if (!eng->group_ready)
+		ensure_group(eng);
+	else
+		read_more(eng);
+}
+
+/* A reply that is not an error: the reading path works again. */
+static void
+read_path_ok(struct engine *eng)
+{
+	eng->kick_failures = 0;
+}
+
+/* sreply_entry_cb: an entry delivered to us is taken in hand. */
+static void
+admit(void *arg, const struct sreply_entry *e)
+{
+	struct engine *eng = arg;
+
+	ejobs_admit(eng->jobs, e->stream_id, e->id, e->deliveries);
+}
+
+/* sreply_id_cb: R11, an entry deleted while pending is a dead letter. */
+static void
+dead_deleted(void *arg, const char *stream_id)
+{
+	struct engine *eng = arg;
+
+	if (ejobs_dead_deleted(eng->jobs, stream_id) < 0)
+		log_error("job.admit", "stream_id=%s error=\"out of memory\"", stream_id);
+}
 
 static int
 is_nogroup(const redisReply *r)
@@ -95,28 +215,27 @@ after_read(struct rconn *rc, redisReply *r, void *arg)
 		ensure_group(eng);
 		return;
 	}
-	if (r && r->type == REDIS_REPLY_ERROR)
-		log_warn("redis.error", "op=xreadgroup error=%.120s", r->str);
-	if (r && r->type == REDIS_REPLY_ARRAY) {
-		eng->last_read_at = wtime_now_ms();
-		for (size_t i = 0; i < r->elements; i++) {
-			const redisReply *s = r->element[i];
-			if (s->type == REDIS_REPLY_ARRAY && s->elements == 2)
-				admit_entries(eng, s->element[1], 1);
-		}
-	} else if (r && r->type == REDIS_REPLY_NIL) {
-		eng->last_read_at = wtime_now_ms();
+	if (r == NULL)
+		return;	/* the connection went: on_blk_state reads again */
+	if (sreply_read(r, admit, eng) < 0) {
+		/* LOADING, READONLY, MISCONF..., or a shape we do not know:
+		 * never a tight loop */
+		back_off(eng);
+		return;
 	}
-	if (r != NULL)
-		read_more(eng);
+	read_path_ok(eng);
+	eng->last_read_at = wtime_now_ms();
+	read_more(eng);
 }
 
-/* R6: with an action that needs an OAuth token and none held, read nothing. */
+/* R17: nothing new is read while either connection is down (what is read
+ * could not be loaded) or while an error reply is being backed off. */
 static int
 may_read(const struct engine *eng)
 {
 	return eng->group_ready && eng->own_done && !eng->draining && !eng->reading &&
-	    eng->blk && rconn_is_up(eng->blk) && capacity(eng) > 0;
+	    eng->blk && rconn_is_up(eng->blk) && rconn_is_up(eng->cmd) &&
+	    !ev_is_active(&eng->kick) && capacity(eng) > 0;
 }
 
 /* R6: with no usable token, read nothing new: entries stay undelivered for
@@ -161,39 +280,33 @@ read_more(struct engine *eng)
 }
 
 static void
-dead_deleted(struct engine *eng, const redisReply *ids)
-{
-	for (size_t i = 0; ids && ids->type == REDIS_REPLY_ARRAY && i < ids->elements; i++) {
-		if (ids->element[i]->type != REDIS_REPLY_STRING)
-			continue;
-		if (ejob_dead_deleted(eng, ids->element[i]->str) < 0)
-			return;
-	}
-}
-
-static void
 after_own(struct rconn *rc, redisReply *r, void *arg)
 {
 	struct engine *eng = arg;
 	(void)rc;
 
+	char next[STREAM_ID_MAX];
+
 	eng->claiming = 0;
-	if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 3) {
+	if (r == NULL)
+		return;	/* retried when the connection is back */
+	if (sreply_claim(r, next, sizeof next, admit, dead_deleted, eng) < 0) {
 		if (is_nogroup(r)) {
 			eng->group_ready = 0;
 			ensure_group(eng);
+		} else {
+			back_off(eng);
 		}
-		return;	/* retried when the connection is back */
+		return;
 	}
-	const redisReply *next = r->element[0];
-	admit_entries(eng, r->element[1], 1);
-	dead_deleted(eng, r->element[2]);
-	if (next->type == REDIS_REPLY_STRING && strcmp(next->str, "0-0") != 0) {
-		snprintf(eng->own_cursor, sizeof eng->own_cursor, "%s", next->str);
+	read_path_ok(eng);
+	if (strcmp(next, "0-0") != 0) {
+		snprintf(eng->own_cursor, sizeof eng->own_cursor, "%s", next);
 	} else {
 		eng->own_done = 1;
 		log_info("consumer.ready", "consumer=%s group=%s stream=%s in_hand=%zu",
-		    eng->cfg->daemon.consumer, eng->cfg->redis.group, eng->keys.jobs, eng->in_hand);
+		    eng->cfg->daemon.consumer, eng->cfg->redis.group, eng->keys.jobs,
+		    ejobs_count(eng->jobs));
 		sdnotify_send("READY=1\nSTATUS=consuming");
 	}
 	read_more(eng);
@@ -205,14 +318,17 @@ static void
 send_claim(struct engine *eng, const char *mode, const char *min_idle, const char *start,
 	   rconn_reply_cb *cb)
 {
-	char count[24];
-	snprintf(count, sizeof count, "%ld", capacity(eng));
+	char count[24], calls[24];
+	long room = capacity(eng);
+	snprintf(count, sizeof count, "%ld", room);
+	snprintf(calls, sizeof calls, "%ld", room < CLAIM_SCAN_PER_TICK ?
+	    CLAIM_SCAN_PER_TICK / room : 1);
 	const char *argv[] = {eng->keys.jobs, eng->cfg->redis.group, eng->cfg->daemon.consumer,
-	    mode, min_idle, start, count};
-	size_t len[7];
-	for (int i = 0; i < 7; i++)
+	    mode, min_idle, start, count, calls};
+	size_t len[8];
+	for (int i = 0; i < 8; i++)
 		len[i] = strlen(argv[i]);
-	if (rconn_eval(eng->cmd, &eng->s_claim, cb, eng, 1, 7, argv, len) == 0)
+	if (rconn_eval(eng->cmd, &eng->s_claim, cb, eng, 1, 8, argv, len) == 0)
 		eng->claiming = 1;
 }
 
@@ -221,7 +337,7 @@ static void
 own_pending_more(struct engine *eng)
 {
 	if (!eng->group_ready || eng->claiming || eng->draining || capacity(eng) <= 0 ||
-	    !rconn_is_up(eng->cmd))
+	    !rconn_is_up(eng->cmd) || ev_is_active(&eng->kick))
 		return;
 	send_claim(eng, "own", "0", eng->own_cursor, after_own);
 }
@@ -232,37 +348,50 @@ after_autoclaim(struct rconn *rc, redisReply *r, void *arg)
 	struct engine *eng = arg;
 	(void)rc;
 
+	size_t before = ejobs_count(eng->jobs);
+	char next[STREAM_ID_MAX];
+
 	eng->claiming = 0;
-	if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 3) {
+	if (sreply_claim(r, next, sizeof next, admit, dead_deleted, eng) < 0) {
 		if (is_nogroup(r)) {
 			eng->group_ready = 0;
 			ensure_group(eng);
 		}
-		return;
+		return;	/* the next tick tries again */
 	}
-	const redisReply *entries = r->element[1];
-	size_t before = eng->in_hand;
-	admit_entries(eng, entries, 1);
-	if (eng->in_hand > before) {
-		eng->n.claimed += (long long)(eng->in_hand - before);
-		log_info("consumer.claimed", "count=%zu", eng->in_hand - before);
+	/* R11: the next tick goes on where this scan stopped, so entries
+	 * behind a long run of live ones are reached too. */
+	snprintf(eng->auto_cursor, sizeof eng->auto_cursor, "%s", next);
+	size_t after = ejobs_count(eng->jobs);
+	if (after > before) {
+		eng->n.claimed += (long long)(after - before);
+		log_info("consumer.claimed", "count=%zu", after - before);
 	}
-	dead_deleted(eng, r->element[2]);
 }
 
 /* §5: promote due scheduled ids; every worker may, the script makes each
- * promotion happen once. */
+ * promotion happen once, by Redis' own clock. */
 static void
 promote_due(struct engine *eng)
 {
-	char now[24], limit[24];
-	snprintf(now, sizeof now, "%" PRId64, wtime_now_ms());
+	char limit[24];
 	snprintf(limit, sizeof limit, "%ld", eng->cfg->redis.batch);
-	const char *pargv[] = {eng->keys.scheduled, eng->keys.jobs, now, limit};
-	size_t plen[4];
-	for (int i = 0; i < 4; i++)
+	const char *pargv[] = {eng->keys.scheduled, eng->keys.jobs, limit};
+	size_t plen[3];
+	for (int i = 0; i < 3; i++)
 		plen[i] = strlen(pargv[i]);
-	best_effort(rconn_eval(eng->cmd, &eng->s_promote, ignore_reply, NULL, 2, 4, pargv, plen));
+	best_effort(rconn_eval(eng->cmd, &eng->s_promote, ignore_reply, NULL, 2, 3, pargv, plen));
+}
+
+/* §2: P:jobs is trimmed below the oldest entry some group has not been
+ * delivered or still holds pending; once per claim interval. */
+static void
+trim_jobs(struct engine *eng)
+{
+	const char *argv[] = {eng->keys.jobs};
+	size_t len[] = {strlen(eng->keys.jobs)};
+
+	best_effort(rconn_eval(eng->cmd, &eng->s_trim, ignore_reply, NULL, 1, 1, argv, len));
 }
 
 static void
@@ -274,17 +403,34 @@ claim_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	if (!eng->group_ready || !rconn_is_up(eng->cmd) || eng->draining)
 		return;
 	promote_due(eng);
+	trim_jobs(eng);
 	/* R6: never claim what cannot be completed for want of a token. */
 	if (!eng->own_done || eng->claiming || capacity(eng) <= 0 ||
 	    (eng->needs_token && !worker_token(eng, eng->token_timeout_ms)))
 		return;
 	char idle[24];
 	snprintf(idle, sizeof idle, "%ld", eng->cfg->redis.claim_idle_ms);
-	send_claim(eng, "auto", idle, "0-0", after_autoclaim);
+	send_claim(eng, "auto", idle, eng->auto_cursor, after_autoclaim);
 }
 
 /* ------------------------------------------------------------------ */
 /* R10 leases                                                           */
+
+static void
+lease_lost(void *arg, const char *stream_id)
+{
+	struct engine *eng = arg;
+
+	ejobs_lease_lost(eng->jobs, stream_id);
+}
+
+static void
+unpending(void *arg, const char *stream_id)
+{
+	struct engine *eng = arg;
+
+	ejobs_unpending(eng->jobs, stream_id);
+}
 
 static void
 after_renew(struct rconn *rc, redisReply *r, void *arg)
@@ -292,11 +438,7 @@ after_renew(struct rconn *rc, redisReply *r, void *arg)
 	struct engine *eng = arg;
 	(void)rc;
 
-	if (r == NULL || r->type != REDIS_REPLY_ARRAY)
-		return;
-	for (size_t i = 0; i < r->elements; i++)
-		if (r->element[i]->type == REDIS_REPLY_STRING)
-			ejob_lease_lost(eng, r->element[i]->str);
+	(void)sreply_renew(r, lease_lost, unpending, eng);
 }
 
 static void
@@ -305,9 +447,9 @@ lease_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	struct engine *eng = w->data;
 	(void)loop, (void)revents;
 
-	if (!rconn_is_up(eng->cmd) || eng->in_hand == 0)
+	if (!rconn_is_up(eng->cmd) || ejobs_count(eng->jobs) == 0)
 		return;
-	size_t n = 3, cap = eng->in_hand + 3;
+	size_t n = 3, cap = ejobs_count(eng->jobs) + 3;
 	const char **argv = calloc(cap, sizeof *argv);
 	size_t *len = calloc(cap, sizeof *len);
 	if (argv == NULL || len == NULL)
@@ -315,9 +457,7 @@ lease_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	argv[0] = eng->keys.jobs;
 	argv[1] = eng->cfg->redis.group;
 	argv[2] = eng->cfg->daemon.consumer;
-	for (struct ejob *j = eng->jobs; j && n < cap; j = j->next)
-		if (!j->finished && !j->lost)
-			argv[n++] = j->stream_id;
+	n += ejobs_leased(eng->jobs, argv + 3, cap - 3);
 	for (size_t i = 0; i < n; i++)
 		len[i] = strlen(argv[i]);
 	if (n > 3)
@@ -339,7 +479,7 @@ after_group(struct rconn *rc, redisReply *r, void *arg)
 	if (r == NULL)
 		return;	/* retried on reconnect */
 	if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "BUSYGROUP", 9) != 0) {
-		log_error("redis.error", "op=xgroup_create error=%.120s", r->str);
+		back_off(eng);	/* kick_cb asks again */
 		return;
 	}
 	if (!eng->group_ready)
@@ -367,22 +507,11 @@ after_lag(struct rconn *rc, redisReply *r, void *arg)
 	struct engine *eng = arg;
 	(void)rc;
 
-	if (r == NULL || r->type != REDIS_REPLY_ARRAY)
-		return;
-	for (size_t i = 0; i < r->elements; i++) {
-		const redisReply *g = r->element[i];
-		const char *name = field(g, "name");
-		if (name == NULL || strcmp(name, eng->cfg->redis.group) != 0)
-			continue;
-		for (size_t k = 0; g->type == REDIS_REPLY_ARRAY && k + 1 < g->elements; k += 2)
-			if (g->element[k]->type == REDIS_REPLY_STRING &&
-			    strcmp(g->element[k]->str, "lag") == 0 &&
-			    g->element[k + 1]->type == REDIS_REPLY_INTEGER &&
-			    g->element[k + 1]->integer > 0)
-				log_warn("consumer.stalled", "lag=%lld last_read_ms_ago=%" PRId64
-				    " token_state=%s in_hand=%zu", g->element[k + 1]->integer,
-				    wtime_now_ms() - eng->last_read_at, token_state(eng), eng->in_hand);
-	}
+	long long lag = sreply_group_lag(r, eng->cfg->redis.group);
+	if (lag > 0)
+		log_warn("consumer.stalled", "lag=%lld last_read_ms_ago=%" PRId64
+		    " token_state=%s in_hand=%zu", lag, wtime_now_ms() - eng->last_read_at,
+		    token_state(eng), ejobs_count(eng->jobs));
 }
 
 static void
@@ -397,13 +526,18 @@ check_stalled(struct engine *eng)
 	best_effort(rconn_command(eng->cmd, after_lag, eng, "XINFO GROUPS %s", eng->keys.jobs));
 }
 
+#define HB_FIELDS	(9 + 16)	/* fixed fields + room for counter_fields */
+
+/* SPEC §8: the heartbeat hash, built from one table of fields. */
 static void
 heartbeat_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct engine *eng = w->data;
-	const struct engine_counters *n = &eng->n;
-	char host[256] = "", started[WTIME_RFC3339_LEN], now[WTIME_RFC3339_LEN];
-	char last_read[WTIME_RFC3339_LEN] = "";
+	char host[256] = "", pid[16], started[WTIME_RFC3339_LEN], now[WTIME_RFC3339_LEN];
+	char last_read[WTIME_RFC3339_LEN] = "", in_flight[24], expires[24];
+	char nums[HB_FIELDS][24];
+	const char *argv[2 + 2 * HB_FIELDS];
+	int argc = 0, k = 0;
 	(void)loop, (void)revents;
 
 	if (!rconn_is_up(eng->cmd))
@@ -411,18 +545,26 @@ heartbeat_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	gethostname(host, sizeof host - 1);
 	if (eng->last_read_at)
 		wtime_format_rfc3339(eng->last_read_at, last_read, sizeof last_read);
-	best_effort(rconn_command(eng->cmd, ignore_reply, NULL,
-	    "HSET %s host %s pid %d version %s startedAt %s heartbeatAt %s lastReadAt %s "
-	    "inFlight %lld tokenState %s tokenExpiresIn %lld received %lld done %lld expired %lld "
-	    "denied %lld failed %lld dead %lld retried %lld redispatched %lld authFailures %lld "
-	    "tokenRefreshes %lld claimed %lld redisOutages %lld",
-	    eng->keys.consumer, host, (int)getpid(), WARRANTD_VERSION,
-	    wtime_format_rfc3339(eng->started_at, started, sizeof started),
-	    wtime_format_rfc3339(wtime_now_ms(), now, sizeof now), last_read,
-	    (long long)eng->in_hand, token_state(eng), token_expires_in_s(eng),
-	    n->received, n->done, n->expired, n->denied, n->failed, n->dead, n->retried,
-	    n->redispatched, n->auth_failures,
-	    eng->oauth ? oauth_refreshes(eng->oauth) : 0LL, n->claimed, eng->outages));
+	snprintf(pid, sizeof pid, "%d", (int)getpid());
+	snprintf(in_flight, sizeof in_flight, "%zu", ejobs_count(eng->jobs));
+	snprintf(expires, sizeof expires, "%lld", token_expires_in_s(eng));
+	eng->n.token_refreshes = eng->oauth ? oauth_refreshes(eng->oauth) : 0;
+	eng->n.redis_outages = eng->outages;
+	const char *fixed[] = {"host", host, "pid", pid, "version", WARRANTD_VERSION,
+	    "startedAt", wtime_format_rfc3339(eng->started_at, started, sizeof started),
+	    "heartbeatAt", wtime_format_rfc3339(wtime_now_ms(), now, sizeof now),
+	    "lastReadAt", last_read, "inFlight", in_flight, "tokenState", token_state(eng),
+	    "tokenExpiresIn", expires};
+	argv[argc++] = "HSET";
+	argv[argc++] = eng->keys.consumer;
+	for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+		argv[argc++] = fixed[i];
+	for (const struct counter_field *f = counter_fields; f->name && k < HB_FIELDS; f++, k++) {
+		snprintf(nums[k], sizeof nums[k], "%lld", counter_value(&eng->n, f));
+		argv[argc++] = f->name;
+		argv[argc++] = nums[k];
+	}
+	best_effort(rconn_commandv(eng->cmd, ignore_reply, NULL, argc, argv, NULL));
 	best_effort(rconn_command(eng->cmd, ignore_reply, NULL, "PEXPIRE %s %ld", eng->keys.consumer,
 	    3 * eng->cfg->daemon.heartbeat_ms));
 	check_stalled(eng);
@@ -497,15 +639,12 @@ on_token(void *arg, int have_token)
 	log_info("token.state", "state=%s have_token=%d", token_state(eng), have_token);
 	if (!have_token)
 		return;
-	int64_t life = oauth_expires_at_ms(eng->oauth) - wtime_now_ms();
+	int64_t life = oauth_expires_at_ms(eng->oauth) - wtime_mono_ms();
 	if (eng->needs_token && life <= eng->token_timeout_ms + 1000)
 		log_warn("token.too_short", "expires_in_ms=%" PRId64 " action_timeout_ms=%ld "
 		    "detail=\"R6 needs more than the action timeout plus 1 s: no call can start\"",
 		    life, eng->token_timeout_ms);
-	for (struct ejob *j = eng->jobs, *next; j; j = next) {
-		next = j->next;
-		ejob_token_ready(j);
-	}
+	ejobs_token_ready(eng->jobs);
 	read_more(eng);
 }
 
@@ -539,36 +678,22 @@ scan_token_needs(struct engine *eng)
 /* keys and secrets                                                     */
 
 static void
-free_bearers(char **bearers, size_t n)
-{
-	for (size_t i = 0; bearers && i < n; i++)
-		if (bearers[i])
-			cfg_secret_free(bearers[i], strlen(bearers[i]));
-	free(bearers);
-}
-
-struct secrets {
-	unsigned char *key;
-	size_t key_len;
-	struct record_key *parsed;	/* key, parsed */
-	char **bearers;
-};
-
-static void
-free_secrets(const struct cfg *cfg, struct secrets *s)
+free_secrets(struct secrets *s)
 {
 	if (s->key)
 		cfg_secret_free((char *)s->key, s->key_len);
 	record_key_free(s->parsed);
-	free_bearers(s->bearers, cfg->nactions);
+	creds_free(s->creds);
 	memset(s, 0, sizeof *s);
 }
 
+/* The verification key (parsed here, not per record: a bad key fails the
+ * start or the reload) and the actions' credentials of cfg. */
 static int
-load_secrets(const struct cfg *cfg, struct secrets *s, char *err, size_t errlen)
+load_secrets(const struct cfg *cfg, struct oauth *oauth, struct secrets *s, char *err,
+	     size_t errlen)
 {
 	char why[160];
-	size_t len;
 
 	memset(s, 0, sizeof *s);
 	if (cfg->records.signature_required &&
@@ -577,7 +702,6 @@ load_secrets(const struct cfg *cfg, struct secrets *s, char *err, size_t errlen)
 	    cfg->records.algorithm != JWT_ALG_HS256, (char **)&s->key, &s->key_len,
 	    err, errlen) < 0)
 		return -1;
-	/* Parsed here, not per record: a bad key fails the start or the reload. */
 	if (cfg->records.signature_required &&
 	    (s->parsed = record_key_new(cfg->records.algorithm, s->key, s->key_len, why,
 	    sizeof why)) == NULL) {
@@ -585,32 +709,36 @@ load_secrets(const struct cfg *cfg, struct secrets *s, char *err, size_t errlen)
 		    cfg->records.verify_key_file, why);
 		goto fail;
 	}
-	s->bearers = calloc(cfg->nactions + 1, sizeof *s->bearers);
-	if (s->bearers == NULL)
+	if ((s->creds = creds_new(cfg, oauth, err, errlen)) == NULL)
 		goto fail;
-	for (size_t i = 0; i < cfg->nactions; i++) {
-		const struct cfg_action *a = &cfg->actions[i];
-		if (a->auth == CFG_AUTH_STATIC &&
-		    cfg_read_file(cfg, a->bearer_file, 0, &s->bearers[i], &len, err, errlen) < 0)
-			goto fail;
-	}
 	return 0;
 fail:
-	free_secrets(cfg, s);
+	free_secrets(s);
 	return -1;
 }
 
+/* What the jobs in hand see: the running config, key and credentials. */
 static void
-install_secrets(struct engine *eng, const struct cfg *old, struct secrets *s)
+lend_env(struct engine *eng)
 {
-	if (eng->verify_key)
-		cfg_secret_free((char *)eng->verify_key, eng->verify_key_len);
-	free_bearers(eng->bearers, old ? old->nactions : 0);
-	record_key_free(eng->parsed_key);
-	eng->verify_key = s->key;
-	eng->verify_key_len = s->key_len;
-	eng->parsed_key = s->parsed;
-	eng->bearers = s->bearers;
+	struct ejob_env *e = &eng->env;
+
+	e->loop = eng->loop;
+	e->cmd = eng->cmd;
+	e->http = eng->http;
+	e->oauth = eng->oauth;
+	e->webhook = eng->webhook;
+	e->keys = &eng->keys;
+	e->s_transition = &eng->s_transition;
+	e->s_redispatch = &eng->s_redispatch;
+	e->cfg = eng->cfg;
+	e->parsed_key = eng->sec.parsed;
+	e->verify_key = eng->sec.key;
+	e->verify_key_len = eng->sec.key_len;
+	e->creds = eng->sec.creds;
+	e->n = &eng->n;
+	e->released = job_released;
+	e->arg = eng;
 }
 
 /* ------------------------------------------------------------------ */
@@ -642,6 +770,7 @@ connect_redis(struct engine *eng, char *err, size_t errlen)
 	eng->cmd = rconn_new(eng->loop, &o, "cmd", on_cmd_state, eng);
 	o = redis_opts(cfg, password, cfg->redis.block_ms + 5000);
 	eng->blk = rconn_new(eng->loop, &o, "read", on_blk_state, eng);
+	lend_env(eng);
 	if (password)
 		cfg_secret_free(password, plen);
 	if (eng->cmd == NULL || eng->blk == NULL) {
@@ -670,6 +799,35 @@ init_timers(struct engine *eng)
 	init_timer(eng, &eng->lease, lease_cb, cfg->redis.lease_renew_ms);
 	init_timer(eng, &eng->watchdog, watchdog_cb,
 	    wd_ms > 1 ? wd_ms / 2 : cfg->daemon.heartbeat_ms);
+	ev_init(&eng->kick, kick_cb);
+	eng->kick.data = eng;
+}
+
+/* R16: a periodic timer whose interval changed takes the new one now. */
+static void
+rearm(struct engine *eng, ev_timer *t, long old_ms, long new_ms)
+{
+	if (old_ms == new_ms)
+		return;
+	ev_timer_set(t, (double)new_ms / 1000.0, (double)new_ms / 1000.0);
+	if (ev_is_active(t) || !eng->draining) {
+		ev_timer_stop(eng->loop, t);
+		ev_timer_start(eng->loop, t);
+	}
+}
+
+static void
+rearm_timers(struct engine *eng, const struct cfg *old, const struct cfg *cfg)
+{
+	long wd_ms = sdnotify_watchdog_ms();
+
+	rearm(eng, &eng->heartbeat, old->daemon.heartbeat_ms, cfg->daemon.heartbeat_ms);
+	rearm(eng, &eng->lease, old->redis.lease_renew_ms, cfg->redis.lease_renew_ms);
+	if (!eng->draining)
+		rearm(eng, &eng->claim, old->redis.claim_interval_ms,
+		    cfg->redis.claim_interval_ms);
+	if (wd_ms <= 1)
+		rearm(eng, &eng->watchdog, old->daemon.heartbeat_ms, cfg->daemon.heartbeat_ms);
 }
 
 static void
@@ -680,13 +838,13 @@ init_scripts(struct engine *eng)
 	rconn_script_init(&eng->s_renew, store_script_renew);
 	rconn_script_init(&eng->s_redispatch, store_script_redispatch);
 	rconn_script_init(&eng->s_promote, store_script_promote);
+	rconn_script_init(&eng->s_trim, store_script_trim);
 }
 
 struct engine *
 engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
 {
 	struct engine *eng = calloc(1, sizeof *eng);
-	struct secrets s;
 
 	if (eng == NULL) {
 		snprintf(err, errlen, "out of memory");
@@ -694,15 +852,12 @@ engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
 	}
 	eng->loop = loop;
 	eng->cfg = cfg;
-	eng->rng = (uint64_t)wtime_now_ms() ^ ((uint64_t)getpid() << 32) ^ 0x9E3779B97F4A7C15ULL;
 	snprintf(eng->own_cursor, sizeof eng->own_cursor, "0");
+	snprintf(eng->auto_cursor, sizeof eng->auto_cursor, "0-0");
 	if (store_keys_init(&eng->keys, cfg->redis.prefix, cfg->daemon.consumer) < 0) {
 		snprintf(err, errlen, "redis prefix or consumer name too long");
 		goto fail;
 	}
-	if (load_secrets(cfg, &s, err, errlen) < 0)
-		goto fail;
-	install_secrets(eng, NULL, &s);
 	init_scripts(eng);
 	eng->http = http_client_new(loop);
 	if (eng->http == NULL) {
@@ -716,11 +871,18 @@ engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
 			goto fail;
 		oauth_set_listener(eng->oauth, on_token, eng);
 	}
+	if (load_secrets(cfg, eng->oauth, &eng->sec, err, errlen) < 0)
+		goto fail;
 	/* [notify] auth picks what the webhook carries (SPEC §6). */
 	eng->webhook = webhook_from_cfg(loop, eng->http, cfg, webhook_token, eng, err, errlen);
 	if (eng->webhook == NULL && err[0] != '\0')
 		goto fail;
 	init_timers(eng);
+	lend_env(eng);
+	if ((eng->jobs = ejobs_new(&eng->env)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
 	return eng;
 fail:
 	eng->cfg = NULL;	/* still the caller's */
@@ -735,7 +897,7 @@ engine_start(struct engine *eng)
 
 	eng->started_at = wtime_now_ms();
 	if (connect_redis(eng, err, sizeof err) < 0) {
-		log_error("engine.start", "error=\"%s\"", err);
+		log_error("engine.start", "error=%s", LOG_Q(err));
 		ev_break(eng->loop, EVBREAK_ALL);
 		return;
 	}
@@ -753,11 +915,8 @@ engine_start(struct engine *eng)
 static void
 maybe_finish_stop(struct engine *eng)
 {
-	for (struct ejob *j = eng->jobs; j; j = j->next)
-		if (!j->finished)
-			return;
-	if (eng->jobs != NULL)
-		return;	/* a last callback is on its way */
+	if (ejobs_count(eng->jobs) > 0)
+		return;	/* a call, a result to write, or a last callback on its way */
 	ev_timer_stop(eng->loop, &eng->grace);
 	log_info("engine.stopped", "consumer=%s", eng->cfg->daemon.consumer);
 	ev_break(eng->loop, EVBREAK_ALL);
@@ -769,7 +928,7 @@ grace_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	struct engine *eng = w->data;
 	(void)revents;
 
-	log_warn("engine.grace_expired", "in_hand=%zu", eng->in_hand);
+	log_warn("engine.grace_expired", "in_hand=%zu", ejobs_count(eng->jobs));
 	ev_break(loop, EVBREAK_ALL);
 }
 
@@ -780,15 +939,12 @@ engine_stop(struct engine *eng)
 		return;
 	eng->draining = 1;
 	sdnotify_send("STOPPING=1");
-	log_info("engine.stopping", "in_hand=%zu grace_ms=%ld", eng->in_hand,
+	log_info("engine.stopping", "in_hand=%zu grace_ms=%ld", ejobs_count(eng->jobs),
 	    eng->cfg->daemon.shutdown_grace_ms);
 	ev_timer_stop(eng->loop, &eng->claim);
 	/* Entries read but not started, and those waiting on a timer, stay
 	 * pending for R11/R14; only calls in flight may finish. */
-	for (struct ejob *j = eng->jobs, *next; j; j = next) {
-		next = j->next;
-		ejob_stop(j);
-	}
+	ejobs_stop(eng->jobs);
 	ev_timer_init(&eng->grace, grace_cb, (double)eng->cfg->daemon.shutdown_grace_ms / 1000.0, 0);
 	eng->grace.data = eng;
 	ev_timer_start(eng->loop, &eng->grace);
@@ -814,19 +970,19 @@ engine_reload(struct engine *eng, struct cfg *cfg, char *err, size_t errlen)
 		snprintf(err, errlen, "adding or removing [oauth] takes a restart");
 		return -1;
 	}
-	if (load_secrets(cfg, &s, err, errlen) < 0)
+	if (load_secrets(cfg, eng->oauth, &s, err, errlen) < 0)
 		return -1;
 	if (eng->oauth && oauth_reload(eng->oauth, cfg, err, errlen) < 0) {
-		free_secrets(cfg, &s);
+		free_secrets(&s);
 		return -1;
 	}
-	install_secrets(eng, old, &s);
+	free_secrets(&eng->sec);
+	eng->sec = s;
 	eng->cfg = cfg;
+	lend_env(eng);
 	scan_token_needs(eng);
 	log_set_level(cfg->daemon.log_level);
-	ev_timer_set(&eng->heartbeat, (double)cfg->daemon.heartbeat_ms / 1000.0,
-	    (double)cfg->daemon.heartbeat_ms / 1000.0);
-	ev_timer_again(eng->loop, &eng->heartbeat);
+	rearm_timers(eng, old, cfg);
 	cfg_free(old);
 	return 0;
 }
@@ -847,22 +1003,19 @@ engine_free(struct engine *eng)
 	ev_timer_stop(eng->loop, &eng->lease);
 	ev_timer_stop(eng->loop, &eng->grace);
 	ev_timer_stop(eng->loop, &eng->watchdog);
+	ev_timer_stop(eng->loop, &eng->kick);
 	eng->draining = 1;
 	/* Outstanding callbacks fire with NULL while the connections close;
 	 * every job is marked finished first so none of them acts. */
-	for (struct ejob *j = eng->jobs; j; j = j->next)
-		ejob_abandon(j);
+	if (eng->jobs)
+		ejobs_abandon(eng->jobs);
 	rconn_free(eng->blk);
 	rconn_free(eng->cmd);
 	webhook_free(eng->webhook);
 	oauth_free(eng->oauth);
 	http_client_free(eng->http);
-	while (eng->jobs)
-		ejob_release(eng->jobs);
-	if (eng->verify_key)
-		cfg_secret_free((char *)eng->verify_key, eng->verify_key_len);
-	record_key_free(eng->parsed_key);
-	free_bearers(eng->bearers, eng->cfg ? eng->cfg->nactions : 0);
+	ejobs_free(eng->jobs);
+	free_secrets(&eng->sec);
 	cfg_free(eng->cfg);
 	free(eng);
 }

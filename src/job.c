@@ -10,8 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include <jansson.h>
-
+#include "backoff.h"
 #include "wtime.h"
 
 #define RETRY_AFTER_MAX_S	86400	/* a day: longer is past any sane deadline */
@@ -33,6 +32,9 @@ static const char *const state_names[] = {
 
 static const char *const event_names[] = {
 	[JOB_EV_LOADED] = "loaded",
+	[JOB_EV_NO_ID] = "no-id",
+	[JOB_EV_ENTRY_DELETED] = "entry-deleted",
+	[JOB_EV_CANNOT_CALL] = "cannot-call",
 	[JOB_EV_TIMER] = "timer",
 	[JOB_EV_TOKEN_READY] = "token-ready",
 	[JOB_EV_TOKEN_TIMEOUT] = "token-timeout",
@@ -98,22 +100,6 @@ add_sat(int64_t now, int64_t delay)
 	if (delay > 0 && now > INT64_MAX - delay)
 		return INT64_MAX;
 	return now + delay;
-}
-
-int64_t
-job_backoff_ms(int64_t base_ms, int64_t cap_ms, int n, uint64_t rnd)
-{
-	int64_t ceil;
-
-	if (base_ms <= 0 || cap_ms <= 0)
-		return 0;
-	if (n < 1)
-		n = 1;
-	ceil = base_ms < cap_ms ? base_ms : cap_ms;
-	/* Doubling stops at the cap, so this runs at most ~63 times. */
-	for (int i = 1; i < n && ceil < cap_ms; i++)
-		ceil = ceil > cap_ms / 2 ? cap_ms : ceil * 2;
-	return (int64_t)(rnd % ((uint64_t)ceil + 1));
 }
 
 static int
@@ -287,6 +273,7 @@ wait_token(struct job_step *st, struct job *job)
 	unsigned fx = job->state == JOB_AUTH_WAIT ? 0 : JOB_FX_WRITE_STATE;
 
 	finish(st, job, JOB_AUTH_WAIT, fx | JOB_FX_WAIT_TOKEN, "");
+	job->waits = 0;	/* a PDP wait, if any, ended with this written state */
 	detail(st, "no token with enough life; waiting for one");
 }
 
@@ -299,7 +286,14 @@ call(struct job_step *st, struct job *job, const struct job_policy *pol)
 	detail(st, "call %d of %d", job->calls, pol->max_attempts);
 }
 
-/* R1 -> R6 -> R5 -> the call, in that order, before every attempt. */
+/* R8: the calls made by every worker over every delivery are the limit. */
+static int
+calls_used_up(const struct job_policy *pol, const struct job *job)
+{
+	return pol->max_attempts > 0 && job->calls >= pol->max_attempts;
+}
+
+/* R1 -> R8 -> R6 -> R5 -> the call, in that order, before every attempt. */
 static void
 start_attempt(struct job_step *st, const struct job_policy *pol, struct job *job,
 	      int token_ok, int64_t now)
@@ -308,11 +302,19 @@ start_attempt(struct job_step *st, const struct job_policy *pol, struct job *job
 		expire(st, job);
 		return;
 	}
+	if (calls_used_up(pol, job)) {
+		dead(st, job, JOB_R_MAX_ATTEMPTS);
+		detail(st, "%d of %d calls already made", job->calls, pol->max_attempts);
+		return;
+	}
 	if (pol->token_needed && !token_ok) {
 		wait_token(st, job);
 		return;
 	}
-	finish(st, job, JOB_RUNNING, JOB_FX_START_ATTEMPT | JOB_FX_WRITE_STATE, "");
+	/* §6: while the PDP stays down the hash keeps saying `retrying`; the
+	 * state written when the wait ends is its one closing audit entry. */
+	finish(st, job, JOB_RUNNING,
+	    job->waits > 0 ? 0 : JOB_FX_START_ATTEMPT | JOB_FX_WRITE_STATE, "");
 	if (pol->authz_enabled) {
 		job->awaiting = JOB_FX_AUTHZ;
 		st->effects |= JOB_FX_AUTHZ;
@@ -322,9 +324,11 @@ start_attempt(struct job_step *st, const struct job_policy *pol, struct job *job
 	}
 }
 
-/* Arms a retry at now + delay, or expires now when it would fire too late. */
+/* Arms a retry at now + delay, or expires now when it would fire too late.
+ * `quiet`: the wait is already written (§6), only the timer is armed. */
 static void
-retry_in(struct job_step *st, struct job *job, int64_t delay, int64_t now, const char *why)
+retry_in(struct job_step *st, struct job *job, int64_t delay, int64_t now, const char *why,
+	 int quiet)
 {
 	char dl[WTIME_RFC3339_LEN];
 	int64_t at = add_sat(now, delay);
@@ -336,7 +340,7 @@ retry_in(struct job_step *st, struct job *job, int64_t delay, int64_t now, const
 		    (long long)delay, wtime_format_rfc3339(job->expires_at_ms, dl, sizeof dl));
 		return;
 	}
-	finish(st, job, JOB_RETRYING, JOB_FX_WRITE_STATE | JOB_FX_RETRY_AT, "");
+	finish(st, job, JOB_RETRYING, (quiet ? 0 : JOB_FX_WRITE_STATE) | JOB_FX_RETRY_AT, "");
 	st->at_ms = at;
 	detail(st, "%s; retry in %lld ms", why, (long long)delay);
 }
@@ -348,6 +352,8 @@ on_loaded(struct job_step *st, const struct job_policy *pol, struct job *job,
 	char t[WTIME_RFC3339_LEN];
 
 	job->deliveries = ev->deliveries;
+	if (ev->attempts > job->calls)
+		job->calls = ev->attempts;
 	if (!ev->hash_exists) {
 		/* Nothing to write a state into: only the dead letter tells. */
 		finish(st, job, JOB_NONE, JOB_FX_DEAD_LETTER | JOB_FX_ACK, JOB_R_RECORD_MISSING);
@@ -393,6 +399,9 @@ on_authz(struct job_step *st, const struct job_policy *pol, struct job *job,
 	switch (ev->authz) {
 	case JOB_AUTHZ_ALLOW:
 		job->awaiting = 0;
+		if (job->waits > 0)
+			st->effects |= JOB_FX_WRITE_STATE;	/* the PDP wait ends */
+		job->waits = 0;
 		if (pol->token_needed && !ev->token_ok)
 			wait_token(st, job);
 		else
@@ -406,8 +415,8 @@ on_authz(struct job_step *st, const struct job_policy *pol, struct job *job,
 	case JOB_AUTHZ_UNAVAILABLE:
 		/* Not a call of the action: its own counter, bounded by the deadline. */
 		job->waits++;
-		retry_in(st, job, job_backoff_ms(pol->retry_base_ms, pol->retry_cap_ms,
-		    job->waits, ev->rnd), now, "authority unavailable");
+		retry_in(st, job, backoff_ms(0, pol->retry_base_ms, pol->retry_cap_ms,
+		    job->waits, ev->rnd), now, "authority unavailable", job->waits > 1);
 		return;
 	}
 	detail(st, "unknown authority answer %d; ignored", (int)ev->authz);
@@ -436,21 +445,21 @@ on_http(struct job_step *st, const struct job_policy *pol, struct job *job,
 		finish(st, job, JOB_DONE, JOB_FX_WRITE_STATE | JOB_FX_ACK, JOB_R_DONE);
 		detail(st, "%s after %d call(s)", why, job->calls);
 	} else if ((s == 401 || (s == 403 && ev->invalid_token)) && pol->token_needed) {
-		/* R9: not the job's fault, so no max_attempts; the deadline bounds it. */
+		/* R9: refresh and re-dispatch; R12 and R8 bound how often. */
 		job->redispatch = 1;
 		finish(st, job, JOB_AUTH_WAIT, JOB_FX_WRITE_STATE | JOB_FX_DROP_TOKEN |
 		    JOB_FX_WAIT_TOKEN, "");
 		detail(st, "%s: token rejected; refresh, then re-dispatch", why);
 	} else if (retryable(s)) {
-		if (job->calls >= pol->max_attempts) {
+		if (calls_used_up(pol, job)) {
 			dead(st, job, JOB_R_MAX_ATTEMPTS);
 			detail(st, "%s; %d of %d calls made", why, job->calls, pol->max_attempts);
 			return;
 		}
 		int64_t delay = ev->retry_after_ms >= 0 ? ev->retry_after_ms :
-		    job_backoff_ms(pol->retry_base_ms, pol->retry_cap_ms, job->calls, ev->rnd);
+		    backoff_ms(0, pol->retry_base_ms, pol->retry_cap_ms, job->calls, ev->rnd);
 		snprintf(why + strlen(why), sizeof why - strlen(why), "; retry %d", job->calls);
-		retry_in(st, job, delay, now, why);
+		retry_in(st, job, delay, now, why, 0);
 	} else {
 		/* Also a 401 on an action without an OAuth token: no refresh can fix it. */
 		finish(st, job, JOB_FAILED, JOB_FX_WRITE_STATE | JOB_FX_NOTIFY | JOB_FX_ACK,
@@ -472,6 +481,44 @@ on_token_ready(struct job_step *st, const struct job_policy *pol, struct job *jo
 	start_attempt(st, pol, job, 1, now);
 }
 
+/* R9: the XCLAIM counted a delivery; R12 is checked before the run. */
+static void
+on_redispatched(struct job_step *st, const struct job_policy *pol, struct job *job,
+		const struct job_event *ev, int64_t now)
+{
+	job->redispatch = 0;
+	job->deliveries = ev->deliveries > 0 ? ev->deliveries : job->deliveries + 1;
+	if (pol->max_deliveries > 0 && job->deliveries > pol->max_deliveries) {
+		dead(st, job, JOB_R_TOO_MANY_DELIV);
+		detail(st, "re-dispatched: delivered %d times, more than max_deliveries %d",
+		    job->deliveries, pol->max_deliveries);
+		return;
+	}
+	start_attempt(st, pol, job, ev->token_ok, now);
+}
+
+static void
+on_cannot_call(struct job_step *st, const struct job_policy *pol, struct job *job,
+	       const struct job_event *ev)
+{
+	(void)pol;
+	job->awaiting = 0;
+	switch (ev->no_call) {
+	case JOB_NOCALL_ACTION_GONE:
+		dead(st, job, record_status_code(RECORD_UNKNOWN_ACTION));
+		detail(st, "the record's action is no longer configured");
+		return;
+	case JOB_NOCALL_BAD_REQUEST:
+		dead(st, job, JOB_R_REQUEST_INVALID);
+		detail(st, "the action's URL cannot be built for this record");
+		return;
+	case JOB_NOCALL_TOKEN_GONE:
+		wait_token(st, job);
+		return;
+	}
+	detail(st, "unknown cannot-call reason %d; ignored", (int)ev->no_call);
+}
+
 /* Which events the current state accepts. */
 static int
 accepts(const struct job *job, enum job_event_kind k)
@@ -480,7 +527,11 @@ accepts(const struct job *job, enum job_event_kind k)
 		return 0;
 	switch (k) {
 	case JOB_EV_LOADED:
+	case JOB_EV_NO_ID:
+	case JOB_EV_ENTRY_DELETED:
 		return job->state == JOB_NONE;
+	case JOB_EV_CANNOT_CALL:
+		return job->state == JOB_RUNNING && job->awaiting == JOB_FX_CALL;
 	case JOB_EV_TIMER:
 		return job->state == JOB_RETRYING;
 	case JOB_EV_TOKEN_READY:
@@ -524,9 +575,19 @@ job_next(const struct job_policy *pol, struct job *job, const struct job_event *
 		on_token_ready(&st, pol, job, now_ms);
 		break;
 	case JOB_EV_REDISPATCHED:
-		job->redispatch = 0;
-		job->deliveries++;
-		start_attempt(&st, pol, job, ev->token_ok, now_ms);
+		on_redispatched(&st, pol, job, ev, now_ms);
+		break;
+	case JOB_EV_NO_ID:
+		finish(&st, job, JOB_NONE, JOB_FX_DEAD_LETTER | JOB_FX_ACK, JOB_R_NO_ID);
+		detail(&st, "stream entry has no valid id field");
+		break;
+	case JOB_EV_ENTRY_DELETED:
+		/* Gone from the stream and the PEL: nothing to ack, only to tell. */
+		finish(&st, job, JOB_NONE, JOB_FX_DEAD_LETTER | JOB_FX_END, JOB_R_ENTRY_DELETED);
+		detail(&st, "entry deleted from the stream while pending");
+		break;
+	case JOB_EV_CANNOT_CALL:
+		on_cannot_call(&st, pol, job, ev);
 		break;
 	case JOB_EV_AUTHZ:
 		on_authz(&st, pol, job, ev, now_ms);
@@ -545,18 +606,7 @@ job_next(const struct job_policy *pol, struct job *job, const struct job_event *
 		detail(&st, "another consumer holds the entry; attempt abandoned");
 		break;
 	}
+	if (job_state_terminal(st.next) || (st.effects & (JOB_FX_ACK | JOB_FX_RESCHEDULE)))
+		st.effects |= JOB_FX_END;
 	return st;
-}
-
-enum job_authz
-job_authz_answer(long status, const char *body, size_t len)
-{
-	if (status < 200 || status > 299)
-		return JOB_AUTHZ_UNAVAILABLE;
-	json_t *doc = body != NULL ? json_loadb(body, len, 0, NULL) : NULL;
-	json_t *res = json_object_get(doc, "result");
-	int allow = json_is_true(res) ||
-	    (json_is_object(res) && json_is_true(json_object_get(res, "allow")));
-	json_decref(doc);
-	return allow ? JOB_AUTHZ_ALLOW : JOB_AUTHZ_DENY;
 }

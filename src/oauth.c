@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backoff.h"
 #include "log.h"
+#include "rnd.h"
 #include "token.h"
 #include "wtime.h"
 
@@ -31,7 +33,7 @@ struct settings {
 	jwt_alg_t assertion_alg;
 	char *assertion_audience, *key_id;
 	double refresh_ratio;
-	long timeout_ms;
+	long timeout_ms, min_refresh_interval_ms;
 	char *secret;		/* client_secret_basic and _post */
 	size_t secret_len;
 	char *key;		/* private_key_jwt: PEM private key */
@@ -45,14 +47,19 @@ struct oauth {
 	struct settings set;
 
 	char *token;		/* NULL: none held */
-	int64_t expires_at_ms;	/* 0 when none held */
+	int64_t expires_at_ms;	/* monotonic (wtime_mono_ms); 0 when none held */
+	int refused;		/* R9: tokens refused in a row, each fetched after
+				   the last one's refusal */
+	int after_refusal;	/* the token held was fetched because one was refused */
 	uint64_t generation;
 	long long refreshes;
 	int failures;		/* fetches failed since the last success */
 	int started;
 
 	struct http_call *call;	/* the one fetch in flight, or NULL */
-	int64_t call_started_ms;
+	int64_t call_started_ms;	/* monotonic */
+	int64_t call_started_wall;	/* for a JWT exp, which is wall-clock */
+	int64_t last_fetch_ms;		/* monotonic; 0 before the first */
 
 	ev_timer fetch_timer;	/* proactive refresh, or retry after a failure */
 	ev_timer expiry_timer;
@@ -71,18 +78,6 @@ wipe_free(char *s)
 		explicit_bzero(s, strlen(s));
 		free(s);
 	}
-}
-
-static uint64_t
-random_word(void)
-{
-	uint64_t r;
-
-	/* The kernel does not fail getrandom in practice; if it did, any word
-	 * is fine for jitter. */
-	if (token_random_bytes(&r, sizeof r) != 0)
-		r = (uint64_t)wtime_now_ms() * 0x9e3779b97f4a7c15ULL;
-	return r;
 }
 
 static void
@@ -217,6 +212,7 @@ settings_load(struct settings *s, const struct cfg *cfg, char *err, size_t errle
 	s->assertion_alg = cfg->oauth.assertion_alg;
 	s->refresh_ratio = cfg->oauth.refresh_ratio;
 	s->timeout_ms = cfg->oauth.timeout_ms > 0 ? cfg->oauth.timeout_ms : 5000;
+	s->min_refresh_interval_ms = cfg->oauth.min_refresh_interval_ms;
 	if (copy_strings(s, cfg) != 0) {
 		snprintf(err, errlen, "oauth: out of memory");
 		settings_clear(s);
@@ -255,7 +251,7 @@ build_assertion(const struct settings *s, int64_t now_ms)
 	long iat = (long)(now_ms / 1000);
 	char *out = NULL;
 
-	if (token_random_hex(jti, sizeof jti, JTI_BYTES) != 0 || jwt_new(&jwt) != 0)
+	if (rnd_hex(jti, sizeof jti, JTI_BYTES) != 0 || jwt_new(&jwt) != 0)
 		goto done;
 	if (jwt_add_grant(jwt, "iss", s->client_id) || jwt_add_grant(jwt, "sub", s->client_id) ||
 	    jwt_add_grant(jwt, "aud", s->assertion_audience) || jwt_add_grant(jwt, "jti", jti) ||
@@ -347,9 +343,9 @@ drop_token(struct oauth *o)
 static void
 install_token(struct oauth *o, char *token, int64_t lifetime_ms, long elapsed_ms)
 {
-	int64_t now = wtime_now_ms();
+	int64_t now = wtime_mono_ms();
 	int64_t refresh_at = token_refresh_at_ms(o->call_started_ms, lifetime_ms,
-	    o->set.refresh_ratio, random_word());
+	    o->set.refresh_ratio, rnd_u64());
 
 	drop_token(o);
 	o->token = token;
@@ -357,6 +353,7 @@ install_token(struct oauth *o, char *token, int64_t lifetime_ms, long elapsed_ms
 	o->generation++;
 	o->refreshes++;
 	o->failures = 0;
+	o->after_refusal = o->refused > 0;
 	arm(o, &o->fetch_timer, refresh_at - now);
 	arm(o, &o->expiry_timer, o->expires_at_ms - now);
 	log_info("token.refreshed", "expires_in_s=%lld refresh_in_s=%lld ms=%ld",
@@ -372,7 +369,7 @@ fetch_failed(struct oauth *o, long status, const char *detail)
 
 	if (o->failures < 1000000)
 		o->failures++;
-	delay = token_retry_delay_ms(o->failures, random_word());
+	delay = backoff_ms(0, TOKEN_RETRY_BASE_MS, TOKEN_RETRY_CAP_MS, o->failures, rnd_u64());
 	arm(o, &o->fetch_timer, delay);
 	log_warn("token.error", "status=%ld detail=%s failures=%d retry_ms=%lld held=%d",
 	    status, log_quote(q, sizeof q, detail), o->failures, (long long)delay,
@@ -383,10 +380,10 @@ fetch_failed(struct oauth *o, long status, const char *detail)
 static int64_t
 lifetime_of(const struct oauth *o, long long expires_in_s, const char *token)
 {
-	int64_t life = token_lifetime_ms(expires_in_s, token, o->call_started_ms);
+	int64_t life = token_lifetime_ms(expires_in_s, token, o->call_started_wall);
 
 	if (life < 0 && expires_in_s < 0) {
-		life = token_lifetime_ms(DEFAULT_LIFETIME_S, token, o->call_started_ms);
+		life = token_lifetime_ms(DEFAULT_LIFETIME_S, token, o->call_started_wall);
 		if (life > 0)
 			log_warn("token.lifetime_unknown", "assumed_s=%d", DEFAULT_LIFETIME_S);
 	}
@@ -444,7 +441,7 @@ fetch(struct oauth *o)
 	char err[256], *body = NULL, *userpwd = NULL;
 	const char *headers[] = {"Content-Type: application/x-www-form-urlencoded",
 	    "Accept: application/json", NULL};
-	int64_t now = wtime_now_ms();
+	int64_t now = wtime_now_ms();	/* the assertion's iat and exp */
 	int rc;
 
 	ev_timer_stop(o->loop, &o->fetch_timer);
@@ -468,7 +465,8 @@ fetch(struct oauth *o)
 		fetch_failed(o, 0, err);
 		return;
 	}
-	o->call_started_ms = now;
+	o->call_started_wall = now;
+	o->call_started_ms = o->last_fetch_ms = wtime_mono_ms();
 	log_debug("token.request", "failures=%d held=%d", o->failures, o->token != NULL);
 }
 
@@ -477,20 +475,24 @@ fetch(struct oauth *o)
 static void
 on_fetch_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
+	struct oauth *o = w->data;
 	(void)loop, (void)revents;
-	fetch(w->data);
+
+	if (o->token != NULL)
+		o->refused = 0;	/* it lived to its refresh: nobody refused it */
+	fetch(o);
 }
 
 static void
 on_expiry(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct oauth *o = w->data;
-	int64_t now = wtime_now_ms();
+	int64_t now = wtime_mono_ms();
 
 	(void)loop, (void)revents;
 	if (o->token == NULL)
 		return;
-	if (now < o->expires_at_ms) {	/* the loop's clock ran ahead of the wall */
+	if (now < o->expires_at_ms) {	/* the loop's clock ran ahead */
 		arm(o, &o->expiry_timer, o->expires_at_ms - now);
 		return;
 	}
@@ -583,21 +585,40 @@ oauth_state_name(const struct oauth *o)
 {
 	if (o->token != NULL)
 		return "valid";
-	if (o->call != NULL)
+	if (o->call != NULL || (o->failures == 0 && ev_is_active(&o->fetch_timer)))
 		return "refreshing";
 	return o->failures > 0 ? "error" : "none";
 }
 
+/* R9: refreshes that refusals cause are spaced, and back off when the
+ * fresh token is refused too. */
 void
 oauth_invalidate(struct oauth *o)
 {
 	if (o->token == NULL)
 		return;
+	o->refused = o->after_refusal && o->refused < 1000 ? o->refused + 1 : 1;
 	drop_token(o);
-	log_info("token.invalidated", "refreshing=%d", o->call != NULL);
 	schedule_notify(o);
-	if (o->call == NULL)
+	if (o->call != NULL) {
+		log_info("token.invalidated", "refreshing=1 refused_in_row=%d", o->refused);
+		return;
+	}
+	int64_t wait = token_refused_fetch_at_ms(o->last_fetch_ms,
+	    o->set.min_refresh_interval_ms, o->refused) - wtime_mono_ms();
+	log_info("token.invalidated", "refreshing=0 refused_in_row=%d fetch_in_ms=%lld",
+	    o->refused, (long long)(wait > 0 ? wait : 0));
+	if (wait > 0)
+		arm(o, &o->fetch_timer, wait);
+	else
 		fetch(o);
+}
+
+void
+oauth_token_accepted(struct oauth *o, uint64_t gen)
+{
+	if (gen == o->generation)
+		o->refused = 0;
 }
 
 uint64_t

@@ -19,7 +19,7 @@
  * rconn_free(); a reply callback that wants the connection gone arms
  * drop_timer at 0 instead.
  */
-#define _DEFAULT_SOURCE		/* arc4random, strdup, strncasecmp */
+#define _DEFAULT_SOURCE		/* strdup, strncasecmp */
 #include "rconn.h"
 
 #include <assert.h>
@@ -33,7 +33,9 @@
 #include <hiredis/adapters/libev.h>
 #include <openssl/evp.h>
 
+#include "backoff.h"
 #include "log.h"
+#include "rnd.h"
 
 struct rc_cmd {
 	struct rc_cmd *prev, *next;
@@ -66,6 +68,12 @@ struct rconn {
 	int depth;		/* callbacks of this rconn running now */
 	const char *drop_reason;
 
+	/* R17: error replies are logged once per kind per episode; an
+	 * episode ends with the next reply that is not an error. */
+	char err_kinds[RCONN_ERR_KINDS][RCONN_ERR_KIND_LEN];
+	int nerr_kinds;
+	long long err_replies;
+
 	struct rc_cmd *head, *tail;	/* in the order sent */
 	size_t npending;		/* user commands among them */
 
@@ -77,24 +85,12 @@ struct rconn {
 
 static char step_auth[] = "auth", step_select[] = "select";
 
+/* Error kinds that are answers, not trouble: not logged. */
+static const char *const expected_errors[] = {"BUSYGROUP", "NOSCRIPT"};
+
 static void start_connect(struct rconn *rc);
 static void drop(struct rconn *rc, const char *why);
 
-long
-rconn_backoff_ms(unsigned attempt, long min_ms, long max_ms, uint32_t rnd)
-{
-	if (min_ms < 1)
-		min_ms = 1;
-	if (max_ms < min_ms)
-		max_ms = min_ms;
-	long ceiling = min_ms;
-	for (unsigned i = 1; i < attempt && ceiling < max_ms; i++)
-		ceiling = ceiling > max_ms / 2 ? max_ms : ceiling * 2;
-	if (ceiling > max_ms)
-		ceiling = max_ms;
-	unsigned long span = (unsigned long)(ceiling - min_ms) + 1;
-	return min_ms + (long)(rnd % span);
-}
 
 void
 rconn_script_init(struct rconn_script *s, const char *body)
@@ -202,8 +198,8 @@ conn_gone(struct rconn *rc, const char *why)
 		return;
 
 	unsigned failures = rc->attempt > 0 ? rc->attempt : 1;
-	long delay = rconn_backoff_ms(failures, rc->backoff_min_ms, rc->backoff_max_ms,
-				      arc4random());
+	long delay = (long)backoff_ms(rc->backoff_min_ms, rc->backoff_min_ms,
+	    rc->backoff_max_ms, failures > INT32_MAX ? INT32_MAX : (int)failures, rnd_u64());
 	log_warn("redis.down", "name=%s attempt=%u was_up=%d retry_ms=%ld err=%s", rc->qname,
 		 rc->attempt, was_up, delay, log_quote(qwhy, sizeof(qwhy), why));
 	ev_timer_set(&rc->retry_timer, (double)delay / 1000.0, 0.0);
@@ -259,6 +255,57 @@ resend_as_eval(struct rconn *rc, redisAsyncContext *ac, struct rc_cmd *c)
 	return 0;
 }
 
+void
+rconn_error_kind(const redisReply *reply, char *buf, size_t n)
+{
+	size_t k = 0;
+
+	if (n == 0)
+		return;
+	if (reply != NULL && reply->type == REDIS_REPLY_ERROR && reply->str != NULL)
+		for (const char *p = reply->str; k + 1 < n && *p >= 'A' && *p <= 'Z'; p++)
+			buf[k++] = *p;
+	buf[k] = '\0';
+}
+
+static int
+expected_error(const char *kind)
+{
+	for (size_t i = 0; i < sizeof expected_errors / sizeof expected_errors[0]; i++)
+		if (strcmp(kind, expected_errors[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* One line per kind of error reply per episode, and one when it ends. */
+static void
+note_reply(struct rconn *rc, const redisReply *reply)
+{
+	char kind[RCONN_ERR_KIND_LEN], q[160];
+
+	if (reply == NULL)
+		return;
+	if (reply->type != REDIS_REPLY_ERROR) {
+		if (rc->nerr_kinds > 0)
+			log_info("redis.errors_ended", "name=%s errors=%lld", rc->qname,
+			    rc->err_replies);
+		rc->nerr_kinds = 0;
+		rc->err_replies = 0;
+		return;
+	}
+	rconn_error_kind(reply, kind, sizeof kind);
+	if (expected_error(kind))
+		return;
+	rc->err_replies++;
+	for (int i = 0; i < rc->nerr_kinds; i++)
+		if (strcmp(rc->err_kinds[i], kind) == 0)
+			return;
+	if (rc->nerr_kinds < RCONN_ERR_KINDS)
+		memcpy(rc->err_kinds[rc->nerr_kinds++], kind, sizeof kind);
+	log_warn("redis.error", "name=%s kind=%s error=%s", rc->qname, kind[0] ? kind : "-",
+	    log_quote(q, sizeof q, reply->str ? reply->str : ""));
+}
+
 /* The privdata wrapper every command goes through. */
 static void
 on_reply(redisAsyncContext *ac, void *r, void *privdata)
@@ -274,6 +321,8 @@ on_reply(redisAsyncContext *ac, void *r, void *privdata)
 			return;
 		reply = NULL;
 	}
+	if (!c->internal)
+		note_reply(rc, reply);
 	finish(rc, c, reply);
 }
 

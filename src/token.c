@@ -2,6 +2,8 @@
 #define _DEFAULT_SOURCE
 #include "token.h"
 
+#include "backoff.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -93,16 +95,21 @@ token_usable(int64_t expires_at_ms, int64_t now_ms, long timeout_ms)
 	return expires_at_ms - now_ms > (int64_t)timeout_ms + TOKEN_SAFETY_MS;
 }
 
-int64_t
-token_retry_delay_ms(int failures, uint64_t rnd)
-{
-	int64_t window = TOKEN_RETRY_BASE_MS;
 
-	for (int i = 1; i < failures && window < TOKEN_RETRY_CAP_MS; i++)
-		window *= 2;
-	if (window > TOKEN_RETRY_CAP_MS)
-		window = TOKEN_RETRY_CAP_MS;
-	return (int64_t)(rnd % (uint64_t)(window + 1));
+int64_t
+token_refused_fetch_at_ms(int64_t last_fetch_ms, long min_interval_ms, int refused_in_row)
+{
+	int64_t gap = min_interval_ms > 0 ? min_interval_ms : 0;
+
+	if (refused_in_row >= 2) {
+		int64_t base = gap > TOKEN_RETRY_BASE_MS ? gap : TOKEN_RETRY_BASE_MS;
+		/* no jitter: the floor at the ceiling gives the ceiling itself */
+		gap = backoff_ms(INT64_MAX, base, base > TOKEN_REFUSED_CAP_MS ?
+		    base : TOKEN_REFUSED_CAP_MS, refused_in_row - 1, 0);
+		if (gap > TOKEN_REFUSED_CAP_MS)
+			gap = TOKEN_REFUSED_CAP_MS;
+	}
+	return last_fetch_ms + gap;
 }
 
 /* ---- form encoding ---- */
@@ -255,6 +262,8 @@ token_parse_response(const char *body, size_t len, char **access_token,
 		rc = fail(err, errlen, "token response has no access_token");
 	else if (!header_safe(tok))
 		rc = fail(err, errlen, "access_token holds characters a header cannot carry");
+	else if (strlen(tok) > TOKEN_MAX_BYTES)
+		rc = fail(err, errlen, "access_token is longer than " TOKEN_MAX_STR " bytes");
 	else if (json_object_get(o, "token_type") != NULL &&
 	    ((type = json_string_value(json_object_get(o, "token_type"))) == NULL ||
 	    strcasecmp(type, "Bearer") != 0))
@@ -275,41 +284,3 @@ token_parse_response(const char *body, size_t len, char **access_token,
 	return rc;
 }
 
-/* ---- randomness ---- */
-
-int
-token_random_bytes(void *buf, size_t n)
-{
-	unsigned char *p = buf;
-
-	while (n > 0) {
-		ssize_t got = getrandom(p, n, 0);
-		if (got < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += got;
-		n -= (size_t)got;
-	}
-	return 0;
-}
-
-int
-token_random_hex(char *buf, size_t bufsize, size_t nbytes)
-{
-	static const char hex[] = "0123456789abcdef";
-	unsigned char raw[256];
-
-	if (bufsize == 0)
-		return -1;
-	buf[0] = '\0';
-	if (nbytes > sizeof raw || bufsize < 2 * nbytes + 1 || token_random_bytes(raw, nbytes) != 0)
-		return -1;
-	for (size_t i = 0; i < nbytes; i++) {
-		buf[2 * i] = hex[raw[i] >> 4];
-		buf[2 * i + 1] = hex[raw[i] & 15];
-	}
-	buf[2 * nbytes] = '\0';
-	return 0;
-}

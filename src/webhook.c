@@ -7,8 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "job.h"
+#include "backoff.h"
 #include "log.h"
+#include "rnd.h"
 
 struct wh_item {
 	struct wh_item *next;
@@ -29,7 +30,6 @@ struct webhook {
 	size_t n;
 	struct http_call *call;
 	ev_timer retry;
-	unsigned long long rng;
 };
 
 static void send_head(struct webhook *wh);
@@ -47,11 +47,29 @@ pop(struct webhook *wh)
 	free(it);
 }
 
+/* A try of the head failed (status 0: no answer, or not even sent): again
+ * later, or drop it and go on with the next; the queue never stalls. */
+static void
+try_failed(struct webhook *wh, long status)
+{
+	struct wh_item *it = wh->head;
+
+	if (++it->tries >= WEBHOOK_TRIES) {
+		log_warn("webhook.dropped", "status=%ld tries=%d", status, it->tries);
+		pop(wh);
+		send_head(wh);
+		return;
+	}
+	long long delay = backoff_ms(0, 500, 30000, it->tries, rnd_u64());
+	log_info("webhook.retry", "status=%ld tries=%d retry_ms=%lld", status, it->tries, delay);
+	ev_timer_set(&wh->retry, (double)delay / 1000.0, 0.0);
+	ev_timer_start(wh->loop, &wh->retry);
+}
+
 static void
 on_done(const struct http_response *resp, void *arg)
 {
 	struct webhook *wh = arg;
-	struct wh_item *it = wh->head;
 
 	wh->call = NULL;
 	if (resp->status >= 200 && resp->status <= 299) {
@@ -59,23 +77,13 @@ on_done(const struct http_response *resp, void *arg)
 		send_head(wh);
 		return;
 	}
-	if (++it->tries >= WEBHOOK_TRIES) {
-		log_warn("webhook.dropped", "status=%ld tries=%d", resp->status, it->tries);
-		pop(wh);
-		send_head(wh);
-		return;
-	}
-	wh->rng = wh->rng * 6364136223846793005ULL + 1442695040888963407ULL;
-	long long delay = job_backoff_ms(500, 30000, it->tries, wh->rng);
-	log_info("webhook.retry", "status=%ld tries=%d retry_ms=%lld", resp->status, it->tries, delay);
-	ev_timer_set(&wh->retry, (double)delay / 1000.0, 0.0);
-	ev_timer_start(wh->loop, &wh->retry);
+	try_failed(wh, resp->status);
 }
 
 static void
 send_head(struct webhook *wh)
 {
-	char auth[4200];
+	char *auth = NULL;
 	const char *headers[3] = {"Content-Type: application/json", NULL, NULL};
 	const char *tok = NULL;
 
@@ -88,19 +96,24 @@ send_head(struct webhook *wh)
 		ev_timer_start(wh->loop, &wh->retry);
 		return;
 	}
-	if (tok) {
-		snprintf(auth, sizeof auth, "Authorization: Bearer %s", tok);
+	if (tok && (auth = malloc(strlen(tok) + sizeof "Authorization: Bearer ")) != NULL) {
+		strcpy(auth, "Authorization: Bearer ");
+		strcat(auth, tok);
 		headers[1] = auth;
 	}
 	struct http_request req = {
 		.method = "POST", .url = wh->url, .headers = headers, .body = wh->head->body,
 		.body_len = strlen(wh->head->body), .timeout_ms = wh->timeout_ms,
 	};
-	int rc = http_start(wh->http, &req, on_done, wh, &wh->call);
-	explicit_bzero(auth, sizeof auth);
+	int rc = tok && auth == NULL ? -1 : http_start(wh->http, &req, on_done, wh, &wh->call);
+	if (auth != NULL) {
+		explicit_bzero(auth, strlen(auth));
+		free(auth);
+	}
 	if (rc < 0) {
-		log_warn("webhook.dropped", "detail=\"cannot start request\"");
-		pop(wh);
+		wh->call = NULL;
+		log_warn("webhook.not_sent", "detail=\"cannot start request\"");
+		try_failed(wh, 0);
 	}
 }
 
@@ -126,7 +139,6 @@ webhook_new(struct ev_loop *loop, struct http_client *http, const char *url, lon
 	wh->timeout_ms = timeout_ms;
 	wh->token = token;
 	wh->token_arg = token_arg;
-	wh->rng = (unsigned long long)(uintptr_t)wh ^ 0x9E3779B97F4A7C15ULL;
 	ev_init(&wh->retry, retry_cb);
 	wh->retry.data = wh;
 	return wh;

@@ -178,3 +178,13 @@ wtime_now_ms(void)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
+
+int64_t
+wtime_mono_ms(void)
+{
+	struct timespec ts;
+	/* BOOTTIME: monotonic, and it counts a suspend, so a token's life
+	 * keeps running while a VM sleeps. */
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}

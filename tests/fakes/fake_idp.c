@@ -39,6 +39,7 @@
 #include "common.h"
 #include "wtime.h"
 #include "log.h"
+#include "rnd.h"
 #include "token.h"
 
 #define MAX_BODY	(64u << 10)
@@ -332,7 +333,7 @@ issue_token_locked(void)
 	jwt_t *jwt = NULL;
 	char jti[33], *tok = NULL, *out = NULL;
 
-	if (token_random_hex(jti, sizeof jti, 16) != 0 || jwt_new(&jwt) != 0)
+	if (rnd_hex(jti, sizeof jti, 16) != 0 || jwt_new(&jwt) != 0)
 		goto done;
 	if (jwt_add_grant(jwt, "sub", st.client_id) || jwt_add_grant(jwt, "jti", jti) ||
 	    jwt_add_grant_int(jwt, "iat", now) || jwt_add_grant_int(jwt, "exp", now + st.lifetime_s) ||

@@ -115,6 +115,9 @@ struct opts {
 	const char *consumer;
 	long max_in_flight;	/* [16] */
 	int grace_ms, claim_idle_ms, heartbeat_ms;
+	int action_timeout_ms;	/* [10000] */
+	int claim_interval_ms;	/* [200] */
+	const char *redis_extra;
 	const char *target_url;	/* NULL: F.url */
 	const char *action_auth, *action_extra, *sections;
 };
@@ -131,7 +134,8 @@ ini_text(const struct opts *o)
 		.redis_sock = R.sock, .target_url = o->target_url ? o->target_url : F.url,
 		.consumer = o->consumer, .shutdown_grace_ms = o->grace_ms,
 		.claim_idle_ms = o->claim_idle_ms, .heartbeat_ms = o->heartbeat_ms,
-		.action_timeout_ms = 10000,
+		.action_timeout_ms = o->action_timeout_ms ? o->action_timeout_ms : 10000,
+		.redis_extra = o->redis_extra, .claim_interval_ms = o->claim_interval_ms,
 		.action_auth = o->action_auth, .action_extra = o->action_extra,
 		.sections = o->sections, .daemon_extra = extra,
 	};
@@ -794,11 +798,351 @@ test_sighup_reload(void **state)
 }
 
 /* ------------------------------------------------------------------ */
+/* issue 7: recovery that converges                                     */
+
+static long long
+xlen(const char *key)
+{
+	return h_redis_int(C, "XLEN %s", key);
+}
+
+/* R11: 120 entries that a live worker keeps renewing stand before 20 that
+ * a dead consumer left; a rescuer with room for 2 still reaches them all
+ * while the 120 are in flight, by following XAUTOCLAIM's cursor. */
+static void
+test_r11_deep_pel_cursor(void **state)
+{
+	(void)state;
+	char id[64];
+
+	fake_script("{\"default\": {\"delay_ms\": 40000}}");
+	enqueue_many("live", 120);
+	struct opts slow = {.consumer = "slow", .max_in_flight = 120, .claim_idle_ms = 3000,
+	    .action_timeout_ms = 60000, .grace_ms = 500};
+	(void)dmn_start(&slow, 1);
+	wait_fake_total(120, NULL);
+
+	/* What the calls from now on get: an answer at once. */
+	fake_script("{\"default\": {}}");
+	enqueue_many("orphan", 20);
+	redisReply *r = redisCommand(C, "XREADGROUP GROUP " GROUP " ghost COUNT 20 STREAMS "
+	    JOBS " >");
+	assert_non_null(r);
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	freeReplyObject(r);
+	assert_int_equal(pel_count(), 140);
+
+	struct opts rescuer = {.consumer = "rescuer", .max_in_flight = 2,
+	    .claim_idle_ms = 3000};
+	(void)dmn_start(&rescuer, 1);
+	wait_all_in_state("orphan", 20, "done");
+	/* ... while every one of the 120 ahead of them is still in flight */
+	for (int i = 0; i < 120; i++) {
+		job_id(id, sizeof id, "live", i);
+		if (!job_in_state(id, "running"))
+			fail_msg("%s is no longer running: the orphans were reached only after "
+			    "the live entries ahead of them ended (or a live one was taken)", id);
+	}
+	wait_heartbeat("rescuer", "claimed", 20);
+}
+
+/* R17: an error reply on the live reading connection (here NOPERM: the
+ * ACL of the worker's user loses XREADGROUP) is retried with backoff, not
+ * in a tight loop, logged once, and reading resumes by itself. */
+static long long
+xreadgroup_rejected(void)
+{
+	char *info = h_redis_str(C, "INFO commandstats");
+	long long n = 0;
+
+	assert_non_null(info);
+	char *p = strstr(info, "cmdstat_xreadgroup:");
+	char *q = p ? strstr(p, "rejected_calls=") : NULL;
+	if (q)
+		n = strtoll(q + strlen("rejected_calls="), NULL, 10);
+	free(info);
+	return n;
+}
+
+static int
+xreadgroup_refused_since(void *arg)
+{
+	return xreadgroup_rejected() > *(const long long *)arg;
+}
+
+static void
+test_r17_error_reply_backoff(void **state)
+{
+	(void)state;
+
+	struct opts o = {.consumer = "w1"};
+	struct h_daemon *w1 = dmn_start(&o, 1);
+	char *ok = h_redis_str(C, "ACL SETUSER default -xreadgroup");
+	assert_non_null(ok);
+	free(ok);
+	long long before = xreadgroup_rejected();
+	/* The episode lasts 4 s from the first refused read: that is the
+	 * scenario, not a guess. */
+	assert_int_equal(h_wait_until(xreadgroup_refused_since, &before, WAIT_MS), 0);
+	before = xreadgroup_rejected() - 1;
+	struct elapsed e = {mono_ms() + 4000};
+	assert_int_equal(h_wait_until(time_reached, &e, 10000), 0);
+	long long rejected = xreadgroup_rejected() - before;
+	printf("    4 s of NOPERM on XREADGROUP: %lld rejected reads\n", rejected);
+	assert_true(rejected >= 1);
+	assert_true(rejected <= 40);	/* a tight loop makes thousands */
+	wait_log(w1, "kind=NOPERM");
+	assert_int_equal(log_count(w1->log, "kind=NOPERM"), 1);
+
+	ok = h_redis_str(C, "ACL SETUSER default +xreadgroup");
+	assert_non_null(ok);
+	free(ok);
+	enqueue_many("e", 10);
+	wait_all_in_state("e", 10, "done");
+	wait_log(w1, "event=redis.errors_ended");
+	assert_true(dmn_running(w1));
+	assert_exit0(dmn_signal_wait(w1, SIGTERM, 15000, NULL));
+}
+
+/* R16: lowering claim_idle_ms by SIGHUP re-arms the lease timer at once, so
+ * a second worker with the new idle time claims none of the calls still in
+ * progress (the action would run twice). */
+static void
+test_r16_reload_rearms_lease(void **state)
+{
+	(void)state;
+
+	fake_script("{\"default\": {\"delay_ms\": 6000}}");
+	enqueue_many("l", 4);
+	/* w1's own XAUTOCLAIM would refresh its entries too: keep it rare. */
+	struct opts o = {.consumer = "w1", .claim_idle_ms = 30000, .claim_interval_ms = 8000};
+	struct h_daemon *w1 = dmn_start(&o, 1);
+	wait_fake_total(4, NULL);
+
+	o.claim_idle_ms = 1500;
+	char *changed = ini_text(&o);
+	free(h_write_file(strrchr(w1->ini, '/') + 1, changed));
+	free(changed);
+	assert_int_equal(kill(w1->pid, SIGHUP), 0);
+	wait_log_count(w1, "event=config.reloaded", 1);
+	struct opts o2 = {.consumer = "w2", .claim_idle_ms = 1500};
+	struct h_daemon *w2 = dmn_start(&o2, 1);
+
+	wait_all_in_state("l", 4, "done");
+	json_t *stats = h_fake_json(&F, "/_stats");
+	assert_non_null(stats);
+	long long dups = stat_of(stats, "duplicates");
+	json_decref(stats);
+	assert_int_equal(dups, 0);
+	assert_int_equal(fake_total(), 4);
+	assert_true(heartbeat_counter("w2", "claimed") <= 0);
+	assert_exit0(dmn_signal_wait(w2, SIGTERM, 15000, NULL));
+	assert_exit0(dmn_signal_wait(w1, SIGTERM, 15000, NULL));
+}
+
+/* R16: a job whose action a reload removed is dead unknown-action at once,
+ * not retried to max-attempts. */
+static void
+test_r16_reload_removes_action(void **state)
+{
+	(void)state;
+	char close[512];
+
+	snprintf(close, sizeof close, "[action gate.close]\nurl = %s/gates/{resource}/close\n"
+	    "auth = none\n", F.url);
+	fake_script("{\"per_key\": {\"rm-1\": [{\"status\": 503, \"retry_after\": \"3\"}]}}");
+	struct opts o = {.consumer = "w1", .sections = close};
+	struct h_daemon *w1 = dmn_start(&o, 1);
+	decide("rm-1", "gate.close", "north/1");
+	wait_job("rm-1", "retrying");
+
+	o.sections = NULL;
+	char *changed = ini_text(&o);
+	free(h_write_file(strrchr(w1->ini, '/') + 1, changed));
+	free(changed);
+	assert_int_equal(kill(w1->pid, SIGHUP), 0);
+	wait_log_count(w1, "event=config.reloaded", 1);
+	wait_job("rm-1", "dead");
+	char *outcome = job_field("rm-1", "outcome");
+	char *attempts = job_field("rm-1", "attempts");
+	assert_string_equal(outcome, "unknown-action");
+	assert_int_equal(fake_total(), 1);	/* the one call before the reload */
+	assert_true(attempts && strtoll(attempts, NULL, 10) <= 2);
+	free(outcome);
+	free(attempts);
+	assert_exit0(dmn_signal_wait(w1, SIGTERM, 15000, NULL));
+}
+
+/* R15: 8 calls answer 200 while Redis is down; SIGTERM; Redis is back 2 s
+ * later, inside the grace: the results are written before the worker exits,
+ * and nothing runs twice after a restart. */
+static void
+test_r15_results_wait_for_redis(void **state)
+{
+	(void)state;
+
+	fake_script("{\"default\": {\"delay_ms\": 1500}}");
+	enqueue_many("res", 8);
+	struct opts o = {.consumer = "w1", .grace_ms = 15000};
+	struct h_daemon *w1 = dmn_start(&o, 1);
+	wait_fake_total(8, NULL);
+	redisFree(C);
+	C = NULL;
+	assert_int_equal(kill(R.pid, SIGKILL), 0);
+	wait_log(w1, "event=redis.down");
+	/* the calls answer while Redis is away */
+	struct elapsed e = {mono_ms() + 2500};
+	assert_int_equal(h_wait_until(time_reached, &e, 10000), 0);
+	assert_int_equal(kill(w1->pid, SIGTERM), 0);
+	e.until = mono_ms() + 2000;
+	assert_int_equal(h_wait_until(time_reached, &e, 10000), 0);
+	assert_true(dmn_running(w1));	/* it waits for Redis with its results */
+	assert_int_equal(h_redis_restart(&R), 0);
+	C = h_redis_connect(&R);
+	assert_non_null(C);
+	int st;
+	assert_int_equal(h_wait_exit(w1->pid, 20000, &st), 0);
+	w1->pid = 0;
+	assert_exit0(st);
+	for (int i = 0; i < 8; i++) {
+		char id[64];
+		job_id(id, sizeof id, "res", i);
+		if (!job_in_state(id, "done"))
+			fail_msg("%s was not written done before the exit", id);
+	}
+	assert_int_equal(pel_count(), 0);
+	struct opts o2 = {.consumer = "w2", .claim_idle_ms = 1000};
+	struct h_daemon *w2 = dmn_start(&o2, 1);
+	decide("res-after", "gate.open", "north/9");
+	wait_job("res-after", "done");
+	assert_int_equal(fake_total(), 9);	/* none of the 8 ran again */
+	assert_exit0(dmn_signal_wait(w2, SIGTERM, 15000, NULL));
+}
+
+static void
+acl(const char *rule)
+{
+	char *ok = h_redis_str(C, "ACL SETUSER default %s", rule);
+	if (ok == NULL || strcmp(ok, "OK") != 0)
+		fail_msg("ACL SETUSER default %s failed", rule);
+	free(ok);
+}
+
+/* R17: entries that cannot be loaded (an error reply, or the command
+ * connection down) stay in hand and are loaded again with backoff; the
+ * worker reads no more than it holds, so the backlog stays in the stream
+ * for healthy consumers instead of piling up in this worker's PEL. */
+static void
+test_r17_unloadable_entries_stay_in_hand(void **state)
+{
+	(void)state;
+
+	struct opts o = {.consumer = "w1", .max_in_flight = 4};
+	struct h_daemon *w1 = dmn_start(&o, 1);
+	acl("-hgetall");
+	enqueue_many("u", 40);
+	assert_int_equal(h_daemon_wait_log(w1, "kind=NOPERM", WAIT_MS), 0);
+	struct elapsed e = {mono_ms() + 2000};
+	assert_int_equal(h_wait_until(time_reached, &e, 10000), 0);
+	size_t n;
+	char **held = pending_ids("w1", &n);
+	printf("    HGETALL refused for 2 s: w1 holds %zu pending entries (max_in_flight 4, "
+	    "40 enqueued)\n", n);
+	free_ids(held, n);
+	assert_true(n <= 4);
+	acl("+hgetall");
+	wait_all_in_state("u", 40, "done");
+	assert_int_equal(pel_count(), 0);
+	assert_int_equal(fake_total(), 40);
+	assert_exit0(dmn_signal_wait(w1, SIGTERM, 15000, NULL));
+}
+
+/* A Redis that forgot its PEL (restarted without persistence) while a call
+ * was in flight: the hash still names this worker and this attempt, so the
+ * result obtained is written, not dropped (README: "How a job runs"). */
+static void
+test_result_kept_when_pel_forgot(void **state)
+{
+	(void)state;
+	char sid[64] = "";
+
+	fake_script("{\"default\": {\"delay_ms\": 1500}}");
+	decide("pf-1", "gate.open", "north/1");
+	struct opts o = {.consumer = "w1"};
+	struct h_daemon *w1 = dmn_start(&o, 1);
+	wait_fake_total(1, NULL);
+	redisReply *r = redisCommand(C, "XPENDING " JOBS " " GROUP " - + 1");
+	assert_non_null(r);
+	assert_int_equal(r->elements, 1);
+	snprintf(sid, sizeof sid, "%s", r->element[0]->element[0]->str);
+	freeReplyObject(r);
+	assert_int_equal(h_redis_int(C, "XACK " JOBS " " GROUP " %s", sid), 1);
+	wait_job("pf-1", "done");
+	assert_int_equal(fake_total(), 1);
+	assert_int_equal(pel_count(), 0);
+	assert_exit0(dmn_signal_wait(w1, SIGTERM, 15000, NULL));
+}
+
+/* §2: P:jobs is trimmed below what is delivered and acked, never what is
+ * pending or undelivered; P:dead is capped by dead_maxlen. */
+static void
+test_streams_trimmed(void **state)
+{
+	(void)state;
+
+	enqueue_many("t", 250);
+	/* 150 entries without an id: 150 dead letters */
+	for (int i = 0; i < 150; i++) {
+		redisReply *x = redisCommand(C, "XADD " JOBS " * foo %d", i);
+		assert_non_null(x);
+		assert_int_equal(x->type, REDIS_REPLY_STRING);
+		freeReplyObject(x);
+	}
+	struct opts o = {.consumer = "w1", .redis_extra = "dead_maxlen = 10\n"};
+	struct h_daemon *w1 = dmn_start(&o, 1);
+	wait_all_in_state("t", 250, "done");
+	assert_int_equal(h_daemon_wait_log(w1, "reason=no-id", WAIT_MS), 0);
+	assert_exit0(dmn_signal_wait(w1, SIGTERM, 15000, NULL));
+
+	/* One entry a dead consumer holds pending, then 100 more jobs: the trim
+	 * may remove what came before the pending entry, nothing after it. */
+	enqueue_many("keep", 1);
+	redisReply *r = redisCommand(C, "XREADGROUP GROUP " GROUP " ghost COUNT 1 STREAMS "
+	    JOBS " >");
+	assert_non_null(r);
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	freeReplyObject(r);
+	enqueue_many("t2", 100);
+	long long before = xlen(JOBS);
+	o.consumer = "w2";
+	struct h_daemon *w2 = dmn_start(&o, 1);
+	wait_all_in_state("t2", 100, "done");
+	struct elapsed e = {mono_ms() + 1500};	/* several claim intervals */
+	assert_int_equal(h_wait_until(time_reached, &e, 10000), 0);
+	long long after = xlen(JOBS), dead = xlen(PREFIX ":dead");
+	printf("    P:jobs %lld -> %lld entries (501 written, 1 pending); P:dead %lld "
+	    "(150 written, dead_maxlen 10)\n", before, after, dead);
+	assert_true(after >= 101 && after < 250);
+	assert_true(dead < 150);
+	/* the ghost's pending entry is still there */
+	r = redisCommand(C, "XPENDING " JOBS " " GROUP " - + 10 ghost");
+	assert_non_null(r);
+	assert_int_equal(r->elements, 1);
+	redisReply *x = redisCommand(C, "XRANGE " JOBS " %s %s", r->element[0]->element[0]->str,
+	    r->element[0]->element[0]->str);
+	assert_int_equal(x->elements, 1);
+	freeReplyObject(x);
+	freeReplyObject(r);
+	assert_exit0(dmn_signal_wait(w2, SIGTERM, 15000, NULL));
+}
+
+/* ------------------------------------------------------------------ */
 /* §12 logs: logfmt, and a static bearer never logged                   */
 
-/* A valid HS256 JWT for fake_target --jwt-secret-file; caller frees. */
+/* A valid HS256 JWT for fake_target --jwt-secret-file, with a claim of
+ * `pad` bytes to make it long; caller frees. */
 static char *
-make_static_token(const char *secret_path)
+make_static_token(const char *secret_path, size_t pad)
 {
 	char *raw = h_read_file(secret_path);
 	jwt_t *jwt = NULL;
@@ -813,6 +1157,14 @@ make_static_token(const char *secret_path)
 	assert_int_equal(jwt_add_grant(jwt, "sub", "warrantd-static"), 0);
 	assert_int_equal(jwt_add_grant_int(jwt, "iat", now), 0);
 	assert_int_equal(jwt_add_grant_int(jwt, "exp", now + 3600), 0);
+	if (pad > 0) {
+		char *p = malloc(pad + 1);
+		assert_non_null(p);
+		memset(p, 'p', pad);
+		p[pad] = '\0';
+		assert_int_equal(jwt_add_grant(jwt, "pad", p), 0);
+		free(p);
+	}
 	char *tok = jwt_encode_str(jwt);
 	assert_non_null(tok);
 	char *out = strdup(tok);
@@ -833,7 +1185,10 @@ test_logs_logfmt_no_static_token(void **state)
 	(void)state;
 
 	assert_int_equal(h_fake_start(&jf, "fake_target", args), 0);
-	char *token = make_static_token(secret);
+	/* Longer than any fixed header buffer: 8 KiB, like a large Entra ID
+	 * access token; it must reach the target whole (issue 7, item 4). */
+	char *token = make_static_token(secret, 6000);
+	assert_true(strlen(token) > 8000);
 	char *tokfile = h_write_file("static-bearer", token);
 	assert_non_null(tokfile);
 	snprintf(extra, sizeof extra, "bearer_file = %s\n", tokfile);
@@ -1201,6 +1556,15 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_redis_stopped_while_idle, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_redis_killed_midrun, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kill_worker_autoclaim, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_r11_deep_pel_cursor, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_r17_error_reply_backoff, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_r16_reload_rearms_lease, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_r16_reload_removes_action, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_r15_results_wait_for_redis, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_streams_trimmed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_r17_unloadable_entries_stay_in_hand, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_result_kept_when_pel_forgot, setup, teardown),
 	};
 
 	setvbuf(stdout, NULL, _IONBF, 0);

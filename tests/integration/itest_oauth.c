@@ -246,7 +246,7 @@ secret_line(void)
 static void
 assert_fresh_token(struct oauth *o)
 {
-	int64_t now = wtime_now_ms();
+	int64_t now = wtime_mono_ms();
 	const char *tok = oauth_token(o, now, 5000);
 
 	assert_non_null(tok);
@@ -369,7 +369,7 @@ expect_refused(const char *method, const char *extra)
 	struct oauth *o = new_manager(method, extra, NULL);
 	oauth_start(o);
 	assert_int_equal(h_loop_run_until(loop, is_error, o, WAIT_MS), 0);
-	assert_null(oauth_token(o, wtime_now_ms(), 0));
+	assert_null(oauth_token(o, wtime_mono_ms(), 0));
 	assert_int_equal(oauth_expires_at_ms(o), 0);
 	assert_int_equal(oauth_refreshes(o), 0);
 	assert_int_equal(h_loop_run_until(loop, rejected_at_least_3, NULL, WAIT_MS), 0);
@@ -441,7 +441,7 @@ static int
 watch_refreshes(void *arg)
 {
 	struct watch *w = arg;
-	int64_t now = wtime_now_ms();
+	int64_t now = wtime_mono_ms(), wall = wtime_now_ms();
 	const char *tok = oauth_token(w->o, now, w->timeout_ms);
 
 	if (oauth_generation(w->o) != w->last_gen) {
@@ -455,7 +455,7 @@ watch_refreshes(void *arg)
 		w->samples_held++;
 	}
 	if (tok != NULL) {
-		if (token_exp(tok) * 1000LL - now <= w->timeout_ms + 1000)
+		if (token_exp(tok) * 1000LL - wall <= w->timeout_ms + 1000)
 			w->violations++;
 		if (strcmp(tok, w->last_token) != 0) {
 			w->handed_out++;
@@ -514,7 +514,7 @@ test_invalidate_single_flight(void **state)
 	for (int i = 0; i < 50; i++)
 		oauth_invalidate(o);
 	assert_int_equal(seen.calls, calls);	/* never from inside oauth_invalidate */
-	assert_null(oauth_token(o, wtime_now_ms(), 0));
+	assert_null(oauth_token(o, wtime_mono_ms(), 0));
 	assert_int_equal(oauth_expires_at_ms(o), 0);
 	assert_string_equal(oauth_state_name(o), "refreshing");
 	assert_int_equal(h_loop_run_until(loop, is_valid, o, WAIT_MS), 0);
@@ -526,7 +526,7 @@ test_invalidate_single_flight(void **state)
 
 	/* A failure seen with the old token must not discard the new one. */
 	oauth_invalidate_gen(o, gen);
-	assert_non_null(oauth_token(o, wtime_now_ms(), 0));
+	assert_non_null(oauth_token(o, wtime_mono_ms(), 0));
 	assert_int_equal(http_in_flight(hc), 0);
 	assert_int_equal(seen.calls, 3);
 	assert_int_equal(seen.seq[0], 1);
@@ -541,7 +541,7 @@ lost_token(void *arg)
 	struct oauth *o = arg;
 	const char *s = oauth_state_name(o);
 
-	return oauth_token(o, wtime_now_ms(), 0) == NULL &&
+	return oauth_token(o, wtime_mono_ms(), 0) == NULL &&
 	    (strcmp(s, "error") == 0 || strcmp(s, "none") == 0);
 }
 
@@ -570,7 +570,7 @@ test_idp_down_and_back(void **state)
 	assert_int_equal(h_loop_run_until(loop, is_valid, o, 60000), 0);
 	assert_true(oauth_refreshes(o) > refreshes);
 	assert_int_equal(h_loop_run_until(loop, heard_token, &seen, WAIT_MS), 0);
-	assert_int_equal(target_status(oauth_token(o, wtime_now_ms(), 0)), 200);
+	assert_int_equal(target_status(oauth_token(o, wtime_mono_ms(), 0)), 200);
 	oauth_free(o);
 }
 
@@ -582,29 +582,29 @@ test_reload(void **state)
 
 	(void)state;
 	struct oauth *o = start_valid("client_secret_basic", secret_line(), NULL);
-	snprintf(before, sizeof before, "%s", oauth_token(o, wtime_now_ms(), 0));
+	snprintf(before, sizeof before, "%s", oauth_token(o, wtime_mono_ms(), 0));
 
 	struct cfg *bad = make_cfg("client_secret_basic", "client_secret_file = /nonexistent/s2\n");
 	assert_int_equal(oauth_reload(o, bad, err, sizeof err), -1);
 	assert_non_null(strstr(err, "/nonexistent/s2"));
 	cfg_free(bad);
-	assert_string_equal(oauth_token(o, wtime_now_ms(), 0), before);
+	assert_string_equal(oauth_token(o, wtime_mono_ms(), 0), before);
 
 	struct cfg *same = make_cfg("client_secret_basic", secret_line());
 	assert_int_equal(oauth_reload(o, same, err, sizeof err), 0);
 	cfg_free(same);
-	assert_string_equal(oauth_token(o, wtime_now_ms(), 0), before);
+	assert_string_equal(oauth_token(o, wtime_mono_ms(), 0), before);
 	assert_int_equal(http_in_flight(hc), 0);
 
 	snprintf(extra, sizeof extra, "%sscope = reloaded\n", secret_line());
 	struct cfg *scoped = make_cfg("client_secret_basic", extra);
 	assert_int_equal(oauth_reload(o, scoped, err, sizeof err), 0);
 	cfg_free(scoped);
-	assert_string_equal(oauth_token(o, wtime_now_ms(), 0), before);	/* kept meanwhile */
+	assert_string_equal(oauth_token(o, wtime_mono_ms(), 0), before);	/* kept meanwhile */
 	assert_int_equal(http_in_flight(hc), 1);
 	assert_int_equal(h_loop_run_until(loop, no_call_in_flight, NULL, WAIT_MS), 0);
 	assert_int_equal(oauth_refreshes(o), 2);
-	assert_string_not_equal(oauth_token(o, wtime_now_ms(), 0), before);
+	assert_string_not_equal(oauth_token(o, wtime_mono_ms(), 0), before);
 	assert_last("last_scope", "reloaded");
 	oauth_free(o);
 }
@@ -711,7 +711,7 @@ test_fake_idp_rules(void **state)
 static void
 append_token(char *list, size_t n, struct oauth *o)
 {
-	const char *t = oauth_token(o, wtime_now_ms(), 0);
+	const char *t = oauth_token(o, wtime_mono_ms(), 0);
 
 	assert_non_null(t);
 	assert_true(strlen(list) + strlen(t) + 2 < n);

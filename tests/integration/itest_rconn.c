@@ -262,34 +262,6 @@ cond_log(void *arg)
 
 /* ---- tests ---- */
 
-static void
-test_backoff_pure(void **state)
-{
-	(void)state;
-	/* first retry: exactly min */
-	assert_int_equal(rconn_backoff_ms(1, 100, 1000, 0), 100);
-	assert_int_equal(rconn_backoff_ms(1, 100, 1000, 0xffffffffu), 100);
-	/* second: uniform in [100, 200] */
-	assert_int_equal(rconn_backoff_ms(2, 100, 1000, 0), 100);
-	assert_int_equal(rconn_backoff_ms(2, 100, 1000, 100), 200);
-	assert_int_equal(rconn_backoff_ms(2, 100, 1000, 101), 100);
-	/* third: [100, 400] */
-	assert_int_equal(rconn_backoff_ms(3, 100, 1000, 300), 400);
-	/* capped at max, also for absurd attempt counts */
-	assert_int_equal(rconn_backoff_ms(10, 100, 1000, 900), 1000);
-	assert_int_equal(rconn_backoff_ms(10, 100, 1000, 901), 100);
-	for (uint32_t r = 0; r < 5000; r += 7) {
-		long d = rconn_backoff_ms(4000000000u, 100, 1000, r * 2654435761u);
-		assert_true(d >= 100 && d <= 1000);
-	}
-	/* no overflow near LONG_MAX */
-	long big = 0x7fffffffffffffffL / 2 + 7;
-	long d = rconn_backoff_ms(60, big, 0x7fffffffffffffffL, 0xffffffffu);
-	assert_true(d >= big);
-	/* degenerate bounds */
-	assert_int_equal(rconn_backoff_ms(5, 0, 0, 12345), 1);
-	assert_int_equal(rconn_backoff_ms(5, 300, 10, 12345), 300);
-}
 
 static void
 test_script_sha1(void **state)
@@ -774,7 +746,6 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_backoff_pure),
 		cmocka_unit_test(test_script_sha1),
 		cmocka_unit_test_setup_teardown(test_set_get_unix, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_select_db, setup, teardown),

@@ -232,6 +232,7 @@ struct dcfg {
 	const char *secret_file;	/* client_secret_basic; NULL: private_key_jwt */
 	int timeout_ms;			/* the action's [2000] */
 	int claim_idle_ms;		/* [2000] */
+	int max_deliveries;		/* [16] */
 	const char *redis_extra;
 	const char *oauth_extra;
 };
@@ -252,6 +253,7 @@ daemon_ini(const struct dcfg *c)
 		.redis_sock = redis.sock, .target_url = target.url, .consumer = c->consumer,
 		.claim_idle_ms = c->claim_idle_ms, .action_auth = "oauth",
 		.action_timeout_ms = c->timeout_ms, .redis_extra = c->redis_extra,
+		.max_deliveries = c->max_deliveries,
 		.sections = sections,
 	};
 	char *ini = h_daemon_ini(&o);
@@ -1061,6 +1063,44 @@ test_401_in_hand_redispatch_then_release(void **state)
 }
 
 /* ------------------------------------------------------------------ */
+/* 5a. a target that refuses every token (R9 + R12)                     */
+
+/*
+ * Every call is answered 401. Each re-dispatch is a delivery, counted once
+ * and checked against max_deliveries (R12), and the refreshes the 401s
+ * cause are spaced (min_refresh_interval_ms, then backoff): the entry ends
+ * dead after max_deliveries calls and the IdP sees a handful of requests,
+ * not one per millisecond.
+ */
+static void
+test_target_refuses_every_token(void **state)
+{
+	const char *id = "t5a-refused";
+	(void)state;
+
+	world_up(60);
+	struct dcfg c = { .consumer = "w1", .secret_file = secret_path, .max_deliveries = 5,
+	    .oauth_extra = "min_refresh_interval_ms = 100\n" };
+	daemon_up(&dmn[0], &c);
+	assert_int_equal(h_fake_script(&target, "{\"default\":{\"status\":401,"
+	    "\"www_authenticate\":\"Bearer error=\\\"invalid_token\\\"\"}}"), 0);
+	long long issued_before = stat_int(&idp, "issued");
+	decide(id);
+	wait_state(id, "dead");
+	char *outcome = hash_field(id, "outcome");
+	assert_string_equal(outcome, "too-many-deliveries");
+	free(outcome);
+	long long calls = target_calls(id), issued = stat_int(&idp, "issued") - issued_before;
+	printf("    401 to every token, max_deliveries 5: %lld calls, %lld tokens issued\n",
+	    calls, issued);
+	assert_int_equal(calls, 5);
+	assert_true(issued >= 1 && issued <= 6);
+	assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);
+	assert_true(h_daemon_log_has(&dmn[0], "refused_in_row=3"));
+	stop_clean(&dmn[0]);
+}
+
+/* ------------------------------------------------------------------ */
 /* 5b. a rejection that comes back after the fresh token (R9)           */
 
 /*
@@ -1195,6 +1235,7 @@ main(void)
 		cmocka_unit_test_teardown(test_idp_down_stops_claiming, world_down),
 		cmocka_unit_test_teardown(test_bad_secret_worker_takes_nothing, world_down),
 		cmocka_unit_test_teardown(test_401_in_hand_redispatch_then_release, world_down),
+		cmocka_unit_test_teardown(test_target_refuses_every_token, world_down),
 		cmocka_unit_test_teardown(test_no_secret_in_logs, world_down),
 		cmocka_unit_test_teardown(test_late_rejection_uses_fresh_token, world_down),
 	};

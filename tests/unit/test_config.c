@@ -162,6 +162,8 @@ test_defaults(void **state)
 	assert_int_equal(cfg->redis.claim_interval_ms, 5000);
 	assert_int_equal(cfg->redis.lease_renew_ms, 20000);
 	assert_int_equal(cfg->redis.max_deliveries, 16);
+	assert_int_equal(cfg->redis.dead_maxlen, 100000);
+	assert_int_equal(cfg->redis.notify_maxlen, 100000);
 
 	assert_int_equal(cfg->records.signature_required, 1);
 	assert_int_equal(cfg->records.algorithm, JWT_ALG_ES256);
@@ -179,6 +181,7 @@ test_defaults(void **state)
 	assert_true(cfg->oauth.refresh_ratio == 0.75);
 	assert_int_equal(cfg->oauth.timeout_ms, 5000);
 	assert_int_equal(cfg->oauth.auth_wait_max_ms, 30000);
+	assert_int_equal(cfg->oauth.min_refresh_interval_ms, 1000);
 
 	assert_null(cfg->authz.url);
 	assert_int_equal(cfg->authz.timeout_ms, 2000);
@@ -260,6 +263,8 @@ static const char full_text[] =
 	"claim_interval_ms = 1000\n"
 	"lease_renew_ms = 5000\n"
 	"max_deliveries = 3\n"
+	"dead_maxlen = 50\n"
+	"notify_maxlen = 60\n"
 	"[records]\n"
 	"signature = off\n"
 	"algorithm = HS256\n"
@@ -285,6 +290,7 @@ static const char full_text[] =
 	"refresh_ratio = 0.5\n"
 	"timeout_ms = 3000\n"
 	"auth_wait_max_ms = 4000\n"
+	"min_refresh_interval_ms = 0\n"
 	"[authz]\n"
 	"url = http://[::1]:8181/v1/data/allow\n"
 	"timeout_ms = 700\n"
@@ -331,6 +337,8 @@ test_full_config(void **state)
 	assert_int_equal(cfg->redis.claim_interval_ms, 1000);
 	assert_int_equal(cfg->redis.lease_renew_ms, 5000);
 	assert_int_equal(cfg->redis.max_deliveries, 3);
+	assert_int_equal(cfg->redis.dead_maxlen, 50);
+	assert_int_equal(cfg->redis.notify_maxlen, 60);
 	assert_int_equal(cfg->records.signature_required, 0);
 	assert_int_equal(cfg->records.algorithm, JWT_ALG_HS256);
 	assert_string_equal(cfg->records.verify_key_file, "hs.key");
@@ -355,6 +363,7 @@ test_full_config(void **state)
 	assert_true(cfg->oauth.refresh_ratio == 0.5);
 	assert_int_equal(cfg->oauth.timeout_ms, 3000);
 	assert_int_equal(cfg->oauth.auth_wait_max_ms, 4000);
+	assert_int_equal(cfg->oauth.min_refresh_interval_ms, 0);
 	assert_string_equal(cfg->authz.url, "http://[::1]:8181/v1/data/allow");
 	assert_int_equal(cfg->authz.timeout_ms, 700);
 	assert_int_equal(cfg->retry.base_ms, 100);
@@ -393,10 +402,10 @@ test_action_find_and_lines(void **state)
 
 	assert_int_equal(cfg_line_of(cfg, "daemon", NULL), 2);
 	assert_int_equal(cfg_line_of(cfg, "redis", "port"), 10);
-	assert_int_equal(cfg_line_of(cfg, "action gate.open", "bearer_file"), 64);
-	assert_int_equal(cfg_line_of(cfg, "action gate.close", NULL), 65);
+	assert_int_equal(cfg_line_of(cfg, "action gate.open", "bearer_file"), 67);
+	assert_int_equal(cfg_line_of(cfg, "action gate.close", NULL), 68);
 	/* a key not set: its section's header */
-	assert_int_equal(cfg_line_of(cfg, "action gate.close", "method"), 65);
+	assert_int_equal(cfg_line_of(cfg, "action gate.close", "method"), 68);
 	cfg_free(cfg);
 
 	cfg = load_ok(MIN_RECORDS MIN_ACTION);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "backoff.h"
 #include "job.h"
 #include "wtime.h"
 
@@ -102,8 +103,8 @@ load_running(const struct job_policy *p, struct job *j)
 	return s;
 }
 
-#define FX_TERMINAL_NOTIFY (JOB_FX_WRITE_STATE | JOB_FX_NOTIFY | JOB_FX_ACK)
-#define FX_DEAD (JOB_FX_WRITE_STATE | JOB_FX_DEAD_LETTER | JOB_FX_NOTIFY | JOB_FX_ACK)
+#define FX_TERMINAL_NOTIFY (JOB_FX_WRITE_STATE | JOB_FX_NOTIFY | JOB_FX_ACK | JOB_FX_END)
+#define FX_DEAD (JOB_FX_WRITE_STATE | JOB_FX_DEAD_LETTER | JOB_FX_NOTIFY | JOB_FX_ACK | JOB_FX_END)
 
 /* ---- names ---- */
 
@@ -142,7 +143,7 @@ test_loaded_no_hash(void **state)
 	ev.record_status = RECORD_INVALID;
 	ev.record = NULL;
 	struct job_step s = step(&p, &j, ev, NOW);
-	assert_int_equal(s.effects, JOB_FX_DEAD_LETTER | JOB_FX_ACK);
+	assert_int_equal(s.effects, JOB_FX_DEAD_LETTER | JOB_FX_ACK | JOB_FX_END);
 	assert_int_equal(s.next, JOB_NONE);
 	assert_string_equal(s.reason, JOB_R_RECORD_MISSING);
 	assert_string_equal(s.reason, "record-missing");
@@ -170,7 +171,7 @@ test_loaded_terminal_acked_only(void **state)
 			if (variant == 3)
 				ev.deliveries = p.max_deliveries + 10;
 			struct job_step s = step(&p, &j, ev, now);
-			assert_int_equal(s.effects, JOB_FX_ACK);
+			assert_int_equal(s.effects, JOB_FX_ACK | JOB_FX_END);
 			assert_int_equal(s.next, st);
 			assert_int_equal(j.state, st);
 			assert_int_equal(j.calls, 0);
@@ -239,7 +240,7 @@ test_loaded_not_before(void **state)
 	rec.not_before_ms = NOW + 1;
 	struct job_step s = step(&p, &j, ev_loaded(), NOW);
 	assert_int_equal(s.next, JOB_QUEUED);
-	assert_int_equal(s.effects, JOB_FX_WRITE_STATE | JOB_FX_RESCHEDULE);
+	assert_int_equal(s.effects, JOB_FX_WRITE_STATE | JOB_FX_RESCHEDULE | JOB_FX_END);
 	assert_int_equal(s.at_ms, NOW + 1);
 	assert_int_equal(j.calls, 0);
 
@@ -345,7 +346,7 @@ test_http_2xx_done(void **state)
 		load_running(&p, &j);
 		struct job_step s = step(&p, &j, ev_http(ok[i]), NOW + 50);
 		assert_int_equal(s.next, JOB_DONE);
-		assert_int_equal(s.effects, JOB_FX_WRITE_STATE | JOB_FX_ACK);
+		assert_int_equal(s.effects, JOB_FX_WRITE_STATE | JOB_FX_ACK | JOB_FX_END);
 		assert_string_equal(s.reason, "ok");
 	}
 }
@@ -457,7 +458,7 @@ test_http_retry_uses_backoff(void **state)
 	ev.rnd = 77;	/* ceiling for n=1 is 100: 77 % 101 = 77 */
 	struct job_step s = step(&p, &j, ev, NOW);
 	assert_int_equal(s.at_ms, NOW + 77);
-	assert_int_equal(s.at_ms, NOW + job_backoff_ms(100, 10000, 1, 77));
+	assert_int_equal(s.at_ms, NOW + backoff_ms(0, 100, 10000, 1, 77));
 }
 
 /* Retry-After wins over the computed backoff, larger or smaller. */
@@ -645,24 +646,130 @@ test_http_403(void **state)
 	assert_false(s.effects & JOB_FX_DROP_TOKEN);
 }
 
-/* Auth failures do not use up max_attempts; the deadline bounds them. */
+/* R8 + R12: a target that refuses every token is bounded. Each 401 is a call
+ * (the hash's attempts), each re-dispatch a delivery counted once, from the
+ * count Redis reports after the XCLAIM. */
 static void
-test_http_401_not_max_attempts(void **state)
+test_http_401_bounded(void **state)
 {
 	(void)state;
 	struct job_policy p = policy();
 	struct job j;
 	struct job_step s;
 
+	p.max_attempts = 100;	/* R12 first */
 	load_running(&p, &j);
-	for (int i = 0; i < p.max_attempts * 3; i++) {
-		s = step(&p, &j, ev_http(401), NOW + i);
+	for (int d = 2; ; d++) {
+		s = step(&p, &j, ev_http(401), NOW + d);
 		assert_int_equal(s.next, JOB_AUTH_WAIT);
-		(void)step(&p, &j, ev_of(JOB_EV_TOKEN_READY), NOW + i);
-		s = step(&p, &j, ev_of(JOB_EV_REDISPATCHED), NOW + i);
+		(void)step(&p, &j, ev_of(JOB_EV_TOKEN_READY), NOW + d);
+		struct job_event ev = ev_of(JOB_EV_REDISPATCHED);
+		ev.deliveries = d;
+		s = step(&p, &j, ev, NOW + d);
+		assert_int_equal(j.deliveries, d);	/* not d + 1: counted once */
+		if (d > p.max_deliveries)
+			break;
 		assert_int_equal(s.next, JOB_RUNNING);
+		assert_true(d < 100);
 	}
-	assert_true(j.calls > p.max_attempts);
+	assert_int_equal(s.next, JOB_DEAD);
+	assert_int_equal(s.effects, FX_DEAD);
+	assert_string_equal(s.reason, "too-many-deliveries");
+	assert_int_equal(j.calls, p.max_deliveries);
+
+	/* and by max_attempts when that is lower */
+	p.max_attempts = 2;
+	load_running(&p, &j);
+	(void)step(&p, &j, ev_http(401), NOW);
+	(void)step(&p, &j, ev_of(JOB_EV_TOKEN_READY), NOW);
+	struct job_event ev = ev_of(JOB_EV_REDISPATCHED);
+	ev.deliveries = 2;
+	s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_RUNNING);
+	(void)step(&p, &j, ev_http(401), NOW);
+	(void)step(&p, &j, ev_of(JOB_EV_TOKEN_READY), NOW);
+	ev.deliveries = 3;
+	s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_DEAD);
+	assert_string_equal(s.reason, "max-attempts");
+	assert_false(s.effects & JOB_FX_CALL);
+}
+
+/* R8: max_attempts counts the hash's attempts, so calls made by a consumer
+ * that crashed before writing a result count too. */
+static void
+test_attempts_from_hash(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j = {0};
+	struct job_step s;
+
+	struct job_event ev = ev_loaded();
+	ev.attempts = p.max_attempts;
+	s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_DEAD);
+	assert_string_equal(s.reason, "max-attempts");
+	assert_false(s.effects & JOB_FX_CALL);
+
+	memset(&j, 0, sizeof j);
+	ev.attempts = p.max_attempts - 1;
+	s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_RUNNING);
+	assert_true(s.effects & JOB_FX_CALL);
+	assert_int_equal(j.calls, p.max_attempts);
+	s = step(&p, &j, ev_http(503), NOW);
+	assert_int_equal(s.next, JOB_DEAD);
+	assert_string_equal(s.reason, "max-attempts");
+}
+
+/* Decisions the shell used to make: a missing id, a deleted entry, a call
+ * that cannot be sent. */
+static void
+test_shell_events(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j = {0};
+	struct job_step s;
+
+	s = step(&p, &j, ev_of(JOB_EV_NO_ID), NOW);
+	assert_int_equal(s.next, JOB_NONE);
+	assert_int_equal(s.effects, JOB_FX_DEAD_LETTER | JOB_FX_ACK | JOB_FX_END);
+	assert_string_equal(s.reason, "no-id");
+
+	memset(&j, 0, sizeof j);
+	s = step(&p, &j, ev_of(JOB_EV_ENTRY_DELETED), NOW);
+	assert_int_equal(s.effects, JOB_FX_DEAD_LETTER | JOB_FX_END);
+	assert_string_equal(s.reason, "entry-deleted");
+	/* a loaded entry is not "deleted" behind its back */
+	load_running(&p, &j);
+	assert_int_equal(step(&p, &j, ev_of(JOB_EV_ENTRY_DELETED), NOW).effects, 0);
+
+	struct job_event ev = ev_of(JOB_EV_CANNOT_CALL);
+	ev.no_call = JOB_NOCALL_ACTION_GONE;
+	load_running(&p, &j);
+	s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_DEAD);
+	assert_int_equal(s.effects, FX_DEAD);
+	assert_string_equal(s.reason, "unknown-action");
+
+	ev.no_call = JOB_NOCALL_BAD_REQUEST;
+	load_running(&p, &j);
+	s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_DEAD);
+	assert_string_equal(s.reason, "request-invalid");
+
+	ev.no_call = JOB_NOCALL_TOKEN_GONE;
+	load_running(&p, &j);
+	s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_AUTH_WAIT);
+	assert_int_equal(s.effects, JOB_FX_WRITE_STATE | JOB_FX_WAIT_TOKEN);
+	assert_int_equal(j.redispatch, 0);
+	/* not while waiting on a timer */
+	(void)step(&p, &j, ev_of(JOB_EV_TOKEN_READY), NOW);
+	(void)step(&p, &j, ev_http(503), NOW);
+	assert_int_equal(step(&p, &j, ev, NOW).effects, 0);
 }
 
 /* Without an OAuth token there is nothing to refresh: 401 is permanent. */
@@ -763,21 +870,49 @@ test_authz_unavailable(void **state)
 		if (s.next == JOB_EXPIRED)
 			break;
 		assert_int_equal(s.next, JOB_RETRYING);
-		assert_int_equal(s.effects, JOB_FX_WRITE_STATE | JOB_FX_RETRY_AT);
-		assert_int_equal(s.at_ms, now + job_backoff_ms(p.retry_base_ms, p.retry_cap_ms,
+		/* §6: one audit entry when the wait begins, none per try */
+		assert_int_equal(s.effects, (j.waits == 1 ? JOB_FX_WRITE_STATE : 0) |
+		    JOB_FX_RETRY_AT);
+		assert_int_equal(s.at_ms, now + backoff_ms(0, p.retry_base_ms, p.retry_cap_ms,
 		    j.waits, UINT64_MAX));
 		assert_true(s.at_ms < rec.expires_at_ms);
 		now = s.at_ms;
 		s = step(&p, &j, ev_of(JOB_EV_TIMER), now);
 		assert_int_equal(s.next, JOB_RUNNING);
-		assert_true(s.effects & JOB_FX_AUTHZ);
-		assert_false(s.effects & JOB_FX_CALL);
+		assert_int_equal(s.effects, JOB_FX_AUTHZ);	/* nothing written */
 		assert_true(++rounds < 1000);
 	}
 	assert_true(rounds > p.max_attempts);	/* more waits than calls allowed */
 	assert_int_equal(s.effects, FX_TERMINAL_NOTIFY);
 	assert_string_equal(s.reason, "deadline-passed");
 	assert_true(now < rec.expires_at_ms);	/* expired before the deadline came */
+}
+
+/* §6: a PDP outage writes `retrying` once; the answer that ends it writes
+ * `running` (with the call) once. */
+static void
+test_authz_wait_ends_written(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j = {0};
+	struct job_step s;
+
+	p.authz_enabled = 1;
+	(void)step(&p, &j, ev_loaded(), NOW);
+	for (int i = 0; i < 3; i++) {
+		(void)step(&p, &j, ev_authz(JOB_AUTHZ_UNAVAILABLE), NOW);
+		(void)step(&p, &j, ev_of(JOB_EV_TIMER), NOW);
+	}
+	s = step(&p, &j, ev_authz(JOB_AUTHZ_ALLOW), NOW);
+	assert_int_equal(s.next, JOB_RUNNING);
+	assert_int_equal(s.effects, JOB_FX_WRITE_STATE | JOB_FX_CALL);
+	assert_int_equal(j.waits, 0);
+	/* the next retry of the call is written as usual */
+	s = step(&p, &j, ev_http(503), NOW);
+	assert_int_equal(s.effects, JOB_FX_WRITE_STATE | JOB_FX_RETRY_AT);
+	s = step(&p, &j, ev_of(JOB_EV_TIMER), NOW + 60000);
+	assert_int_equal(s.effects, JOB_FX_START_ATTEMPT | JOB_FX_WRITE_STATE | JOB_FX_AUTHZ);
 }
 
 /* ---- releases and nonsense ---- */
@@ -870,70 +1005,6 @@ test_loaded_without_record_ignored(void **state)
 	assert_true(s.detail[0] != '\0');
 }
 
-/* ---- backoff ---- */
-
-static int64_t
-ceiling_of(int64_t base, int64_t cap, int n)
-{
-	/* rnd % (c + 1) peaks at rnd == c, and is 0 at rnd == c + 1 */
-	for (int64_t guess = base; ; guess *= 2) {
-		if (guess >= cap)
-			return cap;
-		if (job_backoff_ms(base, cap, n, (uint64_t)guess) == guess &&
-		    job_backoff_ms(base, cap, n, (uint64_t)guess + 1) == 0)
-			return guess;
-	}
-}
-
-static void
-test_backoff_bounds(void **state)
-{
-	(void)state;
-	assert_int_equal(job_backoff_ms(500, 60000, 1, 0), 0);
-	assert_int_equal(job_backoff_ms(500, 60000, 1, 500), 500);
-	assert_int_equal(job_backoff_ms(500, 60000, 1, 501), 0);
-	assert_int_equal(job_backoff_ms(500, 60000, 3, 2000), 2000);
-	assert_int_equal(job_backoff_ms(500, 60000, 3, 2001), 0);
-	assert_int_equal(job_backoff_ms(500, 60000, 20, 60000), 60000);
-	assert_int_equal(job_backoff_ms(500, 60000, 20, 60001), 0);
-	/* n < 1 is the first retry */
-	assert_int_equal(job_backoff_ms(500, 60000, 0, 500), 500);
-	assert_int_equal(job_backoff_ms(500, 60000, -7, 500), 500);
-	assert_int_equal(job_backoff_ms(500, 60000, INT_MIN, 501), 0);
-	/* base above cap: the cap */
-	assert_int_equal(job_backoff_ms(5000, 1000, 1, 1000), 1000);
-	/* no overflow, however large n or the numbers */
-	assert_int_equal(job_backoff_ms(500, 60000, INT_MAX, 60000), 60000);
-	assert_int_equal(job_backoff_ms(INT64_MAX / 3, INT64_MAX, INT_MAX, UINT64_MAX),
-	    (int64_t)(UINT64_MAX % ((uint64_t)INT64_MAX + 1)));
-	assert_int_equal(job_backoff_ms(1, INT64_MAX, INT_MAX, (uint64_t)INT64_MAX), INT64_MAX);
-
-	uint64_t x = 0x9e3779b97f4a7c15u;
-	for (int n = 1; n <= 100; n++)
-		for (int k = 0; k < 1000; k++) {
-			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-			int64_t d = job_backoff_ms(500, 60000, n, x);
-			assert_true(d >= 0 && d <= 60000);
-			int64_t c = 500 * (INT64_C(1) << (n - 1 < 20 ? n - 1 : 20));
-			assert_true(d <= (c < 60000 ? c : 60000));
-		}
-}
-
-static void
-test_backoff_doubles(void **state)
-{
-	(void)state;
-	int64_t prev = ceiling_of(500, 60000, 1);
-	assert_int_equal(prev, 500);
-	for (int n = 2; 500 * (INT64_C(1) << (n - 1)) < 60000; n++) {
-		int64_t c = ceiling_of(500, 60000, n);
-		assert_int_equal(c, prev * 2);
-		prev = c;
-	}
-	assert_int_equal(ceiling_of(500, 60000, 8), 60000);	/* 64000 capped */
-	assert_int_equal(ceiling_of(500, 60000, 100), 60000);
-}
-
 /* ---- Retry-After ---- */
 
 static void
@@ -1023,36 +1094,6 @@ test_www_auth(void **state)
 	assert_int_equal(job_www_auth_invalid_token(NULL), 0);
 }
 
-/* SPEC §7: the PDP's answer (moved out of the shell, fuzzed by fuzz_pdp). */
-static void
-test_authz_answer(void **state)
-{
-	static const struct { long status; const char *body; enum job_authz want; } v[] = {
-		{200, "{\"result\": true}", JOB_AUTHZ_ALLOW},
-		{200, "{\"result\": {\"allow\": true}}", JOB_AUTHZ_ALLOW},
-		{204, "{\"result\": true}", JOB_AUTHZ_ALLOW},
-		{200, "{\"result\": false}", JOB_AUTHZ_DENY},
-		{200, "{\"result\": {\"allow\": false}}", JOB_AUTHZ_DENY},
-		{200, "{\"result\": {\"allow\": \"true\"}}", JOB_AUTHZ_DENY},
-		{200, "{\"result\": 1}", JOB_AUTHZ_DENY},
-		{200, "{}", JOB_AUTHZ_DENY},
-		{200, "[true]", JOB_AUTHZ_DENY},
-		{200, "not json", JOB_AUTHZ_DENY},
-		{200, "", JOB_AUTHZ_DENY},
-		{500, "{\"result\": true}", JOB_AUTHZ_UNAVAILABLE},
-		{0, "", JOB_AUTHZ_UNAVAILABLE},
-		{302, "{\"result\": true}", JOB_AUTHZ_UNAVAILABLE},
-	};
-
-	(void)state;
-	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-		if (job_authz_answer(v[i].status, v[i].body, strlen(v[i].body)) != v[i].want)
-			fail_msg("%ld %s: not %d", v[i].status, v[i].body, v[i].want);
-	/* the body is a length, not a C string */
-	assert_int_equal(job_authz_answer(200, "{\"result\": true}xyz", 16), JOB_AUTHZ_ALLOW);
-	assert_int_equal(job_authz_answer(200, NULL, 0), JOB_AUTHZ_DENY);
-}
-
 int
 main(void)
 {
@@ -1080,17 +1121,17 @@ main(void)
 		cmocka_unit_test_setup(test_http_401_redispatch, setup),
 		cmocka_unit_test_setup(test_http_401_redispatch_after_deadline, setup),
 		cmocka_unit_test_setup(test_http_403, setup),
-		cmocka_unit_test_setup(test_http_401_not_max_attempts, setup),
+		cmocka_unit_test_setup(test_http_401_bounded, setup),
+		cmocka_unit_test_setup(test_attempts_from_hash, setup),
+		cmocka_unit_test_setup(test_shell_events, setup),
+		cmocka_unit_test_setup(test_authz_wait_ends_written, setup),
 		cmocka_unit_test_setup(test_http_401_without_oauth_fails, setup),
 		cmocka_unit_test_setup(test_authz_allow_deny, setup),
 		cmocka_unit_test_setup(test_authz_allow_token_gone, setup),
 		cmocka_unit_test_setup(test_authz_unavailable, setup),
 		cmocka_unit_test_setup(test_lease_lost, setup),
 		cmocka_unit_test_setup(test_nonsense_events_ignored, setup),
-		cmocka_unit_test(test_backoff_bounds),
-		cmocka_unit_test(test_backoff_doubles),
 		cmocka_unit_test(test_retry_after),
-		cmocka_unit_test(test_authz_answer),
 		cmocka_unit_test(test_www_auth),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -174,37 +174,6 @@ test_usable_boundary(void **state)
 	assert_int_equal(token_usable(0, NOW_MS, 0), 0);
 }
 
-static int64_t
-max_delay(int failures)
-{
-	int64_t max = -1;
-
-	for (uint64_t i = 0; i < 50000; i++) {
-		int64_t d = token_retry_delay_ms(failures, mix(i));
-		assert_true(d >= 0);
-		max = d > max ? d : max;
-	}
-	return max;
-}
-
-static void
-test_retry_delay(void **state)
-{
-	(void)state;
-	assert_int_equal(token_retry_delay_ms(1, 500), 500);
-	assert_int_equal(token_retry_delay_ms(1, 501), 0);
-	assert_int_equal(token_retry_delay_ms(2, 1000), 1000);
-	assert_int_equal(token_retry_delay_ms(3, 2000), 2000);
-	assert_int_equal(token_retry_delay_ms(6, 16000), 16000);
-	assert_int_equal(token_retry_delay_ms(7, 30000), 30000);	/* 32 s capped */
-	assert_int_equal(token_retry_delay_ms(7, 30001), 0);
-	assert_int_equal(token_retry_delay_ms(0, 500), 500);		/* < 1 counts as 1 */
-	assert_int_equal(token_retry_delay_ms(-3, 501), 0);
-	assert_true(max_delay(1) <= 500 && max_delay(1) > 450);
-	assert_true(max_delay(4) <= 4000 && max_delay(4) > 3600);
-	assert_true(max_delay(1000) <= 30000 && max_delay(1000) > 27000);
-	assert_true(max_delay(2147483647) <= 30000);
-}
 
 static void
 test_form_encode(void **state)
@@ -280,6 +249,16 @@ test_parse_ok(void **state)
 	assert_parses("{\"access_token\":\"t\",\"expires_in\":null}", "t", -1);
 	assert_parses("{\"access_token\":\"t\",\"expires_in\":12.7,\"scope\":\"a b\"}", "t", 12);
 	assert_parses("{\"access_token\":\"t\",\"expires_in\":0}", "t", 0);
+	/* an Entra-ID-sized token (8 KiB) and the longest accepted one */
+	for (size_t n = 8192; n <= TOKEN_MAX_BYTES; n += TOKEN_MAX_BYTES - 8192) {
+		char *body = malloc(n + 64), *tok = malloc(n + 1);
+		memset(tok, 'a', n);
+		tok[n] = '\0';
+		snprintf(body, n + 64, "{\"access_token\":\"%s\",\"expires_in\":60}", tok);
+		assert_parses(body, tok, 60);
+		free(body);
+		free(tok);
+	}
 }
 
 static void
@@ -304,6 +283,13 @@ test_parse_refused(void **state)
 	    "expires_in is not a non-negative number");
 	assert_refused("{\"access_token\":\"t\",\"expires_in\":true}",
 	    "expires_in is not a non-negative number");
+	/* longer than any server takes in one header: refused, never cut */
+	char *big = malloc(TOKEN_MAX_BYTES + 64);
+	memset(big, 'a', TOKEN_MAX_BYTES + 32);
+	memcpy(big, "{\"access_token\":\"", 17);
+	memcpy(big + TOKEN_MAX_BYTES + 18, "\"}", 3);
+	assert_refused(big, "access_token is longer than 16384 bytes");
+	free(big);
 	assert_refused("<html>503</html>", "token response is not a JSON object");
 	assert_refused("[\"access_token\"]", "token response is not a JSON object");
 	assert_refused("", "token response is not a JSON object");
@@ -330,22 +316,35 @@ test_parse_error_bodies(void **state)
 	assert_string_equal(err, "idp error: inva");
 }
 
-static void
-test_random_hex(void **state)
-{
-	char a[33], b[33], small[9];
 
+/* R9: refreshes that refusals cause are spaced by min_refresh_interval_ms,
+ * and a token refused again right after a refresh backs off, to 60 s. */
+static void
+test_refused_fetch_spacing(void **state)
+{
 	(void)state;
-	assert_int_equal(token_random_hex(a, sizeof a, 16), 0);
-	assert_int_equal(token_random_hex(b, sizeof b, 16), 0);
-	assert_int_equal(strlen(a), 32);
-	assert_int_equal(strspn(a, "0123456789abcdef"), 32);
-	assert_string_not_equal(a, b);
-	assert_int_equal(token_random_hex(small, sizeof small, 4), 0);
-	assert_int_equal(strlen(small), 8);
-	assert_int_equal(token_random_hex(small, sizeof small - 1, 4), -1);	/* no room for NUL */
-	assert_string_equal(small, "");
-	assert_string_equal(small, "");
+	const int64_t t0 = 1000000;
+
+	assert_int_equal(token_refused_fetch_at_ms(t0, 1000, 1), t0 + 1000);
+	assert_int_equal(token_refused_fetch_at_ms(t0, 0, 1), t0);
+	assert_int_equal(token_refused_fetch_at_ms(t0, 1000, 2), t0 + 1000);
+	assert_int_equal(token_refused_fetch_at_ms(t0, 1000, 3), t0 + 2000);
+	assert_int_equal(token_refused_fetch_at_ms(t0, 1000, 4), t0 + 4000);
+	assert_int_equal(token_refused_fetch_at_ms(t0, 1000, 8), t0 + 60000);
+	assert_int_equal(token_refused_fetch_at_ms(t0, 1000, 1000), t0 + 60000);
+	/* with no spacing asked for, a second refusal still backs off */
+	assert_int_equal(token_refused_fetch_at_ms(t0, 0, 2), t0 + TOKEN_RETRY_BASE_MS);
+	assert_int_equal(token_refused_fetch_at_ms(t0, 0, 3), t0 + 2 * TOKEN_RETRY_BASE_MS);
+	/* a spacing above the cap is kept as asked */
+	assert_int_equal(token_refused_fetch_at_ms(t0, 90000, 1), t0 + 90000);
+	/* never earlier than the ordinary spacing, always growing to the cap */
+	int64_t prev = 0;
+	for (int n = 1; n < 40; n++) {
+		int64_t at = token_refused_fetch_at_ms(0, 250, n);
+		assert_true(at >= 250 && at >= prev && at <= TOKEN_REFUSED_CAP_MS);
+		prev = at;
+	}
+	assert_int_equal(prev, TOKEN_REFUSED_CAP_MS);
 }
 
 int
@@ -357,13 +356,12 @@ main(void)
 		cmocka_unit_test(test_lifetime_jwt_forms),
 		cmocka_unit_test(test_refresh_at_bounds),
 		cmocka_unit_test(test_usable_boundary),
-		cmocka_unit_test(test_retry_delay),
+		cmocka_unit_test(test_refused_fetch_spacing),
 		cmocka_unit_test(test_form_encode),
 		cmocka_unit_test(test_basic_userpwd),
 		cmocka_unit_test(test_parse_ok),
 		cmocka_unit_test(test_parse_refused),
 		cmocka_unit_test(test_parse_error_bodies),
-		cmocka_unit_test(test_random_hex),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

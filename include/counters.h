@@ -1,0 +1,29 @@
+/*
+ * counters: the per-consumer counters of SPEC §8, counted by the jobs in
+ * hand (ejob) and the consumer (engine), written to the heartbeat hash.
+ * Plain data.
+ */
+#ifndef WARRANTD_COUNTERS_H
+#define WARRANTD_COUNTERS_H
+
+#include <stddef.h>
+
+/* Counters of SPEC §8, also written to the heartbeat hash. */
+struct engine_counters {
+	long long received, done, expired, denied, failed, dead, retried;
+	long long redispatched, auth_failures, token_refreshes, claimed;
+	long long redis_outages;	/* connections to Redis lost since start (R17) */
+};
+
+/* Each counter's name in the heartbeat hash (SPEC §8) and where it is; the
+ * one list of them, ended by a NULL name. */
+struct counter_field {
+	const char *name;
+	size_t offset;
+};
+extern const struct counter_field counter_fields[];
+
+/* The value of field f in n. */
+long long counter_value(const struct engine_counters *n, const struct counter_field *f);
+
+#endif

@@ -1,0 +1,137 @@
+/* sreply: the shapes of XREADGROUP, the claim and renew scripts and XINFO. */
+#include "sreply.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const redisReply *
+elem(const redisReply *r, size_t i, int type)
+{
+	if (r == NULL || r->type != REDIS_REPLY_ARRAY || i >= r->elements ||
+	    r->element == NULL || r->element[i] == NULL || r->element[i]->type != type)
+		return NULL;
+	return r->element[i];
+}
+
+static int
+is_array(const redisReply *r)
+{
+	return r != NULL && r->type == REDIS_REPLY_ARRAY;
+}
+
+const char *
+sreply_field(const redisReply *arr, const char *name)
+{
+	for (size_t i = 0; is_array(arr) && i + 1 < arr->elements; i += 2) {
+		const redisReply *k = elem(arr, i, REDIS_REPLY_STRING);
+		const redisReply *v = elem(arr, i + 1, REDIS_REPLY_STRING);
+		if (k && v && k->str && v->str && strcmp(k->str, name) == 0)
+			return v->str;
+	}
+	return NULL;
+}
+
+/* [stream_id, fields] or [stream_id, fields, deliveries]: 0, or -1. */
+static int
+entry_of(const redisReply *e, struct sreply_entry *out)
+{
+	const redisReply *sid = elem(e, 0, REDIS_REPLY_STRING);
+	const redisReply *n = elem(e, 2, REDIS_REPLY_INTEGER);
+
+	if (sid == NULL || sid->str == NULL || e->elements < 2)
+		return -1;
+	out->stream_id = sid->str;
+	out->id = sreply_field(e->element[1], "id");
+	out->deliveries = 1;
+	if (n != NULL && n->integer > 0)
+		out->deliveries = n->integer > 1000000000 ? 1000000000 : (int)n->integer;
+	return 0;
+}
+
+static int
+each_entry(const redisReply *entries, sreply_entry_cb *cb, void *arg)
+{
+	int count = 0;
+
+	for (size_t i = 0; is_array(entries) && i < entries->elements; i++) {
+		struct sreply_entry e;
+		if (entry_of(entries->element[i], &e) == 0) {
+			cb(arg, &e);
+			count++;
+		}
+	}
+	return count;
+}
+
+static void
+each_id(const redisReply *ids, sreply_id_cb *cb, void *arg)
+{
+	for (size_t i = 0; is_array(ids) && i < ids->elements; i++) {
+		const redisReply *id = elem(ids, i, REDIS_REPLY_STRING);
+		if (id != NULL && id->str != NULL)
+			cb(arg, id->str);
+	}
+}
+
+int
+sreply_read(const redisReply *r, sreply_entry_cb *cb, void *arg)
+{
+	int count = 0;
+
+	if (r != NULL && r->type == REDIS_REPLY_NIL)
+		return 0;
+	if (!is_array(r))
+		return -1;
+	for (size_t i = 0; i < r->elements; i++) {
+		const redisReply *s = elem(r, i, REDIS_REPLY_ARRAY);
+		if (s != NULL && s->elements == 2 && elem(s, 0, REDIS_REPLY_STRING))
+			count += each_entry(elem(s, 1, REDIS_REPLY_ARRAY), cb, arg);
+	}
+	return count;
+}
+
+int
+sreply_claim(const redisReply *r, char *next, size_t n, sreply_entry_cb *entry,
+	     sreply_id_cb *deleted, void *arg)
+{
+	const redisReply *nx = elem(r, 0, REDIS_REPLY_STRING);
+
+	if (n > 0)
+		snprintf(next, n, "0-0");
+	if (!is_array(r) || r->elements != 3)
+		return -1;
+	if (nx != NULL && nx->str != NULL && n > 0 && strlen(nx->str) < n)
+		snprintf(next, n, "%s", nx->str);
+	int count = each_entry(elem(r, 1, REDIS_REPLY_ARRAY), entry, arg);
+	each_id(elem(r, 2, REDIS_REPLY_ARRAY), deleted, arg);
+	return count;
+}
+
+int
+sreply_renew(const redisReply *r, sreply_id_cb *lost, sreply_id_cb *gone, void *arg)
+{
+	if (!is_array(r) || r->elements != 2)
+		return -1;
+	each_id(elem(r, 0, REDIS_REPLY_ARRAY), lost, arg);
+	each_id(elem(r, 1, REDIS_REPLY_ARRAY), gone, arg);
+	return 0;
+}
+
+long long
+sreply_group_lag(const redisReply *r, const char *group)
+{
+	for (size_t i = 0; is_array(r) && i < r->elements; i++) {
+		const redisReply *g = elem(r, i, REDIS_REPLY_ARRAY);
+		const char *name = sreply_field(g, "name");
+		if (name == NULL || strcmp(name, group) != 0)
+			continue;
+		for (size_t k = 0; k + 1 < g->elements; k += 2) {
+			const redisReply *key = elem(g, k, REDIS_REPLY_STRING);
+			const redisReply *v = elem(g, k + 1, REDIS_REPLY_INTEGER);
+			if (key && key->str && strcmp(key->str, "lag") == 0)
+				return v ? v->integer : -1;
+		}
+		return -1;
+	}
+	return -1;
+}

@@ -1,0 +1,245 @@
+/* Unit tests for the reply shapes the consumer reads (sreply.h), with reply
+ * trees built by hand: every shape Redis sends, and the wrong ones. */
+#define _DEFAULT_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "sreply.h"
+
+/* ---- building replies: every node is freed by tree_free ---- */
+
+static redisReply *
+node(int type)
+{
+	redisReply *r = calloc(1, sizeof *r);
+
+	assert_non_null(r);
+	r->type = type;
+	return r;
+}
+
+static redisReply *
+str(const char *s)
+{
+	redisReply *r = node(REDIS_REPLY_STRING);
+
+	r->str = strdup(s);
+	r->len = strlen(s);
+	return r;
+}
+
+static redisReply *
+num(long long n)
+{
+	redisReply *r = node(REDIS_REPLY_INTEGER);
+
+	r->integer = n;
+	return r;
+}
+
+static redisReply *
+err(const char *s)
+{
+	redisReply *r = str(s);
+
+	r->type = REDIS_REPLY_ERROR;
+	return r;
+}
+
+static redisReply *
+arr(size_t n, ...)
+{
+	redisReply *r = node(REDIS_REPLY_ARRAY);
+	va_list ap;
+
+	r->elements = n;
+	r->element = calloc(n + 1, sizeof *r->element);
+	va_start(ap, n);
+	for (size_t i = 0; i < n; i++)
+		r->element[i] = va_arg(ap, redisReply *);
+	va_end(ap);
+	return r;
+}
+
+static void
+tree_free(redisReply *r)
+{
+	if (r == NULL)
+		return;
+	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++)
+		tree_free(r->element[i]);
+	free(r->element);
+	free(r->str);
+	free(r);
+}
+
+/* ---- what the callbacks saw ---- */
+
+static struct {
+	char seen[512];
+	int n;
+} got;
+
+static void
+on_entry(void *arg, const struct sreply_entry *e)
+{
+	size_t used = strlen(got.seen);
+
+	(void)arg;
+	snprintf(got.seen + used, sizeof got.seen - used, "%s%s=%s/%d", used ? " " : "",
+	    e->stream_id, e->id ? e->id : "(none)", e->deliveries);
+	got.n++;
+}
+
+static void
+on_id(void *arg, const char *id)
+{
+	size_t used = strlen(got.seen);
+
+	snprintf(got.seen + used, sizeof got.seen - used, "%s%s:%s", used ? " " : "",
+	    (const char *)arg, id);
+}
+
+static void
+reset(void)
+{
+	memset(&got, 0, sizeof got);
+}
+
+static void
+test_read(void **state)
+{
+	(void)state;
+	reset();
+	redisReply *r = arr(1, arr(2, str("warrant:jobs"), arr(3,
+	    arr(2, str("1-0"), arr(2, str("id"), str("gate-14"))),
+	    arr(2, str("2-0"), arr(4, str("x"), str("y"), str("id"), str("gate-15"))),
+	    arr(2, str("3-0"), arr(2, str("foo"), str("bar"))))));
+	assert_int_equal(sreply_read(r, on_entry, NULL), 3);
+	assert_string_equal(got.seen, "1-0=gate-14/1 2-0=gate-15/1 3-0=(none)/1");
+	tree_free(r);
+
+	reset();
+	redisReply *nil = node(REDIS_REPLY_NIL);
+	assert_int_equal(sreply_read(nil, on_entry, NULL), 0);
+	tree_free(nil);
+	assert_int_equal(got.n, 0);
+}
+
+/* Nothing in a malformed reply is dereferenced blindly. */
+static void
+test_read_malformed(void **state)
+{
+	(void)state;
+	redisReply *cases[] = {
+		err("LOADING Redis is loading the dataset in memory"),
+		num(3), str("x"), NULL,
+		arr(1, num(1)),
+		arr(1, arr(1, str("warrant:jobs"))),
+		arr(1, arr(2, num(1), arr(0))),
+		arr(1, arr(2, str("k"), str("not entries"))),
+		arr(1, arr(2, str("k"), arr(2, num(5), arr(1, str("id"))))),
+		arr(1, arr(2, str("k"), arr(1, arr(1, str("1-0"))))),
+		arr(1, arr(2, str("k"), arr(1, arr(2, str("1-0"), node(REDIS_REPLY_NIL))))),
+		arr(1, arr(2, str("k"), arr(1, arr(2, str("1-0"), arr(3, str("id"), str("a"),
+		    str("b")))))),
+		arr(1, arr(2, str("k"), arr(1, arr(2, str("1-0"), arr(2, str("id"), num(7)))))),
+	};
+	const int want[] = {-1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 1, 1, 1};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		reset();
+		assert_int_equal(sreply_read(cases[i], on_entry, NULL), want[i]);
+		tree_free(cases[i]);
+	}
+	/* the last three: an entry whose id is missing or not a string */
+	assert_string_equal(got.seen, "1-0=(none)/1");
+}
+
+static void
+test_claim(void **state)
+{
+	char next[48];
+	(void)state;
+
+	reset();
+	redisReply *r = arr(3, str("7-0"), arr(2,
+	    arr(3, str("1-0"), arr(2, str("id"), str("a")), num(4)),
+	    arr(3, str("2-0"), node(REDIS_REPLY_NIL), num(0))),
+	    arr(2, str("5-0"), num(9)));
+	assert_int_equal(sreply_claim(r, next, sizeof next, on_entry, on_id, "deleted"), 2);
+	assert_string_equal(next, "7-0");
+	assert_string_equal(got.seen, "1-0=a/4 2-0=(none)/1 deleted:5-0");
+	tree_free(r);
+
+	/* a next that is not a string, or too long: the scan is complete */
+	r = arr(3, num(0), arr(0), arr(0));
+	assert_int_equal(sreply_claim(r, next, sizeof next, on_entry, on_id, "d"), 0);
+	assert_string_equal(next, "0-0");
+	tree_free(r);
+	r = arr(3, str("123456789-123456789-123456789-123456789-123456789"), arr(0), arr(0));
+	assert_int_equal(sreply_claim(r, next, sizeof next, on_entry, on_id, "d"), 0);
+	assert_string_equal(next, "0-0");
+	tree_free(r);
+
+	redisReply *bad[] = {err("NOGROUP No such key"), arr(2, str("0-0"), arr(0)), num(1), NULL};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		snprintf(next, sizeof next, "x");
+		assert_int_equal(sreply_claim(bad[i], next, sizeof next, on_entry, on_id, "d"), -1);
+		assert_string_equal(next, "0-0");
+		tree_free(bad[i]);
+	}
+}
+
+static void
+test_renew(void **state)
+{
+	(void)state;
+	reset();
+	redisReply *r = arr(2, arr(2, str("1-0"), num(3)), arr(1, str("2-0")));
+	assert_int_equal(sreply_renew(r, on_id, on_id, "x"), 0);
+	assert_string_equal(got.seen, "x:1-0 x:2-0");
+	tree_free(r);
+	r = arr(1, arr(0));
+	assert_int_equal(sreply_renew(r, on_id, on_id, "x"), -1);
+	tree_free(r);
+	assert_int_equal(sreply_renew(NULL, on_id, on_id, "x"), -1);
+}
+
+static void
+test_group_lag(void **state)
+{
+	(void)state;
+	redisReply *r = arr(2,
+	    arr(6, str("name"), str("other"), str("pending"), num(1), str("lag"), num(9)),
+	    arr(6, str("name"), str("workers"), str("pending"), num(0), str("lag"), num(42)));
+	assert_int_equal(sreply_group_lag(r, "workers"), 42);
+	assert_int_equal(sreply_group_lag(r, "other"), 9);
+	assert_int_equal(sreply_group_lag(r, "none"), -1);
+	tree_free(r);
+	r = arr(1, arr(4, str("name"), str("workers"), str("lag"), node(REDIS_REPLY_NIL)));
+	assert_int_equal(sreply_group_lag(r, "workers"), -1);
+	tree_free(r);
+	r = arr(1, arr(3, str("name"), str("workers"), str("lag")));
+	assert_int_equal(sreply_group_lag(r, "workers"), -1);
+	tree_free(r);
+	assert_int_equal(sreply_group_lag(NULL, "workers"), -1);
+	assert_null(sreply_field(NULL, "x"));
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_read),
+		cmocka_unit_test(test_read_malformed),
+		cmocka_unit_test(test_claim),
+		cmocka_unit_test(test_renew),
+		cmocka_unit_test(test_group_lag),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
