@@ -589,14 +589,11 @@ call_body(const struct ejob *j)
 static char *
 header_line(const char *name, const char *value)
 {
-	size_t n = strlen(name), v = strlen(value);
-	char *h = malloc(n + 2 + v + 1);
+	size_t len = strlen(name) + 2 + strlen(value) + 1;
+	char *h = malloc(len);
 
-	if (h != NULL) {
-		memcpy(h, name, n);
-		memcpy(h + n, ": ", 2);
-		memcpy(h + n + 2, value, v + 1);
-	}
+	if (h != NULL)
+		snprintf(h, len, "%s: %s", name, value);
 	return h;
 }
 
