@@ -738,44 +738,40 @@ assert_pdp_saw_token(const char *id, const char *decision)
 	json_decref(q);
 }
 
-/* A job the PDP denies: the PDP was asked with a bearer, and the webhook
- * POST (to default_owner) carries the worker's own token. */
+/* A job the PDP denies, its webhook POST delivered, then a second one as a
+ * barrier: once that is delivered, every POST of the first is in. */
 static void
-test_oauth_webhook_and_pdp_carry_token(void **state)
+deny_and_deliver(const char *denied, const char *barrier)
 {
-	const char *denied = "wh-oauth-denied", *allowed = "wh-oauth-allowed";
-
-	(void)state;
 	post_ok(&pdp, "/_policy", "{\"deny_resources\": [\"gate/denied\"]}");
 	decide(denied, "gate/denied", NULL);
-	decide(allowed, "gate/31", NULL);
 	wait_final(denied, "denied", "authority-denied");
-	wait_final(allowed, "done", "ok");
 	wait_delivered(denied);
-	/* the barrier: a second denied job, after the first is terminal */
-	decide("wh-oauth-barrier", "gate/denied", NULL);
-	wait_final("wh-oauth-barrier", "denied", "authority-denied");
-	wait_delivered("wh-oauth-barrier");
+	decide(barrier, "gate/denied", NULL);
+	wait_final(barrier, "denied", "authority-denied");
+	wait_delivered(barrier);
+}
 
-	assert_pdp_saw_token(denied, "deny");
-	assert_pdp_saw_token(allowed, "allow");
+/* The webhook's requests for id, which must be exactly one; caller
+ * json_decref's. */
+static json_t *
+one_hook_request(const char *id)
+{
+	json_t *reqs = hook_requests(id);
 
-	json_t *reqs = hook_requests(denied);
-	const json_t *r = json_array_get(reqs, 0);
 	if (json_array_size(reqs) != 1)
-		fail_msg("%s: %zu webhook POSTs, want 1", denied, json_array_size(reqs));
-	assert_string_equal(str_of(r, "token_sub"), CLIENT_ID);
-	assert_int_equal(json_integer_value(json_object_get(r, "status")), 200);
-	json_t *body = hook_body(r);
-	assert_string_equal(str_of(body, "owner"), "ops");
-	assert_string_equal(str_of(body, "kind"), "denied");
-	assert_string_equal(str_of(body, "reason"), "authority-denied");
-	json_decref(body);
-	json_decref(reqs);
+		fail_msg("%s: %zu webhook POSTs, want 1", id, json_array_size(reqs));
+	return reqs;
+}
 
-	/* the target saw the same worker (and never the denied job) */
+/* The target was called for `allowed` once, with the worker's token, and
+ * never for `denied`. */
+static void
+assert_target_called_with_token(const char *allowed, const char *denied)
+{
 	json_t *calls = fake_get(&target, "/_requests"), *c;
 	size_t i, mine = 0;
+
 	json_array_foreach(calls, i, c) {
 		const char *key = str_of(c, "idempotency_key");
 		assert_string_not_equal(key, denied);
@@ -788,6 +784,33 @@ test_oauth_webhook_and_pdp_carry_token(void **state)
 	json_decref(calls);
 }
 
+/* A job the PDP denies: the PDP was asked with a bearer, and the webhook
+ * POST (to default_owner) carries the worker's own token. */
+static void
+test_oauth_webhook_and_pdp_carry_token(void **state)
+{
+	const char *denied = "wh-oauth-denied", *allowed = "wh-oauth-allowed";
+
+	(void)state;
+	decide(allowed, "gate/31", NULL);
+	deny_and_deliver(denied, "wh-oauth-barrier");
+	wait_final(allowed, "done", "ok");
+	assert_pdp_saw_token(denied, "deny");
+	assert_pdp_saw_token(allowed, "allow");
+
+	json_t *reqs = one_hook_request(denied);
+	const json_t *r = json_array_get(reqs, 0);
+	assert_string_equal(str_of(r, "token_sub"), CLIENT_ID);
+	assert_int_equal(json_integer_value(json_object_get(r, "status")), 200);
+	json_t *body = hook_body(r);
+	assert_string_equal(str_of(body, "owner"), "ops");
+	assert_string_equal(str_of(body, "kind"), "denied");
+	assert_string_equal(str_of(body, "reason"), "authority-denied");
+	json_decref(body);
+	json_decref(reqs);
+	assert_target_called_with_token(allowed, denied);	/* the same worker */
+}
+
 /* SPEC §6: with [oauth] configured but [notify] auth at its default (none),
  * the webhook never sees the worker's token, while the target does. */
 static void
@@ -796,60 +819,34 @@ test_default_sink_gets_no_token(void **state)
 	const char *denied = "wh-sink-denied", *allowed = "wh-sink-allowed";
 
 	(void)state;
-	post_ok(&pdp, "/_policy", "{\"deny_resources\": [\"gate/denied\"]}");
-	decide(denied, "gate/denied", NULL);
 	decide(allowed, "gate/41", NULL);
-	wait_final(denied, "denied", "authority-denied");
+	deny_and_deliver(denied, "wh-sink-barrier");
 	wait_final(allowed, "done", "ok");
-	wait_delivered(denied);
-	decide("wh-sink-barrier", "gate/denied", NULL);
-	wait_final("wh-sink-barrier", "denied", "authority-denied");
-	wait_delivered("wh-sink-barrier");
-
-	json_t *reqs = hook_requests(denied);
-	if (json_array_size(reqs) != 1)
-		fail_msg("%s: %zu webhook POSTs, want 1", denied, json_array_size(reqs));
+	json_t *reqs = one_hook_request(denied);
 	if (json_is_true(json_object_get(json_array_get(reqs, 0), "authorization")))
 		fail_msg("%s: the webhook got an Authorization header", denied);
 	json_decref(reqs);
-	json_t *calls = fake_get(&target, "/_requests"), *c;
-	size_t i, mine = 0;
-	json_array_foreach(calls, i, c)
-		if (strcmp(str_of(c, "idempotency_key"), allowed) == 0) {
-			mine++;
-			assert_string_equal(str_of(c, "token_sub"), CLIENT_ID);
-		}
-	assert_int_equal(mine, 1);
-	json_decref(calls);
+	assert_target_called_with_token(allowed, denied);
 }
 
 /* [notify] auth = static: the webhook carries bearer_file's token, not the
- * worker's (no JWT sub). */
+ * worker's (no JWT sub), and the log never shows it. */
 static void
 test_static_sink_gets_static_token(void **state)
 {
 	const char *denied = "wh-static-denied";
 
 	(void)state;
-	post_ok(&pdp, "/_policy", "{\"deny_resources\": [\"gate/denied\"]}");
-	decide(denied, "gate/denied", NULL);
-	wait_final(denied, "denied", "authority-denied");
-	wait_delivered(denied);
-	decide("wh-static-barrier", "gate/denied", NULL);
-	wait_final("wh-static-barrier", "denied", "authority-denied");
-	wait_delivered("wh-static-barrier");
-
-	json_t *reqs = hook_requests(denied);
+	deny_and_deliver(denied, "wh-static-barrier");
+	json_t *reqs = one_hook_request(denied);
 	const json_t *r = json_array_get(reqs, 0);
-	if (json_array_size(reqs) != 1)
-		fail_msg("%s: %zu webhook POSTs, want 1", denied, json_array_size(reqs));
 	assert_true(json_is_true(json_object_get(r, "authorization")));
-	assert_true(json_is_null(json_object_get(r, "token_sub")) ||
-	    json_object_get(r, "token_sub") == NULL);
+	assert_true(json_object_get(r, "token_sub") == NULL ||
+	    json_is_null(json_object_get(r, "token_sub")));
 	json_decref(reqs);
 	char *log = h_read_file(dmn.log);
 	assert_non_null(log);
-	assert_null(strstr(log, HOOK_STATIC_TOKEN));	/* never logged */
+	assert_null(strstr(log, HOOK_STATIC_TOKEN));
 	free(log);
 }
 
