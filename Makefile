@@ -2,6 +2,11 @@
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
+SYSCONFDIR ?= /etc
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+MANDIR  ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+DOCDIR  ?= $(PREFIX)/share/doc/warrantd
 BUILD   ?= build/release
 SAN     ?=
 
@@ -30,7 +35,8 @@ FAKE_BIN  := $(FAKE_SRC:tests/fakes/%.c=$(BUILD)/tests/%)
 ITEST_SRC := $(wildcard tests/integration/itest_*.c)
 ITEST_BIN := $(ITEST_SRC:tests/integration/%.c=$(BUILD)/tests/%)
 
-.PHONY: all bins unit modes deps test fuzz fuzz-build lint scan-objs valgrind test-unit test-asan test-integration demo bench install clean
+.PHONY: all bins unit modes deps test test-unit test-asan test-integration demo bench install clean \
+	deb test-deb faults soak fuzz fuzz-build lint scan-objs valgrind
 .SUFFIXES:
 
 all: bins modes
@@ -49,7 +55,7 @@ bins: $(BINS)
 DEPFLAGS = -MMD -MP
 
 $(BUILD)/obj/%.o: src/%.c | $(BUILD)/obj
-	$(CC) $(CFLAGS) $(DEPFLAGS) $(PKG_CFLAGS) -c -o $@ $<
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) $(PKG_CFLAGS) -c -o $@ $<
 
 $(BUILD)/obj $(BUILD)/bin $(BUILD)/tests:
 	@mkdir -p $@
@@ -62,7 +68,7 @@ $(LIB): $(CORE_OBJ)
 HEADERS := $(wildcard include/*.h)
 
 $(BUILD)/bin/%: src/%.c $(LIB) $(HEADERS) | $(BUILD)/bin
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS)
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB) $(HEADERS) | $(BUILD)/tests
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) -lcmocka
@@ -78,7 +84,18 @@ $(BUILD)/tests/itest_%: tests/integration/itest_%.c $(HARNESS) $(wildcard tests/
 # test_http_wipe watches which options http.c hands libcurl.
 $(BUILD)/tests/test_http_wipe: LDFLAGS += -Wl,--wrap=curl_easy_setopt -Wl,--wrap=curl_easy_cleanup
 
-unit: $(UNIT_BIN) $(FAKE_BIN) $(ITEST_BIN) $(BINS) modes
+# The fault matrix and the soak (tests/faults/): built like the itest_*
+# programs on the harness, but run only by `make faults` and `make soak`.
+FAULTS_COMMON := tests/faults/world.c $(HARNESS)
+FAULTS_DEPS   := $(FAULTS_COMMON) $(wildcard tests/faults/*.h) $(wildcard tests/integration/*.h) $(LIB)
+FAULTS_BIN    := $(BUILD)/tests/faults $(BUILD)/tests/soak
+FAULTS_CFLAGS  = $(CFLAGS) $(PKG_CFLAGS) -Itests -Itests/integration -Itests/faults $(LDFLAGS)
+$(BUILD)/tests/faults: tests/faults/faults.c tests/faults/scenarios.c $(FAULTS_DEPS) | $(BUILD)/tests
+	$(CC) $(FAULTS_CFLAGS) -o $@ tests/faults/faults.c tests/faults/scenarios.c $(FAULTS_COMMON) $(LIB) $(PKG_LIBS)
+$(BUILD)/tests/soak: tests/faults/soak.c $(FAULTS_DEPS) | $(BUILD)/tests
+	$(CC) $(FAULTS_CFLAGS) -o $@ tests/faults/soak.c $(FAULTS_COMMON) $(LIB) $(PKG_LIBS)
+
+unit: $(UNIT_BIN) $(FAKE_BIN) $(ITEST_BIN) $(BINS) $(FAULTS_BIN) modes
 
 deps:
 	@sh scripts/deps.sh
@@ -93,6 +110,18 @@ test: deps
 
 test-unit: unit
 	@sh tests/run.sh --unit-only $(BUILD)
+
+# make faults [FAULT_SEEDS=N] [FAULT_SEED=S] [SCENARIO=NAME|all|list]: see
+# tests/faults/faults.c. make soak [SOAK_SECONDS=N]: see tests/faults/soak.c.
+FAULT_SEEDS  ?= 20
+SOAK_SECONDS ?= 600
+FAULTS_ENV = WARRANTD_BIN_DIR=$(abspath $(BUILD)/bin) WARRANTD_TEST_DIR=$(abspath $(BUILD)/tests)
+faults: all $(FAKE_BIN) $(FAULTS_BIN)
+	@$(FAULTS_ENV) nice $(BUILD)/tests/faults $(if $(SCENARIO),--scenario $(SCENARIO),\
+		$(if $(FAULT_SEED),--seed $(FAULT_SEED),--seeds $(FAULT_SEEDS)))
+
+soak: all $(FAKE_BIN) $(FAULTS_BIN)
+	@$(FAULTS_ENV) nice $(BUILD)/tests/soak $(SOAK_SECONDS)
 
 bench: deps all unit
 	@sh bench/run.sh $(BUILD)
@@ -166,16 +195,55 @@ $(BUILD)/obj/main-%.o: src/%.c $(wildcard include/*.h) | $(BUILD)/obj
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c -o $@ $<
 scan-objs: $(SCAN_OBJ)
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/doc/warrantd \
-		$(DESTDIR)/etc/warrantd $(DESTDIR)$(PREFIX)/lib/systemd/system
+UNITS := warrantd.service warrantd@.service warrantd-redis-tls.service \
+	warrantctl-metrics.service warrantctl-metrics.timer
+
+# The configuration an installation starts with: the example, with a key
+# that fails `warrantd -t` (and so the unit's ExecStartPre) until an operator
+# has made it theirs, and key files that do not exist yet.
+$(BUILD)/warrantd.ini.dist: conf/warrantd.ini | $(BUILD)/obj
+	sed -e '/^\[daemon\]$$/a\' \
+	    -e '# NOT CONFIGURED. Set [records] verify_key_file, [oauth] and your [action]\' \
+	    -e '# sections (see warrantd.ini(5)), then delete the next line. Until then\' \
+	    -e '# "warrantd -t" fails and the service does not start.\' \
+	    -e 'UNCONFIGURED = delete this line once the file is configured' \
+	    -e 's|^# PLACEHOLDER: conf/decider.pub.*|# The decider'"'"'s public key: /etc/warrantd/credentials/decider.pub (LoadCredential=).|' \
+	    -e 's|^# PLACEHOLDER: conf/client-secret.*|# The client secret: /etc/warrantd/credentials/client-secret (LoadCredential=),|' \
+	    -e 's|^# credential or a file readable by the daemon only.|# mode 0600, readable by root only.|' \
+	    conf/warrantd.ini > $@
+
+install: all $(BUILD)/warrantd.ini.dist
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(DOCDIR)/policy \
+		$(DESTDIR)$(SYSCONFDIR)/warrantd $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 \
+		$(DESTDIR)$(BASHCOMPDIR)
 	install -m 0755 bin/warrantd bin/warrantctl $(DESTDIR)$(PREFIX)/bin/
-	install -m 0644 conf/warrantd.ini $(DESTDIR)$(PREFIX)/share/doc/warrantd/warrantd.ini.example
-	install -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/warrantd/
-	for u in warrantd.service warrantd@.service; do \
-		sed 's|/usr/local|$(PREFIX)|g' systemd/$$u > $(DESTDIR)$(PREFIX)/lib/systemd/system/$$u; \
-		chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/$$u; \
+	install -m 0644 conf/warrantd.ini $(DESTDIR)$(DOCDIR)/warrantd.ini.example
+	install -m 0644 conf/stunnel-redis.conf $(DESTDIR)$(DOCDIR)/stunnel-redis.conf.example
+	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/
+	install -m 0644 examples/policy/*.rego examples/policy/*.json $(DESTDIR)$(DOCDIR)/policy/
+	install -m 0644 man/warrantctl.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 man/warrantd.ini.5 $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 man/warrantd.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 completion/warrantctl $(DESTDIR)$(BASHCOMPDIR)/warrantctl
+	# never over an operator's configuration
+	[ -e $(DESTDIR)$(SYSCONFDIR)/warrantd/warrantd.ini ] || \
+		install -m 0644 $(BUILD)/warrantd.ini.dist $(DESTDIR)$(SYSCONFDIR)/warrantd/warrantd.ini
+	for u in $(UNITS); do \
+		sed -e 's|/usr/local/bin/|$(PREFIX)/bin/|g' \
+		    -e 's|/usr/local/share/doc/warrantd/|$(DOCDIR)/|g' \
+		    systemd/$$u > $(DESTDIR)$(UNITDIR)/$$u; \
+		chmod 0644 $(DESTDIR)$(UNITDIR)/$$u; \
 	done
+
+# The Debian package, built from a copy of the tree (dpkg-buildpackage
+# cleans its tree, which would take the test builds with it): build/deb/.
+deb:
+	@sh scripts/mkdeb.sh build/deb
+
+# Builds the package and checks what is in it (tests/deb.sh).
+test-deb: deps
+	@sh tests/deb.sh build/deb
 
 clean:
 	rm -rf build bin

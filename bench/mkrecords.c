@@ -1,10 +1,12 @@
 /*
- * mkrecords COUNT PREFIX [ES256_KEY_FILE]: the decider side of the
+ * mkrecords COUNT PREFIX [KEY_FILE]: the decider side of the
  * benchmark. Writes to stdout, as RESP for `redis-cli --pipe`, COUNT jobs:
  *   HSET PREFIX:decision:bench-<i> record <R> state queued createdAt <now>
  *   XADD PREFIX:jobs * id bench-<i>
  * where <R> is the record (SPEC §3.1) as plain JSON, or a JWS signed with the
- * key when one is given. Records are valid for $BENCH_EXPIRES_S (3600) s.
+ * key when one is given (with BENCH_NO_XADD=1 only the HSETs: bench/pace.c
+ * enqueues later, at a steady rate): ES256 with a PEM private key, HS256 with a file
+ * whose name ends in ".secret" (the HMAC secret, trailing blanks dropped). Records are valid for $BENCH_EXPIRES_S (3600) s.
  * Built by bench/run.sh against the project's libwarrant.a; not part of the
  * daemon.
  */
@@ -57,7 +59,7 @@ read_file(const char *path, size_t *len)
 
 /* The record of job i as the decider would store it; caller frees. */
 static char *
-make_record(const char *id, long i, int64_t now_ms, int64_t expires_s,
+make_record(const char *id, long i, int64_t now_ms, int64_t expires_s, jwt_alg_t alg,
 	    const unsigned char *key, size_t key_len)
 {
 	char decided[WTIME_RFC3339_LEN], expires[WTIME_RFC3339_LEN], resource[64];
@@ -74,7 +76,7 @@ make_record(const char *id, long i, int64_t now_ms, int64_t expires_s,
 	if (o == NULL)
 		return NULL;
 	if (key != NULL)
-		out = record_sign(JWT_ALG_ES256, key, key_len, NULL, o);
+		out = record_sign(alg, key, key_len, NULL, o);
 	else
 		out = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
@@ -91,13 +93,21 @@ main(int argc, char **argv)
 	char hash[256], stream[256], id[64], created[WTIME_RFC3339_LEN];
 
 	if (argc < 3 || argc > 4 || atol(argv[1]) <= 0 || expires_s <= 0) {
-		fprintf(stderr, "usage: mkrecords COUNT PREFIX [ES256_KEY_FILE]\n");
+		fprintf(stderr, "usage: mkrecords COUNT PREFIX [KEY_FILE]\n");
 		return 64;
 	}
 	if (argc == 4 && (key = read_file(argv[3], &key_len)) == NULL) {
 		fprintf(stderr, "mkrecords: cannot read %s\n", argv[3]);
 		return 1;
 	}
+	jwt_alg_t alg = JWT_ALG_ES256;
+	size_t n = strlen(argc == 4 ? argv[3] : "");
+	if (n > 7 && strcmp(argv[3] + n - 7, ".secret") == 0) {
+		alg = JWT_ALG_HS256;
+		while (key_len > 0 && strchr(" \t\r\n", key[key_len - 1]) != NULL)
+			key[--key_len] = '\0';
+	}
+	int no_xadd = getenv("BENCH_NO_XADD") != NULL;
 	long count = atol(argv[1]);
 	int64_t now = wtime_now_ms();
 	wtime_format_rfc3339(now, created, sizeof created);
@@ -105,7 +115,7 @@ main(int argc, char **argv)
 	for (long i = 1; i <= count; i++) {
 		snprintf(id, sizeof id, "bench-%ld", i);
 		snprintf(hash, sizeof hash, "%s:decision:%s", argv[2], id);
-		char *rec = make_record(id, i, now, expires_s, key, key_len);
+		char *rec = make_record(id, i, now, expires_s, alg, key, key_len);
 		if (rec == NULL) {
 			fprintf(stderr, "mkrecords: cannot make record %ld\n", i);
 			free(key);
@@ -115,7 +125,8 @@ main(int argc, char **argv)
 		    "createdAt", created };
 		const char *xadd[] = { "XADD", stream, "*", "id", id };
 		put_command(8, hset);
-		put_command(5, xadd);
+		if (!no_xadd)
+			put_command(5, xadd);
 		free(rec);
 	}
 	free(key);

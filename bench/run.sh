@@ -2,7 +2,7 @@
 # bench/run.sh BUILD_DIR -- throughput of warrantd against a private
 # redis-server (unix socket) and the fake target, on this machine.
 #
-# For each record mode (signature off, ES256) and each max_in_flight, it
+# For each mode and each max_in_flight, it
 # enqueues BENCH_JOBS jobs (all before the daemon starts), starts warrantd,
 # and measures the wall time from its start until the last job's terminal
 # write (the newest P:audit id; completion is detected when XINFO GROUPS shows
@@ -10,8 +10,16 @@
 # peak RSS (VmHWM). Then it checks that every hash is `done` and the target saw
 # each job exactly once. The table goes to stdout and bench/results.txt.
 #
+# First the Redis floor (bench/floor.c: XREADGROUP COUNT 100, pipelined
+# HGETALL, pipelined HSET, one XACK a batch; no HTTP), then warrantd.
+# Modes: off (unsigned records, auth none), hs256 (HS256 records, auth none),
+# es256 (ES256 records, auth none),
+# oauth (ES256 records, the worker's own OAuth token from fake_idp, checked
+# by the target on every call), exchange (ES256 records, a token exchanged
+# for each job, RFC 8693: one more IdP round trip per job).
+#
 # Environment: BENCH_JOBS [20000], BENCH_IN_FLIGHT ["1 64 256"],
-# BENCH_MODES ["off es256"], BENCH_TIMEOUT_S [600, per run],
+# BENCH_MODES ["off hs256 es256 oauth exchange"], BENCH_TIMEOUT_S [600, per run],
 # BENCH_OUT [bench/results.txt], BENCH_KEEP_TMP (keep the temp dir).
 # Everything it starts is stopped by PID; it exits non-zero when a run does
 # not finish in time or a check fails (results.txt is then left unchanged).
@@ -22,13 +30,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "$1" && pwd)
 JOBS=${BENCH_JOBS:-20000}
 FLIGHTS=${BENCH_IN_FLIGHT:-"1 64 256"}
-MODES=${BENCH_MODES:-"off es256"}
+MODES=${BENCH_MODES:-"off hs256 es256 oauth exchange"}
 TIMEOUT_S=${BENCH_TIMEOUT_S:-600}
 OUT=${BENCH_OUT:-$root/bench/results.txt}
 PREFIX=bench
 PKGS="hiredis libcurl jansson libjwt inih openssl"
 
-for bin in "$build/bin/warrantd" "$build/tests/fake_target"; do
+for bin in "$build/bin/warrantd" "$build/tests/fake_target" "$build/tests/fake_idp"; do
 	[ -x "$bin" ] || { echo "bench: $bin missing (make BUILD=$1 unit)" >&2; exit 1; }
 done
 [ -f "$build/libwarrant.a" ] || { echo "bench: $build/libwarrant.a missing" >&2; exit 1; }
@@ -41,6 +49,8 @@ tmp=$(mktemp -d /tmp/warrantd-bench.XXXXXX)
 sock=$tmp/redis.sock
 redis_pid=
 target_pid=
+tok_target_pid=
+idp_pid=
 daemon_pid=
 
 # SIGTERM, then SIGKILL after 20 s; reaps it. Only our own children.
@@ -58,10 +68,15 @@ stop_pid() {
 
 cleanup() {
 	stop_pid "$daemon_pid"
+	stop_pid "$nginx_pid"
 	stop_pid "$target_pid"
+	stop_pid "$tok_target_pid"
+	stop_pid "$idp_pid"
 	stop_pid "$redis_pid"
 	daemon_pid=''
 	target_pid=''
+	tok_target_pid=''
+	idp_pid=''
 	redis_pid=''
 	if [ -n "${BENCH_KEEP_TMP:-}" ]; then
 		echo "bench: kept $tmp" >&2
@@ -108,6 +123,74 @@ start_target() {
 	target_url=http://127.0.0.1:$(cat "$tmp/target.port")
 }
 
+# The target of the auth-none throughput runs: Debian's nginx answering 204
+# (keep-alive, no access log) when it is installed, else fake_target.
+nginx_pid=
+start_nginx() {
+	command -v nginx >/dev/null 2>&1 || return 1
+	[ -z "${BENCH_NO_NGINX:-}" ] || return 1
+	mkdir -p "$tmp/nginx"
+	for port in 18480 28480 38480 48480; do
+		cat >"$tmp/nginx/nginx.conf" <<NGINX
+daemon off;
+master_process off;
+worker_processes 1;
+pid $tmp/nginx/nginx.pid;
+error_log $tmp/nginx/error.log;
+events { worker_connections 4096; }
+http {
+	access_log off;
+	client_body_temp_path $tmp/nginx/body;
+	keepalive_requests 1000000;
+	keepalive_timeout 60s;
+	server { listen 127.0.0.1:$port; location / { return 204; } }
+}
+NGINX
+		nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" 2>>"$tmp/nginx/start.log" &
+		nginx_pid=$!
+		if wait_for 30 curl -sf "http://127.0.0.1:$port/" ; then
+			nginx_url=http://127.0.0.1:$port
+			return 0
+		fi
+		stop_pid "$nginx_pid"
+		nginx_pid=
+	done
+	return 1
+}
+
+# For the token modes: an IdP, and a target that checks every token.
+start_token_world() {
+	hs=$root/tests/data/test-hs256.secret
+	(umask 077 && echo "bench-secret" >"$tmp/client-secret")
+	"$build/tests/fake_idp" --port-file "$tmp/idp.port" --jwt-secret-file "$hs" \
+	    --client-id bench --client-secret-file "$tmp/client-secret" --lifetime-s 3600 \
+	    --decision-key-file "$root/tests/data/test-es256.pub" 2>"$tmp/idp.log" &
+	idp_pid=$!
+	"$build/tests/fake_target" --port-file "$tmp/tok-target.port" --jwt-secret-file "$hs" \
+	    2>"$tmp/tok-target.log" &
+	tok_target_pid=$!
+	wait_for 100 test -s "$tmp/idp.port" || die "fake_idp did not start"
+	wait_for 100 test -s "$tmp/tok-target.port" || die "fake_target (tokens) did not start"
+	idp_url=http://127.0.0.1:$(cat "$tmp/idp.port")
+	tok_target_url=http://127.0.0.1:$(cat "$tmp/tok-target.port")
+}
+
+# The fake target a mode calls (the one that records; nginx records nothing).
+target_of() {
+	case $1 in
+	oauth|exchange) echo "$tok_target_url" ;;
+	*) echo "$target_url" ;;
+	esac
+}
+
+# Where the throughput runs of a mode send their calls.
+throughput_target_of() {
+	case $1 in
+	oauth|exchange) echo "$tok_target_url" ;;
+	*) echo "${nginx_url:-$target_url}" ;;
+	esac
+}
+
 # The helper that writes the jobs, linked with this build's libwarrant.a.
 build_mkrecords() {
 	san=
@@ -121,25 +204,115 @@ build_mkrecords() {
 	    $(pkg-config --cflags $PKGS) -o "$tmp/mkrecords" "$root/bench/mkrecords.c" \
 	    "$build/libwarrant.a" $(pkg-config --libs $PKGS) -lev -lm ||
 	    die "cannot build bench/mkrecords.c"
+	# shellcheck disable=SC2046
+	cc -std=c11 -O2 -Wall -Wextra -o "$tmp/floor" "$root/bench/floor.c" \
+	    $(pkg-config --cflags --libs hiredis) || die "cannot build bench/floor.c"
+	# shellcheck disable=SC2046
+	cc -std=c11 -O2 -Wall -Wextra -o "$tmp/pace" "$root/bench/pace.c" \
+	    $(pkg-config --cflags --libs hiredis) || die "cannot build bench/pace.c"
+}
+
+# Latency at half the peak rate: the records are written first, then
+# enqueued at a steady rate (bench/pace.c), and each job's XADD time is
+# paired with its arrival at the target. Prints one line.
+LAT_S=${BENCH_LATENCY_S:-10}
+run_latency() {	# mode peak_jobs_per_s in_flight
+	rate=$(awk -v p="$2" 'BEGIN { r = p / 2; if (r < 1) r = 1; printf "%.0f", r }')
+	lat_n=$(awk -v r="$rate" -v s="$LAT_S" -v max="$JOBS" 'BEGIN { n = r * s; if (n > max) n = max; printf "%d", n }')
+	rcli FLUSHALL >/dev/null
+	curl -sf -X POST "$(target_of "$1")/_reset" >/dev/null || die "cannot reset fake_target"
+	case $1 in
+	off)	BENCH_NO_XADD=1 "$tmp/mkrecords" "$lat_n" "$PREFIX" ;;
+	hs256)	BENCH_NO_XADD=1 "$tmp/mkrecords" "$lat_n" "$PREFIX" "$root/tests/data/test-hs256.secret" ;;
+	*)	BENCH_NO_XADD=1 "$tmp/mkrecords" "$lat_n" "$PREFIX" "$root/tests/data/test-es256.key" ;;
+	esac | rcli --pipe >/dev/null 2>&1 || die "latency: cannot write records"
+	write_ini "$1" "$3"
+	"$build/bin/warrantd" -c "$tmp/warrantd.ini" 2>"$tmp/warrantd-lat-$1.log" &
+	daemon_pid=$!
+	wait_for 100 test "$(rcli XINFO GROUPS $PREFIX:jobs 2>/dev/null | head -c1)" ||
+	    die "latency: warrantd did not create its group"
+	"$tmp/pace" "$sock" "$PREFIX" "$lat_n" "$rate" >"$tmp/enqueued" || die "pace failed"
+	deadline=$(( $(now_ms) + TIMEOUT_S * 1000 ))
+	while ! finished; do
+		[ "$(now_ms)" -lt "$deadline" ] || die "latency: $1 not finished in time"
+		sleep 0.05
+	done
+	stop_pid "$daemon_pid"
+	daemon_pid=
+	# one record a line (bodies hold braces of their own), then key and arrival
+	curl -sf "$(target_of "$1")/_requests" | sed 's/},{"method"/}\n{"method"/g' |
+	    sed -n 's/.*"idempotency_key":"\([^"]*\)".*"arrival_ms":\([0-9]*\),.*/\1 \2/p' \
+	    >"$tmp/arrived"
+	awk 'NR == FNR { at[$1] = $2; next } ($1 in at) { print $2 - at[$1] }' \
+	    "$tmp/enqueued" "$tmp/arrived" | sort -n >"$tmp/lat"
+	awk -v mode="$1" -v rate="$rate" -v f="$3" '{ v[NR] = $1 } END {
+		if (NR == 0) { print "# latency " mode ": no samples"; exit }
+		p50 = v[int(NR * 0.50 + 0.5) > 0 ? int(NR * 0.50 + 0.5) : 1]
+		p99 = v[int(NR * 0.99 + 0.5) > 0 ? int(NR * 0.99 + 0.5) : 1]
+		printf "# latency %-8s %d jobs at %d/s (half the peak), %d in flight: XADD -> target p50 %d ms, p99 %d ms, max %d ms\n",
+		    mode, NR, rate, f, p50, p99, v[NR]
+	}' "$tmp/lat" >>"$lat_rows"
+	tail -n 1 "$lat_rows"
+}
+
+# Redis' own CPU time (user + sys), in µs.
+redis_cpu_us() {
+	rcli INFO cpu | awk -F: '/^used_cpu_(user|sys):/ { s += $2 } END { printf "%.0f", s * 1e6 }'
+}
+
+floor_jps=
+run_floor() {
+	make_jobs off
+	load_jobs off
+	set -- $("$tmp/floor" "$sock" "$PREFIX" "$JOBS") || die "floor failed"
+	[ "$1" = "$JOBS" ] || die "floor: $1 of $JOBS jobs"
+	floor_jps=$(awk -v n="$1" -v ms="$2" 'BEGIN { if (ms < 1) ms = 1; printf "%.0f", n * 1000 / ms }')
+	awk -v n="$1" -v ms="$2" -v rus="$3" -v jps="$floor_jps" 'BEGIN {
+		printf "%-8s %9s %7d %8.2f %9d %6s %7s %11s %11.1f %9s\n", "floor", "-", n,
+		    ms / 1000, jps, "1.00", "-", "-", rus / n, "-"
+	}' >>"$rows"
+	tail -n 1 "$rows"
 }
 
 make_jobs() {
 	case $1 in
 	off)	"$tmp/mkrecords" "$JOBS" "$PREFIX" >"$tmp/jobs-$1.resp" ;;
-	es256)	"$tmp/mkrecords" "$JOBS" "$PREFIX" "$root/tests/data/test-es256.key" \
+	hs256)	"$tmp/mkrecords" "$JOBS" "$PREFIX" "$root/tests/data/test-hs256.secret" \
 		    >"$tmp/jobs-$1.resp" ;;
-	*)	die "unknown mode $1 (off or es256)" ;;
+	es256|oauth|exchange)
+		"$tmp/mkrecords" "$JOBS" "$PREFIX" "$root/tests/data/test-es256.key" \
+		    >"$tmp/jobs-$1.resp" ;;
+	*)	die "unknown mode $1 (off, hs256, es256, oauth or exchange)" ;;
 	esac || die "mkrecords failed"
 }
 
 write_ini() {	# mode in_flight
 	if [ "$1" = off ]; then
 		records="signature = off"
+	elif [ "$1" = hs256 ]; then
+		records="signature = required
+algorithm = HS256
+verify_key_file = $root/tests/data/test-hs256.secret"
 	else
 		records="signature = required
 algorithm = ES256
 verify_key_file = $root/tests/data/test-es256.pub"
 	fi
+	auth="auth = none
+url = ${ini_target:-$target_url}/gates/{resource}/open"
+	oauth=
+	case $1 in
+	oauth|exchange)
+		auth="auth = oauth
+url = $tok_target_url/act/{action}/{resource}"
+		[ "$1" = exchange ] && auth="$auth
+token = exchange"
+		oauth="[oauth]
+token_url = $idp_url/token
+client_id = bench
+client_secret_file = $tmp/client-secret"
+		;;
+	esac
 	cat >"$tmp/warrantd.ini" <<EOF
 [daemon]
 consumer = bench
@@ -152,16 +325,16 @@ socket = $sock
 prefix = $PREFIX
 [records]
 $records
+$oauth
 [action gate.open]
-url = $target_url/gates/{resource}/open
-auth = none
+$auth
 timeout_ms = 10000
 EOF
 }
 
 load_jobs() {
 	rcli FLUSHALL >/dev/null
-	curl -sf -X POST "$target_url/_reset" >/dev/null || die "cannot reset fake_target"
+	curl -sf -X POST "$(target_of "$1")/_reset" >/dev/null || die "cannot reset fake_target"
 	rcli --pipe <"$tmp/jobs-$1.resp" >"$tmp/pipe.log" 2>&1 || die "redis-cli --pipe failed"
 	grep -q "errors: 0," "$tmp/pipe.log" || die "redis-cli --pipe: $(cat "$tmp/pipe.log")"
 	[ "$(rcli XLEN $PREFIX:jobs)" = "$JOBS" ] || die "$PREFIX:jobs does not hold $JOBS entries"
@@ -201,7 +374,10 @@ run_one() {	# mode in_flight
 	mode=$1
 	flight=$2
 	load_jobs "$mode"
+	ini_target=$(throughput_target_of "$mode")
 	write_ini "$mode" "$flight"
+	ini_target=
+	rcpu0=$(redis_cpu_us)
 	t0=$(now_ms)
 	"$build/bin/warrantd" -c "$tmp/warrantd.ini" 2>"$tmp/warrantd-$mode-$flight.log" &
 	daemon_pid=$!
@@ -216,6 +392,7 @@ run_one() {	# mode in_flight
 		sleep 0.05
 	done
 	t_seen=$(now_ms)
+	rcpu=$(( $(redis_cpu_us) - rcpu0 ))
 	ticks=$(cpu_ticks "$daemon_pid")
 	hwm=$(vm_hwm_kb "$daemon_pid")
 	last=$(rcli XREVRANGE $PREFIX:audit + - COUNT 1 | head -n 1)
@@ -226,39 +403,53 @@ run_one() {	# mode in_flight
 	daemon_pid=
 	done_n=$(count_done)
 	[ "$done_n" = "$JOBS" ] || die "$mode/$flight: $done_n of $JOBS hashes are done"
-	stats=$(curl -sf "$target_url/_stats") || die "cannot read fake_target stats"
-	calls=$(json_int total "$stats")
-	dups=$(json_int duplicates "$stats")
-	if [ "$calls" != "$JOBS" ] || [ "$dups" != 0 ]; then
-		die "$mode/$flight: the target saw $calls calls ($dups duplicates) for $JOBS jobs"
+	if [ "$(throughput_target_of "$mode")" = "$(target_of "$mode")" ]; then
+		stats=$(curl -sf "$(target_of "$mode")/_stats") || die "cannot read fake_target stats"
+		calls=$(json_int total "$stats")
+		dups=$(json_int duplicates "$stats")
+		if [ "$calls" != "$JOBS" ] || [ "$dups" != 0 ]; then
+			die "$mode/$flight: the target saw $calls calls ($dups duplicates) for $JOBS jobs"
+		fi
 	fi
 
 	awk -v mode="$mode" -v f="$flight" -v n="$JOBS" -v ms=$((t_end - t0)) \
-	    -v ticks="$ticks" -v hz="$(getconf CLK_TCK)" -v kb="$hwm" 'BEGIN {
+	    -v ticks="$ticks" -v hz="$(getconf CLK_TCK)" -v kb="$hwm" -v rus="$rcpu" \
+	    -v floor="$floor_jps" 'BEGIN {
 		if (ms < 1) ms = 1
-		printf "%-6s %9d %7d %8.2f %9.0f %7.2f %11.1f %9.1f\n", mode, f, n,
-		    ms / 1000, n * 1000 / ms, ticks / hz, ticks / hz * 1e6 / n, kb / 1024
+		jps = n * 1000 / ms
+		printf "%-8s %9d %7d %8.2f %9.0f %6.2f %7.2f %11.1f %11.1f %9.1f\n", mode, f, n,
+		    ms / 1000, jps, jps / floor, ticks / hz, ticks / hz * 1e6 / n, rus / n, kb / 1024
 	}' >>"$rows"
 	tail -n 1 "$rows"
 }
 
 header() {
-	printf "%-6s %9s %7s %8s %9s %7s %11s %9s\n" mode in_flight jobs wall_s jobs/s \
-	    cpu_s cpu_us/job rss_MiB
+	printf "%-8s %9s %7s %8s %9s %6s %7s %11s %11s %9s\n" mode in_flight jobs wall_s jobs/s \
+	    floor× cpu_s cpu_us/job redis_us/job rss_MiB
 }
 
 start_redis
 start_target
+start_token_world
+start_nginx || true
 build_mkrecords
 : >"$rows"
+lat_rows=$tmp/lat_rows
+: >"$lat_rows"
 header
+run_floor
 for mode in $MODES; do
 	t=$(now_ms)
 	make_jobs "$mode"
 	echo "# $mode: $JOBS jobs written in $(( $(now_ms) - t )) ms" >&2
+	peak=0
+	peak_flight=64
 	for flight in $FLIGHTS; do
 		run_one "$mode" "$flight"
+		jps=$(tail -n 1 "$rows" | awk '{ print $5 }')
+		if [ "$jps" -gt "$peak" ]; then peak=$jps; peak_flight=$flight; fi
 	done
+	[ -n "${BENCH_NO_LATENCY:-}" ] || run_latency "$mode" "$peak" "$peak_flight"
 done
 
 cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
@@ -266,10 +457,19 @@ cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 	echo "# warrantd benchmark ($(date -u +%Y-%m-%dT%H:%M:%SZ), bench/run.sh)"
 	echo "# host: $(nproc) CPU(s), ${cpu:-unknown CPU}; $(redis-server --version | cut -d' ' -f1-3)"
 	echo "# build: ${build#"$root"/}; jobs enqueued before start; redis on a unix socket;"
-	echo "# fake_target on 127.0.0.1 (same host); log_level = warn; batch = 64; no [authz], no OAuth."
+	if [ -n "${nginx_url:-}" ]; then
+		echo "# target (off, hs256, es256): $(nginx -v 2>&1 | cut -d/ -f2) answering 204, keep-alive, no access log;"
+		echo "# the latency lines and the token modes: fake_target. log_level = warn; batch = 64; no [authz]."
+	else
+		echo "# fake_target on 127.0.0.1 (same host; nginx not installed); log_level = warn; batch = 64; no [authz]."
+	fi
+	echo "# oauth: the worker's token (fake_idp), checked by the target per call (HS256);"
+	echo "# exchange: one RFC 8693 exchange per job at fake_idp, then the call."
 	echo "# wall_s: daemon start -> last terminal write; cpu_s, rss_MiB: the daemon only (VmHWM)."
+	echo "# floor×: jobs/s over the floor's; redis_us/job: Redis' own CPU (INFO cpu) per job."
 	header
 	cat "$rows"
+	cat "$lat_rows"
 } >"$tmp/results.txt"
 cp "$tmp/results.txt" "$OUT"
 echo "bench: results in ${OUT#"$root"/}" >&2

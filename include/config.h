@@ -37,6 +37,12 @@ struct cfg_action {
 	long timeout_ms;
 	enum cfg_auth auth;
 	char *bearer_file;	/* with CFG_AUTH_STATIC */
+	/* With CFG_AUTH_OAUTH: a token of its own, narrowed to this action
+	 * (NULL: [oauth]'s value). */
+	char *scope, *audience, *resource;
+	/* token = exchange: a token for each job (RFC 8693), sub = the record's
+	 * onBehalfOf, act = the worker; 0: the worker's own token */
+	int token_exchange;
 	int allow_http;		/* http:// to a host that is not loopback */
 };
 
@@ -69,6 +75,8 @@ struct cfg {
 		long lease_renew_ms;	/* default claim_idle_ms / 3 */
 		long max_deliveries;
 		long dead_maxlen, notify_maxlen;	/* XADD MAXLEN ~ of P:dead, P:notify */
+		/* Sentinel: "host:port, ..." and the primary's name; NULL: none */
+		char *sentinels, *master_name, *sentinel_password_file;
 	} redis;
 
 	struct {
@@ -112,6 +120,11 @@ struct cfg {
 		int allow_http;
 	} notify;
 
+	struct {
+		char *listen;		/* NULL: no metrics endpoint */
+		int allow_remote;	/* 1: a non-loopback listen is allowed */
+	} metrics;
+
 	struct cfg_action *actions;
 	size_t nactions;
 
@@ -144,6 +157,11 @@ void cfg_errors_clear(struct cfg_errors *errs);
 
 /* The action named `name`, or NULL. Valid as long as cfg. */
 const struct cfg_action *cfg_action_find(const struct cfg *cfg, const char *name);
+
+/* The parser's key table, for documentation checks: the i-th key (from 0)
+ * and its section ("daemon", ..., "action" for every [action NAME]) in
+ * *section; NULL past the last. Static strings. */
+const char *cfg_key_at(size_t i, const char **section);
 
 /* The line where `key` of `section` ("oauth", "action gate.open") was set;
  * when key is NULL or not set, the line of the section header; when the

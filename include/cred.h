@@ -20,15 +20,35 @@
 struct creds;	/* opaque: the credentials of every [action] of one config */
 struct cred;	/* opaque: one action's */
 
+/* What the credentials work with; every pointer borrowed. */
+struct creds_ctx {
+	struct ev_loop *loop;
+	struct http_client *http;
+	struct oauth *oauth;	/* [oauth]'s own token; NULL without [oauth] */
+	/* told whenever any scoped token arrives or is lost (oauth.h) */
+	void (*listener)(void *arg, int have_token);
+	void *arg;
+};
+
 /*
  * The credentials of cfg's actions: static bearers are read now (cfg_read_file,
- * kept in memory, wiped on free); OAuth ones borrow `oauth` (NULL when there
- * is no [oauth]: then an action with auth = oauth is refused). cfg is only
- * read during the call. Caller frees with creds_free; NULL with a message in
- * err (never a secret) on failure.
+ * kept in memory, wiped on free); an OAuth action uses ctx->oauth, or, when
+ * it sets its own scope, audience or resource, a token manager of its own,
+ * shared by every action of the set that asks for the same three (fetched
+ * from creds_start on; a reload builds a new set, so narrowed tokens are
+ * fetched again). cfg is only read during the call. Caller frees with
+ * creds_free; NULL with a message in err (never a secret) on failure.
  */
-struct creds *creds_new(const struct cfg *cfg, struct oauth *oauth, char *err, size_t errlen)
+struct creds *creds_new(const struct cfg *cfg, const struct creds_ctx *ctx, char *err,
+			size_t errlen)
 	__attribute__((warn_unused_result));
+
+/* Starts fetching the narrowed tokens the set owns. */
+void creds_start(struct creds *cs);
+
+/* R6: 1 when every OAuth action's token outlives that action's timeout by
+ * 1 s; then entries may be read. 1 also when no action uses OAuth. */
+int creds_tokens_usable(const struct creds *cs);
 
 /* Wipes every secret and frees. NULL is a no-op. */
 void creds_free(struct creds *cs);
@@ -48,6 +68,26 @@ int cred_is_oauth(const struct cred *c);
  * returns to the loop; copy it into the request at once and never log it.
  */
 const char *cred_bearer(const struct cred *c, long timeout_ms, uint64_t *gen);
+
+/* 1 when each call of the action carries a token exchanged for that one job
+ * (token = exchange), not the worker's own. */
+int cred_exchanges(const struct cred *c);
+
+/* RFC 8693: the subject_token_type of a decision record. */
+#define CRED_DECISION_TOKEN_TYPE "urn:warrant:params:oauth:token-type:decision"
+
+/*
+ * Exchanges the worker's token (the actor) and `record` (the verified
+ * decision record as stored: the subject) for a token for this one job,
+ * asking for `scope` and `resource` (the target URL). Same contract as
+ * oauth_exchange (NULL: no worker token outlives timeout_ms + 1 s, or the
+ * request could not start; else cb exactly once unless cancelled with
+ * oauth_exchange_cancel). *gen is the actor token's generation.
+ */
+struct oauth_xch_call *cred_exchange(const struct cred *c, const char *record, const char *scope,
+				     const char *resource, long timeout_ms, uint64_t *gen,
+				     oauth_exchange_cb *cb, void *arg)
+	__attribute__((warn_unused_result));
 
 /* The target refused (R9: 401) or accepted the token of generation gen. */
 void cred_refused(const struct cred *c, uint64_t gen);

@@ -94,4 +94,16 @@ void ctl_print_human(FILE *out, const json_t *obj, int indent);
  * members, in order, then '\n'. Nested values are shown as compact JSON. */
 void ctl_print_line(FILE *out, const json_t *obj, int indent);
 
+/*
+ * `warrantctl metrics`: the queue-wide gauges of a `status` object (the JSON
+ * that `status --json` prints) in the Prometheus text format, for
+ * node_exporter's textfile collector. Every sample carries
+ * {stream="<P:jobs>",group="<group>"}; ages are counted from now_ms (the
+ * oldest pending entry's age from its stream id's ms). A value that status
+ * could not know (lag of a group Redis cannot count) is left out.
+ * 0, or -1 when out of memory (the output is then incomplete).
+ */
+int ctl_queue_metrics(FILE *out, const json_t *status, int64_t now_ms)
+	__attribute__((warn_unused_result));
+
 #endif

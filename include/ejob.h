@@ -50,6 +50,13 @@ struct ejob_env {
 	 * other ejobs_* calls; it must not free the set. */
 	void (*released)(void *arg);
 	void *arg;
+	/* Optional (NULL: none), for metrics: told of every action call that got
+	 * an answer or a transport error -- the action, the HTTP status (0:
+	 * none), the call's duration and the delay from the entry's XADD (its
+	 * stream id's ms) to the call's start. It must not call into the set. */
+	void (*call_done)(void *arg, const char *action, long status, long long duration_ms,
+			  long long queue_delay_ms);
+	void *call_done_arg;
 };
 
 struct ejobs;	/* opaque: the entries in hand */
@@ -83,6 +90,11 @@ void ejobs_lease_lost(struct ejobs *s, const char *stream_id);
  * persistence forgot its PEL): no more renewals; a call's result is still
  * written (fenced by the hash), anything else is refused by the script. */
 void ejobs_unpending(struct ejobs *s, const char *stream_id);
+
+/* R17: the command connection is back: every load, write or re-dispatch
+ * waiting on its backoff goes out now (a result in hand is written before a
+ * stop's grace runs out, not a backoff later). */
+void ejobs_redis_up(struct ejobs *s);
 
 /* R6, R9: a token arrived; jobs waiting for one go on. */
 void ejobs_token_ready(struct ejobs *s);

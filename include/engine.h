@@ -41,6 +41,26 @@ int engine_reload(struct engine *eng, struct cfg *cfg, char *err, size_t errlen)
 /* Valid as long as the engine. */
 const struct engine_counters *engine_counters(const struct engine *eng);
 
+/* Plain data: the rest of what the heartbeat hash shows (SPEC §8). */
+struct engine_gauges {
+	long long in_flight, token_expires_in_s, token_refreshes, redis_outages;
+	const char *token_state;	/* static: valid, refreshing, none, error */
+	int redis_up;			/* the command connection */
+	long long started_at_ms;
+};
+
+void engine_gauges(const struct engine *eng, struct engine_gauges *out);
+
+/* Called once per action call that got an answer (or a transport error):
+ * the action's name (valid during the call), the HTTP status (0: none), the
+ * call's duration and the delay from the entry's XADD (its stream id's ms)
+ * to the call's start. It must not call back into the engine. */
+typedef void engine_call_observer(void *arg, const char *action, long status,
+				  long long duration_ms, long long queue_delay_ms);
+
+/* fn NULL: none. arg is borrowed and must outlive the engine. */
+void engine_set_call_observer(struct engine *eng, engine_call_observer *fn, void *arg);
+
 /* Not from inside the loop's callbacks. NULL is a no-op. */
 void engine_free(struct engine *eng);
 

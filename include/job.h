@@ -4,7 +4,8 @@
  * the effects it returns; it reads no clock (now comes in) and draws no random
  * numbers (a random word comes in with each event).
  *
- * One attempt runs: R1 deadline -> (R6) token -> (R5) authority -> the call.
+ * One attempt runs: R1 deadline -> (R6) token -> (R5) authority -> (token
+ * exchange, for an action with token = exchange) -> the call.
  * `calls` counts calls of the action (R8's max_attempts); waiting on a token or
  * on an unreachable PDP is bounded by the deadline alone.
  */
@@ -44,6 +45,7 @@ int job_state_terminal(enum job_state st);
 #define JOB_R_DENIED		"authority-denied"
 #define JOB_R_HTTP_FAILED	"http-4xx"
 #define JOB_R_REQUEST_INVALID	"request-invalid"
+#define JOB_R_EXCHANGE_DENIED	"exchange-denied"
 #define JOB_R_DONE		"ok"
 
 struct job_policy {
@@ -52,6 +54,7 @@ struct job_policy {
 	int max_deliveries;
 	int authz_enabled;	/* [authz] url is set */
 	int token_needed;	/* the action's auth = oauth */
+	int exchange_needed;	/* the action's token = exchange: one token per job */
 };
 
 /* One entry in hand. The shell zeroes it, sets `id`, and passes it to every
@@ -77,16 +80,22 @@ enum job_event_kind {
 	JOB_EV_REDISPATCHED,	/* the XCLAIM of a re-dispatch succeeded */
 	JOB_EV_AUTHZ,		/* the PDP answered, or did not */
 	JOB_EV_HTTP,		/* the action call ended */
+	JOB_EV_EXCHANGED,	/* the token exchange answered, or did not */
 	JOB_EV_LEASE_LOST,	/* another consumer holds the entry now */
 };
 
 enum job_authz { JOB_AUTHZ_ALLOW, JOB_AUTHZ_DENY, JOB_AUTHZ_UNAVAILABLE };
+
+/* RFC 8693 token exchange for one job: a token, a refusal (invalid_grant and
+ * the like: the IdP no longer allows it), or no usable answer (5xx, timeout). */
+enum job_exchange { JOB_XCH_OK, JOB_XCH_DENIED, JOB_XCH_UNAVAILABLE };
 
 /* Why a decided call could not be sent (JOB_EV_CANNOT_CALL). */
 enum job_no_call {
 	JOB_NOCALL_ACTION_GONE,	/* a reload removed the record's [action] */
 	JOB_NOCALL_BAD_REQUEST,	/* the URL template cannot expand for this record */
 	JOB_NOCALL_TOKEN_GONE,	/* the token died between the decision and the call */
+	JOB_NOCALL_DEADLINE,	/* R1: expiresAt passed while the call's write was on its way */
 };
 
 struct job_event {
@@ -104,6 +113,9 @@ struct job_event {
 
 	/* JOB_EV_AUTHZ */
 	enum job_authz authz;
+
+	/* JOB_EV_EXCHANGED */
+	enum job_exchange exchange;
 
 	/* JOB_EV_CANNOT_CALL */
 	enum job_no_call no_call;
@@ -130,6 +142,7 @@ enum job_effect {
 	JOB_FX_RELEASE = 1 << 11,	/* forget the entry, leave it pending, stop the lease */
 	JOB_FX_START_ATTEMPT = 1 << 12,	/* a new attempt began: set owner, count it */
 	JOB_FX_END = 1 << 13,		/* after the write, the entry leaves the hand */
+	JOB_FX_EXCHANGE = 1 << 14,	/* exchange for this job's token (RFC 8693) */
 };
 
 struct job_step {
@@ -158,6 +171,11 @@ struct job_step job_next(const struct job_policy *pol, struct job *job,
  * delay-seconds are digits only (no sign) and capped at one day.
  */
 int64_t job_retry_after_ms(const char *value, int64_t now_ms);
+
+/* R1 at the last moment: 1 when a call decided for job may no longer go out
+ * at now_ms (its deadline passed meanwhile, e.g. while Redis was frozen);
+ * the shell then feeds JOB_EV_CANNOT_CALL with JOB_NOCALL_DEADLINE. */
+int job_too_late(const struct job *job, int64_t now_ms);
 
 /* 1 when a WWW-Authenticate value carries error="invalid_token". */
 int job_www_auth_invalid_token(const char *value);

@@ -40,6 +40,20 @@ struct oauth *oauth_new(struct ev_loop *loop, struct http_client *http, const st
 			char *err, size_t errlen)
 	__attribute__((warn_unused_result));
 
+/* An action's own scope, audience and resource (RFC 8707), each NULL to
+ * keep [oauth]'s. Borrowed during the call. */
+struct oauth_scope {
+	const char *scope, *audience, *resource;
+};
+
+/* As oauth_new, for a token narrowed to one action's needs: the same client,
+ * with sc's values in place of [oauth]'s (sc NULL: exactly oauth_new).
+ * oauth_reload of such a manager keeps [oauth]'s values: rebuild it instead. */
+struct oauth *oauth_new_scoped(struct ev_loop *loop, struct http_client *http,
+			       const struct cfg *cfg, const struct oauth_scope *sc, char *err,
+			       size_t errlen)
+	__attribute__((warn_unused_result));
+
 /* Cancels a fetch in flight, stops every watcher, wipes the token and the
  * secrets, frees. NULL is a no-op. Must not be called from the listener. */
 void oauth_free(struct oauth *o);
@@ -112,5 +126,44 @@ long long oauth_refreshes(const struct oauth *o);
  */
 int oauth_reload(struct oauth *o, const struct cfg *cfg, char *err, size_t errlen)
 	__attribute__((warn_unused_result));
+
+/*
+ * RFC 8693 token exchange for one job: the worker's own token as the actor,
+ * `subject_token` (the verified decision record) as the subject, and the
+ * client authenticated as for its own token. Nothing is cached.
+ */
+struct oauth_exchange_req {
+	const char *subject_token, *subject_token_type;
+	const char *scope, *resource;		/* NULL: not sent */
+};
+
+enum oauth_xch {
+	OAUTH_XCH_OK,		/* token holds the job's token */
+	OAUTH_XCH_DENIED,	/* invalid_grant and the like: the IdP does not allow it */
+	OAUTH_XCH_UNAVAILABLE,	/* no answer, 5xx, or one that cannot be read */
+};
+
+/* token is valid only during the callback (copy it, never log it); detail is
+ * one line for people that never holds a token. Called from the loop. */
+typedef void oauth_exchange_cb(void *arg, enum oauth_xch r, const char *token,
+			       const char *detail);
+
+struct oauth_xch_call;
+
+/*
+ * Starts one exchange. Needs a worker token that outlives call_timeout_ms
+ * by 1 s (R6) at now_mono_ms: without one, or when the request cannot be
+ * started, returns NULL and cb is never called. Otherwise cb is called
+ * exactly once, unless oauth_exchange_cancel comes first. rq's strings are
+ * copied before it returns.
+ */
+struct oauth_xch_call *oauth_exchange(struct oauth *o, const struct oauth_exchange_req *rq,
+				      oauth_exchange_cb *cb, void *arg, int64_t now_mono_ms,
+				      long call_timeout_ms)
+	__attribute__((warn_unused_result));
+
+/* Cancels an exchange in flight: cb is not called. NULL is a no-op. Not
+ * from inside its own callback. */
+void oauth_exchange_cancel(struct oauth_xch_call *x);
 
 #endif

@@ -36,6 +36,12 @@ struct rconn_opts {
 					   connection (0 = none). The blocking connection
 					   passes block_ms + margin. */
 	long backoff_min_ms, backoff_max_ms;	/* reconnect backoff (backoff.h), from min */
+	/* Sentinel (sentinel.h): when set, asked for host and port before
+	 * every connect attempt (-1: this attempt fails, with backoff); the
+	 * node must then answer ROLE with "master", and a -READONLY reply drops
+	 * the connection, so a failover is followed at the next connect. */
+	int (*resolve)(void *arg, char *host, size_t hostlen, int *port);
+	void *resolve_arg;
 };
 
 struct rconn;
@@ -104,12 +110,14 @@ int rconn_eval(struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *c
  * R17: error replies are passed to the callback as they are, and rconn logs
  * them (event=redis.error): once per kind (the reply's leading upper-case
  * word: LOADING, BUSY, READONLY, MISCONF, ...) per episode, where an episode
- * ends with the next reply that is not an error (event=redis.errors_ended).
+ * ends once RCONN_EPISODE_QUIET_MS pass without an error reply
+ * (event=redis.errors_ended, at the next reply).
  * BUSYGROUP and NOSCRIPT are answers, not trouble, and are not logged.
  * Callers back off and retry; they need not log the reply again.
  */
 #define RCONN_ERR_KINDS		8
 #define RCONN_ERR_KIND_LEN	24
+#define RCONN_EPISODE_QUIET_MS	10000
 
 /* Pure: the kind of an error reply into buf ("" when it is not one or has
  * no leading upper-case word), cut to n - 1 bytes. */

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #define TOKEN_SAFETY_MS		1000	/* R6: life left beyond the action's timeout */
+#define TOKEN_SKEW_MS		5000	/* iat this far from our clock: the clocks disagree */
 #define TOKEN_RETRY_BASE_MS	500
 #define TOKEN_RETRY_CAP_MS	30000
 #define TOKEN_JITTER_PERCENT	5	/* of the lifetime, taken off the refresh time */
@@ -26,10 +27,13 @@
 #define TOKEN_MAX_STR		"16384"
 
 /*
- * The lifetime in ms of a token received at now_ms: the sooner of
- * expires_in_s (pass -1 when the response had none) and the `exp` claim of
- * `access_token` when it is a JWS whose payload carries a numeric exp (an
- * opaque or encrypted token has none). -1 when neither gives a lifetime or
+ * The lifetime in ms of a token received at now_ms (wall clock): the sooner
+ * of expires_in_s (pass -1 when the response had none) and what the `exp`
+ * claim of `access_token` gives when it is a JWS whose payload carries a
+ * numeric exp (an opaque or encrypted token has none): exp - now_ms, or, when
+ * the token's iat shows our clock off from the IdP's by more than
+ * TOKEN_SKEW_MS, the IdP's own exp - iat less one second (iat is in whole
+ * seconds). -1 when neither gives a lifetime or
  * the token is already dead (lifetime <= 0).
  */
 int64_t token_lifetime_ms(long long expires_in_s, const char *access_token, int64_t now_ms);

@@ -8,7 +8,8 @@ set -eu
 
 PKGS="build-essential pkg-config libhiredis-dev libev-dev libcurl4-openssl-dev
 libjansson-dev libjwt-dev libinih-dev libssl-dev libcmocka-dev
-libmicrohttpd-dev redis-server redis-tools openssl curl
+libmicrohttpd-dev redis-server redis-tools redis-sentinel openssl curl libfaketime
+prometheus stunnel4 mandoc debhelper dpkg-dev fakeroot lintian bash-completion
 clang libclang-rt-14-dev cppcheck clang-tidy clang-tools valgrind"
 
 missing=""
@@ -33,8 +34,11 @@ apt-get update -qq
 apt-get install -y -qq --no-install-recommends $missing >/dev/null
 # Debian's redis-server package starts a system instance; the tests and the
 # demo run their own on private unix sockets and need none.
-if command -v systemctl >/dev/null 2>&1 && systemctl is-active -q redis-server 2>/dev/null; then
-	echo "deps: stopping the system redis-server that the package just started" \
-	    "(the tests and the demo run their own; 'systemctl start redis-server' brings it back)"
-	systemctl stop redis-server || true
-fi
+# The same for prometheus and stunnel4: the tests run their own by PID.
+for svc in redis-server redis-sentinel prometheus stunnel4; do
+	if command -v systemctl >/dev/null 2>&1 && systemctl is-active -q "$svc" 2>/dev/null; then
+		echo "deps: stopping the system $svc that the package just started" \
+		    "(the tests and the demo run their own; 'systemctl start $svc' brings it back)"
+		systemctl stop "$svc" || true
+	fi
+done

@@ -1,6 +1,7 @@
 /* config: the INI file of SPEC §10, read through inih into a fresh struct cfg. */
 #define _DEFAULT_SOURCE
 #include "config.h"
+#include "sentinel.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -17,6 +18,7 @@
 
 #include <ini.h>
 
+#include "metrics.h"
 #include "urltpl.h"
 
 #define TEXT_MAX	(1024 * 1024)	/* a config file larger than this is a mistake */
@@ -28,7 +30,7 @@ enum section {
 	SEC_NONE,	/* before the first header */
 	SEC_SKIP,	/* a header in error: its keys are not looked at */
 	SEC_DAEMON, SEC_REDIS, SEC_RECORDS, SEC_OAUTH, SEC_AUTHZ, SEC_RETRY, SEC_NOTIFY,
-	SEC_ACTION,
+	SEC_METRICS, SEC_ACTION,
 };
 
 struct key;
@@ -342,6 +344,14 @@ set_client_auth(struct ctx *c, const struct key *k, void *field, const char *v)
 }
 
 static int
+set_yes_no(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	static const struct name_val tbl[] = {{"yes", 1}, {"no", 0}, {NULL, 0}};
+
+	return lookup(c, k, tbl, v, field);
+}
+
+static int
 set_action_auth(struct ctx *c, const struct key *k, void *field, const char *v)
 {
 	static const struct name_val tbl[] = {{"oauth", CFG_AUTH_OAUTH}, {"none", CFG_AUTH_NONE},
@@ -360,6 +370,18 @@ set_bool(struct ctx *c, const struct key *k, void *field, const char *v)
 	static const struct name_val tbl[] = {{"yes", 1}, {"no", 0}, {NULL, 0}};
 
 	return lookup(c, k, tbl, v, field);
+}
+
+static int
+set_action_token(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	static const struct name_val tbl[] = {{"worker", 0}, {"exchange", 1}, {NULL, 0}};
+	int n;
+
+	if (lookup(c, k, tbl, v, &n) < 0)
+		return -1;
+	*(int *)field = n;
+	return 0;
 }
 
 static int
@@ -487,6 +509,9 @@ static const struct key redis_keys[] = {
 	{"socket", set_str, C(redis.socket), 0, 0},
 	{"username", set_str, C(redis.username), 0, 0},
 	{"password_file", set_str, C(redis.password_file), 0, 0},
+	{"sentinels", set_str, C(redis.sentinels), 0, 0},
+	{"master_name", set_str, C(redis.master_name), 0, 0},
+	{"sentinel_password_file", set_str, C(redis.sentinel_password_file), 0, 0},
 	{"db", set_int, C(redis.db), 0, VAL_MAX},
 	{"prefix", set_str, C(redis.prefix), 0, 0},
 	{"group", set_str, C(redis.group), 0, 0},
@@ -559,6 +584,12 @@ static const struct key notify_keys[] = {
 	{NULL, NULL, 0, 0, 0},
 };
 
+static const struct key metrics_keys[] = {
+	{"listen", set_str, C(metrics.listen), 0, 0},	/* checked in finish_metrics */
+	{"allow_remote", set_yes_no, C(metrics.allow_remote), 0, 0},
+	{NULL, NULL, 0, 0, 0},
+};
+
 static const struct key action_keys[] = {
 	{"url", set_action_url, A(url), 0, 0},
 	{"method", set_method, A(method), 0, 0},
@@ -566,6 +597,10 @@ static const struct key action_keys[] = {
 	{"auth", set_action_auth, A(auth), 0, 0},
 	{"bearer_file", set_str, A(bearer_file), 0, 0},
 	{"allow_http", set_bool, A(allow_http), 0, 0},
+	{"scope", set_str, A(scope), 0, 0},
+	{"audience", set_str, A(audience), 0, 0},
+	{"resource", set_str, A(resource), 0, 0},
+	{"token", set_action_token, A(token_exchange), 0, 0},
 	{NULL, NULL, 0, 0, 0},
 };
 
@@ -581,7 +616,24 @@ static const struct {
 	{"authz", SEC_AUTHZ, authz_keys},
 	{"retry", SEC_RETRY, retry_keys},
 	{"notify", SEC_NOTIFY, notify_keys},
+	{"metrics", SEC_METRICS, metrics_keys},
 };
+
+const char *
+cfg_key_at(size_t i, const char **section)
+{
+	size_t nsec = sizeof sections / sizeof sections[0];
+
+	for (size_t s = 0; s <= nsec; s++) {
+		const struct key *k = s < nsec ? sections[s].keys : action_keys;
+		for (; k->name; k++, i--)
+			if (i == 0) {
+				*section = s < nsec ? sections[s].name : "action";
+				return k->name;
+			}
+	}
+	return NULL;
+}
 
 /* ---- defaults ---- */
 
@@ -918,6 +970,32 @@ finish_daemon(struct ctx *c)
 		c->nomem = 1;
 }
 
+/* Sentinel: a list that parses, with a master name; a socket is then
+ * meaningless (sentinels name TCP addresses). */
+static void
+finish_sentinel(struct ctx *c)
+{
+	struct cfg *cfg = c->cfg;
+	struct sentinel_addr a[SENTINEL_MAX];
+	char why[160];
+	size_t n;
+
+	if (cfg->redis.sentinels == NULL) {
+		if (cfg->redis.master_name || cfg->redis.sentinel_password_file)
+			fail(c, cfg_line_of(cfg, "redis", cfg->redis.master_name ? "master_name" :
+			    "sentinel_password_file"), "%s is only used with sentinels",
+			    cfg->redis.master_name ? "master_name" : "sentinel_password_file");
+		return;
+	}
+	if (sentinel_parse_list(cfg->redis.sentinels, a, &n, why, sizeof why) < 0)
+		fail(c, cfg_line_of(cfg, "redis", "sentinels"), "sentinels: %s", why);
+	if (cfg->redis.master_name == NULL)
+		fail(c, cfg_line_of(cfg, "redis", "sentinels"), "sentinels needs master_name");
+	if (cfg->redis.socket != NULL)
+		fail(c, cfg_line_of(cfg, "redis", "socket"),
+		    "socket and sentinels exclude each other: the sentinels name the primary");
+}
+
 static void
 finish_redis(struct ctx *c)
 {
@@ -930,6 +1008,7 @@ finish_redis(struct ctx *c)
 		fail(c, cfg_line_of(cfg, "redis", set ? "lease_renew_ms" : "claim_idle_ms"),
 		    "lease_renew_ms (%ld) must be at least 1 and below claim_idle_ms (%ld)",
 		    cfg->redis.lease_renew_ms, cfg->redis.claim_idle_ms);
+	finish_sentinel(c);
 }
 
 static void
@@ -986,6 +1065,22 @@ finish_auth(struct ctx *c, const char *sec, enum cfg_auth auth, const char *bear
 		    "[%s] has auth = oauth%s but there is no [oauth] section", sec, dflt);
 }
 
+/* scope, audience and resource narrow the worker's token: oauth only. */
+static void
+check_narrowing(struct ctx *c, const char *sec, const struct cfg_action *a)
+{
+	static const char *const keys[] = {"scope", "audience", "resource"};
+	const char *const vals[] = {a->scope, a->audience, a->resource};
+
+	for (size_t k = 0; k < 3; k++)
+		if (vals[k] != NULL && a->auth != CFG_AUTH_OAUTH)
+			fail(c, cfg_line_of(c->cfg, sec, keys[k]),
+			    "%s narrows the worker's OAuth token: only with auth = oauth", keys[k]);
+	if (a->token_exchange && a->auth != CFG_AUTH_OAUTH)
+		fail(c, cfg_line_of(c->cfg, sec, "token"),
+		    "token = exchange trades the worker's OAuth token: only with auth = oauth");
+}
+
 static void
 finish_actions(struct ctx *c)
 {
@@ -999,6 +1094,7 @@ finish_actions(struct ctx *c)
 		snprintf(sec, sizeof sec, "action %s", a->name);
 		require(c, sec, "url", a->url, "");
 		finish_auth(c, sec, a->auth, a->bearer_file, " (the default)");
+		check_narrowing(c, sec, a);
 	}
 	finish_auth(c, "notify", cfg->notify.auth, cfg->notify.bearer_file, "");
 }
@@ -1070,6 +1166,21 @@ finish_http(struct ctx *c)
 	}
 }
 
+/* The address is parsed again when the daemon listens; here only so that
+ * -t and a reload report a bad one at its line. */
+static void
+finish_metrics(struct ctx *c)
+{
+	struct cfg *cfg = c->cfg;
+	struct metrics_addr addr;
+	char why[256];
+
+	if (cfg->metrics.listen &&
+	    metrics_listen_parse(cfg->metrics.listen, cfg->metrics.allow_remote, &addr, why,
+		sizeof why) < 0)
+		fail(c, cfg_line_of(cfg, "metrics", "listen"), "listen: %s", why);
+}
+
 /* ---- loading ---- */
 
 static long
@@ -1117,6 +1228,7 @@ parse(const char *name, const char *text, size_t len, struct cfg_errors *errs)
 		finish_oauth(&c);
 		finish_actions(&c);
 		finish_http(&c);
+		finish_metrics(&c);
 	}
 	if (c.nomem)
 		(void)errs_add(errs, name, c.lineno, "out of memory");
@@ -1200,6 +1312,9 @@ cfg_free(struct cfg *cfg)
 	free(cfg->redis.socket);
 	free(cfg->redis.username);
 	free(cfg->redis.password_file);
+	free(cfg->redis.sentinels);
+	free(cfg->redis.master_name);
+	free(cfg->redis.sentinel_password_file);
 	free(cfg->redis.prefix);
 	free(cfg->redis.group);
 	free(cfg->records.verify_key_file);
@@ -1214,11 +1329,15 @@ cfg_free(struct cfg *cfg)
 	free(cfg->notify.default_owner);
 	free(cfg->notify.webhook_url);
 	free(cfg->notify.bearer_file);
+	free(cfg->metrics.listen);
 	for (size_t i = 0; i < cfg->nactions; i++) {
 		free(cfg->actions[i].name);
 		free(cfg->actions[i].url);
 		free(cfg->actions[i].method);
 		free(cfg->actions[i].bearer_file);
+		free(cfg->actions[i].scope);
+		free(cfg->actions[i].audience);
+		free(cfg->actions[i].resource);
 	}
 	free(cfg->actions);
 	for (size_t i = 0; i < cfg->nlines; i++) {
@@ -1462,6 +1581,8 @@ cfg_check_files(const struct cfg *cfg, struct cfg_errors *errs)
 	    CFG_FILE_PRIVATE_PEM, errs);
 	rc |= check_file(cfg, "oauth", "certificate_file", cfg->oauth.certificate_file,
 	    CFG_FILE_PUBLIC, errs);
+	rc |= check_file(cfg, "redis", "sentinel_password_file", cfg->redis.sentinel_password_file,
+	    CFG_FILE_SECRET, errs);
 	for (size_t i = 0; i < cfg->nactions; i++) {
 		snprintf(sec, sizeof sec, "action %s", cfg->actions[i].name);
 		rc |= check_file(cfg, sec, "bearer_file", cfg->actions[i].bearer_file,

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "metrics.h"
 #include "wtime.h"
 
 static void seterr(char *err, size_t n, const char *fmt, ...)
@@ -427,4 +428,100 @@ ctl_print_human(FILE *out, const json_t *obj, int indent)
 
 	json_object_foreach((json_t *)obj, key, v)
 		print_member(out, key, v, indent, width);
+}
+
+/* ---- metrics ---- */
+
+static const struct {
+	const char *member, *name, *help;
+	int ms;		/* the member is in ms, the metric in seconds */
+	int skip_null;	/* unknown is left out, not 0 */
+} queue_gauges[] = {
+	{"streamLength", "stream_length", "Entries in the jobs stream.", 0, 0},
+	{"lag", "lag", "Entries not yet delivered to the group.", 0, 1},
+	{"pending", "pending", "Entries delivered and not acknowledged (PEL depth).", 0, 0},
+	{"oldestPendingIdleMs", "oldest_pending_idle_seconds",
+	    "Idle time of the oldest pending entry (0: none).", 1, 0},
+	{"scheduled", "scheduled", "Records waiting for their notBefore.", 0, 0},
+	{"dead", "dead", "Entries in the dead-letter stream.", 0, 0},
+	{"notify", "notify", "Entries in the notification stream.", 0, 0},
+};
+
+static void
+queue_head(FILE *out, const char *name, const char *help)
+{
+	fprintf(out, "# HELP warrantd_queue_%s %s\n# TYPE warrantd_queue_%s gauge\n", name, help,
+	    name);
+}
+
+static double
+queue_number(const json_t *v, int ms)
+{
+	double d = json_is_integer(v) ? (double)json_integer_value(v) : json_number_value(v);
+	return ms ? d / 1000.0 : d;
+}
+
+/* Age of the oldest pending entry from its id "<ms>-<seq>"; 0 when none. */
+static double
+oldest_age_s(const json_t *status, int64_t now_ms)
+{
+	const char *id = json_string_value(json_object_get(status, "oldestPendingId"));
+	long long ms = id ? strtoll(id, NULL, 10) : 0;
+
+	return ms > 0 && now_ms > ms ? (double)(now_ms - ms) / 1000.0 : 0;
+}
+
+int
+ctl_queue_metrics(FILE *out, const json_t *status, int64_t now_ms)
+{
+	const char *stream = json_string_value(json_object_get(status, "stream"));
+	const char *group = json_string_value(json_object_get(status, "group"));
+	char *qs = metrics_label_value(stream ? stream : "");
+	char *qg = metrics_label_value(group ? group : "");
+	const json_t *consumers = json_object_get(status, "consumers"), *o;
+	long long alive = 0, in_group = 0;
+	const char *name;
+	char labels[1024];
+
+	if (!qs || !qg || strlen(qs) + strlen(qg) + 32 > sizeof labels) {
+		free(qs);
+		free(qg);
+		return -1;
+	}
+	snprintf(labels, sizeof labels, "stream=%s,group=%s", qs, qg);
+	free(qs);
+	free(qg);
+	queue_head(out, "group_exists", "1 when the consumer group exists.");
+	fprintf(out, "warrantd_queue_group_exists{%s} %d\n", labels,
+	    json_is_true(json_object_get(status, "groupExists")));
+	for (size_t i = 0; i < sizeof queue_gauges / sizeof queue_gauges[0]; i++) {
+		const json_t *v = json_object_get(status, queue_gauges[i].member);
+		if (!json_is_number(v) && queue_gauges[i].skip_null)
+			continue;
+		queue_head(out, queue_gauges[i].name, queue_gauges[i].help);
+		fprintf(out, "warrantd_queue_%s{%s} %.15g\n", queue_gauges[i].name, labels,
+		    json_is_number(v) ? queue_number(v, queue_gauges[i].ms) : 0.0);
+	}
+	queue_head(out, "oldest_pending_age_seconds",
+	    "Age of the oldest pending entry since its XADD (0: none).");
+	fprintf(out, "warrantd_queue_oldest_pending_age_seconds{%s} %.3f\n", labels,
+	    oldest_age_s(status, now_ms));
+	queue_head(out, "consumer_pending", "Pending entries per consumer of the group.");
+	json_object_foreach((json_t *)consumers, name, o) {
+		alive += json_is_true(json_object_get(o, "alive"));
+		if (!json_is_true(json_object_get(o, "inGroup")))
+			continue;
+		in_group++;
+		char *qc = metrics_label_value(name);
+		if (!qc)
+			return -1;
+		fprintf(out, "warrantd_queue_consumer_pending{%s,consumer=%s} %lld\n", labels, qc,
+		    json_integer_value(json_object_get(o, "pending")));
+		free(qc);
+	}
+	queue_head(out, "consumers", "Consumers known to the group.");
+	fprintf(out, "warrantd_queue_consumers{%s} %lld\n", labels, in_group);
+	queue_head(out, "consumers_alive", "Consumers whose heartbeat hash has not expired.");
+	fprintf(out, "warrantd_queue_consumers_alive{%s} %lld\n", labels, alive);
+	return 0;
 }

@@ -37,7 +37,7 @@
 #define STREAM_ID_MAX 48
 
 enum ejob_timer { T_NONE, T_RETRY, T_TOKEN_WAIT, T_REDIS_RETRY, T_REDISPATCH_RETRY, T_LOAD_RETRY };
-enum ejob_wait { W_NONE, W_WRITE, W_LOAD, W_AUTHZ, W_CALL, W_REDISPATCH };
+enum ejob_wait { W_NONE, W_WRITE, W_LOAD, W_AUTHZ, W_EXCHANGE, W_CALL, W_REDISPATCH };
 
 struct ejobs {
 	const struct ejob_env *env;
@@ -57,6 +57,9 @@ struct ejob {
 	struct job_step step;		/* the step being carried out */
 	struct record *rec;
 	char *bad_owner;		/* notifyOnDenial of a verified but invalid record */
+	char *raw;			/* the record as stored: token = exchange's subject */
+	char *xtoken;			/* the token exchanged for this call; wiped */
+	struct oauth_xch_call *xch;	/* the exchange in flight */
 	long long fence;		/* `attempts` of this hand's current call; -1 none */
 	int started;			/* this hand set `owner` */
 	int refs;			/* callbacks in flight that point here */
@@ -140,6 +143,7 @@ policy(const struct ejob *j)
 		.max_deliveries = (int)c->redis.max_deliveries,
 		.authz_enabled = c->authz.url != NULL,
 		.token_needed = a != NULL && cred_is_oauth(job_cred(j)),
+		.exchange_needed = a != NULL && cred_exchanges(job_cred(j)),
 	};
 	return p;
 }
@@ -163,6 +167,16 @@ ejob_timer_stop(struct ejob *j)
 	j->timer_kind = T_NONE;
 }
 
+static void
+drop_xtoken(struct ejob *j)
+{
+	if (j->xtoken != NULL) {
+		explicit_bzero(j->xtoken, strlen(j->xtoken));
+		free(j->xtoken);
+		j->xtoken = NULL;
+	}
+}
+
 /* Unlinks j and frees it, whatever still points at it. */
 static void
 ejob_release(struct ejob *j)
@@ -177,6 +191,8 @@ ejob_release(struct ejob *j)
 		j->next->prev = j->prev;
 	s->n--;
 	record_free(j->rec);
+	free(j->raw);
+	drop_xtoken(j);
 	free(j->bad_owner);
 	free(j);
 }
@@ -189,6 +205,11 @@ ejob_abandon(struct ejob *j)
 	if (j->call) {
 		http_cancel(j->call);
 		j->call = NULL;
+		j->refs--;
+	}
+	if (j->xch) {
+		oauth_exchange_cancel(j->xch);
+		j->xch = NULL;
 		j->refs--;
 	}
 }
@@ -393,6 +414,7 @@ send_transition(struct ejob *j)
 static void start_authz(struct ejob *j);
 static void start_call(struct ejob *j);
 static void start_redispatch(struct ejob *j);
+static void start_exchange(struct ejob *j);
 
 static void
 continue_effects(struct ejob *j)
@@ -412,6 +434,8 @@ continue_effects(struct ejob *j)
 	}
 	if (fx & JOB_FX_AUTHZ)
 		start_authz(j);
+	else if (fx & JOB_FX_EXCHANGE)
+		start_exchange(j);
 	else if (fx & JOB_FX_CALL)
 		start_call(j);
 	else if (fx & JOB_FX_RETRY_AT)
@@ -572,6 +596,9 @@ on_call_done(const struct http_response *resp, void *arg)
 	    j->id, LOG_Q(j->rec->action), LOG_Q(j->rec->resource), j->core.calls, resp->status,
 	    resp->elapsed_ms, resp->status == 0 ? " error=" : "",
 	    resp->status == 0 ? (resp->timed_out ? "timeout" : "transport") : "");
+	if (env_of(j)->call_done)	/* a stream id starts with its XADD's ms */
+		env_of(j)->call_done(env_of(j)->call_done_arg, j->rec->action, resp->status,
+		    resp->elapsed_ms, j->attempt_started_ms - strtoll(j->stream_id, NULL, 10));
 	feed(j, &ev);
 	ejob_unref(j);
 }
@@ -678,6 +705,10 @@ start_call(struct ejob *j)
 	const struct cred *cred = job_cred(j);
 	char err[160] = "";
 
+	if (job_too_late(&j->core, wtime_now_ms())) {
+		cannot_call(j, JOB_NOCALL_DEADLINE);	/* R1, at the last moment */
+		return;
+	}
 	if (a == NULL || cred == NULL) {
 		cannot_call(j, JOB_NOCALL_ACTION_GONE);	/* a reload removed it */
 		return;
@@ -690,7 +721,9 @@ start_call(struct ejob *j)
 		cannot_call(j, JOB_NOCALL_BAD_REQUEST);
 		return;
 	}
-	const char *bearer = cred_bearer(cred, a->timeout_ms, &j->token_gen);
+	/* token = exchange: this job's own token, for this one call */
+	const char *bearer = cred_exchanges(cred) ? j->xtoken :
+	    cred_bearer(cred, a->timeout_ms, &j->token_gen);
 	if (cred_is_oauth(cred) && bearer == NULL) {
 		free(url);
 		cannot_call(j, JOB_NOCALL_TOKEN_GONE);	/* R6: wait for one */
@@ -708,6 +741,7 @@ start_call(struct ejob *j)
 	}
 	if (body != NULL)
 		call_headers_free(&h);
+	drop_xtoken(j);	/* cached across nothing: the next call exchanges again */
 	free(url);
 	free(body);
 	if (rc < 0) {
@@ -717,6 +751,63 @@ start_call(struct ejob *j)
 	j->refs++;
 	j->wait = W_CALL;
 	j->attempt_started_ms = wtime_now_ms();
+}
+
+/* ------------------------------------------------------------------ */
+/* RFC 8693: a token for this one job                                   */
+
+static void
+on_exchanged(void *arg, enum oauth_xch r, const char *token, const char *detail)
+{
+	struct ejob *j = arg;
+	struct job_event ev = {.kind = JOB_EV_EXCHANGED};
+	char q[256];
+
+	j->xch = NULL;
+	j->wait = W_NONE;
+	if (j->finished) {
+		ejob_unref(j);
+		return;
+	}
+	ev.exchange = r == OAUTH_XCH_OK ? JOB_XCH_OK : r == OAUTH_XCH_DENIED ? JOB_XCH_DENIED :
+	    JOB_XCH_UNAVAILABLE;
+	if (r == OAUTH_XCH_OK && (j->xtoken = strdup(token)) == NULL)
+		ev.exchange = JOB_XCH_UNAVAILABLE;
+	log_info("job.exchange", "id=%s answer=%s detail=%s", j->id,
+	    ev.exchange == JOB_XCH_OK ? "token" : ev.exchange == JOB_XCH_DENIED ? "denied" :
+	    "unavailable", log_quote(q, sizeof q, detail));
+	feed(j, &ev);
+	ejob_unref(j);
+}
+
+static void
+start_exchange(struct ejob *j)
+{
+	const struct cfg_action *a = job_action(j);
+	const struct cred *cred = job_cred(j);
+	char err[160] = "";
+
+	if (a == NULL || cred == NULL) {
+		cannot_call(j, JOB_NOCALL_ACTION_GONE);
+		return;
+	}
+	struct urltpl_vars vars = {j->rec->resource, j->rec->action, j->rec->id,
+	    j->rec->on_behalf_of};
+	char *url = urltpl_expand(a->url, &vars, err, sizeof err);
+	if (url == NULL) {
+		cannot_call(j, JOB_NOCALL_BAD_REQUEST);
+		return;
+	}
+	/* scope = the action (or the scope it names), resource = the target */
+	j->xch = cred_exchange(cred, j->raw ? j->raw : "", a->scope ? a->scope : a->name, url,
+	    a->timeout_ms, &j->token_gen, on_exchanged, j);
+	free(url);
+	if (j->xch == NULL) {
+		cannot_call(j, JOB_NOCALL_TOKEN_GONE);	/* R6: no actor token now */
+		return;
+	}
+	j->refs++;
+	j->wait = W_EXCHANGE;
 }
 
 static void
@@ -890,6 +981,10 @@ after_load(struct rconn *rc, redisReply *r, void *arg)
 		snprintf(detail, sizeof detail, "hash has no record field");
 	} else if (ev.hash_exists) {
 		ev.record_status = verify_record(j, raw, detail, sizeof detail);
+		/* token = exchange sends the record itself as the subject */
+		if (ev.record_status == RECORD_OK && cred_exchanges(job_cred(j)) &&
+		    (j->raw = strdup(raw)) == NULL)
+			ev.record_status = RECORD_INVALID;
 	}
 	ev.record = j->rec;
 	feed(j, &ev);
@@ -1038,6 +1133,22 @@ each(struct ejobs *s, void (*f)(struct ejob *))
 		next = j->next;
 		f(j);
 	}
+}
+
+static void
+ejob_redis_up(struct ejob *j)
+{
+	if (j->finished || (j->timer_kind != T_REDIS_RETRY && j->timer_kind != T_LOAD_RETRY &&
+	    j->timer_kind != T_REDISPATCH_RETRY))
+		return;
+	j->redis_tries = 0;
+	ejob_arm(j, j->timer_kind, 0);
+}
+
+void
+ejobs_redis_up(struct ejobs *s)
+{
+	each(s, ejob_redis_up);
 }
 
 void

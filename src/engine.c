@@ -26,6 +26,7 @@
 #include "record.h"
 #include "rnd.h"
 #include "sdnotify.h"
+#include "sentinel.h"
 #include "sreply.h"
 #include "store.h"
 #include "webhook.h"
@@ -33,6 +34,8 @@
 #include "version.h"
 
 #define STREAM_ID_MAX 48
+#define SENTINEL_TIMEOUT_MS 500	/* per sentinel asked, connect and answer */
+#define RECONNECT_MAX_MS 5000	/* the longest wait between Redis connect attempts */
 
 /* The verification key and the credentials of one config: replaced whole
  * on reload. */
@@ -66,7 +69,14 @@ struct engine {
 	ev_timer heartbeat, claim, lease, grace, watchdog;
 	ev_timer kick;			/* R17: back to reading after an error reply */
 	unsigned kick_failures;
+	/* Sentinel: where to ask for the primary before each connect */
+	struct sentinel_addr sentinels[SENTINEL_MAX];
+	size_t nsentinels;
+	char *sentinel_password;
+	size_t sentinel_password_len;
+
 	int64_t started_at, last_read_at, redis_down_since;
+	int64_t claim_not_before;	/* mono ms: no XAUTOCLAIM before (R11 after R17) */
 	long long outages;
 	struct engine_counters n;
 };
@@ -243,7 +253,7 @@ may_read(const struct engine *eng)
 static int
 token_blocks_reading(struct engine *eng)
 {
-	int blocked = eng->needs_token && !worker_token(eng, eng->token_timeout_ms);
+	int blocked = !creds_tokens_usable(eng->sec.creds);
 
 	if (blocked != eng->paused_for_token) {
 		eng->paused_for_token = blocked;
@@ -406,7 +416,7 @@ claim_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	trim_jobs(eng);
 	/* R6: never claim what cannot be completed for want of a token. */
 	if (!eng->own_done || eng->claiming || capacity(eng) <= 0 ||
-	    (eng->needs_token && !worker_token(eng, eng->token_timeout_ms)))
+	    !creds_tokens_usable(eng->sec.creds) || wtime_mono_ms() < eng->claim_not_before)
 		return;
 	char idle[24];
 	snprintf(idle, sizeof idle, "%ld", eng->cfg->redis.claim_idle_ms);
@@ -521,7 +531,7 @@ check_stalled(struct engine *eng)
 
 	if (eng->draining || !eng->own_done || capacity(eng) <= 0 ||
 	    quiet < 3 * eng->cfg->redis.block_ms + eng->cfg->daemon.heartbeat_ms ||
-	    (eng->needs_token && !worker_token(eng, eng->token_timeout_ms)))
+	    !creds_tokens_usable(eng->sec.creds))
 		return;
 	best_effort(rconn_command(eng->cmd, after_lag, eng, "XINFO GROUPS %s", eng->keys.jobs));
 }
@@ -599,7 +609,16 @@ on_cmd_state(struct rconn *rc, int up, void *arg)
 		    wtime_now_ms() - eng->redis_down_since);
 		eng->redis_down_since = 0;
 		sdnotify_send("STATUS=consuming");
+		/* R11 after R17: an outage makes every pending entry look idle.
+		 * Let the workers that hold them reconnect (their backoff is at
+		 * most RECONNECT_MAX_MS), renew and write their results first. */
+		eng->claim_not_before = wtime_mono_ms() + eng->cfg->redis.claim_idle_ms +
+		    RECONNECT_MAX_MS;
 	}
+	/* Our own leases at once: the outage aged them too. And what waited
+	 * on Redis goes out now, not a backoff later. */
+	lease_cb(eng->loop, &eng->lease, 0);
+	ejobs_redis_up(eng->jobs);
 	/* Entries whose XREADGROUP reply was lost with the connection are in
 	 * our PEL but not in hand: scan it again (admit skips known ones). */
 	eng->own_done = 0;
@@ -690,9 +709,10 @@ free_secrets(struct secrets *s)
 /* The verification key (parsed here, not per record: a bad key fails the
  * start or the reload) and the actions' credentials of cfg. */
 static int
-load_secrets(const struct cfg *cfg, struct oauth *oauth, struct secrets *s, char *err,
+load_secrets(struct engine *eng, const struct cfg *cfg, struct secrets *s, char *err,
 	     size_t errlen)
 {
+	struct creds_ctx ctx = {eng->loop, eng->http, eng->oauth, on_token, eng};
 	char why[160];
 
 	memset(s, 0, sizeof *s);
@@ -709,7 +729,7 @@ load_secrets(const struct cfg *cfg, struct oauth *oauth, struct secrets *s, char
 		    cfg->records.verify_key_file, why);
 		goto fail;
 	}
-	if ((s->creds = creds_new(cfg, oauth, err, errlen)) == NULL)
+	if ((s->creds = creds_new(cfg, &ctx, err, errlen)) == NULL)
 		goto fail;
 	return 0;
 fail:
@@ -751,9 +771,42 @@ redis_opts(const struct cfg *cfg, const char *password, long timeout_ms)
 		.host = cfg->redis.host, .port = cfg->redis.port, .socket = cfg->redis.socket,
 		.username = cfg->redis.username, .password = password, .db = cfg->redis.db,
 		.connect_timeout_ms = 5000, .command_timeout_ms = timeout_ms,
-		.backoff_min_ms = 100, .backoff_max_ms = 5000,
+		.backoff_min_ms = 100, .backoff_max_ms = RECONNECT_MAX_MS,
 	};
 	return o;
+}
+
+/* rconn_opts.resolve: the primary, as the sentinels see it now. */
+static int
+resolve_primary(void *arg, char *host, size_t hostlen, int *port)
+{
+	struct engine *eng = arg;
+	char err[256];
+
+	if (sentinel_master(eng->sentinels, eng->nsentinels, eng->cfg->redis.master_name,
+	    eng->sentinel_password, SENTINEL_TIMEOUT_MS, host, hostlen, port, err,
+	    sizeof err) == 0)
+		return 0;
+	log_warn("redis.sentinel", "error=\"%s\"", err);
+	return -1;
+}
+
+/* Sentinel: the list and the sentinels' password, kept for every connect. */
+static int
+setup_sentinels(struct engine *eng, char *err, size_t errlen)
+{
+	const struct cfg *cfg = eng->cfg;
+
+	if (cfg->redis.sentinels == NULL)
+		return 0;
+	if (sentinel_parse_list(cfg->redis.sentinels, eng->sentinels, &eng->nsentinels, err,
+	    errlen) < 0)
+		return -1;
+	if (cfg->redis.sentinel_password_file &&
+	    cfg_read_file(cfg, cfg->redis.sentinel_password_file, 0, &eng->sentinel_password,
+	    &eng->sentinel_password_len, err, errlen) < 0)
+		return -1;
+	return 0;
 }
 
 static int
@@ -763,12 +816,18 @@ connect_redis(struct engine *eng, char *err, size_t errlen)
 	size_t plen = 0;
 	const struct cfg *cfg = eng->cfg;
 
+	if (setup_sentinels(eng, err, errlen) < 0)
+		return -1;
 	if (cfg->redis.password_file &&
 	    cfg_read_file(cfg, cfg->redis.password_file, 0, &password, &plen, err, errlen) < 0)
 		return -1;
 	struct rconn_opts o = redis_opts(cfg, password, 10000);
+	if (cfg->redis.sentinels) {
+		o.resolve = resolve_primary;
+		o.resolve_arg = eng;
+	}
 	eng->cmd = rconn_new(eng->loop, &o, "cmd", on_cmd_state, eng);
-	o = redis_opts(cfg, password, cfg->redis.block_ms + 5000);
+	o.command_timeout_ms = cfg->redis.block_ms + 5000;
 	eng->blk = rconn_new(eng->loop, &o, "read", on_blk_state, eng);
 	lend_env(eng);
 	if (password)
@@ -871,7 +930,7 @@ engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
 			goto fail;
 		oauth_set_listener(eng->oauth, on_token, eng);
 	}
-	if (load_secrets(cfg, eng->oauth, &eng->sec, err, errlen) < 0)
+	if (load_secrets(eng, cfg, &eng->sec, err, errlen) < 0)
 		goto fail;
 	/* [notify] auth picks what the webhook carries (SPEC §6). */
 	eng->webhook = webhook_from_cfg(loop, eng->http, cfg, webhook_token, eng, err, errlen);
@@ -903,6 +962,7 @@ engine_start(struct engine *eng)
 	}
 	if (eng->oauth)
 		oauth_start(eng->oauth);
+	creds_start(eng->sec.creds);
 	ev_timer_start(eng->loop, &eng->heartbeat);
 	ev_timer_start(eng->loop, &eng->claim);
 	ev_timer_start(eng->loop, &eng->lease);
@@ -970,7 +1030,7 @@ engine_reload(struct engine *eng, struct cfg *cfg, char *err, size_t errlen)
 		snprintf(err, errlen, "adding or removing [oauth] takes a restart");
 		return -1;
 	}
-	if (load_secrets(cfg, eng->oauth, &s, err, errlen) < 0)
+	if (load_secrets(eng, cfg, &s, err, errlen) < 0)
 		return -1;
 	if (eng->oauth && oauth_reload(eng->oauth, cfg, err, errlen) < 0) {
 		free_secrets(&s);
@@ -980,6 +1040,8 @@ engine_reload(struct engine *eng, struct cfg *cfg, char *err, size_t errlen)
 	eng->sec = s;
 	eng->cfg = cfg;
 	lend_env(eng);
+	if (eng->started_at)
+		creds_start(eng->sec.creds);
 	scan_token_needs(eng);
 	log_set_level(cfg->daemon.log_level);
 	rearm_timers(eng, old, cfg);
@@ -991,6 +1053,25 @@ const struct engine_counters *
 engine_counters(const struct engine *eng)
 {
 	return &eng->n;
+}
+
+void
+engine_gauges(const struct engine *eng, struct engine_gauges *out)
+{
+	out->in_flight = (long long)ejobs_count(eng->jobs);
+	out->token_expires_in_s = token_expires_in_s(eng);
+	out->token_refreshes = eng->oauth ? oauth_refreshes(eng->oauth) : 0LL;
+	out->redis_outages = eng->outages;
+	out->token_state = token_state(eng);
+	out->redis_up = rconn_is_up(eng->cmd);
+	out->started_at_ms = eng->started_at;
+}
+
+void
+engine_set_call_observer(struct engine *eng, engine_call_observer *fn, void *arg)
+{
+	eng->env.call_done = fn;	/* the jobs read their env afresh */
+	eng->env.call_done_arg = arg;
 }
 
 void
@@ -1016,6 +1097,8 @@ engine_free(struct engine *eng)
 	http_client_free(eng->http);
 	ejobs_free(eng->jobs);
 	free_secrets(&eng->sec);
+	if (eng->sentinel_password)
+		cfg_secret_free(eng->sentinel_password, eng->sentinel_password_len);
 	cfg_free(eng->cfg);
 	free(eng);
 }

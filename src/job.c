@@ -35,6 +35,7 @@ static const char *const event_names[] = {
 	[JOB_EV_NO_ID] = "no-id",
 	[JOB_EV_ENTRY_DELETED] = "entry-deleted",
 	[JOB_EV_CANNOT_CALL] = "cannot-call",
+	[JOB_EV_EXCHANGED] = "exchanged",
 	[JOB_EV_TIMER] = "timer",
 	[JOB_EV_TOKEN_READY] = "token-ready",
 	[JOB_EV_TOKEN_TIMEOUT] = "token-timeout",
@@ -286,6 +287,20 @@ call(struct job_step *st, struct job *job, const struct job_policy *pol)
 	detail(st, "call %d of %d", job->calls, pol->max_attempts);
 }
 
+/* After the authority allowed: this job's own token first, if the action
+ * calls with one, else the call. */
+static void
+proceed(struct job_step *st, const struct job_policy *pol, struct job *job)
+{
+	if (pol->exchange_needed) {
+		job->awaiting = JOB_FX_EXCHANGE;
+		st->effects |= JOB_FX_EXCHANGE;
+		detail(st, "exchanging for this job's token");
+		return;
+	}
+	call(st, job, pol);
+}
+
 /* R8: the calls made by every worker over every delivery are the limit. */
 static int
 calls_used_up(const struct job_policy *pol, const struct job *job)
@@ -320,7 +335,7 @@ start_attempt(struct job_step *st, const struct job_policy *pol, struct job *job
 		st->effects |= JOB_FX_AUTHZ;
 		detail(st, "asking the authority");
 	} else {
-		call(st, job, pol);
+		proceed(st, pol, job);
 	}
 }
 
@@ -405,7 +420,7 @@ on_authz(struct job_step *st, const struct job_policy *pol, struct job *job,
 		if (pol->token_needed && !ev->token_ok)
 			wait_token(st, job);
 		else
-			call(st, job, pol);
+			proceed(st, pol, job);
 		return;
 	case JOB_AUTHZ_DENY:
 		finish(st, job, JOB_DENIED, JOB_FX_WRITE_STATE | JOB_FX_NOTIFY | JOB_FX_ACK,
@@ -497,6 +512,40 @@ on_redispatched(struct job_step *st, const struct job_policy *pol, struct job *j
 	start_attempt(st, pol, job, ev->token_ok, now);
 }
 
+/* RFC 8693: the job's own token came, the IdP refused it, or it was down. */
+static void
+on_exchanged(struct job_step *st, const struct job_policy *pol, struct job *job,
+	     const struct job_event *ev, int64_t now)
+{
+	switch (ev->exchange) {
+	case JOB_XCH_OK:
+		job->awaiting = 0;
+		if (job->waits > 0)
+			st->effects |= JOB_FX_WRITE_STATE;	/* the wait ends */
+		job->waits = 0;
+		call(st, job, pol);
+		return;
+	case JOB_XCH_DENIED:
+		finish(st, job, JOB_DENIED, JOB_FX_WRITE_STATE | JOB_FX_NOTIFY | JOB_FX_ACK,
+		    JOB_R_EXCHANGE_DENIED);
+		detail(st, "the IdP refused to exchange for this job's token");
+		return;
+	case JOB_XCH_UNAVAILABLE:
+		/* Like the PDP: not a call, bounded by the deadline alone. */
+		job->waits++;
+		retry_in(st, job, backoff_ms(0, pol->retry_base_ms, pol->retry_cap_ms,
+		    job->waits, ev->rnd), now, "token exchange unavailable", job->waits > 1);
+		return;
+	}
+	detail(st, "unknown exchange answer %d; ignored", (int)ev->exchange);
+}
+
+int
+job_too_late(const struct job *job, int64_t now_ms)
+{
+	return job->expires_at_ms > 0 && now_ms >= job->expires_at_ms;
+}
+
 static void
 on_cannot_call(struct job_step *st, const struct job_policy *pol, struct job *job,
 	       const struct job_event *ev)
@@ -515,6 +564,9 @@ on_cannot_call(struct job_step *st, const struct job_policy *pol, struct job *jo
 	case JOB_NOCALL_TOKEN_GONE:
 		wait_token(st, job);
 		return;
+	case JOB_NOCALL_DEADLINE:
+		expire(st, job);
+		return;
 	}
 	detail(st, "unknown cannot-call reason %d; ignored", (int)ev->no_call);
 }
@@ -531,7 +583,8 @@ accepts(const struct job *job, enum job_event_kind k)
 	case JOB_EV_ENTRY_DELETED:
 		return job->state == JOB_NONE;
 	case JOB_EV_CANNOT_CALL:
-		return job->state == JOB_RUNNING && job->awaiting == JOB_FX_CALL;
+		return job->state == JOB_RUNNING &&
+		    (job->awaiting == JOB_FX_CALL || job->awaiting == JOB_FX_EXCHANGE);
 	case JOB_EV_TIMER:
 		return job->state == JOB_RETRYING;
 	case JOB_EV_TOKEN_READY:
@@ -543,6 +596,8 @@ accepts(const struct job *job, enum job_event_kind k)
 		return job->state == JOB_RUNNING && job->awaiting == JOB_FX_AUTHZ;
 	case JOB_EV_HTTP:
 		return job->state == JOB_RUNNING && job->awaiting == JOB_FX_CALL;
+	case JOB_EV_EXCHANGED:
+		return job->state == JOB_RUNNING && job->awaiting == JOB_FX_EXCHANGE;
 	case JOB_EV_LEASE_LOST:
 		return 1;
 	}
@@ -588,6 +643,9 @@ job_next(const struct job_policy *pol, struct job *job, const struct job_event *
 		break;
 	case JOB_EV_CANNOT_CALL:
 		on_cannot_call(&st, pol, job, ev);
+		break;
+	case JOB_EV_EXCHANGED:
+		on_exchanged(&st, pol, job, ev, now_ms);
 		break;
 	case JOB_EV_AUTHZ:
 		on_authz(&st, pol, job, ev, now_ms);

@@ -113,17 +113,28 @@ dup_opt(char **dst, const char *src)
 	return src != NULL && (*dst = strdup(src)) == NULL ? -1 : 0;
 }
 
+/* An action's own scope, audience or resource, where it names one,
+ * replaces [oauth]'s. */
+static const char *
+over(const char *mine, const char *dflt)
+{
+	return mine != NULL ? mine : dflt;
+}
+
 static int
-copy_strings(struct settings *s, const struct cfg *cfg)
+copy_strings(struct settings *s, const struct cfg *cfg, const struct oauth_scope *sc)
 {
 	const char *aud = cfg->oauth.assertion_audience ? cfg->oauth.assertion_audience :
 	    cfg->oauth.token_url;
+	const struct oauth_scope none = {NULL, NULL, NULL};
 
+	if (sc == NULL)
+		sc = &none;
 	return dup_opt(&s->token_url, cfg->oauth.token_url) | dup_opt(&s->client_id,
-	    cfg->oauth.client_id) | dup_opt(&s->scope, cfg->oauth.scope) |
-	    dup_opt(&s->resource, cfg->oauth.resource) | dup_opt(&s->audience,
-	    cfg->oauth.audience) | dup_opt(&s->assertion_audience, aud) |
-	    dup_opt(&s->key_id, cfg->oauth.key_id);
+	    cfg->oauth.client_id) | dup_opt(&s->scope, over(sc->scope, cfg->oauth.scope)) |
+	    dup_opt(&s->resource, over(sc->resource, cfg->oauth.resource)) |
+	    dup_opt(&s->audience, over(sc->audience, cfg->oauth.audience)) |
+	    dup_opt(&s->assertion_audience, aud) | dup_opt(&s->key_id, cfg->oauth.key_id);
 }
 
 /* x5t#S256 (RFC 7515 §4.1.8) of the first certificate in a PEM file. */
@@ -201,7 +212,8 @@ read_secrets(struct settings *s, const struct cfg *cfg, char *err, size_t errlen
 
 /* 0: *s holds everything; -1: *s is empty and err says why. */
 static int
-settings_load(struct settings *s, const struct cfg *cfg, char *err, size_t errlen)
+settings_load(struct settings *s, const struct cfg *cfg, const struct oauth_scope *sc,
+	      char *err, size_t errlen)
 {
 	memset(s, 0, sizeof *s);
 	if (!cfg->oauth.present || cfg->oauth.token_url == NULL || cfg->oauth.client_id == NULL) {
@@ -213,7 +225,7 @@ settings_load(struct settings *s, const struct cfg *cfg, char *err, size_t errle
 	s->refresh_ratio = cfg->oauth.refresh_ratio;
 	s->timeout_ms = cfg->oauth.timeout_ms > 0 ? cfg->oauth.timeout_ms : 5000;
 	s->min_refresh_interval_ms = cfg->oauth.min_refresh_interval_ms;
-	if (copy_strings(s, cfg) != 0) {
+	if (copy_strings(s, cfg, sc) != 0) {
 		snprintf(err, errlen, "oauth: out of memory");
 		settings_clear(s);
 		return -1;
@@ -273,20 +285,18 @@ done:
 /* The form body (and for client_secret_basic the userpwd) of one token
  * request. Both hold secrets: the caller wipes and frees them. */
 static int
-build_request(const struct settings *s, int64_t now_ms, char **body, char **userpwd,
-	      char *err, size_t errlen)
+build_request(const struct settings *s, int64_t now_ms, const char *const *grant,
+	      char **body, char **userpwd, char *err, size_t errlen)
 {
-	const char *pairs[20];
+	const char *pairs[32];
 	char *assertion = NULL;
 	size_t n = 0;
 
 	*body = *userpwd = NULL;
-	pairs[n++] = "grant_type";
-	pairs[n++] = "client_credentials";
 #define OPT(name, v) do { if ((v) != NULL) { pairs[n++] = (name); pairs[n++] = (v); } } while (0)
-	OPT("scope", s->scope);
-	OPT("resource", s->resource);
-	OPT("audience", s->audience);
+	/* the grant's own pairs, NULL values skipped; at most 10 */
+	for (size_t i = 0; grant[i] != NULL && i < 20; i += 2)
+		OPT(grant[i], grant[i + 1]);
 	switch (s->auth_method) {
 	case CFG_CLIENT_SECRET_BASIC:
 		if ((*userpwd = token_basic_userpwd(s->client_id, s->secret)) == NULL)
@@ -447,7 +457,9 @@ fetch(struct oauth *o)
 	ev_timer_stop(o->loop, &o->fetch_timer);
 	if (o->call != NULL)
 		return;
-	rc = build_request(&o->set, now, &body, &userpwd, err, sizeof err);
+	const char *grant[] = {"grant_type", "client_credentials", "scope", o->set.scope,
+	    "resource", o->set.resource, "audience", o->set.audience, NULL};
+	rc = build_request(&o->set, now, grant, &body, &userpwd, err, sizeof err);
 	if (rc == 0) {
 		struct http_request rq = {
 			.method = "POST", .url = o->set.token_url, .headers = headers,
@@ -524,13 +536,20 @@ struct oauth *
 oauth_new(struct ev_loop *loop, struct http_client *http, const struct cfg *cfg, char *err,
 	  size_t errlen)
 {
+	return oauth_new_scoped(loop, http, cfg, NULL, err, errlen);
+}
+
+struct oauth *
+oauth_new_scoped(struct ev_loop *loop, struct http_client *http, const struct cfg *cfg,
+		 const struct oauth_scope *sc, char *err, size_t errlen)
+{
 	struct oauth *o = calloc(1, sizeof *o);
 
 	if (o == NULL) {
 		snprintf(err, errlen, "oauth: out of memory");
 		return NULL;
 	}
-	if (settings_load(&o->set, cfg, err, errlen) != 0) {
+	if (settings_load(&o->set, cfg, sc, err, errlen) != 0) {
 		free(o);
 		return NULL;
 	}
@@ -653,7 +672,7 @@ oauth_reload(struct oauth *o, const struct cfg *cfg, char *err, size_t errlen)
 	struct settings fresh;
 	int same;
 
-	if (settings_load(&fresh, cfg, err, errlen) != 0)
+	if (settings_load(&fresh, cfg, NULL, err, errlen) != 0)
 		return -1;
 	same = same_identity(&fresh, &o->set);
 	settings_clear(&o->set);
@@ -666,4 +685,105 @@ oauth_reload(struct oauth *o, const struct cfg *cfg, char *err, size_t errlen)
 		fetch(o);
 	}
 	return 0;
+}
+
+/* ---- RFC 8693 token exchange, one per job ---- */
+
+#define TOKEN_EXCHANGE_GRANT	"urn:ietf:params:oauth:grant-type:token-exchange"
+#define ACCESS_TOKEN_TYPE	"urn:ietf:params:oauth:token-type:access_token"
+
+struct oauth_xch_call {
+	struct http_call *call;
+	oauth_exchange_cb *cb;
+	void *arg;
+};
+
+/* RFC 6749 §5.2 errors that mean "not allowed", not "not now". */
+static int
+refusal(const char *detail)
+{
+	static const char *const codes[] = {"invalid_grant", "unauthorized_client",
+	    "invalid_scope", "access_denied", "invalid_target"};
+
+	if (strncmp(detail, "idp error: ", 11) != 0)
+		return 0;
+	for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+		size_t n = strlen(codes[i]);
+		if (strncmp(detail + 11, codes[i], n) == 0 &&
+		    (detail[11 + n] == '\0' || detail[11 + n] == ':'))
+			return 1;
+	}
+	return 0;
+}
+
+static void
+on_exchange(const struct http_response *resp, void *arg)
+{
+	struct oauth_xch_call *x = arg;
+	char detail[512] = "", *tok = NULL;
+	long long expires_in;
+	enum oauth_xch r = OAUTH_XCH_UNAVAILABLE;
+
+	x->call = NULL;
+	if (resp->status >= 200 && resp->status <= 299) {
+		if (token_parse_response(resp->body, resp->body_len, &tok, &expires_in, detail,
+		    sizeof detail) == 0)
+			r = OAUTH_XCH_OK;
+	} else if (resp->status == 0) {
+		snprintf(detail, sizeof detail, "%s", resp->timed_out ? "timeout" : "transport error");
+	} else {
+		if (token_parse_response(resp->body, resp->body_len, &tok, &expires_in, detail,
+		    sizeof detail) == 0)
+			snprintf(detail, sizeof detail, "http %ld", resp->status);
+		if (resp->status >= 400 && resp->status <= 499 && refusal(detail))
+			r = OAUTH_XCH_DENIED;
+	}
+	x->cb(x->arg, r, r == OAUTH_XCH_OK ? tok : NULL, detail);
+	wipe_free(tok);
+	free(x);
+}
+
+struct oauth_xch_call *
+oauth_exchange(struct oauth *o, const struct oauth_exchange_req *rq, oauth_exchange_cb *cb,
+	       void *arg, int64_t now_mono_ms, long call_timeout_ms)
+{
+	const char *actor = oauth_token(o, now_mono_ms, call_timeout_ms);
+	const char *headers[] = {"Content-Type: application/x-www-form-urlencoded",
+	    "Accept: application/json", NULL};
+	char err[256], *body = NULL, *userpwd = NULL;
+	struct oauth_xch_call *x;
+
+	if (actor == NULL || (x = calloc(1, sizeof *x)) == NULL)
+		return NULL;
+	const char *grant[] = {"grant_type", TOKEN_EXCHANGE_GRANT,
+	    "subject_token", rq->subject_token, "subject_token_type", rq->subject_token_type,
+	    "actor_token", actor, "actor_token_type", ACCESS_TOKEN_TYPE,
+	    "scope", rq->scope, "resource", rq->resource, NULL};
+	x->cb = cb;
+	x->arg = arg;
+	int rc = build_request(&o->set, wtime_now_ms(), grant, &body, &userpwd, err, sizeof err);
+	if (rc == 0) {
+		struct http_request req = {
+			.method = "POST", .url = o->set.token_url, .headers = headers,
+			.body = body, .body_len = strlen(body),
+			.timeout_ms = o->set.timeout_ms, .userpwd = userpwd,
+		};
+		rc = http_start(o->http, &req, on_exchange, x, &x->call);
+	}
+	wipe_free(body);
+	wipe_free(userpwd);
+	if (rc != 0) {
+		free(x);
+		return NULL;
+	}
+	return x;
+}
+
+void
+oauth_exchange_cancel(struct oauth_xch_call *x)
+{
+	if (x == NULL)
+		return;
+	http_cancel(x->call);
+	free(x);
 }

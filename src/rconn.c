@@ -36,6 +36,7 @@
 #include "backoff.h"
 #include "log.h"
 #include "rnd.h"
+#include "sentinel.h"
 
 struct rc_cmd {
 	struct rc_cmd *prev, *next;
@@ -55,6 +56,8 @@ struct rconn {
 	long connect_timeout_ms, command_timeout_ms, backoff_min_ms, backoff_max_ms;
 	rconn_state_cb *state_cb;
 	void *state_arg;
+	int (*resolve)(void *arg, char *host, size_t hostlen, int *port);
+	void *resolve_arg;
 	char qname[64];		/* the name, ready for a log line */
 
 	redisAsyncContext *ac;	/* NULL between connections */
@@ -73,6 +76,7 @@ struct rconn {
 	char err_kinds[RCONN_ERR_KINDS][RCONN_ERR_KIND_LEN];
 	int nerr_kinds;
 	long long err_replies;
+	ev_tstamp last_err_at;	/* of the episode's latest error reply */
 
 	struct rc_cmd *head, *tail;	/* in the order sent */
 	size_t npending;		/* user commands among them */
@@ -83,7 +87,7 @@ struct rconn {
 	ev_timer drop_timer;	/* a drop asked for from inside a callback */
 };
 
-static char step_auth[] = "auth", step_select[] = "select";
+static char step_auth[] = "auth", step_select[] = "select", step_role[] = "role";
 
 /* Error kinds that are answers, not trouble: not logged. */
 static const char *const expected_errors[] = {"BUSYGROUP", "NOSCRIPT"};
@@ -277,6 +281,20 @@ expected_error(const char *kind)
 	return 0;
 }
 
+/* An episode ends after RCONN_EPISODE_QUIET_MS without an error reply (a
+ * replica answers reads and refuses writes: successes between its errors
+ * do not end it). */
+static void
+maybe_end_episode(struct rconn *rc)
+{
+	if (rc->nerr_kinds == 0 ||
+	    ev_now(rc->loop) - rc->last_err_at < RCONN_EPISODE_QUIET_MS / 1000.0)
+		return;
+	log_info("redis.errors_ended", "name=%s errors=%lld", rc->qname, rc->err_replies);
+	rc->nerr_kinds = 0;
+	rc->err_replies = 0;
+}
+
 /* One line per kind of error reply per episode, and one when it ends. */
 static void
 note_reply(struct rconn *rc, const redisReply *reply)
@@ -285,17 +303,16 @@ note_reply(struct rconn *rc, const redisReply *reply)
 
 	if (reply == NULL)
 		return;
-	if (reply->type != REDIS_REPLY_ERROR) {
-		if (rc->nerr_kinds > 0)
-			log_info("redis.errors_ended", "name=%s errors=%lld", rc->qname,
-			    rc->err_replies);
-		rc->nerr_kinds = 0;
-		rc->err_replies = 0;
+	maybe_end_episode(rc);
+	if (reply->type != REDIS_REPLY_ERROR)
 		return;
-	}
 	rconn_error_kind(reply, kind, sizeof kind);
 	if (expected_error(kind))
 		return;
+	rc->last_err_at = ev_now(rc->loop);
+	/* Sentinel: the primary was demoted under us; find the new one. */
+	if (rc->resolve != NULL && strcmp(kind, "READONLY") == 0)
+		schedule_drop(rc, "READONLY: a failover");
 	rc->err_replies++;
 	for (int i = 0; i < rc->nerr_kinds; i++)
 		if (strcmp(rc->err_kinds[i], kind) == 0)
@@ -408,7 +425,15 @@ on_handshake(struct rconn *rc, redisReply *reply, void *arg)
 		snprintf(code, sizeof(code), "%.*s", (int)(n < 127 ? n : 127), msg);
 		log_warn("redis.handshake_failed", "name=%s step=%s err=%s", rc->qname, step,
 			 log_quote(qerr, sizeof(qerr), code));
-		schedule_drop(rc, step == step_auth ? "AUTH failed" : "SELECT failed");
+		schedule_drop(rc, step == step_auth ? "AUTH failed" : step == step_role ?
+		    "ROLE failed" : "SELECT failed");
+		return;
+	}
+	if (step == step_role && !sentinel_is_master(reply)) {
+		rc->handshake_failed = 1;
+		log_warn("redis.not_primary", "name=%s host=%s port=%d", rc->qname,
+		    rc->host ? rc->host : "-", rc->port);
+		schedule_drop(rc, "not the primary");
 		return;
 	}
 	if (--rc->handshake_left == 0)
@@ -450,6 +475,20 @@ send_select(struct rconn *rc)
 	return r;
 }
 
+/* Sentinel: a node that says it is a replica is no place to write. */
+static int
+send_role(struct rconn *rc)
+{
+	char *cmd;
+	int len = redisFormatCommand(&cmd, "ROLE");
+
+	if (len < 0)
+		return -1;
+	int r = submit(rc, on_handshake, step_role, 1, cmd, (size_t)len, NULL, 0);
+	redisFreeCommand(cmd);
+	return r;
+}
+
 static void
 start_handshake(struct rconn *rc)
 {
@@ -462,6 +501,11 @@ start_handshake(struct rconn *rc)
 	}
 	if (rc->db != 0) {
 		if (send_select(rc) < 0)
+			goto fail;
+		rc->handshake_left++;
+	}
+	if (rc->resolve != NULL) {
+		if (send_role(rc) < 0)
 			goto fail;
 		rc->handshake_left++;
 	}
@@ -516,6 +560,31 @@ drop(struct rconn *rc, const char *why)
 		conn_gone(rc, why);
 }
 
+/* Sentinel: where the primary is now. */
+static int
+resolve_primary(struct rconn *rc, char *why, size_t whylen)
+{
+	char host[256];
+	int port;
+
+	if (rc->resolve(rc->resolve_arg, host, sizeof host, &port) < 0) {
+		snprintf(why, whylen, "no primary from the sentinels");
+		return -1;
+	}
+	if (rc->host == NULL || strcmp(rc->host, host) != 0 || rc->port != port) {
+		char *copy = strdup(host);
+		if (copy == NULL) {
+			snprintf(why, whylen, "out of memory");
+			return -1;
+		}
+		free(rc->host);
+		rc->host = copy;
+		rc->port = port;
+		log_info("redis.primary", "name=%s host=%s port=%d", rc->qname, host, port);
+	}
+	return 0;
+}
+
 static void
 start_connect(struct rconn *rc)
 {
@@ -523,6 +592,10 @@ start_connect(struct rconn *rc)
 	char why[160];
 
 	rc->attempt++;
+	if (rc->resolve != NULL && resolve_primary(rc, why, sizeof why) < 0) {
+		conn_gone(rc, why);
+		return;
+	}
 	ac = rc->socket != NULL ? redisAsyncConnectUnix(rc->socket) :
 	    redisAsyncConnect(rc->host, rc->port);
 	if (ac == NULL) {
@@ -636,7 +709,8 @@ rconn_new(struct ev_loop *loop, const struct rconn_opts *opts, const char *name,
 {
 	struct rconn *rc;
 
-	if (loop == NULL || opts == NULL || (opts->socket == NULL && opts->host == NULL))
+	if (loop == NULL || opts == NULL ||
+	    (opts->socket == NULL && opts->host == NULL && opts->resolve == NULL))
 		return NULL;
 	rc = calloc(1, sizeof(*rc));
 	if (rc == NULL)
@@ -656,6 +730,8 @@ rconn_new(struct ev_loop *loop, const struct rconn_opts *opts, const char *name,
 	rc->backoff_max_ms = opts->backoff_max_ms;
 	rc->state_cb = state_cb;
 	rc->state_arg = arg;
+	rc->resolve = opts->resolve;
+	rc->resolve_arg = opts->resolve_arg;
 	log_quote(rc->qname, sizeof(rc->qname), name != NULL ? name : "redis");
 	init_timer(rc, &rc->retry_timer, on_retry_timer);
 	init_timer(rc, &rc->conn_timer, on_conn_timer);

@@ -28,10 +28,27 @@ token_b64url_encode(const unsigned char *in, size_t n)
 
 /* ---- lifetime ---- */
 
-/* The `exp` claim (seconds) of a JWS compact token, or -1: an opaque token,
- * a JWE (five segments) or a payload without a positive numeric exp. */
+/* A positive numeric claim (seconds), or -1. */
 static int64_t
-jwt_exp_s(const char *token)
+claim_s(const json_t *claims, const char *name)
+{
+	const json_t *v = json_object_get(claims, name);
+	int64_t s = -1;
+
+	if (json_is_integer(v) && json_integer_value(v) > 0)
+		s = json_integer_value(v);
+	else if (json_is_real(v) && json_real_value(v) >= 1 && json_real_value(v) < 9e15)
+		s = (int64_t)json_real_value(v);
+	if (s > LIFETIME_MAX_S * 100)
+		s = LIFETIME_MAX_S * 100;	/* far beyond any now: same effect */
+	return s;
+}
+
+/* The `exp` claim (seconds) of a JWS compact token, or -1: an opaque token,
+ * a JWE (five segments) or a payload without a positive numeric exp. *iat_s
+ * gets its `iat`, or -1. */
+static int64_t
+jwt_exp_s(const char *token, int64_t *iat_s)
 {
 	const char *dot1 = token ? strchr(token, '.') : NULL;
 	const char *dot2 = dot1 ? strchr(dot1 + 1, '.') : NULL;
@@ -39,33 +56,36 @@ jwt_exp_s(const char *token)
 	size_t len;
 	int64_t exp = -1;
 
+	*iat_s = -1;
 	if (dot2 == NULL || strchr(dot2 + 1, '.') != NULL)
 		return -1;
 	if (b64url_decode_lax(dot1 + 1, (size_t)(dot2 - dot1 - 1), &payload, &len) != 0)
 		return -1;
 	json_t *claims = json_loadb((const char *)payload, len, 0, NULL);
-	const json_t *v = json_object_get(claims, "exp");
-	if (json_is_integer(v) && json_integer_value(v) > 0)
-		exp = json_integer_value(v);
-	else if (json_is_real(v) && json_real_value(v) >= 1 && json_real_value(v) < 9e15)
-		exp = (int64_t)json_real_value(v);
+	exp = claim_s(claims, "exp");
+	*iat_s = claim_s(claims, "iat");
 	json_decref(claims);
 	free(payload);
-	if (exp > LIFETIME_MAX_S * 100)
-		exp = LIFETIME_MAX_S * 100;	/* far beyond any now: same effect */
 	return exp;
 }
 
 int64_t
 token_lifetime_ms(long long expires_in_s, const char *access_token, int64_t now_ms)
 {
-	int64_t life = -1;
-	int64_t exp_s = jwt_exp_s(access_token);
+	int64_t life = -1, iat_s, jwt_life;
+	int64_t exp_s = jwt_exp_s(access_token, &iat_s);
 
 	if (expires_in_s >= 0)
 		life = (expires_in_s > LIFETIME_MAX_S ? LIFETIME_MAX_S : expires_in_s) * 1000;
-	if (exp_s > 0 && (life < 0 || exp_s * 1000 - now_ms < life))
-		life = exp_s * 1000 - now_ms;
+	/* exp against our wall clock, exactly -- unless the token's iat shows
+	 * that clock is off by more than TOKEN_SKEW_MS from the IdP's: then the
+	 * IdP's own exp - iat, less the second that iat may have been cut by. */
+	jwt_life = exp_s * 1000 - now_ms;
+	if (iat_s > 0 && iat_s <= exp_s &&
+	    (now_ms - iat_s * 1000 > TOKEN_SKEW_MS || iat_s * 1000 - now_ms > TOKEN_SKEW_MS))
+		jwt_life = (exp_s - iat_s) * 1000 - 1000;
+	if (exp_s > 0 && (life < 0 || jwt_life < life))
+		life = jwt_life;
 	return life > 0 ? life : -1;
 }
 

@@ -3,6 +3,7 @@
  *
  *   warrantctl [-c FILE] decide ...     write a record, enqueue or schedule it
  *   warrantctl [-c FILE] status         group lag, PEL, consumers, queue sizes
+ *   warrantctl [-c FILE] metrics        the same as Prometheus gauges (textfile collector)
  *   warrantctl [-c FILE] inspect ID     state, verified record, audit trail
  *   warrantctl [-c FILE] dead list|requeue ID|drop ID
  *
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sysexits.h>
 #include <unistd.h>
 
@@ -28,6 +30,7 @@
 #include "config.h"
 #include "ctl.h"
 #include "record.h"
+#include "sentinel.h"
 #include "store.h"
 #include "version.h"
 #include "wtime.h"
@@ -61,6 +64,10 @@ static const char usage_text[] =
 "      --key: the PEM private key (ES256, RS256) or the HMAC secret (HS256);\n"
 "      not needed with [records] signature = off.\n"
 "  status [--json]        group lag, pending entries, consumers, queue sizes\n"
+"  metrics [--output FILE]\n"
+"                         queue gauges in the Prometheus text format, for\n"
+"                         node_exporter's textfile collector; --output writes\n"
+"                         FILE atomically (a temp file, then rename)\n"
 "  inspect ID [--json]    state fields, the verified record, its audit trail\n"
 "  dead list [--json]     dead letters, one per line\n"
 "  dead requeue ID        put a dead record back on the queue (not past its deadline)\n"
@@ -252,26 +259,60 @@ authenticate(struct ctx *c)
 	return rc == 0 ? 0 : EX_UNAVAILABLE;
 }
 
+/* Sentinel: the primary's address, as the daemon finds it. 0, or an exit
+ * code. */
+static int
+sentinel_primary(const struct cfg *cfg, char *host, size_t hostlen, int *port)
+{
+	struct sentinel_addr a[SENTINEL_MAX];
+	char err[256], *pw = NULL;
+	size_t n, len = 0;
+	int rc;
+
+	if (sentinel_parse_list(cfg->redis.sentinels, a, &n, err, sizeof err) < 0 ||
+	    (cfg->redis.sentinel_password_file &&
+	    cfg_read_file(cfg, cfg->redis.sentinel_password_file, 0, &pw, &len, err,
+	    sizeof err) < 0)) {
+		say("%s", err);
+		return EX_CONFIG;
+	}
+	rc = sentinel_master(a, n, cfg->redis.master_name, pw, TIMEOUT_S * 1000L, host, hostlen,
+	    port, err, sizeof err);
+	if (pw)
+		cfg_secret_free(pw, len);
+	if (rc < 0) {
+		say("%s", err);
+		return EX_UNAVAILABLE;
+	}
+	return 0;
+}
+
 static int
 connect_redis(struct ctx *c)
 {
 	const struct cfg *cfg = c->cfg;
 	struct timeval tv = {TIMEOUT_S, 0};
-	char db[16];
+	char db[16], host[SENTINEL_HOST_MAX];
+	const char *where = cfg->redis.host;
+	int port = cfg->redis.port;
 	redisReply *r;
 	int rc;
 
+	if (cfg->redis.sentinels && (rc = sentinel_primary(cfg, host, sizeof host, &port)) != 0)
+		return rc;
+	if (cfg->redis.sentinels)
+		where = host;
 	if (cfg->redis.socket != NULL)
 		c->redis = redisConnectUnixWithTimeout(cfg->redis.socket, tv);
 	else
-		c->redis = redisConnectWithTimeout(cfg->redis.host, cfg->redis.port, tv);
+		c->redis = redisConnectWithTimeout(where, port, tv);
 	if (c->redis == NULL || c->redis->err) {
 		if (cfg->redis.socket != NULL)
 			say("cannot connect to Redis at %s: %s", cfg->redis.socket,
 			    c->redis ? c->redis->errstr : "out of memory");
 		else
-			say("cannot connect to Redis at %s:%d: %s", cfg->redis.host,
-			    cfg->redis.port, c->redis ? c->redis->errstr : "out of memory");
+			say("cannot connect to Redis at %s:%d: %s", where, port,
+			    c->redis ? c->redis->errstr : "out of memory");
 		return EX_UNAVAILABLE;
 	}
 	if (redisSetTimeout(c->redis, tv) != REDIS_OK) {
@@ -1050,6 +1091,86 @@ cmd_status(struct ctx *c, int argc, char **argv)
 	return rc;
 }
 
+/* ---- metrics ---- */
+
+/* FILE.tmp.PID in FILE's directory, synced, then renamed over FILE: a
+ * collector never reads half a file. */
+static int
+write_atomically(const char *path, const json_t *st)
+{
+	char tmp[4096];
+	int fd = -1;
+	FILE *f = NULL;
+
+	if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp) {
+		say("metrics: %s: name too long", path);
+		return EX_USAGE;
+	}
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0 ||
+	    fchmod(fd, 0644) < 0 || (f = fdopen(fd, "w")) == NULL) {
+		say("metrics: cannot write %s: %s", tmp, strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+			unlink(tmp);
+		}
+		return EX_REFUSED;
+	}
+	int rc = ctl_queue_metrics(f, st, wtime_now_ms());
+	if (rc != 0 || fflush(f) != 0 || fsync(fileno(f)) != 0 || ferror(f)) {
+		say("metrics: cannot write %s: %s", tmp, rc ? "out of memory" : strerror(errno));
+		fclose(f);
+		unlink(tmp);
+		return EX_REFUSED;
+	}
+	if (fclose(f) != 0 || rename(tmp, path) != 0) {
+		say("metrics: cannot write %s: %s", path, strerror(errno));
+		unlink(tmp);
+		return EX_REFUSED;
+	}
+	return 0;
+}
+
+static int
+cmd_metrics(struct ctx *c, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"output", required_argument, NULL, 'o'},
+		{"config", required_argument, NULL, 'c'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *output = NULL;
+	json_t *st;
+	int ch, rc;
+
+	while ((ch = getopt_long(argc, argv, "c:ho:", longopts, NULL)) != -1) {
+		if (ch == 'h') {
+			fputs(usage_text, stdout);
+			return 0;
+		}
+		if (ch == 'c')
+			c->cfg_path = optarg;
+		else if (ch == 'o')
+			output = optarg;
+		else
+			return unknown_option(argv[0], argv);
+	}
+	if (optind != argc)
+		return usage_error("metrics: unexpected argument '%s'", argv[optind]);
+	if ((rc = prepare(c)) != 0)
+		return rc;
+	if ((st = json_object()) == NULL)
+		return EX_REFUSED;
+	if ((rc = status_json(c, st)) == 0) {
+		if (output)
+			rc = write_atomically(output, st);
+		else if (ctl_queue_metrics(stdout, st, wtime_now_ms()) != 0)
+			rc = EX_REFUSED;
+	}
+	json_decref(st);
+	return rc;
+}
+
 /* ---- inspect ---- */
 
 /* Verification (§3) with the configured key: "verified", and "record" or
@@ -1402,7 +1523,8 @@ dispatch(struct ctx *c, int argc, char **argv)
 		const char *name;
 		int (*fn)(struct ctx *, int, char **);
 	} cmds[] = {
-		{"decide", cmd_decide}, {"status", cmd_status}, {"inspect", cmd_inspect},
+		{"decide", cmd_decide}, {"status", cmd_status}, {"metrics", cmd_metrics},
+		{"inspect", cmd_inspect},
 		{"dead", cmd_dead},
 	};
 

@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sysexits.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include "config.h"
 #include "engine.h"
 #include "log.h"
+#include "metrics.h"
 #include "record.h"
 #include "version.h"
 
@@ -69,6 +71,16 @@ load_config(const char *path)
 
 static const char *config_path;
 
+/* [metrics] as the daemon started: a reload cannot move the listener. */
+static char *metrics_listen;
+static int metrics_allow_remote;
+
+static int
+same_str(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
 static void
 warn_config(const struct cfg *cfg)
 {
@@ -111,8 +123,65 @@ on_reload(struct ev_loop *loop, ev_signal *w, int revents)
 		cfg_free(cfg);
 		return;
 	}
+	if (!same_str(cfg->metrics.listen, metrics_listen) ||
+	    cfg->metrics.allow_remote != metrics_allow_remote)
+		log_warn("config.restart_needed", "key=\"[metrics] listen\" detail=\"[metrics] "
+		    "changes take effect at a restart; still serving as before\"");
 	warn_config(cfg);
 	log_info("config.reloaded", "config=%s", log_quote(q, sizeof q, config_path));
+}
+
+static void
+metrics_sample_engine(void *arg, struct metrics_sample *out)
+{
+	const struct engine *eng = arg;
+	const struct engine_counters *n = engine_counters(eng);
+	struct engine_gauges g;
+
+	engine_gauges(eng, &g);
+	out->n = *n;
+	/* the engine copies these two into its counters at each heartbeat only */
+	out->n.token_refreshes = g.token_refreshes;
+	out->n.redis_outages = g.redis_outages;
+	out->in_flight = g.in_flight;
+	out->token_state = g.token_state;
+	out->token_expires_in_s = g.token_expires_in_s;
+	out->redis_up = g.redis_up;
+	out->version = WARRANTD_VERSION;
+	out->start_time_s = g.started_at_ms / 1000;
+}
+
+static void
+metrics_on_call(void *arg, const char *action, long status, long long duration_ms,
+		long long queue_delay_ms)
+{
+	(void)status;
+	metrics_observe_call(arg, action, duration_ms, queue_delay_ms);
+}
+
+/* The [metrics] listener, or NULL when none is configured (*failed 0) or it
+ * cannot listen (*failed 1, logged). */
+static struct metrics *
+start_metrics(struct ev_loop *loop, const struct cfg *cfg, struct engine *eng, int *failed)
+{
+	struct metrics_addr addr;
+	char err[256], q[300];
+	struct metrics *m = NULL;
+
+	*failed = 0;
+	if (!cfg->metrics.listen)
+		return NULL;
+	if (metrics_listen_parse(cfg->metrics.listen, cfg->metrics.allow_remote, &addr, err,
+	    sizeof err) == 0)
+		m = metrics_new(loop, &addr, metrics_sample_engine, eng, err, sizeof err);
+	if (!m) {
+		log_error("fatal", "error=%s", log_quote(q, sizeof q, err));
+		*failed = 1;
+		return NULL;
+	}
+	engine_set_call_observer(eng, metrics_on_call, m);
+	log_info("metrics.listen", "listen=%s", log_quote(q, sizeof q, cfg->metrics.listen));
+	return m;
 }
 
 /* The daemon. Owns cfg (a reload swaps it) and frees it. Returns the exit
@@ -143,6 +212,16 @@ run(struct cfg *cfg)
 		cfg_free(cfg);
 		return EX_CONFIG;
 	}
+	int failed;
+	metrics_allow_remote = cfg->metrics.allow_remote;
+	metrics_listen = cfg->metrics.listen ? strdup(cfg->metrics.listen) : NULL;
+	struct metrics *metrics = start_metrics(loop, cfg, eng, &failed);	/* cfg: eng's now */
+	if (failed || (cfg->metrics.listen && !metrics_listen)) {
+		metrics_free(metrics);
+		engine_free(eng);
+		free(metrics_listen);
+		return EX_UNAVAILABLE;
+	}
 	ev_signal_init(&sigterm, on_stop, SIGTERM);
 	ev_signal_init(&sigint, on_stop, SIGINT);
 	ev_signal_init(&sighup, on_reload, SIGHUP);
@@ -152,7 +231,10 @@ run(struct cfg *cfg)
 	ev_signal_start(loop, &sighup);
 	engine_start(eng);
 	ev_run(loop, 0);
+	engine_set_call_observer(eng, NULL, NULL);
+	metrics_free(metrics);
 	engine_free(eng);
+	free(metrics_listen);
 	ev_loop_destroy(loop);
 	log_info("exit", "status=0");
 	return 0;

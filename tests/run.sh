@@ -49,6 +49,8 @@ if [ "$unit_only" = 0 ]; then
 			run "$t" "$t"
 		done
 	done
+	# The Debian package, built once from a copy of the tree (~20 s).
+	run tests/deb.sh sh tests/deb.sh build/deb
 fi
 echo
 [ -n "$failed_names" ] && echo "failed:$failed_names"

@@ -4,7 +4,7 @@
  *
  *   fake_idp --port-file FILE [--port N] --jwt-secret-file S --client-id ID
  *            [--client-secret-file F] [--assertion-key-file PUBPEM]...
- *            [--lifetime-s N] [--audience-url URL]
+ *            [--lifetime-s N] [--audience-url URL] [--decision-key-file PUBPEM]
  *
  * POST /token takes a form body with grant_type=client_credentials and
  * authenticates the client by exactly one of: HTTP Basic (id and secret each
@@ -15,8 +15,21 @@
  * exp in the future and at most 5 minutes away, jti never seen before. It
  * answers {"access_token", "token_type": "Bearer", "expires_in"} with an
  * HS256 JWT signed with the --jwt-secret-file content (what fake_target
- * checks): iat = now, exp = now + lifetime (seconds), jti, sub.
+ * checks): iat = now, exp = now + lifetime (seconds), jti, sub, and the
+ * requested scope (when one was asked for) as `scope`.
  * Wrong client credentials: 401 {"error": "invalid_client"}.
+ *
+ * With --decision-key-file (the decider's ES256 public key) it also takes
+ * grant_type=urn:ietf:params:oauth:grant-type:token-exchange (RFC 8693),
+ * the client authenticated as above: actor_token must be a live token it
+ * issued to this client, subject_token (subject_token_type
+ * urn:warrant:params:oauth:token-type:decision) a decision record that
+ * verifies with that key (by warrantd's own record.c). It answers a token
+ * whose sub is the record's onBehalfOf, act {"sub": client id}, scope the
+ * requested scope and resource the requested resource; a bad actor or
+ * record, or POST /_exchange_deny, gets 400 invalid_grant (POST
+ * /_exchange_allow undoes it). /_stats adds "exchanges" and
+ * "exchanges_denied".
  *
  * Control: POST /_down (every /token gets 503 until POST /_up), POST /_up,
  * POST /_lifetime (body: seconds), POST /_reset (counters and last_*),
@@ -37,6 +50,7 @@
 
 #include "b64url.h"
 #include "common.h"
+#include "record.h"
 #include "wtime.h"
 #include "log.h"
 #include "rnd.h"
@@ -47,12 +61,17 @@
 #define BLOB_MAX	16383		/* bytes read of a secret or key file */
 #define ASSERTION_MAX_AHEAD_S	300
 #define JWT_BEARER	"urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+#define EXCHANGE_GRANT	"urn:ietf:params:oauth:grant-type:token-exchange"
+#define DECISION_TYPE	"urn:warrant:params:oauth:token-type:decision"
 
 static struct {
 	pthread_mutex_t mu;
 	int down;
 	long lifetime_s;
 	long long issued, requests, rejected, unavailable;
+	long long exchanges, exchanges_denied;
+	int exchange_deny;
+	struct record_key *decision_key;	/* NULL: no token exchange */
 	json_t *last;		/* last_* fields of /_stats */
 	json_t *seen_jti;	/* jti -> true, for replay checks; never reset */
 	struct fake_blob jwt_secret, client_secret;
@@ -73,6 +92,7 @@ reset_locked(void)
 	for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
 		json_object_set_new(st.last, fields[i], json_null());
 	st.issued = st.requests = st.rejected = st.unavailable = 0;
+	st.exchanges = st.exchanges_denied = 0;
 }
 
 static void
@@ -326,8 +346,106 @@ authenticate_locked(struct MHD_Connection *c, const json_t *form, int *status)
 
 /* ---- issuing ---- */
 
+static char *issue_token_locked(const char *scope, const struct record *rec,
+				const char *resource);
+
+/* RFC 8693 §4.1: the worker acts for the record's subject. */
+static int
+add_exchange_claims(jwt_t *jwt, const struct record *rec)
+{
+	json_t *act = json_pack("{s:{s:s}, s:s}", "act", "sub", st.client_id, "record", rec->id);
+	char *text = act ? json_dumps(act, JSON_COMPACT) : NULL;
+	int rc = text ? jwt_add_grants_json(jwt, text) : -1;
+
+	free(text);
+	json_decref(act);
+	return rc;
+}
+
+/* The actor token: one this IdP issued to this client, still alive. */
+static int
+actor_ok_locked(const char *tok)
+{
+	jwt_t *jwt = NULL;
+	int ok = 0;
+
+	if (tok == NULL || jwt_decode(&jwt, tok, (const unsigned char *)st.jwt_secret.data,
+	    (int)st.jwt_secret.len) != 0)
+		return 0;
+	const char *sub = jwt_get_grant(jwt, "sub");
+	errno = 0;
+	long exp = jwt_get_grant_int(jwt, "exp");
+	ok = jwt_get_alg(jwt) == JWT_ALG_HS256 && errno == 0 && exp > (long)time(NULL) &&
+	    sub != NULL && strcmp(sub, st.client_id) == 0;
+	char *act = ok ? jwt_get_grants_json(jwt, "act") : NULL;
+	if (act != NULL)
+		ok = 0;	/* an exchanged token is no actor token */
+	free(act);
+	jwt_free(jwt);
+	return ok;
+}
+
+/* The subject token: a decision record that verifies with the decider's
+ * key. Its recordId comes from its own payload (there is no key suffix
+ * here); record_load then checks everything else. NULL when it fails. */
+static struct record *
+decision_of(const char *raw)
+{
+	const char *dot1 = raw ? strchr(raw, '.') : NULL;
+	const char *dot2 = dot1 ? strchr(dot1 + 1, '.') : NULL;
+	struct record *rec = NULL;
+	char detail[200];
+
+	if (dot2 == NULL)
+		return NULL;
+	size_t n = 0;
+	unsigned char *payload = NULL;
+	json_t *doc = b64url_decode_lax(dot1 + 1, (size_t)(dot2 - dot1 - 1), &payload, &n) == 0 ?
+	    json_loadb((const char *)payload, n, 0, NULL) : NULL;
+	const char *id = json_string_value(json_object_get(doc, "recordId"));
+	struct record_policy pol = {
+		.signature_required = 1, .algorithm = JWT_ALG_ES256,
+		.parsed_key = st.decision_key, .max_window_ms = 366LL * 86400 * 1000,
+		.clock_skew_ms = 60000,
+	};
+	if (id == NULL || record_load(&pol, id, raw, wtime_now_ms(), &rec, NULL, detail,
+	    sizeof detail) != RECORD_OK)
+		rec = NULL;
+	json_decref(doc);
+	free(payload);
+	return rec;
+}
+
+/* RFC 8693 token exchange; called with st.mu held and the client
+ * authenticated. The answer (caller frees) or NULL with *problem set. */
 static char *
-issue_token_locked(void)
+exchange_locked(const json_t *form, const char **problem)
+{
+	const char *type = json_string_value(json_object_get(form, "subject_token_type"));
+	const char *subject = json_string_value(json_object_get(form, "subject_token"));
+	struct record *rec = NULL;
+	char *answer = NULL;
+
+	st.exchanges++;
+	if (st.exchange_deny)
+		*problem = "exchanges are refused (POST /_exchange_deny)";
+	else if (!actor_ok_locked(json_string_value(json_object_get(form, "actor_token"))))
+		*problem = "actor_token is not a live token of this client";
+	else if (type == NULL || strcmp(type, DECISION_TYPE) != 0)
+		*problem = "subject_token_type is not a decision record";
+	else if ((rec = decision_of(subject)) == NULL)
+		*problem = "subject_token is not a decision record signed by the decider";
+	else
+		answer = issue_token_locked(json_string_value(json_object_get(form, "scope")), rec,
+		    json_string_value(json_object_get(form, "resource")));
+	if (answer == NULL)
+		st.exchanges_denied++;
+	record_free(rec);
+	return answer;
+}
+
+static char *
+issue_token_locked(const char *scope, const struct record *rec, const char *resource)
 {
 	long now = (long)time(NULL);
 	jwt_t *jwt = NULL;
@@ -335,11 +453,15 @@ issue_token_locked(void)
 
 	if (rnd_hex(jti, sizeof jti, 16) != 0 || jwt_new(&jwt) != 0)
 		goto done;
-	if (jwt_add_grant(jwt, "sub", st.client_id) || jwt_add_grant(jwt, "jti", jti) ||
+	if (jwt_add_grant(jwt, "sub", rec ? rec->on_behalf_of : st.client_id) ||
+	    jwt_add_grant(jwt, "jti", jti) ||
 	    jwt_add_grant_int(jwt, "iat", now) || jwt_add_grant_int(jwt, "exp", now + st.lifetime_s) ||
 	    /* iat to the ms, so a revocation in the same second as an issue
 	     * is ordered right (the fake gate reads it) */
 	    jwt_add_grant_int(jwt, "iat_ms", (long)wtime_now_ms()) ||
+	    (scope != NULL && jwt_add_grant(jwt, "scope", scope)) ||
+	    (resource != NULL && jwt_add_grant(jwt, "resource", resource)) ||
+	    (rec != NULL && add_exchange_claims(jwt, rec) != 0) ||
 	    jwt_set_alg(jwt, JWT_ALG_HS256, (const unsigned char *)st.jwt_secret.data,
 	    (int)st.jwt_secret.len) || (tok = jwt_encode_str(jwt)) == NULL)
 		goto done;
@@ -377,21 +499,40 @@ handle_token(struct MHD_Connection *c, const struct fake_req *r)
 	set_last("last_resource", json_string_value(json_object_get(form, "resource")));
 	set_last("last_audience", json_string_value(json_object_get(form, "audience")));
 	const char *grant = json_string_value(json_object_get(form, "grant_type"));
-	if (grant == NULL || strcmp(grant, "client_credentials") != 0) {
+	int exchange = grant != NULL && strcmp(grant, EXCHANGE_GRANT) == 0 &&
+	    st.decision_key != NULL;
+	if (grant == NULL || (!exchange && strcmp(grant, "client_credentials") != 0)) {
 		status = 400;
 		problem = "unsupported_grant_type";
 	} else {
 		problem = authenticate_locked(c, form, &status);
 	}
+	if (problem == NULL && exchange) {
+		char *answer = exchange_locked(form, &problem);
+		json_decref(form);
+		pthread_mutex_unlock(&st.mu);
+		if (answer == NULL) {
+			log_info("fake.exchange", "status=400 detail=\"%s\"", problem);
+			return send_error(c, 400, "invalid_grant", problem);
+		}
+		enum MHD_Result ret = fake_send(c, 200, answer, NULL);
+		free(answer);
+		log_info("fake.exchange", "status=200");
+		return ret;
+	}
+	char *scope = json_string_value(json_object_get(form, "scope")) ?
+	    strdup(json_string_value(json_object_get(form, "scope"))) : NULL;
 	json_decref(form);
 	if (problem != NULL) {
+		free(scope);
 		st.rejected++;
 		pthread_mutex_unlock(&st.mu);
 		return send_error(c, status, status == 401 ? "invalid_client" :
 		    strcmp(problem, "unsupported_grant_type") == 0 ? problem : "invalid_request",
 		    problem);
 	}
-	char *answer = issue_token_locked();
+	char *answer = issue_token_locked(scope, NULL, NULL);
+	free(scope);
 	pthread_mutex_unlock(&st.mu);
 	if (answer == NULL)
 		return send_error(c, 500, "server_error", "cannot issue a token");
@@ -407,9 +548,11 @@ static enum MHD_Result
 send_stats(struct MHD_Connection *c)
 {
 	pthread_mutex_lock(&st.mu);
-	json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I}", "issued", (json_int_t)st.issued,
+	json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "issued", (json_int_t)st.issued,
 	    "requests", (json_int_t)st.requests, "rejected", (json_int_t)st.rejected,
-	    "unavailable", (json_int_t)st.unavailable, "lifetime_s", (json_int_t)st.lifetime_s);
+	    "unavailable", (json_int_t)st.unavailable, "lifetime_s", (json_int_t)st.lifetime_s,
+	    "exchanges", (json_int_t)st.exchanges,
+	    "exchanges_denied", (json_int_t)st.exchanges_denied);
 	if (o != NULL)
 		json_object_update(o, st.last);
 	pthread_mutex_unlock(&st.mu);
@@ -443,6 +586,12 @@ handle_control(struct MHD_Connection *c, const struct fake_req *r, const char *m
 		return send_stats(c);
 	if (post && fake_path_is(r, "/_lifetime"))
 		return set_lifetime(c, r);
+	if (post && (fake_path_is(r, "/_exchange_deny") || fake_path_is(r, "/_exchange_allow"))) {
+		pthread_mutex_lock(&st.mu);
+		st.exchange_deny = fake_path_is(r, "/_exchange_deny");
+		pthread_mutex_unlock(&st.mu);
+		return fake_send(c, 200, "{\"ok\":true}", NULL);
+	}
 	if (post && (down || fake_path_is(r, "/_up") || reset)) {
 		pthread_mutex_lock(&st.mu);
 		if (reset)
@@ -496,8 +645,22 @@ usage(void)
 {
 	fprintf(stderr, "usage: fake_idp --port-file FILE [--port N] --jwt-secret-file S "
 	    "--client-id ID [--client-secret-file F] [--assertion-key-file PUBPEM]... "
-	    "[--lifetime-s N] [--audience-url URL]\n");
+	    "[--lifetime-s N] [--audience-url URL] [--decision-key-file PUBPEM]\n");
 	return 64;
+}
+
+static int
+load_decision_key(const char *path)
+{
+	struct fake_blob pem = {0};
+	char err[160];
+
+	if (fake_read_file(path, BLOB_MAX, 0, &pem) != 0)
+		return -1;
+	st.decision_key = record_key_new(JWT_ALG_ES256, (const unsigned char *)pem.data, pem.len,
+	    err, sizeof err);
+	free(pem.data);
+	return st.decision_key ? 0 : -1;
 }
 
 static int
@@ -516,6 +679,8 @@ take_option(const char *opt, const char *v, void *arg)
 		st.lifetime_s = strtol(v, NULL, 10);
 	else if (strcmp(opt, "--audience-url") == 0)
 		audience_option = v;
+	else if (strcmp(opt, "--decision-key-file") == 0)
+		return load_decision_key(v);
 	else
 		return -1;
 	return 0;

@@ -15,7 +15,11 @@
  *     mode missing -> {} (no result: the worker must deny)
  *     mode status  -> HTTP `status` (default 503) with an empty body
  *   A query is denied when its input.resource is in deny_resources or its
- *   input.subject is in deny_subjects. Missing fields take the defaults:
+ *   input.subject is in deny_subjects. With "canal_duty": {"LATERAL":
+ *   "SUBJECT", ...} the canal rule of examples/policy/warrant.rego applies
+ *   as well: only action gate.open on canal/LATERAL/gate-N, by the duty
+ *   operator of LATERAL, with parameters.percent (a number or a numeric
+ *   string) from 0 to 60. Missing fields take the defaults:
  *   allow everything, mode bool, no delay. Each POST replaces the policy.
  *   A body that is not {"input": {...}} gets 400 (and is still recorded).
  * Control:
@@ -48,6 +52,7 @@ enum mode { MODE_BOOL, MODE_OBJECT, MODE_MISSING, MODE_STATUS };
 struct policy {
 	json_t *deny_resources;		/* array of strings */
 	json_t *deny_subjects;		/* array of strings */
+	json_t *canal_duty;		/* NULL, or lateral -> duty operator */
 	enum mode mode;
 	int status;			/* with MODE_STATUS */
 	long delay_ms;
@@ -74,6 +79,7 @@ policy_clear(struct policy *p)
 {
 	json_decref(p->deny_resources);
 	json_decref(p->deny_subjects);
+	json_decref(p->canal_duty);
 	*p = (struct policy){ .mode = MODE_BOOL, .status = 503 };
 }
 
@@ -129,10 +135,12 @@ policy_parse(const json_t *o, struct policy *out)
 	const json_t *ds = json_object_get(o, "deny_subjects");
 	const json_t *status = json_object_get(o, "status");
 	const json_t *delay = json_object_get(o, "delay_ms");
+	const json_t *duty = json_object_get(o, "canal_duty");
 
 	*out = (struct policy){ .mode = MODE_BOOL, .status = 503 };
 	if (!json_is_object(o) || (dr && !all_strings(dr)) || (ds && !all_strings(ds)) ||
 	    (status && !json_is_integer(status)) || (delay && !json_is_integer(delay)) ||
+	    (duty && !json_is_object(duty)) ||
 	    parse_mode(json_object_get(o, "mode"), &out->mode) != 0)
 		return -1;
 	if (status != NULL)
@@ -142,7 +150,9 @@ policy_parse(const json_t *o, struct policy *out)
 	out->delay_ms = delay ? (long)json_integer_value(delay) : 0;
 	out->deny_resources = dr ? json_deep_copy(dr) : json_array();
 	out->deny_subjects = ds ? json_deep_copy(ds) : json_array();
-	if (out->deny_resources == NULL || out->deny_subjects == NULL) {
+	out->canal_duty = duty ? json_deep_copy(duty) : NULL;
+	if (out->deny_resources == NULL || out->deny_subjects == NULL ||
+	    (duty && out->canal_duty == NULL)) {
 		policy_clear(out);
 		return -1;
 	}
@@ -163,11 +173,54 @@ listed(const json_t *list, const json_t *value)
 	return 0;
 }
 
+/* parameters.percent as a number: a JSON number, or a string that is one
+ * whole (what `warrantctl decide --param percent=40` sends). */
+static int
+percent_of(const json_t *input, double *out)
+{
+	const json_t *v = json_object_get(json_object_get(input, "parameters"), "percent");
+	char *end;
+
+	if (json_is_number(v)) {
+		*out = json_number_value(v);
+		return 0;
+	}
+	if (!json_is_string(v) || *json_string_value(v) == '\0')
+		return -1;
+	*out = strtod(json_string_value(v), &end);
+	return *end == '\0' ? 0 : -1;
+}
+
+/* The canal rule: the duty operator of a lateral may open its gates up to
+ * 60%. Resource canal/LATERAL/gate-N, exactly three segments. */
+static int
+canal_allows(const json_t *duty, const json_t *input)
+{
+	const char *action = json_string_value(json_object_get(input, "action"));
+	const char *res = json_string_value(json_object_get(input, "resource"));
+	const char *subject = json_string_value(json_object_get(input, "subject"));
+	char lateral[256];
+	double pct;
+
+	if (!action || !res || !subject || strcmp(action, "gate.open") != 0 ||
+	    strncmp(res, "canal/", 6) != 0)
+		return 0;
+	const char *gate = strchr(res + 6, '/');
+	if (!gate || gate == res + 6 || (size_t)(gate - res - 6) >= sizeof lateral ||
+	    strncmp(gate + 1, "gate-", 5) != 0 || strchr(gate + 1, '/'))
+		return 0;
+	snprintf(lateral, sizeof lateral, "%.*s", (int)(gate - res - 6), res + 6);
+	const char *on_duty = json_string_value(json_object_get(duty, lateral));
+	return on_duty && strcmp(on_duty, subject) == 0 && percent_of(input, &pct) == 0 &&
+	    pct >= 0 && pct <= 60;
+}
+
 static int
 allowed_locked(const json_t *input)
 {
 	return !listed(st.pol.deny_resources, json_object_get(input, "resource")) &&
-	    !listed(st.pol.deny_subjects, json_object_get(input, "subject"));
+	    !listed(st.pol.deny_subjects, json_object_get(input, "subject")) &&
+	    (!st.pol.canal_duty || canal_allows(st.pol.canal_duty, input));
 }
 
 /* The answer to a well-formed query under the current policy. */

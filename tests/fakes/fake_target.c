@@ -2,7 +2,8 @@
  * fake_target --port-file FILE [--port N] [--jwt-secret-file F]: the action
  * endpoint warrantd calls in integration tests. A path not starting with "/_"
  * is an action call, recorded and answered as the script says; /_script,
- * /_reset, /_revoke, /_stats and /_requests drive it (/work/notes/harness_api.md).
+ * /_default (replaces only the default answer), /_reset, /_revoke, /_stats
+ * and /_requests drive it (/work/notes/harness_api.md).
  * One thread per connection, so a delayed answer holds up no other request.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -40,6 +41,7 @@ static struct {
 	json_t *ok_keys;	/* Idempotency-Key -> 2xx answers */
 	struct fake_blob secret;	/* data NULL: no token check */
 	long long revoked_at_ms;	/* tokens issued at or before this are dead */
+	json_t *revoked_scopes;		/* scope -> ms: that scope's tokens issued before die */
 } st = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 static long long
@@ -57,6 +59,7 @@ drop_state(void)
 	json_decref(st.records);
 	json_decref(st.by_status);
 	json_decref(st.keys);
+	json_decref(st.revoked_scopes);
 	json_decref(st.ok_keys);
 }
 
@@ -68,6 +71,7 @@ reset_locked(void)
 	st.records = json_array();
 	st.by_status = json_object();
 	st.keys = json_object();
+	st.revoked_scopes = json_object();
 	st.ok_keys = json_object();
 	st.records_dropped = st.total = st.duplicates = 0;
 }
@@ -129,18 +133,25 @@ token_ok_locked(const char *authorization)
 		 * very second of a revocation must die too. */
 		errno = 0;
 		long long iat_ms = jwt_get_grant_int(jwt, "iat_ms");
-		int fresh = errno == 0 ? iat_ms > st.revoked_at_ms :
+		int has_ms = errno == 0;
+		int fresh = has_ms ? iat_ms > st.revoked_at_ms :
 		    jwt_get_grant_int(jwt, "iat") >= st.revoked_at_ms / 1000;
+		/* a revocation of one scope kills that scope's tokens only */
+		const char *scope = jwt_get_grant(jwt, "scope");
+		json_t *cut = scope ? json_object_get(st.revoked_scopes, scope) : NULL;
+		if (cut != NULL && has_ms && iat_ms <= json_integer_value(cut))
+			fresh = 0;
 		ok = has_exp && exp > (long)time(NULL) && fresh;
 	}
 	jwt_free(jwt);
 	return ok;
 }
 
-/* The verified token's `sub` (the worker's client id), for people to see
- * whose token it was; null without a secret or a valid token. */
+/* A claim of the verified token (`sub`: the worker's client id; `scope`),
+ * for people to see whose token it was; null without a secret or a valid
+ * token. */
 static json_t *
-token_sub_json(struct MHD_Connection *c)
+token_claim_json(struct MHD_Connection *c, const char *claim)
 {
 	const char *a = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
 	jwt_t *jwt = NULL;
@@ -149,16 +160,26 @@ token_sub_json(struct MHD_Connection *c)
 	if (st.secret.data == NULL || a == NULL || strncmp(a, "Bearer ", 7) != 0 ||
 	    jwt_decode(&jwt, a + 7, (const unsigned char *)st.secret.data, (int)st.secret.len) != 0)
 		return json_null();
-	if (jwt_get_alg(jwt) == JWT_ALG_HS256 && jwt_get_grant(jwt, "sub"))
-		sub = json_string(jwt_get_grant(jwt, "sub"));
+	if (jwt_get_alg(jwt) == JWT_ALG_HS256 && jwt_get_grant(jwt, claim))
+		sub = json_string(jwt_get_grant(jwt, claim));
+	else if (jwt_get_alg(jwt) == JWT_ALG_HS256 && strcmp(claim, "act") == 0) {
+		/* an object: its `sub` (RFC 8693 §4.1) */
+		char *act = jwt_get_grants_json(jwt, "act");
+		json_t *o = act ? json_loads(act, 0, NULL) : NULL;
+		if (json_is_string(json_object_get(o, "sub")))
+			sub = json_incref(json_object_get(o, "sub"));
+		json_decref(o);
+		free(act);
+	}
 	jwt_free(jwt);
 	return sub ? sub : json_null();
 }
 
 static void
 record_locked(struct MHD_Connection *c, const struct fake_req *r, const char *method,
-	      const char *key, int status)
+	      const char *key, const struct reply *rp)
 {
+	int status = rp->status;
 	char code[16];
 
 	st.total++;
@@ -174,16 +195,18 @@ record_locked(struct MHD_Connection *c, const struct fake_req *r, const char *me
 		return;
 	}
 	json_t *body = json_stringn(r->body, r->len);
-	json_array_append_new(st.records, json_pack("{s:s, s:s, s:o, s:b, s:o, s:o, s:o, s:o, s:o, s:I, s:i}",
+	json_array_append_new(st.records, json_pack("{s:s, s:s, s:o, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:i, s:I}",
 	    "method", method, "path", r->uri,
 	    "idempotency_key", key ? json_string(key) : json_null(),
 	    "authorization", MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization") != NULL,
-	    "token_sub", token_sub_json(c),
+	    "token_sub", token_claim_json(c, "sub"), "token_scope", token_claim_json(c, "scope"),
+	    "token_act_sub", token_claim_json(c, "act"),
 	    "on_behalf_of", fake_header_json(c, "Warrant-On-Behalf-Of"),
 	    "basis", fake_header_json(c, "Warrant-Basis"),
 	    "content_type", fake_header_json(c, "Content-Type"),
 	    "body", body ? body : json_null(),
-	    "arrival_ms", (json_int_t)wtime_now_ms(), "status", status));
+	    "arrival_ms", (json_int_t)wtime_now_ms(), "status", status,
+	    "delay_ms", (json_int_t)rp->delay_ms));
 }
 
 static char *
@@ -223,6 +246,31 @@ log_call(const char *method, const char *uri, const char *key, int status)
 	    log_quote(qk, sizeof qk, key), status);
 }
 
+/* A token exchanged for one job (it has `act`) must be for this subject
+ * (sub = Warrant-On-Behalf-Of) and this action (the path holds /<scope>/).
+ * A token without `act` is the worker's own and passes. */
+static int
+exchanged_token_fits(struct MHD_Connection *c, const char *path)
+{
+	json_t *act = token_claim_json(c, "act"), *sub = token_claim_json(c, "sub");
+	json_t *scope = token_claim_json(c, "scope");
+	const char *obo = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Warrant-On-Behalf-Of");
+	char want[300];
+	int ok = 1;
+
+	if (!json_is_null(act)) {
+		snprintf(want, sizeof want, "/%s/", json_is_string(scope) ?
+		    json_string_value(scope) : "");
+		ok = json_is_string(sub) && obo != NULL &&
+		    strcmp(json_string_value(sub), obo) == 0 && json_is_string(scope) &&
+		    strstr(path, want) != NULL;
+	}
+	json_decref(act);
+	json_decref(sub);
+	json_decref(scope);
+	return ok;
+}
+
 static enum MHD_Result
 handle_action(struct MHD_Connection *c, const struct fake_req *r, const char *method)
 {
@@ -236,10 +284,12 @@ handle_action(struct MHD_Connection *c, const struct fake_req *r, const char *me
 		rp = (struct reply){ .status = 401 };
 		snprintf(rp.www_authenticate, sizeof rp.www_authenticate,
 		    "Bearer error=\"invalid_token\"");
+	} else if (st.secret.data != NULL && !exchanged_token_fits(c, r->uri)) {
+		rp = (struct reply){ .status = 403 };	/* a token for someone or something else */
 	} else {
 		next_reply_locked(key, &rp);
 	}
-	record_locked(c, r, method, key, rp.status);
+	record_locked(c, r, method, key, &rp);
 	pthread_mutex_unlock(&st.mu);
 	log_call(method, r->uri, key, rp.status);
 	fake_delay(rp.delay_ms);
@@ -285,6 +335,23 @@ set_script(struct MHD_Connection *c, const struct fake_req *r)
 	return fake_send(c, 200, "{\"ok\":true}", NULL);
 }
 
+/* POST /_default: replaces only the script's default answer, so per-key
+ * queues already scripted (and partly used up) stay as they are. */
+static enum MHD_Result
+set_default(struct MHD_Connection *c, const struct fake_req *r)
+{
+	json_t *def = json_loadb(r->body, r->len, 0, NULL);
+
+	if (!json_is_object(def)) {
+		json_decref(def);
+		return fake_send(c, 400, "{\"error\":\"bad default\"}", NULL);
+	}
+	pthread_mutex_lock(&st.mu);
+	json_object_set_new(st.script, "default", def);
+	pthread_mutex_unlock(&st.mu);
+	return fake_send(c, 200, "{\"ok\":true}", NULL);
+}
+
 static enum MHD_Result
 send_dump(struct MHD_Connection *c, int requests)
 {
@@ -302,14 +369,21 @@ handle_control(struct MHD_Connection *c, const struct fake_req *r, const char *m
 
 	if (post && fake_path_is(r, "/_script"))
 		return set_script(c, r);
+	if (post && fake_path_is(r, "/_default"))
+		return set_default(c, r);
 	if (get && (fake_path_is(r, "/_stats") || requests))
 		return send_dump(c, requests);
 	if (post && (reset || fake_path_is(r, "/_revoke"))) {
 		pthread_mutex_lock(&st.mu);
+		json_t *body = reset ? NULL : json_loadb(r->body, r->len, 0, NULL);
+		const char *scope = json_string_value(json_object_get(body, "scope"));
 		if (reset)
 			reset_locked();
+		else if (scope != NULL)
+			json_object_set_new(st.revoked_scopes, scope, json_integer(wtime_now_ms()));
 		else
 			st.revoked_at_ms = wtime_now_ms();
+		json_decref(body);
 		pthread_mutex_unlock(&st.mu);
 		return fake_send(c, 200, "{\"ok\":true}", NULL);
 	}

@@ -23,6 +23,9 @@
 #include <unistd.h>
 #ifdef __linux__
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #endif
 
 #include "record.h"
@@ -345,6 +348,71 @@ h_stop(pid_t pid, int sig, int timeout_ms)
 		r = wait_exit(pid, STOP_TIMEOUT_MS, &status);
 	}
 	return r == 1 ? status : -1;
+}
+
+char *
+h_which(const char *name)
+{
+	const char *path = getenv("PATH");
+	char buf[PATH_MAX];
+
+	if (strchr(name, '/'))
+		return access(name, X_OK) == 0 ? strdup(name) : NULL;
+	for (const char *p = path ? path : "/usr/bin:/bin"; *p;) {
+		size_t n = strcspn(p, ":");
+		if (n > 0 && snprintf(buf, sizeof buf, "%.*s/%s", (int)n, p, name) <
+		    (int)sizeof buf && access(buf, X_OK) == 0)
+			return strdup(buf);
+		p += n + (p[n] == ':');
+	}
+	return NULL;
+}
+
+int
+h_run(char *const argv[], int timeout_ms, char **out)
+{
+	static int seq;
+	char log[512], *argv0 = h_which(argv[0]);
+	int status = 0, rc = -1;
+
+	if (out)
+		*out = NULL;
+	snprintf(log, sizeof log, "%s/run-%d.out", h_tmpdir(), ++seq);
+	if (argv0) {
+		char *args[128];
+		size_t n = 0;
+		args[n++] = argv0;
+		while (n < 127 && argv[n])
+			args[n] = argv[n], n++;
+		args[n] = NULL;
+		pid_t pid = h_spawn(log, args);
+		if (pid > 0 && h_wait_exit(pid, timeout_ms, &status) != 0) {
+			fprintf(stderr, "harness: %s ran over %d ms, killing\n", argv[0], timeout_ms);
+			(void)h_stop(pid, SIGKILL, STOP_TIMEOUT_MS);
+		} else if (pid > 0 && WIFEXITED(status)) {
+			rc = WEXITSTATUS(status);
+		}
+	}
+	free(argv0);
+	if (out && !(*out = h_read_file(log)))
+		*out = strdup("");
+	return rc;
+}
+
+int
+h_free_port(void)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	socklen_t len = sizeof sa;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+		port = ntohs(sa.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
 }
 
 /* Still running (or exited but not yet reaped)? */
@@ -911,6 +979,24 @@ h_pending_count(redisContext *c, const char *stream, const char *group)
 	return n;
 }
 
+long long
+h_pending_of(redisContext *c, const char *stream, const char *group, const char *consumer)
+{
+	redisReply *rep = redisCommand(c, "XPENDING %s %s", stream, group);
+	long long n = rep != NULL && rep->type == REDIS_REPLY_ARRAY ? 0 : -1;
+
+	/* [count, first, last, [[consumer, "n"], ...]]; nil fields when empty */
+	const redisReply *list = n == 0 && rep->elements == 4 ? rep->element[3] : NULL;
+	for (size_t i = 0; list && list->type == REDIS_REPLY_ARRAY && i < list->elements; i++) {
+		const redisReply *e = list->element[i];
+		if (e->type == REDIS_REPLY_ARRAY && e->elements == 2 &&
+		    strcmp(e->element[0]->str, consumer) == 0)
+			n = strtoll(e->element[1]->str, NULL, 10);
+	}
+	freeReplyObject(rep);
+	return n;
+}
+
 /* The value of `field` in one XRANGE entry's field list, or NULL. */
 static const redisReply *
 entry_value(const redisReply *fields, const char *field)
@@ -944,6 +1030,21 @@ stream_scan(redisContext *c, const char *key, const char *match_field, const cha
 	}
 	freeReplyObject(rep);
 	return n;
+}
+
+long long
+h_stream_each(redisContext *c, const char *key,
+	      int (*each)(const redisReply *fields, void *arg), void *arg)
+{
+	return stream_scan(c, key, NULL, NULL, each, arg);
+}
+
+const char *
+h_entry_str(const redisReply *fields, const char *field)
+{
+	const redisReply *v = entry_value(fields, field);
+
+	return v != NULL && v->type == REDIS_REPLY_STRING ? v->str : NULL;
 }
 
 long long
@@ -1200,4 +1301,37 @@ h_loop_run_until(struct ev_loop *loop, int (*cond)(void *arg), void *arg, int ti
 		ev_run(loop, EVRUN_ONCE);
 	ev_timer_stop(loop, &t);
 	return cond(arg) ? 0 : -1;
+}
+
+int
+h_daemon_stop_clean(struct h_daemon *d)
+{
+	int st = h_daemon_stop(d);
+
+	if (!(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+		fprintf(stderr, "harness: warrantd ended with status 0x%x; log %s\n", st, d->log);
+		return 0;
+	}
+	return h_daemon_log_clean(d);
+}
+
+int
+h_stack_start(struct h_stack *s)
+{
+	memset(s, 0, sizeof *s);
+	if (h_redis_start(&s->redis, 0) != 0 || h_fake_start(&s->target, "fake_target", NULL) != 0 ||
+	    (s->c = h_redis_connect(&s->redis)) == NULL) {
+		h_stack_stop(s);
+		return -1;
+	}
+	return 0;
+}
+
+void
+h_stack_stop(struct h_stack *s)
+{
+	redisFree(s->c);
+	s->c = NULL;
+	h_fake_stop(&s->target);
+	h_redis_stop(&s->redis);
 }

@@ -13,7 +13,9 @@
  *   {"method", "path" (request-target as received: percent-encoded, with any
  *    ?query), "idempotency_key", "authorization" (bool: header present),
  *    "on_behalf_of", "basis", "content_type", "body", "arrival_ms" (Unix ms),
- *    "status" (answered)}; absent headers are null.
+ *    "status" (answered), "delay_ms" (how long the answer was held back: a
+ *    call held longer than the action's timeout_ms ran at the target, but
+ *    its worker never saw the answer)}; absent headers are null.
  */
 #ifndef WARRANTD_HARNESS_H
 #define WARRANTD_HARNESS_H
@@ -76,6 +78,20 @@ redisContext *h_redis_connect(const struct h_redis *r);
 long long h_redis_int(redisContext *c, const char *fmt, ...);
 /* String or status reply, caller frees; NULL for nil, error or other types. */
 char *h_redis_str(redisContext *c, const char *fmt, ...);
+
+/* Runs argv (argv[0] a path, or a name looked up in PATH) like h_spawn and
+ * waits up to timeout_ms (then SIGKILL). Returns its exit code (-1: killed,
+ * or did not start) and, when out is not NULL, what it wrote to stdout and
+ * stderr in *out (caller frees; "" at worst). */
+int h_run(char *const argv[], int timeout_ms, char **out);
+
+/* The full path of an executable found in PATH (caller frees), or NULL:
+ * for tests that skip when a Debian package is not installed. */
+char *h_which(const char *name);
+
+/* A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0 and
+ * closed again), or -1. */
+int h_free_port(void);
 
 /* Polls cond every 10 ms until it returns non-zero (0) or timeout_ms passes (-1). */
 int h_wait_until(int (*cond)(void *arg), void *arg, int timeout_ms)
@@ -166,13 +182,39 @@ char *h_hget(redisContext *c, const char *key, const char *field);
 /* XPENDING key group (summary): the count, or -1 on error (0 when no group). */
 long long h_pending_count(redisContext *c, const char *stream, const char *group);
 
+/* XPENDING key group (summary): the entries pending for `consumer` (0 when
+ * none), or -1 on error. */
+long long h_pending_of(redisContext *c, const char *stream, const char *group,
+		       const char *consumer);
+
 /* Entries of stream `key` whose field `match_field` equals `match_value`
  * (both NULL: every entry). */
 long long h_stream_count(redisContext *c, const char *key, const char *match_field,
 			 const char *match_value);
+/* Calls each(fields, arg) for every entry of stream `key` (XRANGE - +),
+ * fields being the entry's [name, value, ...] array, until it returns
+ * non-zero. The number of entries seen. */
+long long h_stream_each(redisContext *c, const char *key,
+			int (*each)(const redisReply *fields, void *arg), void *arg);
+/* The string value of `field` in such a field array, NULL when absent. */
+const char *h_entry_str(const redisReply *fields, const char *field);
 /* Value of `want` in the first such entry; caller frees; NULL when none. */
 char *h_stream_field(redisContext *c, const char *key, const char *match_field,
 		     const char *match_value, const char *want);
+
+/* What most integration tests start with: a redis-server, a fake_target
+ * and a client of that redis. */
+struct h_stack {
+	struct h_redis redis;
+	struct h_fake target;
+	redisContext *c;
+};
+
+/* 0, or -1 (whatever started is stopped again). */
+int h_stack_start(struct h_stack *s)
+	__attribute__((warn_unused_result));
+/* Stops all three; safe on a half-started or stopped stack. */
+void h_stack_stop(struct h_stack *s);
 
 /* POST /_script with json to the fake; 0 when it answered 200. */
 int h_fake_script(const struct h_fake *f, const char *json)
@@ -238,6 +280,9 @@ int h_daemon_start(struct h_daemon *d, const char *ini_text)
 int h_daemon_stop(struct h_daemon *d);
 /* SIGKILL (a crash). */
 void h_daemon_kill(struct h_daemon *d);
+/* h_daemon_stop, then 1 when it exited 0 with a clean (sanitizer) log, else
+ * 0 after printing why and where its log is. */
+int h_daemon_stop_clean(struct h_daemon *d);
 /* 1 when its log holds needle. */
 int h_daemon_log_has(const struct h_daemon *d, const char *needle);
 /* Waits up to timeout_ms for needle in its log; 0 or -1. */

@@ -912,20 +912,22 @@ test_r16_reload_rearms_lease(void **state)
 {
 	(void)state;
 
-	fake_script("{\"default\": {\"delay_ms\": 6000}}");
+	fake_script("{\"default\": {\"delay_ms\": 9000}}");
 	enqueue_many("l", 4);
 	/* w1's own XAUTOCLAIM would refresh its entries too: keep it rare. */
 	struct opts o = {.consumer = "w1", .claim_idle_ms = 30000, .claim_interval_ms = 8000};
 	struct h_daemon *w1 = dmn_start(&o, 1);
 	wait_fake_total(4, NULL);
 
-	o.claim_idle_ms = 1500;
+	/* leases every 1 s from now on; w2 claims what is idle 3 s: 2 s of
+	 * slack for a loaded machine, none for a lease left at 10 s */
+	o.claim_idle_ms = 3000;
 	char *changed = ini_text(&o);
 	free(h_write_file(strrchr(w1->ini, '/') + 1, changed));
 	free(changed);
 	assert_int_equal(kill(w1->pid, SIGHUP), 0);
 	wait_log_count(w1, "event=config.reloaded", 1);
-	struct opts o2 = {.consumer = "w2", .claim_idle_ms = 1500};
+	struct opts o2 = {.consumer = "w2", .claim_idle_ms = 3000};
 	struct h_daemon *w2 = dmn_start(&o2, 1);
 
 	wait_all_in_state("l", 4, "done");
@@ -1115,6 +1117,7 @@ test_streams_trimmed(void **state)
 	enqueue_many("t2", 100);
 	long long before = xlen(JOBS);
 	o.consumer = "w2";
+	o.claim_idle_ms = 600000;	/* the ghost's entry stays the ghost's */
 	struct h_daemon *w2 = dmn_start(&o, 1);
 	wait_all_in_state("t2", 100, "done");
 	struct elapsed e = {mono_ms() + 1500};	/* several claim intervals */

@@ -28,11 +28,13 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 #include <openssl/evp.h>
 
 #include "harness.h"
+#include "wtime.h"
 
 #define WAIT_MS		60000	/* generous: 2 cores, ASan, load */
 #define PREFIX		"warrant"
@@ -56,6 +58,8 @@ static char *secret_path;
 /* ------------------------------------------------------------------ */
 /* the world: redis, the IdP, the target                               */
 
+/* The IdP also exchanges tokens (RFC 8693) for records the test decider
+ * signed. */
 static void
 world_up(int lifetime_s)
 {
@@ -67,7 +71,7 @@ world_up(int lifetime_s)
 	assert_non_null(secret_path);
 	const char *idp_args[] = {"--jwt-secret-file", hs, "--client-id", CLIENT_ID,
 	    "--client-secret-file", secret_path, "--assertion-key-file", h_data("test-rs256.pub"),
-	    "--lifetime-s", life, NULL};
+	    "--lifetime-s", life, "--decision-key-file", h_data("test-es256.pub"), NULL};
 	const char *target_args[] = {"--jwt-secret-file", hs, NULL};
 
 	assert_int_equal(h_redis_start(&redis, 0), 0);
@@ -235,25 +239,28 @@ struct dcfg {
 	int max_deliveries;		/* [16] */
 	const char *redis_extra;
 	const char *oauth_extra;
+	const char *action_extra;	/* inside [action gate.open] */
+	const char *more_sections;	/* after [oauth] */
 };
 
 static char *
 daemon_ini(const struct dcfg *c)
 {
-	char sections[2048], auth[1024];
+	char sections[4096], auth[1024];
 
 	if (c->secret_file != NULL)
 		snprintf(auth, sizeof auth, "client_secret_file = %s\n", c->secret_file);
 	else
 		snprintf(auth, sizeof auth, "auth_method = private_key_jwt\n"
 		    "private_key_file = %s\nassertion_alg = RS256\n", h_data("test-rs256.key"));
-	snprintf(sections, sizeof sections, "[oauth]\ntoken_url = %s/token\nclient_id = %s\n%s%s",
-	    idp.url, CLIENT_ID, auth, c->oauth_extra ? c->oauth_extra : "");
+	snprintf(sections, sizeof sections, "[oauth]\ntoken_url = %s/token\nclient_id = %s\n%s%s%s",
+	    idp.url, CLIENT_ID, auth, c->oauth_extra ? c->oauth_extra : "",
+	    c->more_sections ? c->more_sections : "");
 	struct h_daemon_opts o = {
 		.redis_sock = redis.sock, .target_url = target.url, .consumer = c->consumer,
 		.claim_idle_ms = c->claim_idle_ms, .action_auth = "oauth",
 		.action_timeout_ms = c->timeout_ms, .redis_extra = c->redis_extra,
-		.max_deliveries = c->max_deliveries,
+		.max_deliveries = c->max_deliveries, .action_extra = c->action_extra,
 		.sections = sections,
 	};
 	char *ini = h_daemon_ini(&o);
@@ -352,6 +359,19 @@ wait_hb_str(const char *consumer, const char *name, const char *want, int negate
 
 /* ------------------------------------------------------------------ */
 /* records, states, the PEL                                            */
+
+/* A signed record for `action`, its deadline an hour away. */
+static void
+decide_action(const char *id, const char *action)
+{
+	long long now = h_now_ms();
+	char *json = h_record_json(id, action, "lock/7", now - 1000, now + 3600 * 1000LL, 0,
+	    NULL);
+
+	assert_non_null(json);
+	assert_int_equal(h_decide(rc, PREFIX, id, json, 1), 0);
+	free(json);
+}
 
 /* A signed record for gate.open, its deadline an hour away. */
 static void
@@ -504,21 +524,7 @@ assert_trail_ends(const char *id, const char *tail)
 static long long
 pending_of(const char *consumer)
 {
-	redisReply *r = redisCommand(rc, "XPENDING %s %s", JOBS, GROUP);
-	long long n = -1;
-
-	if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 4) {
-		const redisReply *cs = r->element[3];
-		n = 0;
-		for (size_t i = 0; cs->type == REDIS_REPLY_ARRAY && i < cs->elements; i++) {
-			const redisReply *c = cs->element[i];
-			if (c->type == REDIS_REPLY_ARRAY && c->elements == 2 &&
-			    strcmp(c->element[0]->str, consumer) == 0)
-				n = strtoll(c->element[1]->str, NULL, 10);
-		}
-	}
-	freeReplyObject(r);
-	return n;
+	return h_pending_of(rc, JOBS, GROUP, consumer);
 }
 
 /* XINFO GROUPS lag of our group: entries not yet delivered; -1 unknown. */
@@ -1101,6 +1107,286 @@ test_target_refuses_every_token(void **state)
 }
 
 /* ------------------------------------------------------------------ */
+/* 5c. per-action scopes (issue 12)                                      */
+
+/* Each call's token scope, by the path's action, must be `want_*`: an
+ * action never receives a token minted for another scope. Returns the
+ * number of calls checked. */
+static int
+assert_scopes(const char *want_open, const char *want_close)
+{
+	json_t *all = fake_get(&target, "/_requests"), *r;
+	size_t i;
+	int n = 0;
+
+	json_array_foreach(all, i, r) {
+		const char *path = json_string_value(json_object_get(r, "path"));
+		const char *scope = json_string_value(json_object_get(r, "token_scope"));
+		const char *want = strstr(path, "/close") ? want_close : want_open;
+		if (scope == NULL || strcmp(scope, want) != 0)
+			fail_msg("%s was called with a token of scope %s, want %s", path,
+			    scope ? scope : "(none)", want);
+		n++;
+	}
+	json_decref(all);
+	return n;
+}
+
+static void
+test_per_action_scopes(void **state)
+{
+	char close[512], id[ID_LEN];
+	(void)state;
+
+	world_up(60);
+	snprintf(close, sizeof close, "[action gate.close]\nurl = %s/gates/{resource}/close\n"
+	    "auth = oauth\nscope = gates.close\n", target.url);
+	struct dcfg c = { .consumer = "w1", .secret_file = secret_path,
+	    .oauth_extra = "scope = gates.default\nmin_refresh_interval_ms = 100\n",
+	    .action_extra = "scope = gates.open\n", .more_sections = close };
+	daemon_up(&dmn[0], &c);
+	for (int i = 0; i < 10; i++) {
+		snprintf(id, sizeof id, "sc-open-%d", i);
+		decide_action(id, "gate.open");
+		snprintf(id, sizeof id, "sc-close-%d", i);
+		decide_action(id, "gate.close");
+	}
+	for (int i = 0; i < 10; i++) {
+		snprintf(id, sizeof id, "sc-open-%d", i);
+		wait_done(id, &dmn[0]);
+		snprintf(id, sizeof id, "sc-close-%d", i);
+		wait_done(id, &dmn[0]);
+	}
+	assert_int_equal(assert_scopes("gates.open", "gates.close"), 20);
+	long long redispatched = hb_int("w1", "redispatched");
+
+	/* Only gate.close's tokens are revoked: only its jobs are re-dispatched,
+	 * and only its scope is fetched again. */
+	next_second(h_now_ms());
+	post(&target, "/_revoke", "{\"scope\": \"gates.close\"}");
+	assert_int_equal(h_fake_script(&target, "{\"default\": {\"delay_ms\": 300}}"), 0);
+	for (int i = 0; i < 5; i++) {
+		snprintf(id, sizeof id, "sc2-open-%d", i);
+		decide_action(id, "gate.open");
+		snprintf(id, sizeof id, "sc2-close-%d", i);
+		decide_action(id, "gate.close");
+	}
+	for (int i = 0; i < 5; i++) {
+		snprintf(id, sizeof id, "sc2-open-%d", i);
+		wait_done(id, &dmn[0]);
+		assert_int_equal(target_calls(id), 1);	/* never refused */
+		snprintf(id, sizeof id, "sc2-close-%d", i);
+		wait_done(id, &dmn[0]);
+	}
+	char statuses[256];
+	wait_hb_min("w1", "redispatched", redispatched + 1);	/* the heartbeat lags */
+	statuses_of("sc2-close-0", statuses, sizeof statuses);
+	printf("    scope gates.close revoked: sc2-close-0 saw \"%s\"; re-dispatched %lld\n",
+	    statuses, hb_int("w1", "redispatched") - redispatched);
+	assert_true(hb_int("w1", "redispatched") > redispatched);
+	assert_true(hb_int("w1", "redispatched") - redispatched <= 5);
+	assert_int_equal(assert_scopes("gates.open", "gates.close"), 20 + 10 +
+	    (int)(hb_int("w1", "redispatched") - redispatched));
+	stop_clean(&dmn[0]);
+}
+
+/* ------------------------------------------------------------------ */
+/* 5d. token exchange: a token for each job (RFC 8693, issue 12)        */
+
+static void
+test_token_exchange(void **state)
+{
+	char xch[512], id[ID_LEN];
+	(void)state;
+
+	world_up(60);
+	snprintf(xch, sizeof xch, "[action gate.exchange]\nurl = %s/act/{action}/{resource}\n"
+	    "auth = oauth\ntoken = exchange\n", target.url);
+	struct dcfg c = { .consumer = "w1", .secret_file = secret_path, .more_sections = xch };
+	daemon_up(&dmn[0], &c);
+	for (int i = 0; i < 5; i++) {
+		snprintf(id, sizeof id, "xch-%d", i);
+		decide_action(id, "gate.exchange");
+	}
+	for (int i = 0; i < 5; i++) {
+		snprintf(id, sizeof id, "xch-%d", i);
+		wait_done(id, &dmn[0]);
+	}
+	/* Each call carried a token of its own: sub = the record's subject,
+	 * act.sub = the worker, scope = the action; nothing was cached. */
+	json_t *all = fake_get(&target, "/_requests"), *r;
+	size_t i;
+	json_array_foreach(all, i, r) {
+		assert_string_equal(json_string_value(json_object_get(r, "token_sub")),
+		    json_string_value(json_object_get(r, "on_behalf_of")));
+		assert_string_equal(json_string_value(json_object_get(r, "token_act_sub")), CLIENT_ID);
+		assert_string_equal(json_string_value(json_object_get(r, "token_scope")),
+		    "gate.exchange");
+	}
+	assert_int_equal(json_array_size(all), 5);
+	json_decref(all);
+	assert_int_equal(stat_int(&idp, "exchanges"), 5);
+
+	/* The IdP no longer allows it: denied, and the owner told. */
+	post(&idp, "/_exchange_deny", NULL);
+	decide_action("xch-refused", "gate.exchange");
+	wait_state("xch-refused", "denied");
+	char *outcome = hash_field("xch-refused", "outcome");
+	assert_string_equal(outcome, "exchange-denied");
+	free(outcome);
+	assert_int_equal(target_calls("xch-refused"), 0);
+	assert_true(h_stream_count(rc, PREFIX ":notify", "id", "xch-refused") == 1);
+
+	/* An IdP that is down (503) is waited for within the deadline. */
+	post(&idp, "/_exchange_allow", NULL);
+	post(&idp, "/_down", NULL);
+	decide_action("xch-later", "gate.exchange");
+	wait_state("xch-later", "retrying");
+	post(&idp, "/_up", NULL);
+	wait_done("xch-later", &dmn[0]);
+	assert_int_equal(target_calls("xch-later"), 1);
+	assert_false(h_daemon_log_has(&dmn[0], "eyJ"));	/* no token in the log */
+	stop_clean(&dmn[0]);
+}
+
+/* ------------------------------------------------------------------ */
+/* 5e. a step of the wall clock (issue 7, item 8)                       */
+
+#define FAKETIME_SO "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+static void
+decide_far(const char *id)
+{
+	long long now = h_now_ms();
+	char *json = h_record_json(id, "gate.open", "lock/7", now - 1000, now + 6 * 3600 * 1000LL,
+	    0, NULL);
+
+	assert_non_null(json);
+	assert_int_equal(h_decide(rc, PREFIX, id, json, 1), 0);
+	free(json);
+}
+
+struct clock_wait {
+	char after[WTIME_RFC3339_LEN];
+};
+
+static int
+daemon_clock_past(void *arg)
+{
+	const struct clock_wait *w = arg;
+	char *at = hb_str("w1", "heartbeatAt");
+	int past = at != NULL && strcmp(at, w->after) > 0;
+
+	free(at);
+	return past;
+}
+
+/* Starts warrantd w1 under libfaketime with its wall clock at `offset` (a
+ * FAKETIME spec such as "+0" or "+2h") read from a file that the test may
+ * rewrite later (returned: caller frees); its monotonic clock is real. */
+static char *
+daemon_up_faketime(struct h_daemon *d, const char *offset)
+{
+	char line[64];
+
+	snprintf(line, sizeof line, "%s\n", offset);
+	char *step = h_write_file("faketime", line);
+	assert_non_null(step);
+	const char *asan = getenv("ASAN_OPTIONS");
+	char asan_opts[512];
+	snprintf(asan_opts, sizeof asan_opts, "%s%sverify_asan_link_order=0", asan ? asan : "",
+	    asan ? ":" : "");
+	char *saved_asan = asan ? strdup(asan) : NULL;
+	setenv("LD_PRELOAD", FAKETIME_SO, 1);
+	setenv("FAKETIME_TIMESTAMP_FILE", step, 1);
+	setenv("FAKETIME_NO_CACHE", "1", 1);
+	setenv("FAKETIME_DONT_FAKE_MONOTONIC", "1", 1);
+	setenv("ASAN_OPTIONS", asan_opts, 1);
+	struct dcfg c = { .consumer = "w1", .secret_file = secret_path };
+	daemon_up(d, &c);
+	unsetenv("LD_PRELOAD");
+	unsetenv("FAKETIME_TIMESTAMP_FILE");
+	unsetenv("FAKETIME_NO_CACHE");
+	unsetenv("FAKETIME_DONT_FAKE_MONOTONIC");
+	if (saved_asan)
+		setenv("ASAN_OPTIONS", saved_asan, 1);
+	else
+		unsetenv("ASAN_OPTIONS");
+	free(saved_asan);
+
+	return step;
+}
+
+/*
+ * The worker's wall clock jumps two hours ahead (libfaketime; its monotonic
+ * clock does not move). Token life is kept on the monotonic clock and the
+ * JWT exp is read against the token's own iat, so the worker goes on with
+ * the token it holds and with every one after it; judged by the wall clock,
+ * the token would be dead and every new one born dead.
+ */
+static void
+test_wall_clock_step(void **state)
+{
+	(void)state;
+	if (access(FAKETIME_SO, R_OK) != 0) {
+		printf("    skipped: %s not installed (Debian package libfaketime)\n", FAKETIME_SO);
+		return;
+	}
+	world_up(60);
+	char *step = daemon_up_faketime(&dmn[0], "+0");
+
+	decide_far("step-before");
+	decide_far("step-before");
+	wait_done("step-before", &dmn[0]);
+	free(h_write_file("faketime", "+2h\n"));
+	struct clock_wait w;
+	wtime_format_rfc3339(h_now_ms() + 3600 * 1000LL, w.after, sizeof w.after);
+	assert_int_equal(h_wait_until(daemon_clock_past, &w, WAIT_MS), 0);
+
+	decide_far("step-after");
+	wait_done("step-after", &dmn[0]);
+	char *state_ = hb_str("w1", "tokenState");
+	assert_string_equal(state_, "valid");
+	free(state_);
+	assert_false(h_daemon_log_has(&dmn[0], "event=consumer.paused reason=no-token token_state=valid"));
+	free(step);
+	stop_clean(&dmn[0]);
+}
+
+/* §5: the promoter compares with Redis' TIME, not the worker's clock: a
+ * worker whose clock runs two hours ahead does not promote, and so does not
+ * run, a scheduled job before its notBefore. */
+static void
+test_promoter_uses_redis_time(void **state)
+{
+	(void)state;
+	if (access(FAKETIME_SO, R_OK) != 0) {
+		printf("    skipped: %s not installed (Debian package libfaketime)\n", FAKETIME_SO);
+		return;
+	}
+	world_up(60);
+	free(daemon_up_faketime(&dmn[0], "+2h"));
+	long long now = h_now_ms(), not_before = now + 3000;
+	char *json = h_record_json("sched-1", "gate.open", "lock/7", now - 1000,
+	    now + 6 * 3600 * 1000LL, not_before, NULL);
+	assert_non_null(json);
+	char *jws = h_sign(json, h_data("test-es256.key"));
+	assert_non_null(jws);
+	assert_int_equal(h_store_record(rc, PREFIX, "sched-1", jws, 0), 0);
+	free(jws);
+	free(json);
+	assert_true(h_redis_int(rc, "ZADD " PREFIX ":scheduled %lld sched-1", not_before) == 1);
+	wait_done("sched-1", &dmn[0]);
+	json_t *all = fake_get(&target, "/_requests");
+	long long arrival = json_integer_value(json_object_get(json_array_get(all, 0), "arrival_ms"));
+	json_decref(all);
+	printf("    clock 2 h ahead: the scheduled call arrived %lld ms after its notBefore\n",
+	    arrival - not_before);
+	assert_true(arrival >= not_before);
+	stop_clean(&dmn[0]);
+}
+
+/* ------------------------------------------------------------------ */
 /* 5b. a rejection that comes back after the fresh token (R9)           */
 
 /*
@@ -1236,6 +1522,10 @@ main(void)
 		cmocka_unit_test_teardown(test_bad_secret_worker_takes_nothing, world_down),
 		cmocka_unit_test_teardown(test_401_in_hand_redispatch_then_release, world_down),
 		cmocka_unit_test_teardown(test_target_refuses_every_token, world_down),
+		cmocka_unit_test_teardown(test_per_action_scopes, world_down),
+		cmocka_unit_test_teardown(test_token_exchange, world_down),
+		cmocka_unit_test_teardown(test_wall_clock_step, world_down),
+		cmocka_unit_test_teardown(test_promoter_uses_redis_time, world_down),
 		cmocka_unit_test_teardown(test_no_secret_in_logs, world_down),
 		cmocka_unit_test_teardown(test_late_rejection_uses_fresh_token, world_down),
 	};

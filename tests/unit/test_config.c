@@ -310,7 +310,9 @@ static const char full_text[] =
 	"bearer_file = gate-token\n"
 	"[action gate.close]\n"
 	"url = https://gates.example/{action}\n"
-	"auth = oauth\n";
+	"auth = oauth\n"
+	"scope = gates.close\n"
+	"audience = https://gates.example/\n";
 
 static void
 test_full_config(void **state)
@@ -382,6 +384,10 @@ test_full_config(void **state)
 	assert_int_equal(a->auth, CFG_AUTH_STATIC);
 	assert_string_equal(a->bearer_file, "gate-token");
 	assert_int_equal(cfg->actions[1].auth, CFG_AUTH_OAUTH);
+	assert_string_equal(cfg->actions[1].scope, "gates.close");
+	assert_string_equal(cfg->actions[1].audience, "https://gates.example/");
+	assert_null(cfg->actions[1].resource);
+	assert_null(cfg->actions[0].scope);
 	cfg_free(cfg);
 }
 
@@ -575,6 +581,29 @@ test_bad_ratio(void **state)
 }
 
 static void
+test_metrics_section(void **state)
+{
+	(void)state;
+	struct cfg *cfg = load_ok(MIN_RECORDS MIN_ACTION);
+	assert_null(cfg->metrics.listen);	/* off by default */
+	assert_int_equal(cfg->metrics.allow_remote, 0);
+	cfg_free(cfg);
+	cfg = load_ok(MIN_RECORDS MIN_ACTION "[metrics]\nlisten = [::1]:9464\n");
+	assert_string_equal(cfg->metrics.listen, "[::1]:9464");
+	cfg_free(cfg);
+	cfg = load_ok(MIN_RECORDS MIN_ACTION "[metrics]\nlisten = 0.0.0.0:9464\n"
+	    "allow_remote = yes\n");
+	assert_int_equal(cfg->metrics.allow_remote, 1);
+	cfg_free(cfg);
+	EXPECT(MIN_RECORDS MIN_ACTION "[metrics]\nlisten = 0.0.0.0:9464\n",
+	    "t.ini:7: listen: '0.0.0.0:9464' is not a loopback address");
+	EXPECT(MIN_RECORDS MIN_ACTION "[metrics]\nallow_remote = no\nlisten = localhost:1\n",
+	    "t.ini:8: listen: 'localhost:1' is not IPV4:PORT");
+	EXPECT(MIN_RECORDS MIN_ACTION "[metrics]\nallow_remote = true\n",
+	    "t.ini:7: allow_remote: 'true' is not one of yes|no");
+}
+
+static void
 test_bad_enums(void **state)
 {
 	(void)state;
@@ -669,6 +698,28 @@ test_missing_keys(void **state)
 	    "t.ini:11: bearer_file is only used with auth = static");
 	EXPECT(MIN_RECORDS "[action a]\nurl = https://h/\n",
 	    "t.ini:3: [action a] has auth = oauth (the default) but there is no [oauth] section");
+	/* scope, audience, resource narrow the OAuth token: nothing else has one */
+	EXPECT(MIN_RECORDS "[action a]\nurl = https://h/\nauth = none\nscope = x\n"
+	    "[action b]\nurl = https://h/\nauth = static\nbearer_file = t\naudience = y\n"
+	    "resource = http://h/\n",
+	    "t.ini:6: scope narrows the worker's OAuth token: only with auth = oauth",
+	    "t.ini:11: audience narrows the worker's OAuth token: only with auth = oauth",
+	    "t.ini:12: resource narrows the worker's OAuth token: only with auth = oauth");
+	/* Sentinel: a list that parses, with a master name, and no socket */
+	EXPECT("[redis]\nsentinels = 127.0.0.1:26379\nsocket = /run/r.sock\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:2: sentinels needs master_name",
+	    "t.ini:3: socket and sentinels exclude each other: the sentinels name the primary");
+	EXPECT("[redis]\nsentinels = nohost\nmaster_name = m\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:2: sentinels: 'nohost' is not host:port");
+	EXPECT("[redis]\nmaster_name = m\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:2: master_name is only used with sentinels");
+	/* token = exchange trades the worker's OAuth token: it needs one */
+	EXPECT(MIN_RECORDS "[action a]\nurl = https://h/\ntoken = exchange\n",
+	    "t.ini:3: [action a] has auth = oauth (the default) but there is no [oauth] section");
+	EXPECT(MIN_RECORDS "[action a]\nurl = https://h/\nauth = none\ntoken = exchange\n"
+	    "[action b]\nurl = https://h/\nauth = none\ntoken = mine\n",
+	    "t.ini:6: token = exchange trades the worker's OAuth token: only with auth = oauth",
+	    "t.ini:10: token: 'mine' is not one of worker|exchange");
 	/* an empty value is its own error, not also a missing key */
 	EXPECT(MIN_RECORDS MIN_ACTION "[oauth]\ntoken_url =\nclient_id = c\nclient_secret_file = s\n",
 	    "t.ini:7: token_url: empty value");
@@ -1180,6 +1231,7 @@ main(void)
 		cmocka_unit_test(test_duplicates),
 		cmocka_unit_test(test_bad_numbers),
 		cmocka_unit_test(test_bad_ratio),
+		cmocka_unit_test(test_metrics_section),
 		cmocka_unit_test(test_bad_enums),
 		cmocka_unit_test(test_bad_urls),
 		cmocka_unit_test(test_missing_keys),

@@ -536,6 +536,72 @@ test_line_quoting(void **state)
 	free(out);
 }
 
+/* `warrantctl metrics`: the status object as gauges, through render(). */
+static void
+queue_metrics_at_now(FILE *f, const json_t *st, int indent)
+{
+	(void)indent;
+	assert_int_equal(ctl_queue_metrics(f, st, NOW), 0);
+}
+
+static char *
+queue_metrics(const char *status_json)
+{
+	return render(queue_metrics_at_now, status_json, 0);
+}
+
+static void
+assert_in(const char *text, const char *want)
+{
+	if (!strstr(text, want))
+		fail_msg("missing: %s\n--- in:\n%s", want, text);
+}
+
+static void
+test_queue_metrics(void **state)
+{
+	char status[1024];
+	(void)state;
+
+	snprintf(status, sizeof status, "{\"stream\": \"warrant:jobs\", \"group\": \"workers\","
+	    "\"groupExists\": true, \"streamLength\": 12, \"lag\": 4, \"pending\": 2,"
+	    "\"oldestPendingId\": \"%lld-0\", \"oldestPendingIdleMs\": 1500,"
+	    "\"scheduled\": 3, \"dead\": 1, \"notify\": 5, \"consumers\": {"
+	    "\"w1\": {\"inGroup\": true, \"pending\": 2, \"alive\": true},"
+	    "\"w\\\"2\": {\"inGroup\": true, \"pending\": 0, \"alive\": false},"
+	    "\"w3\": {\"inGroup\": false, \"pending\": 0, \"alive\": true}}}",
+	    NOW - 90000);
+	char *t = queue_metrics(status);
+	const char *l = "{stream=\"warrant:jobs\",group=\"workers\"}";
+	char want[256];
+	const char *const lines[][2] = {{"group_exists", "1"}, {"stream_length", "12"},
+	    {"lag", "4"}, {"pending", "2"}, {"oldest_pending_idle_seconds", "1.5"},
+	    {"scheduled", "3"}, {"dead", "1"}, {"notify", "5"},
+	    {"oldest_pending_age_seconds", "90.000"}, {"consumers", "2"},
+	    {"consumers_alive", "2"}};
+	for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+		snprintf(want, sizeof want, "\nwarrantd_queue_%s%s %s\n", lines[i][0], l,
+		    lines[i][1]);
+		assert_in(t, want);
+	}
+	assert_in(t, "# TYPE warrantd_queue_lag gauge\n");
+	assert_in(t, "warrantd_queue_consumer_pending{stream=\"warrant:jobs\",group=\"workers\","
+	    "consumer=\"w\\\"2\"} 0\n");
+	assert_null(strstr(t, "consumer=\"w3\""));
+	free(t);
+
+	/* No group yet, nothing pending, lag unknown: lag left out, ages 0. */
+	t = queue_metrics("{\"stream\": \"p:jobs\", \"group\": \"g\", \"groupExists\": false,"
+	    "\"streamLength\": 0, \"lag\": null, \"pending\": 0, \"oldestPendingId\": null,"
+	    "\"oldestPendingIdleMs\": null, \"scheduled\": 0, \"dead\": 0, \"notify\": 0,"
+	    "\"consumers\": {}}");
+	assert_null(strstr(t, "warrantd_queue_lag"));
+	assert_in(t, "\nwarrantd_queue_group_exists{stream=\"p:jobs\",group=\"g\"} 0\n");
+	assert_in(t, "\nwarrantd_queue_oldest_pending_idle_seconds{stream=\"p:jobs\",group=\"g\"} 0\n");
+	assert_in(t, "\nwarrantd_queue_oldest_pending_age_seconds{stream=\"p:jobs\",group=\"g\"} 0.000\n");
+	free(t);
+}
+
 int
 main(void)
 {
@@ -559,6 +625,7 @@ main(void)
 		cmocka_unit_test(test_human_nested),
 		cmocka_unit_test(test_human_one_line_per_value),
 		cmocka_unit_test(test_line_quoting),
+		cmocka_unit_test(test_queue_metrics),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -760,6 +760,17 @@ test_shell_events(void **state)
 	assert_int_equal(s.next, JOB_DEAD);
 	assert_string_equal(s.reason, "request-invalid");
 
+	/* R1 at the last moment: the deadline passed while the call's write
+	 * was on its way (a frozen Redis) */
+	load_running(&p, &j);
+	assert_false(job_too_late(&j, rec.expires_at_ms - 1));
+	assert_true(job_too_late(&j, rec.expires_at_ms));
+	ev.no_call = JOB_NOCALL_DEADLINE;
+	s = step(&p, &j, ev, rec.expires_at_ms);
+	assert_int_equal(s.next, JOB_EXPIRED);
+	assert_int_equal(s.effects, FX_TERMINAL_NOTIFY);
+	assert_string_equal(s.reason, "deadline-passed");
+
 	ev.no_call = JOB_NOCALL_TOKEN_GONE;
 	load_running(&p, &j);
 	s = step(&p, &j, ev, NOW);
@@ -913,6 +924,79 @@ test_authz_wait_ends_written(void **state)
 	assert_int_equal(s.effects, JOB_FX_WRITE_STATE | JOB_FX_RETRY_AT);
 	s = step(&p, &j, ev_of(JOB_EV_TIMER), NOW + 60000);
 	assert_int_equal(s.effects, JOB_FX_START_ATTEMPT | JOB_FX_WRITE_STATE | JOB_FX_AUTHZ);
+}
+
+/* ---- token exchange (RFC 8693) ---- */
+
+static struct job_event
+ev_exchanged(enum job_exchange x)
+{
+	struct job_event ev = ev_of(JOB_EV_EXCHANGED);
+
+	ev.exchange = x;
+	return ev;
+}
+
+/* R5 first, then the job's own token, then the call; a refusal is denied
+ * and told; an IdP that is down is waited for within the deadline, written
+ * once when the wait begins and once when it ends, and never counts as a call. */
+static void
+test_exchange(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j = {0};
+	struct job_step s;
+
+	p.authz_enabled = 1;
+	p.exchange_needed = 1;
+	s = step(&p, &j, ev_loaded(), NOW);
+	assert_int_equal(s.effects, JOB_FX_START_ATTEMPT | JOB_FX_WRITE_STATE | JOB_FX_AUTHZ);
+	s = step(&p, &j, ev_authz(JOB_AUTHZ_ALLOW), NOW);
+	assert_int_equal(s.effects, JOB_FX_EXCHANGE);
+	assert_int_equal(j.calls, 0);
+	/* an HTTP answer is not what it waits for */
+	assert_int_equal(step(&p, &j, ev_http(200), NOW).effects, 0);
+	s = step(&p, &j, ev_exchanged(JOB_XCH_OK), NOW);
+	assert_int_equal(s.effects, JOB_FX_CALL);
+	assert_int_equal(j.calls, 1);
+	s = step(&p, &j, ev_http(200), NOW);
+	assert_int_equal(s.next, JOB_DONE);
+
+	/* refused: denied and told, no call */
+	memset(&j, 0, sizeof j);
+	p.authz_enabled = 0;
+	s = step(&p, &j, ev_loaded(), NOW);
+	assert_int_equal(s.effects, JOB_FX_START_ATTEMPT | JOB_FX_WRITE_STATE | JOB_FX_EXCHANGE);
+	s = step(&p, &j, ev_exchanged(JOB_XCH_DENIED), NOW);
+	assert_int_equal(s.next, JOB_DENIED);
+	assert_int_equal(s.effects, FX_TERMINAL_NOTIFY);
+	assert_string_equal(s.reason, "exchange-denied");
+	assert_int_equal(j.calls, 0);
+
+	/* unavailable: retried, written once, then the call */
+	memset(&j, 0, sizeof j);
+	(void)step(&p, &j, ev_loaded(), NOW);
+	int64_t now = NOW;
+	for (int i = 1; i <= 3; i++) {
+		s = step(&p, &j, ev_exchanged(JOB_XCH_UNAVAILABLE), now);
+		assert_int_equal(s.next, JOB_RETRYING);
+		assert_int_equal(s.effects, (i == 1 ? JOB_FX_WRITE_STATE : 0) | JOB_FX_RETRY_AT);
+		now = s.at_ms;
+		s = step(&p, &j, ev_of(JOB_EV_TIMER), now);
+		assert_int_equal(s.effects, JOB_FX_EXCHANGE);
+	}
+	s = step(&p, &j, ev_exchanged(JOB_XCH_OK), now);
+	assert_int_equal(s.effects, JOB_FX_WRITE_STATE | JOB_FX_CALL);
+	assert_int_equal(j.calls, 1);
+
+	/* and the deadline bounds the wait */
+	memset(&j, 0, sizeof j);
+	(void)step(&p, &j, ev_loaded(), NOW);
+	struct job_event ev = ev_exchanged(JOB_XCH_UNAVAILABLE);
+	ev.rnd = UINT64_MAX;
+	s = step(&p, &j, ev, rec.expires_at_ms - 1);
+	assert_int_equal(s.next, JOB_EXPIRED);
 }
 
 /* ---- releases and nonsense ---- */
@@ -1125,6 +1209,7 @@ main(void)
 		cmocka_unit_test_setup(test_attempts_from_hash, setup),
 		cmocka_unit_test_setup(test_shell_events, setup),
 		cmocka_unit_test_setup(test_authz_wait_ends_written, setup),
+		cmocka_unit_test_setup(test_exchange, setup),
 		cmocka_unit_test_setup(test_http_401_without_oauth_fails, setup),
 		cmocka_unit_test_setup(test_authz_allow_deny, setup),
 		cmocka_unit_test_setup(test_authz_allow_token_gone, setup),

@@ -85,6 +85,39 @@ test_lifetime_min_of_both(void **state)
 	assert_true(token_lifetime_ms(9223372036854775807LL, "opaque", NOW_MS) > 0);
 }
 
+/* With iat, the lifetime is the IdP's exp - iat, whatever the skew: a wall
+ * clock two hours ahead or behind the IdP's neither kills a fresh token nor
+ * keeps a dead one alive (issue 7, item 8). */
+static void
+test_lifetime_skew(void **state)
+{
+	long long now_s = NOW_MS / 1000;
+	char payload[128], *t;
+
+	(void)state;
+	for (long long skew = -7200; skew <= 7200; skew += 3600) {
+		snprintf(payload, sizeof payload, "{\"iat\":%lld,\"exp\":%lld}", now_s + skew,
+		    now_s + skew + 60);
+		t = make_jwt(payload);
+		/* in step: exp against our clock, to the ms; off: exp - iat - 1 s */
+		int64_t want = skew == 0 ? 60000 - NOW_MS % 1000 : 59000;
+		assert_int_equal(token_lifetime_ms(3600, t, NOW_MS), want);
+		assert_int_equal(token_lifetime_ms(-1, t, NOW_MS), want);
+		assert_int_equal(token_lifetime_ms(30, t, NOW_MS), 30000);	/* sooner wins */
+		free(t);
+	}
+	/* within TOKEN_SKEW_MS the clocks agree: exp against ours */
+	snprintf(payload, sizeof payload, "{\"iat\":%lld,\"exp\":%lld}", now_s - 4, now_s + 56);
+	t = make_jwt(payload);
+	assert_int_equal(token_lifetime_ms(3600, t, NOW_MS), 56000 - NOW_MS % 1000);
+	free(t);
+	/* an iat after exp is nonsense: exp against our clock */
+	snprintf(payload, sizeof payload, "{\"iat\":%lld,\"exp\":%lld}", now_s + 100, now_s + 50);
+	t = make_jwt(payload);
+	assert_int_equal(token_lifetime_ms(3600, t, NOW_MS), 50000 - NOW_MS % 1000);
+	free(t);
+}
+
 static void
 test_lifetime_jwt_forms(void **state)
 {
@@ -354,6 +387,7 @@ main(void)
 		cmocka_unit_test(test_b64url),
 		cmocka_unit_test(test_lifetime_min_of_both),
 		cmocka_unit_test(test_lifetime_jwt_forms),
+		cmocka_unit_test(test_lifetime_skew),
 		cmocka_unit_test(test_refresh_at_bounds),
 		cmocka_unit_test(test_usable_boundary),
 		cmocka_unit_test(test_refused_fetch_spacing),

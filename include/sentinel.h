@@ -1,0 +1,49 @@
+/*
+ * sentinel: finding the Redis primary through Redis Sentinel (issue 13).
+ * The worker asks the sentinels, in the order configured, for the address
+ * of `master_name` (SENTINEL get-master-addr-by-name) before each connect;
+ * the connection then confirms the node is a primary (ROLE) and drops it on
+ * -READONLY, so a failover is followed by the next connect.
+ *
+ * Parsing is pure; sentinel_master asks over the network, synchronously,
+ * with a timeout per sentinel -- like the host name lookup hiredis itself
+ * does when it connects -- and only when a connection is (re)made.
+ */
+#ifndef WARRANTD_SENTINEL_H
+#define WARRANTD_SENTINEL_H
+
+#include <stddef.h>
+
+#include <hiredis/hiredis.h>
+
+#define SENTINEL_MAX		8
+#define SENTINEL_HOST_MAX	256
+
+struct sentinel_addr {
+	char host[SENTINEL_HOST_MAX];
+	int port;
+};
+
+/* "host:port, host:port, ..." (IPv6 as [addr]:port), 1 to SENTINEL_MAX of
+ * them, into out. 0, or -1 with one line for people in err. */
+int sentinel_parse_list(const char *s, struct sentinel_addr *out, size_t *n, char *err,
+			size_t errlen)
+	__attribute__((warn_unused_result));
+
+/* The reply to SENTINEL get-master-addr-by-name: [host, port]. 0, or -1
+ * (nil: the sentinel does not know the name; anything else malformed). */
+int sentinel_parse_reply(const redisReply *r, char *host, size_t hostlen, int *port)
+	__attribute__((warn_unused_result));
+
+/* The reply to ROLE: 1 when its first element is "master", else 0. */
+int sentinel_is_master(const redisReply *r);
+
+/* Asks each sentinel in turn (connect and command each bounded by
+ * timeout_ms; AUTH with `password` when not NULL) for the primary of
+ * `master_name`. 0 with host/port set, or -1 with err (never the password). */
+int sentinel_master(const struct sentinel_addr *s, size_t n, const char *master_name,
+		    const char *password, long timeout_ms, char *host, size_t hostlen, int *port,
+		    char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+
+#endif

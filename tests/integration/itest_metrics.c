@@ -1,0 +1,505 @@
+/*
+ * itest_metrics: [metrics] listen and `warrantctl metrics`, against the real
+ * thing -- Debian's prometheus scrapes a running warrantd and its HTTP API
+ * returns the counters; promtool accepts both outputs. The responder's edges
+ * (404, 405, 431, many silent clients, the idle timeout, a unix socket, a
+ * reload that cannot move the listener) are checked with raw sockets.
+ *
+ * prometheus and promtool come from the `prometheus` package
+ * (scripts/deps.sh); without them those checks skip with a printed reason.
+ */
+#define _DEFAULT_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+
+#define WAIT_MS		60000
+#define PREFIX		"m"
+
+static struct h_stack S;
+#define C (S.c)
+static struct h_daemon D;
+static pid_t prom_pid;
+
+static int
+group_setup(void **state)
+{
+	(void)state;
+	return h_stack_start(&S);
+}
+
+static int
+group_teardown(void **state)
+{
+	(void)state;
+	h_stack_stop(&S);
+	return 0;
+}
+
+static int
+test_teardown(void **state)
+{
+	(void)state;
+	if (D.pid > 0)
+		h_daemon_kill(&D);
+	if (prom_pid > 0)
+		(void)h_stop(prom_pid, SIGTERM, 10000);
+	prom_pid = 0;
+	return 0;
+}
+
+static void
+daemon_up(const char *prefix, const char *metrics_section)
+{
+	struct h_daemon_opts o = {.redis_sock = S.redis.sock, .target_url = S.target.url,
+	    .prefix = prefix, .sections = metrics_section};
+	char *ini = h_daemon_ini(&o);
+
+	assert_non_null(ini);
+	int rc = h_daemon_start(&D, ini);
+	free(ini);
+	if (rc != 0)
+		fprintf(stderr, "itest_metrics: warrantd did not start; log %s\n", D.log);
+	assert_int_equal(rc, 0);
+}
+
+/* A daemon of its own prefix serving metrics on a free loopback port;
+ * returns the port. */
+static int
+daemon_on_free_port(const char *prefix)
+{
+	char section[128];
+	int port = h_free_port();
+
+	assert_true(port > 0);
+	snprintf(section, sizeof section, "[metrics]\nlisten = 127.0.0.1:%d\n", port);
+	daemon_up(prefix, section);
+	return port;
+}
+
+static void
+daemon_down(void)
+{
+	assert_true(h_daemon_stop_clean(&D));
+}
+
+struct done_wait {
+	const char *prefix;
+	int n;
+};
+
+static int
+all_done(void *arg)
+{
+	const struct done_wait *w = arg;
+	char key[128];
+
+	for (int i = 0; i < w->n; i++) {
+		snprintf(key, sizeof key, "%s:decision:job-%d", w->prefix, i);
+		char *st = h_hget(C, key, "state");
+		int ok = st && strcmp(st, "done") == 0;
+		free(st);
+		if (!ok)
+			return 0;
+	}
+	return 1;
+}
+
+static void
+run_jobs(const char *prefix, int n)
+{
+	struct done_wait w = {prefix, n};
+	char id[32];
+	long long now = h_now_ms();
+
+	for (int i = 0; i < n; i++) {
+		snprintf(id, sizeof id, "job-%d", i);
+		char *json = h_record_json(id, "gate.open", "canal/lateral-3/gate-14", now - 1000,
+		    now + 60000, 0, NULL);
+		assert_non_null(json);
+		assert_int_equal(h_decide(C, prefix, id, json, 1), 0);
+		free(json);
+	}
+	assert_int_equal(h_wait_until(all_done, &w, WAIT_MS), 0);
+}
+
+/* ---- raw sockets ---- */
+
+static int
+connect_to(const char *unix_path, int port)
+{
+	int fd;
+
+	if (unix_path) {
+		struct sockaddr_un un = {.sun_family = AF_UNIX};
+		snprintf(un.sun_path, sizeof un.sun_path, "%s", unix_path);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd >= 0 && connect(fd, (struct sockaddr *)&un, sizeof un) == 0)
+			return fd;
+	} else {
+		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
+			return fd;
+	}
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+/* Everything fd sends until it closes, or NULL after timeout_ms. */
+static char *
+read_to_eof(int fd, int timeout_ms)
+{
+	size_t cap = 1 << 16, len = 0;
+	char *buf = malloc(cap);
+	long long deadline = h_now_ms() + timeout_ms;
+
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		long long left = deadline - h_now_ms();
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0) {
+			free(buf);
+			return NULL;
+		}
+		if (len + 1 == cap)
+			buf = realloc(buf, cap *= 2);
+		ssize_t n = read(fd, buf + len, cap - 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	return buf;
+}
+
+/* Sends req whole and returns the whole response (caller frees). */
+static char *
+exchange(const char *unix_path, int port, const char *req, size_t len)
+{
+	int fd = connect_to(unix_path, port);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, req, len), (ssize_t)len);
+	char *resp = read_to_eof(fd, 20000);
+	close(fd);
+	assert_non_null(resp);
+	return resp;
+}
+
+static void
+assert_status(const char *resp, const char *status_line)
+{
+	if (strncmp(resp, status_line, strlen(status_line)) != 0)
+		fail_msg("expected %s, got: %.200s", status_line, resp);
+}
+
+static char *
+scrape(const char *unix_path, int port)
+{
+	static const char get[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+	char *resp = exchange(unix_path, port, get, sizeof get - 1);
+
+	assert_status(resp, "HTTP/1.1 200 OK\r\n");
+	assert_non_null(strstr(resp, "Content-Type: text/plain; version=0.0.4"));
+	return resp;
+}
+
+static void
+assert_has(const char *text, const char *want)
+{
+	if (!strstr(text, want))
+		fail_msg("missing '%s' in:\n%s", want, text);
+}
+
+/* ---- promtool, prometheus ---- */
+
+/* promtool check metrics < file: 1 ok, 0 refused, -1 skipped. */
+static int
+promtool_accepts(const char *file)
+{
+	char *promtool = h_which("promtool"), cmd[1024], *out;
+
+	if (!promtool) {
+		printf("itest_metrics: SKIP promtool check: promtool not installed "
+		    "(Debian package prometheus)\n");
+		return -1;
+	}
+	snprintf(cmd, sizeof cmd, "%s check metrics < '%s'", promtool, file);
+	char *argv[] = {"sh", "-c", cmd, NULL};
+	int rc = h_run(argv, 30000, &out);
+	printf("itest_metrics: promtool check metrics %s: exit %d %s\n", file, rc, out);
+	free(out);
+	free(promtool);
+	return rc == 0;
+}
+
+static char *
+body_of(const char *resp)
+{
+	const char *b = strstr(resp, "\r\n\r\n");
+	assert_non_null(b);
+	return strdup(b + 4);
+}
+
+struct prom_wait {
+	char url[256];
+	const char *want;
+	char *last;
+};
+
+static int
+prom_has_value(void *arg)
+{
+	struct prom_wait *w = arg;
+	long status = 0;
+	char *body = h_http("GET", w->url, NULL, &status);
+	int ok = body && status == 200 && strstr(body, w->want);
+
+	free(w->last);
+	w->last = body;
+	return ok;
+}
+
+static void
+scraped_by_prometheus(int metrics_port)
+{
+	char *prom = h_which("prometheus");
+	char cfg[512], data[512], addr[64], listen[128], url[128], logf[512];
+
+	if (!prom) {
+		printf("itest_metrics: SKIP prometheus scrape: prometheus not installed "
+		    "(Debian package prometheus)\n");
+		return;
+	}
+	int port = h_free_port();
+	assert_true(port > 0);
+	snprintf(addr, sizeof addr, "127.0.0.1:%d", metrics_port);
+	snprintf(cfg, sizeof cfg, "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+	    "scrape_configs:\n  - job_name: warrantd\n    static_configs:\n"
+	    "      - targets: ['%s']\n", addr);
+	char *cfg_path = h_write_file("prometheus.yml", cfg);
+	assert_non_null(cfg_path);
+	snprintf(data, sizeof data, "--storage.tsdb.path=%s/prom-data", h_tmpdir());
+	snprintf(listen, sizeof listen, "--web.listen-address=127.0.0.1:%d", port);
+	snprintf(url, sizeof url, "--config.file=%s", cfg_path);
+	snprintf(logf, sizeof logf, "%s/prometheus.log", h_tmpdir());
+	char *argv[] = {prom, url, data, listen, NULL};
+	prom_pid = h_spawn(logf, argv);
+	assert_true(prom_pid > 0);
+
+	struct prom_wait w = {.want = "\"3\"]"};
+	snprintf(w.url, sizeof w.url,
+	    "http://127.0.0.1:%d/api/v1/query?query=warrantd_done_total", port);
+	int rc = h_wait_until(prom_has_value, &w, WAIT_MS);
+	printf("itest_metrics: prometheus answered %s\n", w.last ? w.last : "(nothing)");
+	if (rc != 0)
+		fprintf(stderr, "itest_metrics: prometheus never returned the counter; log %s\n",
+		    logf);
+	assert_int_equal(rc, 0);
+	assert_has(w.last, "\"job\":\"warrantd\"");
+	free(w.last);
+	/* The histogram made it too. */
+	w.last = NULL;
+	w.want = "\"3\"]";
+	snprintf(w.url, sizeof w.url, "http://127.0.0.1:%d/api/v1/query?query="
+	    "warrantd_call_duration_seconds_count%%7Baction%%3D%%22gate.open%%22%%7D", port);
+	assert_int_equal(h_wait_until(prom_has_value, &w, WAIT_MS), 0);
+	free(w.last);
+	assert_int_equal(h_stop(prom_pid, SIGTERM, 10000) >= 0, 1);
+	prom_pid = 0;
+	free(cfg_path);
+	free(prom);
+}
+
+/* ---- the tests ---- */
+
+static void
+test_scrape(void **state)
+{
+	(void)state;
+
+	int port = daemon_on_free_port(PREFIX "1");
+	run_jobs(PREFIX "1", 3);
+
+	char *resp = scrape(NULL, port);
+	assert_has(resp, "\nwarrantd_done_total 3\n");
+	assert_has(resp, "\nwarrantd_received_total 3\n");
+	assert_has(resp, "\nwarrantd_in_flight 0\n");
+	assert_has(resp, "\nwarrantd_token_state{state=\"valid\"} 1\n");
+	assert_has(resp, "\nwarrantd_redis_up 1\n");
+	assert_has(resp, "\nwarrantd_call_duration_seconds_count{action=\"gate.open\"} 3\n");
+	assert_has(resp, "\nwarrantd_queue_delay_seconds_count{action=\"gate.open\"} 3\n");
+	char *body = body_of(resp);
+	char *file = h_write_file("daemon.prom", body);
+	assert_int_not_equal(promtool_accepts(file), 0);
+	free(file);
+	free(body);
+	free(resp);
+
+	scraped_by_prometheus(port);
+	daemon_down();
+}
+
+static void
+test_http_edges(void **state)
+{
+	static const char root[] = "GET / HTTP/1.1\r\n\r\n";
+	static const char post[] = "POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n";
+	int idle[40];
+	(void)state;
+
+	int port = daemon_on_free_port(PREFIX "2");
+
+	char *r = exchange(NULL, port, root, sizeof root - 1);
+	assert_status(r, "HTTP/1.1 404 Not Found\r\n");
+	free(r);
+	r = exchange(NULL, port, post, sizeof post - 1);
+	assert_status(r, "HTTP/1.1 405 Method Not Allowed\r\n");
+	assert_has(r, "Allow: GET\r\n");
+	free(r);
+	char *big = malloc(8192);
+	memset(big, 'a', 8192);
+	memcpy(big, "GET /metrics HTTP/1.1\r\nX: ", 26);
+	r = exchange(NULL, port, big, 8192);
+	assert_status(r, "HTTP/1.1 431 ");
+	free(r);
+	free(big);
+
+	/* More silent clients than it serves at once: a scrape still gets its
+	 * answer (at the latest once the idle timeout frees room), and every
+	 * silent one is closed by the server. */
+	for (size_t i = 0; i < sizeof idle / sizeof idle[0]; i++) {
+		idle[i] = connect_to(NULL, port);
+		assert_true(idle[i] >= 0);
+	}
+	long long t0 = h_now_ms();
+	r = scrape(NULL, port);
+	printf("itest_metrics: scrape behind %zu silent clients took %lld ms\n",
+	    sizeof idle / sizeof idle[0], h_now_ms() - t0);
+	free(r);
+	for (size_t i = 0; i < sizeof idle / sizeof idle[0]; i++) {
+		char *rest = read_to_eof(idle[i], 30000);
+		assert_non_null(rest);	/* closed by the server */
+		assert_string_equal(rest, "");
+		free(rest);
+		close(idle[i]);
+	}
+	/* A request that arrives in pieces. */
+	int fd = connect_to(NULL, port);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "GET /met", 8), 8);
+	r = scrape(NULL, port);	/* not held up by the slow one */
+	free(r);
+	assert_int_equal(write(fd, "rics HTTP/1.1\r\n\r\n", 17), 17);
+	r = read_to_eof(fd, 20000);
+	assert_non_null(r);
+	assert_status(r, "HTTP/1.1 200 OK\r\n");
+	free(r);
+	close(fd);
+	daemon_down();
+}
+
+static void
+test_unix_socket_and_reload(void **state)
+{
+	char section[512], sock[300], *out;
+	struct stat st;
+	(void)state;
+
+	snprintf(sock, sizeof sock, "%s/metrics.sock", h_tmpdir());
+	snprintf(section, sizeof section, "[metrics]\nlisten = unix:%s\n", sock);
+	daemon_up(PREFIX "3", section);
+	assert_int_equal(stat(sock, &st), 0);
+	assert_true(S_ISSOCK(st.st_mode));
+	char *r = scrape(sock, 0);
+	assert_has(r, "\nwarrantd_done_total 0\n");
+	free(r);
+
+	/* A reload cannot move the listener: it says so and keeps serving. */
+	char *ini = h_read_file(D.ini);
+	assert_non_null(ini);
+	char *at = strstr(ini, "metrics.sock");
+	assert_non_null(at);
+	memcpy(at, "metricz", 7);
+	FILE *f = fopen(D.ini, "w");
+	assert_non_null(f);
+	fputs(ini, f);
+	fclose(f);
+	free(ini);
+	kill(D.pid, SIGHUP);
+	assert_int_equal(h_daemon_wait_log(&D, "event=config.restart_needed", WAIT_MS), 0);
+	r = scrape(sock, 0);
+	free(r);
+
+	/* warrantctl metrics, written atomically for the textfile collector. */
+	char prom[300];
+	snprintf(prom, sizeof prom, "%s/warrantd.prom", h_tmpdir());
+	run_jobs(PREFIX "3", 2);
+	char *argv[] = {(char *)h_bin("warrantctl"), "-c", D.ini, "metrics", "--output", prom,
+	    NULL};
+	assert_int_equal(h_run(argv, 30000, &out), 0);
+	free(out);
+	char *text = h_read_file(prom);
+	assert_non_null(text);
+	assert_has(text, "\nwarrantd_queue_pending{stream=\"m3:jobs\",group=\"workers\"} 0\n");
+	assert_has(text, "\nwarrantd_queue_consumers_alive{stream=\"m3:jobs\",group=\"workers\"} 1\n");
+	assert_has(text, "\nwarrantd_queue_lag{stream=\"m3:jobs\",group=\"workers\"} 0\n");
+	free(text);
+	assert_int_not_equal(promtool_accepts(prom), 0);
+
+	daemon_down();
+	assert_int_equal(stat(sock, &st), -1);	/* removed at exit */
+}
+
+static void
+test_bad_listen_is_a_config_error(void **state)
+{
+	char *out;
+	(void)state;
+
+	struct h_daemon_opts o = {.redis_sock = S.redis.sock, .target_url = S.target.url,
+	    .prefix = PREFIX "4",
+	    .sections = "[metrics]\nlisten = 0.0.0.0:9464\n"};
+	char *ini = h_daemon_ini(&o);
+	char *path = h_write_file("bad-metrics.ini", ini);
+	char *argv[] = {(char *)h_bin("warrantd"), "-t", "-c", path, NULL};
+	assert_int_equal(h_run(argv, 30000, &out), 78);
+	assert_has(out, "listen: '0.0.0.0:9464' is not a loopback address");
+	free(out);
+	free(path);
+	free(ini);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_scrape, test_teardown),
+		cmocka_unit_test_teardown(test_http_edges, test_teardown),
+		cmocka_unit_test_teardown(test_unix_socket_and_reload, test_teardown),
+		cmocka_unit_test_teardown(test_bad_listen_is_a_config_error, test_teardown),
+	};
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

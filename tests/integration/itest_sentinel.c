@@ -1,0 +1,294 @@
+/*
+ * itest_sentinel: warrantd behind Redis Sentinel (issue 13). One primary,
+ * one replica and three sentinels of Debian's redis-server on 127.0.0.1;
+ * 2,000 jobs flowing through two workers configured with [redis] sentinels
+ * and master_name; the primary is SIGKILLed mid-run and the sentinels fail
+ * over to the replica. Afterwards every job is in a terminal state on the new
+ * primary, none is lost, the PEL is empty; duplicate executions are counted
+ * and printed (replication is asynchronous: a result the old primary
+ * acknowledged but had not yet sent to the replica is executed again).
+ * Skips, saying why, when redis-sentinel is not installed.
+ */
+#define _DEFAULT_SOURCE
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <hiredis/hiredis.h>
+#include <jansson.h>
+
+#include "harness.h"
+
+#define WAIT_MS		120000	/* a failover takes seconds; 2 cores, ASan */
+#define PREFIX		"warrant"
+#define JOBS		2000
+#define NSENT		3
+
+struct node {
+	pid_t pid;
+	int port;
+	char dir[512];
+};
+
+static struct node primary, replica, sent[NSENT];
+static struct h_fake target;
+static struct h_daemon workers[2];
+
+static void
+node_spawn(struct node *n, const char *name, const char *conf_text, int sentinel)
+{
+	char conf[640], log[640];
+
+	snprintf(n->dir, sizeof n->dir, "%s/%s", h_tmpdir(), name);
+	assert_int_equal(mkdir(n->dir, 0700), 0);
+	snprintf(conf, sizeof conf, "%s/redis.conf", n->dir);
+	snprintf(log, sizeof log, "%s/out.log", n->dir);
+	FILE *f = fopen(conf, "w");
+	assert_non_null(f);
+	fputs(conf_text, f);
+	fclose(f);
+	char *argv[] = {"/usr/bin/redis-server", conf, sentinel ? "--sentinel" : NULL, NULL};
+	n->pid = h_spawn(log, argv);
+	assert_true(n->pid > 0);
+}
+
+static redisContext *
+node_connect(const struct node *n)
+{
+	struct timeval tv = {2, 0};
+	redisContext *c = redisConnectWithTimeout("127.0.0.1", n->port, tv);
+
+	if (c != NULL && c->err) {
+		redisFree(c);
+		return NULL;
+	}
+	return c;
+}
+
+static int
+node_answers(void *arg)
+{
+	redisContext *c = node_connect(arg);
+	redisReply *r = c ? redisCommand(c, "PING") : NULL;
+	int ok = r != NULL && r->type == REDIS_REPLY_STATUS;
+
+	freeReplyObject(r);
+	if (c)
+		redisFree(c);
+	return ok;
+}
+
+static void
+start_data_node(struct node *n, const char *name, int replica_of)
+{
+	char text[1024], extra[64] = "";
+
+	n->port = h_free_port();
+	assert_true(n->port > 0);
+	if (replica_of > 0)
+		snprintf(extra, sizeof extra, "replicaof 127.0.0.1 %d\n", replica_of);
+	snprintf(text, sizeof text, "port %d\nbind 127.0.0.1\ndir %s/%s\nsave \"\"\n"
+	    "appendonly yes\nappendfsync no\n%s", n->port, h_tmpdir(), name, extra);
+	node_spawn(n, name, text, 0);
+	assert_int_equal(h_wait_until(node_answers, n, 20000), 0);
+}
+
+static void
+start_sentinel(struct node *n, int i)
+{
+	char text[1024], name[32];
+
+	snprintf(name, sizeof name, "sentinel-%d", i);
+	n->port = h_free_port();
+	assert_true(n->port > 0);
+	snprintf(text, sizeof text, "port %d\nbind 127.0.0.1\ndir %s/%s\n"
+	    "sentinel monitor mymaster 127.0.0.1 %d 2\n"
+	    "sentinel down-after-milliseconds mymaster 1000\n"
+	    "sentinel failover-timeout mymaster 10000\n"
+	    "sentinel parallel-syncs mymaster 1\n", n->port, h_tmpdir(), name, primary.port);
+	node_spawn(n, name, text, 1);
+	assert_int_equal(h_wait_until(node_answers, n, 20000), 0);
+}
+
+/* The primary's port according to sentinel i, or -1. */
+static int
+sentinel_says(int i)
+{
+	redisContext *c = node_connect(&sent[i]);
+	redisReply *r = c ? redisCommand(c, "SENTINEL get-master-addr-by-name mymaster") : NULL;
+	int port = -1;
+
+	if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
+		port = atoi(r->element[1]->str);
+	freeReplyObject(r);
+	if (c)
+		redisFree(c);
+	return port;
+}
+
+static int
+sentinels_see_replica(void *arg)
+{
+	(void)arg;
+	redisContext *c = node_connect(&sent[0]);
+	redisReply *r = c ? redisCommand(c, "SENTINEL replicas mymaster") : NULL;
+	int ok = r && r->type == REDIS_REPLY_ARRAY && r->elements == 1;
+
+	freeReplyObject(r);
+	if (c)
+		redisFree(c);
+	return ok;
+}
+
+static int
+failed_over(void *arg)
+{
+	(void)arg;
+	return sentinel_says(0) == replica.port && sentinel_says(1) == replica.port;
+}
+
+struct states {
+	redisContext *c;
+	int terminal, done;
+};
+
+static int
+all_terminal(void *arg)
+{
+	struct states *s = arg;
+	s->terminal = s->done = 0;
+	for (int i = 0; i < JOBS; i++) {
+		char key[64];
+		snprintf(key, sizeof key, PREFIX ":decision:sn-%04d", i);
+		char *st = h_hget(s->c, key, "state");
+		if (st && (!strcmp(st, "done") || !strcmp(st, "expired") || !strcmp(st, "denied") ||
+		    !strcmp(st, "failed") || !strcmp(st, "dead")))
+			s->terminal++;
+		s->done += st && !strcmp(st, "done");
+		free(st);
+	}
+	return s->terminal == JOBS;
+}
+
+static long long
+target_total(void)
+{
+	json_t *st = h_fake_json(&target, "/_stats");
+	long long n = json_integer_value(json_object_get(st, "total"));
+	json_decref(st);
+	return n;
+}
+
+static int
+target_reached(void *arg)
+{
+	return target_total() >= *(long long *)arg;
+}
+
+static void
+test_failover(void **state)
+{
+	char *path = h_which("redis-sentinel");
+	(void)state;
+
+	if (path == NULL) {
+		printf("    skipped: redis-sentinel is not installed (Debian package redis-sentinel)\n");
+		return;
+	}
+	free(path);
+	start_data_node(&primary, "primary", 0);
+	start_data_node(&replica, "replica", primary.port);
+	for (int i = 0; i < NSENT; i++)
+		start_sentinel(&sent[i], i);
+	assert_int_equal(h_wait_until(sentinels_see_replica, NULL, WAIT_MS), 0);
+	assert_int_equal(h_fake_start(&target, "fake_target", NULL), 0);
+	assert_int_equal(h_fake_script(&target, "{\"default\": {\"delay_ms\": 5}}"), 0);
+
+	/* 2,000 jobs on the primary, replicated before anything runs */
+	redisContext *p = node_connect(&primary);
+	assert_non_null(p);
+	long long now = h_now_ms();
+	for (int i = 0; i < JOBS; i++) {
+		char id[32];
+		snprintf(id, sizeof id, "sn-%04d", i);
+		char *js = h_record_json(id, "gate.open", "north/1", now - 1000, now + 3600 * 1000LL,
+		    0, NULL);
+		assert_int_equal(h_decide(p, PREFIX, id, js, 0), 0);
+		free(js);
+	}
+	assert_true(h_redis_int(p, "WAIT 1 10000") == 1);
+	redisFree(p);
+
+	char redis_extra[256];
+	snprintf(redis_extra, sizeof redis_extra, "sentinels = 127.0.0.1:%d, 127.0.0.1:%d, "
+	    "127.0.0.1:%d\nmaster_name = mymaster\n", sent[0].port, sent[1].port, sent[2].port);
+	for (int w = 0; w < 2; w++) {
+		struct h_daemon_opts o = {
+			.redis_sock = "unused", .target_url = target.url,
+			.consumer = w == 0 ? "w1" : "w2", .signature_off = 1,
+			.redis_extra = redis_extra, .claim_idle_ms = 3000,
+			.daemon_extra = "max_in_flight = 16\n",
+		};
+		char *ini = h_daemon_ini(&o);
+		assert_non_null(ini);
+		/* the harness writes a socket line; sentinels replace it */
+		char *s = strstr(ini, "socket = unused\n");
+		assert_non_null(s);
+		memmove(s, s + strlen("socket = unused\n"), strlen(s + strlen("socket = unused\n")) + 1);
+		assert_int_equal(h_daemon_start(&workers[w], ini), 0);
+		free(ini);
+	}
+
+	long long mid = JOBS / 4;
+	assert_int_equal(h_wait_until(target_reached, &mid, WAIT_MS), 0);
+	assert_int_equal(kill(primary.pid, SIGKILL), 0);
+	int64_t killed_at = h_now_ms();
+	assert_int_equal(h_wait_until(failed_over, NULL, WAIT_MS), 0);
+	printf("    primary SIGKILLed after %lld calls; the sentinels named the replica after "
+	    "%lld ms\n", target_total(), h_now_ms() - killed_at);
+
+	struct states s = {node_connect(&replica), 0, 0};
+	assert_non_null(s.c);
+	if (h_wait_until(all_terminal, &s, WAIT_MS) != 0)
+		fail_msg("%d of %d jobs terminal on the new primary", s.terminal, JOBS);
+	assert_int_equal(h_pending_count(s.c, PREFIX ":jobs", "workers"), 0);
+	json_t *st = h_fake_json(&target, "/_stats");
+	long long dups = json_integer_value(json_object_get(st, "duplicates"));
+	long long keys = json_integer_value(json_object_get(st, "distinct_keys"));
+	json_decref(st);
+	printf("    after the failover: %d of %d done, %lld distinct keys at the target, %lld "
+	    "duplicate executions (results the old primary had not yet replicated)\n",
+	    s.done, JOBS, keys, dups);
+	assert_int_equal(keys, JOBS);	/* none lost */
+	assert_true(h_daemon_wait_log(&workers[0], "event=redis.primary", 1000) == 0 ||
+	    h_daemon_wait_log(&workers[1], "event=redis.primary", 1000) == 0);
+	redisFree(s.c);
+	for (int w = 0; w < 2; w++) {
+		int stc = h_daemon_stop(&workers[w]);
+		assert_true(WIFEXITED(stc) && WEXITSTATUS(stc) == 0);
+		assert_true(h_daemon_log_clean(&workers[w]));
+	}
+	h_fake_stop(&target);
+	for (int i = 0; i < NSENT; i++)
+		h_stop(sent[i].pid, SIGTERM, 5000);
+	h_stop(replica.pid, SIGTERM, 5000);
+	h_stop(primary.pid, SIGTERM, 1000);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_failover),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,242 @@
+/* Unit tests for the metrics core: listen addresses, request heads, the
+ * histograms and the exposition text. */
+#define _DEFAULT_SOURCE
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+#include <cmocka.h>
+
+#include "metrics.h"
+
+static void
+assert_listen_ok(const char *s, int allow_remote, int family, int loopback)
+{
+	struct metrics_addr a;
+	char err[256] = "";
+
+	if (metrics_listen_parse(s, allow_remote, &a, err, sizeof err) != 0)
+		fail_msg("%s: %s", s, err);
+	assert_int_equal(a.sa.ss_family, family);
+	assert_int_equal(a.is_loopback, loopback);
+}
+
+static void
+assert_listen_bad(const char *s, int allow_remote, const char *want)
+{
+	struct metrics_addr a;
+	char err[256] = "";
+
+	assert_int_equal(metrics_listen_parse(s, allow_remote, &a, err, sizeof err), -1);
+	if (!strstr(err, want))
+		fail_msg("%s: '%s' lacks '%s'", s, err, want);
+}
+
+static void
+test_listen(void **state)
+{
+	(void)state;
+	assert_listen_ok("127.0.0.1:9464", 0, AF_INET, 1);
+	assert_listen_ok("127.3.2.1:1", 0, AF_INET, 1);
+	assert_listen_ok("[::1]:9464", 0, AF_INET6, 1);
+	assert_listen_ok("unix:/run/warrantd/metrics.sock", 0, AF_UNIX, 1);
+	assert_listen_ok("0.0.0.0:9464", 1, AF_INET, 0);
+	assert_listen_ok("[::]:9464", 1, AF_INET6, 0);
+	assert_listen_ok("192.0.2.7:65535", 1, AF_INET, 0);
+
+	assert_listen_bad("0.0.0.0:9464", 0, "allow_remote = yes");
+	assert_listen_bad("[::]:9464", 0, "allow_remote = yes");
+	assert_listen_bad("10.1.2.3:9464", 0, "not a loopback");
+	assert_listen_bad("localhost:9464", 1, "is not IPV4:PORT");	/* no names */
+	assert_listen_bad("127.0.0.1", 0, "is not");
+	assert_listen_bad("127.0.0.1:0", 0, "is not");
+	assert_listen_bad("127.0.0.1:65536", 0, "is not");
+	assert_listen_bad("127.0.0.1:94a", 0, "is not");
+	assert_listen_bad("::1:9464", 0, "is not");		/* brackets needed */
+	assert_listen_bad("[127.0.0.1]:9464", 0, "is not");
+	assert_listen_bad("[::1]9464", 0, "is not");
+	assert_listen_bad("unix:relative.sock", 0, "absolute path");
+	char longp[200];
+	memset(longp, 'a', sizeof longp);
+	memcpy(longp, "unix:/", 6);
+	longp[sizeof longp - 1] = '\0';
+	assert_listen_bad(longp, 0, "absolute path");
+}
+
+static int
+parse(const char *s)
+{
+	return metrics_http_parse(s, strlen(s));
+}
+
+static void
+test_http_parse(void **state)
+{
+	(void)state;
+	assert_int_equal(parse("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"), 200);
+	assert_int_equal(parse("GET /metrics HTTP/1.0\r\n\r\n"), 200);
+	assert_int_equal(parse("GET /metrics?x=1 HTTP/1.1\r\n\r\n"), 200);
+	assert_int_equal(parse("GET /metrics HTTP/1.1\n\n"), 200);
+	/* Incomplete: wait for more. */
+	assert_int_equal(parse(""), 0);
+	assert_int_equal(parse("GET /metrics HTTP/1.1\r\n"), 0);
+	assert_int_equal(parse("GET /metrics HTTP/1.1\r\nHost: x\r\n"), 0);
+	/* Others. */
+	assert_int_equal(parse("GET / HTTP/1.1\r\n\r\n"), 404);
+	assert_int_equal(parse("GET /metricsx HTTP/1.1\r\n\r\n"), 404);
+	assert_int_equal(parse("GET /metrics/ HTTP/1.1\r\n\r\n"), 404);
+	assert_int_equal(parse("POST /metrics HTTP/1.1\r\n\r\n"), 405);
+	assert_int_equal(parse("HEAD /metrics HTTP/1.1\r\n\r\n"), 405);
+	assert_int_equal(parse("GET /metrics HTTP/2.0\r\n\r\n"), 505);
+	assert_int_equal(parse("GET /metrics HTTP/1.2\r\n\r\n"), 505);
+	assert_int_equal(parse("GET /metrics\r\n\r\n"), 400);
+	assert_int_equal(parse("GET  /metrics HTTP/1.1\r\n\r\n"), 400);
+	assert_int_equal(parse("GET /metrics HTTP/1.1 x\r\n\r\n"), 400);
+	assert_int_equal(parse("\r\n\r\n"), 400);
+	assert_int_equal(parse("GET /met\x01rics HTTP/1.1\r\n\r\n"), 400);
+	/* Too long without an end. */
+	char *big = malloc(METRICS_REQ_MAX);
+	memset(big, 'a', METRICS_REQ_MAX);
+	assert_int_equal(metrics_http_parse(big, METRICS_REQ_MAX - 1), 0);
+	assert_int_equal(metrics_http_parse(big, METRICS_REQ_MAX), 431);
+	free(big);
+}
+
+static void
+test_snake_case(void **state)
+{
+	char out[32];
+	(void)state;
+
+	assert_int_equal(metrics_snake_case("authFailures", out, sizeof out), 0);
+	assert_string_equal(out, "auth_failures");
+	assert_int_equal(metrics_snake_case("done", out, sizeof out), 0);
+	assert_string_equal(out, "done");
+	assert_int_equal(metrics_snake_case("redisOutages", out, sizeof out), 0);
+	assert_string_equal(out, "redis_outages");
+	assert_int_equal(metrics_snake_case("abc", out, 4), 0);
+	assert_int_equal(metrics_snake_case("abcd", out, 4), -1);
+	assert_int_equal(metrics_snake_case("aB", out, 4), 0);	/* a_b */
+	assert_int_equal(metrics_snake_case("aBc", out, 4), -1);
+}
+
+/* Counter i of counters.h's table gets 100 + i. */
+static struct metrics_sample
+sample(void)
+{
+	struct metrics_sample s = {.in_flight = 3, .token_state = "refreshing",
+	    .token_expires_in_s = 42, .redis_up = 1, .version = "0.1.0",
+	    .start_time_s = 1784800000};
+	int i = 0;
+
+	for (const struct counter_field *f = counter_fields; f->name; f++, i++)
+		*(long long *)((char *)&s.n + f->offset) = 100 + i;
+	return s;
+}
+
+static void
+assert_has(const char *text, const char *line)
+{
+	if (!strstr(text, line))
+		fail_msg("missing: %s\n--- in:\n%s", line, text);
+}
+
+static void
+test_format_sample(void **state)
+{
+	struct metrics_sample s = sample();
+	size_t len = 0;
+	char *t = metrics_format(&s, NULL, &len);
+	(void)state;
+
+	assert_non_null(t);
+	assert_int_equal(strlen(t), len);
+	assert_int_equal(t[len - 1], '\n');
+	assert_has(t, "# TYPE warrantd_done_total counter\n");
+	assert_has(t, "\nwarrantd_auth_failures_total ");
+	assert_has(t, "\nwarrantd_redis_outages_total ");
+	assert_has(t, "# TYPE warrantd_in_flight gauge\nwarrantd_in_flight 3\n");
+	assert_has(t, "warrantd_token_state{state=\"refreshing\"} 1\n");
+	assert_has(t, "warrantd_token_state{state=\"valid\"} 0\n");
+	assert_has(t, "warrantd_token_expires_in_seconds 42\n");
+	assert_has(t, "warrantd_redis_up 1\n");
+	assert_has(t, "warrantd_build_info{version=\"0.1.0\"} 1\n");
+	assert_has(t, "# TYPE warrantd_call_duration_seconds histogram\n");
+	assert_has(t, "# TYPE warrantd_queue_delay_seconds histogram\n");
+	int i = 0;
+	for (const struct counter_field *f = counter_fields; f->name; f++, i++) {
+		char want[256], name[64];
+		assert_int_equal(metrics_snake_case(f->name, name, sizeof name), 0);
+		snprintf(want, sizeof want, "\n# TYPE warrantd_%s_total counter\n"
+		    "warrantd_%s_total %d\n", name, name, 100 + i);
+		assert_has(t, want);
+	}
+	assert_true(i >= 12);
+	free(t);
+}
+
+static void
+test_format_hist(void **state)
+{
+	struct metrics_sample s = sample();
+	struct metrics_hist *h = metrics_hist_new();
+	size_t len;
+	(void)state;
+
+	assert_non_null(h);
+	assert_int_equal(metrics_hist_observe(h, "gate.open", 3, 50), 0);
+	assert_int_equal(metrics_hist_observe(h, "gate.open", 7, 700), 0);
+	assert_int_equal(metrics_hist_observe(h, "gate.open", 70000, -5), 0);	/* skew: 0 */
+	assert_int_equal(metrics_hist_observe(h, "odd\"na\\me", 10, 100000000), 0);
+	char *t = metrics_format(&s, h, &len);
+	assert_non_null(t);
+	assert_has(t, "warrantd_call_duration_seconds_bucket{action=\"gate.open\",le=\"0.005\"} 1\n");
+	assert_has(t, "warrantd_call_duration_seconds_bucket{action=\"gate.open\",le=\"0.01\"} 2\n");
+	assert_has(t, "warrantd_call_duration_seconds_bucket{action=\"gate.open\",le=\"60\"} 2\n");
+	assert_has(t, "warrantd_call_duration_seconds_bucket{action=\"gate.open\",le=\"+Inf\"} 3\n");
+	assert_has(t, "warrantd_call_duration_seconds_sum{action=\"gate.open\"} 70.010\n");
+	assert_has(t, "warrantd_call_duration_seconds_count{action=\"gate.open\"} 3\n");
+	assert_has(t, "warrantd_queue_delay_seconds_bucket{action=\"gate.open\",le=\"0.1\"} 2\n");
+	assert_has(t, "warrantd_queue_delay_seconds_bucket{action=\"gate.open\",le=\"1\"} 3\n");
+	assert_has(t, "warrantd_queue_delay_seconds_sum{action=\"gate.open\"} 0.750\n");
+	assert_has(t, "warrantd_queue_delay_seconds_bucket{action=\"odd\\\"na\\\\me\",le=\"86400\"} 0\n");
+	assert_has(t, "warrantd_queue_delay_seconds_bucket{action=\"odd\\\"na\\\\me\",le=\"+Inf\"} 1\n");
+	free(t);
+	metrics_hist_free(h);
+	metrics_hist_free(NULL);
+}
+
+static void
+test_hist_bounded(void **state)
+{
+	struct metrics_hist *h = metrics_hist_new();
+	char name[32];
+	(void)state;
+
+	for (int i = 0; i < METRICS_ACTIONS_MAX; i++) {
+		snprintf(name, sizeof name, "a%d", i);
+		assert_int_equal(metrics_hist_observe(h, name, 1, 1), 0);
+	}
+	assert_int_equal(metrics_hist_observe(h, "one.more", 1, 1), -1);
+	assert_int_equal(metrics_hist_observe(h, "a0", 1, 1), 0);	/* known: counted */
+	metrics_hist_free(h);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_listen),
+		cmocka_unit_test(test_http_parse),
+		cmocka_unit_test(test_snake_case),
+		cmocka_unit_test(test_format_sample),
+		cmocka_unit_test(test_format_hist),
+		cmocka_unit_test(test_hist_bounded),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
