@@ -295,7 +295,7 @@ build_request(const struct settings *s, int64_t now_ms, const char *const *grant
 	*body = *userpwd = NULL;
 #define OPT(name, v) do { if ((v) != NULL) { pairs[n++] = (name); pairs[n++] = (v); } } while (0)
 	/* the grant's own pairs, NULL values skipped; at most 10 */
-	for (size_t i = 0; grant[i] != NULL && i < 20; i += 2)
+	for (size_t i = 0; i < 20 && grant[i] != NULL; i += 2)
 		OPT(grant[i], grant[i + 1]);
 	switch (s->auth_method) {
 	case CFG_CLIENT_SECRET_BASIC:
