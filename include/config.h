@@ -43,6 +43,7 @@ struct cfg_action {
 	/* token = exchange: a token for each job (RFC 8693), sub = the record's
 	 * onBehalfOf, act = the worker; 0: the worker's own token */
 	int token_exchange;
+	int allow_http;		/* http:// to a host that is not loopback */
 };
 
 /* Where a section header (key NULL) or a key was read. */
@@ -84,6 +85,7 @@ struct cfg {
 		char *verify_key_file;	/* required with signature = required */
 		char *issuer;		/* NULL: not checked */
 		long max_window_s, clock_skew_s, retain_s, audit_maxlen;
+		long max_bytes;		/* a longer `record` value is record-invalid */
 	} records;
 
 	struct {
@@ -97,11 +99,13 @@ struct cfg {
 		double refresh_ratio;
 		long timeout_ms, auth_wait_max_ms;
 		long min_refresh_interval_ms;	/* R9: spacing of refreshes 401s cause */
+		int allow_http;
 	} oauth;
 
 	struct {
 		char *url;	/* NULL: no re-check */
 		long timeout_ms;
+		int allow_http;
 	} authz;
 
 	struct {
@@ -111,6 +115,9 @@ struct cfg {
 	struct {
 		char *default_owner, *webhook_url;
 		long timeout_ms;
+		enum cfg_auth auth;	/* default CFG_AUTH_NONE: a sink is not a target */
+		char *bearer_file;	/* with CFG_AUTH_STATIC */
+		int allow_http;
 	} notify;
 
 	struct {
@@ -164,32 +171,49 @@ int cfg_line_of(const struct cfg *cfg, const char *section, const char *key);
 /* The largest secret or key file read: 1 MiB. */
 #define CFG_SECRET_MAX (1024 * 1024)
 
+/* What a file named in the config holds. The values are those of the old
+ * `keep_ws` flag (0: a trimmed secret, 1: a PEM kept as is). */
+enum cfg_file_kind {
+	CFG_FILE_SECRET = 0,	/* a password, client secret, bearer token or HMAC
+				 * key: trimmed; refused when group or others may
+				 * read it or another user owns it (SPEC §9) */
+	CFG_FILE_PUBLIC = 1,	/* a public key or certificate: kept as is, any mode */
+	CFG_FILE_PRIVATE_PEM = 2,	/* a PEM private key: kept as is, refused like a secret */
+};
+
 /*
- * Reads a secret or key file (SPEC §9): a relative path is looked up in
- * $CREDENTIALS_DIRECTORY first, then as given (relative to the working
- * directory). Only a file that does not exist sends the search on; any other
- * error stops it. An empty file (after stripping) is an error. Surrounding white space and a
- * trailing newline are dropped unless `keep_ws` (PEM keys keep theirs; it does
- * no harm). On success *out is a NUL-terminated buffer (caller frees, and
- * should wipe with cfg_secret_free) and *len its length; on failure -1 and a
- * message "cannot read <path>: <reason>" in err that names the path (the one
- * opened, once found), never the content.
+ * Reads a secret or key file (SPEC §9) named on a command line: a relative
+ * path is looked up in $CREDENTIALS_DIRECTORY first, then as given (relative
+ * to the working directory, where the operator typed it). Only a file that
+ * does not exist sends the search on; any other error stops it. An empty file
+ * (after stripping) is an error. A CFG_FILE_SECRET has its surrounding white
+ * space and a trailing newline dropped; a PEM keeps them (it does no harm).
+ * A secret or private key that group or others may access, or that another
+ * user than us or root owns, is refused (sshd's rule).
+ * On success *out is a NUL-terminated buffer (caller frees, and should wipe
+ * with cfg_secret_free) and *len its length; on failure -1 and a message
+ * "cannot read <path>: <reason>" (or "refusing <path>: ...") in err that names
+ * the path (the one opened, once found), never the content.
  */
-int cfg_read_secret(const char *path, int keep_ws, char **out, size_t *len,
+int cfg_read_secret(const char *path, enum cfg_file_kind kind, char **out, size_t *len,
 		    char *err, size_t errlen)
 	__attribute__((warn_unused_result));
 
 /*
  * What the daemon uses for every file its config names: as cfg_read_secret,
- * but a relative path is looked up in this order:
+ * but a relative path is looked up in this order, and never in the working
+ * directory (a planted file there must not become a key):
  *   1. $CREDENTIALS_DIRECTORY/path (systemd LoadCredential=)
  *   2. cfg->dir/path (next to the config file)
- *   3. path as given (relative to the working directory)
  * Same ownership and messages as cfg_read_secret.
  */
-int cfg_read_file(const struct cfg *cfg, const char *path, int keep_ws, char **out,
+int cfg_read_file(const struct cfg *cfg, const char *path, enum cfg_file_kind kind, char **out,
 		  size_t *len, char *err, size_t errlen)
 	__attribute__((warn_unused_result));
+
+/* The kind of [records] verify_key_file: the HMAC secret with HS256, else a
+ * public key. */
+enum cfg_file_kind cfg_verify_key_kind(const struct cfg *cfg);
 
 /* Wipes and frees a buffer from cfg_read_secret or cfg_read_file. NULL is a
  * no-op. */
@@ -197,7 +221,7 @@ void cfg_secret_free(char *buf, size_t len);
 
 /* Reads every file the config names (verify_key_file, password_file,
  * client_secret_file, private_key_file, certificate_file, each bearer_file)
- * with cfg_read_file and wipes it again. Appends one "file:line: cannot read
+ * with cfg_read_file, each by its kind, and wipes it again. Appends one "file:line: cannot read
  * <path>: <reason>" to errs per file that fails, at the line of its key.
  * 0 when all were read, else -1. */
 int cfg_check_files(const struct cfg *cfg, struct cfg_errors *errs)

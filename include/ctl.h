@@ -54,13 +54,21 @@ json_t *ctl_build_record(const struct ctl_decision *d, char *err, size_t errlen)
 	__attribute__((warn_unused_result));
 
 /*
- * Fills pol from cfg's [records] with `key` (borrowed: the verification key,
- * or NULL to check a record's content with the signature off) and an
- * action_known that looks the action up in cfg. pol is valid as long as cfg
- * and key.
+ * Fills pol from cfg's [records] with `key` (borrowed: the verification key)
+ * and an action_known that looks the action up in cfg, for records read from
+ * Redis. The signature is required exactly when [records] signature says so:
+ * with a NULL or empty key such a policy verifies nothing and record_load
+ * refuses every record (bad-signature). pol is valid as long as cfg and key.
  */
 void ctl_policy_init(struct record_policy *pol, const struct cfg *cfg, const unsigned char *key,
 		     size_t key_len);
+
+/*
+ * The §3.1 rules of cfg's [records] alone, for the plain JSON content of a
+ * record this process is about to sign (warrantctl decide): it has no key and
+ * no signature to check. Never for a record read from Redis.
+ */
+void ctl_policy_content(struct record_policy *pol, const struct cfg *cfg);
 
 /* 1 when a key file for `alg` keeps its white space: a PEM key does, an
  * HMAC secret is trimmed like every other secret (SPEC §9). */

@@ -12,6 +12,9 @@
  * CURLOPT_NOSIGNAL is set, so the process must ignore SIGPIPE itself.
  * Nothing here logs a header value, a body or a URL's query: they carry
  * tokens. At debug level each finished call logs method, host and path.
+ * The request's header lines (the bearer, Basic credentials built here) and
+ * body (a client secret) are held in our own buffers, never as curl's copies,
+ * and wiped when the call ends.
  */
 #ifndef WARRANTD_HTTP_H
 #define WARRANTD_HTTP_H

@@ -32,10 +32,23 @@ void log_msg(enum log_level level, const char *event, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* Formats `s` as one logfmt value into dst (size n, always terminated):
- * bare when it is non-empty and has no space, '=' or '"', else quoted with
- * '"' and '\' escaped and control characters written as \n, \t or \xNN.
- * Returns dst, so it can stand as a printf argument. */
+ * bare when it is non-empty and has no space, '=', '"' or '\', else quoted
+ * with '"' and '\' escaped and control characters written as \n, \t or \xNN.
+ * A value that does not fit is quoted and cut after a whole escape, with the
+ * marker "...(N bytes)" (N its full length) before the closing quote (when n
+ * has room for the marker at all: LOG_VAL_MAX has). Returns dst, so it can stand as a printf argument. */
 const char *log_quote(char *dst, size_t n, const char *s);
+
+/* The room one value from outside gets in a line: a 3,000-byte resource is
+ * cut to this, so the keys after it (reason=, detail=) are still written. */
+#define LOG_VAL_MAX 256
+
+/* log_quote into a buffer of LOG_VAL_MAX that lives until the end of the
+ * enclosing block (a compound literal): for printf arguments, e.g.
+ *   log_info("job.call", "resource=%s attempt=%d", LOG_Q(rec->resource), n);
+ * Every value that comes from outside (a record field, a reply, a header)
+ * goes through it. */
+#define LOG_Q(s) log_quote((char[LOG_VAL_MAX]){0}, LOG_VAL_MAX, (s))
 
 /* Formatting into a caller buffer without writing: used by tests and by
  * log_msg itself. Returns the length written (truncated to n - 1). */

@@ -57,6 +57,7 @@ struct record_policy {
 	size_t key_len;
 	const char *issuer;		/* NULL: not checked */
 	int64_t max_window_ms, clock_skew_ms;
+	size_t max_bytes;		/* a longer `raw` is RECORD_INVALID; 0: no cap */
 	/* Returns non-zero when an [action NAME] exists. NULL: not checked
 	 * (for tools that show a record; the daemon always sets it). */
 	int (*action_known)(void *ctx, const char *action);
@@ -74,8 +75,13 @@ struct record {
 	int64_t not_before_ms;	/* 0 when absent */
 };
 
-/* 1 when `id` is a valid recordId (1-64 of [A-Za-z0-9._-]). */
+/* 1 when `id` is a valid recordId (1-64 of [A-Za-z0-9._-], not "." or ".."). */
 int record_id_valid(const char *id);
+
+/* 1 when a `record` value of `len` bytes is within pol->max_bytes, so that a
+ * caller that can learn the length first (HSTRLEN) need not fetch a value
+ * record_load would refuse unread. */
+int record_fits(const struct record_policy *pol, size_t len);
 
 /*
  * Verifies (§3.2) and validates (§3.1) `raw`, the hash's `record` field, for

@@ -50,10 +50,9 @@ struct store_script {
 	const char *body;		/* the file, its header lines replaced by the
 					   `local K = {...}` / `local A = {...}` prologue */
 	const char *const *keys;	/* KEYS names in order, NULL-terminated */
-	int nkeys;
 	const char *const *args;	/* ARGV names in order, NULL-terminated */
-	int nargs;
 	const char *rest;		/* the trailing list's name ("ids"), or NULL */
+	int nkeys, nargs;
 };
 
 extern const struct store_script store_scripts[STORE_NSCRIPTS];

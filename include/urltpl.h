@@ -15,8 +15,9 @@ struct urltpl_vars {
 	const char *resource, *action, *record_id, *on_behalf_of;
 };
 
-/* 0 when every {name} in tpl is known and braces balance, else -1 and a
- * message in err. */
+/* 0 when every {name} in tpl is known, braces balance and every placeholder
+ * is in the path or the query (never the scheme, host, port or fragment),
+ * else -1 and a message in err. urltpl_expand refuses such a template too. */
 int urltpl_check(const char *tpl, char *err, size_t errlen)
 	__attribute__((warn_unused_result));
 

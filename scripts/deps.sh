@@ -1,12 +1,16 @@
 #!/bin/sh
 # Installs the Debian 12 packages that building, testing and the demo need,
 # and only those that are missing. A no-op when everything is there.
+# clang + libclang-rt-14-dev: libFuzzer (-fsanitize=fuzzer) for `make fuzz`;
+# cppcheck, clang-tidy, clang-tools (scan-build): `make lint`; valgrind:
+# `make valgrind`.
 set -eu
 
 PKGS="build-essential pkg-config libhiredis-dev libev-dev libcurl4-openssl-dev
 libjansson-dev libjwt-dev libinih-dev libssl-dev libcmocka-dev
 libmicrohttpd-dev redis-server redis-tools redis-sentinel openssl curl libfaketime
-prometheus stunnel4 mandoc debhelper dpkg-dev fakeroot lintian bash-completion"
+prometheus stunnel4 mandoc debhelper dpkg-dev fakeroot lintian bash-completion
+clang libclang-rt-14-dev cppcheck clang-tidy clang-tools valgrind"
 
 missing=""
 for p in $PKGS; do

@@ -69,6 +69,10 @@ struct name_val {
 
 /* ---- errors ---- */
 
+static int errs_vadd(struct cfg_errors *errs, const char *file, int line, const char *fmt,
+		     va_list ap)
+	__attribute__((format(printf, 4, 0)));
+
 static int
 errs_vadd(struct cfg_errors *errs, const char *file, int line, const char *fmt, va_list ap)
 {
@@ -361,6 +365,14 @@ set_action_auth(struct ctx *c, const struct key *k, void *field, const char *v)
 }
 
 static int
+set_bool(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	static const struct name_val tbl[] = {{"yes", 1}, {"no", 0}, {NULL, 0}};
+
+	return lookup(c, k, tbl, v, field);
+}
+
+static int
 set_action_token(struct ctx *c, const struct key *k, void *field, const char *v)
 {
 	static const struct name_val tbl[] = {{"worker", 0}, {"exchange", 1}, {NULL, 0}};
@@ -445,8 +457,9 @@ url_problem(const char *u)
 	}
 	if (colon) {
 		size_t plen = (size_t)(end - colon - 1);
-		if (plen == 0 || plen > 5 || strspn(colon + 1, "0123456789") != plen ||
-		    atoi(colon + 1) < 1 || atoi(colon + 1) > 65535)
+		long port = plen >= 1 && plen <= 5 && strspn(colon + 1, "0123456789") == plen ?
+		    strtol(colon + 1, NULL, 10) : 0;
+		if (port < 1 || port > 65535)
 			return "has a bad port";
 	}
 	return NULL;
@@ -522,6 +535,7 @@ static const struct key records_keys[] = {
 	{"clock_skew_s", set_long, C(records.clock_skew_s), 0, VAL_MAX},
 	{"retain_s", set_long, C(records.retain_s), 1, VAL_MAX},
 	{"audit_maxlen", set_long, C(records.audit_maxlen), 1, VAL_MAX},
+	{"max_bytes", set_long, C(records.max_bytes), 256, VAL_MAX},
 	{NULL, NULL, 0, 0, 0},
 };
 
@@ -542,12 +556,14 @@ static const struct key oauth_keys[] = {
 	{"timeout_ms", set_long, C(oauth.timeout_ms), 1, VAL_MAX},
 	{"auth_wait_max_ms", set_long, C(oauth.auth_wait_max_ms), 1, VAL_MAX},
 	{"min_refresh_interval_ms", set_long, C(oauth.min_refresh_interval_ms), 0, VAL_MAX},
+	{"allow_http", set_bool, C(oauth.allow_http), 0, 0},
 	{NULL, NULL, 0, 0, 0},
 };
 
 static const struct key authz_keys[] = {
 	{"url", set_url, C(authz.url), 0, 0},
 	{"timeout_ms", set_long, C(authz.timeout_ms), 1, VAL_MAX},
+	{"allow_http", set_bool, C(authz.allow_http), 0, 0},
 	{NULL, NULL, 0, 0, 0},
 };
 
@@ -562,6 +578,9 @@ static const struct key notify_keys[] = {
 	{"default_owner", set_str, C(notify.default_owner), 0, 0},
 	{"webhook_url", set_url, C(notify.webhook_url), 0, 0},
 	{"timeout_ms", set_long, C(notify.timeout_ms), 1, VAL_MAX},
+	{"auth", set_action_auth, C(notify.auth), 0, 0},
+	{"bearer_file", set_str, C(notify.bearer_file), 0, 0},
+	{"allow_http", set_bool, C(notify.allow_http), 0, 0},
 	{NULL, NULL, 0, 0, 0},
 };
 
@@ -577,6 +596,7 @@ static const struct key action_keys[] = {
 	{"timeout_ms", set_long, A(timeout_ms), 1, VAL_MAX},
 	{"auth", set_action_auth, A(auth), 0, 0},
 	{"bearer_file", set_str, A(bearer_file), 0, 0},
+	{"allow_http", set_bool, A(allow_http), 0, 0},
 	{"scope", set_str, A(scope), 0, 0},
 	{"audience", set_str, A(audience), 0, 0},
 	{"resource", set_str, A(resource), 0, 0},
@@ -640,6 +660,7 @@ set_defaults(struct cfg *cfg)
 	cfg->records.clock_skew_s = 60;
 	cfg->records.retain_s = 604800;
 	cfg->records.audit_maxlen = 100000;
+	cfg->records.max_bytes = 16384;
 
 	cfg->oauth.auth_method = CFG_CLIENT_SECRET_BASIC;
 	cfg->oauth.assertion_alg = JWT_ALG_RS256;
@@ -653,6 +674,7 @@ set_defaults(struct cfg *cfg)
 	cfg->retry.cap_ms = 60000;
 	cfg->retry.max_attempts = 10;
 	cfg->notify.timeout_ms = 2000;
+	cfg->notify.auth = CFG_AUTH_NONE;
 
 	cfg->redis.host = strdup("127.0.0.1");
 	cfg->redis.prefix = strdup("warrant");
@@ -1026,6 +1048,23 @@ finish_oauth(struct ctx *c)
 		c->nomem = 1;
 }
 
+/* The rules of an `auth` key ([action NAME], [notify]) and its bearer_file. */
+static void
+finish_auth(struct ctx *c, const char *sec, enum cfg_auth auth, const char *bearer_file,
+	    const char *dflt)
+{
+	struct cfg *cfg = c->cfg;
+
+	if (auth == CFG_AUTH_STATIC)
+		require(c, sec, "bearer_file", bearer_file, " with auth = static");
+	else if (bearer_file)
+		fail(c, cfg_line_of(cfg, sec, "bearer_file"),
+		    "bearer_file is only used with auth = static");
+	if (auth == CFG_AUTH_OAUTH && !cfg->oauth.present)
+		fail(c, cfg_line_of(cfg, sec, "auth"),
+		    "[%s] has auth = oauth%s but there is no [oauth] section", sec, dflt);
+}
+
 /* scope, audience and resource narrow the worker's token: oauth only. */
 static void
 check_narrowing(struct ctx *c, const char *sec, const struct cfg_action *a)
@@ -1054,16 +1093,76 @@ finish_actions(struct ctx *c)
 		const struct cfg_action *a = &cfg->actions[i];
 		snprintf(sec, sizeof sec, "action %s", a->name);
 		require(c, sec, "url", a->url, "");
-		if (a->auth == CFG_AUTH_STATIC)
-			require(c, sec, "bearer_file", a->bearer_file, " with auth = static");
-		else if (a->bearer_file)
-			fail(c, cfg_line_of(cfg, sec, "bearer_file"),
-			    "bearer_file is only used with auth = static");
-		if (a->auth == CFG_AUTH_OAUTH && !cfg->oauth.present)
-			fail(c, cfg_line_of(cfg, sec, NULL),
-			    "[%s] has auth = oauth (the default) but there is no [oauth] section",
-			    sec);
+		finish_auth(c, sec, a->auth, a->bearer_file, " (the default)");
 		check_narrowing(c, sec, a);
+	}
+	finish_auth(c, "notify", cfg->notify.auth, cfg->notify.bearer_file, "");
+}
+
+/* ---- clear-text HTTP ---- */
+
+static int
+loopback_host(const char *h, size_t n)
+{
+	if ((n == 9 && strncasecmp(h, "localhost", 9) == 0) || (n == 5 && memcmp(h, "[::1]", 5) == 0))
+		return 1;
+	/* 127.0.0.0/8, written as four decimal parts */
+	if (n < 7 || strncmp(h, "127.", 4) != 0)
+		return 0;
+	int dots = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (h[i] == '.')
+			dots++;
+		else if (!isdigit((unsigned char)h[i]))
+			return 0;
+	}
+	return dots == 3;
+}
+
+/* 1 when `u` (already a valid URL) is http:// to a host that is not loopback. */
+static int
+clear_text_remote(const char *u)
+{
+	if (strncasecmp(u, "http://", 7) != 0)
+		return 0;
+	const char *p = u + 7;
+	size_t alen = strcspn(p, "/?#");
+	const char *host = p, *end = p + alen;
+	for (const char *q = p; q < end; q++)
+		if (*q == '@')
+			host = q + 1;
+	const char *colon = *host == '[' ? memchr(host, ']', (size_t)(end - host)) : host;
+	if (*host == '[' && colon)
+		colon++;	/* just after ']' */
+	else if (colon)
+		colon = memchr(host, ':', (size_t)(end - host));
+	size_t hlen = (size_t)((colon && colon < end ? colon : end) - host);
+	return !loopback_host(host, hlen);
+}
+
+static void
+check_clear_text(struct ctx *c, const char *sec, const char *key, const char *url, int allow)
+{
+	if (!url || allow || !clear_text_remote(url))
+		return;
+	fail(c, cfg_line_of(c->cfg, sec, key),
+	    "%s: http:// to a host that is not loopback would send tokens and secrets in "
+	    "clear text: use https://, or set allow_http = yes in [%s]", key, sec);
+}
+
+static void
+finish_http(struct ctx *c)
+{
+	struct cfg *cfg = c->cfg;
+	char sec[256];
+
+	check_clear_text(c, "oauth", "token_url", cfg->oauth.token_url, cfg->oauth.allow_http);
+	check_clear_text(c, "authz", "url", cfg->authz.url, cfg->authz.allow_http);
+	check_clear_text(c, "notify", "webhook_url", cfg->notify.webhook_url,
+	    cfg->notify.allow_http);
+	for (size_t i = 0; i < cfg->nactions; i++) {
+		snprintf(sec, sizeof sec, "action %s", cfg->actions[i].name);
+		check_clear_text(c, sec, "url", cfg->actions[i].url, cfg->actions[i].allow_http);
 	}
 }
 
@@ -1128,6 +1227,7 @@ parse(const char *name, const char *text, size_t len, struct cfg_errors *errs)
 		finish_misc(&c);
 		finish_oauth(&c);
 		finish_actions(&c);
+		finish_http(&c);
 		finish_metrics(&c);
 	}
 	if (c.nomem)
@@ -1228,6 +1328,7 @@ cfg_free(struct cfg *cfg)
 	free(cfg->authz.url);
 	free(cfg->notify.default_owner);
 	free(cfg->notify.webhook_url);
+	free(cfg->notify.bearer_file);
 	free(cfg->metrics.listen);
 	for (size_t i = 0; i < cfg->nactions; i++) {
 		free(cfg->actions[i].name);
@@ -1267,11 +1368,13 @@ cfg_secret_free(char *buf, size_t len)
 	free(buf);
 }
 
-/* Opens path; a relative one in each of dirs (NULL or "" skipped) first.
+/* Opens path; a relative one in each of dirs (NULL or "" skipped), and as
+ * given only when `as_given` (a name typed on a command line, not one from
+ * the config: SPEC §9 never looks in the working directory for those).
  * Only a missing file sends the search on. The name opened goes to `used`
  * (PATH_MAX bytes), for messages. */
 static int
-open_secret(const char *path, const char *const *dirs, size_t ndirs, char *used,
+open_secret(const char *path, const char *const *dirs, size_t ndirs, int as_given, char *used,
 	    char *err, size_t errlen)
 {
 	int fd;
@@ -1290,10 +1393,42 @@ open_secret(const char *path, const char *const *dirs, size_t ndirs, char *used,
 			return -1;
 		}
 	}
+	if (path[0] != '/' && !as_given) {
+		snprintf(err, errlen, "cannot read %s: %s in $CREDENTIALS_DIRECTORY or next to the "
+		    "configuration file (the working directory is not searched)", path,
+		    strerror(ENOENT));
+		return -1;
+	}
 	snprintf(used, PATH_MAX, "%s", path);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
 		snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
 	return fd;
+}
+
+/* sshd's rule for private keys: a secret that group or others may read (or
+ * write) has been exposed, or will be; so has one owned by another user
+ * than us or root. Refused with the fix in the message. */
+static int
+check_private(int fd, const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0) {
+		snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if ((st.st_mode & 077) != 0) {
+		snprintf(err, errlen, "refusing %s: permissions %04o are too open, group or "
+		    "others may access this secret (chmod 600 it)", path,
+		    (unsigned)(st.st_mode & 07777));
+		return -1;
+	}
+	if (st.st_uid != geteuid() && st.st_uid != 0) {
+		snprintf(err, errlen, "refusing %s: owned by uid %u, not by this user or root",
+		    path, (unsigned)st.st_uid);
+		return -1;
+	}
+	return 0;
 }
 
 /* Moves the buffer to a bigger one, wiping the old: realloc could leave a
@@ -1368,20 +1503,22 @@ strip_ws(char *buf, size_t len)
 }
 
 static int
-read_secret_in(const char *const *dirs, size_t ndirs, const char *path, int keep_ws,
-	       char **out, size_t *len, char *err, size_t errlen)
+read_secret_in(const char *const *dirs, size_t ndirs, int as_given, const char *path,
+	       enum cfg_file_kind kind, char **out, size_t *len, char *err, size_t errlen)
 {
 	char *buf, used[PATH_MAX];
 	size_t n;
 
-	int fd = open_secret(path, dirs, ndirs, used, err, errlen);
+	int fd = open_secret(path, dirs, ndirs, as_given, used, err, errlen);
 	if (fd < 0)
 		return -1;
-	int rc = read_fd(fd, used, &buf, &n, err, errlen);
+	int rc = kind == CFG_FILE_PUBLIC ? 0 : check_private(fd, used, err, errlen);
+	if (rc == 0)
+		rc = read_fd(fd, used, &buf, &n, err, errlen);
 	close(fd);
 	if (rc < 0)
 		return -1;
-	if (!keep_ws)
+	if (kind == CFG_FILE_SECRET)
 		n = strip_ws(buf, n);
 	if (n == 0) {
 		snprintf(err, errlen, "cannot read %s: the file is empty", used);
@@ -1394,33 +1531,33 @@ read_secret_in(const char *const *dirs, size_t ndirs, const char *path, int keep
 }
 
 int
-cfg_read_secret(const char *path, int keep_ws, char **out, size_t *len, char *err,
+cfg_read_secret(const char *path, enum cfg_file_kind kind, char **out, size_t *len, char *err,
 		size_t errlen)
 {
 	const char *dirs[] = {getenv("CREDENTIALS_DIRECTORY")};
 
-	return read_secret_in(dirs, 1, path, keep_ws, out, len, err, errlen);
+	return read_secret_in(dirs, 1, 1, path, kind, out, len, err, errlen);
 }
 
 int
-cfg_read_file(const struct cfg *cfg, const char *path, int keep_ws, char **out, size_t *len,
-	      char *err, size_t errlen)
+cfg_read_file(const struct cfg *cfg, const char *path, enum cfg_file_kind kind, char **out,
+	      size_t *len, char *err, size_t errlen)
 {
 	const char *dirs[] = {getenv("CREDENTIALS_DIRECTORY"), cfg->dir};
 
-	return read_secret_in(dirs, 2, path, keep_ws, out, len, err, errlen);
+	return read_secret_in(dirs, 2, 0, path, kind, out, len, err, errlen);
 }
 
 static int
 check_file(const struct cfg *cfg, const char *section, const char *key, const char *path,
-	   struct cfg_errors *errs)
+	   enum cfg_file_kind kind, struct cfg_errors *errs)
 {
 	char err[512], *buf;
 	size_t len;
 
 	if (!path)
 		return 0;
-	if (cfg_read_file(cfg, path, 0, &buf, &len, err, sizeof err) < 0) {
+	if (cfg_read_file(cfg, path, kind, &buf, &len, err, sizeof err) < 0) {
 		(void)errs_add(errs, cfg->path, cfg_line_of(cfg, section, key), "%s", err);
 		return -1;
 	}
@@ -1434,16 +1571,30 @@ cfg_check_files(const struct cfg *cfg, struct cfg_errors *errs)
 	char sec[256];
 	int rc = 0;
 
-	rc |= check_file(cfg, "records", "verify_key_file", cfg->records.verify_key_file, errs);
-	rc |= check_file(cfg, "redis", "password_file", cfg->redis.password_file, errs);
+	rc |= check_file(cfg, "records", "verify_key_file", cfg->records.verify_key_file,
+	    cfg_verify_key_kind(cfg), errs);
+	rc |= check_file(cfg, "redis", "password_file", cfg->redis.password_file,
+	    CFG_FILE_SECRET, errs);
+	rc |= check_file(cfg, "oauth", "client_secret_file", cfg->oauth.client_secret_file,
+	    CFG_FILE_SECRET, errs);
+	rc |= check_file(cfg, "oauth", "private_key_file", cfg->oauth.private_key_file,
+	    CFG_FILE_PRIVATE_PEM, errs);
+	rc |= check_file(cfg, "oauth", "certificate_file", cfg->oauth.certificate_file,
+	    CFG_FILE_PUBLIC, errs);
 	rc |= check_file(cfg, "redis", "sentinel_password_file", cfg->redis.sentinel_password_file,
-	    errs);
-	rc |= check_file(cfg, "oauth", "client_secret_file", cfg->oauth.client_secret_file, errs);
-	rc |= check_file(cfg, "oauth", "private_key_file", cfg->oauth.private_key_file, errs);
-	rc |= check_file(cfg, "oauth", "certificate_file", cfg->oauth.certificate_file, errs);
+	    CFG_FILE_SECRET, errs);
 	for (size_t i = 0; i < cfg->nactions; i++) {
 		snprintf(sec, sizeof sec, "action %s", cfg->actions[i].name);
-		rc |= check_file(cfg, sec, "bearer_file", cfg->actions[i].bearer_file, errs);
+		rc |= check_file(cfg, sec, "bearer_file", cfg->actions[i].bearer_file,
+		    CFG_FILE_SECRET, errs);
 	}
+	rc |= check_file(cfg, "notify", "bearer_file", cfg->notify.bearer_file, CFG_FILE_SECRET,
+	    errs);
 	return rc;
+}
+
+enum cfg_file_kind
+cfg_verify_key_kind(const struct cfg *cfg)
+{
+	return cfg->records.algorithm == JWT_ALG_HS256 ? CFG_FILE_SECRET : CFG_FILE_PUBLIC;
 }

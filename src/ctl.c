@@ -62,7 +62,7 @@ parse_relative(const char *s, int64_t now_ms, int64_t *out_ms)
 			return -1;
 		n = n * 10 + (*p - '0');
 	}
-	if ((mult = unit_ms(*p)) < 0 || (*p != '\0' && p[1] != '\0'))
+	if ((mult = unit_ms(*p)) <= 0 || (*p != '\0' && p[1] != '\0'))
 		return -1;
 	if (n > (INT64_MAX - now_ms) / mult)
 		return -1;
@@ -238,20 +238,38 @@ action_configured(void *ctx, const char *action)
 	return cfg_action_find(ctx, action) != NULL;
 }
 
+/* What both policies share: everything of [records] but the signature. */
+static void
+policy_common(struct record_policy *pol, const struct cfg *cfg)
+{
+	memset(pol, 0, sizeof *pol);
+	pol->algorithm = cfg->records.algorithm;
+	pol->issuer = cfg->records.issuer;
+	pol->max_window_ms = (int64_t)cfg->records.max_window_s * 1000;
+	pol->clock_skew_ms = (int64_t)cfg->records.clock_skew_s * 1000;
+	pol->max_bytes = (size_t)cfg->records.max_bytes;
+	pol->action_known = action_configured;
+	pol->action_ctx = (void *)cfg;	/* only read, by action_configured */
+}
+
+/* The signature requirement is the configuration's, never the key's: a
+ * missing key makes record_load refuse (bad-signature), it cannot turn
+ * verification off. */
 void
 ctl_policy_init(struct record_policy *pol, const struct cfg *cfg, const unsigned char *key,
 		size_t key_len)
 {
-	memset(pol, 0, sizeof *pol);
-	pol->signature_required = cfg->records.signature_required && key != NULL;
-	pol->algorithm = cfg->records.algorithm;
+	policy_common(pol, cfg);
+	pol->signature_required = cfg->records.signature_required;
 	pol->key = key;
 	pol->key_len = key_len;
-	pol->issuer = cfg->records.issuer;
-	pol->max_window_ms = (int64_t)cfg->records.max_window_s * 1000;
-	pol->clock_skew_ms = (int64_t)cfg->records.clock_skew_s * 1000;
-	pol->action_known = action_configured;
-	pol->action_ctx = (void *)cfg;	/* only read, by action_configured */
+}
+
+void
+ctl_policy_content(struct record_policy *pol, const struct cfg *cfg)
+{
+	policy_common(pol, cfg);
+	pol->signature_required = 0;
 }
 
 int

@@ -311,7 +311,6 @@ count_outcome(struct engine_counters *n, enum job_state st)
 static void
 log_step(const struct ejob *j, const struct job_step *s)
 {
-	char d[256];
 	const char *ev = "job.state";
 	enum log_level lvl = LOG_INFO;
 
@@ -322,8 +321,8 @@ log_step(const struct ejob *j, const struct job_step *s)
 	log_msg(lvl, ev, "id=%s stream_id=%s state=%s action=%s resource=%s attempt=%d "
 	    "reason=%s detail=%s", j->id[0] ? j->id : "-", j->stream_id,
 	    job_state_name(s->next)[0] ? job_state_name(s->next) : "-",
-	    j->rec ? j->rec->action : "-", j->rec ? j->rec->resource : "-", j->core.calls,
-	    reason_name(s->reason), log_quote(d, sizeof d, s->detail));
+	    j->rec ? LOG_Q(j->rec->action) : "-", j->rec ? LOG_Q(j->rec->resource) : "-",
+	    j->core.calls, reason_name(s->reason), LOG_Q(s->detail));
 }
 
 static void after_transition(struct rconn *rc, redisReply *r, void *arg);
@@ -491,7 +490,7 @@ after_transition(struct rconn *rc, redisReply *r, void *arg)
 	if (ok == NULL || ok->integer != 1) {
 		int dup = why && store_reply_is(why->str, STORE_REPLY_TERMINAL);
 		log_info(dup ? "job.duplicate" : "job.abandon", "id=%s stream_id=%s reason=%s",
-		    j->id[0] ? j->id : "-", j->stream_id, why ? why->str : "bad-reply");
+		    j->id[0] ? j->id : "-", j->stream_id, why ? LOG_Q(why->str) : "bad-reply");
 		ejob_finish(j);
 		ejob_unref(j);
 		return;
@@ -532,7 +531,7 @@ feed(struct ejob *j, struct job_event *ev)
 	ev->token_ok = token_ok(j);
 	j->step = job_next(&pol, &j->core, ev, wtime_now_ms());
 	if (j->step.effects == 0 && !job_state_terminal(j->step.next)) {
-		log_debug("job.ignored", "id=%s detail=\"%s\"", j->id, j->step.detail);
+		log_debug("job.ignored", "id=%s detail=%s", j->id, LOG_Q(j->step.detail));
 		return;
 	}
 	apply(j);
@@ -593,7 +592,7 @@ on_call_done(const struct http_response *resp, void *arg)
 	if (resp->status >= 200 && resp->status <= 299)
 		cred_accepted(job_cred(j), j->token_gen);
 	log_info("job.call", "id=%s action=%s resource=%s attempt=%d status=%ld ms=%ld%s%s",
-	    j->id, j->rec->action, j->rec->resource, j->core.calls, resp->status,
+	    j->id, LOG_Q(j->rec->action), LOG_Q(j->rec->resource), j->core.calls, resp->status,
 	    resp->elapsed_ms, resp->status == 0 ? " error=" : "",
 	    resp->status == 0 ? (resp->timed_out ? "timeout" : "transport") : "");
 	if (env_of(j)->call_done)	/* a stream id starts with its XADD's ms */
@@ -616,14 +615,11 @@ call_body(const struct ejob *j)
 static char *
 header_line(const char *name, const char *value)
 {
-	size_t n = strlen(name), v = strlen(value);
-	char *h = malloc(n + 2 + v + 1);
+	size_t len = strlen(name) + 2 + strlen(value) + 1;
+	char *h = malloc(len);
 
-	if (h != NULL) {
-		memcpy(h, name, n);
-		memcpy(h + n, ": ", 2);
-		memcpy(h + n + 2, value, v + 1);
-	}
+	if (h != NULL)
+		snprintf(h, len, "%s: %s", name, value);
 	return h;
 }
 
@@ -696,7 +692,7 @@ call_not_started(struct ejob *j, const char *why)
 {
 	struct job_event ev = {.kind = JOB_EV_HTTP, .http_status = 0, .retry_after_ms = -1};
 
-	log_error("job.call", "id=%s error=\"%s\"", j->id, why);
+	log_error("job.call", "id=%s error=%s", j->id, LOG_Q(why));
 	feed(j, &ev);
 }
 
@@ -720,7 +716,7 @@ start_call(struct ejob *j)
 	    j->rec->on_behalf_of};
 	char *url = urltpl_expand(a->url, &vars, err, sizeof err);
 	if (url == NULL) {
-		log_warn("job.call", "id=%s error=\"%s\"", j->id, err);
+		log_warn("job.call", "id=%s error=%s", j->id, LOG_Q(err));
 		cannot_call(j, JOB_NOCALL_BAD_REQUEST);
 		return;
 	}
@@ -939,6 +935,7 @@ verify_record(struct ejob *j, const char *raw, char *detail, size_t detail_len)
 		.issuer = cfg->records.issuer,
 		.max_window_ms = cfg->records.max_window_s * 1000LL,
 		.clock_skew_ms = cfg->records.clock_skew_s * 1000LL,
+		.max_bytes = (size_t)cfg->records.max_bytes,
 		.action_known = action_known, .action_ctx = (void *)cfg,
 	};
 
@@ -990,9 +987,8 @@ after_load(struct rconn *rc, redisReply *r, void *arg)
 	ev.record = j->rec;
 	feed(j, &ev);
 	if (ev.record_status != RECORD_OK && detail[0]) {
-		char d[256];
 		log_warn("record.rejected", "id=%s reason=%s detail=%s", j->id,
-		    record_status_code(ev.record_status), log_quote(d, sizeof d, detail));
+		    record_status_code(ev.record_status), LOG_Q(detail));
 	}
 	ejob_unref(j);
 }

@@ -667,8 +667,8 @@ on_token(void *arg, int have_token)
 	read_more(eng);
 }
 
-/* With [oauth], notifications go out with the worker's token or wait for
- * one; never unauthenticated. */
+/* With [notify] auth = oauth, notifications go out with the worker's token
+ * or wait for one; never unauthenticated. */
 static int
 webhook_token(void *arg, const char **token)
 {
@@ -920,12 +920,10 @@ engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
 	}
 	if (load_secrets(eng, cfg, &eng->sec, err, errlen) < 0)
 		goto fail;
-	if (cfg->notify.webhook_url &&
-	    (eng->webhook = webhook_new(loop, eng->http, cfg->notify.webhook_url,
-	    cfg->notify.timeout_ms, webhook_token, eng)) == NULL) {
-		snprintf(err, errlen, "cannot create the webhook client");
+	/* [notify] auth picks what the webhook carries (SPEC §6). */
+	eng->webhook = webhook_from_cfg(loop, eng->http, cfg, webhook_token, eng, err, errlen);
+	if (eng->webhook == NULL && err[0] != '\0')
 		goto fail;
-	}
 	init_timers(eng);
 	lend_env(eng);
 	if ((eng->jobs = ejobs_new(&eng->env)) == NULL) {
@@ -946,7 +944,7 @@ engine_start(struct engine *eng)
 
 	eng->started_at = wtime_now_ms();
 	if (connect_redis(eng, err, sizeof err) < 0) {
-		log_error("engine.start", "error=\"%s\"", err);
+		log_error("engine.start", "error=%s", LOG_Q(err));
 		ev_break(eng->loop, EVBREAK_ALL);
 		return;
 	}

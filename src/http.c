@@ -9,7 +9,7 @@
  * at a time taken off the head of that list (a cancel from a callback may
  * unlink any other entry).
  */
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE	/* explicit_bzero */
 #include "http.h"
 
 #include <stdint.h>
@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include <curl/curl.h>
+#include <openssl/evp.h>
 
 #include "log.h"
 
@@ -51,7 +52,9 @@ struct http_call {
 	struct http_call *prev, *next;
 	enum call_state state;
 	CURL *easy;
-	struct curl_slist *headers;
+	struct curl_slist *headers;	/* may hold a bearer or Basic credentials */
+	char *req_body;			/* CURLOPT_POSTFIELDS: may hold a client secret */
+	size_t req_body_len;
 	http_done_cb *cb;
 	void *arg;
 	char method[16];		/* for the log line only */
@@ -100,6 +103,25 @@ list_unlink(struct call_list *l, struct http_call *c)
 	else
 		l->tail = c->prev;
 	c->prev = c->next = NULL;
+}
+
+/* Unlinks and returns the head, or NULL: the loops that free every call
+ * take them this way, so that no reader (or analyzer) has to work out that
+ * list_unlink moved the head. */
+static struct http_call *
+list_pop(struct call_list *l)
+{
+	struct http_call *c = l->head;
+
+	if (c != NULL) {
+		l->head = c->next;
+		if (l->head != NULL)
+			l->head->prev = NULL;
+		else
+			l->tail = NULL;
+		c->prev = c->next = NULL;
+	}
+	return c;
 }
 
 /* ---- libev side: watchers that curl asks for ---- */
@@ -299,16 +321,33 @@ header_cb(char *data, size_t size, size_t nitems, void *userp)
 
 /* ---- calls ---- */
 
+/* Headers and the request body may carry a token, Basic credentials or a
+ * client secret. They are our buffers, never curl's copies (no
+ * CURLOPT_USERPWD, no CURLOPT_COPYPOSTFIELDS), so they can be wiped: once
+ * the handle is out of the multi nothing reads them any more. */
+static void
+wipe_request(struct http_call *c)
+{
+	for (struct curl_slist *l = c->headers; l != NULL; l = l->next)
+		explicit_bzero(l->data, strlen(l->data));
+	if (c->req_body != NULL)
+		explicit_bzero(c->req_body, c->req_body_len);
+}
+
 static void
 call_detach_curl(struct http_call *c)
 {
-	if (c->easy != NULL) {
+	if (c->easy != NULL)
 		curl_multi_remove_handle(c->hc->multi, c->easy);
+	wipe_request(c);
+	if (c->easy != NULL) {
 		curl_easy_cleanup(c->easy);
 		c->easy = NULL;
 	}
 	curl_slist_free_all(c->headers);
 	c->headers = NULL;
+	free(c->req_body);
+	c->req_body = NULL;
 }
 
 static void
@@ -342,11 +381,39 @@ request_valid(const struct http_request *req)
 	return 1;
 }
 
+/* "Authorization: Basic <base64(userpwd)>" as one of our own header lines
+ * (wiped with the others), instead of CURLOPT_USERPWD, whose copy curl
+ * frees unwiped. */
 static int
-set_headers(struct http_call *c, const char *const *headers)
+add_basic_auth(struct http_call *c, const char *userpwd)
 {
+	static const char prefix[] = "Authorization: Basic ";
+	size_t n = strlen(userpwd), cap = sizeof prefix + 4 * ((n + 2) / 3);
+	char *line = n <= INT32_MAX / 2 ? malloc(cap) : NULL;
+	struct curl_slist *l = NULL;
+
+	if (line == NULL)
+		return -1;
+	memcpy(line, prefix, sizeof prefix - 1);
+	EVP_EncodeBlock((unsigned char *)line + sizeof prefix - 1, (const unsigned char *)userpwd,
+	    (int)n);
+	l = curl_slist_append(c->headers, line);
+	explicit_bzero(line, cap);
+	free(line);
+	if (l == NULL)
+		return -1;
+	c->headers = l;
+	return 0;
+}
+
+static int
+set_headers(struct http_call *c, const struct http_request *req)
+{
+	const char *const *headers = req->headers;
 	struct curl_slist *l;
 
+	if (req->userpwd != NULL && add_basic_auth(c, req->userpwd) < 0)
+		return -1;
 	for (const char *const *h = headers; h != NULL && *h != NULL; h++) {
 		l = curl_slist_append(c->headers, *h);
 		if (l == NULL)
@@ -362,17 +429,25 @@ set_headers(struct http_call *c, const char *const *headers)
 }
 
 static int
-set_method_and_body(CURL *e, const struct http_request *req)
+set_method_and_body(struct http_call *c, const struct http_request *req)
 {
+	CURL *e = c->easy;
 	int post = strcmp(req->method, "POST") == 0;
 	int ok = 1;
 
 	if (req->body != NULL || post) {
-		/* POST always sends a body, possibly empty, so Content-Length is set */
+		/* Our copy, wiped when the call ends (curl's COPYPOSTFIELDS would
+		 * not be). POST always sends a body, possibly empty, so
+		 * Content-Length is set. */
+		c->req_body_len = req->body != NULL ? req->body_len : 0;
+		if ((c->req_body = malloc(c->req_body_len + 1)) == NULL)
+			return -1;
+		if (c->req_body_len > 0)
+			memcpy(c->req_body, req->body, c->req_body_len);
+		c->req_body[c->req_body_len] = '\0';
 		ok &= curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
-		    (curl_off_t)(req->body != NULL ? req->body_len : 0)) == CURLE_OK;
-		ok &= curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS,
-		    req->body != NULL ? req->body : "") == CURLE_OK;
+		    (curl_off_t)c->req_body_len) == CURLE_OK;
+		ok &= curl_easy_setopt(e, CURLOPT_POSTFIELDS, c->req_body) == CURLE_OK;
 		if (!post)
 			ok &= curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req->method) == CURLE_OK;
 	} else if (strcmp(req->method, "GET") == 0) {
@@ -408,11 +483,7 @@ set_options(struct http_call *c, const struct http_request *req)
 	ok &= curl_easy_setopt(e, CURLOPT_WRITEDATA, c) == CURLE_OK;
 	ok &= curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_cb) == CURLE_OK;
 	ok &= curl_easy_setopt(e, CURLOPT_HEADERDATA, c) == CURLE_OK;
-	if (req->userpwd != NULL) {
-		ok &= curl_easy_setopt(e, CURLOPT_USERPWD, req->userpwd) == CURLE_OK;
-		ok &= curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC) == CURLE_OK;
-	}
-	if (!ok || set_method_and_body(e, req) < 0 || set_headers(c, req->headers) < 0)
+	if (!ok || set_method_and_body(c, req) < 0 || set_headers(c, req) < 0)
 		return -1;
 	return 0;
 }
@@ -512,8 +583,7 @@ dispatch_done(struct http_client *hc)
 	if (hc->dispatching)
 		return;
 	hc->dispatching = 1;
-	while ((c = hc->done.head) != NULL) {
-		list_unlink(&hc->done, c);
+	while ((c = list_pop(&hc->done)) != NULL) {
 		c->state = CALL_IN_CALLBACK;
 		hc->in_flight--;
 		run_callback(c);
@@ -578,18 +648,18 @@ http_client_free(struct http_client *hc)
 		log_error("http.misuse", "error=\"http_client_free called from an http callback\"");
 		abort();
 	}
-	while ((c = hc->active.head) != NULL) {
-		list_unlink(&hc->active, c);
+	while ((c = list_pop(&hc->active)) != NULL)
 		call_free(c);
-	}
-	while ((c = hc->done.head) != NULL) {
-		list_unlink(&hc->done, c);
+	while ((c = list_pop(&hc->done)) != NULL)
 		call_free(c);
-	}
 	curl_multi_cleanup(hc->multi);
 	/* curl may close cached connections without telling the socket callback */
-	while (hc->socks != NULL)
-		sock_free(hc->socks);
+	for (struct http_sock *s = hc->socks, *next; s != NULL; s = next) {
+		next = s->next;
+		ev_io_stop(hc->loop, &s->io);
+		free(s);
+	}
+	hc->socks = NULL;
 	ev_timer_stop(hc->loop, &hc->timer);
 	free(hc);
 }

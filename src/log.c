@@ -12,6 +12,8 @@
 static enum log_level cur_level = LOG_INFO;
 static const char *prog_name = "warrantd";
 
+#define LOG_LINE_CUT " log_cut=1"
+
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
 void
@@ -51,57 +53,88 @@ log_level_name(enum log_level level)
 	return level >= LOG_ERROR && level <= LOG_DEBUG ? level_names[level] : "?";
 }
 
+/* The escaped form of one byte of a quoted value; returns its length. */
+static size_t
+escape(unsigned char c, char out[4])
+{
+	static const char hex[] = "0123456789abcdef";
+
+	if (c == '"' || c == '\\' || c == '\n' || c == '\t') {
+		out[0] = '\\';
+		out[1] = c == '\n' ? 'n' : c == '\t' ? 't' : (char)c;
+		return 2;
+	}
+	if (c < ' ' || c == 0x7f) {
+		out[0] = '\\';
+		out[1] = 'x';
+		out[2] = hex[c >> 4];
+		out[3] = hex[c & 15];
+		return 4;
+	}
+	out[0] = (char)c;
+	return 1;
+}
+
+static int
+needs_quotes(const char *s)
+{
+	if (*s == '\0')
+		return 1;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if (*p <= ' ' || *p == '=' || *p == '"' || *p == '\\' || *p == 0x7f)
+			return 1;
+	return 0;
+}
+
+/* Writes s quoted into dst (n >= 3), as many whole escapes as leave room for
+ * `tail`, the closing quote and the NUL. Returns 1 when all of s fitted. */
+static int
+put_quoted(char *dst, size_t n, const char *s, const char *tail)
+{
+	size_t len = 0, room = n - 2 - strlen(tail);
+	char e[4];
+
+	dst[len++] = '"';
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		size_t k = escape(*p, e);
+		if (len + k > room) {
+			dst[len] = '\0';
+			return 0;
+		}
+		memcpy(dst + len, e, k);
+		len += k;
+	}
+	dst[len] = '\0';
+	return 1;
+}
+
 const char *
 log_quote(char *dst, size_t n, const char *s)
 {
-	static const char hex[] = "0123456789abcdef";
-	size_t len = 0;
-	int bare = s != NULL && *s != '\0';
+	char mark[40];
 
 	if (n == 0)
 		return dst;
 	if (s == NULL)
 		s = "";
-	for (const unsigned char *p = (const unsigned char *)s; bare && *p; p++)
-		if (*p <= ' ' || *p == '=' || *p == '"' || *p == '\\' || *p == 0x7f)
-			bare = 0;
-	if (!bare && n < 3) {
-		/* Not even "" fits; the closing quote below would overrun. */
+	if (!needs_quotes(s) && strlen(s) < n) {
+		memcpy(dst, s, strlen(s) + 1);
+		return dst;
+	}
+	if (n < 3) {	/* not even "" fits */
 		dst[0] = '\0';
 		return dst;
 	}
-	if (bare) {
-		snprintf(dst, n, "%s", s);
-		return dst;
+	/* A value that does not fit is cut where an escape ends and says so:
+	 * the reader sees that it was cut and how long it was. */
+	snprintf(mark, sizeof mark, "...(%zu bytes)", strlen(s));
+	if (!put_quoted(dst, n, s, "") && n >= strlen(mark) + 3) {
+		(void)put_quoted(dst, n, s, mark);
+		memcpy(dst + strlen(dst), mark, strlen(mark) + 1);	/* room was left */
 	}
-	/* Reserve room for the closing quote and the NUL. */
-#define PUT(c) do { if (len + 2 < n) dst[len++] = (c); } while (0)
-	PUT('"');
-	for (const unsigned char *p = (const unsigned char *)s; *p && len + 2 < n; p++) {
-		if (*p == '"' || *p == '\\') {
-			if (len + 4 >= n)
-				break;
-			PUT('\\');
-			PUT((char)*p);
-		} else if (*p == '\n' || *p == '\t') {
-			if (len + 4 >= n)
-				break;
-			PUT('\\');
-			PUT(*p == '\n' ? 'n' : 't');
-		} else if (*p < ' ' || *p == 0x7f) {
-			if (len + 6 >= n)
-				break;
-			PUT('\\');
-			PUT('x');
-			PUT(hex[*p >> 4]);
-			PUT(hex[*p & 15]);
-		} else {
-			PUT((char)*p);
-		}
-	}
-#undef PUT
-	dst[len++] = '"';
-	dst[len] = '\0';
+	size_t len = strlen(dst);	/* put_quoted left room for the quote */
+	dst[len] = '"';
+	dst[len + 1] = '\0';
 	return dst;
 }
 
@@ -138,8 +171,12 @@ log_msg(enum log_level level, const char *event, const char *fmt, ...)
 	if (level > cur_level)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(pairs, sizeof pairs, fmt, ap);
+	int pw = vsnprintf(pairs, sizeof pairs, fmt, ap);
 	va_end(ap);
+	/* Values are quoted and capped one by one (LOG_Q); should the whole still
+	 * not fit, the line says it was cut instead of ending mid-value. */
+	if (pw >= (int)sizeof pairs)
+		memcpy(pairs + sizeof pairs - sizeof LOG_LINE_CUT, LOG_LINE_CUT, sizeof LOG_LINE_CUT);
 	size_t len = log_format(line, sizeof line - 1, (long long)wtime_now_ms(), level, event, pairs);
 	line[len++] = '\n';
 	ssize_t w = write(STDERR_FILENO, line, len);

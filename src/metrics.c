@@ -23,10 +23,11 @@ static int
 parse_port(const char *s, int *port)
 {
 	size_t n = strlen(s);
+	long p = n >= 1 && n <= 5 && strspn(s, "0123456789") == n ? strtol(s, NULL, 10) : 0;
 
-	if (n == 0 || n > 5 || strspn(s, "0123456789") != n || atoi(s) < 1 || atoi(s) > 65535)
+	if (p < 1 || p > 65535)
 		return -1;
-	*port = atoi(s);
+	*port = (int)p;
 	return 0;
 }
 
@@ -732,8 +733,10 @@ metrics_free(struct metrics *m)
 {
 	if (!m)
 		return;
-	while (m->clients)
-		client_close(m->clients);
+	for (struct client *c = m->clients, *next; c != NULL; c = next) {
+		next = c->next;
+		client_close(c);	/* unlinks and frees c alone */
+	}
 	ev_io_stop(m->loop, &m->accept_io);
 	close(m->fd);
 	if (m->addr.is_unix)

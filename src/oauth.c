@@ -169,7 +169,7 @@ read_secrets(struct settings *s, const struct cfg *cfg, char *err, size_t errlen
 			snprintf(err, errlen, "oauth: client_secret_file is required");
 			return -1;
 		}
-		if (cfg_read_file(cfg, cfg->oauth.client_secret_file, 0, &s->secret,
+		if (cfg_read_file(cfg, cfg->oauth.client_secret_file, CFG_FILE_SECRET, &s->secret,
 		    &s->secret_len, why, sizeof why) != 0) {
 			snprintf(err, errlen, "oauth: %s", why);
 			return -1;
@@ -180,13 +180,13 @@ read_secrets(struct settings *s, const struct cfg *cfg, char *err, size_t errlen
 		snprintf(err, errlen, "oauth: private_key_file is required with private_key_jwt");
 		return -1;
 	}
-	if (cfg_read_file(cfg, cfg->oauth.private_key_file, 1, &s->key, &s->key_len, why,
+	if (cfg_read_file(cfg, cfg->oauth.private_key_file, CFG_FILE_PRIVATE_PEM, &s->key, &s->key_len, why,
 	    sizeof why) != 0) {
 		snprintf(err, errlen, "oauth: %s", why);
 		return -1;
 	}
 	if (cfg->oauth.certificate_file != NULL) {
-		if (cfg_read_file(cfg, cfg->oauth.certificate_file, 1, &cert, &cert_len, why,
+		if (cfg_read_file(cfg, cfg->oauth.certificate_file, CFG_FILE_PUBLIC, &cert, &cert_len, why,
 		    sizeof why) != 0) {
 			snprintf(err, errlen, "oauth: %s", why);
 			return -1;
@@ -295,7 +295,7 @@ build_request(const struct settings *s, int64_t now_ms, const char *const *grant
 	*body = *userpwd = NULL;
 #define OPT(name, v) do { if ((v) != NULL) { pairs[n++] = (name); pairs[n++] = (v); } } while (0)
 	/* the grant's own pairs, NULL values skipped; at most 10 */
-	for (size_t i = 0; grant[i] != NULL && i < 20; i += 2)
+	for (size_t i = 0; i < 20 && grant[i] != NULL; i += 2)
 		OPT(grant[i], grant[i + 1]);
 	switch (s->auth_method) {
 	case CFG_CLIENT_SECRET_BASIC:
@@ -312,7 +312,8 @@ build_request(const struct settings *s, int64_t now_ms, const char *const *grant
 			return -1;
 		}
 		OPT("client_id", s->client_id);
-		OPT("client_assertion_type", CLIENT_ASSERTION_TYPE);
+		pairs[n++] = "client_assertion_type";
+		pairs[n++] = CLIENT_ASSERTION_TYPE;
 		OPT("client_assertion", assertion);
 		break;
 	}

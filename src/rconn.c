@@ -319,7 +319,7 @@ note_reply(struct rconn *rc, const redisReply *reply)
 			return;
 	if (rc->nerr_kinds < RCONN_ERR_KINDS)
 		memcpy(rc->err_kinds[rc->nerr_kinds++], kind, sizeof kind);
-	log_warn("redis.error", "name=%s kind=%s error=%s", rc->qname, kind[0] ? kind : "-",
+	log_warn("redis.error", "name=%s kind=%s error=%s", rc->qname, kind[0] ? LOG_Q(kind) : "-",
 	    log_quote(q, sizeof q, reply->str ? reply->str : ""));
 }
 
@@ -432,7 +432,7 @@ on_handshake(struct rconn *rc, redisReply *reply, void *arg)
 	if (step == step_role && !sentinel_is_master(reply)) {
 		rc->handshake_failed = 1;
 		log_warn("redis.not_primary", "name=%s host=%s port=%d", rc->qname,
-		    rc->host ? rc->host : "-", rc->port);
+		    rc->host ? LOG_Q(rc->host) : "-", rc->port);
 		schedule_drop(rc, "not the primary");
 		return;
 	}
@@ -580,7 +580,8 @@ resolve_primary(struct rconn *rc, char *why, size_t whylen)
 		free(rc->host);
 		rc->host = copy;
 		rc->port = port;
-		log_info("redis.primary", "name=%s host=%s port=%d", rc->qname, host, port);
+		/* what a sentinel answered: quoted */
+		log_info("redis.primary", "name=%s host=%s port=%d", rc->qname, LOG_Q(host), port);
 	}
 	return 0;
 }

@@ -31,6 +31,7 @@
 #define RECORD_TYP	"decision+jwt"
 #define ES256_HALF	32	/* bytes of R and of S in a JWS ES256 signature */
 #define HS256_MIN_KEY	32	/* RFC 7518 §3.2: at least the hash's size */
+#define TEXT_FIELD_MAX	1024	/* onBehalfOf, basis: §3.1 */
 
 /* The parts of a compact JWS, decoded; `input_len` bytes of raw are signed. */
 struct jws {
@@ -86,6 +87,14 @@ id_char(unsigned char c)
 	    c == '.' || c == '_' || c == '-';
 }
 
+/* "." and ".." would name a directory, not a record, wherever an id is
+ * used as a path segment ({recordId} in a URL, a file name). */
+static int
+dot_name(const char *s, size_t n)
+{
+	return (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.');
+}
+
 int
 record_id_valid(const char *id)
 {
@@ -96,7 +105,13 @@ record_id_valid(const char *id)
 	for (n = 0; id[n] != '\0'; n++)
 		if (n >= RECORD_ID_MAX || !id_char((unsigned char)id[n]))
 			return 0;
-	return n > 0;
+	return n > 0 && !dot_name(id, n);
+}
+
+int
+record_fits(const struct record_policy *pol, size_t len)
+{
+	return pol->max_bytes == 0 || len <= pol->max_bytes;
 }
 
 /* Writes the line for people and passes `st` through, so callers can
@@ -123,14 +138,11 @@ alg_supported(jwt_alg_t alg)
 static char *
 join_dot(const char *a, const char *b)
 {
-	size_t la = strlen(a), lb = strlen(b);
-	char *s = malloc(la + lb + 2);
+	size_t n = strlen(a) + strlen(b) + 2;
+	char *s = malloc(n);
 
-	if (s != NULL) {
-		memcpy(s, a, la);
-		s[la] = '.';
-		memcpy(s + la + 1, b, lb + 1);
-	}
+	if (s != NULL)
+		snprintf(s, n, "%s.%s", a, b);
 	return s;
 }
 
@@ -194,6 +206,25 @@ pem_key(const unsigned char *pem, size_t len, jwt_alg_t alg, int private)
 	return pk;
 }
 
+/* RFC 7518 §3.2: an HMAC key at least as long as the hash. A PEM document is
+ * refused whatever its length: a public key used as an HMAC secret lets
+ * everyone who has the public key forge records. NULL when it is usable,
+ * else why not. */
+static const char *
+hs256_secret_problem(const unsigned char *key, size_t key_len)
+{
+	static const char pem[] = "-----BEGIN";
+
+	if (key == NULL || key_len == 0)
+		return "the HS256 secret is empty";
+	if (key_len < HS256_MIN_KEY)
+		return "the HS256 secret is shorter than 32 bytes (RFC 7518 section 3.2)";
+	for (size_t i = 0; i + sizeof pem - 1 <= key_len; i++)
+		if (memcmp(key + i, pem, sizeof pem - 1) == 0)
+			return "the HS256 secret is a PEM document: a public key is no secret";
+	return NULL;
+}
+
 /* The same acceptance rules as hs256() and pem_key(), which record_load
  * applies to raw bytes: a parsed key is never looser or stricter. */
 struct record_key *
@@ -216,6 +247,12 @@ record_key_new(jwt_alg_t alg, const unsigned char *key, size_t key_len, char *er
 	}
 	k->alg = alg;
 	if (alg == JWT_ALG_HS256) {
+		const char *why = hs256_secret_problem(key, key_len);
+		if (why != NULL) {
+			snprintf(err, errlen, "%s", why);
+			free(k);
+			return NULL;
+		}
 		if ((k->secret = malloc(key_len)) == NULL) {
 			snprintf(err, errlen, "out of memory");
 			free(k);
@@ -255,7 +292,7 @@ static int
 hs256(const unsigned char *key, size_t key_len, const char *input, size_t len,
       unsigned char md[EVP_MAX_MD_SIZE], unsigned *md_len)
 {
-	if (key == NULL || key_len == 0 || key_len > INT_MAX)
+	if (key_len > INT_MAX || hs256_secret_problem(key, key_len) != NULL)
 		return -1;
 	return HMAC(EVP_sha256(), key, (int)key_len, (const unsigned char *)input, len, md,
 	    md_len) == NULL ? -1 : 0;
@@ -396,10 +433,11 @@ sign_bytes(jwt_alg_t alg, const unsigned char *key, size_t key_len, const char *
 	int ok;
 
 	if (alg == JWT_ALG_HS256) {
-		if (key_len < HS256_MIN_KEY || (*sig = malloc(EVP_MAX_MD_SIZE)) == NULL)
+		if ((*sig = malloc(EVP_MAX_MD_SIZE)) == NULL)
 			return -1;
 		if (hs256(key, key_len, input, len, *sig, &md_len) != 0) {
 			free(*sig);
+			*sig = NULL;
 			return -1;
 		}
 		*sig_len = md_len;
@@ -636,43 +674,72 @@ need_time(const json_t *obj, const char *name, int required, int64_t *out, char 
 	return -1;
 }
 
-/* No segment between '/' is empty or "*": so no leading, trailing or double
- * slash, and no wildcard that would stand for many resources. */
 static int
-resource_valid(const char *r)
+control_char(unsigned char c)
 {
+	return c < 0x20 || c == 0x7f;
+}
+
+/* No segment between '/' is empty, "*", "." or "..": so no leading, trailing
+ * or double slash, no wildcard that would stand for many resources, and
+ * nothing a server or proxy that normalises the path (even after decoding
+ * %2E) could climb with. No '\' (a separator to some servers) and no control
+ * character. NULL when valid, else the rule broken. */
+static const char *
+resource_problem(const char *r)
+{
+	for (const char *p = r; *p != '\0'; p++)
+		if (*p == '\\' || control_char((unsigned char)*p))
+			return "resource: contains '\\' or a control character";
 	for (;;) {
 		const char *end = strchr(r, '/');
 		size_t len = end != NULL ? (size_t)(end - r) : strlen(r);
 
-		if (len == 0 || (len == 1 && r[0] == '*'))
-			return 0;
+		if (len == 0 || (len == 1 && r[0] == '*') || dot_name(r, len))
+			return "resource: a segment between '/' is empty, '*', '.' or '..'";
 		if (end == NULL)
-			return 1;
+			return NULL;
 		r = end + 1;
 	}
+}
+
+/* onBehalfOf and basis go into headers and logs: bounded, one line. */
+static int
+text_field_ok(const char *s)
+{
+	size_t n = 0;
+
+	for (; s[n] != '\0'; n++)
+		if (n >= TEXT_FIELD_MAX || control_char((unsigned char)s[n]))
+			return 0;
+	return 1;
 }
 
 static enum record_status
 check_names(const char *expected_id, const json_t *obj, struct fields *f, char *detail,
 	    size_t n)
 {
+	const char *why;
+
 	if (need_string(obj, "recordId", &f->id, detail, n) != 0)
 		return RECORD_INVALID;
 	if (!record_id_valid(f->id))
-		return fail(RECORD_INVALID, detail, n, "recordId: not 1-64 of [A-Za-z0-9._-]");
+		return fail(RECORD_INVALID, detail, n,
+		    "recordId: not 1-64 of [A-Za-z0-9._-], or '.' or '..'");
 	if (expected_id == NULL || strcmp(f->id, expected_id) != 0)
 		return fail(RECORD_INVALID, detail, n, "recordId: not the id it was queued under");
 	if (need_string(obj, "onBehalfOf", &f->on_behalf_of, detail, n) != 0 ||
 	    need_string(obj, "action", &f->action, detail, n) != 0)
 		return RECORD_INVALID;
+	if (!text_field_ok(f->on_behalf_of))
+		return fail(RECORD_INVALID, detail, n,
+		    "onBehalfOf: longer than 1024 bytes or has a control character");
 	if (strchr(f->action, '*') != NULL)
 		return fail(RECORD_INVALID, detail, n, "action: contains '*'");
 	if (need_string(obj, "resource", &f->resource, detail, n) != 0)
 		return RECORD_INVALID;
-	if (!resource_valid(f->resource))
-		return fail(RECORD_INVALID, detail, n,
-		    "resource: a segment between '/' is empty or '*'");
+	if ((why = resource_problem(f->resource)) != NULL)
+		return fail(RECORD_INVALID, detail, n, "%s", why);
 	f->parameters = json_object_get(obj, "parameters");
 	if (f->parameters == NULL)
 		return fail(RECORD_INVALID, detail, n, "parameters: missing");
@@ -680,6 +747,9 @@ check_names(const char *expected_id, const json_t *obj, struct fields *f, char *
 		return fail(RECORD_INVALID, detail, n, "parameters: not an object");
 	if (need_string(obj, "basis", &f->basis, detail, n) != 0)
 		return RECORD_INVALID;
+	if (!text_field_ok(f->basis))
+		return fail(RECORD_INVALID, detail, n,
+		    "basis: longer than 1024 bytes or has a control character");
 	return RECORD_OK;
 }
 
@@ -784,6 +854,10 @@ record_load(const struct record_policy *pol, const char *expected_id, const char
 		*owner_out = NULL;
 	if (detail != NULL && detail_len > 0)
 		detail[0] = '\0';
+	/* Before anything is decoded or hashed: a huge value costs nothing more. */
+	if (raw != NULL && pol->max_bytes > 0 && strnlen(raw, pol->max_bytes + 1) > pol->max_bytes)
+		return fail(RECORD_INVALID, detail, detail_len,
+		    "record: longer than [records] max_bytes (%zu)", pol->max_bytes);
 	if (pol->signature_required)
 		st = load_signed(pol, raw, &content, detail, detail_len);
 	else if (raw == NULL)

@@ -128,10 +128,38 @@ var_none(void *ctx, int v)
 	return 0;
 }
 
+/*
+ * A placeholder in the scheme, host or port would let a record pick where the
+ * bearer token goes ("https://{resource}.svc/" with resource "evil.example/x"),
+ * and one in the fragment is never sent: they are allowed in the path and the
+ * query only. Without "://" there is no telling where a path would start
+ * ("https:/{resource}" with an empty value is "https://..."): a placeholder
+ * there is refused wherever it is.
+ */
+static int
+placeholder_outside_path(const char *tpl)
+{
+	const char *sep = strstr(tpl, "://");
+	if (sep == NULL)
+		return strpbrk(tpl, "{}") != NULL;
+	const char *auth = sep + 3;
+	size_t before = (size_t)(auth - tpl) + strcspn(auth, "/?#");
+	const char *frag = strchr(tpl + before, '#');
+
+	return strcspn(tpl, "{}") < before || (frag != NULL && strpbrk(frag, "{}") != NULL);
+}
+
 int
 urltpl_check(const char *tpl, char *err, size_t errlen)
 {
-	return scan(tpl, err, errlen, lit_none, var_none, NULL);
+	if (scan(tpl, err, errlen, lit_none, var_none, NULL) < 0)
+		return -1;
+	if (placeholder_outside_path(tpl)) {
+		snprintf(err, errlen, "a placeholder in the scheme, host, port or fragment of the "
+		    "url template: only the path and the query may hold one");
+		return -1;
+	}
+	return 0;
 }
 
 struct expansion {
@@ -186,6 +214,11 @@ urltpl_expand(const char *tpl, const struct urltpl_vars *vars, char *err, size_t
 		return NULL;
 	}
 	e.buf[0] = '\0';
+	if (placeholder_outside_path(tpl)) {
+		snprintf(err, errlen, "a placeholder outside the path and query of the url template");
+		free(e.buf);
+		return NULL;
+	}
 	if (scan(tpl, err, errlen, lit_copy, var_copy, &e) < 0) {
 		free(e.buf);
 		return NULL;

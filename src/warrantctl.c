@@ -316,8 +316,8 @@ read_verify_key(struct ctx *c, char **key, size_t *len)
 	*len = 0;
 	if (!cfg->records.signature_required)
 		return 0;
-	if (cfg_read_file(cfg, cfg->records.verify_key_file,
-	    ctl_key_keep_ws(cfg->records.algorithm), key, len, err, sizeof err) != 0) {
+	if (cfg_read_file(cfg, cfg->records.verify_key_file, cfg_verify_key_kind(cfg), key, len,
+	    err, sizeof err) != 0) {
 		say("[records] verify_key_file: %s", err);
 		return EX_CONFIG;
 	}
@@ -460,6 +460,7 @@ enum {
 
 struct decide_opts {
 	struct ctl_decision d;
+	char id_buf[CTL_ID_LEN + 1];	/* d.id when --id is not given */
 	const char **params;	/* --param values, d.params points here */
 	const char *expires, *not_before, *key_path, *kid, *issuer;
 };
@@ -592,7 +593,7 @@ validate_content(struct ctx *c, const char *id, const char *json, int64_t now)
 	char detail[DETAIL_MAX];
 	enum record_status st;
 
-	ctl_policy_init(&pol, c->cfg, NULL, 0);
+	ctl_policy_content(&pol, c->cfg);
 	st = record_load(&pol, id, json, now, &rec, NULL, detail, sizeof detail);
 	record_free(rec);
 	if (st == RECORD_UNKNOWN_ACTION) {
@@ -620,8 +621,8 @@ check_against_verify_key(struct ctx *c, const char *id, const char *jws, int64_t
 	size_t len;
 	enum record_status st;
 
-	if (cfg_read_file(c->cfg, c->cfg->records.verify_key_file,
-	    ctl_key_keep_ws(c->cfg->records.algorithm), &key, &len, err, sizeof err) != 0)
+	if (cfg_read_file(c->cfg, c->cfg->records.verify_key_file, cfg_verify_key_kind(c->cfg),
+	    &key, &len, err, sizeof err) != 0)
 		return 0;	/* a decider's host need not hold it */
 	ctl_policy_init(&pol, c->cfg, (unsigned char *)key, len);
 	st = record_load(&pol, id, jws, now, &rec, NULL, detail, sizeof detail);
@@ -646,8 +647,9 @@ encode_record(struct ctx *c, struct decide_opts *o, const json_t *content, const
 
 	if (!cfg->records.signature_required)
 		return (*out = strdup(json)) != NULL ? 0 : EX_REFUSED;
-	if (cfg_read_secret(o->key_path, ctl_key_keep_ws(cfg->records.algorithm), &key, &len,
-	    err, sizeof err) != 0) {
+	/* The decider's signing key: a private PEM or the HMAC secret. */
+	if (cfg_read_secret(o->key_path, ctl_key_keep_ws(cfg->records.algorithm) ?
+	    CFG_FILE_PRIVATE_PEM : CFG_FILE_SECRET, &key, &len, err, sizeof err) != 0) {
 		say("decide: --key: %s", err);
 		return EX_CONFIG;
 	}
@@ -701,7 +703,7 @@ store_decision(struct ctx *c, const struct ctl_decision *d, const char *record, 
 static int
 decide_with(struct ctx *c, struct decide_opts *o)
 {
-	char id_buf[CTL_ID_LEN + 1], err[DETAIL_MAX], *json = NULL, *record = NULL;
+	char err[DETAIL_MAX], *json = NULL, *record = NULL;
 	json_t *content = NULL;
 	int64_t now = wtime_now_ms();
 	int rc;
@@ -710,7 +712,7 @@ decide_with(struct ctx *c, struct decide_opts *o)
 		return rc;
 	if (c->cfg->records.signature_required && o->key_path == NULL)
 		return usage_error("decide: --key is required with [records] signature = required");
-	if ((rc = complete_decision(c, o, now, id_buf)) != 0)
+	if ((rc = complete_decision(c, o, now, o->id_buf)) != 0)
 		return rc;
 	if ((content = ctl_build_record(&o->d, err, sizeof err)) == NULL)
 		return usage_error("decide: %s", err);
@@ -1233,7 +1235,7 @@ inspect_json(struct ctx *c, const char *id, const char *key, size_t key_len, jso
 static int
 cmd_inspect(struct ctx *c, int argc, char **argv)
 {
-	char *id, *key = NULL;
+	char *id = NULL, *key = NULL;
 	size_t key_len = 0;
 	json_t *out;
 	int rc = parse_simple(c, argc, argv, 1, 1, &id);

@@ -38,8 +38,8 @@ check_verify_key(const struct cfg *cfg, FILE *out)
 
 	if (!cfg->records.signature_required)
 		return 0;
-	if (cfg_read_file(cfg, cfg->records.verify_key_file, cfg->records.algorithm != JWT_ALG_HS256,
-	    &key, &len, err, sizeof err) < 0)
+	if (cfg_read_file(cfg, cfg->records.verify_key_file, cfg_verify_key_kind(cfg), &key, &len,
+	    err, sizeof err) < 0)
 		return -1;	/* cfg_check_files has said why */
 	struct record_key *k = record_key_new(cfg->records.algorithm, (unsigned char *)key, len,
 	    err, sizeof err);

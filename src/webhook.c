@@ -24,6 +24,8 @@ struct webhook {
 	long timeout_ms;
 	webhook_token_fn *token;
 	void *token_arg;
+	char *bearer;		/* [notify] auth = static: from bearer_file */
+	size_t bearer_len;
 	struct wh_item *head, *tail;
 	size_t n;
 	struct http_call *call;
@@ -87,7 +89,9 @@ send_head(struct webhook *wh)
 
 	if (wh->head == NULL || wh->call != NULL || ev_is_active(&wh->retry))
 		return;
-	if (wh->token && wh->token(wh->token_arg, &tok) < 0) {
+	if (wh->bearer != NULL)
+		tok = wh->bearer;
+	else if (wh->token && wh->token(wh->token_arg, &tok) < 0) {
 		ev_timer_set(&wh->retry, WEBHOOK_TOKEN_WAIT_MS / 1000.0, 0.0);
 		ev_timer_start(wh->loop, &wh->retry);
 		return;
@@ -140,6 +144,34 @@ webhook_new(struct ev_loop *loop, struct http_client *http, const char *url, lon
 	return wh;
 }
 
+struct webhook *
+webhook_from_cfg(struct ev_loop *loop, struct http_client *http, const struct cfg *cfg,
+		 webhook_token_fn *oauth_token, void *token_arg, char *err, size_t errlen)
+{
+	const char *url = cfg->notify.webhook_url;
+	char *bearer = NULL;
+	size_t len = 0;
+	struct webhook *wh;
+
+	err[0] = '\0';
+	if (url == NULL)
+		return NULL;
+	if (cfg->notify.auth == CFG_AUTH_STATIC &&
+	    cfg_read_file(cfg, cfg->notify.bearer_file, CFG_FILE_SECRET, &bearer, &len, err,
+	    errlen) < 0)
+		return NULL;
+	wh = webhook_new(loop, http, url, cfg->notify.timeout_ms,
+	    cfg->notify.auth == CFG_AUTH_OAUTH ? oauth_token : NULL, token_arg);
+	if (wh == NULL) {
+		cfg_secret_free(bearer, len);
+		snprintf(err, errlen, "cannot create the webhook client");
+		return NULL;
+	}
+	wh->bearer = bearer;
+	wh->bearer_len = len;
+	return wh;
+}
+
 void
 webhook_post(struct webhook *wh, const char *json)
 {
@@ -179,5 +211,6 @@ webhook_free(struct webhook *wh)
 	while (wh->head)
 		pop(wh);
 	free(wh->url);
+	cfg_secret_free(wh->bearer, wh->bearer_len);
 	free(wh);
 }

@@ -142,10 +142,15 @@ wtime_parse_http_date(const char *s, int64_t *out_ms)
 {
 	static const char *const mon[12] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
 	    "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+	static const char days[] = "Mon Tue Wed Thu Fri Sat Sun ";
 	int y, mo = 0, d, h, mi, sec;
 	const char *p = s;
 
 	if (s == NULL || strlen(s) != 29 || s[3] != ',' || s[4] != ' ')
+		return -1;
+	/* A day name, not any three bytes (fuzz_httpdate found " \r\r, 06 Nov ...") */
+	const char *day = strstr(days, (char[4]){s[0], s[1], s[2], '\0'});
+	if (day == NULL || (day - days) % 4 != 0)
 		return -1;
 	p += 5;
 	if (digits(&p, 2, &d) || expect(&p, ' '))

@@ -498,8 +498,14 @@ redis_launch(struct h_redis *r)
 int
 h_redis_start(struct h_redis *r, int appendonly)
 {
+	return h_redis_start_conf(r, appendonly, NULL);
+}
+
+int
+h_redis_start_conf(struct h_redis *r, int appendonly, const char *extra)
+{
 	static int seq;
-	char name[64], conf[2048];
+	char name[64], conf[4096];
 
 	memset(r, 0, sizeof *r);
 	snprintf(r->dir, sizeof r->dir, "%s/redis-%d", h_tmpdir(),
@@ -514,8 +520,8 @@ h_redis_start(struct h_redis *r, int appendonly)
 	 * acknowledged writes to a SIGKILL. Only a machine crash needs fsync.
 	 */
 	snprintf(conf, sizeof conf, "port 0\nunixsocket %s\nunixsocketperm 700\ndir %s\n"
-	    "save \"\"\nappendonly %s\nappendfsync no\ndaemonize no\nlogfile %s/redis.log\n",
-	    r->sock, r->dir, appendonly ? "yes" : "no", r->dir);
+	    "save \"\"\nappendonly %s\nappendfsync no\ndaemonize no\nlogfile %s/redis.log\n%s",
+	    r->sock, r->dir, appendonly ? "yes" : "no", r->dir, extra != NULL ? extra : "");
 	snprintf(name, sizeof name, "%s/redis.conf", strrchr(r->dir, '/') + 1);
 	char *path = h_write_file(name, conf);
 	if (path == NULL)
@@ -1169,8 +1175,21 @@ h_daemon_spawn(struct h_daemon *d, const char *ini_text)
 	snprintf(d->ini, sizeof d->ini, "%s", path);
 	free(path);
 	snprintf(d->log, sizeof d->log, "%s/warrantd-%d.log", h_tmpdir(), id);
-	char *argv[] = { (char *)h_bin("warrantd"), (char *)"-c", d->ini, NULL };
-	if ((d->pid = h_spawn(d->log, argv)) < 0) {
+	/* $WARRANTD_WRAPPER (e.g. "valgrind --error-exitcode=99 ..."): words
+	 * put before the daemon's own argv, for `make valgrind`. */
+	char *argv[32], *wrap = getenv("WARRANTD_WRAPPER") ? strdup(getenv("WARRANTD_WRAPPER")) :
+	    NULL, *save = NULL;
+	int n = 0;
+	for (char *w = wrap ? strtok_r(wrap, " ", &save) : NULL; w && n < 28;
+	    w = strtok_r(NULL, " ", &save))
+		argv[n++] = w;
+	argv[n++] = (char *)h_bin("warrantd");
+	argv[n++] = (char *)"-c";
+	argv[n++] = d->ini;
+	argv[n] = NULL;
+	d->pid = h_spawn(d->log, argv);
+	free(wrap);	/* h_spawn has exec'd or copied what it needs */
+	if (d->pid < 0) {
 		d->pid = 0;
 		return -1;
 	}

@@ -63,6 +63,10 @@ struct h_redis {
  * 0 or -1. */
 int h_redis_start(struct h_redis *r, int appendonly)
 	__attribute__((warn_unused_result));
+/* As h_redis_start, with `extra` (NULL: none) appended to its redis.conf,
+ * e.g. "aclfile /path/acl.conf\n". */
+int h_redis_start_conf(struct h_redis *r, int appendonly, const char *extra)
+	__attribute__((warn_unused_result));
 /* SIGKILL, then start again on the same dir, socket and settings. */
 int h_redis_restart(struct h_redis *r)
 	__attribute__((warn_unused_result));
@@ -262,7 +266,9 @@ struct h_daemon {
 };
 
 /* Writes ini_text to a fresh file under h_tmpdir() and runs
- * h_bin("warrantd") -c FILE with its output in a fresh log. 0 or -1. */
+ * h_bin("warrantd") -c FILE with its output in a fresh log. 0 or -1.
+ * $WARRANTD_WRAPPER, when set, is split at spaces and run in front of it
+ * (make valgrind: the daemon under memcheck). */
 int h_daemon_spawn(struct h_daemon *d, const char *ini_text)
 	__attribute__((warn_unused_result));
 /* h_daemon_spawn, then waits (60 s) for event=consumer.ready in its log.

@@ -736,6 +736,53 @@ test_r3_bad_input(void **state)
 	daemon_down(&D[0]);
 }
 
+/* Issue 8 from outside: a record over [records] max_bytes, one whose
+ * resource climbs with "..", and two that are fine but hostile to a log
+ * line: one would add keys, one is 3,000 bytes long. */
+static void
+test_hostile_records(void **state)
+{
+	const char *p = "hx";
+	struct h_daemon_opts o = opts(p);
+	long long now = h_now_ms();
+	char *json, big[20001], long_res[3001];
+	(void)state;
+
+	fake_reset();
+	daemon_up(&D[0], &o);
+	memset(big, 'A', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	assert_int_equal(h_store_record(C, p, "hx-big", big, 1), 0);
+	json = h_record_json("hx-dots", ACTION, "tenant-a/../tenant-b/door-1", now - 1000,
+	    now + 60000, 0, NULL);
+	assert_int_equal(h_decide(C, p, "hx-dots", json, 1), 0);
+	free(json);
+	json = h_record_json("hx-inject", ACTION, "door-1 state=done reason=done", now - 1000,
+	    now + 60000, 0, NULL);
+	assert_int_equal(h_decide(C, p, "hx-inject", json, 1), 0);
+	free(json);
+	memset(long_res, 'r', sizeof long_res - 1);
+	long_res[sizeof long_res - 1] = '\0';
+	json = h_record_json("hx-long", ACTION, long_res, now - 1000, now + 60000, 0, NULL);
+	assert_int_equal(h_decide(C, p, "hx-long", json, 1), 0);
+	free(json);
+
+	assert_entry("hx:dead", "id", "hx-big", "reason", "record-invalid");
+	wait_state(p, "hx-big", "dead");
+	assert_true(h_daemon_log_has(&D[0], "id=hx-big reason=record-invalid "
+	    "detail=\"record: longer than [records] max_bytes (16384)\""));
+	assert_entry("hx:dead", "id", "hx-dots", "reason", "record-invalid");
+	wait_state(p, "hx-inject", "done");
+	wait_state(p, "hx-long", "done");
+	assert_int_equal(ncalls("hx-dots"), 0);
+	/* quoted: no key of its own; cut with a marker, the keys after it kept */
+	assert_true(h_daemon_log_has(&D[0], "resource=\"door-1 state=done reason=done\""));
+	assert_false(h_daemon_log_has(&D[0], "resource=door-1 "));
+	assert_true(h_daemon_log_has(&D[0], "...(3000 bytes)\" attempt="));
+	wait_pel_empty(p);
+	daemon_down(&D[0]);
+}
+
 struct log_wait {
 	const struct h_daemon *d;
 	const char *needle;
@@ -1216,6 +1263,7 @@ main(void)
 	};
 	const struct CMUnitTest input[] = {
 		cmocka_unit_test_teardown(test_r3_bad_input, test_teardown),
+		cmocka_unit_test_teardown(test_hostile_records, test_teardown),
 		cmocka_unit_test_teardown(test_r4_duplicate, test_teardown),
 	};
 	const struct CMUnitTest schedule[] = {

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1280,6 +1281,68 @@ test_check_config(void **state)
 	free(out);
 }
 
+/* `warrantd -t` on a config whose only fault is `records`: exit 78 and a
+ * message at `line` that has `has`. */
+static void
+expect_check_refuses(const char *name, const char *records, int line, const char *has)
+{
+	char text[1024], *out;
+
+	snprintf(text, sizeof text, "[daemon]\nconsumer = w1\n[records]\n%s\n"
+	    "[action a]\nurl = http://127.0.0.1:9/x\nauth = none\n", records);
+	char *ini = h_write_file(name, text);
+	assert_non_null(ini);
+	int st = run_check(ini, &out);
+	assert_true(WIFEXITED(st));
+	if (WEXITSTATUS(st) != 78 || strstr(out, has) == NULL)
+		fail_msg("%s: exit %d, want 78 and \"%s\":\n%s", name, WEXITSTATUS(st), has, out);
+	char want[PATH_MAX + 16];
+	snprintf(want, sizeof want, "%s:%d: ", ini, line);
+	if (strstr(out, want) == NULL)
+		fail_msg("%s: no error at line %d:\n%s", name, line, out);
+	free(out);
+	free(ini);
+}
+
+/* SPEC §3.2 and §9 as -t shows them: a weak or public HS256 key, a secret
+ * others may read, a key only the working directory holds. */
+static void
+test_check_refuses_weak_keys(void **state)
+{
+	char cwd[PATH_MAX];
+	(void)state;
+
+	char *p = h_write_file("short.secret", "0123456789abcdef0123456789abcde\n");
+	free(p);
+	expect_check_refuses("short.ini", "algorithm = HS256\nverify_key_file = short.secret", 5,
+	    "shorter than 32 bytes");
+	p = h_write_file("dec.pub", "-----BEGIN PUBLIC KEY-----\n"
+	    "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEYWlc2qn5P1C6G1aQJ1Q9mYhXnMnW8Qq0J8YzF5Rr8n5h0n5K\n"
+	    "-----END PUBLIC KEY-----\n");
+	free(p);
+	expect_check_refuses("pem.ini", "algorithm = HS256\nverify_key_file = dec.pub", 5,
+	    "PEM document");
+	p = h_write_file("open.secret", "0123456789abcdef0123456789abcdef0123\n");
+	assert_int_equal(chmod(p, 0644), 0);
+	free(p);
+	expect_check_refuses("open.ini", "algorithm = HS256\nverify_key_file = open.secret", 5,
+	    "permissions 0644 are too open");
+	/* A key in the working directory only is not found (a planted one). */
+	char dir[PATH_MAX];
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	snprintf(dir, sizeof dir, "%s/cwd-only", h_tmpdir());
+	assert_int_equal(mkdir(dir, 0700), 0);
+	char *planted = h_write_file("cwd-only/planted.secret",
+	    "0123456789abcdef0123456789abcdef0123\n");
+	assert_non_null(planted);
+	assert_int_equal(chdir(dir), 0);
+	expect_check_refuses("planted.ini",
+	    "algorithm = HS256\nverify_key_file = planted.secret", 5,
+	    "the working directory is not searched");
+	assert_int_equal(chdir(cwd), 0);
+	free(planted);
+}
+
 /* ------------------------------------------------------------------ */
 /* §12 sd_notify                                                        */
 
@@ -1482,6 +1545,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_check_config),
+		cmocka_unit_test(test_check_refuses_weak_keys),
 		cmocka_unit_test(test_systemd_analyze_security),
 		cmocka_unit_test_setup_teardown(test_sd_notify, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sd_watchdog_interval_and_outage, setup,

@@ -644,13 +644,16 @@ test_webhook_down_never_blocks(void **state)
 /* ------------------------------------------------------------------ */
 /* group "oauth": the worker's token on the webhook and the PDP         */
 
+#define HOOK_STATIC_TOKEN "static-hook-token-6b1f0c"
+
+/* [oauth] for the actions and the PDP; the webhook authenticated as
+ * `notify_auth` says ("oauth", "none", or "static" with a bearer_file). */
 static int
-oauth_up(void **state)
+oauth_up_with(const char *notify_auth)
 {
 	const char *hs = h_data("test-hs256.secret");
-	char notify[512], sections[1024];
+	char notify[1024], sections[1024];
 
-	(void)state;
 	secret_path = h_write_file("client-secret", CLIENT_SECRET "\n");
 	if (secret_path == NULL)
 		return -1;
@@ -660,10 +663,22 @@ oauth_up(void **state)
 	if (h_redis_start(&redis, 0) != 0 || (rc = h_redis_connect(&redis)) == NULL ||
 	    h_fake_start(&idp, "fake_idp", idp_args) != 0 ||
 	    h_fake_start(&target, "fake_target", jwt_args) != 0 ||
-	    h_fake_start(&hook, "fake_target", jwt_args) != 0 ||
+	    h_fake_start(&hook, "fake_target",
+	    notify_auth != NULL && strcmp(notify_auth, "oauth") == 0 ? jwt_args : NULL) != 0 ||
 	    h_fake_start(&pdp, "fake_pdp", NULL) != 0)
 		return -1;
 	snprintf(notify, sizeof notify, "webhook_url = %s" HOOK_PATH "\n", hook.url);
+	if (notify_auth != NULL && strcmp(notify_auth, "static") == 0) {
+		char *tok = h_write_file("hook-token", HOOK_STATIC_TOKEN "\n");
+		if (tok == NULL)
+			return -1;
+		snprintf(notify + strlen(notify), sizeof notify - strlen(notify),
+		    "auth = static\nbearer_file = %s\n", tok);
+		free(tok);
+	} else if (notify_auth != NULL) {
+		snprintf(notify + strlen(notify), sizeof notify - strlen(notify), "auth = %s\n",
+		    notify_auth);
+	}
 	snprintf(sections, sizeof sections,
 	    "[oauth]\ntoken_url = %s/token\nclient_id = %s\nclient_secret_file = %s\n"
 	    "[authz]\nurl = %s" PDP_PATH "\ntimeout_ms = 2000\n",
@@ -671,6 +686,27 @@ oauth_up(void **state)
 	struct h_daemon_opts o = { .redis_sock = redis.sock, .target_url = target.url,
 	    .action_auth = "oauth", .notify_extra = notify, .sections = sections };
 	return daemon_up(&o, 0);
+}
+
+static int
+oauth_up(void **state)
+{
+	(void)state;
+	return oauth_up_with("oauth");
+}
+
+static int
+oauth_sink_up(void **state)
+{
+	(void)state;
+	return oauth_up_with(NULL);	/* [notify] auth left at its default, none */
+}
+
+static int
+static_sink_up(void **state)
+{
+	(void)state;
+	return oauth_up_with("static");
 }
 
 /* The PDP queries whose input.recordId is id; caller json_decref's. */
@@ -702,44 +738,40 @@ assert_pdp_saw_token(const char *id, const char *decision)
 	json_decref(q);
 }
 
-/* A job the PDP denies: the PDP was asked with a bearer, and the webhook
- * POST (to default_owner) carries the worker's own token. */
+/* A job the PDP denies, its webhook POST delivered, then a second one as a
+ * barrier: once that is delivered, every POST of the first is in. */
 static void
-test_oauth_webhook_and_pdp_carry_token(void **state)
+deny_and_deliver(const char *denied, const char *barrier)
 {
-	const char *denied = "wh-oauth-denied", *allowed = "wh-oauth-allowed";
-
-	(void)state;
 	post_ok(&pdp, "/_policy", "{\"deny_resources\": [\"gate/denied\"]}");
 	decide(denied, "gate/denied", NULL);
-	decide(allowed, "gate/31", NULL);
 	wait_final(denied, "denied", "authority-denied");
-	wait_final(allowed, "done", "ok");
 	wait_delivered(denied);
-	/* the barrier: a second denied job, after the first is terminal */
-	decide("wh-oauth-barrier", "gate/denied", NULL);
-	wait_final("wh-oauth-barrier", "denied", "authority-denied");
-	wait_delivered("wh-oauth-barrier");
+	decide(barrier, "gate/denied", NULL);
+	wait_final(barrier, "denied", "authority-denied");
+	wait_delivered(barrier);
+}
 
-	assert_pdp_saw_token(denied, "deny");
-	assert_pdp_saw_token(allowed, "allow");
+/* The webhook's requests for id, which must be exactly one; caller
+ * json_decref's. */
+static json_t *
+one_hook_request(const char *id)
+{
+	json_t *reqs = hook_requests(id);
 
-	json_t *reqs = hook_requests(denied);
-	const json_t *r = json_array_get(reqs, 0);
 	if (json_array_size(reqs) != 1)
-		fail_msg("%s: %zu webhook POSTs, want 1", denied, json_array_size(reqs));
-	assert_string_equal(str_of(r, "token_sub"), CLIENT_ID);
-	assert_int_equal(json_integer_value(json_object_get(r, "status")), 200);
-	json_t *body = hook_body(r);
-	assert_string_equal(str_of(body, "owner"), "ops");
-	assert_string_equal(str_of(body, "kind"), "denied");
-	assert_string_equal(str_of(body, "reason"), "authority-denied");
-	json_decref(body);
-	json_decref(reqs);
+		fail_msg("%s: %zu webhook POSTs, want 1", id, json_array_size(reqs));
+	return reqs;
+}
 
-	/* the target saw the same worker (and never the denied job) */
+/* The target was called for `allowed` once, with the worker's token, and
+ * never for `denied`. */
+static void
+assert_target_called_with_token(const char *allowed, const char *denied)
+{
 	json_t *calls = fake_get(&target, "/_requests"), *c;
 	size_t i, mine = 0;
+
 	json_array_foreach(calls, i, c) {
 		const char *key = str_of(c, "idempotency_key");
 		assert_string_not_equal(key, denied);
@@ -750,6 +782,72 @@ test_oauth_webhook_and_pdp_carry_token(void **state)
 	}
 	assert_int_equal(mine, 1);
 	json_decref(calls);
+}
+
+/* A job the PDP denies: the PDP was asked with a bearer, and the webhook
+ * POST (to default_owner) carries the worker's own token. */
+static void
+test_oauth_webhook_and_pdp_carry_token(void **state)
+{
+	const char *denied = "wh-oauth-denied", *allowed = "wh-oauth-allowed";
+
+	(void)state;
+	decide(allowed, "gate/31", NULL);
+	deny_and_deliver(denied, "wh-oauth-barrier");
+	wait_final(allowed, "done", "ok");
+	assert_pdp_saw_token(denied, "deny");
+	assert_pdp_saw_token(allowed, "allow");
+
+	json_t *reqs = one_hook_request(denied);
+	const json_t *r = json_array_get(reqs, 0);
+	assert_string_equal(str_of(r, "token_sub"), CLIENT_ID);
+	assert_int_equal(json_integer_value(json_object_get(r, "status")), 200);
+	json_t *body = hook_body(r);
+	assert_string_equal(str_of(body, "owner"), "ops");
+	assert_string_equal(str_of(body, "kind"), "denied");
+	assert_string_equal(str_of(body, "reason"), "authority-denied");
+	json_decref(body);
+	json_decref(reqs);
+	assert_target_called_with_token(allowed, denied);	/* the same worker */
+}
+
+/* SPEC §6: with [oauth] configured but [notify] auth at its default (none),
+ * the webhook never sees the worker's token, while the target does. */
+static void
+test_default_sink_gets_no_token(void **state)
+{
+	const char *denied = "wh-sink-denied", *allowed = "wh-sink-allowed";
+
+	(void)state;
+	decide(allowed, "gate/41", NULL);
+	deny_and_deliver(denied, "wh-sink-barrier");
+	wait_final(allowed, "done", "ok");
+	json_t *reqs = one_hook_request(denied);
+	if (json_is_true(json_object_get(json_array_get(reqs, 0), "authorization")))
+		fail_msg("%s: the webhook got an Authorization header", denied);
+	json_decref(reqs);
+	assert_target_called_with_token(allowed, denied);
+}
+
+/* [notify] auth = static: the webhook carries bearer_file's token, not the
+ * worker's (no JWT sub), and the log never shows it. */
+static void
+test_static_sink_gets_static_token(void **state)
+{
+	const char *denied = "wh-static-denied";
+
+	(void)state;
+	deny_and_deliver(denied, "wh-static-barrier");
+	json_t *reqs = one_hook_request(denied);
+	const json_t *r = json_array_get(reqs, 0);
+	assert_true(json_is_true(json_object_get(r, "authorization")));
+	assert_true(json_object_get(r, "token_sub") == NULL ||
+	    json_is_null(json_object_get(r, "token_sub")));
+	json_decref(reqs);
+	char *log = h_read_file(dmn.log);
+	assert_non_null(log);
+	assert_null(strstr(log, HOOK_STATIC_TOKEN));
+	free(log);
 }
 
 int
@@ -767,8 +865,19 @@ main(void)
 		cmocka_unit_test_setup(test_oauth_webhook_and_pdp_carry_token, reset_fakes),
 		cmocka_unit_test(test_daemon_stops_clean),
 	};
+	const struct CMUnitTest sink[] = {
+		cmocka_unit_test_setup(test_default_sink_gets_no_token, reset_fakes),
+		cmocka_unit_test(test_daemon_stops_clean),
+	};
+	const struct CMUnitTest static_sink[] = {
+		cmocka_unit_test_setup(test_static_sink_gets_static_token, reset_fakes),
+		cmocka_unit_test(test_daemon_stops_clean),
+	};
 	int failed = cmocka_run_group_tests_name("notify_plain", plain, plain_up, group_down);
 
 	failed += cmocka_run_group_tests_name("notify_oauth", oauth, oauth_up, group_down);
+	failed += cmocka_run_group_tests_name("notify_oauth_sink", sink, oauth_sink_up, group_down);
+	failed += cmocka_run_group_tests_name("notify_static_sink", static_sink, static_sink_up,
+	    group_down);
 	return failed;
 }

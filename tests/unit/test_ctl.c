@@ -302,7 +302,7 @@ test_record_passes_record_load(void **state)
 	d.not_before_ms = NOW + 1000;
 	rec = build_ok(&d);
 	text = json_dumps(rec, JSON_COMPACT);
-	ctl_policy_init(&pol, cfg, NULL, 0);
+	ctl_policy_content(&pol, cfg);
 	assert_int_equal(record_load(&pol, "gate-14", text, NOW, &out, NULL, detail,
 	    sizeof detail), RECORD_OK);
 	assert_string_equal(out->notify_on_denial, "ops");
@@ -326,7 +326,7 @@ load_with(const struct cfg *cfg, const struct ctl_decision *d)
 	char *text = json_dumps(rec, JSON_COMPACT);
 	enum record_status st;
 
-	ctl_policy_init(&pol, cfg, NULL, 0);
+	ctl_policy_content(&pol, cfg);
 	st = record_load(&pol, d->id, text, NOW, &out, NULL, detail, sizeof detail);
 	record_free(out);
 	free(text);
@@ -359,18 +359,37 @@ test_policy_from_config(void **state)
 	cfg_free(cfg);
 }
 
+/* Issue 8: a NULL key can no longer turn verification off: with
+ * signature = required the policy requires it whatever the key, and a plain
+ * JSON record is refused instead of passing as verified. */
 static void
 test_policy_signature_only_with_key(void **state)
 {
 	struct cfg *cfg = load_cfg("");
 	struct record_policy pol;
 	static const unsigned char key[] = "k";
+	struct ctl_decision d = decision();
+	json_t *rec = build_ok(&d);
+	char *text = json_dumps(rec, JSON_COMPACT), detail[256];
+	struct record *out;
 
 	(void)state;
 	cfg->records.signature_required = 1;
 	cfg->records.algorithm = JWT_ALG_ES256;
 	ctl_policy_init(&pol, cfg, NULL, 0);
+	assert_int_equal(pol.signature_required, 1);
+	assert_int_equal(record_load(&pol, d.id, text, NOW, &out, NULL, detail, sizeof detail),
+	    RECORD_BAD_SIGNATURE);
+	assert_null(out);
+	assert_non_null(strstr(detail, "no verification key"));
+	/* checking content before signing is its own, explicit policy */
+	ctl_policy_content(&pol, cfg);
 	assert_int_equal(pol.signature_required, 0);
+	assert_int_equal(record_load(&pol, d.id, text, NOW, &out, NULL, detail, sizeof detail),
+	    RECORD_OK);
+	record_free(out);
+	free(text);
+	json_decref(rec);
 	ctl_policy_init(&pol, cfg, key, 1);
 	assert_int_equal(pol.signature_required, 1);
 	assert_ptr_equal(pol.key, key);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -33,6 +34,7 @@ write_file(const char *name, const char *text, size_t len)
 	assert_non_null(f);
 	assert_int_equal(fwrite(text, 1, len, f), len);
 	assert_int_equal(fclose(f), 0);
+	assert_int_equal(chmod(path, 0600), 0);	/* SPEC §9: secrets are private */
 }
 
 /* Copies tests/data/`name` into the temp dir under the same name. */
@@ -93,6 +95,7 @@ teardown(void **state)
 {
 	static const char *const names[] = {
 		"w.ini", "test-es256.pub", "test-rs256.pub", "test-hs256.secret", "junk.pub",
+		"short.secret",
 	};
 	char path[256];
 
@@ -150,6 +153,13 @@ test_start(void **state)
 	    "not a usable RS256 key");
 	expect_start_refused("verify_key_file = junk.pub", "not a PEM public key");
 	expect_start_refused("verify_key_file = test-hs256.secret", "not a PEM public key");
+	/* SPEC §3.2: an HS256 secret under 32 bytes, or the decider's public
+	 * PEM used as one (anyone holding it could forge records). */
+	write_file("short.secret", "0123456789abcdef0123456789abcde\n", 32);
+	expect_start_refused("algorithm = HS256\nverify_key_file = short.secret",
+	    "shorter than 32 bytes");
+	expect_start_refused("algorithm = HS256\nverify_key_file = test-es256.pub",
+	    "PEM document");
 }
 
 static void
@@ -170,6 +180,10 @@ test_reload(void **state)
 	next = config("algorithm = RS256\nverify_key_file = test-es256.pub");
 	assert_int_equal(engine_reload(eng, next, err, sizeof err), -1);
 	assert_non_null(strstr(err, "not a usable RS256 key"));
+	cfg_free(next);
+	next = config("algorithm = HS256\nverify_key_file = test-es256.pub");
+	assert_int_equal(engine_reload(eng, next, err, sizeof err), -1);
+	assert_non_null(strstr(err, "PEM document"));
 	cfg_free(next);
 	/* A good key replaces the parsed one (ASan sees the old one freed). */
 	next = config("algorithm = HS256\nverify_key_file = test-hs256.secret");

@@ -115,15 +115,43 @@ test_quote_truncation(void **state)
 			continue;
 		}
 		assert_int_equal(unquote(buf, back, sizeof back), 0);
+		char *mark = strstr(back, "...(17 bytes)");
+		if (mark != NULL)
+			*mark = '\0';	/* cut, and says so */
+		else if (n >= 16)	/* room for the marker: never cut silently */
+			assert_string_equal(back, in);
 		assert_memory_equal(back, in, strlen(back));	/* a prefix */
 		if (n > 40)
 			assert_string_equal(back, in);	/* room enough: all of it */
 	}
-	/* a bare value is cut, too */
+	/* a bare value that does not fit is quoted and cut with the marker */
 	memset(buf, 'Z', sizeof buf);
-	log_quote(buf, 4, "abcdef");
-	assert_string_equal(buf, "abc");
-	assert_int_equal(buf[4], 'Z');
+	log_quote(buf, 24, "abcdefghijklmnopqrstuvwxyz");
+	assert_string_equal(buf, "\"abcdefgh...(26 bytes)\"");
+	assert_int_equal(buf[24], 'Z');
+}
+
+/* Issue 8, log injection: a signed resource must not add keys of its own,
+ * and a long one is cut with a marker, never the keys after it. */
+static void
+test_quote_injection(void **state)
+{
+	(void)state;
+	char line[4096], pairs[3072], big[3001];
+
+	snprintf(pairs, sizeof pairs, "id=gate-14 resource=%s reason=%s",
+	    LOG_Q("door-1 state=done reason=done"), LOG_Q("upstream-5xx"));
+	assert_string_equal(pairs,
+	    "id=gate-14 resource=\"door-1 state=done reason=done\" reason=upstream-5xx");
+	assert_string_equal(LOG_Q("a\\b"), "\"a\\\\b\"");	/* a backslash is quoted */
+	memset(big, 'r', 3000);
+	big[3000] = '\0';
+	snprintf(pairs, sizeof pairs, "resource=%s reason=%s detail=%s", LOG_Q(big),
+	    LOG_Q("timeout"), LOG_Q("the last words"));
+	log_format(line, sizeof line, 0, LOG_WARN, "job.state", pairs);
+	assert_non_null(strstr(line, "rrr...(3000 bytes)\" reason=timeout "
+	    "detail=\"the last words\""));
+	assert_true(strlen(line) < 400);
 }
 
 static void
@@ -283,6 +311,7 @@ main(void)
 		cmocka_unit_test(test_quote_bare),
 		cmocka_unit_test(test_quote_quoted),
 		cmocka_unit_test(test_quote_truncation),
+		cmocka_unit_test(test_quote_injection),
 		cmocka_unit_test(test_format_layout),
 		cmocka_unit_test(test_format_no_control),
 		cmocka_unit_test(test_format_truncation),

@@ -579,18 +579,20 @@ static void
 test_alg_confusion(void **state)
 {
 	json_t *content = good_content();
-	char *forged = record_sign(JWT_ALG_HS256, es_pub.data, es_pub.len, NULL, content);
+	char *payload = json_dumps(content, JSON_COMPACT);
+	char *forged = hand_token("{\"alg\":\"HS256\",\"typ\":\"decision+jwt\"}", payload,
+	    es_pub.data, es_pub.len);
 	struct record_policy es = policy(1, JWT_ALG_ES256, es_pub);
 	struct record_policy as_hmac = policy(1, JWT_ALG_HS256, es_pub);
-	char detail[256];
 
 	(void)state;
-	assert_non_null(forged);
-	/* The forgery is a correct HS256 MAC under the PEM: only the binding of
-	 * the check to the configured algorithm stops it. */
-	assert_int_equal(load_raw(&as_hmac, forged, detail, sizeof detail, NULL), RECORD_OK);
+	/* The forgery is a correct HS256 MAC under the PEM: the binding of the
+	 * check to the configured algorithm stops it, and so does the refusal
+	 * of a PEM document as an HMAC secret. */
+	expect_bad_sig(&as_hmac, forged, "not a usable HS256 key");
 	expect_bad_sig(&es, forged, "alg is not ES256");
 	free(forged);
+	free(payload);
 
 	/* An RS256 token where ES256 is configured, and the reverse. */
 	forged = record_sign(JWT_ALG_RS256, rs_key.data, rs_key.len, NULL, content);
@@ -815,6 +817,23 @@ static const struct mutation mutations[] = {
 	{"resource a/*/b", "resource", STR, "a/*/b", 0, RECORD_INVALID, "resource: a segment"},
 	{"resource *", "resource", STR, "*", 0, RECORD_INVALID, "resource: a segment"},
 	{"resource a/*", "resource", STR, "a/*", 0, RECORD_INVALID, "resource: a segment"},
+	{"resource dotdot", "resource", STR, "tenant-a/../tenant-b/door-1", 0, RECORD_INVALID,
+	    "resource: a segment"},
+	{"resource dot", "resource", STR, "a/./b", 0, RECORD_INVALID, "resource: a segment"},
+	{"resource leading ..", "resource", STR, "../b", 0, RECORD_INVALID, "resource: a segment"},
+	{"resource trailing .", "resource", STR, "a/.", 0, RECORD_INVALID, "resource: a segment"},
+	{"resource ..", "resource", STR, "..", 0, RECORD_INVALID, "resource: a segment"},
+	{"resource backslash", "resource", STR, "a/..\\b", 0, RECORD_INVALID, "resource: contains"},
+	{"resource newline", "resource", STR, "door-1\nstate=done", 0, RECORD_INVALID,
+	    "resource: contains"},
+	{"resource tab", "resource", STR, "a\tb", 0, RECORD_INVALID, "resource: contains"},
+	{"resource del", "resource", STR, "a\x7f", 0, RECORD_INVALID, "resource: contains"},
+	{"id .", "recordId", STR, ".", 0, RECORD_INVALID, "recordId: not 1-64"},
+	{"id ..", "recordId", STR, "..", 0, RECORD_INVALID, "recordId: not 1-64"},
+	{"obo control", "onBehalfOf", STR, "op\r\nX-Evil: 1", 0, RECORD_INVALID,
+	    "onBehalfOf: longer than 1024 bytes or has a control character"},
+	{"basis control", "basis", STR, "rule\x01", 0, RECORD_INVALID,
+	    "basis: longer than 1024 bytes or has a control character"},
 	/* parameters */
 	{"params missing", "parameters", DEL, NULL, 0, RECORD_INVALID, "parameters: missing"},
 	{"params string", "parameters", STR, "{}", 0, RECORD_INVALID, "parameters: not an object"},
@@ -881,6 +900,9 @@ static const struct mutation mutations[] = {
 	{"unknown field", "extra", JSON, "{\"x\":[1,2]}", 0, RECORD_OK, NULL},
 	{"resource one segment", "resource", STR, "gate-3", 0, RECORD_OK, NULL},
 	{"resource star inside", "resource", STR, "a/b*/c", 0, RECORD_OK, NULL},
+	{"resource dots inside", "resource", STR, "a/...b/.c/d..", 0, RECORD_OK, NULL},
+	{"resource three dots", "resource", STR, "a/.../b", 0, RECORD_OK, NULL},
+	{"resource utf-8", "resource", STR, "caf\xc3\xa9/t\xc3\xbcr", 0, RECORD_OK, NULL},
 	{"other known action", "action", STR, "door.unlock", 0, RECORD_OK, NULL},
 	{"id 64", "recordId", STR,
 	    "a123456789012345678901234567890123456789012345678901234567890123", 0,
@@ -951,6 +973,65 @@ test_field_rules_signed(void **state)
 		free(tok);
 		json_decref(c);
 	}
+}
+
+/* onBehalfOf and basis: at most 1024 bytes. */
+static void
+test_text_field_length(void **state)
+{
+	char big[1026], detail[256];
+	const char *fields[] = {"onBehalfOf", "basis"};
+
+	(void)state;
+	for (size_t i = 0; i < 2; i++) {
+		json_t *c = good_content();
+		memset(big, 'x', 1024);
+		big[1024] = '\0';
+		set_str(c, fields[i], big);
+		expect_plain(c, RECORD_OK, NULL);
+		c = good_content();
+		big[1024] = 'x';
+		big[1025] = '\0';
+		set_str(c, fields[i], big);
+		assert_int_equal(load_plain(c, detail, sizeof detail), RECORD_INVALID);
+		assert_non_null(strstr(detail, fields[i]));
+	}
+}
+
+/* [records] max_bytes: a longer value is record-invalid before it is
+ * decoded, signed or not; exactly max_bytes passes. */
+static void
+test_max_bytes(void **state)
+{
+	json_t *c = good_content();
+	char *plain = json_dumps(c, JSON_COMPACT), *tok = sign_es(c), detail[256];
+	struct record_policy pol = plain_policy(), spol = policy(1, JWT_ALG_ES256, es_pub);
+
+	(void)state;
+	pol.max_bytes = strlen(plain);
+	assert_int_equal(load_raw(&pol, plain, detail, sizeof detail, NULL), RECORD_OK);
+	assert_true(record_fits(&pol, strlen(plain)));
+	pol.max_bytes = strlen(plain) - 1;
+	assert_int_equal(load_raw(&pol, plain, detail, sizeof detail, NULL), RECORD_INVALID);
+	assert_non_null(strstr(detail, "max_bytes"));
+	assert_false(record_fits(&pol, strlen(plain)));
+	spol.max_bytes = strlen(tok) - 1;
+	assert_int_equal(load_raw(&spol, tok, detail, sizeof detail, NULL), RECORD_INVALID);
+	assert_non_null(strstr(detail, "max_bytes"));
+	/* A value that is not even a JWS is refused for its size, not its form. */
+	char *junk = malloc(100001);
+	assert_non_null(junk);
+	memset(junk, 'A', 100000);
+	junk[100000] = '\0';
+	spol.max_bytes = 16384;
+	assert_int_equal(load_raw(&spol, junk, detail, sizeof detail, NULL), RECORD_INVALID);
+	assert_non_null(strstr(detail, "max_bytes"));
+	pol.max_bytes = 0;	/* no cap */
+	assert_true(record_fits(&pol, (size_t)1 << 40));
+	free(junk);
+	free(plain);
+	free(tok);
+	json_decref(c);
 }
 
 static void
@@ -1235,18 +1316,50 @@ expect_key_refused(jwt_alg_t alg, struct blob key, const char *err_has)
 static void
 test_key_new_accepts(void **state)
 {
-	struct blob short_secret = {(unsigned char *)"x", 1};
+	struct blob exactly32 = {(unsigned char *)"0123456789abcdef0123456789ABCDEF", 32};
 
 	(void)state;
 	expect_key_ok(JWT_ALG_ES256, es_pub);
 	expect_key_ok(JWT_ALG_ES256, es_other_pub);
 	expect_key_ok(JWT_ALG_RS256, rs_pub);
 	expect_key_ok(JWT_ALG_HS256, hs_secret);
-	/* record_load takes any non-empty HMAC secret for checking (only
-	 * record_sign wants 32 bytes); a parsed key keeps that rule. */
-	expect_key_ok(JWT_ALG_HS256, short_secret);
-	/* As an HMAC secret, PEM text is just bytes. */
-	expect_key_ok(JWT_ALG_HS256, es_pub);
+	expect_key_ok(JWT_ALG_HS256, exactly32);
+}
+
+/* SPEC §3.2, RFC 7518 §3.2: an HS256 secret under 32 bytes, or a PEM
+ * document (the decider's public key, which anyone may hold), is refused
+ * when parsed, and raw bytes like it verify nothing. */
+static void
+test_hs256_weak_secrets(void **state)
+{
+	struct blob short_secret = {(unsigned char *)"x", 1};
+	struct blob b31 = {(unsigned char *)"0123456789abcdef0123456789ABCDE", 31};
+	json_t *c = good_content();
+	char detail[256];
+
+	(void)state;
+	expect_key_refused(JWT_ALG_HS256, short_secret, "shorter than 32 bytes");
+	expect_key_refused(JWT_ALG_HS256, b31, "shorter than 32 bytes");
+	expect_key_refused(JWT_ALG_HS256, es_pub, "PEM");
+	expect_key_refused(JWT_ALG_HS256, rs_pub, "PEM");
+	/* A record HMAC'd with the public PEM: the forgery the rule stops. */
+	json_object_set_new(c, "x", json_true());
+	char *payload = json_dumps(c, JSON_COMPACT);
+	char *forged = hand_token("{\"alg\":\"HS256\",\"typ\":\"decision+jwt\"}", payload,
+	    es_pub.data, es_pub.len);
+	struct record_policy pol = policy(1, JWT_ALG_HS256, es_pub);
+	assert_int_equal(load_raw(&pol, forged, detail, sizeof detail, NULL),
+	    RECORD_BAD_SIGNATURE);
+	char *weak = hand_token("{\"alg\":\"HS256\",\"typ\":\"decision+jwt\"}", payload,
+	    short_secret.data, short_secret.len);
+	pol = policy(1, JWT_ALG_HS256, short_secret);
+	assert_int_equal(load_raw(&pol, weak, detail, sizeof detail, NULL), RECORD_BAD_SIGNATURE);
+	/* and nobody signs with one */
+	assert_null(record_sign(JWT_ALG_HS256, es_pub.data, es_pub.len, NULL, c));
+	free(payload);
+	free(forged);
+	free(weak);
+	json_decref(c);
 }
 
 static void
@@ -1354,13 +1467,11 @@ test_parsed_key_same_results(void **state)
 	char *es_other = record_sign(JWT_ALG_ES256, es_other_key.data, es_other_key.len, NULL, c);
 	char *hs_other = record_sign(JWT_ALG_HS256,
 	    (const unsigned char *)"another-secret-of-32-bytes-or-more", 34, NULL, c);
-	char *confused = record_sign(JWT_ALG_HS256, es_pub.data, es_pub.len, NULL, c);
+	char *confused = hand_token("{\"alg\":\"HS256\",\"typ\":\"decision+jwt\"}", payload,
+	    es_pub.data, es_pub.len);
 	char *none = hand_token("{\"alg\":\"none\",\"typ\":\"decision+jwt\"}", payload, NULL, 0);
 	char *hs_jwt = hand_token("{\"alg\":\"HS256\",\"typ\":\"JWT\"}", payload, hs_secret.data,
 	    hs_secret.len);
-	char *short_mac = hand_token("{\"alg\":\"HS256\",\"typ\":\"decision+jwt\"}", payload,
-	    (const unsigned char *)"short", 5);
-	struct blob short_secret = {(unsigned char *)"short", 5};
 	char *stripped = strdup(es);
 	size_t d1, d2;
 
@@ -1377,13 +1488,11 @@ test_parsed_key_same_results(void **state)
 	expect_same_is(JWT_ALG_ES256, es_pub, es, RECORD_OK, "ES256 valid");
 	expect_same_is(JWT_ALG_RS256, rs_pub, rs, RECORD_OK, "RS256 valid");
 	expect_same_is(JWT_ALG_HS256, hs_secret, hs, RECORD_OK, "HS256 valid");
-	expect_same_is(JWT_ALG_HS256, short_secret, short_mac, RECORD_OK, "HS256 short secret");
 	expect_same_is(JWT_ALG_ES256, es_other_pub, es, RECORD_BAD_SIGNATURE, "ES256 wrong key");
 	expect_same_is(JWT_ALG_ES256, es_pub, es_other, RECORD_BAD_SIGNATURE, "ES256 other signer");
 	expect_same_is(JWT_ALG_RS256, rs_pub, es, RECORD_BAD_SIGNATURE, "ES256 token, RS256 key");
 	expect_same_is(JWT_ALG_HS256, hs_secret, hs_other, RECORD_BAD_SIGNATURE, "HS256 wrong key");
 	expect_same_is(JWT_ALG_ES256, es_pub, confused, RECORD_BAD_SIGNATURE, "alg confusion");
-	expect_same_is(JWT_ALG_HS256, es_pub, confused, RECORD_OK, "PEM as HMAC secret");
 	expect_same_is(JWT_ALG_ES256, es_pub, rs, RECORD_BAD_SIGNATURE, "RS256 token, ES256 key");
 	expect_same_is(JWT_ALG_ES256, es_pub, none, RECORD_BAD_SIGNATURE, "alg none");
 	expect_same_is(JWT_ALG_HS256, hs_secret, hs_jwt, RECORD_BAD_SIGNATURE, "typ JWT");
@@ -1418,7 +1527,6 @@ test_parsed_key_same_results(void **state)
 	free(confused);
 	free(none);
 	free(hs_jwt);
-	free(short_mac);
 	free(stripped);
 	free(payload);
 	json_decref(c);
@@ -1486,6 +1594,9 @@ main(void)
 		cmocka_unit_test(test_sign_refuses),
 		cmocka_unit_test(test_key_new_accepts),
 		cmocka_unit_test(test_key_new_refuses),
+		cmocka_unit_test(test_hs256_weak_secrets),
+		cmocka_unit_test(test_text_field_length),
+		cmocka_unit_test(test_max_bytes),
 		cmocka_unit_test(test_parsed_key_same_results),
 		cmocka_unit_test(test_parsed_key_wins),
 		cmocka_unit_test(test_free_null),

@@ -101,6 +101,29 @@ test_whole_values(void **state)
 	free(url);
 }
 
+/* check and expand both refuse each template, with a message that holds
+ * err_has (NULL: any message). */
+static void
+expect_refused(const char *const *bad, size_t n, const char *err_has)
+{
+	struct urltpl_vars v = {.resource = "evil.example/x", .action = "a", .record_id = "i",
+	    .on_behalf_of = "o"};
+	char err[160];
+
+	for (size_t i = 0; i < n; i++) {
+		err[0] = '\0';
+		if (urltpl_check(bad[i], err, sizeof err) != -1)
+			fail_msg("check accepted %s", bad[i]);
+		if (err[0] == '\0' || (err_has != NULL && strstr(err, err_has) == NULL))
+			fail_msg("check of %s: \"%s\" lacks \"%s\"", bad[i], err, err_has);
+		err[0] = '\0';
+		char *url = urltpl_expand(bad[i], &v, err, sizeof err);
+		if (url != NULL)
+			fail_msg("expand accepted %s: %s", bad[i], url);
+		assert_true(err[0] != '\0');
+	}
+}
+
 static void
 test_bad_templates(void **state)
 {
@@ -118,20 +141,7 @@ test_bad_templates(void **state)
 		"{",
 		"}",
 	};
-	struct urltpl_vars v = {.resource = "r", .action = "a", .record_id = "i",
-	    .on_behalf_of = "o"};
-
-	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		char err[128] = "";
-		if (urltpl_check(bad[i], err, sizeof err) != -1)
-			fail_msg("check accepted %s", bad[i]);
-		assert_true(err[0] != '\0');
-		err[0] = '\0';
-		char *url = urltpl_expand(bad[i], &v, err, sizeof err);
-		if (url != NULL)
-			fail_msg("expand accepted %s: %s", bad[i], url);
-		assert_true(err[0] != '\0');
-	}
+	expect_refused(bad, sizeof bad / sizeof bad[0], NULL);
 
 	char err[128];
 	assert_int_equal(urltpl_check("http://h/{foo}", err, sizeof err), -1);
@@ -148,6 +158,35 @@ test_good_templates(void **state)
 	    err, sizeof err), 0);
 	assert_int_equal(urltpl_check("http://h/plain", err, sizeof err), 0);
 	assert_int_equal(urltpl_check("", err, sizeof err), 0);
+}
+
+/* R7: a placeholder in the scheme, host, port (or the unsent fragment)
+ * would let a record choose where the token goes. */
+static void
+test_placeholder_only_in_path_and_query(void **state)
+{
+	(void)state;
+	static const char *const bad[] = {
+		"https://{resource}.svc.internal/open",
+		"https://gates.{action}/open",
+		"https://h:{recordId}/open",
+		"https://{onBehalfOf}@h/open",
+		"{resource}://h/open",
+		"http{action}://h/open",
+		"https://h/open#{resource}",
+		"https://{resource}",
+		/* found by fuzz_urltpl: no "://", so an empty value would make
+		 * "https://ope", a new host */
+		"https:/{resource}/ope",
+		"h/{resource}",
+	};
+	char err[160];
+
+	expect_refused(bad, sizeof bad / sizeof bad[0], "placeholder");
+	assert_int_equal(urltpl_check("https://h/{resource}?who={onBehalfOf}&id={recordId}",
+	    err, sizeof err), 0);
+	assert_int_equal(urltpl_check("https://h:8443/a/{action}#top", err, sizeof err), 0);
+	assert_int_equal(urltpl_check("https://h?x={resource}", err, sizeof err), 0);
 }
 
 /* Many placeholders with long worst-case values: nothing is cut. */
@@ -222,6 +261,7 @@ main(void)
 		cmocka_unit_test(test_whole_values),
 		cmocka_unit_test(test_bad_templates),
 		cmocka_unit_test(test_good_templates),
+		cmocka_unit_test(test_placeholder_only_in_path_and_query),
 		cmocka_unit_test(test_many_long),
 		cmocka_unit_test(test_encode_bounds),
 	};

@@ -170,6 +170,10 @@ test_http_date(void **state)
 		"Sun, 06 Nov 1994 08:60:00 GMT",
 		"Wed, 31 Dec 1969 23:59:59 GMT",
 		"Sun, 06 Nov 1994 08:49:37 gmt",
+		/* found by fuzz_httpdate: any three bytes passed as the day name */
+		" \r\r, 06 Nov 1994 08:24:30 GMT",
+		"Xyz, 06 Nov 1994 08:49:37 GMT",
+		"un , 06 Nov 1994 08:49:37 GMT",
 	};
 	int64_t ms = 0;
 
