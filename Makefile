@@ -149,14 +149,19 @@ FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_DIR     := build/fuzz
 FUZZ_FLAGS   := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
-		-fno-sanitize-recover=undefined -std=c11 $(WARN) -D_FILE_OFFSET_BITS=64 -Iinclude
+		-fno-sanitize-recover=undefined -std=c11 $(WARN) -D_FILE_OFFSET_BITS=64 -Iinclude \
+		-I$(BUILD)/gen
 FUZZ_SRC     := $(wildcard fuzz/fuzz_*.c)
 FUZZ_BIN     := $(FUZZ_SRC:fuzz/%.c=$(FUZZ_DIR)/%)
-FUZZ_OBJ     := $(CORE_SRC:src/%.c=$(FUZZ_DIR)/obj/%.o)
+FUZZ_OBJ     := $(CORE_SRC:src/%.c=$(FUZZ_DIR)/obj/%.o) $(FUZZ_DIR)/obj/store_scripts.o
 
-$(FUZZ_DIR)/obj/%.o: src/%.c $(wildcard include/*.h) $(wildcard src/*.h)
+$(FUZZ_DIR)/obj/%.o: src/%.c $(wildcard include/*.h) $(wildcard src/*.h) | $(GEN_H)
 	@mkdir -p $(FUZZ_DIR)/obj
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) -c -o $@ $<
+
+$(FUZZ_DIR)/obj/store_scripts.o: $(GEN_C) $(GEN_H) include/store.h
+	@mkdir -p $(FUZZ_DIR)/obj
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) -c -o $@ $(GEN_C)
 
 $(FUZZ_DIR)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz.h $(FUZZ_OBJ)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -DFUZZ_DATA_DIR='"$(CURDIR)/tests/data"' \

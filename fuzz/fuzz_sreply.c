@@ -1,0 +1,124 @@
+/* fuzz_sreply: the Redis replies the consumer interprets -- XREADGROUP, the
+ * claim and renew scripts (XAUTOCLAIM, XPENDING shapes), XINFO GROUPS, and
+ * the sentinel's and ROLE's answers -- built as redisReply trees from the
+ * fuzz bytes. None may crash, read out of bounds or hand a callback a NULL
+ * stream id, and every count must match the callbacks made. */
+#include "fuzz.h"
+#include "sentinel.h"
+#include "sreply.h"
+
+#define MAX_DEPTH	6
+#define MAX_ELEMS	8
+
+struct in {
+	const uint8_t *p;
+	size_t n;
+};
+
+static uint8_t
+take(struct in *in)
+{
+	if (in->n == 0)
+		return 0;
+	in->n--;
+	return *in->p++;
+}
+
+/* A string of up to 31 bytes, taken from the input. */
+static redisReply *
+leaf(struct in *in, int type)
+{
+	redisReply *r = calloc(1, sizeof *r);
+	size_t len = take(in) % 32;
+
+	if (r == NULL || (r->str = malloc(len + 1)) == NULL)
+		abort();
+	for (size_t i = 0; i < len; i++)
+		r->str[i] = (char)take(in);
+	r->str[len] = '\0';
+	r->len = len;
+	r->type = type;
+	return r;
+}
+
+static redisReply *
+tree(struct in *in, int depth)
+{
+	uint8_t t = take(in) % 6;
+	redisReply *r;
+
+	if (t == 0 || t == 5)
+		return leaf(in, t == 0 ? REDIS_REPLY_STRING : REDIS_REPLY_ERROR);
+	if (t == 1 || t == 2 || depth >= MAX_DEPTH) {
+		if ((r = calloc(1, sizeof *r)) == NULL)
+			abort();
+		r->type = t == 2 ? REDIS_REPLY_NIL : REDIS_REPLY_INTEGER;
+		r->integer = (long long)take(in) - 64;
+		return r;
+	}
+	if ((r = calloc(1, sizeof *r)) == NULL)
+		abort();
+	r->type = REDIS_REPLY_ARRAY;
+	r->elements = take(in) % (MAX_ELEMS + 1);
+	if ((r->element = calloc(r->elements + 1, sizeof *r->element)) == NULL)
+		abort();
+	for (size_t i = 0; i < r->elements; i++)
+		r->element[i] = tree(in, depth + 1);
+	return r;
+}
+
+static void
+tree_free(redisReply *r)
+{
+	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++)
+		tree_free(r->element[i]);
+	free(r->element);
+	free(r->str);
+	free(r);
+}
+
+static int calls;
+
+static void
+on_entry(void *arg, const struct sreply_entry *e)
+{
+	(void)arg;
+	if (e->stream_id == NULL || e->deliveries < 1)
+		abort();
+	calls++;
+}
+
+static void
+on_id(void *arg, const char *id)
+{
+	(void)arg;
+	if (id == NULL)
+		abort();
+	(void)strlen(id);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct in in = {data, size};
+	redisReply *r = tree(&in, 0);
+	char next[48], host[SENTINEL_HOST_MAX];
+	int port, n;
+
+	calls = 0;
+	n = sreply_read(r, on_entry, NULL);
+	if (n >= 0 && n != calls)
+		abort();
+	calls = 0;
+	n = sreply_claim(r, next, sizeof next, on_entry, on_id, NULL);
+	if ((n >= 0 && n != calls) || strlen(next) >= sizeof next)
+		abort();
+	(void)sreply_renew(r, on_id, on_id, NULL);
+	(void)sreply_group_lag(r, "workers");
+	(void)sreply_field(r, "id");
+	if (sentinel_parse_reply(r, host, sizeof host, &port) == 0 && (port < 1 || port > 65535))
+		abort();
+	(void)sentinel_is_master(r);
+	tree_free(r);
+	return 0;
+}
