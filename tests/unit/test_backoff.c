@@ -10,16 +10,8 @@
 #include "backoff.h"
 #include "rnd.h"
 #include "token.h"
+#include "testlib.h"
 
-static uint64_t
-mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	return x ^ (x >> 33);
-}
 
 /* Full jitter (floor 0): rnd % (ceiling + 1), the ceiling doubling to the cap. */
 static void

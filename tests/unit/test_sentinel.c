@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "sentinel.h"
+#include "testlib.h"
 
 static void
 test_list(void **state)
@@ -40,40 +41,6 @@ test_list(void **state)
 	assert_string_equal(err, "'' is not host:port");
 }
 
-static redisReply *
-str(const char *s)
-{
-	redisReply *r = calloc(1, sizeof *r);
-
-	r->type = REDIS_REPLY_STRING;
-	r->str = strdup(s);
-	r->len = strlen(s);
-	return r;
-}
-
-static redisReply *
-arr2(redisReply *a, redisReply *b)
-{
-	redisReply *r = calloc(1, sizeof *r);
-
-	r->type = REDIS_REPLY_ARRAY;
-	r->elements = 2;
-	r->element = calloc(2, sizeof *r->element);
-	r->element[0] = a;
-	r->element[1] = b;
-	return r;
-}
-
-static void
-tree_free(redisReply *r)
-{
-	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++)
-		tree_free(r->element[i]);
-	free(r->element);
-	free(r->str);
-	free(r);
-}
-
 static void
 test_reply(void **state)
 {
@@ -81,13 +48,13 @@ test_reply(void **state)
 	int port = 0;
 
 	(void)state;
-	redisReply *r = arr2(str("10.0.0.7"), str("6380"));
+	redisReply *r = arr(2, str("10.0.0.7"), str("6380"));
 	assert_int_equal(sentinel_parse_reply(r, host, sizeof host, &port), 0);
 	assert_string_equal(host, "10.0.0.7");
 	assert_int_equal(port, 6380);
 	tree_free(r);
-	redisReply *bad[] = {arr2(str("h"), str("0")), arr2(str("h"), str("70000")),
-	    arr2(str(""), str("1")), arr2(str("h"), str("1x")), str("h:1")};
+	redisReply *bad[] = {arr(2, str("h"), str("0")), arr(2, str("h"), str("70000")),
+	    arr(2, str(""), str("1")), arr(2, str("h"), str("1x")), str("h:1")};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		assert_int_equal(sentinel_parse_reply(bad[i], host, sizeof host, &port), -1);
 		tree_free(bad[i]);
@@ -96,10 +63,10 @@ test_reply(void **state)
 	assert_int_equal(sentinel_parse_reply(&nil, host, sizeof host, &port), -1);
 	assert_int_equal(sentinel_parse_reply(NULL, host, sizeof host, &port), -1);
 
-	r = arr2(str("master"), str("0"));
+	r = arr(2, str("master"), str("0"));
 	assert_true(sentinel_is_master(r));
 	tree_free(r);
-	r = arr2(str("slave"), str("127.0.0.1"));
+	r = arr(2, str("slave"), str("127.0.0.1"));
 	assert_false(sentinel_is_master(r));
 	tree_free(r);
 	assert_false(sentinel_is_master(NULL));

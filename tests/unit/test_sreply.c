@@ -10,73 +10,7 @@
 #include <cmocka.h>
 
 #include "sreply.h"
-
-/* ---- building replies: every node is freed by tree_free ---- */
-
-static redisReply *
-node(int type)
-{
-	redisReply *r = calloc(1, sizeof *r);
-
-	assert_non_null(r);
-	r->type = type;
-	return r;
-}
-
-static redisReply *
-str(const char *s)
-{
-	redisReply *r = node(REDIS_REPLY_STRING);
-
-	r->str = strdup(s);
-	r->len = strlen(s);
-	return r;
-}
-
-static redisReply *
-num(long long n)
-{
-	redisReply *r = node(REDIS_REPLY_INTEGER);
-
-	r->integer = n;
-	return r;
-}
-
-static redisReply *
-err(const char *s)
-{
-	redisReply *r = str(s);
-
-	r->type = REDIS_REPLY_ERROR;
-	return r;
-}
-
-static redisReply *
-arr(size_t n, ...)
-{
-	redisReply *r = node(REDIS_REPLY_ARRAY);
-	va_list ap;
-
-	r->elements = n;
-	r->element = calloc(n + 1, sizeof *r->element);
-	va_start(ap, n);
-	for (size_t i = 0; i < n; i++)
-		r->element[i] = va_arg(ap, redisReply *);
-	va_end(ap);
-	return r;
-}
-
-static void
-tree_free(redisReply *r)
-{
-	if (r == NULL)
-		return;
-	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++)
-		tree_free(r->element[i]);
-	free(r->element);
-	free(r->str);
-	free(r);
-}
+#include "testlib.h"
 
 /* ---- what the callbacks saw ---- */
 

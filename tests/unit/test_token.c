@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "token.h"
+#include "testlib.h"
 
 #define NOW_MS 1800000000123LL	/* 2027-01-15, with a fraction of a second */
 
@@ -152,15 +153,6 @@ test_lifetime_jwt_forms(void **state)
 	free(t);
 }
 
-static uint64_t
-mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	return x ^ (x >> 33);
-}
 
 static void
 test_refresh_at_bounds(void **state)
