@@ -176,6 +176,12 @@ sock_free(struct http_sock *s)
 	free(s);
 }
 
+/* Connections kept open between calls. curl's default sizes the cache at
+ * four times the transfers in the multi when a connection comes back, so
+ * the tail of a burst (few transfers left) closed the connections the next
+ * burst needed and it paid a connect each. */
+#define HTTP_MAX_IDLE 1024L
+
 /* CURLMOPT_SOCKETFUNCTION: only watchers change here, never curl. */
 static int
 curl_sock_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *sockp)
@@ -629,7 +635,8 @@ http_client_new(struct ev_loop *loop)
 	    curl_multi_setopt(hc->multi, CURLMOPT_TIMERFUNCTION, curl_timer_cb) != CURLM_OK ||
 	    curl_multi_setopt(hc->multi, CURLMOPT_TIMERDATA, hc) != CURLM_OK ||
 	    curl_multi_setopt(hc->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_NOTHING) != CURLM_OK ||
-	    curl_multi_setopt(hc->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L) != CURLM_OK) {
+	    curl_multi_setopt(hc->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L) != CURLM_OK ||
+	    curl_multi_setopt(hc->multi, CURLMOPT_MAXCONNECTS, HTTP_MAX_IDLE) != CURLM_OK) {
 		curl_multi_cleanup(hc->multi);
 		free(hc);
 		return NULL;

@@ -430,7 +430,7 @@ test_concurrent_and_reuse(void **state)
 	assert_true(first >= 1 && first <= CONCURRENT);
 	second = run_wave(hc, url, 2);
 	print_message("connections opened: first burst %ld, second burst %ld\n", first, second);
-	assert_true(second <= CONCURRENT / 10);
+	assert_true(second <= CONCURRENT / 20);
 	assert_int_equal(fake_total(), 2 * CONCURRENT);
 	http_client_free(hc);
 }
