@@ -77,6 +77,10 @@ struct cfg {
 		long dead_maxlen, notify_maxlen;	/* XADD MAXLEN ~ of P:dead, P:notify */
 		/* Sentinel: "host:port, ..." and the primary's name; NULL: none */
 		char *sentinels, *master_name, *sentinel_password_file;
+		/* Redis Cluster: seed nodes "host:port, ..."; NULL: not a cluster */
+		char *cluster;
+		/* 0 (unset): one stream under prefix; N: N shards "{prefix:i}" */
+		long shards;
 	} redis;
 
 	struct {

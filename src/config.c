@@ -1,6 +1,7 @@
 /* config: the INI file of SPEC §10, read through inih into a fresh struct cfg. */
 #define _DEFAULT_SOURCE
 #include "config.h"
+#include "cluster.h"
 #include "sentinel.h"
 
 #include <ctype.h>
@@ -512,6 +513,8 @@ static const struct key redis_keys[] = {
 	{"sentinels", set_str, C(redis.sentinels), 0, 0},
 	{"master_name", set_str, C(redis.master_name), 0, 0},
 	{"sentinel_password_file", set_str, C(redis.sentinel_password_file), 0, 0},
+	{"cluster", set_str, C(redis.cluster), 0, 0},
+	{"shards", set_long, C(redis.shards), 1, CLUSTER_SHARDS_MAX},
 	{"db", set_int, C(redis.db), 0, VAL_MAX},
 	{"prefix", set_str, C(redis.prefix), 0, 0},
 	{"group", set_str, C(redis.group), 0, 0},
@@ -996,6 +999,37 @@ finish_sentinel(struct ctx *c)
 		    "socket and sentinels exclude each other: the sentinels name the primary");
 }
 
+/* Cluster: seeds that parse, no socket, sentinels or db (a cluster has only
+ * db 0), and keys that stay in one slot per shard: a prefix with a hash tag,
+ * or shards (whose prefixes are the hash tags). A prefix that is itself
+ * tagged would put every shard in one slot: refused with shards. */
+static void
+finish_cluster(struct ctx *c)
+{
+	struct cfg *cfg = c->cfg;
+	struct sentinel_addr a[SENTINEL_MAX];
+	char why[160];
+	size_t n;
+
+	if (cfg->redis.shards > 0 && (strchr(cfg->redis.prefix, '{') ||
+	    strchr(cfg->redis.prefix, '}')))
+		fail(c, cfg_line_of(cfg, "redis", "prefix"),
+		    "with shards the prefix takes no braces: shard i is {prefix:i}");
+	if (cfg->redis.cluster == NULL)
+		return;
+	if (sentinel_parse_list(cfg->redis.cluster, a, &n, why, sizeof why) < 0)
+		fail(c, cfg_line_of(cfg, "redis", "cluster"), "cluster: %s", why);
+	if (cfg->redis.socket != NULL || cfg->redis.sentinels != NULL)
+		fail(c, cfg_line_of(cfg, "redis", "cluster"),
+		    "cluster excludes socket and sentinels: the cluster names its nodes");
+	if (cfg->redis.db != 0)
+		fail(c, cfg_line_of(cfg, "redis", "db"), "a Redis Cluster has only db 0");
+	if (cfg->redis.shards == 0 && !cluster_has_tag(cfg->redis.prefix))
+		fail(c, cfg_line_of(cfg, "redis", "prefix"),
+		    "on a cluster the prefix needs a hash tag (e.g. {%.*s}) or shards must be set: "
+		    "each script's keys must share one slot", SHOW, cfg->redis.prefix);
+}
+
 static void
 finish_redis(struct ctx *c)
 {
@@ -1009,6 +1043,7 @@ finish_redis(struct ctx *c)
 		    "lease_renew_ms (%ld) must be at least 1 and below claim_idle_ms (%ld)",
 		    cfg->redis.lease_renew_ms, cfg->redis.claim_idle_ms);
 	finish_sentinel(c);
+	finish_cluster(c);
 }
 
 static void
@@ -1315,6 +1350,7 @@ cfg_free(struct cfg *cfg)
 	free(cfg->redis.sentinels);
 	free(cfg->redis.master_name);
 	free(cfg->redis.sentinel_password_file);
+	free(cfg->redis.cluster);
 	free(cfg->redis.prefix);
 	free(cfg->redis.group);
 	free(cfg->records.verify_key_file);

@@ -238,6 +238,26 @@ test_lease_follows_claim_idle(void **state)
 	    "t.ini:2: lease_renew_ms (0) must be");
 }
 
+/* issue 13: shards unset is 0 (today's names); a cluster with a tagged
+ * prefix, or with shards. */
+static void
+test_cluster_keys(void **state)
+{
+	(void)state;
+	struct cfg *cfg = load_ok(MIN_RECORDS MIN_ACTION);
+
+	assert_int_equal(cfg->redis.shards, 0);
+	assert_null(cfg->redis.cluster);
+	cfg_free(cfg);
+	cfg = load_ok("[redis]\ncluster = 127.0.0.1:7001, 127.0.0.1:7002\nprefix = {warrant}\n"
+	    MIN_RECORDS MIN_ACTION);
+	assert_string_equal(cfg->redis.cluster, "127.0.0.1:7001, 127.0.0.1:7002");
+	cfg_free(cfg);
+	cfg = load_ok("[redis]\ncluster = 127.0.0.1:7001\nshards = 6\n" MIN_RECORDS MIN_ACTION);
+	assert_int_equal(cfg->redis.shards, 6);
+	cfg_free(cfg);
+}
+
 /* ---- a valid file that sets every key ---- */
 
 static const char full_text[] =
@@ -713,6 +733,18 @@ test_missing_keys(void **state)
 	    "t.ini:2: sentinels: 'nohost' is not host:port");
 	EXPECT("[redis]\nmaster_name = m\n" MIN_RECORDS MIN_ACTION,
 	    "t.ini:2: master_name is only used with sentinels");
+	/* Cluster: seeds that parse, one slot per shard, db 0, no socket */
+	EXPECT("[redis]\ncluster = 127.0.0.1:7001\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:1: on a cluster the prefix needs a hash tag (e.g. {warrant}) or shards must "
+	    "be set: each script's keys must share one slot");
+	EXPECT("[redis]\ncluster = h\nprefix = {w}\ndb = 2\nsocket = /s\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:2: cluster: 'h' is not host:port",
+	    "t.ini:2: cluster excludes socket and sentinels: the cluster names its nodes",
+	    "t.ini:4: a Redis Cluster has only db 0");
+	EXPECT("[redis]\nshards = 4\nprefix = {w}\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:3: with shards the prefix takes no braces: shard i is {prefix:i}");
+	EXPECT("[redis]\nshards = 0\n" MIN_RECORDS MIN_ACTION, "t.ini:2: shards");
+	EXPECT("[redis]\nshards = 1025\n" MIN_RECORDS MIN_ACTION, "t.ini:2: shards");
 	/* token = exchange trades the worker's OAuth token: it needs one */
 	EXPECT(MIN_RECORDS "[action a]\nurl = https://h/\ntoken = exchange\n",
 	    "t.ini:3: [action a] has auth = oauth (the default) but there is no [oauth] section");
@@ -1222,6 +1254,7 @@ main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_oauth_defaults),
 		cmocka_unit_test(test_lease_follows_claim_idle),
+		cmocka_unit_test(test_cluster_keys),
 		cmocka_unit_test(test_full_config),
 		cmocka_unit_test(test_action_find_and_lines),
 		cmocka_unit_test(test_long_action_name),
