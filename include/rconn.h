@@ -42,6 +42,11 @@ struct rconn_opts {
 	 * the connection, so a failover is followed at the next connect. */
 	int (*resolve)(void *arg, char *host, size_t hostlen, int *port);
 	void *resolve_arg;
+	/* Cluster (cluster.h): with resolve set, a -MOVED reply drops the
+	 * connection too (the slot is served elsewhere now; resolve asks the
+	 * slot map at the next connect). error_seen, when set, is shown every
+	 * error reply (with resolve_arg) before the command's callback. */
+	void (*error_seen)(void *arg, const redisReply *reply);
 };
 
 struct rconn;

@@ -58,6 +58,7 @@ struct rconn {
 	void *state_arg;
 	int (*resolve)(void *arg, char *host, size_t hostlen, int *port);
 	void *resolve_arg;
+	void (*error_seen)(void *arg, const redisReply *reply);
 	char qname[64];		/* the name, ready for a log line */
 
 	redisAsyncContext *ac;	/* NULL between connections */
@@ -310,9 +311,14 @@ note_reply(struct rconn *rc, const redisReply *reply)
 	if (expected_error(kind))
 		return;
 	rc->last_err_at = ev_now(rc->loop);
-	/* Sentinel: the primary was demoted under us; find the new one. */
+	/* Sentinel: the primary was demoted under us; find the new one.
+	 * Cluster: the same after a failover, and MOVED: the slot went. */
+	if (rc->error_seen != NULL)
+		rc->error_seen(rc->resolve_arg, reply);
 	if (rc->resolve != NULL && strcmp(kind, "READONLY") == 0)
 		schedule_drop(rc, "READONLY: a failover");
+	if (rc->resolve != NULL && strcmp(kind, "MOVED") == 0)
+		schedule_drop(rc, "MOVED: the slot is served elsewhere");
 	rc->err_replies++;
 	for (int i = 0; i < rc->nerr_kinds; i++)
 		if (strcmp(rc->err_kinds[i], kind) == 0)
@@ -733,6 +739,7 @@ rconn_new(struct ev_loop *loop, const struct rconn_opts *opts, const char *name,
 	rc->state_arg = arg;
 	rc->resolve = opts->resolve;
 	rc->resolve_arg = opts->resolve_arg;
+	rc->error_seen = opts->error_seen;
 	log_quote(rc->qname, sizeof(rc->qname), name != NULL ? name : "redis");
 	init_timer(rc, &rc->retry_timer, on_retry_timer);
 	init_timer(rc, &rc->conn_timer, on_conn_timer);
