@@ -612,7 +612,7 @@ test_shards_reshard_failover(void **state)
 	long long base = target_stat("distinct_keys");	/* test_tagged_prefix's */
 	long long t0 = h_now_ms();
 	for (int i = 0; i < NWORKERS; i++) {
-		char name[8];
+		char name[16];
 		snprintf(name, sizeof name, "w%d", i + 1);
 		char *wi = worker_ini(name, prefix, 1, 16);
 		assert_int_equal(h_daemon_start(&w[i], wi), 0);
