@@ -1381,8 +1381,8 @@ cmd_inspect(struct ctx *c, int argc, char **argv)
 	}
 	if (rc != 0)
 		return rc;
-	if (!record_id_valid(id))
-		return usage_error("inspect: '%s' is not a recordId", id);
+	if (id == NULL || !record_id_valid(id))	/* parse_simple set it; the analyzer cannot see */
+		return usage_error("inspect: '%s' is not a recordId", id ? id : "");
 	if ((rc = load_config(c)) != 0 || (rc = use_shard_of(c, id)) != 0 ||
 	    (rc = read_verify_key(c, &key, &key_len)) != 0 || (rc = connect_redis(c)) != 0) {
 		cfg_secret_free(key, key_len);
