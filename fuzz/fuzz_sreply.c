@@ -1,8 +1,10 @@
 /* fuzz_sreply: the Redis replies the consumer interprets -- XREADGROUP, the
- * claim and renew scripts (XAUTOCLAIM, XPENDING shapes), XINFO GROUPS, and
- * the sentinel's and ROLE's answers -- built as redisReply trees from the
- * fuzz bytes. None may crash, read out of bounds or hand a callback a NULL
- * stream id, and every count must match the callbacks made. */
+ * claim and renew scripts (XAUTOCLAIM, XPENDING shapes), XINFO GROUPS, the
+ * sentinel's and ROLE's answers, and a cluster's CLUSTER SHARDS and MOVED /
+ * ASK -- built as redisReply trees from the fuzz bytes. None may crash, read
+ * out of bounds or hand a callback a NULL stream id, every count must match
+ * the callbacks made, and a slot map must name real ports. */
+#include "cluster.h"
 #include "fuzz.h"
 #include "sentinel.h"
 #include "sreply.h"
@@ -97,6 +99,28 @@ on_id(void *arg, const char *id)
 	(void)strlen(id);
 }
 
+/* The map from the reply (when it parses) names only ports in range, and a
+ * redirect only slots and ports in range. */
+static void
+check_cluster(const redisReply *r)
+{
+	static struct cluster_map *m;
+	struct cluster_redirect rd = {CLUSTER_NO_REDIRECT, 0, {"", 0}};
+
+	if (m == NULL && (m = cluster_map_new()) == NULL)
+		abort();
+	if (cluster_map_parse_shards(m, r, "asked") == 0)
+		for (unsigned s = 0; s < CLUSTER_SLOTS; s += 97) {
+			const struct cluster_node *o = cluster_map_owner(m, s);
+			if (o != NULL && (o->port < 1 || o->port > 65535))
+				abort();
+		}
+	if (cluster_parse_redirect(r, &rd) != CLUSTER_NO_REDIRECT &&
+	    (rd.slot >= CLUSTER_SLOTS || rd.to.port < 1 || rd.to.port > 65535))
+		abort();
+	(void)cluster_map_apply(m, &rd);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -119,6 +143,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (sentinel_parse_reply(r, host, sizeof host, &port) == 0 && (port < 1 || port > 65535))
 		abort();
 	(void)sentinel_is_master(r);
+	check_cluster(r);
 	tree_free(r);
 	return 0;
 }

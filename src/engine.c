@@ -38,6 +38,10 @@
 #define STREAM_ID_MAX 48
 #define SENTINEL_TIMEOUT_MS 500	/* per sentinel asked, connect and answer */
 #define RECONNECT_MAX_MS 5000	/* the longest wait between Redis connect attempts */
+/* Cluster: the slot map is asked for at most this often (every shard's
+ * connections reconnect at once when a node goes; one answer serves all),
+ * unless a MOVED said it is out of date. */
+#define MAP_REFRESH_MS 1000
 
 /* The verification key and the credentials of one config: replaced whole
  * on reload. */
@@ -96,6 +100,7 @@ struct engine {
 	struct sentinel_addr seeds[SENTINEL_MAX];
 	size_t nseeds;
 	struct cluster_map *map;
+	int64_t map_at;			/* mono ms of its last refresh; 0: refresh at once */
 	char *redis_password;
 	size_t redis_password_len;
 
@@ -910,20 +915,25 @@ resolve_primary(void *arg, char *host, size_t hostlen, int *port)
 }
 
 /* rconn_opts.resolve on a cluster: the node that owns the shard's slot.
- * The map is asked for afresh at every connect -- a connect follows a
- * MOVED (the connection was dropped), a node that went away or a start --
- * and when no node answers, the map as it stands (with the last MOVED's
- * word) still names a node to try. */
+ * The map is asked for afresh when a connect follows a MOVED (the
+ * connection was dropped), and otherwise when it is older than
+ * MAP_REFRESH_MS (a node that went away, a failover, a start); when no node
+ * answers, the map as it stands (with the last MOVED's word) still names a
+ * node to try. */
 static int
 resolve_slot(void *arg, char *host, size_t hostlen, int *port)
 {
 	struct shard *sh = arg;
 	struct engine *eng = sh->eng;
 	char err[300];
+	int64_t now = wtime_mono_ms();
 
-	if (cluster_refresh(eng->map, eng->seeds, eng->nseeds, eng->cfg->redis.username,
-	    eng->redis_password, SENTINEL_TIMEOUT_MS, err, sizeof err) < 0)
-		log_warn("redis.cluster", "stream=%s error=%s", sh->keys.jobs, LOG_Q(err));
+	if (eng->map_at == 0 || now - eng->map_at >= MAP_REFRESH_MS) {
+		if (cluster_refresh(eng->map, eng->seeds, eng->nseeds, eng->cfg->redis.username,
+		    eng->redis_password, SENTINEL_TIMEOUT_MS, err, sizeof err) < 0)
+			log_warn("redis.cluster", "stream=%s error=%s", sh->keys.jobs, LOG_Q(err));
+		eng->map_at = now;	/* a failed ask too: no storm of them */
+	}
 	const struct cluster_node *n = cluster_map_owner(eng->map, sh->slot);
 	if (n == NULL || strlen(n->host) >= hostlen) {
 		log_warn("redis.cluster", "stream=%s slot=%u error=\"no node owns the slot\"",
@@ -946,8 +956,10 @@ cluster_error_seen(void *arg, const redisReply *reply)
 	struct shard *sh = arg;
 	struct cluster_redirect rd;
 
-	if (cluster_parse_redirect(reply, &rd) == CLUSTER_MOVED &&
-	    cluster_map_apply(sh->eng->map, &rd))
+	if (cluster_parse_redirect(reply, &rd) != CLUSTER_MOVED)
+		return;
+	sh->eng->map_at = 0;	/* the next connect asks the cluster again */
+	if (cluster_map_apply(sh->eng->map, &rd))
 		log_info("redis.moved", "stream=%s slot=%u to=\"%s:%d\"", sh->keys.jobs, rd.slot,
 		    rd.to.host, rd.to.port);
 }
@@ -1233,8 +1245,11 @@ engine_reload(struct engine *eng, struct cfg *cfg, char *err, size_t errlen)
 	if (strcmp(cfg->redis.prefix, old->redis.prefix) != 0 ||
 	    strcmp(cfg->redis.group, old->redis.group) != 0 ||
 	    strcmp(cfg->daemon.consumer, old->daemon.consumer) != 0 ||
-	    cfg->redis.shards != old->redis.shards) {
-		snprintf(err, errlen, "prefix, shards, group and consumer change only with a restart");
+	    cfg->redis.shards != old->redis.shards ||
+	    (cfg->redis.cluster == NULL) != (old->redis.cluster == NULL) ||
+	    (cfg->redis.cluster && strcmp(cfg->redis.cluster, old->redis.cluster) != 0)) {
+		snprintf(err, errlen,
+		    "prefix, shards, cluster, group and consumer change only with a restart");
 		return -1;
 	}
 	if (cfg->oauth.present != old->oauth.present) {
