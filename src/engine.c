@@ -291,6 +291,21 @@ after_read(struct rconn *rc, redisReply *r, void *arg)
 	read_more(sh);
 }
 
+/* How many entries one shard's read may ask for: its share of the room
+ * left, so that the blocking reads of all shards together, outstanding at
+ * once, ask for no more than max_in_flight allows (one shard: all of it). */
+static long
+read_count(const struct engine *eng)
+{
+	long room = eng->cfg->daemon.max_in_flight - (long)in_hand(eng);
+	long share = room / (long)eng->nshards;
+	long cap = capacity(eng);
+
+	if (share < 1)
+		share = 1;
+	return share < cap ? share : cap;
+}
+
 /* R17: nothing new is read while either connection is down (what is read
  * could not be loaded) or while an error reply is being backed off. */
 static int
@@ -334,7 +349,7 @@ read_more(struct shard *sh)
 	if (!may_read(sh))
 		return;
 	char count[24], block[24];
-	snprintf(count, sizeof count, "%ld", capacity(eng));
+	snprintf(count, sizeof count, "%ld", read_count(eng));
 	snprintf(block, sizeof block, "%ld", eng->cfg->redis.block_ms);
 	const char *argv[] = {"XREADGROUP", "GROUP", eng->cfg->redis.group,
 	    eng->cfg->daemon.consumer, "COUNT", count, "BLOCK", block, "STREAMS",
