@@ -361,16 +361,6 @@ read_more(struct shard *sh)
 		sh->reading = 1;
 }
 
-/* Every shard has read its own PEL once (R14): the worker is ready. */
-static int
-all_ready(const struct engine *eng)
-{
-	for (size_t i = 0; i < eng->nshards; i++)
-		if (!eng->shards[i].own_done)
-			return 0;
-	return 1;
-}
-
 static void
 after_own(struct rconn *rc, redisReply *r, void *arg)
 {
@@ -400,8 +390,10 @@ after_own(struct rconn *rc, redisReply *r, void *arg)
 		log_info("consumer.ready", "consumer=%s group=%s stream=%s in_hand=%zu",
 		    eng->cfg->daemon.consumer, eng->cfg->redis.group, sh->keys.jobs,
 		    ejobs_count(sh->jobs));
-		if (all_ready(eng))
-			sdnotify_send("READY=1\nSTATUS=consuming");
+		/* With shards: the first shard ready makes the worker ready; a
+		 * node that is down holds up only its own shards, not the start
+		 * (systemd would give up on it after TimeoutStartSec). */
+		sdnotify_send("READY=1\nSTATUS=consuming");
 	}
 	read_more(sh);
 }
