@@ -16,8 +16,8 @@
 #define WARRANTD_CONFIG_H
 
 #include <stddef.h>
-#include <jwt.h>
 
+#include "jwa.h"
 #include "log.h"
 
 #define CFG_DEFAULT_PATH "/etc/warrantd/warrantd.ini"
@@ -81,7 +81,7 @@ struct cfg {
 
 	struct {
 		int signature_required;	/* 1: "required" (default); 0: "off" */
-		jwt_alg_t algorithm;	/* ES256, HS256 or RS256 */
+		enum jwa_alg algorithm;	/* ES256, HS256 or RS256 */
 		char *verify_key_file;	/* required with signature = required */
 		char *issuer;		/* NULL: not checked */
 		long max_window_s, clock_skew_s, retain_s, audit_maxlen;
@@ -93,7 +93,7 @@ struct cfg {
 		char *token_url, *client_id;
 		enum cfg_client_auth auth_method;
 		char *client_secret_file, *private_key_file;
-		jwt_alg_t assertion_alg;	/* RS256 or ES256 */
+		enum jwa_alg assertion_alg;	/* RS256 or ES256 */
 		char *assertion_audience;	/* default token_url */
 		char *key_id, *certificate_file, *scope, *resource, *audience;
 		double refresh_ratio;

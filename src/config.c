@@ -306,26 +306,26 @@ set_signature(struct ctx *c, const struct key *k, void *field, const char *v)
 static int
 set_alg(struct ctx *c, const struct key *k, void *field, const char *v)
 {
-	static const struct name_val tbl[] = {{"ES256", JWT_ALG_ES256}, {"HS256", JWT_ALG_HS256},
-	    {"RS256", JWT_ALG_RS256}, {NULL, 0}};
+	static const struct name_val tbl[] = {{"ES256", JWA_ES256}, {"HS256", JWA_HS256},
+	    {"RS256", JWA_RS256}, {NULL, 0}};
 	int n;
 
 	if (lookup(c, k, tbl, v, &n) < 0)
 		return -1;
-	*(jwt_alg_t *)field = (jwt_alg_t)n;
+	*(enum jwa_alg *)field = (enum jwa_alg)n;
 	return 0;
 }
 
 static int
 set_assertion_alg(struct ctx *c, const struct key *k, void *field, const char *v)
 {
-	static const struct name_val tbl[] = {{"RS256", JWT_ALG_RS256}, {"ES256", JWT_ALG_ES256},
+	static const struct name_val tbl[] = {{"RS256", JWA_RS256}, {"ES256", JWA_ES256},
 	    {NULL, 0}};
 	int n;
 
 	if (lookup(c, k, tbl, v, &n) < 0)
 		return -1;
-	*(jwt_alg_t *)field = (jwt_alg_t)n;
+	*(enum jwa_alg *)field = (enum jwa_alg)n;
 	return 0;
 }
 
@@ -655,7 +655,7 @@ set_defaults(struct cfg *cfg)
 	cfg->redis.notify_maxlen = 100000;
 
 	cfg->records.signature_required = 1;
-	cfg->records.algorithm = JWT_ALG_ES256;
+	cfg->records.algorithm = JWA_ES256;
 	cfg->records.max_window_s = 604800;
 	cfg->records.clock_skew_s = 60;
 	cfg->records.retain_s = 604800;
@@ -663,7 +663,7 @@ set_defaults(struct cfg *cfg)
 	cfg->records.max_bytes = 16384;
 
 	cfg->oauth.auth_method = CFG_CLIENT_SECRET_BASIC;
-	cfg->oauth.assertion_alg = JWT_ALG_RS256;
+	cfg->oauth.assertion_alg = JWA_RS256;
 	cfg->oauth.refresh_ratio = 0.75;
 	cfg->oauth.timeout_ms = 5000;
 	cfg->oauth.auth_wait_max_ms = 30000;
@@ -1596,5 +1596,5 @@ cfg_check_files(const struct cfg *cfg, struct cfg_errors *errs)
 enum cfg_file_kind
 cfg_verify_key_kind(const struct cfg *cfg)
 {
-	return cfg->records.algorithm == JWT_ALG_HS256 ? CFG_FILE_SECRET : CFG_FILE_PUBLIC;
+	return cfg->records.algorithm == JWA_HS256 ? CFG_FILE_SECRET : CFG_FILE_PUBLIC;
 }

@@ -273,9 +273,9 @@ ctl_policy_content(struct record_policy *pol, const struct cfg *cfg)
 }
 
 int
-ctl_key_keep_ws(jwt_alg_t alg)
+ctl_key_keep_ws(enum jwa_alg alg)
 {
-	return alg != JWT_ALG_HS256;
+	return alg != JWA_HS256;
 }
 
 /* ---- output ---- */

@@ -719,7 +719,7 @@ load_secrets(struct engine *eng, const struct cfg *cfg, struct secrets *s, char 
 	if (cfg->records.signature_required &&
 	    /* a PEM keeps its layout; an HMAC secret is trimmed like any secret */
 	    cfg_read_file(cfg, cfg->records.verify_key_file,
-	    cfg->records.algorithm != JWT_ALG_HS256, (char **)&s->key, &s->key_len,
+	    cfg->records.algorithm != JWA_HS256, (char **)&s->key, &s->key_len,
 	    err, errlen) < 0)
 		return -1;
 	if (cfg->records.signature_required &&

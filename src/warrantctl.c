@@ -657,8 +657,8 @@ encode_record(struct ctx *c, struct decide_opts *o, const json_t *content, const
 	cfg_secret_free(key, len);
 	if (*out == NULL) {
 		say("decide: --key %s: not a usable %s %s", o->key_path,
-		    jwt_alg_str(cfg->records.algorithm),
-		    cfg->records.algorithm == JWT_ALG_HS256 ? "secret (at least 32 bytes)"
+		    jwa_name(cfg->records.algorithm),
+		    cfg->records.algorithm == JWA_HS256 ? "secret (at least 32 bytes)"
 		    : "private key (PEM)");
 		return EX_CONFIG;
 	}

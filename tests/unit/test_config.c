@@ -166,7 +166,7 @@ test_defaults(void **state)
 	assert_int_equal(cfg->redis.notify_maxlen, 100000);
 
 	assert_int_equal(cfg->records.signature_required, 1);
-	assert_int_equal(cfg->records.algorithm, JWT_ALG_ES256);
+	assert_int_equal(cfg->records.algorithm, JWA_ES256);
 	assert_string_equal(cfg->records.verify_key_file, "k.pub");
 	assert_null(cfg->records.issuer);
 	assert_int_equal(cfg->records.max_window_s, 604800);
@@ -177,7 +177,7 @@ test_defaults(void **state)
 	assert_int_equal(cfg->oauth.present, 0);
 	assert_null(cfg->oauth.token_url);
 	assert_int_equal(cfg->oauth.auth_method, CFG_CLIENT_SECRET_BASIC);
-	assert_int_equal(cfg->oauth.assertion_alg, JWT_ALG_RS256);
+	assert_int_equal(cfg->oauth.assertion_alg, JWA_RS256);
 	assert_true(cfg->oauth.refresh_ratio == 0.75);
 	assert_int_equal(cfg->oauth.timeout_ms, 5000);
 	assert_int_equal(cfg->oauth.auth_wait_max_ms, 30000);
@@ -342,7 +342,7 @@ test_full_config(void **state)
 	assert_int_equal(cfg->redis.dead_maxlen, 50);
 	assert_int_equal(cfg->redis.notify_maxlen, 60);
 	assert_int_equal(cfg->records.signature_required, 0);
-	assert_int_equal(cfg->records.algorithm, JWT_ALG_HS256);
+	assert_int_equal(cfg->records.algorithm, JWA_HS256);
 	assert_string_equal(cfg->records.verify_key_file, "hs.key");
 	assert_string_equal(cfg->records.issuer, "decider-1");
 	assert_int_equal(cfg->records.max_window_s, 3600);
@@ -355,7 +355,7 @@ test_full_config(void **state)
 	assert_int_equal(cfg->oauth.auth_method, CFG_PRIVATE_KEY_JWT);
 	assert_string_equal(cfg->oauth.client_secret_file, "unused");
 	assert_string_equal(cfg->oauth.private_key_file, "key.pem");
-	assert_int_equal(cfg->oauth.assertion_alg, JWT_ALG_ES256);
+	assert_int_equal(cfg->oauth.assertion_alg, JWA_ES256);
 	assert_string_equal(cfg->oauth.assertion_audience, "https://idp.example/");
 	assert_string_equal(cfg->oauth.key_id, "k1");
 	assert_string_equal(cfg->oauth.certificate_file, "cert.pem");

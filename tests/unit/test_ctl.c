@@ -375,7 +375,7 @@ test_policy_signature_only_with_key(void **state)
 
 	(void)state;
 	cfg->records.signature_required = 1;
-	cfg->records.algorithm = JWT_ALG_ES256;
+	cfg->records.algorithm = JWA_ES256;
 	ctl_policy_init(&pol, cfg, NULL, 0);
 	assert_int_equal(pol.signature_required, 1);
 	assert_int_equal(record_load(&pol, d.id, text, NOW, &out, NULL, detail, sizeof detail),
@@ -393,7 +393,7 @@ test_policy_signature_only_with_key(void **state)
 	ctl_policy_init(&pol, cfg, key, 1);
 	assert_int_equal(pol.signature_required, 1);
 	assert_ptr_equal(pol.key, key);
-	assert_int_equal(pol.algorithm, JWT_ALG_ES256);
+	assert_int_equal(pol.algorithm, JWA_ES256);
 	assert_int_equal(pol.max_window_ms, 3600 * 1000);
 	assert_int_equal(pol.clock_skew_ms, 60 * 1000);
 	cfg->records.signature_required = 0;
@@ -406,9 +406,9 @@ static void
 test_key_whitespace(void **state)
 {
 	(void)state;
-	assert_int_equal(ctl_key_keep_ws(JWT_ALG_HS256), 0);
-	assert_int_equal(ctl_key_keep_ws(JWT_ALG_ES256), 1);
-	assert_int_equal(ctl_key_keep_ws(JWT_ALG_RS256), 1);
+	assert_int_equal(ctl_key_keep_ws(JWA_HS256), 0);
+	assert_int_equal(ctl_key_keep_ws(JWA_ES256), 1);
+	assert_int_equal(ctl_key_keep_ws(JWA_RS256), 1);
 }
 
 /* ---- output ---- */
