@@ -272,12 +272,6 @@ ctl_policy_content(struct record_policy *pol, const struct cfg *cfg)
 	pol->signature_required = 0;
 }
 
-int
-ctl_key_keep_ws(enum jwa_alg alg)
-{
-	return alg != JWA_HS256;
-}
-
 /* ---- output ---- */
 
 json_t *

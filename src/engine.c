@@ -27,6 +27,7 @@
 #include "rnd.h"
 #include "script.h"
 #include "sdnotify.h"
+#include "secrets.h"
 #include "sentinel.h"
 #include "sreply.h"
 #include "store.h"
@@ -700,7 +701,7 @@ static void
 free_secrets(struct secrets *s)
 {
 	if (s->key)
-		cfg_secret_free((char *)s->key, s->key_len);
+		secrets_free((char *)s->key, s->key_len);
 	record_key_free(s->parsed);
 	creds_free(s->creds);
 	memset(s, 0, sizeof *s);
@@ -717,10 +718,7 @@ load_secrets(struct engine *eng, const struct cfg *cfg, struct secrets *s, char 
 
 	memset(s, 0, sizeof *s);
 	if (cfg->records.signature_required &&
-	    /* a PEM keeps its layout; an HMAC secret is trimmed like any secret */
-	    cfg_read_file(cfg, cfg->records.verify_key_file,
-	    cfg->records.algorithm != JWA_HS256, (char **)&s->key, &s->key_len,
-	    err, errlen) < 0)
+	    secrets_read_verify_key(cfg, (char **)&s->key, &s->key_len, err, errlen) < 0)
 		return -1;
 	if (cfg->records.signature_required &&
 	    (s->parsed = record_key_new(cfg->records.algorithm, s->key, s->key_len, why,
@@ -802,8 +800,8 @@ setup_sentinels(struct engine *eng, char *err, size_t errlen)
 	    errlen) < 0)
 		return -1;
 	if (cfg->redis.sentinel_password_file &&
-	    cfg_read_file(cfg, cfg->redis.sentinel_password_file, 0, &eng->sentinel_password,
-	    &eng->sentinel_password_len, err, errlen) < 0)
+	    secrets_read_cfg(cfg, cfg->redis.sentinel_password_file, SECRETS_TRIMMED,
+	    &eng->sentinel_password, &eng->sentinel_password_len, err, errlen) < 0)
 		return -1;
 	return 0;
 }
@@ -818,7 +816,8 @@ connect_redis(struct engine *eng, char *err, size_t errlen)
 	if (setup_sentinels(eng, err, errlen) < 0)
 		return -1;
 	if (cfg->redis.password_file &&
-	    cfg_read_file(cfg, cfg->redis.password_file, 0, &password, &plen, err, errlen) < 0)
+	    secrets_read_cfg(cfg, cfg->redis.password_file, SECRETS_TRIMMED, &password, &plen, err,
+	    errlen) < 0)
 		return -1;
 	struct rconn_opts o = redis_opts(cfg, password, 10000);
 	if (cfg->redis.sentinels) {
@@ -830,7 +829,7 @@ connect_redis(struct engine *eng, char *err, size_t errlen)
 	eng->blk = rconn_new(eng->loop, &o, "read", on_blk_state, eng);
 	lend_env(eng);
 	if (password)
-		cfg_secret_free(password, plen);
+		secrets_free(password, plen);
 	if (eng->cmd == NULL || eng->blk == NULL) {
 		snprintf(err, errlen, "cannot create the Redis connections");
 		return -1;
@@ -1086,7 +1085,7 @@ engine_free(struct engine *eng)
 	ejobs_free(eng->jobs);
 	free_secrets(&eng->sec);
 	if (eng->sentinel_password)
-		cfg_secret_free(eng->sentinel_password, eng->sentinel_password_len);
+		secrets_free(eng->sentinel_password, eng->sentinel_password_len);
 	cfg_free(eng->cfg);
 	free(eng);
 }

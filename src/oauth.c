@@ -14,6 +14,7 @@
 #include "backoff.h"
 #include "log.h"
 #include "rnd.h"
+#include "secrets.h"
 #include "token.h"
 #include "wtime.h"
 
@@ -101,8 +102,8 @@ settings_clear(struct settings *s)
 	free(s->assertion_audience);
 	free(s->key_id);
 	free(s->x5t);
-	cfg_secret_free(s->secret, s->secret_len);
-	cfg_secret_free(s->key, s->key_len);
+	secrets_free(s->secret, s->secret_len);
+	secrets_free(s->key, s->key_len);
 	memset(s, 0, sizeof *s);
 }
 
@@ -169,8 +170,8 @@ read_secrets(struct settings *s, const struct cfg *cfg, char *err, size_t errlen
 			snprintf(err, errlen, "oauth: client_secret_file is required");
 			return -1;
 		}
-		if (cfg_read_file(cfg, cfg->oauth.client_secret_file, CFG_FILE_SECRET, &s->secret,
-		    &s->secret_len, why, sizeof why) != 0) {
+		if (secrets_read_cfg(cfg, cfg->oauth.client_secret_file, SECRETS_TRIMMED,
+		    &s->secret, &s->secret_len, why, sizeof why) != 0) {
 			snprintf(err, errlen, "oauth: %s", why);
 			return -1;
 		}
@@ -180,19 +181,19 @@ read_secrets(struct settings *s, const struct cfg *cfg, char *err, size_t errlen
 		snprintf(err, errlen, "oauth: private_key_file is required with private_key_jwt");
 		return -1;
 	}
-	if (cfg_read_file(cfg, cfg->oauth.private_key_file, CFG_FILE_PRIVATE_PEM, &s->key, &s->key_len, why,
-	    sizeof why) != 0) {
+	if (secrets_read_cfg(cfg, cfg->oauth.private_key_file, SECRETS_PRIVATE_PEM, &s->key,
+	    &s->key_len, why, sizeof why) != 0) {
 		snprintf(err, errlen, "oauth: %s", why);
 		return -1;
 	}
 	if (cfg->oauth.certificate_file != NULL) {
-		if (cfg_read_file(cfg, cfg->oauth.certificate_file, CFG_FILE_PUBLIC, &cert, &cert_len, why,
-		    sizeof why) != 0) {
+		if (secrets_read_cfg(cfg, cfg->oauth.certificate_file, SECRETS_PUBLIC, &cert,
+		    &cert_len, why, sizeof why) != 0) {
 			snprintf(err, errlen, "oauth: %s", why);
 			return -1;
 		}
 		int rc = cert_thumbprint(cert, cert_len, &s->x5t);
-		cfg_secret_free(cert, cert_len);
+		secrets_free(cert, cert_len);
 		if (rc != 0) {
 			snprintf(err, errlen, "oauth: %s holds no PEM certificate",
 			    cfg->oauth.certificate_file);

@@ -402,15 +402,6 @@ test_policy_signature_only_with_key(void **state)
 	cfg_free(cfg);
 }
 
-static void
-test_key_whitespace(void **state)
-{
-	(void)state;
-	assert_int_equal(ctl_key_keep_ws(JWA_HS256), 0);
-	assert_int_equal(ctl_key_keep_ws(JWA_ES256), 1);
-	assert_int_equal(ctl_key_keep_ws(JWA_RS256), 1);
-}
-
 /* ---- output ---- */
 
 static void
@@ -619,7 +610,6 @@ main(void)
 		cmocka_unit_test(test_record_passes_record_load),
 		cmocka_unit_test(test_policy_from_config),
 		cmocka_unit_test(test_policy_signature_only_with_key),
-		cmocka_unit_test(test_key_whitespace),
 		cmocka_unit_test(test_scalar),
 		cmocka_unit_test(test_human_aligned),
 		cmocka_unit_test(test_human_nested),
