@@ -1,9 +1,11 @@
 /*
  * config: the INI file of SPEC §10, parsed into a fresh struct cfg.
  *
- * cfg_load() never touches the running configuration: it builds a new one or
- * reports every error it found, so a SIGHUP with a broken file changes
- * nothing. A struct cfg is plain data; it is read-only once loaded.
+ * cfg_parse() never touches the running configuration: it builds a new one
+ * or reports every error it found, so a SIGHUP with a broken file changes
+ * nothing. A struct cfg is plain data; it is read-only once loaded. Pure:
+ * the text, the host name and the directory come from the caller (cfgfile
+ * reads them), the files the config names are read by secrets.
  *
  * The file is read by inih through a reader of our own, which counts lines,
  * rejects a line longer than the library's buffer (Debian: 199 bytes) instead
@@ -55,8 +57,8 @@ struct cfg_keyline {
 
 struct cfg {
 	char *path;		/* the file it came from */
-	char *dir;		/* its directory (absolute when it exists), for
-				 * relative file names: see secrets_read_cfg */
+	char *dir;		/* its directory (cfg_env.dir), for relative file
+				 * names: see secrets_read_cfg */
 
 	struct {
 		char *consumer;	/* default: the host name */
@@ -141,19 +143,29 @@ struct cfg_errors {
 	size_t n;
 };
 
-/* Parses `path`. On success returns a new cfg (caller frees with cfg_free)
- * and adds nothing to errs; on failure returns NULL and appends every error
- * to errs (caller frees with cfg_errors_clear). Reads no key or secret file:
- * see secrets_check_cfg. */
-struct cfg *cfg_load(const char *path, struct cfg_errors *errs)
-	__attribute__((warn_unused_result));
+/* What the parser is told of the world, so that it reads nothing itself:
+ * the caller (cfgfile_load) asks the host. Borrowed for the call. */
+struct cfg_env {
+	const char *host;	/* the host name, [daemon] consumer's default; NULL or
+				 * not a valid consumer: the file must set consumer */
+	const char *dir;	/* the config's directory, copied to cfg->dir for
+				 * relative file names; NULL: "." */
+};
 
-/* The same over a string; `name` stands for the file name in messages. */
-struct cfg *cfg_load_string(const char *name, const char *text, struct cfg_errors *errs)
+/*
+ * Parses the `len` bytes of `text`; `name` stands for the file in messages
+ * and becomes cfg->path. Pure: no file, no environment. On success returns a
+ * new cfg (caller frees with cfg_free) and adds nothing to errs; on failure
+ * returns NULL and appends every error to errs (caller frees with
+ * cfg_errors_clear). Reads no key or secret file: see secrets_check_cfg.
+ */
+struct cfg *cfg_parse(const char *name, const char *text, size_t len, const struct cfg_env *env,
+		      struct cfg_errors *errs)
 	__attribute__((warn_unused_result));
 
 /* Appends "file:line: message" to errs, for errors found about a loaded
- * config (a file it names). -1 when out of memory (nothing added). */
+ * config (a file it names, a file that cannot be read). -1 when out of
+ * memory (nothing added). */
 int cfg_errors_add(struct cfg_errors *errs, const char *file, int line, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 

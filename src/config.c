@@ -1,11 +1,11 @@
-/* config: the INI file of SPEC §10, read through inih into a fresh struct cfg. */
+/* config: the INI file of SPEC §10, read through inih into a fresh struct cfg.
+ * Pure: the text and what it needs of the host come from the caller. */
 #define _DEFAULT_SOURCE
 #include "config.h"
 #include "sentinel.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -13,15 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <ini.h>
 
 #include "metrics.h"
 #include "urltpl.h"
 
-#define TEXT_MAX	(1024 * 1024)	/* a config file larger than this is a mistake */
 #define CONSUMER_MAX	64
 #define VAL_MAX		INT_MAX		/* every count and duration fits an int (libev, curl) */
 #define SHOW		60		/* bytes of a bad value quoted back in a message */
@@ -679,23 +676,6 @@ set_defaults(struct cfg *cfg)
 	return cfg->redis.host && cfg->redis.prefix && cfg->redis.group ? 0 : -1;
 }
 
-/* The directory of the config file, absolute when it exists, so relative
- * file names still resolve if the daemon changes directory. */
-static char *
-dir_of(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	char *dir = slash == path ? strdup("/") :
-	    slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
-	char *abs = dir ? realpath(dir, NULL) : NULL;
-
-	if (abs) {
-		free(dir);
-		return abs;
-	}
-	return dir;
-}
-
 /* ---- the line reader ---- */
 
 /* inih's own scan, so we split lines exactly as it does: stops at one of
@@ -946,17 +926,16 @@ require(struct ctx *c, const char *section, const char *key, const void *value,
 		    key, when);
 }
 
+/* [daemon] consumer defaults to the host name the caller was told. */
 static void
-finish_daemon(struct ctx *c)
+finish_daemon(struct ctx *c, const char *host)
 {
 	struct cfg *cfg = c->cfg;
-	char host[256];
 
 	if (cfg->daemon.consumer)
 		return;
-	if (gethostname(host, sizeof host) < 0)
-		host[0] = '\0';
-	host[sizeof host - 1] = '\0';
+	if (host == NULL)
+		host = "";
 	if (!consumer_ok(host)) {
 		fail(c, cfg_line_of(cfg, "daemon", NULL),
 		    "host name '%.*s' is not a valid consumer name: set [daemon] consumer",
@@ -1203,15 +1182,16 @@ sort_errors(struct cfg_errors *errs, size_t from, const char *name)
 	}
 }
 
-static struct cfg *
-parse(const char *name, const char *text, size_t len, struct cfg_errors *errs)
+struct cfg *
+cfg_parse(const char *name, const char *text, size_t len, const struct cfg_env *env,
+	  struct cfg_errors *errs)
 {
 	struct cfg *cfg = calloc(1, sizeof *cfg);
 	struct ctx c = {.name = name, .text = text, .len = len, .cfg = cfg, .errs = errs,
 	    .errs_before = errs->n, .sec = SEC_NONE};
 
 	if (!cfg || set_defaults(cfg) < 0 || !(cfg->path = strdup(name)) ||
-	    !(cfg->dir = dir_of(name))) {
+	    !(cfg->dir = strdup(env->dir ? env->dir : "."))) {
 		c.nomem = 1;
 	} else {
 		int rc = ini_parse_stream(next_line, &c, on_key, &c);
@@ -1219,7 +1199,7 @@ parse(const char *name, const char *text, size_t len, struct cfg_errors *errs)
 			fail(&c, rc > 0 ? rc : 0, "cannot parse");
 	}
 	if (!c.nomem) {	/* a half-made action has no name to check */
-		finish_daemon(&c);
+		finish_daemon(&c, env->host);
 		finish_redis(&c);
 		finish_misc(&c);
 		finish_oauth(&c);
@@ -1234,66 +1214,6 @@ parse(const char *name, const char *text, size_t len, struct cfg_errors *errs)
 		cfg_free(cfg);
 		return NULL;
 	}
-	return cfg;
-}
-
-struct cfg *
-cfg_load_string(const char *name, const char *text, struct cfg_errors *errs)
-{
-	return parse(name, text, strlen(text), errs);
-}
-
-/* The whole file in a malloc'd buffer; -1 with errno set. */
-static int
-read_text(const char *path, char **out, size_t *len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	size_t cap = 4096, n = 0;
-	char *buf = NULL;
-
-	if (fd < 0)
-		return -1;
-	for (;;) {
-		if (n == cap || !buf) {
-			char *bigger = n >= TEXT_MAX ? NULL : realloc(buf, cap *= 2);
-			if (!bigger) {
-				errno = n >= TEXT_MAX ? EFBIG : ENOMEM;
-				break;
-			}
-			buf = bigger;
-		}
-		ssize_t r = read(fd, buf + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			break;
-		if (r == 0) {
-			close(fd);
-			*out = buf;
-			*len = n;
-			return 0;
-		}
-		n += (size_t)r;
-	}
-	int saved = errno;
-	close(fd);
-	free(buf);
-	errno = saved;
-	return -1;
-}
-
-struct cfg *
-cfg_load(const char *path, struct cfg_errors *errs)
-{
-	char *text;
-	size_t len;
-
-	if (read_text(path, &text, &len) < 0) {
-		(void)cfg_errors_add(errs, path, 0, "cannot read: %s", strerror(errno));
-		return NULL;
-	}
-	struct cfg *cfg = parse(path, text, len, errs);
-	free(text);
 	return cfg;
 }
 

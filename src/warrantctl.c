@@ -27,6 +27,7 @@
 #include <hiredis/hiredis.h>
 #include <jansson.h>
 
+#include "cfgfile.h"
 #include "config.h"
 #include "ctl.h"
 #include "record.h"
@@ -126,7 +127,7 @@ load_config(struct ctx *c)
 {
 	struct cfg_errors errs = {0};
 
-	c->cfg = cfg_load(c->cfg_path, &errs);
+	c->cfg = cfgfile_load(c->cfg_path, &errs);
 	for (size_t i = 0; i < errs.n; i++)
 		say("%s", errs.msgs[i]);
 	cfg_errors_clear(&errs);

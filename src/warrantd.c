@@ -10,6 +10,7 @@
 
 #include <ev.h>
 
+#include "cfgfile.h"
 #include "config.h"
 #include "engine.h"
 #include "log.h"
@@ -57,7 +58,7 @@ static struct cfg *
 load_config(const char *path)
 {
 	struct cfg_errors errs = {0};
-	struct cfg *cfg = cfg_load(path, &errs);
+	struct cfg *cfg = cfgfile_load(path, &errs);
 
 	if (cfg && (secrets_check_cfg(cfg, &errs) < 0 || check_verify_key(cfg, stderr) < 0)) {
 		cfg_free(cfg);
@@ -108,7 +109,7 @@ on_reload(struct ev_loop *loop, ev_signal *w, int revents)
 	char err[256], q[512];
 	(void)loop, (void)revents;
 
-	struct cfg *cfg = cfg_load(config_path, &errs);
+	struct cfg *cfg = cfgfile_load(config_path, &errs);
 	if (cfg && secrets_check_cfg(cfg, &errs) < 0) {
 		cfg_free(cfg);
 		cfg = NULL;

@@ -1,4 +1,5 @@
-/* test_config: the INI of SPEC §10 and its errors (the files it names:
+/* test_config: the INI of SPEC §10 and its errors, parsed from strings with a
+ * made-up host (the file from disk: test_cfgfile; the files it names:
  * test_secrets). */
 #define _DEFAULT_SOURCE
 #include <stdarg.h>
@@ -7,13 +8,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "config.h"
 
@@ -21,11 +19,20 @@
 #define MIN_RECORDS "[records]\nverify_key_file = k.pub\n"
 #define MIN_ACTION "[action a]\nurl = http://127.0.0.1/x\nauth = none\n"
 
+/* What the tests' host is: never the machine's. */
+static const struct cfg_env test_env = {.host = "test-host", .dir = "/etc/warrantd"};
+
+static struct cfg *
+parse(const char *text, struct cfg_errors *errs)
+{
+	return cfg_parse("t.ini", text, strlen(text), &test_env, errs);
+}
+
 static struct cfg *
 load_ok(const char *text)
 {
 	struct cfg_errors errs = {0};
-	struct cfg *cfg = cfg_load_string("t.ini", text, &errs);
+	struct cfg *cfg = parse(text, &errs);
 
 	for (size_t i = 0; i < errs.n; i++)
 		print_message("unexpected: %s\n", errs.msgs[i]);
@@ -40,7 +47,7 @@ static void
 expect_errors(const char *text, const char *const *want, size_t n)
 {
 	struct cfg_errors errs = {0};
-	struct cfg *cfg = cfg_load_string("t.ini", text, &errs);
+	struct cfg *cfg = parse(text, &errs);
 
 	assert_null(cfg);
 	int ok = errs.n == n;
@@ -63,75 +70,6 @@ expect_errors(const char *text, const char *const *want, size_t n)
 	expect_errors(text, want_, sizeof want_ / sizeof want_[0]); \
 } while (0)
 
-/* ---- files ---- */
-
-static char *
-path_join(const char *dir, const char *name)
-{
-	size_t n = strlen(dir) + strlen(name) + 2;
-	char *p = malloc(n);
-
-	assert_non_null(p);
-	snprintf(p, n, "%s/%s", dir, name);
-	return p;
-}
-
-static void
-write_file(const char *dir, const char *name, const char *content, size_t len)
-{
-	char *p = path_join(dir, name);
-	FILE *f = fopen(p, "wb");
-
-	assert_non_null(f);
-	assert_int_equal(fwrite(content, 1, len, f), len);
-	assert_int_equal(fclose(f), 0);
-	assert_int_equal(chmod(p, 0600), 0);	/* a secret is the owner's alone */
-	free(p);
-}
-
-#define WRITE(dir, name, s) write_file(dir, name, s, strlen(s))
-
-static char *
-make_tmpdir(void)
-{
-	char tmpl[] = "/tmp/test_config.XXXXXX";
-
-	assert_non_null(mkdtemp(tmpl));
-	char *d = strdup(tmpl);
-	assert_non_null(d);
-	return d;
-}
-
-static void
-rmtree(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	struct stat st;
-
-	assert_non_null(d);
-	while ((e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		char *p = path_join(dir, e->d_name);
-		assert_int_equal(lstat(p, &st), 0);
-		if (S_ISDIR(st.st_mode))
-			rmtree(p);
-		else
-			assert_int_equal(unlink(p), 0);
-		free(p);
-	}
-	closedir(d);
-	assert_int_equal(rmdir(dir), 0);
-}
-
-static void
-free_tmpdir(char *dir)
-{
-	rmtree(dir);
-	free(dir);
-}
-
 /* ---- defaults ---- */
 
 static void
@@ -139,11 +77,10 @@ test_defaults(void **state)
 {
 	(void)state;
 	struct cfg *cfg = load_ok(MIN_RECORDS MIN_ACTION);
-	char host[256];
 
-	assert_int_equal(gethostname(host, sizeof host), 0);
 	assert_string_equal(cfg->path, "t.ini");
-	assert_string_equal(cfg->daemon.consumer, host);
+	assert_string_equal(cfg->dir, "/etc/warrantd");
+	assert_string_equal(cfg->daemon.consumer, "test-host");
 	assert_int_equal(cfg->daemon.log_level, LOG_INFO);
 	assert_int_equal(cfg->daemon.max_in_flight, 256);
 	assert_int_equal(cfg->daemon.shutdown_grace_ms, 10000);
@@ -826,6 +763,81 @@ test_consumer(void **state)
 
 /* A line longer than inih's buffer is reported with its number, and its
  * rest is not read as a line of its own. */
+/* The parser is told the host name and the directory; it asks nobody. */
+static struct cfg *
+parse_env(const char *host, const char *dir, const char *text, struct cfg_errors *errs)
+{
+	const struct cfg_env env = {.host = host, .dir = dir};
+
+	return cfg_parse("t.ini", text, strlen(text), &env, errs);
+}
+
+static void
+test_env_host_and_dir(void **state)
+{
+	(void)state;
+	struct cfg_errors errs = {0};
+	struct cfg *cfg;
+
+	/* the host name is the default consumer; a set consumer wins */
+	cfg = parse_env("worker-7.example", "conf", MIN_RECORDS MIN_ACTION, &errs);
+	assert_non_null(cfg);
+	assert_string_equal(cfg->daemon.consumer, "worker-7.example");
+	assert_string_equal(cfg->dir, "conf");	/* as given: relative stays relative */
+	cfg_free(cfg);
+	cfg = parse_env("bad host", NULL, "[daemon]\nconsumer = w1\n" MIN_RECORDS MIN_ACTION,
+	    &errs);
+	assert_non_null(cfg);
+	assert_string_equal(cfg->daemon.consumer, "w1");
+	assert_string_equal(cfg->dir, ".");	/* no directory: the working one */
+	cfg_free(cfg);
+
+	/* a host name that is no consumer name, or none, asks for consumer at
+	 * the [daemon] header, else line 1 */
+	assert_null(parse_env("bad host", "/", "[daemon]\nlog_level = info\n" MIN_RECORDS
+	    MIN_ACTION, &errs));
+	assert_int_equal(errs.n, 1);
+	assert_string_equal(errs.msgs[0], "t.ini:1: host name 'bad host' is not a valid "
+	    "consumer name: set [daemon] consumer");
+	cfg_errors_clear(&errs);
+	assert_null(parse_env(NULL, "/", MIN_RECORDS MIN_ACTION, &errs));
+	assert_int_equal(errs.n, 1);
+	assert_string_equal(errs.msgs[0], "t.ini:1: host name '' is not a valid consumer name: "
+	    "set [daemon] consumer");
+	cfg_errors_clear(&errs);
+	assert_null(parse_env("", "/", "\n\n[daemon]\n" MIN_RECORDS MIN_ACTION, &errs));
+	assert_int_equal(errs.n, 1);
+	assert_true(strncmp(errs.msgs[0], "t.ini:3: host name ''", 21) == 0);
+	cfg_errors_clear(&errs);
+}
+
+/* The text's length is given: a NUL inside is an error, not its end. */
+static void
+test_nul_in_text(void **state)
+{
+	(void)state;
+	static const char text[] = "[redis]\nport = 1\0\n" MIN_RECORDS MIN_ACTION;
+	struct cfg_errors errs = {0};
+
+	assert_null(cfg_parse("t.ini", text, sizeof text - 1, &test_env, &errs));
+	assert_int_equal(errs.n, 1);
+	assert_string_equal(errs.msgs[0], "t.ini:2: NUL byte in line");
+	cfg_errors_clear(&errs);
+}
+
+/* cfg_errors_add: for messages about a loaded config, in the same form. */
+static void
+test_errors_add(void **state)
+{
+	(void)state;
+	struct cfg_errors errs = {0};
+
+	assert_int_equal(cfg_errors_add(&errs, "w.ini", 7, "cannot read %s: %s", "k", "why"), 0);
+	assert_int_equal(errs.n, 1);
+	assert_string_equal(errs.msgs[0], "w.ini:7: cannot read k: why");
+	cfg_errors_clear(&errs);
+}
+
 static void
 test_long_line(void **state)
 {
@@ -856,84 +868,6 @@ test_long_line(void **state)
 	EXPECT(text, "t.ini:1: line longer than 199 bytes");
 }
 
-/* ---- files ---- */
-
-static void
-test_load_file(void **state)
-{
-	(void)state;
-	char *dir = make_tmpdir();
-	char *path = path_join(dir, "w.ini");
-	struct cfg_errors errs = {0};
-
-	WRITE(dir, "w.ini", MIN_RECORDS MIN_ACTION);
-	struct cfg *cfg = cfg_load(path, &errs);
-	assert_non_null(cfg);
-	assert_int_equal(errs.n, 0);
-	assert_string_equal(cfg->path, path);
-	assert_string_equal(cfg->dir, dir);
-	cfg_free(cfg);
-
-	WRITE(dir, "w.ini", "[redis]\nport = x\n" MIN_RECORDS MIN_ACTION);
-	assert_null(cfg_load(path, &errs));
-	assert_int_equal(errs.n, 1);
-	char want[PATH_MAX + 64];
-	snprintf(want, sizeof want, "%s:2: port: 'x' is not an integer", path);
-	assert_string_equal(errs.msgs[0], want);
-	cfg_errors_clear(&errs);
-
-	/* errors after reading (line 1: no [records]) sort before line 4 */
-	static const char nul[] = "[redis]\nport = 1\0\n" MIN_ACTION "[x]\n";
-	write_file(dir, "w.ini", nul, sizeof nul - 1);
-	assert_null(cfg_load(path, &errs));
-	assert_int_equal(errs.n, 3);
-	snprintf(want, sizeof want, "%s:1: [records] verify_key_file is required", path);
-	assert_memory_equal(errs.msgs[0], want, strlen(want));
-	snprintf(want, sizeof want, "%s:2: NUL byte in line", path);
-	assert_string_equal(errs.msgs[1], want);
-	snprintf(want, sizeof want, "%s:6: unknown section [x]", path);
-	assert_string_equal(errs.msgs[2], want);
-	cfg_errors_clear(&errs);
-
-	assert_int_equal(unlink(path), 0);
-	assert_null(cfg_load(path, &errs));
-	assert_int_equal(errs.n, 1);
-	snprintf(want, sizeof want, "%s:0: cannot read: No such file or directory", path);
-	assert_string_equal(errs.msgs[0], want);
-	cfg_errors_clear(&errs);
-	free(path);
-	free_tmpdir(dir);
-}
-
-static void
-test_example_conf(void **state)
-{
-	(void)state;
-	struct cfg_errors errs = {0};
-	struct cfg *cfg = cfg_load("conf/warrantd.ini", &errs);
-
-	for (size_t i = 0; i < errs.n; i++)
-		print_message("unexpected: %s\n", errs.msgs[i]);
-	assert_non_null(cfg);
-	const struct cfg_action *a = cfg_action_find(cfg, "gate.open");
-	assert_non_null(a);
-	assert_string_equal(a->url, "https://gates.example/gates/{resource}/open");
-	/* the example teaches no clear text */
-	char *text = NULL;
-	FILE *f = fopen("conf/warrantd.ini", "r");
-	assert_non_null(f);
-	size_t cap = 0;
-	assert_true(getdelim(&text, &cap, '\0', f) > 0);
-	fclose(f);
-	assert_null(strstr(text, "= http://"));	/* no URL value in clear text */
-	free(text);
-	assert_int_equal(cfg->oauth.present, 1);
-	assert_string_equal(cfg->records.verify_key_file, "decider.pub");
-	assert_string_equal(cfg->oauth.client_secret_file, "client-secret");
-
-	cfg_free(cfg);
-}
-
 int
 main(void)
 {
@@ -958,9 +892,10 @@ main(void)
 		cmocka_unit_test(test_notify_auth),
 		cmocka_unit_test(test_max_bytes),
 		cmocka_unit_test(test_consumer),
+		cmocka_unit_test(test_env_host_and_dir),
+		cmocka_unit_test(test_nul_in_text),
+		cmocka_unit_test(test_errors_add),
 		cmocka_unit_test(test_long_line),
-		cmocka_unit_test(test_load_file),
-		cmocka_unit_test(test_example_conf),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -27,12 +27,13 @@ static const char base_ini[] =
 static struct cfg *
 load_cfg(const char *records_extra)
 {
+	const struct cfg_env env = {.host = "test-host", .dir = "."};
 	struct cfg_errors errs = {0};
 	char text[1024];
 	struct cfg *cfg;
 
 	snprintf(text, sizeof text, base_ini, records_extra);
-	cfg = cfg_load_string("test.ini", text, &errs);
+	cfg = cfg_parse("test.ini", text, strlen(text), &env, &errs);
 	for (size_t i = 0; i < errs.n; i++)
 		fprintf(stderr, "%s\n", errs.msgs[i]);
 	cfg_errors_clear(&errs);

@@ -9,6 +9,7 @@
 
 #include <limits.h>
 
+#include "cfgfile.h"
 #include "secrets.h"
 #include "tmpfiles.h"
 
@@ -44,7 +45,7 @@ test_read_verify_key(void **state)
 	unsetenv("CREDENTIALS_DIRECTORY");
 	WRITE(dir, "k", "  0123456789abcdef0123456789abcdef\n");
 	WRITE(dir, "w.ini", "[records]\nalgorithm = HS256\nverify_key_file = k\n" MIN_ACTION);
-	struct cfg *cfg = cfg_load(ini, &errs);
+	struct cfg *cfg = cfgfile_load(ini, &errs);
 	assert_non_null(cfg);
 	assert_int_equal(secrets_read_verify_key(cfg, &buf, &len, err, sizeof err), 0);
 	assert_string_equal(buf, "0123456789abcdef0123456789abcdef");
@@ -57,7 +58,7 @@ test_read_verify_key(void **state)
 	assert_int_equal(chmod(k, 0644), 0);	/* a public key may be read by anyone */
 	free(k);
 	WRITE(dir, "w.ini", "[records]\nalgorithm = ES256\nverify_key_file = k\n" MIN_ACTION);
-	cfg = cfg_load(ini, &errs);
+	cfg = cfgfile_load(ini, &errs);
 	assert_non_null(cfg);
 	assert_int_equal(secrets_read_verify_key(cfg, &buf, &len, err, sizeof err), 0);
 	assert_string_equal(buf, pem);
@@ -74,7 +75,7 @@ test_example_conf_files(void **state)
 {
 	(void)state;
 	struct cfg_errors errs = {0};
-	struct cfg *cfg = cfg_load("conf/warrantd.ini", &errs);
+	struct cfg *cfg = cfgfile_load("conf/warrantd.ini", &errs);
 	char err[256], *buf;
 	size_t len;
 
@@ -199,7 +200,7 @@ test_read_file_order(void **state)
 	struct cfg_errors errs = {0};
 
 	WRITE(conf, "w.ini", MIN_FILE);
-	struct cfg *cfg = cfg_load(ini, &errs);
+	struct cfg *cfg = cfgfile_load(ini, &errs);
 	assert_non_null(cfg);
 	WRITE(cred, "sec", "cred");
 	WRITE(conf, "sec", "near");
@@ -269,7 +270,7 @@ test_secret_permissions(void **state)
 
 	unsetenv("CREDENTIALS_DIRECTORY");
 	WRITE(dir, "w.ini", MIN_FILE);
-	struct cfg *cfg = cfg_load(ini, &errs);
+	struct cfg *cfg = cfgfile_load(ini, &errs);
 	assert_non_null(cfg);
 	WRITE(dir, "s", "-----BEGIN PUBLIC KEY-----\nx\n-----END PUBLIC KEY-----\n");
 	for (size_t i = 0; i < sizeof open_modes / sizeof open_modes[0]; i++) {
@@ -298,7 +299,7 @@ test_secret_permissions(void **state)
 	WRITE(dir, "w.ini", "[records]\nalgorithm = HS256\nverify_key_file = s\n" MIN_ACTION);
 	WRITE(dir, "s", "0123456789abcdef0123456789abcdef\n");
 	assert_int_equal(chmod(p, 0644), 0);
-	cfg = cfg_load(ini, &errs);
+	cfg = cfgfile_load(ini, &errs);
 	assert_non_null(cfg);
 	assert_int_equal(secrets_check_cfg(cfg, &errs), -1);
 	assert_int_equal(errs.n, 1);
@@ -338,7 +339,7 @@ test_check_files(void **state)
 	    "url = https://h/\n"					/* 13 */
 	    "auth = static\n"					/* 14 */
 	    "bearer_file = token\n");				/* 15 */
-	struct cfg *cfg = cfg_load(ini, &errs);
+	struct cfg *cfg = cfgfile_load(ini, &errs);
 	assert_non_null(cfg);
 	WRITE(dir, "k.pub", "k");
 	WRITE(dir, "key.pem", "p");
