@@ -121,7 +121,7 @@ worker_token(const struct engine *eng, long timeout_ms)
 }
 
 static void
-ignore_reply(struct rconn *rc, redisReply *r, void *arg)
+ignore_reply(struct rconn *rc, const struct sreply *r, void *arg)
 {
 	(void)rc, (void)r, (void)arg;	/* rconn logs error replies */
 }
@@ -209,20 +209,14 @@ dead_deleted(void *arg, const char *stream_id)
 		log_error("job.admit", "stream_id=%s error=\"out of memory\"", stream_id);
 }
 
-static int
-is_nogroup(const redisReply *r)
-{
-	return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOGROUP", 7) == 0;
-}
-
 static void
-after_read(struct rconn *rc, redisReply *r, void *arg)
+after_read(struct rconn *rc, const struct sreply *r, void *arg)
 {
 	struct engine *eng = arg;
 	(void)rc;
 
 	eng->reading = 0;
-	if (is_nogroup(r)) {
+	if (sreply_error(r, "NOGROUP")) {
 		eng->group_ready = 0;
 		ensure_group(eng);
 		return;
@@ -292,7 +286,7 @@ read_more(struct engine *eng)
 }
 
 static void
-after_own(struct rconn *rc, redisReply *r, void *arg)
+after_own(struct rconn *rc, const struct sreply *r, void *arg)
 {
 	struct engine *eng = arg;
 	(void)rc;
@@ -303,7 +297,7 @@ after_own(struct rconn *rc, redisReply *r, void *arg)
 	if (r == NULL)
 		return;	/* retried when the connection is back */
 	if (sreply_claim(r, next, sizeof next, admit, dead_deleted, eng) < 0) {
-		if (is_nogroup(r)) {
+		if (sreply_error(r, "NOGROUP")) {
 			eng->group_ready = 0;
 			ensure_group(eng);
 		} else {
@@ -358,7 +352,7 @@ own_pending_more(struct engine *eng)
 }
 
 static void
-after_autoclaim(struct rconn *rc, redisReply *r, void *arg)
+after_autoclaim(struct rconn *rc, const struct sreply *r, void *arg)
 {
 	struct engine *eng = arg;
 	(void)rc;
@@ -368,7 +362,7 @@ after_autoclaim(struct rconn *rc, redisReply *r, void *arg)
 
 	eng->claiming = 0;
 	if (sreply_claim(r, next, sizeof next, admit, dead_deleted, eng) < 0) {
-		if (is_nogroup(r)) {
+		if (sreply_error(r, "NOGROUP")) {
 			eng->group_ready = 0;
 			ensure_group(eng);
 		}
@@ -448,7 +442,7 @@ unpending(void *arg, const char *stream_id)
 }
 
 static void
-after_renew(struct rconn *rc, redisReply *r, void *arg)
+after_renew(struct rconn *rc, const struct sreply *r, void *arg)
 {
 	struct engine *eng = arg;
 	(void)rc;
@@ -482,14 +476,14 @@ lease_cb(struct ev_loop *loop, ev_timer *w, int revents)
 /* the group, the connections, the heartbeat                            */
 
 static void
-after_group(struct rconn *rc, redisReply *r, void *arg)
+after_group(struct rconn *rc, const struct sreply *r, void *arg)
 {
 	struct engine *eng = arg;
 	(void)rc;
 
 	if (r == NULL)
 		return;	/* retried on reconnect */
-	if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "BUSYGROUP", 9) != 0) {
+	if (sreply_error(r, NULL) && !sreply_error(r, "BUSYGROUP")) {
 		back_off(eng);	/* kick_cb asks again */
 		return;
 	}
@@ -513,7 +507,7 @@ ensure_group(struct engine *eng)
 /* §8: a worker with a token and room that has read nothing for a long time
  * while the group has undelivered entries is stuck, and says so. */
 static void
-after_lag(struct rconn *rc, redisReply *r, void *arg)
+after_lag(struct rconn *rc, const struct sreply *r, void *arg)
 {
 	struct engine *eng = arg;
 	(void)rc;
