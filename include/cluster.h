@@ -95,11 +95,11 @@ struct cluster_redirect {
 	struct cluster_node to;	/* host "" when the reply named none: the same host */
 };
 
-/* What an error reply says: "MOVED <slot> <host>:<port>" or "ASK <slot>
- * <host>:<port>" (host may be an IPv6 address: the port follows the last
- * ':'). CLUSTER_NO_REDIRECT for anything else, NULL included, or a
+/* What an error reply's text says: "MOVED <slot> <host>:<port>" or "ASK
+ * <slot> <host>:<port>" (host may be an IPv6 address: the port follows the
+ * last ':'). CLUSTER_NO_REDIRECT for anything else, NULL included, or a
  * malformed redirect. */
-enum cluster_redirect_kind cluster_parse_redirect(const redisReply *r,
+enum cluster_redirect_kind cluster_parse_redirect(const char *error,
 						  struct cluster_redirect *out);
 
 /* MOVED: the slot is the target's from now on (the map says so until the

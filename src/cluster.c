@@ -255,20 +255,20 @@ parse_target(const char *s, struct cluster_node *out)
 }
 
 enum cluster_redirect_kind
-cluster_parse_redirect(const redisReply *r, struct cluster_redirect *out)
+cluster_parse_redirect(const char *error, struct cluster_redirect *out)
 {
 	enum cluster_redirect_kind kind;
 	const char *p;
 	char *end;
 
-	if (r == NULL || r->type != REDIS_REPLY_ERROR || r->str == NULL)
+	if (error == NULL)
 		return CLUSTER_NO_REDIRECT;
-	if (strncmp(r->str, "MOVED ", 6) == 0) {
+	if (strncmp(error, "MOVED ", 6) == 0) {
 		kind = CLUSTER_MOVED;
-		p = r->str + 6;
-	} else if (strncmp(r->str, "ASK ", 4) == 0) {
+		p = error + 6;
+	} else if (strncmp(error, "ASK ", 4) == 0) {
 		kind = CLUSTER_ASK;
-		p = r->str + 4;
+		p = error + 4;
 	} else {
 		return CLUSTER_NO_REDIRECT;
 	}

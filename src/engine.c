@@ -28,6 +28,7 @@
 #include "rnd.h"
 #include "script.h"
 #include "sdnotify.h"
+#include "secrets.h"
 #include "sentinel.h"
 #include "sreply.h"
 #include "store.h"
@@ -146,7 +147,7 @@ worker_token(const struct engine *eng, long timeout_ms)
 }
 
 static void
-ignore_reply(struct rconn *rc, redisReply *r, void *arg)
+ignore_reply(struct rconn *rc, const struct sreply *r, void *arg)
 {
 	(void)rc, (void)r, (void)arg;	/* rconn logs error replies */
 }
@@ -260,20 +261,14 @@ dead_deleted(void *arg, const char *stream_id)
 		log_error("job.admit", "stream_id=%s error=\"out of memory\"", stream_id);
 }
 
-static int
-is_nogroup(const redisReply *r)
-{
-	return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOGROUP", 7) == 0;
-}
-
 static void
-after_read(struct rconn *rc, redisReply *r, void *arg)
+after_read(struct rconn *rc, const struct sreply *r, void *arg)
 {
 	struct shard *sh = arg;
 	(void)rc;
 
 	sh->reading = 0;
-	if (is_nogroup(r)) {
+	if (sreply_error(r, "NOGROUP")) {
 		sh->group_ready = 0;
 		ensure_group(sh);
 		return;
@@ -362,7 +357,7 @@ read_more(struct shard *sh)
 }
 
 static void
-after_own(struct rconn *rc, redisReply *r, void *arg)
+after_own(struct rconn *rc, const struct sreply *r, void *arg)
 {
 	struct shard *sh = arg;
 	struct engine *eng = sh->eng;
@@ -374,7 +369,7 @@ after_own(struct rconn *rc, redisReply *r, void *arg)
 	if (r == NULL)
 		return;	/* retried when the connection is back */
 	if (sreply_claim(r, next, sizeof next, admit, dead_deleted, sh) < 0) {
-		if (is_nogroup(r)) {
+		if (sreply_error(r, "NOGROUP")) {
 			sh->group_ready = 0;
 			ensure_group(sh);
 		} else {
@@ -433,7 +428,7 @@ own_pending_more(struct shard *sh)
 }
 
 static void
-after_autoclaim(struct rconn *rc, redisReply *r, void *arg)
+after_autoclaim(struct rconn *rc, const struct sreply *r, void *arg)
 {
 	struct shard *sh = arg;
 	struct engine *eng = sh->eng;
@@ -444,7 +439,7 @@ after_autoclaim(struct rconn *rc, redisReply *r, void *arg)
 
 	sh->claiming = 0;
 	if (sreply_claim(r, next, sizeof next, admit, dead_deleted, sh) < 0) {
-		if (is_nogroup(r)) {
+		if (sreply_error(r, "NOGROUP")) {
 			sh->group_ready = 0;
 			ensure_group(sh);
 		}
@@ -535,7 +530,7 @@ unpending(void *arg, const char *stream_id)
 }
 
 static void
-after_renew(struct rconn *rc, redisReply *r, void *arg)
+after_renew(struct rconn *rc, const struct sreply *r, void *arg)
 {
 	(void)rc;
 	(void)sreply_renew(r, lease_lost, unpending, arg);
@@ -576,14 +571,14 @@ lease_cb(struct ev_loop *loop, ev_timer *w, int revents)
 /* the group, the connections, the heartbeat                            */
 
 static void
-after_group(struct rconn *rc, redisReply *r, void *arg)
+after_group(struct rconn *rc, const struct sreply *r, void *arg)
 {
 	struct shard *sh = arg;
 	(void)rc;
 
 	if (r == NULL)
 		return;	/* retried on reconnect */
-	if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "BUSYGROUP", 9) != 0) {
+	if (sreply_error(r, NULL) && !sreply_error(r, "BUSYGROUP")) {
 		back_off(sh);	/* kick_cb asks again */
 		return;
 	}
@@ -608,7 +603,7 @@ ensure_group(struct shard *sh)
 /* §8: a worker with a token and room that has read nothing for a long time
  * while the group has undelivered entries is stuck, and says so. */
 static void
-after_lag(struct rconn *rc, redisReply *r, void *arg)
+after_lag(struct rconn *rc, const struct sreply *r, void *arg)
 {
 	struct shard *sh = arg;
 	struct engine *eng = sh->eng;
@@ -822,7 +817,7 @@ static void
 free_secrets(struct secrets *s)
 {
 	if (s->key)
-		cfg_secret_free((char *)s->key, s->key_len);
+		secrets_free((char *)s->key, s->key_len);
 	record_key_free(s->parsed);
 	creds_free(s->creds);
 	memset(s, 0, sizeof *s);
@@ -839,10 +834,7 @@ load_secrets(struct engine *eng, const struct cfg *cfg, struct secrets *s, char 
 
 	memset(s, 0, sizeof *s);
 	if (cfg->records.signature_required &&
-	    /* a PEM keeps its layout; an HMAC secret is trimmed like any secret */
-	    cfg_read_file(cfg, cfg->records.verify_key_file,
-	    cfg->records.algorithm != JWT_ALG_HS256, (char **)&s->key, &s->key_len,
-	    err, errlen) < 0)
+	    secrets_read_verify_key(cfg, (char **)&s->key, &s->key_len, err, errlen) < 0)
 		return -1;
 	if (cfg->records.signature_required &&
 	    (s->parsed = record_key_new(cfg->records.algorithm, s->key, s->key_len, why,
@@ -958,12 +950,12 @@ resolve_slot(void *arg, char *host, size_t hostlen, int *port)
  * like any other and the caller backs off until the migration ends and
  * MOVED comes (README "Redis Cluster"). */
 static void
-cluster_error_seen(void *arg, const redisReply *reply)
+cluster_error_seen(void *arg, const char *error)
 {
 	struct shard *sh = arg;
 	struct cluster_redirect rd;
 
-	if (cluster_parse_redirect(reply, &rd) != CLUSTER_MOVED)
+	if (cluster_parse_redirect(error, &rd) != CLUSTER_MOVED)
 		return;
 	sh->eng->map_at = 0;	/* the next connect asks the cluster again */
 	if (cluster_map_apply(sh->eng->map, &rd))
@@ -983,8 +975,8 @@ setup_sentinels(struct engine *eng, char *err, size_t errlen)
 	    errlen) < 0)
 		return -1;
 	if (cfg->redis.sentinel_password_file &&
-	    cfg_read_file(cfg, cfg->redis.sentinel_password_file, 0, &eng->sentinel_password,
-	    &eng->sentinel_password_len, err, errlen) < 0)
+	    secrets_read_cfg(cfg, cfg->redis.sentinel_password_file, SECRETS_TRIMMED,
+	    &eng->sentinel_password, &eng->sentinel_password_len, err, errlen) < 0)
 		return -1;
 	return 0;
 }
@@ -1037,7 +1029,7 @@ connect_redis(struct engine *eng, char *err, size_t errlen)
 	if (setup_sentinels(eng, err, errlen) < 0 || setup_cluster(eng, err, errlen) < 0)
 		return -1;
 	if (cfg->redis.password_file &&
-	    cfg_read_file(cfg, cfg->redis.password_file, 0, &eng->redis_password,
+	    secrets_read_cfg(cfg, cfg->redis.password_file, SECRETS_TRIMMED, &eng->redis_password,
 	    &eng->redis_password_len, err, errlen) < 0)
 		return -1;
 	struct rconn_opts o = redis_opts(cfg, eng->redis_password, 10000);
@@ -1342,9 +1334,9 @@ engine_free(struct engine *eng)
 	free(eng->shards);
 	free_secrets(&eng->sec);
 	if (eng->sentinel_password)
-		cfg_secret_free(eng->sentinel_password, eng->sentinel_password_len);
+		secrets_free(eng->sentinel_password, eng->sentinel_password_len);
 	if (eng->redis_password)
-		cfg_secret_free(eng->redis_password, eng->redis_password_len);
+		secrets_free(eng->redis_password, eng->redis_password_len);
 	cluster_map_free(eng->map);
 	cfg_free(eng->cfg);
 	free(eng);

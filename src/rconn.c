@@ -30,6 +30,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include <hiredis/hiredis.h>
+#include <hiredis/async.h>
 #include <hiredis/adapters/libev.h>
 #include <openssl/evp.h>
 
@@ -38,15 +40,19 @@
 #include "rnd.h"
 #include "sentinel.h"
 
+/* The handshake's own commands read hiredis's reply; a user's callback sees
+ * it through sreply only. */
+typedef void handshake_cb(struct rconn *rc, const redisReply *reply, void *arg);
+
 struct rc_cmd {
 	struct rc_cmd *prev, *next;
-	rconn_reply_cb *cb;
+	rconn_reply_cb *cb;	/* a user's command */
+	handshake_cb *hs;	/* or a handshake command, not the user's */
 	void *arg;
 	struct rconn *rc;
 	ev_tstamp sent_at;
 	char *eval_cmd;		/* formatted EVAL, sent once on NOSCRIPT */
 	size_t eval_len;
-	int internal;		/* a handshake command, not the user's */
 };
 
 struct rconn {
@@ -58,7 +64,7 @@ struct rconn {
 	void *state_arg;
 	int (*resolve)(void *arg, char *host, size_t hostlen, int *port);
 	void *resolve_arg;
-	void (*error_seen)(void *arg, const redisReply *reply);
+	void (*error_seen)(void *arg, const char *error);
 	char qname[64];		/* the name, ready for a log line */
 
 	redisAsyncContext *ac;	/* NULL between connections */
@@ -156,10 +162,13 @@ static void
 finish(struct rconn *rc, struct rc_cmd *c, redisReply *reply)
 {
 	q_unlink(rc, c);
-	if (!c->internal)
+	if (c->hs == NULL)
 		rc->npending--;
 	rc->depth++;
-	c->cb(rc, reply, c->arg);
+	if (c->hs != NULL)
+		c->hs(rc, reply, c->arg);
+	else
+		c->cb(rc, sreply_of(reply), c->arg);
 	rc->depth--;
 	cmd_free(c);
 }
@@ -260,8 +269,10 @@ resend_as_eval(struct rconn *rc, redisAsyncContext *ac, struct rc_cmd *c)
 	return 0;
 }
 
-void
-rconn_error_kind(const redisReply *reply, char *buf, size_t n)
+/* The kind of an error reply into buf ("" when it is not one or has no
+ * leading upper-case word), cut to n - 1 bytes. */
+static void
+error_kind(const redisReply *reply, char *buf, size_t n)
 {
 	size_t k = 0;
 
@@ -307,14 +318,14 @@ note_reply(struct rconn *rc, const redisReply *reply)
 	maybe_end_episode(rc);
 	if (reply->type != REDIS_REPLY_ERROR)
 		return;
-	rconn_error_kind(reply, kind, sizeof kind);
+	error_kind(reply, kind, sizeof kind);
 	if (expected_error(kind))
 		return;
 	rc->last_err_at = ev_now(rc->loop);
 	/* Sentinel: the primary was demoted under us; find the new one.
 	 * Cluster: the same after a failover, and MOVED: the slot went. */
 	if (rc->error_seen != NULL)
-		rc->error_seen(rc->resolve_arg, reply);
+		rc->error_seen(rc->resolve_arg, reply->str ? reply->str : "");
 	if (rc->resolve != NULL && strcmp(kind, "READONLY") == 0)
 		schedule_drop(rc, "READONLY: a failover");
 	if (rc->resolve != NULL && strcmp(kind, "MOVED") == 0)
@@ -344,7 +355,7 @@ on_reply(redisAsyncContext *ac, void *r, void *privdata)
 			return;
 		reply = NULL;
 	}
-	if (!c->internal)
+	if (c->hs == NULL)
 		note_reply(rc, reply);
 	finish(rc, c, reply);
 }
@@ -369,10 +380,10 @@ refused_command(const char *cmd, size_t len)
 	return 0;
 }
 
-/* Hands a formatted command to hiredis. Takes eval_cmd (may be NULL);
- * cmd stays the caller's. */
+/* Hands a formatted command to hiredis: a user's (cb) or the handshake's
+ * (hs). Takes eval_cmd (may be NULL); cmd stays the caller's. */
 static int
-submit(struct rconn *rc, rconn_reply_cb *cb, void *arg, int internal, const char *cmd,
+submit(struct rconn *rc, rconn_reply_cb *cb, handshake_cb *hs, void *arg, const char *cmd,
        size_t len, char *eval_cmd, size_t eval_len)
 {
 	struct rc_cmd *c = calloc(1, sizeof(*c));
@@ -384,9 +395,9 @@ submit(struct rconn *rc, rconn_reply_cb *cb, void *arg, int internal, const char
 		return -1;
 	}
 	c->cb = cb;
+	c->hs = hs;
 	c->arg = arg;
 	c->rc = rc;
-	c->internal = internal;
 	c->eval_cmd = eval_cmd;
 	c->eval_len = eval_len;
 	c->sent_at = ev_now(rc->loop);
@@ -395,7 +406,7 @@ submit(struct rconn *rc, rconn_reply_cb *cb, void *arg, int internal, const char
 		return -1;
 	}
 	q_push(rc, c);
-	if (internal)
+	if (hs != NULL)
 		return 0;
 	rc->npending++;
 	if (rc->command_timeout_ms > 0 && !ev_is_active(&rc->cmd_timer)) {
@@ -414,7 +425,7 @@ can_send(const struct rconn *rc, rconn_reply_cb *cb)
 /* Handshake. */
 
 static void
-on_handshake(struct rconn *rc, redisReply *reply, void *arg)
+on_handshake(struct rconn *rc, const redisReply *reply, void *arg)
 {
 	const char *step = arg;
 	char qerr[160];
@@ -462,7 +473,7 @@ send_auth(struct rconn *rc)
 
 	if (len < 0)
 		return -1;
-	int r = submit(rc, on_handshake, step_auth, 1, cmd, (size_t)len, NULL, 0);
+	int r = submit(rc, NULL, on_handshake, step_auth, cmd, (size_t)len, NULL, 0);
 	explicit_bzero(cmd, (size_t)len);
 	redisFreeCommand(cmd);
 	return r;
@@ -476,7 +487,7 @@ send_select(struct rconn *rc)
 
 	if (len < 0)
 		return -1;
-	int r = submit(rc, on_handshake, step_select, 1, cmd, (size_t)len, NULL, 0);
+	int r = submit(rc, NULL, on_handshake, step_select, cmd, (size_t)len, NULL, 0);
 	redisFreeCommand(cmd);
 	return r;
 }
@@ -490,7 +501,7 @@ send_role(struct rconn *rc)
 
 	if (len < 0)
 		return -1;
-	int r = submit(rc, on_handshake, step_role, 1, cmd, (size_t)len, NULL, 0);
+	int r = submit(rc, NULL, on_handshake, step_role, cmd, (size_t)len, NULL, 0);
 	redisFreeCommand(cmd);
 	return r;
 }
@@ -796,7 +807,7 @@ rconn_command(struct rconn *rc, rconn_reply_cb *cb, void *arg, const char *fmt, 
 	va_end(ap);
 	if (len < 0)
 		return -1;
-	int r = submit(rc, cb, arg, 0, cmd, (size_t)len, NULL, 0);
+	int r = submit(rc, cb, NULL, arg, cmd, (size_t)len, NULL, 0);
 	redisFreeCommand(cmd);
 	return r;
 }
@@ -813,7 +824,7 @@ rconn_commandv(struct rconn *rc, rconn_reply_cb *cb, void *arg, int argc, const 
 	len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
 	if (len < 0)
 		return -1;
-	int r = submit(rc, cb, arg, 0, cmd, (size_t)len, NULL, 0);
+	int r = submit(rc, cb, NULL, arg, cmd, (size_t)len, NULL, 0);
 	redisFreeCommand(cmd);
 	return r;
 }
@@ -874,7 +885,7 @@ rconn_eval(struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *cb, v
 			redisFreeCommand(eval_cmd);
 		return -1;
 	}
-	int r = submit(rc, cb, arg, 0, sha_cmd, (size_t)sha_len, eval_cmd, (size_t)eval_len);
+	int r = submit(rc, cb, NULL, arg, sha_cmd, (size_t)sha_len, eval_cmd, (size_t)eval_len);
 	redisFreeCommand(sha_cmd);
 	return r;
 }

@@ -27,10 +27,12 @@
 #include <hiredis/hiredis.h>
 #include <jansson.h>
 
+#include "cfgfile.h"
+#include "cluster.h"
 #include "config.h"
 #include "ctl.h"
 #include "record.h"
-#include "cluster.h"
+#include "secrets.h"
 #include "sentinel.h"
 #include "store.h"
 #include "version.h"
@@ -155,7 +157,7 @@ load_config(struct ctx *c)
 {
 	struct cfg_errors errs = {0};
 
-	c->cfg = cfg_load(c->cfg_path, &errs);
+	c->cfg = cfgfile_load(c->cfg_path, &errs);
 	for (size_t i = 0; i < errs.n; i++)
 		say("%s", errs.msgs[i]);
 	cfg_errors_clear(&errs);
@@ -257,7 +259,8 @@ authenticate(struct ctx *c)
 
 	if (cfg->redis.password_file == NULL)
 		return 0;
-	if (cfg_read_file(cfg, cfg->redis.password_file, 0, &pw, &len, err, sizeof err) != 0) {
+	if (secrets_read_cfg(cfg, cfg->redis.password_file, SECRETS_TRIMMED, &pw, &len, err,
+	    sizeof err) != 0) {
 		say("[redis] password_file: %s", err);
 		return EX_CONFIG;
 	}
@@ -265,7 +268,7 @@ authenticate(struct ctx *c)
 		rc = run(c, &r, "AUTH", cfg->redis.username, pw, (char *)NULL);
 	else
 		rc = run(c, &r, "AUTH", pw, (char *)NULL);
-	cfg_secret_free(pw, len);
+	secrets_free(pw, len);
 	freeReplyObject(r);
 	return rc == 0 ? 0 : EX_UNAVAILABLE;
 }
@@ -284,7 +287,8 @@ cluster_owner(struct ctx *c, char *host, size_t hostlen, int *port)
 
 	if (sentinel_parse_list(cfg->redis.cluster, seeds, &n, err, sizeof err) < 0 ||
 	    (cfg->redis.password_file &&
-	    cfg_read_file(cfg, cfg->redis.password_file, 0, &pw, &len, err, sizeof err) < 0)) {
+	    secrets_read_cfg(cfg, cfg->redis.password_file, SECRETS_TRIMMED, &pw, &len, err,
+	    sizeof err) < 0)) {
 		say("%s", err);
 		return EX_CONFIG;
 	}
@@ -305,7 +309,7 @@ cluster_owner(struct ctx *c, char *host, size_t hostlen, int *port)
 		}
 	}
 	if (pw)
-		cfg_secret_free(pw, len);
+		secrets_free(pw, len);
 	cluster_map_free(m);
 	return rc;
 }
@@ -322,15 +326,15 @@ sentinel_primary(const struct cfg *cfg, char *host, size_t hostlen, int *port)
 
 	if (sentinel_parse_list(cfg->redis.sentinels, a, &n, err, sizeof err) < 0 ||
 	    (cfg->redis.sentinel_password_file &&
-	    cfg_read_file(cfg, cfg->redis.sentinel_password_file, 0, &pw, &len, err,
-	    sizeof err) < 0)) {
+	    secrets_read_cfg(cfg, cfg->redis.sentinel_password_file, SECRETS_TRIMMED, &pw, &len,
+	    err, sizeof err) < 0)) {
 		say("%s", err);
 		return EX_CONFIG;
 	}
 	rc = sentinel_master(a, n, cfg->redis.master_name, pw, TIMEOUT_S * 1000L, host, hostlen,
 	    port, err, sizeof err);
 	if (pw)
-		cfg_secret_free(pw, len);
+		secrets_free(pw, len);
 	if (rc < 0) {
 		say("%s", err);
 		return EX_UNAVAILABLE;
@@ -385,7 +389,7 @@ connect_redis(struct ctx *c)
 }
 
 /* The verification key of [records], for inspect and requeue. *key is NULL
- * with signature = off. Caller frees with cfg_secret_free. */
+ * with signature = off. Caller frees with secrets_free. */
 static int
 read_verify_key(struct ctx *c, char **key, size_t *len)
 {
@@ -396,8 +400,7 @@ read_verify_key(struct ctx *c, char **key, size_t *len)
 	*len = 0;
 	if (!cfg->records.signature_required)
 		return 0;
-	if (cfg_read_file(cfg, cfg->records.verify_key_file, cfg_verify_key_kind(cfg), key, len,
-	    err, sizeof err) != 0) {
+	if (secrets_read_verify_key(cfg, key, len, err, sizeof err) != 0) {
 		say("[records] verify_key_file: %s", err);
 		return EX_CONFIG;
 	}
@@ -702,13 +705,12 @@ check_against_verify_key(struct ctx *c, const char *id, const char *jws, int64_t
 	size_t len;
 	enum record_status st;
 
-	if (cfg_read_file(c->cfg, c->cfg->records.verify_key_file, cfg_verify_key_kind(c->cfg),
-	    &key, &len, err, sizeof err) != 0)
+	if (secrets_read_verify_key(c->cfg, &key, &len, err, sizeof err) != 0)
 		return 0;	/* a decider's host need not hold it */
 	ctl_policy_init(&pol, c->cfg, (unsigned char *)key, len);
 	st = record_load(&pol, id, jws, now, &rec, NULL, detail, sizeof detail);
 	record_free(rec);
-	cfg_secret_free(key, len);
+	secrets_free(key, len);
 	if (st == RECORD_OK)
 		return 0;
 	say("decide: the signed record does not verify with [records] verify_key_file: %s",
@@ -729,17 +731,17 @@ encode_record(struct ctx *c, struct decide_opts *o, const json_t *content, const
 	if (!cfg->records.signature_required)
 		return (*out = strdup(json)) != NULL ? 0 : EX_REFUSED;
 	/* The decider's signing key: a private PEM or the HMAC secret. */
-	if (cfg_read_secret(o->key_path, ctl_key_keep_ws(cfg->records.algorithm) ?
-	    CFG_FILE_PRIVATE_PEM : CFG_FILE_SECRET, &key, &len, err, sizeof err) != 0) {
+	if (secrets_read(o->key_path, secrets_key_kind(cfg->records.algorithm, 1), &key, &len, err,
+	    sizeof err) != 0) {
 		say("decide: --key: %s", err);
 		return EX_CONFIG;
 	}
 	*out = record_sign(cfg->records.algorithm, (unsigned char *)key, len, o->kid, content);
-	cfg_secret_free(key, len);
+	secrets_free(key, len);
 	if (*out == NULL) {
 		say("decide: --key %s: not a usable %s %s", o->key_path,
-		    jwt_alg_str(cfg->records.algorithm),
-		    cfg->records.algorithm == JWT_ALG_HS256 ? "secret (at least 32 bytes)"
+		    jwa_name(cfg->records.algorithm),
+		    cfg->records.algorithm == JWA_HS256 ? "secret (at least 32 bytes)"
 		    : "private key (PEM)");
 		return EX_CONFIG;
 	}
@@ -1385,7 +1387,7 @@ cmd_inspect(struct ctx *c, int argc, char **argv)
 		return usage_error("inspect: '%s' is not a recordId", id ? id : "");
 	if ((rc = load_config(c)) != 0 || (rc = use_shard_of(c, id)) != 0 ||
 	    (rc = read_verify_key(c, &key, &key_len)) != 0 || (rc = connect_redis(c)) != 0) {
-		cfg_secret_free(key, key_len);
+		secrets_free(key, key_len);
 		return rc;
 	}
 	out = json_object();
@@ -1396,7 +1398,7 @@ cmd_inspect(struct ctx *c, int argc, char **argv)
 			ctl_print_human(stdout, out, 0);
 	}
 	json_decref(out);
-	cfg_secret_free(key, key_len);
+	secrets_free(key, key_len);
 	return rc;
 }
 
@@ -1594,7 +1596,7 @@ dead_with_id(struct ctx *c, const char *sub, const char *id)
 	if ((rc = connect_redis(c)) == 0)
 		rc = strcmp(sub, "requeue") == 0 ? dead_requeue(c, id, key, key_len)
 		    : dead_drop(c, id);
-	cfg_secret_free(key, key_len);
+	secrets_free(key, key_len);
 	return rc;
 }
 

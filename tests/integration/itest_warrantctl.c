@@ -207,7 +207,7 @@ read_all(const char *path)
 
 /* The stored record, verified with the public key (or the secret). */
 static struct record *
-load_record(const char *id, jwt_alg_t alg, const char *key_path)
+load_record(const char *id, enum jwa_alg alg, const char *key_path)
 {
 	char *raw = h_redis_str(C, "HGET t:decision:%s record", id), *key = read_all(key_path);
 	struct record_policy pol = {.signature_required = 1, .algorithm = alg,
@@ -309,7 +309,7 @@ test_decide_writes_hash_and_stream(void **state)
 	assert_string_equal(job, out);
 	assert_int_equal(h_redis_int(C, "ZCARD t:scheduled"), 0);
 
-	rec = load_record(out, JWT_ALG_ES256, es_pub);
+	rec = load_record(out, JWA_ES256, es_pub);
 	assert_string_equal(rec->on_behalf_of, "operator:4417");
 	assert_string_equal(rec->action, "gate.open");
 	assert_string_equal(rec->resource, "canal/gate-14");
@@ -338,7 +338,7 @@ test_decide_hs256(void **state)
 	out = ctl_ok(cfg_hs, "decide", "--on-behalf-of", "svc:a", "--action", "gate.open",
 	    "--resource", "g/1", "--basis", "grant:7", "--expires", "+10m", "--id", "hs-1",
 	    "--kid", "k1", "--key", hs_secret, (char *)NULL);
-	rec = load_record("hs-1", JWT_ALG_HS256, hs_secret);
+	rec = load_record("hs-1", JWA_HS256, hs_secret);
 	assert_string_equal(rec->basis, "grant:7");
 	record_free(rec);
 	free(out);
@@ -375,7 +375,7 @@ test_decide_not_before_schedules(void **state)
 	assert_int_equal(h_redis_int(C, "XLEN t:jobs"), 0);
 	score = h_redis_str(C, "ZSCORE t:scheduled later-1");
 	assert_non_null(score);
-	rec = load_record("later-1", JWT_ALG_ES256, es_pub);
+	rec = load_record("later-1", JWA_ES256, es_pub);
 	assert_int_equal(rec->not_before_ms - rec->decided_at_ms, 3600 * 1000);
 	assert_int_equal(strtoll(score, NULL, 10), rec->not_before_ms);
 	record_free(rec);
@@ -443,7 +443,7 @@ test_decide_checks_config_rules(void **state)
 	out = ctl_ok(cfg_window, "decide", "--on-behalf-of", "a", "--action", "gate.open",
 	    "--resource", "g/1", "--basis", "b", "--expires", "+9m", "--id", "iss-1", "--key",
 	    es_key, (char *)NULL);
-	struct record *rec = load_record("iss-1", JWT_ALG_ES256, es_pub);
+	struct record *rec = load_record("iss-1", JWA_ES256, es_pub);
 	assert_string_equal(rec->iss, "dec-1");
 	record_free(rec);
 	free(out);
@@ -795,7 +795,7 @@ store_expired(const char *id)
 	    "parameters", "basis", "b", "decidedAt", "2020-01-01T00:00:00Z",
 	    "expiresAt", "2020-01-01T01:00:00Z", "iss", "warrantctl");
 
-	jws = record_sign(JWT_ALG_ES256, (unsigned char *)key, strlen(key), NULL, content);
+	jws = record_sign(JWA_ES256, (unsigned char *)key, strlen(key), NULL, content);
 	assert_non_null(jws);
 	assert_int_equal(h_redis_int(C, "HSET t:decision:%s record %s", id, jws), 1);
 	free(jws);
