@@ -116,7 +116,9 @@ check_cluster(const redisReply *r)
 			if (o != NULL && (o->port < 1 || o->port > 65535))
 				abort();
 		}
-	if (cluster_parse_redirect(r, &rd) != CLUSTER_NO_REDIRECT &&
+	/* rconn hands error_seen the text of an error reply */
+	if (cluster_parse_redirect(r->type == REDIS_REPLY_ERROR ? r->str : NULL, &rd) !=
+	    CLUSTER_NO_REDIRECT &&
 	    (rd.slot >= CLUSTER_SLOTS || rd.to.port < 1 || rd.to.port > 65535))
 		abort();
 	(void)cluster_map_apply(m, &rd);
