@@ -48,6 +48,7 @@ void sreply_transition(const struct sreply *r, struct sreply_transition *t);
 
 /* One stream entry delivered to this consumer. */
 struct sreply_entry {
+	const char *stream;	/* XREADGROUP: the stream key it came from; else NULL */
 	const char *stream_id;
 	const char *id;		/* its `id` field; NULL when missing or not a string */
 	int deliveries;		/* the delivery count; 1 when the reply does not say */
@@ -58,9 +59,11 @@ typedef void sreply_id_cb(void *arg, const char *stream_id);
 
 /*
  * XREADGROUP ... STREAMS key >: nil (nothing new) or
- * [[stream, [[stream_id, [field, value, ...]], ...]], ...]. Calls cb for each
- * well-formed entry (malformed ones are skipped). Returns how many, or -1
- * when r is not one of those shapes (an error reply included).
+ * [[stream, [[stream_id, [field, value, ...]], ...]], ...] -- one pair per
+ * stream read, when one read names several. Calls cb for each well-formed
+ * entry (malformed ones are skipped), with e->stream the key of its pair.
+ * Returns how many, or -1 when r is not one of those shapes (an error reply
+ * included).
  */
 int sreply_read(const struct sreply *r, sreply_entry_cb *cb, void *arg);
 

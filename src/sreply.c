@@ -58,6 +58,7 @@ entry_of(const redisReply *e, struct sreply_entry *out)
 
 	if (sid == NULL || sid->str == NULL || e->elements < 2)
 		return -1;
+	out->stream = NULL;
 	out->stream_id = sid->str;
 	out->id = field(e->element[1], "id");
 	out->deliveries = 1;
@@ -66,14 +67,16 @@ entry_of(const redisReply *e, struct sreply_entry *out)
 	return 0;
 }
 
+/* stream: the key the entries were read from (XREADGROUP), or NULL. */
 static int
-each_entry(const redisReply *entries, sreply_entry_cb *cb, void *arg)
+each_entry(const redisReply *entries, const char *stream, sreply_entry_cb *cb, void *arg)
 {
 	int count = 0;
 
 	for (size_t i = 0; is_array(entries) && i < entries->elements; i++) {
 		struct sreply_entry e;
 		if (entry_of(entries->element[i], &e) == 0) {
+			e.stream = stream;
 			cb(arg, &e);
 			count++;
 		}
@@ -109,8 +112,9 @@ sreply_read(const struct sreply *reply, sreply_entry_cb *cb, void *arg)
 		return -1;
 	for (size_t i = 0; i < r->elements; i++) {
 		const redisReply *s = elem(r, i, REDIS_REPLY_ARRAY);
-		if (s != NULL && s->elements == 2 && elem(s, 0, REDIS_REPLY_STRING))
-			count += each_entry(elem(s, 1, REDIS_REPLY_ARRAY), cb, arg);
+		const redisReply *key = elem(s, 0, REDIS_REPLY_STRING);
+		if (s != NULL && s->elements == 2 && key != NULL && key->str != NULL)
+			count += each_entry(elem(s, 1, REDIS_REPLY_ARRAY), key->str, cb, arg);
 	}
 	return count;
 }
@@ -128,7 +132,7 @@ sreply_claim(const struct sreply *reply, char *next, size_t n, sreply_entry_cb *
 		return -1;
 	if (nx != NULL && nx->str != NULL && n > 0 && strlen(nx->str) < n)
 		snprintf(next, n, "%s", nx->str);
-	int count = each_entry(elem(r, 1, REDIS_REPLY_ARRAY), entry, arg);
+	int count = each_entry(elem(r, 1, REDIS_REPLY_ARRAY), NULL, entry, arg);
 	each_id(elem(r, 2, REDIS_REPLY_ARRAY), deleted, arg);
 	return count;
 }

@@ -30,6 +30,18 @@ on_entry(void *arg, const struct sreply_entry *e)
 	got.n++;
 }
 
+/* Like on_entry, with the stream key of each entry ("-" when none). */
+static void
+on_stream_entry(void *arg, const struct sreply_entry *e)
+{
+	size_t used = strlen(got.seen);
+
+	(void)arg;
+	snprintf(got.seen + used, sizeof got.seen - used, "%s%s>%s=%s", used ? " " : "",
+	    e->stream ? e->stream : "-", e->stream_id, e->id ? e->id : "(none)");
+	got.n++;
+}
+
 static void
 on_id(void *arg, const char *id)
 {
@@ -63,6 +75,36 @@ test_read(void **state)
 	assert_int_equal(sreply_read(sreply_of(nil), on_entry, NULL), 0);
 	tree_free(nil);
 	assert_int_equal(got.n, 0);
+}
+
+/* One read over several shards' streams: each entry says which stream it
+ * came from, so that it goes to that shard; a stream with nothing new is
+ * absent (or, in some versions, present with no entries). */
+static void
+test_read_streams(void **state)
+{
+	(void)state;
+	reset();
+	redisReply *r = arr(4,
+	    arr(2, str("{w:0}:jobs"), arr(1, arr(2, str("1-0"), arr(2, str("id"), str("a"))))),
+	    arr(2, str("{w:2}:jobs"), arr(2,
+		arr(2, str("1-0"), arr(2, str("id"), str("b"))),
+		arr(2, str("5-0"), arr(2, str("id"), str("c"))))),
+	    arr(2, str("{w:3}:jobs"), arr(0)),
+	    arr(2, num(1), arr(1, arr(2, str("9-0"), arr(2, str("id"), str("x"))))));
+	assert_int_equal(sreply_read(sreply_of(r), on_stream_entry, NULL), 3);
+	assert_string_equal(got.seen, "{w:0}:jobs>1-0=a {w:2}:jobs>1-0=b {w:2}:jobs>5-0=c");
+	tree_free(r);
+
+	/* the claim script's entries name no stream */
+	char next[48];
+	reset();
+	r = arr(3, str("0-0"), arr(1, arr(3, str("4-0"), arr(2, str("id"), str("d")), num(2))),
+	    arr(0));
+	assert_int_equal(sreply_claim(sreply_of(r), next, sizeof next, on_stream_entry, on_id,
+	    (void *)"del"), 1);
+	assert_string_equal(got.seen, "->4-0=d");
+	tree_free(r);
 }
 
 /* Nothing in a malformed reply is dereferenced blindly. */
@@ -238,6 +280,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_read),
+		cmocka_unit_test(test_read_streams),
 		cmocka_unit_test(test_read_malformed),
 		cmocka_unit_test(test_claim),
 		cmocka_unit_test(test_renew),
