@@ -2,7 +2,9 @@
  * engine: the consumer, the imperative shell around the entries in hand.
  *
  * Two Redis connections: `blk` carries only the blocking XREADGROUP, `cmd`
- * everything else, pipelined. This file reads entry ids (XREADGROUP, our
+ * everything else, pipelined. With shards, each shard has its own `cmd`;
+ * on a single Redis one `blk` reads every shard's stream at once, on a
+ * cluster each shard has its own (CROSSSLOT refuses one read over slots). This file reads entry ids (XREADGROUP, our
  * own PEL, XAUTOCLAIM), promotes scheduled ones, renews leases, writes the
  * heartbeat, follows the worker's token and runs the life cycle; each entry
  * in hand is a struct ejob, carried from admission to release by ejob.c.
@@ -55,9 +57,11 @@ struct secrets {
 
 /*
  * One shard (issue 13): its keys (all in one hash-tag slot on a cluster),
- * its two connections, its entries in hand and where its reading stands.
+ * its connections, its entries in hand and where its reading stands.
  * Without [redis] shards there is exactly one, under the prefix itself.
  * Each has its own R17 episode: a node that is down stops only its shards.
+ * `reading`: its stream is in the blocking read outstanding (its own, or
+ * the engine's shared one); `blk` is NULL when the engine reads for it.
  */
 struct shard {
 	struct engine *eng;
@@ -81,6 +85,13 @@ struct engine {
 	struct cfg *cfg;
 	struct shard *shards;
 	size_t nshards;
+	/* Shards on one Redis (no cluster): one blocking read over every
+	 * shard's stream, on this connection; NULL when each shard reads. */
+	int one_read;			/* so: shards on one Redis */
+	struct rconn *blk;		/* NULL after engine_stop */
+	int reading;			/* the shared read is outstanding */
+	ev_timer read_kick;		/* R17: its error replies, backed off */
+	unsigned read_failures;
 	struct http_client *http;
 	struct webhook *webhook;	/* NULL without [notify] webhook_url */
 	struct oauth *oauth;		/* NULL without an [oauth] section */
@@ -113,6 +124,7 @@ static void read_more(struct shard *sh);
 static void own_pending_more(struct shard *sh);
 static void maybe_finish_stop(struct engine *eng);
 static void ensure_group(struct shard *sh);
+static void read_shared(struct engine *eng);
 
 #define KICK_MIN_MS	100
 #define KICK_MAX_MS	5000
@@ -209,18 +221,31 @@ capacity(const struct engine *eng)
 /* R17: an error reply on the reading path (XREADGROUP, our PEL, XGROUP):
  * come back with backoff, never at once. rconn has logged it. */
 static void
-back_off(struct shard *sh)
+back_off_with(struct engine *eng, ev_timer *kick, unsigned *failures)
 {
-	struct engine *eng = sh->eng;
-
-	if (sh->kick_failures < 64)
-		sh->kick_failures++;
-	int64_t delay = backoff_ms(KICK_MIN_MS, KICK_MIN_MS, KICK_MAX_MS, (int)sh->kick_failures,
+	if (*failures < 64)
+		(*failures)++;
+	int64_t delay = backoff_ms(KICK_MIN_MS, KICK_MIN_MS, KICK_MAX_MS, (int)*failures,
 	    rnd_u64());
 
-	ev_timer_stop(eng->loop, &sh->kick);
-	ev_timer_set(&sh->kick, (double)delay / 1000.0, 0.0);
-	ev_timer_start(eng->loop, &sh->kick);
+	ev_timer_stop(eng->loop, kick);
+	ev_timer_set(kick, (double)delay / 1000.0, 0.0);
+	ev_timer_start(eng->loop, kick);
+}
+
+static void
+back_off(struct shard *sh)
+{
+	back_off_with(sh->eng, &sh->kick, &sh->kick_failures);
+}
+
+/* The shared read's error replies have one episode of their own: on one
+ * Redis they concern every shard alike. */
+static void
+read_kick_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop, (void)revents;
+	read_shared(w->data);
 }
 
 static void
@@ -286,14 +311,16 @@ after_read(struct rconn *rc, const struct sreply *r, void *arg)
 	read_more(sh);
 }
 
-/* How many entries one shard's read may ask for: its share of the room
- * left, so that the blocking reads of all shards together, outstanding at
- * once, ask for no more than max_in_flight allows (one shard: all of it). */
+/* How many entries one stream's read may ask for: its share of the room
+ * left, so that the reads of `streams` streams together -- per shard, all
+ * outstanding at once, or one read naming them all, whose COUNT Redis
+ * applies per stream -- ask for no more than max_in_flight allows (one
+ * shard: all of it). */
 static long
-read_count(const struct engine *eng)
+read_count(const struct engine *eng, size_t streams)
 {
 	long room = eng->cfg->daemon.max_in_flight - (long)in_hand(eng);
-	long share = room / (long)eng->nshards;
+	long share = room / (long)streams;
 	long cap = capacity(eng);
 
 	if (share < 1)
@@ -311,6 +338,24 @@ may_read(const struct shard *sh)
 	return sh->group_ready && sh->own_done && !eng->draining && !sh->reading &&
 	    sh->blk && rconn_is_up(sh->blk) && rconn_is_up(sh->cmd) &&
 	    !ev_is_active(&sh->kick) && capacity(eng) > 0;
+}
+
+/* The shared read: whether a shard's stream goes into it. Like may_read,
+ * but the blocking connection and the room are the engine's. */
+static int
+stream_ready(const struct shard *sh)
+{
+	return sh->group_ready && sh->own_done && rconn_is_up(sh->cmd) &&
+	    !ev_is_active(&sh->kick);
+}
+
+/* A shard a round trip from ready (its group or own PEL on the way): the
+ * shared read waits for it rather than leave its stream out for block_ms.
+ * One whose connection is down or that backs off is left out. */
+static int
+stream_coming(const struct shard *sh)
+{
+	return !stream_ready(sh) && rconn_is_up(sh->cmd) && !ev_is_active(&sh->kick);
 }
 
 /* R6: with no usable token, read nothing new: entries stay undelivered for
@@ -341,10 +386,14 @@ read_more(struct shard *sh)
 		own_pending_more(sh);
 		return;
 	}
+	if (eng->one_read) {
+		read_shared(eng);
+		return;
+	}
 	if (!may_read(sh))
 		return;
 	char count[24], block[24];
-	snprintf(count, sizeof count, "%ld", read_count(eng));
+	snprintf(count, sizeof count, "%ld", read_count(eng, eng->nshards));
 	snprintf(block, sizeof block, "%ld", eng->cfg->redis.block_ms);
 	const char *argv[] = {"XREADGROUP", "GROUP", eng->cfg->redis.group,
 	    eng->cfg->daemon.consumer, "COUNT", count, "BLOCK", block, "STREAMS",
@@ -354,6 +403,109 @@ read_more(struct shard *sh)
 		len[i] = strlen(argv[i]);
 	if (rconn_commandv(sh->blk, after_read, sh, 11, argv, len) == 0)
 		sh->reading = 1;
+}
+
+/* sreply_entry_cb of the shared read: the entry goes to the shard whose
+ * stream it came from. */
+static void
+admit_to_shard(void *arg, const struct sreply_entry *e)
+{
+	struct engine *eng = arg;
+
+	for (size_t i = 0; e->stream != NULL && i < eng->nshards; i++)
+		if (strcmp(eng->shards[i].keys.jobs, e->stream) == 0) {
+			admit(&eng->shards[i], e);
+			return;
+		}
+	/* Never sent: it stays in our PEL, read again with it (R14). */
+	log_warn("job.admit", "stream_id=%s error=\"from a stream not read\"", e->stream_id);
+}
+
+/* The shards whose streams were in the shared read: it is over for them. */
+static void
+shared_read_over(struct engine *eng, int ok)
+{
+	eng->reading = 0;
+	for (size_t i = 0; i < eng->nshards; i++) {
+		struct shard *sh = &eng->shards[i];
+		if (!sh->reading)
+			continue;
+		sh->reading = 0;
+		if (ok) {
+			read_path_ok(sh);
+			sh->last_read_at = wtime_now_ms();
+		}
+	}
+}
+
+static void
+after_shared_read(struct rconn *rc, const struct sreply *r, void *arg)
+{
+	struct engine *eng = arg;
+	(void)rc;
+
+	if (sreply_error(r, "NOGROUP")) {
+		/* Some stream or group is gone; which one the error text says
+		 * only in words: ask for each group read, BUSYGROUP is fine. */
+		for (size_t i = 0; i < eng->nshards; i++)
+			if (eng->shards[i].reading) {
+				eng->shards[i].group_ready = 0;
+				ensure_group(&eng->shards[i]);
+			}
+		shared_read_over(eng, 0);
+		return;
+	}
+	if (r == NULL) {
+		shared_read_over(eng, 0);
+		return;	/* the connection went: on_shared_blk_state reads again */
+	}
+	if (sreply_read(r, admit_to_shard, eng) < 0) {
+		shared_read_over(eng, 0);
+		back_off_with(eng, &eng->read_kick, &eng->read_failures);
+		return;
+	}
+	eng->read_failures = 0;
+	shared_read_over(eng, 1);
+	read_shared(eng);
+}
+
+/* One XREADGROUP over the stream of every shard ready to read (a single
+ * Redis allows it), so a worker holds one blocking connection, not N. */
+static void
+read_shared(struct engine *eng)
+{
+	const char *argv[9 + 2 * CLUSTER_SHARDS_MAX];
+	size_t n = 0;
+
+	if (eng->reading || eng->draining || !rconn_is_up(eng->blk) ||
+	    ev_is_active(&eng->read_kick) || capacity(eng) <= 0 ||
+	    token_blocks_reading(eng))
+		return;
+	for (size_t i = 0; i < eng->nshards; i++) {
+		if (stream_coming(&eng->shards[i]))
+			return;
+		n += stream_ready(&eng->shards[i]);
+	}
+	if (n == 0)
+		return;
+	char count[24], block[24];
+	snprintf(count, sizeof count, "%ld", read_count(eng, n));
+	snprintf(block, sizeof block, "%ld", eng->cfg->redis.block_ms);
+	const char *head[] = {"XREADGROUP", "GROUP", eng->cfg->redis.group,
+	    eng->cfg->daemon.consumer, "COUNT", count, "BLOCK", block, "STREAMS"};
+	int argc = 0;
+	for (size_t i = 0; i < sizeof head / sizeof head[0]; i++)
+		argv[argc++] = head[i];
+	for (size_t i = 0; i < eng->nshards; i++)
+		if (stream_ready(&eng->shards[i]))
+			argv[argc++] = eng->shards[i].keys.jobs;
+	for (size_t i = 0; i < n; i++)
+		argv[argc++] = ">";
+	if (rconn_commandv(eng->blk, after_shared_read, eng, argc, argv, NULL) < 0)
+		return;
+	eng->reading = 1;
+	for (size_t i = 0; i < eng->nshards; i++)
+		eng->shards[i].reading = stream_ready(&eng->shards[i]);
 }
 
 static void
@@ -491,6 +643,11 @@ claim_shard(struct shard *sh)
 		return;
 	promote_due(sh);
 	trim_jobs(sh);
+	/* A PEL scan that a reconnect restarted while a claim was on its way
+	 * is taken up here, at the latest: with one read over every shard,
+	 * the read waits for it. */
+	if (!sh->own_done && creds_tokens_usable(eng->sec.creds))
+		own_pending_more(sh);
 	/* R6: never claim what cannot be completed for want of a token. */
 	if (!sh->own_done || sh->claiming || capacity(eng) <= 0 ||
 	    !creds_tokens_usable(eng->sec.creds) || wtime_mono_ms() < sh->claim_not_before)
@@ -743,21 +900,43 @@ on_cmd_state(struct rconn *rc, int up, void *arg)
 	heartbeat_shard(sh);
 }
 
+/* A read whose reply died with the connection left entries in our PEL
+ * that we never saw: the shard reads its PEL again before new entries. */
+static void
+reread_own(struct shard *sh)
+{
+	sh->own_done = 0;
+	snprintf(sh->own_cursor, sizeof sh->own_cursor, "0");
+	read_more(sh);
+}
+
 static void
 on_blk_state(struct rconn *rc, int up, void *arg)
 {
 	struct shard *sh = arg;
 	(void)rc;
 
-	if (!up) {
+	if (!up)
 		sh->reading = 0;
+	else
+		reread_own(sh);
+}
+
+/* The shared read's connection: every shard's stream was in the read. */
+static void
+on_shared_blk_state(struct rconn *rc, int up, void *arg)
+{
+	struct engine *eng = arg;
+	(void)rc;
+
+	if (!up) {
+		eng->reading = 0;
+		for (size_t i = 0; i < eng->nshards; i++)
+			eng->shards[i].reading = 0;
 		return;
 	}
-	/* A read whose reply died with the connection left entries in our
-	 * PEL that we never saw: read the PEL again before new entries. */
-	sh->own_done = 0;
-	snprintf(sh->own_cursor, sizeof sh->own_cursor, "0");
-	read_more(sh);
+	for (size_t i = 0; i < eng->nshards; i++)
+		reread_own(&eng->shards[i]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -997,7 +1176,8 @@ setup_cluster(struct engine *eng, char *err, size_t errlen)
 	return 0;
 }
 
-/* A shard's two connections, named after it when there are shards. */
+/* A shard's connections, named after it when there are shards: its
+ * blocking one only when it reads alone. */
 static int
 connect_shard(struct shard *sh, struct rconn_opts o)
 {
@@ -1014,11 +1194,28 @@ connect_shard(struct shard *sh, struct rconn_opts o)
 	}
 	snprintf(name, sizeof name, cfg->redis.shards ? "cmd.%u" : "cmd", sh->index);
 	sh->cmd = rconn_new(sh->eng->loop, &o, name, on_cmd_state, sh);
+	lend_env(sh);
+	if (sh->eng->one_read)
+		return sh->cmd ? 0 : -1;
 	o.command_timeout_ms = cfg->redis.block_ms + 5000;
 	snprintf(name, sizeof name, cfg->redis.shards ? "read.%u" : "read", sh->index);
 	sh->blk = rconn_new(sh->eng->loop, &o, name, on_blk_state, sh);
-	lend_env(sh);
 	return sh->cmd && sh->blk ? 0 : -1;
+}
+
+/* The one blocking connection of shards on one Redis (named "read", as
+ * without shards). With sentinels it asks for the primary like the rest;
+ * resolve_primary needs only the engine, which shard 0 leads to. */
+static int
+connect_shared_read(struct engine *eng, struct rconn_opts o)
+{
+	if (eng->cfg->redis.sentinels) {
+		o.resolve = resolve_primary;
+		o.resolve_arg = &eng->shards[0];
+	}
+	o.command_timeout_ms = eng->cfg->redis.block_ms + 5000;
+	eng->blk = rconn_new(eng->loop, &o, "read", on_shared_blk_state, eng);
+	return eng->blk ? 0 : -1;
 }
 
 static int
@@ -1033,11 +1230,17 @@ connect_redis(struct engine *eng, char *err, size_t errlen)
 	    &eng->redis_password_len, err, errlen) < 0)
 		return -1;
 	struct rconn_opts o = redis_opts(cfg, eng->redis_password, 10000);
+	/* A cluster refuses one read over several slots (CROSSSLOT). */
+	eng->one_read = eng->nshards > 1 && cfg->redis.cluster == NULL;
 	for (size_t i = 0; i < eng->nshards; i++)
 		if (connect_shard(&eng->shards[i], o) < 0) {
 			snprintf(err, errlen, "cannot create the Redis connections");
 			return -1;
 		}
+	if (eng->one_read && connect_shared_read(eng, o) < 0) {
+		snprintf(err, errlen, "cannot create the Redis connections");
+		return -1;
+	}
 	return 0;
 }
 
@@ -1060,6 +1263,8 @@ init_timers(struct engine *eng)
 	init_timer(eng, &eng->lease, lease_cb, cfg->redis.lease_renew_ms);
 	init_timer(eng, &eng->watchdog, watchdog_cb,
 	    wd_ms > 1 ? wd_ms / 2 : cfg->daemon.heartbeat_ms);
+	ev_init(&eng->read_kick, read_kick_cb);
+	eng->read_kick.data = eng;
 }
 
 /* R16: a periodic timer whose interval changed takes the new one now. */
@@ -1228,6 +1433,9 @@ engine_stop(struct engine *eng)
 	eng->grace.data = eng;
 	ev_timer_start(eng->loop, &eng->grace);
 	/* The blocking read holds its connection until block_ms: drop it. */
+	ev_timer_stop(eng->loop, &eng->read_kick);
+	rconn_free(eng->blk);
+	eng->blk = NULL;
 	for (size_t i = 0; i < eng->nshards; i++) {
 		rconn_free(eng->shards[i].blk);
 		eng->shards[i].blk = NULL;
@@ -1314,6 +1522,7 @@ engine_free(struct engine *eng)
 	ev_timer_stop(eng->loop, &eng->lease);
 	ev_timer_stop(eng->loop, &eng->grace);
 	ev_timer_stop(eng->loop, &eng->watchdog);
+	ev_timer_stop(eng->loop, &eng->read_kick);
 	eng->draining = 1;
 	/* Outstanding callbacks fire with NULL while the connections close;
 	 * every job is marked finished first so none of them acts. */
@@ -1322,6 +1531,7 @@ engine_free(struct engine *eng)
 		if (eng->shards[i].jobs)
 			ejobs_abandon(eng->shards[i].jobs);
 	}
+	rconn_free(eng->blk);
 	for (size_t i = 0; i < eng->nshards; i++) {
 		rconn_free(eng->shards[i].blk);
 		rconn_free(eng->shards[i].cmd);

@@ -1243,6 +1243,122 @@ test_heartbeat(void **state)
 	daemon_down(&D[0]);
 }
 
+/* ------------------------------------------------------------------ */
+/* shards on one Redis: one blocking read for all                       */
+
+#define OR_SHARDS	4
+#define OR_JOBS		40
+
+/* The prefix of shard s of deployment "or" (README "Redis Cluster and
+ * shards"): {or:s}. Jobs are put in shard i % 4; which shard a record
+ * belongs to matters to the deciders, not to the worker. */
+static const char *
+or_prefix(int s)
+{
+	static char buf[OR_SHARDS][16];
+
+	snprintf(buf[s], sizeof buf[s], "{or:%d}", s);
+	return buf[s];
+}
+
+/* CLIENT LIST: the clients (the test's own included) and, in *blocked,
+ * those blocked in XREADGROUP. */
+static int
+clients(int *blocked)
+{
+	char *list = h_redis_str(C, "CLIENT LIST");
+	int n = 0;
+
+	*blocked = 0;
+	for (char *line = list, *next; line != NULL && *line != '\0'; line = next) {
+		next = strchr(line, '\n');
+		if (next != NULL)
+			*next++ = '\0';
+		const char *flags = strstr(line, " flags=");
+		n++;
+		if (strstr(line, " cmd=xreadgroup") && flags && strchr(flags + 7, 'b') &&
+		    strchr(flags + 7, 'b') < strchr(flags + 7, ' '))
+			(*blocked)++;
+	}
+	free(list);
+	return n;
+}
+
+static int
+one_blocked(void *arg)
+{
+	int blocked;
+	(void)arg;
+
+	(void)clients(&blocked);
+	return blocked == 1;
+}
+
+static int
+or_finished(void *arg)
+{
+	long long want = *(long long *)arg;
+
+	if (fake_total() < want)
+		return 0;
+	for (int s = 0; s < OR_SHARDS; s++)
+		if (h_pending_count(C, K(or_prefix(s), "jobs"), "workers") != 0)
+			return 0;
+	return 1;
+}
+
+/* Issue 13: with shards on one Redis the worker reads every shard's stream
+ * with one blocking XREADGROUP, not one per shard; the entries go to the
+ * shard they came from, the room (8 entries in hand over 4 streams: COUNT
+ * 2) is shared, and a stream deleted under the read (NOGROUP) is created
+ * again with its group, as without shards. */
+static void
+test_shards_one_read(void **state)
+{
+	struct h_daemon_opts o = opts("or");
+	char id[32];
+	int blocked;
+	(void)state;
+
+	o.redis_extra = "shards = 4\n";
+	o.daemon_extra = "max_in_flight = 8\n";
+	fake_reset();
+	daemon_up(&D[0], &o);
+	for (int i = 0; i < OR_JOBS; i++) {
+		snprintf(id, sizeof id, "or-%02d", i);
+		decide(or_prefix(i % OR_SHARDS), id, NULL);
+	}
+	long long want = OR_JOBS;
+	wait_for(or_finished, &want, "every shard's jobs done");
+	for (int i = 0; i < OR_JOBS; i++) {
+		snprintf(id, sizeof id, "or-%02d", i);
+		assert_hfield(or_prefix(i % OR_SHARDS), id, "state", "done");
+		assert_int_equal(ncalls(id), 1);
+	}
+	/* Idle: one blocked read, four command connections (and the test's). */
+	wait_for(one_blocked, NULL, "one blocked XREADGROUP");
+	for (int k = 0; k < 5; k++) {
+		usleep(300 * 1000);
+		int n = clients(&blocked);
+		printf("    idle, 4 shards: %d clients of the daemon, %d blocked in XREADGROUP\n",
+		    n - 1, blocked);
+		assert_int_equal(blocked, 1);
+		assert_int_equal(n - 1, OR_SHARDS + 1);
+	}
+
+	/* One shard's stream goes, group and all, under the blocked read. */
+	assert_int_equal(h_redis_int(C, "DEL %s", K(or_prefix(2), "jobs")), 1);
+	decide(or_prefix(2), "or-late-2", NULL);
+	decide(or_prefix(1), "or-late-1", NULL);
+	wait_state(or_prefix(2), "or-late-2", "done");
+	wait_state(or_prefix(1), "or-late-1", "done");
+	assert_int_equal(ncalls("or-late-2"), 1);
+	/* Redis 7 ends the read with UNBLOCKED (backed off), the next says
+	 * NOGROUP: the groups of the read are asked for again. */
+	assert_true(h_daemon_log_has(&D[0], "kind=NOGROUP"));
+	daemon_down(&D[0]);
+}
+
 int
 main(void)
 {
@@ -1281,6 +1397,9 @@ main(void)
 	const struct CMUnitTest heartbeat[] = {
 		cmocka_unit_test_teardown(test_heartbeat, test_teardown),
 	};
+	const struct CMUnitTest shards[] = {
+		cmocka_unit_test_teardown(test_shards_one_read, test_teardown),
+	};
 	int failed = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1299,6 +1418,8 @@ main(void)
 	failed += cmocka_run_group_tests_name("engine: R10-R14 recovery", recovery, group_setup,
 	    group_teardown);
 	failed += cmocka_run_group_tests_name("engine: heartbeat", heartbeat, group_setup,
+	    group_teardown);
+	failed += cmocka_run_group_tests_name("engine: shards on one Redis", shards, group_setup,
 	    group_teardown);
 	return failed ? 1 : 0;
 }
