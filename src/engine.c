@@ -2,12 +2,13 @@
  * engine: the consumer, the imperative shell around the entries in hand.
  *
  * Two Redis connections: `blk` carries only the blocking XREADGROUP, `cmd`
- * everything else, pipelined. With shards, each shard has its own `cmd`;
- * on a single Redis one `blk` reads every shard's stream at once, on a
- * cluster each shard has its own (CROSSSLOT refuses one read over slots). This file reads entry ids (XREADGROUP, our
- * own PEL, XAUTOCLAIM), promotes scheduled ones, renews leases, writes the
- * heartbeat, follows the worker's token and runs the life cycle; each entry
- * in hand is a struct ejob, carried from admission to release by ejob.c.
+ * everything else, pipelined. With shards each shard has its own `cmd`; on
+ * a single Redis one `blk` reads every shard's stream at once, on a cluster
+ * each shard has its own (CROSSSLOT refuses one read over several slots).
+ * This file reads entry ids (XREADGROUP, our own PEL, XAUTOCLAIM), promotes
+ * scheduled ones, renews leases, writes the heartbeat, follows the worker's
+ * token and runs the life cycle; each entry in hand is a struct ejob,
+ * carried from admission to release by ejob.c.
  */
 #define _DEFAULT_SOURCE
 #include "engine.h"
@@ -86,9 +87,9 @@ struct engine {
 	struct shard *shards;
 	size_t nshards;
 	/* Shards on one Redis (no cluster): one blocking read over every
-	 * shard's stream, on this connection; NULL when each shard reads. */
-	int one_read;			/* so: shards on one Redis */
-	struct rconn *blk;		/* NULL after engine_stop */
+	 * shard's stream, on the engine's own connection, not one per shard. */
+	int one_read;
+	struct rconn *blk;		/* one_read's; NULL otherwise and after engine_stop */
 	int reading;			/* the shared read is outstanding */
 	ev_timer read_kick;		/* R17: its error replies, backed off */
 	unsigned read_failures;
@@ -417,7 +418,8 @@ admit_to_shard(void *arg, const struct sreply_entry *e)
 			admit(&eng->shards[i], e);
 			return;
 		}
-	/* Never sent: it stays in our PEL, read again with it (R14). */
+	/* Redis answers only for the streams asked for; were it otherwise,
+	 * the entry would stay in our PEL for the next scan of it (R14). */
 	log_warn("job.admit", "stream_id=%s error=\"from a stream not read\"", e->stream_id);
 }
 
