@@ -1262,7 +1262,9 @@ or_prefix(int s)
 }
 
 /* CLIENT LIST: the clients (the test's own included) and, in *blocked,
- * those blocked in XREADGROUP. */
+ * those blocked in XREADGROUP; the id of the last of them in last_id. */
+static long long last_id;
+
 static int
 clients(int *blocked)
 {
@@ -1277,8 +1279,10 @@ clients(int *blocked)
 		const char *flags = strstr(line, " flags=");
 		n++;
 		if (strstr(line, " cmd=xreadgroup") && flags && strchr(flags + 7, 'b') &&
-		    strchr(flags + 7, 'b') < strchr(flags + 7, ' '))
+		    strchr(flags + 7, 'b') < strchr(flags + 7, ' ')) {
 			(*blocked)++;
+			last_id = strncmp(line, "id=", 3) == 0 ? atoll(line + 3) : -1;
+		}
 	}
 	free(list);
 	return n;
@@ -1345,6 +1349,17 @@ test_shards_one_read(void **state)
 		assert_int_equal(blocked, 1);
 		assert_int_equal(n - 1, OR_SHARDS + 1);
 	}
+
+	/* The read's connection is cut: every shard scans its PEL again and
+	 * the one read goes on. */
+	assert_true(last_id > 0);
+	assert_int_equal(h_redis_int(C, "CLIENT KILL ID %lld", last_id), 1);
+	decide(or_prefix(3), "or-cut-3", NULL);
+	wait_state(or_prefix(3), "or-cut-3", "done");
+	wait_for(one_blocked, NULL, "one blocked XREADGROUP after the cut");
+	assert_true(h_daemon_log_has(&D[0], "event=redis.up name=read attempt="));
+	(void)clients(&blocked);
+	assert_int_equal(blocked, 1);
 
 	/* One shard's stream goes, group and all, under the blocked read. */
 	assert_int_equal(h_redis_int(C, "DEL %s", K(or_prefix(2), "jobs")), 1);
