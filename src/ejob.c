@@ -996,7 +996,9 @@ after_load(struct rconn *rc, redisReply *r, void *arg)
 static void
 start_load(struct ejob *j)
 {
-	if (rconn_command(env_of(j)->cmd, after_load, j, "HGETALL %s", j->hash_key) < 0) {
+	const char *argv[] = {"HGETALL", j->hash_key};
+
+	if (rconn_commandv(env_of(j)->cmd, after_load, j, 2, argv, NULL) < 0) {
 		redis_retry(j, T_LOAD_RETRY);	/* stays in hand: reads wait too */
 		return;
 	}
