@@ -615,11 +615,14 @@ call_body(const struct ejob *j)
 static char *
 header_line(const char *name, const char *value)
 {
-	size_t len = strlen(name) + 2 + strlen(value) + 1;
-	char *h = malloc(len);
+	size_t nl = strlen(name), vl = strlen(value);
+	char *h = malloc(nl + 2 + vl + 1);
 
-	if (h != NULL)
-		snprintf(h, len, "%s: %s", name, value);
+	if (h != NULL) {
+		memcpy(h, name, nl);
+		memcpy(h + nl, ": ", 2);
+		memcpy(h + nl + 2, value, vl + 1);
+	}
 	return h;
 }
 
