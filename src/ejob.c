@@ -318,6 +318,8 @@ log_step(const struct ejob *j, const struct job_step *s)
 		lvl = LOG_DEBUG;
 	if (s->next == JOB_DEAD || s->next == JOB_FAILED)
 		lvl = LOG_WARN;
+	if (lvl > log_get_level())
+		return;	/* before the LOG_Qs format anything */
 	log_msg(lvl, ev, "id=%s stream_id=%s state=%s action=%s resource=%s attempt=%d "
 	    "reason=%s detail=%s", j->id[0] ? j->id : "-", j->stream_id,
 	    job_state_name(s->next)[0] ? job_state_name(s->next) : "-",
