@@ -604,10 +604,15 @@ on_call_done(const struct http_response *resp, void *arg)
 	ejob_unref(j);
 }
 
-static char *
-call_body(const struct ejob *j)
+/* R7: the verified payload's own bytes (equal as JSON); serialised again
+ * only for a record that has none. Caller frees *owned. */
+static const char *
+call_body(const struct ejob *j, char **owned)
 {
-	return json_dumps(j->rec->content, JSON_COMPACT);
+	*owned = NULL;
+	if (j->rec->body != NULL)
+		return j->rec->body;
+	return *owned = json_dumps(j->rec->content, JSON_COMPACT);
 }
 
 
@@ -733,7 +738,8 @@ start_call(struct ejob *j)
 		cannot_call(j, JOB_NOCALL_TOKEN_GONE);	/* R6: wait for one */
 		return;
 	}
-	char *body = call_body(j);
+	char *owned;
+	const char *body = call_body(j, &owned);
 	struct call_headers h;
 	int rc = -1;
 	if (body != NULL && call_headers_fill(&h, j->rec, bearer) == 0) {
@@ -747,7 +753,7 @@ start_call(struct ejob *j)
 		call_headers_free(&h);
 	drop_xtoken(j);	/* cached across nothing: the next call exchanges again */
 	free(url);
-	free(body);
+	free(owned);
 	if (rc < 0) {
 		call_not_started(j, "cannot start request");
 		return;

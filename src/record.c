@@ -560,8 +560,15 @@ check_header(const struct record_policy *pol, const struct jws *j, char *detail,
 	return st;
 }
 
+/* The verified bytes, kept as the R7 body. */
+struct payload {
+	char *text;
+	size_t len;
+};
+
 static enum record_status
-parse_object(const char *text, size_t len, json_t **out, char *detail, size_t n)
+parse_object(const char *text, size_t len, json_t **out, struct payload *keep, char *detail,
+	     size_t n)
 {
 	json_error_t err;
 	json_t *v = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
@@ -572,13 +579,20 @@ parse_object(const char *text, size_t len, json_t **out, char *detail, size_t n)
 		json_decref(v);
 		return fail(RECORD_INVALID, detail, n, "record: not a JSON object");
 	}
+	if ((keep->text = malloc(len + 1)) == NULL) {
+		json_decref(v);
+		return fail(RECORD_INVALID, detail, n, "record: out of memory");
+	}
+	memcpy(keep->text, text, len);
+	keep->text[len] = '\0';
+	keep->len = len;
 	*out = v;
 	return RECORD_OK;
 }
 
 static enum record_status
-load_signed(const struct record_policy *pol, const char *raw, json_t **content, char *detail,
-	    size_t n)
+load_signed(const struct record_policy *pol, const char *raw, json_t **content,
+	    struct payload *keep, char *detail, size_t n)
 {
 	struct jws j;
 	enum record_status st;
@@ -606,7 +620,8 @@ load_signed(const struct record_policy *pol, const char *raw, json_t **content, 
 			st = fail(RECORD_BAD_SIGNATURE, detail, n, "signature: does not verify");
 	}
 	if (st == RECORD_OK)
-		st = parse_object((const char *)j.payload, j.payload_len, content, detail, n);
+		st = parse_object((const char *)j.payload, j.payload_len, content, keep, detail,
+		    n);
 	jws_clear(&j);
 	return st;
 }
@@ -847,6 +862,7 @@ record_load(const struct record_policy *pol, const char *expected_id, const char
 {
 	struct fields f;
 	json_t *content = NULL;
+	struct payload keep = {NULL, 0};
 	enum record_status st;
 
 	*out = NULL;
@@ -859,11 +875,11 @@ record_load(const struct record_policy *pol, const char *expected_id, const char
 		return fail(RECORD_INVALID, detail, detail_len,
 		    "record: longer than [records] max_bytes (%zu)", pol->max_bytes);
 	if (pol->signature_required)
-		st = load_signed(pol, raw, &content, detail, detail_len);
+		st = load_signed(pol, raw, &content, &keep, detail, detail_len);
 	else if (raw == NULL)
 		st = fail(RECORD_INVALID, detail, detail_len, "record: missing");
 	else
-		st = parse_object(raw, strlen(raw), &content, detail, detail_len);
+		st = parse_object(raw, strlen(raw), &content, &keep, detail, detail_len);
 	if (st != RECORD_OK)
 		return st;
 	memset(&f, 0, sizeof f);
@@ -872,6 +888,12 @@ record_load(const struct record_policy *pol, const char *expected_id, const char
 		st = fail(RECORD_INVALID, detail, detail_len, "record: out of memory");
 	else if (st != RECORD_OK && owner_out != NULL)
 		*owner_out = owner_of(content);
+	if (*out != NULL) {
+		(*out)->body = keep.text;
+		(*out)->body_len = keep.len;
+	} else {
+		free(keep.text);
+	}
 	json_decref(content);
 	return st;
 }
@@ -889,5 +911,6 @@ record_free(struct record *rec)
 	free(rec->iss);
 	json_decref(rec->parameters);
 	json_decref(rec->content);
+	free(rec->body);
 	free(rec);
 }
