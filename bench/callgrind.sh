@@ -6,7 +6,10 @@
 # callgrind twice, over N1 and N2 jobs (BENCH_CG_JOBS, default "500 2500"),
 # and prints the daemon's instructions per job as the difference of the two
 # totals over N2 - N1 (start-up and shut-down cancel out), plus Redis' calls
-# and CPU per job from INFO commandstats of the larger run. MODE is off
+# and CPU per job from INFO commandstats of the larger run. With
+# BENCH_CG_REDIS=1 it is redis-server that runs under callgrind (the daemon
+# natively), zeroed once the jobs are loaded: Redis' instructions per job,
+# the one number commandstats' microseconds cannot give on a busy host. MODE is off
 # [default] or hs256; the target is nginx answering 204 when installed,
 # else fake_target; 64 in flight, log_level = warn.
 # BENCH_CG_KEEP=1 keeps the temp dir (callgrind.out.N* for
@@ -62,11 +65,24 @@ wait_for() {
 	done
 }
 
-redis-server --port 0 --unixsocket "$sock" --unixsocketperm 700 --save '' --appendonly no \
-    --dir "$tmp" --logfile "$tmp/redis.log" --daemonize no &
-redis_pid=$!
+CG_REDIS=${BENCH_CG_REDIS:-}
 redis_up() { [ "$(rcli PING 2>/dev/null)" = PONG ]; }
-wait_for 100 redis_up || die "redis-server did not start"
+start_redis() {	# a fresh one per run under BENCH_CG_REDIS (callgrind counts from its start)
+	stop_pid "$redis_pid"
+	rm -f "$sock"
+	if [ -n "$CG_REDIS" ]; then
+		valgrind --tool=callgrind --callgrind-out-file="$tmp/redis.cg.$1" \
+		    redis-server --port 0 --unixsocket "$sock" --unixsocketperm 700 --save '' \
+		    --appendonly no --dir "$tmp" --logfile "$tmp/redis.log" --daemonize no \
+		    >/dev/null 2>"$tmp/redis.vg.log" &
+	else
+		redis-server --port 0 --unixsocket "$sock" --unixsocketperm 700 --save '' \
+		    --appendonly no --dir "$tmp" --logfile "$tmp/redis.log" --daemonize no &
+	fi
+	redis_pid=$!
+	wait_for 600 redis_up || die "redis-server did not start"
+}
+start_redis 0
 
 url=
 if command -v nginx >/dev/null 2>&1; then
@@ -141,14 +157,21 @@ finished() {
 		END { print p "/" l }')" = "0/0" ]
 }
 
-# Total instructions of the daemon over $1 jobs; commandstats in $tmp/stats.$1.
+# Total instructions over $1 jobs into $tmp/ir.$1; commandstats in
+# $tmp/stats.$1. Not in a $(...): what it starts must stay this shell's.
 run() {
+	[ -z "$CG_REDIS" ] || start_redis "$1"
 	rcli FLUSHALL >/dev/null
 	# shellcheck disable=SC2086
 	"$tmp/mkrecords" "$1" "$PREFIX" $key | rcli --pipe >/dev/null || die "cannot load jobs"
 	rcli CONFIG RESETSTAT >/dev/null
-	valgrind --tool=callgrind --callgrind-out-file="$tmp/callgrind.out.$1" \
-	    "$build/bin/warrantd" -c "$tmp/warrantd.ini" 2>"$tmp/daemon.$1.log" &
+	if [ -n "$CG_REDIS" ]; then
+		callgrind_control -z "$redis_pid" >/dev/null || die "callgrind_control -z failed"
+		"$build/bin/warrantd" -c "$tmp/warrantd.ini" 2>"$tmp/daemon.$1.log" &
+	else
+		valgrind --tool=callgrind --callgrind-out-file="$tmp/callgrind.out.$1" \
+		    "$build/bin/warrantd" -c "$tmp/warrantd.ini" 2>"$tmp/daemon.$1.log" &
+	fi
 	daemon_pid=$!
 	i=0
 	until finished; do
@@ -160,17 +183,27 @@ run() {
 	rcli INFO commandstats >"$tmp/stats.$1"
 	stop_pid "$daemon_pid"
 	daemon_pid=
+	[ -z "$CG_REDIS" ] || callgrind_control -d "$redis_pid" >/dev/null ||
+	    die "callgrind_control -d failed"
 	[ "$(rcli EVAL "local n = 0 for i = 1, tonumber(ARGV[2]) do
 	    if redis.call('HGET', ARGV[1] .. i, 'state') == 'done' then n = n + 1 end end
 	    return n" 0 "$PREFIX:decision:bench-" "$1")" = "$1" ] || die "not every job is done"
-	awk '/^(summary|totals):/ { print $2; exit }' "$tmp/callgrind.out.$1"
+	if [ -n "$CG_REDIS" ]; then	# the dump after the zeroing: the jobs' run
+		out=$(ls -t "$tmp/redis.cg.$1".* | head -n 1)
+	else
+		out=$tmp/callgrind.out.$1
+	fi
+	awk '/^(summary|totals):/ { print $2; exit }' "$out" >"$tmp/ir.$1"
 }
 
-ir1=$(run "$N1")
-ir2=$(run "$N2")
-awk -v a="$ir1" -v b="$ir2" -v n1="$N1" -v n2="$N2" -v m="$MODE" 'BEGIN {
-	printf "callgrind %s: %.0f instructions/job (%d jobs: %.0f, %d jobs: %.0f)\n",
-	    m, (b - a) / (n2 - n1), n1, a, n2, b }'
+run "$N1"
+run "$N2"
+ir1=$(cat "$tmp/ir.$N1")
+ir2=$(cat "$tmp/ir.$N2")
+awk -v a="$ir1" -v b="$ir2" -v n1="$N1" -v n2="$N2" -v m="$MODE" \
+    -v cg="${CG_REDIS:+ redis-server}" 'BEGIN {
+	printf "callgrind %s%s: %.0f instructions/job (%d jobs: %.0f, %d jobs: %.0f)\n",
+	    m, cg, (b - a) / (n2 - n1), n1, a, n2, b }'
 # cmdstat_evalsha:calls=5000,usec=123,usec_per_call=...
 tr ',:=' '   ' <"$tmp/stats.$N2" | awk -v n="$N2" '
 	/^cmdstat_/ { sub("cmdstat_", "", $1); c[$1] = $3; u[$1] = $5; tc += $3; tu += $5 }
