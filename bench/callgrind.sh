@@ -10,16 +10,18 @@
 # BENCH_CG_REDIS=1 it is redis-server that runs under callgrind (the daemon
 # natively), zeroed once the jobs are loaded: Redis' instructions per job,
 # the one number commandstats' microseconds cannot give on a busy host. MODE is off
-# [default] or hs256; the target is nginx answering 204 when installed,
+# [default], hs256 or es256; the target is nginx answering 204 when installed,
 # else fake_target; 64 in flight, log_level = warn.
 # BENCH_CG_KEEP=1 keeps the temp dir (callgrind.out.N* for
 # callgrind_annotate). Everything it starts is stopped by PID.
 set -eu
 
-[ $# -ge 1 ] || { echo "usage: bench/callgrind.sh BUILD_DIR [off|hs256]" >&2; exit 64; }
+[ $# -ge 1 ] || { echo "usage: bench/callgrind.sh BUILD_DIR [off|hs256|es256]" >&2; exit 64; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "$1" && pwd)
 MODE=${2:-off}
+# two counts on purpose: split into $1 and $2
+# shellcheck disable=SC2086
 set -- ${BENCH_CG_JOBS:-500 2500}
 N1=$1
 N2=$2
@@ -131,7 +133,11 @@ hs256)	key=$root/tests/data/test-hs256.secret
 	records="signature = required
 algorithm = HS256
 verify_key_file = $key" ;;
-*)	die "mode $MODE: off or hs256" ;;
+es256)	key=$root/tests/data/test-es256.key
+	records="signature = required
+algorithm = ES256
+verify_key_file = $root/tests/data/test-es256.pub" ;;
+*)	die "mode $MODE: off, hs256 or es256" ;;
 esac
 cat >"$tmp/warrantd.ini" <<EOF
 [daemon]
@@ -189,6 +195,8 @@ run() {
 	    if redis.call('HGET', ARGV[1] .. i, 'state') == 'done' then n = n + 1 end end
 	    return n" 0 "$PREFIX:decision:bench-" "$1")" = "$1" ] || die "not every job is done"
 	if [ -n "$CG_REDIS" ]; then	# the dump after the zeroing: the jobs' run
+		# callgrind_control -d writes redis.cg.N.1, .2, ...: the newest
+		# shellcheck disable=SC2012
 		out=$(ls -t "$tmp/redis.cg.$1".* | head -n 1)
 	else
 		out=$tmp/callgrind.out.$1
