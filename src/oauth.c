@@ -477,8 +477,12 @@ fetch(struct oauth *o)
 		fetch_failed(o, 0, err);
 		return;
 	}
-	o->call_started_wall = now;
+	/* A JWT exp (wall clock) becomes a monotonic expiry through these two
+	 * readings: the monotonic one first, so time lost between them (signing
+	 * the assertion, a preempted thread) shortens the life we assume instead
+	 * of lengthening it past the real exp. */
 	o->call_started_ms = o->last_fetch_ms = wtime_mono_ms();
+	o->call_started_wall = wtime_now_ms();
 	log_debug("token.request", "failures=%d held=%d", o->failures, o->token != NULL);
 }
 

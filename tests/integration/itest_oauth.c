@@ -441,7 +441,9 @@ static int
 watch_refreshes(void *arg)
 {
 	struct watch *w = arg;
-	int64_t now = wtime_mono_ms(), wall = wtime_now_ms();
+	/* wall first: read after the monotonic clock it would make a token
+	 * handed out at `now` look up to a tick shorter-lived than it was */
+	int64_t wall = wtime_now_ms(), now = wtime_mono_ms();
 	const char *tok = oauth_token(w->o, now, w->timeout_ms);
 
 	if (oauth_generation(w->o) != w->last_gen) {
@@ -477,14 +479,18 @@ test_proactive_refresh(void **state)
 	(void)state;
 	idp_post("/_lifetime", "2");
 	w.o = start_valid("client_secret_basic", secret_line(), &seen);
-	assert_int_equal(h_loop_run_until(loop, watch_refreshes, &w, 60000), 0);
+	int rc = h_loop_run_until(loop, watch_refreshes, &w, 60000);
+
+	/* freed before any assert: a failure must not leave its timers, which
+	 * point at this frame, running into the next test */
+	oauth_free(w.o);
 	print_message("handed out %d tokens, %d refreshes proactive, %d violations\n",
 	    w.handed_out, w.proactive, w.violations);
+	assert_int_equal(rc, 0);
 	assert_int_equal(w.violations, 0);
 	assert_true(w.handed_out >= 1);
 	assert_true(w.proactive >= 2);
 	assert_int_equal(idp_count("rejected"), 0);
-	oauth_free(w.o);
 	int arrivals = 0;
 	for (int i = 0; i < seen.calls && i < 256; i++)
 		arrivals += seen.seq[i];
