@@ -48,7 +48,7 @@ int store_decision_key(const struct store_keys *k, const char *id, char *buf, si
 struct store_script {
 	const char *name;		/* the file name without ".lua" */
 	const char *body;		/* the file, its header lines replaced by the
-					   `local K = {...}` / `local A = {...}` prologue */
+					   locals K_name and A_name (luagen.sh) */
 	const char *const *keys;	/* KEYS names in order, NULL-terminated */
 	const char *const *args;	/* ARGV names in order, NULL-terminated */
 	const char *rest;		/* the trailing list's name ("ids"), or NULL */
