@@ -626,8 +626,9 @@ header_line(const char *name, const char *value)
 	char *h = malloc(nl + 2 + vl + 1);
 
 	if (h != NULL) {
-		memcpy(h, name, nl);
-		memcpy(h + nl, ": ", 2);
+		memcpy(h, name, nl + 1);	/* its NUL becomes the ':' */
+		h[nl] = ':';
+		h[nl + 1] = ' ';
 		memcpy(h + nl + 2, value, vl + 1);
 	}
 	return h;
