@@ -39,7 +39,8 @@ FAKE_BIN  := $(FAKE_SRC:tests/fakes/%.c=$(BUILD)/tests/%)
 ITEST_SRC := $(wildcard tests/integration/itest_*.c)
 ITEST_BIN := $(ITEST_SRC:tests/integration/%.c=$(BUILD)/tests/%)
 
-.PHONY: all bins unit modes deps test test-unit test-asan test-integration demo bench install clean \
+.PHONY: all bins unit modes deps test test-unit test-asan test-integration demo bench bench-scale \
+	install clean \
 	deb test-deb faults soak fuzz fuzz-build lint scan-objs valgrind
 .SUFFIXES:
 
@@ -137,6 +138,11 @@ soak: all $(FAKE_BIN) $(FAULTS_BIN)
 
 bench: deps all unit
 	@sh bench/run.sh $(BUILD)
+	@sh bench/scale.sh $(BUILD)
+
+# Only the scaling part of make bench (workers x one Redis, x a cluster).
+bench-scale: deps all unit
+	@sh bench/scale.sh $(BUILD)
 
 demo: deps
 	@$(MAKE) --no-print-directory all unit

@@ -1,5 +1,5 @@
-/* fuzz_config: the INI loader (cfg_load_string: our line reader, inih, every
- * key's parser and the rules between keys). */
+/* fuzz_config: the INI parser (cfg_parse: our line reader, inih, every key's
+ * parser and the rules between keys). */
 #include "fuzz.h"
 #include "config.h"
 
@@ -8,7 +8,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *text = fuzz_cstr(data, size);
 	struct cfg_errors errs = {0};
-	struct cfg *cfg = cfg_load_string("f.ini", text, &errs);
+	const struct cfg_env env = {.host = "fuzz-host", .dir = "/etc/warrantd"};
+	struct cfg *cfg = cfg_parse("f.ini", text, strlen(text), &env, &errs);
 
 	if ((cfg == NULL) == (errs.n == 0))
 		abort();	/* failure always says why, success never does */

@@ -16,12 +16,12 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	unsigned char *pem = fuzz_data_file("test-es256.pub", &len);
 
 	(void)argc, (void)argv;
-	es = record_key_new(JWT_ALG_ES256, pem, len, err, sizeof err);
+	es = record_key_new(JWA_ES256, pem, len, err, sizeof err);
 	free(pem);
 	pem = fuzz_data_file("test-hs256.secret", &len);
 	while (len > 0 && (pem[len - 1] == '\n' || pem[len - 1] == ' '))
 		len--;
-	hs = record_key_new(JWT_ALG_HS256, pem, len, err, sizeof err);
+	hs = record_key_new(JWA_HS256, pem, len, err, sizeof err);
 	free(pem);
 	rs_pem = fuzz_data_file("test-rs256.pub", &rs_len);
 	if (es == NULL || hs == NULL)
@@ -48,15 +48,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *raw = fuzz_cstr(data, size);
 	struct record_policy pol = {
-		.signature_required = 1, .algorithm = JWT_ALG_ES256, .parsed_key = es,
+		.signature_required = 1, .algorithm = JWA_ES256, .parsed_key = es,
 		.max_window_ms = 604800000LL, .clock_skew_ms = 60000, .max_bytes = 16384,
 	};
 
 	load(&pol, raw);
-	pol.algorithm = JWT_ALG_HS256;
+	pol.algorithm = JWA_HS256;
 	pol.parsed_key = hs;
 	load(&pol, raw);
-	pol.algorithm = JWT_ALG_RS256;
+	pol.algorithm = JWA_RS256;
 	pol.parsed_key = NULL;
 	pol.key = rs_pem;
 	pol.key_len = rs_len;

@@ -17,7 +17,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *raw = fuzz_cstr(data, size), *owner = NULL, detail[256];
 	struct record *rec = NULL;
 	struct record_policy pol = {
-		.signature_required = 0, .algorithm = JWT_ALG_ES256, .issuer = NULL,
+		.signature_required = 0, .algorithm = JWA_ES256, .issuer = NULL,
 		.max_window_ms = 604800000LL, .clock_skew_ms = 60000, .max_bytes = 16384,
 		.action_known = known,
 	};

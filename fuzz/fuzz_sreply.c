@@ -1,8 +1,11 @@
 /* fuzz_sreply: the Redis replies the consumer interprets -- XREADGROUP, the
- * claim and renew scripts (XAUTOCLAIM, XPENDING shapes), XINFO GROUPS, and
- * the sentinel's and ROLE's answers -- built as redisReply trees from the
- * fuzz bytes. None may crash, read out of bounds or hand a callback a NULL
- * stream id, and every count must match the callbacks made. */
+ * claim, renew and transition scripts (XAUTOCLAIM, XPENDING shapes), XINFO
+ * GROUPS, the plain replies (errors, integers, hashes), the sentinel's and
+ * ROLE's answers, and a cluster's CLUSTER SHARDS and MOVED / ASK -- built
+ * as redisReply trees from the fuzz bytes. None may crash, read out of
+ * bounds or hand a callback a NULL stream id, every count must match the
+ * callbacks made, and a slot map must name real ports. */
+#include "cluster.h"
 #include "fuzz.h"
 #include "sentinel.h"
 #include "sreply.h"
@@ -97,6 +100,30 @@ on_id(void *arg, const char *id)
 	(void)strlen(id);
 }
 
+/* The map from the reply (when it parses) names only ports in range, and a
+ * redirect only slots and ports in range. */
+static void
+check_cluster(const redisReply *r)
+{
+	static struct cluster_map *m;
+	struct cluster_redirect rd = {CLUSTER_NO_REDIRECT, 0, {"", 0}};
+
+	if (m == NULL && (m = cluster_map_new()) == NULL)
+		abort();
+	if (cluster_map_parse_shards(m, r, "asked") == 0)
+		for (unsigned s = 0; s < CLUSTER_SLOTS; s += 97) {
+			const struct cluster_node *o = cluster_map_owner(m, s);
+			if (o != NULL && (o->port < 1 || o->port > 65535))
+				abort();
+		}
+	/* rconn hands error_seen the text of an error reply */
+	if (cluster_parse_redirect(r->type == REDIS_REPLY_ERROR ? r->str : NULL, &rd) !=
+	    CLUSTER_NO_REDIRECT &&
+	    (rd.slot >= CLUSTER_SLOTS || rd.to.port < 1 || rd.to.port > 65535))
+		abort();
+	(void)cluster_map_apply(m, &rd);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -106,19 +133,30 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int port, n;
 
 	calls = 0;
-	n = sreply_read(r, on_entry, NULL);
+	n = sreply_read(sreply_of(r), on_entry, NULL);
 	if (n >= 0 && n != calls)
 		abort();
 	calls = 0;
-	n = sreply_claim(r, next, sizeof next, on_entry, on_id, NULL);
+	n = sreply_claim(sreply_of(r), next, sizeof next, on_entry, on_id, NULL);
 	if ((n >= 0 && n != calls) || strlen(next) >= sizeof next)
 		abort();
-	(void)sreply_renew(r, on_id, on_id, NULL);
-	(void)sreply_group_lag(r, "workers");
-	(void)sreply_field(r, "id");
+	(void)sreply_renew(sreply_of(r), on_id, on_id, NULL);
+	(void)sreply_group_lag(sreply_of(r), "workers");
+	(void)sreply_field(sreply_of(r), "id");
+	struct sreply_transition t;
+	long long v;
+	size_t len;
+	sreply_transition(sreply_of(r), &t);
+	if (t.written && sreply_error(sreply_of(r), NULL))
+		abort();	/* an error reply never wrote a step */
+	if (sreply_integer(sreply_of(r), &v) == 0 && sreply_array_len(sreply_of(r), &len) == 0)
+		abort();	/* one type per reply */
+	if (sreply_error(sreply_of(r), "NOGROUP") && !sreply_error(sreply_of(r), NULL))
+		abort();
 	if (sentinel_parse_reply(r, host, sizeof host, &port) == 0 && (port < 1 || port > 65535))
 		abort();
 	(void)sentinel_is_master(r);
+	check_cluster(r);
 	tree_free(r);
 	return 0;
 }

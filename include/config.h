@@ -1,9 +1,11 @@
 /*
  * config: the INI file of SPEC §10, parsed into a fresh struct cfg.
  *
- * cfg_load() never touches the running configuration: it builds a new one or
- * reports every error it found, so a SIGHUP with a broken file changes
- * nothing. A struct cfg is plain data; it is read-only once loaded.
+ * cfg_parse() never touches the running configuration: it builds a new one
+ * or reports every error it found, so a SIGHUP with a broken file changes
+ * nothing. A struct cfg is plain data; it is read-only once loaded. Pure:
+ * the text, the host name and the directory come from the caller (cfgfile
+ * reads them), the files the config names are read by secrets.
  *
  * The file is read by inih through a reader of our own, which counts lines,
  * rejects a line longer than the library's buffer (Debian: 199 bytes) instead
@@ -16,8 +18,8 @@
 #define WARRANTD_CONFIG_H
 
 #include <stddef.h>
-#include <jwt.h>
 
+#include "jwa.h"
 #include "log.h"
 
 #define CFG_DEFAULT_PATH "/etc/warrantd/warrantd.ini"
@@ -55,8 +57,8 @@ struct cfg_keyline {
 
 struct cfg {
 	char *path;		/* the file it came from */
-	char *dir;		/* its directory (absolute when it exists), for
-				 * relative file names: see cfg_read_file */
+	char *dir;		/* its directory (cfg_env.dir), for relative file
+				 * names: see secrets_read_cfg */
 
 	struct {
 		char *consumer;	/* default: the host name */
@@ -77,11 +79,15 @@ struct cfg {
 		long dead_maxlen, notify_maxlen;	/* XADD MAXLEN ~ of P:dead, P:notify */
 		/* Sentinel: "host:port, ..." and the primary's name; NULL: none */
 		char *sentinels, *master_name, *sentinel_password_file;
+		/* Redis Cluster: seed nodes "host:port, ..."; NULL: not a cluster */
+		char *cluster;
+		/* 0 (unset): one stream under prefix; N: N shards "{prefix:i}" */
+		long shards;
 	} redis;
 
 	struct {
 		int signature_required;	/* 1: "required" (default); 0: "off" */
-		jwt_alg_t algorithm;	/* ES256, HS256 or RS256 */
+		enum jwa_alg algorithm;	/* ES256, HS256 or RS256 */
 		char *verify_key_file;	/* required with signature = required */
 		char *issuer;		/* NULL: not checked */
 		long max_window_s, clock_skew_s, retain_s, audit_maxlen;
@@ -93,7 +99,7 @@ struct cfg {
 		char *token_url, *client_id;
 		enum cfg_client_auth auth_method;
 		char *client_secret_file, *private_key_file;
-		jwt_alg_t assertion_alg;	/* RS256 or ES256 */
+		enum jwa_alg assertion_alg;	/* RS256 or ES256 */
 		char *assertion_audience;	/* default token_url */
 		char *key_id, *certificate_file, *scope, *resource, *audience;
 		double refresh_ratio;
@@ -141,16 +147,31 @@ struct cfg_errors {
 	size_t n;
 };
 
-/* Parses `path`. On success returns a new cfg (caller frees with cfg_free)
- * and adds nothing to errs; on failure returns NULL and appends every error
- * to errs (caller frees with cfg_errors_clear). Reads no key or secret file:
- * see cfg_check_files. */
-struct cfg *cfg_load(const char *path, struct cfg_errors *errs)
+/* What the parser is told of the world, so that it reads nothing itself:
+ * the caller (cfgfile_load) asks the host. Borrowed for the call. */
+struct cfg_env {
+	const char *host;	/* the host name, [daemon] consumer's default; NULL or
+				 * not a valid consumer: the file must set consumer */
+	const char *dir;	/* the config's directory, copied to cfg->dir for
+				 * relative file names; NULL: "." */
+};
+
+/*
+ * Parses the `len` bytes of `text`; `name` stands for the file in messages
+ * and becomes cfg->path. Pure: no file, no environment. On success returns a
+ * new cfg (caller frees with cfg_free) and adds nothing to errs; on failure
+ * returns NULL and appends every error to errs (caller frees with
+ * cfg_errors_clear). Reads no key or secret file: see secrets_check_cfg.
+ */
+struct cfg *cfg_parse(const char *name, const char *text, size_t len, const struct cfg_env *env,
+		      struct cfg_errors *errs)
 	__attribute__((warn_unused_result));
 
-/* The same over a string; `name` stands for the file name in messages. */
-struct cfg *cfg_load_string(const char *name, const char *text, struct cfg_errors *errs)
-	__attribute__((warn_unused_result));
+/* Appends "file:line: message" to errs, for errors found about a loaded
+ * config (a file it names, a file that cannot be read). -1 when out of
+ * memory (nothing added). */
+int cfg_errors_add(struct cfg_errors *errs, const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 void cfg_free(struct cfg *cfg);
 void cfg_errors_clear(struct cfg_errors *errs);
@@ -167,64 +188,5 @@ const char *cfg_key_at(size_t i, const char **section);
  * when key is NULL or not set, the line of the section header; when the
  * section is absent too, 1. For messages about a key after loading. */
 int cfg_line_of(const struct cfg *cfg, const char *section, const char *key);
-
-/* The largest secret or key file read: 1 MiB. */
-#define CFG_SECRET_MAX (1024 * 1024)
-
-/* What a file named in the config holds. The values are those of the old
- * `keep_ws` flag (0: a trimmed secret, 1: a PEM kept as is). */
-enum cfg_file_kind {
-	CFG_FILE_SECRET = 0,	/* a password, client secret, bearer token or HMAC
-				 * key: trimmed; refused when group or others may
-				 * read it or another user owns it (SPEC §9) */
-	CFG_FILE_PUBLIC = 1,	/* a public key or certificate: kept as is, any mode */
-	CFG_FILE_PRIVATE_PEM = 2,	/* a PEM private key: kept as is, refused like a secret */
-};
-
-/*
- * Reads a secret or key file (SPEC §9) named on a command line: a relative
- * path is looked up in $CREDENTIALS_DIRECTORY first, then as given (relative
- * to the working directory, where the operator typed it). Only a file that
- * does not exist sends the search on; any other error stops it. An empty file
- * (after stripping) is an error. A CFG_FILE_SECRET has its surrounding white
- * space and a trailing newline dropped; a PEM keeps them (it does no harm).
- * A secret or private key that group or others may access, or that another
- * user than us or root owns, is refused (sshd's rule).
- * On success *out is a NUL-terminated buffer (caller frees, and should wipe
- * with cfg_secret_free) and *len its length; on failure -1 and a message
- * "cannot read <path>: <reason>" (or "refusing <path>: ...") in err that names
- * the path (the one opened, once found), never the content.
- */
-int cfg_read_secret(const char *path, enum cfg_file_kind kind, char **out, size_t *len,
-		    char *err, size_t errlen)
-	__attribute__((warn_unused_result));
-
-/*
- * What the daemon uses for every file its config names: as cfg_read_secret,
- * but a relative path is looked up in this order, and never in the working
- * directory (a planted file there must not become a key):
- *   1. $CREDENTIALS_DIRECTORY/path (systemd LoadCredential=)
- *   2. cfg->dir/path (next to the config file)
- * Same ownership and messages as cfg_read_secret.
- */
-int cfg_read_file(const struct cfg *cfg, const char *path, enum cfg_file_kind kind, char **out,
-		  size_t *len, char *err, size_t errlen)
-	__attribute__((warn_unused_result));
-
-/* The kind of [records] verify_key_file: the HMAC secret with HS256, else a
- * public key. */
-enum cfg_file_kind cfg_verify_key_kind(const struct cfg *cfg);
-
-/* Wipes and frees a buffer from cfg_read_secret or cfg_read_file. NULL is a
- * no-op. */
-void cfg_secret_free(char *buf, size_t len);
-
-/* Reads every file the config names (verify_key_file, password_file,
- * client_secret_file, private_key_file, certificate_file, each bearer_file)
- * with cfg_read_file, each by its kind, and wipes it again. Appends one "file:line: cannot read
- * <path>: <reason>" to errs per file that fails, at the line of its key.
- * 0 when all were read, else -1. */
-int cfg_check_files(const struct cfg *cfg, struct cfg_errors *errs)
-	__attribute__((warn_unused_result));
 
 #endif

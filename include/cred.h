@@ -31,7 +31,7 @@ struct creds_ctx {
 };
 
 /*
- * The credentials of cfg's actions: static bearers are read now (cfg_read_file,
+ * The credentials of cfg's actions: static bearers are read now (secrets_read_cfg,
  * kept in memory, wiped on free); an OAuth action uses ctx->oauth, or, when
  * it sets its own scope, audience or resource, a token manager of its own,
  * shared by every action of the set that asks for the same three (fetched

@@ -70,10 +70,6 @@ void ctl_policy_init(struct record_policy *pol, const struct cfg *cfg, const uns
  */
 void ctl_policy_content(struct record_policy *pol, const struct cfg *cfg);
 
-/* 1 when a key file for `alg` keeps its white space: a PEM key does, an
- * HMAC secret is trimmed like every other secret (SPEC §9). */
-int ctl_key_keep_ws(jwt_alg_t alg);
-
 /* A Redis string as JSON: an integer when it is a plain decimal integer that
  * fits, else a string. New reference (caller json_decref's); NULL on no
  * memory. */

@@ -30,7 +30,7 @@ struct oauth;	/* opaque: one token manager */
  * A manager for cfg's [oauth] section (cfg->oauth.present must be set). It
  * copies what it needs from cfg (which may be freed afterwards) and reads
  * client_secret_file, private_key_file and certificate_file with
- * cfg_read_file, keeping them in memory (wiped on free). A private key is
+ * secrets_read_cfg, keeping them in memory (wiped on free). A private key is
  * tried once here, so a key that cannot sign assertion_alg fails now.
  * `loop` and `http` are borrowed: both must outlive the manager. Fetches
  * nothing before oauth_start. Caller frees with oauth_free; NULL with a

@@ -20,9 +20,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <hiredis/hiredis.h>
-#include <hiredis/async.h>
 #include <ev.h>
+
+#include "sreply.h"
 
 /* Plain data; rconn_new() copies the strings, the caller keeps its own. */
 struct rconn_opts {
@@ -42,15 +42,22 @@ struct rconn_opts {
 	 * the connection, so a failover is followed at the next connect. */
 	int (*resolve)(void *arg, char *host, size_t hostlen, int *port);
 	void *resolve_arg;
+	/* Cluster (cluster.h): with resolve set, a -MOVED reply drops the
+	 * connection too (the slot is served elsewhere now; resolve asks the
+	 * slot map at the next connect). error_seen, when set, is shown the
+	 * text of every error reply (with resolve_arg) before the command's
+	 * callback. */
+	void (*error_seen)(void *arg, const char *error);
 };
 
 struct rconn;
 
 /* reply is NULL when the command failed (disconnect, timeout, rconn_free).
- * reply is valid only during the callback; hiredis frees it afterwards (the
- * callback must not). A reply of type REDIS_REPLY_ERROR is passed as is.
+ * It is read through sreply's functions (sreply.h: no caller sees hiredis's
+ * layout) and valid only during the callback; it is freed afterwards. An
+ * error reply is passed as is (sreply_error).
  * The callback may queue new commands; it must not call rconn_free() on rc. */
-typedef void rconn_reply_cb(struct rconn *rc, redisReply *reply, void *arg);
+typedef void rconn_reply_cb(struct rconn *rc, const struct sreply *reply, void *arg);
 
 /* Called on every transition: up=1 after connect+AUTH+SELECT succeeded;
  * up=0 when lost (after all outstanding callbacks got NULL). Reconnects by
@@ -120,9 +127,5 @@ int rconn_eval(struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *c
 #define RCONN_ERR_KINDS		8
 #define RCONN_ERR_KIND_LEN	24
 #define RCONN_EPISODE_QUIET_MS	10000
-
-/* Pure: the kind of an error reply into buf ("" when it is not one or has
- * no leading upper-case word), cut to n - 1 bytes. */
-void rconn_error_kind(const redisReply *reply, char *buf, size_t n);
 
 #endif

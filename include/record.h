@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
-#include <jwt.h>
 
+#include "jwa.h"
 #include "reason.h"
 
 #define RECORD_ID_MAX 64
@@ -38,7 +38,7 @@ struct record_key;
  * Returns a new key (caller frees with record_key_free), or NULL with one
  * line for people in `err` (never the key's bytes).
  */
-struct record_key *record_key_new(jwt_alg_t alg, const unsigned char *key, size_t key_len,
+struct record_key *record_key_new(enum jwa_alg alg, const unsigned char *key, size_t key_len,
 				  char *err, size_t errlen)
 	__attribute__((warn_unused_result));
 
@@ -48,7 +48,7 @@ void record_key_free(struct record_key *key);
 /* What a record is checked against; built from struct cfg by the caller. */
 struct record_policy {
 	int signature_required;		/* 0: `raw` is plain JSON */
-	jwt_alg_t algorithm;		/* ES256, HS256 or RS256 */
+	enum jwa_alg algorithm;		/* ES256, HS256 or RS256 */
 	/* Borrowed; when set, used instead of key/key_len. A key parsed for
 	 * another algorithm than `algorithm` fails like a key of the wrong
 	 * type: RECORD_BAD_SIGNATURE. */
@@ -112,12 +112,12 @@ void record_free(struct record *rec);
 /*
  * Signs `content` (a JSON object) as a JWS compact serialization with header
  * {"alg": alg, "typ": "decision+jwt"} and "kid" when `kid` is not NULL.
- * `alg` is JWT_ALG_ES256 or JWT_ALG_RS256 with `key` a PEM private key, or
- * JWT_ALG_HS256 with `key` the HMAC secret (at least 32 bytes). Built here
+ * `alg` is JWA_ES256 or JWA_RS256 with `key` a PEM private key, or
+ * JWA_HS256 with `key` the HMAC secret (at least 32 bytes). Built here
  * with OpenSSL, because libjwt 1.10 always writes typ=JWT.
  * Returns a new string (caller frees), or NULL on any error.
  */
-char *record_sign(jwt_alg_t alg, const unsigned char *key, size_t key_len, const char *kid,
+char *record_sign(enum jwa_alg alg, const unsigned char *key, size_t key_len, const char *kid,
 		  const json_t *content)
 	__attribute__((warn_unused_result));
 

@@ -1,19 +1,50 @@
 /*
  * sreply: the Redis replies the consumer reads, taken apart into plain data.
- * Pure: each function walks a redisReply tree -- built by hiredis, or by a
- * test or a fuzzer -- and trusts nothing about its shape: a wrong type,
- * a missing element or a string where a number should be is refused, never
- * dereferenced.
+ * Pure: each function walks a reply tree -- built by hiredis, or by a test
+ * or a fuzzer -- and trusts nothing about its shape: a wrong type, a missing
+ * element or a string where a number should be is refused, never
+ * dereferenced. NULL (no reply: the connection went) is refused like any
+ * other wrong shape.
  *
- * Strings handed to the callbacks point into the reply: valid only during
- * the callback (the reply is freed once the rconn callback returns).
+ * A struct sreply is opaque: the replies rconn hands to its callbacks are
+ * read only through these functions, so no caller of rconn depends on
+ * hiredis's reply layout. Strings returned or handed to the callbacks point
+ * into the reply: valid only as long as it (during the rconn callback).
  */
 #ifndef WARRANTD_SREPLY_H
 #define WARRANTD_SREPLY_H
 
 #include <stddef.h>
 
-#include <hiredis/hiredis.h>
+struct redisReply;	/* hiredis's */
+struct sreply;
+
+/* The reply tree r seen through sreply: no copy, valid as long as r. For
+ * rconn, and for tests and fuzzers that build trees by hand. */
+const struct sreply *sreply_of(const struct redisReply *r);
+
+/* 1 when r is an error reply whose text starts with `prefix` ("NOGROUP",
+ * "BUSYGROUP"; NULL: any error reply), else 0. */
+int sreply_error(const struct sreply *r, const char *prefix);
+
+/* An integer reply: 0 and *out, or -1 for anything else. */
+int sreply_integer(const struct sreply *r, long long *out) __attribute__((warn_unused_result));
+
+/* An array reply (HGETALL's, nil never): 0 and its number of elements in
+ * *n, or -1 for anything else. */
+int sreply_array_len(const struct sreply *r, size_t *n) __attribute__((warn_unused_result));
+
+/* The transition script's reply (lua/transition.lua): {1, 'ok', from,
+ * attempts} when the step was written, else {0, why, from}; the attempts it
+ * wrote are the fence of the call that follows. */
+struct sreply_transition {
+	int written;		/* element 1 is the integer 1 */
+	const char *why;	/* element 2 when a string, else NULL */
+	long long fence;	/* element 4 (a string) as a number, else -1 */
+};
+
+/* Fills *t from r; any shape gives a result (written 0 for a wrong one). */
+void sreply_transition(const struct sreply *r, struct sreply_transition *t);
 
 /* One stream entry delivered to this consumer. */
 struct sreply_entry {
@@ -31,7 +62,7 @@ typedef void sreply_id_cb(void *arg, const char *stream_id);
  * well-formed entry (malformed ones are skipped). Returns how many, or -1
  * when r is not one of those shapes (an error reply included).
  */
-int sreply_read(const redisReply *r, sreply_entry_cb *cb, void *arg);
+int sreply_read(const struct sreply *r, sreply_entry_cb *cb, void *arg);
 
 /*
  * The claim script (store.c, both modes): {next, {{stream_id, fields or nil,
@@ -39,18 +70,18 @@ int sreply_read(const redisReply *r, sreply_entry_cb *cb, void *arg);
  * n, "0-0" when the scan is complete or next is not a string), calls entry
  * and deleted. Returns the number of entries, or -1 for another shape.
  */
-int sreply_claim(const redisReply *r, char *next, size_t n, sreply_entry_cb *entry,
+int sreply_claim(const struct sreply *r, char *next, size_t n, sreply_entry_cb *entry,
 		 sreply_id_cb *deleted, void *arg);
 
 /* The renew script: {{lost stream_id...}, {gone stream_id...}}. 0 or -1. */
-int sreply_renew(const redisReply *r, sreply_id_cb *lost, sreply_id_cb *gone, void *arg);
+int sreply_renew(const struct sreply *r, sreply_id_cb *lost, sreply_id_cb *gone, void *arg);
 
 /* XINFO GROUPS key: the `lag` of `group`; -1 when the group is not there or
  * Redis does not know its lag (nil). */
-long long sreply_group_lag(const redisReply *r, const char *group);
+long long sreply_group_lag(const struct sreply *r, const char *group);
 
 /* The value of `name` in a flat field/value array reply (HGETALL, a stream
  * entry's fields, an XINFO group), or NULL. */
-const char *sreply_field(const redisReply *arr, const char *name);
+const char *sreply_field(const struct sreply *arr, const char *name);
 
 #endif

@@ -1,11 +1,12 @@
-/* config: the INI file of SPEC §10, read through inih into a fresh struct cfg. */
+/* config: the INI file of SPEC §10, read through inih into a fresh struct cfg.
+ * Pure: the text and what it needs of the host come from the caller. */
 #define _DEFAULT_SOURCE
 #include "config.h"
+#include "cluster.h"
 #include "sentinel.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -13,15 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <ini.h>
 
 #include "metrics.h"
 #include "urltpl.h"
 
-#define TEXT_MAX	(1024 * 1024)	/* a config file larger than this is a mistake */
 #define CONSUMER_MAX	64
 #define VAL_MAX		INT_MAX		/* every count and duration fits an int (libev, curl) */
 #define SHOW		60		/* bytes of a bad value quoted back in a message */
@@ -92,11 +90,8 @@ errs_vadd(struct cfg_errors *errs, const char *file, int line, const char *fmt, 
 	return 0;
 }
 
-static int errs_add(struct cfg_errors *errs, const char *file, int line, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int
-errs_add(struct cfg_errors *errs, const char *file, int line, const char *fmt, ...)
+int
+cfg_errors_add(struct cfg_errors *errs, const char *file, int line, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -306,26 +301,26 @@ set_signature(struct ctx *c, const struct key *k, void *field, const char *v)
 static int
 set_alg(struct ctx *c, const struct key *k, void *field, const char *v)
 {
-	static const struct name_val tbl[] = {{"ES256", JWT_ALG_ES256}, {"HS256", JWT_ALG_HS256},
-	    {"RS256", JWT_ALG_RS256}, {NULL, 0}};
+	static const struct name_val tbl[] = {{"ES256", JWA_ES256}, {"HS256", JWA_HS256},
+	    {"RS256", JWA_RS256}, {NULL, 0}};
 	int n;
 
 	if (lookup(c, k, tbl, v, &n) < 0)
 		return -1;
-	*(jwt_alg_t *)field = (jwt_alg_t)n;
+	*(enum jwa_alg *)field = (enum jwa_alg)n;
 	return 0;
 }
 
 static int
 set_assertion_alg(struct ctx *c, const struct key *k, void *field, const char *v)
 {
-	static const struct name_val tbl[] = {{"RS256", JWT_ALG_RS256}, {"ES256", JWT_ALG_ES256},
+	static const struct name_val tbl[] = {{"RS256", JWA_RS256}, {"ES256", JWA_ES256},
 	    {NULL, 0}};
 	int n;
 
 	if (lookup(c, k, tbl, v, &n) < 0)
 		return -1;
-	*(jwt_alg_t *)field = (jwt_alg_t)n;
+	*(enum jwa_alg *)field = (enum jwa_alg)n;
 	return 0;
 }
 
@@ -512,6 +507,8 @@ static const struct key redis_keys[] = {
 	{"sentinels", set_str, C(redis.sentinels), 0, 0},
 	{"master_name", set_str, C(redis.master_name), 0, 0},
 	{"sentinel_password_file", set_str, C(redis.sentinel_password_file), 0, 0},
+	{"cluster", set_str, C(redis.cluster), 0, 0},
+	{"shards", set_long, C(redis.shards), 1, CLUSTER_SHARDS_MAX},
 	{"db", set_int, C(redis.db), 0, VAL_MAX},
 	{"prefix", set_str, C(redis.prefix), 0, 0},
 	{"group", set_str, C(redis.group), 0, 0},
@@ -655,7 +652,7 @@ set_defaults(struct cfg *cfg)
 	cfg->redis.notify_maxlen = 100000;
 
 	cfg->records.signature_required = 1;
-	cfg->records.algorithm = JWT_ALG_ES256;
+	cfg->records.algorithm = JWA_ES256;
 	cfg->records.max_window_s = 604800;
 	cfg->records.clock_skew_s = 60;
 	cfg->records.retain_s = 604800;
@@ -663,7 +660,7 @@ set_defaults(struct cfg *cfg)
 	cfg->records.max_bytes = 16384;
 
 	cfg->oauth.auth_method = CFG_CLIENT_SECRET_BASIC;
-	cfg->oauth.assertion_alg = JWT_ALG_RS256;
+	cfg->oauth.assertion_alg = JWA_RS256;
 	cfg->oauth.refresh_ratio = 0.75;
 	cfg->oauth.timeout_ms = 5000;
 	cfg->oauth.auth_wait_max_ms = 30000;
@@ -680,23 +677,6 @@ set_defaults(struct cfg *cfg)
 	cfg->redis.prefix = strdup("warrant");
 	cfg->redis.group = strdup("workers");
 	return cfg->redis.host && cfg->redis.prefix && cfg->redis.group ? 0 : -1;
-}
-
-/* The directory of the config file, absolute when it exists, so relative
- * file names still resolve if the daemon changes directory. */
-static char *
-dir_of(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	char *dir = slash == path ? strdup("/") :
-	    slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
-	char *abs = dir ? realpath(dir, NULL) : NULL;
-
-	if (abs) {
-		free(dir);
-		return abs;
-	}
-	return dir;
 }
 
 /* ---- the line reader ---- */
@@ -949,17 +929,16 @@ require(struct ctx *c, const char *section, const char *key, const void *value,
 		    key, when);
 }
 
+/* [daemon] consumer defaults to the host name the caller was told. */
 static void
-finish_daemon(struct ctx *c)
+finish_daemon(struct ctx *c, const char *host)
 {
 	struct cfg *cfg = c->cfg;
-	char host[256];
 
 	if (cfg->daemon.consumer)
 		return;
-	if (gethostname(host, sizeof host) < 0)
-		host[0] = '\0';
-	host[sizeof host - 1] = '\0';
+	if (host == NULL)
+		host = "";
 	if (!consumer_ok(host)) {
 		fail(c, cfg_line_of(cfg, "daemon", NULL),
 		    "host name '%.*s' is not a valid consumer name: set [daemon] consumer",
@@ -996,6 +975,37 @@ finish_sentinel(struct ctx *c)
 		    "socket and sentinels exclude each other: the sentinels name the primary");
 }
 
+/* Cluster: seeds that parse, no socket, sentinels or db (a cluster has only
+ * db 0), and keys that stay in one slot per shard: a prefix with a hash tag,
+ * or shards (whose prefixes are the hash tags). A prefix that is itself
+ * tagged would put every shard in one slot: refused with shards. */
+static void
+finish_cluster(struct ctx *c)
+{
+	struct cfg *cfg = c->cfg;
+	struct sentinel_addr a[SENTINEL_MAX];
+	char why[160];
+	size_t n;
+
+	if (cfg->redis.shards > 0 && (strchr(cfg->redis.prefix, '{') ||
+	    strchr(cfg->redis.prefix, '}')))
+		fail(c, cfg_line_of(cfg, "redis", "prefix"),
+		    "with shards the prefix takes no braces: shard i is {prefix:i}");
+	if (cfg->redis.cluster == NULL)
+		return;
+	if (sentinel_parse_list(cfg->redis.cluster, a, &n, why, sizeof why) < 0)
+		fail(c, cfg_line_of(cfg, "redis", "cluster"), "cluster: %s", why);
+	if (cfg->redis.socket != NULL || cfg->redis.sentinels != NULL)
+		fail(c, cfg_line_of(cfg, "redis", "cluster"),
+		    "cluster excludes socket and sentinels: the cluster names its nodes");
+	if (cfg->redis.db != 0)
+		fail(c, cfg_line_of(cfg, "redis", "db"), "a Redis Cluster has only db 0");
+	if (cfg->redis.shards == 0 && !cluster_has_tag(cfg->redis.prefix))
+		fail(c, cfg_line_of(cfg, "redis", "prefix"),
+		    "on a cluster the prefix needs a hash tag (e.g. {%.*s}) or shards must be set: "
+		    "each script's keys must share one slot", SHOW, cfg->redis.prefix);
+}
+
 static void
 finish_redis(struct ctx *c)
 {
@@ -1009,6 +1019,7 @@ finish_redis(struct ctx *c)
 		    "lease_renew_ms (%ld) must be at least 1 and below claim_idle_ms (%ld)",
 		    cfg->redis.lease_renew_ms, cfg->redis.claim_idle_ms);
 	finish_sentinel(c);
+	finish_cluster(c);
 }
 
 static void
@@ -1206,15 +1217,16 @@ sort_errors(struct cfg_errors *errs, size_t from, const char *name)
 	}
 }
 
-static struct cfg *
-parse(const char *name, const char *text, size_t len, struct cfg_errors *errs)
+struct cfg *
+cfg_parse(const char *name, const char *text, size_t len, const struct cfg_env *env,
+	  struct cfg_errors *errs)
 {
 	struct cfg *cfg = calloc(1, sizeof *cfg);
 	struct ctx c = {.name = name, .text = text, .len = len, .cfg = cfg, .errs = errs,
 	    .errs_before = errs->n, .sec = SEC_NONE};
 
 	if (!cfg || set_defaults(cfg) < 0 || !(cfg->path = strdup(name)) ||
-	    !(cfg->dir = dir_of(name))) {
+	    !(cfg->dir = strdup(env->dir ? env->dir : "."))) {
 		c.nomem = 1;
 	} else {
 		int rc = ini_parse_stream(next_line, &c, on_key, &c);
@@ -1222,7 +1234,7 @@ parse(const char *name, const char *text, size_t len, struct cfg_errors *errs)
 			fail(&c, rc > 0 ? rc : 0, "cannot parse");
 	}
 	if (!c.nomem) {	/* a half-made action has no name to check */
-		finish_daemon(&c);
+		finish_daemon(&c, env->host);
 		finish_redis(&c);
 		finish_misc(&c);
 		finish_oauth(&c);
@@ -1231,72 +1243,12 @@ parse(const char *name, const char *text, size_t len, struct cfg_errors *errs)
 		finish_metrics(&c);
 	}
 	if (c.nomem)
-		(void)errs_add(errs, name, c.lineno, "out of memory");
+		(void)cfg_errors_add(errs, name, c.lineno, "out of memory");
 	if (c.nomem || errs->n > c.errs_before) {
 		sort_errors(errs, c.errs_before, name);
 		cfg_free(cfg);
 		return NULL;
 	}
-	return cfg;
-}
-
-struct cfg *
-cfg_load_string(const char *name, const char *text, struct cfg_errors *errs)
-{
-	return parse(name, text, strlen(text), errs);
-}
-
-/* The whole file in a malloc'd buffer; -1 with errno set. */
-static int
-read_text(const char *path, char **out, size_t *len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	size_t cap = 4096, n = 0;
-	char *buf = NULL;
-
-	if (fd < 0)
-		return -1;
-	for (;;) {
-		if (n == cap || !buf) {
-			char *bigger = n >= TEXT_MAX ? NULL : realloc(buf, cap *= 2);
-			if (!bigger) {
-				errno = n >= TEXT_MAX ? EFBIG : ENOMEM;
-				break;
-			}
-			buf = bigger;
-		}
-		ssize_t r = read(fd, buf + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			break;
-		if (r == 0) {
-			close(fd);
-			*out = buf;
-			*len = n;
-			return 0;
-		}
-		n += (size_t)r;
-	}
-	int saved = errno;
-	close(fd);
-	free(buf);
-	errno = saved;
-	return -1;
-}
-
-struct cfg *
-cfg_load(const char *path, struct cfg_errors *errs)
-{
-	char *text;
-	size_t len;
-
-	if (read_text(path, &text, &len) < 0) {
-		(void)errs_add(errs, path, 0, "cannot read: %s", strerror(errno));
-		return NULL;
-	}
-	struct cfg *cfg = parse(path, text, len, errs);
-	free(text);
 	return cfg;
 }
 
@@ -1315,6 +1267,7 @@ cfg_free(struct cfg *cfg)
 	free(cfg->redis.sentinels);
 	free(cfg->redis.master_name);
 	free(cfg->redis.sentinel_password_file);
+	free(cfg->redis.cluster);
 	free(cfg->redis.prefix);
 	free(cfg->redis.group);
 	free(cfg->records.verify_key_file);
@@ -1355,246 +1308,4 @@ cfg_action_find(const struct cfg *cfg, const char *name)
 		if (strcmp(cfg->actions[i].name, name) == 0)
 			return &cfg->actions[i];
 	return NULL;
-}
-
-/* ---- secrets ---- */
-
-void
-cfg_secret_free(char *buf, size_t len)
-{
-	if (!buf)
-		return;
-	explicit_bzero(buf, len);
-	free(buf);
-}
-
-/* Opens path; a relative one in each of dirs (NULL or "" skipped), and as
- * given only when `as_given` (a name typed on a command line, not one from
- * the config: SPEC §9 never looks in the working directory for those).
- * Only a missing file sends the search on. The name opened goes to `used`
- * (PATH_MAX bytes), for messages. */
-static int
-open_secret(const char *path, const char *const *dirs, size_t ndirs, int as_given, char *used,
-	    char *err, size_t errlen)
-{
-	int fd;
-
-	for (size_t i = 0; path[0] != '/' && i < ndirs; i++) {
-		if (!dirs[i] || !*dirs[i])
-			continue;
-		if (snprintf(used, PATH_MAX, "%s/%s", dirs[i], path) >= PATH_MAX) {
-			snprintf(err, errlen, "cannot read %s: %s", path, strerror(ENAMETOOLONG));
-			return -1;
-		}
-		if ((fd = open(used, O_RDONLY | O_CLOEXEC | O_NOCTTY)) >= 0)
-			return fd;
-		if (errno != ENOENT && errno != ENOTDIR) {
-			snprintf(err, errlen, "cannot read %s: %s", used, strerror(errno));
-			return -1;
-		}
-	}
-	if (path[0] != '/' && !as_given) {
-		snprintf(err, errlen, "cannot read %s: %s in $CREDENTIALS_DIRECTORY or next to the "
-		    "configuration file (the working directory is not searched)", path,
-		    strerror(ENOENT));
-		return -1;
-	}
-	snprintf(used, PATH_MAX, "%s", path);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
-		snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
-	return fd;
-}
-
-/* sshd's rule for private keys: a secret that group or others may read (or
- * write) has been exposed, or will be; so has one owned by another user
- * than us or root. Refused with the fix in the message. */
-static int
-check_private(int fd, const char *path, char *err, size_t errlen)
-{
-	struct stat st;
-
-	if (fstat(fd, &st) < 0) {
-		snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
-		return -1;
-	}
-	if ((st.st_mode & 077) != 0) {
-		snprintf(err, errlen, "refusing %s: permissions %04o are too open, group or "
-		    "others may access this secret (chmod 600 it)", path,
-		    (unsigned)(st.st_mode & 07777));
-		return -1;
-	}
-	if (st.st_uid != geteuid() && st.st_uid != 0) {
-		snprintf(err, errlen, "refusing %s: owned by uid %u, not by this user or root",
-		    path, (unsigned)st.st_uid);
-		return -1;
-	}
-	return 0;
-}
-
-/* Moves the buffer to a bigger one, wiping the old: realloc could leave a
- * copy of the secret in freed memory. */
-static int
-grow_wiped(char **buf, size_t *cap, size_t used)
-{
-	char *bigger = malloc(*cap * 2);
-
-	if (!bigger)
-		return -1;
-	memcpy(bigger, *buf, used);
-	cfg_secret_free(*buf, *cap);
-	*buf = bigger;
-	*cap *= 2;
-	return 0;
-}
-
-static int
-read_fd(int fd, const char *path, char **out, size_t *len, char *err, size_t errlen)
-{
-	struct stat st;
-	size_t cap = 256, n = 0;
-
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < CFG_SECRET_MAX)
-		cap = (size_t)st.st_size + 2;	/* room to see EOF without growing */
-	char *buf = malloc(cap);
-	if (!buf) {
-		snprintf(err, errlen, "cannot read %s: %s", path, strerror(ENOMEM));
-		return -1;
-	}
-	for (;;) {
-		if (n > CFG_SECRET_MAX) {
-			snprintf(err, errlen, "cannot read %s: larger than 1 MiB", path);
-			break;
-		}
-		if (n + 1 == cap && grow_wiped(&buf, &cap, n) < 0) {
-			snprintf(err, errlen, "cannot read %s: %s", path, strerror(ENOMEM));
-			break;
-		}
-		ssize_t r = read(fd, buf + n, cap - 1 - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
-			break;
-		}
-		if (r == 0) {
-			buf[n] = '\0';
-			*out = buf;
-			*len = n;
-			return 0;
-		}
-		n += (size_t)r;
-	}
-	cfg_secret_free(buf, cap);
-	return -1;
-}
-
-static size_t
-strip_ws(char *buf, size_t len)
-{
-	size_t a = 0, b = len;
-
-	while (a < b && isspace((unsigned char)buf[a]))
-		a++;
-	while (b > a && isspace((unsigned char)buf[b - 1]))
-		b--;
-	memmove(buf, buf + a, b - a);
-	explicit_bzero(buf + (b - a), len - (b - a));
-	return b - a;
-}
-
-static int
-read_secret_in(const char *const *dirs, size_t ndirs, int as_given, const char *path,
-	       enum cfg_file_kind kind, char **out, size_t *len, char *err, size_t errlen)
-{
-	char *buf, used[PATH_MAX];
-	size_t n;
-
-	int fd = open_secret(path, dirs, ndirs, as_given, used, err, errlen);
-	if (fd < 0)
-		return -1;
-	int rc = kind == CFG_FILE_PUBLIC ? 0 : check_private(fd, used, err, errlen);
-	if (rc == 0)
-		rc = read_fd(fd, used, &buf, &n, err, errlen);
-	close(fd);
-	if (rc < 0)
-		return -1;
-	if (kind == CFG_FILE_SECRET)
-		n = strip_ws(buf, n);
-	if (n == 0) {
-		snprintf(err, errlen, "cannot read %s: the file is empty", used);
-		cfg_secret_free(buf, 0);	/* strip_ws wiped it */
-		return -1;
-	}
-	*out = buf;
-	*len = n;
-	return 0;
-}
-
-int
-cfg_read_secret(const char *path, enum cfg_file_kind kind, char **out, size_t *len, char *err,
-		size_t errlen)
-{
-	const char *dirs[] = {getenv("CREDENTIALS_DIRECTORY")};
-
-	return read_secret_in(dirs, 1, 1, path, kind, out, len, err, errlen);
-}
-
-int
-cfg_read_file(const struct cfg *cfg, const char *path, enum cfg_file_kind kind, char **out,
-	      size_t *len, char *err, size_t errlen)
-{
-	const char *dirs[] = {getenv("CREDENTIALS_DIRECTORY"), cfg->dir};
-
-	return read_secret_in(dirs, 2, 0, path, kind, out, len, err, errlen);
-}
-
-static int
-check_file(const struct cfg *cfg, const char *section, const char *key, const char *path,
-	   enum cfg_file_kind kind, struct cfg_errors *errs)
-{
-	char err[512], *buf;
-	size_t len;
-
-	if (!path)
-		return 0;
-	if (cfg_read_file(cfg, path, kind, &buf, &len, err, sizeof err) < 0) {
-		(void)errs_add(errs, cfg->path, cfg_line_of(cfg, section, key), "%s", err);
-		return -1;
-	}
-	cfg_secret_free(buf, len);
-	return 0;
-}
-
-int
-cfg_check_files(const struct cfg *cfg, struct cfg_errors *errs)
-{
-	char sec[256];
-	int rc = 0;
-
-	rc |= check_file(cfg, "records", "verify_key_file", cfg->records.verify_key_file,
-	    cfg_verify_key_kind(cfg), errs);
-	rc |= check_file(cfg, "redis", "password_file", cfg->redis.password_file,
-	    CFG_FILE_SECRET, errs);
-	rc |= check_file(cfg, "oauth", "client_secret_file", cfg->oauth.client_secret_file,
-	    CFG_FILE_SECRET, errs);
-	rc |= check_file(cfg, "oauth", "private_key_file", cfg->oauth.private_key_file,
-	    CFG_FILE_PRIVATE_PEM, errs);
-	rc |= check_file(cfg, "oauth", "certificate_file", cfg->oauth.certificate_file,
-	    CFG_FILE_PUBLIC, errs);
-	rc |= check_file(cfg, "redis", "sentinel_password_file", cfg->redis.sentinel_password_file,
-	    CFG_FILE_SECRET, errs);
-	for (size_t i = 0; i < cfg->nactions; i++) {
-		snprintf(sec, sizeof sec, "action %s", cfg->actions[i].name);
-		rc |= check_file(cfg, sec, "bearer_file", cfg->actions[i].bearer_file,
-		    CFG_FILE_SECRET, errs);
-	}
-	rc |= check_file(cfg, "notify", "bearer_file", cfg->notify.bearer_file, CFG_FILE_SECRET,
-	    errs);
-	return rc;
-}
-
-enum cfg_file_kind
-cfg_verify_key_kind(const struct cfg *cfg)
-{
-	return cfg->records.algorithm == JWT_ALG_HS256 ? CFG_FILE_SECRET : CFG_FILE_PUBLIC;
 }

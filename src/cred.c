@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "secrets.h"
 #include "wtime.h"
 
 struct cred {
@@ -82,7 +83,8 @@ cred_init(struct cred *c, const struct cfg *cfg, const struct creds *cs,
 		return -1;
 	}
 	if (a->auth == CFG_AUTH_STATIC)
-		return cfg_read_file(cfg, a->bearer_file, 0, &c->bearer, &c->bearer_len, err, errlen);
+		return secrets_read_cfg(cfg, a->bearer_file, SECRETS_TRIMMED, &c->bearer,
+		    &c->bearer_len, err, errlen);
 	if (a->auth == CFG_AUTH_OAUTH)
 		return oauth_init(c, cfg, cs, a, ctx, err, errlen);
 	return 0;
@@ -114,7 +116,7 @@ creds_free(struct creds *cs)
 		return;
 	for (size_t i = 0; i < cs->n; i++) {
 		if (cs->v[i].bearer)
-			cfg_secret_free(cs->v[i].bearer, cs->v[i].bearer_len);
+			secrets_free(cs->v[i].bearer, cs->v[i].bearer_len);
 		if (cs->v[i].owns_oauth)
 			oauth_free(cs->v[i].oauth);
 		free(cs->v[i].name);

@@ -272,12 +272,6 @@ ctl_policy_content(struct record_policy *pol, const struct cfg *cfg)
 	pol->signature_required = 0;
 }
 
-int
-ctl_key_keep_ws(jwt_alg_t alg)
-{
-	return alg != JWT_ALG_HS256;
-}
-
 /* ---- output ---- */
 
 json_t *

@@ -98,16 +98,6 @@ now_rfc3339(char *buf, size_t n)
 	return wtime_format_rfc3339(wtime_now_ms(), buf, n);
 }
 
-static const redisReply *
-reply_elem(const redisReply *r, size_t i, int type)
-{
-	if (r == NULL || r->type != REDIS_REPLY_ARRAY || i >= r->elements)
-		return NULL;
-	if (r->element[i]->type != type)
-		return NULL;
-	return r->element[i];
-}
-
 static const struct cfg_action *
 job_action(const struct ejob *j)
 {
@@ -327,7 +317,7 @@ log_step(const struct ejob *j, const struct job_step *s)
 	    j->core.calls, reason_name(s->reason), LOG_Q(s->detail));
 }
 
-static void after_transition(struct rconn *rc, redisReply *r, void *arg);
+static void after_transition(struct rconn *rc, const struct sreply *r, void *arg);
 
 /* §6: the same fields as the P:notify entry, as JSON. */
 static void
@@ -451,14 +441,12 @@ continue_effects(struct ejob *j)
 
 /* The script wrote the step: remember what it says, then count and tell. */
 static void
-transition_written(struct ejob *j, const redisReply *r)
+transition_written(struct ejob *j, const struct sreply_transition *t)
 {
 	unsigned fx = j->step.effects;
 
-	if (fx & JOB_FX_CALL) {
-		const redisReply *n = reply_elem(r, 3, REDIS_REPLY_STRING);
-		j->fence = n ? strtoll(n->str, NULL, 10) : -1;
-	}
+	if (fx & JOB_FX_CALL)
+		j->fence = t->fence;
 	if (fx & JOB_FX_START_ATTEMPT)
 		j->started = 1;
 	if ((fx & JOB_FX_NOTIFY) && env_of(j)->webhook && notify_owner(j)[0])
@@ -469,7 +457,7 @@ transition_written(struct ejob *j, const redisReply *r)
 }
 
 static void
-after_transition(struct rconn *rc, redisReply *r, void *arg)
+after_transition(struct rconn *rc, const struct sreply *r, void *arg)
 {
 	struct ejob *j = arg;
 	(void)rc;
@@ -479,7 +467,7 @@ after_transition(struct rconn *rc, redisReply *r, void *arg)
 		ejob_unref(j);
 		return;
 	}
-	if (r == NULL || r->type == REDIS_REPLY_ERROR) {
+	if (r == NULL || sreply_error(r, NULL)) {
 		/* Nothing was decided twice: the same step is written again
 		 * once Redis answers (rconn logged the error kind). */
 		redis_retry(j, T_REDIS_RETRY);
@@ -487,17 +475,17 @@ after_transition(struct rconn *rc, redisReply *r, void *arg)
 		return;
 	}
 	j->redis_tries = 0;
-	const redisReply *ok = reply_elem(r, 0, REDIS_REPLY_INTEGER);
-	const redisReply *why = reply_elem(r, 1, REDIS_REPLY_STRING);
-	if (ok == NULL || ok->integer != 1) {
-		int dup = why && store_reply_is(why->str, STORE_REPLY_TERMINAL);
+	struct sreply_transition t;
+	sreply_transition(r, &t);
+	if (!t.written) {
+		int dup = t.why && store_reply_is(t.why, STORE_REPLY_TERMINAL);
 		log_info(dup ? "job.duplicate" : "job.abandon", "id=%s stream_id=%s reason=%s",
-		    j->id[0] ? j->id : "-", j->stream_id, why ? LOG_Q(why->str) : "bad-reply");
+		    j->id[0] ? j->id : "-", j->stream_id, t.why ? LOG_Q(t.why) : "bad-reply");
 		ejob_finish(j);
 		ejob_unref(j);
 		return;
 	}
-	transition_written(j, r);
+	transition_written(j, &t);
 	continue_effects(j);
 	ejob_unref(j);
 }
@@ -877,10 +865,11 @@ start_authz(struct ejob *j)
 /* R9 re-dispatch                                                       */
 
 static void
-after_redispatch(struct rconn *rc, redisReply *r, void *arg)
+after_redispatch(struct rconn *rc, const struct sreply *r, void *arg)
 {
 	struct ejob *j = arg;
 	struct job_event ev = {.kind = JOB_EV_REDISPATCHED};
+	long long deliveries;
 	(void)rc;
 
 	j->wait = W_NONE;
@@ -888,20 +877,20 @@ after_redispatch(struct rconn *rc, redisReply *r, void *arg)
 		ejob_unref(j);
 		return;
 	}
-	if (r == NULL || r->type != REDIS_REPLY_INTEGER) {
+	if (sreply_integer(r, &deliveries) < 0) {
 		redis_retry(j, T_REDISPATCH_RETRY);	/* ask again */
 		ejob_unref(j);
 		return;
 	}
 	j->redis_tries = 0;
-	if (r->integer == 0) {
+	if (deliveries == 0) {
 		ev.kind = JOB_EV_LEASE_LOST;
 	} else {
 		/* R12: the count Redis keeps, checked by the core before the run */
-		ev.deliveries = r->integer > INT32_MAX ? INT32_MAX : (int)r->integer;
+		ev.deliveries = deliveries > INT32_MAX ? INT32_MAX : (int)deliveries;
 		env_of(j)->n->redispatched++;
 		log_info("job.redispatch", "id=%s stream_id=%s deliveries=%lld", j->id,
-		    j->stream_id, r->integer);
+		    j->stream_id, deliveries);
 	}
 	feed(j, &ev);
 	ejob_unref(j);
@@ -956,11 +945,12 @@ verify_record(struct ejob *j, const char *raw, char *detail, size_t detail_len)
 }
 
 static void
-after_load(struct rconn *rc, redisReply *r, void *arg)
+after_load(struct rconn *rc, const struct sreply *r, void *arg)
 {
 	struct ejob *j = arg;
 	struct job_event ev = {.kind = JOB_EV_LOADED, .deliveries = j->core.deliveries};
 	char detail[200] = "";
+	size_t nfields;
 	(void)rc;
 
 	j->wait = W_NONE;
@@ -968,7 +958,7 @@ after_load(struct rconn *rc, redisReply *r, void *arg)
 		ejob_unref(j);
 		return;
 	}
-	if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
+	if (sreply_array_len(r, &nfields) < 0) {
 		/* An error reply, or the connection went: load again with
 		 * backoff. The entry stays in hand, so nothing more is read. */
 		redis_retry(j, T_LOAD_RETRY);
@@ -976,7 +966,7 @@ after_load(struct rconn *rc, redisReply *r, void *arg)
 		return;
 	}
 	j->redis_tries = 0;
-	ev.hash_exists = r->elements > 0;
+	ev.hash_exists = nfields > 0;
 	const char *attempts = sreply_field(r, "attempts");
 	if (attempts != NULL) {
 		long long n = strtoll(attempts, NULL, 10);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "backoff.h"
+#include "cluster.h"
 #include "cred.h"
 #include "ejob.h"
 #include "http.h"
@@ -27,6 +28,7 @@
 #include "rnd.h"
 #include "script.h"
 #include "sdnotify.h"
+#include "secrets.h"
 #include "sentinel.h"
 #include "sreply.h"
 #include "store.h"
@@ -37,6 +39,10 @@
 #define STREAM_ID_MAX 48
 #define SENTINEL_TIMEOUT_MS 500	/* per sentinel asked, connect and answer */
 #define RECONNECT_MAX_MS 5000	/* the longest wait between Redis connect attempts */
+/* Cluster: the slot map is asked for at most this often (every shard's
+ * connections reconnect at once when a node goes; one answer serves all),
+ * unless a MOVED said it is out of date. */
+#define MAP_REFRESH_MS 1000
 
 /* The verification key and the credentials of one config: replaced whole
  * on reload. */
@@ -47,11 +53,34 @@ struct secrets {
 	struct creds *creds;
 };
 
+/*
+ * One shard (issue 13): its keys (all in one hash-tag slot on a cluster),
+ * its two connections, its entries in hand and where its reading stands.
+ * Without [redis] shards there is exactly one, under the prefix itself.
+ * Each has its own R17 episode: a node that is down stops only its shards.
+ */
+struct shard {
+	struct engine *eng;
+	unsigned index, slot;		/* slot: of its keys' hash tag (cluster) */
+	struct store_keys keys;
+	struct rconn *cmd, *blk;
+	struct ejob_env env;		/* what its jobs in hand may use */
+	struct ejobs *jobs;
+	int group_ready, reading, own_done, claiming;
+	char own_cursor[STREAM_ID_MAX];
+	char auto_cursor[STREAM_ID_MAX];	/* R11: where the XAUTOCLAIM scan goes on */
+	ev_timer kick;			/* R17: back to reading after an error reply */
+	unsigned kick_failures;
+	int64_t last_read_at, redis_down_since;
+	int64_t claim_not_before;	/* mono ms: no XAUTOCLAIM before (R11 after R17) */
+	long long outages;
+};
+
 struct engine {
 	struct ev_loop *loop;
 	struct cfg *cfg;
-	struct store_keys keys;
-	struct rconn *cmd, *blk;
+	struct shard *shards;
+	size_t nshards;
 	struct http_client *http;
 	struct webhook *webhook;	/* NULL without [notify] webhook_url */
 	struct oauth *oauth;		/* NULL without an [oauth] section */
@@ -61,31 +90,29 @@ struct engine {
 	struct script_set scripts;	/* every Lua script of lua/, by store_script_id */
 	struct secrets sec;
 
-	struct ejob_env env;		/* what the jobs in hand may use */
-	struct ejobs *jobs;
-
-	int group_ready, reading, draining, own_done, claiming;
-	char own_cursor[STREAM_ID_MAX];
-	char auto_cursor[STREAM_ID_MAX];	/* R11: where the XAUTOCLAIM scan goes on */
+	int draining;
 	ev_timer heartbeat, claim, lease, grace, watchdog;
-	ev_timer kick;			/* R17: back to reading after an error reply */
-	unsigned kick_failures;
 	/* Sentinel: where to ask for the primary before each connect */
 	struct sentinel_addr sentinels[SENTINEL_MAX];
 	size_t nsentinels;
 	char *sentinel_password;
 	size_t sentinel_password_len;
+	/* Cluster: the seeds, the slot map, and the password to ask nodes with */
+	struct sentinel_addr seeds[SENTINEL_MAX];
+	size_t nseeds;
+	struct cluster_map *map;
+	int64_t map_at;			/* mono ms of its last refresh; 0: refresh at once */
+	char *redis_password;
+	size_t redis_password_len;
 
-	int64_t started_at, last_read_at, redis_down_since;
-	int64_t claim_not_before;	/* mono ms: no XAUTOCLAIM before (R11 after R17) */
-	long long outages;
-	struct engine_counters n;
+	int64_t started_at;
+	struct engine_counters n;	/* every shard's jobs count here */
 };
 
-static void read_more(struct engine *eng);
-static void own_pending_more(struct engine *eng);
+static void read_more(struct shard *sh);
+static void own_pending_more(struct shard *sh);
 static void maybe_finish_stop(struct engine *eng);
-static void ensure_group(struct engine *eng);
+static void ensure_group(struct shard *sh);
 
 #define KICK_MIN_MS	100
 #define KICK_MAX_MS	5000
@@ -120,7 +147,7 @@ worker_token(const struct engine *eng, long timeout_ms)
 }
 
 static void
-ignore_reply(struct rconn *rc, redisReply *r, void *arg)
+ignore_reply(struct rconn *rc, const struct sreply *r, void *arg)
 {
 	(void)rc, (void)r, (void)arg;	/* rconn logs error replies */
 }
@@ -133,16 +160,40 @@ best_effort(int rc)
 		log_debug("redis.skipped", "detail=\"not connected\"");
 }
 
+/* Entries in hand over every shard: max_in_flight bounds them all. */
+static size_t
+in_hand(const struct engine *eng)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < eng->nshards; i++)
+		n += eng->shards[i].jobs ? ejobs_count(eng->shards[i].jobs) : 0;
+	return n;
+}
+
+/* Room freed by one shard may be another's to read: each shard that may
+ * read does, this one first. */
+static void
+read_all(struct shard *first)
+{
+	struct engine *eng = first->eng;
+
+	read_more(first);
+	for (size_t i = 0; i < eng->nshards; i++)
+		if (&eng->shards[i] != first)
+			read_more(&eng->shards[i]);
+}
+
 /* An entry left the hand (ejob_env.released). */
 static void
 job_released(void *arg)
 {
-	struct engine *eng = arg;
+	struct shard *sh = arg;
 
-	if (eng->draining)
-		maybe_finish_stop(eng);
+	if (sh->eng->draining)
+		maybe_finish_stop(sh->eng);
 	else
-		read_more(eng);
+		read_all(sh);
 }
 
 /* ------------------------------------------------------------------ */
@@ -151,102 +202,115 @@ job_released(void *arg)
 static long
 capacity(const struct engine *eng)
 {
-	long room = eng->cfg->daemon.max_in_flight - (long)ejobs_count(eng->jobs);
+	long room = eng->cfg->daemon.max_in_flight - (long)in_hand(eng);
 	return room < eng->cfg->redis.batch ? room : eng->cfg->redis.batch;
 }
 
 /* R17: an error reply on the reading path (XREADGROUP, our PEL, XGROUP):
  * come back with backoff, never at once. rconn has logged it. */
 static void
-back_off(struct engine *eng)
+back_off(struct shard *sh)
 {
-	if (eng->kick_failures < 64)
-		eng->kick_failures++;
-	int64_t delay = backoff_ms(KICK_MIN_MS, KICK_MIN_MS, KICK_MAX_MS, (int)eng->kick_failures,
+	struct engine *eng = sh->eng;
+
+	if (sh->kick_failures < 64)
+		sh->kick_failures++;
+	int64_t delay = backoff_ms(KICK_MIN_MS, KICK_MIN_MS, KICK_MAX_MS, (int)sh->kick_failures,
 	    rnd_u64());
 
-	ev_timer_stop(eng->loop, &eng->kick);
-	ev_timer_set(&eng->kick, (double)delay / 1000.0, 0.0);
-	ev_timer_start(eng->loop, &eng->kick);
+	ev_timer_stop(eng->loop, &sh->kick);
+	ev_timer_set(&sh->kick, (double)delay / 1000.0, 0.0);
+	ev_timer_start(eng->loop, &sh->kick);
 }
 
 static void
 kick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct engine *eng = w->data;
+	struct shard *sh = w->data;
 	(void)loop, (void)revents;
 
-	if (!eng->group_ready)
-		ensure_group(eng);
+	if (!sh->group_ready)
+		ensure_group(sh);
 	else
-		read_more(eng);
+		read_more(sh);
 }
 
 /* A reply that is not an error: the reading path works again. */
 static void
-read_path_ok(struct engine *eng)
+read_path_ok(struct shard *sh)
 {
-	eng->kick_failures = 0;
+	sh->kick_failures = 0;
 }
 
 /* sreply_entry_cb: an entry delivered to us is taken in hand. */
 static void
 admit(void *arg, const struct sreply_entry *e)
 {
-	struct engine *eng = arg;
+	struct shard *sh = arg;
 
-	ejobs_admit(eng->jobs, e->stream_id, e->id, e->deliveries);
+	ejobs_admit(sh->jobs, e->stream_id, e->id, e->deliveries);
 }
 
 /* sreply_id_cb: R11, an entry deleted while pending is a dead letter. */
 static void
 dead_deleted(void *arg, const char *stream_id)
 {
-	struct engine *eng = arg;
+	struct shard *sh = arg;
 
-	if (ejobs_dead_deleted(eng->jobs, stream_id) < 0)
+	if (ejobs_dead_deleted(sh->jobs, stream_id) < 0)
 		log_error("job.admit", "stream_id=%s error=\"out of memory\"", stream_id);
 }
 
-static int
-is_nogroup(const redisReply *r)
-{
-	return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOGROUP", 7) == 0;
-}
-
 static void
-after_read(struct rconn *rc, redisReply *r, void *arg)
+after_read(struct rconn *rc, const struct sreply *r, void *arg)
 {
-	struct engine *eng = arg;
+	struct shard *sh = arg;
 	(void)rc;
 
-	eng->reading = 0;
-	if (is_nogroup(r)) {
-		eng->group_ready = 0;
-		ensure_group(eng);
+	sh->reading = 0;
+	if (sreply_error(r, "NOGROUP")) {
+		sh->group_ready = 0;
+		ensure_group(sh);
 		return;
 	}
 	if (r == NULL)
 		return;	/* the connection went: on_blk_state reads again */
-	if (sreply_read(r, admit, eng) < 0) {
-		/* LOADING, READONLY, MISCONF..., or a shape we do not know:
-		 * never a tight loop */
-		back_off(eng);
+	if (sreply_read(r, admit, sh) < 0) {
+		/* LOADING, READONLY, MISCONF, MOVED, ASK..., or a shape we do
+		 * not know: never a tight loop */
+		back_off(sh);
 		return;
 	}
-	read_path_ok(eng);
-	eng->last_read_at = wtime_now_ms();
-	read_more(eng);
+	read_path_ok(sh);
+	sh->last_read_at = wtime_now_ms();
+	read_more(sh);
+}
+
+/* How many entries one shard's read may ask for: its share of the room
+ * left, so that the blocking reads of all shards together, outstanding at
+ * once, ask for no more than max_in_flight allows (one shard: all of it). */
+static long
+read_count(const struct engine *eng)
+{
+	long room = eng->cfg->daemon.max_in_flight - (long)in_hand(eng);
+	long share = room / (long)eng->nshards;
+	long cap = capacity(eng);
+
+	if (share < 1)
+		share = 1;
+	return share < cap ? share : cap;
 }
 
 /* R17: nothing new is read while either connection is down (what is read
  * could not be loaded) or while an error reply is being backed off. */
 static int
-may_read(const struct engine *eng)
+may_read(const struct shard *sh)
 {
-	return eng->group_ready && eng->own_done && !eng->draining && !eng->reading &&
-	    eng->blk && rconn_is_up(eng->blk) && rconn_is_up(eng->cmd) &&
-	    !ev_is_active(&eng->kick) && capacity(eng) > 0;
+	const struct engine *eng = sh->eng;
+
+	return sh->group_ready && sh->own_done && !eng->draining && !sh->reading &&
+	    sh->blk && rconn_is_up(sh->blk) && rconn_is_up(sh->cmd) &&
+	    !ev_is_active(&sh->kick) && capacity(eng) > 0;
 }
 
 /* R6: with no usable token, read nothing new: entries stay undelivered for
@@ -267,68 +331,75 @@ token_blocks_reading(struct engine *eng)
 }
 
 static void
-read_more(struct engine *eng)
+read_more(struct shard *sh)
 {
+	struct engine *eng = sh->eng;
+
 	if (token_blocks_reading(eng))
 		return;
-	if (!eng->own_done) {
-		own_pending_more(eng);
+	if (!sh->own_done) {
+		own_pending_more(sh);
 		return;
 	}
-	if (!may_read(eng))
+	if (!may_read(sh))
 		return;
 	char count[24], block[24];
-	snprintf(count, sizeof count, "%ld", capacity(eng));
+	snprintf(count, sizeof count, "%ld", read_count(eng));
 	snprintf(block, sizeof block, "%ld", eng->cfg->redis.block_ms);
 	const char *argv[] = {"XREADGROUP", "GROUP", eng->cfg->redis.group,
 	    eng->cfg->daemon.consumer, "COUNT", count, "BLOCK", block, "STREAMS",
-	    eng->keys.jobs, ">"};
+	    sh->keys.jobs, ">"};
 	size_t len[11];
 	for (int i = 0; i < 11; i++)
 		len[i] = strlen(argv[i]);
-	if (rconn_commandv(eng->blk, after_read, eng, 11, argv, len) == 0)
-		eng->reading = 1;
+	if (rconn_commandv(sh->blk, after_read, sh, 11, argv, len) == 0)
+		sh->reading = 1;
 }
 
 static void
-after_own(struct rconn *rc, redisReply *r, void *arg)
+after_own(struct rconn *rc, const struct sreply *r, void *arg)
 {
-	struct engine *eng = arg;
+	struct shard *sh = arg;
+	struct engine *eng = sh->eng;
 	(void)rc;
 
 	char next[STREAM_ID_MAX];
 
-	eng->claiming = 0;
+	sh->claiming = 0;
 	if (r == NULL)
 		return;	/* retried when the connection is back */
-	if (sreply_claim(r, next, sizeof next, admit, dead_deleted, eng) < 0) {
-		if (is_nogroup(r)) {
-			eng->group_ready = 0;
-			ensure_group(eng);
+	if (sreply_claim(r, next, sizeof next, admit, dead_deleted, sh) < 0) {
+		if (sreply_error(r, "NOGROUP")) {
+			sh->group_ready = 0;
+			ensure_group(sh);
 		} else {
-			back_off(eng);
+			back_off(sh);
 		}
 		return;
 	}
-	read_path_ok(eng);
+	read_path_ok(sh);
 	if (strcmp(next, "0-0") != 0) {
-		snprintf(eng->own_cursor, sizeof eng->own_cursor, "%s", next);
+		snprintf(sh->own_cursor, sizeof sh->own_cursor, "%s", next);
 	} else {
-		eng->own_done = 1;
+		sh->own_done = 1;
 		log_info("consumer.ready", "consumer=%s group=%s stream=%s in_hand=%zu",
-		    eng->cfg->daemon.consumer, eng->cfg->redis.group, eng->keys.jobs,
-		    ejobs_count(eng->jobs));
+		    eng->cfg->daemon.consumer, eng->cfg->redis.group, sh->keys.jobs,
+		    ejobs_count(sh->jobs));
+		/* With shards: the first shard ready makes the worker ready; a
+		 * node that is down holds up only its own shards, not the start
+		 * (systemd would give up on it after TimeoutStartSec). */
 		sdnotify_send("READY=1\nSTATUS=consuming");
 	}
-	read_more(eng);
+	read_more(sh);
 }
 
 /* The claim script (store.c) in one of its modes, for as many entries as
  * there is room for; one claim at a time. */
 static void
-send_claim(struct engine *eng, const char *mode, const char *min_idle, const char *start,
+send_claim(struct shard *sh, const char *mode, const char *min_idle, const char *start,
 	   rconn_reply_cb *cb)
 {
+	struct engine *eng = sh->eng;
 	char count[24], calls[24];
 	long room = capacity(eng);
 	snprintf(count, sizeof count, "%ld", room);
@@ -336,47 +407,48 @@ send_claim(struct engine *eng, const char *mode, const char *min_idle, const cha
 	    CLAIM_SCAN_PER_TICK / room : 1);
 	struct store_args a;
 	store_args_init(&a, STORE_CLAIM);
-	store_args_consumer(&a, &eng->keys, eng->cfg->redis.group, eng->cfg->daemon.consumer);
+	store_args_consumer(&a, &sh->keys, eng->cfg->redis.group, eng->cfg->daemon.consumer);
 	store_arg(&a, STORE_CLAIM_MODE, mode);
 	store_arg(&a, STORE_CLAIM_MIN_IDLE, min_idle);
 	store_arg(&a, STORE_CLAIM_START, start);
 	store_arg(&a, STORE_CLAIM_COUNT, count);
 	store_arg(&a, STORE_CLAIM_CALLS, calls);
-	if (script_send(eng->cmd, &eng->scripts, &a, cb, eng) == 0)
-		eng->claiming = 1;
+	if (script_send(sh->cmd, &eng->scripts, &a, cb, sh) == 0)
+		sh->claiming = 1;
 }
 
 /* R14: our own pending entries first, as far as there is room. */
 static void
-own_pending_more(struct engine *eng)
+own_pending_more(struct shard *sh)
 {
-	if (!eng->group_ready || eng->claiming || eng->draining || capacity(eng) <= 0 ||
-	    !rconn_is_up(eng->cmd) || ev_is_active(&eng->kick))
+	if (!sh->group_ready || sh->claiming || sh->eng->draining || capacity(sh->eng) <= 0 ||
+	    !rconn_is_up(sh->cmd) || ev_is_active(&sh->kick))
 		return;
-	send_claim(eng, "own", "0", eng->own_cursor, after_own);
+	send_claim(sh, "own", "0", sh->own_cursor, after_own);
 }
 
 static void
-after_autoclaim(struct rconn *rc, redisReply *r, void *arg)
+after_autoclaim(struct rconn *rc, const struct sreply *r, void *arg)
 {
-	struct engine *eng = arg;
+	struct shard *sh = arg;
+	struct engine *eng = sh->eng;
 	(void)rc;
 
-	size_t before = ejobs_count(eng->jobs);
+	size_t before = ejobs_count(sh->jobs);
 	char next[STREAM_ID_MAX];
 
-	eng->claiming = 0;
-	if (sreply_claim(r, next, sizeof next, admit, dead_deleted, eng) < 0) {
-		if (is_nogroup(r)) {
-			eng->group_ready = 0;
-			ensure_group(eng);
+	sh->claiming = 0;
+	if (sreply_claim(r, next, sizeof next, admit, dead_deleted, sh) < 0) {
+		if (sreply_error(r, "NOGROUP")) {
+			sh->group_ready = 0;
+			ensure_group(sh);
 		}
 		return;	/* the next tick tries again */
 	}
 	/* R11: the next tick goes on where this scan stopped, so entries
 	 * behind a long run of live ones are reached too. */
-	snprintf(eng->auto_cursor, sizeof eng->auto_cursor, "%s", next);
-	size_t after = ejobs_count(eng->jobs);
+	snprintf(sh->auto_cursor, sizeof sh->auto_cursor, "%s", next);
+	size_t after = ejobs_count(sh->jobs);
 	if (after > before) {
 		eng->n.claimed += (long long)(after - before);
 		log_info("consumer.claimed", "count=%zu", after - before);
@@ -386,26 +458,46 @@ after_autoclaim(struct rconn *rc, redisReply *r, void *arg)
 /* §5: promote due scheduled ids; every worker may, the script makes each
  * promotion happen once, by Redis' own clock. */
 static void
-promote_due(struct engine *eng)
+promote_due(struct shard *sh)
 {
+	struct engine *eng = sh->eng;
 	struct store_args a;
 	store_args_init(&a, STORE_PROMOTE);
-	store_arg(&a, STORE_PROMOTE_SCHEDULED, eng->keys.scheduled);
-	store_arg(&a, STORE_PROMOTE_JOBS, eng->keys.jobs);
+	store_arg(&a, STORE_PROMOTE_SCHEDULED, sh->keys.scheduled);
+	store_arg(&a, STORE_PROMOTE_JOBS, sh->keys.jobs);
 	store_arg_ll(&a, STORE_PROMOTE_LIMIT, eng->cfg->redis.batch);
-	best_effort(script_send(eng->cmd, &eng->scripts, &a, ignore_reply, NULL));
+	best_effort(script_send(sh->cmd, &eng->scripts, &a, ignore_reply, NULL));
 }
 
 /* §2: P:jobs is trimmed below the oldest entry some group has not been
  * delivered or still holds pending; once per claim interval. */
 static void
-trim_jobs(struct engine *eng)
+trim_jobs(struct shard *sh)
 {
+	struct engine *eng = sh->eng;
 	struct store_args a;
 
 	store_args_init(&a, STORE_TRIM);
-	store_arg(&a, STORE_TRIM_JOBS, eng->keys.jobs);
-	best_effort(script_send(eng->cmd, &eng->scripts, &a, ignore_reply, NULL));
+	store_arg(&a, STORE_TRIM_JOBS, sh->keys.jobs);
+	best_effort(script_send(sh->cmd, &eng->scripts, &a, ignore_reply, NULL));
+}
+
+static void
+claim_shard(struct shard *sh)
+{
+	struct engine *eng = sh->eng;
+
+	if (!sh->group_ready || !rconn_is_up(sh->cmd) || eng->draining)
+		return;
+	promote_due(sh);
+	trim_jobs(sh);
+	/* R6: never claim what cannot be completed for want of a token. */
+	if (!sh->own_done || sh->claiming || capacity(eng) <= 0 ||
+	    !creds_tokens_usable(eng->sec.creds) || wtime_mono_ms() < sh->claim_not_before)
+		return;
+	char idle[24];
+	snprintf(idle, sizeof idle, "%ld", eng->cfg->redis.claim_idle_ms);
+	send_claim(sh, "auto", idle, sh->auto_cursor, after_autoclaim);
 }
 
 static void
@@ -414,17 +506,8 @@ claim_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	struct engine *eng = w->data;
 	(void)loop, (void)revents;
 
-	if (!eng->group_ready || !rconn_is_up(eng->cmd) || eng->draining)
-		return;
-	promote_due(eng);
-	trim_jobs(eng);
-	/* R6: never claim what cannot be completed for want of a token. */
-	if (!eng->own_done || eng->claiming || capacity(eng) <= 0 ||
-	    !creds_tokens_usable(eng->sec.creds) || wtime_mono_ms() < eng->claim_not_before)
-		return;
-	char idle[24];
-	snprintf(idle, sizeof idle, "%ld", eng->cfg->redis.claim_idle_ms);
-	send_claim(eng, "auto", idle, eng->auto_cursor, after_autoclaim);
+	for (size_t i = 0; i < eng->nshards; i++)
+		claim_shard(&eng->shards[i]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -433,26 +516,45 @@ claim_cb(struct ev_loop *loop, ev_timer *w, int revents)
 static void
 lease_lost(void *arg, const char *stream_id)
 {
-	struct engine *eng = arg;
+	struct shard *sh = arg;
 
-	ejobs_lease_lost(eng->jobs, stream_id);
+	ejobs_lease_lost(sh->jobs, stream_id);
 }
 
 static void
 unpending(void *arg, const char *stream_id)
 {
-	struct engine *eng = arg;
+	struct shard *sh = arg;
 
-	ejobs_unpending(eng->jobs, stream_id);
+	ejobs_unpending(sh->jobs, stream_id);
 }
 
 static void
-after_renew(struct rconn *rc, redisReply *r, void *arg)
+after_renew(struct rconn *rc, const struct sreply *r, void *arg)
 {
-	struct engine *eng = arg;
 	(void)rc;
+	(void)sreply_renew(r, lease_lost, unpending, arg);
+}
 
-	(void)sreply_renew(r, lease_lost, unpending, eng);
+static void
+renew_shard(struct shard *sh)
+{
+	struct engine *eng = sh->eng;
+
+	if (!rconn_is_up(sh->cmd) || ejobs_count(sh->jobs) == 0)
+		return;
+	size_t cap = ejobs_count(sh->jobs);
+	const char **ids = calloc(cap, sizeof *ids);
+	if (ids == NULL)
+		return;
+	size_t n = ejobs_leased(sh->jobs, ids, cap);
+	struct store_args a;
+	store_args_init(&a, STORE_RENEW);
+	store_args_consumer(&a, &sh->keys, eng->cfg->redis.group, eng->cfg->daemon.consumer);
+	store_arg_rest(&a, ids, n);
+	if (n > 0)
+		best_effort(script_send(sh->cmd, &eng->scripts, &a, after_renew, sh));
+	free(ids);
 }
 
 static void
@@ -461,112 +563,114 @@ lease_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	struct engine *eng = w->data;
 	(void)loop, (void)revents;
 
-	if (!rconn_is_up(eng->cmd) || ejobs_count(eng->jobs) == 0)
-		return;
-	size_t cap = ejobs_count(eng->jobs);
-	const char **ids = calloc(cap, sizeof *ids);
-	if (ids == NULL)
-		return;
-	size_t n = ejobs_leased(eng->jobs, ids, cap);
-	struct store_args a;
-	store_args_init(&a, STORE_RENEW);
-	store_args_consumer(&a, &eng->keys, eng->cfg->redis.group, eng->cfg->daemon.consumer);
-	store_arg_rest(&a, ids, n);
-	if (n > 0)
-		best_effort(script_send(eng->cmd, &eng->scripts, &a, after_renew, eng));
-	free(ids);
+	for (size_t i = 0; i < eng->nshards; i++)
+		renew_shard(&eng->shards[i]);
 }
 
 /* ------------------------------------------------------------------ */
 /* the group, the connections, the heartbeat                            */
 
 static void
-after_group(struct rconn *rc, redisReply *r, void *arg)
+after_group(struct rconn *rc, const struct sreply *r, void *arg)
 {
-	struct engine *eng = arg;
+	struct shard *sh = arg;
 	(void)rc;
 
 	if (r == NULL)
 		return;	/* retried on reconnect */
-	if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "BUSYGROUP", 9) != 0) {
-		back_off(eng);	/* kick_cb asks again */
+	if (sreply_error(r, NULL) && !sreply_error(r, "BUSYGROUP")) {
+		back_off(sh);	/* kick_cb asks again */
 		return;
 	}
-	if (!eng->group_ready)
-		log_info("consumer.group", "stream=%s group=%s", eng->keys.jobs, eng->cfg->redis.group);
-	eng->group_ready = 1;
-	read_more(eng);
+	if (!sh->group_ready)
+		log_info("consumer.group", "stream=%s group=%s", sh->keys.jobs,
+		    sh->eng->cfg->redis.group);
+	sh->group_ready = 1;
+	read_more(sh);
 }
 
 /* R14: created at id 0 with MKSTREAM, so entries written before the first
  * worker started are processed. */
 static void
-ensure_group(struct engine *eng)
+ensure_group(struct shard *sh)
 {
-	if (rconn_is_up(eng->cmd))
-		best_effort(rconn_command(eng->cmd, after_group, eng, "XGROUP CREATE %s %s 0 MKSTREAM",
-		    eng->keys.jobs, eng->cfg->redis.group));
+	if (rconn_is_up(sh->cmd))
+		best_effort(rconn_command(sh->cmd, after_group, sh, "XGROUP CREATE %s %s 0 MKSTREAM",
+		    sh->keys.jobs, sh->eng->cfg->redis.group));
 }
 
 
 /* §8: a worker with a token and room that has read nothing for a long time
  * while the group has undelivered entries is stuck, and says so. */
 static void
-after_lag(struct rconn *rc, redisReply *r, void *arg)
+after_lag(struct rconn *rc, const struct sreply *r, void *arg)
 {
-	struct engine *eng = arg;
+	struct shard *sh = arg;
+	struct engine *eng = sh->eng;
 	(void)rc;
 
 	long long lag = sreply_group_lag(r, eng->cfg->redis.group);
 	if (lag > 0)
-		log_warn("consumer.stalled", "lag=%lld last_read_ms_ago=%" PRId64
-		    " token_state=%s in_hand=%zu", lag, wtime_now_ms() - eng->last_read_at,
-		    token_state(eng), ejobs_count(eng->jobs));
+		log_warn("consumer.stalled", "stream=%s lag=%lld last_read_ms_ago=%" PRId64
+		    " token_state=%s in_hand=%zu", sh->keys.jobs, lag,
+		    wtime_now_ms() - sh->last_read_at, token_state(eng), ejobs_count(sh->jobs));
 }
 
 static void
-check_stalled(struct engine *eng)
+check_stalled(struct shard *sh)
 {
-	int64_t quiet = wtime_now_ms() - (eng->last_read_at ? eng->last_read_at : eng->started_at);
+	struct engine *eng = sh->eng;
+	int64_t quiet = wtime_now_ms() - (sh->last_read_at ? sh->last_read_at : eng->started_at);
 
-	if (eng->draining || !eng->own_done || capacity(eng) <= 0 ||
+	if (eng->draining || !sh->own_done || capacity(eng) <= 0 ||
 	    quiet < 3 * eng->cfg->redis.block_ms + eng->cfg->daemon.heartbeat_ms ||
 	    !creds_tokens_usable(eng->sec.creds))
 		return;
-	best_effort(rconn_command(eng->cmd, after_lag, eng, "XINFO GROUPS %s", eng->keys.jobs));
+	best_effort(rconn_command(sh->cmd, after_lag, sh, "XINFO GROUPS %s", sh->keys.jobs));
 }
 
 #define HB_FIELDS	(9 + 16)	/* fixed fields + room for counter_fields */
 
-/* SPEC §8: the heartbeat hash, built from one table of fields. */
-static void
-heartbeat_cb(struct ev_loop *loop, ev_timer *w, int revents)
+static long long
+total_outages(const struct engine *eng)
 {
-	struct engine *eng = w->data;
+	long long n = 0;
+
+	for (size_t i = 0; i < eng->nshards; i++)
+		n += eng->shards[i].outages;
+	return n;
+}
+
+/* SPEC §8: the heartbeat hash, built from one table of fields; with shards
+ * one per shard (its own entries in hand and last read), so that an
+ * operator sees every shard's consumers where that shard's keys are. */
+static void
+heartbeat_shard(struct shard *sh)
+{
+	struct engine *eng = sh->eng;
 	char host[256] = "", pid[16], started[WTIME_RFC3339_LEN], now[WTIME_RFC3339_LEN];
 	char last_read[WTIME_RFC3339_LEN] = "", in_flight[24], expires[24];
 	char nums[HB_FIELDS][24];
 	const char *argv[2 + 2 * HB_FIELDS];
 	int argc = 0, k = 0;
-	(void)loop, (void)revents;
 
-	if (!rconn_is_up(eng->cmd))
+	if (!rconn_is_up(sh->cmd))
 		return;
 	gethostname(host, sizeof host - 1);
-	if (eng->last_read_at)
-		wtime_format_rfc3339(eng->last_read_at, last_read, sizeof last_read);
+	if (sh->last_read_at)
+		wtime_format_rfc3339(sh->last_read_at, last_read, sizeof last_read);
 	snprintf(pid, sizeof pid, "%d", (int)getpid());
-	snprintf(in_flight, sizeof in_flight, "%zu", ejobs_count(eng->jobs));
+	snprintf(in_flight, sizeof in_flight, "%zu", ejobs_count(sh->jobs));
 	snprintf(expires, sizeof expires, "%lld", token_expires_in_s(eng));
 	eng->n.token_refreshes = eng->oauth ? oauth_refreshes(eng->oauth) : 0;
-	eng->n.redis_outages = eng->outages;
+	eng->n.redis_outages = total_outages(eng);
 	const char *fixed[] = {"host", host, "pid", pid, "version", WARRANTD_VERSION,
 	    "startedAt", wtime_format_rfc3339(eng->started_at, started, sizeof started),
 	    "heartbeatAt", wtime_format_rfc3339(wtime_now_ms(), now, sizeof now),
 	    "lastReadAt", last_read, "inFlight", in_flight, "tokenState", token_state(eng),
 	    "tokenExpiresIn", expires};
 	argv[argc++] = "HSET";
-	argv[argc++] = eng->keys.consumer;
+	argv[argc++] = sh->keys.consumer;
 	for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
 		argv[argc++] = fixed[i];
 	for (const struct counter_field *f = counter_fields; f->name && k < HB_FIELDS; f++, k++) {
@@ -574,10 +678,20 @@ heartbeat_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		argv[argc++] = f->name;
 		argv[argc++] = nums[k];
 	}
-	best_effort(rconn_commandv(eng->cmd, ignore_reply, NULL, argc, argv, NULL));
-	best_effort(rconn_command(eng->cmd, ignore_reply, NULL, "PEXPIRE %s %ld", eng->keys.consumer,
+	best_effort(rconn_commandv(sh->cmd, ignore_reply, NULL, argc, argv, NULL));
+	best_effort(rconn_command(sh->cmd, ignore_reply, NULL, "PEXPIRE %s %ld", sh->keys.consumer,
 	    3 * eng->cfg->daemon.heartbeat_ms));
-	check_stalled(eng);
+	check_stalled(sh);
+}
+
+static void
+heartbeat_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct engine *eng = w->data;
+	(void)loop, (void)revents;
+
+	for (size_t i = 0; i < eng->nshards; i++)
+		heartbeat_shard(&eng->shards[i]);
 }
 
 /* §12: systemd's WatchdogSec sets the pace, not heartbeat_ms, and the
@@ -592,57 +706,58 @@ watchdog_cb(struct ev_loop *loop, ev_timer *w, int revents)
 static void
 on_cmd_state(struct rconn *rc, int up, void *arg)
 {
-	struct engine *eng = arg;
+	struct shard *sh = arg;
+	struct engine *eng = sh->eng;
 	(void)rc;
 
 	if (!up) {
-		if (!eng->redis_down_since) {
-			eng->redis_down_since = wtime_now_ms();
-			eng->outages++;
+		if (!sh->redis_down_since) {
+			sh->redis_down_since = wtime_now_ms();
+			sh->outages++;
 			sdnotify_send("STATUS=redis unreachable, reconnecting");
 		}
-		eng->claiming = 0;
+		sh->claiming = 0;
 		return;
 	}
-	if (eng->redis_down_since) {
-		log_info("redis.recovered", "down_ms=%" PRId64,
-		    wtime_now_ms() - eng->redis_down_since);
-		eng->redis_down_since = 0;
+	if (sh->redis_down_since) {
+		log_info("redis.recovered", "stream=%s down_ms=%" PRId64, sh->keys.jobs,
+		    wtime_now_ms() - sh->redis_down_since);
+		sh->redis_down_since = 0;
 		sdnotify_send("STATUS=consuming");
 		/* R11 after R17: an outage makes every pending entry look idle.
 		 * Let the workers that hold them reconnect (their backoff is at
 		 * most RECONNECT_MAX_MS), renew and write their results first. */
-		eng->claim_not_before = wtime_mono_ms() + eng->cfg->redis.claim_idle_ms +
+		sh->claim_not_before = wtime_mono_ms() + eng->cfg->redis.claim_idle_ms +
 		    RECONNECT_MAX_MS;
 	}
 	/* Our own leases at once: the outage aged them too. And what waited
 	 * on Redis goes out now, not a backoff later. */
-	lease_cb(eng->loop, &eng->lease, 0);
-	ejobs_redis_up(eng->jobs);
+	renew_shard(sh);
+	ejobs_redis_up(sh->jobs);
 	/* Entries whose XREADGROUP reply was lost with the connection are in
 	 * our PEL but not in hand: scan it again (admit skips known ones). */
-	eng->own_done = 0;
-	snprintf(eng->own_cursor, sizeof eng->own_cursor, "0");
+	sh->own_done = 0;
+	snprintf(sh->own_cursor, sizeof sh->own_cursor, "0");
 	/* Writes that failed while down are retried by their own timers. */
-	ensure_group(eng);
-	heartbeat_cb(eng->loop, &eng->heartbeat, 0);
+	ensure_group(sh);
+	heartbeat_shard(sh);
 }
 
 static void
 on_blk_state(struct rconn *rc, int up, void *arg)
 {
-	struct engine *eng = arg;
+	struct shard *sh = arg;
 	(void)rc;
 
 	if (!up) {
-		eng->reading = 0;
+		sh->reading = 0;
 		return;
 	}
 	/* A read whose reply died with the connection left entries in our
 	 * PEL that we never saw: read the PEL again before new entries. */
-	eng->own_done = 0;
-	snprintf(eng->own_cursor, sizeof eng->own_cursor, "0");
-	read_more(eng);
+	sh->own_done = 0;
+	snprintf(sh->own_cursor, sizeof sh->own_cursor, "0");
+	read_more(sh);
 }
 
 /* ------------------------------------------------------------------ */
@@ -663,8 +778,10 @@ on_token(void *arg, int have_token)
 		log_warn("token.too_short", "expires_in_ms=%" PRId64 " action_timeout_ms=%ld "
 		    "detail=\"R6 needs more than the action timeout plus 1 s: no call can start\"",
 		    life, eng->token_timeout_ms);
-	ejobs_token_ready(eng->jobs);
-	read_more(eng);
+	for (size_t i = 0; i < eng->nshards; i++)
+		ejobs_token_ready(eng->shards[i].jobs);
+	for (size_t i = 0; i < eng->nshards; i++)
+		read_more(&eng->shards[i]);
 }
 
 /* With [notify] auth = oauth, notifications go out with the worker's token
@@ -700,7 +817,7 @@ static void
 free_secrets(struct secrets *s)
 {
 	if (s->key)
-		cfg_secret_free((char *)s->key, s->key_len);
+		secrets_free((char *)s->key, s->key_len);
 	record_key_free(s->parsed);
 	creds_free(s->creds);
 	memset(s, 0, sizeof *s);
@@ -717,10 +834,7 @@ load_secrets(struct engine *eng, const struct cfg *cfg, struct secrets *s, char 
 
 	memset(s, 0, sizeof *s);
 	if (cfg->records.signature_required &&
-	    /* a PEM keeps its layout; an HMAC secret is trimmed like any secret */
-	    cfg_read_file(cfg, cfg->records.verify_key_file,
-	    cfg->records.algorithm != JWT_ALG_HS256, (char **)&s->key, &s->key_len,
-	    err, errlen) < 0)
+	    secrets_read_verify_key(cfg, (char **)&s->key, &s->key_len, err, errlen) < 0)
 		return -1;
 	if (cfg->records.signature_required &&
 	    (s->parsed = record_key_new(cfg->records.algorithm, s->key, s->key_len, why,
@@ -737,18 +851,20 @@ fail:
 	return -1;
 }
 
-/* What the jobs in hand see: the running config, key and credentials. */
+/* What a shard's jobs in hand see: the running config, key and credentials,
+ * and the shard's own connection and keys. */
 static void
-lend_env(struct engine *eng)
+lend_env(struct shard *sh)
 {
-	struct ejob_env *e = &eng->env;
+	struct engine *eng = sh->eng;
+	struct ejob_env *e = &sh->env;
 
 	e->loop = eng->loop;
-	e->cmd = eng->cmd;
+	e->cmd = sh->cmd;
 	e->http = eng->http;
 	e->oauth = eng->oauth;
 	e->webhook = eng->webhook;
-	e->keys = &eng->keys;
+	e->keys = &sh->keys;
 	e->scripts = &eng->scripts;
 	e->cfg = eng->cfg;
 	e->parsed_key = eng->sec.parsed;
@@ -757,7 +873,14 @@ lend_env(struct engine *eng)
 	e->creds = eng->sec.creds;
 	e->n = &eng->n;
 	e->released = job_released;
-	e->arg = eng;
+	e->arg = sh;
+}
+
+static void
+lend_envs(struct engine *eng)
+{
+	for (size_t i = 0; i < eng->nshards; i++)
+		lend_env(&eng->shards[i]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -779,7 +902,7 @@ redis_opts(const struct cfg *cfg, const char *password, long timeout_ms)
 static int
 resolve_primary(void *arg, char *host, size_t hostlen, int *port)
 {
-	struct engine *eng = arg;
+	struct engine *eng = ((struct shard *)arg)->eng;
 	char err[256];
 
 	if (sentinel_master(eng->sentinels, eng->nsentinels, eng->cfg->redis.master_name,
@@ -788,6 +911,56 @@ resolve_primary(void *arg, char *host, size_t hostlen, int *port)
 		return 0;
 	log_warn("redis.sentinel", "error=\"%s\"", err);
 	return -1;
+}
+
+/* rconn_opts.resolve on a cluster: the node that owns the shard's slot.
+ * The map is asked for afresh when a connect follows a MOVED (the
+ * connection was dropped), and otherwise when it is older than
+ * MAP_REFRESH_MS (a node that went away, a failover, a start); when no node
+ * answers, the map as it stands (with the last MOVED's word) still names a
+ * node to try. */
+static int
+resolve_slot(void *arg, char *host, size_t hostlen, int *port)
+{
+	struct shard *sh = arg;
+	struct engine *eng = sh->eng;
+	char err[300];
+	int64_t now = wtime_mono_ms();
+
+	if (eng->map_at == 0 || now - eng->map_at >= MAP_REFRESH_MS) {
+		if (cluster_refresh(eng->map, eng->seeds, eng->nseeds, eng->cfg->redis.username,
+		    eng->redis_password, SENTINEL_TIMEOUT_MS, err, sizeof err) < 0)
+			log_warn("redis.cluster", "stream=%s error=%s", sh->keys.jobs, LOG_Q(err));
+		eng->map_at = now;	/* a failed ask too: no storm of them */
+	}
+	const struct cluster_node *n = cluster_map_owner(eng->map, sh->slot);
+	if (n == NULL || strlen(n->host) >= hostlen) {
+		log_warn("redis.cluster", "stream=%s slot=%u error=\"no node owns the slot\"",
+		    sh->keys.jobs, sh->slot);
+		return -1;
+	}
+	snprintf(host, hostlen, "%s", n->host);
+	*port = n->port;
+	return 0;
+}
+
+/* rconn_opts.error_seen on a cluster: a MOVED says where the slot is now
+ * (rconn drops the connection; the next connect asks the map again). An
+ * ASK -- one key mid-migration -- is not followed: the reply is an error
+ * like any other and the caller backs off until the migration ends and
+ * MOVED comes (README "Redis Cluster"). */
+static void
+cluster_error_seen(void *arg, const char *error)
+{
+	struct shard *sh = arg;
+	struct cluster_redirect rd;
+
+	if (cluster_parse_redirect(error, &rd) != CLUSTER_MOVED)
+		return;
+	sh->eng->map_at = 0;	/* the next connect asks the cluster again */
+	if (cluster_map_apply(sh->eng->map, &rd))
+		log_info("redis.moved", "stream=%s slot=%u to=\"%s:%d\"", sh->keys.jobs, rd.slot,
+		    rd.to.host, rd.to.port);
 }
 
 /* Sentinel: the list and the sentinels' password, kept for every connect. */
@@ -802,39 +975,69 @@ setup_sentinels(struct engine *eng, char *err, size_t errlen)
 	    errlen) < 0)
 		return -1;
 	if (cfg->redis.sentinel_password_file &&
-	    cfg_read_file(cfg, cfg->redis.sentinel_password_file, 0, &eng->sentinel_password,
-	    &eng->sentinel_password_len, err, errlen) < 0)
+	    secrets_read_cfg(cfg, cfg->redis.sentinel_password_file, SECRETS_TRIMMED,
+	    &eng->sentinel_password, &eng->sentinel_password_len, err, errlen) < 0)
 		return -1;
 	return 0;
+}
+
+/* Cluster: the seeds and an empty map (the first connect fills it). */
+static int
+setup_cluster(struct engine *eng, char *err, size_t errlen)
+{
+	if (eng->cfg->redis.cluster == NULL)
+		return 0;
+	if (sentinel_parse_list(eng->cfg->redis.cluster, eng->seeds, &eng->nseeds, err,
+	    errlen) < 0)
+		return -1;
+	if ((eng->map = cluster_map_new()) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* A shard's two connections, named after it when there are shards. */
+static int
+connect_shard(struct shard *sh, struct rconn_opts o)
+{
+	const struct cfg *cfg = sh->eng->cfg;
+	char name[32];
+
+	if (cfg->redis.sentinels) {
+		o.resolve = resolve_primary;
+		o.resolve_arg = sh;
+	} else if (cfg->redis.cluster) {
+		o.resolve = resolve_slot;
+		o.error_seen = cluster_error_seen;
+		o.resolve_arg = sh;
+	}
+	snprintf(name, sizeof name, cfg->redis.shards ? "cmd.%u" : "cmd", sh->index);
+	sh->cmd = rconn_new(sh->eng->loop, &o, name, on_cmd_state, sh);
+	o.command_timeout_ms = cfg->redis.block_ms + 5000;
+	snprintf(name, sizeof name, cfg->redis.shards ? "read.%u" : "read", sh->index);
+	sh->blk = rconn_new(sh->eng->loop, &o, name, on_blk_state, sh);
+	lend_env(sh);
+	return sh->cmd && sh->blk ? 0 : -1;
 }
 
 static int
 connect_redis(struct engine *eng, char *err, size_t errlen)
 {
-	char *password = NULL;
-	size_t plen = 0;
 	const struct cfg *cfg = eng->cfg;
 
-	if (setup_sentinels(eng, err, errlen) < 0)
+	if (setup_sentinels(eng, err, errlen) < 0 || setup_cluster(eng, err, errlen) < 0)
 		return -1;
 	if (cfg->redis.password_file &&
-	    cfg_read_file(cfg, cfg->redis.password_file, 0, &password, &plen, err, errlen) < 0)
+	    secrets_read_cfg(cfg, cfg->redis.password_file, SECRETS_TRIMMED, &eng->redis_password,
+	    &eng->redis_password_len, err, errlen) < 0)
 		return -1;
-	struct rconn_opts o = redis_opts(cfg, password, 10000);
-	if (cfg->redis.sentinels) {
-		o.resolve = resolve_primary;
-		o.resolve_arg = eng;
-	}
-	eng->cmd = rconn_new(eng->loop, &o, "cmd", on_cmd_state, eng);
-	o.command_timeout_ms = cfg->redis.block_ms + 5000;
-	eng->blk = rconn_new(eng->loop, &o, "read", on_blk_state, eng);
-	lend_env(eng);
-	if (password)
-		cfg_secret_free(password, plen);
-	if (eng->cmd == NULL || eng->blk == NULL) {
-		snprintf(err, errlen, "cannot create the Redis connections");
-		return -1;
-	}
+	struct rconn_opts o = redis_opts(cfg, eng->redis_password, 10000);
+	for (size_t i = 0; i < eng->nshards; i++)
+		if (connect_shard(&eng->shards[i], o) < 0) {
+			snprintf(err, errlen, "cannot create the Redis connections");
+			return -1;
+		}
 	return 0;
 }
 
@@ -857,8 +1060,6 @@ init_timers(struct engine *eng)
 	init_timer(eng, &eng->lease, lease_cb, cfg->redis.lease_renew_ms);
 	init_timer(eng, &eng->watchdog, watchdog_cb,
 	    wd_ms > 1 ? wd_ms / 2 : cfg->daemon.heartbeat_ms);
-	ev_init(&eng->kick, kick_cb);
-	eng->kick.data = eng;
 }
 
 /* R16: a periodic timer whose interval changed takes the new one now. */
@@ -888,6 +1089,34 @@ rearm_timers(struct engine *eng, const struct cfg *old, const struct cfg *cfg)
 		rearm(eng, &eng->watchdog, old->daemon.heartbeat_ms, cfg->daemon.heartbeat_ms);
 }
 
+/* One shard's keys, timer and empty set of jobs; 0 or -1 with err. */
+static int
+init_shard(struct engine *eng, struct shard *sh, unsigned index, char *err, size_t errlen)
+{
+	const struct cfg *cfg = eng->cfg;
+	char prefix[STORE_KEY_MAX];
+
+	sh->eng = eng;
+	sh->index = index;
+	snprintf(sh->own_cursor, sizeof sh->own_cursor, "0");
+	snprintf(sh->auto_cursor, sizeof sh->auto_cursor, "0-0");
+	if (cluster_shard_prefix(prefix, sizeof prefix, cfg->redis.prefix, index,
+	    (unsigned)cfg->redis.shards) < 0 ||
+	    store_keys_init(&sh->keys, prefix, cfg->daemon.consumer) < 0) {
+		snprintf(err, errlen, "redis prefix or consumer name too long");
+		return -1;
+	}
+	sh->slot = cluster_key_slot(sh->keys.jobs, strlen(sh->keys.jobs));
+	ev_init(&sh->kick, kick_cb);
+	sh->kick.data = sh;
+	lend_env(sh);
+	if ((sh->jobs = ejobs_new(&sh->env)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
 struct engine *
 engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
 {
@@ -899,12 +1128,6 @@ engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
 	}
 	eng->loop = loop;
 	eng->cfg = cfg;
-	snprintf(eng->own_cursor, sizeof eng->own_cursor, "0");
-	snprintf(eng->auto_cursor, sizeof eng->auto_cursor, "0-0");
-	if (store_keys_init(&eng->keys, cfg->redis.prefix, cfg->daemon.consumer) < 0) {
-		snprintf(err, errlen, "redis prefix or consumer name too long");
-		goto fail;
-	}
 	script_set_init(&eng->scripts);
 	eng->http = http_client_new(loop);
 	if (eng->http == NULL) {
@@ -925,11 +1148,17 @@ engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
 	if (eng->webhook == NULL && err[0] != '\0')
 		goto fail;
 	init_timers(eng);
-	lend_env(eng);
-	if ((eng->jobs = ejobs_new(&eng->env)) == NULL) {
+	size_t n = cfg->redis.shards > 0 ? (size_t)cfg->redis.shards : 1;
+	if ((eng->shards = calloc(n, sizeof *eng->shards)) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
+	for (eng->nshards = 0; eng->nshards < n; eng->nshards++)
+		if (init_shard(eng, &eng->shards[eng->nshards], (unsigned)eng->nshards, err,
+		    errlen) < 0) {
+			eng->nshards++;	/* its partial state is freed too */
+			goto fail;
+		}
 	return eng;
 fail:
 	eng->cfg = NULL;	/* still the caller's */
@@ -955,15 +1184,16 @@ engine_start(struct engine *eng)
 	ev_timer_start(eng->loop, &eng->claim);
 	ev_timer_start(eng->loop, &eng->lease);
 	ev_timer_start(eng->loop, &eng->watchdog);
-	log_info("engine.start", "consumer=%s group=%s stream=%s max_in_flight=%ld",
-	    eng->cfg->daemon.consumer, eng->cfg->redis.group, eng->keys.jobs,
-	    eng->cfg->daemon.max_in_flight);
+	for (size_t i = 0; i < eng->nshards; i++)
+		log_info("engine.start", "consumer=%s group=%s stream=%s max_in_flight=%ld",
+		    eng->cfg->daemon.consumer, eng->cfg->redis.group, eng->shards[i].keys.jobs,
+		    eng->cfg->daemon.max_in_flight);
 }
 
 static void
 maybe_finish_stop(struct engine *eng)
 {
-	if (ejobs_count(eng->jobs) > 0)
+	if (in_hand(eng) > 0)
 		return;	/* a call, a result to write, or a last callback on its way */
 	ev_timer_stop(eng->loop, &eng->grace);
 	log_info("engine.stopped", "consumer=%s", eng->cfg->daemon.consumer);
@@ -976,7 +1206,7 @@ grace_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	struct engine *eng = w->data;
 	(void)revents;
 
-	log_warn("engine.grace_expired", "in_hand=%zu", ejobs_count(eng->jobs));
+	log_warn("engine.grace_expired", "in_hand=%zu", in_hand(eng));
 	ev_break(loop, EVBREAK_ALL);
 }
 
@@ -987,18 +1217,21 @@ engine_stop(struct engine *eng)
 		return;
 	eng->draining = 1;
 	sdnotify_send("STOPPING=1");
-	log_info("engine.stopping", "in_hand=%zu grace_ms=%ld", ejobs_count(eng->jobs),
+	log_info("engine.stopping", "in_hand=%zu grace_ms=%ld", in_hand(eng),
 	    eng->cfg->daemon.shutdown_grace_ms);
 	ev_timer_stop(eng->loop, &eng->claim);
 	/* Entries read but not started, and those waiting on a timer, stay
 	 * pending for R11/R14; only calls in flight may finish. */
-	ejobs_stop(eng->jobs);
+	for (size_t i = 0; i < eng->nshards; i++)
+		ejobs_stop(eng->shards[i].jobs);
 	ev_timer_init(&eng->grace, grace_cb, (double)eng->cfg->daemon.shutdown_grace_ms / 1000.0, 0);
 	eng->grace.data = eng;
 	ev_timer_start(eng->loop, &eng->grace);
 	/* The blocking read holds its connection until block_ms: drop it. */
-	rconn_free(eng->blk);
-	eng->blk = NULL;
+	for (size_t i = 0; i < eng->nshards; i++) {
+		rconn_free(eng->shards[i].blk);
+		eng->shards[i].blk = NULL;
+	}
 	maybe_finish_stop(eng);
 }
 
@@ -1010,8 +1243,12 @@ engine_reload(struct engine *eng, struct cfg *cfg, char *err, size_t errlen)
 
 	if (strcmp(cfg->redis.prefix, old->redis.prefix) != 0 ||
 	    strcmp(cfg->redis.group, old->redis.group) != 0 ||
-	    strcmp(cfg->daemon.consumer, old->daemon.consumer) != 0) {
-		snprintf(err, errlen, "prefix, group and consumer change only with a restart");
+	    strcmp(cfg->daemon.consumer, old->daemon.consumer) != 0 ||
+	    cfg->redis.shards != old->redis.shards ||
+	    (cfg->redis.cluster == NULL) != (old->redis.cluster == NULL) ||
+	    (cfg->redis.cluster && strcmp(cfg->redis.cluster, old->redis.cluster) != 0)) {
+		snprintf(err, errlen,
+		    "prefix, shards, cluster, group and consumer change only with a restart");
 		return -1;
 	}
 	if (cfg->oauth.present != old->oauth.present) {
@@ -1027,7 +1264,7 @@ engine_reload(struct engine *eng, struct cfg *cfg, char *err, size_t errlen)
 	free_secrets(&eng->sec);
 	eng->sec = s;
 	eng->cfg = cfg;
-	lend_env(eng);
+	lend_envs(eng);
 	if (eng->started_at)
 		creds_start(eng->sec.creds);
 	scan_token_needs(eng);
@@ -1043,23 +1280,28 @@ engine_counters(const struct engine *eng)
 	return &eng->n;
 }
 
+/* redis_up: every shard's command connection is up. */
 void
 engine_gauges(const struct engine *eng, struct engine_gauges *out)
 {
-	out->in_flight = (long long)ejobs_count(eng->jobs);
+	out->in_flight = (long long)in_hand(eng);
 	out->token_expires_in_s = token_expires_in_s(eng);
 	out->token_refreshes = eng->oauth ? oauth_refreshes(eng->oauth) : 0LL;
-	out->redis_outages = eng->outages;
+	out->redis_outages = total_outages(eng);
 	out->token_state = token_state(eng);
-	out->redis_up = rconn_is_up(eng->cmd);
+	out->redis_up = 1;
+	for (size_t i = 0; i < eng->nshards; i++)
+		out->redis_up &= rconn_is_up(eng->shards[i].cmd);
 	out->started_at_ms = eng->started_at;
 }
 
 void
 engine_set_call_observer(struct engine *eng, engine_call_observer *fn, void *arg)
 {
-	eng->env.call_done = fn;	/* the jobs read their env afresh */
-	eng->env.call_done_arg = arg;
+	for (size_t i = 0; i < eng->nshards; i++) {
+		eng->shards[i].env.call_done = fn;	/* the jobs read their env afresh */
+		eng->shards[i].env.call_done_arg = arg;
+	}
 }
 
 void
@@ -1072,21 +1314,30 @@ engine_free(struct engine *eng)
 	ev_timer_stop(eng->loop, &eng->lease);
 	ev_timer_stop(eng->loop, &eng->grace);
 	ev_timer_stop(eng->loop, &eng->watchdog);
-	ev_timer_stop(eng->loop, &eng->kick);
 	eng->draining = 1;
 	/* Outstanding callbacks fire with NULL while the connections close;
 	 * every job is marked finished first so none of them acts. */
-	if (eng->jobs)
-		ejobs_abandon(eng->jobs);
-	rconn_free(eng->blk);
-	rconn_free(eng->cmd);
+	for (size_t i = 0; i < eng->nshards; i++) {
+		ev_timer_stop(eng->loop, &eng->shards[i].kick);
+		if (eng->shards[i].jobs)
+			ejobs_abandon(eng->shards[i].jobs);
+	}
+	for (size_t i = 0; i < eng->nshards; i++) {
+		rconn_free(eng->shards[i].blk);
+		rconn_free(eng->shards[i].cmd);
+	}
 	webhook_free(eng->webhook);
 	oauth_free(eng->oauth);
 	http_client_free(eng->http);
-	ejobs_free(eng->jobs);
+	for (size_t i = 0; i < eng->nshards; i++)
+		ejobs_free(eng->shards[i].jobs);
+	free(eng->shards);
 	free_secrets(&eng->sec);
 	if (eng->sentinel_password)
-		cfg_secret_free(eng->sentinel_password, eng->sentinel_password_len);
+		secrets_free(eng->sentinel_password, eng->sentinel_password_len);
+	if (eng->redis_password)
+		secrets_free(eng->redis_password, eng->redis_password_len);
+	cluster_map_free(eng->map);
 	cfg_free(eng->cfg);
 	free(eng);
 }

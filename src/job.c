@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "backoff.h"
+#include "names.h"
 #include "wtime.h"
 
 #define RETRY_AFTER_MAX_S	86400	/* a day: longer is past any sane deadline */
@@ -62,14 +63,12 @@ job_state_name(enum job_state st)
 int
 job_state_parse(const char *s, enum job_state *out)
 {
-	if (s == NULL)
+	int i = names_find(states, NSTATES, sizeof states[0], s);
+
+	if (i < 0)
 		return -1;
-	for (int i = 0; i < NSTATES; i++)
-		if (strcmp(s, states[i].name) == 0) {
-			*out = (enum job_state)i;
-			return 0;
-		}
-	return -1;
+	*out = (enum job_state)i;
+	return 0;
 }
 
 int

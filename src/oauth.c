@@ -14,6 +14,7 @@
 #include "backoff.h"
 #include "log.h"
 #include "rnd.h"
+#include "secrets.h"
 #include "token.h"
 #include "wtime.h"
 
@@ -30,7 +31,7 @@
 struct settings {
 	char *token_url, *client_id, *scope, *resource, *audience;
 	enum cfg_client_auth auth_method;
-	jwt_alg_t assertion_alg;
+	enum jwa_alg assertion_alg;	/* RS256 or ES256 (config checked) */
 	char *assertion_audience, *key_id;
 	double refresh_ratio;
 	long timeout_ms, min_refresh_interval_ms;
@@ -101,8 +102,8 @@ settings_clear(struct settings *s)
 	free(s->assertion_audience);
 	free(s->key_id);
 	free(s->x5t);
-	cfg_secret_free(s->secret, s->secret_len);
-	cfg_secret_free(s->key, s->key_len);
+	secrets_free(s->secret, s->secret_len);
+	secrets_free(s->key, s->key_len);
 	memset(s, 0, sizeof *s);
 }
 
@@ -169,8 +170,8 @@ read_secrets(struct settings *s, const struct cfg *cfg, char *err, size_t errlen
 			snprintf(err, errlen, "oauth: client_secret_file is required");
 			return -1;
 		}
-		if (cfg_read_file(cfg, cfg->oauth.client_secret_file, CFG_FILE_SECRET, &s->secret,
-		    &s->secret_len, why, sizeof why) != 0) {
+		if (secrets_read_cfg(cfg, cfg->oauth.client_secret_file, SECRETS_TRIMMED,
+		    &s->secret, &s->secret_len, why, sizeof why) != 0) {
 			snprintf(err, errlen, "oauth: %s", why);
 			return -1;
 		}
@@ -180,19 +181,19 @@ read_secrets(struct settings *s, const struct cfg *cfg, char *err, size_t errlen
 		snprintf(err, errlen, "oauth: private_key_file is required with private_key_jwt");
 		return -1;
 	}
-	if (cfg_read_file(cfg, cfg->oauth.private_key_file, CFG_FILE_PRIVATE_PEM, &s->key, &s->key_len, why,
-	    sizeof why) != 0) {
+	if (secrets_read_cfg(cfg, cfg->oauth.private_key_file, SECRETS_PRIVATE_PEM, &s->key,
+	    &s->key_len, why, sizeof why) != 0) {
 		snprintf(err, errlen, "oauth: %s", why);
 		return -1;
 	}
 	if (cfg->oauth.certificate_file != NULL) {
-		if (cfg_read_file(cfg, cfg->oauth.certificate_file, CFG_FILE_PUBLIC, &cert, &cert_len, why,
-		    sizeof why) != 0) {
+		if (secrets_read_cfg(cfg, cfg->oauth.certificate_file, SECRETS_PUBLIC, &cert,
+		    &cert_len, why, sizeof why) != 0) {
 			snprintf(err, errlen, "oauth: %s", why);
 			return -1;
 		}
 		int rc = cert_thumbprint(cert, cert_len, &s->x5t);
-		cfg_secret_free(cert, cert_len);
+		secrets_free(cert, cert_len);
 		if (rc != 0) {
 			snprintf(err, errlen, "oauth: %s holds no PEM certificate",
 			    cfg->oauth.certificate_file);
@@ -202,8 +203,8 @@ read_secrets(struct settings *s, const struct cfg *cfg, char *err, size_t errlen
 	/* Signing once now turns a wrong key into a start-up error. */
 	if ((probe = build_assertion(s, wtime_now_ms())) == NULL) {
 		snprintf(err, errlen, "oauth: %s cannot sign %s assertions (a PEM %s private key?)",
-		    cfg->oauth.private_key_file, jwt_alg_str(s->assertion_alg),
-		    s->assertion_alg == JWT_ALG_ES256 ? "P-256 EC" : "RSA");
+		    cfg->oauth.private_key_file, jwa_name(s->assertion_alg),
+		    s->assertion_alg == JWA_ES256 ? "P-256 EC" : "RSA");
 		return -1;
 	}
 	wipe_free(probe);
@@ -254,6 +255,15 @@ same_identity(const struct settings *a, const struct settings *b)
 
 /* ---- the request ---- */
 
+/* libjwt's name for the assertion's algorithm; the config allows only RS256
+ * and ES256, anything else becomes JWT_ALG_NONE, which libjwt will not sign
+ * with a key. */
+static jwt_alg_t
+libjwt_alg(enum jwa_alg alg)
+{
+	return alg == JWA_RS256 ? JWT_ALG_RS256 : alg == JWA_ES256 ? JWT_ALG_ES256 : JWT_ALG_NONE;
+}
+
 /* RFC 7523 §3 client assertion; caller wipes and frees. NULL on error. */
 static char *
 build_assertion(const struct settings *s, int64_t now_ms)
@@ -274,7 +284,7 @@ build_assertion(const struct settings *s, int64_t now_ms)
 		goto done;
 	if (s->x5t != NULL && jwt_add_header(jwt, "x5t#S256", s->x5t) != 0)
 		goto done;
-	if (jwt_set_alg(jwt, s->assertion_alg, (const unsigned char *)s->key, (int)s->key_len))
+	if (jwt_set_alg(jwt, libjwt_alg(s->assertion_alg), (const unsigned char *)s->key, (int)s->key_len))
 		goto done;
 	out = jwt_encode_str(jwt);
 done:

@@ -30,6 +30,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include <hiredis/hiredis.h>
+#include <hiredis/async.h>
 #include <hiredis/adapters/libev.h>
 #include <openssl/evp.h>
 
@@ -38,9 +40,14 @@
 #include "rnd.h"
 #include "sentinel.h"
 
+/* The handshake's own commands read hiredis's reply; a user's callback sees
+ * it through sreply only. */
+typedef void handshake_cb(struct rconn *rc, const redisReply *reply, void *arg);
+
 struct rc_cmd {
 	struct rc_cmd *prev, *next;
-	rconn_reply_cb *cb;
+	rconn_reply_cb *cb;	/* a user's command */
+	handshake_cb *hs;	/* or a handshake command, not the user's */
 	void *arg;
 	struct rconn *rc;
 	ev_tstamp sent_at;
@@ -49,7 +56,6 @@ struct rc_cmd {
 	 * Formatting the EVAL up front cost more than the EVALSHA itself. */
 	const char *body;	/* NULL: not an EVALSHA, or its EVAL was sent */
 	size_t sha_len, rest_off;	/* rest_off: where numkeys begins */
-	int internal;		/* a handshake command, not the user's */
 	char sha_cmd[];
 };
 
@@ -62,6 +68,7 @@ struct rconn {
 	void *state_arg;
 	int (*resolve)(void *arg, char *host, size_t hostlen, int *port);
 	void *resolve_arg;
+	void (*error_seen)(void *arg, const char *error);
 	char qname[64];		/* the name, ready for a log line */
 
 	redisAsyncContext *ac;	/* NULL between connections */
@@ -244,10 +251,13 @@ static void
 finish(struct rconn *rc, struct rc_cmd *c, redisReply *reply)
 {
 	q_unlink(rc, c);
-	if (!c->internal)
+	if (c->hs == NULL)
 		rc->npending--;
 	rc->depth++;
-	c->cb(rc, reply, c->arg);
+	if (c->hs != NULL)
+		c->hs(rc, reply, c->arg);
+	else
+		c->cb(rc, sreply_of(reply), c->arg);
 	rc->depth--;
 	cmd_free(c);
 }
@@ -361,8 +371,10 @@ resend_as_eval(struct rconn *rc, redisAsyncContext *ac, struct rc_cmd *c)
 	return 0;
 }
 
-void
-rconn_error_kind(const redisReply *reply, char *buf, size_t n)
+/* The kind of an error reply into buf ("" when it is not one or has no
+ * leading upper-case word), cut to n - 1 bytes. */
+static void
+error_kind(const redisReply *reply, char *buf, size_t n)
 {
 	size_t k = 0;
 
@@ -408,13 +420,18 @@ note_reply(struct rconn *rc, const redisReply *reply)
 	maybe_end_episode(rc);
 	if (reply->type != REDIS_REPLY_ERROR)
 		return;
-	rconn_error_kind(reply, kind, sizeof kind);
+	error_kind(reply, kind, sizeof kind);
 	if (expected_error(kind))
 		return;
 	rc->last_err_at = ev_now(rc->loop);
-	/* Sentinel: the primary was demoted under us; find the new one. */
+	/* Sentinel: the primary was demoted under us; find the new one.
+	 * Cluster: the same after a failover, and MOVED: the slot went. */
+	if (rc->error_seen != NULL)
+		rc->error_seen(rc->resolve_arg, reply->str ? reply->str : "");
 	if (rc->resolve != NULL && strcmp(kind, "READONLY") == 0)
 		schedule_drop(rc, "READONLY: a failover");
+	if (rc->resolve != NULL && strcmp(kind, "MOVED") == 0)
+		schedule_drop(rc, "MOVED: the slot is served elsewhere");
 	rc->err_replies++;
 	for (int i = 0; i < rc->nerr_kinds; i++)
 		if (strcmp(rc->err_kinds[i], kind) == 0)
@@ -440,7 +457,7 @@ on_reply(redisAsyncContext *ac, void *r, void *privdata)
 			return;
 		reply = NULL;
 	}
-	if (!c->internal)
+	if (c->hs == NULL)
 		note_reply(rc, reply);
 	finish(rc, c, reply);
 }
@@ -465,10 +482,11 @@ refused_command(const char *cmd, size_t len)
 	return 0;
 }
 
-/* Hands a formatted command to hiredis; cmd stays the caller's. With body
- * (an EVALSHA, whose keys begin at rest_off) a copy is kept for NOSCRIPT. */
+/* Hands a formatted command to hiredis: a user's (cb) or the handshake's
+ * (hs); cmd stays the caller's. With body (an EVALSHA, whose numkeys begins
+ * at rest_off) a copy is kept for NOSCRIPT. */
 static int
-submit(struct rconn *rc, rconn_reply_cb *cb, void *arg, int internal, const char *cmd,
+submit(struct rconn *rc, rconn_reply_cb *cb, handshake_cb *hs, void *arg, const char *cmd,
        size_t len, const char *body, size_t rest_off)
 {
 	struct rc_cmd *c = calloc(1, sizeof(*c) + (body ? len : 0));
@@ -478,9 +496,9 @@ submit(struct rconn *rc, rconn_reply_cb *cb, void *arg, int internal, const char
 		return -1;
 	}
 	c->cb = cb;
+	c->hs = hs;
 	c->arg = arg;
 	c->rc = rc;
-	c->internal = internal;
 	if (body != NULL) {
 		c->body = body;
 		c->sha_len = len;
@@ -493,7 +511,7 @@ submit(struct rconn *rc, rconn_reply_cb *cb, void *arg, int internal, const char
 		return -1;
 	}
 	q_push(rc, c);
-	if (internal)
+	if (hs != NULL)
 		return 0;
 	rc->npending++;
 	if (rc->command_timeout_ms > 0 && !ev_is_active(&rc->cmd_timer)) {
@@ -512,7 +530,7 @@ can_send(const struct rconn *rc, rconn_reply_cb *cb)
 /* Handshake. */
 
 static void
-on_handshake(struct rconn *rc, redisReply *reply, void *arg)
+on_handshake(struct rconn *rc, const redisReply *reply, void *arg)
 {
 	const char *step = arg;
 	char qerr[160];
@@ -560,7 +578,7 @@ send_auth(struct rconn *rc)
 
 	if (len < 0)
 		return -1;
-	int r = submit(rc, on_handshake, step_auth, 1, cmd, (size_t)len, NULL, 0);
+	int r = submit(rc, NULL, on_handshake, step_auth, cmd, (size_t)len, NULL, 0);
 	explicit_bzero(cmd, (size_t)len);
 	redisFreeCommand(cmd);
 	return r;
@@ -574,7 +592,7 @@ send_select(struct rconn *rc)
 
 	if (len < 0)
 		return -1;
-	int r = submit(rc, on_handshake, step_select, 1, cmd, (size_t)len, NULL, 0);
+	int r = submit(rc, NULL, on_handshake, step_select, cmd, (size_t)len, NULL, 0);
 	redisFreeCommand(cmd);
 	return r;
 }
@@ -588,7 +606,7 @@ send_role(struct rconn *rc)
 
 	if (len < 0)
 		return -1;
-	int r = submit(rc, on_handshake, step_role, 1, cmd, (size_t)len, NULL, 0);
+	int r = submit(rc, NULL, on_handshake, step_role, cmd, (size_t)len, NULL, 0);
 	redisFreeCommand(cmd);
 	return r;
 }
@@ -838,6 +856,7 @@ rconn_new(struct ev_loop *loop, const struct rconn_opts *opts, const char *name,
 	rc->state_arg = arg;
 	rc->resolve = opts->resolve;
 	rc->resolve_arg = opts->resolve_arg;
+	rc->error_seen = opts->error_seen;
 	log_quote(rc->qname, sizeof(rc->qname), name != NULL ? name : "redis");
 	init_timer(rc, &rc->retry_timer, on_retry_timer);
 	init_timer(rc, &rc->conn_timer, on_conn_timer);
@@ -894,7 +913,7 @@ rconn_command(struct rconn *rc, rconn_reply_cb *cb, void *arg, const char *fmt, 
 	va_end(ap);
 	if (len < 0)
 		return -1;
-	int r = submit(rc, cb, arg, 0, cmd, (size_t)len, NULL, 0);
+	int r = submit(rc, cb, NULL, arg, cmd, (size_t)len, NULL, 0);
 	redisFreeCommand(cmd);
 	return r;
 }
@@ -908,7 +927,7 @@ rconn_commandv(struct rconn *rc, rconn_reply_cb *cb, void *arg, int argc, const 
 	long len = resp_format(rc, NULL, NULL, argc, argv, argvlen);
 	if (len < 0)
 		return -1;
-	return submit(rc, cb, arg, 0, rc->fbuf, (size_t)len, NULL, 0);
+	return submit(rc, cb, NULL, arg, rc->fbuf, (size_t)len, NULL, 0);
 }
 
 int
@@ -926,5 +945,5 @@ rconn_eval(struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *cb, v
 	long len = resp_format(rc, head, &rest_off, argc, argv, argvlen);
 	if (len < 0)
 		return -1;
-	return submit(rc, cb, arg, 0, rc->fbuf, (size_t)len, s->body, rest_off);
+	return submit(rc, cb, NULL, arg, rc->fbuf, (size_t)len, s->body, rest_off);
 }

@@ -1,7 +1,6 @@
 /* reason: the one table of reason codes (reason.h). */
 #include "reason.h"
-
-#include <string.h>
+#include "names.h"
 
 static const char *const names[REASON_COUNT] = {
 	[REASON_NONE] = "",
@@ -32,12 +31,10 @@ reason_name(enum reason r)
 int
 reason_parse(const char *s, enum reason *out)
 {
-	if (s == NULL)
+	int i = names_find(names, REASON_COUNT, sizeof names[0], s);
+
+	if (i < 0)
 		return -1;
-	for (int i = 0; i < REASON_COUNT; i++)
-		if (names[i] != NULL && strcmp(s, names[i]) == 0) {
-			*out = (enum reason)i;
-			return 0;
-		}
-	return -1;
+	*out = (enum reason)i;
+	return 0;
 }

@@ -43,7 +43,7 @@ struct jws {
 
 /* Exactly one of pk (ES256, RS256) and secret (HS256) is set. */
 struct record_key {
-	jwt_alg_t alg;
+	enum jwa_alg alg;
 	EVP_PKEY *pk;
 	unsigned char *secret;
 	size_t secret_len;
@@ -136,9 +136,9 @@ fail(enum record_status st, char *detail, size_t n, const char *fmt, ...)
 }
 
 static int
-alg_supported(jwt_alg_t alg)
+alg_supported(enum jwa_alg alg)
 {
-	return alg == JWT_ALG_ES256 || alg == JWT_ALG_RS256 || alg == JWT_ALG_HS256;
+	return alg == JWA_ES256 || alg == JWA_RS256 || alg == JWA_HS256;
 }
 
 static char *
@@ -156,13 +156,13 @@ join_dot(const char *a, const char *b)
 
 /* Refuses a key of another type, so the configured algorithm is what runs. */
 static int
-key_fits(EVP_PKEY *pk, jwt_alg_t alg)
+key_fits(EVP_PKEY *pk, enum jwa_alg alg)
 {
 	char group[64];
 
-	if (alg == JWT_ALG_RS256)
+	if (alg == JWA_RS256)
 		return EVP_PKEY_get_base_id(pk) == EVP_PKEY_RSA && EVP_PKEY_get_bits(pk) >= 2048;
-	if (alg == JWT_ALG_ES256)
+	if (alg == JWA_ES256)
 		return EVP_PKEY_get_base_id(pk) == EVP_PKEY_EC &&
 		    EVP_PKEY_get_group_name(pk, group, sizeof group, NULL) == 1 &&
 		    strcmp(group, "prime256v1") == 0;
@@ -200,7 +200,7 @@ pem_read(const unsigned char *pem, size_t len, int private)
 }
 
 static EVP_PKEY *
-pem_key(const unsigned char *pem, size_t len, jwt_alg_t alg, int private)
+pem_key(const unsigned char *pem, size_t len, enum jwa_alg alg, int private)
 {
 	EVP_PKEY *pk = pem_read(pem, len, private);
 
@@ -254,7 +254,7 @@ hmac_keyed(const unsigned char *key, size_t key_len)
 /* The same acceptance rules as hs256() and pem_key(), which record_load
  * applies to raw bytes: a parsed key is never looser or stricter. */
 struct record_key *
-record_key_new(jwt_alg_t alg, const unsigned char *key, size_t key_len, char *err,
+record_key_new(enum jwa_alg alg, const unsigned char *key, size_t key_len, char *err,
 	       size_t errlen)
 {
 	struct record_key *k;
@@ -272,7 +272,7 @@ record_key_new(jwt_alg_t alg, const unsigned char *key, size_t key_len, char *er
 		return NULL;
 	}
 	k->alg = alg;
-	if (alg == JWT_ALG_HS256) {
+	if (alg == JWA_HS256) {
 		const char *why = hs256_secret_problem(key, key_len);
 		if (why != NULL) {
 			snprintf(err, errlen, "%s", why);
@@ -296,8 +296,8 @@ record_key_new(jwt_alg_t alg, const unsigned char *key, size_t key_len, char *er
 	if (k->pk == NULL)
 		snprintf(err, errlen, "not a PEM public key (BEGIN PUBLIC KEY)");
 	else
-		snprintf(err, errlen, "not a usable %s key: want %s", jwt_alg_str(alg),
-		    alg == JWT_ALG_ES256 ? "an EC P-256 public key" :
+		snprintf(err, errlen, "not a usable %s key: want %s", jwa_name(alg),
+		    alg == JWA_ES256 ? "an EC P-256 public key" :
 		    "an RSA public key of at least 2048 bits");
 	ERR_clear_error();
 	record_key_free(k);
@@ -423,12 +423,12 @@ verify_hmac(EVP_MAC_CTX *mac, const char *raw, const struct jws *j)
 
 /* `pk` already fits `alg` (ES256 or RS256). */
 static int
-verify_pkey(EVP_PKEY *pk, jwt_alg_t alg, const char *raw, const struct jws *j)
+verify_pkey(EVP_PKEY *pk, enum jwa_alg alg, const char *raw, const struct jws *j)
 {
 	unsigned char *der = NULL;
 	int der_len = 0, rc = VERIFY_BAD;
 
-	if (alg == JWT_ALG_RS256)
+	if (alg == JWA_RS256)
 		rc = pkey_verify(pk, raw, j->input_len, j->sig, j->sig_len);
 	else if (es256_to_der(j->sig, j->sig_len, &der, &der_len) == 0)
 		rc = pkey_verify(pk, raw, j->input_len, der, (size_t)der_len);
@@ -440,13 +440,13 @@ verify_pkey(EVP_PKEY *pk, jwt_alg_t alg, const char *raw, const struct jws *j)
 /* A key parsed for another algorithm is treated like raw bytes of the wrong
  * type: the configured algorithm still picks the check. */
 static int
-verify_parsed(const struct record_key *k, jwt_alg_t alg, const char *raw, const struct jws *j)
+verify_parsed(const struct record_key *k, enum jwa_alg alg, const char *raw, const struct jws *j)
 {
 	if (k->alg != alg)
 		return VERIFY_NO_KEY;
-	if (alg == JWT_ALG_HS256 && k->mac != NULL)
+	if (alg == JWA_HS256 && k->mac != NULL)
 		return verify_hmac(k->mac, raw, j);
-	if (alg == JWT_ALG_HS256)
+	if (alg == JWA_HS256)
 		return verify_hs256(k->secret, k->secret_len, raw, j);
 	return verify_pkey(k->pk, alg, raw, j);
 }
@@ -460,7 +460,7 @@ verify_signature(const struct record_policy *pol, const char *raw, const struct 
 
 	if (pol->parsed_key != NULL)
 		return verify_parsed(pol->parsed_key, pol->algorithm, raw, j);
-	if (pol->algorithm == JWT_ALG_HS256)
+	if (pol->algorithm == JWA_HS256)
 		return verify_hs256(pol->key, pol->key_len, raw, j);
 	if ((pk = pem_key(pol->key, pol->key_len, pol->algorithm, 0)) == NULL)
 		return VERIFY_NO_KEY;
@@ -471,7 +471,7 @@ verify_signature(const struct record_policy *pol, const char *raw, const struct 
 
 /* Returns the raw signature bytes (caller frees). */
 static int
-sign_bytes(jwt_alg_t alg, const unsigned char *key, size_t key_len, const char *input,
+sign_bytes(enum jwa_alg alg, const unsigned char *key, size_t key_len, const char *input,
 	   unsigned char **sig, size_t *sig_len)
 {
 	size_t len = strlen(input), der_len = 0;
@@ -481,7 +481,7 @@ sign_bytes(jwt_alg_t alg, const unsigned char *key, size_t key_len, const char *
 	EVP_PKEY *pk;
 	int ok;
 
-	if (alg == JWT_ALG_HS256) {
+	if (alg == JWA_HS256) {
 		if ((*sig = malloc(EVP_MAX_MD_SIZE)) == NULL)
 			return -1;
 		if (hs256(key, key_len, input, len, *sig, &md_len) != 0) {
@@ -502,7 +502,7 @@ sign_bytes(jwt_alg_t alg, const unsigned char *key, size_t key_len, const char *
 	EVP_MD_CTX_free(ctx);
 	EVP_PKEY_free(pk);
 	ERR_clear_error();
-	if (ok && alg == JWT_ALG_RS256) {
+	if (ok && alg == JWA_RS256) {
 		*sig = der;
 		*sig_len = der_len;
 		return 0;
@@ -513,7 +513,7 @@ sign_bytes(jwt_alg_t alg, const unsigned char *key, size_t key_len, const char *
 }
 
 char *
-record_sign(jwt_alg_t alg, const unsigned char *key, size_t key_len, const char *kid,
+record_sign(enum jwa_alg alg, const unsigned char *key, size_t key_len, const char *kid,
 	    const json_t *content)
 {
 	json_t *header = NULL;
@@ -524,7 +524,7 @@ record_sign(jwt_alg_t alg, const unsigned char *key, size_t key_len, const char 
 
 	if (!alg_supported(alg) || !json_is_object(content))
 		return NULL;
-	header = json_pack("{s:s, s:s}", "alg", jwt_alg_str(alg), "typ", RECORD_TYP);
+	header = json_pack("{s:s, s:s}", "alg", jwa_name(alg), "typ", RECORD_TYP);
 	if (header == NULL ||
 	    (kid != NULL && json_object_set_new(header, "kid", json_string(kid)) != 0))
 		goto done;
@@ -586,7 +586,7 @@ jws_split(const char *raw, struct jws *j)
 static enum record_status
 check_header(const struct record_policy *pol, const struct jws *j, char *detail, size_t n)
 {
-	const char *want = jwt_alg_str(pol->algorithm);
+	const char *want = jwa_name(pol->algorithm);
 	json_t *h = json_loadb((const char *)j->header, j->header_len, JSON_REJECT_DUPLICATES,
 	    NULL);
 	json_t *alg = json_object_get(h, "alg"), *typ = json_object_get(h, "typ");
@@ -664,7 +664,7 @@ load_signed(const struct record_policy *pol, const char *raw, json_t **content,
 		if (rc == VERIFY_NO_KEY)
 			st = fail(RECORD_BAD_SIGNATURE, detail, n,
 			    "signature: the verification key is not a usable %s key",
-			    jwt_alg_str(pol->algorithm));
+			    jwa_name(pol->algorithm));
 		else if (rc != VERIFY_OK)
 			st = fail(RECORD_BAD_SIGNATURE, detail, n, "signature: does not verify");
 	}

@@ -1,8 +1,26 @@
-/* sreply: the shapes of XREADGROUP, the claim and renew scripts and XINFO. */
+/* sreply: the shapes of XREADGROUP, the claim, renew and transition scripts,
+ * XINFO and the plain replies the consumer reads. */
 #include "sreply.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <hiredis/hiredis.h>
+
+/* A struct sreply is never defined: a pointer to one is a pointer to the
+ * redisReply it views, converted back only here. */
+const struct sreply *
+sreply_of(const struct redisReply *r)
+{
+	return (const struct sreply *)(const void *)r;
+}
+
+static const redisReply *
+tree(const struct sreply *r)
+{
+	return (const redisReply *)(const void *)r;
+}
 
 static const redisReply *
 elem(const redisReply *r, size_t i, int type)
@@ -19,8 +37,8 @@ is_array(const redisReply *r)
 	return r != NULL && r->type == REDIS_REPLY_ARRAY;
 }
 
-const char *
-sreply_field(const redisReply *arr, const char *name)
+static const char *
+field(const redisReply *arr, const char *name)
 {
 	for (size_t i = 0; is_array(arr) && i + 1 < arr->elements; i += 2) {
 		const redisReply *k = elem(arr, i, REDIS_REPLY_STRING);
@@ -41,7 +59,7 @@ entry_of(const redisReply *e, struct sreply_entry *out)
 	if (sid == NULL || sid->str == NULL || e->elements < 2)
 		return -1;
 	out->stream_id = sid->str;
-	out->id = sreply_field(e->element[1], "id");
+	out->id = field(e->element[1], "id");
 	out->deliveries = 1;
 	if (n != NULL && n->integer > 0)
 		out->deliveries = n->integer > 1000000000 ? 1000000000 : (int)n->integer;
@@ -73,9 +91,16 @@ each_id(const redisReply *ids, sreply_id_cb *cb, void *arg)
 	}
 }
 
-int
-sreply_read(const redisReply *r, sreply_entry_cb *cb, void *arg)
+const char *
+sreply_field(const struct sreply *arr, const char *name)
 {
+	return field(tree(arr), name);
+}
+
+int
+sreply_read(const struct sreply *reply, sreply_entry_cb *cb, void *arg)
+{
+	const redisReply *r = tree(reply);
 	int count = 0;
 
 	if (r != NULL && r->type == REDIS_REPLY_NIL)
@@ -91,9 +116,10 @@ sreply_read(const redisReply *r, sreply_entry_cb *cb, void *arg)
 }
 
 int
-sreply_claim(const redisReply *r, char *next, size_t n, sreply_entry_cb *entry,
+sreply_claim(const struct sreply *reply, char *next, size_t n, sreply_entry_cb *entry,
 	     sreply_id_cb *deleted, void *arg)
 {
+	const redisReply *r = tree(reply);
 	const redisReply *nx = elem(r, 0, REDIS_REPLY_STRING);
 
 	if (n > 0)
@@ -108,8 +134,10 @@ sreply_claim(const redisReply *r, char *next, size_t n, sreply_entry_cb *entry,
 }
 
 int
-sreply_renew(const redisReply *r, sreply_id_cb *lost, sreply_id_cb *gone, void *arg)
+sreply_renew(const struct sreply *reply, sreply_id_cb *lost, sreply_id_cb *gone, void *arg)
 {
+	const redisReply *r = tree(reply);
+
 	if (!is_array(r) || r->elements != 2)
 		return -1;
 	each_id(elem(r, 0, REDIS_REPLY_ARRAY), lost, arg);
@@ -118,11 +146,13 @@ sreply_renew(const redisReply *r, sreply_id_cb *lost, sreply_id_cb *gone, void *
 }
 
 long long
-sreply_group_lag(const redisReply *r, const char *group)
+sreply_group_lag(const struct sreply *reply, const char *group)
 {
+	const redisReply *r = tree(reply);
+
 	for (size_t i = 0; is_array(r) && i < r->elements; i++) {
 		const redisReply *g = elem(r, i, REDIS_REPLY_ARRAY);
-		const char *name = sreply_field(g, "name");
+		const char *name = field(g, "name");
 		if (name == NULL || strcmp(name, group) != 0)
 			continue;
 		for (size_t k = 0; k + 1 < g->elements; k += 2) {
@@ -134,4 +164,50 @@ sreply_group_lag(const redisReply *r, const char *group)
 		return -1;
 	}
 	return -1;
+}
+
+int
+sreply_error(const struct sreply *reply, const char *prefix)
+{
+	const redisReply *r = tree(reply);
+
+	if (r == NULL || r->type != REDIS_REPLY_ERROR)
+		return 0;
+	return prefix == NULL ||
+	    (r->str != NULL && strncmp(r->str, prefix, strlen(prefix)) == 0);
+}
+
+int
+sreply_integer(const struct sreply *reply, long long *out)
+{
+	const redisReply *r = tree(reply);
+
+	if (r == NULL || r->type != REDIS_REPLY_INTEGER)
+		return -1;
+	*out = r->integer;
+	return 0;
+}
+
+int
+sreply_array_len(const struct sreply *reply, size_t *n)
+{
+	const redisReply *r = tree(reply);
+
+	if (!is_array(r))
+		return -1;
+	*n = r->elements;
+	return 0;
+}
+
+void
+sreply_transition(const struct sreply *reply, struct sreply_transition *t)
+{
+	const redisReply *r = tree(reply);
+	const redisReply *ok = elem(r, 0, REDIS_REPLY_INTEGER);
+	const redisReply *why = elem(r, 1, REDIS_REPLY_STRING);
+	const redisReply *fence = elem(r, 3, REDIS_REPLY_STRING);
+
+	t->written = ok != NULL && ok->integer == 1;
+	t->why = why != NULL ? why->str : NULL;
+	t->fence = fence != NULL && fence->str != NULL ? strtoll(fence->str, NULL, 10) : -1;
 }

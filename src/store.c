@@ -3,6 +3,7 @@
 #include "store.h"
 
 #include "job.h"
+#include "names.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -67,12 +68,12 @@ store_reply_name(enum store_reply r)
 int
 store_reply_parse(const char *s, enum store_reply *out)
 {
-	for (int i = 0; s != NULL && i < STORE_REPLY_COUNT; i++)
-		if (strcmp(s, replies[i]) == 0) {
-			*out = (enum store_reply)i;
-			return 0;
-		}
-	return -1;
+	int i = names_find(replies, STORE_REPLY_COUNT, sizeof replies[0], s);
+
+	if (i < 0)
+		return -1;
+	*out = (enum store_reply)i;
+	return 0;
 }
 
 int

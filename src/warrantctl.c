@@ -27,9 +27,12 @@
 #include <hiredis/hiredis.h>
 #include <jansson.h>
 
+#include "cfgfile.h"
+#include "cluster.h"
 #include "config.h"
 #include "ctl.h"
 #include "record.h"
+#include "secrets.h"
 #include "sentinel.h"
 #include "store.h"
 #include "version.h"
@@ -46,7 +49,10 @@
 struct ctx {
 	const char *cfg_path;
 	struct cfg *cfg;
-	struct store_keys keys;
+	struct store_keys keys;	/* of the shard in use (shards unset: the prefix's) */
+	char prefix[STORE_KEY_MAX];	/* the shard's: "{P:i}", or P */
+	unsigned shard;
+	long shard_opt;		/* --shard N; -1: every shard */
 	redisContext *redis;
 	int json;		/* --json */
 };
@@ -62,13 +68,17 @@ static const char usage_text[] =
 "      T: RFC 3339 UTC (2026-11-30T04:00:00Z) or +N[smhd] from now.\n"
 "      --key: the PEM private key (ES256, RS256) or the HMAC secret (HS256);\n"
 "      not needed with [records] signature = off.\n"
-"  status [--json]        group lag, pending entries, consumers, queue sizes\n"
-"  metrics [--output FILE]\n"
+"  status [--json] [--shard N]\n"
+"                         group lag, pending entries, consumers, queue sizes\n"
+"                         (with [redis] shards: of shard N, else of each)\n"
+"  metrics [--output FILE] [--shard N]\n"
 "                         queue gauges in the Prometheus text format, for\n"
 "                         node_exporter's textfile collector; --output writes\n"
-"                         FILE atomically (a temp file, then rename)\n"
+"                         FILE atomically (a temp file, then rename);\n"
+"                         with [redis] shards, --shard N is required\n"
 "  inspect ID [--json]    state fields, the verified record, its audit trail\n"
-"  dead list [--json]     dead letters, one per line\n"
+"  dead list [--json] [--shard N]\n"
+"                         dead letters, one per line (of every shard)\n"
 "  dead requeue ID        put a dead record back on the queue (not past its deadline)\n"
 "  dead drop ID           delete the dead letters of a record\n"
 "\n"
@@ -120,22 +130,50 @@ usage_error(const char *fmt, ...)
 
 /* ---- config and connection ---- */
 
+/* Shard i's keys ("{P:i}:..."; shards unset: "P:..."). On a cluster the
+ * connection goes when the shard's slot is another node's. 0 or an exit
+ * code. */
+static int
+use_shard(struct ctx *c, unsigned i)
+{
+	unsigned old_slot = cluster_key_slot(c->keys.jobs, strlen(c->keys.jobs));
+
+	if (cluster_shard_prefix(c->prefix, sizeof c->prefix, c->cfg->redis.prefix, i,
+	    (unsigned)c->cfg->redis.shards) != 0 || store_keys_init(&c->keys, c->prefix, PROG) != 0) {
+		say("%s: [redis] prefix is too long", c->cfg_path);
+		return EX_CONFIG;
+	}
+	c->shard = i;
+	if (c->cfg->redis.cluster && c->redis &&
+	    cluster_key_slot(c->keys.jobs, strlen(c->keys.jobs)) != old_slot) {
+		redisFree(c->redis);	/* the next connect_redis asks the map */
+		c->redis = NULL;
+	}
+	return 0;
+}
+
 static int
 load_config(struct ctx *c)
 {
 	struct cfg_errors errs = {0};
 
-	c->cfg = cfg_load(c->cfg_path, &errs);
+	c->cfg = cfgfile_load(c->cfg_path, &errs);
 	for (size_t i = 0; i < errs.n; i++)
 		say("%s", errs.msgs[i]);
 	cfg_errors_clear(&errs);
 	if (c->cfg == NULL)
 		return EX_CONFIG;
-	if (store_keys_init(&c->keys, c->cfg->redis.prefix, PROG) != 0) {
-		say("%s: [redis] prefix is too long", c->cfg_path);
-		return EX_CONFIG;
-	}
-	return 0;
+	if (c->shard_opt >= 0 && c->shard_opt >= (c->cfg->redis.shards ? c->cfg->redis.shards : 1))
+		return usage_error("--shard %ld: [redis] shards is %ld", c->shard_opt,
+		    c->cfg->redis.shards);
+	return use_shard(c, c->shard_opt > 0 ? (unsigned)c->shard_opt : 0);
+}
+
+/* The shard of recordId id (FNV-1a-32 mod shards: cluster.h). */
+static int
+use_shard_of(struct ctx *c, const char *id)
+{
+	return use_shard(c, cluster_shard_of(id, strlen(id), (unsigned)c->cfg->redis.shards));
 }
 
 /* The reply, even an error reply; NULL (and c->redis->err) when the
@@ -221,7 +259,8 @@ authenticate(struct ctx *c)
 
 	if (cfg->redis.password_file == NULL)
 		return 0;
-	if (cfg_read_file(cfg, cfg->redis.password_file, 0, &pw, &len, err, sizeof err) != 0) {
+	if (secrets_read_cfg(cfg, cfg->redis.password_file, SECRETS_TRIMMED, &pw, &len, err,
+	    sizeof err) != 0) {
 		say("[redis] password_file: %s", err);
 		return EX_CONFIG;
 	}
@@ -229,9 +268,50 @@ authenticate(struct ctx *c)
 		rc = run(c, &r, "AUTH", cfg->redis.username, pw, (char *)NULL);
 	else
 		rc = run(c, &r, "AUTH", pw, (char *)NULL);
-	cfg_secret_free(pw, len);
+	secrets_free(pw, len);
 	freeReplyObject(r);
 	return rc == 0 ? 0 : EX_UNAVAILABLE;
+}
+
+/* Cluster: the node owning the slot of the shard in use, from a fresh slot
+ * map. 0, or an exit code. */
+static int
+cluster_owner(struct ctx *c, char *host, size_t hostlen, int *port)
+{
+	const struct cfg *cfg = c->cfg;
+	struct sentinel_addr seeds[SENTINEL_MAX];
+	struct cluster_map *m = NULL;
+	char err[512], *pw = NULL;
+	size_t n, len = 0;
+	int rc = EX_UNAVAILABLE;
+
+	if (sentinel_parse_list(cfg->redis.cluster, seeds, &n, err, sizeof err) < 0 ||
+	    (cfg->redis.password_file &&
+	    secrets_read_cfg(cfg, cfg->redis.password_file, SECRETS_TRIMMED, &pw, &len, err,
+	    sizeof err) < 0)) {
+		say("%s", err);
+		return EX_CONFIG;
+	}
+	if ((m = cluster_map_new()) == NULL)
+		say("out of memory");
+	else if (cluster_refresh(m, seeds, n, cfg->redis.username, pw, TIMEOUT_S * 1000L, err,
+	    sizeof err) < 0)
+		say("%s", err);
+	else {
+		unsigned slot = cluster_key_slot(c->keys.jobs, strlen(c->keys.jobs));
+		const struct cluster_node *o = cluster_map_owner(m, slot);
+		if (o == NULL || strlen(o->host) >= hostlen)
+			say("no cluster node owns slot %u of %s", slot, c->keys.jobs);
+		else {
+			snprintf(host, hostlen, "%s", o->host);
+			*port = o->port;
+			rc = 0;
+		}
+	}
+	if (pw)
+		secrets_free(pw, len);
+	cluster_map_free(m);
+	return rc;
 }
 
 /* Sentinel: the primary's address, as the daemon finds it. 0, or an exit
@@ -246,15 +326,15 @@ sentinel_primary(const struct cfg *cfg, char *host, size_t hostlen, int *port)
 
 	if (sentinel_parse_list(cfg->redis.sentinels, a, &n, err, sizeof err) < 0 ||
 	    (cfg->redis.sentinel_password_file &&
-	    cfg_read_file(cfg, cfg->redis.sentinel_password_file, 0, &pw, &len, err,
-	    sizeof err) < 0)) {
+	    secrets_read_cfg(cfg, cfg->redis.sentinel_password_file, SECRETS_TRIMMED, &pw, &len,
+	    err, sizeof err) < 0)) {
 		say("%s", err);
 		return EX_CONFIG;
 	}
 	rc = sentinel_master(a, n, cfg->redis.master_name, pw, TIMEOUT_S * 1000L, host, hostlen,
 	    port, err, sizeof err);
 	if (pw)
-		cfg_secret_free(pw, len);
+		secrets_free(pw, len);
 	if (rc < 0) {
 		say("%s", err);
 		return EX_UNAVAILABLE;
@@ -273,9 +353,13 @@ connect_redis(struct ctx *c)
 	redisReply *r;
 	int rc;
 
+	if (c->redis != NULL)
+		return 0;	/* connected to the shard's node already */
 	if (cfg->redis.sentinels && (rc = sentinel_primary(cfg, host, sizeof host, &port)) != 0)
 		return rc;
-	if (cfg->redis.sentinels)
+	if (cfg->redis.cluster && (rc = cluster_owner(c, host, sizeof host, &port)) != 0)
+		return rc;
+	if (cfg->redis.sentinels || cfg->redis.cluster)
 		where = host;
 	if (cfg->redis.socket != NULL)
 		c->redis = redisConnectUnixWithTimeout(cfg->redis.socket, tv);
@@ -305,7 +389,7 @@ connect_redis(struct ctx *c)
 }
 
 /* The verification key of [records], for inspect and requeue. *key is NULL
- * with signature = off. Caller frees with cfg_secret_free. */
+ * with signature = off. Caller frees with secrets_free. */
 static int
 read_verify_key(struct ctx *c, char **key, size_t *len)
 {
@@ -316,8 +400,7 @@ read_verify_key(struct ctx *c, char **key, size_t *len)
 	*len = 0;
 	if (!cfg->records.signature_required)
 		return 0;
-	if (cfg_read_file(cfg, cfg->records.verify_key_file, cfg_verify_key_kind(cfg), key, len,
-	    err, sizeof err) != 0) {
+	if (secrets_read_verify_key(cfg, key, len, err, sizeof err) != 0) {
 		say("[records] verify_key_file: %s", err);
 		return EX_CONFIG;
 	}
@@ -456,6 +539,7 @@ scan_stream(struct ctx *c, const char *key, const char *want, const char *const 
 enum {
 	OPT_ON_BEHALF_OF = 256, OPT_ACTION, OPT_RESOURCE, OPT_PARAM, OPT_PARAMS, OPT_BASIS,
 	OPT_EXPIRES, OPT_NOT_BEFORE, OPT_NOTIFY, OPT_ID, OPT_KID, OPT_KEY, OPT_ISSUER, OPT_JSON,
+	OPT_SHARD,
 };
 
 struct decide_opts {
@@ -621,13 +705,12 @@ check_against_verify_key(struct ctx *c, const char *id, const char *jws, int64_t
 	size_t len;
 	enum record_status st;
 
-	if (cfg_read_file(c->cfg, c->cfg->records.verify_key_file, cfg_verify_key_kind(c->cfg),
-	    &key, &len, err, sizeof err) != 0)
+	if (secrets_read_verify_key(c->cfg, &key, &len, err, sizeof err) != 0)
 		return 0;	/* a decider's host need not hold it */
 	ctl_policy_init(&pol, c->cfg, (unsigned char *)key, len);
 	st = record_load(&pol, id, jws, now, &rec, NULL, detail, sizeof detail);
 	record_free(rec);
-	cfg_secret_free(key, len);
+	secrets_free(key, len);
 	if (st == RECORD_OK)
 		return 0;
 	say("decide: the signed record does not verify with [records] verify_key_file: %s",
@@ -648,17 +731,17 @@ encode_record(struct ctx *c, struct decide_opts *o, const json_t *content, const
 	if (!cfg->records.signature_required)
 		return (*out = strdup(json)) != NULL ? 0 : EX_REFUSED;
 	/* The decider's signing key: a private PEM or the HMAC secret. */
-	if (cfg_read_secret(o->key_path, ctl_key_keep_ws(cfg->records.algorithm) ?
-	    CFG_FILE_PRIVATE_PEM : CFG_FILE_SECRET, &key, &len, err, sizeof err) != 0) {
+	if (secrets_read(o->key_path, secrets_key_kind(cfg->records.algorithm, 1), &key, &len, err,
+	    sizeof err) != 0) {
 		say("decide: --key: %s", err);
 		return EX_CONFIG;
 	}
 	*out = record_sign(cfg->records.algorithm, (unsigned char *)key, len, o->kid, content);
-	cfg_secret_free(key, len);
+	secrets_free(key, len);
 	if (*out == NULL) {
 		say("decide: --key %s: not a usable %s %s", o->key_path,
-		    jwt_alg_str(cfg->records.algorithm),
-		    cfg->records.algorithm == JWT_ALG_HS256 ? "secret (at least 32 bytes)"
+		    jwa_name(cfg->records.algorithm),
+		    cfg->records.algorithm == JWA_HS256 ? "secret (at least 32 bytes)"
 		    : "private key (PEM)");
 		return EX_CONFIG;
 	}
@@ -723,6 +806,8 @@ decide_with(struct ctx *c, struct decide_opts *o)
 	if (rc == 0)
 		rc = encode_record(c, o, content, json, now, &record);
 	if (rc == 0)
+		rc = use_shard_of(c, o->d.id);
+	if (rc == 0)
 		rc = connect_redis(c);
 	if (rc == 0)
 		rc = store_decision(c, &o->d, record, now);
@@ -757,6 +842,19 @@ cmd_decide(struct ctx *c, int argc, char **argv)
 
 /* ---- the other commands' options ---- */
 
+/* --shard N: 0 or an exit code (the range is checked with the config). */
+static int
+shard_option(struct ctx *c, const char *v)
+{
+	char *end;
+	long n = strtol(v, &end, 10);
+
+	if (*v < '0' || *v > '9' || *end != '\0' || n >= CLUSTER_SHARDS_MAX)
+		return usage_error("--shard: '%s' is not a shard number", v);
+	c->shard_opt = n;
+	return 0;
+}
+
 /*
  * -c, -h and --json, then exactly `npos` positional arguments into pos[].
  * 0, 1 for -h, or an exit code.
@@ -766,11 +864,12 @@ parse_simple(struct ctx *c, int argc, char **argv, int allow_json, int npos, cha
 {
 	static const struct option longopts[] = {
 		{"json", no_argument, NULL, OPT_JSON},
+		{"shard", required_argument, NULL, OPT_SHARD},
 		{"config", required_argument, NULL, 'c'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	int ch;
+	int ch, rc;
 
 	while ((ch = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
 		if (ch == 'h')
@@ -779,7 +878,9 @@ parse_simple(struct ctx *c, int argc, char **argv, int allow_json, int npos, cha
 			c->cfg_path = optarg;
 		else if (ch == OPT_JSON && allow_json)
 			c->json = 1;
-		else
+		else if (ch == OPT_SHARD && npos == 0 && (rc = shard_option(c, optarg)) != 0)
+			return rc;
+		else if (ch != OPT_SHARD || npos != 0)	/* with an ID, the ID picks the shard */
 			return unknown_option(argv[0], argv);
 	}
 	if (argc - optind != npos)
@@ -788,15 +889,6 @@ parse_simple(struct ctx *c, int argc, char **argv, int allow_json, int npos, cha
 	for (int i = 0; i < npos; i++)
 		pos[i] = argv[optind + i];
 	return 0;
-}
-
-/* Config and connection, after parse_simple. */
-static int
-prepare(struct ctx *c)
-{
-	int rc = load_config(c);
-
-	return rc != 0 ? rc : connect_redis(c);
 }
 
 /* ---- status ---- */
@@ -971,11 +1063,11 @@ static int
 heartbeat_consumers(struct ctx *c, json_t *consumers)
 {
 	char pattern[2 * STORE_KEY_MAX + 16], esc[2 * STORE_KEY_MAX], cursor[32] = "0";
-	size_t plen = strlen(c->cfg->redis.prefix) + strlen(":consumer:");
+	size_t plen = strlen(c->prefix) + strlen(":consumer:");
 	redisReply *r;
 	int rc;
 
-	glob_escape(esc, sizeof esc, c->cfg->redis.prefix);
+	glob_escape(esc, sizeof esc, c->prefix);
 	snprintf(pattern, sizeof pattern, "%s:consumer:*", esc);
 	do {
 		if ((rc = run(c, &r, "SCAN", cursor, "MATCH", pattern, "COUNT", PAGE_S,
@@ -1014,7 +1106,7 @@ consumer_fields(struct ctx *c, json_t *st, int have_group)
 	json_object_foreach(consumers, name, o) {
 		if (rc != 0)
 			break;
-		snprintf(key, sizeof key, "%s:consumer:%s", c->cfg->redis.prefix, name);
+		snprintf(key, sizeof key, "%s:consumer:%s", c->prefix, name);
 		rc = add_heartbeat(c, o, key);
 	}
 	return rc;
@@ -1050,27 +1142,64 @@ done:
 	return rc;
 }
 
-static int
-cmd_status(struct ctx *c, int argc, char **argv)
+/* The shards a command without an ID covers: --shard N, else all of them
+ * (one: shards unset). */
+static void
+shard_range(const struct ctx *c, unsigned *first, unsigned *end)
 {
-	json_t *st;
-	int rc = parse_simple(c, argc, argv, 1, 0, NULL);
+	*first = c->shard_opt >= 0 ? (unsigned)c->shard_opt : 0;
+	*end = c->shard_opt >= 0 ? *first + 1 :
+	    c->cfg->redis.shards > 0 ? (unsigned)c->cfg->redis.shards : 1;
+}
 
-	if (rc == 1) {
-		fputs(usage_text, stdout);
-		return 0;
-	}
-	if (rc != 0 || (rc = prepare(c)) != 0)
-		return rc;
-	if ((st = json_object()) == NULL)
+/* One shard's status, printed: a human block, or a JSON object (into all,
+ * when there are several). */
+static int
+status_of_shard(struct ctx *c, unsigned i, json_t *all)
+{
+	json_t *st = json_object();
+	int rc;
+
+	if (st == NULL)
 		return EX_REFUSED;
-	if ((rc = status_json(c, st)) == 0) {
+	if ((rc = use_shard(c, i)) == 0 && (rc = connect_redis(c)) == 0 &&
+	    (rc = status_json(c, st)) == 0) {
+		if (all != NULL)
+			return json_array_append_new(all, st) == 0 ? 0 : EX_REFUSED;
 		if (c->json)
 			rc = print_json(st);
 		else
 			ctl_print_human(stdout, st, 0);
 	}
 	json_decref(st);
+	return rc;
+}
+
+static int
+cmd_status(struct ctx *c, int argc, char **argv)
+{
+	unsigned first, end;
+	json_t *all = NULL;
+	int rc = parse_simple(c, argc, argv, 1, 0, NULL);
+
+	if (rc == 1) {
+		fputs(usage_text, stdout);
+		return 0;
+	}
+	if (rc != 0 || (rc = load_config(c)) != 0)
+		return rc;
+	shard_range(c, &first, &end);
+	/* several shards in JSON: one array of their objects */
+	if (c->json && end - first > 1 && (all = json_array()) == NULL)
+		return EX_REFUSED;
+	for (unsigned i = first; rc == 0 && i < end; i++) {
+		if (i > first && all == NULL && !c->json)
+			putchar('\n');
+		rc = status_of_shard(c, i, all);
+	}
+	if (rc == 0 && all != NULL)
+		rc = print_json(all);
+	json_decref(all);
 	return rc;
 }
 
@@ -1118,6 +1247,7 @@ cmd_metrics(struct ctx *c, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"output", required_argument, NULL, 'o'},
+		{"shard", required_argument, NULL, OPT_SHARD},
 		{"config", required_argument, NULL, 'c'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -1135,12 +1265,19 @@ cmd_metrics(struct ctx *c, int argc, char **argv)
 			c->cfg_path = optarg;
 		else if (ch == 'o')
 			output = optarg;
-		else
+		else if (ch == OPT_SHARD && (rc = shard_option(c, optarg)) != 0)
+			return rc;
+		else if (ch != OPT_SHARD)
 			return unknown_option(argv[0], argv);
 	}
 	if (optind != argc)
 		return usage_error("metrics: unexpected argument '%s'", argv[optind]);
-	if ((rc = prepare(c)) != 0)
+	if ((rc = load_config(c)) != 0)
+		return rc;
+	/* one textfile per shard: the gauges' HELP and TYPE lines once a file */
+	if (c->cfg->redis.shards > 0 && c->shard_opt < 0)
+		return usage_error("metrics: with [redis] shards, --shard N (one file per shard)");
+	if ((rc = connect_redis(c)) != 0)
 		return rc;
 	if ((st = json_object()) == NULL)
 		return EX_REFUSED;
@@ -1246,11 +1383,11 @@ cmd_inspect(struct ctx *c, int argc, char **argv)
 	}
 	if (rc != 0)
 		return rc;
-	if (!record_id_valid(id))
-		return usage_error("inspect: '%s' is not a recordId", id);
-	if ((rc = load_config(c)) != 0 || (rc = read_verify_key(c, &key, &key_len)) != 0 ||
-	    (rc = connect_redis(c)) != 0) {
-		cfg_secret_free(key, key_len);
+	if (id == NULL || !record_id_valid(id))	/* parse_simple set it; the analyzer cannot see */
+		return usage_error("inspect: '%s' is not a recordId", id ? id : "");
+	if ((rc = load_config(c)) != 0 || (rc = use_shard_of(c, id)) != 0 ||
+	    (rc = read_verify_key(c, &key, &key_len)) != 0 || (rc = connect_redis(c)) != 0) {
+		secrets_free(key, key_len);
 		return rc;
 	}
 	out = json_object();
@@ -1261,18 +1398,25 @@ cmd_inspect(struct ctx *c, int argc, char **argv)
 			ctl_print_human(stdout, out, 0);
 	}
 	json_decref(out);
-	cfg_secret_free(key, key_len);
+	secrets_free(key, key_len);
 	return rc;
 }
 
 /* ---- dead letters ---- */
 
+/* Every shard's dead letters in turn (or --shard N's). */
 static int
 dead_list(struct ctx *c)
 {
 	json_t *all = json_array(), *e;
 	size_t i;
-	int rc = scan_stream(c, c->keys.dead, NULL, dead_order, all);
+	unsigned first, end;
+	int rc = 0;
+
+	shard_range(c, &first, &end);
+	for (unsigned sh = first; rc == 0 && sh < end; sh++)
+		if ((rc = use_shard(c, sh)) == 0 && (rc = connect_redis(c)) == 0)
+			rc = scan_stream(c, c->keys.dead, NULL, dead_order, all);
 
 	if (rc == 0 && c->json)
 		rc = print_json(all);
@@ -1445,14 +1589,14 @@ dead_with_id(struct ctx *c, const char *sub, const char *id)
 	/* drop matches any id, so a malformed one can be cleared too. */
 	if (strcmp(sub, "requeue") == 0 && !record_id_valid(id))
 		return usage_error("dead requeue: '%s' is not a recordId", id);
-	if ((rc = load_config(c)) != 0)
+	if ((rc = load_config(c)) != 0 || (rc = use_shard_of(c, id)) != 0)
 		return rc;
 	if (strcmp(sub, "requeue") == 0 && (rc = read_verify_key(c, &key, &key_len)) != 0)
 		return rc;
 	if ((rc = connect_redis(c)) == 0)
 		rc = strcmp(sub, "requeue") == 0 ? dead_requeue(c, id, key, key_len)
 		    : dead_drop(c, id);
-	cfg_secret_free(key, key_len);
+	secrets_free(key, key_len);
 	return rc;
 }
 
@@ -1471,7 +1615,7 @@ cmd_dead(struct ctx *c, int argc, char **argv)
 			fputs(usage_text, stdout);
 		if (rc != 0)
 			return rc == 1 ? 0 : rc;
-		return (rc = prepare(c)) != 0 ? rc : dead_list(c);
+		return (rc = load_config(c)) != 0 ? rc : dead_list(c);
 	}
 	if (strcmp(argv[0], "requeue") != 0 && strcmp(argv[0], "drop") != 0)
 		return usage_error("dead: unknown subcommand '%s'", argv[0]);
@@ -1511,7 +1655,7 @@ dispatch(struct ctx *c, int argc, char **argv)
 int
 main(int argc, char **argv)
 {
-	struct ctx c = {.cfg_path = CFG_DEFAULT_PATH};
+	struct ctx c = {.cfg_path = CFG_DEFAULT_PATH, .shard_opt = -1};
 	int ch, rc;
 
 	opterr = 0;	/* our own one-line messages */

@@ -10,11 +10,13 @@
 
 #include <ev.h>
 
+#include "cfgfile.h"
 #include "config.h"
 #include "engine.h"
 #include "log.h"
 #include "metrics.h"
 #include "record.h"
+#include "secrets.h"
 #include "version.h"
 
 static void
@@ -38,12 +40,11 @@ check_verify_key(const struct cfg *cfg, FILE *out)
 
 	if (!cfg->records.signature_required)
 		return 0;
-	if (cfg_read_file(cfg, cfg->records.verify_key_file, cfg_verify_key_kind(cfg), &key, &len,
-	    err, sizeof err) < 0)
-		return -1;	/* cfg_check_files has said why */
+	if (secrets_read_verify_key(cfg, &key, &len, err, sizeof err) < 0)
+		return -1;	/* secrets_check_cfg has said why */
 	struct record_key *k = record_key_new(cfg->records.algorithm, (unsigned char *)key, len,
 	    err, sizeof err);
-	cfg_secret_free(key, len);
+	secrets_free(key, len);
 	if (k == NULL)
 		fprintf(out, "%s:%d: verify_key_file %s: %s\n", cfg->path,
 		    cfg_line_of(cfg, "records", "verify_key_file"), cfg->records.verify_key_file, err);
@@ -57,9 +58,9 @@ static struct cfg *
 load_config(const char *path)
 {
 	struct cfg_errors errs = {0};
-	struct cfg *cfg = cfg_load(path, &errs);
+	struct cfg *cfg = cfgfile_load(path, &errs);
 
-	if (cfg && (cfg_check_files(cfg, &errs) < 0 || check_verify_key(cfg, stderr) < 0)) {
+	if (cfg && (secrets_check_cfg(cfg, &errs) < 0 || check_verify_key(cfg, stderr) < 0)) {
 		cfg_free(cfg);
 		cfg = NULL;
 	}
@@ -108,8 +109,8 @@ on_reload(struct ev_loop *loop, ev_signal *w, int revents)
 	char err[256], q[512];
 	(void)loop, (void)revents;
 
-	struct cfg *cfg = cfg_load(config_path, &errs);
-	if (cfg && cfg_check_files(cfg, &errs) < 0) {
+	struct cfg *cfg = cfgfile_load(config_path, &errs);
+	if (cfg && secrets_check_cfg(cfg, &errs) < 0) {
 		cfg_free(cfg);
 		cfg = NULL;
 	}

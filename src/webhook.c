@@ -10,6 +10,7 @@
 #include "backoff.h"
 #include "log.h"
 #include "rnd.h"
+#include "secrets.h"
 
 struct wh_item {
 	struct wh_item *next;
@@ -157,13 +158,13 @@ webhook_from_cfg(struct ev_loop *loop, struct http_client *http, const struct cf
 	if (url == NULL)
 		return NULL;
 	if (cfg->notify.auth == CFG_AUTH_STATIC &&
-	    cfg_read_file(cfg, cfg->notify.bearer_file, CFG_FILE_SECRET, &bearer, &len, err,
+	    secrets_read_cfg(cfg, cfg->notify.bearer_file, SECRETS_TRIMMED, &bearer, &len, err,
 	    errlen) < 0)
 		return NULL;
 	wh = webhook_new(loop, http, url, cfg->notify.timeout_ms,
 	    cfg->notify.auth == CFG_AUTH_OAUTH ? oauth_token : NULL, token_arg);
 	if (wh == NULL) {
-		cfg_secret_free(bearer, len);
+		secrets_free(bearer, len);
 		snprintf(err, errlen, "cannot create the webhook client");
 		return NULL;
 	}
@@ -211,6 +212,6 @@ webhook_free(struct webhook *wh)
 	while (wh->head)
 		pop(wh);
 	free(wh->url);
-	cfg_secret_free(wh->bearer, wh->bearer_len);
+	secrets_free(wh->bearer, wh->bearer_len);
 	free(wh);
 }

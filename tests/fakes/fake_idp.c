@@ -404,7 +404,7 @@ decision_of(const char *raw)
 	    json_loadb((const char *)payload, n, 0, NULL) : NULL;
 	const char *id = json_string_value(json_object_get(doc, "recordId"));
 	struct record_policy pol = {
-		.signature_required = 1, .algorithm = JWT_ALG_ES256,
+		.signature_required = 1, .algorithm = JWA_ES256,
 		.parsed_key = st.decision_key, .max_window_ms = 366LL * 86400 * 1000,
 		.clock_skew_ms = 60000,
 	};
@@ -657,7 +657,7 @@ load_decision_key(const char *path)
 
 	if (fake_read_file(path, BLOB_MAX, 0, &pem) != 0)
 		return -1;
-	st.decision_key = record_key_new(JWT_ALG_ES256, (const unsigned char *)pem.data, pem.len,
+	st.decision_key = record_key_new(JWA_ES256, (const unsigned char *)pem.data, pem.len,
 	    err, sizeof err);
 	free(pem.data);
 	return st.decision_key ? 0 : -1;

@@ -913,7 +913,7 @@ h_sign(const char *json, const char *key_path)
 	json_t *content = json_loads(json, 0, NULL);
 
 	if (key != NULL && content != NULL)
-		jws = record_sign(JWT_ALG_ES256, (const unsigned char *)key, strlen(key), NULL,
+		jws = record_sign(JWA_ES256, (const unsigned char *)key, strlen(key), NULL,
 		    content);
 	json_decref(content);
 	free(key);

@@ -196,7 +196,8 @@ make_cfg(const char *method, const char *extra)
 	    "[action a]\nurl = http://127.0.0.1/x\nauth = none\n"
 	    "[oauth]\ntoken_url = %s/token\nclient_id = " CLIENT_ID "\nauth_method = %s\n%s",
 	    idp.url, method, extra);
-	struct cfg *cfg = cfg_load_string("itest.ini", text, &errs);
+	const struct cfg_env env = {.host = "itest-host", .dir = "."};
+	struct cfg *cfg = cfg_parse("itest.ini", text, strlen(text), &env, &errs);
 	for (size_t i = 0; i < errs.n; i++)
 		print_message("config: %s\n", errs.msgs[i]);
 	cfg_errors_clear(&errs);

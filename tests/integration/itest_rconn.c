@@ -95,9 +95,18 @@ on_state(struct rconn *rc, int up, void *arg)
 	}
 }
 
-static void
-on_slot(struct rconn *rc, redisReply *reply, void *arg)
+/* rconn's own test looks at the whole reply: the tree hiredis built, which
+ * the daemon reads through sreply's functions only. */
+static const redisReply *
+raw(const struct sreply *view)
 {
+	return (const redisReply *)(const void *)view;
+}
+
+static void
+on_slot(struct rconn *rc, const struct sreply *view, void *arg)
+{
+	const redisReply *reply = raw(view);
 	struct slot *s = arg;
 
 	(void)rc;
@@ -364,8 +373,9 @@ struct pipe_ctx {
 static struct pipe_ctx pipe_ctx;
 
 static void
-on_incr(struct rconn *rc, redisReply *reply, void *arg)
+on_incr(struct rconn *rc, const struct sreply *view, void *arg)
 {
+	const redisReply *reply = raw(view);
 	int i = (int)(intptr_t)arg;
 
 	(void)rc;

@@ -33,7 +33,7 @@
 
 static struct h_redis R;
 static redisContext *C;
-static char *cfg_es, *cfg_hs, *cfg_off, *cfg_bad, *cfg_down, *cfg_window;
+static char *cfg_es, *cfg_hs, *cfg_off, *cfg_bad, *cfg_down, *cfg_window, *cfg_shards;
 static char es_key[PATH_MAX], es_pub[PATH_MAX], es_other_key[PATH_MAX], hs_secret[PATH_MAX];
 
 /* ---- fixtures ---- */
@@ -82,9 +82,11 @@ setup_all(void **state)
 	    es_pub);
 	cfg_window = write_cfg("window.ini", R.sock, rec, "t");
 	cfg_bad = write_cfg("bad.ini", R.sock, "signature = off\nno_such_key = 1", "t");
+	cfg_shards = write_cfg("shards.ini", R.sock, "signature = off", "t\nshards = 4");
 	snprintf(gone, sizeof gone, "%s/no-redis.sock", h_tmpdir());
 	cfg_down = write_cfg("down.ini", gone, "signature = off", "t");
-	return cfg_es && cfg_hs && cfg_off && cfg_window && cfg_bad && cfg_down ? 0 : -1;
+	return cfg_es && cfg_hs && cfg_off && cfg_window && cfg_bad && cfg_down && cfg_shards ?
+	    0 : -1;
 }
 
 static int
@@ -99,6 +101,7 @@ teardown_all(void **state)
 	free(cfg_window);
 	free(cfg_bad);
 	free(cfg_down);
+	free(cfg_shards);
 	return 0;
 }
 
@@ -204,7 +207,7 @@ read_all(const char *path)
 
 /* The stored record, verified with the public key (or the secret). */
 static struct record *
-load_record(const char *id, jwt_alg_t alg, const char *key_path)
+load_record(const char *id, enum jwa_alg alg, const char *key_path)
 {
 	char *raw = h_redis_str(C, "HGET t:decision:%s record", id), *key = read_all(key_path);
 	struct record_policy pol = {.signature_required = 1, .algorithm = alg,
@@ -306,7 +309,7 @@ test_decide_writes_hash_and_stream(void **state)
 	assert_string_equal(job, out);
 	assert_int_equal(h_redis_int(C, "ZCARD t:scheduled"), 0);
 
-	rec = load_record(out, JWT_ALG_ES256, es_pub);
+	rec = load_record(out, JWA_ES256, es_pub);
 	assert_string_equal(rec->on_behalf_of, "operator:4417");
 	assert_string_equal(rec->action, "gate.open");
 	assert_string_equal(rec->resource, "canal/gate-14");
@@ -335,7 +338,7 @@ test_decide_hs256(void **state)
 	out = ctl_ok(cfg_hs, "decide", "--on-behalf-of", "svc:a", "--action", "gate.open",
 	    "--resource", "g/1", "--basis", "grant:7", "--expires", "+10m", "--id", "hs-1",
 	    "--kid", "k1", "--key", hs_secret, (char *)NULL);
-	rec = load_record("hs-1", JWT_ALG_HS256, hs_secret);
+	rec = load_record("hs-1", JWA_HS256, hs_secret);
 	assert_string_equal(rec->basis, "grant:7");
 	record_free(rec);
 	free(out);
@@ -372,7 +375,7 @@ test_decide_not_before_schedules(void **state)
 	assert_int_equal(h_redis_int(C, "XLEN t:jobs"), 0);
 	score = h_redis_str(C, "ZSCORE t:scheduled later-1");
 	assert_non_null(score);
-	rec = load_record("later-1", JWT_ALG_ES256, es_pub);
+	rec = load_record("later-1", JWA_ES256, es_pub);
 	assert_int_equal(rec->not_before_ms - rec->decided_at_ms, 3600 * 1000);
 	assert_int_equal(strtoll(score, NULL, 10), rec->not_before_ms);
 	record_free(rec);
@@ -440,7 +443,7 @@ test_decide_checks_config_rules(void **state)
 	out = ctl_ok(cfg_window, "decide", "--on-behalf-of", "a", "--action", "gate.open",
 	    "--resource", "g/1", "--basis", "b", "--expires", "+9m", "--id", "iss-1", "--key",
 	    es_key, (char *)NULL);
-	struct record *rec = load_record("iss-1", JWT_ALG_ES256, es_pub);
+	struct record *rec = load_record("iss-1", JWA_ES256, es_pub);
 	assert_string_equal(rec->iss, "dec-1");
 	record_free(rec);
 	free(out);
@@ -792,7 +795,7 @@ store_expired(const char *id)
 	    "parameters", "basis", "b", "decidedAt", "2020-01-01T00:00:00Z",
 	    "expiresAt", "2020-01-01T01:00:00Z", "iss", "warrantctl");
 
-	jws = record_sign(JWT_ALG_ES256, (unsigned char *)key, strlen(key), NULL, content);
+	jws = record_sign(JWA_ES256, (unsigned char *)key, strlen(key), NULL, content);
 	assert_non_null(jws);
 	assert_int_equal(h_redis_int(C, "HSET t:decision:%s record %s", id, jws), 1);
 	free(jws);
@@ -856,6 +859,85 @@ test_dead_drop(void **state)
 	assert_int_equal(h_redis_int(C, "XLEN t:dead"), 1);
 }
 
+/* issue 13: the SPEC's shard function, written here on its own */
+static unsigned
+spec_shard(const char *id, unsigned n)
+{
+	uint32_t h = 2166136261u;
+
+	for (const unsigned char *p = (const unsigned char *)id; *p; p++)
+		h = (h ^ *p) * 16777619u;
+	return h % n;
+}
+
+/* [redis] shards = 4 on one Redis: decide writes in the recordId's shard,
+ * status covers every shard or --shard N, metrics wants --shard, inspect
+ * and dead drop find the shard from the id, dead list reads them all. */
+static void
+test_shards(void **state)
+{
+	char *out, id[16], key[64];
+	json_t *v;
+
+	(void)state;
+	for (int i = 0; i < 8; i++) {
+		snprintf(id, sizeof id, "sd-%d", i);
+		free(ctl_ok(cfg_shards, "decide", "--on-behalf-of", "svc:a", "--action",
+		    "gate.open", "--resource", "g/1", "--basis", "grant:7", "--expires", "+10m",
+		    "--id", id, (char *)NULL));
+		snprintf(key, sizeof key, "{t:%u}:decision:%s", spec_shard(id, 4), id);
+		char *st = h_redis_str(C, "HGET %s state", key);
+		if (st == NULL)
+			fail_msg("%s is not in %s", id, key);
+		free(st);
+		assert_int_equal(h_redis_int(C, "EXISTS t:decision:%s", id), 0);
+	}
+	out = ctl_ok(cfg_shards, "status", "--json", (char *)NULL);
+	v = parse_json(out);
+	assert_int_equal(json_array_size(v), 4);
+	long long sum = 0;
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(key, sizeof key, "{t:%zu}:jobs", i);
+		assert_string_equal(jstr(json_array_get(v, i), "stream"), key);
+		sum += json_integer_value(json_object_get(json_array_get(v, i), "streamLength"));
+	}
+	assert_int_equal(sum, 8);
+	json_decref(v);
+	free(out);
+	out = ctl_ok(cfg_shards, "status", "--json", "--shard", "2", (char *)NULL);
+	v = parse_json(out);
+	assert_string_equal(jstr(v, "stream"), "{t:2}:jobs");
+	json_decref(v);
+	free(out);
+	assert_int_equal(ctl(&out, cfg_shards, "metrics", (char *)NULL), 64);
+	free(out);
+	assert_int_equal(ctl(&out, cfg_shards, "metrics", "--shard", "4", (char *)NULL), 64);
+	free(out);
+	out = ctl_ok(cfg_shards, "metrics", "--shard", "1", (char *)NULL);
+	assert_contains(out, "stream=\"{t:1}:jobs\"");
+	free(out);
+	out = ctl_ok(cfg_shards, "inspect", "sd-3", (char *)NULL);
+	assert_contains(out, "sd-3");
+	free(out);
+	assert_int_equal(ctl(&out, cfg_shards, "inspect", "sd-3", "--shard", "1", (char *)NULL), 64);
+	free(out);
+	snprintf(key, sizeof key, "{t:%u}:dead", spec_shard("dd-1", 4));
+	free(h_redis_str(C, "XADD %s * id dd-1 reason record-missing", key));
+	snprintf(key, sizeof key, "{t:%u}:dead", (spec_shard("dd-1", 4) + 1) % 4);
+	free(h_redis_str(C, "XADD %s * id dd-2 reason record-missing", key));
+	out = ctl_ok(cfg_shards, "dead", "list", "--json", (char *)NULL);
+	v = parse_json(out);
+	assert_int_equal(json_array_size(v), 2);
+	json_decref(v);
+	free(out);
+	free(ctl_ok(cfg_shards, "dead", "drop", "dd-1", (char *)NULL));
+	out = ctl_ok(cfg_shards, "dead", "list", "--json", (char *)NULL);
+	v = parse_json(out);
+	assert_int_equal(json_array_size(v), 1);
+	json_decref(v);
+	free(out);
+}
+
 int
 main(void)
 {
@@ -879,6 +961,7 @@ main(void)
 		cmocka_unit_test_setup(test_dead_requeue, flush),
 		cmocka_unit_test_setup(test_dead_requeue_refused, flush),
 		cmocka_unit_test_setup(test_dead_drop, flush),
+		cmocka_unit_test_setup(test_shards, flush),
 	};
 
 	return cmocka_run_group_tests(tests, setup_all, teardown_all);

@@ -1,4 +1,6 @@
-/* test_config: the INI of SPEC §10, its errors, and secret files. */
+/* test_config: the INI of SPEC §10 and its errors, parsed from strings with a
+ * made-up host (the file from disk: test_cfgfile; the files it names:
+ * test_secrets). */
 #define _DEFAULT_SOURCE
 #include <stdarg.h>
 #include <stddef.h>
@@ -6,13 +8,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "config.h"
 
@@ -20,11 +19,20 @@
 #define MIN_RECORDS "[records]\nverify_key_file = k.pub\n"
 #define MIN_ACTION "[action a]\nurl = http://127.0.0.1/x\nauth = none\n"
 
+/* What the tests' host is: never the machine's. */
+static const struct cfg_env test_env = {.host = "test-host", .dir = "/etc/warrantd"};
+
+static struct cfg *
+parse(const char *text, struct cfg_errors *errs)
+{
+	return cfg_parse("t.ini", text, strlen(text), &test_env, errs);
+}
+
 static struct cfg *
 load_ok(const char *text)
 {
 	struct cfg_errors errs = {0};
-	struct cfg *cfg = cfg_load_string("t.ini", text, &errs);
+	struct cfg *cfg = parse(text, &errs);
 
 	for (size_t i = 0; i < errs.n; i++)
 		print_message("unexpected: %s\n", errs.msgs[i]);
@@ -39,7 +47,7 @@ static void
 expect_errors(const char *text, const char *const *want, size_t n)
 {
 	struct cfg_errors errs = {0};
-	struct cfg *cfg = cfg_load_string("t.ini", text, &errs);
+	struct cfg *cfg = parse(text, &errs);
 
 	assert_null(cfg);
 	int ok = errs.n == n;
@@ -62,75 +70,6 @@ expect_errors(const char *text, const char *const *want, size_t n)
 	expect_errors(text, want_, sizeof want_ / sizeof want_[0]); \
 } while (0)
 
-/* ---- files for the secret tests ---- */
-
-static char *
-path_join(const char *dir, const char *name)
-{
-	size_t n = strlen(dir) + strlen(name) + 2;
-	char *p = malloc(n);
-
-	assert_non_null(p);
-	snprintf(p, n, "%s/%s", dir, name);
-	return p;
-}
-
-static void
-write_file(const char *dir, const char *name, const char *content, size_t len)
-{
-	char *p = path_join(dir, name);
-	FILE *f = fopen(p, "wb");
-
-	assert_non_null(f);
-	assert_int_equal(fwrite(content, 1, len, f), len);
-	assert_int_equal(fclose(f), 0);
-	assert_int_equal(chmod(p, 0600), 0);	/* a secret is the owner's alone */
-	free(p);
-}
-
-#define WRITE(dir, name, s) write_file(dir, name, s, strlen(s))
-
-static char *
-make_tmpdir(void)
-{
-	char tmpl[] = "/tmp/test_config.XXXXXX";
-
-	assert_non_null(mkdtemp(tmpl));
-	char *d = strdup(tmpl);
-	assert_non_null(d);
-	return d;
-}
-
-static void
-rmtree(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	struct stat st;
-
-	assert_non_null(d);
-	while ((e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		char *p = path_join(dir, e->d_name);
-		assert_int_equal(lstat(p, &st), 0);
-		if (S_ISDIR(st.st_mode))
-			rmtree(p);
-		else
-			assert_int_equal(unlink(p), 0);
-		free(p);
-	}
-	closedir(d);
-	assert_int_equal(rmdir(dir), 0);
-}
-
-static void
-free_tmpdir(char *dir)
-{
-	rmtree(dir);
-	free(dir);
-}
-
 /* ---- defaults ---- */
 
 static void
@@ -138,11 +77,10 @@ test_defaults(void **state)
 {
 	(void)state;
 	struct cfg *cfg = load_ok(MIN_RECORDS MIN_ACTION);
-	char host[256];
 
-	assert_int_equal(gethostname(host, sizeof host), 0);
 	assert_string_equal(cfg->path, "t.ini");
-	assert_string_equal(cfg->daemon.consumer, host);
+	assert_string_equal(cfg->dir, "/etc/warrantd");
+	assert_string_equal(cfg->daemon.consumer, "test-host");
 	assert_int_equal(cfg->daemon.log_level, LOG_INFO);
 	assert_int_equal(cfg->daemon.max_in_flight, 256);
 	assert_int_equal(cfg->daemon.shutdown_grace_ms, 10000);
@@ -166,7 +104,7 @@ test_defaults(void **state)
 	assert_int_equal(cfg->redis.notify_maxlen, 100000);
 
 	assert_int_equal(cfg->records.signature_required, 1);
-	assert_int_equal(cfg->records.algorithm, JWT_ALG_ES256);
+	assert_int_equal(cfg->records.algorithm, JWA_ES256);
 	assert_string_equal(cfg->records.verify_key_file, "k.pub");
 	assert_null(cfg->records.issuer);
 	assert_int_equal(cfg->records.max_window_s, 604800);
@@ -177,7 +115,7 @@ test_defaults(void **state)
 	assert_int_equal(cfg->oauth.present, 0);
 	assert_null(cfg->oauth.token_url);
 	assert_int_equal(cfg->oauth.auth_method, CFG_CLIENT_SECRET_BASIC);
-	assert_int_equal(cfg->oauth.assertion_alg, JWT_ALG_RS256);
+	assert_int_equal(cfg->oauth.assertion_alg, JWA_RS256);
 	assert_true(cfg->oauth.refresh_ratio == 0.75);
 	assert_int_equal(cfg->oauth.timeout_ms, 5000);
 	assert_int_equal(cfg->oauth.auth_wait_max_ms, 30000);
@@ -236,6 +174,26 @@ test_lease_follows_claim_idle(void **state)
 	/* defaulted to 2 / 3 = 0: blamed on the key that was set */
 	EXPECT("[redis]\nclaim_idle_ms = 2\n" MIN_RECORDS MIN_ACTION,
 	    "t.ini:2: lease_renew_ms (0) must be");
+}
+
+/* issue 13: shards unset is 0 (today's names); a cluster with a tagged
+ * prefix, or with shards. */
+static void
+test_cluster_keys(void **state)
+{
+	(void)state;
+	struct cfg *cfg = load_ok(MIN_RECORDS MIN_ACTION);
+
+	assert_int_equal(cfg->redis.shards, 0);
+	assert_null(cfg->redis.cluster);
+	cfg_free(cfg);
+	cfg = load_ok("[redis]\ncluster = 127.0.0.1:7001, 127.0.0.1:7002\nprefix = {warrant}\n"
+	    MIN_RECORDS MIN_ACTION);
+	assert_string_equal(cfg->redis.cluster, "127.0.0.1:7001, 127.0.0.1:7002");
+	cfg_free(cfg);
+	cfg = load_ok("[redis]\ncluster = 127.0.0.1:7001\nshards = 6\n" MIN_RECORDS MIN_ACTION);
+	assert_int_equal(cfg->redis.shards, 6);
+	cfg_free(cfg);
 }
 
 /* ---- a valid file that sets every key ---- */
@@ -342,7 +300,7 @@ test_full_config(void **state)
 	assert_int_equal(cfg->redis.dead_maxlen, 50);
 	assert_int_equal(cfg->redis.notify_maxlen, 60);
 	assert_int_equal(cfg->records.signature_required, 0);
-	assert_int_equal(cfg->records.algorithm, JWT_ALG_HS256);
+	assert_int_equal(cfg->records.algorithm, JWA_HS256);
 	assert_string_equal(cfg->records.verify_key_file, "hs.key");
 	assert_string_equal(cfg->records.issuer, "decider-1");
 	assert_int_equal(cfg->records.max_window_s, 3600);
@@ -355,7 +313,7 @@ test_full_config(void **state)
 	assert_int_equal(cfg->oauth.auth_method, CFG_PRIVATE_KEY_JWT);
 	assert_string_equal(cfg->oauth.client_secret_file, "unused");
 	assert_string_equal(cfg->oauth.private_key_file, "key.pem");
-	assert_int_equal(cfg->oauth.assertion_alg, JWT_ALG_ES256);
+	assert_int_equal(cfg->oauth.assertion_alg, JWA_ES256);
 	assert_string_equal(cfg->oauth.assertion_audience, "https://idp.example/");
 	assert_string_equal(cfg->oauth.key_id, "k1");
 	assert_string_equal(cfg->oauth.certificate_file, "cert.pem");
@@ -713,6 +671,18 @@ test_missing_keys(void **state)
 	    "t.ini:2: sentinels: 'nohost' is not host:port");
 	EXPECT("[redis]\nmaster_name = m\n" MIN_RECORDS MIN_ACTION,
 	    "t.ini:2: master_name is only used with sentinels");
+	/* Cluster: seeds that parse, one slot per shard, db 0, no socket */
+	EXPECT("[redis]\ncluster = 127.0.0.1:7001\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:1: on a cluster the prefix needs a hash tag (e.g. {warrant}) or shards must "
+	    "be set: each script's keys must share one slot");
+	EXPECT("[redis]\ncluster = h\nprefix = {w}\ndb = 2\nsocket = /s\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:2: cluster: 'h' is not host:port",
+	    "t.ini:2: cluster excludes socket and sentinels: the cluster names its nodes",
+	    "t.ini:4: a Redis Cluster has only db 0");
+	EXPECT("[redis]\nshards = 4\nprefix = {w}\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:3: with shards the prefix takes no braces: shard i is {prefix:i}");
+	EXPECT("[redis]\nshards = 0\n" MIN_RECORDS MIN_ACTION, "t.ini:2: shards");
+	EXPECT("[redis]\nshards = 1025\n" MIN_RECORDS MIN_ACTION, "t.ini:2: shards");
 	/* token = exchange trades the worker's OAuth token: it needs one */
 	EXPECT(MIN_RECORDS "[action a]\nurl = https://h/\ntoken = exchange\n",
 	    "t.ini:3: [action a] has auth = oauth (the default) but there is no [oauth] section");
@@ -825,6 +795,81 @@ test_consumer(void **state)
 
 /* A line longer than inih's buffer is reported with its number, and its
  * rest is not read as a line of its own. */
+/* The parser is told the host name and the directory; it asks nobody. */
+static struct cfg *
+parse_env(const char *host, const char *dir, const char *text, struct cfg_errors *errs)
+{
+	const struct cfg_env env = {.host = host, .dir = dir};
+
+	return cfg_parse("t.ini", text, strlen(text), &env, errs);
+}
+
+static void
+test_env_host_and_dir(void **state)
+{
+	(void)state;
+	struct cfg_errors errs = {0};
+	struct cfg *cfg;
+
+	/* the host name is the default consumer; a set consumer wins */
+	cfg = parse_env("worker-7.example", "conf", MIN_RECORDS MIN_ACTION, &errs);
+	assert_non_null(cfg);
+	assert_string_equal(cfg->daemon.consumer, "worker-7.example");
+	assert_string_equal(cfg->dir, "conf");	/* as given: relative stays relative */
+	cfg_free(cfg);
+	cfg = parse_env("bad host", NULL, "[daemon]\nconsumer = w1\n" MIN_RECORDS MIN_ACTION,
+	    &errs);
+	assert_non_null(cfg);
+	assert_string_equal(cfg->daemon.consumer, "w1");
+	assert_string_equal(cfg->dir, ".");	/* no directory: the working one */
+	cfg_free(cfg);
+
+	/* a host name that is no consumer name, or none, asks for consumer at
+	 * the [daemon] header, else line 1 */
+	assert_null(parse_env("bad host", "/", "[daemon]\nlog_level = info\n" MIN_RECORDS
+	    MIN_ACTION, &errs));
+	assert_int_equal(errs.n, 1);
+	assert_string_equal(errs.msgs[0], "t.ini:1: host name 'bad host' is not a valid "
+	    "consumer name: set [daemon] consumer");
+	cfg_errors_clear(&errs);
+	assert_null(parse_env(NULL, "/", MIN_RECORDS MIN_ACTION, &errs));
+	assert_int_equal(errs.n, 1);
+	assert_string_equal(errs.msgs[0], "t.ini:1: host name '' is not a valid consumer name: "
+	    "set [daemon] consumer");
+	cfg_errors_clear(&errs);
+	assert_null(parse_env("", "/", "\n\n[daemon]\n" MIN_RECORDS MIN_ACTION, &errs));
+	assert_int_equal(errs.n, 1);
+	assert_true(strncmp(errs.msgs[0], "t.ini:3: host name ''", 21) == 0);
+	cfg_errors_clear(&errs);
+}
+
+/* The text's length is given: a NUL inside is an error, not its end. */
+static void
+test_nul_in_text(void **state)
+{
+	(void)state;
+	static const char text[] = "[redis]\nport = 1\0\n" MIN_RECORDS MIN_ACTION;
+	struct cfg_errors errs = {0};
+
+	assert_null(cfg_parse("t.ini", text, sizeof text - 1, &test_env, &errs));
+	assert_int_equal(errs.n, 1);
+	assert_string_equal(errs.msgs[0], "t.ini:2: NUL byte in line");
+	cfg_errors_clear(&errs);
+}
+
+/* cfg_errors_add: for messages about a loaded config, in the same form. */
+static void
+test_errors_add(void **state)
+{
+	(void)state;
+	struct cfg_errors errs = {0};
+
+	assert_int_equal(cfg_errors_add(&errs, "w.ini", 7, "cannot read %s: %s", "k", "why"), 0);
+	assert_int_equal(errs.n, 1);
+	assert_string_equal(errs.msgs[0], "w.ini:7: cannot read k: why");
+	cfg_errors_clear(&errs);
+}
+
 static void
 test_long_line(void **state)
 {
@@ -855,366 +900,6 @@ test_long_line(void **state)
 	EXPECT(text, "t.ini:1: line longer than 199 bytes");
 }
 
-/* ---- files ---- */
-
-static void
-test_load_file(void **state)
-{
-	(void)state;
-	char *dir = make_tmpdir();
-	char *path = path_join(dir, "w.ini");
-	struct cfg_errors errs = {0};
-
-	WRITE(dir, "w.ini", MIN_RECORDS MIN_ACTION);
-	struct cfg *cfg = cfg_load(path, &errs);
-	assert_non_null(cfg);
-	assert_int_equal(errs.n, 0);
-	assert_string_equal(cfg->path, path);
-	assert_string_equal(cfg->dir, dir);
-	cfg_free(cfg);
-
-	WRITE(dir, "w.ini", "[redis]\nport = x\n" MIN_RECORDS MIN_ACTION);
-	assert_null(cfg_load(path, &errs));
-	assert_int_equal(errs.n, 1);
-	char want[PATH_MAX + 64];
-	snprintf(want, sizeof want, "%s:2: port: 'x' is not an integer", path);
-	assert_string_equal(errs.msgs[0], want);
-	cfg_errors_clear(&errs);
-
-	/* errors after reading (line 1: no [records]) sort before line 4 */
-	static const char nul[] = "[redis]\nport = 1\0\n" MIN_ACTION "[x]\n";
-	write_file(dir, "w.ini", nul, sizeof nul - 1);
-	assert_null(cfg_load(path, &errs));
-	assert_int_equal(errs.n, 3);
-	snprintf(want, sizeof want, "%s:1: [records] verify_key_file is required", path);
-	assert_memory_equal(errs.msgs[0], want, strlen(want));
-	snprintf(want, sizeof want, "%s:2: NUL byte in line", path);
-	assert_string_equal(errs.msgs[1], want);
-	snprintf(want, sizeof want, "%s:6: unknown section [x]", path);
-	assert_string_equal(errs.msgs[2], want);
-	cfg_errors_clear(&errs);
-
-	assert_int_equal(unlink(path), 0);
-	assert_null(cfg_load(path, &errs));
-	assert_int_equal(errs.n, 1);
-	snprintf(want, sizeof want, "%s:0: cannot read: No such file or directory", path);
-	assert_string_equal(errs.msgs[0], want);
-	cfg_errors_clear(&errs);
-	free(path);
-	free_tmpdir(dir);
-}
-
-static void
-test_example_conf(void **state)
-{
-	(void)state;
-	struct cfg_errors errs = {0};
-	struct cfg *cfg = cfg_load("conf/warrantd.ini", &errs);
-
-	for (size_t i = 0; i < errs.n; i++)
-		print_message("unexpected: %s\n", errs.msgs[i]);
-	assert_non_null(cfg);
-	assert_int_equal(cfg_check_files(cfg, &errs), 0);
-	assert_int_equal(errs.n, 0);
-	const struct cfg_action *a = cfg_action_find(cfg, "gate.open");
-	assert_non_null(a);
-	assert_string_equal(a->url, "https://gates.example/gates/{resource}/open");
-	/* the example teaches no clear text */
-	char *text = NULL;
-	FILE *f = fopen("conf/warrantd.ini", "r");
-	assert_non_null(f);
-	size_t cap = 0;
-	assert_true(getdelim(&text, &cap, '\0', f) > 0);
-	fclose(f);
-	assert_null(strstr(text, "= http://"));	/* no URL value in clear text */
-	free(text);
-	assert_int_equal(cfg->oauth.present, 1);
-	assert_string_equal(cfg->records.verify_key_file, "decider.pub");
-	assert_string_equal(cfg->oauth.client_secret_file, "client-secret");
-
-	char err[256], *buf;
-	size_t len;
-	unsetenv("CREDENTIALS_DIRECTORY");
-	assert_int_equal(cfg_read_file(cfg, "client-secret", 0, &buf, &len, err, sizeof err), 0);
-	assert_string_equal(buf, "replace-me");
-	cfg_secret_free(buf, len);
-	assert_int_equal(cfg_read_file(cfg, "decider.pub", 1, &buf, &len, err, sizeof err), 0);
-	assert_non_null(strstr(buf, "-----BEGIN PUBLIC KEY-----"));
-	assert_null(strstr(buf, "PRIVATE"));
-	cfg_secret_free(buf, len);
-	cfg_free(cfg);
-}
-
-static void
-test_secret_credentials_directory(void **state)
-{
-	(void)state;
-	char *cred = make_tmpdir();
-	char *abs = path_join(cred, "abs-secret");
-	char err[512], *buf;
-	size_t len;
-
-	WRITE(cred, "test-config-secret", "  from-credentials \n");
-	WRITE(cred, "abs-secret", "abs\n");
-	assert_int_equal(setenv("CREDENTIALS_DIRECTORY", cred, 1), 0);
-	assert_int_equal(cfg_read_secret("test-config-secret", 0, &buf, &len, err, sizeof err), 0);
-	assert_string_equal(buf, "from-credentials");
-	assert_int_equal(len, strlen("from-credentials"));
-	cfg_secret_free(buf, len);
-	assert_int_equal(cfg_read_secret(abs, 0, &buf, &len, err, sizeof err), 0);
-	assert_string_equal(buf, "abs");
-	cfg_secret_free(buf, len);
-
-	/* without the variable the relative name is looked up as given */
-	assert_int_equal(unsetenv("CREDENTIALS_DIRECTORY"), 0);
-	assert_int_equal(cfg_read_secret("test-config-secret", 0, &buf, &len, err, sizeof err), -1);
-	assert_string_equal(err, "cannot read test-config-secret: No such file or directory");
-	free(abs);
-	free_tmpdir(cred);
-}
-
-static void
-test_secret_whitespace(void **state)
-{
-	(void)state;
-	char *dir = make_tmpdir();
-	char *p = path_join(dir, "s");
-	char err[512], *buf;
-	size_t len;
-
-	WRITE(dir, "s", "\n\t  pa ss+w%rd:x y \r\n\n");
-	assert_int_equal(cfg_read_secret(p, 0, &buf, &len, err, sizeof err), 0);
-	assert_string_equal(buf, "pa ss+w%rd:x y");
-	assert_int_equal(len, 14);
-	cfg_secret_free(buf, len);
-	assert_int_equal(cfg_read_secret(p, 1, &buf, &len, err, sizeof err), 0);
-	assert_string_equal(buf, "\n\t  pa ss+w%rd:x y \r\n\n");
-	cfg_secret_free(buf, len);
-
-	/* a secret with a NUL inside keeps its length */
-	write_file(dir, "s", "a\0b\n", 4);
-	assert_int_equal(cfg_read_secret(p, 0, &buf, &len, err, sizeof err), 0);
-	assert_int_equal(len, 3);
-	assert_memory_equal(buf, "a\0b", 4);
-	cfg_secret_free(buf, len);
-	cfg_secret_free(NULL, 0);
-	free(p);
-	free_tmpdir(dir);
-}
-
-static void
-test_secret_errors(void **state)
-{
-	(void)state;
-	char *dir = make_tmpdir();
-	char *p = path_join(dir, "s");
-	char err[512], want[PATH_MAX + 64], *buf = NULL;
-	size_t len = 0;
-
-	WRITE(dir, "s", " \n\t\n");
-	assert_int_equal(cfg_read_secret(p, 0, &buf, &len, err, sizeof err), -1);
-	snprintf(want, sizeof want, "cannot read %s: the file is empty", p);
-	assert_string_equal(err, want);
-
-	assert_int_equal(cfg_read_secret(dir, 0, &buf, &len, err, sizeof err), -1);
-	snprintf(want, sizeof want, "cannot read %s: Is a directory", dir);
-	assert_string_equal(err, want);
-
-	/* a read error never quotes the content */
-	size_t big = CFG_SECRET_MAX + 10;
-	char *huge = malloc(big);
-	assert_non_null(huge);
-	memset(huge, 'S', big);
-	write_file(dir, "s", huge, big);
-	free(huge);
-	assert_int_equal(cfg_read_secret(p, 0, &buf, &len, err, sizeof err), -1);
-	snprintf(want, sizeof want, "cannot read %s: larger than 1 MiB", p);
-	assert_string_equal(err, want);
-	assert_null(strstr(err, "SS"));
-	assert_null(buf);
-	free(p);
-	free_tmpdir(dir);
-}
-
-/* $CREDENTIALS_DIRECTORY, then next to the config, then as given. */
-static void
-test_read_file_order(void **state)
-{
-	(void)state;
-	char *cred = make_tmpdir(), *conf = make_tmpdir(), *cwd = make_tmpdir();
-	char *ini = path_join(conf, "w.ini");
-	char err[512], old[PATH_MAX], *buf;
-	size_t len;
-	struct cfg_errors errs = {0};
-
-	WRITE(conf, "w.ini", MIN_RECORDS MIN_ACTION);
-	struct cfg *cfg = cfg_load(ini, &errs);
-	assert_non_null(cfg);
-	WRITE(cred, "sec", "cred");
-	WRITE(conf, "sec", "near");
-	WRITE(cwd, "sec", "cwd");
-	assert_non_null(getcwd(old, sizeof old));
-	assert_int_equal(chdir(cwd), 0);
-
-	assert_int_equal(setenv("CREDENTIALS_DIRECTORY", cred, 1), 0);
-	assert_int_equal(cfg_read_file(cfg, "sec", 0, &buf, &len, err, sizeof err), 0);
-	assert_string_equal(buf, "cred");
-	cfg_secret_free(buf, len);
-	assert_int_equal(unsetenv("CREDENTIALS_DIRECTORY"), 0);
-	assert_int_equal(cfg_read_file(cfg, "sec", 0, &buf, &len, err, sizeof err), 0);
-	assert_string_equal(buf, "near");
-	cfg_secret_free(buf, len);
-	/* cfg_read_secret (a name typed on a command line) does not know the
-	 * config's directory, and takes a relative name as given */
-	assert_int_equal(cfg_read_secret("sec", 0, &buf, &len, err, sizeof err), 0);
-	assert_string_equal(buf, "cwd");
-	cfg_secret_free(buf, len);
-	/* SPEC §9: a name from the config is never looked up in the working
-	 * directory, where anyone could plant a key */
-	char *near = path_join(conf, "sec");
-	assert_int_equal(unlink(near), 0);
-	free(near);
-	assert_int_equal(cfg_read_file(cfg, "sec", 0, &buf, &len, err, sizeof err), -1);
-	assert_non_null(strstr(err, "cannot read sec: No such file or directory in "
-	    "$CREDENTIALS_DIRECTORY or next to the configuration file"));
-	assert_int_equal(cfg_read_file(cfg, "sec", CFG_FILE_PUBLIC, &buf, &len, err, sizeof err),
-	    -1);
-
-	/* a file that is there but unreadable stops the search */
-	char *sub = path_join(cred, "sec2");
-	assert_int_equal(mkdir(sub, 0700), 0);
-	WRITE(cwd, "sec2", "cwd");
-	assert_int_equal(setenv("CREDENTIALS_DIRECTORY", cred, 1), 0);
-	assert_int_equal(cfg_read_file(cfg, "sec2", 0, &buf, &len, err, sizeof err), -1);
-	char want[PATH_MAX + 64];
-	snprintf(want, sizeof want, "cannot read %s: Is a directory", sub);
-	assert_string_equal(err, want);
-	assert_int_equal(unsetenv("CREDENTIALS_DIRECTORY"), 0);
-	free(sub);
-
-	assert_int_equal(chdir(old), 0);
-	cfg_free(cfg);
-	free(ini);
-	free_tmpdir(cred);
-	free_tmpdir(conf);
-	free_tmpdir(cwd);
-}
-
-/* SPEC §9: a secret or private key that group or others may read is
- * refused, as sshd refuses such keys; a public key or certificate is not. */
-static void
-test_secret_permissions(void **state)
-{
-	(void)state;
-	char *dir = make_tmpdir(), *ini = path_join(dir, "w.ini"), *p = path_join(dir, "s");
-	char err[512], *buf;
-	size_t len;
-	struct cfg_errors errs = {0};
-	static const mode_t open_modes[] = {0644, 0640, 0604, 0620, 0602, 0660};
-
-	unsetenv("CREDENTIALS_DIRECTORY");
-	WRITE(dir, "w.ini", MIN_RECORDS MIN_ACTION);
-	struct cfg *cfg = cfg_load(ini, &errs);
-	assert_non_null(cfg);
-	WRITE(dir, "s", "-----BEGIN PUBLIC KEY-----\nx\n-----END PUBLIC KEY-----\n");
-	for (size_t i = 0; i < sizeof open_modes / sizeof open_modes[0]; i++) {
-		assert_int_equal(chmod(p, open_modes[i]), 0);
-		assert_int_equal(cfg_read_file(cfg, "s", CFG_FILE_SECRET, &buf, &len, err,
-		    sizeof err), -1);
-		assert_non_null(strstr(err, "too open"));
-		assert_non_null(strstr(err, "chmod 600"));
-		assert_null(strstr(err, "BEGIN"));	/* never the content */
-		assert_int_equal(cfg_read_file(cfg, "s", CFG_FILE_PRIVATE_PEM, &buf, &len, err,
-		    sizeof err), -1);
-		assert_int_equal(cfg_read_secret(p, CFG_FILE_SECRET, &buf, &len, err, sizeof err),
-		    -1);
-		/* a public key may be read by anyone */
-		assert_int_equal(cfg_read_file(cfg, "s", CFG_FILE_PUBLIC, &buf, &len, err,
-		    sizeof err), 0);
-		cfg_secret_free(buf, len);
-	}
-	assert_int_equal(chmod(p, 0400), 0);
-	assert_int_equal(cfg_read_file(cfg, "s", CFG_FILE_SECRET, &buf, &len, err, sizeof err), 0);
-	cfg_secret_free(buf, len);
-	cfg_free(cfg);
-
-	/* -t reports it at the key's line */
-	WRITE(dir, "w.ini", "[records]\nalgorithm = HS256\nverify_key_file = s\n" MIN_ACTION);
-	WRITE(dir, "s", "0123456789abcdef0123456789abcdef\n");
-	assert_int_equal(chmod(p, 0644), 0);
-	cfg = cfg_load(ini, &errs);
-	assert_non_null(cfg);
-	assert_int_equal(cfg_check_files(cfg, &errs), -1);
-	assert_int_equal(errs.n, 1);
-	char want[PATH_MAX + 64];
-	snprintf(want, sizeof want, "%s:3: refusing %s: permissions 0644 are too open", ini, p);
-	assert_true(strncmp(errs.msgs[0], want, strlen(want)) == 0);
-	cfg_errors_clear(&errs);
-	cfg_free(cfg);
-	free(p);
-	free(ini);
-	free_tmpdir(dir);
-}
-
-static void
-test_check_files(void **state)
-{
-	(void)state;
-	char *dir = make_tmpdir();
-	char *ini = path_join(dir, "w.ini");
-	struct cfg_errors errs = {0};
-	char want[PATH_MAX + 128];
-
-	unsetenv("CREDENTIALS_DIRECTORY");
-	WRITE(dir, "w.ini",
-	    "[redis]\n"						/* 1 */
-	    "password_file = redis-pw\n"			/* 2 */
-	    "[records]\n"					/* 3 */
-	    "verify_key_file = k.pub\n"				/* 4 */
-	    "[oauth]\n"						/* 5 */
-	    "token_url = https://h/t\n"				/* 6 */
-	    "client_id = c\n"					/* 7 */
-	    "auth_method = private_key_jwt\n"			/* 8 */
-	    "client_secret_file = secret\n"			/* 9 */
-	    "private_key_file = key.pem\n"			/* 10 */
-	    "certificate_file = cert.pem\n"			/* 11 */
-	    "[action a]\n"					/* 12 */
-	    "url = https://h/\n"					/* 13 */
-	    "auth = static\n"					/* 14 */
-	    "bearer_file = token\n");				/* 15 */
-	struct cfg *cfg = cfg_load(ini, &errs);
-	assert_non_null(cfg);
-	WRITE(dir, "k.pub", "k");
-	WRITE(dir, "key.pem", "p");
-	WRITE(dir, "token", "t\n");
-	assert_int_equal(cfg_check_files(cfg, &errs), -1);
-	assert_int_equal(errs.n, 3);
-	snprintf(want, sizeof want, "%s:2: cannot read redis-pw: No such file or directory in", ini);
-	assert_true(strncmp(errs.msgs[0], want, strlen(want)) == 0);
-	snprintf(want, sizeof want, "%s:9: cannot read secret: No such file or directory in", ini);
-	assert_true(strncmp(errs.msgs[1], want, strlen(want)) == 0);
-	snprintf(want, sizeof want, "%s:11: cannot read cert.pem: No such file or directory in", ini);
-	assert_true(strncmp(errs.msgs[2], want, strlen(want)) == 0);
-	cfg_errors_clear(&errs);
-
-	WRITE(dir, "redis-pw", "pw");
-	WRITE(dir, "secret", "s");
-	WRITE(dir, "cert.pem", "c");
-	assert_int_equal(cfg_check_files(cfg, &errs), 0);
-	assert_int_equal(errs.n, 0);
-	char *tok = path_join(dir, "token");
-	assert_int_equal(unlink(tok), 0);
-	free(tok);
-	assert_int_equal(cfg_check_files(cfg, &errs), -1);
-	assert_int_equal(errs.n, 1);
-	snprintf(want, sizeof want, "%s:15: cannot read token: No such file or directory in", ini);
-	assert_true(strncmp(errs.msgs[0], want, strlen(want)) == 0);
-	cfg_errors_clear(&errs);
-	cfg_free(cfg);
-	free(ini);
-	free_tmpdir(dir);
-}
-
 int
 main(void)
 {
@@ -1222,6 +907,7 @@ main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_oauth_defaults),
 		cmocka_unit_test(test_lease_follows_claim_idle),
+		cmocka_unit_test(test_cluster_keys),
 		cmocka_unit_test(test_full_config),
 		cmocka_unit_test(test_action_find_and_lines),
 		cmocka_unit_test(test_long_action_name),
@@ -1239,15 +925,10 @@ main(void)
 		cmocka_unit_test(test_notify_auth),
 		cmocka_unit_test(test_max_bytes),
 		cmocka_unit_test(test_consumer),
+		cmocka_unit_test(test_env_host_and_dir),
+		cmocka_unit_test(test_nul_in_text),
+		cmocka_unit_test(test_errors_add),
 		cmocka_unit_test(test_long_line),
-		cmocka_unit_test(test_load_file),
-		cmocka_unit_test(test_example_conf),
-		cmocka_unit_test(test_secret_credentials_directory),
-		cmocka_unit_test(test_secret_whitespace),
-		cmocka_unit_test(test_secret_errors),
-		cmocka_unit_test(test_read_file_order),
-		cmocka_unit_test(test_secret_permissions),
-		cmocka_unit_test(test_check_files),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 #include <ev.h>
 
+#include "cfgfile.h"
 #include "config.h"
 #include "engine.h"
 
@@ -73,7 +74,7 @@ config(const char *records)
 	assert_true(n > 0 && (size_t)n < sizeof text);
 	write_file("w.ini", text, (size_t)n);
 	snprintf(path, sizeof path, "%s/w.ini", dir);
-	cfg = cfg_load(path, &errs);
+	cfg = cfgfile_load(path, &errs);
 	for (size_t i = 0; i < errs.n; i++)
 		fprintf(stderr, "%s\n", errs.msgs[i]);
 	cfg_errors_clear(&errs);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <jwt.h>
 #include <openssl/bio.h>
 #include <openssl/ec.h>
 #include <openssl/evp.h>
@@ -217,7 +218,7 @@ known_action(void *ctx, const char *action)
 }
 
 static struct record_policy
-policy(int signed_, jwt_alg_t alg, struct blob key)
+policy(int signed_, enum jwa_alg alg, struct blob key)
 {
 	struct record_policy p = {
 		.signature_required = signed_,
@@ -237,7 +238,7 @@ static struct record_policy
 plain_policy(void)
 {
 	struct blob none = {NULL, 0};
-	return policy(0, JWT_ALG_ES256, none);
+	return policy(0, JWA_ES256, none);
 }
 
 /* A record that passes every rule; each test breaks one thing. */
@@ -326,7 +327,7 @@ expect_plain(json_t *content, enum record_status want, const char *detail_has)
 static char *
 sign_es(const json_t *content)
 {
-	char *tok = record_sign(JWT_ALG_ES256, es_key.data, es_key.len, NULL, content);
+	char *tok = record_sign(JWA_ES256, es_key.data, es_key.len, NULL, content);
 	assert_non_null(tok);
 	return tok;
 }
@@ -386,7 +387,7 @@ check_good_record(const struct record *rec, const json_t *content)
 }
 
 static void
-load_signed_ok(jwt_alg_t alg, struct blob priv, struct blob verify)
+load_signed_ok(enum jwa_alg alg, struct blob priv, struct blob verify)
 {
 	json_t *content = good_content();
 	char *tok = record_sign(alg, priv.data, priv.len, NULL, content);
@@ -398,7 +399,7 @@ load_signed_ok(jwt_alg_t alg, struct blob priv, struct blob verify)
 	assert_non_null(tok);
 	st = record_load(&pol, "gate-14", tok, NOW_MS, &rec, &owner, detail, sizeof detail);
 	if (st != RECORD_OK)
-		fail_msg("%s: %s", jwt_alg_str(alg), detail);
+		fail_msg("%s: %s", jwa_name(alg), detail);
 	assert_null(owner);
 	check_good_record(rec, content);
 	record_free(rec);
@@ -410,21 +411,21 @@ static void
 test_es256_valid(void **state)
 {
 	(void)state;
-	load_signed_ok(JWT_ALG_ES256, es_key, es_pub);
+	load_signed_ok(JWA_ES256, es_key, es_pub);
 }
 
 static void
 test_rs256_valid(void **state)
 {
 	(void)state;
-	load_signed_ok(JWT_ALG_RS256, rs_key, rs_pub);
+	load_signed_ok(JWA_RS256, rs_key, rs_pub);
 }
 
 static void
 test_hs256_valid(void **state)
 {
 	(void)state;
-	load_signed_ok(JWT_ALG_HS256, hs_secret, hs_secret);
+	load_signed_ok(JWA_HS256, hs_secret, hs_secret);
 }
 
 static void
@@ -447,12 +448,12 @@ test_wrong_key(void **state)
 {
 	json_t *content = good_content();
 	char *es = sign_es(content);
-	char *hs = record_sign(JWT_ALG_HS256, (const unsigned char *)"another-secret-of-32-bytes-or-more",
+	char *hs = record_sign(JWA_HS256, (const unsigned char *)"another-secret-of-32-bytes-or-more",
 	    34, NULL, content);
-	struct record_policy es_other = policy(1, JWT_ALG_ES256, es_other_pub);
-	struct record_policy hs_pol = policy(1, JWT_ALG_HS256, hs_secret);
-	struct record_policy es_pol = policy(1, JWT_ALG_ES256, es_pub);
-	char *other = record_sign(JWT_ALG_ES256, es_other_key.data, es_other_key.len, NULL,
+	struct record_policy es_other = policy(1, JWA_ES256, es_other_pub);
+	struct record_policy hs_pol = policy(1, JWA_HS256, hs_secret);
+	struct record_policy es_pol = policy(1, JWA_ES256, es_pub);
+	char *other = record_sign(JWA_ES256, es_other_key.data, es_other_key.len, NULL,
 	    content);
 	size_t d1, d2;
 
@@ -482,7 +483,7 @@ test_tampered_payload(void **state)
 	json_t *content = good_content();
 	char *tok = sign_es(content), *forged, *p64, *head;
 	unsigned char *payload;
-	struct record_policy pol = policy(1, JWT_ALG_ES256, es_pub);
+	struct record_policy pol = policy(1, JWA_ES256, es_pub);
 	char *berlin;
 	size_t d1, d2, len;
 
@@ -509,7 +510,7 @@ test_signature_stripped_or_cut(void **state)
 {
 	json_t *content = good_content();
 	char *tok = sign_es(content), *sig64, *cut;
-	struct record_policy pol = policy(1, JWT_ALG_ES256, es_pub);
+	struct record_policy pol = policy(1, JWA_ES256, es_pub);
 	unsigned char *sig;
 	size_t d1, d2, len;
 
@@ -558,8 +559,8 @@ test_alg_none(void **state)
 	char *none_sig = hand_token("{\"alg\":\"none\",\"typ\":\"decision+jwt\"}", payload,
 	    hs_secret.data, hs_secret.len);
 	char *none_cap = hand_token("{\"alg\":\"NONE\",\"typ\":\"decision+jwt\"}", payload, NULL, 0);
-	struct record_policy es = policy(1, JWT_ALG_ES256, es_pub);
-	struct record_policy hs = policy(1, JWT_ALG_HS256, hs_secret);
+	struct record_policy es = policy(1, JWA_ES256, es_pub);
+	struct record_policy hs = policy(1, JWA_HS256, hs_secret);
 
 	(void)state;
 	expect_bad_sig(&es, none, "alg is not ES256");
@@ -582,8 +583,8 @@ test_alg_confusion(void **state)
 	char *payload = json_dumps(content, JSON_COMPACT);
 	char *forged = hand_token("{\"alg\":\"HS256\",\"typ\":\"decision+jwt\"}", payload,
 	    es_pub.data, es_pub.len);
-	struct record_policy es = policy(1, JWT_ALG_ES256, es_pub);
-	struct record_policy as_hmac = policy(1, JWT_ALG_HS256, es_pub);
+	struct record_policy es = policy(1, JWA_ES256, es_pub);
+	struct record_policy as_hmac = policy(1, JWA_HS256, es_pub);
 
 	(void)state;
 	/* The forgery is a correct HS256 MAC under the PEM: the binding of the
@@ -595,12 +596,12 @@ test_alg_confusion(void **state)
 	free(payload);
 
 	/* An RS256 token where ES256 is configured, and the reverse. */
-	forged = record_sign(JWT_ALG_RS256, rs_key.data, rs_key.len, NULL, content);
+	forged = record_sign(JWA_RS256, rs_key.data, rs_key.len, NULL, content);
 	assert_non_null(forged);
 	expect_bad_sig(&es, forged, "alg is not ES256");
 	free(forged);
 	forged = sign_es(content);
-	es = policy(1, JWT_ALG_RS256, rs_pub);
+	es = policy(1, JWA_RS256, rs_pub);
 	expect_bad_sig(&es, forged, "alg is not RS256");
 	free(forged);
 	json_decref(content);
@@ -612,16 +613,16 @@ test_key_type_mismatch(void **state)
 {
 	json_t *content = good_content();
 	char *tok = sign_es(content);
-	struct record_policy pol = policy(1, JWT_ALG_ES256, rs_pub);
+	struct record_policy pol = policy(1, JWA_ES256, rs_pub);
 	struct blob none = {NULL, 0};
 
 	(void)state;
 	expect_bad_sig(&pol, tok, "not a usable ES256 key");
-	pol = policy(1, JWT_ALG_ES256, hs_secret);
+	pol = policy(1, JWA_ES256, hs_secret);
 	expect_bad_sig(&pol, tok, "not a usable ES256 key");
-	pol = policy(1, JWT_ALG_ES256, none);
+	pol = policy(1, JWA_ES256, none);
 	expect_bad_sig(&pol, tok, "no verification key");
-	pol = policy(1, JWT_ALG_NONE, es_pub);
+	pol = policy(1, JWA_NONE, es_pub);
 	expect_bad_sig(&pol, tok, "configured algorithm");
 	free(tok);
 	json_decref(content);
@@ -632,8 +633,8 @@ test_typ_rules(void **state)
 {
 	json_t *content = good_content();
 	char *payload = json_dumps(content, JSON_COMPACT);
-	struct record_policy hs = policy(1, JWT_ALG_HS256, hs_secret);
-	struct record_policy es = policy(1, JWT_ALG_ES256, es_pub);
+	struct record_policy hs = policy(1, JWA_HS256, hs_secret);
+	struct record_policy es = policy(1, JWA_ES256, es_pub);
 	char *tok, detail[256];
 	jwt_t *jwt = NULL;
 
@@ -690,7 +691,7 @@ test_not_a_jws(void **state)
 	json_t *content = good_content();
 	char *plain = json_dumps(content, JSON_COMPACT);
 	char *tok = sign_es(content), *four;
-	struct record_policy pol = policy(1, JWT_ALG_ES256, es_pub);
+	struct record_policy pol = policy(1, JWA_ES256, es_pub);
 	const char *junk[] = {
 		"", "garbage", "a.b", "a.b.c.d.e", "....", "!!!.abc.def",
 		"eyJ=.eyJ.abc", "a b.c.d", "{\"a\":1}.{}.x", "e.e.e",
@@ -728,7 +729,7 @@ test_not_a_jws(void **state)
 static void
 test_signed_payload_not_object(void **state)
 {
-	struct record_policy hs = policy(1, JWT_ALG_HS256, hs_secret);
+	struct record_policy hs = policy(1, JWA_HS256, hs_secret);
 	char *tok = hand_token("{\"alg\":\"HS256\",\"typ\":\"decision+jwt\"}", "[1,2]",
 	    hs_secret.data, hs_secret.len);
 	char detail[256];
@@ -957,7 +958,7 @@ test_field_rules(void **state)
 static void
 test_field_rules_signed(void **state)
 {
-	struct record_policy pol = policy(1, JWT_ALG_ES256, es_pub);
+	struct record_policy pol = policy(1, JWA_ES256, es_pub);
 	char detail[256];
 
 	(void)state;
@@ -1005,7 +1006,7 @@ test_max_bytes(void **state)
 {
 	json_t *c = good_content();
 	char *plain = json_dumps(c, JSON_COMPACT), *tok = sign_es(c), detail[256];
-	struct record_policy pol = plain_policy(), spol = policy(1, JWT_ALG_ES256, es_pub);
+	struct record_policy pol = plain_policy(), spol = policy(1, JWA_ES256, es_pub);
 
 	(void)state;
 	pol.max_bytes = strlen(plain);
@@ -1153,8 +1154,8 @@ expect_owner(const struct record_policy *pol, const char *raw, enum record_statu
 static void
 test_owner_out(void **state)
 {
-	struct record_policy es = policy(1, JWT_ALG_ES256, es_pub);
-	struct record_policy other = policy(1, JWT_ALG_ES256, es_other_pub);
+	struct record_policy es = policy(1, JWA_ES256, es_pub);
+	struct record_policy other = policy(1, JWA_ES256, es_other_pub);
 	struct record_policy plain = plain_policy();
 	json_t *c = good_content();
 	char *tok, *raw;
@@ -1203,8 +1204,8 @@ static void
 test_sign_header_and_kid(void **state)
 {
 	json_t *c = good_content(), *h, *want;
-	char *tok = record_sign(JWT_ALG_ES256, es_key.data, es_key.len, "decider-key-7", c);
-	struct record_policy pol = policy(1, JWT_ALG_ES256, es_pub);
+	char *tok = record_sign(JWA_ES256, es_key.data, es_key.len, "decider-key-7", c);
+	struct record_policy pol = policy(1, JWA_ES256, es_pub);
 	struct record *rec = NULL;
 	char detail[256];
 
@@ -1223,7 +1224,7 @@ test_sign_header_and_kid(void **state)
 	record_free(rec);
 	free(tok);
 
-	tok = record_sign(JWT_ALG_RS256, rs_key.data, rs_key.len, NULL, c);
+	tok = record_sign(JWA_RS256, rs_key.data, rs_key.len, NULL, c);
 	assert_non_null(tok);
 	h = header_of(tok);
 	want = json_pack("{s:s, s:s}", "alg", "RS256", "typ", "decision+jwt");
@@ -1233,7 +1234,7 @@ test_sign_header_and_kid(void **state)
 	assert_int_equal(sig_len_of(tok), 256);
 	free(tok);
 
-	tok = record_sign(JWT_ALG_HS256, hs_secret.data, hs_secret.len, "", c);
+	tok = record_sign(JWA_HS256, hs_secret.data, hs_secret.len, "", c);
 	assert_non_null(tok);
 	h = header_of(tok);
 	assert_string_equal(json_string_value(json_object_get(h, "kid")), "");
@@ -1250,16 +1251,16 @@ test_sign_refuses(void **state)
 	const unsigned char short_secret[] = "only-31-bytes-of-secret-xxxxxxx";
 
 	(void)state;
-	assert_null(record_sign(JWT_ALG_NONE, es_key.data, es_key.len, NULL, c));
-	assert_null(record_sign(JWT_ALG_ES384, es_key.data, es_key.len, NULL, c));
-	assert_null(record_sign(JWT_ALG_ES256, es_key.data, es_key.len, NULL, arr));
-	assert_null(record_sign(JWT_ALG_ES256, es_key.data, es_key.len, NULL, NULL));
-	assert_null(record_sign(JWT_ALG_ES256, es_pub.data, es_pub.len, NULL, c));
-	assert_null(record_sign(JWT_ALG_ES256, rs_key.data, rs_key.len, NULL, c));
-	assert_null(record_sign(JWT_ALG_RS256, es_key.data, es_key.len, NULL, c));
-	assert_null(record_sign(JWT_ALG_ES256, NULL, 0, NULL, c));
-	assert_null(record_sign(JWT_ALG_HS256, short_secret, sizeof short_secret - 1, NULL, c));
-	assert_null(record_sign(JWT_ALG_ES256, es_key.data, es_key.len, "bad\xff", c));
+	assert_null(record_sign(JWA_NONE, es_key.data, es_key.len, NULL, c));
+	assert_null(record_sign(JWA_COUNT, es_key.data, es_key.len, NULL, c));
+	assert_null(record_sign(JWA_ES256, es_key.data, es_key.len, NULL, arr));
+	assert_null(record_sign(JWA_ES256, es_key.data, es_key.len, NULL, NULL));
+	assert_null(record_sign(JWA_ES256, es_pub.data, es_pub.len, NULL, c));
+	assert_null(record_sign(JWA_ES256, rs_key.data, rs_key.len, NULL, c));
+	assert_null(record_sign(JWA_RS256, es_key.data, es_key.len, NULL, c));
+	assert_null(record_sign(JWA_ES256, NULL, 0, NULL, c));
+	assert_null(record_sign(JWA_HS256, short_secret, sizeof short_secret - 1, NULL, c));
+	assert_null(record_sign(JWA_ES256, es_key.data, es_key.len, "bad\xff", c));
 	json_decref(arr);
 	json_decref(c);
 }
@@ -1291,26 +1292,26 @@ public_pem(EVP_PKEY *pk)
 }
 
 static void
-expect_key_ok(jwt_alg_t alg, struct blob key)
+expect_key_ok(enum jwa_alg alg, struct blob key)
 {
 	char err[256] = "";
 	struct record_key *k = record_key_new(alg, key.data, key.len, err, sizeof err);
 
 	if (k == NULL)
-		fail_msg("%s: refused: %s", jwt_alg_str(alg), err);
+		fail_msg("%s: refused: %s", jwa_name(alg), err);
 	record_key_free(k);
 }
 
 static void
-expect_key_refused(jwt_alg_t alg, struct blob key, const char *err_has)
+expect_key_refused(enum jwa_alg alg, struct blob key, const char *err_has)
 {
 	char err[256] = "";
 	struct record_key *k = record_key_new(alg, key.data, key.len, err, sizeof err);
 
 	if (k != NULL)
-		fail_msg("%s: accepted a key it should refuse (%s)", jwt_alg_str(alg), err_has);
+		fail_msg("%s: accepted a key it should refuse (%s)", jwa_name(alg), err_has);
 	if (strstr(err, err_has) == NULL)
-		fail_msg("%s: error \"%s\" lacks \"%s\"", jwt_alg_str(alg), err, err_has);
+		fail_msg("%s: error \"%s\" lacks \"%s\"", jwa_name(alg), err, err_has);
 }
 
 static void
@@ -1319,11 +1320,11 @@ test_key_new_accepts(void **state)
 	struct blob exactly32 = {(unsigned char *)"0123456789abcdef0123456789ABCDEF", 32};
 
 	(void)state;
-	expect_key_ok(JWT_ALG_ES256, es_pub);
-	expect_key_ok(JWT_ALG_ES256, es_other_pub);
-	expect_key_ok(JWT_ALG_RS256, rs_pub);
-	expect_key_ok(JWT_ALG_HS256, hs_secret);
-	expect_key_ok(JWT_ALG_HS256, exactly32);
+	expect_key_ok(JWA_ES256, es_pub);
+	expect_key_ok(JWA_ES256, es_other_pub);
+	expect_key_ok(JWA_RS256, rs_pub);
+	expect_key_ok(JWA_HS256, hs_secret);
+	expect_key_ok(JWA_HS256, exactly32);
 }
 
 /* SPEC §3.2, RFC 7518 §3.2: an HS256 secret under 32 bytes, or a PEM
@@ -1338,24 +1339,24 @@ test_hs256_weak_secrets(void **state)
 	char detail[256];
 
 	(void)state;
-	expect_key_refused(JWT_ALG_HS256, short_secret, "shorter than 32 bytes");
-	expect_key_refused(JWT_ALG_HS256, b31, "shorter than 32 bytes");
-	expect_key_refused(JWT_ALG_HS256, es_pub, "PEM");
-	expect_key_refused(JWT_ALG_HS256, rs_pub, "PEM");
+	expect_key_refused(JWA_HS256, short_secret, "shorter than 32 bytes");
+	expect_key_refused(JWA_HS256, b31, "shorter than 32 bytes");
+	expect_key_refused(JWA_HS256, es_pub, "PEM");
+	expect_key_refused(JWA_HS256, rs_pub, "PEM");
 	/* A record HMAC'd with the public PEM: the forgery the rule stops. */
 	json_object_set_new(c, "x", json_true());
 	char *payload = json_dumps(c, JSON_COMPACT);
 	char *forged = hand_token("{\"alg\":\"HS256\",\"typ\":\"decision+jwt\"}", payload,
 	    es_pub.data, es_pub.len);
-	struct record_policy pol = policy(1, JWT_ALG_HS256, es_pub);
+	struct record_policy pol = policy(1, JWA_HS256, es_pub);
 	assert_int_equal(load_raw(&pol, forged, detail, sizeof detail, NULL),
 	    RECORD_BAD_SIGNATURE);
 	char *weak = hand_token("{\"alg\":\"HS256\",\"typ\":\"decision+jwt\"}", payload,
 	    short_secret.data, short_secret.len);
-	pol = policy(1, JWT_ALG_HS256, short_secret);
+	pol = policy(1, JWA_HS256, short_secret);
 	assert_int_equal(load_raw(&pol, weak, detail, sizeof detail, NULL), RECORD_BAD_SIGNATURE);
 	/* and nobody signs with one */
-	assert_null(record_sign(JWT_ALG_HS256, es_pub.data, es_pub.len, NULL, c));
+	assert_null(record_sign(JWA_HS256, es_pub.data, es_pub.len, NULL, c));
 	free(payload);
 	free(forged);
 	free(weak);
@@ -1375,28 +1376,28 @@ test_key_new_refuses(void **state)
 	(void)state;
 	assert_true(crt.len > 0);
 	/* A key of another type or size than the algorithm's. */
-	expect_key_refused(JWT_ALG_ES256, rs_pub, "not a usable ES256 key");
-	expect_key_refused(JWT_ALG_ES256, p384, "not a usable ES256 key");
-	expect_key_refused(JWT_ALG_ES256, ed25519, "not a usable ES256 key");
-	expect_key_refused(JWT_ALG_RS256, es_pub, "not a usable RS256 key");
-	expect_key_refused(JWT_ALG_RS256, rsa2047, "not a usable RS256 key");
-	expect_key_refused(JWT_ALG_RS256, ed25519, "not a usable RS256 key");
+	expect_key_refused(JWA_ES256, rs_pub, "not a usable ES256 key");
+	expect_key_refused(JWA_ES256, p384, "not a usable ES256 key");
+	expect_key_refused(JWA_ES256, ed25519, "not a usable ES256 key");
+	expect_key_refused(JWA_RS256, es_pub, "not a usable RS256 key");
+	expect_key_refused(JWA_RS256, rsa2047, "not a usable RS256 key");
+	expect_key_refused(JWA_RS256, ed25519, "not a usable RS256 key");
 	/* Not a PEM public key: a secret, a private key, a certificate. */
-	expect_key_refused(JWT_ALG_ES256, hs_secret, "not a PEM public key");
-	expect_key_refused(JWT_ALG_ES256, es_key, "not a PEM public key");
-	expect_key_refused(JWT_ALG_RS256, rs_key, "not a PEM public key");
-	expect_key_refused(JWT_ALG_RS256, crt, "not a PEM public key");
+	expect_key_refused(JWA_ES256, hs_secret, "not a PEM public key");
+	expect_key_refused(JWA_ES256, es_key, "not a PEM public key");
+	expect_key_refused(JWA_RS256, rs_key, "not a PEM public key");
+	expect_key_refused(JWA_RS256, crt, "not a PEM public key");
 	/* No key, and an algorithm the record does not speak. */
-	expect_key_refused(JWT_ALG_HS256, none, "empty");
-	expect_key_refused(JWT_ALG_HS256, empty, "empty");
-	expect_key_refused(JWT_ALG_ES256, none, "empty");
-	expect_key_refused(JWT_ALG_NONE, es_pub, "not ES256, RS256 or HS256");
-	expect_key_refused(JWT_ALG_ES384, es_pub, "not ES256, RS256 or HS256");
-	expect_key_refused(JWT_ALG_HS512, hs_secret, "not ES256, RS256 or HS256");
+	expect_key_refused(JWA_HS256, none, "empty");
+	expect_key_refused(JWA_HS256, empty, "empty");
+	expect_key_refused(JWA_ES256, none, "empty");
+	expect_key_refused(JWA_NONE, es_pub, "not ES256, RS256 or HS256");
+	expect_key_refused(JWA_COUNT, es_pub, "not ES256, RS256 or HS256");
+	expect_key_refused((enum jwa_alg)-1, hs_secret, "not ES256, RS256 or HS256");
 	/* The error never carries the key's bytes. */
 	memcpy(head, hs_secret.data, sizeof head - 1);
 	head[sizeof head - 1] = '\0';
-	assert_null(record_key_new(JWT_ALG_ES256, hs_secret.data, hs_secret.len, err, sizeof err));
+	assert_null(record_key_new(JWA_ES256, hs_secret.data, hs_secret.len, err, sizeof err));
 	assert_true(err[0] != '\0');
 	assert_null(strstr(err, head));
 	record_key_free(NULL);
@@ -1410,7 +1411,7 @@ test_key_new_refuses(void **state)
  * must give the same status, detail, owner and record. The parsed policy
  * has no raw key, so it can only have used the parsed one. */
 static void
-expect_same(jwt_alg_t alg, struct blob key, jwt_alg_t key_alg, const char *tok,
+expect_same(enum jwa_alg alg, struct blob key, enum jwa_alg key_alg, const char *tok,
 	    const char *what)
 {
 	struct record_policy raw = policy(1, alg, key), parsed = raw;
@@ -1445,7 +1446,7 @@ expect_same(jwt_alg_t alg, struct blob key, jwt_alg_t key_alg, const char *tok,
 
 /* Like expect_same, and the status is `want`: the vector means something. */
 static void
-expect_same_is(jwt_alg_t alg, struct blob key, const char *tok, enum record_status want,
+expect_same_is(enum jwa_alg alg, struct blob key, const char *tok, enum record_status want,
 	       const char *what)
 {
 	struct record_policy pol = policy(1, alg, key);
@@ -1462,10 +1463,10 @@ test_parsed_key_same_results(void **state)
 	json_t *c = good_content();
 	char *payload = json_dumps(c, JSON_COMPACT);
 	char *es = sign_es(c);
-	char *rs = record_sign(JWT_ALG_RS256, rs_key.data, rs_key.len, NULL, c);
-	char *hs = record_sign(JWT_ALG_HS256, hs_secret.data, hs_secret.len, NULL, c);
-	char *es_other = record_sign(JWT_ALG_ES256, es_other_key.data, es_other_key.len, NULL, c);
-	char *hs_other = record_sign(JWT_ALG_HS256,
+	char *rs = record_sign(JWA_RS256, rs_key.data, rs_key.len, NULL, c);
+	char *hs = record_sign(JWA_HS256, hs_secret.data, hs_secret.len, NULL, c);
+	char *es_other = record_sign(JWA_ES256, es_other_key.data, es_other_key.len, NULL, c);
+	char *hs_other = record_sign(JWA_HS256,
 	    (const unsigned char *)"another-secret-of-32-bytes-or-more", 34, NULL, c);
 	char *confused = hand_token("{\"alg\":\"HS256\",\"typ\":\"decision+jwt\"}", payload,
 	    es_pub.data, es_pub.len);
@@ -1485,26 +1486,26 @@ test_parsed_key_same_results(void **state)
 	segments(stripped, &d1, &d2);
 	stripped[d2 + 1] = '\0';
 
-	expect_same_is(JWT_ALG_ES256, es_pub, es, RECORD_OK, "ES256 valid");
-	expect_same_is(JWT_ALG_RS256, rs_pub, rs, RECORD_OK, "RS256 valid");
-	expect_same_is(JWT_ALG_HS256, hs_secret, hs, RECORD_OK, "HS256 valid");
-	expect_same_is(JWT_ALG_ES256, es_other_pub, es, RECORD_BAD_SIGNATURE, "ES256 wrong key");
-	expect_same_is(JWT_ALG_ES256, es_pub, es_other, RECORD_BAD_SIGNATURE, "ES256 other signer");
-	expect_same_is(JWT_ALG_RS256, rs_pub, es, RECORD_BAD_SIGNATURE, "ES256 token, RS256 key");
-	expect_same_is(JWT_ALG_HS256, hs_secret, hs_other, RECORD_BAD_SIGNATURE, "HS256 wrong key");
-	expect_same_is(JWT_ALG_ES256, es_pub, confused, RECORD_BAD_SIGNATURE, "alg confusion");
-	expect_same_is(JWT_ALG_ES256, es_pub, rs, RECORD_BAD_SIGNATURE, "RS256 token, ES256 key");
-	expect_same_is(JWT_ALG_ES256, es_pub, none, RECORD_BAD_SIGNATURE, "alg none");
-	expect_same_is(JWT_ALG_HS256, hs_secret, hs_jwt, RECORD_BAD_SIGNATURE, "typ JWT");
-	expect_same_is(JWT_ALG_ES256, es_pub, stripped, RECORD_BAD_SIGNATURE, "no signature");
-	expect_same_is(JWT_ALG_ES256, es_pub, "garbage", RECORD_BAD_SIGNATURE, "not a JWS");
+	expect_same_is(JWA_ES256, es_pub, es, RECORD_OK, "ES256 valid");
+	expect_same_is(JWA_RS256, rs_pub, rs, RECORD_OK, "RS256 valid");
+	expect_same_is(JWA_HS256, hs_secret, hs, RECORD_OK, "HS256 valid");
+	expect_same_is(JWA_ES256, es_other_pub, es, RECORD_BAD_SIGNATURE, "ES256 wrong key");
+	expect_same_is(JWA_ES256, es_pub, es_other, RECORD_BAD_SIGNATURE, "ES256 other signer");
+	expect_same_is(JWA_RS256, rs_pub, es, RECORD_BAD_SIGNATURE, "ES256 token, RS256 key");
+	expect_same_is(JWA_HS256, hs_secret, hs_other, RECORD_BAD_SIGNATURE, "HS256 wrong key");
+	expect_same_is(JWA_ES256, es_pub, confused, RECORD_BAD_SIGNATURE, "alg confusion");
+	expect_same_is(JWA_ES256, es_pub, rs, RECORD_BAD_SIGNATURE, "RS256 token, ES256 key");
+	expect_same_is(JWA_ES256, es_pub, none, RECORD_BAD_SIGNATURE, "alg none");
+	expect_same_is(JWA_HS256, hs_secret, hs_jwt, RECORD_BAD_SIGNATURE, "typ JWT");
+	expect_same_is(JWA_ES256, es_pub, stripped, RECORD_BAD_SIGNATURE, "no signature");
+	expect_same_is(JWA_ES256, es_pub, "garbage", RECORD_BAD_SIGNATURE, "not a JWS");
 	/* A key parsed for another algorithm fails like raw bytes of that type. */
-	expect_same(JWT_ALG_RS256, es_pub, JWT_ALG_ES256, rs, "ES256 key, RS256 configured");
-	expect_same(JWT_ALG_ES256, hs_secret, JWT_ALG_HS256, es, "HS256 key, ES256 configured");
+	expect_same(JWA_RS256, es_pub, JWA_ES256, rs, "ES256 key, RS256 configured");
+	expect_same(JWA_ES256, hs_secret, JWA_HS256, es, "HS256 key, ES256 configured");
 	{
-		struct record_key *k = record_key_new(JWT_ALG_ES256, es_pub.data, es_pub.len, NULL,
+		struct record_key *k = record_key_new(JWA_ES256, es_pub.data, es_pub.len, NULL,
 		    0);
-		struct record_policy pol = policy(1, JWT_ALG_RS256, rs_pub);
+		struct record_policy pol = policy(1, JWA_RS256, rs_pub);
 		pol.parsed_key = k;
 		assert_non_null(k);
 		expect_bad_sig(&pol, rs, "not a usable RS256 key");
@@ -1515,7 +1516,7 @@ test_parsed_key_same_results(void **state)
 		json_t *m = mutate(&mutations[i]);
 		char *tok = sign_es(m);
 
-		expect_same_is(JWT_ALG_ES256, es_pub, tok, mutations[i].want, mutations[i].name);
+		expect_same_is(JWA_ES256, es_pub, tok, mutations[i].want, mutations[i].name);
 		free(tok);
 		json_decref(m);
 	}
@@ -1538,9 +1539,9 @@ test_parsed_key_wins(void **state)
 {
 	json_t *c = good_content();
 	char *tok = sign_es(c), detail[256];
-	struct record_key *k = record_key_new(JWT_ALG_ES256, es_pub.data, es_pub.len, detail,
+	struct record_key *k = record_key_new(JWA_ES256, es_pub.data, es_pub.len, detail,
 	    sizeof detail);
-	struct record_policy pol = policy(1, JWT_ALG_ES256, es_other_pub);
+	struct record_policy pol = policy(1, JWA_ES256, es_other_pub);
 
 	(void)state;
 	assert_non_null(k);

@@ -54,13 +54,13 @@ test_read(void **state)
 	    arr(2, str("1-0"), arr(2, str("id"), str("gate-14"))),
 	    arr(2, str("2-0"), arr(4, str("x"), str("y"), str("id"), str("gate-15"))),
 	    arr(2, str("3-0"), arr(2, str("foo"), str("bar"))))));
-	assert_int_equal(sreply_read(r, on_entry, NULL), 3);
+	assert_int_equal(sreply_read(sreply_of(r), on_entry, NULL), 3);
 	assert_string_equal(got.seen, "1-0=gate-14/1 2-0=gate-15/1 3-0=(none)/1");
 	tree_free(r);
 
 	reset();
 	redisReply *nil = node(REDIS_REPLY_NIL);
-	assert_int_equal(sreply_read(nil, on_entry, NULL), 0);
+	assert_int_equal(sreply_read(sreply_of(nil), on_entry, NULL), 0);
 	tree_free(nil);
 	assert_int_equal(got.n, 0);
 }
@@ -87,7 +87,7 @@ test_read_malformed(void **state)
 	const int want[] = {-1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 1, 1, 1};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		reset();
-		assert_int_equal(sreply_read(cases[i], on_entry, NULL), want[i]);
+		assert_int_equal(sreply_read(sreply_of(cases[i]), on_entry, NULL), want[i]);
 		tree_free(cases[i]);
 	}
 	/* the last three: an entry whose id is missing or not a string */
@@ -105,25 +105,25 @@ test_claim(void **state)
 	    arr(3, str("1-0"), arr(2, str("id"), str("a")), num(4)),
 	    arr(3, str("2-0"), node(REDIS_REPLY_NIL), num(0))),
 	    arr(2, str("5-0"), num(9)));
-	assert_int_equal(sreply_claim(r, next, sizeof next, on_entry, on_id, "deleted"), 2);
+	assert_int_equal(sreply_claim(sreply_of(r), next, sizeof next, on_entry, on_id, "deleted"), 2);
 	assert_string_equal(next, "7-0");
 	assert_string_equal(got.seen, "1-0=a/4 2-0=(none)/1 deleted:5-0");
 	tree_free(r);
 
 	/* a next that is not a string, or too long: the scan is complete */
 	r = arr(3, num(0), arr(0), arr(0));
-	assert_int_equal(sreply_claim(r, next, sizeof next, on_entry, on_id, "d"), 0);
+	assert_int_equal(sreply_claim(sreply_of(r), next, sizeof next, on_entry, on_id, "d"), 0);
 	assert_string_equal(next, "0-0");
 	tree_free(r);
 	r = arr(3, str("123456789-123456789-123456789-123456789-123456789"), arr(0), arr(0));
-	assert_int_equal(sreply_claim(r, next, sizeof next, on_entry, on_id, "d"), 0);
+	assert_int_equal(sreply_claim(sreply_of(r), next, sizeof next, on_entry, on_id, "d"), 0);
 	assert_string_equal(next, "0-0");
 	tree_free(r);
 
 	redisReply *bad[] = {err("NOGROUP No such key"), arr(2, str("0-0"), arr(0)), num(1), NULL};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		snprintf(next, sizeof next, "x");
-		assert_int_equal(sreply_claim(bad[i], next, sizeof next, on_entry, on_id, "d"), -1);
+		assert_int_equal(sreply_claim(sreply_of(bad[i]), next, sizeof next, on_entry, on_id, "d"), -1);
 		assert_string_equal(next, "0-0");
 		tree_free(bad[i]);
 	}
@@ -135,11 +135,11 @@ test_renew(void **state)
 	(void)state;
 	reset();
 	redisReply *r = arr(2, arr(2, str("1-0"), num(3)), arr(1, str("2-0")));
-	assert_int_equal(sreply_renew(r, on_id, on_id, "x"), 0);
+	assert_int_equal(sreply_renew(sreply_of(r), on_id, on_id, "x"), 0);
 	assert_string_equal(got.seen, "x:1-0 x:2-0");
 	tree_free(r);
 	r = arr(1, arr(0));
-	assert_int_equal(sreply_renew(r, on_id, on_id, "x"), -1);
+	assert_int_equal(sreply_renew(sreply_of(r), on_id, on_id, "x"), -1);
 	tree_free(r);
 	assert_int_equal(sreply_renew(NULL, on_id, on_id, "x"), -1);
 }
@@ -151,18 +151,86 @@ test_group_lag(void **state)
 	redisReply *r = arr(2,
 	    arr(6, str("name"), str("other"), str("pending"), num(1), str("lag"), num(9)),
 	    arr(6, str("name"), str("workers"), str("pending"), num(0), str("lag"), num(42)));
-	assert_int_equal(sreply_group_lag(r, "workers"), 42);
-	assert_int_equal(sreply_group_lag(r, "other"), 9);
-	assert_int_equal(sreply_group_lag(r, "none"), -1);
+	assert_int_equal(sreply_group_lag(sreply_of(r), "workers"), 42);
+	assert_int_equal(sreply_group_lag(sreply_of(r), "other"), 9);
+	assert_int_equal(sreply_group_lag(sreply_of(r), "none"), -1);
 	tree_free(r);
 	r = arr(1, arr(4, str("name"), str("workers"), str("lag"), node(REDIS_REPLY_NIL)));
-	assert_int_equal(sreply_group_lag(r, "workers"), -1);
+	assert_int_equal(sreply_group_lag(sreply_of(r), "workers"), -1);
 	tree_free(r);
 	r = arr(1, arr(3, str("name"), str("workers"), str("lag")));
-	assert_int_equal(sreply_group_lag(r, "workers"), -1);
+	assert_int_equal(sreply_group_lag(sreply_of(r), "workers"), -1);
 	tree_free(r);
 	assert_int_equal(sreply_group_lag(NULL, "workers"), -1);
 	assert_null(sreply_field(NULL, "x"));
+}
+
+/* What the daemon reads of a plain reply: which error, a number, a hash. */
+static void
+test_plain_replies(void **state)
+{
+	(void)state;
+	redisReply *e = err("NOGROUP No such key 'q' or consumer group 'g'");
+	redisReply *n = num(7), *a = arr(2, str("k"), str("v")), *s = str("NOGROUP");
+	long long v = 0;
+	size_t len = 9;
+
+	assert_int_equal(sreply_error(sreply_of(e), NULL), 1);
+	assert_int_equal(sreply_error(sreply_of(e), "NOGROUP"), 1);
+	assert_int_equal(sreply_error(sreply_of(e), "BUSYGROUP"), 0);
+	assert_int_equal(sreply_error(sreply_of(s), "NOGROUP"), 0);	/* a string is no error */
+	assert_int_equal(sreply_error(sreply_of(n), NULL), 0);
+	assert_int_equal(sreply_error(NULL, NULL), 0);
+	e->str[0] = '\0';
+	assert_int_equal(sreply_error(sreply_of(e), "NOGROUP"), 0);
+
+	assert_int_equal(sreply_integer(sreply_of(n), &v), 0);
+	assert_int_equal(v, 7);
+	assert_int_equal(sreply_integer(sreply_of(s), &v), -1);
+	assert_int_equal(sreply_integer(NULL, &v), -1);
+	assert_int_equal(v, 7);
+
+	assert_int_equal(sreply_array_len(sreply_of(a), &len), 0);
+	assert_int_equal(len, 2);
+	assert_string_equal(sreply_field(sreply_of(a), "k"), "v");
+	assert_int_equal(sreply_array_len(sreply_of(e), &len), -1);
+	assert_int_equal(sreply_array_len(NULL, &len), -1);
+	assert_int_equal(len, 2);
+	tree_free(e);
+	tree_free(n);
+	tree_free(a);
+	tree_free(s);
+}
+
+/* lua/transition.lua: {1, 'ok', from, attempts} or {0, why, from}. */
+static void
+test_transition(void **state)
+{
+	(void)state;
+	struct sreply_transition t;
+	redisReply *ok = arr(4, num(1), str("ok"), str("queued"), str("3"));
+	redisReply *no = arr(3, num(0), str("terminal"), str("done"));
+	redisReply *odd[] = {arr(2, str("1"), str("ok")), arr(1, num(2)), num(1), err("BUSY")};
+
+	sreply_transition(sreply_of(ok), &t);
+	assert_int_equal(t.written, 1);
+	assert_string_equal(t.why, "ok");
+	assert_int_equal(t.fence, 3);
+	sreply_transition(sreply_of(no), &t);
+	assert_int_equal(t.written, 0);
+	assert_string_equal(t.why, "terminal");
+	assert_int_equal(t.fence, -1);
+	for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+		sreply_transition(sreply_of(odd[i]), &t);
+		assert_int_equal(t.written, 0);
+		assert_int_equal(t.fence, -1);
+		tree_free(odd[i]);
+	}
+	sreply_transition(NULL, &t);
+	assert_int_equal(t.written, 0);
+	assert_null(t.why);
+	tree_free(ok);
+	tree_free(no);
 }
 
 int
@@ -174,6 +242,8 @@ main(void)
 		cmocka_unit_test(test_claim),
 		cmocka_unit_test(test_renew),
 		cmocka_unit_test(test_group_lag),
+		cmocka_unit_test(test_plain_replies),
+		cmocka_unit_test(test_transition),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
