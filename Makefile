@@ -94,7 +94,8 @@ $(BUILD)/tests/itest_%: tests/integration/itest_%.c $(HARNESS) $(wildcard tests/
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests -Itests/integration $(LDFLAGS) -o $@ $< $(HARNESS) $(LIB) $(PKG_LIBS) -lcmocka
 
 # test_http_wipe watches which options http.c hands libcurl.
-$(BUILD)/tests/test_http_wipe: LDFLAGS += -Wl,--wrap=curl_easy_setopt -Wl,--wrap=curl_easy_cleanup
+$(BUILD)/tests/test_http_wipe: LDFLAGS += -Wl,--wrap=curl_easy_setopt -Wl,--wrap=curl_easy_cleanup \
+	-Wl,--wrap=curl_easy_reset
 
 # The fault matrix and the soak (tests/faults/): built like the itest_*
 # programs on the harness, but run only by `make faults` and `make soak`.

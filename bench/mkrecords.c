@@ -13,11 +13,11 @@
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
 #include <jansson.h>
-#include <jwt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "jwa.h"
 #include "record.h"
 #include "wtime.h"
 
@@ -59,7 +59,7 @@ read_file(const char *path, size_t *len)
 
 /* The record of job i as the decider would store it; caller frees. */
 static char *
-make_record(const char *id, long i, int64_t now_ms, int64_t expires_s, jwt_alg_t alg,
+make_record(const char *id, long i, int64_t now_ms, int64_t expires_s, enum jwa_alg alg,
 	    const unsigned char *key, size_t key_len)
 {
 	char decided[WTIME_RFC3339_LEN], expires[WTIME_RFC3339_LEN], resource[64];
@@ -100,10 +100,10 @@ main(int argc, char **argv)
 		fprintf(stderr, "mkrecords: cannot read %s\n", argv[3]);
 		return 1;
 	}
-	jwt_alg_t alg = JWT_ALG_ES256;
+	enum jwa_alg alg = JWA_ES256;
 	size_t n = strlen(argc == 4 ? argv[3] : "");
 	if (n > 7 && strcmp(argv[3] + n - 7, ".secret") == 0) {
-		alg = JWT_ALG_HS256;
+		alg = JWA_HS256;
 		while (key_len > 0 && strchr(" \t\r\n", key[key_len - 1]) != NULL)
 			key[--key_len] = '\0';
 	}

@@ -55,9 +55,16 @@ const char *log_quote(char *dst, size_t n, const char *s);
 size_t log_format(char *dst, size_t n, long long now_ms, enum log_level level,
 		  const char *event, const char *pairs);
 
-#define log_error(ev, ...) log_msg(LOG_ERROR, ev, __VA_ARGS__)
-#define log_warn(ev, ...)  log_msg(LOG_WARN, ev, __VA_ARGS__)
-#define log_info(ev, ...)  log_msg(LOG_INFO, ev, __VA_ARGS__)
-#define log_debug(ev, ...) log_msg(LOG_DEBUG, ev, __VA_ARGS__)
+/* The level is checked before the arguments are evaluated: a LOG_Q or a
+ * log_quote below the level would otherwise format values for nothing on
+ * every job. */
+#define LOG_AT(lvl, ev, ...) do { \
+	if ((lvl) <= log_get_level()) \
+		log_msg(lvl, ev, __VA_ARGS__); \
+} while (0)
+#define log_error(ev, ...) LOG_AT(LOG_ERROR, ev, __VA_ARGS__)
+#define log_warn(ev, ...)  LOG_AT(LOG_WARN, ev, __VA_ARGS__)
+#define log_info(ev, ...)  LOG_AT(LOG_INFO, ev, __VA_ARGS__)
+#define log_debug(ev, ...) LOG_AT(LOG_DEBUG, ev, __VA_ARGS__)
 
 #endif

@@ -100,7 +100,8 @@ size_t rconn_pending(const struct rconn *rc);
 
 /* A Lua script run with EVALSHA; on NOSCRIPT it is re-sent with EVAL
  * transparently (the caller's callback sees only the final reply).
- * body is borrowed: it must outlive every rconn_eval() of the script. */
+ * body is borrowed: it must outlive every command sent with it (a NOSCRIPT
+ * answer splices the EVAL from it and the EVALSHA as sent). */
 struct rconn_script { const char *body; char sha1[41]; };
 
 /* Sets s->body = body and s->sha1 to the lowercase hex SHA1 of body (OpenSSL). */
@@ -108,7 +109,8 @@ void rconn_script_init(struct rconn_script *s, const char *body);
 
 /* Runs the script: argv holds nkeys keys then the arguments (argc in all;
  * argvlen NULL means C strings). Same contract as rconn_commandv(): 0 and
- * exactly one callback, or -1 and none. s, argv and argvlen are copied. */
+ * exactly one callback, or -1 and none. argv and argvlen are copied; s->body
+ * is borrowed until the reply (see struct rconn_script). */
 int rconn_eval(struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *cb, void *arg,
 	       int nkeys, int argc, const char **argv, const size_t *argvlen)
 	__attribute__((warn_unused_result));

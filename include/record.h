@@ -70,7 +70,12 @@ struct record {
 	char *notify_on_denial;	/* NULL when absent or empty */
 	char *iss;		/* NULL when absent */
 	json_t *parameters;	/* an object, owned */
-	json_t *content;	/* the whole verified payload object, owned: the R7 body */
+	json_t *content;	/* the whole verified payload object, owned */
+	/* The verified payload's bytes as they came (owned, NUL-terminated):
+	 * the R7 body, equal as JSON to `content` and sent without
+	 * re-serialising it. NULL for a record built by hand. */
+	char *body;
+	size_t body_len;
 	int64_t decided_at_ms, expires_at_ms;
 	int64_t not_before_ms;	/* 0 when absent */
 };

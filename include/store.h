@@ -48,7 +48,7 @@ int store_decision_key(const struct store_keys *k, const char *id, char *buf, si
 struct store_script {
 	const char *name;		/* the file name without ".lua" */
 	const char *body;		/* the file, its header lines replaced by the
-					   `local K = {...}` / `local A = {...}` prologue */
+					   locals K_name and A_name (luagen.sh) */
 	const char *const *keys;	/* KEYS names in order, NULL-terminated */
 	const char *const *args;	/* ARGV names in order, NULL-terminated */
 	const char *rest;		/* the trailing list's name ("ids"), or NULL */
@@ -95,11 +95,14 @@ void store_arg_rest(struct store_args *a, const char *const *items, size_t n);
  * strlen(argv[i]). STORE_VEC_HEAD entries precede the keys (an EVALSHA
  * sender skips them). */
 #define STORE_VEC_HEAD 3
+#define STORE_VEC_INLINE (STORE_VEC_HEAD + STORE_SLOTS_MAX + 8)
 struct store_vec {
 	int argc;
-	const char **argv;
+	const char **argv;	/* argv_in, or allocated for a longer list */
 	size_t *len;
-	char nkeys[16];
+	char nkeys[24];
+	const char *argv_in[STORE_VEC_INLINE];
+	size_t len_in[STORE_VEC_INLINE];
 };
 
 /* Builds *v from a (v->argv and v->len point into a's strings and into v).

@@ -7,12 +7,16 @@
 # (names are Lua identifiers; a last ARGV name ending in "..." takes every
 # remaining argument as a list). Writes OUTDIR/store_scripts.h (an enum of
 # scripts and of their argument slots) and OUTDIR/store_scripts.c (the table
-# of struct store_script, see include/store.h). In each body the two header
-# lines are replaced by
-#   local K = {name = KEYS[1], ...}
-#   local A = {name = ARGV[1], ...}
-# so that scripts read K.hash and A.fence, and Lua's line numbers in an
-# error are the file's. Fails (and writes nothing) on a malformed header.
+# of struct store_script, see include/store.h). Scripts read K.hash and
+# A.fence; in each body the two header lines are replaced by locals
+#   local K_name, ... = KEYS[1], ...
+#   local A_name, ... = ARGV[1], ...
+# and every K.name and A.name in the code (not in comments) is written
+# K_name and A_name, so Lua's line numbers in an error are the file's.
+# Locals, not tables: Redis 7.0 ran a table prologue of the transition's 37
+# names in 21,000 instructions per call, the locals in 8,000. A name the
+# header does not have is an error here (a table read it as nil). Fails (and
+# writes nothing) on a malformed header or an unknown name.
 set -eu
 [ $# -ge 2 ] || { echo "usage: $0 OUTDIR FILE.lua..." >&2; exit 64; }
 out=$1; shift
@@ -31,6 +35,23 @@ function cstr(s,   o, i, c) {
 	return o
 }
 function ident(s) { return s ~ /^[a-z_][a-z0-9_]*$/ && !(s in kw) }
+# The code part of a body line (before "--") with K.x and A.x as K_x, A_x.
+function locals(line,   code, com, out, pre, tok, c, i) {
+	i = index(line, "--")
+	code = i ? substr(line, 1, i - 1) : line
+	com = i ? substr(line, i) : ""
+	out = ""
+	while (match(code, /[AK]\.[a-z_][a-z0-9_]*/)) {
+		pre = substr(code, 1, RSTART - 1)
+		tok = substr(code, RSTART, RLENGTH)
+		c = RSTART > 1 ? substr(code, RSTART - 1, 1) : ""
+		code = substr(code, RSTART + RLENGTH)
+		if (c ~ /[A-Za-z0-9_.]/) { out = out pre tok; continue }
+		if (!((substr(tok, 1, 1) "." substr(tok, 3)) in known)) die("not in the header: " tok)
+		out = out pre substr(tok, 1, 1) "_" substr(tok, 3)
+	}
+	return out code com
+}
 # names of one header line into arr[1..n]; returns n
 function names(line, tag, arr) {
 	if (substr(line, 1, length(tag)) != tag) die("expected \"" tag "\"")
@@ -43,6 +64,7 @@ function begin_script(   base) {
 	if (!ident(base)) die("the file name must be a Lua identifier: " base)
 	name = base; up = toupper(name); ns++; script[ns] = name
 	delete used
+	delete known
 }
 function slot(nm, i) {
 	if (!ident(nm)) die("not a Lua identifier: " nm)
@@ -62,21 +84,23 @@ FNR == 1 {
 	if (ns > 0) print ";" > C
 	begin_script()
 	nk = names($0, "-- KEYS:", keys)
-	pro = "local K = {"; list = ""
+	pro = ""; vals = ""; list = ""
 	for (i = 1; i <= nk; i++) {
 		slot(keys[i], i - 1)
-		pro = pro (i > 1 ? ", " : "") keys[i] " = KEYS[" i "]"
+		known["K." keys[i]] = 1
+		pro = pro (i > 1 ? ", " : "") "K_" keys[i]
+		vals = vals (i > 1 ? ", " : "") "KEYS[" i "]"
 		list = list "\"" keys[i] "\", "
 	}
 	print "" > C
 	printf "static const char *const %s_keys[] = {%sNULL};\n", name, list > C
 	nkeys[ns] = nk
-	kline = pro "}"
+	kline = nk ? "local " pro " = " vals : "-- no keys"
 	next
 }
 FNR == 2 {
 	na = names($0, "-- ARGV:", args)
-	rest[ns] = "NULL"; pro = "local A = {"; list = ""; loop = ""
+	rest[ns] = "NULL"; pro = ""; vals = ""; list = ""; loop = ""
 	for (i = 1; i <= na; i++) {
 		a = args[i]
 		if (a ~ /\.\.\.$/) {
@@ -84,22 +108,26 @@ FNR == 2 {
 			a = substr(a, 1, length(a) - 3)
 			if (!ident(a) || (a in used)) die("bad list name: " a)
 			rest[ns] = "\"" a "\""
-			pro = pro (i > 1 ? ", " : "") a " = {}"
-			loop = " for i = " i ", #ARGV do A." a "[i - " i - 1 "] = ARGV[i] end"
+			known["A." a] = 1
+			loop = "local A_" a " = {} for i = " i ", #ARGV do A_" a "[i - " i - 1 "] = ARGV[i] end"
 			na--
 			break
 		}
 		slot(a, nk + i - 1)
-		pro = pro (i > 1 ? ", " : "") a " = ARGV[" i "]"
+		known["A." a] = 1
+		pro = pro (i > 1 ? ", " : "") "A_" a
+		vals = vals (i > 1 ? ", " : "") "ARGV[" i "]"
 		list = list "\"" a "\", "
 	}
 	printf "static const char *const %s_args[] = {%sNULL};\n", name, list > C
 	nargs[ns] = na
 	if (nk + na > maxslots) maxslots = nk + na
-	printf "static const char %s_body[] =\n\"%s\\n\"\n\"%s\\n\"\n", name, cstr(kline), cstr(pro "}" loop) > C
+	aline = (pro != "" ? "local " pro " = " vals : "") (pro != "" && loop != "" ? " " : "") loop
+	if (aline == "") aline = "-- no arguments"
+	printf "static const char %s_body[] =\n\"%s\\n\"\n\"%s\\n\"\n", name, cstr(kline), cstr(aline) > C
 	next
 }
-{ printf "\"%s\\n\"\n", cstr($0) > C }
+{ printf "\"%s\\n\"\n", cstr(locals($0)) > C }
 END {
 	if (failed) exit 1
 	if (ns == 0) { print "no scripts" > "/dev/stderr"; exit 1 }

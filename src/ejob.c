@@ -308,6 +308,8 @@ log_step(const struct ejob *j, const struct job_step *s)
 		lvl = LOG_DEBUG;
 	if (s->next == JOB_DEAD || s->next == JOB_FAILED)
 		lvl = LOG_WARN;
+	if (lvl > log_get_level())
+		return;	/* before the LOG_Qs format anything */
 	log_msg(lvl, ev, "id=%s stream_id=%s state=%s action=%s resource=%s attempt=%d "
 	    "reason=%s detail=%s", j->id[0] ? j->id : "-", j->stream_id,
 	    job_state_name(s->next)[0] ? job_state_name(s->next) : "-",
@@ -590,10 +592,15 @@ on_call_done(const struct http_response *resp, void *arg)
 	ejob_unref(j);
 }
 
-static char *
-call_body(const struct ejob *j)
+/* R7: the verified payload's own bytes (equal as JSON); serialised again
+ * only for a record that has none. Caller frees *owned. */
+static const char *
+call_body(const struct ejob *j, char **owned)
 {
-	return json_dumps(j->rec->content, JSON_COMPACT);
+	*owned = NULL;
+	if (j->rec->body != NULL)
+		return j->rec->body;
+	return *owned = json_dumps(j->rec->content, JSON_COMPACT);
 }
 
 
@@ -603,11 +610,15 @@ call_body(const struct ejob *j)
 static char *
 header_line(const char *name, const char *value)
 {
-	size_t len = strlen(name) + 2 + strlen(value) + 1;
-	char *h = malloc(len);
+	size_t nl = strlen(name), vl = strlen(value);
+	char *h = malloc(nl + 2 + vl + 1);
 
-	if (h != NULL)
-		snprintf(h, len, "%s: %s", name, value);
+	if (h != NULL) {
+		memcpy(h, name, nl + 1);	/* its NUL becomes the ':' */
+		h[nl] = ':';
+		h[nl + 1] = ' ';
+		memcpy(h + nl + 2, value, vl + 1);
+	}
 	return h;
 }
 
@@ -716,7 +727,8 @@ start_call(struct ejob *j)
 		cannot_call(j, JOB_NOCALL_TOKEN_GONE);	/* R6: wait for one */
 		return;
 	}
-	char *body = call_body(j);
+	char *owned;
+	const char *body = call_body(j, &owned);
 	struct call_headers h;
 	int rc = -1;
 	if (body != NULL && call_headers_fill(&h, j->rec, bearer) == 0) {
@@ -730,7 +742,7 @@ start_call(struct ejob *j)
 		call_headers_free(&h);
 	drop_xtoken(j);	/* cached across nothing: the next call exchanges again */
 	free(url);
-	free(body);
+	free(owned);
 	if (rc < 0) {
 		call_not_started(j, "cannot start request");
 		return;
@@ -986,7 +998,9 @@ after_load(struct rconn *rc, const struct sreply *r, void *arg)
 static void
 start_load(struct ejob *j)
 {
-	if (rconn_command(env_of(j)->cmd, after_load, j, "HGETALL %s", j->hash_key) < 0) {
+	const char *argv[] = {"HGETALL", j->hash_key};
+
+	if (rconn_commandv(env_of(j)->cmd, after_load, j, 2, argv, NULL) < 0) {
 		redis_retry(j, T_LOAD_RETRY);	/* stays in hand: reads wait too */
 		return;
 	}

@@ -88,10 +88,14 @@ job_terminal_list(char *buf, size_t n)
 	for (int i = 0; i < NSTATES; i++) {
 		if (!states[i].terminal)
 			continue;
-		int k = snprintf(buf + w, n - w, "%s%s", w ? " " : "", states[i].name);
-		if (k < 0 || (size_t)k >= n - w)
+		/* appends, not snprintf: it runs for every transition */
+		size_t k = strlen(states[i].name) + (w ? 1 : 0);
+		if (k >= n - w)
 			return -1;
-		w += (size_t)k;
+		if (w)
+			buf[w] = ' ';
+		memcpy(buf + w + (w ? 1 : 0), states[i].name, strlen(states[i].name) + 1);
+		w += k;
 	}
 	return 0;
 }

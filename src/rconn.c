@@ -51,8 +51,12 @@ struct rc_cmd {
 	void *arg;
 	struct rconn *rc;
 	ev_tstamp sent_at;
-	char *eval_cmd;		/* formatted EVAL, sent once on NOSCRIPT */
-	size_t eval_len;
+	/* An EVALSHA keeps its script's body and the command as sent (in the
+	 * same allocation): on NOSCRIPT the EVAL is spliced from the two, once.
+	 * Formatting the EVAL up front cost more than the EVALSHA itself. */
+	const char *body;	/* NULL: not an EVALSHA, or its EVAL was sent */
+	size_t sha_len, rest_off;	/* rest_off: where numkeys begins */
+	char sha_cmd[];
 };
 
 struct rconn {
@@ -87,6 +91,8 @@ struct rconn {
 
 	struct rc_cmd *head, *tail;	/* in the order sent */
 	size_t npending;		/* user commands among them */
+	char *fbuf;			/* owned: scratch for formatting one command */
+	size_t fcap;
 
 	ev_timer retry_timer;	/* next connect attempt */
 	ev_timer conn_timer;	/* connect + handshake deadline */
@@ -152,9 +158,92 @@ q_unlink(struct rconn *rc, struct rc_cmd *c)
 static void
 cmd_free(struct rc_cmd *c)
 {
-	if (c->eval_cmd != NULL)
-		redisFreeCommand(c->eval_cmd);
 	free(c);
+}
+
+/* RESP, written by hand: hiredis 0.14 formats every argument with
+ * sprintf, which was a third of the daemon's instructions per job. */
+static size_t
+dec_len(size_t n)
+{
+	size_t k = 1;
+
+	while (n >= 10) {
+		n /= 10;
+		k++;
+	}
+	return k;
+}
+
+/* n in decimal at p; returns the end. */
+static char *
+resp_put_dec(char *p, size_t n)
+{
+	char *end = p + dec_len(n), *q = end;
+
+	do {
+		*--q = (char)('0' + n % 10);
+		n /= 10;
+	} while (n != 0);
+	return end;
+}
+
+static size_t
+resp_bulk_len(size_t n)
+{
+	return 1 + dec_len(n) + 2 + n + 2;
+}
+
+static char *
+resp_put_bulk(char *p, const char *s, size_t n)
+{
+	*p++ = '$';
+	p = resp_put_dec(p, n);
+	*p++ = '\r';
+	*p++ = '\n';
+	memcpy(p, s, n);
+	p += n;
+	*p++ = '\r';
+	*p++ = '\n';
+	return p;
+}
+
+/* One command (the three words of head, when given, before argv) as RESP
+ * into rc->fbuf; its length, or -1. *rest_off: where head's third word
+ * begins (EVALSHA sha | numkeys keys args). */
+static long
+resp_format(struct rconn *rc, const char *const head[3], size_t *rest_off, int argc,
+	    const char **argv, const size_t *argvlen)
+{
+	int nhead = head ? 3 : 0;
+	size_t len = 1 + dec_len((size_t)argc + (size_t)nhead) + 2;
+
+	for (int i = 0; i < nhead; i++)
+		len += resp_bulk_len(strlen(head[i]));
+	for (int i = 0; i < argc; i++)
+		len += resp_bulk_len(argvlen ? argvlen[i] : strlen(argv[i]));
+	if (len > LONG_MAX)
+		return -1;
+	if (len > rc->fcap) {
+		char *nb = realloc(rc->fbuf, len);
+		if (nb == NULL)
+			return -1;
+		rc->fbuf = nb;
+		rc->fcap = len;
+	}
+	char *p = rc->fbuf;
+	*p++ = '*';
+	p = resp_put_dec(p, (size_t)argc + (size_t)nhead);
+	*p++ = '\r';
+	*p++ = '\n';
+	for (int i = 0; i < nhead; i++) {
+		if (i == 2 && rest_off != NULL)
+			*rest_off = (size_t)(p - rc->fbuf);
+		p = resp_put_bulk(p, head[i], strlen(head[i]));
+	}
+	for (int i = 0; i < argc; i++)
+		p = resp_put_bulk(p, argv[i], argvlen ? argvlen[i] : strlen(argv[i]));
+	return (long)len;
 }
 
 /* The one place a command's callback runs. */
@@ -259,10 +348,23 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata);
 static int
 resend_as_eval(struct rconn *rc, redisAsyncContext *ac, struct rc_cmd *c)
 {
-	if (redisAsyncFormattedCommand(ac, on_reply, c, c->eval_cmd, c->eval_len) != REDIS_OK)
+	/* "*N\r\n" stays; "$7 EVALSHA $40 sha" becomes "$4 EVAL $len body". */
+	const char *nl = memchr(c->sha_cmd, '\n', c->sha_len);
+	size_t head = nl ? (size_t)(nl - c->sha_cmd) + 1 : 0, blen = strlen(c->body);
+	size_t len = head + resp_bulk_len(4) + resp_bulk_len(blen) + c->sha_len - c->rest_off;
+	char *cmd = head ? malloc(len) : NULL, *p = cmd;
+
+	if (cmd == NULL)
 		return -1;
-	redisFreeCommand(c->eval_cmd);
-	c->eval_cmd = NULL;
+	memcpy(p, c->sha_cmd, head);
+	p = resp_put_bulk(p + head, "EVAL", 4);
+	p = resp_put_bulk(p, c->body, blen);
+	memcpy(p, c->sha_cmd + c->rest_off, c->sha_len - c->rest_off);
+	int r = redisAsyncFormattedCommand(ac, on_reply, c, cmd, len);
+	free(cmd);
+	if (r != REDIS_OK)
+		return -1;
+	c->body = NULL;
 	q_unlink(rc, c);
 	c->sent_at = ev_now(rc->loop);
 	q_push(rc, c);
@@ -350,7 +452,7 @@ on_reply(redisAsyncContext *ac, void *r, void *privdata)
 
 	if (reply == NULL)
 		rc->up = 0;	/* hiredis passes NULL only while freeing the context */
-	else if (c->eval_cmd != NULL && is_noscript(reply)) {
+	else if (c->body != NULL && is_noscript(reply)) {
 		if (resend_as_eval(rc, ac, c) == 0)
 			return;
 		reply = NULL;
@@ -381,25 +483,28 @@ refused_command(const char *cmd, size_t len)
 }
 
 /* Hands a formatted command to hiredis: a user's (cb) or the handshake's
- * (hs). Takes eval_cmd (may be NULL); cmd stays the caller's. */
+ * (hs); cmd stays the caller's. With body (an EVALSHA, whose numkeys begins
+ * at rest_off) a copy is kept for NOSCRIPT. */
 static int
 submit(struct rconn *rc, rconn_reply_cb *cb, handshake_cb *hs, void *arg, const char *cmd,
-       size_t len, char *eval_cmd, size_t eval_len)
+       size_t len, const char *body, size_t rest_off)
 {
-	struct rc_cmd *c = calloc(1, sizeof(*c));
+	struct rc_cmd *c = calloc(1, sizeof(*c) + (body ? len : 0));
 
 	if (c == NULL || rc->ac == NULL || refused_command(cmd, len)) {
 		free(c);
-		if (eval_cmd != NULL)
-			redisFreeCommand(eval_cmd);
 		return -1;
 	}
 	c->cb = cb;
 	c->hs = hs;
 	c->arg = arg;
 	c->rc = rc;
-	c->eval_cmd = eval_cmd;
-	c->eval_len = eval_len;
+	if (body != NULL) {
+		c->body = body;
+		c->sha_len = len;
+		c->rest_off = rest_off;
+		memcpy(c->sha_cmd, cmd, len);
+	}
 	c->sent_at = ev_now(rc->loop);
 	if (redisAsyncFormattedCommand(rc->ac, on_reply, c, cmd, len) != REDIS_OK) {
 		cmd_free(c);	/* hiredis did not keep it */
@@ -711,6 +816,7 @@ rc_release(struct rconn *rc)
 	if (rc->password != NULL)
 		explicit_bzero(rc->password, strlen(rc->password));
 	free(rc->password);
+	free(rc->fbuf);
 	free(rc);
 }
 
@@ -816,76 +922,28 @@ int
 rconn_commandv(struct rconn *rc, rconn_reply_cb *cb, void *arg, int argc, const char **argv,
 	       const size_t *argvlen)
 {
-	char *cmd;
-	int len;
-
 	if (!can_send(rc, cb) || argc < 1 || argv == NULL)
 		return -1;
-	len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
+	long len = resp_format(rc, NULL, NULL, argc, argv, argvlen);
 	if (len < 0)
 		return -1;
-	int r = submit(rc, cb, NULL, arg, cmd, (size_t)len, NULL, 0);
-	redisFreeCommand(cmd);
-	return r;
-}
-
-/* Formats EVALSHA and EVAL of the same call; 0 or -1. */
-static int
-format_eval(const struct rconn_script *s, int nkeys, int argc, const char **argv,
-	    const size_t *argvlen, char **sha_cmd, int *sha_len, char **eval_cmd, int *eval_len)
-{
-	const char **av = calloc((size_t)argc + 3, sizeof(*av));
-	size_t *al = calloc((size_t)argc + 3, sizeof(*al));
-	char nk[16];
-	int r = -1;
-
-	*sha_cmd = *eval_cmd = NULL;
-	if (av == NULL || al == NULL)
-		goto out;
-	snprintf(nk, sizeof(nk), "%d", nkeys);
-	av[2] = nk;
-	al[2] = strlen(nk);
-	for (int i = 0; i < argc; i++) {
-		av[i + 3] = argv[i];
-		al[i + 3] = argvlen != NULL ? argvlen[i] : strlen(argv[i]);
-	}
-	av[0] = "EVALSHA";
-	al[0] = 7;
-	av[1] = s->sha1;
-	al[1] = strlen(s->sha1);
-	*sha_len = redisFormatCommandArgv(sha_cmd, argc + 3, av, al);
-	av[0] = "EVAL";
-	al[0] = 4;
-	av[1] = s->body;
-	al[1] = strlen(s->body);
-	*eval_len = redisFormatCommandArgv(eval_cmd, argc + 3, av, al);
-	if (*sha_len >= 0 && *eval_len >= 0)
-		r = 0;
-out:
-	free(av);
-	free(al);
-	return r;
+	return submit(rc, cb, NULL, arg, rc->fbuf, (size_t)len, NULL, 0);
 }
 
 int
 rconn_eval(struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *cb, void *arg,
 	   int nkeys, int argc, const char **argv, const size_t *argvlen)
 {
-	char *sha_cmd, *eval_cmd;
-	int sha_len = -1, eval_len = -1;
+	char nk[24];
+	const char *head[3] = {"EVALSHA", s ? s->sha1 : NULL, nk};
+	size_t rest_off;
 
 	if (!can_send(rc, cb) || s == NULL || s->body == NULL || nkeys < 0 || argc < nkeys ||
 	    argc > INT_MAX - 3 || (argc > 0 && argv == NULL))
 		return -1;
-	if (format_eval(s, nkeys, argc, argv, argvlen, &sha_cmd, &sha_len, &eval_cmd,
-			&eval_len) < 0) {
-		if (sha_len >= 0)
-			redisFreeCommand(sha_cmd);
-		if (eval_len >= 0)
-			redisFreeCommand(eval_cmd);
+	*resp_put_dec(nk, (size_t)nkeys) = '\0';
+	long len = resp_format(rc, head, &rest_off, argc, argv, argvlen);
+	if (len < 0)
 		return -1;
-	}
-	int r = submit(rc, cb, NULL, arg, sha_cmd, (size_t)sha_len, eval_cmd, (size_t)eval_len);
-	redisFreeCommand(sha_cmd);
-	return r;
+	return submit(rc, cb, NULL, arg, rc->fbuf, (size_t)len, s->body, rest_off);
 }

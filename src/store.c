@@ -110,6 +110,27 @@ store_arg(struct store_args *a, enum store_slot slot, const char *value)
 	a->v[i] = value;
 }
 
+/* value in decimal into buf (24 bytes hold any long long); no printf:
+ * a transition sets eight numbers. */
+static void
+put_ll(char *buf, long long value)
+{
+	char tmp[24];
+	unsigned long long u = value < 0 ? 0ULL - (unsigned long long)value :
+	    (unsigned long long)value;
+	size_t k = 0, w = 0;
+
+	do {
+		tmp[k++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u != 0);
+	if (value < 0)
+		buf[w++] = '-';
+	while (k > 0)
+		buf[w++] = tmp[--k];
+	buf[w] = '\0';
+}
+
 void
 store_arg_ll(struct store_args *a, enum store_slot slot, long long value)
 {
@@ -119,7 +140,7 @@ store_arg_ll(struct store_args *a, enum store_slot slot, long long value)
 		store_arg(a, slot, NULL);
 		return;
 	}
-	snprintf(a->num[i], sizeof a->num[i], "%lld", value);
+	put_ll(a->num[i], value);
 	store_arg(a, slot, a->num[i]);
 }
 
@@ -222,16 +243,21 @@ store_args_vec(const struct store_args *a, struct store_vec *v, char *err, size_
 	int fixed = nslots(a->script);
 	size_t n = STORE_VEC_HEAD + (size_t)fixed + a->nrest;
 
-	memset(v, 0, sizeof *v);
+	v->argv = NULL;
+	v->len = NULL;
+	v->argc = 0;
 	if (args_check(a, err, errlen) < 0)
 		return -1;
-	if (n > INT_MAX || (v->argv = calloc(n, sizeof *v->argv)) == NULL ||
+	if (n <= STORE_VEC_INLINE) {	/* every call but a long renew list */
+		v->argv = v->argv_in;
+		v->len = v->len_in;
+	} else if (n > INT_MAX || (v->argv = calloc(n, sizeof *v->argv)) == NULL ||
 	    (v->len = calloc(n, sizeof *v->len)) == NULL) {
 		store_vec_free(v);
 		snprintf(err, errlen, "script %s: out of memory", sc->name);
 		return -1;
 	}
-	snprintf(v->nkeys, sizeof v->nkeys, "%d", sc->nkeys);
+	put_ll(v->nkeys, sc->nkeys);
 	v->argv[0] = "EVAL";
 	v->argv[1] = sc->body;
 	v->argv[2] = v->nkeys;
@@ -248,8 +274,10 @@ store_args_vec(const struct store_args *a, struct store_vec *v, char *err, size_
 void
 store_vec_free(struct store_vec *v)
 {
-	free(v->argv);
-	free(v->len);
+	if (v->argv != v->argv_in)
+		free(v->argv);
+	if (v->len != v->len_in)
+		free(v->len);
 	v->argv = NULL;
 	v->len = NULL;
 	v->argc = 0;

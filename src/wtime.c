@@ -121,6 +121,16 @@ wtime_parse_rfc3339(const char *s, int64_t *out_ms)
 	return 0;
 }
 
+/* v (0 <= v < 10^k) as k decimal digits, zero-padded. */
+static void
+put_digits(char *p, int v, int k)
+{
+	while (k-- > 0) {
+		p[k] = (char)('0' + v % 10);
+		v /= 10;
+	}
+}
+
 const char *
 wtime_format_rfc3339(int64_t ms, char *buf, size_t n)
 {
@@ -132,8 +142,27 @@ wtime_format_rfc3339(int64_t ms, char *buf, size_t n)
 	unsigned m, d;
 
 	civil_from_days(days, &y, &m, &d);
-	snprintf(buf, n, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", y, m, d,
-	    (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60), (int)frac);
+	if (y < 0 || y > 9999 || n < WTIME_RFC3339_LEN) {
+		snprintf(buf, n, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", y, m, d,
+		    (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60), (int)frac);
+		return buf;
+	}
+	/* digits by hand: two of these go into every job's transitions */
+	put_digits(buf, y, 4);
+	buf[4] = '-';
+	put_digits(buf + 5, (int)m, 2);
+	buf[7] = '-';
+	put_digits(buf + 8, (int)d, 2);
+	buf[10] = 'T';
+	put_digits(buf + 11, (int)(rem / 3600), 2);
+	buf[13] = ':';
+	put_digits(buf + 14, (int)(rem / 60 % 60), 2);
+	buf[16] = ':';
+	put_digits(buf + 17, (int)(rem % 60), 2);
+	buf[19] = '.';
+	put_digits(buf + 20, (int)frac, 3);
+	buf[23] = 'Z';
+	buf[24] = '\0';
 	return buf;
 }
 

@@ -1,0 +1,221 @@
+#!/bin/sh
+# bench/callgrind.sh BUILD_DIR [MODE] -- the repeatable cost of one job.
+#
+# Wall-clock numbers on a shared 2-core machine move by 20 % from run to
+# run; instruction counts do not. This runs the daemon under valgrind's
+# callgrind twice, over N1 and N2 jobs (BENCH_CG_JOBS, default "500 2500"),
+# and prints the daemon's instructions per job as the difference of the two
+# totals over N2 - N1 (start-up and shut-down cancel out), plus Redis' calls
+# and CPU per job from INFO commandstats of the larger run. With
+# BENCH_CG_REDIS=1 it is redis-server that runs under callgrind (the daemon
+# natively), zeroed once the jobs are loaded: Redis' instructions per job,
+# the one number commandstats' microseconds cannot give on a busy host. MODE is off
+# [default], hs256 or es256; the target is nginx answering 204 when installed,
+# else fake_target; 64 in flight, log_level = warn.
+# BENCH_CG_KEEP=1 keeps the temp dir (callgrind.out.N* for
+# callgrind_annotate). Everything it starts is stopped by PID.
+set -eu
+
+[ $# -ge 1 ] || { echo "usage: bench/callgrind.sh BUILD_DIR [off|hs256|es256]" >&2; exit 64; }
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "$1" && pwd)
+MODE=${2:-off}
+# two counts on purpose: split into $1 and $2
+# shellcheck disable=SC2086
+set -- ${BENCH_CG_JOBS:-500 2500}
+N1=$1
+N2=$2
+PREFIX=bench
+PKGS="hiredis libcurl jansson libjwt inih openssl"
+
+tmp=$(mktemp -d /tmp/warrantd-cg.XXXXXX)
+sock=$tmp/redis.sock
+redis_pid=
+web_pid=
+daemon_pid=
+
+stop_pid() {
+	[ -n "$1" ] || return 0
+	kill -TERM "$1" 2>/dev/null || { wait "$1" 2>/dev/null || true; return 0; }
+	i=0
+	while kill -0 "$1" 2>/dev/null && [ $i -lt 600 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	kill -KILL "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+}
+
+cleanup() {
+	stop_pid "$daemon_pid"
+	stop_pid "$web_pid"
+	stop_pid "$redis_pid"
+	if [ -n "${BENCH_CG_KEEP:-}" ]; then echo "callgrind: kept $tmp" >&2; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+die() { echo "callgrind: $*" >&2; exit 1; }
+rcli() { redis-cli -s "$sock" "$@"; }
+wait_for() {
+	n=$1
+	shift
+	while ! "$@" >/dev/null 2>&1; do
+		n=$((n - 1))
+		[ $n -gt 0 ] || return 1
+		sleep 0.1
+	done
+}
+
+CG_REDIS=${BENCH_CG_REDIS:-}
+redis_up() { [ "$(rcli PING 2>/dev/null)" = PONG ]; }
+start_redis() {	# a fresh one per run under BENCH_CG_REDIS (callgrind counts from its start)
+	stop_pid "$redis_pid"
+	rm -f "$sock"
+	if [ -n "$CG_REDIS" ]; then
+		valgrind --tool=callgrind --callgrind-out-file="$tmp/redis.cg.$1" \
+		    redis-server --port 0 --unixsocket "$sock" --unixsocketperm 700 --save '' \
+		    --appendonly no --dir "$tmp" --logfile "$tmp/redis.log" --daemonize no \
+		    >/dev/null 2>"$tmp/redis.vg.log" &
+	else
+		redis-server --port 0 --unixsocket "$sock" --unixsocketperm 700 --save '' \
+		    --appendonly no --dir "$tmp" --logfile "$tmp/redis.log" --daemonize no &
+	fi
+	redis_pid=$!
+	wait_for 600 redis_up || die "redis-server did not start"
+}
+start_redis 0
+
+url=
+if command -v nginx >/dev/null 2>&1; then
+	mkdir -p "$tmp/nginx"
+	for port in 18490 28490 38490 48490; do
+		cat >"$tmp/nginx/nginx.conf" <<NGINX
+daemon off;
+master_process off;
+worker_processes 1;
+pid $tmp/nginx/nginx.pid;
+error_log $tmp/nginx/error.log;
+events { worker_connections 4096; }
+http {
+	access_log off;
+	client_body_temp_path $tmp/nginx/body;
+	keepalive_requests 1000000;
+	keepalive_timeout 60s;
+	server { listen 127.0.0.1:$port; location / { return 204; } }
+}
+NGINX
+		nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" 2>>"$tmp/nginx/start.log" &
+		web_pid=$!
+		if wait_for 30 curl -sf "http://127.0.0.1:$port/"; then
+			url=http://127.0.0.1:$port
+			break
+		fi
+		stop_pid "$web_pid"
+		web_pid=
+	done
+fi
+if [ -z "$url" ]; then
+	"$build/tests/fake_target" --port-file "$tmp/target.port" 2>"$tmp/target.log" &
+	web_pid=$!
+	wait_for 100 test -s "$tmp/target.port" || die "fake_target did not start"
+	url=http://127.0.0.1:$(cat "$tmp/target.port")
+fi
+
+# shellcheck disable=SC2046,SC2086
+cc -std=c11 -O2 -D_FILE_OFFSET_BITS=64 -I"$root/include" $(pkg-config --cflags $PKGS) \
+    -o "$tmp/mkrecords" "$root/bench/mkrecords.c" "$build/libwarrant.a" \
+    $(pkg-config --libs $PKGS) -lev -lm || die "cannot build bench/mkrecords.c"
+
+case $MODE in
+off)	records="signature = off"; key= ;;
+hs256)	key=$root/tests/data/test-hs256.secret
+	records="signature = required
+algorithm = HS256
+verify_key_file = $key" ;;
+es256)	key=$root/tests/data/test-es256.key
+	records="signature = required
+algorithm = ES256
+verify_key_file = $root/tests/data/test-es256.pub" ;;
+*)	die "mode $MODE: off, hs256 or es256" ;;
+esac
+cat >"$tmp/warrantd.ini" <<EOF
+[daemon]
+consumer = cg
+log_level = warn
+max_in_flight = 64
+heartbeat_ms = 1000
+shutdown_grace_ms = 5000
+[redis]
+socket = $sock
+prefix = $PREFIX
+[records]
+$records
+[action gate.open]
+auth = none
+url = $url/gates/{resource}/open
+timeout_ms = 60000
+EOF
+
+finished() {
+	[ "$(rcli XINFO GROUPS $PREFIX:jobs 2>/dev/null | awk '
+		prev == "pending" { p = $0 } prev == "lag" { l = $0 } { prev = $0 }
+		END { print p "/" l }')" = "0/0" ]
+}
+
+# Total instructions over $1 jobs into $tmp/ir.$1; commandstats in
+# $tmp/stats.$1. Not in a $(...): what it starts must stay this shell's.
+run() {
+	[ -z "$CG_REDIS" ] || start_redis "$1"
+	rcli FLUSHALL >/dev/null
+	# shellcheck disable=SC2086
+	"$tmp/mkrecords" "$1" "$PREFIX" $key | rcli --pipe >/dev/null || die "cannot load jobs"
+	rcli CONFIG RESETSTAT >/dev/null
+	if [ -n "$CG_REDIS" ]; then
+		callgrind_control -z "$redis_pid" >/dev/null || die "callgrind_control -z failed"
+		"$build/bin/warrantd" -c "$tmp/warrantd.ini" 2>"$tmp/daemon.$1.log" &
+	else
+		valgrind --tool=callgrind --callgrind-out-file="$tmp/callgrind.out.$1" \
+		    "$build/bin/warrantd" -c "$tmp/warrantd.ini" 2>"$tmp/daemon.$1.log" &
+	fi
+	daemon_pid=$!
+	i=0
+	until finished; do
+		kill -0 "$daemon_pid" 2>/dev/null || die "warrantd exited (see $tmp/daemon.$1.log)"
+		i=$((i + 1))
+		[ $i -lt 6000 ] || die "$1 jobs not finished in 10 min"
+		sleep 0.1
+	done
+	rcli INFO commandstats >"$tmp/stats.$1"
+	stop_pid "$daemon_pid"
+	daemon_pid=
+	[ -z "$CG_REDIS" ] || callgrind_control -d "$redis_pid" >/dev/null ||
+	    die "callgrind_control -d failed"
+	[ "$(rcli EVAL "local n = 0 for i = 1, tonumber(ARGV[2]) do
+	    if redis.call('HGET', ARGV[1] .. i, 'state') == 'done' then n = n + 1 end end
+	    return n" 0 "$PREFIX:decision:bench-" "$1")" = "$1" ] || die "not every job is done"
+	if [ -n "$CG_REDIS" ]; then	# the dump after the zeroing: the jobs' run
+		# callgrind_control -d writes redis.cg.N.1, .2, ...: the newest
+		# shellcheck disable=SC2012
+		out=$(ls -t "$tmp/redis.cg.$1".* | head -n 1)
+	else
+		out=$tmp/callgrind.out.$1
+	fi
+	awk '/^(summary|totals):/ { print $2; exit }' "$out" >"$tmp/ir.$1"
+}
+
+run "$N1"
+run "$N2"
+ir1=$(cat "$tmp/ir.$N1")
+ir2=$(cat "$tmp/ir.$N2")
+awk -v a="$ir1" -v b="$ir2" -v n1="$N1" -v n2="$N2" -v m="$MODE" \
+    -v cg="${CG_REDIS:+ redis-server}" 'BEGIN {
+	printf "callgrind %s%s: %.0f instructions/job (%d jobs: %.0f, %d jobs: %.0f)\n",
+	    m, cg, (b - a) / (n2 - n1), n1, a, n2, b }'
+# cmdstat_evalsha:calls=5000,usec=123,usec_per_call=...
+tr ',:=' '   ' <"$tmp/stats.$N2" | awk -v n="$N2" '
+	/^cmdstat_/ { sub("cmdstat_", "", $1); c[$1] = $3; u[$1] = $5; tc += $3; tu += $5 }
+	END {
+		for (k in c) printf "  redis %-12s %6.2f calls/job %7.2f us/job\n", k, c[k] / n, u[k] / n
+		printf "  redis %-12s %6.2f calls/job %7.2f us/job (commandstats)\n", "total", tc / n, tu / n
+	}' | sort
