@@ -31,24 +31,15 @@ PKGS="hiredis libcurl jansson libjwt inih openssl"
 tmp=$(mktemp -d /tmp/warrantd-cg.XXXXXX)
 sock=$tmp/redis.sock
 redis_pid=
-web_pid=
+STOP_WAIT=600	# a daemon under callgrind takes long to write its profile
+. "$root/bench/lib.sh"
 daemon_pid=
 
-stop_pid() {
-	[ -n "$1" ] || return 0
-	kill -TERM "$1" 2>/dev/null || { wait "$1" 2>/dev/null || true; return 0; }
-	i=0
-	while kill -0 "$1" 2>/dev/null && [ $i -lt 600 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	kill -KILL "$1" 2>/dev/null || true
-	wait "$1" 2>/dev/null || true
-}
 
 cleanup() {
 	stop_pid "$daemon_pid"
-	stop_pid "$web_pid"
+	stop_pid "$nginx_pid"
+	stop_pid "$target_pid"
 	stop_pid "$redis_pid"
 	if [ -n "${BENCH_CG_KEEP:-}" ]; then echo "callgrind: kept $tmp" >&2; else rm -rf "$tmp"; fi
 }
@@ -57,15 +48,6 @@ trap 'exit 130' INT TERM
 
 die() { echo "callgrind: $*" >&2; exit 1; }
 rcli() { redis-cli -s "$sock" "$@"; }
-wait_for() {
-	n=$1
-	shift
-	while ! "$@" >/dev/null 2>&1; do
-		n=$((n - 1))
-		[ $n -gt 0 ] || return 1
-		sleep 0.1
-	done
-}
 
 CG_REDIS=${BENCH_CG_REDIS:-}
 redis_up() { [ "$(rcli PING 2>/dev/null)" = PONG ]; }
@@ -86,40 +68,11 @@ start_redis() {	# a fresh one per run under BENCH_CG_REDIS (callgrind counts fro
 }
 start_redis 0
 
-url=
-if command -v nginx >/dev/null 2>&1; then
-	mkdir -p "$tmp/nginx"
-	for port in 18490 28490 38490 48490; do
-		cat >"$tmp/nginx/nginx.conf" <<NGINX
-daemon off;
-master_process off;
-worker_processes 1;
-pid $tmp/nginx/nginx.pid;
-error_log $tmp/nginx/error.log;
-events { worker_connections 4096; }
-http {
-	access_log off;
-	client_body_temp_path $tmp/nginx/body;
-	keepalive_requests 1000000;
-	keepalive_timeout 60s;
-	server { listen 127.0.0.1:$port; location / { return 204; } }
-}
-NGINX
-		nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" 2>>"$tmp/nginx/start.log" &
-		web_pid=$!
-		if wait_for 30 curl -sf "http://127.0.0.1:$port/"; then
-			url=http://127.0.0.1:$port
-			break
-		fi
-		stop_pid "$web_pid"
-		web_pid=
-	done
-fi
-if [ -z "$url" ]; then
-	"$build/tests/fake_target" --port-file "$tmp/target.port" 2>"$tmp/target.log" &
-	web_pid=$!
-	wait_for 100 test -s "$tmp/target.port" || die "fake_target did not start"
-	url=http://127.0.0.1:$(cat "$tmp/target.port")
+if start_nginx 18490; then
+	url=$nginx_url
+else
+	start_fake_target
+	url=$target_url
 fi
 
 # shellcheck disable=SC2046,SC2086

@@ -52,19 +52,7 @@ target_pid=
 tok_target_pid=
 idp_pid=
 daemon_pid=
-
-# SIGTERM, then SIGKILL after 20 s; reaps it. Only our own children.
-stop_pid() {
-	[ -n "$1" ] || return 0
-	kill -TERM "$1" 2>/dev/null || { wait "$1" 2>/dev/null || true; return 0; }
-	i=0
-	while kill -0 "$1" 2>/dev/null && [ $i -lt 200 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	kill -KILL "$1" 2>/dev/null || true
-	wait "$1" 2>/dev/null || true
-}
+. "$root/bench/lib.sh"
 
 cleanup() {
 	stop_pid "$daemon_pid"
@@ -96,17 +84,6 @@ now_ms() { date +%s%3N; }
 
 rcli() { redis-cli -s "$sock" "$@"; }
 
-# Waits up to $1 tenths of a second for the command after it to succeed.
-wait_for() {
-	n=$1
-	shift
-	while ! "$@" >/dev/null 2>&1; do
-		n=$((n - 1))
-		[ $n -gt 0 ] || return 1
-		sleep 0.1
-	done
-}
-
 redis_up() { [ "$(rcli PING 2>/dev/null)" = PONG ]; }
 
 start_redis() {
@@ -116,47 +93,7 @@ start_redis() {
 	wait_for 100 redis_up || die "redis-server did not start (see $tmp/redis.log)"
 }
 
-start_target() {
-	"$build/tests/fake_target" --port-file "$tmp/target.port" 2>"$tmp/target.log" &
-	target_pid=$!
-	wait_for 100 test -s "$tmp/target.port" || die "fake_target did not start"
-	target_url=http://127.0.0.1:$(cat "$tmp/target.port")
-}
-
-# The target of the auth-none throughput runs: Debian's nginx answering 204
-# (keep-alive, no access log) when it is installed, else fake_target.
-nginx_pid=
-start_nginx() {
-	command -v nginx >/dev/null 2>&1 || return 1
-	[ -z "${BENCH_NO_NGINX:-}" ] || return 1
-	mkdir -p "$tmp/nginx"
-	for port in 18480 28480 38480 48480; do
-		cat >"$tmp/nginx/nginx.conf" <<NGINX
-daemon off;
-master_process off;
-worker_processes 1;
-pid $tmp/nginx/nginx.pid;
-error_log $tmp/nginx/error.log;
-events { worker_connections 4096; }
-http {
-	access_log off;
-	client_body_temp_path $tmp/nginx/body;
-	keepalive_requests 1000000;
-	keepalive_timeout 60s;
-	server { listen 127.0.0.1:$port; location / { return 204; } }
-}
-NGINX
-		nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" 2>>"$tmp/nginx/start.log" &
-		nginx_pid=$!
-		if wait_for 30 curl -sf "http://127.0.0.1:$port/" ; then
-			nginx_url=http://127.0.0.1:$port
-			return 0
-		fi
-		stop_pid "$nginx_pid"
-		nginx_pid=
-	done
-	return 1
-}
+start_target() { start_fake_target; }
 
 # For the token modes: an IdP, and a target that checks every token.
 start_token_world() {
@@ -431,7 +368,7 @@ header() {
 start_redis
 start_target
 start_token_world
-start_nginx || true
+start_nginx 18480 || true	# the auth-none runs' target when installed
 build_mkrecords
 : >"$rows"
 lat_rows=$tmp/lat_rows
@@ -458,7 +395,7 @@ cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 	echo "# host: $(nproc) CPU(s), ${cpu:-unknown CPU}; $(redis-server --version | cut -d' ' -f1-3)"
 	echo "# build: ${build#"$root"/}; jobs enqueued before start; redis on a unix socket;"
 	if [ -n "${nginx_url:-}" ]; then
-		echo "# target (off, hs256, es256): $(nginx -v 2>&1 | cut -d/ -f2) answering 204, keep-alive, no access log;"
+		echo "# target (off, hs256, es256): $nginx_name, keep-alive, no access log;"
 		echo "# the latency lines and the token modes: fake_target. log_level = warn; batch = 64; no [authz]."
 	else
 		echo "# fake_target on 127.0.0.1 (same host; nginx not installed); log_level = warn; batch = 64; no [authz]."

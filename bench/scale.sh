@@ -33,18 +33,8 @@ done
 tmp=$(mktemp -d /tmp/warrantd-scale.XXXXXX)
 pids=
 redis_pids=
+. "$root/bench/lib.sh"
 
-stop_pid() {
-	[ -n "$1" ] || return 0
-	kill -TERM "$1" 2>/dev/null || { wait "$1" 2>/dev/null || true; return 0; }
-	i=0
-	while kill -0 "$1" 2>/dev/null && [ $i -lt 200 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	kill -KILL "$1" 2>/dev/null || true
-	wait "$1" 2>/dev/null || true
-}
 
 stop_workers() {
 	for p in $pids; do stop_pid "$p"; done
@@ -68,53 +58,15 @@ trap 'exit 130' INT TERM
 
 die() { echo "bench: $*" >&2; exit 1; }
 now_ms() { date +%s%3N; }
-wait_for() {
-	n=$1
-	shift
-	while ! "$@" >/dev/null 2>&1; do
-		n=$((n - 1))
-		[ $n -gt 0 ] || return 1
-		sleep 0.1
-	done
-}
 
 # ---- the target: nginx answering 204 when installed, else fake_target ----
-target_url=
-nginx_pid=
 start_target() {
-	if command -v nginx >/dev/null 2>&1; then
-		mkdir -p "$tmp/nginx"
-		for port in 18481 28481 38481 48481; do
-			cat >"$tmp/nginx/nginx.conf" <<NGINX
-daemon off;
-master_process off;
-worker_processes 1;
-pid $tmp/nginx/nginx.pid;
-error_log $tmp/nginx/error.log;
-events { worker_connections 4096; }
-http {
-	access_log off;
-	client_body_temp_path $tmp/nginx/body;
-	keepalive_requests 1000000;
-	keepalive_timeout 60s;
-	server { listen 127.0.0.1:$port; location / { return 204; } }
-}
-NGINX
-			nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" 2>>"$tmp/nginx/start.log" &
-			nginx_pid=$!
-			if wait_for 30 curl -sf "http://127.0.0.1:$port/"; then
-				target_url=http://127.0.0.1:$port
-				target_name="$(nginx -v 2>&1 | cut -d/ -f2) answering 204"
-				return 0
-			fi
-			stop_pid "$nginx_pid"
-			nginx_pid=
-		done
+	if start_nginx 18481; then
+		target_url=$nginx_url
+		target_name=$nginx_name
+		return 0
 	fi
-	"$build/tests/fake_target" --port-file "$tmp/target.port" 2>"$tmp/target.log" &
-	target_pid=$!
-	wait_for 100 test -s "$tmp/target.port" || die "fake_target did not start"
-	target_url=http://127.0.0.1:$(cat "$tmp/target.port")
+	start_fake_target
 	target_name=fake_target
 }
 

@@ -1,0 +1,77 @@
+# shellcheck shell=sh disable=SC2034,SC2154
+# bench/lib.sh -- what bench/run.sh, bench/scale.sh and bench/callgrind.sh
+# share; sourced, not run. The caller sets $tmp (its temp dir), $build (the
+# build dir) and a die() that prints and exits.
+
+# SIGTERM, then SIGKILL after STOP_WAIT tenths of a second (200); reaps it.
+# Only our own children.
+stop_pid() {
+	[ -n "$1" ] || return 0
+	kill -TERM "$1" 2>/dev/null || { wait "$1" 2>/dev/null || true; return 0; }
+	i=0
+	while kill -0 "$1" 2>/dev/null && [ $i -lt "${STOP_WAIT:-200}" ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	kill -KILL "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+}
+
+# Waits up to $1 tenths of a second for the command after it to succeed.
+wait_for() {
+	n=$1
+	shift
+	while ! "$@" >/dev/null 2>&1; do
+		n=$((n - 1))
+		[ $n -gt 0 ] || return 1
+		sleep 0.1
+	done
+}
+
+# Debian's nginx answering 204 (keep-alive, no access log) on the first free
+# port of $1, $1 + 10000, ... + 30000 (each script its own base):
+# sets nginx_pid, nginx_url and nginx_name; 1 when nginx is not installed,
+# BENCH_NO_NGINX is set, or no port would do.
+nginx_pid=
+start_nginx() {
+	command -v nginx >/dev/null 2>&1 || return 1
+	[ -z "${BENCH_NO_NGINX:-}" ] || return 1
+	mkdir -p "$tmp/nginx"
+	for k in 0 1 2 3; do
+		port=$(($1 + k * 10000))
+		cat >"$tmp/nginx/nginx.conf" <<NGINX
+daemon off;
+master_process off;
+worker_processes 1;
+pid $tmp/nginx/nginx.pid;
+error_log $tmp/nginx/error.log;
+events { worker_connections 4096; }
+http {
+	access_log off;
+	client_body_temp_path $tmp/nginx/body;
+	keepalive_requests 1000000;
+	keepalive_timeout 60s;
+	server { listen 127.0.0.1:$port; location / { return 204; } }
+}
+NGINX
+		nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" 2>>"$tmp/nginx/start.log" &
+		nginx_pid=$!
+		if wait_for 30 curl -sf "http://127.0.0.1:$port/"; then
+			nginx_url=http://127.0.0.1:$port
+			nginx_name="$(nginx -v 2>&1 | cut -d/ -f2) answering 204"
+			return 0
+		fi
+		stop_pid "$nginx_pid"
+		nginx_pid=
+	done
+	return 1
+}
+
+# The fake target (tests/fakes): sets target_pid and target_url.
+target_pid=
+start_fake_target() {
+	"$build/tests/fake_target" --port-file "$tmp/target.port" 2>"$tmp/target.log" &
+	target_pid=$!
+	wait_for 100 test -s "$tmp/target.port" || die "fake_target did not start"
+	target_url=http://127.0.0.1:$(cat "$tmp/target.port")
+}
