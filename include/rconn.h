@@ -48,6 +48,14 @@ struct rconn_opts {
 	 * text of every error reply (with resolve_arg) before the command's
 	 * callback. */
 	void (*error_seen)(void *arg, const char *error);
+	/* Cluster -ASK (with resolve set): the first ASK of a migration opens
+	 * a side connection to the node it names (same AUTH, no resolve) and
+	 * gets its reply as it is (the caller retries); once that connection
+	 * is up, every ASKed command is sent there again after ASKING, and its
+	 * callback gets that node's reply instead (still exactly once). The
+	 * side connection goes when this one drops, when an ASK names another
+	 * node, or after RCONN_ASK_IDLE_MS without a command. -TRYAGAIN is
+	 * passed on as it is. */
 };
 
 struct rconn;
@@ -127,5 +135,6 @@ int rconn_eval(struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *c
 #define RCONN_ERR_KINDS		8
 #define RCONN_ERR_KIND_LEN	24
 #define RCONN_EPISODE_QUIET_MS	10000
+#define RCONN_ASK_IDLE_MS	10000
 
 #endif

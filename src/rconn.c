@@ -38,6 +38,7 @@
 #include "backoff.h"
 #include "log.h"
 #include "rnd.h"
+#include "cluster.h"
 #include "sentinel.h"
 
 /* The handshake's own commands read hiredis's reply; a user's callback sees
@@ -53,9 +54,12 @@ struct rc_cmd {
 	ev_tstamp sent_at;
 	/* An EVALSHA keeps its script's body and the command as sent (in the
 	 * same allocation): on NOSCRIPT the EVAL is spliced from the two, once.
-	 * Formatting the EVAL up front cost more than the EVALSHA itself. */
+	 * Formatting the EVAL up front cost more than the EVALSHA itself.
+	 * On a cluster (resolve set) every command keeps its bytes: an -ASK
+	 * sends it again, on the side connection to the importing node. */
 	const char *body;	/* NULL: not an EVALSHA, or its EVAL was sent */
-	size_t sha_len, rest_off;	/* rest_off: where numkeys begins */
+	const char *script;	/* an EVALSHA's body, kept after its EVAL was sent */
+	size_t sha_len, rest_off;	/* sha_len: bytes kept (0: none); rest_off: numkeys */
 	char sha_cmd[];
 };
 
@@ -98,6 +102,14 @@ struct rconn {
 	ev_timer conn_timer;	/* connect + handshake deadline */
 	ev_timer cmd_timer;	/* checks the oldest outstanding command */
 	ev_timer drop_timer;	/* a drop asked for from inside a callback */
+
+	/* Cluster -ASK: one side connection to the importing node (no
+	 * resolve, same AUTH), freed from side_timer only -- never inside a
+	 * callback chain -- when rc's connection went or it sat idle. */
+	struct rconn *side;
+	ev_timer side_timer;
+	ev_tstamp side_used;	/* the last command handed to it */
+	int side_close;		/* rc's connection went: free it at the next tick */
 };
 
 static char step_auth[] = "auth", step_select[] = "select", step_role[] = "role";
@@ -107,6 +119,10 @@ static const char *const expected_errors[] = {"BUSYGROUP", "NOSCRIPT"};
 
 static void start_connect(struct rconn *rc);
 static void drop(struct rconn *rc, const char *why);
+static void close_side(struct rconn *rc);
+static int submit(struct rconn *rc, rconn_reply_cb *cb, handshake_cb *hs, void *arg,
+		  const char *cmd, size_t len, const char *body, size_t rest_off);
+static void on_side_timer(struct ev_loop *loop, ev_timer *w, int revents);
 
 
 void
@@ -299,6 +315,7 @@ conn_gone(struct rconn *rc, const char *why)
 		finish(rc, rc->head, NULL);
 	if (rc->freeing)
 		return;
+	close_side(rc);		/* a new connection meets its own ASKs */
 
 	unsigned failures = rc->attempt > 0 ? rc->attempt : 1;
 	long delay = (long)backoff_ms(rc->backoff_min_ms, rc->backoff_min_ms,
@@ -343,23 +360,37 @@ is_noscript(const redisReply *reply)
 
 static void on_reply(redisAsyncContext *ac, void *r, void *privdata);
 
+/* The EVAL of a kept EVALSHA, malloc'ed (the caller frees), its length in
+ * *len; NULL when out of memory. */
+static char *
+eval_of(const struct rc_cmd *c, size_t *len)
+{
+	/* "*N\r\n" stays; "$7 EVALSHA $40 sha" becomes "$4 EVAL $len body". */
+	const char *nl = memchr(c->sha_cmd, '\n', c->sha_len);
+	size_t head = nl ? (size_t)(nl - c->sha_cmd) + 1 : 0, blen = strlen(c->script);
+	char *cmd, *p;
+
+	*len = head + resp_bulk_len(4) + resp_bulk_len(blen) + c->sha_len - c->rest_off;
+	cmd = head ? malloc(*len) : NULL;
+	if (cmd == NULL)
+		return NULL;
+	memcpy(cmd, c->sha_cmd, head);
+	p = resp_put_bulk(cmd + head, "EVAL", 4);
+	p = resp_put_bulk(p, c->script, blen);
+	memcpy(p, c->sha_cmd + c->rest_off, c->sha_len - c->rest_off);
+	return cmd;
+}
+
 /* EVALSHA said NOSCRIPT: the same entry goes out again as EVAL, at the end
  * of the pipeline, so it moves to the tail of the queue. */
 static int
 resend_as_eval(struct rconn *rc, redisAsyncContext *ac, struct rc_cmd *c)
 {
-	/* "*N\r\n" stays; "$7 EVALSHA $40 sha" becomes "$4 EVAL $len body". */
-	const char *nl = memchr(c->sha_cmd, '\n', c->sha_len);
-	size_t head = nl ? (size_t)(nl - c->sha_cmd) + 1 : 0, blen = strlen(c->body);
-	size_t len = head + resp_bulk_len(4) + resp_bulk_len(blen) + c->sha_len - c->rest_off;
-	char *cmd = head ? malloc(len) : NULL, *p = cmd;
+	size_t len;
+	char *cmd = eval_of(c, &len);
 
 	if (cmd == NULL)
 		return -1;
-	memcpy(p, c->sha_cmd, head);
-	p = resp_put_bulk(p + head, "EVAL", 4);
-	p = resp_put_bulk(p, c->body, blen);
-	memcpy(p, c->sha_cmd + c->rest_off, c->sha_len - c->rest_off);
 	int r = redisAsyncFormattedCommand(ac, on_reply, c, cmd, len);
 	free(cmd);
 	if (r != REDIS_OK)
@@ -442,6 +473,161 @@ note_reply(struct rconn *rc, const redisReply *reply)
 	    log_quote(q, sizeof q, reply->str ? reply->str : ""));
 }
 
+/* Cluster -ASK (the spec: ASKING, then the same command on the importing
+ * node, once; the slot map stays as it is). The side connection is opened
+ * at the first ASK of an episode, whose command falls back to the caller
+ * (the error, retried with backoff like any other); once it is up, later
+ * ASKs go through it and the caller sees only the importing node's reply. */
+
+/* What the side connection's callback needs to answer the caller. */
+struct ask_fwd {
+	struct rconn *rc;	/* the caller's rconn */
+	rconn_reply_cb *cb;
+	void *arg;
+};
+
+static void
+on_side_reply(struct rconn *side, const struct sreply *reply, void *arg)
+{
+	struct ask_fwd f = *(struct ask_fwd *)arg;
+
+	(void)side;
+	free(arg);
+	f.rc->depth++;		/* rconn_free(f.rc) from here is a caller bug, caught */
+	f.cb(f.rc, reply, f.arg);
+	f.rc->depth--;
+}
+
+/* ASKING's reply: +OK, or an error the command's own reply repeats. */
+static void
+on_asking(struct rconn *side, const redisReply *reply, void *arg)
+{
+	(void)side;
+	(void)reply;
+	(void)arg;
+}
+
+/* Frees the side connection at the next tick (never inside a callback). */
+static void
+close_side(struct rconn *rc)
+{
+	if (rc->side == NULL)
+		return;
+	rc->side_close = 1;
+	ev_timer_stop(rc->loop, &rc->side_timer);
+	ev_timer_set(&rc->side_timer, 0.0, 1.0);
+	ev_timer_start(rc->loop, &rc->side_timer);
+}
+
+/* A child rconn to host:port with rc's AUTH and timeouts, no resolve. */
+static int
+open_side(struct rconn *rc, const struct cluster_redirect *rd, const char *host)
+{
+	char name[96];
+	struct rconn_opts o = {
+		.host = host, .port = rd->to.port, .username = rc->username,
+		.password = rc->password, .db = rc->db,
+		.connect_timeout_ms = rc->connect_timeout_ms,
+		.command_timeout_ms = rc->command_timeout_ms,
+		.backoff_min_ms = rc->backoff_min_ms, .backoff_max_ms = rc->backoff_max_ms,
+	};
+
+	snprintf(name, sizeof name, "%s.ask", rc->qname);
+	rc->side = rconn_new(rc->loop, &o, name, NULL, NULL);
+	if (rc->side == NULL)
+		return -1;
+	rc->side_close = 0;
+	rc->side_used = ev_now(rc->loop);
+	ev_timer_stop(rc->loop, &rc->side_timer);
+	ev_timer_set(&rc->side_timer, 1.0, 1.0);
+	ev_timer_start(rc->loop, &rc->side_timer);
+	log_info("redis.ask", "name=%s slot=%u host=%s port=%d", rc->qname, rd->slot,
+	    LOG_Q(host), rd->to.port);
+	return 0;
+}
+
+/* ASKING and c's command on the side connection, back to back. */
+static int
+send_asked(struct rconn *rc, const struct rc_cmd *c)
+{
+	struct rconn *side = rc->side;
+	size_t len = c->sha_len;
+	char *eval = NULL;
+	struct ask_fwd *f = malloc(sizeof *f);
+	static const char asking[] = "*1\r\n$6\r\nASKING\r\n";
+
+	/* scripts are per node: the importing node may not have this one,
+	 * and a NOSCRIPT resend would go without ASKING */
+	if (f == NULL || (c->script != NULL && (eval = eval_of(c, &len)) == NULL) ||
+	    submit(side, NULL, on_asking, NULL, asking, sizeof asking - 1, NULL, 0) < 0) {
+		free(f);
+		free(eval);
+		return -1;
+	}
+	*f = (struct ask_fwd){rc, c->cb, c->arg};
+	int r = submit(side, on_side_reply, NULL, f, eval ? eval : c->sha_cmd, len, NULL, 0);
+	free(eval);
+	if (r < 0) {
+		free(f);	/* ASKING alone applies to nothing */
+		return -1;
+	}
+	rc->side_used = ev_now(rc->loop);
+	return 0;
+}
+
+/* 0 when c's -ASK reply was followed (the side connection now owes c's
+ * callback), -1 when c gets the reply as it is. */
+static int
+follow_ask(struct rconn *rc, const struct rc_cmd *c, const redisReply *reply)
+{
+	struct cluster_redirect rd;
+
+	if (rc->resolve == NULL || reply->type != REDIS_REPLY_ERROR ||
+	    cluster_parse_redirect(reply->str, &rd) != CLUSTER_ASK || rc->freeing)
+		return -1;
+	const char *host = rd.to.host[0] != '\0' ? rd.to.host : rc->host;
+	struct rconn *side = rc->side;
+	if (host == NULL)
+		return -1;
+	if (side != NULL && !rc->side_close &&
+	    (side->port != rd.to.port || side->host == NULL || strcmp(side->host, host) != 0)) {
+		close_side(rc);	/* another slot's migration: the next ASK opens anew */
+		return -1;
+	}
+	if (side == NULL) {
+		(void)open_side(rc, &rd, host);	/* up by the caller's retry, or not */
+		return -1;
+	}
+	if (rc->side_close || !rconn_is_up(side))
+		return -1;
+	return send_asked(rc, c);
+}
+
+/* c's callback is the side connection's to call now. */
+static void
+hand_over(struct rconn *rc, struct rc_cmd *c)
+{
+	q_unlink(rc, c);
+	rc->npending--;
+	cmd_free(c);
+}
+
+static void
+on_side_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct rconn *rc = w->data;
+
+	(void)revents;
+	if (rc->side != NULL && !rc->side_close && (rconn_pending(rc->side) > 0 ||
+	    ev_now(loop) - rc->side_used < RCONN_ASK_IDLE_MS / 1000.0))
+		return;
+	ev_timer_stop(loop, w);
+	struct rconn *side = rc->side;
+	rc->side = NULL;
+	rc->side_close = 0;
+	rconn_free(side);
+}
+
 /* The privdata wrapper every command goes through. */
 static void
 on_reply(redisAsyncContext *ac, void *r, void *privdata)
@@ -456,6 +642,9 @@ on_reply(redisAsyncContext *ac, void *r, void *privdata)
 		if (resend_as_eval(rc, ac, c) == 0)
 			return;
 		reply = NULL;
+	} else if (c->hs == NULL && c->sha_len > 0 && follow_ask(rc, c, reply) == 0) {
+		hand_over(rc, c);
+		return;
 	}
 	if (c->hs == NULL)
 		note_reply(rc, reply);
@@ -489,7 +678,8 @@ static int
 submit(struct rconn *rc, rconn_reply_cb *cb, handshake_cb *hs, void *arg, const char *cmd,
        size_t len, const char *body, size_t rest_off)
 {
-	struct rc_cmd *c = calloc(1, sizeof(*c) + (body ? len : 0));
+	int keep = body != NULL || (cb != NULL && rc->resolve != NULL);
+	struct rc_cmd *c = calloc(1, sizeof(*c) + (keep ? len : 0));
 
 	if (c == NULL || rc->ac == NULL || refused_command(cmd, len)) {
 		free(c);
@@ -499,8 +689,8 @@ submit(struct rconn *rc, rconn_reply_cb *cb, handshake_cb *hs, void *arg, const 
 	c->hs = hs;
 	c->arg = arg;
 	c->rc = rc;
-	if (body != NULL) {
-		c->body = body;
+	if (keep) {
+		c->body = c->script = body;
 		c->sha_len = len;
 		c->rest_off = rest_off;
 		memcpy(c->sha_cmd, cmd, len);
@@ -862,6 +1052,7 @@ rconn_new(struct ev_loop *loop, const struct rconn_opts *opts, const char *name,
 	init_timer(rc, &rc->conn_timer, on_conn_timer);
 	init_timer(rc, &rc->cmd_timer, on_cmd_timer);
 	init_timer(rc, &rc->drop_timer, on_drop_timer);
+	init_timer(rc, &rc->side_timer, on_side_timer);
 	/* Called before the loop runs, ev_now() may be long past: timers
 	 * started from it would expire at once. */
 	ev_now_update(loop);
@@ -880,6 +1071,9 @@ rconn_free(struct rconn *rc)
 	rc->freeing = 1;
 	rc->up = 0;
 	ev_timer_stop(rc->loop, &rc->retry_timer);
+	ev_timer_stop(rc->loop, &rc->side_timer);
+	rconn_free(rc->side);	/* its callbacks answer rc's callers: first */
+	rc->side = NULL;
 	drop(rc, "freed");
 	stop_conn_timers(rc);
 	while (rc->head != NULL)
@@ -896,7 +1090,7 @@ rconn_is_up(const struct rconn *rc)
 size_t
 rconn_pending(const struct rconn *rc)
 {
-	return rc != NULL ? rc->npending : 0;
+	return rc != NULL ? rc->npending + rconn_pending(rc->side) : 0;
 }
 
 int
