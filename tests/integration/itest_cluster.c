@@ -17,6 +17,11 @@
  *   (`warrantctl decide`): their keys are where the SPEC's shard function,
  *   computed here on its own, says, and the workers run them.
  *
+ * test_ask_mid_migration: shards = 6, one worker; one shard's keys are moved
+ *   to another primary while its slot stays IMPORTING/MIGRATING: that
+ *   shard's jobs run only because the worker follows -ASK (rconn's side
+ *   connection); then the migration ends and no PEL is left.
+ *
  * The jobs' keys are placed on the node the slot map names (the module under
  * test, cluster.h: a wrong slot would be answered with MOVED and fail here).
  */
@@ -563,6 +568,143 @@ slot_moved(void *arg)
 	return ok;
 }
 
+/* ---- ASK: a slot left mid-migration ---- */
+
+#define ASK_JOBS	60
+
+static redisReply *
+cmd_ok(redisContext *c, const char *what, redisReply *r)
+{
+	if (r == NULL || r->type == REDIS_REPLY_ERROR)
+		fail_msg("%s: %s", what, r ? r->str : c->errstr);
+	return r;
+}
+
+struct asked {
+	struct check *k;
+	unsigned shard;		/* the one whose slot is mid-migration */
+	redisContext *dst;	/* the importing node */
+};
+
+/* Every job terminal; the migrating shard's asked of the importing node
+ * (ASKING first: the map still names the source). */
+static int
+ask_terminal(void *arg)
+{
+	struct asked *a = arg;
+	struct check *k = a->k;
+	char id[32], p[64], key[512];
+
+	router_close(k->r);
+	router_refresh(k->r);
+	k->terminal = k->done = 0;
+	for (int i = 0; i < k->jobs; i++) {
+		snprintf(id, sizeof id, "%s-%05d", k->id_pre, i);
+		shard_prefix(p, sizeof p, k, id);
+		snprintf(key, sizeof key, "%s:decision:%s", p, id);
+		redisContext *c = route(k->r, key);
+		if (spec_shard(id) == a->shard) {
+			c = a->dst;
+			freeReplyObject(redisCommand(c, "ASKING"));
+		}
+		char *st = c ? h_hget(c, key, "state") : NULL;
+		k->terminal += terminal(st);
+		k->done += st && !strcmp(st, "done");
+		free(st);
+	}
+	return k->terminal == k->jobs;
+}
+
+/* One shard's keys all moved to another primary while its slot stays
+ * IMPORTING there and MIGRATING on the source: the source answers -ASK for
+ * every one of them, and only a worker that follows it (ASKING, then the
+ * command on the importing node) runs that shard's jobs. The script that
+ * ends a job names six keys; the importing node answers -TRYAGAIN when one
+ * of them is missing, so the test makes sure all six exist before the move.
+ * Then the migration ends (SETSLOT NODE) and every job is terminal, no PEL. */
+static void
+test_ask_mid_migration(void **state)
+{
+	struct router r = {0};
+	struct check k = {&r, "ask", SHARDS, ASK_JOBS, "ak", 0, 0};
+	char sp[64], key[512];
+	int prim[3];
+	struct h_daemon w;
+
+	(void)state;
+	router_refresh(&r);
+	decide_range(&r, &k, 0, ASK_JOBS);
+	unsigned shard = spec_shard("ak-00000");
+	snprintf(sp, sizeof sp, "{ask:%u}", shard);
+	unsigned slot = cluster_key_slot(sp, strlen(sp));
+	snprintf(key, sizeof key, "%s:jobs", sp);
+	redisContext *sc = route(&r, key);
+	const struct cluster_node *o = cluster_map_owner(r.map, slot);
+	assert_non_null(sc);
+	assert_non_null(o);
+	const struct node *src = node_by_port(o->port), *dst = NULL;
+	primaries(&r, prim);
+	for (int i = 0; i < 3 && dst == NULL; i++)
+		if (prim[i] != src->port)
+			dst = node_by_port(prim[i]);
+	assert_non_null(dst);
+	redisContext *dc = connect_port(dst->port);
+	assert_non_null(dc);
+
+	/* every key the job scripts name exists, so none is missing there */
+	static const char *const streams[] = {"audit", "dead", "notify"};
+	for (size_t i = 0; i < 3; i++)
+		freeReplyObject(cmd_ok(sc, "XADD", redisCommand(sc, "XADD %s:%s * itest ask", sp,
+		    streams[i])));
+	freeReplyObject(cmd_ok(sc, "ZADD", redisCommand(sc,
+	    "ZADD %s:scheduled 999999999999999 itest-never-due", sp)));
+	freeReplyObject(cmd_ok(dc, "IMPORTING", redisCommand(dc, "CLUSTER SETSLOT %u IMPORTING %s",
+	    slot, src->id)));
+	freeReplyObject(cmd_ok(sc, "MIGRATING", redisCommand(sc, "CLUSTER SETSLOT %u MIGRATING %s",
+	    slot, dst->id)));
+	redisReply *keys = cmd_ok(sc, "GETKEYSINSLOT", redisCommand(sc,
+	    "CLUSTER GETKEYSINSLOT %u 10000", slot));
+	assert_true(keys->elements > 0);
+	for (size_t i = 0; i < keys->elements; i++)
+		freeReplyObject(cmd_ok(sc, "MIGRATE", redisCommand(sc, "MIGRATE 127.0.0.1 %d %s 0 5000",
+		    dst->port, keys->element[i]->str)));
+	printf("    slot %u (%s) mid-migration :%d -> :%d, %zu keys moved\n", slot, sp, src->port,
+	    dst->port, keys->elements);
+	freeReplyObject(keys);
+
+	char *ini = worker_ini("a1", "ask", 1, 16);
+	assert_int_equal(h_daemon_start(&w, ini), 0);
+	free(ini);
+	struct asked a = {&k, shard, dc};
+	if (h_wait_until(ask_terminal, &a, 30000) != 0)
+		fail_msg("mid-migration: %d of %d jobs terminal", k.terminal, ASK_JOBS);
+	assert_int_equal(k.done, ASK_JOBS);
+	assert_true(h_daemon_log_has(&w, "redis.ask"));
+
+	/* the migration ends: the slot is the importing node's */
+	for (int i = 0; i < NNODES; i++) {
+		if (nodes[i].pid <= 0 || (nodes[i].port != src->port && nodes[i].port != dst->port))
+			continue;
+		redisContext *c = connect_port(nodes[i].port);
+		assert_non_null(c);
+		freeReplyObject(cmd_ok(c, "NODE", redisCommand(c, "CLUSTER SETSLOT %u NODE %s", slot,
+		    dst->id)));
+		redisFree(c);
+	}
+	struct promoted moved = {&r, slot, src->port};
+	assert_int_equal(h_wait_until(slot_moved, &moved, WAIT_MS), 0);
+	if (h_wait_until(all_terminal, &k, WAIT_MS) != 0) {
+		diagnose(&k);
+		fail_msg("%d of %d jobs terminal", k.terminal, ASK_JOBS);
+	}
+	assert_int_equal(pel_total(&k), 0);
+	assert_true(h_daemon_stop_clean(&w));
+	redisFree(dc);
+	router_close(&r);
+}
+
+
+
 static void
 test_shards_reshard_failover(void **state)
 {
@@ -690,6 +832,9 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_tagged_prefix),
 		cmocka_unit_test(test_shards_reshard_failover),
+		/* last: its slot stays where the migration put it, which would
+		 * break the reshard's choice of slots */
+		cmocka_unit_test(test_ask_mid_migration),
 	};
 	char *cli = h_which("redis-cli");
 
