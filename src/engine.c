@@ -1127,9 +1127,10 @@ resolve_slot(void *arg, char *host, size_t hostlen, int *port)
 
 /* rconn_opts.error_seen on a cluster: a MOVED says where the slot is now
  * (rconn drops the connection; the next connect asks the map again). An
- * ASK -- one key mid-migration -- is not followed: the reply is an error
- * like any other and the caller backs off until the migration ends and
- * MOVED comes (README "Redis Cluster"). */
+ * ASK -- keys mid-migration -- changes no map: rconn follows it on a side
+ * connection (ASKING + the command), and only the first ASK of a migration
+ * (or one rconn could not follow) reaches the caller, which backs off and
+ * retries (README "Redis Cluster"). */
 static void
 cluster_error_seen(void *arg, const char *error)
 {
