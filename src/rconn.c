@@ -120,6 +120,7 @@ static const char *const expected_errors[] = {"BUSYGROUP", "NOSCRIPT"};
 static void start_connect(struct rconn *rc);
 static void drop(struct rconn *rc, const char *why);
 static void close_side(struct rconn *rc);
+static void free_side(struct rconn *rc);
 static int submit(struct rconn *rc, rconn_reply_cb *cb, handshake_cb *hs, void *arg,
 		  const char *cmd, size_t len, const char *body, size_t rest_off);
 static void on_side_timer(struct ev_loop *loop, ev_timer *w, int revents);
@@ -315,7 +316,12 @@ conn_gone(struct rconn *rc, const char *why)
 		finish(rc, rc->head, NULL);
 	if (rc->freeing)
 		return;
-	close_side(rc);		/* a new connection meets its own ASKs */
+	/* A new connection meets its own ASKs. The side's callbacks, too,
+	 * come before state_cb(0), unless this runs inside one of them. */
+	if (rc->side != NULL && rc->side->depth == 0)
+		free_side(rc);
+	else
+		close_side(rc);
 
 	unsigned failures = rc->attempt > 0 ? rc->attempt : 1;
 	long delay = (long)backoff_ms(rc->backoff_min_ms, rc->backoff_min_ms,
@@ -621,8 +627,16 @@ on_side_timer(struct ev_loop *loop, ev_timer *w, int revents)
 	if (rc->side != NULL && !rc->side_close && (rconn_pending(rc->side) > 0 ||
 	    ev_now(loop) - rc->side_used < RCONN_ASK_IDLE_MS / 1000.0))
 		return;
-	ev_timer_stop(loop, w);
+	free_side(rc);
+}
+
+/* Its outstanding callbacks get NULL now. Not from inside one of them. */
+static void
+free_side(struct rconn *rc)
+{
 	struct rconn *side = rc->side;
+
+	ev_timer_stop(rc->loop, &rc->side_timer);
 	rc->side = NULL;
 	rc->side_close = 0;
 	rconn_free(side);
@@ -1071,9 +1085,7 @@ rconn_free(struct rconn *rc)
 	rc->freeing = 1;
 	rc->up = 0;
 	ev_timer_stop(rc->loop, &rc->retry_timer);
-	ev_timer_stop(rc->loop, &rc->side_timer);
-	rconn_free(rc->side);	/* its callbacks answer rc's callers: first */
-	rc->side = NULL;
+	free_side(rc);		/* its callbacks answer rc's callers: first */
 	drop(rc, "freed");
 	stop_conn_timers(rc);
 	while (rc->head != NULL)
