@@ -708,6 +708,91 @@ cond_ticks(void *arg)
 	return (*left)-- <= 0;
 }
 
+/* A cluster's resolve hook; the socket is used all the same. */
+static int
+resolve_any(void *arg, char *host, size_t hostlen, int *port)
+{
+	(void)arg;
+	snprintf(host, hostlen, "127.0.0.1");
+	*port = 1;
+	return 0;
+}
+
+/* -ASK without a cluster: a script on A answers it while KEYS[1] is "A"
+ * there; B (TCP) has no such key, so there the same script INCRs KEYS[2].
+ * The first ASK opens the side connection and is the caller's (the
+ * fallback); once it is up, the ASKed commands are B's to answer, as EVAL
+ * (B never saw the script), one callback each; rconn_free() frees it. */
+static void
+test_follow_ask(void **state)
+{
+	struct h_redis a, b;
+	struct rconn_script ask;
+	static char body[256];
+	struct slot s[NEVAL];
+	char conf[64];
+	int port = h_free_port();
+
+	(void)state;
+	assert_true(port > 0);
+	snprintf(conf, sizeof conf, "port %d\nbind 127.0.0.1\n", port);
+	assert_int_equal(h_redis_start(&a, 0), 0);
+	assert_int_equal(h_redis_start_conf(&b, 0, conf), 0);
+	redisContext *ca = h_redis_connect(&a), *cb = h_redis_connect(&b);
+	assert_non_null(ca);
+	assert_non_null(cb);
+	freeReplyObject(redisCommand(ca, "SET ak A"));
+	snprintf(body, sizeof body, "if redis.call('GET', KEYS[1]) == 'A' then return "
+	    "redis.error_reply('ASK 7 127.0.0.1:%d') end return redis.call('INCR', KEYS[2])", port);
+	rconn_script_init(&ask, body);
+	struct rconn_opts o = opts_for(&a);
+	o.resolve = resolve_any;
+	struct rconn *rc = connect_up(&o, "ask");
+	const char *argv[] = {"ak", "an"};
+
+	/* the first: the ASK error itself, while the side connects */
+	memset(s, 0, sizeof(s));
+	assert_int_equal(rconn_eval(rc, &ask, on_slot, &s[0], 2, 2, argv, NULL), 0);
+	assert_int_equal(run_until(cond_slot, &s[0], WAIT_S), 0);
+	assert_int_equal(s[0].type, REDIS_REPLY_ERROR);
+	assert_non_null(strstr(s[0].str, "ASK 7"));
+	/* retried until B answers (the side is up) */
+	int tries = 0;
+	do {
+		memset(s, 0, sizeof(s));
+		assert_int_equal(rconn_eval(rc, &ask, on_slot, &s[0], 2, 2, argv, NULL), 0);
+		assert_int_equal(run_until(cond_slot, &s[0], WAIT_S), 0);
+		assert_int_equal(s[0].calls, 1);
+	} while (s[0].type == REDIS_REPLY_ERROR && ++tries < 200);
+	assert_int_equal(s[0].type, REDIS_REPLY_INTEGER);
+	assert_int_equal(s[0].integer, 1);
+	/* pipelined: every one answered by B, once, in order */
+	memset(s, 0, sizeof(s));
+	for (int i = 0; i < NEVAL; i++)
+		assert_int_equal(rconn_eval(rc, &ask, on_slot, &s[i], 2, 2, argv, NULL), 0);
+	assert_int_equal(run_until(cond_slot, &s[NEVAL - 1], WAIT_S), 0);
+	for (int i = 0; i < NEVAL; i++) {
+		assert_int_equal(s[i].calls, 1);
+		assert_int_equal(s[i].type, REDIS_REPLY_INTEGER);
+		assert_int_equal(s[i].integer, i + 2);
+	}
+	assert_int_equal(rconn_pending(rc), 0);
+	assert_int_equal(h_redis_int(cb, "INCRBY an 0"), NEVAL + 1);
+	assert_int_equal(h_redis_int(ca, "EXISTS an"), 0);
+
+	/* outstanding on the side when freed: NULL, once */
+	memset(s, 0, sizeof(s));
+	assert_int_equal(rconn_eval(rc, &ask, on_slot, &s[0], 2, 2, argv, NULL), 0);
+	int left = 3;
+	assert_int_equal(run_until(cond_ticks, &left, WAIT_S), 0);
+	rconn_free(rc);
+	assert_int_equal(s[0].calls, 1);
+	redisFree(ca);
+	redisFree(cb);
+	h_redis_stop(&a);
+	h_redis_stop(&b);
+}
+
 static void
 test_free_outstanding(void **state)
 {
@@ -767,6 +852,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_auth, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_eval_noscript, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_free_outstanding, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_follow_ask, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
