@@ -562,6 +562,32 @@ h_redis_connect(const struct h_redis *r)
 	return c;
 }
 
+redisContext *
+h_redis_connect_tcp(int port)
+{
+	struct timeval tv = { 5, 0 };
+	redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
+
+	if (c != NULL && c->err) {
+		redisFree(c);
+		return NULL;
+	}
+	return c;
+}
+
+int
+h_redis_tcp_pings(int port)
+{
+	redisContext *c = h_redis_connect_tcp(port);
+	redisReply *r = c ? redisCommand(c, "PING") : NULL;
+	int ok = r != NULL && r->type == REDIS_REPLY_STATUS;
+
+	freeReplyObject(r);
+	if (c)
+		redisFree(c);
+	return ok;
+}
+
 long long
 h_redis_int(redisContext *c, const char *fmt, ...)
 {

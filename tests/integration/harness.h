@@ -74,6 +74,11 @@ int h_redis_restart(struct h_redis *r)
 void h_redis_stop(struct h_redis *r);
 /* Synchronous client on the socket; caller frees with redisFree. NULL on error. */
 redisContext *h_redis_connect(const struct h_redis *r);
+/* The same for a node on 127.0.0.1:port (cluster nodes, sentinels): quietly
+ * NULL when it does not answer. */
+redisContext *h_redis_connect_tcp(int port);
+/* 1 when 127.0.0.1:port answers PING, else 0 (a condition to wait on). */
+int h_redis_tcp_pings(int port);
 /* Integer reply, or -1 on any error or other reply type. */
 long long h_redis_int(redisContext *c, const char *fmt, ...);
 /* String or status reply, caller frees; NULL for nil, error or other types. */

@@ -67,16 +67,13 @@ static char seed_list[256];
 
 /* ---- the cluster ---- */
 
+/* With a command timeout: nothing here blocks on purpose. */
 static redisContext *
 connect_port(int port)
 {
 	struct timeval tv = {5, 0};
-	redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
+	redisContext *c = h_redis_connect_tcp(port);
 
-	if (c != NULL && c->err) {
-		redisFree(c);
-		return NULL;
-	}
 	if (c != NULL)
 		redisSetTimeout(c, tv);
 	return c;
@@ -85,15 +82,7 @@ connect_port(int port)
 static int
 node_answers(void *arg)
 {
-	const struct node *n = arg;
-	redisContext *c = connect_port(n->port);
-	redisReply *r = c ? redisCommand(c, "PING") : NULL;
-	int ok = r != NULL && r->type == REDIS_REPLY_STATUS;
-
-	freeReplyObject(r);
-	if (c)
-		redisFree(c);
-	return ok;
+	return h_redis_tcp_pings(((const struct node *)arg)->port);
 }
 
 static void
@@ -322,6 +311,10 @@ struct check {
 	int shards, jobs;
 	const char *id_pre;	/* recordIds: <id_pre>-%05d */
 	int terminal, done;
+	/* mid-migration: this shard's keys are asked of the importing node
+	 * (ASKING first: the map still names the source); NULL: none */
+	redisContext *ask_dst;
+	unsigned ask_shard;
 };
 
 static void
@@ -333,7 +326,8 @@ shard_prefix(char *buf, size_t n, const struct check *k, const char *id)
 		snprintf(buf, n, "%s", k->prefix);
 }
 
-/* Every job's state, asked of the node that owns its shard now. */
+/* Every job's state, asked of the node that owns its shard now (or of
+ * the importing node, for a shard mid-migration). */
 static int
 all_terminal(void *arg)
 {
@@ -348,6 +342,10 @@ all_terminal(void *arg)
 		shard_prefix(p, sizeof p, k, id);
 		snprintf(key, sizeof key, "%s:decision:%s", p, id);
 		redisContext *c = route(k->r, key);
+		if (k->ask_dst != NULL && spec_shard(id) == k->ask_shard) {
+			c = k->ask_dst;
+			freeReplyObject(redisCommand(c, "ASKING"));
+		}
 		char *st = c ? h_hget(c, key, "state") : NULL;
 		k->terminal += terminal(st);
 		k->done += st && !strcmp(st, "done");
@@ -460,7 +458,7 @@ static void
 test_tagged_prefix(void **state)
 {
 	struct router r = {0};
-	struct check k = {&r, "{itc}", 0, TAG_JOBS, "tg", 0, 0};
+	struct check k = {.r = &r, .prefix = "{itc}", .shards = 0, .jobs = TAG_JOBS, .id_pre = "tg"};
 	struct h_daemon w;
 
 	(void)state;
@@ -580,41 +578,6 @@ cmd_ok(redisContext *c, const char *what, redisReply *r)
 	return r;
 }
 
-struct asked {
-	struct check *k;
-	unsigned shard;		/* the one whose slot is mid-migration */
-	redisContext *dst;	/* the importing node */
-};
-
-/* Every job terminal; the migrating shard's asked of the importing node
- * (ASKING first: the map still names the source). */
-static int
-ask_terminal(void *arg)
-{
-	struct asked *a = arg;
-	struct check *k = a->k;
-	char id[32], p[64], key[512];
-
-	router_close(k->r);
-	router_refresh(k->r);
-	k->terminal = k->done = 0;
-	for (int i = 0; i < k->jobs; i++) {
-		snprintf(id, sizeof id, "%s-%05d", k->id_pre, i);
-		shard_prefix(p, sizeof p, k, id);
-		snprintf(key, sizeof key, "%s:decision:%s", p, id);
-		redisContext *c = route(k->r, key);
-		if (spec_shard(id) == a->shard) {
-			c = a->dst;
-			freeReplyObject(redisCommand(c, "ASKING"));
-		}
-		char *st = c ? h_hget(c, key, "state") : NULL;
-		k->terminal += terminal(st);
-		k->done += st && !strcmp(st, "done");
-		free(st);
-	}
-	return k->terminal == k->jobs;
-}
-
 /* One shard's keys all moved to another primary while its slot stays
  * IMPORTING there and MIGRATING on the source: the source answers -ASK for
  * every one of them, and only a worker that follows it (ASKING, then the
@@ -626,7 +589,7 @@ static void
 test_ask_mid_migration(void **state)
 {
 	struct router r = {0};
-	struct check k = {&r, "ask", SHARDS, ASK_JOBS, "ak", 0, 0};
+	struct check k = {.r = &r, .prefix = "ask", .shards = SHARDS, .jobs = ASK_JOBS, .id_pre = "ak"};
 	char sp[64], key[512];
 	int prim[3];
 	struct h_daemon w;
@@ -675,13 +638,15 @@ test_ask_mid_migration(void **state)
 	char *ini = worker_ini("a1", "ask", 1, 16);
 	assert_int_equal(h_daemon_start(&w, ini), 0);
 	free(ini);
-	struct asked a = {&k, shard, dc};
-	if (h_wait_until(ask_terminal, &a, 30000) != 0)
+	k.ask_dst = dc;
+	k.ask_shard = shard;
+	if (h_wait_until(all_terminal, &k, 30000) != 0)
 		fail_msg("mid-migration: %d of %d jobs terminal", k.terminal, ASK_JOBS);
 	assert_int_equal(k.done, ASK_JOBS);
 	assert_true(h_daemon_log_has(&w, "redis.ask"));
 
 	/* the migration ends: the slot is the importing node's */
+	k.ask_dst = NULL;
 	for (int i = 0; i < NNODES; i++) {
 		if (nodes[i].pid <= 0 || (nodes[i].port != src->port && nodes[i].port != dst->port))
 			continue;
@@ -703,8 +668,6 @@ test_ask_mid_migration(void **state)
 	router_close(&r);
 }
 
-
-
 static void
 test_shards_reshard_failover(void **state)
 {
@@ -717,7 +680,7 @@ test_shards_reshard_failover(void **state)
 	(void)state;
 	router_refresh(&r);
 	pick_prefix(&r, prefix, sizeof prefix, &mslot, &from_port);
-	struct check k = {&r, prefix, SHARDS, JOBS, "sh", 0, 0};
+	struct check k = {.r = &r, .prefix = prefix, .shards = SHARDS, .jobs = JOBS, .id_pre = "sh"};
 	decide_range(&r, &k, CTL_JOBS, JOBS);
 	wait_replicated(&r);
 

@@ -64,27 +64,13 @@ node_spawn(struct node *n, const char *name, const char *conf_text, int sentinel
 static redisContext *
 node_connect(const struct node *n)
 {
-	struct timeval tv = {2, 0};
-	redisContext *c = redisConnectWithTimeout("127.0.0.1", n->port, tv);
-
-	if (c != NULL && c->err) {
-		redisFree(c);
-		return NULL;
-	}
-	return c;
+	return h_redis_connect_tcp(n->port);
 }
 
 static int
 node_answers(void *arg)
 {
-	redisContext *c = node_connect(arg);
-	redisReply *r = c ? redisCommand(c, "PING") : NULL;
-	int ok = r != NULL && r->type == REDIS_REPLY_STATUS;
-
-	freeReplyObject(r);
-	if (c)
-		redisFree(c);
-	return ok;
+	return h_redis_tcp_pings(((const struct node *)arg)->port);
 }
 
 static void
