@@ -42,13 +42,15 @@ struct rconn_opts {
 	 * the connection, so a failover is followed at the next connect. */
 	int (*resolve)(void *arg, char *host, size_t hostlen, int *port);
 	void *resolve_arg;
-	/* Cluster (cluster.h): with resolve set, a -MOVED reply drops the
+	/* Cluster (cluster.h): set with resolve; a -MOVED reply drops the
 	 * connection too (the slot is served elsewhere now; resolve asks the
 	 * slot map at the next connect). error_seen, when set, is shown the
 	 * text of every error reply (with resolve_arg) before the command's
 	 * callback. */
 	void (*error_seen)(void *arg, const char *error);
-	/* Cluster -ASK (with resolve set): the first ASK of a migration opens
+	int cluster;
+	/* Cluster -ASK (cluster set): every command keeps its bytes until its
+	 * reply (only then: a copy per command); the first ASK of a migration opens
 	 * a side connection to the node it names (same AUTH, no resolve) and
 	 * gets its reply as it is (the caller retries); once that connection
 	 * is up, every ASKed command is sent there again after ASKING, and its

@@ -1193,6 +1193,7 @@ connect_shard(struct shard *sh, struct rconn_opts o)
 	} else if (cfg->redis.cluster) {
 		o.resolve = resolve_slot;
 		o.error_seen = cluster_error_seen;
+		o.cluster = 1;
 		o.resolve_arg = sh;
 	}
 	snprintf(name, sizeof name, cfg->redis.shards ? "cmd.%u" : "cmd", sh->index);

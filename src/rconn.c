@@ -72,6 +72,7 @@ struct rconn {
 	void *state_arg;
 	int (*resolve)(void *arg, char *host, size_t hostlen, int *port);
 	void *resolve_arg;
+	int cluster;		/* MOVED drops, ASK is followed */
 	void (*error_seen)(void *arg, const char *error);
 	char qname[64];		/* the name, ready for a log line */
 
@@ -467,7 +468,7 @@ note_reply(struct rconn *rc, const redisReply *reply)
 		rc->error_seen(rc->resolve_arg, reply->str ? reply->str : "");
 	if (rc->resolve != NULL && strcmp(kind, "READONLY") == 0)
 		schedule_drop(rc, "READONLY: a failover");
-	if (rc->resolve != NULL && strcmp(kind, "MOVED") == 0)
+	if (rc->cluster && strcmp(kind, "MOVED") == 0)
 		schedule_drop(rc, "MOVED: the slot is served elsewhere");
 	rc->err_replies++;
 	for (int i = 0; i < rc->nerr_kinds; i++)
@@ -588,7 +589,7 @@ follow_ask(struct rconn *rc, const struct rc_cmd *c, const redisReply *reply)
 {
 	struct cluster_redirect rd;
 
-	if (rc->resolve == NULL || reply->type != REDIS_REPLY_ERROR ||
+	if (!rc->cluster || reply->type != REDIS_REPLY_ERROR ||
 	    cluster_parse_redirect(reply->str, &rd) != CLUSTER_ASK || rc->freeing)
 		return -1;
 	const char *host = rd.to.host[0] != '\0' ? rd.to.host : rc->host;
@@ -692,7 +693,7 @@ static int
 submit(struct rconn *rc, rconn_reply_cb *cb, handshake_cb *hs, void *arg, const char *cmd,
        size_t len, const char *body, size_t rest_off)
 {
-	int keep = body != NULL || (cb != NULL && rc->resolve != NULL);
+	int keep = body != NULL || (cb != NULL && rc->cluster);
 	struct rc_cmd *c = calloc(1, sizeof(*c) + (keep ? len : 0));
 
 	if (c == NULL || rc->ac == NULL || refused_command(cmd, len)) {
@@ -1061,6 +1062,7 @@ rconn_new(struct ev_loop *loop, const struct rconn_opts *opts, const char *name,
 	rc->resolve = opts->resolve;
 	rc->resolve_arg = opts->resolve_arg;
 	rc->error_seen = opts->error_seen;
+	rc->cluster = opts->resolve != NULL && opts->cluster;
 	log_quote(rc->qname, sizeof(rc->qname), name != NULL ? name : "redis");
 	init_timer(rc, &rc->retry_timer, on_retry_timer);
 	init_timer(rc, &rc->conn_timer, on_conn_timer);

@@ -747,6 +747,7 @@ test_follow_ask(void **state)
 	rconn_script_init(&ask, body);
 	struct rconn_opts o = opts_for(&a);
 	o.resolve = resolve_any;
+	o.cluster = 1;
 	struct rconn *rc = connect_up(&o, "ask");
 	const char *argv[] = {"ak", "an"};
 
