@@ -27,6 +27,18 @@ const struct sreply *sreply_of(const struct redisReply *r);
  * "BUSYGROUP"; NULL: any error reply), else 0. */
 int sreply_error(const struct sreply *r, const char *prefix);
 
+/* The text of an error reply ("" when it has none), or NULL when r is not one. */
+const char *sreply_error_text(const struct sreply *r);
+
+/*
+ * Item i's reply in the reply r to a batch of n items (store.h: a batch
+ * form returns one element per item, in order): element i of an array of
+ * exactly n elements; r itself when r is an error reply (the whole call
+ * failed: every item gets its error); NULL for any other shape (as when
+ * the connection went: the item is tried again).
+ */
+const struct sreply *sreply_batch_item(const struct sreply *r, size_t n, size_t i);
+
 /* An integer reply: 0 and *out, or -1 for anything else. */
 int sreply_integer(const struct sreply *r, long long *out) __attribute__((warn_unused_result));
 

@@ -53,6 +53,11 @@ struct store_script {
 	const char *const *args;	/* ARGV names in order, NULL-terminated */
 	const char *rest;		/* the trailing list's name ("ids"), or NULL */
 	int nkeys, nargs;
+	/* The batch form ("-- BATCH:" line, luagen.sh), or NULL: one call for
+	 * several items, each run under pcall, the reply an array of theirs. */
+	const char *batch;
+	const unsigned char *shared;	/* per slot, with batch: 1 when the same
+					   for every item (passed once) */
 };
 
 extern const struct store_script store_scripts[STORE_NSCRIPTS];
@@ -104,6 +109,39 @@ struct store_vec {
 	const char *argv_in[STORE_VEC_INLINE];
 	size_t len_in[STORE_VEC_INLINE];
 };
+
+/* 0 when every key and argument of a is set once and in place, else -1
+ * with one line in err (the check store_args_vec() makes). */
+int store_args_check(const struct store_args *a, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+
+/* A copy of a that owns its strings: one allocation, freed with free().
+ * NULL when out of memory or when a has a trailing list (a batched script
+ * has none: only the slots are copied). */
+struct store_args *store_args_dup(const struct store_args *a)
+	__attribute__((warn_unused_result));
+
+/*
+ * Batches (scripts with a batch form). STORE_BATCH_MAX items at most per
+ * call: a batch runs inside Redis as one script, blocking it meanwhile
+ * (64 transitions take about 3 ms there).
+ */
+#define STORE_BATCH_MAX 64
+
+/* 1 when a can join a batch that first leads: both of one script that has
+ * a batch form, and every shared slot the same string. */
+int store_batch_fits(const struct store_args *first, const struct store_args *a);
+
+/* The EVAL of the batch form for items[0..n-1] (1 <= n <= STORE_BATCH_MAX,
+ * each fitting items[0]): argv[0] "EVAL", argv[1] the batch body, argv[2]
+ * the number of keys, then the shared keys (items[0]'s), each item's own
+ * keys in turn, the shared arguments, each item's own arguments in turn
+ * (header order within each group). Item i's reply is element i + 1 of
+ * the array the script returns. 0 (free with store_vec_free), or -1 with
+ * one line in err; *v then needs no free. */
+int store_batch_vec(const struct store_args *const *items, size_t n, struct store_vec *v,
+		    char *err, size_t errlen)
+	__attribute__((warn_unused_result));
 
 /* Builds *v from a (v->argv and v->len point into a's strings and into v).
  * 0, or -1 with one line in err naming the script and the missing or

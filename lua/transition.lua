@@ -1,5 +1,6 @@
 -- KEYS: hash jobs audit dead notify scheduled
 -- ARGV: group stream_id consumer fence has_hash state outcome detail http_status ack dead_reason notify_write notify_owner record_id on_behalf_of action resource deliveries at audit_maxlen schedule_score attempt notify_kind retain_ms require_owner incr_attempts dead_maxlen notify_maxlen check_lease keep_unpending terminal
+-- BATCH: jobs audit dead notify scheduled group consumer audit_maxlen dead_maxlen notify_maxlen terminal
 --
 -- One state change of a job: fences, hash write, audit, dead letter,
 -- notification, reschedule and XACK at once (R4, R10, R13).

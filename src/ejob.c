@@ -393,7 +393,7 @@ send_transition(struct ejob *j)
 		snprintf(score, sizeof score, "%" PRId64, s->at_ms);
 	store_transition_args(env->keys, cfg->redis.group, cfg->daemon.consumer,
 	    cfg->records.audit_maxlen, &t, &a);
-	if (script_send(env->cmd, env->scripts, &a, after_transition, j) < 0) {
+	if (script_batch_send(env->batch, &a, after_transition, j) < 0) {
 		redis_retry(j, T_REDIS_RETRY);
 		return;
 	}

@@ -69,6 +69,7 @@ struct shard {
 	unsigned index, slot;		/* slot: of its keys' hash tag (cluster) */
 	struct store_keys keys;
 	struct rconn *cmd, *blk;
+	struct script_batch *batch;	/* cmd's transitions, batched */
 	struct ejob_env env;		/* what its jobs in hand may use */
 	struct ejobs *jobs;
 	int group_ready, reading, own_done, claiming;
@@ -1042,6 +1043,7 @@ lend_env(struct shard *sh)
 
 	e->loop = eng->loop;
 	e->cmd = sh->cmd;
+	e->batch = sh->batch;
 	e->http = eng->http;
 	e->oauth = eng->oauth;
 	e->webhook = eng->webhook;
@@ -1198,9 +1200,12 @@ connect_shard(struct shard *sh, struct rconn_opts o)
 	}
 	snprintf(name, sizeof name, cfg->redis.shards ? "cmd.%u" : "cmd", sh->index);
 	sh->cmd = rconn_new(sh->eng->loop, &o, name, on_cmd_state, sh);
+	if (sh->cmd == NULL || (sh->batch = script_batch_new(sh->eng->loop, sh->cmd,
+	    &sh->eng->scripts)) == NULL)
+		return -1;
 	lend_env(sh);
 	if (sh->eng->one_read)
-		return sh->cmd ? 0 : -1;
+		return 0;
 	o.command_timeout_ms = cfg->redis.block_ms + 5000;
 	snprintf(name, sizeof name, cfg->redis.shards ? "read.%u" : "read", sh->index);
 	sh->blk = rconn_new(sh->eng->loop, &o, name, on_blk_state, sh);
@@ -1537,6 +1542,8 @@ engine_free(struct engine *eng)
 	}
 	rconn_free(eng->blk);
 	for (size_t i = 0; i < eng->nshards; i++) {
+		/* before its connection: gathered calls get NULL while it is there */
+		script_batch_free(eng->shards[i].batch);
 		rconn_free(eng->shards[i].blk);
 		rconn_free(eng->shards[i].cmd);
 	}

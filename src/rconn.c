@@ -409,18 +409,17 @@ resend_as_eval(struct rconn *rc, redisAsyncContext *ac, struct rc_cmd *c)
 	return 0;
 }
 
-/* The kind of an error reply into buf ("" when it is not one or has no
- * leading upper-case word), cut to n - 1 bytes. */
+/* The kind of an error's text into buf ("" when it has no leading
+ * upper-case word), cut to n - 1 bytes. */
 static void
-error_kind(const redisReply *reply, char *buf, size_t n)
+error_kind(const char *text, char *buf, size_t n)
 {
 	size_t k = 0;
 
 	if (n == 0)
 		return;
-	if (reply != NULL && reply->type == REDIS_REPLY_ERROR && reply->str != NULL)
-		for (const char *p = reply->str; k + 1 < n && *p >= 'A' && *p <= 'Z'; p++)
-			buf[k++] = *p;
+	for (const char *p = text; k + 1 < n && *p >= 'A' && *p <= 'Z'; p++)
+		buf[k++] = *p;
 	buf[k] = '\0';
 }
 
@@ -447,25 +446,20 @@ maybe_end_episode(struct rconn *rc)
 	rc->err_replies = 0;
 }
 
-/* One line per kind of error reply per episode, and one when it ends. */
+/* One line per kind of error per episode (note_reply ends episodes). */
 static void
-note_reply(struct rconn *rc, const redisReply *reply)
+note_error(struct rconn *rc, const char *text)
 {
 	char kind[RCONN_ERR_KIND_LEN], q[160];
 
-	if (reply == NULL)
-		return;
-	maybe_end_episode(rc);
-	if (reply->type != REDIS_REPLY_ERROR)
-		return;
-	error_kind(reply, kind, sizeof kind);
+	error_kind(text, kind, sizeof kind);
 	if (expected_error(kind))
 		return;
 	rc->last_err_at = ev_now(rc->loop);
 	/* Sentinel: the primary was demoted under us; find the new one.
 	 * Cluster: the same after a failover, and MOVED: the slot went. */
 	if (rc->error_seen != NULL)
-		rc->error_seen(rc->resolve_arg, reply->str ? reply->str : "");
+		rc->error_seen(rc->resolve_arg, text);
 	if (rc->resolve != NULL && strcmp(kind, "READONLY") == 0)
 		schedule_drop(rc, "READONLY: a failover");
 	if (rc->cluster && strcmp(kind, "MOVED") == 0)
@@ -477,7 +471,25 @@ note_reply(struct rconn *rc, const redisReply *reply)
 	if (rc->nerr_kinds < RCONN_ERR_KINDS)
 		memcpy(rc->err_kinds[rc->nerr_kinds++], kind, sizeof kind);
 	log_warn("redis.error", "name=%s kind=%s error=%s", rc->qname, kind[0] ? LOG_Q(kind) : "-",
-	    log_quote(q, sizeof q, reply->str ? reply->str : ""));
+	    log_quote(q, sizeof q, text));
+}
+
+/* One line per kind of error reply per episode, and one when it ends. */
+static void
+note_reply(struct rconn *rc, const redisReply *reply)
+{
+	if (reply == NULL)
+		return;
+	maybe_end_episode(rc);
+	if (reply->type == REDIS_REPLY_ERROR)
+		note_error(rc, reply->str ? reply->str : "");
+}
+
+void
+rconn_note_error(struct rconn *rc, const char *text)
+{
+	if (text != NULL)
+		note_error(rc, text);
 }
 
 /* Cluster -ASK (the spec: ASKING, then the same command on the importing

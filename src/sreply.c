@@ -170,6 +170,28 @@ sreply_group_lag(const struct sreply *reply, const char *group)
 	return -1;
 }
 
+const char *
+sreply_error_text(const struct sreply *reply)
+{
+	const redisReply *r = tree(reply);
+
+	if (r == NULL || r->type != REDIS_REPLY_ERROR)
+		return NULL;
+	return r->str ? r->str : "";
+}
+
+const struct sreply *
+sreply_batch_item(const struct sreply *reply, size_t n, size_t i)
+{
+	const redisReply *r = tree(reply);
+
+	if (r != NULL && r->type == REDIS_REPLY_ERROR)
+		return reply;
+	if (!is_array(r) || r->elements != n || i >= n || r->element == NULL)
+		return NULL;
+	return sreply_of(r->element[i]);
+}
+
 int
 sreply_error(const struct sreply *reply, const char *prefix)
 {
