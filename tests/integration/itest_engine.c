@@ -26,6 +26,8 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "rconn.h"
+#include "store.h"
 #include "wtime.h"
 
 #define WAIT_MS		60000
@@ -823,6 +825,77 @@ test_r4_duplicate(void **state)
 }
 
 /* ------------------------------------------------------------------ */
+/* batched transitions (script.h)                                       */
+
+#define BATCH_N 16
+
+/* Transitions made in one turn of the loop go to Redis as one call of the
+ * batch form, each item under pcall with a reply of its own: one item's
+ * error (a hash whose `attempts` HINCRBY refuses) is that item's error
+ * reply, retried with backoff as alone (R17), and one item's refusal (R4:
+ * already terminal) that item's answer, while their neighbours in the same
+ * call run to done. Every entry is queued before the worker starts, so its
+ * first read takes them all and their start transitions are one batch. */
+static void
+test_batch_isolation(void **state)
+{
+	const char *p = "bt";
+	struct h_daemon_opts o = opts(p);
+	char id[32], *json, *jws;
+	struct rconn_script batch;
+	(void)state;
+
+	fake_reset();
+	assert_true(h_redis_int(C, "DEL bt:jobs") >= 0);
+	free(h_redis_str(C, "SCRIPT FLUSH"));
+	long long now = h_now_ms();
+	char *key_path = strdup(h_data("test-es256.key"));
+	for (int i = 0; i < BATCH_N; i++) {
+		snprintf(id, sizeof id, "bt-%02d", i);
+		json = h_record_json(id, ACTION, RESOURCE, now - 1000, now + 600000, 0, NULL);
+		jws = json ? h_sign(json, key_path) : NULL;
+		assert_non_null(jws);
+		assert_int_equal(h_store_record(C, p, id, jws, 0), 0);
+		free(json);
+		free(jws);
+	}
+	free(key_path);
+	assert_true(h_redis_int(C, "HSET bt:decision:bt-05 attempts x") >= 0);
+	assert_true(h_redis_int(C, "HSET bt:decision:bt-10 state done updatedAt x") >= 0);
+	for (int i = 0; i < BATCH_N; i++)
+		free(h_redis_str(C, "XADD bt:jobs * id bt-%02d", i));
+	daemon_up(&D[0], &o);
+	for (int i = 0; i < BATCH_N; i++) {
+		if (i == 5 || i == 10)
+			continue;
+		snprintf(id, sizeof id, "bt-%02d", i);
+		wait_state(p, id, "done");
+		assert_int_equal(ncalls(id), 1);
+		assert_hfield(p, id, "attempts", "1");
+	}
+	struct log_wait dup = { &D[0], "event=job.duplicate id=bt-10" };
+	wait_for(log_has, &dup, "job.duplicate of bt-10");
+	struct log_wait bad = { &D[0], "kind=ERR error=\"ERR hash value is not an integer" };
+	wait_for(log_has, &bad, "bt-05's own error reply logged (R17)");
+	/* the item that failed: nothing written, no call, still pending, tried again */
+	assert_hfield(p, "bt-05", "state", "queued");
+	assert_hfield(p, "bt-05", "attempts", "x");
+	assert_int_equal(ncalls("bt-05"), 0);
+	assert_hfield(p, "bt-10", "updatedAt", "x");
+	assert_int_equal(ncalls("bt-10"), 0);
+	assert_int_equal(h_pending_count(C, "bt:jobs", "workers"), 1);
+	assert_int_equal(h_redis_int(C, "XLEN bt:audit"), 2 * (BATCH_N - 2));
+	/* and the batch form did run (the script cache was empty at the start) */
+	rconn_script_init(&batch, store_scripts[STORE_TRANSITION].batch);
+	redisReply *r = redisCommand(C, "SCRIPT EXISTS %s", batch.sha1);
+	assert_non_null(r);
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	assert_int_equal(r->element[0]->integer, 1);
+	freeReplyObject(r);
+	daemon_down(&D[0]);
+}
+
+/* ------------------------------------------------------------------ */
 /* R2 / §5 scheduled jobs                                               */
 
 struct zwait {
@@ -1409,6 +1482,9 @@ main(void)
 		cmocka_unit_test_teardown(test_r10_lease_kept, test_teardown),
 		cmocka_unit_test_teardown(test_r11_takeover, test_teardown),
 	};
+	const struct CMUnitTest batches[] = {
+		cmocka_unit_test_teardown(test_batch_isolation, test_teardown),
+	};
 	const struct CMUnitTest heartbeat[] = {
 		cmocka_unit_test_teardown(test_heartbeat, test_teardown),
 	};
@@ -1431,6 +1507,8 @@ main(void)
 	failed += cmocka_run_group_tests_name("engine: R2 schedule", schedule, group_setup,
 	    group_teardown);
 	failed += cmocka_run_group_tests_name("engine: R10-R14 recovery", recovery, group_setup,
+	    group_teardown);
+	failed += cmocka_run_group_tests_name("engine: batched transitions", batches, group_setup,
 	    group_teardown);
 	failed += cmocka_run_group_tests_name("engine: heartbeat", heartbeat, group_setup,
 	    group_teardown);

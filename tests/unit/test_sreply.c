@@ -275,6 +275,47 @@ test_transition(void **state)
 	tree_free(no);
 }
 
+/* A batch's reply (store.h): item i gets element i of an array of exactly
+ * n, every item the error of a failed call, and NULL (tried again) for any
+ * other shape -- never a neighbour's element. */
+static void
+test_batch_item(void **state)
+{
+	(void)state;
+	redisReply *r = arr(3, arr(4, num(1), str("ok"), str("queued"), str("1")),
+	    err("ERR hash value is not an integer"), arr(3, num(0), str("attempts"), str("running")));
+	const struct sreply *whole = sreply_of(r);
+	struct sreply_transition t;
+
+	sreply_transition(sreply_batch_item(whole, 3, 0), &t);
+	assert_int_equal(t.written, 1);
+	assert_int_equal(t.fence, 1);
+	assert_int_equal(sreply_error(sreply_batch_item(whole, 3, 1), "ERR hash value"), 1);
+	assert_string_equal(sreply_error_text(sreply_batch_item(whole, 3, 1)),
+	    "ERR hash value is not an integer");
+	sreply_transition(sreply_batch_item(whole, 3, 2), &t);
+	assert_int_equal(t.written, 0);
+	assert_string_equal(t.why, "attempts");
+	assert_null(sreply_error_text(sreply_batch_item(whole, 3, 0)));
+	/* a count that is not the batch's, an index past it: nobody's reply */
+	assert_null(sreply_batch_item(whole, 2, 0));
+	assert_null(sreply_batch_item(whole, 4, 0));
+	assert_null(sreply_batch_item(whole, 3, 3));
+	tree_free(r);
+
+	redisReply *busy = err("BUSY Redis is busy running a script");
+	for (size_t i = 0; i < 3; i++)
+		assert_ptr_equal(sreply_batch_item(sreply_of(busy), 3, i), sreply_of(busy));
+	tree_free(busy);
+	redisReply *odd[] = {num(1), str("ok"), node(REDIS_REPLY_NIL)};
+	for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+		assert_null(sreply_batch_item(sreply_of(odd[i]), 1, 0));
+		tree_free(odd[i]);
+	}
+	assert_null(sreply_batch_item(NULL, 1, 0));
+	assert_null(sreply_error_text(NULL));
+}
+
 int
 main(void)
 {
@@ -287,6 +328,7 @@ main(void)
 		cmocka_unit_test(test_group_lag),
 		cmocka_unit_test(test_plain_replies),
 		cmocka_unit_test(test_transition),
+		cmocka_unit_test(test_batch_item),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

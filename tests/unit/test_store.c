@@ -423,6 +423,213 @@ test_transition_args(void **state)
 	store_vec_free(&v);
 }
 
+/* Two transitions of one batch: the same keys and limits, their own hash,
+ * stream id, state, fence... */
+static void
+two_transitions(struct store_keys *k, struct store_args a[2])
+{
+	struct store_transition t[2] = {
+		{.hash_key = "w:decision:r1", .stream_id = "5-0", .record_id = "r1",
+		 .state = "running", .fence_attempts = -1, .incr_attempts = 1, .attempt = 1,
+		 .at = "2026-01-01T00:00:00Z", .dead_maxlen = 10, .notify_maxlen = 20},
+		{.hash_key = "w:decision:r2", .stream_id = "6-0", .record_id = "r2",
+		 .state = "done", .fence_attempts = 3, .require_owner = 1, .ack = 1, .attempt = 3,
+		 .http_status = "204", .at = "2026-01-01T00:00:01Z", .retain_ms = 1000,
+		 .dead_maxlen = 10, .notify_maxlen = 20, .keep_unpending = 1},
+	};
+
+	assert_int_equal(store_keys_init(k, "w", "c1"), 0);
+	for (int i = 0; i < 2; i++)
+		store_transition_args(k, "g", "c1", 99, &t[i], &a[i]);
+}
+
+/* The batch form's vector: the shared keys once, then each item's own keys,
+ * the shared arguments once, then each item's own arguments, every one in
+ * header order -- the order the generated Lua reads them in. */
+static void
+test_batch_layout(void **state)
+{
+	const struct store_script *sc = &store_scripts[STORE_TRANSITION];
+	struct store_keys k;
+	struct store_args a[2];
+	const struct store_args *items[2] = {&a[0], &a[1]};
+	struct store_vec v, one[2];
+	char err[160];
+	int nslot = sc->nkeys + sc->nargs, shared_keys = 0, shared_args = 0, own_keys = 0;
+	int own_args = 0;
+
+	(void)state;
+	assert_non_null(sc->batch);
+	assert_non_null(sc->shared);
+	two_transitions(&k, a);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(store_args_vec(&a[i], &one[i], err, sizeof err), 0);
+	for (int i = 0; i < nslot; i++) {
+		if (i < sc->nkeys) {
+			shared_keys += sc->shared[i];
+			own_keys += !sc->shared[i];
+		} else {
+			shared_args += sc->shared[i];
+			own_args += !sc->shared[i];
+		}
+	}
+	/* the hash is each item's; key names, group, consumer and limits shared */
+	assert_int_equal(own_keys, 1);
+	assert_int_equal(sc->shared[STORE_TRANSITION_HASH & 0xff], 0);
+	assert_int_equal(sc->shared[STORE_TRANSITION_STREAM_ID & 0xff], 0);
+	assert_int_equal(sc->shared[STORE_TRANSITION_CONSUMER & 0xff], 1);
+	assert_int_equal(sc->shared[STORE_TRANSITION_TERMINAL & 0xff], 1);
+
+	assert_int_equal(store_batch_vec(items, 2, &v, err, sizeof err), 0);
+	assert_int_equal(v.argc, STORE_VEC_HEAD + shared_keys + 2 * own_keys + shared_args +
+	    2 * own_args);
+	assert_string_equal(v.argv[0], "EVAL");
+	assert_ptr_equal(v.argv[1], sc->batch);
+	assert_int_equal(atoi(v.argv[2]), shared_keys + 2 * own_keys);
+	int at = STORE_VEC_HEAD;
+	for (int pass = 0; pass < 4; pass++) {	/* shared keys, own keys, shared args, own args */
+		int keys = pass < 2, shared = pass % 2 == 0;
+		for (int item = 0; item < (shared ? 1 : 2); item++)
+			for (int i = keys ? 0 : sc->nkeys; i < (keys ? sc->nkeys : nslot); i++)
+				if (sc->shared[i] == shared) {
+					assert_string_equal(v.argv[at], one[item].argv[STORE_VEC_HEAD + i]);
+					assert_int_equal(v.len[at], strlen(v.argv[at]));
+					at++;
+				}
+	}
+	assert_int_equal(at, v.argc);
+	store_vec_free(&v);
+	for (int i = 0; i < 2; i++)
+		store_vec_free(&one[i]);
+
+	/* one item alone is a batch too */
+	assert_int_equal(store_batch_vec(items, 1, &v, err, sizeof err), 0);
+	assert_int_equal(atoi(v.argv[2]), shared_keys + own_keys);
+	store_vec_free(&v);
+}
+
+/* The batch form's Lua: the shared names as locals on line 1, the rest as
+ * the parameters of the per-item function on line 2, then the script's own
+ * lines from line 3 (so an error's line number is the file's), each item
+ * run under pcall. */
+static void
+test_batch_body(void **state)
+{
+	const struct store_script *sc = &store_scripts[STORE_TRANSITION];
+	char l1[4096], l2[4096], want[4096] = "local function one(";
+	int nslot = sc->nkeys + sc->nargs, first = 1;
+
+	(void)state;
+	line_of(sc->batch, 1, l1, sizeof l1);
+	line_of(sc->batch, 2, l2, sizeof l2);
+	for (int i = 0; i < nslot; i++) {
+		const char *name = i < sc->nkeys ? sc->keys[i] : sc->args[i - sc->nkeys];
+		char local[96];
+		snprintf(local, sizeof local, "%s_%s", i < sc->nkeys ? "K" : "A", name);
+		if (sc->shared[i]) {
+			assert_non_null(strstr(l1, local));
+			continue;
+		}
+		strcat(want, first ? "" : ", ");
+		strcat(want, local);
+		first = 0;
+	}
+	strcat(want, ")");
+	assert_string_equal(l2, want);
+	const char *body = strchr(strchr(sc->body, '\n') + 1, '\n') + 1;
+	const char *batch = strchr(strchr(sc->batch, '\n') + 1, '\n') + 1;
+	assert_memory_equal(batch, body, strlen(body));
+	assert_non_null(strstr(batch + strlen(body), "pcall(one, KEYS[k + 1], ARGV[a + 1]"));
+	/* scripts without a "-- BATCH:" line have no batch form */
+	for (int s = 0; s < STORE_NSCRIPTS; s++) {
+		char *text = read_lua(store_scripts[s].name), l3[2048];
+		line_of(text, 3, l3, sizeof l3);
+		assert_int_equal(store_scripts[s].batch != NULL, strncmp(l3, "-- BATCH:", 9) == 0);
+		assert_int_equal(store_scripts[s].shared != NULL, store_scripts[s].batch != NULL);
+		free(text);
+	}
+}
+
+/* Only calls that agree on every shared slot share a batch; a batch of a
+ * misfit, of a call with a slot missing, of none or too many, or of a
+ * script without a batch form is refused. */
+static void
+test_batch_refusals(void **state)
+{
+	struct store_keys k;
+	struct store_args a[2], other;
+	const struct store_args *items[STORE_BATCH_MAX + 1];
+	struct store_vec v;
+	char err[160];
+
+	(void)state;
+	two_transitions(&k, a);
+	assert_int_equal(store_batch_fits(&a[0], &a[1]), 1);
+	other = a[1];
+	store_args_init(&other, STORE_TRANSITION);
+	for (int i = 0; i < STORE_SLOTS_MAX; i++)
+		other.v[i] = a[1].v[i];
+	other.v[STORE_TRANSITION_CONSUMER & 0xff] = "c2";
+	assert_int_equal(store_batch_fits(&a[0], &other), 0);
+	items[0] = &a[0];
+	items[1] = &other;
+	assert_int_equal(store_batch_vec(items, 2, &v, err, sizeof err), -1);
+	assert_non_null(strstr(err, "does not fit"));
+	other.v[STORE_TRANSITION_CONSUMER & 0xff] = "c1";
+	other.v[STORE_TRANSITION_AUDIT_MAXLEN & 0xff] = "98";
+	assert_int_equal(store_batch_fits(&a[0], &other), 0);
+	other.v[STORE_TRANSITION_AUDIT_MAXLEN & 0xff] = a[0].v[STORE_TRANSITION_AUDIT_MAXLEN & 0xff];
+	other.v[STORE_TRANSITION_STREAM_ID & 0xff] = "9-0";	/* its own: fits */
+	assert_int_equal(store_batch_fits(&a[0], &other), 1);
+	other.v[STORE_TRANSITION_DETAIL & 0xff] = NULL;
+	assert_int_equal(store_batch_vec(items, 2, &v, err, sizeof err), -1);
+	assert_non_null(strstr(err, "detail is missing"));
+	assert_int_equal(store_batch_vec(items, 0, &v, err, sizeof err), -1);
+	for (int i = 0; i <= STORE_BATCH_MAX; i++)
+		items[i] = &a[0];
+	assert_int_equal(store_batch_vec(items, STORE_BATCH_MAX + 1, &v, err, sizeof err), -1);
+	assert_int_equal(store_batch_vec(items, STORE_BATCH_MAX, &v, err, sizeof err), 0);
+	store_vec_free(&v);
+	store_args_init(&other, STORE_TRIM);
+	store_arg(&other, STORE_TRIM_JOBS, "w:jobs");
+	items[0] = &other;
+	assert_int_equal(store_batch_fits(&other, &other), 0);
+	assert_int_equal(store_batch_vec(items, 1, &v, err, sizeof err), -1);
+	assert_non_null(strstr(err, "no batch form"));
+}
+
+/* A gathered call keeps its own copy of every string. */
+static void
+test_args_dup(void **state)
+{
+	struct store_args a;
+	char hash[] = "w:decision:r9", sid[] = "7-1";
+	struct store_vec v;
+	char err[160];
+	const char *ids[] = {"1-0"};
+
+	(void)state;
+	store_args_init(&a, STORE_TRANSITION);
+	struct store_keys k;
+	assert_int_equal(store_keys_init(&k, "w", "c1"), 0);
+	struct store_transition t = {.hash_key = hash, .stream_id = sid, .fence_attempts = -1};
+	store_transition_args(&k, "g", "c1", 5, &t, &a);
+	struct store_args *c = store_args_dup(&a);
+	assert_non_null(c);
+	hash[0] = 'X';
+	sid[0] = 'X';
+	memset(&a, 0, sizeof a);
+	assert_int_equal(store_args_vec(c, &v, err, sizeof err), 0);
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_HASH), "w:decision:r9");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_STREAM_ID), "7-1");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_AUDIT_MAXLEN), "5");
+	store_vec_free(&v);
+	free(c);
+	store_args_init(&a, STORE_RENEW);
+	store_arg_rest(&a, ids, 1);
+	assert_null(store_args_dup(&a));	/* a list is not copied */
+}
+
 /* Every reply code has a unique name that parses back, and every code a
  * script returns ({0|1, 'word', ...}) is one of them. Scripts whose
  * replies are sentences for people (warrantctl's requeue) are exempt. */
@@ -545,6 +752,10 @@ main(void)
 		cmocka_unit_test(test_consumer_args),
 		cmocka_unit_test(test_rest_and_numbers),
 		cmocka_unit_test(test_transition_args),
+		cmocka_unit_test(test_batch_layout),
+		cmocka_unit_test(test_batch_body),
+		cmocka_unit_test(test_batch_refusals),
+		cmocka_unit_test(test_args_dup),
 		cmocka_unit_test(test_replies_map_back),
 		cmocka_unit_test(test_dead_fields_match_script),
 		cmocka_unit_test(test_terminal_from_job_table),
