@@ -335,6 +335,26 @@ consumer_counter(const char *prefix, const char *consumer, const char *name)
 /* ------------------------------------------------------------------ */
 /* throughput and exactly-once                                          */
 
+/* n signed records <stem>-0000 ... stored under prefix, not queued; due
+ * in ten minutes. */
+static void
+store_records(const char *prefix, const char *stem, int n)
+{
+	long long now = h_now_ms();
+	char *key_path = strdup(h_data("test-es256.key")), id[64];
+
+	for (int i = 0; i < n; i++) {
+		snprintf(id, sizeof id, "%s-%04d", stem, i);
+		char *json = h_record_json(id, ACTION, RESOURCE, now - 1000, now + 600000, 0, NULL);
+		char *jws = json ? h_sign(json, key_path) : NULL;
+		assert_non_null(jws);
+		assert_int_equal(h_store_record(C, prefix, id, jws, 0), 0);
+		free(json);
+		free(jws);
+	}
+	free(key_path);
+}
+
 #define BULK 1000
 
 static int
@@ -348,24 +368,13 @@ static void
 test_thousand_jobs(void **state)
 {
 	struct h_daemon_opts o = opts("bulk");
-	char id[32], *json, *jws;
+	char id[32];
 	(void)state;
 
 	fake_reset();
 	daemon_up(&D[0], &o);
 	/* Records first, signed and stored; then every id is queued at once. */
-	long long now = h_now_ms();
-	char *key_path = strdup(h_data("test-es256.key"));
-	for (int i = 0; i < BULK; i++) {
-		snprintf(id, sizeof id, "bulk-%04d", i);
-		json = h_record_json(id, ACTION, RESOURCE, now - 1000, now + 600000, 0, NULL);
-		jws = json ? h_sign(json, key_path) : NULL;
-		assert_non_null(jws);
-		assert_int_equal(h_store_record(C, "bulk", id, jws, 0), 0);
-		free(json);
-		free(jws);
-	}
-	free(key_path);
+	store_records("bulk", "bulk", BULK);
 	long long t0 = h_now_ms();
 	for (int i = 0; i < BULK; i++)
 		redisAppendCommand(C, "XADD bulk:jobs * id bulk-%04d", i);
@@ -841,48 +850,37 @@ test_batch_isolation(void **state)
 {
 	const char *p = "bt";
 	struct h_daemon_opts o = opts(p);
-	char id[32], *json, *jws;
+	char id[32];
 	struct rconn_script batch;
 	(void)state;
 
 	fake_reset();
 	assert_true(h_redis_int(C, "DEL bt:jobs") >= 0);
 	free(h_redis_str(C, "SCRIPT FLUSH"));
-	long long now = h_now_ms();
-	char *key_path = strdup(h_data("test-es256.key"));
-	for (int i = 0; i < BATCH_N; i++) {
-		snprintf(id, sizeof id, "bt-%02d", i);
-		json = h_record_json(id, ACTION, RESOURCE, now - 1000, now + 600000, 0, NULL);
-		jws = json ? h_sign(json, key_path) : NULL;
-		assert_non_null(jws);
-		assert_int_equal(h_store_record(C, p, id, jws, 0), 0);
-		free(json);
-		free(jws);
-	}
-	free(key_path);
-	assert_true(h_redis_int(C, "HSET bt:decision:bt-05 attempts x") >= 0);
-	assert_true(h_redis_int(C, "HSET bt:decision:bt-10 state done updatedAt x") >= 0);
+	store_records(p, "bt", BATCH_N);
+	assert_true(h_redis_int(C, "HSET bt:decision:bt-0005 attempts x") >= 0);
+	assert_true(h_redis_int(C, "HSET bt:decision:bt-0010 state done updatedAt x") >= 0);
 	for (int i = 0; i < BATCH_N; i++)
-		free(h_redis_str(C, "XADD bt:jobs * id bt-%02d", i));
+		free(h_redis_str(C, "XADD bt:jobs * id bt-%04d", i));
 	daemon_up(&D[0], &o);
 	for (int i = 0; i < BATCH_N; i++) {
 		if (i == 5 || i == 10)
 			continue;
-		snprintf(id, sizeof id, "bt-%02d", i);
+		snprintf(id, sizeof id, "bt-%04d", i);
 		wait_state(p, id, "done");
 		assert_int_equal(ncalls(id), 1);
 		assert_hfield(p, id, "attempts", "1");
 	}
-	struct log_wait dup = { &D[0], "event=job.duplicate id=bt-10" };
-	wait_for(log_has, &dup, "job.duplicate of bt-10");
+	struct log_wait dup = { &D[0], "event=job.duplicate id=bt-0010" };
+	wait_for(log_has, &dup, "job.duplicate of bt-0010");
 	struct log_wait bad = { &D[0], "kind=ERR error=\"ERR hash value is not an integer" };
-	wait_for(log_has, &bad, "bt-05's own error reply logged (R17)");
+	wait_for(log_has, &bad, "bt-0005's own error reply logged (R17)");
 	/* the item that failed: nothing written, no call, still pending, tried again */
-	assert_hfield(p, "bt-05", "state", "queued");
-	assert_hfield(p, "bt-05", "attempts", "x");
-	assert_int_equal(ncalls("bt-05"), 0);
-	assert_hfield(p, "bt-10", "updatedAt", "x");
-	assert_int_equal(ncalls("bt-10"), 0);
+	assert_hfield(p, "bt-0005", "state", "queued");
+	assert_hfield(p, "bt-0005", "attempts", "x");
+	assert_int_equal(ncalls("bt-0005"), 0);
+	assert_hfield(p, "bt-0010", "updatedAt", "x");
+	assert_int_equal(ncalls("bt-0010"), 0);
 	assert_int_equal(h_pending_count(C, "bt:jobs", "workers"), 1);
 	assert_int_equal(h_redis_int(C, "XLEN bt:audit"), 2 * (BATCH_N - 2));
 	/* and the batch form did run (the script cache was empty at the start) */
