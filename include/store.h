@@ -110,15 +110,25 @@ struct store_vec {
 	size_t len_in[STORE_VEC_INLINE];
 };
 
-/* 0 when every key and argument of a is set once and in place, else -1
- * with one line in err (the check store_args_vec() makes). */
-int store_args_check(const struct store_args *a, char *err, size_t errlen)
-	__attribute__((warn_unused_result));
+/*
+ * One call's keys and arguments copied out of a store_args, in slot order
+ * with their lengths: what a batch keeps of a call until it is sent. One
+ * allocation (about 600 bytes and the strings for a transition, small
+ * enough for malloc's per-thread cache; a whole store_args is 1.3 KiB),
+ * freed with free().
+ */
+struct store_call {
+	enum store_script_id script;
+	int n;			/* keys + arguments, as in the header */
+	const char **v;		/* n strings, in this allocation */
+	size_t *len;		/* their lengths */
+};
 
-/* A copy of a that owns its strings: one allocation, freed with free().
- * NULL when out of memory or when a has a trailing list (a batched script
- * has none: only the slots are copied). */
-struct store_args *store_args_dup(const struct store_args *a)
+/* The copy of a (checked as by store_args_vec): 0 and *out, or -1 with
+ * one line in err (a slot missing or misplaced, a trailing list -- a
+ * batched script has none --, out of memory). */
+int store_call_new(const struct store_args *a, struct store_call **out, char *err,
+		   size_t errlen)
 	__attribute__((warn_unused_result));
 
 /*
@@ -128,18 +138,18 @@ struct store_args *store_args_dup(const struct store_args *a)
  */
 #define STORE_BATCH_MAX 64
 
-/* 1 when a can join a batch that first leads: both of one script that has
+/* 1 when c can join a batch that first leads: both of one script that has
  * a batch form, and every shared slot the same string. */
-int store_batch_fits(const struct store_args *first, const struct store_args *a);
+int store_batch_fits(const struct store_call *first, const struct store_call *c);
 
 /* The EVAL of the batch form for items[0..n-1] (1 <= n <= STORE_BATCH_MAX,
  * each fitting items[0]): argv[0] "EVAL", argv[1] the batch body, argv[2]
  * the number of keys, then the shared keys (items[0]'s), each item's own
  * keys in turn, the shared arguments, each item's own arguments in turn
  * (header order within each group). Item i's reply is element i + 1 of
- * the array the script returns. 0 (free with store_vec_free), or -1 with
- * one line in err; *v then needs no free. */
-int store_batch_vec(const struct store_args *const *items, size_t n, struct store_vec *v,
+ * the array the script returns. The strings are the items'. 0 (free with
+ * store_vec_free), or -1 with one line in err; *v then needs no free. */
+int store_batch_vec(const struct store_call *const *items, size_t n, struct store_vec *v,
 		    char *err, size_t errlen)
 	__attribute__((warn_unused_result));
 

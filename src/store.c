@@ -205,8 +205,9 @@ store_slot_name(int slot, char *buf, size_t n)
 	return buf;
 }
 
-int
-store_args_check(const struct store_args *a, char *err, size_t errlen)
+/* The first thing wrong with a, as one line; 0 when nothing is. */
+static int
+args_check(const struct store_args *a, char *err, size_t errlen)
 {
 	const struct store_script *sc = &store_scripts[a->script];
 	char name[96];
@@ -245,7 +246,7 @@ store_args_vec(const struct store_args *a, struct store_vec *v, char *err, size_
 	v->argv = NULL;
 	v->len = NULL;
 	v->argc = 0;
-	if (store_args_check(a, err, errlen) < 0)
+	if (args_check(a, err, errlen) < 0)
 		return -1;
 	if (n <= STORE_VEC_INLINE) {	/* every call but a long renew list */
 		v->argv = v->argv_in;
@@ -270,61 +271,72 @@ store_args_vec(const struct store_args *a, struct store_vec *v, char *err, size_
 	return 0;
 }
 
-struct store_args *
-store_args_dup(const struct store_args *a)
+int
+store_call_new(const struct store_args *a, struct store_call **out, char *err, size_t errlen)
 {
-	int n = a->script >= 0 && a->script < STORE_NSCRIPTS ? nslots(a->script) : 0;
-	size_t total = 0;
-
-	if (a->nrest > 0)
-		return NULL;
+	*out = NULL;
+	if (args_check(a, err, errlen) < 0)
+		return -1;
+	if (a->nrest > 0) {
+		snprintf(err, errlen, "script %s: a call with a list is not copied",
+		    store_scripts[a->script].name);
+		return -1;
+	}
+	int n = nslots(a->script);
+	size_t bytes = 0, len[STORE_SLOTS_MAX];
 	for (int i = 0; i < n; i++)
-		if (a->v[i])
-			total += strlen(a->v[i]) + 1;
-	struct store_args *c = malloc(sizeof *c + total);
-	if (c == NULL)
-		return NULL;
-	*c = *a;
-	char *p = (char *)(c + 1);
-	for (int i = 0; i < n; i++)
-		if (a->v[i]) {
-			size_t len = strlen(a->v[i]) + 1;
-			memcpy(p, a->v[i], len);
-			c->v[i] = p;
-			p += len;
-		}
-	c->rest = NULL;
-	return c;
+		bytes += (len[i] = strlen(a->v[i])) + 1;
+	struct store_call *c = malloc(sizeof *c + (size_t)n * (sizeof *c->v + sizeof *c->len) +
+	    bytes);
+	if (c == NULL) {
+		snprintf(err, errlen, "script %s: out of memory", store_scripts[a->script].name);
+		return -1;
+	}
+	c->script = a->script;
+	c->n = n;
+	c->v = (const char **)(c + 1);
+	c->len = (size_t *)(c->v + n);
+	char *p = (char *)(c->len + n);
+	for (int i = 0; i < n; i++) {
+		memcpy(p, a->v[i], len[i] + 1);
+		c->v[i] = p;
+		c->len[i] = len[i];
+		p += len[i] + 1;
+	}
+	*out = c;
+	return 0;
 }
 
 int
-store_batch_fits(const struct store_args *first, const struct store_args *a)
+store_batch_fits(const struct store_call *first, const struct store_call *c)
 {
 	const struct store_script *sc = &store_scripts[first->script];
 
-	if (a->script != first->script || sc->batch == NULL)
+	if (c->script != first->script || sc->batch == NULL)
 		return 0;
-	for (int i = 0; i < nslots(first->script); i++)
-		if (sc->shared[i] && (first->v[i] == NULL || a->v[i] == NULL ||
-		    strcmp(first->v[i], a->v[i]) != 0))
+	for (int i = 0; i < first->n; i++)
+		if (sc->shared[i] && (first->len[i] != c->len[i] ||
+		    memcmp(first->v[i], c->v[i], c->len[i]) != 0))
 			return 0;
 	return 1;
 }
 
-/* Appends the slots of a that are keys (keys = 1) or arguments, shared or
+/* Appends the slots of c that are keys (keys = 1) or arguments, shared or
  * not (shared), to v at *k. */
 static void
-batch_put(const struct store_args *a, int keys, int shared, struct store_vec *v, size_t *k)
+batch_put(const struct store_call *c, int keys, int shared, struct store_vec *v, size_t *k)
 {
-	const struct store_script *sc = &store_scripts[a->script];
+	const struct store_script *sc = &store_scripts[c->script];
 
-	for (int i = keys ? 0 : sc->nkeys; i < (keys ? sc->nkeys : nslots(a->script)); i++)
-		if (sc->shared[i] == shared)
-			v->argv[(*k)++] = a->v[i];
+	for (int i = keys ? 0 : sc->nkeys; i < (keys ? sc->nkeys : c->n); i++)
+		if (sc->shared[i] == shared) {
+			v->argv[*k] = c->v[i];
+			v->len[(*k)++] = c->len[i];
+		}
 }
 
 int
-store_batch_vec(const struct store_args *const *items, size_t n, struct store_vec *v,
+store_batch_vec(const struct store_call *const *items, size_t n, struct store_vec *v,
 		char *err, size_t errlen)
 {
 	v->argv = NULL;
@@ -335,38 +347,35 @@ store_batch_vec(const struct store_args *const *items, size_t n, struct store_ve
 		return -1;
 	}
 	const struct store_script *sc = &store_scripts[items[0]->script];
-	int fixed = nslots(items[0]->script), own_keys = 0, shared_keys = 0;
+	int own_keys = 0, own = 0;
 
 	if (sc->batch == NULL) {
 		snprintf(err, errlen, "script %s has no batch form", sc->name);
 		return -1;
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (store_args_check(items[i], err, errlen) < 0)
-			return -1;
+	for (size_t i = 1; i < n; i++)
 		if (!store_batch_fits(items[0], items[i])) {
 			snprintf(err, errlen, "script %s: item %zu does not fit the batch", sc->name, i);
 			return -1;
 		}
-	}
-	for (int i = 0; i < sc->nkeys; i++) {
-		shared_keys += sc->shared[i];
-		own_keys += !sc->shared[i];
-	}
-	size_t own = 0;
-	for (int i = 0; i < fixed; i++)
+	for (int i = 0; i < items[0]->n; i++) {
 		own += !sc->shared[i];
-	size_t total = STORE_VEC_HEAD + (size_t)fixed + (n - 1) * own;
-	if ((v->argv = calloc(total, sizeof *v->argv)) == NULL ||
-	    (v->len = calloc(total, sizeof *v->len)) == NULL) {
+		own_keys += i < sc->nkeys && !sc->shared[i];
+	}
+	size_t total = STORE_VEC_HEAD + (size_t)items[0]->n + (n - 1) * (size_t)own;
+	/* every entry is set below: no calloc of up to 1,700 pointers */
+	if ((v->argv = malloc(total * sizeof *v->argv)) == NULL ||
+	    (v->len = malloc(total * sizeof *v->len)) == NULL) {
 		store_vec_free(v);
 		snprintf(err, errlen, "script %s: out of memory", sc->name);
 		return -1;
 	}
-	put_ll(v->nkeys, shared_keys + (long long)n * own_keys);
+	put_ll(v->nkeys, sc->nkeys + (long long)(n - 1) * own_keys);
 	v->argv[0] = "EVAL";
 	v->argv[1] = sc->batch;
 	v->argv[2] = v->nkeys;
+	for (int i = 0; i < STORE_VEC_HEAD; i++)
+		v->len[i] = strlen(v->argv[i]);
 	size_t k = STORE_VEC_HEAD;
 	batch_put(items[0], 1, 1, v, &k);
 	for (size_t i = 0; i < n; i++)
@@ -374,8 +383,6 @@ store_batch_vec(const struct store_args *const *items, size_t n, struct store_ve
 	batch_put(items[0], 0, 1, v, &k);
 	for (size_t i = 0; i < n; i++)
 		batch_put(items[i], 0, 0, v, &k);
-	for (size_t i = 0; i < total; i++)
-		v->len[i] = strlen(v->argv[i]);
 	v->argc = (int)total;
 	return 0;
 }

@@ -452,7 +452,8 @@ test_batch_layout(void **state)
 	const struct store_script *sc = &store_scripts[STORE_TRANSITION];
 	struct store_keys k;
 	struct store_args a[2];
-	const struct store_args *items[2] = {&a[0], &a[1]};
+	struct store_call *c[2];
+	const struct store_call *items[2];
 	struct store_vec v, one[2];
 	char err[160];
 	int nslot = sc->nkeys + sc->nargs, shared_keys = 0, shared_args = 0, own_keys = 0;
@@ -462,8 +463,11 @@ test_batch_layout(void **state)
 	assert_non_null(sc->batch);
 	assert_non_null(sc->shared);
 	two_transitions(&k, a);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2; i++) {
 		assert_int_equal(store_args_vec(&a[i], &one[i], err, sizeof err), 0);
+		assert_int_equal(store_call_new(&a[i], &c[i], err, sizeof err), 0);
+		items[i] = c[i];
+	}
 	for (int i = 0; i < nslot; i++) {
 		if (i < sc->nkeys) {
 			shared_keys += sc->shared[i];
@@ -498,6 +502,8 @@ test_batch_layout(void **state)
 				}
 	}
 	assert_int_equal(at, v.argc);
+	for (int i = 0; i < STORE_VEC_HEAD; i++)
+		assert_int_equal(v.len[i], strlen(v.argv[i]));
 	store_vec_free(&v);
 	for (int i = 0; i < 2; i++)
 		store_vec_free(&one[i]);
@@ -506,6 +512,8 @@ test_batch_layout(void **state)
 	assert_int_equal(store_batch_vec(items, 1, &v, err, sizeof err), 0);
 	assert_int_equal(atoi(v.argv[2]), shared_keys + own_keys);
 	store_vec_free(&v);
+	free(c[0]);
+	free(c[1]);
 }
 
 /* The batch form's Lua: the shared names as locals on line 1, the rest as
@@ -550,84 +558,113 @@ test_batch_body(void **state)
 	}
 }
 
+/* A call's copy for a batch, or nothing (the refusals of store_args_vec). */
+static struct store_call *
+call_of(const struct store_args *a, int want_ok)
+{
+	struct store_call *c = NULL;
+	char err[160];
+
+	assert_int_equal(store_call_new(a, &c, err, sizeof err), want_ok ? 0 : -1);
+	assert_int_equal(c != NULL, want_ok);
+	return c;
+}
+
 /* Only calls that agree on every shared slot share a batch; a batch of a
- * misfit, of a call with a slot missing, of none or too many, or of a
- * script without a batch form is refused. */
+ * misfit, of none or too many, or of a script without a batch form is
+ * refused, and so is a copy of a call with a slot missing. */
 static void
 test_batch_refusals(void **state)
 {
 	struct store_keys k;
 	struct store_args a[2], other;
-	const struct store_args *items[STORE_BATCH_MAX + 1];
+	const struct store_call *items[STORE_BATCH_MAX + 1];
+	struct store_call *c0, *c1, *odd;
 	struct store_vec v;
 	char err[160];
 
 	(void)state;
 	two_transitions(&k, a);
-	assert_int_equal(store_batch_fits(&a[0], &a[1]), 1);
-	other = a[1];
+	c0 = call_of(&a[0], 1);
+	c1 = call_of(&a[1], 1);
+	assert_int_equal(store_batch_fits(c0, c1), 1);
 	store_args_init(&other, STORE_TRANSITION);
 	for (int i = 0; i < STORE_SLOTS_MAX; i++)
 		other.v[i] = a[1].v[i];
 	other.v[STORE_TRANSITION_CONSUMER & 0xff] = "c2";
-	assert_int_equal(store_batch_fits(&a[0], &other), 0);
-	items[0] = &a[0];
-	items[1] = &other;
+	odd = call_of(&other, 1);
+	assert_int_equal(store_batch_fits(c0, odd), 0);
+	items[0] = c0;
+	items[1] = odd;
 	assert_int_equal(store_batch_vec(items, 2, &v, err, sizeof err), -1);
 	assert_non_null(strstr(err, "does not fit"));
+	free(odd);
 	other.v[STORE_TRANSITION_CONSUMER & 0xff] = "c1";
-	other.v[STORE_TRANSITION_AUDIT_MAXLEN & 0xff] = "98";
-	assert_int_equal(store_batch_fits(&a[0], &other), 0);
+	other.v[STORE_TRANSITION_AUDIT_MAXLEN & 0xff] = "98";	/* a reload changed it */
+	odd = call_of(&other, 1);
+	assert_int_equal(store_batch_fits(c0, odd), 0);
+	free(odd);
+	other.v[STORE_TRANSITION_AUDIT_MAXLEN & 0xff] = "990";	/* not a prefix either */
+	odd = call_of(&other, 1);
+	assert_int_equal(store_batch_fits(c0, odd), 0);
+	free(odd);
 	other.v[STORE_TRANSITION_AUDIT_MAXLEN & 0xff] = a[0].v[STORE_TRANSITION_AUDIT_MAXLEN & 0xff];
 	other.v[STORE_TRANSITION_STREAM_ID & 0xff] = "9-0";	/* its own: fits */
-	assert_int_equal(store_batch_fits(&a[0], &other), 1);
+	odd = call_of(&other, 1);
+	assert_int_equal(store_batch_fits(c0, odd), 1);
+	free(odd);
 	other.v[STORE_TRANSITION_DETAIL & 0xff] = NULL;
-	assert_int_equal(store_batch_vec(items, 2, &v, err, sizeof err), -1);
+	assert_int_equal(store_call_new(&other, &odd, err, sizeof err), -1);
+	assert_null(odd);
 	assert_non_null(strstr(err, "detail is missing"));
 	assert_int_equal(store_batch_vec(items, 0, &v, err, sizeof err), -1);
 	for (int i = 0; i <= STORE_BATCH_MAX; i++)
-		items[i] = &a[0];
+		items[i] = c0;
 	assert_int_equal(store_batch_vec(items, STORE_BATCH_MAX + 1, &v, err, sizeof err), -1);
 	assert_int_equal(store_batch_vec(items, STORE_BATCH_MAX, &v, err, sizeof err), 0);
 	store_vec_free(&v);
 	store_args_init(&other, STORE_TRIM);
 	store_arg(&other, STORE_TRIM_JOBS, "w:jobs");
-	items[0] = &other;
-	assert_int_equal(store_batch_fits(&other, &other), 0);
+	odd = call_of(&other, 1);
+	items[0] = odd;
+	assert_int_equal(store_batch_fits(odd, odd), 0);
 	assert_int_equal(store_batch_vec(items, 1, &v, err, sizeof err), -1);
 	assert_non_null(strstr(err, "no batch form"));
+	free(odd);
+	free(c0);
+	free(c1);
 }
 
-/* A gathered call keeps its own copy of every string. */
+/* A gathered call keeps its own copy of every string, in slot order. */
 static void
-test_args_dup(void **state)
+test_call_copy(void **state)
 {
 	struct store_args a;
 	char hash[] = "w:decision:r9", sid[] = "7-1";
-	struct store_vec v;
-	char err[160];
 	const char *ids[] = {"1-0"};
+	struct store_keys k;
 
 	(void)state;
-	store_args_init(&a, STORE_TRANSITION);
-	struct store_keys k;
 	assert_int_equal(store_keys_init(&k, "w", "c1"), 0);
 	struct store_transition t = {.hash_key = hash, .stream_id = sid, .fence_attempts = -1};
 	store_transition_args(&k, "g", "c1", 5, &t, &a);
-	struct store_args *c = store_args_dup(&a);
-	assert_non_null(c);
+	struct store_call *c = call_of(&a, 1);
 	hash[0] = 'X';
 	sid[0] = 'X';
 	memset(&a, 0, sizeof a);
-	assert_int_equal(store_args_vec(c, &v, err, sizeof err), 0);
-	assert_string_equal(arg_of(&v, STORE_TRANSITION_HASH), "w:decision:r9");
-	assert_string_equal(arg_of(&v, STORE_TRANSITION_STREAM_ID), "7-1");
-	assert_string_equal(arg_of(&v, STORE_TRANSITION_AUDIT_MAXLEN), "5");
-	store_vec_free(&v);
+	assert_int_equal(c->script, STORE_TRANSITION);
+	assert_int_equal(c->n, store_scripts[STORE_TRANSITION].nkeys +
+	    store_scripts[STORE_TRANSITION].nargs);
+	assert_string_equal(c->v[STORE_TRANSITION_HASH & 0xff], "w:decision:r9");
+	assert_string_equal(c->v[STORE_TRANSITION_STREAM_ID & 0xff], "7-1");
+	assert_string_equal(c->v[STORE_TRANSITION_AUDIT_MAXLEN & 0xff], "5");
+	for (int i = 0; i < c->n; i++)
+		assert_int_equal(c->len[i], strlen(c->v[i]));
 	free(c);
 	store_args_init(&a, STORE_RENEW);
+	store_args_consumer(&a, &k, "g", "c1");
 	store_arg_rest(&a, ids, 1);
-	assert_null(store_args_dup(&a));	/* a list is not copied */
+	assert_null(call_of(&a, 0));	/* a list is not copied */
 }
 
 /* Every reply code has a unique name that parses back, and every code a
@@ -755,7 +792,7 @@ main(void)
 		cmocka_unit_test(test_batch_layout),
 		cmocka_unit_test(test_batch_body),
 		cmocka_unit_test(test_batch_refusals),
-		cmocka_unit_test(test_args_dup),
+		cmocka_unit_test(test_call_copy),
 		cmocka_unit_test(test_replies_map_back),
 		cmocka_unit_test(test_dead_fields_match_script),
 		cmocka_unit_test(test_terminal_from_job_table),
