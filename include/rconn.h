@@ -134,14 +134,14 @@ int rconn_eval(struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *c
  * BUSYGROUP and NOSCRIPT are answers, not trouble, and are not logged.
  * Callers back off and retry; they need not log the reply again.
  */
-/* R17 for an error found inside a reply (an item's error in the reply to
- * a batch, store.h): logged and counted as if it had come alone. text is
- * the error's text (sreply_error_text); NULL is a no-op. */
-void rconn_note_error(struct rconn *rc, const char *text);
-
 #define RCONN_ERR_KINDS		8
 #define RCONN_ERR_KIND_LEN	24
 #define RCONN_EPISODE_QUIET_MS	10000
 #define RCONN_ASK_IDLE_MS	10000
+
+/* R17 for an error found inside a reply (an item's error in the reply to
+ * a batch, store.h): logged and counted as if it had come alone. text is
+ * the error's text (sreply_error_text); NULL is a no-op. */
+void rconn_note_error(struct rconn *rc, const char *text);
 
 #endif

@@ -98,7 +98,6 @@ send_batch(struct script_batch *b, struct gathered *const *items, size_t n)
 	enum store_script_id id = items[0]->c->script;
 	struct store_vec v;
 	char err[160];
-	int nkeys = 0;
 
 	for (size_t i = 0; i < n; i++)
 		calls[i] = items[i]->c;
@@ -116,9 +115,8 @@ send_batch(struct script_batch *b, struct gathered *const *items, size_t n)
 		s->to[i].cb = items[i]->cb;
 		s->to[i].arg = items[i]->arg;
 	}
-	for (int i = 0; i < store_scripts[id].nkeys; i++)
-		nkeys += store_scripts[id].shared[i] ? 1 : (int)n;
-	int sent = send_vec(b->rc, &b->set->batch[id], &v, nkeys, on_batch_reply, s);
+	/* the number of keys store_batch_vec counted (shared once, the rest per item) */
+	int sent = send_vec(b->rc, &b->set->batch[id], &v, atoi(v.nkeys), on_batch_reply, s);
 	store_vec_free(&v);
 	if (sent < 0)
 		free(s);
@@ -213,12 +211,17 @@ script_batch_free(struct script_batch *b)
 		return;
 	ev_prepare_stop(b->loop, &b->flush);
 	ev_idle_stop(b->loop, &b->again);
-	while (b->head) {
-		struct gathered *g = b->head;
-		b->head = g->next;
-		g->cb(b->rc, NULL, g->arg);
-		free(g->c);
-		free(g);
+	while (b->head) {	/* a callback may gather again: taken list by list */
+		struct gathered *list = b->head;
+		b->head = NULL;
+		b->tail = &b->head;
+		while (list) {
+			struct gathered *g = list;
+			list = g->next;
+			g->cb(b->rc, NULL, g->arg);
+			free(g->c);
+			free(g);
+		}
 	}
 	free(b);
 }

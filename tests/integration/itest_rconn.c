@@ -25,6 +25,9 @@
 #include "harness.h"
 #include "log.h"
 #include "rconn.h"
+#include "script.h"
+#include "sreply.h"
+#include "store.h"
 
 #define WAIT_S 20.0		/* generous: 2 cores, ASan, load */
 
@@ -838,6 +841,164 @@ test_free_outstanding(void **state)
 	h_redis_stop(&r);
 }
 
+/* ---- script_batch (script.h) ---- */
+
+struct item_seen {
+	int calls, null, written;
+	char why[32], error[128];
+};
+
+static void
+on_item(struct rconn *rc, const struct sreply *r, void *arg)
+{
+	struct item_seen *s = arg;
+	struct sreply_transition t;
+	const char *e = sreply_error_text(r);
+
+	(void)rc;
+	s->calls++;
+	s->null = r == NULL;
+	if (e != NULL) {
+		snprintf(s->error, sizeof s->error, "%s", e);
+		return;
+	}
+	sreply_transition(r, &t);
+	s->written = t.written;
+	snprintf(s->why, sizeof s->why, "%s", t.why ? t.why : "");
+}
+
+static int
+cond_items(void *arg)
+{
+	const struct item_seen *s = arg;
+	for (int i = 0; i < 3; i++)
+		if (s[i].calls == 0)
+			return 0;
+	return 1;
+}
+
+/* A transition that starts a call on hash sb:decision:<id>, with no lease
+ * check (no stream needed). */
+static void
+start_args(const struct store_keys *k, const char *hash, struct store_args *a)
+{
+	struct store_transition t = {
+		.hash_key = hash, .stream_id = "1-0", .record_id = "x", .state = "running",
+		.fence_attempts = -1, .incr_attempts = 1, .attempt = 1, .at = "2026-01-01T00:00:00Z",
+		.dead_maxlen = 10, .notify_maxlen = 10, .skip_lease = 1,
+	};
+	store_transition_args(k, "g", "c1", 10, &t, a);
+}
+
+static long long
+script_exists(redisContext *c, const char *sha1)
+{
+	redisReply *r = redisCommand(c, "SCRIPT EXISTS %s", sha1);
+	assert_non_null(r);
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	long long n = r->element[0]->integer;
+	freeReplyObject(r);
+	return n;
+}
+
+/* Calls gathered in one turn go as one call of the batch form, each with
+ * its own reply (written, refused, an error of its own) and never a
+ * callback from inside script_batch_send; a lone call goes as the plain
+ * script; calls still gathered when the batch is freed get NULL once; a
+ * batch on a connection that is not up refuses at once. */
+static void
+test_script_batch(void **state)
+{
+	struct h_redis r;
+	struct script_set set;
+	struct store_keys k;
+	struct store_args a[3];
+	struct item_seen seen[3];
+	const char *hash[3] = {"sb:decision:ok", "sb:decision:bad", "sb:decision:gone"};
+
+	(void)state;
+	assert_int_equal(h_redis_start(&r, 0), 0);
+	struct rconn_opts o = opts_for(&r);
+	struct rconn *rc = connect_up(&o, "batch");
+	redisContext *c = h_redis_connect(&r);
+	assert_non_null(c);
+	script_set_init(&set);
+	assert_int_equal(store_keys_init(&k, "sb", "c1"), 0);
+	struct script_batch *b = script_batch_new(L, rc, &set);
+	assert_non_null(b);
+	assert_true(h_redis_int(c, "HSET sb:decision:ok state queued") >= 0);
+	assert_true(h_redis_int(c, "HSET sb:decision:bad state queued attempts x") >= 0);
+
+	memset(seen, 0, sizeof seen);
+	for (int i = 0; i < 3; i++) {
+		start_args(&k, hash[i], &a[i]);
+		assert_int_equal(script_batch_send(b, &a[i], on_item, &seen[i]), 0);
+	}
+	memset(a, 0, sizeof a);	/* the calls are copies */
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(seen[i].calls, 0);
+	assert_int_equal(run_until(cond_items, seen, WAIT_S), 0);
+	assert_int_equal(seen[0].written, 1);
+	assert_string_equal(seen[0].why, "ok");
+	assert_non_null(strstr(seen[1].error, "ERR hash value is not an integer"));
+	assert_int_equal(seen[2].written, 0);
+	assert_string_equal(seen[2].why, "missing");
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(seen[i].calls, 1);
+	assert_int_equal(script_exists(c, set.batch[STORE_TRANSITION].sha1), 1);
+	char *st = h_redis_str(c, "HGET sb:decision:ok state");
+	assert_string_equal(st, "running");
+	free(st);
+	assert_int_equal(h_redis_int(c, "XLEN sb:audit"), 1);
+
+	/* one alone: the plain script */
+	free(h_redis_str(c, "SCRIPT FLUSH"));
+	memset(seen, 0, sizeof seen);
+	start_args(&k, hash[0], &a[0]);
+	assert_int_equal(script_batch_send(b, &a[0], on_item, &seen[0]), 0);
+	seen[1].calls = seen[2].calls = 1;
+	assert_int_equal(run_until(cond_items, seen, WAIT_S), 0);
+	assert_int_equal(seen[0].written, 1);
+	assert_int_equal(script_exists(c, set.s[STORE_TRANSITION].sha1), 1);
+	assert_int_equal(script_exists(c, set.batch[STORE_TRANSITION].sha1), 0);
+
+	/* freed while gathered: NULL, once, and nothing sent */
+	memset(seen, 0, sizeof seen);
+	for (int i = 0; i < 2; i++) {
+		start_args(&k, hash[0], &a[i]);
+		assert_int_equal(script_batch_send(b, &a[i], on_item, &seen[i]), 0);
+	}
+	script_batch_free(b);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(seen[i].calls, 1);
+		assert_int_equal(seen[i].null, 1);
+	}
+	int left = 5;
+	assert_int_equal(run_until(cond_ticks, &left, WAIT_S), 0);
+	assert_int_equal(seen[0].calls + seen[1].calls, 2);
+	st = h_redis_str(c, "HGET sb:decision:ok attempts");
+	assert_string_equal(st, "2");
+	free(st);
+	rconn_free(rc);
+
+	/* not up: refused now, no callback */
+	o.socket = "/nonexistent/rconn.sock";
+	rc = rconn_new(L, &o, "batch2", on_state, NULL);
+	assert_non_null(rc);
+	b = script_batch_new(L, rc, &set);
+	assert_non_null(b);
+	memset(seen, 0, sizeof seen);
+	start_args(&k, hash[0], &a[0]);
+	assert_int_equal(script_batch_send(b, &a[0], on_item, &seen[0]), -1);
+	left = 3;
+	assert_int_equal(run_until(cond_ticks, &left, WAIT_S), 0);
+	assert_int_equal(seen[0].calls, 0);
+	script_batch_free(b);
+	rconn_free(rc);
+	redisFree(c);
+	h_redis_stop(&r);
+}
+
 int
 main(void)
 {
@@ -854,6 +1015,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_eval_noscript, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_free_outstanding, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_follow_ask, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_script_batch, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
