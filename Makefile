@@ -16,7 +16,7 @@ WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wfor
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 $(WARN) -D_FILE_OFFSET_BITS=64 -Iinclude -I$(BUILD)/gen
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
-PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -lev -lm
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -lev -lm -pthread
 ifeq ($(SAN),1)
 CFLAGS  += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined

@@ -92,6 +92,7 @@ struct cfg {
 		char *issuer;		/* NULL: not checked */
 		long max_window_s, clock_skew_s, retain_s, audit_maxlen;
 		long max_bytes;		/* a longer `record` value is record-invalid */
+		long verify_threads;	/* ES256/RS256 verified on these; 0: inline */
 	} records;
 
 	struct {

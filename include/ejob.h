@@ -30,6 +30,7 @@
 #include "record.h"
 #include "script.h"
 #include "store.h"
+#include "vpool.h"
 #include "webhook.h"
 
 struct ejob_env {
@@ -45,6 +46,9 @@ struct ejob_env {
 	const struct record_key *parsed_key;	/* NULL with signature = off */
 	const unsigned char *verify_key;
 	size_t verify_key_len;
+	/* NULL: records are verified inline; else ES256 and RS256 records are
+	 * verified on its workers (vpool.h) while the loop goes on. */
+	struct vpool *vpool;
 	const struct creds *creds;		/* one per [action] */
 	struct engine_counters *n;		/* outcomes are counted here */
 	/* An entry left the hand: read more, or finish stopping. Also called

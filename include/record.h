@@ -42,7 +42,14 @@ struct record_key *record_key_new(enum jwa_alg alg, const unsigned char *key, si
 				  char *err, size_t errlen)
 	__attribute__((warn_unused_result));
 
-/* Wipes a secret before freeing it. NULL is a no-op. */
+/* Another owner of `key` (returned): each owner calls record_key_free once,
+ * and the last one frees it. Thread-safe, as is verifying with a key of
+ * ES256 or RS256 from several threads (nothing in it changes); an HS256
+ * key's HMAC context is not: keep it on one thread. */
+struct record_key *record_key_ref(struct record_key *key);
+
+/* Drops one owner; the last wipes a secret before freeing it. NULL is a
+ * no-op. */
 void record_key_free(struct record_key *key);
 
 /* What a record is checked against; built from struct cfg by the caller. */
@@ -104,6 +111,17 @@ int record_fits(const struct record_policy *pol, size_t len);
 enum record_status record_load(const struct record_policy *pol, const char *expected_id,
 			       const char *raw, int64_t now_ms, struct record **out,
 			       char **owner_out, char *detail, size_t detail_len)
+	__attribute__((warn_unused_result));
+
+/*
+ * The last rule of §3.1, which record_load applies when pol->action_known is
+ * set: for a record loaded with it NULL (on another thread than the
+ * config's), checked afterwards with the same result. When *rec's action is
+ * unknown: *rec is freed and set to NULL, *owner_out (if not NULL) takes its
+ * notifyOnDenial, `detail` says why, and RECORD_UNKNOWN_ACTION is returned.
+ */
+enum record_status record_check_action(const struct record_policy *pol, struct record **rec,
+				       char **owner_out, char *detail, size_t detail_len)
 	__attribute__((warn_unused_result));
 
 /* NULL is a no-op. */

@@ -533,6 +533,7 @@ static const struct key records_keys[] = {
 	{"retain_s", set_long, C(records.retain_s), 1, VAL_MAX},
 	{"audit_maxlen", set_long, C(records.audit_maxlen), 1, VAL_MAX},
 	{"max_bytes", set_long, C(records.max_bytes), 256, VAL_MAX},
+	{"verify_threads", set_long, C(records.verify_threads), 0, 16},	/* VPOOL_THREADS_MAX */
 	{NULL, NULL, 0, 0, 0},
 };
 
@@ -658,6 +659,7 @@ set_defaults(struct cfg *cfg)
 	cfg->records.retain_s = 604800;
 	cfg->records.audit_maxlen = 100000;
 	cfg->records.max_bytes = 16384;
+	cfg->records.verify_threads = 1;
 
 	cfg->oauth.auth_method = CFG_CLIENT_SECRET_BASIC;
 	cfg->oauth.assertion_alg = JWA_RS256;

@@ -28,6 +28,7 @@
 #include "backoff.h"
 #include "rnd.h"
 #include "urltpl.h"
+#include "vpool.h"
 
 /* R17: a write, load or re-dispatch Redis refused or could not take is
  * sent again with backoff, never in a tight loop. */
@@ -37,7 +38,7 @@
 #define STREAM_ID_MAX 48
 
 enum ejob_timer { T_NONE, T_RETRY, T_TOKEN_WAIT, T_REDIS_RETRY, T_REDISPATCH_RETRY, T_LOAD_RETRY };
-enum ejob_wait { W_NONE, W_WRITE, W_LOAD, W_AUTHZ, W_EXCHANGE, W_CALL, W_REDISPATCH };
+enum ejob_wait { W_NONE, W_WRITE, W_LOAD, W_VERIFY, W_AUTHZ, W_EXCHANGE, W_CALL, W_REDISPATCH };
 
 struct ejobs {
 	const struct ejob_env *env;
@@ -60,6 +61,8 @@ struct ejob {
 	char *raw;			/* the record as stored: token = exchange's subject */
 	char *xtoken;			/* the token exchanged for this call; wiped */
 	struct oauth_xch_call *xch;	/* the exchange in flight */
+	struct vpool_ticket *vt;	/* the record being verified on a worker */
+	struct job_event loaded;	/* what the load said, while it is */
 	long long fence;		/* `attempts` of this hand's current call; -1 none */
 	int started;			/* this hand set `owner` */
 	int refs;			/* callbacks in flight that point here */
@@ -200,6 +203,11 @@ ejob_abandon(struct ejob *j)
 	if (j->xch) {
 		oauth_exchange_cancel(j->xch);
 		j->xch = NULL;
+		j->refs--;
+	}
+	if (j->vt) {
+		vpool_cancel(env_of(j)->vpool, j->vt);
+		j->vt = NULL;
 		j->refs--;
 	}
 }
@@ -922,9 +930,9 @@ action_known(void *ctx, const char *name)
 	return cfg_action_find(ctx, name) != NULL;
 }
 
-/* The record in the hash, checked by the running config and key. */
-static enum record_status
-verify_record(struct ejob *j, const char *raw, char *detail, size_t detail_len)
+/* What a record is checked against: the running config and key. */
+static struct record_policy
+record_policy_of(const struct ejob *j)
 {
 	const struct ejob_env *env = env_of(j);
 	const struct cfg *cfg = env->cfg;
@@ -939,9 +947,76 @@ verify_record(struct ejob *j, const char *raw, char *detail, size_t detail_len)
 		.max_bytes = (size_t)cfg->records.max_bytes,
 		.action_known = action_known, .action_ctx = (void *)cfg,
 	};
+	return pol;
+}
 
-	return record_load(&pol, j->id, raw, wtime_now_ms(), &j->rec, &j->bad_owner,
-	    detail, detail_len);
+/* token = exchange sends the record itself as the subject: kept then, as
+ * *owned when there is a copy already (taken: set to NULL), else copied. */
+static void
+keep_raw(struct ejob *j, struct job_event *ev, const char *raw, char **owned)
+{
+	if (ev->record_status != RECORD_OK || !cred_exchanges(job_cred(j)))
+		return;
+	if (owned != NULL) {
+		j->raw = *owned;
+		*owned = NULL;
+	} else {
+		j->raw = strdup(raw);
+	}
+	if (j->raw == NULL)
+		ev->record_status = RECORD_INVALID;
+}
+
+/* The load is over: the core decides, and a refused record is logged. */
+static void
+loaded(struct ejob *j, struct job_event *ev, const char *detail)
+{
+	ev->record = j->rec;
+	feed(j, ev);
+	if (ev->record_status != RECORD_OK && detail[0]) {
+		log_warn("record.rejected", "id=%s reason=%s detail=%s", j->id,
+		    record_status_code(ev->record_status), LOG_Q(detail));
+	}
+}
+
+/* A worker verified the record: the same as record_load inline, the last
+ * rule (the action) checked here by the running config. */
+static void
+verified(void *arg, struct vpool_result *res)
+{
+	struct ejob *j = arg;
+	struct job_event ev = j->loaded;
+	struct record_policy pol = record_policy_of(j);
+
+	j->vt = NULL;	/* freed by the pool once this returns */
+	j->wait = W_NONE;
+	j->rec = res->rec;
+	j->bad_owner = res->owner;
+	ev.record_status = res->status;
+	if (ev.record_status == RECORD_OK)
+		ev.record_status = record_check_action(&pol, &j->rec, &j->bad_owner, res->detail,
+		    sizeof res->detail);
+	keep_raw(j, &ev, res->raw, &res->raw);
+	free(res->raw);
+	loaded(j, &ev, res->detail);
+	ejob_unref(j);
+}
+
+/* The record goes to a worker (1), or is verified here (0: no pool, HS256
+ * or out of memory). */
+static int
+start_verify(struct ejob *j, const struct job_event *ev, const char *raw)
+{
+	struct vpool *vp = env_of(j)->vpool;
+	struct record_policy pol = record_policy_of(j);
+
+	if (vp == NULL || (j->vt = vpool_submit(vp, &pol, j->id, raw, wtime_now_ms(), verified,
+	    j)) == NULL)
+		return 0;
+	j->loaded = *ev;
+	j->refs++;
+	j->wait = W_VERIFY;
+	return 1;
 }
 
 static void
@@ -979,19 +1054,16 @@ after_load(struct rconn *rc, const struct sreply *r, void *arg)
 	if (ev.hash_exists && raw == NULL) {
 		ev.record_status = RECORD_INVALID;
 		snprintf(detail, sizeof detail, "hash has no record field");
+	} else if (ev.hash_exists && start_verify(j, &ev, raw)) {
+		ejob_unref(j);	/* verified() goes on */
+		return;
 	} else if (ev.hash_exists) {
-		ev.record_status = verify_record(j, raw, detail, sizeof detail);
-		/* token = exchange sends the record itself as the subject */
-		if (ev.record_status == RECORD_OK && cred_exchanges(job_cred(j)) &&
-		    (j->raw = strdup(raw)) == NULL)
-			ev.record_status = RECORD_INVALID;
+		struct record_policy pol = record_policy_of(j);
+		ev.record_status = record_load(&pol, j->id, raw, wtime_now_ms(), &j->rec,
+		    &j->bad_owner, detail, sizeof detail);
+		keep_raw(j, &ev, raw, NULL);
 	}
-	ev.record = j->rec;
-	feed(j, &ev);
-	if (ev.record_status != RECORD_OK && detail[0]) {
-		log_warn("record.rejected", "id=%s reason=%s detail=%s", j->id,
-		    record_status_code(ev.record_status), LOG_Q(detail));
-	}
+	loaded(j, &ev, detail);
 	ejob_unref(j);
 }
 

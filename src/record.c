@@ -12,6 +12,7 @@
 
 #include <limits.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,9 @@ struct record_key {
 	 * (HMAC() fetched the algorithm and keyed a new context every time:
 	 * 30,000 instructions a record). NULL: the one-shot HMAC is used. */
 	EVP_MAC_CTX *mac;
+	/* Owners (record_key_ref): a verifying thread keeps the key alive
+	 * across a reload that lets go of the loop's own. */
+	atomic_int refs;
 };
 
 /* The fields of §3.1, borrowed from the payload object while it is checked. */
@@ -272,6 +276,7 @@ record_key_new(enum jwa_alg alg, const unsigned char *key, size_t key_len, char 
 		return NULL;
 	}
 	k->alg = alg;
+	atomic_init(&k->refs, 1);
 	if (alg == JWA_HS256) {
 		const char *why = hs256_secret_problem(key, key_len);
 		if (why != NULL) {
@@ -304,10 +309,17 @@ record_key_new(enum jwa_alg alg, const unsigned char *key, size_t key_len, char 
 	return NULL;
 }
 
+struct record_key *
+record_key_ref(struct record_key *k)
+{
+	atomic_fetch_add(&k->refs, 1);
+	return k;
+}
+
 void
 record_key_free(struct record_key *k)
 {
-	if (k == NULL)
+	if (k == NULL || atomic_fetch_sub(&k->refs, 1) > 1)
 		return;
 	EVP_PKEY_free(k->pk);
 	EVP_MAC_CTX_free(k->mac);	/* cleanses the key it holds */
@@ -854,10 +866,6 @@ validate(const struct record_policy *pol, const char *expected_id, const json_t 
 		return fail(RECORD_INVALID, detail, n, "iss: missing, and [records] issuer is set");
 	if (pol->issuer != NULL && strcmp(f->iss, pol->issuer) != 0)
 		return fail(RECORD_INVALID, detail, n, "iss: not the configured issuer");
-	/* Last, so a record that is also malformed reports record-invalid. */
-	if (pol->action_known != NULL && !pol->action_known(pol->action_ctx, f->action))
-		return fail(RECORD_UNKNOWN_ACTION, detail, n, "action: no [action %.64s] configured",
-		    f->action);
 	return RECORD_OK;
 }
 
@@ -940,10 +948,29 @@ record_load(const struct record_policy *pol, const char *expected_id, const char
 	if (*out != NULL) {
 		(*out)->body = keep.text;
 		(*out)->body_len = keep.len;
+		st = record_check_action(pol, out, owner_out, detail, detail_len);
 	} else {
 		free(keep.text);
 	}
 	json_decref(content);
+	return st;
+}
+
+/* Last, so a record that is also malformed reports record-invalid. */
+enum record_status
+record_check_action(const struct record_policy *pol, struct record **rec, char **owner_out,
+		    char *detail, size_t detail_len)
+{
+	if (pol->action_known == NULL || pol->action_known(pol->action_ctx, (*rec)->action))
+		return RECORD_OK;
+	enum record_status st = fail(RECORD_UNKNOWN_ACTION, detail, detail_len,
+	    "action: no [action %.64s] configured", (*rec)->action);
+	if (owner_out != NULL) {	/* owner_of(): the same usable notifyOnDenial */
+		*owner_out = (*rec)->notify_on_denial;
+		(*rec)->notify_on_denial = NULL;
+	}
+	record_free(*rec);
+	*rec = NULL;
 	return st;
 }
 

@@ -1163,7 +1163,7 @@ h_daemon_ini(const struct h_daemon_opts *o)
 		snprintf(records, sizeof records, "signature = off\n");
 	else
 		snprintf(records, sizeof records, "signature = required\nalgorithm = ES256\n"
-		    "verify_key_file = %s\n", h_data("test-es256.pub"));
+		    "verify_key_file = %s\n", h_data(OR(o->verify_key, "test-es256.pub")));
 	return fmt_alloc(
 	    "[daemon]\nconsumer = %s\nlog_level = debug\nheartbeat_ms = %d\n"
 	    "shutdown_grace_ms = %d\n%s"

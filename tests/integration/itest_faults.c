@@ -120,6 +120,7 @@ struct opts {
 	const char *redis_extra;
 	const char *target_url;	/* NULL: F.url */
 	const char *action_auth, *action_extra, *sections;
+	const char *verify_key;	/* NULL: tests/data/test-es256.pub */
 };
 
 /* The text of an ini for o; caller frees. Calls may take 4 s here. */
@@ -137,7 +138,7 @@ ini_text(const struct opts *o)
 		.action_timeout_ms = o->action_timeout_ms ? o->action_timeout_ms : 10000,
 		.redis_extra = o->redis_extra, .claim_interval_ms = o->claim_interval_ms,
 		.action_auth = o->action_auth, .action_extra = o->action_extra,
-		.sections = o->sections, .daemon_extra = extra,
+		.sections = o->sections, .daemon_extra = extra, .verify_key = o->verify_key,
 	};
 	char *text = h_daemon_ini(&h);
 
@@ -943,6 +944,78 @@ test_r16_reload_rearms_lease(void **state)
 	assert_exit0(dmn_signal_wait(w1, SIGTERM, 15000, NULL));
 }
 
+/* Signs with tests/data/<key>, writes and enqueues, as decide() does. */
+static void
+decide_with(const char *id, const char *key)
+{
+	long long now = h_now_ms();
+	char *js = h_record_json(id, "gate.open", "north/1", now - 1000, now + 3600 * 1000, 0,
+	    NULL);
+	char *jws = js ? h_sign(js, h_data(key)) : NULL;
+
+	assert_non_null(jws);
+	assert_int_equal(h_store_record(C, PREFIX, id, jws, 1), 0);
+	free(jws);
+	free(js);
+}
+
+static int
+pel_empty(void *arg)
+{
+	(void)arg;
+	return pel_count() == 0;
+}
+
+/* R16 with records verified on a worker thread (issue 10): a reload to
+ * another key while hundreds of records are being verified does not crash
+ * or lose a job; each is done (the old key) or dead bad-signature (loaded
+ * after the reload), and records decided afterwards are checked by the new
+ * key alone. */
+static void
+test_r16_reload_key_while_verifying(void **state)
+{
+	(void)state;
+	struct opts o = {.consumer = "w1", .max_in_flight = 256};
+	char id[64];
+	int n = 2000, done = 0;
+
+	/* queued first: the daemon takes ~0.2 s or more for them */
+	for (int i = 0; i < n; i++) {
+		job_id(id, sizeof id, "kv", i);
+		decide_with(id, "test-es256.key");
+	}
+	struct h_daemon *w1 = dmn_start(&o, 1);
+	o.verify_key = "test-es256-other.pub";
+	char *changed = ini_text(&o);
+	free(h_write_file(strrchr(w1->ini, '/') + 1, changed));
+	free(changed);
+	assert_int_equal(kill(w1->pid, SIGHUP), 0);
+	wait_log_count(w1, "event=config.reloaded", 1);
+	assert_int_equal(h_wait_until(pel_empty, NULL, WAIT_MS), 0);
+	for (int i = 0; i < n; i++) {
+		job_id(id, sizeof id, "kv", i);
+		char *st = job_field(id, "state"), *why = job_field(id, "outcome");
+		assert_non_null(st);
+		if (strcmp(st, "done") == 0)
+			done++;
+		else if (strcmp(st, "dead") != 0 || why == NULL || strcmp(why, "bad-signature") != 0)
+			fail_msg("job %s is %s (%s)", id, st, why ? why : "-");
+		free(st);
+		free(why);
+	}
+	print_message("reload while verifying: %d of %d done before it\n", done, n);
+	assert_true(done < n);	/* the reload came while records were loaded */
+	decide_with("kv-new", "test-es256-other.key");
+	decide_with("kv-old", "test-es256.key");
+	wait_job("kv-new", "done");
+	wait_job("kv-old", "dead");
+	char *outcome = job_field("kv-old", "outcome");
+	assert_string_equal(outcome, "bad-signature");
+	free(outcome);
+	assert_true(dmn_running(w1));
+	assert_exit0(dmn_signal_wait(w1, SIGTERM, 15000, NULL));
+}
+
 /* R16: a job whose action a reload removed is dead unknown-action at once,
  * not retried to max-attempts. */
 static void
@@ -1567,6 +1640,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_r17_error_reply_backoff, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_r16_reload_rearms_lease, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_r16_reload_removes_action, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_r16_reload_key_while_verifying, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_r15_results_wait_for_redis, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_streams_trimmed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_r17_unloadable_entries_stay_in_hand, setup,
