@@ -773,6 +773,26 @@ test_max_bytes(void **state)
 	    "t.ini:3: max_bytes:");
 }
 
+/* Issue 10: [records] verify_threads [1], 0 (inline) to 16. */
+static void
+test_verify_threads(void **state)
+{
+	(void)state;
+	struct cfg *cfg = load_ok(MIN_RECORDS MIN_ACTION);
+	assert_int_equal(cfg->records.verify_threads, 1);
+	cfg_free(cfg);
+	cfg = load_ok("[records]\nverify_key_file = k.pub\nverify_threads = 0\n" MIN_ACTION);
+	assert_int_equal(cfg->records.verify_threads, 0);
+	cfg_free(cfg);
+	cfg = load_ok("[records]\nverify_key_file = k.pub\nverify_threads = 16\n" MIN_ACTION);
+	assert_int_equal(cfg->records.verify_threads, 16);
+	cfg_free(cfg);
+	EXPECT("[records]\nverify_key_file = k.pub\nverify_threads = 17\n" MIN_ACTION,
+	    "t.ini:3: verify_threads:");
+	EXPECT("[records]\nverify_key_file = k.pub\nverify_threads = -1\n" MIN_ACTION,
+	    "t.ini:3: verify_threads:");
+}
+
 static void
 test_consumer(void **state)
 {
@@ -924,6 +944,7 @@ main(void)
 		cmocka_unit_test(test_clear_text_http),
 		cmocka_unit_test(test_notify_auth),
 		cmocka_unit_test(test_max_bytes),
+		cmocka_unit_test(test_verify_threads),
 		cmocka_unit_test(test_consumer),
 		cmocka_unit_test(test_env_host_and_dir),
 		cmocka_unit_test(test_nul_in_text),

@@ -1135,6 +1135,54 @@ test_unknown_action_order(void **state)
 	json_decref(c);
 }
 
+/* Loaded without action_known, then record_check_action: the status, detail
+ * and owner of one record_load with it (how vpool's callers load). */
+static void
+expect_action_checked_later(const char *raw)
+{
+	struct record_policy with = plain_policy(), without = with;
+	struct record *r1 = NULL, *r2 = NULL;
+	char d1[256], d2[256], *o1 = NULL, *o2 = NULL;
+
+	without.action_known = NULL;
+	enum record_status s1 = record_load(&with, "gate-14", raw, NOW_MS, &r1, &o1, d1,
+	    sizeof d1);
+	enum record_status s2 = record_load(&without, "gate-14", raw, NOW_MS, &r2, &o2, d2,
+	    sizeof d2);
+	if (s2 == RECORD_OK)
+		s2 = record_check_action(&with, &r2, &o2, d2, sizeof d2);
+	assert_int_equal(s1, s2);
+	assert_string_equal(d1, d2);
+	assert_int_equal(r1 == NULL, r2 == NULL);
+	assert_int_equal(o1 == NULL, o2 == NULL);
+	if (o1 != NULL)
+		assert_string_equal(o1, o2);
+	record_free(r1);
+	record_free(r2);
+	free(o1);
+	free(o2);
+}
+
+static void
+test_action_checked_later(void **state)
+{
+	json_t *c = good_content();
+	char *raw;
+
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		set_str(c, "action", i % 2 ? "gate.close" : "gate.open");
+		if (i == 2)
+			set_str(c, "notifyOnDenial", "");
+		if (i == 3)
+			set_str(c, "basis", "");
+		raw = json_dumps(c, JSON_COMPACT);
+		expect_action_checked_later(raw);
+		free(raw);
+	}
+	json_decref(c);
+}
+
 /* ---- owner_out ---- */
 
 static void
@@ -1312,6 +1360,29 @@ expect_key_refused(enum jwa_alg alg, struct blob key, const char *err_has)
 		fail_msg("%s: accepted a key it should refuse (%s)", jwa_name(alg), err_has);
 	if (strstr(err, err_has) == NULL)
 		fail_msg("%s: error \"%s\" lacks \"%s\"", jwa_name(alg), err, err_has);
+}
+
+/* A second owner keeps the key: it still verifies after the first lets go. */
+static void
+test_key_ref(void **state)
+{
+	char err[256];
+	struct record_key *k = record_key_new(JWA_ES256, es_pub.data, es_pub.len, err,
+	    sizeof err);
+
+	(void)state;
+	assert_non_null(k);
+	assert_ptr_equal(record_key_ref(k), k);
+	record_key_free(k);	/* the first owner: ASan sees any use after a free */
+	struct blob none = {NULL, 0};
+	struct record_policy pol = policy(1, JWA_ES256, none);
+	json_t *c = good_content();
+	char *tok = sign_es(c), detail[256];
+	pol.parsed_key = k;
+	assert_int_equal(load_raw(&pol, tok, detail, sizeof detail, NULL), RECORD_OK);
+	free(tok);
+	json_decref(c);
+	record_key_free(k);
 }
 
 static void
@@ -1590,6 +1661,8 @@ main(void)
 		cmocka_unit_test(test_issuer),
 		cmocka_unit_test(test_skew_and_window_follow_policy),
 		cmocka_unit_test(test_unknown_action_order),
+		cmocka_unit_test(test_action_checked_later),
+		cmocka_unit_test(test_key_ref),
 		cmocka_unit_test(test_owner_out),
 		cmocka_unit_test(test_sign_header_and_kid),
 		cmocka_unit_test(test_sign_refuses),
