@@ -7,6 +7,7 @@
 
 #include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,27 @@ mix(uint64_t x)
 	x ^= x >> 33;
 	x *= 0xc4ceb9fe1a85ec53ULL;
 	return x ^ (x >> 33);
+}
+
+/* The whole file at `path`, NUL-terminated (caller frees), its length in
+ * *len; NULL when it cannot be read. */
+static inline unsigned char *
+read_whole(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	unsigned char *b = NULL;
+	long n;
+
+	*len = 0;
+	if (f == NULL)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
+	    (b = malloc((size_t)n + 1)) != NULL) {
+		*len = fread(b, 1, (size_t)n, f);
+		b[*len] = '\0';
+	}
+	fclose(f);
+	return b;
 }
 
 /* ---- Redis replies built by hand; every node is freed by tree_free ---- */

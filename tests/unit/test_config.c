@@ -777,20 +777,25 @@ test_max_bytes(void **state)
 static void
 test_verify_threads(void **state)
 {
+	static const char *const refused[] = {"17", "-1", "two"};
+	char text[256];
+
 	(void)state;
 	struct cfg *cfg = load_ok(MIN_RECORDS MIN_ACTION);
 	assert_int_equal(cfg->records.verify_threads, 1);
 	cfg_free(cfg);
-	cfg = load_ok("[records]\nverify_key_file = k.pub\nverify_threads = 0\n" MIN_ACTION);
-	assert_int_equal(cfg->records.verify_threads, 0);
-	cfg_free(cfg);
-	cfg = load_ok("[records]\nverify_key_file = k.pub\nverify_threads = 16\n" MIN_ACTION);
-	assert_int_equal(cfg->records.verify_threads, 16);
-	cfg_free(cfg);
-	EXPECT("[records]\nverify_key_file = k.pub\nverify_threads = 17\n" MIN_ACTION,
-	    "t.ini:3: verify_threads:");
-	EXPECT("[records]\nverify_key_file = k.pub\nverify_threads = -1\n" MIN_ACTION,
-	    "t.ini:3: verify_threads:");
+	for (long n = 0; n <= 16; n += 16) {
+		snprintf(text, sizeof text, "[records]\nverify_key_file = k.pub\n"
+		    "verify_threads = %ld\n" MIN_ACTION, n);
+		cfg = load_ok(text);
+		assert_int_equal(cfg->records.verify_threads, n);
+		cfg_free(cfg);
+	}
+	for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+		snprintf(text, sizeof text, "[records]\nverify_key_file = k.pub\n"
+		    "verify_threads = %s\n" MIN_ACTION, refused[i]);
+		EXPECT(text, "t.ini:3: verify_threads:");
+	}
 }
 
 static void

@@ -19,6 +19,7 @@
 #include <openssl/rsa.h>
 
 #include "record.h"
+#include "testlib.h"
 
 #define NOW_MS		1796011200000LL	/* 2026-11-30T04:00:00Z */
 #define DECIDED_MS	1796011140000LL	/* 2026-11-30T03:59:00Z */
@@ -39,19 +40,9 @@ static struct blob
 read_blob(const char *path)
 {
 	struct blob b = {NULL, 0};
-	FILE *f = fopen(path, "rb");
-	long n;
 
-	if (f == NULL) {
+	if ((b.data = read_whole(path, &b.len)) == NULL)
 		fprintf(stderr, "cannot open %s (run from the repository root)\n", path);
-		return b;
-	}
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
-	    (b.data = malloc((size_t)n + 1)) != NULL) {
-		b.len = fread(b.data, 1, (size_t)n, f);
-		b.data[b.len] = '\0';
-	}
-	fclose(f);
 	return b;
 }
 

@@ -18,6 +18,7 @@
 #include <ev.h>
 
 #include "record.h"
+#include "testlib.h"
 #include "vpool.h"
 #include "wtime.h"
 
@@ -40,22 +41,6 @@ struct sub {
 	char *owner;
 	struct sub *all;		/* cancel_rest: every submission */
 };
-
-static unsigned char *
-read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	unsigned char *b = NULL;
-	long n;
-
-	if (f == NULL)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
-	    (b = malloc((size_t)n + 1)) != NULL)
-		*len = fread(b, 1, (size_t)n, f);
-	fclose(f);
-	return b;
-}
 
 /* Record i: valid, but every fifth has a broken signature, every seventh
  * a bad time window, every eleventh no [action] (checked on the loop). */
@@ -84,11 +69,11 @@ static int
 setup(void **state)
 {
 	size_t pub_len = 0;
-	unsigned char *pub = read_file("tests/data/test-es256.pub", &pub_len);
+	unsigned char *pub = read_whole("tests/data/test-es256.pub", &pub_len);
 	char err[160];
 
 	(void)state;
-	es_priv = read_file("tests/data/test-es256.key", &es_priv_len);
+	es_priv = read_whole("tests/data/test-es256.key", &es_priv_len);
 	es_pub = pub ? record_key_new(JWA_ES256, pub, pub_len, err, sizeof err) : NULL;
 	free(pub);
 	if (es_priv == NULL || es_pub == NULL)
@@ -211,55 +196,53 @@ expect_inline(const struct sub *s)
 	free(owner);
 }
 
+/* Every record through a pool of `nthreads` with `key`, which is let go
+ * right after the submissions when `let_go` (a reload): each result is
+ * record_load's inline, and every kind of answer is among them. */
 static void
-test_results_as_inline(void **state)
+expect_all_as_inline(unsigned nthreads, struct record_key *key, int let_go)
 {
 	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
-	struct vpool *p = vpool_new(loop, 2);
+	struct vpool *p = vpool_new(loop, nthreads);
 	static struct sub subs[N];
 	int kinds[4] = {0};
 
-	(void)state;
 	assert_non_null(p);
-	submit_all(p, subs, es_pub);
+	submit_all(p, subs, key);
+	if (let_go)
+		record_key_free(key);
 	drain(loop, p);
 	for (int i = 0; i < N; i++) {
 		expect_inline(&subs[i]);
 		kinds[subs[i].status]++;
 		free(subs[i].owner);
 	}
-	/* every kind of answer was among them */
 	assert_true(kinds[RECORD_OK] > 0 && kinds[RECORD_BAD_SIGNATURE] > 0 &&
 	    kinds[RECORD_INVALID] > 0 && kinds[RECORD_UNKNOWN_ACTION] > 0);
 	vpool_free(p);
 	ev_loop_destroy(loop);
 }
 
+static void
+test_results_as_inline(void **state)
+{
+	(void)state;
+	expect_all_as_inline(2, es_pub, 0);
+}
+
 /* The loop's key is let go (a reload) while the workers still use it. */
 static void
 test_key_outlives_its_owner(void **state)
 {
-	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
-	struct vpool *p = vpool_new(loop, 1);
-	static struct sub subs[N];
 	size_t pub_len = 0;
-	unsigned char *pub = read_file("tests/data/test-es256.pub", &pub_len);
+	unsigned char *pub = read_whole("tests/data/test-es256.pub", &pub_len);
 	char err[160];
 	struct record_key *k = record_key_new(JWA_ES256, pub, pub_len, err, sizeof err);
 
 	(void)state;
 	free(pub);
-	assert_non_null(p);
 	assert_non_null(k);
-	submit_all(p, subs, k);
-	record_key_free(k);
-	drain(loop, p);
-	for (int i = 0; i < N; i++) {
-		expect_inline(&subs[i]);
-		free(subs[i].owner);
-	}
-	vpool_free(p);
-	ev_loop_destroy(loop);
+	expect_all_as_inline(1, k, 1);
 }
 
 static void
