@@ -381,9 +381,12 @@ check_good_record(const struct record *rec, const json_t *content)
 	assert_int_equal(rec->decided_at_ms, DECIDED_MS);
 	assert_int_equal(rec->expires_at_ms, NOW_MS + 8 * 3600 * 1000LL);
 	assert_int_equal(rec->not_before_ms, 0);
-	assert_true(json_is_object(rec->parameters));
-	assert_int_equal(json_integer_value(json_object_get(rec->parameters, "hold_s")), 30);
-	assert_true(json_equal(rec->content, content));
+	json_t *got = record_content(rec);
+	json_t *params = json_object_get(got, "parameters");
+	assert_true(json_is_object(params));
+	assert_int_equal(json_integer_value(json_object_get(params, "hold_s")), 30);
+	assert_true(json_equal(got, content));
+	json_decref(got);
 }
 
 static void
@@ -1436,7 +1439,7 @@ expect_same(enum jwa_alg alg, struct blob key, enum jwa_alg key_alg, const char 
 		fail_msg("%s: the owners differ", what);
 	assert_int_equal(rec_raw == NULL, rec_parsed == NULL);
 	if (rec_raw != NULL)
-		assert_true(json_equal(rec_raw->content, rec_parsed->content));
+		assert_string_equal(rec_raw->body, rec_parsed->body);
 	record_free(rec_raw);
 	record_free(rec_parsed);
 	free(o_raw);
