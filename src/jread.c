@@ -16,7 +16,7 @@
 #include <string.h>
 
 #define KEYS_INLINE	64	/* names held without malloc: a record has a dozen */
-#define PAIRWISE_MAX	8	/* up to this many names an object is checked pair by pair */
+#define PAIRWISE_MAX	16	/* up to this many names pair by pair: a record has 11 */
 #define NUM_INLINE	64	/* a real number this long is copied to the stack for strtod */
 #define FNV_OFFSET	14695981039346656037ULL
 #define FNV_PRIME	1099511628211ULL
@@ -306,7 +306,8 @@ lit_is(const unsigned char *lit, size_t raw, int esc, const char *s)
 	long cp;
 
 	if (!esc)	/* raw bytes, and lit holds no NUL: strncmp stops in s alone */
-		return strncmp((const char *)lit, s, raw) == 0 && s[raw] == '\0';
+		return (raw == 0 || lit[0] == (unsigned char)s[0]) &&
+		    strncmp((const char *)lit, s, raw) == 0 && s[raw] == '\0';
 	for (;; s++) {
 		if ((cp = cp_next(&lit)) < 0)
 			return *s == '\0';

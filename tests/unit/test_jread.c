@@ -287,6 +287,24 @@ test_members(void **state)
 	assert_int_equal(m[M_ALG].type, JREAD_NONE);
 }
 
+/* The empty name is a name like any other, and a prefix is not a match. */
+static void
+test_member_names(void **state)
+{
+	struct jread_member m[] = {{.name = ""}, {.name = "ab"}, {.name = "a"}};
+
+	(void)state;
+	assert_int_equal(jread_doc("{\"a\":1,\"\":true,\"abc\":2}", 23, m, 3, NULL, 0),
+	    JREAD_OBJECT);
+	assert_int_equal(m[0].type, JREAD_TRUE);
+	assert_int_equal(m[1].type, JREAD_NONE);
+	assert_int_equal(m[2].type, JREAD_NUMBER);
+	assert_int_equal(jread_doc("{\"\\u0061b\":[]}", 14, m, 3, NULL, 0), JREAD_OBJECT);
+	assert_int_equal(m[0].type, JREAD_NONE);
+	assert_int_equal(m[1].type, JREAD_ARRAY);
+	assert_int_equal(m[2].type, JREAD_NONE);
+}
+
 static void
 test_unescape(void **state)
 {
@@ -319,6 +337,7 @@ main(void)
 		cmocka_unit_test(test_many_names),
 		cmocka_unit_test(test_depth),
 		cmocka_unit_test(test_members),
+		cmocka_unit_test(test_member_names),
 		cmocka_unit_test(test_unescape),
 	};
 
