@@ -272,7 +272,7 @@ static long
 cp_next(const unsigned char **pp)
 {
 	const unsigned char *p = *pp;
-	size_t n;
+	size_t n = 1;
 	long cp;
 
 	if (*p == '"')

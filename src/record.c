@@ -628,13 +628,13 @@ struct doc {
 	size_t len, used;
 };
 
+/* `d` comes zeroed. */
 static enum record_status
 parse_object(const char *text, size_t len, struct doc *d, char *detail, size_t n)
 {
 	char why[128];
 	enum jread_type t;
 
-	memset(d, 0, sizeof *d);
 	for (int i = 0; i < F_COUNT; i++)
 		d->m[i].name = field_names[i];
 	if (len > (SIZE_MAX - 2) / 2 || (d->block = malloc(2 * len + 2)) == NULL)
@@ -931,6 +931,7 @@ record_load(const struct record_policy *pol, const char *expected_id, const char
 	if (raw != NULL && pol->max_bytes > 0 && strnlen(raw, pol->max_bytes + 1) > pol->max_bytes)
 		return fail(RECORD_INVALID, detail, detail_len,
 		    "record: longer than [records] max_bytes (%zu)", pol->max_bytes);
+	memset(&d, 0, sizeof d);
 	if (pol->signature_required)
 		st = load_signed(pol, raw, &d, detail, detail_len);
 	else if (raw == NULL)

@@ -72,7 +72,8 @@ test_request_body(void **state)
 	r.resource = "canal/lateral-3/gate-14";
 	r.basis = "rule:duty-operator";
 	/* Only what the input takes from the payload as written. */
-	r.body = (char *)"{\"parameters\":{\"percent\":40},\"decidedAt\":\"2026-11-30T16:00:00.5Z\"}";
+	r.body = (char *)"{\"parameters\":{\"percent\":40},"
+	    "\"decidedAt\":\"2026-11-30T16:00:00.5Z\"}";
 	r.body_len = strlen(r.body);
 	char *body = authz_request_body(&r);
 	assert_non_null(body);

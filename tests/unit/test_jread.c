@@ -168,7 +168,8 @@ static void
 test_duplicates(void **state)
 {
 	static const struct text bad[] = {
-		T("{\"a\":1,\"a\":2}"), T("{\"a\":1,\"\\u0061\":1}"), T("{\"\\u00e9\":1,\"\xc3\xa9\":1}"),
+		T("{\"a\":1,\"a\":2}"), T("{\"a\":1,\"\\u0061\":1}"),
+		T("{\"\\u00e9\":1,\"\xc3\xa9\":1}"),
 		T("{\"\\uD83D\\uDE00\":1,\"\xf0\x9f\x98\x80\":2}"), T("{\"\":1,\"\":2}"),
 		T("{\"x\":{\"a\":1,\"a\":2}}"), T("[{\"a\":1,\"a\":1}]"),
 		T("{\"x\":[{\"y\":{\"b\":1,\"c\":{},\"b\":1}}]}"),
@@ -308,7 +309,8 @@ test_member_names(void **state)
 static void
 test_unescape(void **state)
 {
-	static const char doc[] = "{\"recordId\":\"a\\u00e9\\uD83D\\uDE00\\n\\\"\\\\\\/\\t\xc3\xa9z\"}";
+	static const char doc[] =
+	    "{\"recordId\":\"a\\u00e9\\uD83D\\uDE00\\n\\\"\\\\\\/\\t\xc3\xa9z\"}";
 	static const char want[] = "a\xc3\xa9\xf0\x9f\x98\x80\n\"\\/\t\xc3\xa9z";
 	struct jread_member m[M_COUNT];
 	char buf[64];
