@@ -138,6 +138,7 @@ soak: all $(FAKE_BIN) $(FAULTS_BIN)
 
 bench: deps all unit
 	@sh bench/run.sh $(BUILD)
+	@BENCH_OUT=bench/results.txt sh bench/idle.sh $(BUILD)
 	@sh bench/scale.sh $(BUILD)
 
 # Only the scaling part of make bench (workers x one Redis, x a cluster).

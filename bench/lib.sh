@@ -29,8 +29,10 @@ wait_for() {
 }
 
 # Debian's nginx answering 204 (keep-alive, no access log) on the first free
-# port of $1, $1 + 10000, ... + 30000 (each script its own base):
-# sets nginx_pid, nginx_url and nginx_name; 1 when nginx is not installed,
+# port of $1, $1 + 10000, ... + 30000 (each script its own base), and on the
+# port after it the same answer with each arrival logged ("<ms>.<ms> <the
+# Idempotency-Key>" into $tmp/nginx/arrivals.log, for latency lines):
+# sets nginx_pid, nginx_url, nginx_lat_url and nginx_name; 1 when nginx is not installed,
 # BENCH_NO_NGINX is set, or no port would do.
 nginx_pid=
 start_nginx() {
@@ -51,13 +53,18 @@ http {
 	client_body_temp_path $tmp/nginx/body;
 	keepalive_requests 1000000;
 	keepalive_timeout 60s;
+	log_format lat '\$msec \$http_idempotency_key';
 	server { listen 127.0.0.1:$port; location / { return 204; } }
+	# the latency runs' target: the same answer, each arrival logged
+	server { listen 127.0.0.1:$((port + 1)); access_log $tmp/nginx/arrivals.log lat;
+		location / { return 204; } }
 }
 NGINX
 		nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" 2>>"$tmp/nginx/start.log" &
 		nginx_pid=$!
 		if wait_for 30 curl -sf "http://127.0.0.1:$port/"; then
 			nginx_url=http://127.0.0.1:$port
+			nginx_lat_url=http://127.0.0.1:$((port + 1))
 			nginx_name="$(nginx -v 2>&1 | cut -d/ -f2) answering 204"
 			return 0
 		fi

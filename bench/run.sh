@@ -120,6 +120,16 @@ target_of() {
 	esac
 }
 
+# Where a latency run of a mode sends its calls when nginx logs the arrivals
+# (the same target as the throughput runs, so "half the peak" is half of what
+# the same machine did); "" for the fake target.
+latency_nginx() {
+	case $1 in
+	off|hs256|es256) echo "${nginx_lat_url:-}" ;;
+	*) echo "" ;;
+	esac
+}
+
 # Where the throughput runs of a mode send their calls.
 throughput_target_of() {
 	case $1 in
@@ -158,12 +168,15 @@ run_latency() {	# mode peak_jobs_per_s in_flight
 	lat_n=$(awk -v r="$rate" -v s="$LAT_S" -v max="$JOBS" 'BEGIN { n = r * s; if (n > max) n = max; printf "%d", n }')
 	rcli FLUSHALL >/dev/null
 	curl -sf -X POST "$(target_of "$1")/_reset" >/dev/null || die "cannot reset fake_target"
+	[ -z "$(latency_nginx "$1")" ] || : >"$tmp/nginx/arrivals.log"
 	case $1 in
 	off)	BENCH_NO_XADD=1 "$tmp/mkrecords" "$lat_n" "$PREFIX" ;;
 	hs256)	BENCH_NO_XADD=1 "$tmp/mkrecords" "$lat_n" "$PREFIX" "$root/tests/data/test-hs256.secret" ;;
 	*)	BENCH_NO_XADD=1 "$tmp/mkrecords" "$lat_n" "$PREFIX" "$root/tests/data/test-es256.key" ;;
 	esac | rcli --pipe >/dev/null 2>&1 || die "latency: cannot write records"
+	ini_target=$(latency_nginx "$1")
 	write_ini "$1" "$3"
+	ini_target=
 	"$build/bin/warrantd" -c "$tmp/warrantd.ini" 2>"$tmp/warrantd-lat-$1.log" &
 	daemon_pid=$!
 	wait_for 100 test "$(rcli XINFO GROUPS $PREFIX:jobs 2>/dev/null | head -c1)" ||
@@ -176,10 +189,13 @@ run_latency() {	# mode peak_jobs_per_s in_flight
 	done
 	stop_pid "$daemon_pid"
 	daemon_pid=
-	# one record a line (bodies hold braces of their own), then key and arrival
-	curl -sf "$(target_of "$1")/_requests" | sed 's/},{"method"/}\n{"method"/g' |
-	    sed -n 's/.*"idempotency_key":"\([^"]*\)".*"arrival_ms":\([0-9]*\),.*/\1 \2/p' \
-	    >"$tmp/arrived"
+	if [ -n "$(latency_nginx "$1")" ]; then	# "<s>.<ms> <key>" a line
+		awk '{ printf "%s %.0f\n", $2, $1 * 1000 }' "$tmp/nginx/arrivals.log" >"$tmp/arrived"
+	else	# one record a line (bodies hold braces of their own), then key and arrival
+		curl -sf "$(target_of "$1")/_requests" | sed 's/},{"method"/}\n{"method"/g' |
+		    sed -n 's/.*"idempotency_key":"\([^"]*\)".*"arrival_ms":\([0-9]*\),.*/\1 \2/p' \
+		    >"$tmp/arrived"
+	fi
 	awk 'NR == FNR { at[$1] = $2; next } ($1 in at) { print $2 - at[$1] }' \
 	    "$tmp/enqueued" "$tmp/arrived" | sort -n >"$tmp/lat"
 	awk -v mode="$1" -v rate="$rate" -v f="$3" '{ v[NR] = $1 } END {
@@ -396,7 +412,8 @@ cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 	echo "# build: ${build#"$root"/}; jobs enqueued before start; redis on a unix socket;"
 	if [ -n "${nginx_url:-}" ]; then
 		echo "# target (off, hs256, es256): $nginx_name, keep-alive, no access log;"
-		echo "# the latency lines and the token modes: fake_target. log_level = warn; batch = 64; no [authz]."
+		echo "# the latency lines of those: the same nginx, logging each arrival; the token modes:"
+		echo "# fake_target. log_level = warn; batch = 64; no [authz]."
 	else
 		echo "# fake_target on 127.0.0.1 (same host; nginx not installed); log_level = warn; batch = 64; no [authz]."
 	fi

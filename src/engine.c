@@ -275,6 +275,9 @@ admit(void *arg, const struct sreply_entry *e)
 	struct shard *sh = arg;
 
 	ejobs_admit(sh->jobs, e->stream_id, e->id, e->deliveries);
+	/* R10's renewals run while something is in hand (lease_cb stops them) */
+	if (!ev_is_active(&sh->eng->lease))
+		ev_timer_start(sh->eng->loop, &sh->eng->lease);
 }
 
 /* sreply_id_cb: R11, an entry deleted while pending is a dead letter. */
@@ -720,8 +723,14 @@ static void
 lease_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct engine *eng = w->data;
-	(void)loop, (void)revents;
 
+	(void)revents;
+	/* Nothing in hand, nothing to renew: an idle worker does not wake for
+	 * it (issue 10); admit() starts the timer again. */
+	if (in_hand(eng) == 0) {
+		ev_timer_stop(loop, w);
+		return;
+	}
 	for (size_t i = 0; i < eng->nshards; i++)
 		renew_shard(&eng->shards[i]);
 }
@@ -1265,8 +1274,8 @@ init_timers(struct engine *eng)
 	init_timer(eng, &eng->heartbeat, heartbeat_cb, cfg->daemon.heartbeat_ms);
 	init_timer(eng, &eng->claim, claim_cb, cfg->redis.claim_interval_ms);
 	init_timer(eng, &eng->lease, lease_cb, cfg->redis.lease_renew_ms);
-	init_timer(eng, &eng->watchdog, watchdog_cb,
-	    wd_ms > 1 ? wd_ms / 2 : cfg->daemon.heartbeat_ms);
+	/* started only under WatchdogSec (engine start) */
+	init_timer(eng, &eng->watchdog, watchdog_cb, wd_ms > 1 ? wd_ms / 2 : 1000);
 	ev_init(&eng->read_kick, read_kick_cb);
 	eng->read_kick.data = eng;
 }
@@ -1287,15 +1296,12 @@ rearm(struct engine *eng, ev_timer *t, long old_ms, long new_ms)
 static void
 rearm_timers(struct engine *eng, const struct cfg *old, const struct cfg *cfg)
 {
-	long wd_ms = sdnotify_watchdog_ms();
-
+	/* The watchdog's pace is systemd's (WATCHDOG_USEC), not the config's. */
 	rearm(eng, &eng->heartbeat, old->daemon.heartbeat_ms, cfg->daemon.heartbeat_ms);
 	rearm(eng, &eng->lease, old->redis.lease_renew_ms, cfg->redis.lease_renew_ms);
 	if (!eng->draining)
 		rearm(eng, &eng->claim, old->redis.claim_interval_ms,
 		    cfg->redis.claim_interval_ms);
-	if (wd_ms <= 1)
-		rearm(eng, &eng->watchdog, old->daemon.heartbeat_ms, cfg->daemon.heartbeat_ms);
 }
 
 /* One shard's keys, timer and empty set of jobs; 0 or -1 with err. */
@@ -1392,7 +1398,10 @@ engine_start(struct engine *eng)
 	ev_timer_start(eng->loop, &eng->heartbeat);
 	ev_timer_start(eng->loop, &eng->claim);
 	ev_timer_start(eng->loop, &eng->lease);
-	ev_timer_start(eng->loop, &eng->watchdog);
+	/* Without WatchdogSec nobody listens: an idle worker wakes for its
+	 * heartbeat and its blocking read only (issue 10). */
+	if (sdnotify_watchdog_ms() > 1)
+		ev_timer_start(eng->loop, &eng->watchdog);
 	for (size_t i = 0; i < eng->nshards; i++)
 		log_info("engine.start", "consumer=%s group=%s stream=%s max_in_flight=%ld",
 		    eng->cfg->daemon.consumer, eng->cfg->redis.group, eng->shards[i].keys.jobs,

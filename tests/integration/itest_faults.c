@@ -1413,15 +1413,18 @@ test_sd_notify(void **state)
 
 	/* Only the daemon gets NOTIFY_SOCKET. */
 	setenv("NOTIFY_SOCKET", sa.sun_path, 1);
-	struct opts o = {.consumer = "w1"};
+	struct opts o = {.consumer = "w1", .heartbeat_ms = 300};
 	struct h_daemon *w1 = dmn_start(&o, 1);
 	unsetenv("NOTIFY_SOCKET");
 
 	if (await_notify(fd, "READY=1", WAIT_MS) != 0)
 		fail_msg("no READY=1 from warrantd");
 	assert_true(group_exists());
-	if (await_notify(fd, "WATCHDOG=1", WAIT_MS) != 0)
-		fail_msg("no WATCHDOG=1 after READY=1");
+	/* Without WatchdogSec (no WATCHDOG_USEC) nobody listens for pings:
+	 * none in six heartbeats, and no timer waking the idle worker for them
+	 * (issue 10). test_sd_watchdog_interval_and_outage has them. */
+	if (await_notify(fd, "WATCHDOG=1", 6 * 300) == 0)
+		fail_msg("WATCHDOG=1 without WATCHDOG_USEC");
 	assert_int_equal(kill(w1->pid, SIGTERM), 0);
 	if (await_notify(fd, "STOPPING=1", WAIT_MS) != 0)
 		fail_msg("no STOPPING=1 after SIGTERM");

@@ -784,6 +784,32 @@ test_body_cap(void **state)
 	res_clear(&r);
 }
 
+/* A header block and a body many times curl's small receive buffer
+ * (HTTP_RECV_BUFFER, kept small for the memory of 256 calls in flight) still
+ * come whole: headers are gathered across reads, the last one is parsed. */
+static void
+test_longer_than_recv_buffer(void **state)
+{
+	static char head[16384];
+	char filler[8192];
+	struct res r = {0};
+	int n;
+
+	(void)state;
+	memset(filler, 'x', sizeof filler - 1);
+	filler[sizeof filler - 1] = '\0';
+	n = snprintf(head, sizeof head, "HTTP/1.1 401 Unauthorized\r\nX-Filler: %s\r\n"
+	    "WWW-Authenticate: Bearer error=\"invalid_token\"\r\nRetry-After: 7\r\n"
+	    "Content-Length: 100000\r\nConnection: close\r\n\r\n", filler);
+	assert_true(n > 0 && (size_t)n < sizeof head);
+	raw_exchange(head, 100000, &r);
+	assert_int_equal(r.status, 401);
+	assert_string_equal(r.www_authenticate, "Bearer error=\"invalid_token\"");
+	assert_string_equal(r.retry_after, "7");
+	assert_int_equal(r.body_len, 100000);
+	res_clear(&r);
+}
+
 /* A redirect is reported, not followed; header names match in any case and
  * the last of repeated headers wins. */
 static void
@@ -847,6 +873,7 @@ main(void)
 		cmocka_unit_test_setup(test_bad_requests_refused, reset_fake),
 		cmocka_unit_test_setup(test_log_holds_no_secret, reset_fake),
 		cmocka_unit_test(test_body_cap),
+		cmocka_unit_test(test_longer_than_recv_buffer),
 		cmocka_unit_test(test_redirect_and_header_case),
 	};
 
