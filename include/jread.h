@@ -14,7 +14,9 @@
  * integer within int64_t and a number that is finite as a double (jansson
  * keeps them so); no duplicate name in any object, at any depth (compared
  * after unescaping); at most JREAD_MAX_DEPTH values nested (jansson's own
- * limit, counted as it counts); whitespace only after the value. Pure.
+ * limit, counted as it counts); whitespace only after the value; no NUL byte
+ * anywhere (the one place where this is stricter: jansson's stream loses a
+ * NUL it looked ahead at after a number or a word). Pure.
  */
 #ifndef WARRANTD_JREAD_H
 #define WARRANTD_JREAD_H
