@@ -35,10 +35,14 @@ wait_for() {
 # sets nginx_pid, nginx_url, nginx_lat_url and nginx_name; 1 when nginx is not installed,
 # BENCH_NO_NGINX is set, or no port would do.
 nginx_pid=
+nginx_is_ours() {
+	curl -sfI "http://127.0.0.1:$1/" 2>/dev/null | tr -d '\r' | grep -qx "X-Bench: $mark"
+}
 start_nginx() {
 	command -v nginx >/dev/null 2>&1 || return 1
 	[ -z "${BENCH_NO_NGINX:-}" ] || return 1
 	mkdir -p "$tmp/nginx"
+	mark=$(basename "$tmp")
 	for k in 0 1 2 3; do
 		port=$(($1 + k * 10000))
 		cat >"$tmp/nginx/nginx.conf" <<NGINX
@@ -54,6 +58,9 @@ http {
 	keepalive_requests 1000000;
 	keepalive_timeout 60s;
 	log_format lat '\$msec \$http_idempotency_key';
+	# X-Bench names this run's nginx: another script's on the same ports
+	# (its own bind failed, ours would answer nothing) is not taken for ours.
+	add_header X-Bench $mark;
 	server { listen 127.0.0.1:$port; location / { return 204; } }
 	# the latency runs' target: the same answer, each arrival logged
 	server { listen 127.0.0.1:$((port + 1)); access_log $tmp/nginx/arrivals.log lat;
@@ -62,7 +69,7 @@ http {
 NGINX
 		nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" 2>>"$tmp/nginx/start.log" &
 		nginx_pid=$!
-		if wait_for 30 curl -sf "http://127.0.0.1:$port/"; then
+		if wait_for 30 nginx_is_ours "$port" && nginx_is_ours $((port + 1)); then
 			nginx_url=http://127.0.0.1:$port
 			nginx_lat_url=http://127.0.0.1:$((port + 1))
 			nginx_name="$(nginx -v 2>&1 | cut -d/ -f2) answering 204"

@@ -71,16 +71,18 @@ struct record_policy {
 	void *action_ctx;
 };
 
+/* From record_load, the strings point into the block that `body` starts
+ * (one allocation, freed with it by record_free); a record built by hand
+ * sets them as it likes and is not given to record_free. */
 struct record {
 	char id[RECORD_ID_MAX + 1];
 	char *on_behalf_of, *action, *resource, *basis;
 	char *notify_on_denial;	/* NULL when absent or empty */
 	char *iss;		/* NULL when absent */
-	json_t *parameters;	/* an object, owned */
-	json_t *content;	/* the whole verified payload object, owned */
 	/* The verified payload's bytes as they came (owned, NUL-terminated):
-	 * the R7 body, equal as JSON to `content` and sent without
-	 * re-serialising it. NULL for a record built by hand. */
+	 * the R7 body, sent without re-serialising it; record_content reads it
+	 * as JSON for what needs the whole object (parameters, decidedAt as
+	 * written). */
 	char *body;
 	size_t body_len;
 	int64_t decided_at_ms, expires_at_ms;
@@ -126,6 +128,14 @@ enum record_status record_check_action(const struct record_policy *pol, struct r
 
 /* NULL is a no-op. */
 void record_free(struct record *rec);
+
+/*
+ * The record's payload (rec->body) read by jansson: a new reference to the
+ * object (caller decrefs), or NULL when out of memory or `body` is NULL.
+ * Off the hot path: for the PDP's input (parameters) and warrantctl.
+ */
+json_t *record_content(const struct record *rec)
+	__attribute__((warn_unused_result));
 
 /*
  * Signs `content` (a JSON object) as a JWS compact serialization with header

@@ -6,13 +6,18 @@
 char *
 authz_request_body(const struct record *r)
 {
-	json_t *input = json_pack("{s:{s:s,s:s,s:s,s:O,s:s,s:s,s:O}}", "input",
+	/* The payload read again by jansson: only with [authz], off the hot
+	 * path, and parameters and decidedAt go out as written. */
+	json_t *content = record_content(r);
+	json_t *input = content == NULL ? NULL :
+	    json_pack("{s:{s:s,s:s,s:s,s:O,s:s,s:s,s:O}}", "input",
 	    "subject", r->on_behalf_of, "action", r->action, "resource", r->resource,
-	    "parameters", r->parameters, "basis", r->basis, "recordId", r->id,
-	    "decidedAt", json_object_get(r->content, "decidedAt"));
+	    "parameters", json_object_get(content, "parameters"), "basis", r->basis,
+	    "recordId", r->id, "decidedAt", json_object_get(content, "decidedAt"));
 	char *body = input ? json_dumps(input, JSON_COMPACT) : NULL;
 
 	json_decref(input);
+	json_decref(content);
 	return body;
 }
 

@@ -600,18 +600,6 @@ on_call_done(const struct http_response *resp, void *arg)
 	ejob_unref(j);
 }
 
-/* R7: the verified payload's own bytes (equal as JSON); serialised again
- * only for a record that has none. Caller frees *owned. */
-static const char *
-call_body(const struct ejob *j, char **owned)
-{
-	*owned = NULL;
-	if (j->rec->body != NULL)
-		return j->rec->body;
-	return *owned = json_dumps(j->rec->content, JSON_COMPACT);
-}
-
-
 /* "name: value" as a new string, as long as it needs to be: nothing that
  * goes out is cut short. Caller frees (wipe_header when it holds a
  * secret). NULL when out of memory. */
@@ -735,14 +723,14 @@ start_call(struct ejob *j)
 		cannot_call(j, JOB_NOCALL_TOKEN_GONE);	/* R6: wait for one */
 		return;
 	}
-	char *owned;
-	const char *body = call_body(j, &owned);
+	/* R7: the verified payload's own bytes (equal as JSON, never re-serialised) */
+	const char *body = j->rec->body;
 	struct call_headers h;
 	int rc = -1;
 	if (body != NULL && call_headers_fill(&h, j->rec, bearer) == 0) {
 		struct http_request req = {
 			.method = a->method, .url = url, .headers = h.list,
-			.body = body, .body_len = strlen(body), .timeout_ms = a->timeout_ms,
+			.body = body, .body_len = j->rec->body_len, .timeout_ms = a->timeout_ms,
 		};
 		rc = http_start(env->http, &req, on_call_done, j, &j->call);
 	}
@@ -750,7 +738,6 @@ start_call(struct ejob *j)
 		call_headers_free(&h);
 	drop_xtoken(j);	/* cached across nothing: the next call exchanges again */
 	free(url);
-	free(owned);
 	if (rc < 0) {
 		call_not_started(j, "cannot start request");
 		return;

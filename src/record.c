@@ -29,6 +29,7 @@
 #include <openssl/pem.h>
 
 #include "b64url.h"
+#include "jread.h"
 #include "wtime.h"
 
 #define RECORD_TYP	"decision+jwt"
@@ -57,10 +58,20 @@ struct record_key {
 	atomic_int refs;
 };
 
-/* The fields of §3.1, borrowed from the payload object while it is checked. */
+/* The members of §3.1, in the order of field_names. */
+enum field {
+	F_ID, F_ON_BEHALF_OF, F_ACTION, F_RESOURCE, F_PARAMETERS, F_BASIS, F_DECIDED_AT,
+	F_NOT_BEFORE, F_EXPIRES_AT, F_NOTIFY, F_ISS, F_COUNT
+};
+
+static const char *const field_names[F_COUNT] = {
+	"recordId", "onBehalfOf", "action", "resource", "parameters", "basis", "decidedAt",
+	"notBefore", "expiresAt", "notifyOnDenial", "iss",
+};
+
+/* The fields of §3.1, unescaped into the payload's block while it is checked. */
 struct fields {
 	const char *id, *on_behalf_of, *action, *resource, *basis, *notify, *iss;
-	json_t *parameters;
 	int64_t decided_at, expires_at, not_before;
 };
 
@@ -599,61 +610,63 @@ static enum record_status
 check_header(const struct record_policy *pol, const struct jws *j, char *detail, size_t n)
 {
 	const char *want = jwa_name(pol->algorithm);
-	json_t *h = json_loadb((const char *)j->header, j->header_len, JSON_REJECT_DUPLICATES,
-	    NULL);
-	json_t *alg = json_object_get(h, "alg"), *typ = json_object_get(h, "typ");
-	enum record_status st = RECORD_OK;
+	struct jread_member h[] = {{.name = "alg"}, {.name = "typ"}, {.name = "crit"}};
+	enum jread_type t = jread_doc((const char *)j->header, j->header_len, h, 3, NULL, 0);
 
-	if (!json_is_object(h))
-		st = fail(RECORD_BAD_SIGNATURE, detail, n, "header: not a JSON object");
-	else if (!json_is_string(alg))
-		st = fail(RECORD_BAD_SIGNATURE, detail, n, "header: alg missing or not a string");
-	else if (strcmp(json_string_value(alg), want) != 0)
-		st = fail(RECORD_BAD_SIGNATURE, detail, n, "header: alg is not %s", want);
-	else if (!json_is_string(typ))
-		st = fail(RECORD_BAD_SIGNATURE, detail, n, "header: typ missing or not a string");
-	else if (strcmp(json_string_value(typ), RECORD_TYP) != 0)
-		st = fail(RECORD_BAD_SIGNATURE, detail, n, "header: typ is not " RECORD_TYP);
-	else if (json_object_get(h, "crit") != NULL)
-		/* RFC 7515 §4.1.11: unknown critical extensions must be refused. */
-		st = fail(RECORD_BAD_SIGNATURE, detail, n, "header: crit is not supported");
-	json_decref(h);
-	return st;
-}
-
-/* The verified bytes, kept as the R7 body. */
-struct payload {
-	char *text;
-	size_t len;
-};
-
-static enum record_status
-parse_object(const char *text, size_t len, json_t **out, struct payload *keep, char *detail,
-	     size_t n)
-{
-	json_error_t err;
-	json_t *v = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
-
-	if (v == NULL)
-		return fail(RECORD_INVALID, detail, n, "record: not JSON: %s", err.text);
-	if (!json_is_object(v)) {
-		json_decref(v);
-		return fail(RECORD_INVALID, detail, n, "record: not a JSON object");
-	}
-	if ((keep->text = malloc(len + 1)) == NULL) {
-		json_decref(v);
-		return fail(RECORD_INVALID, detail, n, "record: out of memory");
-	}
-	memcpy(keep->text, text, len);
-	keep->text[len] = '\0';
-	keep->len = len;
-	*out = v;
+	if (t != JREAD_OBJECT)
+		return fail(RECORD_BAD_SIGNATURE, detail, n, "header: not a JSON object");
+	if (h[0].type != JREAD_STRING)
+		return fail(RECORD_BAD_SIGNATURE, detail, n, "header: alg missing or not a string");
+	if (!jread_string_is(&h[0], want))
+		return fail(RECORD_BAD_SIGNATURE, detail, n, "header: alg is not %s", want);
+	if (h[1].type != JREAD_STRING)
+		return fail(RECORD_BAD_SIGNATURE, detail, n, "header: typ missing or not a string");
+	if (!jread_string_is(&h[1], RECORD_TYP))
+		return fail(RECORD_BAD_SIGNATURE, detail, n, "header: typ is not " RECORD_TYP);
+	/* RFC 7515 §4.1.11: unknown critical extensions must be refused. */
+	if (h[2].type != JREAD_NONE)
+		return fail(RECORD_BAD_SIGNATURE, detail, n, "header: crit is not supported");
 	return RECORD_OK;
 }
 
+/* The payload object as jread found it. `block` holds the verified bytes
+ * (the R7 body, NUL-terminated) and after them room for the unescaped
+ * strings: each is at most its quoted length less one, so `len` + 1 bytes
+ * hold them all. The block goes to the record, or is freed. */
+struct doc {
+	struct jread_member m[F_COUNT];
+	char *str[F_COUNT];	/* unescaped into the block on first use */
+	char *block;
+	size_t len, used;
+};
+
+/* `d` comes zeroed. */
 static enum record_status
-load_signed(const struct record_policy *pol, const char *raw, json_t **content,
-	    struct payload *keep, char *detail, size_t n)
+parse_object(const char *text, size_t len, struct doc *d, char *detail, size_t n)
+{
+	char why[128];
+	enum jread_type t;
+
+	for (int i = 0; i < F_COUNT; i++)
+		d->m[i].name = field_names[i];
+	if (len > (SIZE_MAX - 2) / 2 || (d->block = malloc(2 * len + 2)) == NULL)
+		return fail(RECORD_INVALID, detail, n, "record: out of memory");
+	memcpy(d->block, text, len);
+	d->block[len] = '\0';
+	d->len = len;
+	t = jread_doc(d->block, len, d->m, F_COUNT, why, sizeof why);
+	if (t == JREAD_OBJECT)
+		return RECORD_OK;
+	free(d->block);
+	d->block = NULL;
+	if (t == JREAD_NONE)
+		return fail(RECORD_INVALID, detail, n, "record: not JSON: %s", why);
+	return fail(RECORD_INVALID, detail, n, "record: not a JSON object");
+}
+
+static enum record_status
+load_signed(const struct record_policy *pol, const char *raw, struct doc *d, char *detail,
+	    size_t n)
 {
 	struct jws j;
 	enum record_status st;
@@ -681,70 +694,72 @@ load_signed(const struct record_policy *pol, const char *raw, json_t **content,
 			st = fail(RECORD_BAD_SIGNATURE, detail, n, "signature: does not verify");
 	}
 	if (st == RECORD_OK)
-		st = parse_object((const char *)j.payload, j.payload_len, content, keep, detail,
-		    n);
+		st = parse_object((const char *)j.payload, j.payload_len, d, detail, n);
 	jws_clear(&j);
 	return st;
 }
 
 /* ---- §3.1 ---- */
 
-/* obj[name]: 1 a string, 0 absent, -1 present but not a string. */
+/* Member i: 1 a string (unescaped into *out), 0 absent, -1 present but not
+ * a string. */
 static int
-string_field(const json_t *obj, const char *name, const char **out)
+string_field(struct doc *d, enum field i, const char **out)
 {
-	json_t *v = json_object_get(obj, name);
-
 	*out = NULL;
-	if (v == NULL)
+	if (d->m[i].type == JREAD_NONE)
 		return 0;
-	if (!json_is_string(v))
+	if (d->m[i].type != JREAD_STRING)
 		return -1;
-	*out = json_string_value(v);
+	if (d->str[i] == NULL) {
+		d->str[i] = d->block + d->len + 1 + d->used;
+		d->used += jread_unescape(&d->m[i], d->str[i]) + 1;
+	}
+	*out = d->str[i];
 	return 1;
 }
 
 static int
-need_string(const json_t *obj, const char *name, const char **out, char *detail, size_t n)
+need_string(struct doc *d, enum field i, const char **out, char *detail, size_t n)
 {
-	int r = string_field(obj, name, out);
+	int r = string_field(d, i, out);
 
 	if (r == 0)
-		fail(RECORD_INVALID, detail, n, "%s: missing", name);
+		fail(RECORD_INVALID, detail, n, "%s: missing", field_names[i]);
 	else if (r < 0)
-		fail(RECORD_INVALID, detail, n, "%s: not a string", name);
+		fail(RECORD_INVALID, detail, n, "%s: not a string", field_names[i]);
 	else if (**out == '\0')
-		fail(RECORD_INVALID, detail, n, "%s: empty", name);
+		fail(RECORD_INVALID, detail, n, "%s: empty", field_names[i]);
 	return r == 1 && **out != '\0' ? 0 : -1;
 }
 
 static int
-optional_string(const json_t *obj, const char *name, const char **out, char *detail, size_t n)
+optional_string(struct doc *d, enum field i, const char **out, char *detail, size_t n)
 {
-	if (string_field(obj, name, out) >= 0)
+	if (string_field(d, i, out) >= 0)
 		return 0;
-	fail(RECORD_INVALID, detail, n, "%s: not a string", name);
+	fail(RECORD_INVALID, detail, n, "%s: not a string", field_names[i]);
 	return -1;
 }
 
 /* *out is 0 when an optional time is absent. */
 static int
-need_time(const json_t *obj, const char *name, int required, int64_t *out, char *detail,
-	  size_t n)
+need_time(struct doc *d, enum field i, int required, int64_t *out, char *detail, size_t n)
 {
 	const char *s;
-	int r = string_field(obj, name, &s);
+	int r = string_field(d, i, &s);
 
 	*out = 0;
 	if (r == 0 && !required)
 		return 0;
 	if (r == 0)
-		fail(RECORD_INVALID, detail, n, "%s: missing", name);
+		fail(RECORD_INVALID, detail, n, "%s: missing", field_names[i]);
 	else if (r < 0)
-		fail(RECORD_INVALID, detail, n, "%s: not a string", name);
+		fail(RECORD_INVALID, detail, n, "%s: not a string", field_names[i]);
 	else if (wtime_parse_rfc3339(s, out) != 0)
 		fail(RECORD_INVALID, detail, n,
-		    "%s: not an RFC 3339 time in UTC (YYYY-MM-DDTHH:MM:SS[.frac]Z)", name);
+		    "%s: not an RFC 3339 time in UTC (YYYY-MM-DDTHH:MM:SS[.frac]Z)",
+		    field_names[i]);
 	else
 		return 0;
 	return -1;
@@ -792,36 +807,34 @@ text_field_ok(const char *s)
 }
 
 static enum record_status
-check_names(const char *expected_id, const json_t *obj, struct fields *f, char *detail,
-	    size_t n)
+check_names(const char *expected_id, struct doc *d, struct fields *f, char *detail, size_t n)
 {
 	const char *why;
 
-	if (need_string(obj, "recordId", &f->id, detail, n) != 0)
+	if (need_string(d, F_ID, &f->id, detail, n) != 0)
 		return RECORD_INVALID;
 	if (!record_id_valid(f->id))
 		return fail(RECORD_INVALID, detail, n,
 		    "recordId: not 1-64 of [A-Za-z0-9._-], or '.' or '..'");
 	if (expected_id == NULL || strcmp(f->id, expected_id) != 0)
 		return fail(RECORD_INVALID, detail, n, "recordId: not the id it was queued under");
-	if (need_string(obj, "onBehalfOf", &f->on_behalf_of, detail, n) != 0 ||
-	    need_string(obj, "action", &f->action, detail, n) != 0)
+	if (need_string(d, F_ON_BEHALF_OF, &f->on_behalf_of, detail, n) != 0 ||
+	    need_string(d, F_ACTION, &f->action, detail, n) != 0)
 		return RECORD_INVALID;
 	if (!text_field_ok(f->on_behalf_of))
 		return fail(RECORD_INVALID, detail, n,
 		    "onBehalfOf: longer than 1024 bytes or has a control character");
 	if (strchr(f->action, '*') != NULL)
 		return fail(RECORD_INVALID, detail, n, "action: contains '*'");
-	if (need_string(obj, "resource", &f->resource, detail, n) != 0)
+	if (need_string(d, F_RESOURCE, &f->resource, detail, n) != 0)
 		return RECORD_INVALID;
 	if ((why = resource_problem(f->resource)) != NULL)
 		return fail(RECORD_INVALID, detail, n, "%s", why);
-	f->parameters = json_object_get(obj, "parameters");
-	if (f->parameters == NULL)
+	if (d->m[F_PARAMETERS].type == JREAD_NONE)
 		return fail(RECORD_INVALID, detail, n, "parameters: missing");
-	if (!json_is_object(f->parameters))
+	if (d->m[F_PARAMETERS].type != JREAD_OBJECT)
 		return fail(RECORD_INVALID, detail, n, "parameters: not an object");
-	if (need_string(obj, "basis", &f->basis, detail, n) != 0)
+	if (need_string(d, F_BASIS, &f->basis, detail, n) != 0)
 		return RECORD_INVALID;
 	if (!text_field_ok(f->basis))
 		return fail(RECORD_INVALID, detail, n,
@@ -831,16 +844,16 @@ check_names(const char *expected_id, const json_t *obj, struct fields *f, char *
 
 /* An expired record passes: the deadline is for the job to act on (R1). */
 static enum record_status
-check_times(const struct record_policy *pol, const json_t *obj, int64_t now,
-	    struct fields *f, char *detail, size_t n)
+check_times(const struct record_policy *pol, struct doc *d, int64_t now, struct fields *f,
+	    char *detail, size_t n)
 {
-	if (need_time(obj, "decidedAt", 1, &f->decided_at, detail, n) != 0)
+	if (need_time(d, F_DECIDED_AT, 1, &f->decided_at, detail, n) != 0)
 		return RECORD_INVALID;
 	if (f->decided_at > now && f->decided_at - now > pol->clock_skew_ms)
 		return fail(RECORD_INVALID, detail, n,
 		    "decidedAt: more than clock_skew_s in the future");
-	if (need_time(obj, "notBefore", 0, &f->not_before, detail, n) != 0 ||
-	    need_time(obj, "expiresAt", 1, &f->expires_at, detail, n) != 0)
+	if (need_time(d, F_NOT_BEFORE, 0, &f->not_before, detail, n) != 0 ||
+	    need_time(d, F_EXPIRES_AT, 1, &f->expires_at, detail, n) != 0)
 		return RECORD_INVALID;
 	if (f->expires_at <= f->decided_at)
 		return fail(RECORD_INVALID, detail, n, "expiresAt: not later than decidedAt");
@@ -851,16 +864,16 @@ check_times(const struct record_policy *pol, const json_t *obj, int64_t now,
 }
 
 static enum record_status
-validate(const struct record_policy *pol, const char *expected_id, const json_t *obj,
-	 int64_t now, struct fields *f, char *detail, size_t n)
+validate(const struct record_policy *pol, const char *expected_id, struct doc *d, int64_t now,
+	 struct fields *f, char *detail, size_t n)
 {
 	enum record_status st;
 
-	if ((st = check_names(expected_id, obj, f, detail, n)) != RECORD_OK ||
-	    (st = check_times(pol, obj, now, f, detail, n)) != RECORD_OK)
+	if ((st = check_names(expected_id, d, f, detail, n)) != RECORD_OK ||
+	    (st = check_times(pol, d, now, f, detail, n)) != RECORD_OK)
 		return st;
-	if (optional_string(obj, "notifyOnDenial", &f->notify, detail, n) != 0 ||
-	    optional_string(obj, "iss", &f->iss, detail, n) != 0)
+	if (optional_string(d, F_NOTIFY, &f->notify, detail, n) != 0 ||
+	    optional_string(d, F_ISS, &f->iss, detail, n) != 0)
 		return RECORD_INVALID;
 	if (pol->issuer != NULL && f->iss == NULL)
 		return fail(RECORD_INVALID, detail, n, "iss: missing, and [records] issuer is set");
@@ -875,41 +888,37 @@ dup_or_null(const char *s)
 	return s != NULL && *s != '\0' ? strdup(s) : NULL;
 }
 
+/* The strings stay in d's block, which the record takes. */
 static struct record *
-record_build(const struct fields *f, json_t *content)
+record_build(const struct fields *f, struct doc *d)
 {
 	struct record *rec = calloc(1, sizeof *rec);
 
 	if (rec == NULL)
 		return NULL;
 	memcpy(rec->id, f->id, strlen(f->id) + 1);
-	rec->on_behalf_of = strdup(f->on_behalf_of);
-	rec->action = strdup(f->action);
-	rec->resource = strdup(f->resource);
-	rec->basis = strdup(f->basis);
-	rec->notify_on_denial = dup_or_null(f->notify);
-	rec->iss = f->iss != NULL ? strdup(f->iss) : NULL;
-	rec->parameters = json_incref(f->parameters);
-	rec->content = json_incref(content);
+	rec->on_behalf_of = (char *)f->on_behalf_of;
+	rec->action = (char *)f->action;
+	rec->resource = (char *)f->resource;
+	rec->basis = (char *)f->basis;
+	rec->notify_on_denial = f->notify != NULL && *f->notify != '\0' ? (char *)f->notify : NULL;
+	rec->iss = (char *)f->iss;
 	rec->decided_at_ms = f->decided_at;
 	rec->expires_at_ms = f->expires_at;
 	rec->not_before_ms = f->not_before;
-	if (rec->on_behalf_of == NULL || rec->action == NULL || rec->resource == NULL ||
-	    rec->basis == NULL || (f->notify != NULL && *f->notify != '\0' &&
-	    rec->notify_on_denial == NULL) || (f->iss != NULL && rec->iss == NULL)) {
-		record_free(rec);
-		return NULL;
-	}
+	rec->body = d->block;
+	rec->body_len = d->len;
+	d->block = NULL;
 	return rec;
 }
 
 /* notifyOnDenial when it is a usable string, whatever else is wrong. */
 static char *
-owner_of(const json_t *obj)
+owner_of(struct doc *d)
 {
 	const char *s;
 
-	return string_field(obj, "notifyOnDenial", &s) == 1 ? dup_or_null(s) : NULL;
+	return string_field(d, F_NOTIFY, &s) == 1 ? dup_or_null(s) : NULL;
 }
 
 enum record_status
@@ -918,8 +927,7 @@ record_load(const struct record_policy *pol, const char *expected_id, const char
 	    size_t detail_len)
 {
 	struct fields f;
-	json_t *content = NULL;
-	struct payload keep = {NULL, 0};
+	struct doc d;
 	enum record_status st;
 
 	*out = NULL;
@@ -931,28 +939,24 @@ record_load(const struct record_policy *pol, const char *expected_id, const char
 	if (raw != NULL && pol->max_bytes > 0 && strnlen(raw, pol->max_bytes + 1) > pol->max_bytes)
 		return fail(RECORD_INVALID, detail, detail_len,
 		    "record: longer than [records] max_bytes (%zu)", pol->max_bytes);
+	memset(&d, 0, sizeof d);
 	if (pol->signature_required)
-		st = load_signed(pol, raw, &content, &keep, detail, detail_len);
+		st = load_signed(pol, raw, &d, detail, detail_len);
 	else if (raw == NULL)
 		st = fail(RECORD_INVALID, detail, detail_len, "record: missing");
 	else
-		st = parse_object(raw, strlen(raw), &content, &keep, detail, detail_len);
+		st = parse_object(raw, strlen(raw), &d, detail, detail_len);
 	if (st != RECORD_OK)
 		return st;
 	memset(&f, 0, sizeof f);
-	st = validate(pol, expected_id, content, now_ms, &f, detail, detail_len);
-	if (st == RECORD_OK && (*out = record_build(&f, content)) == NULL)
+	st = validate(pol, expected_id, &d, now_ms, &f, detail, detail_len);
+	if (st == RECORD_OK && (*out = record_build(&f, &d)) == NULL)
 		st = fail(RECORD_INVALID, detail, detail_len, "record: out of memory");
 	else if (st != RECORD_OK && owner_out != NULL)
-		*owner_out = owner_of(content);
-	if (*out != NULL) {
-		(*out)->body = keep.text;
-		(*out)->body_len = keep.len;
+		*owner_out = owner_of(&d);
+	free(d.block);
+	if (*out != NULL)
 		st = record_check_action(pol, out, owner_out, detail, detail_len);
-	} else {
-		free(keep.text);
-	}
-	json_decref(content);
 	return st;
 }
 
@@ -965,10 +969,8 @@ record_check_action(const struct record_policy *pol, struct record **rec, char *
 		return RECORD_OK;
 	enum record_status st = fail(RECORD_UNKNOWN_ACTION, detail, detail_len,
 	    "action: no [action %.64s] configured", (*rec)->action);
-	if (owner_out != NULL) {	/* owner_of(): the same usable notifyOnDenial */
-		*owner_out = (*rec)->notify_on_denial;
-		(*rec)->notify_on_denial = NULL;
-	}
+	if (owner_out != NULL)	/* owner_of(): the same usable notifyOnDenial */
+		*owner_out = dup_or_null((*rec)->notify_on_denial);
 	record_free(*rec);
 	*rec = NULL;
 	return st;
@@ -979,14 +981,14 @@ record_free(struct record *rec)
 {
 	if (rec == NULL)
 		return;
-	free(rec->on_behalf_of);
-	free(rec->action);
-	free(rec->resource);
-	free(rec->basis);
-	free(rec->notify_on_denial);
-	free(rec->iss);
-	json_decref(rec->parameters);
-	json_decref(rec->content);
-	free(rec->body);
+	free(rec->body);	/* and the strings after it */
 	free(rec);
+}
+
+json_t *
+record_content(const struct record *rec)
+{
+	if (rec->body == NULL)
+		return NULL;
+	return json_loadb(rec->body, rec->body_len, JSON_REJECT_DUPLICATES, NULL);
 }

@@ -1318,7 +1318,7 @@ verify_into(struct ctx *c, json_t *out, const char *id, const char *raw, const c
 		return;
 	}
 	json_object_set_new(out, "expired", json_boolean(now >= rec->expires_at_ms));
-	json_object_set_new(out, "record", json_incref(rec->content));
+	json_object_set_new(out, "record", record_content(rec));
 	record_free(rec);
 }
 

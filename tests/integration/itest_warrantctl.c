@@ -316,8 +316,10 @@ test_decide_writes_hash_and_stream(void **state)
 	assert_string_equal(rec->basis, "role:gatekeeper");
 	assert_string_equal(rec->notify_on_denial, "ops");
 	assert_string_equal(rec->iss, "warrantctl");
-	assert_string_equal(json_string_value(json_object_get(rec->parameters, "mode")), "full");
-	assert_int_equal(json_integer_value(json_object_get(rec->parameters, "n")), 2);
+	json_t *content = record_content(rec), *params = json_object_get(content, "parameters");
+	assert_string_equal(json_string_value(json_object_get(params, "mode")), "full");
+	assert_int_equal(json_integer_value(json_object_get(params, "n")), 2);
+	json_decref(content);
 	assert_true(rec->decided_at_ms >= now - 1000 && rec->decided_at_ms <= wtime_now_ms());
 	assert_int_equal(rec->expires_at_ms - rec->decided_at_ms, 2 * 3600 * 1000);
 	assert_int_equal(rec->not_before_ms, 0);

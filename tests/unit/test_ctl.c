@@ -308,7 +308,10 @@ test_record_passes_record_load(void **state)
 	    sizeof detail), RECORD_OK);
 	assert_string_equal(out->notify_on_denial, "ops");
 	assert_int_equal(out->not_before_ms, NOW + 1000);
-	assert_string_equal(json_string_value(json_object_get(out->parameters, "speed")), "slow");
+	json_t *got = record_content(out);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(got, "parameters"),
+	    "speed")), "slow");
+	json_decref(got);
 	record_free(out);
 	free(text);
 	json_decref(rec);
