@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -121,6 +122,7 @@ struct opts {
 	const char *target_url;	/* NULL: F.url */
 	const char *action_auth, *action_extra, *sections;
 	const char *verify_key;	/* NULL: tests/data/test-es256.pub */
+	const char *records_extra;
 };
 
 /* The text of an ini for o; caller frees. Calls may take 4 s here. */
@@ -139,6 +141,7 @@ ini_text(const struct opts *o)
 		.redis_extra = o->redis_extra, .claim_interval_ms = o->claim_interval_ms,
 		.action_auth = o->action_auth, .action_extra = o->action_extra,
 		.sections = o->sections, .daemon_extra = extra, .verify_key = o->verify_key,
+		.records_extra = o->records_extra,
 	};
 	char *text = h_daemon_ini(&h);
 
@@ -959,6 +962,23 @@ decide_with(const char *id, const char *key)
 	free(js);
 }
 
+/* The threads d runs now (/proc/PID/task). */
+static int
+thread_count(const struct h_daemon *d)
+{
+	char path[64];
+	int n = 0;
+	struct dirent *e;
+
+	snprintf(path, sizeof path, "/proc/%d/task", (int)d->pid);
+	DIR *dir = opendir(path);
+	assert_non_null(dir);
+	while ((e = readdir(dir)) != NULL)
+		n += e->d_name[0] != '.';
+	closedir(dir);
+	return n;
+}
+
 static int
 pel_empty(void *arg)
 {
@@ -985,6 +1005,7 @@ test_r16_reload_key_while_verifying(void **state)
 		decide_with(id, "test-es256.key");
 	}
 	struct h_daemon *w1 = dmn_start(&o, 1);
+	assert_int_equal(thread_count(w1), 2);	/* the loop and verify_threads' default */
 	o.verify_key = "test-es256-other.pub";
 	char *changed = ini_text(&o);
 	free(h_write_file(strrchr(w1->ini, '/') + 1, changed));
@@ -1012,8 +1033,23 @@ test_r16_reload_key_while_verifying(void **state)
 	char *outcome = job_field("kv-old", "outcome");
 	assert_string_equal(outcome, "bad-signature");
 	free(outcome);
+
+	/* The pool is the start's: a reload that changes its size is refused. */
+	o.records_extra = "verify_threads = 0\n";
+	changed = ini_text(&o);
+	free(h_write_file(strrchr(w1->ini, '/') + 1, changed));
+	free(changed);
+	assert_int_equal(kill(w1->pid, SIGHUP), 0);
+	wait_log(w1, "verify_threads change only with a restart");
 	assert_true(dmn_running(w1));
 	assert_exit0(dmn_signal_wait(w1, SIGTERM, 15000, NULL));
+
+	/* verify_threads = 0: every record on the loop, no other thread */
+	struct h_daemon *w2 = dmn_start(&o, 1);
+	assert_int_equal(thread_count(w2), 1);
+	decide_with("kv-inline", "test-es256-other.key");
+	wait_job("kv-inline", "done");
+	assert_exit0(dmn_signal_wait(w2, SIGTERM, 15000, NULL));
 }
 
 /* R16: a job whose action a reload removed is dead unknown-action at once,
