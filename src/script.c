@@ -116,7 +116,7 @@ send_batch(struct script_batch *b, struct gathered *const *items, size_t n)
 		s->to[i].arg = items[i]->arg;
 	}
 	/* the number of keys store_batch_vec counted (shared once, the rest per item) */
-	int sent = send_vec(b->rc, &b->set->batch[id], &v, atoi(v.nkeys), on_batch_reply, s);
+	int sent = send_vec(b->rc, &b->set->batch[id], &v, v.nkeys_n, on_batch_reply, s);
 	store_vec_free(&v);
 	if (sent < 0)
 		free(s);

@@ -258,6 +258,7 @@ store_args_vec(const struct store_args *a, struct store_vec *v, char *err, size_
 		return -1;
 	}
 	put_ll(v->nkeys, sc->nkeys);
+	v->nkeys_n = sc->nkeys;
 	v->argv[0] = "EVAL";
 	v->argv[1] = sc->body;
 	v->argv[2] = v->nkeys;
@@ -371,6 +372,7 @@ store_batch_vec(const struct store_call *const *items, size_t n, struct store_ve
 		return -1;
 	}
 	put_ll(v->nkeys, sc->nkeys + (long long)(n - 1) * own_keys);
+	v->nkeys_n = sc->nkeys + (int)(n - 1) * own_keys;
 	v->argv[0] = "EVAL";
 	v->argv[1] = sc->batch;
 	v->argv[2] = v->nkeys;

@@ -204,6 +204,7 @@ test_args_by_name_positions(void **state)
 		assert_ptr_equal(v.argv[1], sc->body);
 		snprintf(nk, sizeof nk, "%d", sc->nkeys);
 		assert_string_equal(v.argv[2], nk);
+		assert_int_equal(v.nkeys_n, sc->nkeys);
 		for (int i = 0; i < n; i++) {
 			assert_string_equal(v.argv[STORE_VEC_HEAD + i],
 			    i < sc->nkeys ? sc->keys[i] : sc->args[i - sc->nkeys]);
@@ -490,6 +491,7 @@ test_batch_layout(void **state)
 	assert_string_equal(v.argv[0], "EVAL");
 	assert_ptr_equal(v.argv[1], sc->batch);
 	assert_int_equal(atoi(v.argv[2]), shared_keys + 2 * own_keys);
+	assert_int_equal(v.nkeys_n, shared_keys + 2 * own_keys);
 	int at = STORE_VEC_HEAD;
 	for (int pass = 0; pass < 4; pass++) {	/* shared keys, own keys, shared args, own args */
 		int keys = pass < 2, shared = pass % 2 == 0;
@@ -511,6 +513,7 @@ test_batch_layout(void **state)
 	/* one item alone is a batch too */
 	assert_int_equal(store_batch_vec(items, 1, &v, err, sizeof err), 0);
 	assert_int_equal(atoi(v.argv[2]), shared_keys + own_keys);
+	assert_int_equal(v.nkeys_n, shared_keys + own_keys);
 	store_vec_free(&v);
 	free(c[0]);
 	free(c[1]);
