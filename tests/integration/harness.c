@@ -8,6 +8,7 @@
 #include <jwt.h>
 #include <limits.h>
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <pthread.h>
@@ -650,6 +651,21 @@ h_write_file(const char *name, const char *content)
 		return NULL;
 	}
 	return path;
+}
+
+int
+h_dir_count(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	int n = 0;
+
+	if (d == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
 }
 
 char *

@@ -106,6 +106,9 @@ int h_wait_until(int (*cond)(void *arg), void *arg, int timeout_ms)
 char *h_write_file(const char *name, const char *content);
 /* Whole file, caller frees. NULL on error. */
 char *h_read_file(const char *path);
+/* The entries of directory `path` but "." and ".." (/proc/self/fd: the
+ * directory's own descriptor counts too); -1 when it cannot be opened. */
+int h_dir_count(const char *path);
 /* 1 when the file holds needle, 0 when not or unreadable. */
 int h_file_contains(const char *path, const char *needle);
 

@@ -17,7 +17,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -967,15 +966,10 @@ static int
 thread_count(const struct h_daemon *d)
 {
 	char path[64];
-	int n = 0;
-	struct dirent *e;
 
 	snprintf(path, sizeof path, "/proc/%d/task", (int)d->pid);
-	DIR *dir = opendir(path);
-	assert_non_null(dir);
-	while ((e = readdir(dir)) != NULL)
-		n += e->d_name[0] != '.';
-	closedir(dir);
+	int n = h_dir_count(path);
+	assert_true(n > 0);
 	return n;
 }
 
