@@ -416,6 +416,20 @@ h_free_port(void)
 	return port;
 }
 
+int
+h_port_free(int port)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), ok = 0;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd >= 0) {
+		ok = bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+		close(fd);
+	}
+	return ok;
+}
+
 /* Still running (or exited but not yet reaped)? */
 static int
 exited(pid_t pid)

@@ -97,6 +97,8 @@ char *h_which(const char *name);
 /* A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0 and
  * closed again), or -1. */
 int h_free_port(void);
+/* 1 when 127.0.0.1:port can be bound now (a cluster node's bus port). */
+int h_port_free(int port);
 
 /* Polls cond every 10 ms until it returns non-zero (0) or timeout_ms passes (-1). */
 int h_wait_until(int (*cond)(void *arg), void *arg, int timeout_ms)

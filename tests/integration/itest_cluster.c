@@ -90,10 +90,12 @@ start_node(struct node *n, int i)
 {
 	char conf[640], log[640], text[1024];
 
-	/* the cluster bus listens on port + 10000: keep that below 65536 */
-	for (int tries = 0; tries < 100 && (n->port = h_free_port()) > 55000; tries++)
-		;
-	assert_true(n->port > 0 && n->port <= 55000);
+	/* the cluster bus listens on port + 10000: keep that below 65536, and
+	 * free too (h_free_port checks only the port itself) */
+	for (int tries = 0; tries < 100; tries++)
+		if ((n->port = h_free_port()) <= 55000 && n->port > 0 && h_port_free(n->port + 10000))
+			break;
+	assert_true(n->port > 0 && n->port <= 55000 && h_port_free(n->port + 10000));
 	snprintf(n->dir, sizeof n->dir, "%s/cluster-%d", h_tmpdir(), i);
 	assert_int_equal(mkdir(n->dir, 0700), 0);
 	snprintf(conf, sizeof conf, "%s/redis.conf", n->dir);
