@@ -50,21 +50,15 @@ die() { echo "callgrind: $*" >&2; exit 1; }
 rcli() { redis-cli -s "$sock" "$@"; }
 
 CG_REDIS=${BENCH_CG_REDIS:-}
-redis_up() { [ "$(rcli PING 2>/dev/null)" = PONG ]; }
 start_redis() {	# a fresh one per run under BENCH_CG_REDIS (callgrind counts from its start)
 	stop_pid "$redis_pid"
 	rm -f "$sock"
 	if [ -n "$CG_REDIS" ]; then
-		valgrind --tool=callgrind --callgrind-out-file="$tmp/redis.cg.$1" \
-		    redis-server --port 0 --unixsocket "$sock" --unixsocketperm 700 --save '' \
-		    --appendonly no --dir "$tmp" --logfile "$tmp/redis.log" --daemonize no \
-		    >/dev/null 2>"$tmp/redis.vg.log" &
+		REDIS_WAIT=600 start_private_redis valgrind --tool=callgrind \
+		    --callgrind-out-file="$tmp/redis.cg.$1" --log-file="$tmp/redis.vg.log"
 	else
-		redis-server --port 0 --unixsocket "$sock" --unixsocketperm 700 --save '' \
-		    --appendonly no --dir "$tmp" --logfile "$tmp/redis.log" --daemonize no &
+		REDIS_WAIT=600 start_private_redis
 	fi
-	redis_pid=$!
-	wait_for 600 redis_up || die "redis-server did not start"
 }
 start_redis 0
 

@@ -33,18 +33,16 @@ cleanup() {
 	[ -n "${BENCH_KEEP_TMP:-}" ] && echo "idle: kept $tmp" >&2 || rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
-rcli() { redis-cli -s "$tmp/redis.sock" "$@"; }
+rcli() { redis-cli -s "$sock" "$@"; }
 
-redis-server --port 0 --unixsocket "$tmp/redis.sock" --save '' --appendonly no \
-    >"$tmp/redis.log" 2>&1 &
-redis_pid=$!
-wait_for 100 rcli PING || die "redis-server did not start"
+sock=$tmp/redis.sock
+start_private_redis
 cat >"$tmp/warrantd.ini" <<EOF
 [daemon]
 consumer = idle
 log_level = warn
 [redis]
-socket = $tmp/redis.sock
+socket = $sock
 prefix = idle
 lease_renew_ms = 3000
 [records]

@@ -28,6 +28,18 @@ wait_for() {
 	done
 }
 
+# A private redis-server on the unix socket $sock (no persistence, its log
+# in $tmp/redis.log), run under the command in "$@" when one is given
+# (callgrind: valgrind ...); sets redis_pid and waits up to $REDIS_WAIT tenths
+# of a second (100) for its PONG.
+redis_up() { [ "$(redis-cli -s "$sock" PING 2>/dev/null)" = PONG ]; }
+start_private_redis() {
+	"$@" redis-server --port 0 --unixsocket "$sock" --unixsocketperm 700 --save '' \
+	    --appendonly no --dir "$tmp" --logfile "$tmp/redis.log" --daemonize no &
+	redis_pid=$!
+	wait_for "${REDIS_WAIT:-100}" redis_up || die "redis-server did not start (see $tmp/redis.log)"
+}
+
 # Debian's nginx answering 204 (keep-alive, no access log) on the first free
 # port of $1, $1 + 10000, ... + 30000 (each script its own base), and on the
 # port after it the same answer with each arrival logged ("<ms>.<ms> <the

@@ -84,14 +84,7 @@ now_ms() { date +%s%3N; }
 
 rcli() { redis-cli -s "$sock" "$@"; }
 
-redis_up() { [ "$(rcli PING 2>/dev/null)" = PONG ]; }
-
-start_redis() {
-	redis-server --port 0 --unixsocket "$sock" --unixsocketperm 700 --save '' \
-	    --appendonly no --dir "$tmp" --logfile "$tmp/redis.log" --daemonize no &
-	redis_pid=$!
-	wait_for 100 redis_up || die "redis-server did not start (see $tmp/redis.log)"
-}
+start_redis() { start_private_redis; }
 
 start_target() { start_fake_target; }
 
