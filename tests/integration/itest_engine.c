@@ -1141,12 +1141,12 @@ sum_counter(const char *prefix, const char *name)
 static int
 r10_done_reported(void *arg)
 {
-	(void)arg;
-	return sum_counter("r10", "done") == 1;
+	return sum_counter("r10", "done") == *(const long long *)arg;
 }
 
-/* What the PEL showed while the slow job was in hand. */
+/* What the PEL showed while the slow job `id` was in hand. */
 struct pel_watch {
+	const char *id;
 	long long max_deliveries;
 	char first_owner[64];
 	int owner_changed;
@@ -1169,8 +1169,29 @@ r10_watch_until_done(void *arg)
 			w->max_deliveries = e->element[3]->integer;
 	}
 	freeReplyObject(rep);
-	struct state_wait done = { "r10", "r10-slow", "done" };
+	struct state_wait done = { "r10", w->id, "done" };
 	return state_is(&done);
+}
+
+/* One slow job through two workers: renewals reset the idle time without a
+ * delivery, so neither the other worker nor the holder's own XAUTOCLAIM
+ * takes the entry. */
+static void
+r10_slow_job_kept(const char *id, long long done_before)
+{
+	struct pel_watch w = { id, 0, "", 0 };
+
+	decide("r10", id, NULL);
+	wait_for(r10_watch_until_done, &w, "the slow job done");
+	assert_true(w.first_owner[0] != '\0');
+	assert_false(w.owner_changed);
+	if (w.max_deliveries != 1)
+		fprintf(stderr, "itest_engine: %s was delivered %lld times while in hand\n", id,
+		    w.max_deliveries);
+	assert_int_equal(w.max_deliveries, 1);
+	long long want = done_before + 1;
+	wait_for(r10_done_reported, &want, "done in the heartbeats");
+	assert_int_equal(ncalls(id), 1);
 }
 
 static void
@@ -1184,22 +1205,17 @@ test_r10_lease_kept(void **state)
 	o1.action_timeout_ms = o2.action_timeout_ms = 20000;
 	o2.consumer = "w2";
 	fake_reset();
-	script("{\"per_key\": {\"r10-slow\": [{\"status\": 200, \"delay_ms\": 3000}]}}");
+	script("{\"per_key\": {\"r10-slow\": [{\"status\": 200, \"delay_ms\": 3000}],"
+	    " \"r10-late\": [{\"status\": 200, \"delay_ms\": 3000}]}}");
 	daemon_up(&D[0], &o1);
 	daemon_up(&D[1], &o2);
-	decide(p, "r10-slow", NULL);
-	/* Renewals reset the idle time without a delivery: neither the other
-	 * worker nor the holder's own XAUTOCLAIM may take the entry. */
-	struct pel_watch w = { 0, "", 0 };
-	wait_for(r10_watch_until_done, &w, "r10-slow done");
-	assert_true(w.first_owner[0] != '\0');
-	assert_false(w.owner_changed);
-	if (w.max_deliveries != 1)
-		fprintf(stderr, "itest_engine: r10-slow was delivered %lld times while in hand\n",
-		    w.max_deliveries);
-	assert_int_equal(w.max_deliveries, 1);
-	wait_for(r10_done_reported, NULL, "done=1 in the heartbeats");
-	assert_int_equal(ncalls("r10-slow"), 1);
+	r10_slow_job_kept("r10-slow", 0);
+	wait_pel_empty(p);
+	/* Idle for several lease periods (claim_idle_ms / 3): an idle worker
+	 * stops its lease timer, and the next entry it takes must start it
+	 * again, or the entry is claimed away mid-call. */
+	usleep(1500 * 1000);
+	r10_slow_job_kept("r10-late", 1);
 	assert_int_equal(consumer_counter(p, "w1", "claimed"), 0);
 	assert_int_equal(consumer_counter(p, "w2", "claimed"), 0);
 	assert_false(h_daemon_log_has(&D[0], "event=consumer.claimed"));
