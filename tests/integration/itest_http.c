@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -822,6 +823,199 @@ test_redirect_and_header_case(void **state)
 	res_clear(&r);
 }
 
+/* ---- one kept-alive connection, every request recorded raw ---- */
+
+/* Child: serves `n` requests on one connection and writes each request's raw
+ * bytes (head and body), NUL-terminated, to `wfd`. A HEAD gets a head that
+ * announces a body it does not send; any other method gets "ok". */
+static pid_t
+raw_serve_keepalive(int lfd, int n, int wfd)
+{
+	static char req[65536];
+	size_t got = 0;
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid;
+	alarm(20);
+	int c = accept(lfd, NULL, NULL);
+	if (c < 0)
+		_exit(1);
+	for (int i = 0; i < n; i++) {
+		char *end = NULL;
+		size_t want = 0;
+
+		for (;;) {
+			req[got] = '\0';
+			end = end != NULL ? end : strstr(req, "\r\n\r\n");
+			if (end != NULL && want == 0) {
+				size_t cl = 0;
+				for (char *l = req; l < end; l = strstr(l, "\r\n") + 2) {
+					static const char name[] = "content-length:";
+					size_t k = 0;
+					while (k < sizeof name - 1 && (l[k] | 0x20) == name[k])
+						k++;
+					if (k == sizeof name - 1)
+						cl = strtoul(l + k, NULL, 10);
+				}
+				want = (size_t)(end + 4 - req) + cl;
+			}
+			if (end != NULL && got >= want)
+				break;
+			ssize_t r = read(c, req + got, sizeof(req) - 1 - got);
+			if (r <= 0)
+				_exit(1);
+			got += (size_t)r;
+		}
+		const char *answer = strncmp(req, "HEAD ", 5) == 0 ?
+		    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n" :
+		    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+		if (write_all(wfd, req, want) != 0 || write_all(wfd, "", 1) != 0 ||
+		    write_all(c, answer, strlen(answer)) != 0)
+			_exit(1);
+		memmove(req, req + want, got - want);
+		got -= want;
+	}
+	close(c);
+	_exit(0);
+}
+
+static int
+has_line(const char *head, const char *line)
+{
+	size_t n = strlen(line);
+
+	for (const char *p = strstr(head, "\r\n"); p != NULL; p = strstr(p + 2, "\r\n"))
+		if (strncmp(p + 2, line, n) == 0 && strncmp(p + 2 + n, "\r\n", 2) == 0)
+			return 1;
+	return 0;
+}
+
+static int
+has_name(const char *head, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = strstr(head, "\r\n"); p != NULL; p = strstr(p + 2, "\r\n"))
+		if (strncasecmp(p + 2, name, n) == 0 && p[2 + n] == ':')
+			return 1;
+	return 0;
+}
+
+/* Calls one after the other on one client reuse one easy handle: nothing of
+ * a call -- its method, body, Content-Length, headers, Basic credentials,
+ * HEAD's no-body -- may show in the next one. */
+static void
+test_nothing_leaks_between_calls(void **state)
+{
+	static const char token_body[] = "grant_type=client_credentials&client_secret=s3cr3t";
+	static const char json[] = "{\"recordId\":\"r-2\"}";
+	static char big[3001];
+	const char *hpost[] = {"Content-Type: application/x-www-form-urlencoded",
+	    "Accept: application/json", NULL};
+	const char *haction[] = {"Content-Type: application/json", "Idempotency-Key: r-2",
+	    "Warrant-On-Behalf-Of: op:1", "Warrant-Basis: role:x", "Authorization: Bearer tok-2", NULL};
+	struct http_request rq[] = {
+		{.method = "POST", .headers = hpost, .body = token_body,
+		    .body_len = sizeof token_body - 1, .timeout_ms = 5000, .userpwd = "client:pw"},
+		{.method = "GET", .timeout_ms = 5000},
+		{.method = "PUT", .headers = haction, .body = json, .body_len = sizeof json - 1,
+		    .timeout_ms = 5000},
+		{.method = "HEAD", .timeout_ms = 5000},
+		{.method = "DELETE", .timeout_ms = 5000},
+		{.method = "GET", .timeout_ms = 5000},
+		{.method = "POST", .timeout_ms = 5000},
+		{.method = "POST", .headers = haction, .body = json, .body_len = sizeof json - 1,
+		    .timeout_ms = 5000},
+		{.method = "POST", .headers = haction, .body = big, .body_len = sizeof big - 1,
+		    .timeout_ms = 5000},
+	};
+	enum { N = sizeof rq / sizeof rq[0] };
+	static char seen[N * 4096];
+	struct http_client *hc = http_client_new(loop);
+	struct res r = {0};
+	char url[64];
+	int port = 0, lfd = raw_listen(&port), pfd[2], status;
+	size_t got = 0;
+	pid_t pid;
+
+	(void)state;
+	memset(big, 'b', sizeof big - 1);
+	assert_non_null(hc);
+	assert_true(lfd >= 0);
+	assert_int_equal(pipe(pfd), 0);
+	pid = raw_serve_keepalive(lfd, N, pfd[1]);
+	assert_true(pid > 0);
+	close(pfd[1]);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/x", port);
+	for (int i = 0; i < N; i++) {
+		rq[i].url = url;
+		assert_int_equal(http_start(hc, &rq[i], on_done, &r, NULL), 0);
+		assert_int_equal(h_loop_run_until(loop, res_done, &r, WAIT_MS), 0);
+		assert_int_equal(r.status, 200);
+		assert_int_equal(r.connects, i == 0 ? 1 : 0);
+		assert_string_equal(r.body, strcmp(rq[i].method, "HEAD") == 0 ? "" : "ok");
+		res_clear(&r);
+	}
+	for (ssize_t n; (n = read(pfd[0], seen + got, sizeof seen - 1 - got)) > 0;)
+		got += (size_t)n;
+	seen[got] = '\0';
+	close(pfd[0]);
+	waitpid(pid, &status, 0);
+	close(lfd);
+	http_client_free(hc);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+	const char *q[N];
+	const char *p = seen;
+	for (int i = 0; i < N; i++) {
+		assert_true(p < seen + got);
+		q[i] = p;
+		if (getenv("ITEST_HTTP_DUMP") != NULL)
+			fprintf(stderr, "---- %d\n%s\n", i, p);
+		p += strlen(p) + 1;
+	}
+	/* 0: the token request, Basic credentials and a form body */
+	assert_true(strncmp(q[0], "POST /x HTTP/1.1\r\n", 18) == 0);
+	assert_true(has_line(q[0], "Authorization: Basic Y2xpZW50OnB3"));
+	assert_true(has_line(q[0], "Content-Length: 50"));
+	assert_non_null(strstr(q[0], "\r\n\r\n" "grant_type=client_credentials&client_secret=s3cr3t"));
+	/* 1: a bare GET: no credentials, no body, no header of call 0 */
+	assert_true(strncmp(q[1], "GET /x HTTP/1.1\r\n", 17) == 0);
+	assert_false(has_name(q[1], "Authorization"));
+	assert_false(has_name(q[1], "Content-Length"));
+	assert_false(has_name(q[1], "Content-Type"));
+	assert_true(has_line(q[1], "Accept: */*"));
+	assert_string_equal(strstr(q[1], "\r\n\r\n"), "\r\n\r\n");
+	/* 2: an action call with a body, its own bearer, no Basic */
+	assert_true(strncmp(q[2], "PUT /x HTTP/1.1\r\n", 17) == 0);
+	assert_true(has_line(q[2], "Authorization: Bearer tok-2"));
+	assert_true(has_line(q[2], "Content-Length: 18"));
+	assert_false(has_name(q[2], "Expect"));
+	assert_string_equal(strstr(q[2], "\r\n\r\n") + 4, json);
+	/* 3-6: HEAD, DELETE, GET, an empty POST: nothing of call 2 */
+	assert_true(strncmp(q[3], "HEAD /x HTTP/1.1\r\n", 18) == 0);
+	assert_true(strncmp(q[4], "DELETE /x HTTP/1.1\r\n", 20) == 0);
+	assert_true(strncmp(q[5], "GET /x HTTP/1.1\r\n", 17) == 0);
+	assert_true(strncmp(q[6], "POST /x HTTP/1.1\r\n", 18) == 0);
+	for (int i = 3; i <= 6; i++) {
+		assert_false(has_name(q[i], "Authorization"));
+		assert_false(has_name(q[i], "Idempotency-Key"));
+		assert_false(has_name(q[i], "Content-Type") && i != 6);
+		assert_string_equal(strstr(q[i], "\r\n\r\n"), "\r\n\r\n");
+		assert_true(has_name(q[i], "Content-Length") == (i == 6));
+	}
+	assert_true(has_line(q[6], "Content-Length: 0"));
+	/* 7: a POST with the action's headers, after all that */
+	assert_true(strncmp(q[7], "POST /x HTTP/1.1\r\n", 18) == 0);
+	assert_true(has_line(q[7], "Idempotency-Key: r-2"));
+	assert_string_equal(strstr(q[7], "\r\n\r\n") + 4, json);
+	/* 8: a body past the old 1 KiB threshold goes without Expect */
+	assert_false(has_name(q[8], "Expect"));
+	assert_true(has_line(q[8], "Content-Length: 3000"));
+	assert_string_equal(strstr(q[8], "\r\n\r\n") + 4, big);
+}
+
 static int
 setup(void **state)
 {
@@ -869,6 +1063,7 @@ main(void)
 		cmocka_unit_test(test_body_cap),
 		cmocka_unit_test(test_longer_than_recv_buffer),
 		cmocka_unit_test(test_redirect_and_header_case),
+		cmocka_unit_test(test_nothing_leaks_between_calls),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
