@@ -36,8 +36,10 @@ struct http_sock {
 	struct http_sock *prev, *next;
 };
 
-/* Easy handles kept between calls (one per slot at max_in_flight 256 and
- * more): curl_easy_init and curl_easy_cleanup per call were 5 % of a job. */
+/* Calls kept between calls, each with its easy handle (one per slot at
+ * max_in_flight 256 and more): curl_easy_init and curl_easy_cleanup per call
+ * were 5 % of a job; curl_easy_reset and setting every option again per call
+ * another 4 % (issue 10). */
 #define HTTP_EASY_POOL 512
 /* curl's receive buffer, one per easy handle: its default 16 KiB made a
  * third of the heap at 256 calls in flight (issue 10: peak RSS 16.6-18.6 MiB,
@@ -45,6 +47,14 @@ struct http_sock {
  * and a small body; headers are gathered across reads, so a longer answer
  * only takes more reads. */
 #define HTTP_RECV_BUFFER 2048L
+/* A kept call keeps its buffers (header lines, request body, response body)
+ * up to this size each for the next call; a bigger one is freed. */
+#define HTTP_KEEP_BUF 4096
+/* No curl adds "Expect: 100-continue" to a CURLOPT_POSTFIELDS body of this
+ * many bytes or fewer (the threshold was 1 KiB, it is 1 MiB since 7.6x), so
+ * the "Expect:" line that turns it off is only sent along with a bigger body:
+ * one header line fewer for curl to scan in every small call. */
+#define HTTP_EXPECT_MIN 1024
 
 struct http_client {
 	struct ev_loop *loop;
@@ -53,7 +63,7 @@ struct http_client {
 	struct call_list active;	/* attached to the multi */
 	struct call_list done;		/* finished, callback not yet run */
 	struct http_sock *socks;	/* every watcher we own */
-	CURL *idle[HTTP_EASY_POOL];	/* owned: reset easy handles for the next calls */
+	struct http_call *idle[HTTP_EASY_POOL];	/* owned: finished calls, kept with their handles */
 	size_t nidle;
 	size_t in_flight;
 	int dispatching;
@@ -63,10 +73,18 @@ struct http_call {
 	struct http_client *hc;
 	struct http_call *prev, *next;
 	enum call_state state;
+	/* Kept with the call between calls: the handle, with the options that
+	 * are the same for every call set once (easy_setup), and our buffers. */
 	CURL *easy;
-	struct curl_slist *headers;	/* may hold a bearer or Basic credentials */
+	int in_multi;
+	char *hdr;			/* the header list's nodes, then its lines: may
+					   hold a bearer or Basic credentials */
+	size_t hdr_lines, hdr_len, hdr_cap;	/* where the lines start, where they end */
+	struct curl_slist *headers;	/* CURLOPT_HTTPHEADER: in hdr, or NULL */
 	char *req_body;			/* CURLOPT_POSTFIELDS: may hold a client secret */
-	size_t req_body_len;
+	size_t req_body_len, req_body_cap;
+	int has_req_body;
+	/* This call's own: set by http_start */
 	http_done_cb *cb;
 	void *arg;
 	char method[16];		/* for the log line only */
@@ -346,55 +364,131 @@ header_cb(char *data, size_t size, size_t nitems, void *userp)
 static void
 wipe_request(struct http_call *c)
 {
-	for (struct curl_slist *l = c->headers; l != NULL; l = l->next)
-		explicit_bzero(l->data, strlen(l->data));
-	if (c->req_body != NULL)
+	if (c->hdr_len > c->hdr_lines)
+		explicit_bzero(c->hdr + c->hdr_lines, c->hdr_len - c->hdr_lines);
+	c->hdr_len = c->hdr_lines = 0;
+	if (c->has_req_body && c->req_body_len > 0)
 		explicit_bzero(c->req_body, c->req_body_len);
 }
 
-/* A handle curl is done with: reset (it lets go of every option and so of
- * our buffers) and kept for the next call, or cleaned up when enough are. */
-static void
-easy_release(struct http_client *hc, CURL *e)
+/* The options that are the same for every call, set once per handle: a
+ * handle is never reset, so they stay. What differs between calls -- URL,
+ * timeout, method, body, headers -- is set by every http_start (and the
+ * headers and body are taken back from curl when the call ends), so nothing
+ * of one call is left for the next. */
+static int
+easy_setup(struct http_call *c)
 {
-	if (hc->nidle < HTTP_EASY_POOL) {
-		curl_easy_reset(e);
-		hc->idle[hc->nidle++] = e;
-	} else {
-		curl_easy_cleanup(e);
-	}
+	CURL *e = c->easy;
+	int ok = 1;
+
+	ok &= curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https") == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1) == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L) == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L) == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 15L) == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)HTTP_BODY_MAX) == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_BUFFERSIZE, HTTP_RECV_BUFFER) == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_ERRORBUFFER, c->errbuf) == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_PRIVATE, c) == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb) == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_WRITEDATA, c) == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_cb) == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_HEADERDATA, c) == CURLE_OK;
+	return ok ? 0 : -1;
 }
 
-static CURL *
-easy_get(struct http_client *hc)
-{
-	return hc->nidle > 0 ? hc->idle[--hc->nidle] : curl_easy_init();
-}
-
 static void
-call_detach_curl(struct http_call *c)
+call_destroy(struct http_call *c)
 {
 	if (c->easy != NULL)
-		curl_multi_remove_handle(c->hc->multi, c->easy);
-	wipe_request(c);
-	if (c->easy != NULL) {
-		easy_release(c->hc, c->easy);
-		c->easy = NULL;
-	}
-	curl_slist_free_all(c->headers);
-	c->headers = NULL;
+		curl_easy_cleanup(c->easy);
+	free(c->hdr);
 	free(c->req_body);
-	c->req_body = NULL;
-}
-
-static void
-call_free(struct http_call *c)
-{
-	call_detach_curl(c);
 	free(c->body);
 	free(c->retry_after);
 	free(c->www_authenticate);
 	free(c);
+}
+
+/* A kept call, or a new one with a new handle. NULL when out of memory. */
+static struct http_call *
+call_get(struct http_client *hc)
+{
+	struct http_call *c;
+
+	if (hc->nidle > 0)
+		return hc->idle[--hc->nidle];
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return NULL;
+	c->hc = hc;
+	if ((c->easy = curl_easy_init()) == NULL || easy_setup(c) < 0) {
+		call_destroy(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* Out of the multi, our buffers wiped and taken back from curl: what is
+ * left in the handle are the constant options and this call's URL, timeout
+ * and method, which the next call sets again. */
+static void
+call_detach_curl(struct http_call *c)
+{
+	if (c->in_multi) {
+		curl_multi_remove_handle(c->hc->multi, c->easy);
+		c->in_multi = 0;
+	}
+	wipe_request(c);
+	if (c->headers != NULL) {
+		curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, (struct curl_slist *)NULL);
+		c->headers = NULL;
+	}
+	if (c->has_req_body) {
+		curl_easy_setopt(c->easy, CURLOPT_POSTFIELDS, (char *)NULL);
+		curl_easy_setopt(c->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)-1);
+		c->has_req_body = 0;
+		c->req_body_len = 0;
+	}
+}
+
+/* Shrinks a kept buffer that grew past HTTP_KEEP_BUF (its content is dead). */
+static void
+buf_trim(char **p, size_t *cap)
+{
+	if (*cap > HTTP_KEEP_BUF) {
+		free(*p);
+		*p = NULL;
+		*cap = 0;
+	}
+}
+
+/* The call is over (detached, its callback run or cancelled): kept for the
+ * next call with its handle, or destroyed when enough are kept. */
+static void
+call_free(struct http_call *c)
+{
+	struct http_client *hc = c->hc;
+
+	call_detach_curl(c);
+	free(c->retry_after);
+	free(c->www_authenticate);
+	c->retry_after = c->www_authenticate = NULL;
+	if (hc->nidle >= HTTP_EASY_POOL) {
+		call_destroy(c);
+		return;
+	}
+	buf_trim(&c->hdr, &c->hdr_cap);
+	buf_trim(&c->req_body, &c->req_body_cap);
+	buf_trim(&c->body, &c->body_cap);
+	c->prev = c->next = NULL;
+	c->cb = NULL;
+	c->arg = NULL;
+	hc->idle[hc->nidle++] = c;
 }
 
 static int
@@ -418,53 +512,94 @@ request_valid(const struct http_request *req)
 	return 1;
 }
 
-/* "Authorization: Basic <base64(userpwd)>" as one of our own header lines
- * (wiped with the others), instead of CURLOPT_USERPWD, whose copy curl
- * frees unwiped. */
+/* Grows a kept buffer to hold `need` bytes; its content is dead. */
 static int
-add_basic_auth(struct http_call *c, const char *userpwd)
+buf_reserve(char **p, size_t *cap, size_t need)
 {
-	static const char prefix[] = "Authorization: Basic ";
-	size_t n = strlen(userpwd), cap = sizeof prefix + 4 * ((n + 2) / 3);
-	char *line = n <= INT32_MAX / 2 ? malloc(cap) : NULL;
-	struct curl_slist *l = NULL;
+	char *n;
 
-	if (line == NULL)
+	if (need <= *cap)
+		return 0;
+	if (need < 256)
+		need = 256;
+	n = malloc(need);
+	if (n == NULL)
 		return -1;
-	memcpy(line, prefix, sizeof prefix - 1);
-	EVP_EncodeBlock((unsigned char *)line + sizeof prefix - 1, (const unsigned char *)userpwd,
-	    (int)n);
-	l = curl_slist_append(c->headers, line);
-	explicit_bzero(line, cap);
-	free(line);
-	if (l == NULL)
-		return -1;
-	c->headers = l;
+	free(*p);
+	*p = n;
+	*cap = need;
 	return 0;
 }
 
+/* The header list, curl_slist nodes and their lines, in the call's own
+ * buffer (curl only reads the list): no allocation per line, one wipe.
+ * Basic credentials are one of these lines, "Authorization: Basic
+ * <base64(userpwd)>", instead of CURLOPT_USERPWD, whose copy curl frees
+ * unwiped. */
 static int
 set_headers(struct http_call *c, const struct http_request *req)
 {
-	const char *const *headers = req->headers;
-	struct curl_slist *l;
+	static const char basic[] = "Authorization: Basic ";
+	static const char expect[] = "Expect:";	/* no 100-continue round trip */
+	size_t n = 0, bytes = 0, up = 0, len;
+	int with_expect = req->body != NULL && req->body_len > HTTP_EXPECT_MIN;
+	struct curl_slist *nodes;
+	char *p;
 
-	if (req->userpwd != NULL && add_basic_auth(c, req->userpwd) < 0)
-		return -1;
-	for (const char *const *h = headers; h != NULL && *h != NULL; h++) {
-		l = curl_slist_append(c->headers, *h);
-		if (l == NULL)
+	if (req->userpwd != NULL) {
+		up = strlen(req->userpwd);
+		if (up > INT32_MAX / 2)
 			return -1;
-		c->headers = l;
+		n++;
+		bytes += sizeof basic - 1 + 4 * ((up + 2) / 3) + 1;
 	}
-	/* no "Expect: 100-continue" round trip before a body */
-	l = curl_slist_append(c->headers, "Expect:");
-	if (l == NULL)
+	for (const char *const *h = req->headers; h != NULL && *h != NULL; h++) {
+		n++;
+		bytes += strlen(*h) + 1;
+	}
+	if (with_expect) {
+		n++;
+		bytes += sizeof expect;
+	}
+	if (n == 0)
+		return 0;
+	if (buf_reserve(&c->hdr, &c->hdr_cap, n * sizeof(*nodes) + bytes) < 0)
 		return -1;
-	c->headers = l;
+	nodes = (struct curl_slist *)(void *)c->hdr;
+	p = c->hdr + n * sizeof(*nodes);
+	n = 0;
+	if (req->userpwd != NULL) {
+		nodes[n].data = p;
+		memcpy(p, basic, sizeof basic - 1);
+		len = sizeof basic - 1 + (size_t)EVP_EncodeBlock((unsigned char *)p + sizeof basic - 1,
+		    (const unsigned char *)req->userpwd, (int)up);
+		p += len + 1;
+		n++;
+	}
+	for (const char *const *h = req->headers; h != NULL && *h != NULL; h++) {
+		len = strlen(*h);
+		nodes[n].data = p;
+		memcpy(p, *h, len + 1);
+		p += len + 1;
+		n++;
+	}
+	if (with_expect) {
+		nodes[n].data = p;
+		memcpy(p, expect, sizeof expect);
+		p += sizeof expect;
+		n++;
+	}
+	for (size_t i = 0; i + 1 < n; i++)
+		nodes[i].next = &nodes[i + 1];
+	nodes[n - 1].next = NULL;
+	c->hdr_lines = (size_t)((char *)&nodes[n] - c->hdr);
+	c->hdr_len = (size_t)(p - c->hdr);
+	c->headers = nodes;
 	return curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, c->headers) == CURLE_OK ? 0 : -1;
 }
 
+/* Every call sets the method from scratch: a kept handle still has the
+ * previous call's (POST, a custom one, HEAD's no-body). */
 static int
 set_method_and_body(struct http_call *c, const struct http_request *req)
 {
@@ -476,23 +611,27 @@ set_method_and_body(struct http_call *c, const struct http_request *req)
 		/* Our copy, wiped when the call ends (curl's COPYPOSTFIELDS would
 		 * not be). POST always sends a body, possibly empty, so
 		 * Content-Length is set. */
-		c->req_body_len = req->body != NULL ? req->body_len : 0;
-		if ((c->req_body = malloc(c->req_body_len + 1)) == NULL)
+		size_t n = req->body != NULL ? req->body_len : 0;
+		if (buf_reserve(&c->req_body, &c->req_body_cap, n + 1) < 0)
 			return -1;
-		if (c->req_body_len > 0)
-			memcpy(c->req_body, req->body, c->req_body_len);
-		c->req_body[c->req_body_len] = '\0';
-		ok &= curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
-		    (curl_off_t)c->req_body_len) == CURLE_OK;
+		if (n > 0)
+			memcpy(c->req_body, req->body, n);
+		c->req_body[n] = '\0';
+		c->req_body_len = n;
+		c->has_req_body = 1;
+		ok &= curl_easy_setopt(e, CURLOPT_NOBODY, 0L) == CURLE_OK;
+		ok &= curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)n) == CURLE_OK;
 		ok &= curl_easy_setopt(e, CURLOPT_POSTFIELDS, c->req_body) == CURLE_OK;
-		if (!post)
-			ok &= curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req->method) == CURLE_OK;
-	} else if (strcmp(req->method, "GET") == 0) {
-		ok &= curl_easy_setopt(e, CURLOPT_HTTPGET, 1L) == CURLE_OK;
+		ok &= curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, post ? NULL : req->method) ==
+		    CURLE_OK;
 	} else if (strcmp(req->method, "HEAD") == 0) {
 		ok &= curl_easy_setopt(e, CURLOPT_NOBODY, 1L) == CURLE_OK;
+		ok &= curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, (char *)NULL) == CURLE_OK;
 	} else {
-		ok &= curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req->method) == CURLE_OK;
+		/* HTTPGET also clears NOBODY */
+		ok &= curl_easy_setopt(e, CURLOPT_HTTPGET, 1L) == CURLE_OK;
+		ok &= curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST,
+		    strcmp(req->method, "GET") == 0 ? NULL : req->method) == CURLE_OK;
 	}
 	return ok ? 0 : -1;
 }
@@ -504,23 +643,7 @@ set_options(struct http_call *c, const struct http_request *req)
 	int ok = 1;
 
 	ok &= curl_easy_setopt(e, CURLOPT_URL, req->url) == CURLE_OK;
-	ok &= curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK;
-	ok &= curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https") == CURLE_OK;
-	ok &= curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK;
-	ok &= curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1) == CURLE_OK;
-	ok &= curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) == CURLE_OK;
 	ok &= curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, req->timeout_ms) == CURLE_OK;
-	ok &= curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L) == CURLE_OK;
-	ok &= curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L) == CURLE_OK;
-	ok &= curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 15L) == CURLE_OK;
-	ok &= curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)HTTP_BODY_MAX) == CURLE_OK;
-	ok &= curl_easy_setopt(e, CURLOPT_BUFFERSIZE, HTTP_RECV_BUFFER) == CURLE_OK;
-	ok &= curl_easy_setopt(e, CURLOPT_ERRORBUFFER, c->errbuf) == CURLE_OK;
-	ok &= curl_easy_setopt(e, CURLOPT_PRIVATE, c) == CURLE_OK;
-	ok &= curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb) == CURLE_OK;
-	ok &= curl_easy_setopt(e, CURLOPT_WRITEDATA, c) == CURLE_OK;
-	ok &= curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_cb) == CURLE_OK;
-	ok &= curl_easy_setopt(e, CURLOPT_HEADERDATA, c) == CURLE_OK;
 	if (!ok || set_method_and_body(c, req) < 0 || set_headers(c, req) < 0)
 		return -1;
 	return 0;
@@ -692,7 +815,7 @@ http_client_free(struct http_client *hc)
 	while ((c = list_pop(&hc->done)) != NULL)
 		call_free(c);
 	while (hc->nidle > 0)
-		curl_easy_cleanup(hc->idle[--hc->nidle]);
+		call_destroy(hc->idle[--hc->nidle]);
 	curl_multi_cleanup(hc->multi);
 	/* curl may close cached connections without telling the socket callback */
 	for (struct http_sock *s = hc->socks, *next; s != NULL; s = next) {
@@ -717,28 +840,38 @@ http_start(struct http_client *hc, const struct http_request *req, http_done_cb 
 		log_error("http.start", "error=\"invalid request\"");
 		return -1;
 	}
-	c = calloc(1, sizeof(*c));
-	if (c == NULL || (c->easy = easy_get(hc)) == NULL) {
-		free(c);
+	c = call_get(hc);
+	if (c == NULL) {
 		log_error("http.start", "error=\"out of memory\"");
 		return -1;
 	}
-	c->hc = hc;
 	c->cb = cb;
 	c->arg = arg;
 	snprintf(c->method, sizeof(c->method), "%s", req->method);
+	c->errbuf[0] = '\0';
+	c->body_len = 0;
+	if (c->body != NULL)
+		c->body[0] = '\0';	/* a kept buffer still holds the last answer */
+	c->body_too_large = 0;
+	c->result = CURLE_OK;
+	c->status = c->connects = 0;
+	c->elapsed_ms = 0;
 	if (set_options(c, req) < 0) {
-		call_free(c);
+		/* a handle half set up is not kept */
+		call_detach_curl(c);
+		call_destroy(c);
 		log_error("http.start", "error=\"curl_easy_setopt failed\"");
 		return -1;
 	}
 	c->started_ms = mono_ms();
 	/* adding only arms the timer: the transfer runs from the loop */
 	if (curl_multi_add_handle(hc->multi, c->easy) != CURLM_OK) {
-		call_free(c);
+		call_detach_curl(c);
+		call_destroy(c);
 		log_error("http.start", "error=\"curl_multi_add_handle failed\"");
 		return -1;
 	}
+	c->in_multi = 1;
 	c->state = CALL_ACTIVE;
 	list_push(&hc->active, c);
 	hc->in_flight++;

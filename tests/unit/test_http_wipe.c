@@ -8,7 +8,8 @@
  * Linked with -Wl,--wrap=curl_easy_setopt,--wrap=curl_easy_cleanup,
  * --wrap=curl_easy_reset (see the Makefile): the wrappers see every option
  * http.c sets and look at the buffers at the moment curl lets go of them --
- * the reset of a handle kept for the next call, or its cleanup. No network: the request goes to
+ * the header list or the body taken back from a handle kept for the next
+ * call (set to NULL), a reset, or a cleanup. No network: the request goes to
  * 127.0.0.1:1, which refuses it.
  */
 #define _DEFAULT_SOURCE
@@ -53,6 +54,8 @@ all_zero(const unsigned char *p, size_t n)
 	return 1;
 }
 
+static void let_go(void);
+
 /* curl encodes an option's argument type in its number. */
 CURLcode
 __wrap_curl_easy_setopt(CURL *h, CURLoption opt, ...)
@@ -67,13 +70,16 @@ __wrap_curl_easy_setopt(CURL *h, CURLoption opt, ...)
 		rc = __real_curl_easy_setopt(h, opt, va_arg(ap, curl_off_t));
 	} else {
 		void *p = va_arg(ap, void *);
+		if ((opt == CURLOPT_HTTPHEADER || opt == CURLOPT_POSTFIELDS) && p == NULL &&
+		    (seen.body != NULL || seen.headers != NULL))
+			let_go();
 		if (opt == CURLOPT_USERPWD || opt == CURLOPT_PASSWORD)
 			seen.userpwd++;
 		if (opt == CURLOPT_COPYPOSTFIELDS)
 			seen.copypostfields++;
-		if (opt == CURLOPT_POSTFIELDS)
+		if (opt == CURLOPT_POSTFIELDS && p != NULL)
 			seen.body = p;
-		if (opt == CURLOPT_HTTPHEADER) {
+		if (opt == CURLOPT_HTTPHEADER && p != NULL) {
 			seen.headers = p;
 			seen.nheaders = 0;
 			for (const struct curl_slist *l = p; l && seen.nheaders < 16; l = l->next) {
