@@ -600,24 +600,6 @@ on_call_done(const struct http_response *resp, void *arg)
 	ejob_unref(j);
 }
 
-/* "name: value" as a new string, as long as it needs to be: nothing that
- * goes out is cut short. Caller frees (wipe_header when it holds a
- * secret). NULL when out of memory. */
-static char *
-header_line(const char *name, const char *value)
-{
-	size_t nl = strlen(name), vl = strlen(value);
-	char *h = malloc(nl + 2 + vl + 1);
-
-	if (h != NULL) {
-		memcpy(h, name, nl + 1);	/* its NUL becomes the ':' */
-		h[nl] = ':';
-		h[nl + 1] = ' ';
-		memcpy(h + nl + 2, value, vl + 1);
-	}
-	return h;
-}
-
 static void
 wipe_header(char *h)
 {
@@ -627,50 +609,73 @@ wipe_header(char *h)
 	}
 }
 
-/* The action call's headers (R7); `auth` holds a secret. */
+/* The action call's headers (R7), their lines in one buffer (on the stack
+ * unless they are long): it holds the bearer, so it is wiped. */
 struct call_headers {
-	char *idem, *obo, *basis, *auth;
+	char *buf;
+	size_t len;
 	const char *list[8];
+	char stack[1024];
 };
+
+/* Appends "name: value" and its NUL at *p, as long as it needs to be:
+ * nothing that goes out is cut short. */
+static const char *
+put_line(char **p, const char *name, size_t nl, const char *value, size_t vl)
+{
+	char *line = *p;
+
+	memcpy(line, name, nl);
+	line[nl] = ':';
+	line[nl + 1] = ' ';
+	memcpy(line + nl + 2, value, vl);
+	line[nl + 2 + vl] = '\0';
+	*p = line + nl + 2 + vl + 1;
+	return line;
+}
 
 static int
 call_headers_fill(struct call_headers *h, const struct record *r, const char *bearer)
 {
+	static const char idem[] = "Idempotency-Key", obo[] = "Warrant-On-Behalf-Of",
+	    basis[] = "Warrant-Basis", auth[] = "Authorization", pre[] = "Bearer ";
+	size_t il = strlen(r->id), ol = strlen(r->on_behalf_of), bl = strlen(r->basis);
+	size_t tl = bearer ? strlen(bearer) : 0;
+	size_t need = sizeof idem + 2 + il + sizeof obo + 2 + ol + sizeof basis + 2 + bl +
+	    (bearer ? sizeof auth + 2 + sizeof pre - 1 + tl : 0);
 	int nh = 0;
+	char *p;
 
-	memset(h, 0, sizeof *h);
-	h->idem = header_line("Idempotency-Key", r->id);
-	h->obo = header_line("Warrant-On-Behalf-Of", r->on_behalf_of);
-	h->basis = header_line("Warrant-Basis", r->basis);
-	h->auth = bearer ? header_line("Authorization", "Bearer ") : NULL;
-	if (bearer && h->auth) {
-		char *full = malloc(strlen(h->auth) + strlen(bearer) + 1);
-		if (full) {
-			strcpy(full, h->auth);
-			strcat(full, bearer);
-		}
-		wipe_header(h->auth);
-		h->auth = full;
-	}
-	if (!h->idem || !h->obo || !h->basis || (bearer && !h->auth))
+	h->len = 0;
+	h->buf = need <= sizeof h->stack ? h->stack : malloc(need);
+	if (h->buf == NULL)
 		return -1;
+	p = h->buf;
 	h->list[nh++] = "Content-Type: application/json";
-	h->list[nh++] = h->idem;
-	h->list[nh++] = h->obo;
-	h->list[nh++] = h->basis;
-	if (h->auth)
-		h->list[nh++] = h->auth;
+	h->list[nh++] = put_line(&p, idem, sizeof idem - 1, r->id, il);
+	h->list[nh++] = put_line(&p, obo, sizeof obo - 1, r->on_behalf_of, ol);
+	h->list[nh++] = put_line(&p, basis, sizeof basis - 1, r->basis, bl);
+	if (bearer) {
+		char *line = p;
+		put_line(&p, auth, sizeof auth - 1, pre, sizeof pre - 1);
+		memcpy(p - 1, bearer, tl + 1);
+		p += tl;
+		h->list[nh++] = line;
+	}
 	h->list[nh] = NULL;
+	h->len = (size_t)(p - h->buf);
 	return 0;
 }
 
 static void
 call_headers_free(struct call_headers *h)
 {
-	free(h->idem);
-	free(h->obo);
-	free(h->basis);
-	wipe_header(h->auth);
+	if (h->buf == NULL)
+		return;
+	explicit_bzero(h->buf, h->len);
+	if (h->buf != h->stack)
+		free(h->buf);
+	h->buf = NULL;
 }
 
 /* The decided call cannot go out: the core says what that means. */

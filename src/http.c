@@ -84,6 +84,7 @@ struct http_call {
 	char *req_body;			/* CURLOPT_POSTFIELDS: may hold a client secret */
 	size_t req_body_len, req_body_cap;
 	int has_req_body;
+	int custom, nobody;		/* CURLOPT_CUSTOMREQUEST, CURLOPT_NOBODY set */
 	/* This call's own: set by http_start */
 	http_done_cb *cb;
 	void *arg;
@@ -598,14 +599,14 @@ set_headers(struct http_call *c, const struct http_request *req)
 	return curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, c->headers) == CURLE_OK ? 0 : -1;
 }
 
-/* Every call sets the method from scratch: a kept handle still has the
- * previous call's (POST, a custom one, HEAD's no-body). */
+/* Every call sets the method: a kept handle still has the previous call's
+ * (POST, a custom one, HEAD's no-body). */
 static int
 set_method_and_body(struct http_call *c, const struct http_request *req)
 {
 	CURL *e = c->easy;
 	int post = strcmp(req->method, "POST") == 0;
-	int ok = 1;
+	int head = 0, custom, ok = 1;
 
 	if (req->body != NULL || post) {
 		/* Our copy, wiped when the call ends (curl's COPYPOSTFIELDS would
@@ -619,20 +620,25 @@ set_method_and_body(struct http_call *c, const struct http_request *req)
 		c->req_body[n] = '\0';
 		c->req_body_len = n;
 		c->has_req_body = 1;
-		ok &= curl_easy_setopt(e, CURLOPT_NOBODY, 0L) == CURLE_OK;
+		if (c->nobody)
+			ok &= curl_easy_setopt(e, CURLOPT_NOBODY, 0L) == CURLE_OK;
 		ok &= curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)n) == CURLE_OK;
 		ok &= curl_easy_setopt(e, CURLOPT_POSTFIELDS, c->req_body) == CURLE_OK;
-		ok &= curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, post ? NULL : req->method) ==
-		    CURLE_OK;
+		custom = !post;
 	} else if (strcmp(req->method, "HEAD") == 0) {
 		ok &= curl_easy_setopt(e, CURLOPT_NOBODY, 1L) == CURLE_OK;
-		ok &= curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, (char *)NULL) == CURLE_OK;
+		head = 1;
+		custom = 0;
 	} else {
 		/* HTTPGET also clears NOBODY */
 		ok &= curl_easy_setopt(e, CURLOPT_HTTPGET, 1L) == CURLE_OK;
-		ok &= curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST,
-		    strcmp(req->method, "GET") == 0 ? NULL : req->method) == CURLE_OK;
+		custom = strcmp(req->method, "GET") != 0;
 	}
+	if (custom || c->custom)
+		ok &= curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, custom ? req->method : NULL) ==
+		    CURLE_OK;
+	c->nobody = head;
+	c->custom = custom;
 	return ok ? 0 : -1;
 }
 
@@ -847,7 +853,7 @@ http_start(struct http_client *hc, const struct http_request *req, http_done_cb 
 	}
 	c->cb = cb;
 	c->arg = arg;
-	snprintf(c->method, sizeof(c->method), "%s", req->method);
+	memcpy(c->method, req->method, strlen(req->method) + 1);	/* fits: request_valid */
 	c->errbuf[0] = '\0';
 	c->body_len = 0;
 	if (c->body != NULL)
