@@ -14,7 +14,11 @@
  * tokens. At debug level each finished call logs method, host and path.
  * The request's header lines (the bearer, Basic credentials built here) and
  * body (a client secret) are held in our own buffers, never as curl's copies,
- * and wiped when the call ends.
+ * and wiped when the call ends. A finished call is kept, with its easy handle
+ * and those buffers, for a later call: the options every call shares stay
+ * set, and each http_start sets all that differs between calls (URL,
+ * timeout, method, body, headers), so nothing of one call is sent with the
+ * next (itest_http test_nothing_leaks_between_calls).
  */
 #ifndef WARRANTD_HTTP_H
 #define WARRANTD_HTTP_H
