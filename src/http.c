@@ -489,6 +489,7 @@ call_free(struct http_call *c)
 	c->prev = c->next = NULL;
 	c->cb = NULL;
 	c->arg = NULL;
+	c->state = CALL_IN_CALLBACK;	/* an http_cancel of a kept call does nothing */
 	hc->idle[hc->nidle++] = c;
 }
 
