@@ -16,9 +16,13 @@ struct store_keys {
 	char jobs[STORE_KEY_MAX], scheduled[STORE_KEY_MAX], dead[STORE_KEY_MAX];
 	char notify[STORE_KEY_MAX], audit[STORE_KEY_MAX], consumer[STORE_KEY_MAX];
 	char decision_prefix[STORE_KEY_MAX];	/* "P:decision:" */
+	/* The transition's `terminal` (job_terminal_list): made once here,
+	 * not for each of the two transitions of every job. */
+	char terminal[96];
 };
 
-/* Fills every key from the prefix and consumer name. -1 when too long. */
+/* Fills every key from the prefix and consumer name, and the terminal
+ * states. -1 when too long. */
 int store_keys_init(struct store_keys *k, const char *prefix, const char *consumer)
 	__attribute__((warn_unused_result));
 
@@ -77,7 +81,6 @@ struct store_args {
 	int bad_slot;
 	const char *v[STORE_SLOTS_MAX];		/* NULL: not set */
 	char num[STORE_SLOTS_MAX][24];
-	char text[96];				/* one composed argument (terminal) */
 	const char *const *rest;		/* the trailing list, borrowed */
 	size_t nrest;
 };

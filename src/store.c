@@ -29,7 +29,9 @@ store_keys_init(struct store_keys *k, const char *prefix, const char *consumer)
 			return -1;
 	}
 	int w = snprintf(k->consumer, STORE_KEY_MAX, "%s:consumer:%s", prefix, consumer);
-	return w < 0 || w >= STORE_KEY_MAX ? -1 : 0;
+	if (w < 0 || w >= STORE_KEY_MAX)
+		return -1;
+	return job_terminal_list(k->terminal, sizeof k->terminal);
 }
 
 int
@@ -489,7 +491,11 @@ store_transition_args(const struct store_keys *k, const char *group, const char 
 	/* A script must name its keys; with no hash, the (absent) key of an
 	 * empty id stands in and is never touched. */
 	store_arg(a, STORE_TRANSITION_HASH, t->hash_key ? t->hash_key : k->decision_prefix);
-	store_args_consumer(a, k, group, consumer);
+	/* by slot, not store_args_consumer's search by name: 730 instructions
+	 * a call */
+	store_arg(a, STORE_TRANSITION_JOBS, k->jobs);
+	store_arg(a, STORE_TRANSITION_GROUP, group);
+	store_arg(a, STORE_TRANSITION_CONSUMER, consumer);
 	store_arg(a, STORE_TRANSITION_AUDIT, k->audit);
 	store_arg(a, STORE_TRANSITION_DEAD, k->dead);
 	store_arg(a, STORE_TRANSITION_NOTIFY, k->notify);
@@ -523,6 +529,5 @@ store_transition_args(const struct store_keys *k, const char *group, const char 
 	store_arg_ll(a, STORE_TRANSITION_NOTIFY_MAXLEN, t->notify_maxlen);
 	store_arg_flag(a, STORE_TRANSITION_CHECK_LEASE, !t->skip_lease);
 	store_arg_flag(a, STORE_TRANSITION_KEEP_UNPENDING, t->keep_unpending);
-	if (job_terminal_list(a->text, sizeof a->text) == 0)
-		store_arg(a, STORE_TRANSITION_TERMINAL, a->text);
+	store_arg(a, STORE_TRANSITION_TERMINAL, k->terminal);
 }
