@@ -11,6 +11,7 @@
 #include "record.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 #include <openssl/hmac.h>
 #include <openssl/params.h>
 #include <openssl/pem.h>
+#include <openssl/sha.h>
 
 #include "b64url.h"
 #include "jread.h"
@@ -36,11 +38,22 @@
 #define ES256_HALF	32	/* bytes of R and of S in a JWS ES256 signature */
 #define HS256_MIN_KEY	32	/* RFC 7518 §3.2: at least the hash's size */
 #define TEXT_FIELD_MAX	1024	/* onBehalfOf, basis: §3.1 */
+#define SPARE_CTX	4	/* verify contexts a key keeps (one per verifying thread) */
 
 /* The parts of a compact JWS, decoded; `input_len` bytes of raw are signed. */
 struct jws {
 	unsigned char *header, *payload, *sig;
 	size_t header_len, payload_len, sig_len, input_len;
+};
+
+/* Verify contexts set up for one public key, kept for the next record
+ * (EVP_DigestVerifyInit made one and fetched its algorithms per record:
+ * about 25,000 instructions). Verifying threads share the key, so they are
+ * taken and given back under `lock`. */
+struct ctx_pool {
+	pthread_mutex_t lock;
+	EVP_PKEY_CTX *spare[SPARE_CTX];
+	int n;
 };
 
 /* Exactly one of pk (ES256, RS256) and secret (HS256) is set. */
@@ -53,6 +66,8 @@ struct record_key {
 	 * (HMAC() fetched the algorithm and keyed a new context every time:
 	 * 30,000 instructions a record). NULL: the one-shot HMAC is used. */
 	EVP_MAC_CTX *mac;
+	/* ES256, RS256: verify contexts for pk kept for the next record. */
+	struct ctx_pool *pool;
 	/* Owners (record_key_ref): a verifying thread keeps the key alive
 	 * across a reload that lets go of the loop's own. */
 	atomic_int refs;
@@ -266,6 +281,29 @@ hmac_keyed(const unsigned char *key, size_t key_len)
 	return ctx;
 }
 
+static struct ctx_pool *
+pool_new(void)
+{
+	struct ctx_pool *p = calloc(1, sizeof *p);
+
+	if (p != NULL && pthread_mutex_init(&p->lock, NULL) != 0) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+static void
+pool_free(struct ctx_pool *p)
+{
+	if (p == NULL)
+		return;
+	while (p->n > 0)
+		EVP_PKEY_CTX_free(p->spare[--p->n]);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
 /* The same acceptance rules as hs256() and pem_key(), which record_load
  * applies to raw bytes: a parsed key is never looser or stricter. */
 struct record_key *
@@ -305,11 +343,14 @@ record_key_new(enum jwa_alg alg, const unsigned char *key, size_t key_len, char 
 		k->mac = hmac_keyed(key, key_len);
 		return k;
 	}
-	if ((k->pk = pem_read(key, key_len, 0)) != NULL && key_fits(k->pk, alg)) {
+	if ((k->pk = pem_read(key, key_len, 0)) != NULL && key_fits(k->pk, alg) &&
+	    (k->pool = pool_new()) != NULL) {
 		ERR_clear_error();
 		return k;
 	}
-	if (k->pk == NULL)
+	if (k->pk != NULL && key_fits(k->pk, alg))
+		snprintf(err, errlen, "out of memory");
+	else if (k->pk == NULL)
 		snprintf(err, errlen, "not a PEM public key (BEGIN PUBLIC KEY)");
 	else
 		snprintf(err, errlen, "not a usable %s key: want %s", jwa_name(alg),
@@ -332,6 +373,7 @@ record_key_free(struct record_key *k)
 {
 	if (k == NULL || atomic_fetch_sub(&k->refs, 1) > 1)
 		return;
+	pool_free(k->pool);
 	EVP_PKEY_free(k->pk);
 	EVP_MAC_CTX_free(k->mac);	/* cleanses the key it holds */
 	if (k->secret != NULL)
@@ -349,16 +391,58 @@ hs256(const unsigned char *key, size_t key_len, const char *input, size_t len,
 	    md_len) == NULL ? -1 : 0;
 }
 
-static int
-pkey_verify(EVP_PKEY *pk, const char *input, size_t len, const unsigned char *sig,
-	    size_t sig_len)
+/* A context that verifies a SHA-256 digest with pk; NULL when out of
+ * memory. Caller frees (EVP_PKEY_CTX_free). */
+static EVP_PKEY_CTX *
+verify_ctx_new(EVP_PKEY *pk)
 {
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	int ok = ctx != NULL && EVP_DigestVerifyInit(ctx, NULL, EVP_sha256(), NULL, pk) == 1 &&
-	    EVP_DigestVerify(ctx, sig, sig_len, (const unsigned char *)input, len) == 1;
+	EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_pkey(NULL, pk, NULL);
 
-	EVP_MD_CTX_free(ctx);
-	return ok ? 0 : -1;
+	if (ctx == NULL || EVP_PKEY_verify_init(ctx) != 1 ||
+	    EVP_PKEY_CTX_set_signature_md(ctx, EVP_sha256()) != 1) {
+		EVP_PKEY_CTX_free(ctx);
+		return NULL;
+	}
+	return ctx;
+}
+
+/* One of k's kept contexts, or a new one (NULL when out of memory). */
+static EVP_PKEY_CTX *
+ctx_take(const struct record_key *k)
+{
+	struct ctx_pool *p = k->pool;
+	EVP_PKEY_CTX *ctx = NULL;
+
+	pthread_mutex_lock(&p->lock);
+	if (p->n > 0)
+		ctx = p->spare[--p->n];
+	pthread_mutex_unlock(&p->lock);
+	return ctx != NULL ? ctx : verify_ctx_new(k->pk);
+}
+
+static void
+ctx_give_back(const struct record_key *k, EVP_PKEY_CTX *ctx)
+{
+	struct ctx_pool *p = k->pool;
+
+	pthread_mutex_lock(&p->lock);
+	if (ctx != NULL && p->n < SPARE_CTX) {
+		p->spare[p->n++] = ctx;
+		ctx = NULL;
+	}
+	pthread_mutex_unlock(&p->lock);
+	EVP_PKEY_CTX_free(ctx);
+}
+
+/* The signature over SHA-256(input); a context verifies any number of them. */
+static int
+digest_verify(EVP_PKEY_CTX *ctx, const char *input, size_t len, const unsigned char *sig,
+	      size_t sig_len)
+{
+	unsigned char md[SHA256_DIGEST_LENGTH];
+
+	SHA256((const unsigned char *)input, len, md);
+	return EVP_PKEY_verify(ctx, sig, sig_len, md, sizeof md) == 1 ? 0 : -1;
 }
 
 /* JWS carries ECDSA as R || S (RFC 7518 §3.4); OpenSSL speaks DER. */
@@ -444,20 +528,22 @@ verify_hmac(EVP_MAC_CTX *mac, const char *raw, const struct jws *j)
 	return ok ? VERIFY_OK : VERIFY_BAD;
 }
 
-/* `pk` already fits `alg` (ES256 or RS256). */
+/* ctx verifies with a key that fits `alg` (ES256 or RS256). */
 static int
-verify_pkey(EVP_PKEY *pk, enum jwa_alg alg, const char *raw, const struct jws *j)
+verify_pkey(EVP_PKEY_CTX *ctx, enum jwa_alg alg, const char *raw, const struct jws *j)
 {
 	unsigned char *der = NULL;
 	int der_len = 0, rc = VERIFY_BAD;
 
-	if (alg == JWA_RS256)
-		rc = pkey_verify(pk, raw, j->input_len, j->sig, j->sig_len);
+	if (ctx == NULL)
+		rc = VERIFY_NO_KEY;
+	else if (alg == JWA_RS256)
+		rc = digest_verify(ctx, raw, j->input_len, j->sig, j->sig_len);
 	else if (es256_to_der(j->sig, j->sig_len, &der, &der_len) == 0)
-		rc = pkey_verify(pk, raw, j->input_len, der, (size_t)der_len);
+		rc = digest_verify(ctx, raw, j->input_len, der, (size_t)der_len);
 	OPENSSL_free(der);
 	ERR_clear_error();
-	return rc == 0 ? VERIFY_OK : VERIFY_BAD;
+	return rc == 0 ? VERIFY_OK : rc == VERIFY_NO_KEY ? VERIFY_NO_KEY : VERIFY_BAD;
 }
 
 /* A key parsed for another algorithm is treated like raw bytes of the wrong
@@ -471,7 +557,11 @@ verify_parsed(const struct record_key *k, enum jwa_alg alg, const char *raw, con
 		return verify_hmac(k->mac, raw, j);
 	if (alg == JWA_HS256)
 		return verify_hs256(k->secret, k->secret_len, raw, j);
-	return verify_pkey(k->pk, alg, raw, j);
+	EVP_PKEY_CTX *ctx = ctx_take(k);
+	int rc = verify_pkey(ctx, alg, raw, j);
+
+	ctx_give_back(k, ctx);
+	return rc;
 }
 
 /* The check is picked by pol->algorithm, never by the token. */
@@ -487,7 +577,9 @@ verify_signature(const struct record_policy *pol, const char *raw, const struct 
 		return verify_hs256(pol->key, pol->key_len, raw, j);
 	if ((pk = pem_key(pol->key, pol->key_len, pol->algorithm, 0)) == NULL)
 		return VERIFY_NO_KEY;
-	rc = verify_pkey(pk, pol->algorithm, raw, j);
+	EVP_PKEY_CTX *ctx = verify_ctx_new(pk);
+	rc = verify_pkey(ctx, pol->algorithm, raw, j);
+	EVP_PKEY_CTX_free(ctx);
 	EVP_PKEY_free(pk);
 	return rc;
 }

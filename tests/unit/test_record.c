@@ -471,6 +471,48 @@ test_wrong_key(void **state)
 	json_decref(content);
 }
 
+/* A parsed key keeps its verify contexts for the next record: a context
+ * that saw a forgery, or a record of another key, still verifies the next
+ * good record, and never lets a bad one through. More rounds than the
+ * contexts a key keeps. */
+static void
+check_parsed_key_reuse(enum jwa_alg alg, struct blob priv, struct blob pub)
+{
+	json_t *content = good_content();
+	char *good = record_sign(alg, priv.data, priv.len, NULL, content);
+	char *other = record_sign(JWA_ES256, es_other_key.data, es_other_key.len, NULL, content);
+	char err[128], detail[256];
+	struct record_key *k = record_key_new(alg, pub.data, pub.len, err, sizeof err);
+	struct record_policy pol = policy(1, alg, pub);
+
+	assert_non_null(good);
+	assert_non_null(other);
+	assert_non_null(k);
+	pol.parsed_key = k;
+	char *forged = strdup(good);
+	assert_non_null(forged);
+	forged[strlen(forged) - 2] ^= 0x01;	/* one bit of the signature */
+	for (int round = 0; round < 10; round++) {
+		assert_int_equal(load_raw(&pol, good, detail, sizeof detail, NULL), RECORD_OK);
+		expect_bad_sig(&pol, forged, NULL);
+		if (alg == JWA_ES256)
+			expect_bad_sig(&pol, other, "signature: does not verify");
+	}
+	record_key_free(k);
+	free(forged);
+	free(good);
+	free(other);
+	json_decref(content);
+}
+
+static void
+test_parsed_key_reuse(void **state)
+{
+	(void)state;
+	check_parsed_key_reuse(JWA_ES256, es_key, es_pub);
+	check_parsed_key_reuse(JWA_RS256, rs_key, rs_pub);
+}
+
 static void
 test_tampered_payload(void **state)
 {
@@ -1698,6 +1740,7 @@ main(void)
 		cmocka_unit_test(test_rs256_valid),
 		cmocka_unit_test(test_hs256_valid),
 		cmocka_unit_test(test_wrong_key),
+		cmocka_unit_test(test_parsed_key_reuse),
 		cmocka_unit_test(test_tampered_payload),
 		cmocka_unit_test(test_signature_stripped_or_cut),
 		cmocka_unit_test(test_alg_none),
