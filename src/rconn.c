@@ -1194,10 +1194,11 @@ rconn_eval_resp(struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *
 	if (c == NULL)
 		return -1;
 	char *p = evalsha_head_put(c->sha_cmd, s, argc, nk, &rest_off);
-	for (size_t i = 0; i < nparts; i++) {
-		memcpy(p, parts[i].iov_base, parts[i].iov_len);
-		p += parts[i].iov_len;
-	}
+	for (size_t i = 0; i < nparts; i++)
+		if (parts[i].iov_len > 0) {	/* an empty piece may be at NULL */
+			memcpy(p, parts[i].iov_base, parts[i].iov_len);
+			p += parts[i].iov_len;
+		}
 	cmd_keep(c, s->body, len, rest_off);
 	return cmd_send(rc, c, c->sha_cmd, len);
 }

@@ -409,13 +409,13 @@ lone_parts(const struct store_batch *b, struct iovec *parts)
 	size_t k = 0;
 
 	for (int i = 0; i < b->nslots; i++) {
-		const char *at = b->group[group_of(sc, i)].p + b->val[i] - 3 -
+		char *at = b->group[group_of(sc, i)].p + b->val[i] - 3 -
 		    resp_dec_len(b->vlen[i]);
 		size_t n = resp_bulk_len(b->vlen[i]);
-		if (k > 0 && (const char *)parts[k - 1].iov_base + parts[k - 1].iov_len == at)
+		if (k > 0 && (char *)parts[k - 1].iov_base + parts[k - 1].iov_len == at)
 			parts[k - 1].iov_len += n;
 		else
-			parts[k++] = (struct iovec){.iov_base = (void *)(uintptr_t)at, .iov_len = n};
+			parts[k++] = (struct iovec){.iov_base = at, .iov_len = n};
 	}
 	return k;
 }
