@@ -11,7 +11,7 @@
 # natively), zeroed once the jobs are loaded: Redis' instructions per job,
 # the one number commandstats' microseconds cannot give on a busy host. MODE is off
 # [default], hs256 or es256; the target is nginx answering 204 when installed,
-# else fake_target; 64 in flight, log_level = warn.
+# else fake_target; 64 in flight (BENCH_CG_IN_FLIGHT), log_level = warn.
 # BENCH_CG_KEEP=1 keeps the temp dir (callgrind.out.N* for
 # callgrind_annotate). Everything it starts is stopped by PID.
 set -eu
@@ -90,7 +90,7 @@ cat >"$tmp/warrantd.ini" <<EOF
 [daemon]
 consumer = cg
 log_level = warn
-max_in_flight = 64
+max_in_flight = ${BENCH_CG_IN_FLIGHT:-64}
 heartbeat_ms = 1000
 shutdown_grace_ms = 5000
 [redis]

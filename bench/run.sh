@@ -18,7 +18,11 @@
 # by the target on every call), exchange (ES256 records, a token exchanged
 # for each job, RFC 8693: one more IdP round trip per job).
 #
-# Environment: BENCH_JOBS [20000], BENCH_IN_FLIGHT ["1 64 256"],
+# Each row and each latency line is the median of BENCH_REPEAT [3] runs (the
+# issue's "median of 3"; single runs on 2 shared cores move by 15 %), with
+# the range of jobs/s and of p99 beside it.
+#
+# Environment: BENCH_JOBS [20000], BENCH_IN_FLIGHT ["1 64 256"], BENCH_REPEAT [3],
 # BENCH_MODES ["off hs256 es256 oauth exchange"], BENCH_TIMEOUT_S [600, per run],
 # BENCH_OUT [bench/results.txt], BENCH_KEEP_TMP (keep the temp dir).
 # Everything it starts is stopped by PID; it exits non-zero when a run does
@@ -33,6 +37,7 @@ FLIGHTS=${BENCH_IN_FLIGHT:-"1 64 256"}
 MODES=${BENCH_MODES:-"off hs256 es256 oauth exchange"}
 TIMEOUT_S=${BENCH_TIMEOUT_S:-600}
 OUT=${BENCH_OUT:-$root/bench/results.txt}
+REPEAT=${BENCH_REPEAT:-3}
 PREFIX=bench
 PKGS="hiredis libcurl jansson libjwt inih openssl"
 
@@ -44,6 +49,7 @@ for tool in redis-server redis-cli curl cc pkg-config; do
 	command -v "$tool" >/dev/null || { echo "bench: $tool not found" >&2; exit 1; }
 done
 case $JOBS in ''|*[!0-9]*|0) echo "bench: BENCH_JOBS must be a positive integer" >&2; exit 64;; esac
+case $REPEAT in ''|*[!0-9]*|0) echo "bench: BENCH_REPEAT must be a positive integer" >&2; exit 64;; esac
 
 tmp=$(mktemp -d /tmp/warrantd-bench.XXXXXX)
 sock=$tmp/redis.sock
@@ -191,13 +197,37 @@ run_latency() {	# mode peak_jobs_per_s in_flight
 	fi
 	awk 'NR == FNR { at[$1] = $2; next } ($1 in at) { print $2 - at[$1] }' \
 	    "$tmp/enqueued" "$tmp/arrived" | sort -n >"$tmp/lat"
-	awk -v mode="$1" -v rate="$rate" -v f="$3" '{ v[NR] = $1 } END {
-		if (NR == 0) { print "# latency " mode ": no samples"; exit }
+	# one run: "jobs p50 p99 max"
+	awk '{ v[NR] = $1 } END {
+		if (NR == 0) { print 0, 0, 0, 0; exit }
 		p50 = v[int(NR * 0.50 + 0.5) > 0 ? int(NR * 0.50 + 0.5) : 1]
 		p99 = v[int(NR * 0.99 + 0.5) > 0 ? int(NR * 0.99 + 0.5) : 1]
-		printf "# latency %-8s %d jobs at %d/s (half the peak), %d in flight: XADD -> target p50 %d ms, p99 %d ms, max %d ms\n",
-		    mode, NR, rate, f, p50, p99, v[NR]
-	}' "$tmp/lat" >>"$lat_rows"
+		print NR, p50, p99, v[NR]
+	}' "$tmp/lat" >>"$tmp/lat_runs"
+	echo "# latency $1 run: jobs p50 p99 max = $(tail -n 1 "$tmp/lat_runs")" >&2
+}
+
+# The median of the numbers on stdin (one a line; the lower middle one of an
+# even count).
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+# BENCH_REPEAT latency runs of a mode, one line: the median p50, p99 and max,
+# and every run's p99.
+latency_line() {	# mode peak_jobs_per_s in_flight
+	: >"$tmp/lat_runs"
+	lat_i=0	# not i: lib.sh's wait_for counts with it
+	while [ "$lat_i" -lt "$REPEAT" ]; do
+		run_latency "$@"
+		lat_i=$((lat_i + 1))
+	done
+	rate=$(awk -v p="$2" 'BEGIN { r = p / 2; if (r < 1) r = 1; printf "%.0f", r }')
+	n=$(awk '{ print $1 }' "$tmp/lat_runs" | median)
+	p50=$(awk '{ print $2 }' "$tmp/lat_runs" | median)
+	p99=$(awk '{ print $3 }' "$tmp/lat_runs" | median)
+	max=$(awk '{ print $4 }' "$tmp/lat_runs" | median)
+	all=$(awk '{ printf "%s%s", (NR > 1 ? "/" : ""), $3 }' "$tmp/lat_runs")
+	printf "# latency %-8s %d jobs at %d/s (half the peak), %d in flight: XADD -> target p50 %d ms, p99 %d ms, max %d ms (medians of %d runs; p99s %s)\n" \
+	    "$1" "$n" "$rate" "$3" "$p50" "$p99" "$max" "$REPEAT" "$all" >>"$lat_rows"
 	tail -n 1 "$lat_rows"
 }
 
@@ -209,13 +239,25 @@ redis_cpu_us() {
 floor_jps=
 run_floor() {
 	make_jobs off
-	load_jobs off
-	set -- $("$tmp/floor" "$sock" "$PREFIX" "$JOBS") || die "floor failed"
-	[ "$1" = "$JOBS" ] || die "floor: $1 of $JOBS jobs"
-	floor_jps=$(awk -v n="$1" -v ms="$2" 'BEGIN { if (ms < 1) ms = 1; printf "%.0f", n * 1000 / ms }')
-	awk -v n="$1" -v ms="$2" -v rus="$3" -v jps="$floor_jps" 'BEGIN {
-		printf "%-8s %9s %7d %8.2f %9d %6s %7s %11s %11.1f %9s\n", "floor", "-", n,
-		    ms / 1000, jps, "1.00", "-", "-", rus / n, "-"
+	: >"$tmp/runs"
+	floor_i=0
+	while [ "$floor_i" -lt "$REPEAT" ]; do
+		load_jobs off
+		# shellcheck disable=SC2046 # its three numbers, split on purpose
+		set -- $("$tmp/floor" "$sock" "$PREFIX" "$JOBS") || die "floor failed"
+		[ "$1" = "$JOBS" ] || die "floor: $1 of $JOBS jobs"
+		echo "$2 $3" >>"$tmp/runs"	# ms, Redis µs
+		floor_i=$((floor_i + 1))
+	done
+	ms=$(awk '{ print $1 }' "$tmp/runs" | median)
+	rus=$(awk '{ print $2 }' "$tmp/runs" | median)
+	floor_jps=$(awk -v n="$JOBS" -v ms="$ms" 'BEGIN { if (ms < 1) ms = 1; printf "%.0f", n * 1000 / ms }')
+	range=$(awk -v n="$JOBS" '{ if ($1 < 1) $1 = 1; j = n * 1000 / $1
+		if (NR == 1 || j < lo) lo = j; if (NR == 1 || j > hi) hi = j }
+		END { printf "%.0f-%.0f", lo, hi }' "$tmp/runs")
+	awk -v n="$JOBS" -v ms="$ms" -v rus="$rus" -v jps="$floor_jps" -v range="$range" 'BEGIN {
+		printf "%-8s %9s %7d %8.2f %9d %6s %7s %11s %11.1f %9s %s\n", "floor", "-", n,
+		    ms / 1000, jps, "1.00", "-", "-", rus / n, "-", range
 	}' >>"$rows"
 	tail -n 1 "$rows"
 }
@@ -358,20 +400,40 @@ run_one() {	# mode in_flight
 		fi
 	fi
 
-	awk -v mode="$mode" -v f="$flight" -v n="$JOBS" -v ms=$((t_end - t0)) \
+	echo "$((t_end - t0)) $ticks $rcpu $hwm" >>"$tmp/runs"	# ms, ticks, Redis µs, KiB
+	echo "# $mode/$flight run: ms ticks redis_us hwm_kb = $(tail -n 1 "$tmp/runs")" >&2
+}
+
+# BENCH_REPEAT runs of a mode at one max_in_flight, one row: each column's
+# median, and the range of jobs/s.
+row() {	# mode in_flight
+	: >"$tmp/runs"
+	row_i=0	# not i: lib.sh's wait_for counts with it
+	while [ "$row_i" -lt "$REPEAT" ]; do
+		run_one "$1" "$2"
+		row_i=$((row_i + 1))
+	done
+	ms=$(awk '{ print $1 }' "$tmp/runs" | median)
+	ticks=$(awk '{ print $2 }' "$tmp/runs" | median)
+	rcpu=$(awk '{ print $3 }' "$tmp/runs" | median)
+	hwm=$(awk '{ print $4 }' "$tmp/runs" | median)
+	range=$(awk -v n="$JOBS" '{ if ($1 < 1) $1 = 1; j = n * 1000 / $1
+		if (NR == 1 || j < lo) lo = j; if (NR == 1 || j > hi) hi = j }
+		END { printf "%.0f-%.0f", lo, hi }' "$tmp/runs")
+	awk -v mode="$1" -v f="$2" -v n="$JOBS" -v ms="$ms" \
 	    -v ticks="$ticks" -v hz="$(getconf CLK_TCK)" -v kb="$hwm" -v rus="$rcpu" \
-	    -v floor="$floor_jps" 'BEGIN {
+	    -v floor="$floor_jps" -v range="$range" 'BEGIN {
 		if (ms < 1) ms = 1
 		jps = n * 1000 / ms
-		printf "%-8s %9d %7d %8.2f %9.0f %6.2f %7.2f %11.1f %11.1f %9.1f\n", mode, f, n,
-		    ms / 1000, jps, jps / floor, ticks / hz, ticks / hz * 1e6 / n, rus / n, kb / 1024
+		printf "%-8s %9d %7d %8.2f %9.0f %6.2f %7.2f %11.1f %11.1f %9.1f %s\n", mode, f, n,
+		    ms / 1000, jps, jps / floor, ticks / hz, ticks / hz * 1e6 / n, rus / n, kb / 1024, range
 	}' >>"$rows"
 	tail -n 1 "$rows"
 }
 
 header() {
-	printf "%-8s %9s %7s %8s %9s %6s %7s %11s %11s %9s\n" mode in_flight jobs wall_s jobs/s \
-	    floor× cpu_s cpu_us/job redis_us/job rss_MiB
+	printf "%-8s %9s %7s %8s %9s %6s %7s %11s %11s %9s %s\n" mode in_flight jobs wall_s jobs/s \
+	    floor× cpu_s cpu_us/job redis_us/job rss_MiB jobs/s_range
 }
 
 start_redis
@@ -391,11 +453,11 @@ for mode in $MODES; do
 	peak=0
 	peak_flight=64
 	for flight in $FLIGHTS; do
-		run_one "$mode" "$flight"
+		row "$mode" "$flight"
 		jps=$(tail -n 1 "$rows" | awk '{ print $5 }')
 		if [ "$jps" -gt "$peak" ]; then peak=$jps; peak_flight=$flight; fi
 	done
-	[ -n "${BENCH_NO_LATENCY:-}" ] || run_latency "$mode" "$peak" "$peak_flight"
+	[ -n "${BENCH_NO_LATENCY:-}" ] || latency_line "$mode" "$peak" "$peak_flight"
 done
 
 cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
@@ -414,6 +476,7 @@ cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 	echo "# exchange: one RFC 8693 exchange per job at fake_idp, then the call."
 	echo "# wall_s: daemon start -> last terminal write; cpu_s, rss_MiB: the daemon only (VmHWM)."
 	echo "# floor×: jobs/s over the floor's; redis_us/job: Redis' own CPU (INFO cpu) per job."
+	echo "# Every number: the median of $REPEAT runs (each column on its own); jobs/s_range: their lowest and highest."
 	header
 	cat "$rows"
 	cat "$lat_rows"
