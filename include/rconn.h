@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include <ev.h>
 
@@ -123,6 +124,15 @@ void rconn_script_init(struct rconn_script *s, const char *body);
  * is borrowed until the reply (see struct rconn_script). */
 int rconn_eval(struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *cb, void *arg,
 	       int nkeys, int argc, const char **argv, const size_t *argvlen)
+	__attribute__((warn_unused_result));
+
+/* As rconn_eval(), with the arguments after numkeys already written as RESP
+ * bulk strings (resp.h): argc of them, the first nkeys keys, in nparts
+ * pieces sent one after the other. A batch writes each call's arguments
+ * once, where they are sent from (store.h, struct store_batch): no argument
+ * vector and no second formatting. The bytes are copied before it returns. */
+int rconn_eval_resp(struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *cb,
+		    void *arg, int nkeys, int argc, const struct iovec *parts, size_t nparts)
 	__attribute__((warn_unused_result));
 
 /*

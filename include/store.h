@@ -8,6 +8,7 @@
 #define WARRANTD_STORE_H
 
 #include <stddef.h>
+#include <sys/uio.h>
 
 #define STORE_KEY_MAX 256
 
@@ -15,9 +16,13 @@ struct store_keys {
 	char jobs[STORE_KEY_MAX], scheduled[STORE_KEY_MAX], dead[STORE_KEY_MAX];
 	char notify[STORE_KEY_MAX], audit[STORE_KEY_MAX], consumer[STORE_KEY_MAX];
 	char decision_prefix[STORE_KEY_MAX];	/* "P:decision:" */
+	/* The transition's `terminal` (job_terminal_list): made once here,
+	 * not for each of the two transitions of every job. */
+	char terminal[96];
 };
 
-/* Fills every key from the prefix and consumer name. -1 when too long. */
+/* Fills every key from the prefix and consumer name, and the terminal
+ * states. -1 when too long. */
 int store_keys_init(struct store_keys *k, const char *prefix, const char *consumer)
 	__attribute__((warn_unused_result));
 
@@ -76,7 +81,6 @@ struct store_args {
 	int bad_slot;
 	const char *v[STORE_SLOTS_MAX];		/* NULL: not set */
 	char num[STORE_SLOTS_MAX][24];
-	char text[96];				/* one composed argument (terminal) */
 	const char *const *rest;		/* the trailing list, borrowed */
 	size_t nrest;
 };
@@ -112,47 +116,70 @@ struct store_vec {
 };
 
 /*
- * One call's keys and arguments copied out of a store_args, in slot order
- * with their lengths: what a batch keeps of a call until it is sent. One
- * allocation (about 600 bytes and the strings for a transition, small
- * enough for malloc's per-thread cache; a whole store_args is 1.3 KiB),
- * freed with free().
- */
-struct store_call {
-	enum store_script_id script;
-	int n;			/* keys + arguments, as in the header */
-	const char **v;		/* n strings, in this allocation */
-	size_t *len;		/* their lengths */
-};
-
-/* The copy of a (checked as by store_args_vec): 0 and *out, or -1 with
- * one line in err (a slot missing or misplaced, a trailing list -- a
- * batched script has none --, out of memory). */
-int store_call_new(const struct store_args *a, struct store_call **out, char *err,
-		   size_t errlen)
-	__attribute__((warn_unused_result));
-
-/*
  * Batches (scripts with a batch form). STORE_BATCH_MAX items at most per
  * call: a batch runs inside Redis as one script, blocking it meanwhile
  * (64 transitions take about 3 ms there).
  */
 #define STORE_BATCH_MAX 64
 
-/* 1 when c can join a batch that first leads: both of one script that has
- * a batch form, and every shared slot the same string. */
-int store_batch_fits(const struct store_call *first, const struct store_call *c);
+/* Bytes that grow; kept from one batch to the next. */
+struct store_buf {
+	char *p;
+	size_t len, cap;
+};
 
-/* The EVAL of the batch form for items[0..n-1] (1 <= n <= STORE_BATCH_MAX,
- * each fitting items[0]): argv[0] "EVAL", argv[1] the batch body, argv[2]
- * the number of keys, then the shared keys (items[0]'s), each item's own
- * keys in turn, the shared arguments, each item's own arguments in turn
- * (header order within each group). Item i's reply is element i + 1 of
- * the array the script returns. The strings are the items'. 0 (free with
- * store_vec_free), or -1 with one line in err; *v then needs no free. */
-int store_batch_vec(const struct store_call *const *items, size_t n, struct store_vec *v,
-		    char *err, size_t errlen)
+/*
+ * The calls of one batch, gathered as the RESP (resp.h) they are sent as:
+ * each call's slots are written once, as bulk strings, straight into the
+ * group the batch form takes them in -- the shared slots (the first call's;
+ * a later call's must be the same bytes), each call's own keys, each call's
+ * own arguments -- so sending it is four pieces one after the other, with
+ * no copy of a call and no second formatting (bench/README.md, lever 14).
+ * Zero it to start; its buffers are reused by store_batch_clear() and
+ * freed by store_batch_release().
+ */
+#define STORE_BATCH_GROUPS 4
+struct store_batch {
+	enum store_script_id script;
+	size_t n;			/* calls gathered */
+	/* in the order sent: the shared keys, each call's own keys, the
+	 * shared arguments, each call's own arguments */
+	struct store_buf group[STORE_BATCH_GROUPS];
+	/* the first call's slots: where each one's value is in its group's
+	 * buffer, and its length (a later call's shared slots are compared
+	 * with them; a lone call is sent from them in header order) */
+	size_t val[STORE_SLOTS_MAX], vlen[STORE_SLOTS_MAX];
+	/* the script's slots by kind, set with the first call: the shared
+	 * ones, then each call's own (keys before arguments in both) */
+	unsigned char slot[STORE_SLOTS_MAX], nshared, nslots;
+};
+
+/* Adds the call a (checked as by store_args_vec; its strings are copied):
+ * 0; 1 when it does not fit b (b holds STORE_BATCH_MAX calls, or calls of
+ * another script, or a shared slot differs: b is to be sent first and a
+ * added to an empty one); -1 with one line in err when it is refused (a
+ * slot missing or misplaced, a trailing list, a script without a batch
+ * form) or out of memory. b is unchanged unless 0. */
+int store_batch_add(struct store_batch *b, const struct store_args *a, char *err, size_t errlen)
 	__attribute__((warn_unused_result));
+
+/* The most pieces store_batch_parts() returns. */
+#define STORE_BATCH_PARTS \
+	(STORE_SLOTS_MAX > STORE_BATCH_GROUPS ? STORE_SLOTS_MAX : STORE_BATCH_GROUPS)
+
+/* What to send for b (b->n >= 1) after numkeys: with one call the plain
+ * script's keys and arguments in header order, else the batch form's (the
+ * shared keys, each call's own keys, the shared arguments, each call's own
+ * arguments; item i's reply is element i + 1 of the array the batch form
+ * returns). The pieces point into b's buffers (valid until b changes);
+ * returns their number, *nkeys and *argc the counts of bulk strings. */
+size_t store_batch_parts(const struct store_batch *b, struct iovec parts[STORE_BATCH_PARTS],
+			 int *nkeys, int *argc);
+
+/* Empty again (n = 0), the buffers kept. */
+void store_batch_clear(struct store_batch *b);
+/* Frees the buffers; b is then empty and zero. */
+void store_batch_release(struct store_batch *b);
 
 /* Builds *v from a (v->argv and v->len point into a's strings and into v).
  * 0, or -1 with one line in err naming the script and the missing or

@@ -36,6 +36,7 @@
 #include <openssl/evp.h>
 
 #include "backoff.h"
+#include "resp.h"
 #include "log.h"
 #include "rnd.h"
 #include "cluster.h"
@@ -179,65 +180,13 @@ cmd_free(struct rc_cmd *c)
 	free(c);
 }
 
-/* RESP, written by hand: hiredis 0.14 formats every argument with
- * sprintf, which was a third of the daemon's instructions per job. */
-static size_t
-dec_len(size_t n)
-{
-	size_t k = 1;
-
-	while (n >= 10) {
-		n /= 10;
-		k++;
-	}
-	return k;
-}
-
-/* n in decimal at p; returns the end. */
-static char *
-resp_put_dec(char *p, size_t n)
-{
-	char *end = p + dec_len(n), *q = end;
-
-	do {
-		*--q = (char)('0' + n % 10);
-		n /= 10;
-	} while (n != 0);
-	return end;
-}
-
-static size_t
-resp_bulk_len(size_t n)
-{
-	return 1 + dec_len(n) + 2 + n + 2;
-}
-
-static char *
-resp_put_bulk(char *p, const char *s, size_t n)
-{
-	*p++ = '$';
-	p = resp_put_dec(p, n);
-	*p++ = '\r';
-	*p++ = '\n';
-	memcpy(p, s, n);
-	p += n;
-	*p++ = '\r';
-	*p++ = '\n';
-	return p;
-}
-
-/* One command (the three words of head, when given, before argv) as RESP
- * into rc->fbuf; its length, or -1. *rest_off: where head's third word
- * begins (EVALSHA sha | numkeys keys args). */
+/* One command of argv as RESP into rc->fbuf (scratch, kept); its length,
+ * or -1. RESP is written by hand (resp.h). */
 static long
-resp_format(struct rconn *rc, const char *const head[3], size_t *rest_off, int argc,
-	    const char **argv, const size_t *argvlen)
+resp_format(struct rconn *rc, int argc, const char **argv, const size_t *argvlen)
 {
-	int nhead = head ? 3 : 0;
-	size_t len = 1 + dec_len((size_t)argc + (size_t)nhead) + 2;
+	size_t len = 1 + resp_dec_len((size_t)argc) + 2;
 
-	for (int i = 0; i < nhead; i++)
-		len += resp_bulk_len(strlen(head[i]));
 	for (int i = 0; i < argc; i++)
 		len += resp_bulk_len(argvlen ? argvlen[i] : strlen(argv[i]));
 	if (len > LONG_MAX)
@@ -251,14 +200,9 @@ resp_format(struct rconn *rc, const char *const head[3], size_t *rest_off, int a
 	}
 	char *p = rc->fbuf;
 	*p++ = '*';
-	p = resp_put_dec(p, (size_t)argc + (size_t)nhead);
+	p = resp_put_dec(p, (size_t)argc);
 	*p++ = '\r';
 	*p++ = '\n';
-	for (int i = 0; i < nhead; i++) {
-		if (i == 2 && rest_off != NULL)
-			*rest_off = (size_t)(p - rc->fbuf);
-		p = resp_put_bulk(p, head[i], strlen(head[i]));
-	}
 	for (int i = 0; i < argc; i++)
 		p = resp_put_bulk(p, argv[i], argvlen ? argvlen[i] : strlen(argv[i]));
 	return (long)len;
@@ -698,6 +642,49 @@ refused_command(const char *cmd, size_t len)
 	return 0;
 }
 
+/* A command's entry, with room for keep bytes of it (an EVALSHA's, or any
+ * user command's on a cluster). malloc, not calloc: a batch's bytes need
+ * no zeroing first. NULL when out of memory. */
+static struct rc_cmd *
+cmd_new(struct rconn *rc, rconn_reply_cb *cb, handshake_cb *hs, void *arg, size_t keep)
+{
+	struct rc_cmd *c = malloc(sizeof(*c) + keep);
+
+	if (c != NULL)
+		*c = (struct rc_cmd){.cb = cb, .hs = hs, .arg = arg, .rc = rc};
+	return c;
+}
+
+/* c keeps its EVALSHA (len bytes, already in c->sha_cmd) for NOSCRIPT. */
+static void
+cmd_keep(struct rc_cmd *c, const char *body, size_t len, size_t rest_off)
+{
+	c->body = c->script = body;
+	c->sha_len = len;
+	c->rest_off = rest_off;
+}
+
+/* Hands cmd (c's kept bytes or the caller's) to hiredis and queues c; c is
+ * freed when hiredis did not take it. */
+static int
+cmd_send(struct rconn *rc, struct rc_cmd *c, const char *cmd, size_t len)
+{
+	c->sent_at = ev_now(rc->loop);
+	if (rc->ac == NULL || redisAsyncFormattedCommand(rc->ac, on_reply, c, cmd, len) != REDIS_OK) {
+		cmd_free(c);	/* hiredis did not keep it */
+		return -1;
+	}
+	q_push(rc, c);
+	if (c->hs != NULL)
+		return 0;
+	rc->npending++;
+	if (rc->command_timeout_ms > 0 && !ev_is_active(&rc->cmd_timer)) {
+		ev_timer_set(&rc->cmd_timer, (double)rc->command_timeout_ms / 1000.0, 0.0);
+		ev_timer_start(rc->loop, &rc->cmd_timer);
+	}
+	return 0;
+}
+
 /* Hands a formatted command to hiredis: a user's (cb) or the handshake's
  * (hs); cmd stays the caller's. With body (an EVALSHA, whose numkeys begins
  * at rest_off) a copy is kept for NOSCRIPT. */
@@ -706,36 +693,17 @@ submit(struct rconn *rc, rconn_reply_cb *cb, handshake_cb *hs, void *arg, const 
        size_t len, const char *body, size_t rest_off)
 {
 	int keep = body != NULL || (cb != NULL && rc->cluster);
-	struct rc_cmd *c = calloc(1, sizeof(*c) + (keep ? len : 0));
 
-	if (c == NULL || rc->ac == NULL || refused_command(cmd, len)) {
-		free(c);
+	if (rc->ac == NULL || refused_command(cmd, len))
 		return -1;
-	}
-	c->cb = cb;
-	c->hs = hs;
-	c->arg = arg;
-	c->rc = rc;
+	struct rc_cmd *c = cmd_new(rc, cb, hs, arg, keep ? len : 0);
+	if (c == NULL)
+		return -1;
 	if (keep) {
-		c->body = c->script = body;
-		c->sha_len = len;
-		c->rest_off = rest_off;
 		memcpy(c->sha_cmd, cmd, len);
+		cmd_keep(c, body, len, rest_off);
 	}
-	c->sent_at = ev_now(rc->loop);
-	if (redisAsyncFormattedCommand(rc->ac, on_reply, c, cmd, len) != REDIS_OK) {
-		cmd_free(c);	/* hiredis did not keep it */
-		return -1;
-	}
-	q_push(rc, c);
-	if (hs != NULL)
-		return 0;
-	rc->npending++;
-	if (rc->command_timeout_ms > 0 && !ev_is_active(&rc->cmd_timer)) {
-		ev_timer_set(&rc->cmd_timer, (double)rc->command_timeout_ms / 1000.0, 0.0);
-		ev_timer_start(rc->loop, &rc->cmd_timer);
-	}
-	return 0;
+	return cmd_send(rc, c, cmd, len);
 }
 
 static int
@@ -1144,26 +1112,93 @@ rconn_commandv(struct rconn *rc, rconn_reply_cb *cb, void *arg, int argc, const 
 {
 	if (!can_send(rc, cb) || argc < 1 || argv == NULL)
 		return -1;
-	long len = resp_format(rc, NULL, NULL, argc, argv, argvlen);
+	long len = resp_format(rc, argc, argv, argvlen);
 	if (len < 0)
 		return -1;
 	return submit(rc, cb, NULL, arg, rc->fbuf, (size_t)len, NULL, 0);
 }
 
+/* The bytes of "*N EVALSHA sha numkeys" for a script call of argc
+ * arguments after numkeys (nk: numkeys in decimal). */
+static size_t
+evalsha_head_len(const struct rconn_script *s, int argc, const char *nk)
+{
+	return 1 + resp_dec_len((size_t)argc + 3) + 2 + resp_bulk_len(7) +
+	    resp_bulk_len(strlen(s->sha1)) + resp_bulk_len(strlen(nk));
+}
+
+/* Writes that head at p; returns the end, *rest_off where numkeys begins. */
+static char *
+evalsha_head_put(char *p, const struct rconn_script *s, int argc, const char *nk,
+		 size_t *rest_off)
+{
+	char *start = p;
+
+	*p++ = '*';
+	p = resp_put_dec(p, (size_t)argc + 3);
+	*p++ = '\r';
+	*p++ = '\n';
+	p = resp_put_bulk(p, "EVALSHA", 7);
+	p = resp_put_bulk(p, s->sha1, strlen(s->sha1));
+	*rest_off = (size_t)(p - start);
+	return resp_put_bulk(p, nk, strlen(nk));
+}
+
+static int
+eval_ok(const struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *cb, int nkeys,
+	int argc)
+{
+	return can_send(rc, cb) && s != NULL && s->body != NULL && nkeys >= 0 && argc >= nkeys &&
+	    argc <= INT_MAX - 3;
+}
+
+/* The EVALSHA is written straight into the entry that keeps it for
+ * NOSCRIPT, and hiredis copies it from there: no scratch copy between. */
 int
 rconn_eval(struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *cb, void *arg,
 	   int nkeys, int argc, const char **argv, const size_t *argvlen)
 {
 	char nk[24];
-	const char *head[3] = {"EVALSHA", s ? s->sha1 : NULL, nk};
 	size_t rest_off;
 
-	if (!can_send(rc, cb) || s == NULL || s->body == NULL || nkeys < 0 || argc < nkeys ||
-	    argc > INT_MAX - 3 || (argc > 0 && argv == NULL))
+	if (!eval_ok(rc, s, cb, nkeys, argc) || (argc > 0 && argv == NULL))
 		return -1;
 	*resp_put_dec(nk, (size_t)nkeys) = '\0';
-	long len = resp_format(rc, head, &rest_off, argc, argv, argvlen);
-	if (len < 0)
+	size_t len = evalsha_head_len(s, argc, nk);
+	for (int i = 0; i < argc; i++)
+		len += resp_bulk_len(argvlen ? argvlen[i] : strlen(argv[i]));
+	struct rc_cmd *c = cmd_new(rc, cb, NULL, arg, len);
+	if (c == NULL)
 		return -1;
-	return submit(rc, cb, NULL, arg, rc->fbuf, (size_t)len, s->body, rest_off);
+	char *p = evalsha_head_put(c->sha_cmd, s, argc, nk, &rest_off);
+	for (int i = 0; i < argc; i++)
+		p = resp_put_bulk(p, argv[i], argvlen ? argvlen[i] : strlen(argv[i]));
+	cmd_keep(c, s->body, len, rest_off);
+	return cmd_send(rc, c, c->sha_cmd, len);
+}
+
+int
+rconn_eval_resp(struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *cb, void *arg,
+		int nkeys, int argc, const struct iovec *parts, size_t nparts)
+{
+	char nk[24];
+	size_t rest_off;
+
+	if (!eval_ok(rc, s, cb, nkeys, argc) || (nparts > 0 && parts == NULL))
+		return -1;
+	*resp_put_dec(nk, (size_t)nkeys) = '\0';
+	size_t len = evalsha_head_len(s, argc, nk);
+	for (size_t i = 0; i < nparts; i++)
+		len += parts[i].iov_len;
+	struct rc_cmd *c = cmd_new(rc, cb, NULL, arg, len);
+	if (c == NULL)
+		return -1;
+	char *p = evalsha_head_put(c->sha_cmd, s, argc, nk, &rest_off);
+	for (size_t i = 0; i < nparts; i++)
+		if (parts[i].iov_len > 0) {	/* an empty piece may be at NULL */
+			memcpy(p, parts[i].iov_base, parts[i].iov_len);
+			p += parts[i].iov_len;
+		}
+	cmd_keep(c, s->body, len, rest_off);
+	return cmd_send(rc, c, c->sha_cmd, len);
 }

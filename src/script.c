@@ -5,6 +5,7 @@
 #include "log.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void
 script_set_init(struct script_set *set)
@@ -46,13 +47,23 @@ script_send(struct rconn *rc, const struct script_set *set, const struct store_a
 /* ------------------------------------------------------------------ */
 /* Batches                                                              */
 
-/* A call gathered, with its own copy of the arguments. */
-struct gathered {
-	struct gathered *next;
-	struct store_call *c;		/* its arguments, owned */
+/* Whom a call's reply goes to. */
+struct reply_to {
 	rconn_reply_cb *cb;
 	void *arg;
 };
+
+/* The calls of one batch: their bytes as they are sent (store.h) and
+ * item i's callback in to[i]. Kept, emptied, for later batches: its
+ * buffers then need no allocation. */
+struct run {
+	struct run *next;
+	struct store_batch sb;
+	struct reply_to to[STORE_BATCH_MAX];
+};
+
+/* Emptied runs kept at most: one turn of the loop rarely fills more. */
+#define SPARE_MAX 4
 
 struct script_batch {
 	struct ev_loop *loop;
@@ -60,17 +71,17 @@ struct script_batch {
 	const struct script_set *set;
 	ev_prepare flush;		/* before the loop waits: send what is gathered */
 	ev_idle again;			/* calls gathered while flushing: no waiting */
-	struct gathered *head, **tail;
+	struct run *head, *tail;	/* gathered, in order; only the tail takes more */
+	struct run *spare;		/* emptied, SPARE_MAX at most */
+	int nspare;
 };
 
 /* The callbacks of one batch call sent: item i's is to[i]. Freed by the
- * reply's callback, after every item's callback returned. */
+ * reply's callback, after every item's callback returned (rc may answer
+ * after b is gone). */
 struct sent {
 	size_t n;
-	struct {
-		rconn_reply_cb *cb;
-		void *arg;
-	} to[];
+	struct reply_to to[];
 };
 
 static void
@@ -89,59 +100,77 @@ on_batch_reply(struct rconn *rc, const struct sreply *r, void *arg)
 	free(s);
 }
 
-/* Sends items[0..n-1] (n >= 2) as one call of the batch form; -1 when it
- * could not be sent (no callback then). */
+/* Sends r (two items or more) as one call of the batch form, its pieces
+ * from store_batch_parts; -1 when it could not be sent (no callback then). */
 static int
-send_batch(struct script_batch *b, struct gathered *const *items, size_t n)
+send_batch(struct script_batch *b, const struct run *r, const struct iovec *parts,
+	   size_t nparts, int nkeys, int argc)
 {
-	const struct store_call *calls[STORE_BATCH_MAX];
-	enum store_script_id id = items[0]->c->script;
-	struct store_vec v;
-	char err[160];
-
-	for (size_t i = 0; i < n; i++)
-		calls[i] = items[i]->c;
-	if (store_batch_vec(calls, n, &v, err, sizeof err) < 0) {
-		log_error("script.refused", "error=\"%s\"", err);
-		return -1;
-	}
+	size_t n = r->sb.n;
 	struct sent *s = malloc(sizeof *s + n * sizeof s->to[0]);
-	if (s == NULL) {
-		store_vec_free(&v);
+
+	if (s == NULL)
 		return -1;
-	}
 	s->n = n;
-	for (size_t i = 0; i < n; i++) {
-		s->to[i].cb = items[i]->cb;
-		s->to[i].arg = items[i]->arg;
-	}
-	/* the number of keys store_batch_vec counted (shared once, the rest per item) */
-	int sent = send_vec(b->rc, &b->set->batch[id], &v, v.nkeys_n, on_batch_reply, s);
-	store_vec_free(&v);
+	memcpy(s->to, r->to, n * sizeof s->to[0]);
+	int sent = rconn_eval_resp(b->rc, &b->set->batch[r->sb.script], on_batch_reply, s, nkeys,
+	    argc, parts, nparts);
 	if (sent < 0)
 		free(s);
 	return sent;
 }
 
-/* Sends a run of items that fit one batch; every item gets exactly one
- * callback (NULL now when the run could not be sent), and is freed. */
+/* Sends the calls of r; every one gets exactly one callback (NULL now
+ * when they could not be sent). */
 static void
-send_run(struct script_batch *b, struct gathered *const *items, size_t n)
+send_run(struct script_batch *b, const struct run *r)
 {
-	int sent;
+	struct iovec parts[STORE_BATCH_PARTS];
+	int nkeys, argc, sent;
+	size_t nparts = store_batch_parts(&r->sb, parts, &nkeys, &argc);
 
-	if (n == 1) {	/* the plain script: a batch of one costs Redis 7 % more */
-		const struct store_call *c = items[0]->c;
-		sent = rconn_eval(b->rc, &b->set->s[c->script], items[0]->cb, items[0]->arg,
-		    store_scripts[c->script].nkeys, c->n, c->v, c->len);
-	} else
-		sent = send_batch(b, items, n);
-	for (size_t i = 0; i < n; i++) {
-		if (sent < 0)
-			items[i]->cb(b->rc, NULL, items[i]->arg);
-		free(items[i]->c);
-		free(items[i]);
+	if (r->sb.n == 1)	/* the plain script: a batch of one costs Redis 7 % more */
+		sent = rconn_eval_resp(b->rc, &b->set->s[r->sb.script], r->to[0].cb, r->to[0].arg,
+		    nkeys, argc, parts, nparts);
+	else
+		sent = send_batch(b, r, parts, nparts, nkeys, argc);
+	for (size_t i = 0; sent < 0 && i < r->sb.n; i++)
+		r->to[i].cb(b->rc, NULL, r->to[i].arg);
+}
+
+static void
+run_free(struct run *r)
+{
+	store_batch_release(&r->sb);
+	free(r);
+}
+
+/* An empty run: a spare, or a new one. NULL when out of memory. */
+static struct run *
+run_get(struct script_batch *b)
+{
+	struct run *r = b->spare;
+
+	if (r == NULL)
+		return calloc(1, sizeof *r);
+	b->spare = r->next;
+	b->nspare--;
+	r->next = NULL;
+	return r;
+}
+
+/* r is done with: emptied and kept, or freed. */
+static void
+run_put(struct script_batch *b, struct run *r)
+{
+	if (b->nspare >= SPARE_MAX) {
+		run_free(r);
+		return;
 	}
+	store_batch_clear(&r->sb);
+	r->next = b->spare;
+	b->spare = r;
+	b->nspare++;
 }
 
 /* Sends everything gathered so far. Callbacks run from here (a batch that
@@ -150,18 +179,14 @@ send_run(struct script_batch *b, struct gathered *const *items, size_t n)
 static void
 flush(struct script_batch *b)
 {
-	struct gathered *list = b->head;
+	struct run *list = b->head;
 
-	b->head = NULL;
-	b->tail = &b->head;
+	b->head = b->tail = NULL;
 	while (list) {
-		struct gathered *run[STORE_BATCH_MAX];
-		size_t n = 0;
-		do {
-			run[n++] = list;
-			list = list->next;
-		} while (list && n < STORE_BATCH_MAX && store_batch_fits(run[0]->c, list->c));
-		send_run(b, run, n);
+		struct run *r = list;
+		list = r->next;
+		send_run(b, r);
+		run_put(b, r);
 	}
 }
 
@@ -196,7 +221,6 @@ script_batch_new(struct ev_loop *loop, struct rconn *rc, const struct script_set
 	b->loop = loop;
 	b->rc = rc;
 	b->set = set;
-	b->tail = &b->head;
 	ev_prepare_init(&b->flush, on_prepare);
 	b->flush.data = b;
 	ev_idle_init(&b->again, on_again);
@@ -212,43 +236,61 @@ script_batch_free(struct script_batch *b)
 	ev_prepare_stop(b->loop, &b->flush);
 	ev_idle_stop(b->loop, &b->again);
 	while (b->head) {	/* a callback may gather again: taken list by list */
-		struct gathered *list = b->head;
-		b->head = NULL;
-		b->tail = &b->head;
+		struct run *list = b->head;
+		b->head = b->tail = NULL;
 		while (list) {
-			struct gathered *g = list;
-			list = g->next;
-			g->cb(b->rc, NULL, g->arg);
-			free(g->c);
-			free(g);
+			struct run *r = list;
+			list = r->next;
+			for (size_t i = 0; i < r->sb.n; i++)
+				r->to[i].cb(b->rc, NULL, r->to[i].arg);
+			run_free(r);
 		}
 	}
+	while (b->spare) {
+		struct run *r = b->spare;
+		b->spare = r->next;
+		run_free(r);
+	}
 	free(b);
+}
+
+/* a gathered into the tail run, or into a new one when it does not fit
+ * there: 0, or -1 (logged when refused). */
+static int
+gather(struct script_batch *b, const struct store_args *a, rconn_reply_cb *cb, void *arg)
+{
+	struct run *r = b->tail;
+	char err[160];
+	int added = r != NULL ? store_batch_add(&r->sb, a, err, sizeof err) : 1;
+
+	if (added == 1) {	/* a new run: it always takes a first call */
+		if ((r = run_get(b)) == NULL)
+			return -1;
+		if ((added = store_batch_add(&r->sb, a, err, sizeof err)) != 0)
+			run_put(b, r);
+		else if (b->tail != NULL)
+			b->tail = b->tail->next = r;
+		else
+			b->head = b->tail = r;
+	}
+	if (added != 0) {
+		log_error("script.refused", "error=\"%s\"", err);
+		return -1;
+	}
+	r->to[r->sb.n - 1] = (struct reply_to){cb, arg};
+	return 0;
 }
 
 int
 script_batch_send(struct script_batch *b, const struct store_args *a, rconn_reply_cb *cb,
 		  void *arg)
 {
-	char err[160];
-
 	if (store_scripts[a->script].batch == NULL)
 		return script_send(b->rc, b->set, a, cb, arg);
 	if (!rconn_is_up(b->rc))
 		return -1;	/* as rconn_eval: refused now, not a NULL later */
-	struct gathered *g = malloc(sizeof *g);
-	if (g == NULL)
+	if (gather(b, a, cb, arg) < 0)
 		return -1;
-	if (store_call_new(a, &g->c, err, sizeof err) < 0) {
-		log_error("script.refused", "error=\"%s\"", err);
-		free(g);
-		return -1;
-	}
-	g->next = NULL;
-	g->cb = cb;
-	g->arg = arg;
-	*b->tail = g;
-	b->tail = &g->next;
 	ev_prepare_start(b->loop, &b->flush);
 	return 0;
 }

@@ -4,8 +4,10 @@
 
 #include "job.h"
 #include "names.h"
+#include "resp.h"
 
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +29,9 @@ store_keys_init(struct store_keys *k, const char *prefix, const char *consumer)
 			return -1;
 	}
 	int w = snprintf(k->consumer, STORE_KEY_MAX, "%s:consumer:%s", prefix, consumer);
-	return w < 0 || w >= STORE_KEY_MAX ? -1 : 0;
+	if (w < 0 || w >= STORE_KEY_MAX)
+		return -1;
+	return job_terminal_list(k->terminal, sizeof k->terminal);
 }
 
 int
@@ -272,121 +276,191 @@ store_args_vec(const struct store_args *a, struct store_vec *v, char *err, size_
 	return 0;
 }
 
-int
-store_call_new(const struct store_args *a, struct store_call **out, char *err, size_t errlen)
+/* Room for more bytes in buf; -1 when out of memory. */
+static int
+buf_room(struct store_buf *buf, size_t more)
 {
-	*out = NULL;
-	if (args_check(a, err, errlen) < 0)
-		return -1;
-	if (a->nrest > 0) {
-		snprintf(err, errlen, "script %s: a call with a list is not copied",
-		    store_scripts[a->script].name);
-		return -1;
+	size_t cap = buf->cap ? buf->cap : 1024;
+
+	if (buf->cap - buf->len >= more)
+		return 0;
+	while (cap - buf->len < more) {
+		if (cap > SIZE_MAX / 2)
+			return -1;
+		cap *= 2;
 	}
-	int n = nslots(a->script);
-	size_t bytes = 0, len[STORE_SLOTS_MAX];
-	for (int i = 0; i < n; i++)
-		bytes += (len[i] = strlen(a->v[i])) + 1;
-	struct store_call *c = malloc(sizeof *c + (size_t)n * (sizeof *c->v + sizeof *c->len) +
-	    bytes);
-	if (c == NULL) {
-		snprintf(err, errlen, "script %s: out of memory", store_scripts[a->script].name);
+	char *p = realloc(buf->p, cap);
+	if (p == NULL)
 		return -1;
-	}
-	c->script = a->script;
-	c->n = n;
-	c->v = (const char **)(c + 1);
-	c->len = (size_t *)(c->v + n);
-	char *p = (char *)(c->len + n);
-	for (int i = 0; i < n; i++) {
-		memcpy(p, a->v[i], len[i] + 1);
-		c->v[i] = p;
-		c->len[i] = len[i];
-		p += len[i] + 1;
-	}
-	*out = c;
+	buf->p = p;
+	buf->cap = cap;
 	return 0;
 }
 
-int
-store_batch_fits(const struct store_call *first, const struct store_call *c)
+/* The group of slot i (struct store_batch): even shared, odd each call's. */
+static int
+group_of(const struct store_script *sc, int i)
 {
-	const struct store_script *sc = &store_scripts[first->script];
+	return (i < sc->nkeys ? 0 : 2) + !sc->shared[i];
+}
 
-	if (c->script != first->script || sc->batch == NULL)
-		return 0;
-	for (int i = 0; i < first->n; i++)
-		if (sc->shared[i] && (first->len[i] != c->len[i] ||
-		    memcmp(first->v[i], c->v[i], c->len[i]) != 0))
+/* b's script and its slots by kind (struct store_batch), for a first call. */
+static void
+batch_start(struct store_batch *b, enum store_script_id script)
+{
+	const struct store_script *sc = &store_scripts[script];
+	int n = nslots(script), k = 0;
+
+	b->script = script;
+	b->nslots = (unsigned char)n;
+	for (int own = 0; own < 2; own++) {
+		for (int i = 0; i < n; i++)
+			if ((sc->shared[i] == 0) == own)
+				b->slot[k++] = (unsigned char)i;
+		if (!own)
+			b->nshared = (unsigned char)k;
+	}
+}
+
+/* 1 when a's shared slots (their lengths in len) are the first call's. */
+static int
+shared_same(const struct store_batch *b, const struct store_args *a, const size_t *len)
+{
+	const struct store_script *sc = &store_scripts[b->script];
+
+	for (int k = 0; k < b->nshared; k++) {
+		int i = b->slot[k];
+		if (len[i] != b->vlen[i] ||
+		    memcmp(b->group[group_of(sc, i)].p + b->val[i], a->v[i], len[i]) != 0)
 			return 0;
+	}
 	return 1;
 }
 
-/* Appends the slots of c that are keys (keys = 1) or arguments, shared or
- * not (shared), to v at *k. */
-static void
-batch_put(const struct store_call *c, int keys, int shared, struct store_vec *v, size_t *k)
+/* Why a cannot be gathered, into err; -1. */
+static int
+batch_refused(const struct store_args *a, char *err, size_t errlen)
 {
-	const struct store_script *sc = &store_scripts[c->script];
+	if (args_check(a, err, errlen) == 0)
+		snprintf(err, errlen, "script %s: a call with a list is not batched",
+		    store_scripts[a->script].name);
+	return -1;
+}
 
-	for (int i = keys ? 0 : sc->nkeys; i < (keys ? sc->nkeys : c->n); i++)
-		if (sc->shared[i] == shared) {
-			v->argv[*k] = c->v[i];
-			v->len[(*k)++] = c->len[i];
+/* Writes the slots slot[from..nslots-1] of a (their lengths in len) into
+ * b's groups, noting where the first call's are. */
+static void
+batch_put(struct store_batch *b, const struct store_args *a, const size_t *len, int from)
+{
+	const struct store_script *sc = &store_scripts[b->script];
+
+	for (int k = from; k < b->nslots; k++) {
+		int i = b->slot[k];
+		struct store_buf *g = &b->group[group_of(sc, i)];
+		char *end = resp_put_bulk(g->p + g->len, a->v[i], len[i]);
+		if (b->n == 0) {
+			b->val[i] = (size_t)(end - 2 - len[i] - g->p);
+			b->vlen[i] = len[i];
 		}
+		g->len = (size_t)(end - g->p);
+	}
 }
 
 int
-store_batch_vec(const struct store_call *const *items, size_t n, struct store_vec *v,
-		char *err, size_t errlen)
+store_batch_add(struct store_batch *b, const struct store_args *a, char *err, size_t errlen)
 {
-	v->argv = NULL;
-	v->len = NULL;
-	v->argc = 0;
-	if (n == 0 || n > STORE_BATCH_MAX) {
-		snprintf(err, errlen, "a batch of %zu items", n);
-		return -1;
-	}
-	const struct store_script *sc = &store_scripts[items[0]->script];
-	int own_keys = 0, own = 0;
+	const struct store_script *sc = &store_scripts[a->script];
+	int n = nslots(a->script);
+	size_t len[STORE_SLOTS_MAX], room = (size_t)n * RESP_BULK_OVER;
 
 	if (sc->batch == NULL) {
 		snprintf(err, errlen, "script %s has no batch form", sc->name);
 		return -1;
 	}
-	for (size_t i = 1; i < n; i++)
-		if (!store_batch_fits(items[0], items[i])) {
-			snprintf(err, errlen, "script %s: item %zu does not fit the batch", sc->name, i);
+	if (a->bad || a->nrest > 0)
+		return batch_refused(a, err, errlen);
+	for (int i = 0; i < n; i++) {
+		if (a->v[i] == NULL)
+			return batch_refused(a, err, errlen);
+		room += len[i] = strlen(a->v[i]);
+	}
+	if (b->n > 0 && (b->n >= STORE_BATCH_MAX || b->script != a->script ||
+	    !shared_same(b, a, len)))
+		return 1;
+	/* room for all of a in every group it writes to: one check a group */
+	for (int g = 0; g < STORE_BATCH_GROUPS; g++)
+		if ((b->n == 0 || g % 2 == 1) && buf_room(&b->group[g], room) < 0) {
+			snprintf(err, errlen, "script %s: out of memory", sc->name);
 			return -1;
 		}
-	for (int i = 0; i < items[0]->n; i++) {
-		own += !sc->shared[i];
-		own_keys += i < sc->nkeys && !sc->shared[i];
-	}
-	size_t total = STORE_VEC_HEAD + (size_t)items[0]->n + (n - 1) * (size_t)own;
-	/* every entry is set below: no calloc of up to 1,700 pointers */
-	if ((v->argv = malloc(total * sizeof *v->argv)) == NULL ||
-	    (v->len = malloc(total * sizeof *v->len)) == NULL) {
-		store_vec_free(v);
-		snprintf(err, errlen, "script %s: out of memory", sc->name);
-		return -1;
-	}
-	put_ll(v->nkeys, sc->nkeys + (long long)(n - 1) * own_keys);
-	v->nkeys_n = sc->nkeys + (int)(n - 1) * own_keys;
-	v->argv[0] = "EVAL";
-	v->argv[1] = sc->batch;
-	v->argv[2] = v->nkeys;
-	for (int i = 0; i < STORE_VEC_HEAD; i++)
-		v->len[i] = strlen(v->argv[i]);
-	size_t k = STORE_VEC_HEAD;
-	batch_put(items[0], 1, 1, v, &k);
-	for (size_t i = 0; i < n; i++)
-		batch_put(items[i], 1, 0, v, &k);
-	batch_put(items[0], 0, 1, v, &k);
-	for (size_t i = 0; i < n; i++)
-		batch_put(items[i], 0, 0, v, &k);
-	v->argc = (int)total;
+	if (b->n == 0)
+		batch_start(b, a->script);
+	batch_put(b, a, len, b->n == 0 ? 0 : b->nshared);
+	b->n++;
 	return 0;
+}
+
+/* A lone call: its slots in header order, one piece per run of slots that
+ * lie one after the other in one group. */
+static size_t
+lone_parts(const struct store_batch *b, struct iovec *parts)
+{
+	const struct store_script *sc = &store_scripts[b->script];
+	size_t k = 0;
+
+	for (int i = 0; i < b->nslots; i++) {
+		char *at = b->group[group_of(sc, i)].p + b->val[i] - 3 -
+		    resp_dec_len(b->vlen[i]);
+		size_t n = resp_bulk_len(b->vlen[i]);
+		if (k > 0 && (char *)parts[k - 1].iov_base + parts[k - 1].iov_len == at)
+			parts[k - 1].iov_len += n;
+		else
+			parts[k++] = (struct iovec){.iov_base = at, .iov_len = n};
+	}
+	return k;
+}
+
+size_t
+store_batch_parts(const struct store_batch *b, struct iovec parts[STORE_BATCH_PARTS],
+		  int *nkeys, int *argc)
+{
+	const struct store_script *sc = &store_scripts[b->script];
+	int count[STORE_BATCH_GROUPS] = {0};
+	size_t k = 0;
+
+	*nkeys = *argc = 0;
+	if (b->n == 0)
+		return 0;
+	if (b->n == 1) {
+		*nkeys = sc->nkeys;
+		*argc = b->nslots;
+		return lone_parts(b, parts);
+	}
+	for (int i = 0; i < b->nslots; i++)
+		count[group_of(sc, i)]++;
+	*nkeys = count[0] + (int)b->n * count[1];
+	*argc = *nkeys + count[2] + (int)b->n * count[3];
+	for (int g = 0; g < STORE_BATCH_GROUPS; g++)
+		if (b->group[g].len > 0)	/* never a piece at NULL */
+			parts[k++] = (struct iovec){.iov_base = b->group[g].p,
+			    .iov_len = b->group[g].len};
+	return k;
+}
+
+void
+store_batch_clear(struct store_batch *b)
+{
+	b->n = 0;
+	for (int g = 0; g < STORE_BATCH_GROUPS; g++)
+		b->group[g].len = 0;
+}
+
+void
+store_batch_release(struct store_batch *b)
+{
+	for (int g = 0; g < STORE_BATCH_GROUPS; g++)
+		free(b->group[g].p);
+	memset(b, 0, sizeof *b);
 }
 
 void
@@ -417,7 +491,11 @@ store_transition_args(const struct store_keys *k, const char *group, const char 
 	/* A script must name its keys; with no hash, the (absent) key of an
 	 * empty id stands in and is never touched. */
 	store_arg(a, STORE_TRANSITION_HASH, t->hash_key ? t->hash_key : k->decision_prefix);
-	store_args_consumer(a, k, group, consumer);
+	/* by slot, not store_args_consumer's search by name: 730 instructions
+	 * a call */
+	store_arg(a, STORE_TRANSITION_JOBS, k->jobs);
+	store_arg(a, STORE_TRANSITION_GROUP, group);
+	store_arg(a, STORE_TRANSITION_CONSUMER, consumer);
 	store_arg(a, STORE_TRANSITION_AUDIT, k->audit);
 	store_arg(a, STORE_TRANSITION_DEAD, k->dead);
 	store_arg(a, STORE_TRANSITION_NOTIFY, k->notify);
@@ -451,6 +529,5 @@ store_transition_args(const struct store_keys *k, const char *group, const char 
 	store_arg_ll(a, STORE_TRANSITION_NOTIFY_MAXLEN, t->notify_maxlen);
 	store_arg_flag(a, STORE_TRANSITION_CHECK_LEASE, !t->skip_lease);
 	store_arg_flag(a, STORE_TRANSITION_KEEP_UNPENDING, t->keep_unpending);
-	if (job_terminal_list(a->text, sizeof a->text) == 0)
-		store_arg(a, STORE_TRANSITION_TERMINAL, a->text);
+	store_arg(a, STORE_TRANSITION_TERMINAL, k->terminal);
 }

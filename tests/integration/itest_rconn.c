@@ -962,6 +962,45 @@ test_script_batch(void **state)
 	assert_int_equal(script_exists(c, set.s[STORE_TRANSITION].sha1), 1);
 	assert_int_equal(script_exists(c, set.batch[STORE_TRANSITION].sha1), 0);
 
+	/* one turn of more calls than a batch holds, one of them with another
+	 * limit (a reload): several calls sent, each item its own reply, once */
+	{
+		enum { N = STORE_BATCH_MAX + 6, ODD = 3 };
+		static struct item_seen many[N];
+		char hname[N][48];
+		memset(many, 0, sizeof many);
+		for (int i = 0; i < N; i++) {
+			struct store_args m;
+			snprintf(hname[i], sizeof hname[i], "sb:decision:m%d", i);
+			assert_true(h_redis_int(c, "HSET %s state queued", hname[i]) >= 0);
+			struct store_transition t = {
+				.hash_key = hname[i], .stream_id = "1-0", .record_id = "x",
+				.state = "running", .fence_attempts = -1, .incr_attempts = 1,
+				.attempt = 1, .at = "2026-01-01T00:00:00Z", .dead_maxlen = 10,
+				.notify_maxlen = i == ODD ? 11 : 10, .skip_lease = 1,
+			};
+			store_transition_args(&k, "g", "c1", 10, &t, &m);
+			assert_int_equal(script_batch_send(b, &m, on_item, &many[i]), 0);
+		}
+		int waited = 200;
+		while (waited-- > 0) {
+			int done = 0;
+			for (int i = 0; i < N; i++)
+				done += many[i].calls > 0;
+			if (done == N)
+				break;
+			int turns = 1;
+			assert_int_equal(run_until(cond_ticks, &turns, WAIT_S), 0);
+		}
+		for (int i = 0; i < N; i++) {
+			assert_int_equal(many[i].calls, 1);
+			assert_int_equal(many[i].written, 1);
+			st = h_redis_str(c, "HGET %s attempts", hname[i]);
+			assert_string_equal(st, "1");
+			free(st);
+		}
+	}
+
 	/* freed while gathered: NULL, once, and nothing sent */
 	memset(seen, 0, sizeof seen);
 	for (int i = 0; i < 2; i++) {

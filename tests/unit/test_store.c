@@ -444,21 +444,54 @@ two_transitions(struct store_keys *k, struct store_args a[2])
 		store_transition_args(k, "g", "c1", 99, &t[i], &a[i]);
 }
 
-/* The batch form's vector: the shared keys once, then each item's own keys,
- * the shared arguments once, then each item's own arguments, every one in
- * header order -- the order the generated Lua reads them in. */
+/* The bulk strings of a batch's pieces, read back: up to max of them into
+ * argv (pointers into buf, NUL-terminated there); their number. Fails the
+ * test on anything but well-formed RESP bulk strings. */
+static int
+parts_read(const struct iovec *parts, size_t nparts, char *buf, size_t bufsize, char **argv,
+	   int max)
+{
+	size_t len = 0;
+	int n = 0;
+
+	for (size_t i = 0; i < nparts; i++) {
+		assert_true(len + parts[i].iov_len < bufsize);
+		assert_true(parts[i].iov_len > 0);
+		memcpy(buf + len, parts[i].iov_base, parts[i].iov_len);
+		len += parts[i].iov_len;
+	}
+	for (size_t at = 0; at < len; n++) {
+		char *end;
+		assert_true(n < max);
+		assert_int_equal(buf[at], '$');
+		unsigned long vlen = strtoul(buf + at + 1, &end, 10);
+		assert_memory_equal(end, "\r\n", 2);
+		argv[n] = end + 2;
+		assert_true((size_t)(argv[n] - buf) + vlen + 2 <= len);
+		assert_memory_equal(argv[n] + vlen, "\r\n", 2);
+		argv[n][vlen] = '\0';
+		at = (size_t)(argv[n] - buf) + vlen + 2;
+	}
+	return n;
+}
+
+/* The batch form's arguments: the shared keys once, then each item's own
+ * keys, the shared arguments once, then each item's own arguments, every
+ * one in header order -- the order the generated Lua reads them in; a
+ * lone call is the plain script's, in header order. */
 static void
 test_batch_layout(void **state)
 {
 	const struct store_script *sc = &store_scripts[STORE_TRANSITION];
 	struct store_keys k;
 	struct store_args a[2];
-	struct store_call *c[2];
-	const struct store_call *items[2];
-	struct store_vec v, one[2];
-	char err[160];
+	struct store_batch b = {0};
+	struct store_vec one[2];
+	struct iovec parts[STORE_BATCH_PARTS];
+	static char buf[1 << 14];
+	char *argv[2 * STORE_SLOTS_MAX], err[160];
 	int nslot = sc->nkeys + sc->nargs, shared_keys = 0, shared_args = 0, own_keys = 0;
-	int own_args = 0;
+	int own_args = 0, nkeys, argc;
 
 	(void)state;
 	assert_non_null(sc->batch);
@@ -466,9 +499,9 @@ test_batch_layout(void **state)
 	two_transitions(&k, a);
 	for (int i = 0; i < 2; i++) {
 		assert_int_equal(store_args_vec(&a[i], &one[i], err, sizeof err), 0);
-		assert_int_equal(store_call_new(&a[i], &c[i], err, sizeof err), 0);
-		items[i] = c[i];
+		assert_int_equal(store_batch_add(&b, &a[i], err, sizeof err), 0);
 	}
+	assert_int_equal(b.n, 2);
 	for (int i = 0; i < nslot; i++) {
 		if (i < sc->nkeys) {
 			shared_keys += sc->shared[i];
@@ -485,38 +518,40 @@ test_batch_layout(void **state)
 	assert_int_equal(sc->shared[STORE_TRANSITION_CONSUMER & 0xff], 1);
 	assert_int_equal(sc->shared[STORE_TRANSITION_TERMINAL & 0xff], 1);
 
-	assert_int_equal(store_batch_vec(items, 2, &v, err, sizeof err), 0);
-	assert_int_equal(v.argc, STORE_VEC_HEAD + shared_keys + 2 * own_keys + shared_args +
-	    2 * own_args);
-	assert_string_equal(v.argv[0], "EVAL");
-	assert_ptr_equal(v.argv[1], sc->batch);
-	assert_int_equal(atoi(v.argv[2]), shared_keys + 2 * own_keys);
-	assert_int_equal(v.nkeys_n, shared_keys + 2 * own_keys);
-	int at = STORE_VEC_HEAD;
+	size_t np = store_batch_parts(&b, parts, &nkeys, &argc);
+	assert_true(np >= 1 && np <= STORE_BATCH_GROUPS);
+	assert_int_equal(parts_read(parts, np, buf, sizeof buf, argv, 2 * STORE_SLOTS_MAX), argc);
+	assert_int_equal(argc, shared_keys + 2 * own_keys + shared_args + 2 * own_args);
+	assert_int_equal(nkeys, shared_keys + 2 * own_keys);
+	int at = 0;
 	for (int pass = 0; pass < 4; pass++) {	/* shared keys, own keys, shared args, own args */
 		int keys = pass < 2, shared = pass % 2 == 0;
 		for (int item = 0; item < (shared ? 1 : 2); item++)
 			for (int i = keys ? 0 : sc->nkeys; i < (keys ? sc->nkeys : nslot); i++)
-				if (sc->shared[i] == shared) {
-					assert_string_equal(v.argv[at], one[item].argv[STORE_VEC_HEAD + i]);
-					assert_int_equal(v.len[at], strlen(v.argv[at]));
-					at++;
-				}
+				if (sc->shared[i] == shared)
+					assert_string_equal(argv[at++], one[item].argv[STORE_VEC_HEAD + i]);
 	}
-	assert_int_equal(at, v.argc);
-	for (int i = 0; i < STORE_VEC_HEAD; i++)
-		assert_int_equal(v.len[i], strlen(v.argv[i]));
-	store_vec_free(&v);
+	assert_int_equal(at, argc);
+
+	/* one call alone: the plain script's keys and arguments, in header
+	 * order; again after the batch was emptied, its buffers reused */
+	for (int round = 0; round < 2; round++) {
+		store_batch_clear(&b);
+		assert_int_equal(b.n, 0);
+		assert_int_equal(store_batch_add(&b, &a[round], err, sizeof err), 0);
+		np = store_batch_parts(&b, parts, &nkeys, &argc);
+		assert_int_equal(nkeys, sc->nkeys);
+		assert_int_equal(argc, nslot);
+		assert_int_equal(parts_read(parts, np, buf, sizeof buf, argv, 2 * STORE_SLOTS_MAX),
+		    nslot);
+		for (int i = 0; i < nslot; i++)
+			assert_string_equal(argv[i], one[round].argv[STORE_VEC_HEAD + i]);
+	}
+	store_batch_clear(&b);
+	assert_int_equal(store_batch_parts(&b, parts, &nkeys, &argc), 0);
+	store_batch_release(&b);
 	for (int i = 0; i < 2; i++)
 		store_vec_free(&one[i]);
-
-	/* one item alone is a batch too */
-	assert_int_equal(store_batch_vec(items, 1, &v, err, sizeof err), 0);
-	assert_int_equal(atoi(v.argv[2]), shared_keys + own_keys);
-	assert_int_equal(v.nkeys_n, shared_keys + own_keys);
-	store_vec_free(&v);
-	free(c[0]);
-	free(c[1]);
 }
 
 /* The batch form's Lua: the shared names as locals on line 1, the rest as
@@ -561,113 +596,93 @@ test_batch_body(void **state)
 	}
 }
 
-/* A call's copy for a batch, or nothing (the refusals of store_args_vec). */
-static struct store_call *
-call_of(const struct store_args *a, int want_ok)
-{
-	struct store_call *c = NULL;
-	char err[160];
-
-	assert_int_equal(store_call_new(a, &c, err, sizeof err), want_ok ? 0 : -1);
-	assert_int_equal(c != NULL, want_ok);
-	return c;
-}
-
-/* Only calls that agree on every shared slot share a batch; a batch of a
- * misfit, of none or too many, or of a script without a batch form is
- * refused, and so is a copy of a call with a slot missing. */
+/* Only calls that agree on every shared slot share a batch (1: send the
+ * batch first); a batch holds STORE_BATCH_MAX calls at most; a call with a
+ * slot missing or misplaced, with a list, or of a script without a batch
+ * form is refused (-1) and leaves the batch as it was. */
 static void
 test_batch_refusals(void **state)
 {
 	struct store_keys k;
 	struct store_args a[2], other;
-	const struct store_call *items[STORE_BATCH_MAX + 1];
-	struct store_call *c0, *c1, *odd;
-	struct store_vec v;
+	struct store_batch b = {0}, lone = {0};
 	char err[160];
+	const char *ids[] = {"1-0"};
 
 	(void)state;
 	two_transitions(&k, a);
-	c0 = call_of(&a[0], 1);
-	c1 = call_of(&a[1], 1);
-	assert_int_equal(store_batch_fits(c0, c1), 1);
+	assert_int_equal(store_batch_add(&b, &a[0], err, sizeof err), 0);
+	assert_int_equal(store_batch_add(&b, &a[1], err, sizeof err), 0);
 	store_args_init(&other, STORE_TRANSITION);
 	for (int i = 0; i < STORE_SLOTS_MAX; i++)
 		other.v[i] = a[1].v[i];
 	other.v[STORE_TRANSITION_CONSUMER & 0xff] = "c2";
-	odd = call_of(&other, 1);
-	assert_int_equal(store_batch_fits(c0, odd), 0);
-	items[0] = c0;
-	items[1] = odd;
-	assert_int_equal(store_batch_vec(items, 2, &v, err, sizeof err), -1);
-	assert_non_null(strstr(err, "does not fit"));
-	free(odd);
+	assert_int_equal(store_batch_add(&b, &other, err, sizeof err), 1);
 	other.v[STORE_TRANSITION_CONSUMER & 0xff] = "c1";
 	other.v[STORE_TRANSITION_AUDIT_MAXLEN & 0xff] = "98";	/* a reload changed it */
-	odd = call_of(&other, 1);
-	assert_int_equal(store_batch_fits(c0, odd), 0);
-	free(odd);
+	assert_int_equal(store_batch_add(&b, &other, err, sizeof err), 1);
 	other.v[STORE_TRANSITION_AUDIT_MAXLEN & 0xff] = "990";	/* not a prefix either */
-	odd = call_of(&other, 1);
-	assert_int_equal(store_batch_fits(c0, odd), 0);
-	free(odd);
+	assert_int_equal(store_batch_add(&b, &other, err, sizeof err), 1);
+	other.v[STORE_TRANSITION_AUDIT_MAXLEN & 0xff] = "9";	/* nor shorter */
+	assert_int_equal(store_batch_add(&b, &other, err, sizeof err), 1);
+	assert_int_equal(b.n, 2);
 	other.v[STORE_TRANSITION_AUDIT_MAXLEN & 0xff] = a[0].v[STORE_TRANSITION_AUDIT_MAXLEN & 0xff];
 	other.v[STORE_TRANSITION_STREAM_ID & 0xff] = "9-0";	/* its own: fits */
-	odd = call_of(&other, 1);
-	assert_int_equal(store_batch_fits(c0, odd), 1);
-	free(odd);
+	assert_int_equal(store_batch_add(&b, &other, err, sizeof err), 0);
+	assert_int_equal(b.n, 3);
 	other.v[STORE_TRANSITION_DETAIL & 0xff] = NULL;
-	assert_int_equal(store_call_new(&other, &odd, err, sizeof err), -1);
-	assert_null(odd);
+	assert_int_equal(store_batch_add(&b, &other, err, sizeof err), -1);
 	assert_non_null(strstr(err, "detail is missing"));
-	assert_int_equal(store_batch_vec(items, 0, &v, err, sizeof err), -1);
-	for (int i = 0; i <= STORE_BATCH_MAX; i++)
-		items[i] = c0;
-	assert_int_equal(store_batch_vec(items, STORE_BATCH_MAX + 1, &v, err, sizeof err), -1);
-	assert_int_equal(store_batch_vec(items, STORE_BATCH_MAX, &v, err, sizeof err), 0);
-	store_vec_free(&v);
+	assert_int_equal(store_batch_add(&lone, &other, err, sizeof err), -1);
+	assert_int_equal(lone.n, 0);
+	other.v[STORE_TRANSITION_DETAIL & 0xff] = "";
+	store_arg(&other, STORE_TRIM_JOBS, "w:jobs");	/* another script's slot */
+	assert_int_equal(store_batch_add(&b, &other, err, sizeof err), -1);
+	assert_non_null(strstr(err, "not its own"));
+	other.bad = 0;
+	store_arg_rest(&other, ids, 1);
+	assert_int_equal(store_batch_add(&b, &other, err, sizeof err), -1);
+	assert_non_null(strstr(err, "list"));
+	assert_int_equal(b.n, 3);
+	while (b.n < STORE_BATCH_MAX)
+		assert_int_equal(store_batch_add(&b, &a[1], err, sizeof err), 0);
+	assert_int_equal(store_batch_add(&b, &a[1], err, sizeof err), 1);	/* full */
+	assert_int_equal(b.n, STORE_BATCH_MAX);
 	store_args_init(&other, STORE_TRIM);
 	store_arg(&other, STORE_TRIM_JOBS, "w:jobs");
-	odd = call_of(&other, 1);
-	items[0] = odd;
-	assert_int_equal(store_batch_fits(odd, odd), 0);
-	assert_int_equal(store_batch_vec(items, 1, &v, err, sizeof err), -1);
+	assert_int_equal(store_batch_add(&lone, &other, err, sizeof err), -1);
 	assert_non_null(strstr(err, "no batch form"));
-	free(odd);
-	free(c0);
-	free(c1);
+	assert_int_equal(lone.n, 0);
+	store_batch_release(&b);
+	store_batch_release(&lone);
 }
 
-/* A gathered call keeps its own copy of every string, in slot order. */
+/* A gathered call keeps its own copy of every string. */
 static void
-test_call_copy(void **state)
+test_batch_copies(void **state)
 {
 	struct store_args a;
-	char hash[] = "w:decision:r9", sid[] = "7-1";
-	const char *ids[] = {"1-0"};
+	struct store_batch b = {0};
+	struct iovec parts[STORE_BATCH_PARTS];
+	char hash[] = "w:decision:r9", sid[] = "7-1", err[160], buf[4096];
+	char *argv[STORE_SLOTS_MAX];
 	struct store_keys k;
+	int nkeys, argc;
 
 	(void)state;
 	assert_int_equal(store_keys_init(&k, "w", "c1"), 0);
 	struct store_transition t = {.hash_key = hash, .stream_id = sid, .fence_attempts = -1};
 	store_transition_args(&k, "g", "c1", 5, &t, &a);
-	struct store_call *c = call_of(&a, 1);
+	assert_int_equal(store_batch_add(&b, &a, err, sizeof err), 0);
 	hash[0] = 'X';
 	sid[0] = 'X';
 	memset(&a, 0, sizeof a);
-	assert_int_equal(c->script, STORE_TRANSITION);
-	assert_int_equal(c->n, store_scripts[STORE_TRANSITION].nkeys +
-	    store_scripts[STORE_TRANSITION].nargs);
-	assert_string_equal(c->v[STORE_TRANSITION_HASH & 0xff], "w:decision:r9");
-	assert_string_equal(c->v[STORE_TRANSITION_STREAM_ID & 0xff], "7-1");
-	assert_string_equal(c->v[STORE_TRANSITION_AUDIT_MAXLEN & 0xff], "5");
-	for (int i = 0; i < c->n; i++)
-		assert_int_equal(c->len[i], strlen(c->v[i]));
-	free(c);
-	store_args_init(&a, STORE_RENEW);
-	store_args_consumer(&a, &k, "g", "c1");
-	store_arg_rest(&a, ids, 1);
-	assert_null(call_of(&a, 0));	/* a list is not copied */
+	size_t np = store_batch_parts(&b, parts, &nkeys, &argc);
+	assert_int_equal(parts_read(parts, np, buf, sizeof buf, argv, STORE_SLOTS_MAX), argc);
+	assert_string_equal(argv[STORE_TRANSITION_HASH & 0xff], "w:decision:r9");
+	assert_string_equal(argv[STORE_TRANSITION_STREAM_ID & 0xff], "7-1");
+	assert_string_equal(argv[STORE_TRANSITION_AUDIT_MAXLEN & 0xff], "5");
+	store_batch_release(&b);
 }
 
 /* Every reply code has a unique name that parses back, and every code a
@@ -795,7 +810,7 @@ main(void)
 		cmocka_unit_test(test_batch_layout),
 		cmocka_unit_test(test_batch_body),
 		cmocka_unit_test(test_batch_refusals),
-		cmocka_unit_test(test_call_copy),
+		cmocka_unit_test(test_batch_copies),
 		cmocka_unit_test(test_replies_map_back),
 		cmocka_unit_test(test_dead_fields_match_script),
 		cmocka_unit_test(test_terminal_from_job_table),
