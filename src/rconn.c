@@ -1152,53 +1152,64 @@ eval_ok(const struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *cb
 	    argc <= INT_MAX - 3;
 }
 
-/* The EVALSHA is written straight into the entry that keeps it for
- * NOSCRIPT, and hiredis copies it from there: no scratch copy between. */
-int
-rconn_eval(struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *cb, void *arg,
-	   int nkeys, int argc, const char **argv, const size_t *argvlen)
+/* The entry of an EVALSHA whose arguments after numkeys take rest_len
+ * bytes: its head written, kept for NOSCRIPT; *p is where those bytes go.
+ * The EVALSHA is written straight into the entry, and hiredis copies it
+ * from there: no scratch copy between. NULL when out of memory. */
+static struct rc_cmd *
+eval_begin(struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *cb, void *arg,
+	   int nkeys, int argc, size_t rest_len, char **p)
 {
 	char nk[24];
 	size_t rest_off;
 
-	if (!eval_ok(rc, s, cb, nkeys, argc) || (argc > 0 && argv == NULL))
-		return -1;
 	*resp_put_dec(nk, (size_t)nkeys) = '\0';
-	size_t len = evalsha_head_len(s, argc, nk);
-	for (int i = 0; i < argc; i++)
-		len += resp_bulk_len(argvlen ? argvlen[i] : strlen(argv[i]));
+	size_t len = evalsha_head_len(s, argc, nk) + rest_len;
 	struct rc_cmd *c = cmd_new(rc, cb, NULL, arg, len);
 	if (c == NULL)
+		return NULL;
+	*p = evalsha_head_put(c->sha_cmd, s, argc, nk, &rest_off);
+	cmd_keep(c, s->body, len, rest_off);
+	return c;
+}
+
+int
+rconn_eval(struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *cb, void *arg,
+	   int nkeys, int argc, const char **argv, const size_t *argvlen)
+{
+	size_t rest_len = 0;
+	struct rc_cmd *c;
+	char *p;
+
+	if (!eval_ok(rc, s, cb, nkeys, argc) || (argc > 0 && argv == NULL))
 		return -1;
-	char *p = evalsha_head_put(c->sha_cmd, s, argc, nk, &rest_off);
+	for (int i = 0; i < argc; i++)
+		rest_len += resp_bulk_len(argvlen ? argvlen[i] : strlen(argv[i]));
+	if ((c = eval_begin(rc, s, cb, arg, nkeys, argc, rest_len, &p)) == NULL)
+		return -1;
 	for (int i = 0; i < argc; i++)
 		p = resp_put_bulk(p, argv[i], argvlen ? argvlen[i] : strlen(argv[i]));
-	cmd_keep(c, s->body, len, rest_off);
-	return cmd_send(rc, c, c->sha_cmd, len);
+	return cmd_send(rc, c, c->sha_cmd, c->sha_len);
 }
 
 int
 rconn_eval_resp(struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *cb, void *arg,
 		int nkeys, int argc, const struct iovec *parts, size_t nparts)
 {
-	char nk[24];
-	size_t rest_off;
+	size_t rest_len = 0;
+	struct rc_cmd *c;
+	char *p;
 
 	if (!eval_ok(rc, s, cb, nkeys, argc) || (nparts > 0 && parts == NULL))
 		return -1;
-	*resp_put_dec(nk, (size_t)nkeys) = '\0';
-	size_t len = evalsha_head_len(s, argc, nk);
 	for (size_t i = 0; i < nparts; i++)
-		len += parts[i].iov_len;
-	struct rc_cmd *c = cmd_new(rc, cb, NULL, arg, len);
-	if (c == NULL)
+		rest_len += parts[i].iov_len;
+	if ((c = eval_begin(rc, s, cb, arg, nkeys, argc, rest_len, &p)) == NULL)
 		return -1;
-	char *p = evalsha_head_put(c->sha_cmd, s, argc, nk, &rest_off);
 	for (size_t i = 0; i < nparts; i++)
 		if (parts[i].iov_len > 0) {	/* an empty piece may be at NULL */
 			memcpy(p, parts[i].iov_base, parts[i].iov_len);
 			p += parts[i].iov_len;
 		}
-	cmd_keep(c, s->body, len, rest_off);
-	return cmd_send(rc, c, c->sha_cmd, len);
+	return cmd_send(rc, c, c->sha_cmd, c->sha_len);
 }
