@@ -150,8 +150,16 @@ struct store_batch {
 	 * with them; a lone call is sent from them in header order) */
 	size_t val[STORE_SLOTS_MAX], vlen[STORE_SLOTS_MAX];
 	/* the script's slots by kind, set with the first call: the shared
-	 * ones, then each call's own (keys before arguments in both) */
-	unsigned char slot[STORE_SLOTS_MAX], nshared, nslots;
+	 * ones, then each call's own (keys before arguments in both);
+	 * own_arg0 is where the own arguments begin */
+	unsigned char slot[STORE_SLOTS_MAX], nshared, nslots, own_arg0;
+	/* A call's trailing empty own arguments are left out (the script
+	 * reads a missing one as "", luagen.sh), so in the batch form each
+	 * call's own arguments follow their number. lone_slots: how many of
+	 * the first call's slots, in header order, its plain form sends;
+	 * own_argc: the bulk strings in the own arguments' group. */
+	unsigned char lone_slots;
+	size_t own_argc;
 };
 
 /* Adds the call a (checked as by store_args_vec; its strings are copied):
@@ -169,8 +177,9 @@ int store_batch_add(struct store_batch *b, const struct store_args *a, char *err
 
 /* What to send for b (b->n >= 1) after numkeys: with one call the plain
  * script's keys and arguments in header order, else the batch form's (the
- * shared keys, each call's own keys, the shared arguments, each call's own
- * arguments; item i's reply is element i + 1 of the array the batch form
+ * shared keys, each call's own keys, the shared arguments, then for each
+ * call the number of its own arguments and those up to the last that is not
+ * empty; the plain form also leaves out trailing empty ones); item i's reply is element i + 1 of the array the batch form
  * returns). The pieces point into b's buffers (valid until b changes);
  * returns their number, *nkeys and *argc the counts of bulk strings. */
 size_t store_batch_parts(const struct store_batch *b, struct iovec parts[STORE_BATCH_PARTS],

@@ -1,13 +1,17 @@
 -- KEYS: hash jobs audit dead notify scheduled
--- ARGV: group stream_id consumer fence has_hash state outcome detail http_status ack dead_reason notify_write notify_owner record_id on_behalf_of action resource deliveries at audit_maxlen schedule_score attempt notify_kind retain_ms require_owner incr_attempts dead_maxlen notify_maxlen check_lease keep_unpending terminal
+-- ARGV: group consumer audit_maxlen dead_maxlen notify_maxlen terminal stream_id fence has_hash ack notify_write require_owner incr_attempts check_lease keep_unpending state record_id at outcome detail attempt http_status retain_ms schedule_score dead_reason deliveries notify_owner notify_kind on_behalf_of action resource
 -- BATCH: jobs audit dead notify scheduled group consumer audit_maxlen dead_maxlen notify_maxlen terminal
 --
 -- One state change of a job: fences, hash write, audit, dead letter,
 -- notification, reschedule and XACK at once (R4, R10, R13).
 -- fence: the hash's `attempts` must equal it ('-1': no check). Flags are
--- '1' or '0'; '' means none for state, http_status, dead_reason and
--- schedule_score. retain_ms '0': no PEXPIRE. terminal: the terminal states,
--- space-separated (from job.c's table: job_terminal_list).
+-- '1' or '0'; '' means none for state, http_status, dead_reason,
+-- schedule_score and retain_ms (no PEXPIRE). terminal: the terminal states,
+-- space-separated (from job.c's table: job_terminal_list). The arguments
+-- are in the order of how often they are needed: store.c leaves out an
+-- item's trailing empty ones (each argument costs Redis about 0.1 us), and
+-- luagen.sh makes them ''. attempt is read only without incr_attempts,
+-- deliveries only with dead_reason, the last five only with notify_write.
 -- Returns {1, 'ok', from, attempts} or {0, why, from}: why is 'lease' (the
 -- entry is no longer pending for this consumer), 'owner'/'attempts' (a newer
 -- attempt exists: R13), 'terminal' (R4: the entry is acked, nothing else) or
@@ -49,7 +53,7 @@ if has_hash and A.state ~= '' then
   local f = {'state', A.state, 'owner', A.consumer, 'updatedAt', A.at, 'outcome', A.outcome, 'detail', A.detail}
   if A.http_status ~= '' then f[#f + 1] = 'httpStatus'; f[#f + 1] = A.http_status end
   redis.call('HSET', h, unpack(f))
-  if A.retain_ms ~= '0' then redis.call('PEXPIRE', h, A.retain_ms) end
+  if A.retain_ms ~= '' then redis.call('PEXPIRE', h, A.retain_ms) end
   if A.state ~= from then
     redis.call('XADD', K.audit, 'MAXLEN', '~', A.audit_maxlen, '*', 'id', A.record_id, 'from', from,
       'to', A.state, 'consumer', A.consumer, 'attempt', attempt, 'at', A.at, 'detail', A.detail)

@@ -320,6 +320,10 @@ batch_start(struct store_batch *b, enum store_script_id script)
 		if (!own)
 			b->nshared = (unsigned char)k;
 	}
+	k = b->nshared;
+	while (k < n && b->slot[k] < sc->nkeys)
+		k++;
+	b->own_arg0 = (unsigned char)k;
 }
 
 /* 1 when a's shared slots (their lengths in len) are the first call's. */
@@ -347,23 +351,46 @@ batch_refused(const struct store_args *a, char *err, size_t errlen)
 	return -1;
 }
 
-/* Writes the slots slot[from..nslots-1] of a (their lengths in len) into
- * b's groups, noting where the first call's are. */
+/* Writes slot[k] of a (its length in len) into its group, noting where the
+ * first call's is. */
+static void
+batch_put_slot(struct store_batch *b, const struct store_args *a, const size_t *len, int k)
+{
+	const struct store_script *sc = &store_scripts[b->script];
+	int i = b->slot[k];
+	struct store_buf *g = &b->group[group_of(sc, i)];
+	char *end = resp_put_bulk(g->p + g->len, a->v[i], len[i]);
+
+	if (b->n == 0) {
+		b->val[i] = (size_t)(end - 2 - len[i] - g->p);
+		b->vlen[i] = len[i];
+	}
+	g->len = (size_t)(end - g->p);
+}
+
+/* Writes the slots slot[from..] of a (their lengths in len) into b's
+ * groups: the own arguments up to the last that is not empty, after their
+ * number. */
 static void
 batch_put(struct store_batch *b, const struct store_args *a, const size_t *len, int from)
 {
-	const struct store_script *sc = &store_scripts[b->script];
+	struct store_buf *own = &b->group[STORE_BATCH_GROUPS - 1];
+	int end = b->nslots, k;
+	char count[4];
 
-	for (int k = from; k < b->nslots; k++) {
-		int i = b->slot[k];
-		struct store_buf *g = &b->group[group_of(sc, i)];
-		char *end = resp_put_bulk(g->p + g->len, a->v[i], len[i]);
-		if (b->n == 0) {
-			b->val[i] = (size_t)(end - 2 - len[i] - g->p);
-			b->vlen[i] = len[i];
-		}
-		g->len = (size_t)(end - g->p);
-	}
+	while (end > b->own_arg0 && len[b->slot[end - 1]] == 0)
+		end--;
+	for (k = from; k < b->own_arg0; k++)
+		batch_put_slot(b, a, len, k);
+	*resp_put_dec(count, (size_t)(end - b->own_arg0)) = '\0';
+	own->len = (size_t)(resp_put_bulk(own->p + own->len, count, strlen(count)) - own->p);
+	for (; k < end; k++)
+		batch_put_slot(b, a, len, k);
+	b->own_argc += 1 + (size_t)(end - b->own_arg0);
+	/* Own arguments are the last in header order (luagen.sh), so the
+	 * plain form sends the first `end` slots in header order. */
+	if (b->n == 0)
+		b->lone_slots = (unsigned char)end;
 }
 
 int
@@ -371,7 +398,8 @@ store_batch_add(struct store_batch *b, const struct store_args *a, char *err, si
 {
 	const struct store_script *sc = &store_scripts[a->script];
 	int n = nslots(a->script);
-	size_t len[STORE_SLOTS_MAX], room = (size_t)n * RESP_BULK_OVER;
+	/* each slot and the own arguments' number */
+	size_t len[STORE_SLOTS_MAX], room = (size_t)(n + 1) * RESP_BULK_OVER;
 
 	if (sc->batch == NULL) {
 		snprintf(err, errlen, "script %s has no batch form", sc->name);
@@ -408,7 +436,7 @@ lone_parts(const struct store_batch *b, struct iovec *parts)
 	const struct store_script *sc = &store_scripts[b->script];
 	size_t k = 0;
 
-	for (int i = 0; i < b->nslots; i++) {
+	for (int i = 0; i < b->lone_slots; i++) {
 		char *at = b->group[group_of(sc, i)].p + b->val[i] - 3 -
 		    resp_dec_len(b->vlen[i]);
 		size_t n = resp_bulk_len(b->vlen[i]);
@@ -433,13 +461,13 @@ store_batch_parts(const struct store_batch *b, struct iovec parts[STORE_BATCH_PA
 		return 0;
 	if (b->n == 1) {
 		*nkeys = sc->nkeys;
-		*argc = b->nslots;
+		*argc = b->lone_slots;
 		return lone_parts(b, parts);
 	}
 	for (int i = 0; i < b->nslots; i++)
 		count[group_of(sc, i)]++;
 	*nkeys = count[0] + (int)b->n * count[1];
-	*argc = *nkeys + count[2] + (int)b->n * count[3];
+	*argc = *nkeys + count[2] + (int)b->own_argc;
 	for (int g = 0; g < STORE_BATCH_GROUPS; g++)
 		if (b->group[g].len > 0)	/* never a piece at NULL */
 			parts[k++] = (struct iovec){.iov_base = b->group[g].p,
@@ -451,6 +479,7 @@ void
 store_batch_clear(struct store_batch *b)
 {
 	b->n = 0;
+	b->own_argc = 0;
 	for (int g = 0; g < STORE_BATCH_GROUPS; g++)
 		b->group[g].len = 0;
 }
@@ -511,18 +540,29 @@ store_transition_args(const struct store_keys *k, const char *group, const char 
 	store_arg_flag(a, STORE_TRANSITION_ACK, t->ack);
 	store_arg(a, STORE_TRANSITION_DEAD_REASON, opt(t->dead_reason));
 	store_arg_flag(a, STORE_TRANSITION_NOTIFY_WRITE, t->notify);
-	store_arg(a, STORE_TRANSITION_NOTIFY_OWNER, opt(t->notify_owner));
+	/* What the script does not read is sent as "" (transition.lua): an
+	 * item's trailing empty arguments are left out of a batch. */
+	store_arg(a, STORE_TRANSITION_NOTIFY_OWNER, t->notify ? opt(t->notify_owner) : "");
 	store_arg(a, STORE_TRANSITION_RECORD_ID, opt(t->record_id));
-	store_arg(a, STORE_TRANSITION_ON_BEHALF_OF, opt(t->on_behalf_of));
-	store_arg(a, STORE_TRANSITION_ACTION, opt(t->action));
-	store_arg(a, STORE_TRANSITION_RESOURCE, opt(t->resource));
-	store_arg_ll(a, STORE_TRANSITION_DELIVERIES, t->deliveries);
+	store_arg(a, STORE_TRANSITION_ON_BEHALF_OF, t->notify ? opt(t->on_behalf_of) : "");
+	store_arg(a, STORE_TRANSITION_ACTION, t->notify ? opt(t->action) : "");
+	store_arg(a, STORE_TRANSITION_RESOURCE, t->notify ? opt(t->resource) : "");
+	if (t->dead_reason && t->dead_reason[0])
+		store_arg_ll(a, STORE_TRANSITION_DELIVERIES, t->deliveries);
+	else
+		store_arg(a, STORE_TRANSITION_DELIVERIES, "");
 	store_arg(a, STORE_TRANSITION_AT, opt(t->at));
 	store_arg_ll(a, STORE_TRANSITION_AUDIT_MAXLEN, audit_maxlen);
 	store_arg(a, STORE_TRANSITION_SCHEDULE_SCORE, opt(t->schedule_score));
-	store_arg_ll(a, STORE_TRANSITION_ATTEMPT, t->attempt);
-	store_arg(a, STORE_TRANSITION_NOTIFY_KIND, opt(t->notify_kind));
-	store_arg_ll(a, STORE_TRANSITION_RETAIN_MS, t->retain_ms);
+	if (t->incr_attempts && t->hash_key)	/* the script's HINCRBY says it */
+		store_arg(a, STORE_TRANSITION_ATTEMPT, "");
+	else
+		store_arg_ll(a, STORE_TRANSITION_ATTEMPT, t->attempt);
+	store_arg(a, STORE_TRANSITION_NOTIFY_KIND, t->notify ? opt(t->notify_kind) : "");
+	if (t->retain_ms > 0)
+		store_arg_ll(a, STORE_TRANSITION_RETAIN_MS, t->retain_ms);
+	else
+		store_arg(a, STORE_TRANSITION_RETAIN_MS, "");
 	store_arg_flag(a, STORE_TRANSITION_REQUIRE_OWNER, t->require_owner);
 	store_arg_flag(a, STORE_TRANSITION_INCR_ATTEMPTS, t->incr_attempts);
 	store_arg_ll(a, STORE_TRANSITION_DEAD_MAXLEN, t->dead_maxlen);

@@ -1001,6 +1001,77 @@ test_script_batch(void **state)
 		}
 	}
 
+	/* items that leave out different numbers of trailing empty arguments
+	 * in one batch: each gets its own, none a neighbour's */
+	{
+		static struct item_seen v[3];
+		const char *vh[3] = {"sb:decision:v0", "sb:decision:v1", "sb:decision:v2"};
+		struct store_transition dead = {
+			.hash_key = vh[1], .stream_id = "2-0", .record_id = "v1", .state = "dead",
+			.outcome = "max-attempts", .detail = "503 thrice", .http_status = "503",
+			.fence_attempts = -1, .ack = 1, .dead_reason = "max-attempts", .notify = 1,
+			.notify_owner = "o1", .notify_kind = "dead", .on_behalf_of = "u1",
+			.action = "open", .resource = "gate/14", .deliveries = 4, .attempt = 3,
+			.at = "2026-01-01T00:00:02Z", .retain_ms = 60000, .dead_maxlen = 10,
+			.notify_maxlen = 10, .skip_lease = 1,
+		};
+		struct store_args m;
+		memset(v, 0, sizeof v);
+		for (int i = 0; i < 3; i++) {
+			assert_true(h_redis_int(c, "HSET %s state queued", vh[i]) >= 0);
+			if (i == 1)
+				store_transition_args(&k, "g", "c1", 10, &dead, &m);
+			else
+				start_args(&k, vh[i], &m);
+			assert_int_equal(script_batch_send(b, &m, on_item, &v[i]), 0);
+		}
+		assert_int_equal(run_until(cond_items, v, WAIT_S), 0);
+		for (int i = 0; i < 3; i++) {
+			assert_int_equal(v[i].written, 1);
+			st = h_redis_str(c, "HGET %s state", vh[i]);
+			assert_string_equal(st, i == 1 ? "dead" : "running");
+			free(st);
+		}
+		st = h_redis_str(c, "HGET %s httpStatus", vh[1]);
+		assert_string_equal(st, "503");
+		free(st);
+		assert_true(h_redis_int(c, "PTTL %s", vh[1]) > 0);
+		assert_int_equal(h_redis_int(c, "PTTL %s", vh[2]), -1);
+		st = h_redis_str(c, "HGET %s attempts", vh[2]);
+		assert_string_equal(st, "1");
+		free(st);
+		redisReply *x = redisCommand(c, "XRANGE sb:notify - +");
+		assert_non_null(x);
+		assert_int_equal(x->type, REDIS_REPLY_ARRAY);
+		assert_int_equal(x->elements, 1);
+		redisReply *f = x->element[0]->element[1];
+		const char *want[] = {"id", "v1", "owner", "o1", "kind", "dead", "reason",
+		    "max-attempts", "onBehalfOf", "u1", "action", "open", "resource", "gate/14"};
+		for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+			assert_string_equal(f->element[i]->str, want[i]);
+		freeReplyObject(x);
+		x = redisCommand(c, "XRANGE sb:dead - +");
+		assert_non_null(x);
+		assert_int_equal(x->elements, 1);
+		f = x->element[0]->element[1];
+		assert_string_equal(f->element[0]->str, "id");
+		assert_string_equal(f->element[1]->str, "v1");
+		assert_string_equal(f->element[8]->str, "deliveries");
+		assert_string_equal(f->element[9]->str, "4");
+		freeReplyObject(x);
+		/* the audit says the start's attempt (HINCRBY) and the end's own */
+		x = redisCommand(c, "XREVRANGE sb:audit + - COUNT 3");
+		assert_non_null(x);
+		assert_int_equal(x->elements, 3);
+		for (size_t e = 0; e < 3; e++) {
+			redisReply *af = x->element[e]->element[1];
+			int is_v1 = strcmp(af->element[1]->str, "v1") == 0;
+			assert_string_equal(af->element[8]->str, "attempt");
+			assert_string_equal(af->element[9]->str, is_v1 ? "3" : "1");
+		}
+		freeReplyObject(x);
+	}
+
 	/* freed while gathered: NULL, once, and nothing sent */
 	memset(seen, 0, sizeof seen);
 	for (int i = 0; i < 2; i++) {

@@ -157,6 +157,27 @@ as_locals(const char *text)
 /* Each body is its file with the two header lines replaced by the K and A
  * tables (so Lua's line numbers are the file's), and no script reads KEYS
  * or ARGV by position anywhere else. */
+/* "A_x = A_x or '' " for each argument of a batched script that is each
+ * item's own (none for others), into buf; checks that they come after
+ * every shared one (the plain form leaves out trailing empty ones too). */
+static void
+own_defaults(const struct store_script *sc, char *buf, size_t n)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; sc->shared && i < sc->nargs; i++) {
+		const char *a = sc->args[i];
+		if (sc->shared[sc->nkeys + i]) {
+			assert_int_equal(len, 0);
+			continue;
+		}
+		int w = snprintf(buf + len, n - len, "A_%s = A_%s or '' ", a, a);
+		assert_true(w > 0 && (size_t)w < n - len);
+		len += (size_t)w;
+	}
+}
+
 static void
 test_prologue_and_body(void **state)
 {
@@ -173,7 +194,10 @@ test_prologue_and_body(void **state)
 		assert_string_equal(l2, want);
 		const char *b = strchr(strchr(sc->body, '\n') + 1, '\n') + 1;
 		char *f = as_locals(strchr(strchr(text, '\n') + 1, '\n') + 1);
-		assert_string_equal(b, f);
+		/* a batched script's line 3 first makes what an item left out "" */
+		own_defaults(sc, want, sizeof want);
+		assert_memory_equal(b, want, strlen(want));
+		assert_string_equal(b + strlen(want), f);
 		free(f);
 		assert_null(strstr(b, "ARGV["));
 		assert_null(strstr(b, "KEYS["));
@@ -409,6 +433,30 @@ test_transition_args(void **state)
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_KEEP_UNPENDING), "1");
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_NOTIFY_MAXLEN), "20");
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_HTTP_STATUS), "503");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_RETAIN_MS), "1000");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_ATTEMPT), "7");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_DELIVERIES), "3");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_RESOURCE), "r");
+	store_vec_free(&v);
+
+	/* What the script will not read is "" (a batch leaves trailing ones
+	 * out): the attempt HINCRBY makes, deliveries without a dead letter,
+	 * the notification's fields without one, no retention. */
+	t.incr_attempts = 1;
+	t.dead_reason = "";
+	t.notify = 0;
+	t.retain_ms = 0;
+	store_transition_args(&k, "g", "c1", 99, &t, &a);
+	assert_int_equal(store_args_vec(&a, &v, err, sizeof err), 0);
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_ATTEMPT), "");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_DELIVERIES), "");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_RETAIN_MS), "");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_NOTIFY_OWNER), "");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_NOTIFY_KIND), "");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_ON_BEHALF_OF), "");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_ACTION), "");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_RESOURCE), "");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_STATE), "dead");
 	store_vec_free(&v);
 
 	/* No hash: the prefix stands in, has_hash is 0, NULL strings are "". */
@@ -518,33 +566,53 @@ test_batch_layout(void **state)
 	assert_int_equal(sc->shared[STORE_TRANSITION_CONSUMER & 0xff], 1);
 	assert_int_equal(sc->shared[STORE_TRANSITION_TERMINAL & 0xff], 1);
 
+	/* each item sends its own arguments up to the last that is not
+	 * empty: the start (no status, no retention...) fewer than the end */
+	int sent[2];
+	for (int item = 0; item < 2; item++) {
+		sent[item] = own_args;
+		while (sent[item] > 0 &&
+		    one[item].argv[STORE_VEC_HEAD + nslot - own_args + sent[item] - 1][0] == '\0')
+			sent[item]--;
+	}
+	assert_true(sent[0] < sent[1]);
+	assert_true(sent[1] < own_args);
+
 	size_t np = store_batch_parts(&b, parts, &nkeys, &argc);
 	assert_true(np >= 1 && np <= STORE_BATCH_GROUPS);
 	assert_int_equal(parts_read(parts, np, buf, sizeof buf, argv, 2 * STORE_SLOTS_MAX), argc);
-	assert_int_equal(argc, shared_keys + 2 * own_keys + shared_args + 2 * own_args);
+	assert_int_equal(argc, shared_keys + 2 * own_keys + shared_args + 2 + sent[0] + sent[1]);
 	assert_int_equal(nkeys, shared_keys + 2 * own_keys);
 	int at = 0;
 	for (int pass = 0; pass < 4; pass++) {	/* shared keys, own keys, shared args, own args */
 		int keys = pass < 2, shared = pass % 2 == 0;
-		for (int item = 0; item < (shared ? 1 : 2); item++)
+		for (int item = 0; item < (shared ? 1 : 2); item++) {
+			int left = sent[item];
+			if (pass == 3) {
+				char count[8];
+				snprintf(count, sizeof count, "%d", sent[item]);
+				assert_string_equal(argv[at++], count);
+			}
 			for (int i = keys ? 0 : sc->nkeys; i < (keys ? sc->nkeys : nslot); i++)
-				if (sc->shared[i] == shared)
+				if (sc->shared[i] == shared && (pass < 3 || left-- > 0))
 					assert_string_equal(argv[at++], one[item].argv[STORE_VEC_HEAD + i]);
+		}
 	}
 	assert_int_equal(at, argc);
 
 	/* one call alone: the plain script's keys and arguments, in header
-	 * order; again after the batch was emptied, its buffers reused */
+	 * order, without its trailing empty ones; again after the batch was
+	 * emptied, its buffers reused */
 	for (int round = 0; round < 2; round++) {
 		store_batch_clear(&b);
 		assert_int_equal(b.n, 0);
 		assert_int_equal(store_batch_add(&b, &a[round], err, sizeof err), 0);
 		np = store_batch_parts(&b, parts, &nkeys, &argc);
 		assert_int_equal(nkeys, sc->nkeys);
-		assert_int_equal(argc, nslot);
+		assert_int_equal(argc, nslot - own_args + sent[round]);
 		assert_int_equal(parts_read(parts, np, buf, sizeof buf, argv, 2 * STORE_SLOTS_MAX),
-		    nslot);
-		for (int i = 0; i < nslot; i++)
+		    argc);
+		for (int i = 0; i < argc; i++)
 			assert_string_equal(argv[i], one[round].argv[STORE_VEC_HEAD + i]);
 	}
 	store_batch_clear(&b);
@@ -585,7 +653,8 @@ test_batch_body(void **state)
 	const char *body = strchr(strchr(sc->body, '\n') + 1, '\n') + 1;
 	const char *batch = strchr(strchr(sc->batch, '\n') + 1, '\n') + 1;
 	assert_memory_equal(batch, body, strlen(body));
-	assert_non_null(strstr(batch + strlen(body), "pcall(one, KEYS[k + 1], ARGV[a + 1]"));
+	assert_non_null(strstr(batch + strlen(body),
+	    "pcall(one, KEYS[k + 1], unpack(ARGV, a + 2, a + 1 + n))"));
 	/* scripts without a "-- BATCH:" line have no batch form */
 	for (int s = 0; s < STORE_NSCRIPTS; s++) {
 		char *text = read_lua(store_scripts[s].name), l3[2048];
