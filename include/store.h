@@ -267,6 +267,18 @@ struct store_transition {
 					   PEL forgot the entry (owner and fence ours) */
 };
 
+/* The transition's `flags` argument: the sum of those that hold (one
+ * number instead of seven arguments; transition.lua takes it apart). */
+enum store_tflag {
+	STORE_TF_HAS_HASH = 1,
+	STORE_TF_ACK = 2,
+	STORE_TF_NOTIFY_WRITE = 4,
+	STORE_TF_REQUIRE_OWNER = 8,
+	STORE_TF_INCR_ATTEMPTS = 16,
+	STORE_TF_CHECK_LEASE = 32,
+	STORE_TF_KEEP_UNPENDING = 64,
+};
+
 /* The transition's keys and arguments from t; every slot is set (strings
  * are borrowed from k, group, consumer and t; NULL is sent as ""). The
  * terminal states come from job.c's table. */

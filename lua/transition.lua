@@ -1,11 +1,14 @@
 -- KEYS: hash jobs audit dead notify scheduled
--- ARGV: group consumer audit_maxlen dead_maxlen notify_maxlen terminal stream_id fence has_hash ack notify_write require_owner incr_attempts check_lease keep_unpending state record_id at outcome detail attempt http_status retain_ms schedule_score dead_reason deliveries notify_owner notify_kind on_behalf_of action resource
+-- ARGV: group consumer audit_maxlen dead_maxlen notify_maxlen terminal stream_id fence flags state record_id at outcome detail attempt http_status retain_ms schedule_score dead_reason deliveries notify_owner notify_kind on_behalf_of action resource
 -- BATCH: jobs audit dead notify scheduled group consumer audit_maxlen dead_maxlen notify_maxlen terminal
 --
 -- One state change of a job: fences, hash write, audit, dead letter,
 -- notification, reschedule and XACK at once (R4, R10, R13).
--- fence: the hash's `attempts` must equal it ('-1': no check). Flags are
--- '1' or '0'; '' means none for state, http_status, dead_reason,
+-- fence: the hash's `attempts` must equal it ('-1': no check). flags: the
+-- sum of 1 has_hash, 2 ack, 4 notify_write, 8 require_owner, 16
+-- incr_attempts, 32 check_lease, 64 keep_unpending (store.h's STORE_TF_*),
+-- one number and not seven arguments. '' means none for state, http_status,
+-- dead_reason,
 -- schedule_score and retain_ms (no PEXPIRE). terminal: the terminal states,
 -- space-separated (from job.c's table: job_terminal_list). The arguments
 -- are in the order of how often they are needed: store.c leaves out an
@@ -16,21 +19,28 @@
 -- entry is no longer pending for this consumer), 'owner'/'attempts' (a newer
 -- attempt exists: R13), 'terminal' (R4: the entry is acked, nothing else) or
 -- 'missing' (the hash is gone: nothing is written into a husk).
--- With keep_unpending = '1' (a call's result, fenced by `fence`) an entry
+-- With keep_unpending (a call's result, fenced by `fence`) an entry
 -- that is pending for nobody -- a Redis that restarted without persistence
 -- forgot its PEL -- is still written when owner and attempts are ours: the
 -- result was obtained and must not be lost; there is nothing to ack.
 local h, jobs = K.hash, K.jobs
-local has_hash = A.has_hash == '1'
+local f = tonumber(A.flags)
+local has_hash = f % 2 >= 1
+local ack = f % 4 >= 2
+local notify_write = f % 8 >= 4
+local require_owner = f % 16 >= 8
+local incr_attempts = f % 32 >= 16
+local check_lease = f % 64 >= 32
+local keep_unpending = f % 128 >= 64
 local pending = true
 -- One plain find in ' done expired ... ': building a set with gmatch on
 -- every call cost Redis 7 % of the script.
 local terminals = ' ' .. A.terminal .. ' '
-if A.check_lease == '1' then
+if check_lease then
   local p = redis.call('XPENDING', jobs, A.group, A.stream_id, A.stream_id, 1)
   if p[1] and p[1][2] ~= A.consumer then return {0, 'lease', ''} end
   if not p[1] then
-    if A.keep_unpending ~= '1' or not has_hash then return {0, 'lease', ''} end
+    if not keep_unpending or not has_hash then return {0, 'lease', ''} end
     pending = false
   end
 end
@@ -42,13 +52,13 @@ if has_hash then
     redis.call('XACK', jobs, A.group, A.stream_id)
     return {0, 'terminal', from}
   end
-  if (A.require_owner == '1' or not pending) and redis.call('HGET', h, 'owner') ~= A.consumer then return {0, 'owner', from} end
+  if (require_owner or not pending) and redis.call('HGET', h, 'owner') ~= A.consumer then return {0, 'owner', from} end
   if A.fence ~= '-1' and (redis.call('HGET', h, 'attempts') or '0') ~= A.fence then
     return {0, 'attempts', from}
   end
 end
 local attempt = A.attempt
-if has_hash and A.incr_attempts == '1' then attempt = tostring(redis.call('HINCRBY', h, 'attempts', 1)) end
+if has_hash and incr_attempts then attempt = tostring(redis.call('HINCRBY', h, 'attempts', 1)) end
 if has_hash and A.state ~= '' then
   local f = {'state', A.state, 'owner', A.consumer, 'updatedAt', A.at, 'outcome', A.outcome, 'detail', A.detail}
   if A.http_status ~= '' then f[#f + 1] = 'httpStatus'; f[#f + 1] = A.http_status end
@@ -64,9 +74,9 @@ if A.dead_reason ~= '' then
   redis.call('XADD', K.dead, 'MAXLEN', '~', A.dead_maxlen, '*', 'id', A.record_id, 'streamId', A.stream_id, 'reason', A.dead_reason,
     'detail', A.detail, 'deliveries', A.deliveries, 'consumer', A.consumer, 'at', A.at)
 end
-if A.notify_write == '1' then
+if notify_write then
   redis.call('XADD', K.notify, 'MAXLEN', '~', A.notify_maxlen, '*', 'id', A.record_id, 'owner', A.notify_owner, 'kind', A.notify_kind,
     'reason', A.outcome, 'onBehalfOf', A.on_behalf_of, 'action', A.action, 'resource', A.resource, 'at', A.at)
 end
-if A.ack == '1' and pending then redis.call('XACK', jobs, A.group, A.stream_id) end
+if ack and pending then redis.call('XACK', jobs, A.group, A.stream_id) end
 return {1, 'ok', from, attempt}

@@ -511,6 +511,17 @@ opt(const char *s)
 	return s ? s : "";
 }
 
+static long long
+transition_flags(const struct store_transition *t)
+{
+	return (t->hash_key ? STORE_TF_HAS_HASH : 0) | (t->ack ? STORE_TF_ACK : 0) |
+	    (t->notify ? STORE_TF_NOTIFY_WRITE : 0) |
+	    (t->require_owner ? STORE_TF_REQUIRE_OWNER : 0) |
+	    (t->incr_attempts ? STORE_TF_INCR_ATTEMPTS : 0) |
+	    (t->skip_lease ? 0 : STORE_TF_CHECK_LEASE) |
+	    (t->keep_unpending ? STORE_TF_KEEP_UNPENDING : 0);
+}
+
 void
 store_transition_args(const struct store_keys *k, const char *group, const char *consumer,
 		      long long audit_maxlen, const struct store_transition *t,
@@ -532,14 +543,12 @@ store_transition_args(const struct store_keys *k, const char *group, const char 
 
 	store_arg(a, STORE_TRANSITION_STREAM_ID, opt(t->stream_id));
 	store_arg_ll(a, STORE_TRANSITION_FENCE, t->fence_attempts);
-	store_arg_flag(a, STORE_TRANSITION_HAS_HASH, t->hash_key != NULL);
+	store_arg_ll(a, STORE_TRANSITION_FLAGS, transition_flags(t));
 	store_arg(a, STORE_TRANSITION_STATE, opt(t->state));
 	store_arg(a, STORE_TRANSITION_OUTCOME, opt(t->outcome));
 	store_arg(a, STORE_TRANSITION_DETAIL, opt(t->detail));
 	store_arg(a, STORE_TRANSITION_HTTP_STATUS, opt(t->http_status));
-	store_arg_flag(a, STORE_TRANSITION_ACK, t->ack);
 	store_arg(a, STORE_TRANSITION_DEAD_REASON, opt(t->dead_reason));
-	store_arg_flag(a, STORE_TRANSITION_NOTIFY_WRITE, t->notify);
 	/* What the script does not read is sent as "" (transition.lua): an
 	 * item's trailing empty arguments are left out of a batch. */
 	store_arg(a, STORE_TRANSITION_NOTIFY_OWNER, t->notify ? opt(t->notify_owner) : "");
@@ -563,11 +572,7 @@ store_transition_args(const struct store_keys *k, const char *group, const char 
 		store_arg_ll(a, STORE_TRANSITION_RETAIN_MS, t->retain_ms);
 	else
 		store_arg(a, STORE_TRANSITION_RETAIN_MS, "");
-	store_arg_flag(a, STORE_TRANSITION_REQUIRE_OWNER, t->require_owner);
-	store_arg_flag(a, STORE_TRANSITION_INCR_ATTEMPTS, t->incr_attempts);
 	store_arg_ll(a, STORE_TRANSITION_DEAD_MAXLEN, t->dead_maxlen);
 	store_arg_ll(a, STORE_TRANSITION_NOTIFY_MAXLEN, t->notify_maxlen);
-	store_arg_flag(a, STORE_TRANSITION_CHECK_LEASE, !t->skip_lease);
-	store_arg_flag(a, STORE_TRANSITION_KEEP_UNPENDING, t->keep_unpending);
 	store_arg(a, STORE_TRANSITION_TERMINAL, k->terminal);
 }

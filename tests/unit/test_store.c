@@ -248,7 +248,7 @@ test_slot_enum_names(void **state)
 	} cases[] = {
 		{STORE_TRANSITION_HASH, "transition.hash"},
 		{STORE_TRANSITION_FENCE, "transition.fence"},
-		{STORE_TRANSITION_KEEP_UNPENDING, "transition.keep_unpending"},
+		{STORE_TRANSITION_FLAGS, "transition.flags"},
 		{STORE_CLAIM_CALLS, "claim.calls"},
 		{STORE_RENEW_CONSUMER, "renew.consumer"},
 		{STORE_REDISPATCH_ID, "redispatch.id"},
@@ -427,10 +427,10 @@ test_transition_args(void **state)
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_HASH), "w:decision:r1");
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_SCHEDULED), "w:scheduled");
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_FENCE), "7");
-	assert_string_equal(arg_of(&v, STORE_TRANSITION_HAS_HASH), "1");
+	/* has_hash, ack, notify_write, require_owner, keep_unpending; no lease
+	 * check, no HINCRBY */
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_FLAGS), "79");
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_AUDIT_MAXLEN), "99");
-	assert_string_equal(arg_of(&v, STORE_TRANSITION_CHECK_LEASE), "0");
-	assert_string_equal(arg_of(&v, STORE_TRANSITION_KEEP_UNPENDING), "1");
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_NOTIFY_MAXLEN), "20");
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_HTTP_STATUS), "503");
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_RETAIN_MS), "1000");
@@ -465,11 +465,43 @@ test_transition_args(void **state)
 	store_transition_args(&k, "g", "c1", 99, &t, &a);
 	assert_int_equal(store_args_vec(&a, &v, err, sizeof err), 0);
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_HASH), "w:decision:");
-	assert_string_equal(arg_of(&v, STORE_TRANSITION_HAS_HASH), "0");
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_FENCE), "-1");
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_STATE), "");
-	assert_string_equal(arg_of(&v, STORE_TRANSITION_CHECK_LEASE), "1");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_FLAGS), "32");	/* the lease check */
 	store_vec_free(&v);
+}
+
+/* Each STORE_TF_ bit is the one transition.lua takes apart under its name
+ * ("local ack = f % 4 >= 2"), and each name is read there. */
+static void
+test_transition_flags_match_script(void **state)
+{
+	static const struct {
+		const char *name;
+		int bit;
+	} flags[] = {
+		{"has_hash", STORE_TF_HAS_HASH}, {"ack", STORE_TF_ACK},
+		{"notify_write", STORE_TF_NOTIFY_WRITE}, {"require_owner", STORE_TF_REQUIRE_OWNER},
+		{"incr_attempts", STORE_TF_INCR_ATTEMPTS}, {"check_lease", STORE_TF_CHECK_LEASE},
+		{"keep_unpending", STORE_TF_KEEP_UNPENDING},
+	};
+	char *text = read_lua("transition");
+	int all = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+		char want[96], use[64];
+		snprintf(want, sizeof want, "\nlocal %s = f %% %d >= %d\n", flags[i].name,
+		    2 * flags[i].bit, flags[i].bit);
+		assert_non_null(strstr(text, want));
+		snprintf(use, sizeof use, "%s ", flags[i].name);
+		const char *after = strstr(text, want) + strlen(want);
+		assert_non_null(strstr(after, use));
+		assert_int_equal(all & flags[i].bit, 0);
+		all |= flags[i].bit;
+	}
+	assert_int_equal(all, 127);
+	free(text);
 }
 
 /* Two transitions of one batch: the same keys and limits, their own hash,
@@ -876,6 +908,7 @@ main(void)
 		cmocka_unit_test(test_consumer_args),
 		cmocka_unit_test(test_rest_and_numbers),
 		cmocka_unit_test(test_transition_args),
+		cmocka_unit_test(test_transition_flags_match_script),
 		cmocka_unit_test(test_batch_layout),
 		cmocka_unit_test(test_batch_body),
 		cmocka_unit_test(test_batch_refusals),
