@@ -13,7 +13,7 @@
 local jobs, g, me = K.jobs, A.group, A.consumer
 local out, deleted, nxt = {}, {}, '0-0'
 local function count(id)
-  local p = redis.call('XPENDING', jobs, g, id, id, 1)
+  local p = redis.call('XPENDING', jobs, g, id, id, '1')
   if p[1] then return p[1][4] end
   return 1
 end

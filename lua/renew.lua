@@ -7,7 +7,7 @@
 -- persistence forgot them: nobody else can be running them).
 local lost, gone = {}, {}
 for _, id in ipairs(A.ids) do
-  local p = redis.call('XPENDING', K.jobs, A.group, id, id, 1)
+  local p = redis.call('XPENDING', K.jobs, A.group, id, id, '1')
   if p[1] and p[1][2] == A.consumer then
     redis.call('XCLAIM', K.jobs, A.group, A.consumer, 0, id, 'JUSTID')
   elseif p[1] then lost[#lost + 1] = id

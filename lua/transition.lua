@@ -23,6 +23,8 @@
 -- that is pending for nobody -- a Redis that restarted without persistence
 -- forgot its PEL -- is still written when owner and attempts are ours: the
 -- result was obtained and must not be lost; there is nothing to ack.
+-- Counts are passed as '1', not 1: Redis formats a Lua number argument
+-- with snprintf("%.17g"), about 2,000 instructions each.
 local h, jobs = K.hash, K.jobs
 local f = tonumber(A.flags)
 local has_hash = f % 2 >= 1
@@ -37,7 +39,7 @@ local pending = true
 -- every call cost Redis 7 % of the script.
 local terminals = ' ' .. A.terminal .. ' '
 if check_lease then
-  local p = redis.call('XPENDING', jobs, A.group, A.stream_id, A.stream_id, 1)
+  local p = redis.call('XPENDING', jobs, A.group, A.stream_id, A.stream_id, '1')
   if p[1] and p[1][2] ~= A.consumer then return {0, 'lease', ''} end
   if not p[1] then
     if not keep_unpending or not has_hash then return {0, 'lease', ''} end
@@ -58,7 +60,7 @@ if has_hash then
   end
 end
 local attempt = A.attempt
-if has_hash and incr_attempts then attempt = tostring(redis.call('HINCRBY', h, 'attempts', 1)) end
+if has_hash and incr_attempts then attempt = tostring(redis.call('HINCRBY', h, 'attempts', '1')) end
 if has_hash and A.state ~= '' then
   local f = {'state', A.state, 'owner', A.consumer, 'updatedAt', A.at, 'outcome', A.outcome, 'detail', A.detail}
   if A.http_status ~= '' then f[#f + 1] = 'httpStatus'; f[#f + 1] = A.http_status end
