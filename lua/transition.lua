@@ -62,9 +62,13 @@ end
 local attempt = A.attempt
 if has_hash and incr_attempts then attempt = tostring(redis.call('HINCRBY', h, 'attempts', '1')) end
 if has_hash and A.state ~= '' then
-  local f = {'state', A.state, 'owner', A.consumer, 'updatedAt', A.at, 'outcome', A.outcome, 'detail', A.detail}
-  if A.http_status ~= '' then f[#f + 1] = 'httpStatus'; f[#f + 1] = A.http_status end
-  redis.call('HSET', h, unpack(f))
+  -- two calls written out, not a table of the fields and unpack
+  if A.http_status == '' then
+    redis.call('HSET', h, 'state', A.state, 'owner', A.consumer, 'updatedAt', A.at, 'outcome', A.outcome, 'detail', A.detail)
+  else
+    redis.call('HSET', h, 'state', A.state, 'owner', A.consumer, 'updatedAt', A.at, 'outcome', A.outcome, 'detail', A.detail,
+      'httpStatus', A.http_status)
+  end
   if A.retain_ms ~= '' then redis.call('PEXPIRE', h, A.retain_ms) end
   if A.state ~= from then
     redis.call('XADD', K.audit, 'MAXLEN', '~', A.audit_maxlen, '*', 'id', A.record_id, 'from', from,
