@@ -46,10 +46,15 @@ if check_lease then
     pending = false
   end
 end
-if has_hash and redis.call('EXISTS', h) == 0 then return {0, 'missing', ''} end
 local from = ''
 if has_hash then
-  from = redis.call('HGET', h, 'state') or ''
+  -- A hash has a state (the decider writes it), so EXISTS is asked only
+  -- when it has none.
+  from = redis.call('HGET', h, 'state')
+  if not from then
+    if redis.call('EXISTS', h) == 0 then return {0, 'missing', ''} end
+    from = ''
+  end
   if from ~= '' and string.find(terminals, ' ' .. from .. ' ', 1, true) then
     redis.call('XACK', jobs, A.group, A.stream_id)
     return {0, 'terminal', from}
