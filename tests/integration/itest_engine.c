@@ -631,7 +631,11 @@ test_r1_retries_stop_at_deadline(void **state)
 	 * without R1 the calls would go on for seconds. */
 	json_t *a = calls("r1-busy"), *c;
 	size_t i;
-	assert_int_equal((long long)json_array_size(a), starts);
+	/* The last start may be written just before the deadline and find it
+	 * passed when the call is to go (start_call's R1 check at the last
+	 * moment): then that one start has no call. */
+	long long ncall = (long long)json_array_size(a);
+	assert_true(ncall == starts || ncall == starts - 1);
 	json_array_foreach(a, i, c) {
 		if (arrival(c) >= expires)
 			fprintf(stderr, "itest_engine: call %zu arrived %lld ms after the "
