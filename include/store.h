@@ -16,8 +16,9 @@ struct store_keys {
 	char jobs[STORE_KEY_MAX], scheduled[STORE_KEY_MAX], dead[STORE_KEY_MAX];
 	char notify[STORE_KEY_MAX], audit[STORE_KEY_MAX], consumer[STORE_KEY_MAX];
 	char decision_prefix[STORE_KEY_MAX];	/* "P:decision:" */
-	/* The transition's `terminal` (job_terminal_list): made once here,
-	 * not for each of the two transitions of every job. */
+	/* The transition's `terminal` (job_terminal_list, with a space at
+	 * each end): made once here, not for each of the two transitions of
+	 * every job. */
 	char terminal[96];
 };
 

@@ -8,9 +8,9 @@
 -- sum of 1 has_hash, 2 ack, 4 notify_write, 8 require_owner, 16
 -- incr_attempts, 32 check_lease, 64 keep_unpending (store.h's STORE_TF_*),
 -- one number and not seven arguments. '' means none for state, http_status,
--- dead_reason,
--- schedule_score and retain_ms (no PEXPIRE). terminal: the terminal states,
--- space-separated (from job.c's table: job_terminal_list). The arguments
+-- dead_reason, schedule_score and retain_ms (no PEXPIRE). terminal: the
+-- terminal states (from job.c's table: job_terminal_list), each with a
+-- space before and after it (' done expired ... dead '). The arguments
 -- are in the order of how often they are needed: store.c leaves out an
 -- item's trailing empty ones (each argument costs Redis about 0.1 us), and
 -- luagen.sh makes them ''. attempt is read only without incr_attempts,
@@ -35,9 +35,6 @@ local incr_attempts = f % 32 >= 16
 local check_lease = f % 64 >= 32
 local keep_unpending = f % 128 >= 64
 local pending = true
--- One plain find in ' done expired ... ': building a set with gmatch on
--- every call cost Redis 7 % of the script.
-local terminals = ' ' .. A.terminal .. ' '
 if check_lease then
   local p = redis.call('XPENDING', jobs, A.group, A.stream_id, A.stream_id, '1')
   if p[1] and p[1][2] ~= A.consumer then return {0, 'lease', ''} end
@@ -55,7 +52,9 @@ if has_hash then
     if redis.call('EXISTS', h) == 0 then return {0, 'missing', ''} end
     from = ''
   end
-  if from ~= '' and string.find(terminals, ' ' .. from .. ' ', 1, true) then
+  -- One plain find in ' done expired ... ': building a set with gmatch on
+  -- every call cost Redis 7 % of the script.
+  if from ~= '' and string.find(A.terminal, ' ' .. from .. ' ', 1, true) then
     redis.call('XACK', jobs, A.group, A.stream_id)
     return {0, 'terminal', from}
   end

@@ -31,7 +31,13 @@ store_keys_init(struct store_keys *k, const char *prefix, const char *consumer)
 	int w = snprintf(k->consumer, STORE_KEY_MAX, "%s:consumer:%s", prefix, consumer);
 	if (w < 0 || w >= STORE_KEY_MAX)
 		return -1;
-	return job_terminal_list(k->terminal, sizeof k->terminal);
+	/* " done expired ... ": with a space at each end the script finds
+	 * " state " in it as it is, with no concatenation per call */
+	k->terminal[0] = ' ';
+	if (job_terminal_list(k->terminal + 1, sizeof k->terminal - 2) < 0)
+		return -1;
+	strcat(k->terminal, " ");
+	return 0;
 }
 
 int
