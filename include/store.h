@@ -111,7 +111,6 @@ struct store_vec {
 	const char **argv;	/* argv_in, or allocated for a longer list */
 	size_t *len;
 	char nkeys[24];
-	int nkeys_n;		/* the same number, for the sender */
 	const char *argv_in[STORE_VEC_INLINE];
 	size_t len_in[STORE_VEC_INLINE];
 };

@@ -268,7 +268,6 @@ store_args_vec(const struct store_args *a, struct store_vec *v, char *err, size_
 		return -1;
 	}
 	put_ll(v->nkeys, sc->nkeys);
-	v->nkeys_n = sc->nkeys;
 	v->argv[0] = "EVAL";
 	v->argv[1] = sc->body;
 	v->argv[2] = v->nkeys;
