@@ -22,6 +22,24 @@
 #include <curl/curl.h>
 #include <openssl/evp.h>
 
+/* Under ASan a kept call is poisoned while it is idle, so a use of a call
+ * after its callback or cancel is still reported, as when calls were freed. */
+#if defined(__SANITIZE_ADDRESS__)
+#define HTTP_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HTTP_ASAN 1
+#endif
+#endif
+#ifdef HTTP_ASAN
+#include <sanitizer/asan_interface.h>
+#define KEPT_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define KEPT_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define KEPT_POISON(p, n) ((void)(p), (void)(n))
+#define KEPT_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 #include "log.h"
 
 enum call_state { CALL_ACTIVE, CALL_DONE, CALL_IN_CALLBACK };
@@ -415,6 +433,17 @@ call_destroy(struct http_call *c)
 	free(c);
 }
 
+/* A kept call leaves the pool: usable again (see KEPT_POISON). */
+static struct http_call *
+kept_take(struct http_call *c)
+{
+	KEPT_UNPOISON(c, sizeof *c);
+	KEPT_UNPOISON(c->hdr, c->hdr_cap);
+	KEPT_UNPOISON(c->req_body, c->req_body_cap);
+	KEPT_UNPOISON(c->body, c->body_cap);
+	return c;
+}
+
 /* A kept call, or a new one with a new handle. NULL when out of memory. */
 static struct http_call *
 call_get(struct http_client *hc)
@@ -422,7 +451,7 @@ call_get(struct http_client *hc)
 	struct http_call *c;
 
 	if (hc->nidle > 0)
-		return hc->idle[--hc->nidle];
+		return kept_take(hc->idle[--hc->nidle]);
 	c = calloc(1, sizeof(*c));
 	if (c == NULL)
 		return NULL;
@@ -489,8 +518,14 @@ call_free(struct http_call *c)
 	c->prev = c->next = NULL;
 	c->cb = NULL;
 	c->arg = NULL;
-	c->state = CALL_IN_CALLBACK;	/* an http_cancel of a kept call does nothing */
+	/* An http_cancel of a kept call (a caller's bug: the handle died with
+	 * the callback) does nothing, or is reported under ASan. */
+	c->state = CALL_IN_CALLBACK;
 	hc->idle[hc->nidle++] = c;
+	KEPT_POISON(c->hdr, c->hdr_cap);
+	KEPT_POISON(c->req_body, c->req_body_cap);
+	KEPT_POISON(c->body, c->body_cap);
+	KEPT_POISON(c, sizeof *c);
 }
 
 static int
@@ -822,7 +857,7 @@ http_client_free(struct http_client *hc)
 	while ((c = list_pop(&hc->done)) != NULL)
 		call_free(c);
 	while (hc->nidle > 0)
-		call_destroy(hc->idle[--hc->nidle]);
+		call_destroy(kept_take(hc->idle[--hc->nidle]));
 	curl_multi_cleanup(hc->multi);
 	/* curl may close cached connections without telling the socket callback */
 	for (struct http_sock *s = hc->socks, *next; s != NULL; s = next) {
