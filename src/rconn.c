@@ -39,6 +39,7 @@
 #include "resp.h"
 #include "log.h"
 #include "rnd.h"
+#include "rreply.h"
 #include "cluster.h"
 #include "sentinel.h"
 
@@ -917,6 +918,8 @@ start_connect(struct rconn *rc)
 		return;
 	}
 	ac->data = rc;
+	/* every reply object in one allocation (rreply.h) */
+	ac->c.reader->fn = rreply_functions();
 	if (redisLibevAttach(rc->loop, ac) != REDIS_OK ||
 	    redisAsyncSetConnectCallback(ac, on_connect) != REDIS_OK ||
 	    redisAsyncSetDisconnectCallback(ac, on_disconnect) != REDIS_OK) {
