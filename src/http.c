@@ -59,12 +59,14 @@ struct http_sock {
  * were 5 % of a job; curl_easy_reset and setting every option again per call
  * another 4 % (issue 10). */
 #define HTTP_EASY_POOL 512
-/* curl's receive buffer, one per easy handle: its default 16 KiB made a
- * third of the heap at 256 calls in flight (issue 10: peak RSS 16.6-18.6 MiB,
- * 14.0-15.5 with 2 KiB). The answers we read are a status line, a few headers
- * and a small body; headers are gathered across reads, so a longer answer
- * only takes more reads. */
-#define HTTP_RECV_BUFFER 2048L
+/* curl's receive buffer, one per transfer under way: its default 16 KiB made
+ * a third of the heap at 256 calls in flight (issue 10: peak RSS 16.6-18.6
+ * MiB, 14.0-15.5 with 2 KiB); 1 KiB, curl's least, is another 1 KiB less per
+ * transfer (160 of them at the heap's peak with token = exchange). The
+ * answers we read are a status line, a few headers and a small body (an
+ * exchange's token answer about 700 bytes in all); headers are gathered
+ * across reads, so a longer answer only takes more reads. */
+#define HTTP_RECV_BUFFER 1024L
 /* A kept call keeps its buffers (header lines, request body, answer) up to
  * this size each for the next call; a bigger one is freed when the call ends.
  * It holds a call without a token whole (the bench's: header lines 185
