@@ -29,6 +29,7 @@
 #include "rnd.h"
 #include "urltpl.h"
 #include "vpool.h"
+#include "resp.h"
 
 /* R17: a write, load or re-dispatch Redis refused or could not take is
  * sent again with backoff, never in a tight loop. */
@@ -116,6 +117,17 @@ hash_key_of(const struct ejob *j, struct hash_key *key)
 	if (store_decision_key(env_of(j)->keys, j->id, key->s, sizeof key->s) < 0)
 		key->s[0] = '\0';	/* not reached: the id was checked */
 	return key->s;
+}
+
+/* src into dst (n bytes), cut to fit: snprintf's "%s" without the format
+ * engine, for the ids copied for every entry (issue 10). */
+static void
+copy_cut(char *dst, size_t n, const char *src)
+{
+	size_t k = strnlen(src, n - 1);
+
+	memcpy(dst, src, k);
+	dst[k] = '\0';
 }
 
 static const char *
@@ -283,7 +295,7 @@ ejob_new(struct ejobs *s, const char *stream_id, int deliveries)
 	if (j == NULL)
 		return NULL;
 	j->set = s;
-	snprintf(j->stream_id, sizeof j->stream_id, "%s", stream_id);
+	copy_cut(j->stream_id, sizeof j->stream_id, stream_id);
 	j->core.deliveries = deliveries;
 	j->fence = -1;
 	ev_init(&j->timer, ejob_timer_cb);
@@ -440,8 +452,8 @@ send_transition(struct ejob *j)
 	};
 	struct store_args a;
 
-	if (j->last_status)
-		snprintf(status, sizeof status, "%d", j->last_status);
+	if (j->last_status > 0)	/* resp's digits: no snprintf for every job */
+		*resp_put_dec(status, (size_t)j->last_status) = '\0';
 	if (fx & JOB_FX_RESCHEDULE)
 		snprintf(score, sizeof score, "%" PRId64, s->at_ms);
 	store_transition_args(env->keys, cfg->redis.group, cfg->daemon.consumer,
@@ -1136,7 +1148,7 @@ ejobs_admit(struct ejobs *s, const char *stream_id, const char *id, int deliveri
 		feed(j, &ev);
 		return;
 	}
-	snprintf(j->id, sizeof j->id, "%s", id);
+	copy_cut(j->id, sizeof j->id, id);
 	start_load(j);
 }
 

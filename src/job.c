@@ -88,7 +88,7 @@ job_terminal_list(char *buf, size_t n)
 	for (int i = 0; i < NSTATES; i++) {
 		if (!states[i].terminal)
 			continue;
-		/* appends, not snprintf: it runs for every transition */
+		/* appends, not snprintf */
 		size_t k = strlen(states[i].name) + (w ? 1 : 0);
 		if (k >= n - w)
 			return -1;
@@ -119,6 +119,37 @@ detail(struct job_step *st, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(st->detail, sizeof st->detail, fmt, ap);
 	va_end(ap);
+}
+
+/* Appends s to st->detail at `at` (cut at its size, as vsnprintf would
+ * cut); returns the new end. The details every job writes ("call 1 of 5",
+ * "204 from target after 1 call(s)") are built with these, not vsnprintf:
+ * 2,100 instructions a job (issue 10: no snprintf on the hot path). */
+static size_t
+detail_put(struct job_step *st, size_t at, const char *s)
+{
+	size_t room = sizeof st->detail - 1 - at, n = strlen(s);
+
+	if (n > room)
+		n = room;
+	memcpy(st->detail + at, s, n);
+	st->detail[at + n] = '\0';
+	return at + n;
+}
+
+static size_t
+detail_put_int(struct job_step *st, size_t at, long long v)
+{
+	char buf[24], *p = buf + sizeof buf;
+	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+
+	*--p = '\0';
+	do
+		*--p = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (v < 0)
+		*--p = '-';
+	return detail_put(st, at, p);
 }
 
 /* now + delay without wrapping: a far-off time is simply past the deadline. */
@@ -311,7 +342,10 @@ call(struct job_step *st, struct job *job, const struct job_policy *pol)
 	job->calls++;
 	job->awaiting = JOB_FX_CALL;
 	st->effects |= JOB_FX_CALL;
-	detail(st, "call %d of %d", job->calls, pol->max_attempts);
+	size_t at = detail_put(st, 0, "call ");
+	at = detail_put_int(st, at, job->calls);
+	at = detail_put(st, at, " of ");
+	detail_put_int(st, at, pol->max_attempts);
 }
 
 /* After the authority allowed: this job's own token first, if the action
@@ -479,14 +513,19 @@ on_http(struct job_step *st, const struct job_policy *pol, struct job *job,
 	char why[64];
 
 	job->awaiting = 0;
+	if (s >= 200 && s <= 299) {
+		finish(st, job, JOB_DONE, JOB_FX_WRITE_STATE | JOB_FX_ACK, REASON_OK);
+		size_t at = detail_put_int(st, 0, s);
+		at = detail_put(st, at, " from target after ");
+		at = detail_put_int(st, at, job->calls);
+		detail_put(st, at, " call(s)");
+		return;
+	}
 	if (s == 0)
 		snprintf(why, sizeof why, "no answer from target");
 	else
 		snprintf(why, sizeof why, "%d from target", s);
-	if (s >= 200 && s <= 299) {
-		finish(st, job, JOB_DONE, JOB_FX_WRITE_STATE | JOB_FX_ACK, REASON_OK);
-		detail(st, "%s after %d call(s)", why, job->calls);
-	} else if ((s == 401 || (s == 403 && ev->invalid_token)) && pol->token_needed) {
+	if ((s == 401 || (s == 403 && ev->invalid_token)) && pol->token_needed) {
 		/* R9: refresh and re-dispatch; R12 and R8 bound how often. */
 		job->redispatch = 1;
 		finish(st, job, JOB_AUTH_WAIT, JOB_FX_WRITE_STATE | JOB_FX_DROP_TOKEN |

@@ -391,6 +391,30 @@ test_http_503_503_200(void **state)
 	s = step(&p, &j, ev_http(200), now);
 	assert_int_equal(s.next, JOB_DONE);
 	assert_int_equal(j.calls, 3);
+	assert_string_equal(s.detail, "200 from target after 3 call(s)");
+}
+
+/* The details every job writes (built by appends, not vsnprintf): the
+ * attempt's and the 2xx's, with numbers of every width. */
+static void
+test_details_of_every_job(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j;
+
+	p.max_attempts = 1234567;
+	struct job_step s = load_running(&p, &j);
+	assert_string_equal(s.detail, "call 1 of 1234567");
+	s = step(&p, &j, ev_http(204), NOW + 1);
+	assert_int_equal(s.next, JOB_DONE);
+	assert_string_equal(s.detail, "204 from target after 1 call(s)");
+	p.max_attempts = 0;
+	s = load_running(&p, &j);
+	assert_string_equal(s.detail, "call 1 of 0");
+	j.calls = 10;
+	s = step(&p, &j, ev_http(299), NOW + 1);
+	assert_string_equal(s.detail, "299 from target after 10 call(s)");
 }
 
 static void
@@ -1208,6 +1232,7 @@ main(void)
 		cmocka_unit_test_setup(test_token_timeout_releases, setup),
 		cmocka_unit_test_setup(test_http_2xx_done, setup),
 		cmocka_unit_test_setup(test_http_503_503_200, setup),
+		cmocka_unit_test_setup(test_details_of_every_job, setup),
 		cmocka_unit_test_setup(test_http_max_attempts_dead, setup),
 		cmocka_unit_test_setup(test_http_retryable_statuses, setup),
 		cmocka_unit_test_setup(test_http_permanent_failed, setup),
