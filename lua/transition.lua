@@ -64,7 +64,11 @@ if has_hash then
   end
 end
 local attempt = A.attempt
-if has_hash and incr_attempts then attempt = tostring(redis.call('HINCRBY', h, 'attempts', '1')) end
+if has_hash and incr_attempts then
+  -- One digit without tostring, whose sprintf costs Redis 2,000 instructions.
+  local n = redis.call('HINCRBY', h, 'attempts', '1')
+  if n >= 0 and n <= 9 then attempt = string.char(48 + n) else attempt = tostring(n) end
+end
 if has_hash and A.state ~= '' then
   -- two calls written out, not a table of the fields and unpack
   if A.http_status == '' then
