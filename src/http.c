@@ -59,15 +59,23 @@ struct http_sock {
  * were 5 % of a job; curl_easy_reset and setting every option again per call
  * another 4 % (issue 10). */
 #define HTTP_EASY_POOL 512
-/* curl's receive buffer, one per easy handle: its default 16 KiB made a
- * third of the heap at 256 calls in flight (issue 10: peak RSS 16.6-18.6 MiB,
- * 14.0-15.5 with 2 KiB). The answers we read are a status line, a few headers
- * and a small body; headers are gathered across reads, so a longer answer
- * only takes more reads. */
-#define HTTP_RECV_BUFFER 2048L
-/* A kept call keeps its buffers (header lines, request body, response body)
- * up to this size each for the next call; a bigger one is freed. */
-#define HTTP_KEEP_BUF 4096
+/* curl's receive buffer, one per transfer under way: its default 16 KiB made
+ * a third of the heap at 256 calls in flight (issue 10: peak RSS 16.6-18.6
+ * MiB, 14.0-15.5 with 2 KiB); 1 KiB, curl's least, is another 1 KiB less per
+ * transfer (160 of them at the heap's peak with token = exchange). The
+ * answers we read are a status line, a few headers and a small body (an
+ * exchange's token answer about 700 bytes in all); headers are gathered
+ * across reads, so a longer answer only takes more reads. */
+#define HTTP_RECV_BUFFER 1024L
+/* A kept call keeps its buffers (header lines, request body, answer) up to
+ * this size each for the next call; a bigger one is freed when the call ends.
+ * It holds a call without a token whole (the bench's: header lines 185
+ * bytes, R7 body 234, no answer body), so auth none allocates nothing per
+ * call. Not a bearer's header lines (about 630), a token exchange's request
+ * (1,010) or its answer (470): kept up to 4 KiB, every pooled call grew to
+ * the largest of each it ever held, 2.7 KiB a call (issue 10: with
+ * token = exchange 0.55 MB of the heap at 220 calls in flight). */
+#define HTTP_KEEP_BUF 256
 /* No curl adds "Expect: 100-continue" to a CURLOPT_POSTFIELDS body of this
  * many bytes or fewer (the threshold was 1 KiB, it is 1 MiB since 7.6x), so
  * the "Expect:" line that turns it off is only sent along with a bigger body:
@@ -290,7 +298,7 @@ static int
 body_reserve(struct http_call *c, size_t extra)
 {
 	size_t need = c->body_len + extra + 1;
-	size_t cap = c->body_cap ? c->body_cap : 1024;
+	size_t cap = c->body_cap ? c->body_cap : HTTP_KEEP_BUF;
 	char *p;
 
 	if (need <= c->body_cap)
@@ -557,8 +565,8 @@ buf_reserve(char **p, size_t *cap, size_t need)
 
 	if (need <= *cap)
 		return 0;
-	if (need < 256)
-		need = 256;
+	if (need < HTTP_KEEP_BUF)
+		need = HTTP_KEEP_BUF;
 	n = malloc(need);
 	if (n == NULL)
 		return -1;

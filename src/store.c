@@ -43,8 +43,15 @@ store_keys_init(struct store_keys *k, const char *prefix, const char *consumer)
 int
 store_decision_key(const struct store_keys *k, const char *id, char *buf, size_t n)
 {
-	int w = snprintf(buf, n, "%s%s", k->decision_prefix, id);
-	return w < 0 || (size_t)w >= n ? -1 : 0;
+	/* Not snprintf: ejob builds the key on the stack at every read and
+	 * transition of a job instead of keeping it (issue 10, RSS). */
+	size_t pl = strlen(k->decision_prefix), il = strlen(id);
+
+	if (pl >= n || il >= n - pl)
+		return -1;
+	memcpy(buf, k->decision_prefix, pl);
+	memcpy(buf + pl, id, il + 1);
+	return 0;
 }
 
 static const char *const replies[STORE_REPLY_COUNT] = {

@@ -831,6 +831,40 @@ test_replies_map_back(void **state)
 			fail_msg("no script returns '%s'", store_reply_name((enum store_reply)i));
 }
 
+/* The decision key of the longest prefix and id: ejob builds it on the stack
+ * in a buffer of STORE_KEY_MAX + RECORD_ID_MAX + 1 at every read and
+ * transition, so it must fit there, and a buffer a byte short is refused. */
+static void
+test_decision_key_longest(void **state)
+{
+	struct store_keys k;
+	char prefix[STORE_KEY_MAX], id[RECORD_ID_MAX + 1], want[STORE_KEY_MAX + RECORD_ID_MAX + 1];
+	char buf[STORE_KEY_MAX + RECORD_ID_MAX + 1];
+	size_t plen = STORE_KEY_MAX - 1 - strlen(":decision:");
+
+	(void)state;
+	memset(prefix, 'p', plen);
+	prefix[plen] = '\0';
+	assert_int_equal(store_keys_init(&k, prefix, "c"), -1);	/* "<prefix>:consumer:c" */
+	plen = STORE_KEY_MAX - 1 - strlen(":consumer:c");
+	prefix[plen] = '\0';
+	assert_int_equal(store_keys_init(&k, prefix, "c"), 0);
+	memset(id, 'i', RECORD_ID_MAX);
+	id[RECORD_ID_MAX] = '\0';
+	snprintf(want, sizeof want, "%s%s", k.decision_prefix, id);
+	size_t len = strlen(want);
+	assert_true(len < sizeof buf);
+	assert_int_equal(store_decision_key(&k, id, buf, sizeof buf), 0);
+	assert_string_equal(buf, want);
+	assert_int_equal(store_decision_key(&k, id, buf, len + 1), 0);
+	assert_string_equal(buf, want);
+	assert_int_equal(store_decision_key(&k, id, buf, len), -1);
+	assert_int_equal(store_decision_key(&k, "", buf, strlen(k.decision_prefix)), -1);
+	assert_int_equal(store_decision_key(&k, "", buf, strlen(k.decision_prefix) + 1), 0);
+	assert_string_equal(buf, k.decision_prefix);
+	assert_int_equal(store_decision_key(&k, id, buf, 0), -1);
+}
+
 /* The P:dead entry the transition writes has exactly store_dead_fields. */
 static void
 test_dead_fields_match_script(void **state)
@@ -916,6 +950,7 @@ main(void)
 		cmocka_unit_test(test_batch_refusals),
 		cmocka_unit_test(test_batch_copies),
 		cmocka_unit_test(test_replies_map_back),
+		cmocka_unit_test(test_decision_key_longest),
 		cmocka_unit_test(test_dead_fields_match_script),
 		cmocka_unit_test(test_terminal_from_job_table),
 	};
