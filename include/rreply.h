@@ -17,6 +17,14 @@
 
 struct redisReplyObjectFunctions;	/* hiredis' (read.h) */
 
+/* The most elements an array reply may announce: hiredis 0.14 allocates the
+ * element vector the header names before a single element arrives, so a
+ * broken or hostile "*388888888" would take 3 GB. More is refused as out of
+ * memory (hiredis ends the connection; rconn reconnects). No reply the
+ * daemon asks for comes near it: its reads and scans are capped at a few
+ * hundred entries. */
+#define RREPLY_MAX_ELEMENTS (1 << 20)
+
 /* The functions to put in a redisReader's `fn` (hiredis keeps the pointer:
  * static storage, never freed). */
 struct redisReplyObjectFunctions *rreply_functions(void);

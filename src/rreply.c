@@ -48,7 +48,7 @@ create_array(const redisReadTask *task, int elements)
 	size_t n = elements > 0 ? (size_t)elements : 0;
 	redisReply *r;
 
-	if (n > (SIZE_MAX - sizeof *r) / sizeof(redisReply *))
+	if (n > RREPLY_MAX_ELEMENTS)
 		return NULL;
 	r = object(task, REDIS_REPLY_ARRAY, n * sizeof(redisReply *));
 	if (r == NULL)

@@ -132,6 +132,33 @@ test_partial_freed(void **state)
 	redisReaderFree(r);
 }
 
+/* An array announcing more than RREPLY_MAX_ELEMENTS elements is refused
+ * (hiredis calls it out of memory) before anything is allocated for it;
+ * one at the limit is read. */
+static void
+test_too_many_elements(void **state)
+{
+	char head[32];
+	redisReader *r = redisReaderCreateWithFunctions(rreply_functions());
+	void *reply = NULL;
+
+	(void)state;
+	assert_non_null(r);
+	snprintf(head, sizeof head, "*%d\r\n", RREPLY_MAX_ELEMENTS + 1);
+	assert_int_equal(redisReaderFeed(r, head, strlen(head)), REDIS_OK);
+	assert_int_equal(redisReaderGetReply(r, &reply), REDIS_ERR);
+	assert_null(reply);
+	redisReaderFree(r);
+
+	r = redisReaderCreateWithFunctions(rreply_functions());
+	assert_non_null(r);
+	snprintf(head, sizeof head, "*%d\r\n", RREPLY_MAX_ELEMENTS);
+	assert_int_equal(redisReaderFeed(r, head, strlen(head)), REDIS_OK);
+	assert_int_equal(redisReaderGetReply(r, &reply), REDIS_OK);
+	assert_null(reply);	/* waiting for the elements */
+	redisReaderFree(r);
+}
+
 /* Many replies in one feed come out one by one, each its own tree. */
 static void
 test_pipeline(void **state)
@@ -167,6 +194,7 @@ main(void)
 		cmocka_unit_test(test_same_trees),
 		cmocka_unit_test(test_partial_freed),
 		cmocka_unit_test(test_pipeline),
+		cmocka_unit_test(test_too_many_elements),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
