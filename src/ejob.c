@@ -1116,11 +1116,12 @@ after_load(struct rconn *rc, const struct sreply *r, void *arg)
 	ejob_unref(j);
 }
 
+/* HGETALL of the record's hash, whose key the caller built (ejobs_admit
+ * checks it while building it; a retry builds it again). */
 static void
-start_load(struct ejob *j)
+load_key(struct ejob *j, const char *key)
 {
-	struct hash_key key;
-	const char *argv[] = {"HGETALL", hash_key_of(j, &key)};
+	const char *argv[] = {"HGETALL", key};
 
 	if (rconn_commandv(env_of(j)->cmd, after_load, j, 2, argv, NULL) < 0) {
 		redis_retry(j, T_LOAD_RETRY);	/* stays in hand: reads wait too */
@@ -1128,6 +1129,14 @@ start_load(struct ejob *j)
 	}
 	j->refs++;
 	j->wait = W_LOAD;
+}
+
+static void
+start_load(struct ejob *j)
+{
+	struct hash_key key;
+
+	load_key(j, hash_key_of(j, &key));
 }
 
 void
@@ -1149,7 +1158,7 @@ ejobs_admit(struct ejobs *s, const char *stream_id, const char *id, int deliveri
 		return;
 	}
 	copy_cut(j->id, sizeof j->id, id);
-	start_load(j);
+	load_key(j, key.s);
 }
 
 /* ------------------------------------------------------------------ */

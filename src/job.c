@@ -12,6 +12,7 @@
 
 #include "backoff.h"
 #include "names.h"
+#include "resp.h"
 #include "wtime.h"
 
 #define RETRY_AFTER_MAX_S	86400	/* a day: longer is past any sane deadline */
@@ -140,16 +141,12 @@ detail_put(struct job_step *st, size_t at, const char *s)
 static size_t
 detail_put_int(struct job_step *st, size_t at, long long v)
 {
-	char buf[24], *p = buf + sizeof buf;
-	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+	char buf[24], *p = buf;
 
-	*--p = '\0';
-	do
-		*--p = (char)('0' + u % 10);
-	while ((u /= 10) != 0);
 	if (v < 0)
-		*--p = '-';
-	return detail_put(st, at, p);
+		*p++ = '-';
+	*resp_put_dec(p, v < 0 ? (size_t)(0ULL - (unsigned long long)v) : (size_t)v) = '\0';
+	return detail_put(st, at, buf);
 }
 
 /* now + delay without wrapping: a far-off time is simply past the deadline. */
