@@ -1,16 +1,20 @@
 /*
- * rreply: the reply objects hiredis' reader builds for rconn, each in one
- * allocation. hiredis' own functions make a string reply in two (the
- * object, then its bytes) and an array in two (the object, then its element
- * vector); a job's replies are about 15 objects, and the allocator's slow
- * path (bursts of a batch's replies overflow glibc's per-thread cache) was
- * a visible part of the daemon's cost (bench/README.md, lever 24).
+ * rreply: the reply objects hiredis' reader builds for rconn, a whole reply
+ * in a few allocations. hiredis' own functions make each string in two (the
+ * object, then its bytes) and each array in two (the object, then its
+ * element vector): a job's replies were about 20 allocations, and the
+ * allocator was a visible part of the daemon's cost (bench/README.md,
+ * levers 24 and 28). Here an object's bytes or vector follow it in its
+ * block, and a reply's objects are carved from an arena its first (root)
+ * object heads: one allocation for most replies, one more for each 4 KiB
+ * beyond about 64 bytes an element.
  *
  * The objects are hiredis' struct redisReply, laid out as hiredis reads
  * them (str and element point into the same block), so every reader of a
- * reply is unchanged. They must be freed only through rreply's freeObject,
- * which hiredis calls once a callback returned; never with
- * freeReplyObject. Pure: no state, safe in any thread.
+ * reply is unchanged. A reply must be freed only whole (its root), only
+ * through rreply's freeObject, which hiredis calls once a callback
+ * returned; never with freeReplyObject, and no element on its own. Pure: no
+ * state, safe in any thread.
  */
 #ifndef WARRANTD_RREPLY_H
 #define WARRANTD_RREPLY_H

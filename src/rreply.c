@@ -1,22 +1,119 @@
 /*
- * rreply: hiredis reply objects in one allocation each (rreply.h).
+ * rreply: hiredis reply objects, a whole reply in a few allocations
+ * (rreply.h).
+ *
+ * A reply's first object (its root) is allocated with a header before it:
+ * an arena the rest of the reply's objects are carved from. The root of an
+ * array has room for about 64 bytes an element after its own vector; what
+ * does not fit goes into chunks of CHUNK bytes (or one object's size, when
+ * larger), linked from the header and freed with the root.
  */
 #include "rreply.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <hiredis/hiredis.h>
 
+#define ALIGN		16	/* as malloc's: a redisReply holds pointers and a long long */
+#define CHUNK		4096	/* a new chunk's size, unless one object needs more */
+#define ROOT_PER_ELEMENT 64	/* a root array's room for each element's object... */
+#define ROOT_ROOM_MAX	4096	/* ...up to this much */
+
+struct chunk {
+	struct chunk *next;
+};
+
+/* Before every root; a multiple of ALIGN, so the root is aligned too. */
+union arena {
+	struct {
+		struct chunk *chunks;	/* newest first; each freed with the root */
+		char *next, *end;	/* room left in the newest block */
+	} a;
+	max_align_t align;
+	char pad[32];
+};
+
+static size_t
+round_up(size_t n)
+{
+	return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+}
+
+static union arena *
+arena_of(const redisReply *root)
+{
+	return (union arena *)(void *)((char *)(uintptr_t)root - sizeof(union arena));
+}
+
+/* The reply the task's object belongs to: hiredis builds it top down, so
+ * the root's object exists before any of its elements'. */
+static redisReply *
+root_of(const redisReadTask *task)
+{
+	while (task->parent != NULL)
+		task = task->parent;
+	return task->obj;
+}
+
+/* `size` bytes (a multiple of ALIGN) from the root's arena; NULL when out
+ * of memory. */
+static void *
+carve(union arena *ar, size_t size)
+{
+	char *p;
+
+	if ((size_t)(ar->a.end - ar->a.next) < size) {
+		size_t cap = size > CHUNK ? size : CHUNK;
+		struct chunk *c;
+
+		if (cap > SIZE_MAX - round_up(sizeof *c) || (c = malloc(round_up(sizeof *c) + cap)) == NULL)
+			return NULL;
+		c->next = ar->a.chunks;
+		ar->a.chunks = c;
+		ar->a.next = (char *)c + round_up(sizeof *c);
+		ar->a.end = ar->a.next + cap;
+	}
+	p = ar->a.next;
+	ar->a.next += size;
+	return p;
+}
+
+/* A root: the arena's header, the object, `extra` bytes after it, and
+ * `room` bytes of arena. */
+static redisReply *
+root_new(size_t extra, size_t room)
+{
+	union arena *ar;
+	size_t body;
+
+	if (extra > SIZE_MAX / 2 - sizeof(redisReply) - sizeof *ar - room)
+		return NULL;
+	body = round_up(sizeof(redisReply) + extra);
+	if ((ar = malloc(sizeof *ar + body + room)) == NULL)
+		return NULL;
+	ar->a.chunks = NULL;
+	ar->a.next = (char *)(ar + 1) + body;
+	ar->a.end = ar->a.next + room;
+	return (redisReply *)(void *)(ar + 1);
+}
+
 /* A new object of `extra` more bytes after it, linked into its parent's
  * element vector as hiredis' own functions do. NULL when out of memory. */
 static redisReply *
-object(const redisReadTask *task, int type, size_t extra)
+object(const redisReadTask *task, int type, size_t extra, size_t room)
 {
 	redisReply *r;
 
-	if (extra > SIZE_MAX - sizeof *r || (r = malloc(sizeof *r + extra)) == NULL)
+	if (task->parent == NULL)
+		r = root_new(extra, room);
+	else if (extra > SIZE_MAX / 2 - sizeof *r)
+		r = NULL;
+	else
+		r = carve(arena_of(root_of(task)), round_up(sizeof *r + extra));
+	if (r == NULL)
 		return NULL;
 	memset(r, 0, sizeof *r);
 	r->type = type;
@@ -32,7 +129,7 @@ create_string(const redisReadTask *task, char *str, size_t len)
 {
 	if (len == SIZE_MAX)
 		return NULL;
-	redisReply *r = object(task, task->type, len + 1);
+	redisReply *r = object(task, task->type, len + 1, 0);
 	if (r == NULL)
 		return NULL;
 	r->str = (char *)(r + 1);
@@ -46,11 +143,12 @@ static void *
 create_array(const redisReadTask *task, int elements)
 {
 	size_t n = elements > 0 ? (size_t)elements : 0;
+	size_t room = n < ROOT_ROOM_MAX / ROOT_PER_ELEMENT ? n * ROOT_PER_ELEMENT : ROOT_ROOM_MAX;
 	redisReply *r;
 
 	if (n > RREPLY_MAX_ELEMENTS)
 		return NULL;
-	r = object(task, REDIS_REPLY_ARRAY, n * sizeof(redisReply *));
+	r = object(task, REDIS_REPLY_ARRAY, n * sizeof(redisReply *), room);
 	if (r == NULL)
 		return NULL;
 	if (n > 0) {
@@ -65,7 +163,7 @@ create_array(const redisReadTask *task, int elements)
 static void *
 create_integer(const redisReadTask *task, long long value)
 {
-	redisReply *r = object(task, REDIS_REPLY_INTEGER, 0);
+	redisReply *r = object(task, REDIS_REPLY_INTEGER, 0, 0);
 
 	if (r != NULL)
 		r->integer = value;
@@ -75,20 +173,24 @@ create_integer(const redisReadTask *task, long long value)
 static void *
 create_nil(const redisReadTask *task)
 {
-	return object(task, REDIS_REPLY_NIL, 0);
+	return object(task, REDIS_REPLY_NIL, 0, 0);
 }
 
+/* hiredis frees only roots: a finished reply after its callback, or the
+ * one it was building when the input broke or the reader was freed. */
 static void
 free_object(void *reply)
 {
-	redisReply *r = reply;
+	union arena *ar;
 
-	if (r == NULL)
+	if (reply == NULL)
 		return;
-	if (r->type == REDIS_REPLY_ARRAY)
-		for (size_t i = 0; i < r->elements; i++)
-			free_object(r->element[i]);
-	free(r);
+	ar = arena_of(reply);
+	for (struct chunk *c = ar->a.chunks, *next; c != NULL; c = next) {
+		next = c->next;
+		free(c);
+	}
+	free(ar);
 }
 
 static redisReplyObjectFunctions functions = {

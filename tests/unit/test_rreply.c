@@ -159,6 +159,76 @@ test_too_many_elements(void **state)
 	redisReaderFree(r);
 }
 
+/* A reply of many elements, long strings and nested arrays, as a batch's
+ * or a full read's is: it outgrows the root's room and takes several
+ * chunks, one of them larger than a chunk for one long string. */
+static size_t
+big_reply(char *buf, size_t cap, size_t *cut)
+{
+	static char bulk[9000];
+	size_t len = 0;
+
+	memset(bulk, 'x', sizeof bulk);
+	len += (size_t)snprintf(buf + len, cap - len, "*300\r\n");
+	for (int i = 0; i < 300; i++) {
+		if (i == 200)
+			*cut = len;	/* an element's start */
+		int slen = i == 151 ? (int)sizeof bulk : (i * 7) % 200;
+		if (i % 3 == 0) {
+			len += (size_t)snprintf(buf + len, cap - len, "*3\r\n:%d\r\n$%d\r\n", i, slen);
+			memcpy(buf + len, bulk, (size_t)slen);
+			len += (size_t)slen;
+			len += (size_t)snprintf(buf + len, cap - len, "\r\n$-1\r\n");
+		} else {
+			len += (size_t)snprintf(buf + len, cap - len, "$%d\r\n", slen);
+			memcpy(buf + len, bulk, (size_t)slen);
+			len += (size_t)slen;
+			len += (size_t)snprintf(buf + len, cap - len, "\r\n");
+		}
+		assert_true(len < cap - 16384);
+	}
+	return len;
+}
+
+/* A reply spanning chunks reads as hiredis' own reader reads it, fed whole
+ * and a few bytes at a time; cut off after some chunks and then broken,
+ * the reader frees every chunk (ASan would report a leak). */
+static void
+test_many_chunks(void **state)
+{
+	static char buf[96 * 1024];
+	size_t cut = 0, len = big_reply(buf, sizeof buf, &cut);
+	redisReader *r;
+	void *reply = NULL;
+
+	(void)state;
+	for (size_t step = 0; step <= 7; step += 7) {
+		redisReader *mine = redisReaderCreateWithFunctions(rreply_functions());
+		redisReader *theirs = redisReaderCreate();
+		assert_non_null(mine);
+		assert_non_null(theirs);
+		redisReply *a = read_one(mine, buf, len, step);
+		redisReply *b = read_one(theirs, buf, len, 0);
+		assert_int_equal(a->elements, 300);
+		assert_int_equal(a->element[151]->len, 9000);
+		same_tree(a, b);
+		rreply_functions()->freeObject(a);
+		freeReplyObject(b);
+		redisReaderFree(mine);
+		redisReaderFree(theirs);
+	}
+
+	r = redisReaderCreateWithFunctions(rreply_functions());
+	assert_non_null(r);
+	assert_int_equal(redisReaderFeed(r, buf, cut), REDIS_OK);
+	assert_int_equal(redisReaderGetReply(r, &reply), REDIS_OK);
+	assert_null(reply);
+	assert_int_equal(redisReaderFeed(r, "!oops\r\n", 7), REDIS_OK);
+	assert_int_equal(redisReaderGetReply(r, &reply), REDIS_ERR);
+	assert_null(reply);
+	redisReaderFree(r);
+}
+
 /* Many replies in one feed come out one by one, each its own tree. */
 static void
 test_pipeline(void **state)
@@ -195,6 +265,7 @@ main(void)
 		cmocka_unit_test(test_partial_freed),
 		cmocka_unit_test(test_pipeline),
 		cmocka_unit_test(test_too_many_elements),
+		cmocka_unit_test(test_many_chunks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
