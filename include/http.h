@@ -61,7 +61,9 @@ struct http_response {
 typedef void http_done_cb(const struct http_response *resp, void *arg);
 
 /* A client on `loop` (borrowed: it must outlive the client). Caller frees with
- * http_client_free. NULL on failure. */
+ * http_client_free. NULL on failure. Proxies come from the environment, as
+ * curl reads them (http_proxy, https_proxy, all_proxy, no_proxy), as it was
+ * when the client was made. */
 struct http_client *http_client_new(struct ev_loop *loop)
 	__attribute__((warn_unused_result));
 

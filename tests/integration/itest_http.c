@@ -319,6 +319,73 @@ test_connection_refused(void **state)
 	http_client_free(hc);
 }
 
+/* A port bound but not listening: a call straight to it is refused. */
+static int
+refusing_port(int *fd)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	socklen_t len = sizeof(sa);
+
+	*fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(*fd >= 0);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(*fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(getsockname(*fd, (struct sockaddr *)&sa, &len), 0);
+	return ntohs(sa.sin_port);
+}
+
+/* One POST to `url` by a client made with the environment as it is now. */
+static void
+post_once(const char *url, struct res *r)
+{
+	struct http_client *hc = http_client_new(loop);
+
+	assert_non_null(hc);
+	start(hc, "POST", url, NULL, "{}", 5000, r, NULL);
+	assert_int_equal(h_loop_run_until(loop, res_done, r, WAIT_MS), 0);
+	http_client_free(hc);
+}
+
+/* http_proxy in the environment when the client is made sends its calls
+ * through that proxy (the fake answers, and saw the absolute URL), no_proxy
+ * exempts a host, and with neither the call goes straight to the target. */
+static void
+test_proxy_from_environment(void **state)
+{
+	struct res r = {0};
+	char url[128];
+	json_t *reqs;
+	int fd, port = refusing_port(&fd);
+
+	(void)state;
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/via/proxy", port);
+	assert_int_equal(setenv("http_proxy", fake.url, 1), 0);
+	post_once(url, &r);
+	assert_int_equal(r.status, 200);
+	reqs = fake_get_json("/_requests");
+	assert_int_equal(json_array_size(reqs), 1);
+	assert_string_equal(jstr(json_array_get(reqs, 0), "path"), url);
+	json_decref(reqs);
+	res_clear(&r);
+
+	assert_int_equal(setenv("no_proxy", "127.0.0.1", 1), 0);
+	post_once(url, &r);
+	assert_int_equal(r.status, 0);
+	assert_true(strlen(r.error) > 0);
+	res_clear(&r);
+	assert_int_equal(unsetenv("no_proxy"), 0);
+	assert_int_equal(unsetenv("http_proxy"), 0);
+
+	post_once(url, &r);
+	assert_int_equal(r.status, 0);
+	assert_true(strlen(r.error) > 0);
+	res_clear(&r);
+	reqs = fake_get_json("/_requests");
+	assert_int_equal(json_array_size(reqs), 1);	/* nothing more came by the proxy */
+	json_decref(reqs);
+	close(fd);
+}
+
 /* A target slower than the timeout: timed_out, status 0, and on time. */
 static void
 test_timeout(void **state)
@@ -1114,6 +1181,7 @@ main(void)
 		cmocka_unit_test_setup(test_put_with_userpwd, reset_fake),
 		cmocka_unit_test_setup(test_status_and_headers, reset_fake),
 		cmocka_unit_test_setup(test_connection_refused, reset_fake),
+		cmocka_unit_test_setup(test_proxy_from_environment, reset_fake),
 		cmocka_unit_test_setup(test_timeout, reset_fake),
 		cmocka_unit_test_setup(test_keepalive_sequential, reset_fake),
 		cmocka_unit_test_setup(test_concurrent_and_reuse, reset_fake),
