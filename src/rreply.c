@@ -42,10 +42,11 @@ round_up(size_t n)
 	return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1);
 }
 
+/* The header the root was allocated behind (root_new). */
 static union arena *
-arena_of(const redisReply *root)
+arena_of(redisReply *root)
 {
-	return (union arena *)(void *)((char *)(uintptr_t)root - sizeof(union arena));
+	return (union arena *)(void *)root - 1;
 }
 
 /* The reply the task's object belongs to: hiredis builds it top down, so
