@@ -12,6 +12,8 @@
 # the one number commandstats' microseconds cannot give on a busy host. MODE is off
 # [default], hs256 or es256; the target is nginx answering 204 when installed,
 # else fake_target; 64 in flight (BENCH_CG_IN_FLIGHT), log_level = warn.
+# With BENCH_CG_STRACE=1 the daemon runs under `strace -f -c` instead: its
+# system calls per job, and how many of them failed (EEXIST, EAGAIN).
 # BENCH_CG_KEEP=1 keeps the temp dir (callgrind.out.N* for
 # callgrind_annotate). Everything it starts is stopped by PID.
 set -eu
@@ -50,6 +52,7 @@ die() { echo "callgrind: $*" >&2; exit 1; }
 rcli() { redis-cli -s "$sock" "$@"; }
 
 CG_REDIS=${BENCH_CG_REDIS:-}
+CG_STRACE=${BENCH_CG_STRACE:-}
 start_redis() {	# a fresh one per run under BENCH_CG_REDIS (callgrind counts from its start)
 	stop_pid "$redis_pid"
 	rm -f "$sock"
@@ -121,6 +124,9 @@ run() {
 	if [ -n "$CG_REDIS" ]; then
 		callgrind_control -z "$redis_pid" >/dev/null || die "callgrind_control -z failed"
 		"$build/bin/warrantd" -c "$tmp/warrantd.ini" 2>"$tmp/daemon.$1.log" &
+	elif [ -n "$CG_STRACE" ]; then
+		strace -f -c -o "$tmp/strace.$1" \
+		    "$build/bin/warrantd" -c "$tmp/warrantd.ini" 2>"$tmp/daemon.$1.log" &
 	else
 		valgrind --tool=callgrind --callgrind-out-file="$tmp/callgrind.out.$1" \
 		    "$build/bin/warrantd" -c "$tmp/warrantd.ini" 2>"$tmp/daemon.$1.log" &
@@ -134,6 +140,9 @@ run() {
 		sleep 0.1
 	done
 	rcli INFO commandstats >"$tmp/stats.$1"
+	# strace's tracee is stopped first: strace itself, told to stop, would
+	# leave it running and write no table
+	[ -z "$CG_STRACE" ] || stop_pid "$(pgrep -P "$daemon_pid" | head -n 1)"
 	stop_pid "$daemon_pid"
 	daemon_pid=
 	[ -z "$CG_REDIS" ] || callgrind_control -d "$redis_pid" >/dev/null ||
@@ -141,6 +150,16 @@ run() {
 	[ "$(rcli EVAL "local n = 0 for i = 1, tonumber(ARGV[2]) do
 	    if redis.call('HGET', ARGV[1] .. i, 'state') == 'done' then n = n + 1 end end
 	    return n" 0 "$PREFIX:decision:bench-" "$1")" = "$1" ] || die "not every job is done"
+	if [ -n "$CG_STRACE" ]; then	# strace writes its table as the daemon exits
+		i=0
+		until grep -q '^100' "$tmp/strace.$1" 2>/dev/null; do
+			i=$((i + 1))
+			[ $i -lt 600 ] || die "no strace summary for $1 jobs"
+			sleep 0.1
+		done
+		: >"$tmp/ir.$1"
+		return
+	fi
 	if [ -n "$CG_REDIS" ]; then	# the dump after the zeroing: the jobs' run
 		# callgrind_control -d writes redis.cg.N.1, .2, ...: the newest
 		# shellcheck disable=SC2012
@@ -153,6 +172,25 @@ run() {
 
 run "$N1"
 run "$N2"
+if [ -n "$CG_STRACE" ]; then
+	# "% time seconds usecs/call calls [errors] syscall": calls per job as
+	# the difference of the two runs, and the failed ones among them
+	awk -v n1="$N1" -v n2="$N2" '
+		FNR == 1 { run++ }
+		$1 ~ /^[0-9.]+$/ && NF >= 5 && $NF != "total" {
+			e = NF == 6 ? $5 : 0
+			c[run, $NF] = $4; f[run, $NF] = e; names[$NF] = 1
+		}
+		END {
+			for (k in names) {
+				d = (c[2, k] - c[1, k]) / (n2 - n1)
+				if (d >= 0.005)
+					printf "strace %-14s %6.2f calls/job %6.2f failed/job\n", k, d,
+					    (f[2, k] - f[1, k]) / (n2 - n1)
+			}
+		}' "$tmp/strace.$N1" "$tmp/strace.$N2" | sort -k3 -rn
+	exit 0
+fi
 ir1=$(cat "$tmp/ir.$N1")
 ir2=$(cat "$tmp/ir.$N2")
 awk -v a="$ir1" -v b="$ir2" -v n1="$N1" -v n2="$N2" -v m="$MODE" \
