@@ -150,14 +150,8 @@ run() {
 	[ "$(rcli EVAL "local n = 0 for i = 1, tonumber(ARGV[2]) do
 	    if redis.call('HGET', ARGV[1] .. i, 'state') == 'done' then n = n + 1 end end
 	    return n" 0 "$PREFIX:decision:bench-" "$1")" = "$1" ] || die "not every job is done"
-	if [ -n "$CG_STRACE" ]; then	# strace writes its table as the daemon exits
-		i=0
-		until grep -q '^100' "$tmp/strace.$1" 2>/dev/null; do
-			i=$((i + 1))
-			[ $i -lt 600 ] || die "no strace summary for $1 jobs"
-			sleep 0.1
-		done
-		: >"$tmp/ir.$1"
+	if [ -n "$CG_STRACE" ]; then	# strace wrote its table as it exited
+		grep -q '^100' "$tmp/strace.$1" || die "no strace table for $1 jobs"
 		return
 	fi
 	if [ -n "$CG_REDIS" ]; then	# the dump after the zeroing: the jobs' run
@@ -173,22 +167,8 @@ run() {
 run "$N1"
 run "$N2"
 if [ -n "$CG_STRACE" ]; then
-	# "% time seconds usecs/call calls [errors] syscall": calls per job as
-	# the difference of the two runs, and the failed ones among them
-	awk -v n1="$N1" -v n2="$N2" '
-		FNR == 1 { run++ }
-		$1 ~ /^[0-9.]+$/ && NF >= 5 && $NF != "total" {
-			e = NF == 6 ? $5 : 0
-			c[run, $NF] = $4; f[run, $NF] = e; names[$NF] = 1
-		}
-		END {
-			for (k in names) {
-				d = (c[2, k] - c[1, k]) / (n2 - n1)
-				if (d >= 0.005)
-					printf "strace %-14s %6.2f calls/job %6.2f failed/job\n", k, d,
-					    (f[2, k] - f[1, k]) / (n2 - n1)
-			}
-		}' "$tmp/strace.$N1" "$tmp/strace.$N2" | sort -k3 -rn
+	strace_per_unit "$N1" "$N2" "$tmp/strace.$N1" "$tmp/strace.$N2" 0.005 |
+	    awk '{ printf "strace %-14s %6.2f calls/job %6.2f failed/job\n", $1, $2, $3 }'
 	exit 0
 fi
 ir1=$(cat "$tmp/ir.$N1")

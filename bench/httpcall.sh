@@ -67,16 +67,8 @@ syscalls() {	# mode -> "name calls, ..." per call
 		strace -f -c -o "$tmp/st.$1.$n" "$tmp/httpcall" "$1" "$port" "$n" >/dev/null ||
 		    die "$1 under strace failed"
 	done
-	awk -v n1="$N1" -v n2="$N2" '
-		FNR == 1 { run++ }
-		$1 ~ /^[0-9.]+$/ && NF >= 5 && $NF != "total" { c[run, $NF] = $4; k[$NF] = 1 }
-		END {
-			for (s in k) {
-				d = (c[2, s] - c[1, s]) / (n2 - n1)
-				if (d >= 0.05) out = out sprintf("%s%s %.2f", out == "" ? "" : ", ", s, d)
-			}
-			print out
-		}' "$tmp/st.$1.$N1" "$tmp/st.$1.$N2"
+	strace_per_unit "$N1" "$N2" "$tmp/st.$1.$N1" "$tmp/st.$1.$N2" 0.05 |
+	    awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2 } END { print "" }'
 }
 
 echo "# httpcall: one keep-alive POST with R7's headers to $nginx_name; $N2 calls a run"

@@ -101,3 +101,22 @@ start_fake_target() {
 	wait_for 100 test -s "$tmp/target.port" || die "fake_target did not start"
 	target_url=http://127.0.0.1:$(cat "$tmp/target.port")
 }
+
+# Two `strace -c` tables ($3, $4) of runs over $1 and $2 units (jobs, calls):
+# "name calls failed" a line, per unit, the difference of the two runs (so
+# start-up and shut-down cancel), for every call made at least $5 times a unit.
+strace_per_unit() {
+	awk -v n1="$1" -v n2="$2" -v least="$5" '
+		FNR == 1 { run++ }
+		# "% time seconds usecs/call calls [errors] syscall"
+		$1 ~ /^[0-9.]+$/ && NF >= 5 && $NF != "total" {
+			c[run, $NF] = $4; f[run, $NF] = NF == 6 ? $5 : 0; names[$NF] = 1
+		}
+		END {
+			for (k in names) {
+				d = (c[2, k] - c[1, k]) / (n2 - n1)
+				if (d >= least)
+					printf "%s %.2f %.2f\n", k, d, (f[2, k] - f[1, k]) / (n2 - n1)
+			}
+		}' "$3" "$4" | sort -k2 -rn
+}
