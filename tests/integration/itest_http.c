@@ -35,6 +35,19 @@
 
 static struct h_fake fake;
 static struct ev_loop *loop;
+/* The whole group runs twice: through curl, then with the native client on
+ * (http_client_set_native), which must behave the same in every test. */
+static int native_mode;
+
+static struct http_client *
+new_client(void)
+{
+	struct http_client *hc = http_client_new(loop);
+
+	if (hc != NULL)
+		http_client_set_native(hc, native_mode);
+	return hc;
+}
 
 /* What a callback saw, copied out of the response. */
 struct res {
@@ -181,7 +194,7 @@ test_post_headers_and_body(void **state)
 		"Content-Type: application/json", "Warrant-On-Behalf-Of: operator:4417",
 		"Warrant-Basis: role:gatekeeper", NULL,
 	};
-	struct http_client *hc = http_client_new(loop);
+	struct http_client *hc = new_client();
 	struct res r = {0};
 	char url[256];
 	json_t *reqs, *rec;
@@ -215,6 +228,38 @@ test_post_headers_and_body(void **state)
 	http_client_free(hc);
 }
 
+/* A request body far over a socket's buffer goes out in many writes, whole
+ * (through the native client: sendmsg's partial writes and EV_WRITE). */
+static void
+test_big_request_body(void **state)
+{
+	enum { BIG = 8 << 20 };
+	const char *headers[] = {"Idempotency-Key: big-1", "Content-Type: text/plain", NULL};
+	struct http_client *hc = new_client();
+	struct res r = {0};
+	char url[256], *body = malloc(BIG + 1);
+	json_t *reqs;
+
+	(void)state;
+	assert_non_null(hc);
+	assert_non_null(body);
+	memset(body, 'a', BIG);
+	body[BIG - 1] = 'z';
+	body[BIG] = '\0';
+	action_url(url, sizeof(url), "/big");
+	start(hc, "POST", url, headers, body, 20000, &r, NULL);
+	assert_int_equal(h_loop_run_until(loop, res_done, &r, WAIT_MS), 0);
+	assert_int_equal(r.status, 200);
+	reqs = fake_get_json("/_requests");
+	assert_int_equal(json_array_size(reqs), 1);
+	assert_int_equal(strlen(jstr(json_array_get(reqs, 0), "body")), BIG);
+	assert_string_equal(jstr(json_array_get(reqs, 0), "body"), body);
+	json_decref(reqs);
+	free(body);
+	res_clear(&r);
+	http_client_free(hc);
+}
+
 /* Another method with a body, and Basic auth from userpwd. */
 static void
 test_put_with_userpwd(void **state)
@@ -224,7 +269,7 @@ test_put_with_userpwd(void **state)
 		.method = "PUT", .headers = headers, .body = "a=1&b=2", .body_len = 7,
 		.timeout_ms = 5000, .userpwd = "client%3Aid:s%2Bcret",
 	};
-	struct http_client *hc = http_client_new(loop);
+	struct http_client *hc = new_client();
 	struct res r = {0};
 	char url[256];
 	json_t *reqs, *rec;
@@ -254,7 +299,7 @@ test_status_and_headers(void **state)
 	const char *h200[] = {"Idempotency-Key: k200", NULL};
 	const char *h503[] = {"Idempotency-Key: k503", NULL};
 	const char *h401[] = {"Idempotency-Key: k401", NULL};
-	struct http_client *hc = http_client_new(loop);
+	struct http_client *hc = new_client();
 	struct res r[3] = {{0}};
 	struct res_set set = {r, 3};
 	char url[256];
@@ -296,7 +341,7 @@ test_connection_refused(void **state)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	socklen_t len = sizeof(sa);
-	struct http_client *hc = http_client_new(loop);
+	struct http_client *hc = new_client();
 	struct res r = {0};
 	char url[128];
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -314,6 +359,12 @@ test_connection_refused(void **state)
 	assert_int_equal(r.status, 0);
 	assert_int_equal(r.timed_out, 0);
 	assert_true(strlen(r.error) > 0);
+	/* the native client says the system's words (curl: "Couldn't
+	 * connect to server"): this call did go native */
+	if (native_mode)
+		assert_non_null(strstr(r.error, "Connection refused"));
+	else
+		assert_null(strstr(r.error, "Connection refused"));
 	assert_string_equal(r.body, "");
 	res_clear(&r);
 	http_client_free(hc);
@@ -338,7 +389,7 @@ refusing_port(int *fd)
 static void
 post_once(const char *url, struct res *r)
 {
-	struct http_client *hc = http_client_new(loop);
+	struct http_client *hc = new_client();
 
 	assert_non_null(hc);
 	start(hc, "POST", url, NULL, "{}", 5000, r, NULL);
@@ -391,7 +442,7 @@ static void
 test_timeout(void **state)
 {
 	const char *headers[] = {"Idempotency-Key: slow", NULL};
-	struct http_client *hc = http_client_new(loop);
+	struct http_client *hc = new_client();
 	struct res r = {0};
 	char url[256];
 
@@ -414,7 +465,7 @@ test_timeout(void **state)
 static void
 test_keepalive_sequential(void **state)
 {
-	struct http_client *hc = http_client_new(loop);
+	struct http_client *hc = new_client();
 	struct res r = {0};
 	char url[256];
 
@@ -485,7 +536,7 @@ script_trickle(int wave)
 static void
 test_concurrent_and_reuse(void **state)
 {
-	struct http_client *hc = http_client_new(loop);
+	struct http_client *hc = new_client();
 	char url[256];
 	long first, second;
 
@@ -538,7 +589,7 @@ test_callback_reenters(void **state)
 	struct http_request fast = {.method = "POST", .body = "{}", .body_len = 2, .timeout_ms = 5000};
 
 	(void)state;
-	e.hc = http_client_new(loop);
+	e.hc = new_client();
 	assert_non_null(e.hc);
 	fake_post("/_script", "{\"per_key\": {\"victim\": [{\"status\": 200, \"delay_ms\": 20000}]}}");
 	action_url(e.url, sizeof(e.url), "/re");
@@ -599,7 +650,7 @@ no_call_in_flight(void *arg)
 static void
 test_cancel_finished_sibling(void **state)
 {
-	struct http_client *hc = http_client_new(loop);
+	struct http_client *hc = new_client();
 	struct pair p = {0};
 	struct side sides[2] = {{&p, 0}, {&p, 1}};
 	struct http_request rq = {.method = "GET", .url = "ftp://127.0.0.1/x", .timeout_ms = 5000};
@@ -708,9 +759,9 @@ test_free_with_calls_in_flight(void **state)
 	int fds_before;
 
 	(void)state;
-	http_client_free(http_client_new(loop));	/* one-time library setup done */
+	http_client_free(new_client());	/* one-time library setup done */
 	fds_before = count_fds();
-	hc = http_client_new(loop);
+	hc = new_client();
 	assert_non_null(hc);
 	fake_post("/_script", "{\"default\": {\"status\": 200, \"delay_ms\": 20000}}");
 	action_url(url, sizeof(url), "/hang");
@@ -731,7 +782,7 @@ static void
 test_bad_requests_refused(void **state)
 {
 	const char *injected[] = {"X-A: 1\r\nX-B: 2", NULL};
-	struct http_client *hc = http_client_new(loop);
+	struct http_client *hc = new_client();
 	struct http_call *call = (struct http_call *)&call;
 	struct res r = {0};
 	struct http_request rq = {.method = "POST", .url = "http://127.0.0.1:1/", .timeout_ms = 1000};
@@ -759,7 +810,7 @@ static void
 test_log_holds_no_secret(void **state)
 {
 	const char *headers[] = {"Authorization: Bearer SECRET-TOKEN-42", NULL};
-	struct http_client *hc = http_client_new(loop);
+	struct http_client *hc = new_client();
 	struct res r = {0};
 	char url[256];
 	char *path = h_write_file("http-log.txt", "");
@@ -862,7 +913,7 @@ raw_serve_once(int lfd, const char *head, size_t body_len)
 static void
 raw_exchange(const char *head, size_t body_len, struct res *r)
 {
-	struct http_client *hc = http_client_new(loop);
+	struct http_client *hc = new_client();
 	char url[64];
 	int port = 0, lfd = raw_listen(&port), status;
 	pid_t pid;
@@ -950,6 +1001,103 @@ test_redirect_and_header_case(void **state)
 	assert_string_equal(r.retry_after, "120");
 	assert_string_equal(r.www_authenticate, "Basic");
 	res_clear(&r);
+}
+
+/* A chunked answer and the 1xx heads before it are read whole; a 1xx
+ * head's fields are not the answer's. (A trailer field is left out: curl
+ * hands trailers to the header callback, the native client does not.) */
+static void
+test_chunked_after_1xx(void **state)
+{
+	struct res r = {0};
+
+	(void)state;
+	raw_exchange("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nRetry-After: 9\r\n\r\n"
+	    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+	    "4;x=y\r\nwarr\r\n3\r\nant\r\n0\r\nX-Trailer: 5\r\n\r\n", 0, &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, "warrant");
+	assert_int_equal(r.body_len, 7);
+	assert_null(r.retry_after);
+	res_clear(&r);
+}
+
+/* Child: on one connection, answers a request, reads the next one and closes
+ * without a word (a server ending a kept-alive connection just as a request
+ * came); then answers a request on a second connection. */
+static pid_t
+raw_serve_close_kept(int lfd)
+{
+	static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+	static const char ok2[] = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok2";
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid;
+	alarm(20);
+	for (int conn = 0; conn < 2; conn++) {
+		int c = accept(lfd, NULL, NULL);
+		char req[4096];
+		size_t got = 0;
+		int seen = 0;
+
+		if (c < 0)
+			_exit(1);
+		while (seen < (conn == 0 ? 2 : 1)) {
+			ssize_t n = read(c, req + got, sizeof req - 1 - got);
+			char *end;
+			if (n <= 0)
+				_exit(1);
+			got += (size_t)n;
+			req[got] = '\0';
+			while ((end = strstr(req, "\r\n\r\n")) != NULL) {
+				size_t used = (size_t)(end + 4 - req);
+				memmove(req, end + 4, got - used + 1);
+				got -= used;
+				if (++seen == 1 && write_all(c, conn == 0 ? ok : ok2,
+				    strlen(conn == 0 ? ok : ok2)) != 0)
+					_exit(1);
+			}
+		}
+		close(c);
+	}
+	_exit(0);
+}
+
+/* A request on a kept connection the server closes unanswered goes once
+ * more, on a new connection (curl does the same): the caller sees the
+ * second answer, and one connection opened for it. */
+static void
+test_kept_connection_closed_by_server(void **state)
+{
+	struct http_client *hc = new_client();
+	struct res r = {0};
+	char url[64];
+	int port = 0, lfd = raw_listen(&port), status;
+	pid_t pid;
+
+	(void)state;
+	assert_non_null(hc);
+	assert_true(lfd >= 0);
+	pid = raw_serve_close_kept(lfd);
+	assert_true(pid > 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/k", port);
+	start(hc, "GET", url, NULL, NULL, 10000, &r, NULL);
+	assert_int_equal(h_loop_run_until(loop, res_done, &r, WAIT_MS), 0);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, "ok");
+	assert_int_equal(r.connects, 1);
+	res_clear(&r);
+	start(hc, "GET", url, NULL, NULL, 10000, &r, NULL);
+	assert_int_equal(h_loop_run_until(loop, res_done, &r, WAIT_MS), 0);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, "ok2");
+	assert_int_equal(r.connects, 1);
+	res_clear(&r);
+	waitpid(pid, &status, 0);
+	close(lfd);
+	http_client_free(hc);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 /* ---- one kept-alive connection, every request recorded raw ---- */
@@ -1061,7 +1209,7 @@ test_nothing_leaks_between_calls(void **state)
 	};
 	enum { N = sizeof rq / sizeof rq[0] };
 	static char seen[N * 4096];
-	struct http_client *hc = http_client_new(loop);
+	struct http_client *hc = new_client();
 	struct res r = {0};
 	char url[64];
 	int port = 0, lfd = raw_listen(&port), pfd[2], status;
@@ -1179,6 +1327,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_post_headers_and_body, reset_fake),
 		cmocka_unit_test_setup(test_put_with_userpwd, reset_fake),
+		cmocka_unit_test_setup(test_big_request_body, reset_fake),
 		cmocka_unit_test_setup(test_status_and_headers, reset_fake),
 		cmocka_unit_test_setup(test_connection_refused, reset_fake),
 		cmocka_unit_test_setup(test_proxy_from_environment, reset_fake),
@@ -1193,9 +1342,14 @@ main(void)
 		cmocka_unit_test(test_body_cap),
 		cmocka_unit_test(test_longer_than_recv_buffer),
 		cmocka_unit_test(test_redirect_and_header_case),
+		cmocka_unit_test(test_chunked_after_1xx),
+		cmocka_unit_test(test_kept_connection_closed_by_server),
 		cmocka_unit_test(test_nothing_leaks_between_calls),
 		cmocka_unit_test(test_kept_call_poisoned),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	int failed = cmocka_run_group_tests_name("curl", tests, setup, teardown);
+
+	native_mode = 1;
+	return failed + cmocka_run_group_tests_name("native", tests, setup, teardown);
 }
