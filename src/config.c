@@ -298,6 +298,15 @@ set_signature(struct ctx *c, const struct key *k, void *field, const char *v)
 	return lookup(c, k, tbl, v, field);
 }
 
+/* [daemon] http_client: 1 for the native HTTP/1.1 client (http.h) */
+static int
+set_http_client(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	static const struct name_val tbl[] = {{"curl", 0}, {"native", 1}, {NULL, 0}};
+
+	return lookup(c, k, tbl, v, field);
+}
+
 static int
 set_alg(struct ctx *c, const struct key *k, void *field, const char *v)
 {
@@ -495,6 +504,7 @@ static const struct key daemon_keys[] = {
 	{"max_in_flight", set_long, C(daemon.max_in_flight), 1, VAL_MAX},
 	{"shutdown_grace_ms", set_long, C(daemon.shutdown_grace_ms), 0, VAL_MAX},
 	{"heartbeat_ms", set_long, C(daemon.heartbeat_ms), 1, VAL_MAX},
+	{"http_client", set_http_client, C(daemon.http_native), 0, 0},
 	{NULL, NULL, 0, 0, 0},
 };
 
