@@ -23,7 +23,9 @@
 # the range of jobs/s and of p99 beside it.
 #
 # Environment: BENCH_JOBS [20000], BENCH_IN_FLIGHT ["1 64 256"], BENCH_REPEAT [3],
-# BENCH_MODES ["off hs256 es256 oauth exchange"], BENCH_TIMEOUT_S [600, per run],
+# BENCH_MODES ["off hs256 es256 oauth exchange off-native hs256-native es256-native
+# oauth-native"] (a mode ending in -native runs with [daemon] http_client = native),
+# BENCH_TIMEOUT_S [600, per run],
 # BENCH_OUT [bench/results.txt], BENCH_KEEP_TMP (keep the temp dir).
 # Everything it starts is stopped by PID; it exits non-zero when a run does
 # not finish in time or a check fails (results.txt is then left unchanged).
@@ -34,7 +36,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "$1" && pwd)
 JOBS=${BENCH_JOBS:-20000}
 FLIGHTS=${BENCH_IN_FLIGHT:-"1 64 256"}
-MODES=${BENCH_MODES:-"off hs256 es256 oauth exchange"}
+MODES=${BENCH_MODES:-"off hs256 es256 oauth exchange off-native hs256-native es256-native oauth-native"}
 TIMEOUT_S=${BENCH_TIMEOUT_S:-600}
 OUT=${BENCH_OUT:-$root/bench/results.txt}
 REPEAT=${BENCH_REPEAT:-3}
@@ -113,7 +115,7 @@ start_token_world() {
 
 # The fake target a mode calls (the one that records; nginx records nothing).
 target_of() {
-	case $1 in
+	case ${1%-native} in
 	oauth|exchange) echo "$tok_target_url" ;;
 	*) echo "$target_url" ;;
 	esac
@@ -123,7 +125,7 @@ target_of() {
 # (the same target as the throughput runs, so "half the peak" is half of what
 # the same machine did); "" for the fake target.
 latency_nginx() {
-	case $1 in
+	case ${1%-native} in
 	off|hs256|es256) echo "${nginx_lat_url:-}" ;;
 	*) echo "" ;;
 	esac
@@ -131,7 +133,7 @@ latency_nginx() {
 
 # Where the throughput runs of a mode send their calls.
 throughput_target_of() {
-	case $1 in
+	case ${1%-native} in
 	oauth|exchange) echo "$tok_target_url" ;;
 	*) echo "${nginx_url:-$target_url}" ;;
 	esac
@@ -168,7 +170,7 @@ run_latency() {	# mode peak_jobs_per_s in_flight
 	rcli FLUSHALL >/dev/null
 	curl -sf -X POST "$(target_of "$1")/_reset" >/dev/null || die "cannot reset fake_target"
 	[ -z "$(latency_nginx "$1")" ] || : >"$tmp/nginx/arrivals.log"
-	case $1 in
+	case ${1%-native} in
 	off)	BENCH_NO_XADD=1 "$tmp/mkrecords" "$lat_n" "$PREFIX" ;;
 	hs256)	BENCH_NO_XADD=1 "$tmp/mkrecords" "$lat_n" "$PREFIX" "$root/tests/data/test-hs256.secret" ;;
 	*)	BENCH_NO_XADD=1 "$tmp/mkrecords" "$lat_n" "$PREFIX" "$root/tests/data/test-es256.key" ;;
@@ -226,7 +228,7 @@ latency_line() {	# mode peak_jobs_per_s in_flight
 	p99=$(awk '{ print $3 }' "$tmp/lat_runs" | median)
 	max=$(awk '{ print $4 }' "$tmp/lat_runs" | median)
 	all=$(awk '{ printf "%s%s", (NR > 1 ? "/" : ""), $3 }' "$tmp/lat_runs")
-	printf "# latency %-8s %d jobs at %d/s (half the peak), %d in flight: XADD -> target p50 %d ms, p99 %d ms, max %d ms (medians of %d runs; p99s %s)\n" \
+	printf "# latency %-13s %d jobs at %d/s (half the peak), %d in flight: XADD -> target p50 %d ms, p99 %d ms, max %d ms (medians of %d runs; p99s %s)\n" \
 	    "$1" "$n" "$rate" "$3" "$p50" "$p99" "$max" "$REPEAT" "$all" >>"$lat_rows"
 	tail -n 1 "$lat_rows"
 }
@@ -256,28 +258,31 @@ run_floor() {
 		if (NR == 1 || j < lo) lo = j; if (NR == 1 || j > hi) hi = j }
 		END { printf "%.0f-%.0f", lo, hi }' "$tmp/runs")
 	awk -v n="$JOBS" -v ms="$ms" -v rus="$rus" -v jps="$floor_jps" -v range="$range" 'BEGIN {
-		printf "%-8s %9s %7d %8.2f %9d %6s %7s %11s %11.1f %9s %s\n", "floor", "-", n,
+		printf "%-13s %9s %7d %8.2f %9d %6s %7s %11s %11.1f %9s %s\n", "floor", "-", n,
 		    ms / 1000, jps, "1.00", "-", "-", rus / n, "-", range
 	}' >>"$rows"
 	tail -n 1 "$rows"
 }
 
 make_jobs() {
-	case $1 in
+	case ${1%-native} in
 	off)	"$tmp/mkrecords" "$JOBS" "$PREFIX" >"$tmp/jobs-$1.resp" ;;
 	hs256)	"$tmp/mkrecords" "$JOBS" "$PREFIX" "$root/tests/data/test-hs256.secret" \
 		    >"$tmp/jobs-$1.resp" ;;
 	es256|oauth|exchange)
 		"$tmp/mkrecords" "$JOBS" "$PREFIX" "$root/tests/data/test-es256.key" \
 		    >"$tmp/jobs-$1.resp" ;;
-	*)	die "unknown mode $1 (off, hs256, es256, oauth or exchange)" ;;
+	*)	die "unknown mode $1 (off, hs256, es256, oauth or exchange, each with -native or not)" ;;
 	esac || die "mkrecords failed"
 }
 
 write_ini() {	# mode in_flight
-	if [ "$1" = off ]; then
+	m=${1%-native}
+	client=curl
+	[ "$m" = "$1" ] || client=native
+	if [ "$m" = off ]; then
 		records="signature = off"
-	elif [ "$1" = hs256 ]; then
+	elif [ "$m" = hs256 ]; then
 		records="signature = required
 algorithm = HS256
 verify_key_file = $root/tests/data/test-hs256.secret"
@@ -289,11 +294,11 @@ verify_key_file = $root/tests/data/test-es256.pub"
 	auth="auth = none
 url = ${ini_target:-$target_url}/gates/{resource}/open"
 	oauth=
-	case $1 in
+	case ${1%-native} in
 	oauth|exchange)
 		auth="auth = oauth
 url = $tok_target_url/act/{action}/{resource}"
-		[ "$1" = exchange ] && auth="$auth
+		[ "$m" = exchange ] && auth="$auth
 token = exchange"
 		oauth="[oauth]
 token_url = $idp_url/token
@@ -308,6 +313,7 @@ log_level = warn
 max_in_flight = $2
 heartbeat_ms = 1000
 shutdown_grace_ms = 5000
+http_client = $client
 [redis]
 socket = $sock
 prefix = $PREFIX
@@ -425,14 +431,14 @@ row() {	# mode in_flight
 	    -v floor="$floor_jps" -v range="$range" 'BEGIN {
 		if (ms < 1) ms = 1
 		jps = n * 1000 / ms
-		printf "%-8s %9d %7d %8.2f %9.0f %6.2f %7.2f %11.1f %11.1f %9.1f %s\n", mode, f, n,
+		printf "%-13s %9d %7d %8.2f %9.0f %6.2f %7.2f %11.1f %11.1f %9.1f %s\n", mode, f, n,
 		    ms / 1000, jps, jps / floor, ticks / hz, ticks / hz * 1e6 / n, rus / n, kb / 1024, range
 	}' >>"$rows"
 	tail -n 1 "$rows"
 }
 
 header() {
-	printf "%-8s %9s %7s %8s %9s %6s %7s %11s %11s %9s %s\n" mode in_flight jobs wall_s jobs/s \
+	printf "%-13s %9s %7s %8s %9s %6s %7s %11s %11s %9s %s\n" mode in_flight jobs wall_s jobs/s \
 	    floor× cpu_s cpu_us/job redis_us/job rss_MiB jobs/s_range
 }
 
