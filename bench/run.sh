@@ -24,7 +24,7 @@
 #
 # Environment: BENCH_JOBS [20000], BENCH_IN_FLIGHT ["1 64 256"], BENCH_REPEAT [3],
 # BENCH_MODES ["off hs256 es256 oauth exchange off-native hs256-native es256-native
-# oauth-native"] (a mode ending in -native runs with [daemon] http_client = native),
+# oauth-native exchange-native"] (a mode ending in -native runs with [daemon] http_client = native),
 # BENCH_TIMEOUT_S [600, per run],
 # BENCH_OUT [bench/results.txt], BENCH_KEEP_TMP (keep the temp dir).
 # Everything it starts is stopped by PID; it exits non-zero when a run does
@@ -36,7 +36,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "$1" && pwd)
 JOBS=${BENCH_JOBS:-20000}
 FLIGHTS=${BENCH_IN_FLIGHT:-"1 64 256"}
-MODES=${BENCH_MODES:-"off hs256 es256 oauth exchange off-native hs256-native es256-native oauth-native"}
+MODES=${BENCH_MODES:-"off hs256 es256 oauth exchange off-native hs256-native es256-native oauth-native exchange-native"}
 TIMEOUT_S=${BENCH_TIMEOUT_S:-600}
 OUT=${BENCH_OUT:-$root/bench/results.txt}
 REPEAT=${BENCH_REPEAT:-3}
