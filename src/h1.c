@@ -15,6 +15,15 @@
 
 #include <openssl/evp.h>
 
+#include "resp.h"
+
+static char *
+put(char *p, const char *s, size_t n)
+{
+	memcpy(p, s, n);
+	return p + n;
+}
+
 /* ---- which URLs ---- */
 
 /* RFC 3986 pchar, '/' and '?', and '%' (checked for two hex digits): what
@@ -144,11 +153,19 @@ h1_url_parse(const char *url, struct h1_url *u)
 	u->host[hlen] = '\0';
 	if (host_addr(u, bracketed, port) < 0)
 		return -1;
-	/* curl's Host line: the port only when it is not 80 */
-	snprintf(u->authority, sizeof u->authority, bracketed ? "[%s]" : "%s", u->host);
-	if (port != 80)
-		snprintf(u->authority + strlen(u->authority),
-		    sizeof u->authority - strlen(u->authority), ":%u", port);
+	/* curl's Host line: the port only when it is not 80 (it fits: a host
+	 * under 256 bytes, brackets, ':' and 5 digits) */
+	char *p = u->authority;
+	if (bracketed)
+		*p++ = '[';
+	p = put(p, u->host, hlen);
+	if (bracketed)
+		*p++ = ']';
+	if (port != 80) {
+		*p++ = ':';
+		p = resp_put_dec(p, port);
+	}
+	*p = '\0';
 	frag = strchr(end, '#');
 	u->target = end;
 	u->target_len = frag != NULL ? (size_t)(frag - end) : strlen(end);
@@ -213,27 +230,8 @@ h1_head_size(const struct h1_head *h)
 	return n;
 }
 
-static char *
-put(char *p, const char *s, size_t n)
-{
-	memcpy(p, s, n);
-	return p + n;
-}
 
 #define PUT_LIT(p, lit) put((p), (lit), sizeof(lit) - 1)
-
-static char *
-put_dec(char *p, size_t v)
-{
-	char tmp[24];
-	size_t i = sizeof tmp;
-
-	do {
-		tmp[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v != 0);
-	return put(p, tmp + i, sizeof tmp - i);
-}
 
 size_t
 h1_head_write(char *buf, const struct h1_head *h)
@@ -264,7 +262,7 @@ h1_head_write(char *buf, const struct h1_head *h)
 	}
 	if (h->has_body) {
 		p = PUT_LIT(p, "Content-Length: ");
-		p = put_dec(p, h->body_len);
+		p = resp_put_dec(p, h->body_len);
 		p = PUT_LIT(p, "\r\n");
 		if (!caller_has(h, "Content-Type"))
 			p = PUT_LIT(p, form_type);

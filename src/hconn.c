@@ -258,12 +258,19 @@ port_of(const struct host *h)
 	return ntohs(((const struct sockaddr_in *)(const void *)&h->addr)->sin_port);
 }
 
+/* The error text of a transport failure, worded as curl's. */
+static void
+say_failure(struct hconn_xfer *x, const char *verb, const char *what)
+{
+	snprintf(x->err, sizeof x->err, "%s %s port %u: %s", verb, x->hostname, port_of(x->host),
+	    what);
+}
+
 /* A transport failure, called back now. */
 static void
 fail_now(struct hconn_xfer *x, const char *verb, const char *what)
 {
-	snprintf(x->err, sizeof x->err, "%s %s port %u: %s", verb, x->hostname, port_of(x->host),
-	    what);
+	say_failure(x, verb, what);
 	detach(x, 0);
 	finish(x, 0, x->err, 0);
 }
@@ -273,8 +280,7 @@ fail_now(struct hconn_xfer *x, const char *verb, const char *what)
 static void
 fail_later(struct hconn_xfer *x, const char *verb, const char *what)
 {
-	snprintf(x->err, sizeof x->err, "%s %s port %u: %s", verb, x->hostname, port_of(x->host),
-	    what);
+	say_failure(x, verb, what);
 	if (x->c != NULL) {
 		x->c->x = NULL;
 		conn_close(x->c);
