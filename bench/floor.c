@@ -1,13 +1,23 @@
 /*
- * floor SOCKET PREFIX COUNT: the Redis floor of the benchmark -- what one
- * job costs Redis itself with no HTTP and no verification, the least any
+ * floor SOCKET PREFIX COUNT [MODE]: the Redis floor of the benchmark -- what
+ * one job costs Redis itself with no HTTP and no verification, the least any
  * worker built on these keys could spend. With a consumer group "floor" on
  * PREFIX:jobs (the jobs mkrecords wrote), it repeats until COUNT jobs are
- * through: XREADGROUP COUNT 100, one pipelined HGETALL per entry, one
- * pipelined HSET (state done) per entry, one XACK for the batch. Prints
- * "jobs wall_ms redis_cpu_us" on stdout: the wall time and Redis' own CPU
- * time (INFO cpu, user + sys) across the run. Sync hiredis; not part of the
- * daemon.
+ * through: XREADGROUP COUNT 100, one pipelined HGETALL per entry, then per
+ * MODE:
+ *   floor     one pipelined HSET (state done) per entry, one XACK a batch
+ *             (the issue's floor);
+ *   writes    the writes the rules make per job, as plain commands: the
+ *             start's HINCRBY attempts (R13), HSET running and audit XADD
+ *             (§6), the end's HSET done, PEXPIRE (retain_s), audit XADD and
+ *             XACK -- no check of anything;
+ *   commands  every redis.call transition.lua makes per job, in order, as
+ *             plain pipelined commands (no Lua, no atomicity): the start's
+ *             XPENDING, HGET state, HINCRBY, HSET, XADD and the end's
+ *             XPENDING, three HGETs, HSET, PEXPIRE, XADD, XACK.
+ * Prints "jobs wall_ms redis_cpu_us" on stdout: the wall time and Redis' own
+ * CPU time (INFO cpu, user + sys) across the run. Sync hiredis; not part of
+ * the daemon.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <hiredis/hiredis.h>
@@ -17,6 +27,8 @@
 #include <time.h>
 
 #define BATCH 100
+
+enum mode { MODE_FLOOR, MODE_WRITES, MODE_COMMANDS };
 
 static long long
 now_ms(void)
@@ -54,9 +66,72 @@ fail(const char *what, redisContext *c)
 	return 1;
 }
 
+static void
+append_xack(redisContext *c, const char *jobs, const redisReply *entries)
+{
+	const char **argv = calloc(entries->elements + 3, sizeof *argv);
+
+	argv[0] = "XACK";
+	argv[1] = jobs;
+	argv[2] = "floor";
+	for (size_t i = 0; i < entries->elements; i++)
+		argv[3 + i] = entries->element[i]->element[0]->str;
+	redisAppendCommandArgv(c, (int)entries->elements + 3, argv, NULL);
+	free(argv);
+}
+
+/*
+ * A start transition's commands for one entry ({stream id, {"id", rid}});
+ * returns how many replies they make. The values are what the daemon's
+ * transition writes (the same fields, of about the same lengths).
+ */
+static size_t
+append_start(redisContext *c, const char *jobs, const char *prefix, const redisReply *e,
+    enum mode mode)
+{
+	const char *sid = e->element[0]->str, *rid = e->element[1]->element[1]->str;
+	size_t n = 0;
+
+	if (mode == MODE_COMMANDS) {
+		redisAppendCommand(c, "XPENDING %s floor %s %s 1", jobs, sid, sid);
+		redisAppendCommand(c, "HGET %s:decision:%s state", prefix, rid);
+		n += 2;
+	}
+	redisAppendCommand(c, "HINCRBY %s:decision:%s attempts 1", prefix, rid);
+	redisAppendCommand(c, "HSET %s:decision:%s state running owner f updatedAt "
+	    "2026-12-02T03:00:00.000Z outcome %s detail %s", prefix, rid, "", "");
+	redisAppendCommand(c, "XADD %s:audit MAXLEN ~ 100000 * id %s from queued to running "
+	    "consumer f attempt 1 at 2026-12-02T03:00:00.000Z detail %s", prefix, rid, "");
+	return n + 3;
+}
+
+/* The final transition's commands (done, 204) for one entry; as above. */
+static size_t
+append_end(redisContext *c, const char *jobs, const char *prefix, const redisReply *e,
+    enum mode mode)
+{
+	const char *sid = e->element[0]->str, *rid = e->element[1]->element[1]->str;
+	size_t n = 0;
+
+	if (mode == MODE_COMMANDS) {
+		redisAppendCommand(c, "XPENDING %s floor %s %s 1", jobs, sid, sid);
+		redisAppendCommand(c, "HGET %s:decision:%s state", prefix, rid);
+		redisAppendCommand(c, "HGET %s:decision:%s owner", prefix, rid);
+		redisAppendCommand(c, "HGET %s:decision:%s attempts", prefix, rid);
+		n += 4;
+	}
+	redisAppendCommand(c, "HSET %s:decision:%s state done owner f updatedAt "
+	    "2026-12-02T03:00:00.001Z outcome done detail %s httpStatus 204", prefix, rid, "");
+	redisAppendCommand(c, "PEXPIRE %s:decision:%s 604800000", prefix, rid);
+	redisAppendCommand(c, "XADD %s:audit MAXLEN ~ 100000 * id %s from running to done "
+	    "consumer f attempt 1 at 2026-12-02T03:00:00.001Z detail %s", prefix, rid, "");
+	redisAppendCommand(c, "XACK %s floor %s", jobs, sid);
+	return n + 4;
+}
+
 /* One batch; returns how many entries it took, or -1. */
 static int
-one_batch(redisContext *c, const char *jobs, const char *prefix)
+one_batch(redisContext *c, const char *jobs, const char *prefix, enum mode mode)
 {
 	redisReply *r = redisCommand(c, "XREADGROUP GROUP floor f COUNT %d STREAMS %s >", BATCH,
 	    jobs);
@@ -73,26 +148,32 @@ one_batch(redisContext *c, const char *jobs, const char *prefix)
 	for (size_t i = 0; i < entries->elements; i++)
 		redisAppendCommand(c, "HGETALL %s:decision:%s", prefix,
 		    entries->element[i]->element[1]->element[1]->str);
-	for (size_t i = 0; i < entries->elements; i++)
-		redisAppendCommand(c, "HSET %s:decision:%s state done", prefix,
-		    entries->element[i]->element[1]->element[1]->str);
-	const char **argv = calloc(entries->elements + 3, sizeof *argv);
-	argv[0] = "XACK";
-	argv[1] = jobs;
-	argv[2] = "floor";
-	for (size_t i = 0; i < entries->elements; i++)
-		argv[3 + i] = entries->element[i]->element[0]->str;
-	redisAppendCommandArgv(c, (int)entries->elements + 3, argv, NULL);
-	free(argv);
-	for (size_t i = 0; i < 2 * entries->elements + 1; i++) {
+	size_t replies = entries->elements;
+	if (mode == MODE_FLOOR) {
+		for (size_t i = 0; i < entries->elements; i++)
+			redisAppendCommand(c, "HSET %s:decision:%s state done", prefix,
+			    entries->element[i]->element[1]->element[1]->str);
+		replies += entries->elements + 1;
+		append_xack(c, jobs, entries);
+	} else {
+		for (size_t i = 0; i < entries->elements; i++)
+			replies += append_start(c, jobs, prefix, entries->element[i], mode);
+		for (size_t i = 0; i < entries->elements; i++)
+			replies += append_end(c, jobs, prefix, entries->element[i], mode);
+	}
+	/* An error reply fails the run: a bench of failed commands measures nothing. */
+	int errors = 0;
+	for (size_t i = 0; i < replies; i++) {
 		redisReply *x;
 		if (redisGetReply(c, (void **)&x) != REDIS_OK) {
 			freeReplyObject(r);
 			return -1;
 		}
+		if (x->type == REDIS_REPLY_ERROR && errors++ == 0)
+			fprintf(stderr, "floor: %s\n", x->str);
 		freeReplyObject(x);
 	}
-	n = (int)entries->elements;
+	n = errors ? -1 : (int)entries->elements;
 	freeReplyObject(r);
 	return n;
 }
@@ -103,8 +184,16 @@ main(int argc, char **argv)
 	char jobs[256];
 	long count;
 
-	if (argc != 4 || (count = atol(argv[3])) <= 0) {
-		fprintf(stderr, "usage: floor SOCKET PREFIX COUNT\n");
+	enum mode mode = MODE_FLOOR;
+
+	if (argc == 5 && strcmp(argv[4], "writes") == 0)
+		mode = MODE_WRITES;
+	else if (argc == 5 && strcmp(argv[4], "commands") == 0)
+		mode = MODE_COMMANDS;
+	else if (argc == 5 && strcmp(argv[4], "floor") != 0)
+		argc = 0;
+	if ((argc != 4 && argc != 5) || (count = atol(argv[3])) <= 0) {
+		fprintf(stderr, "usage: floor SOCKET PREFIX COUNT [floor|writes|commands]\n");
 		return 64;
 	}
 	redisContext *c = redisConnectUnix(argv[1]);
@@ -115,7 +204,7 @@ main(int argc, char **argv)
 	long long cpu0 = redis_cpu_us(c), t0 = now_ms();
 	long done = 0;
 	while (done < count) {
-		int n = one_batch(c, jobs, argv[2]);
+		int n = one_batch(c, jobs, argv[2], mode);
 		if (n < 0)
 			return fail("batch", c);
 		if (n == 0)

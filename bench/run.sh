@@ -11,7 +11,11 @@
 # each job exactly once. The table goes to stdout and bench/results.txt.
 #
 # First the Redis floor (bench/floor.c: XREADGROUP COUNT 100, pipelined
-# HGETALL, pipelined HSET, one XACK a batch; no HTTP), then warrantd.
+# HGETALL, pipelined HSET, one XACK a batch; no HTTP), and two rows beside
+# it: floor-writes (the writes the rules make per job, as plain commands)
+# and floor-commands (every redis.call of the job's two transitions, as
+# plain commands: what Redis spends on the commands themselves, without
+# Lua), then warrantd.
 # Modes: off (unsigned records, auth none), hs256 (HS256 records, auth none),
 # es256 (ES256 records, auth none),
 # oauth (ES256 records, the worker's own OAuth token from fake_idp, checked
@@ -25,7 +29,8 @@
 # Environment: BENCH_JOBS [20000], BENCH_IN_FLIGHT ["1 64 256"], BENCH_REPEAT [3],
 # BENCH_MODES ["off hs256 es256 oauth exchange off-native hs256-native es256-native
 # oauth-native exchange-native"] (a mode ending in -native runs with [daemon] http_client = native),
-# BENCH_TIMEOUT_S [600, per run],
+# BENCH_TIMEOUT_S [600, per run], BENCH_VERIFY_THREADS [1, the default; the ES256
+# modes' [records] verify_threads],
 # BENCH_OUT [bench/results.txt], BENCH_KEEP_TMP (keep the temp dir).
 # Everything it starts is stopped by PID; it exits non-zero when a run does
 # not finish in time or a check fails (results.txt is then left unchanged).
@@ -40,6 +45,7 @@ MODES=${BENCH_MODES:-"off hs256 es256 oauth exchange off-native hs256-native es2
 TIMEOUT_S=${BENCH_TIMEOUT_S:-600}
 OUT=${BENCH_OUT:-$root/bench/results.txt}
 REPEAT=${BENCH_REPEAT:-3}
+VERIFY_THREADS=${BENCH_VERIFY_THREADS:-1}
 PREFIX=bench
 PKGS="hiredis libcurl jansson libjwt inih openssl"
 
@@ -52,6 +58,7 @@ for tool in redis-server redis-cli curl cc pkg-config; do
 done
 case $JOBS in ''|*[!0-9]*|0) echo "bench: BENCH_JOBS must be a positive integer" >&2; exit 64;; esac
 case $REPEAT in ''|*[!0-9]*|0) echo "bench: BENCH_REPEAT must be a positive integer" >&2; exit 64;; esac
+case $VERIFY_THREADS in ''|*[!0-9]*) echo "bench: BENCH_VERIFY_THREADS must be 0-16" >&2; exit 64;; esac
 
 tmp=$(mktemp -d /tmp/warrantd-bench.XXXXXX)
 sock=$tmp/redis.sock
@@ -239,27 +246,35 @@ redis_cpu_us() {
 }
 
 floor_jps=
+# run_floor [floor|writes|commands]: bench/floor.c's mode; the row is named
+# floor, floor-writes or floor-commands. Only the floor's own jobs/s is the
+# floor× of the rows after it.
 run_floor() {
+	fmode=${1:-floor}
 	make_jobs off
 	: >"$tmp/runs"
 	floor_i=0
 	while [ "$floor_i" -lt "$REPEAT" ]; do
 		load_jobs off
 		# shellcheck disable=SC2046 # its three numbers, split on purpose
-		set -- $("$tmp/floor" "$sock" "$PREFIX" "$JOBS") || die "floor failed"
-		[ "$1" = "$JOBS" ] || die "floor: $1 of $JOBS jobs"
+		set -- $("$tmp/floor" "$sock" "$PREFIX" "$JOBS" "$fmode") || die "floor $fmode failed"
+		[ "$1" = "$JOBS" ] || die "floor $fmode: $1 of $JOBS jobs"
 		echo "$2 $3" >>"$tmp/runs"	# ms, Redis µs
 		floor_i=$((floor_i + 1))
 	done
 	ms=$(awk '{ print $1 }' "$tmp/runs" | median)
 	rus=$(awk '{ print $2 }' "$tmp/runs" | median)
-	floor_jps=$(awk -v n="$JOBS" -v ms="$ms" 'BEGIN { if (ms < 1) ms = 1; printf "%.0f", n * 1000 / ms }')
+	jps=$(awk -v n="$JOBS" -v ms="$ms" 'BEGIN { if (ms < 1) ms = 1; printf "%.0f", n * 1000 / ms }')
+	[ "$fmode" != floor ] || floor_jps=$jps
+	name=floor
+	[ "$fmode" = floor ] || name=floor-$fmode
 	range=$(awk -v n="$JOBS" '{ if ($1 < 1) $1 = 1; j = n * 1000 / $1
 		if (NR == 1 || j < lo) lo = j; if (NR == 1 || j > hi) hi = j }
 		END { printf "%.0f-%.0f", lo, hi }' "$tmp/runs")
-	awk -v n="$JOBS" -v ms="$ms" -v rus="$rus" -v jps="$floor_jps" -v range="$range" 'BEGIN {
-		printf "%-13s %9s %7d %8.2f %9d %6s %7s %11s %11.1f %9s %s\n", "floor", "-", n,
-		    ms / 1000, jps, "1.00", "-", "-", rus / n, "-", range
+	awk -v n="$JOBS" -v ms="$ms" -v rus="$rus" -v jps="$jps" -v fl="$floor_jps" -v range="$range" \
+	    -v name="$name" 'BEGIN {
+		printf "%-13s %9s %7d %8.2f %9d %6.2f %7s %11s %11.1f %9s %s\n", name, "-", n,
+		    ms / 1000, jps, jps / fl, "-", "-", rus / n, "-", range
 	}' >>"$rows"
 	tail -n 1 "$rows"
 }
@@ -289,7 +304,8 @@ verify_key_file = $root/tests/data/test-hs256.secret"
 	else
 		records="signature = required
 algorithm = ES256
-verify_key_file = $root/tests/data/test-es256.pub"
+verify_key_file = $root/tests/data/test-es256.pub
+verify_threads = $VERIFY_THREADS"
 	fi
 	auth="auth = none
 url = ${ini_target:-$target_url}/gates/{resource}/open"
@@ -451,7 +467,9 @@ build_mkrecords
 lat_rows=$tmp/lat_rows
 : >"$lat_rows"
 header
-run_floor
+run_floor floor
+run_floor writes
+run_floor commands
 for mode in $MODES; do
 	t=$(now_ms)
 	make_jobs "$mode"
