@@ -15,6 +15,10 @@
 # [daemon] http_client from BENCH_CG_HTTP_CLIENT [curl] (or native).
 # With BENCH_CG_STRACE=1 the daemon runs under `strace -f -c` instead: its
 # system calls per job, and how many of them failed (EEXIST, EAGAIN).
+# With BENCH_CG_FLOOR=floor|writes|commands (implies BENCH_CG_REDIS=1) no
+# daemon runs: bench/floor.c does, in that mode (see its comment), so that
+# Redis' instructions per job for the floor, the rules' writes and every
+# command of a job's transitions as plain commands compare with the daemon's.
 # BENCH_CG_KEEP=1 keeps the temp dir (callgrind.out.N* for
 # callgrind_annotate). Everything it starts is stopped by PID.
 set -eu
@@ -53,6 +57,12 @@ die() { echo "callgrind: $*" >&2; exit 1; }
 rcli() { redis-cli -s "$sock" "$@"; }
 
 CG_REDIS=${BENCH_CG_REDIS:-}
+CG_FLOOR=${BENCH_CG_FLOOR:-}
+case $CG_FLOOR in
+'') ;;
+floor|writes|commands) CG_REDIS=1 ;;
+*) echo "callgrind: BENCH_CG_FLOOR is floor, writes or commands" >&2; exit 64 ;;
+esac
 CG_STRACE=${BENCH_CG_STRACE:-}
 start_redis() {	# a fresh one per run under BENCH_CG_REDIS (callgrind counts from its start)
 	stop_pid "$redis_pid"
@@ -77,6 +87,11 @@ fi
 cc -std=c11 -O2 -D_FILE_OFFSET_BITS=64 -I"$root/include" $(pkg-config --cflags $PKGS) \
     -o "$tmp/mkrecords" "$root/bench/mkrecords.c" "$build/libwarrant.a" \
     $(pkg-config --libs $PKGS) -lev -lm || die "cannot build bench/mkrecords.c"
+if [ -n "$CG_FLOOR" ]; then
+	# shellcheck disable=SC2046
+	cc -std=c11 -O2 -o "$tmp/floor" "$root/bench/floor.c" $(pkg-config --cflags --libs hiredis) ||
+	    die "cannot build bench/floor.c"
+fi
 
 case $MODE in
 off)	records="signature = off"; key= ;;
@@ -115,14 +130,9 @@ finished() {
 		END { print p "/" l }')" = "0/0" ]
 }
 
-# Total instructions over $1 jobs into $tmp/ir.$1; commandstats in
-# $tmp/stats.$1. Not in a $(...): what it starts must stay this shell's.
-run() {
-	[ -z "$CG_REDIS" ] || start_redis "$1"
-	rcli FLUSHALL >/dev/null
-	# shellcheck disable=SC2086
-	"$tmp/mkrecords" "$1" "$PREFIX" $key | rcli --pipe >/dev/null || die "cannot load jobs"
-	rcli CONFIG RESETSTAT >/dev/null
+# The daemon over $1 jobs (already loaded), until the group has nothing
+# pending and no lag; commandstats into $tmp/stats.$1.
+run_daemon() {
 	if [ -n "$CG_REDIS" ]; then
 		callgrind_control -z "$redis_pid" >/dev/null || die "callgrind_control -z failed"
 		"$build/bin/warrantd" -c "$tmp/warrantd.ini" 2>"$tmp/daemon.$1.log" &
@@ -147,6 +157,24 @@ run() {
 	[ -z "$CG_STRACE" ] || stop_pid "$(pgrep -P "$daemon_pid" | head -n 1)"
 	stop_pid "$daemon_pid"
 	daemon_pid=
+}
+
+# Total instructions over $1 jobs into $tmp/ir.$1; commandstats in
+# $tmp/stats.$1. Not in a $(...): what it starts must stay this shell's.
+run() {
+	[ -z "$CG_REDIS" ] || start_redis "$1"
+	rcli FLUSHALL >/dev/null
+	# shellcheck disable=SC2086
+	"$tmp/mkrecords" "$1" "$PREFIX" $key | rcli --pipe >/dev/null || die "cannot load jobs"
+	rcli CONFIG RESETSTAT >/dev/null
+	if [ -n "$CG_FLOOR" ]; then
+		callgrind_control -z "$redis_pid" >/dev/null || die "callgrind_control -z failed"
+		"$tmp/floor" "$sock" "$PREFIX" "$1" "$CG_FLOOR" >/dev/null ||
+		    die "floor $CG_FLOOR failed over $1 jobs"
+		rcli INFO commandstats >"$tmp/stats.$1"
+	else
+		run_daemon "$1"
+	fi
 	[ -z "$CG_REDIS" ] || callgrind_control -d "$redis_pid" >/dev/null ||
 	    die "callgrind_control -d failed"
 	[ "$(rcli EVAL "local n = 0 for i = 1, tonumber(ARGV[2]) do
@@ -176,7 +204,7 @@ fi
 ir1=$(cat "$tmp/ir.$N1")
 ir2=$(cat "$tmp/ir.$N2")
 awk -v a="$ir1" -v b="$ir2" -v n1="$N1" -v n2="$N2" -v m="$MODE" \
-    -v cg="${CG_REDIS:+ redis-server}" 'BEGIN {
+    -v cg="${CG_REDIS:+ redis-server}${CG_FLOOR:+ (floor $CG_FLOOR, no daemon)}" 'BEGIN {
 	printf "callgrind %s%s: %.0f instructions/job (%d jobs: %.0f, %d jobs: %.0f)\n",
 	    m, cg, (b - a) / (n2 - n1), n1, a, n2, b }'
 # cmdstat_evalsha:calls=5000,usec=123,usec_per_call=...
