@@ -81,13 +81,14 @@ append_xack(redisContext *c, const char *jobs, const redisReply *entries)
 }
 
 /*
- * A start transition's commands for one entry ({stream id, {"id", rid}});
- * returns how many replies they make. The values are what the daemon's
- * transition writes (the same fields, of about the same lengths).
+ * One transition's commands for one entry ({stream id, {"id", rid}}): the
+ * start's, or with `end` the final one's (done, 204); returns how many
+ * replies they make. The values are what the daemon's transition writes
+ * (the same fields, of about the same lengths).
  */
 static size_t
-append_start(redisContext *c, const char *jobs, const char *prefix, const redisReply *e,
-    enum mode mode)
+append_transition(redisContext *c, const char *jobs, const char *prefix, const redisReply *e,
+    enum mode mode, int end)
 {
 	const char *sid = e->element[0]->str, *rid = e->element[1]->element[1]->str;
 	size_t n = 0;
@@ -96,37 +97,30 @@ append_start(redisContext *c, const char *jobs, const char *prefix, const redisR
 		redisAppendCommand(c, "XPENDING %s floor %s %s 1", jobs, sid, sid);
 		redisAppendCommand(c, "HGET %s:decision:%s state", prefix, rid);
 		n += 2;
+		if (end) {
+			redisAppendCommand(c, "HGET %s:decision:%s owner", prefix, rid);
+			redisAppendCommand(c, "HGET %s:decision:%s attempts", prefix, rid);
+			n += 2;
+		}
 	}
-	redisAppendCommand(c, "HINCRBY %s:decision:%s attempts 1", prefix, rid);
-	redisAppendCommand(c, "HSET %s:decision:%s state running owner f updatedAt "
-	    "2026-12-02T03:00:00.000Z outcome %s detail %s", prefix, rid, "", "");
-	redisAppendCommand(c, "XADD %s:audit MAXLEN ~ 100000 * id %s from queued to running "
-	    "consumer f attempt 1 at 2026-12-02T03:00:00.000Z detail %s", prefix, rid, "");
-	return n + 3;
-}
-
-/* The final transition's commands (done, 204) for one entry; as above. */
-static size_t
-append_end(redisContext *c, const char *jobs, const char *prefix, const redisReply *e,
-    enum mode mode)
-{
-	const char *sid = e->element[0]->str, *rid = e->element[1]->element[1]->str;
-	size_t n = 0;
-
-	if (mode == MODE_COMMANDS) {
-		redisAppendCommand(c, "XPENDING %s floor %s %s 1", jobs, sid, sid);
-		redisAppendCommand(c, "HGET %s:decision:%s state", prefix, rid);
-		redisAppendCommand(c, "HGET %s:decision:%s owner", prefix, rid);
-		redisAppendCommand(c, "HGET %s:decision:%s attempts", prefix, rid);
-		n += 4;
+	if (end) {
+		redisAppendCommand(c, "HSET %s:decision:%s state done owner f updatedAt "
+		    "2026-12-02T03:00:00.001Z outcome done detail %s httpStatus 204", prefix, rid, "");
+		redisAppendCommand(c, "PEXPIRE %s:decision:%s 604800000", prefix, rid);
+	} else {
+		redisAppendCommand(c, "HINCRBY %s:decision:%s attempts 1", prefix, rid);
+		redisAppendCommand(c, "HSET %s:decision:%s state running owner f updatedAt "
+		    "2026-12-02T03:00:00.000Z outcome %s detail %s", prefix, rid, "", "");
 	}
-	redisAppendCommand(c, "HSET %s:decision:%s state done owner f updatedAt "
-	    "2026-12-02T03:00:00.001Z outcome done detail %s httpStatus 204", prefix, rid, "");
-	redisAppendCommand(c, "PEXPIRE %s:decision:%s 604800000", prefix, rid);
-	redisAppendCommand(c, "XADD %s:audit MAXLEN ~ 100000 * id %s from running to done "
-	    "consumer f attempt 1 at 2026-12-02T03:00:00.001Z detail %s", prefix, rid, "");
-	redisAppendCommand(c, "XACK %s floor %s", jobs, sid);
-	return n + 4;
+	redisAppendCommand(c, "XADD %s:audit MAXLEN ~ 100000 * id %s from %s to %s "
+	    "consumer f attempt 1 at 2026-12-02T03:00:00.00%dZ detail %s", prefix, rid,
+	    end ? "running" : "queued", end ? "done" : "running", end, "");
+	n += 3;
+	if (end) {
+		redisAppendCommand(c, "XACK %s floor %s", jobs, sid);
+		n++;
+	}
+	return n;
 }
 
 /* One batch; returns how many entries it took, or -1. */
@@ -157,9 +151,9 @@ one_batch(redisContext *c, const char *jobs, const char *prefix, enum mode mode)
 		append_xack(c, jobs, entries);
 	} else {
 		for (size_t i = 0; i < entries->elements; i++)
-			replies += append_start(c, jobs, prefix, entries->element[i], mode);
+			replies += append_transition(c, jobs, prefix, entries->element[i], mode, 0);
 		for (size_t i = 0; i < entries->elements; i++)
-			replies += append_end(c, jobs, prefix, entries->element[i], mode);
+			replies += append_transition(c, jobs, prefix, entries->element[i], mode, 1);
 	}
 	/* An error reply fails the run: a bench of failed commands measures nothing. */
 	int errors = 0;
