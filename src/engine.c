@@ -42,6 +42,12 @@
 #define STREAM_ID_MAX 48
 #define SENTINEL_TIMEOUT_MS 500	/* per sentinel asked, connect and answer */
 #define RECONNECT_MAX_MS 5000	/* the longest wait between Redis connect attempts */
+/* A worker's first XAUTOCLAIM waits this long after its first connection:
+ * a peer still in its reconnect backoff after a Redis outage this worker
+ * never saw (it started during or after it) renews its leases and writes
+ * its results within RECONNECT_MAX_MS of Redis answering again, and a
+ * round trip after. */
+#define FIRST_CLAIM_WAIT_MS (RECONNECT_MAX_MS + 1000)
 /* Cluster: the slot map is asked for at most this often (every shard's
  * connections reconnect at once when a node goes; one answer serves all),
  * unless a MOVED said it is out of date. */
@@ -80,6 +86,7 @@ struct shard {
 	int64_t last_read_at, redis_down_since;
 	int64_t claim_not_before;	/* mono ms: no XAUTOCLAIM before (R11 after R17) */
 	long long outages;
+	int ever_up;			/* cmd has been up once: the first-claim wait is set */
 };
 
 struct engine {
@@ -899,6 +906,12 @@ on_cmd_state(struct rconn *rc, int up, void *arg)
 		 * most RECONNECT_MAX_MS), renew and write their results first. */
 		sh->claim_not_before = wtime_mono_ms() + eng->cfg->redis.claim_idle_ms +
 		    RECONNECT_MAX_MS;
+	}
+	if (!sh->ever_up) {
+		/* R11 after R17, for an outage before our time: entries whose
+		 * owners are still reconnecting look idle too. */
+		sh->ever_up = 1;
+		sh->claim_not_before = wtime_mono_ms() + FIRST_CLAIM_WAIT_MS;
 	}
 	/* Our own leases at once: the outage aged them too. And what waited
 	 * on Redis goes out now, not a backoff later. */

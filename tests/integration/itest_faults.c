@@ -1244,6 +1244,52 @@ test_streams_trimmed(void **state)
 }
 
 /* ------------------------------------------------------------------ */
+/* R11 after R17: a worker that starts after an outage it never saw      */
+
+/*
+ * An entry another consumer holds is idle past claim_idle_ms when a fresh
+ * worker starts: after a Redis outage, its owner may be alive and still in
+ * its reconnect backoff (up to 5 s), about to renew the lease and write
+ * its result. The fresh worker claims nothing for 6 s after its first
+ * connection (engine.c, FIRST_CLAIM_WAIT_MS); then it takes the entry over.
+ */
+static void
+test_r11_fresh_worker_waits_for_reconnecting_peers(void **state)
+{
+	char id[64];
+	(void)state;
+
+	enqueue_many("fresh", 1);
+	job_id(id, sizeof id, "fresh", 0);
+	freeReplyObject(redisCommand(C, "XGROUP CREATE " JOBS " " GROUP " 0 MKSTREAM"));
+	redisReply *r = redisCommand(C, "XREADGROUP GROUP " GROUP " ghost COUNT 1 STREAMS "
+	    JOBS " >");
+	assert_non_null(r);
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	freeReplyObject(r);
+	struct elapsed idle = {mono_ms() + 1200};	/* past claim_idle_ms below */
+	assert_int_equal(h_wait_until(time_reached, &idle, 10000), 0);
+
+	struct opts o = {.consumer = "w2", .claim_idle_ms = 1000};
+	int64_t t0 = mono_ms();
+	struct h_daemon *w2 = dmn_start(&o, 1);
+	int64_t ready = mono_ms() - t0;
+	wait_all_in_state("fresh", 1, "done");
+	int64_t took = mono_ms() - t0;
+	printf("    the ghost's idle entry done by a fresh w2 %lld ms after its start "
+	    "(ready after %lld ms)\n", (long long)took, (long long)ready);
+	/* Without the wait, the first claim tick (claim_interval_ms after the
+	 * start) takes it: well under a second. */
+	assert_true(took >= 5000);
+	char *owner = job_field(id, "owner");
+	assert_non_null(owner);
+	assert_string_equal(owner, "w2");
+	free(owner);
+	wait_heartbeat("w2", "claimed", 1);
+	assert_exit0(dmn_signal_wait(w2, SIGTERM, 15000, NULL));
+}
+
+/* ------------------------------------------------------------------ */
 /* §12 logs: logfmt, and a static bearer never logged                   */
 
 /* A valid HS256 JWT for fake_target --jwt-secret-file, with a claim of
@@ -1674,6 +1720,8 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_r15_results_wait_for_redis, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_streams_trimmed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_r11_fresh_worker_waits_for_reconnecting_peers,
+		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_r17_unloadable_entries_stay_in_hand, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_result_kept_when_pel_forgot, setup, teardown),
