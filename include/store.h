@@ -15,6 +15,7 @@
 struct store_keys {
 	char jobs[STORE_KEY_MAX], scheduled[STORE_KEY_MAX], dead[STORE_KEY_MAX];
 	char notify[STORE_KEY_MAX], audit[STORE_KEY_MAX], consumer[STORE_KEY_MAX];
+	char consumers[STORE_KEY_MAX], clock[STORE_KEY_MAX];	/* R11's liveness */
 	char decision_prefix[STORE_KEY_MAX];	/* "P:decision:" */
 	/* The transition's `terminal` (job_terminal_list, with a space at
 	 * each end): made once here, not for each of the two transitions of
@@ -39,8 +40,11 @@ int store_decision_key(const struct store_keys *k, const char *id, char *buf, si
  *
  * STORE_TRANSITION  one state change of a job: fences, hash write, audit,
  *                   dead letter, notification, reschedule and XACK at once.
- * STORE_CLAIM       own pending entries (mode "own") or XAUTOCLAIM ("auto"),
- *                   each with its delivery count.
+ * STORE_CLAIM       own pending entries (mode "own"), renewed, or a dead
+ *                   consumer's ("auto", judged by Redis: P:consumers and
+ *                   P:clock), each with its delivery count.
+ * STORE_HEARTBEAT   R11: this consumer's heartbeat by Redis' TIME, and
+ *                   P:clock's run of heartbeats without a gap.
  * STORE_RENEW       XCLAIM ... JUSTID of entries still ours; returns the ids
  *                   others hold and those pending for nobody.
  * STORE_REDISPATCH  XCLAIM (delivery count + 1) of an entry still ours.

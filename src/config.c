@@ -1026,10 +1026,20 @@ finish_redis(struct ctx *c)
 
 	if (!set)
 		cfg->redis.lease_renew_ms = cfg->redis.claim_idle_ms / 3;
-	if (cfg->redis.lease_renew_ms < 1 || cfg->redis.lease_renew_ms >= cfg->redis.claim_idle_ms)
+	/* R10, R11: an owner renews and beats at least three times within
+	 * the silence that makes its entries another's. */
+	if (cfg->redis.lease_renew_ms < 1 || cfg->redis.lease_renew_ms > cfg->redis.claim_idle_ms / 3)
 		fail(c, cfg_line_of(cfg, "redis", set ? "lease_renew_ms" : "claim_idle_ms"),
-		    "lease_renew_ms (%ld) must be at least 1 and below claim_idle_ms (%ld)",
+		    "lease_renew_ms (%ld) must be at least 1 and at most a third of claim_idle_ms (%ld)",
 		    cfg->redis.lease_renew_ms, cfg->redis.claim_idle_ms);
+	int hb_set = find_line(cfg, "daemon", "heartbeat_ms") != NULL;
+	if (!hb_set && cfg->daemon.heartbeat_ms > cfg->redis.claim_idle_ms / 3)
+		cfg->daemon.heartbeat_ms = cfg->redis.claim_idle_ms / 3;
+	if (cfg->daemon.heartbeat_ms < 1 || cfg->daemon.heartbeat_ms > cfg->redis.claim_idle_ms / 3)
+		fail(c, hb_set ? cfg_line_of(cfg, "daemon", "heartbeat_ms") :
+		    cfg_line_of(cfg, "redis", "claim_idle_ms"),
+		    "heartbeat_ms (%ld) must be at least 1 and at most a third of claim_idle_ms (%ld)",
+		    cfg->daemon.heartbeat_ms, cfg->redis.claim_idle_ms);
 	finish_sentinel(c);
 	finish_cluster(c);
 }

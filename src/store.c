@@ -21,6 +21,7 @@ store_keys_init(struct store_keys *k, const char *prefix, const char *consumer)
 	} keys[] = {
 		{k->jobs, "jobs"}, {k->scheduled, "scheduled"}, {k->dead, "dead"},
 		{k->notify, "notify"}, {k->audit, "audit"}, {k->decision_prefix, "decision:"},
+		{k->consumers, "consumers"}, {k->clock, "clock"},
 	};
 
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
