@@ -1114,6 +1114,21 @@ check_narrowing(struct ctx *c, const char *sec, const struct cfg_action *a)
 		    "token = exchange trades the worker's OAuth token: only with auth = oauth");
 }
 
+/* R15: unset, the grace lets the longest call in flight at SIGTERM end and
+ * its result be written, rather than leave it to run again elsewhere. */
+static void
+default_grace(struct cfg *cfg)
+{
+	long longest = 0;
+
+	if (find_line(cfg, "daemon", "shutdown_grace_ms") != NULL)
+		return;
+	for (size_t i = 0; i < cfg->nactions; i++)
+		if (cfg->actions[i].timeout_ms > longest)
+			longest = cfg->actions[i].timeout_ms;
+	cfg->daemon.shutdown_grace_ms = longest + 5000;
+}
+
 static void
 finish_actions(struct ctx *c)
 {
@@ -1122,6 +1137,7 @@ finish_actions(struct ctx *c)
 
 	if (cfg->nactions == 0)
 		fail(c, 1, "no [action NAME] section: nothing to execute");
+	default_grace(cfg);
 	for (size_t i = 0; i < cfg->nactions; i++) {
 		const struct cfg_action *a = &cfg->actions[i];
 		snprintf(sec, sizeof sec, "action %s", a->name);

@@ -722,6 +722,12 @@ after_renew(struct rconn *rc, const struct sreply *r, void *arg)
 
 	if (r == NULL)
 		return;	/* on_cmd_state renews everything when it is back */
+	if (sreply_error(r, "NOGROUP")) {
+		/* R14: the group went; a worker at capacity reads nothing, so
+		 * this may be the only reply that says so. */
+		sh->group_ready = 0;
+		ensure_group(sh);
+	}
 	if (sreply_renew(r, lease_lost, unpending, sh) < 0) {
 		renew_refused(sh);
 		return;
@@ -1549,6 +1555,45 @@ engine_stop(struct engine *eng)
 	maybe_finish_stop(eng);
 }
 
+static int
+same_str(const char *a, const char *b)
+{
+	return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/* R16: what a reload cannot change on live connections is named in the
+ * log, never ignored silently; it takes effect at the next start. */
+static void
+log_restart_needed(const struct cfg *old, const struct cfg *cfg)
+{
+	const struct {
+		const char *name;
+		int same;
+	} keys[] = {
+		{"host", same_str(old->redis.host, cfg->redis.host)},
+		{"port", old->redis.port == cfg->redis.port},
+		{"socket", same_str(old->redis.socket, cfg->redis.socket)},
+		{"db", old->redis.db == cfg->redis.db},
+		{"username", same_str(old->redis.username, cfg->redis.username)},
+		{"password_file", same_str(old->redis.password_file, cfg->redis.password_file)},
+		{"sentinels", same_str(old->redis.sentinels, cfg->redis.sentinels)},
+		{"master_name", same_str(old->redis.master_name, cfg->redis.master_name)},
+		{"sentinel_password_file", same_str(old->redis.sentinel_password_file,
+		    cfg->redis.sentinel_password_file)},
+	};
+	char changed[256] = "";
+
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+		if (!keys[i].same) {
+			if (changed[0])
+				strcat(changed, ",");
+			strcat(changed, keys[i].name);
+		}
+	if (changed[0])
+		log_warn("reload.restart_needed", "section=redis keys=%s detail=\"the running "
+		    "connections keep the old values until warrantd restarts\"", changed);
+}
+
 int
 engine_reload(struct engine *eng, struct cfg *cfg, char *err, size_t errlen)
 {
@@ -1577,6 +1622,7 @@ engine_reload(struct engine *eng, struct cfg *cfg, char *err, size_t errlen)
 		free_secrets(&s);
 		return -1;
 	}
+	log_restart_needed(old, cfg);
 	free_secrets(&eng->sec);
 	eng->sec = s;
 	eng->cfg = cfg;

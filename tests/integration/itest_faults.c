@@ -795,6 +795,18 @@ test_sighup_reload(void **state)
 		    "/gates/north/3/close") == 0;
 	json_decref(reqs);
 	assert_int_equal(closed, 1);
+	assert_false(h_daemon_log_has(w1, "event=reload.restart_needed"));
+
+	/* R16: a change a reload cannot make on live connections is said in
+	 * the log; the worker goes on with the connection it has. */
+	o.redis_extra = "db = 1\n";
+	char *moved = ini_text(&o);
+	free(h_write_file(strrchr(w1->ini, '/') + 1, moved));
+	free(moved);
+	assert_int_equal(kill(w1->pid, SIGHUP), 0);
+	wait_log(w1, "event=reload.restart_needed section=redis keys=db ");
+	decide("h-4", "gate.close", "north/4");
+	wait_job("h-4", "done");
 	assert_true(dmn_running(w1));
 	assert_exit0(dmn_signal_wait(w1, SIGTERM, 15000, NULL));
 	free(changed);
@@ -872,6 +884,49 @@ static int
 xreadgroup_refused_since(void *arg)
 {
 	return xreadgroup_rejected() > *(const long long *)arg;
+}
+
+/*
+ * R17: READONLY from a Redis reached directly (a VIP or a DNS name, no
+ * Sentinel): the old primary became a replica. The connection is dropped
+ * and the next connect checks ROLE, until a primary answers there again;
+ * before, the worker kept its connection to the replica for ever.
+ */
+static void
+test_r17_readonly_reconnects(void **state)
+{
+	(void)state;
+	struct opts o = {.consumer = "w1"};
+	struct h_daemon *w1 = dmn_start(&o, 1);
+
+	free(h_redis_str(C, "REPLICAOF 127.0.0.1 1"));	/* a replica of nothing */
+	wait_log(w1, "event=redis.not_primary");
+	free(h_redis_str(C, "REPLICAOF NO ONE"));
+	enqueue_many("ro", 3);
+	wait_all_in_state("ro", 3, "done");
+}
+
+/*
+ * R14: the group destroyed under a worker at capacity (it reads nothing,
+ * so no read meets NOGROUP): the renewal of its leases does, and the group
+ * is created again while the calls are still in flight.
+ */
+static void
+test_r14_nogroup_at_capacity(void **state)
+{
+	(void)state;
+	fake_script("{\"default\": {\"delay_ms\": 8000}}");
+	struct opts o = {.consumer = "w1", .max_in_flight = 2, .action_timeout_ms = 20000};
+	struct h_daemon *w1 = dmn_start(&o, 1);
+
+	enqueue_many("ng", 2);
+	wait_all_in_state("ng", 2, "running");
+	assert_int_equal(h_redis_int(C, "XGROUP DESTROY " JOBS " " GROUP), 1);
+	wait_log_count(w1, "event=consumer.group ", 2);
+	redisReply *r = redisCommand(C, "XINFO GROUPS " JOBS);
+	assert_non_null(r);
+	assert_int_equal(r->elements, 1);
+	freeReplyObject(r);
 }
 
 static void
@@ -1800,6 +1855,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_streams_trimmed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_r11_fresh_worker_takes_silent_owner,
 		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_r17_readonly_reconnects, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_r14_nogroup_at_capacity, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_r11_redis_frozen_no_duplicate, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_r11_writes_refused_no_duplicate, setup,
