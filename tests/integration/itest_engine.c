@@ -900,13 +900,51 @@ test_r4_duplicate(void **state)
 
 #define BATCH_N 16
 
+/* How often the daemon's log holds needle. */
+static int
+log_count(const struct h_daemon *d, const char *needle)
+{
+	char *text = h_read_file(d->log);
+	int n = 0;
+
+	assert_non_null(text);
+	for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
+		n++;
+	free(text);
+	return n;
+}
+
+/* R17: the entry `id` met an error of its own data three times, and is
+ * dead without a word written to its key: a dead letter `redis-error` with
+ * the reply as detail (expect in it), acknowledged, never called. */
+static void
+assert_redis_error_dead(const char *prefix, const char *id, const char *expect)
+{
+	char needle[128];
+
+	assert_entry(K(prefix, "dead"), "id", id, "reason", "redis-error");
+	char *detail = h_stream_field(C, K(prefix, "dead"), "id", id, "detail");
+	assert_non_null(detail);
+	if (strstr(detail, expect) == NULL)
+		fprintf(stderr, "itest_engine: %s's dead letter says %s\n", id, detail);
+	assert_non_null(strstr(detail, expect));
+	free(detail);
+	snprintf(needle, sizeof needle, "event=job.redis_error id=%s ", id);
+	assert_int_equal(log_count(&D[0], needle), 3);
+	assert_true(h_daemon_log_has(&D[0], "try=3 of 3"));
+	assert_int_equal(ncalls(id), 0);
+	assert_int_equal(h_stream_count(C, K(prefix, "audit"), "id", id), 0);
+}
+
 /* Transitions made in one turn of the loop go to Redis as one call of the
  * batch form, each item under pcall with a reply of its own: one item's
  * error (a hash whose `attempts` HINCRBY refuses) is that item's error
- * reply, retried with backoff as alone (R17), and one item's refusal (R4:
- * already terminal) that item's answer, while their neighbours in the same
- * call run to done. Every entry is queued before the worker starts, so its
- * first read takes them all and their start transitions are one batch. */
+ * reply, retried as alone -- and, being its own data's (R17), given up
+ * after three tries: dead `redis-error`, acked --, and one item's refusal
+ * (R4: already terminal) that item's answer, while their neighbours in the
+ * same call run to done. Every entry is queued before the worker starts,
+ * so its first read takes them all and their start transitions are one
+ * batch. */
 static void
 test_batch_isolation(void **state)
 {
@@ -937,13 +975,14 @@ test_batch_isolation(void **state)
 	wait_for(log_has, &dup, "job.duplicate of bt-0010");
 	struct log_wait bad = { &D[0], "kind=ERR error=\"ERR hash value is not an integer" };
 	wait_for(log_has, &bad, "bt-0005's own error reply logged (R17)");
-	/* the item that failed: nothing written, no call, still pending, tried again */
+	/* the item that failed: tried three times, then dead (R17) without a
+	 * word written to its broken hash, acked, never called */
+	assert_redis_error_dead(p, "bt-0005", "ERR hash value is not an integer");
+	wait_pel_empty(p);
 	assert_hfield(p, "bt-0005", "state", "queued");
 	assert_hfield(p, "bt-0005", "attempts", "x");
-	assert_int_equal(ncalls("bt-0005"), 0);
 	assert_hfield(p, "bt-0010", "updatedAt", "x");
 	assert_int_equal(ncalls("bt-0010"), 0);
-	assert_int_equal(h_pending_count(C, "bt:jobs", "workers"), 1);
 	assert_int_equal(h_redis_int(C, "XLEN bt:audit"), 2 * (BATCH_N - 2));
 	/* and the batch form did run (the script cache was empty at the start) */
 	rconn_script_init(&batch, store_scripts[STORE_TRANSITION].batch);
@@ -952,6 +991,44 @@ test_batch_isolation(void **state)
 	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
 	assert_int_equal(r->element[0]->integer, 1);
 	freeReplyObject(r);
+	daemon_down(&D[0]);
+}
+
+/* ------------------------------------------------------------------ */
+/* R17: an error that belongs to one entry                              */
+
+/* A decision key that holds a string (SET, not HSET): every HGETALL of it
+ * is WRONGTYPE. After three tries the entry is dead `redis-error`, acked,
+ * the key untouched, and the worker goes on with the next entries. */
+static void
+test_r17_wrongtype_dead(void **state)
+{
+	const char *p = "r17w";
+	struct h_daemon_opts o = opts(p);
+	(void)state;
+
+	fake_reset();
+	daemon_up(&D[0], &o);
+	free(h_redis_str(C, "SET r17w:decision:r17-str not-a-hash"));
+	char *sid = xadd(p, "id", "r17-str");
+	assert_redis_error_dead(p, "r17-str", "WRONGTYPE Operation against a key holding the "
+	    "wrong kind of value");
+	assert_entry("r17w:dead", "id", "r17-str", "streamId", sid);
+	wait_pel_empty(p);
+	char *v = h_redis_str(C, "GET r17w:decision:r17-str");
+	assert_non_null(v);
+	assert_string_equal(v, "not-a-hash");
+	free(v);
+	/* still serving */
+	for (int i = 0; i < 3; i++) {
+		char id[32];
+		snprintf(id, sizeof id, "r17-ok-%d", i);
+		decide(p, id, NULL);
+		wait_state(p, id, "done");
+		assert_int_equal(ncalls(id), 1);
+	}
+	wait_pel_empty(p);
+	free(sid);
 	daemon_down(&D[0]);
 }
 
@@ -1569,6 +1646,9 @@ main(void)
 	const struct CMUnitTest batches[] = {
 		cmocka_unit_test_teardown(test_batch_isolation, test_teardown),
 	};
+	const struct CMUnitTest entry_errors[] = {
+		cmocka_unit_test_teardown(test_r17_wrongtype_dead, test_teardown),
+	};
 	const struct CMUnitTest heartbeat[] = {
 		cmocka_unit_test_teardown(test_heartbeat, test_teardown),
 	};
@@ -1594,6 +1674,8 @@ main(void)
 	    group_teardown);
 	failed += cmocka_run_group_tests_name("engine: batched transitions", batches, group_setup,
 	    group_teardown);
+	failed += cmocka_run_group_tests_name("engine: R17 an entry's own errors",
+	    entry_errors, group_setup, group_teardown);
 	failed += cmocka_run_group_tests_name("engine: heartbeat", heartbeat, group_setup,
 	    group_teardown);
 	failed += cmocka_run_group_tests_name("engine: shards on one Redis", shards, group_setup,
