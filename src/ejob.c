@@ -447,7 +447,10 @@ send_transition(struct ejob *j)
 		.outcome = reason_name(s->reason),
 		.detail = s->detail,
 		.http_status = status,
-		.fence_attempts = (fx & JOB_FX_CALL) ? -1 : j->fence,
+		/* R8, R13: a call step increments `attempts` only from the value
+		 * it was decided on (job_next counted the call already), so one
+		 * sent again after its reply was lost is not counted twice */
+		.fence_attempts = (fx & JOB_FX_CALL) ? j->core.calls - 1 : j->fence,
 		.require_owner = j->started,
 		.incr_attempts = (fx & JOB_FX_CALL) != 0,
 		.ack = (fx & (JOB_FX_ACK | JOB_FX_RESCHEDULE)) != 0,
@@ -572,6 +575,10 @@ after_transition(struct rconn *rc, const struct sreply *r, void *arg)
 		ejob_unref(j);
 		return;
 	}
+	if (store_reply_is(t.why, STORE_REPLY_AGAIN))
+		log_info("job.again", "id=%s stream_id=%s attempt=%lld detail=\"the call step "
+		    "was written already, its reply lost: counted once\"", j->id, j->stream_id,
+		    t.fence);
 	transition_written(j, &t);
 	continue_effects(j);
 	ejob_unref(j);
