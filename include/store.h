@@ -209,7 +209,8 @@ const char *store_slot_name(int slot, char *buf, size_t n);
  * The transition's answer (lua/transition.lua): {1, "ok", from, attempts}
  * or {0, why, from}. STORE_REPLY_LEASE: no longer pending for this consumer;
  * OWNER, ATTEMPTS: a newer attempt exists (R13); TERMINAL: already terminal,
- * acked (R4); MISSING: the hash is gone.
+ * acked (R4); MISSING: the hash is gone. AGAIN (written): a call step sent
+ * again after its reply was lost had been written already (R8, R13).
  */
 enum store_reply {
 	STORE_REPLY_OK,
@@ -218,6 +219,7 @@ enum store_reply {
 	STORE_REPLY_ATTEMPTS,
 	STORE_REPLY_TERMINAL,
 	STORE_REPLY_MISSING,
+	STORE_REPLY_AGAIN,
 	STORE_REPLY_COUNT	/* not a reply: the number of them */
 };
 
@@ -253,7 +255,9 @@ struct store_transition {
 	const char *stream_id, *record_id;
 	const char *state;		/* new state, "" for none */
 	const char *outcome, *detail, *http_status;
-	long long fence_attempts;	/* -1: no check of `attempts` */
+	long long fence_attempts;	/* -1: no check of `attempts`; with
+					   incr_attempts, the value it increments
+					   from (a re-send answers "again") */
 	int require_owner;		/* hash `owner` must be this consumer */
 	int incr_attempts;		/* HINCRBY attempts 1 (a call begins) */
 	int ack;

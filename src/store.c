@@ -62,6 +62,7 @@ static const char *const replies[STORE_REPLY_COUNT] = {
 	[STORE_REPLY_ATTEMPTS] = "attempts",
 	[STORE_REPLY_TERMINAL] = "terminal",
 	[STORE_REPLY_MISSING] = "missing",
+	[STORE_REPLY_AGAIN] = "again",
 };
 
 const char *const store_dead_fields[STORE_DEAD_NFIELDS + 1] = {
