@@ -10,6 +10,11 @@
  *   1. Error replies (R17): what a Redis error reply means
  *      (consumer_err_classify), and whether a step that met one is tried
  *      again or given up (consumer_err_next).
+ *   2. Reading and claiming (R6, R11, R14, R17, R18): how much to read,
+ *      whether a read or a claim may be sent now and which claim, and how
+ *      long a refused read, renewal or heartbeat waits (consumer_view).
+ *      Whether another consumer is gone is not decided here, nor anywhere
+ *      in the worker: Redis decides it (lua/claim.lua, R11).
  */
 #ifndef WARRANTD_CONSUMER_H
 #define WARRANTD_CONSUMER_H
@@ -119,5 +124,65 @@ void consumer_err_ok(struct consumer_errs *e);
 /* Redis is reachable again: the next retry waits the shortest delay; the
  * entry's count of its own errors is kept. */
 void consumer_err_redis_up(struct consumer_errs *e);
+
+/* ------------------------------------------------------------------ */
+/* 2. Reading and claiming                                              */
+
+/* What the worker knows when it decides for one shard: plain data the
+ * engine fills from its state, nothing kept. */
+struct consumer_view {
+	long max_in_flight, batch;	/* [daemon] max_in_flight, [redis] batch */
+	long in_hand;			/* entries in hand over every shard (R18) */
+	int draining;			/* R15: stopping */
+	int tokens_usable;		/* R6: every action's credential can be had */
+	int group_ready;		/* R14: the group exists */
+	int own_done;			/* R14: the own PEL has been read to its end */
+	int cmd_up, blk_up;		/* R17: the command and the blocking connection */
+	int reading;			/* a read for this shard is outstanding */
+	int claiming;			/* a claim for this shard is outstanding */
+	int backing_off;		/* R17: an error reply on the read path waits */
+};
+
+/* What may go out for a shard now. */
+enum consumer_claim {
+	CONSUMER_CLAIM_NONE,	/* nothing */
+	CONSUMER_CLAIM_OWN,	/* R14: the next page of our own PEL */
+	CONSUMER_CLAIM_AUTO,	/* R11: ask Redis for the entries of consumers it
+				   judges gone (claim interval ticks only) */
+};
+
+/* The claim script examines at most this many x 10 pending entries of
+ * owners judged gone per tick in all (R11): bounded work. */
+#define CONSUMER_CLAIM_SCAN	100
+
+/* Room for entries: what max_in_flight leaves, at most one batch; 0 or
+ * less means none. */
+long consumer_room(const struct consumer_view *v);
+
+/* R18: how many entries one stream's read may ask for, when `streams`
+ * streams are read at once (per shard, or one read naming them all, whose
+ * COUNT Redis applies per stream): their share of the room, at least 1. */
+long consumer_read_count(const struct consumer_view *v, size_t streams);
+
+/* R6, R14, R17: a read of new entries may be sent: the group is there,
+ * the own PEL was read first, both connections are up, no error reply is
+ * being waited out, no read is outstanding, there is room and a usable
+ * token, and the worker is not stopping. */
+int consumer_may_read(const struct consumer_view *v);
+
+/* Which claim may be sent now; `tick`: a claim interval's timer fired
+ * (CONSUMER_CLAIM_AUTO only then). The own PEL comes before anything else,
+ * and neither is sent without room, a usable token (R6: never claim what
+ * cannot be completed) and the command connection. */
+enum consumer_claim consumer_next_claim(const struct consumer_view *v, int tick);
+
+/* How many XPENDING pages of `room` entries the claim script may look at
+ * in one tick, so that it examines at most CONSUMER_CLAIM_SCAN x 10 in all. */
+long consumer_claim_calls(long room);
+
+/* R10, R17: the wait before the `failures`-th try again of a refused read,
+ * renewal or heartbeat: full jitter between CONSUMER_ERR_RETRY_MIN_MS and a
+ * ceiling that doubles up to CONSUMER_ERR_RETRY_MAX_MS. */
+int64_t consumer_retry_ms(unsigned failures, uint64_t rnd);
 
 #endif

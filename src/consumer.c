@@ -183,3 +183,56 @@ consumer_err_redis_up(struct consumer_errs *e)
 {
 	e->tries = 0;
 }
+
+/* ------------------------------------------------------------------ */
+/* 2. Reading and claiming                                              */
+
+long
+consumer_room(const struct consumer_view *v)
+{
+	long room = v->max_in_flight - v->in_hand;
+
+	return room < v->batch ? room : v->batch;
+}
+
+long
+consumer_read_count(const struct consumer_view *v, size_t streams)
+{
+	long share = (v->max_in_flight - v->in_hand) / (long)(streams ? streams : 1);
+	long room = consumer_room(v);
+
+	if (share < 1)
+		share = 1;
+	return share < room ? share : room;
+}
+
+int
+consumer_may_read(const struct consumer_view *v)
+{
+	return v->group_ready && v->own_done && !v->draining && !v->reading && v->blk_up &&
+	    v->cmd_up && !v->backing_off && v->tokens_usable && consumer_room(v) > 0;
+}
+
+enum consumer_claim
+consumer_next_claim(const struct consumer_view *v, int tick)
+{
+	if (!v->group_ready || !v->cmd_up || v->draining || v->claiming ||
+	    !v->tokens_usable || consumer_room(v) <= 0)
+		return CONSUMER_CLAIM_NONE;
+	if (!v->own_done)
+		return v->backing_off ? CONSUMER_CLAIM_NONE : CONSUMER_CLAIM_OWN;
+	return tick ? CONSUMER_CLAIM_AUTO : CONSUMER_CLAIM_NONE;
+}
+
+long
+consumer_claim_calls(long room)
+{
+	return room > 0 && room < CONSUMER_CLAIM_SCAN ? CONSUMER_CLAIM_SCAN / room : 1;
+}
+
+int64_t
+consumer_retry_ms(unsigned failures, uint64_t rnd)
+{
+	return backoff_ms(CONSUMER_ERR_RETRY_MIN_MS, CONSUMER_ERR_RETRY_MIN_MS,
+	    CONSUMER_ERR_RETRY_MAX_MS, (int)(failures < 64 ? failures : 64), rnd);
+}

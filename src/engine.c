@@ -19,8 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backoff.h"
 #include "cluster.h"
+#include "consumer.h"
 #include "cred.h"
 #include "ejob.h"
 #include "http.h"
@@ -133,11 +133,6 @@ static void maybe_finish_stop(struct engine *eng);
 static void ensure_group(struct shard *sh);
 static void read_shared(struct engine *eng);
 
-#define KICK_MIN_MS	100
-#define KICK_MAX_MS	5000
-/* The claim script examines up to this many x 10 pending entries of dead
- * owners per tick in all (R11). */
-#define CLAIM_SCAN_PER_TICK	100
 
 /* ------------------------------------------------------------------ */
 /* small helpers                                                        */
@@ -218,11 +213,40 @@ job_released(void *arg)
 /* ------------------------------------------------------------------ */
 /* reading: XREADGROUP, own PEL, XAUTOCLAIM, promotion                  */
 
+/* What the consumer core (consumer.h) is told of the worker as a whole. */
+static struct consumer_view
+worker_view(const struct engine *eng)
+{
+	return (struct consumer_view){
+		.max_in_flight = eng->cfg->daemon.max_in_flight, .batch = eng->cfg->redis.batch,
+		.in_hand = (long)in_hand(eng), .draining = eng->draining,
+		.tokens_usable = creds_tokens_usable(eng->sec.creds),
+	};
+}
+
+/* ... and of one shard. */
+static struct consumer_view
+shard_view(const struct shard *sh)
+{
+	const struct engine *eng = sh->eng;
+	struct consumer_view v = worker_view(eng);
+
+	v.group_ready = sh->group_ready;
+	v.own_done = sh->own_done;
+	v.cmd_up = rconn_is_up(sh->cmd);
+	v.blk_up = sh->blk != NULL && rconn_is_up(sh->blk);
+	v.reading = sh->reading;
+	v.claiming = sh->claiming;
+	v.backing_off = ev_is_active(&sh->kick);
+	return v;
+}
+
 static long
 capacity(const struct engine *eng)
 {
-	long room = eng->cfg->daemon.max_in_flight - (long)in_hand(eng);
-	return room < eng->cfg->redis.batch ? room : eng->cfg->redis.batch;
+	struct consumer_view v = worker_view(eng);
+
+	return consumer_room(&v);
 }
 
 /* R17: an error reply on the reading path (XREADGROUP, our PEL, XGROUP):
@@ -232,8 +256,7 @@ back_off_with(struct engine *eng, ev_timer *kick, unsigned *failures)
 {
 	if (*failures < 64)
 		(*failures)++;
-	int64_t delay = backoff_ms(KICK_MIN_MS, KICK_MIN_MS, KICK_MAX_MS, (int)*failures,
-	    rnd_u64());
+	int64_t delay = consumer_retry_ms(*failures, rnd_u64());
 
 	ev_timer_stop(eng->loop, kick);
 	ev_timer_set(kick, (double)delay / 1000.0, 0.0);
@@ -321,33 +344,22 @@ after_read(struct rconn *rc, const struct sreply *r, void *arg)
 	read_more(sh);
 }
 
-/* How many entries one stream's read may ask for: its share of the room
- * left, so that the reads of `streams` streams together -- per shard, all
- * outstanding at once, or one read naming them all, whose COUNT Redis
- * applies per stream -- ask for no more than max_in_flight allows (one
- * shard: all of it). */
+/* R18: one stream's share of the room (consumer.h). */
 static long
 read_count(const struct engine *eng, size_t streams)
 {
-	long room = eng->cfg->daemon.max_in_flight - (long)in_hand(eng);
-	long share = room / (long)streams;
-	long cap = capacity(eng);
+	struct consumer_view v = worker_view(eng);
 
-	if (share < 1)
-		share = 1;
-	return share < cap ? share : cap;
+	return consumer_read_count(&v, streams);
 }
 
-/* R17: nothing new is read while either connection is down (what is read
- * could not be loaded) or while an error reply is being backed off. */
+/* R6, R14, R17: consumer_may_read, for a shard with a read of its own. */
 static int
 may_read(const struct shard *sh)
 {
-	const struct engine *eng = sh->eng;
+	struct consumer_view v = shard_view(sh);
 
-	return sh->group_ready && sh->own_done && !eng->draining && !sh->reading &&
-	    sh->blk && rconn_is_up(sh->blk) && rconn_is_up(sh->cmd) &&
-	    !ev_is_active(&sh->kick) && capacity(eng) > 0;
+	return consumer_may_read(&v);
 }
 
 /* The shared read: whether a shard's stream goes into it. Like may_read,
@@ -565,8 +577,7 @@ send_claim(struct shard *sh, const char *mode, const char *start, rconn_reply_cb
 	char count[24], calls[24];
 	long room = capacity(eng);
 	snprintf(count, sizeof count, "%ld", room);
-	snprintf(calls, sizeof calls, "%ld", room < CLAIM_SCAN_PER_TICK ?
-	    CLAIM_SCAN_PER_TICK / room : 1);
+	snprintf(calls, sizeof calls, "%ld", consumer_claim_calls(room));
 	struct store_args a;
 	store_args_init(&a, STORE_CLAIM);
 	store_args_consumer(&a, &sh->keys, eng->cfg->redis.group, eng->cfg->daemon.consumer);
@@ -586,10 +597,10 @@ send_claim(struct shard *sh, const char *mode, const char *start, rconn_reply_cb
 static void
 own_pending_more(struct shard *sh)
 {
-	if (!sh->group_ready || sh->claiming || sh->eng->draining || capacity(sh->eng) <= 0 ||
-	    !rconn_is_up(sh->cmd) || ev_is_active(&sh->kick))
-		return;
-	send_claim(sh, "own", sh->own_cursor, after_own);
+	struct consumer_view v = shard_view(sh);
+
+	if (consumer_next_claim(&v, 0) == CONSUMER_CLAIM_OWN)
+		send_claim(sh, "own", sh->own_cursor, after_own);
 }
 
 static void
@@ -655,16 +666,14 @@ claim_shard(struct shard *sh)
 	trim_jobs(sh);
 	/* A PEL scan that a reconnect restarted while a claim was on its way
 	 * is taken up here, at the latest: with one read over every shard,
-	 * the read waits for it. */
-	if (!sh->own_done && creds_tokens_usable(eng->sec.creds))
-		own_pending_more(sh);
-	/* R6: never claim what cannot be completed for want of a token.
-	 * Whether an owner is gone is the script's judgement (R11), by Redis'
-	 * clock: no local timer stands in for it. */
-	if (!sh->own_done || sh->claiming || capacity(eng) <= 0 ||
-	    !creds_tokens_usable(eng->sec.creds))
-		return;
-	send_claim(sh, "auto", "0", after_autoclaim);
+	 * the read waits for it. Whether an owner is gone is the script's
+	 * judgement (R11), by Redis' clock: no local timer stands in for it. */
+	struct consumer_view v = shard_view(sh);
+	switch (consumer_next_claim(&v, 1)) {
+	case CONSUMER_CLAIM_OWN: send_claim(sh, "own", sh->own_cursor, after_own); break;
+	case CONSUMER_CLAIM_AUTO: send_claim(sh, "auto", "0", after_autoclaim); break;
+	case CONSUMER_CLAIM_NONE: break;
+	}
 }
 
 static void

@@ -277,6 +277,134 @@ test_reply_to_verdict(void **state)
 		    "loading the dataset in memory"), 1, 3).verdict, CONSUMER_RETRY);
 }
 
+/* ---- section 2: reading and claiming ---- */
+
+/* A healthy shard of a worker with room: it may read, and claims on a tick. */
+static struct consumer_view
+healthy(void)
+{
+	return (struct consumer_view){
+		.max_in_flight = 256, .batch = 64, .in_hand = 0, .tokens_usable = 1,
+		.group_ready = 1, .own_done = 1, .cmd_up = 1, .blk_up = 1,
+	};
+}
+
+static void
+test_room_and_read_count(void **state)
+{
+	(void)state;
+	struct consumer_view v = healthy();
+
+	assert_int_equal(consumer_room(&v), 64);		/* one batch at most */
+	assert_int_equal(consumer_read_count(&v, 1), 64);
+	v.in_hand = 230;
+	assert_int_equal(consumer_room(&v), 26);
+	assert_int_equal(consumer_read_count(&v, 1), 26);
+	/* R18: four streams read at once share the room: 26 / 4 */
+	assert_int_equal(consumer_read_count(&v, 4), 6);
+	/* ... but each asks for at least one while there is room */
+	v.in_hand = 254;
+	assert_int_equal(consumer_read_count(&v, 4), 1);
+	v.in_hand = 256;
+	assert_true(consumer_room(&v) <= 0);
+	assert_false(consumer_may_read(&v));
+	v.in_hand = 300;	/* a reload lowered max_in_flight under what is in hand */
+	assert_true(consumer_room(&v) < 0);
+}
+
+/* R6, R14, R15, R17: every reason not to read, one at a time. */
+static void
+test_may_read(void **state)
+{
+	(void)state;
+	struct consumer_view v = healthy();
+
+	assert_true(consumer_may_read(&v));
+#define WITHOUT(field, value) do { \
+	struct consumer_view w = healthy(); \
+	w.field = value; \
+	assert_false(consumer_may_read(&w)); \
+} while (0)
+	WITHOUT(group_ready, 0);
+	WITHOUT(own_done, 0);		/* R14: own PEL first */
+	WITHOUT(draining, 1);		/* R15 */
+	WITHOUT(reading, 1);
+	WITHOUT(blk_up, 0);		/* R17: either connection down */
+	WITHOUT(cmd_up, 0);
+	WITHOUT(backing_off, 1);	/* R17: an error reply waits */
+	WITHOUT(tokens_usable, 0);	/* R6 */
+#undef WITHOUT
+}
+
+/* R14 before R11: the own PEL, at any time; another's entries only on a
+ * claim tick, and nothing without room, a token or the command connection. */
+static void
+test_next_claim(void **state)
+{
+	(void)state;
+	struct consumer_view v = healthy();
+
+	assert_int_equal(consumer_next_claim(&v, 0), CONSUMER_CLAIM_NONE);
+	assert_int_equal(consumer_next_claim(&v, 1), CONSUMER_CLAIM_AUTO);
+	v.own_done = 0;
+	assert_int_equal(consumer_next_claim(&v, 0), CONSUMER_CLAIM_OWN);
+	assert_int_equal(consumer_next_claim(&v, 1), CONSUMER_CLAIM_OWN);
+	v.backing_off = 1;	/* the own scan is on the read path: it waits */
+	assert_int_equal(consumer_next_claim(&v, 1), CONSUMER_CLAIM_NONE);
+	v = healthy();
+	v.backing_off = 1;	/* a claim is not: it goes on while reads wait */
+	assert_int_equal(consumer_next_claim(&v, 1), CONSUMER_CLAIM_AUTO);
+#define NONE_WITH(field, value) do { \
+	struct consumer_view w = healthy(); \
+	w.field = value; \
+	assert_int_equal(consumer_next_claim(&w, 1), CONSUMER_CLAIM_NONE); \
+	w.own_done = 0; \
+	assert_int_equal(consumer_next_claim(&w, 1), CONSUMER_CLAIM_NONE); \
+} while (0)
+	NONE_WITH(group_ready, 0);
+	NONE_WITH(cmd_up, 0);
+	NONE_WITH(draining, 1);
+	NONE_WITH(claiming, 1);		/* one claim at a time */
+	NONE_WITH(tokens_usable, 0);	/* R6: never claim what cannot be done */
+	NONE_WITH(in_hand, 256);
+#undef NONE_WITH
+	/* the blocking connection is not the claim's */
+	v = healthy();
+	v.blk_up = 0;
+	assert_int_equal(consumer_next_claim(&v, 1), CONSUMER_CLAIM_AUTO);
+}
+
+static void
+test_claim_calls(void **state)
+{
+	(void)state;
+	assert_int_equal(consumer_claim_calls(1), CONSUMER_CLAIM_SCAN);
+	assert_int_equal(consumer_claim_calls(2), CONSUMER_CLAIM_SCAN / 2);
+	assert_int_equal(consumer_claim_calls(64), 1);
+	assert_int_equal(consumer_claim_calls(500), 1);
+	assert_int_equal(consumer_claim_calls(0), 1);
+}
+
+/* R10, R17: full jitter under a ceiling that doubles from 100 ms to 5 s. */
+static void
+test_retry_ms(void **state)
+{
+	(void)state;
+	for (unsigned f = 1; f <= 70; f++) {
+		int64_t ceiling = 100LL << (f - 1 < 6 ? f - 1 : 6);
+		if (ceiling > CONSUMER_ERR_RETRY_MAX_MS)
+			ceiling = CONSUMER_ERR_RETRY_MAX_MS;
+		for (uint64_t rnd = 0; rnd < 4; rnd++) {
+			int64_t d = consumer_retry_ms(f, rnd * 0x4000000000000000ULL);
+			assert_true(d >= CONSUMER_ERR_RETRY_MIN_MS);
+			assert_true(d <= ceiling);
+		}
+	}
+	/* the ceiling is reached, and stays at 5 s */
+	assert_int_equal(consumer_retry_ms(70, 4900), CONSUMER_ERR_RETRY_MAX_MS);
+	assert_int_equal(consumer_retry_ms(1, 0), CONSUMER_ERR_RETRY_MIN_MS);
+}
+
 int
 main(void)
 {
@@ -289,6 +417,11 @@ main(void)
 		cmocka_unit_test(test_entry_error_off_its_data_retried),
 		cmocka_unit_test(test_entry_run),
 		cmocka_unit_test(test_reply_to_verdict),
+		cmocka_unit_test(test_room_and_read_count),
+		cmocka_unit_test(test_may_read),
+		cmocka_unit_test(test_next_claim),
+		cmocka_unit_test(test_claim_calls),
+		cmocka_unit_test(test_retry_ms),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
