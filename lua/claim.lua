@@ -1,5 +1,5 @@
 -- KEYS: jobs consumers clock
--- ARGV: group consumer mode claim_idle_ms heartbeat_ms start count calls
+-- ARGV: group consumer mode claim_idle_ms heartbeat_ms forgotten_ms start count calls
 --
 -- Own pending entries (mode 'own', R14) or a dead consumer's (mode 'auto',
 -- R11), each with its delivery count.
@@ -16,7 +16,11 @@
 -- counts (heartbeat.lua's rule). At most count entries are taken and calls x 10 x count
 -- examined. An entry deleted from the stream is acked and returned as
 -- deleted (entry-deleted). A consumer with nothing pending that has been
--- silent for a day leaves the group and P:consumers.
+-- silent for a day leaves the group and P:consumers. First, though, auto
+-- takes back this consumer's own entries idle for forgotten_ms (twice its
+-- lease renewal): what it holds in hand it renews, so these are entries it
+-- let go without an XACK (a refused write, an abandoned attempt) and that
+-- no one else would ever take from a live owner.
 -- Returns {next, {{id, fields-or-false, deliveries}...}, {deleted id...}};
 -- next is '0-0' when the scan is complete (auto: always).
 local jobs, g, me = K.jobs, A.group, A.consumer
@@ -36,9 +40,11 @@ local function fields(id)
   deleted[#deleted + 1] = id
   return nil
 end
-if A.mode ~= 'auto' then
-  local start = A.start == '0' and '-' or '(' .. A.start
-  local p = redis.call('XPENDING', jobs, g, start, '+', A.count, me)
+-- Own entries from start (exclusive; '0': the first), idle at least
+-- min_idle, renewed as they are returned.
+local function own(start, min_idle)
+  local from = start == '0' and '-' or '(' .. start
+  local p = redis.call('XPENDING', jobs, g, 'IDLE', min_idle, from, '+', want - #out, me)
   for _, e in ipairs(p) do
     local f = fields(e[1])
     if f then
@@ -46,9 +52,15 @@ if A.mode ~= 'auto' then
       out[#out + 1] = {e[1], f, e[4]}
     end
   end
+  return p
+end
+if A.mode ~= 'auto' then
+  local p = own(A.start, '0')
   if #p == want then nxt = p[#p][1] end
   return {nxt, out, deleted}
 end
+own('0', A.forgotten_ms)
+if #out >= want then return {nxt, out, deleted} end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local seen, widest = {}, tonumber(A.heartbeat_ms)

@@ -586,6 +586,7 @@ send_claim(struct shard *sh, const char *mode, const char *start, rconn_reply_cb
 	store_arg(&a, STORE_CLAIM_MODE, mode);
 	store_arg_ll(&a, STORE_CLAIM_CLAIM_IDLE_MS, eng->cfg->redis.claim_idle_ms);
 	store_arg_ll(&a, STORE_CLAIM_HEARTBEAT_MS, eng->cfg->daemon.heartbeat_ms);
+	store_arg_ll(&a, STORE_CLAIM_FORGOTTEN_MS, 2 * eng->cfg->redis.lease_renew_ms);
 	store_arg(&a, STORE_CLAIM_START, start);
 	store_arg(&a, STORE_CLAIM_COUNT, count);
 	store_arg(&a, STORE_CLAIM_CALLS, calls);

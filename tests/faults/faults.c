@@ -21,6 +21,14 @@
  *   sighup        a worker's claim_interval_ms, lease_renew_ms and heartbeat_ms
  *                 rewritten, then SIGHUP
  *   sigterm       SIGTERM to a worker, restarted once it exited
+ *   redis-stall   redis-server SIGSTOPped for claim_idle_ms + 0.5-2 s (R11: every
+ *                 lease and heartbeat ages; nobody may take a live owner's entries)
+ *   refuse-writes CONFIG SET min-replicas-to-write 1 (no replica: NOREPLICAS on
+ *                 every write) for claim_idle_ms + 0.5-2 s (R10, R11)
+ *   restart-late  SIGTERM to a worker, restarted 0.7-1 x claim_idle_ms later:
+ *                 it takes back its own PEL while its peer could claim it (R11, R14)
+ *   queue-twice   a second stream entry for up to 3 records already queued, as
+ *                 a decider that retried its XADD does (R4: run once)
  *
  * Then, with every fault undone, it waits (bounded) until each job is
  * terminal and the PEL is empty, stops the workers, and checks:
@@ -57,9 +65,11 @@
 #include "faults.h"
 
 enum fkind { F_KILL, F_REDIS_KILL, F_REDIS_FREEZE, F_IDP_DOWN, F_PDP_DOWN, F_TARGET_SLOW,
-	F_REVOKE, F_SIGHUP, F_SIGTERM, F_N };
+	F_REVOKE, F_SIGHUP, F_SIGTERM, F_REDIS_STALL, F_REFUSE_WRITES, F_RESTART_LATE,
+	F_QUEUE_TWICE, F_N };
 static const char *const fault_name[F_N] = { "kill", "redis-kill", "redis-freeze",
-	"idp-down", "pdp-down", "target-slow", "revoke", "sighup", "sigterm" };
+	"idp-down", "pdp-down", "target-slow", "revoke", "sighup", "sigterm", "redis-stall",
+	"refuse-writes", "restart-late", "queue-twice" };
 
 enum jkind { J_OK, J_SHORT, J_DENY, J_FAIL, J_DEAD };
 
@@ -230,6 +240,47 @@ redis_freeze(struct run *r)
 	kill(r->w.redis.pid, SIGCONT);
 }
 
+/* R11: a stall longer than claim_idle_ms -- Redis frozen, or refusing
+ * every write (NOREPLICAS, as while the only replica restarts under
+ * min-replicas-to-write 1). */
+static int
+redis_stall(struct run *r, int refuse_writes)
+{
+	long ms = CLAIM_IDLE_MS + w_between(&r->rng, 500, 2000);
+
+	if (!refuse_writes) {
+		kill(r->w.redis.pid, SIGSTOP);
+		w_pause_ms(ms);
+		kill(r->w.redis.pid, SIGCONT);
+		return 0;
+	}
+	redisReply *on = w_rc(&r->w) ? redisCommand(w_rc(&r->w),
+	    "CONFIG SET min-replicas-to-write 1") : NULL;
+	w_pause_ms(ms);
+	redisReply *off = w_rc(&r->w) ? redisCommand(w_rc(&r->w),
+	    "CONFIG SET min-replicas-to-write 0") : NULL;
+	int ok = on && on->type == REDIS_REPLY_STATUS && off && off->type == REDIS_REPLY_STATUS;
+	freeReplyObject(on);
+	freeReplyObject(off);
+	return ok ? 0 : -1;
+}
+
+/* R4: another stream entry for up to 3 records already queued. */
+static int
+queue_twice(struct run *r)
+{
+	for (int k = 0; k < 3 && r->queued > 0; k++) {
+		const struct job *j = &r->jobs[w_between(&r->rng, 0, r->queued - 1)];
+		redisReply *x = w_rc(&r->w) ? redisCommand(w_rc(&r->w), "XADD " W_JOBS " * id %s",
+		    j->id) : NULL;
+		int ok = x && x->type == REDIS_REPLY_STRING;
+		freeReplyObject(x);
+		if (!ok)
+			return -1;
+	}
+	return 0;
+}
+
 static int
 fake_down(struct run *r, const struct h_fake *f, const char *down, const char *down_body,
 	  const char *up, const char *up_body, long lo, long hi)
@@ -261,6 +312,22 @@ sigterm(struct run *r, int i)
 		w_say("  seed %llu: worker %d: SIGTERM ended with status %d (R15 wants exit 0)\n",
 		    r->seed, i, st);
 	}
+	return restart_worker(r, i);
+}
+
+/* R11, R14: a worker back after 0.7-1 x claim_idle_ms finds its own PEL;
+ * its peer, which has seen it silent nearly as long, may not take it. */
+static int
+restart_late(struct run *r, int i)
+{
+	int st = w_term(&r->w, i);
+
+	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		r->t.unclean++;
+		w_say("  seed %llu: worker %d: SIGTERM ended with status %d (R15 wants exit 0)\n",
+		    r->seed, i, st);
+	}
+	w_pause_ms(w_between(&r->rng, CLAIM_IDLE_MS * 7 / 10, CLAIM_IDLE_MS));
 	return restart_worker(r, i);
 }
 
@@ -301,13 +368,18 @@ inject(struct run *r, enum fkind k)
 	case F_REVOKE: rc = w_post(&r->w.target, "/_revoke", NULL); break;
 	case F_SIGHUP: rc = sighup(r, i); break;
 	case F_SIGTERM: rc = sigterm(r, i); break;
+	case F_REDIS_STALL: rc = redis_stall(r, 0); break;
+	case F_REFUSE_WRITES: rc = redis_stall(r, 1); break;
+	case F_RESTART_LATE: rc = restart_late(r, i); break;
+	case F_QUEUE_TWICE: rc = queue_twice(r); break;
 	default: break;
 	}
 	if (rc != 0)
 		w_say("  seed %llu: fault %s (worker %d) could not be injected or undone\n", r->seed,
 		    fault_name[k], i);
 	if (e != NULL)
-		*e = (struct event){ k, (k == F_KILL || k == F_SIGHUP || k == F_SIGTERM) ? i : -1,
+		*e = (struct event){ k, (k == F_KILL || k == F_SIGHUP || k == F_SIGTERM ||
+		    k == F_RESTART_LATE) ? i : -1,
 		    from, h_now_ms() };
 	r->t.faults[k]++;
 	return rc;
@@ -646,7 +718,7 @@ static void
 print_table(const struct tally *t)
 {
 	printf("\n| runs | broken | jobs | s/run | lost | late | pending | terminal twice | "
-	    "unclean stop | dup explained (kill/timeout) | dup unexplained |\n"
+	    "unclean stop | dup explained (kill/timeout) | ran twice by a live worker |\n"
 	    "|---|---|---|---|---|---|---|---|---|---|---|\n");
 	printf("| %ld | %ld | %ld | %.1f | %ld | %ld | %ld | %ld | %ld | %ld (%ld/%ld) | %ld |\n\n",
 	    t->runs, t->broken, t->jobs, t->runs ? t->ms / 1000.0 / (double)t->runs : 0.0, t->lost, t->late,

@@ -641,6 +641,223 @@ sc_trim(struct world *w)
 
 /* ------------------------------------------------------------------ */
 
+/* ------------------------------------------------------------------ */
+/* issue 22: one decision, one execution (R4, R10, R11, R16, R17)       */
+
+#define ONCE_IDLE_MS	3000
+
+/* Two workers, each with room, holding `n` calls of 5 s. */
+static int
+two_busy_workers(struct world *w, const char *prefix, int n)
+{
+	struct w_params p = base_params();
+
+	p.claim_idle_ms = ONCE_IDLE_MS;
+	p.max_in_flight = n;		/* room left on each: claims have somewhere to go */
+	p.action_timeout_ms = 30000;
+	if (script(w, "{\"default\":{\"delay_ms\":5000}}") != 0 ||
+	    w_add_worker(w, "a", &p) < 0 || w_add_worker(w, "b", &p) < 0 ||
+	    w_start(w, 0) != 0 || w_start(w, 1) != 0)
+		return -1;
+	/* workers that have run a while: nothing of their start is in play */
+	w_pause_ms(1000);
+	return enqueue_n(w, prefix, n, h_now_ms() + 600000) != 0 || wait_calls(w, n, 20000) != 0 ?
+	    -1 : 0;
+}
+
+static int
+ran_once(struct world *w, const char *prefix, int n, int timeout_ms)
+{
+	check(wait_terminal(w, prefix, n, timeout_ms) == 0, "not all terminal within %d s",
+	    timeout_ms / 1000);
+	check(count_in(w, prefix, n, "done") == n, "%d of %d done", count_in(w, prefix, n, "done"),
+	    n);
+	int twice = executed_twice(w, prefix, n);
+	check(twice == 0, "%d of %d executed twice by live workers", twice, n);
+	check(w_pending(w) == 0, "%lld entries left pending", w_pending(w));
+	return PASS;
+}
+
+/*
+ * Redis frozen (SIGSTOP) for claim_idle_ms + 1.5 s while 12 calls are in
+ * flight on two live workers: every lease and heartbeat ages, and claims
+ * sent during the freeze run when it ends. Nobody takes the other's
+ * entries: each job reaches the target once.
+ */
+static int
+sc_stall_freeze(struct world *w)
+{
+	if (two_busy_workers(w, "frz", 12) != 0)
+		return SKIP;
+	kill(w->redis.pid, SIGSTOP);
+	w_pause_ms(ONCE_IDLE_MS + 1500);
+	kill(w->redis.pid, SIGCONT);
+	return ran_once(w, "frz", 12, 40000);
+}
+
+/*
+ * Every write refused (min-replicas-to-write 1 with no replica: NOREPLICAS)
+ * for claim_idle_ms + 1.5 s under 12 calls in flight: renewals and
+ * heartbeats fail, claims fail; when writes are accepted again nobody takes
+ * the other's entries.
+ */
+static int
+sc_stall_refused(struct world *w)
+{
+	if (two_busy_workers(w, "nrp", 12) != 0)
+		return SKIP;
+	free(h_redis_str(w_rc(w), "CONFIG SET min-replicas-to-write 1"));
+	w_pause_ms(ONCE_IDLE_MS + 1500);
+	free(h_redis_str(w_rc(w), "CONFIG SET min-replicas-to-write 0"));
+	return ran_once(w, "nrp", 12, 40000);
+}
+
+/*
+ * A worker back after 0.85 x claim_idle_ms finds 8 entries in its own PEL
+ * (read by it before it went, under its own name). Its peer has seen it
+ * silent nearly as long: whichever of the two takes them, each runs once
+ * (before: the PEL's idle time ran on, so both ran them).
+ */
+static int
+sc_restart_own_pel(struct world *w)
+{
+	struct w_params p = base_params();
+
+	p.claim_idle_ms = ONCE_IDLE_MS;
+	char id[64], res[96];
+
+	if (script(w, "{\"default\":{\"delay_ms\":2000}}") != 0 ||
+	    w_add_worker(w, "a", &p) < 0 || w_add_worker(w, "b", &p) < 0 || w_start(w, 1) != 0)
+		return SKIP;
+	/* b has run for claim_idle_ms: Redis has served that long */
+	w_pause_ms(ONCE_IDLE_MS);
+	for (int i = 0; i < 8; i++) {
+		long long now = h_now_ms();
+		snprintf(res, sizeof res, "canal/gate/%s", job_id(id, sizeof id, "own", i));
+		char *json = h_record_json(id, "gate.open", res, now - 1000, now + 600000, 0, NULL);
+		char *jws = json ? h_sign(json, h_data("test-es256.key")) : NULL;
+		int stored = jws && h_store_record(w_rc(w), W_PREFIX, id, jws, 0) == 0;
+		free(json);
+		free(jws);
+		if (!stored)
+			return SKIP;
+	}
+	/* "a" read them (in the transaction that adds them: b, blocked on the
+	 * stream, is served only after it) and beat, then went away */
+	freeReplyObject(redisCommand(w_rc(w), "MULTI"));
+	for (int i = 0; i < 8; i++)
+		freeReplyObject(redisCommand(w_rc(w), "XADD " W_JOBS " * id %s",
+		    job_id(id, sizeof id, "own", i)));
+	freeReplyObject(redisCommand(w_rc(w), "XREADGROUP GROUP " W_GROUP " a COUNT 8 STREAMS "
+	    W_JOBS " >"));
+	redisReply *r = redisCommand(w_rc(w), "EXEC");
+	const redisReply *rd = r && r->type == REDIS_REPLY_ARRAY && r->elements == 9 ?
+	    r->element[8] : NULL;
+	int got = rd && rd->type == REDIS_REPLY_ARRAY && rd->elements == 1 ?
+	    (int)rd->element[0]->element[1]->elements : 0;
+	freeReplyObject(r);
+	r = redisCommand(w_rc(w), "TIME");
+	long long now = r && r->type == REDIS_REPLY_ARRAY ?
+	    atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000 : 0;
+	freeReplyObject(r);
+	freeReplyObject(redisCommand(w_rc(w), "HSET " W_PREFIX ":consumers a %lld %d 500", now,
+	    ONCE_IDLE_MS));
+	if (got != 8) {
+		printf("    read %d entries as a, want 8\n", got);
+		return SKIP;
+	}
+	w_pause_ms(ONCE_IDLE_MS * 85 / 100);
+	if (w_start(w, 0) != 0)
+		return SKIP;
+	return ran_once(w, "own", 8, 40000);
+}
+
+/*
+ * A decider that retried its XADD: 10 records, each with two stream
+ * entries, read by two workers (and some in one batch by one). R4: each
+ * runs from one entry; the other is acknowledged as a duplicate.
+ */
+static int
+sc_queued_twice(struct world *w)
+{
+	struct w_params p = base_params();
+	char id[64];
+
+	if (script(w, "{\"default\":{\"delay_ms\":300}}") != 0 ||
+	    enqueue_n(w, "twice", 10, h_now_ms() + 600000) != 0)
+		return SKIP;
+	for (int i = 0; i < 10; i++)
+		free(h_redis_str(w_rc(w), "XADD " W_JOBS " * id %s", job_id(id, sizeof id, "twice",
+		    i)));
+	if (w_add_worker(w, "a", &p) < 0 || w_add_worker(w, "b", &p) < 0 ||
+	    w_start(w, 0) != 0 || w_start(w, 1) != 0)
+		return SKIP;
+	ran_once(w, "twice", 10, 30000);
+	for (int i = 0; i < 10; i++)
+		check(w_target_ok(w, job_id(id, sizeof id, "twice", i)) == 1,
+		    "%s reached the target %lld times", id, w_target_ok(w, id));
+	return PASS;
+}
+
+/*
+ * R17: a decision key that is a string and a hash whose attempts is not a
+ * number, queued among 20 good jobs (poisoned before the worker starts). Both are dead (redis-error) and
+ * acknowledged; the PEL empties and the good ones are done.
+ */
+static int
+sc_poisoned_hash(struct world *w)
+{
+	struct w_params p = base_params();
+
+	p.max_in_flight = 4;
+	if (enqueue_n(w, "good", 10, h_now_ms() + 600000) != 0 ||
+	    enqueue_n(w, "bad", 2, h_now_ms() + 600000) != 0 ||
+	    enqueue_n(w, "more", 10, h_now_ms() + 600000) != 0)
+		return SKIP;
+	free(h_redis_str(w_rc(w), "DEL " W_PREFIX ":decision:bad-0"));
+	free(h_redis_str(w_rc(w), "SET " W_PREFIX ":decision:bad-0 x"));
+	free(h_redis_str(w_rc(w), "HSET " W_PREFIX ":decision:bad-1 attempts three"));
+	if (w_add_worker(w, "a", &p) < 0 || w_start(w, 0) != 0)
+		return SKIP;
+	check(wait_terminal(w, "good", 10, 30000) == 0 && wait_terminal(w, "more", 10, 30000) == 0,
+	    "the good jobs were not all terminal within 30 s");
+	long long dead = 0;
+	for (int t = 0; t < 300 && (dead = h_stream_count(w_rc(w), W_DEAD, "reason",
+	    "redis-error")) < 2; t++)
+		w_pause_ms(100);
+	check(dead == 2, "%lld of 2 poisoned entries dead with redis-error", dead);
+	for (int t = 0; t < 100 && w_pending(w) != 0; t++)
+		w_pause_ms(100);
+	check(w_pending(w) == 0, "%lld entries left pending", w_pending(w));
+	return PASS;
+}
+
+/*
+ * A rolling reload: of two workers holding 4 calls of 6 s with
+ * claim_idle_ms 12000, only "a" is reloaded with 1500 (and a lease of 500).
+ * "b" still renews every 4 s; "a" must judge b by b's own claim_idle_ms
+ * and take nothing (before: a's XAUTOCLAIM took b's calls in progress).
+ */
+static int
+sc_rolling_reload(struct world *w)
+{
+	struct w_params p = base_params();
+
+	p.claim_idle_ms = 12000;
+	p.max_in_flight = 4;
+	p.action_timeout_ms = 20000;
+	if (script(w, "{\"default\":{\"delay_ms\":6000}}") != 0 ||
+	    w_add_worker(w, "a", &p) < 0 || w_add_worker(w, "b", &p) < 0 ||
+	    w_start(w, 0) != 0 || w_start(w, 1) != 0 ||
+	    enqueue_n(w, "roll", 6, h_now_ms() + 600000) != 0 || wait_calls(w, 6, 20000) != 0)
+		return SKIP;
+	w->w[0].p.claim_idle_ms = 1500;
+	w->w[0].p.lease_renew_ms = 500;
+	if (w_reload(w, 0) != 0)
+		return SKIP;
+	return ran_once(w, "roll", 6, 40000);
+}
+
 struct scenario {
 	const char *name, *item;
 	int (*run)(struct world *w);
@@ -648,15 +865,21 @@ struct scenario {
 };
 
 static const struct scenario all[] = {
-	{ "deep-pel", "1 (R11)", sc_deep_pel, 0 },
-	{ "error-replies", "2 (R17, -READONLY)", sc_error_replies, 0 },
-	{ "loading", "2 (R17, -LOADING)", sc_loading, 0 },
-	{ "refuse-401", "3 (R9, R12)", sc_refuse_401, 1 },
-	{ "stop-results", "5 (R15)", sc_stop_results, 0 },
-	{ "reload-lease", "6 (R16, leases)", sc_reload_lease, 0 },
-	{ "reload-removed-action", "6 (R16, unknown-action)", sc_reload_removed_action, 0 },
-	{ "cmd-down", "7 (R17)", sc_cmd_down, 0 },
-	{ "trim", "9 (SPEC 2)", sc_trim, 0 },
+	{ "deep-pel", "7.1 (R11)", sc_deep_pel, 0 },
+	{ "error-replies", "7.2 (R17, -READONLY)", sc_error_replies, 0 },
+	{ "loading", "7.2 (R17, -LOADING)", sc_loading, 0 },
+	{ "refuse-401", "7.3 (R9, R12)", sc_refuse_401, 1 },
+	{ "stop-results", "7.5 (R15)", sc_stop_results, 0 },
+	{ "reload-lease", "7.6 (R16, leases)", sc_reload_lease, 0 },
+	{ "reload-removed-action", "7.6 (R16, unknown-action)", sc_reload_removed_action, 0 },
+	{ "cmd-down", "7.7 (R17)", sc_cmd_down, 0 },
+	{ "trim", "7.9 (SPEC 2)", sc_trim, 0 },
+	{ "stall-freeze", "22.1 (R11, SIGSTOP)", sc_stall_freeze, 0 },
+	{ "stall-refused", "22.1 (R10, R11, NOREPLICAS)", sc_stall_refused, 0 },
+	{ "restart-own-pel", "22.3 (R10, R14)", sc_restart_own_pel, 0 },
+	{ "queued-twice", "22.4 (R4)", sc_queued_twice, 0 },
+	{ "poisoned-hash", "22.6 (R17)", sc_poisoned_hash, 0 },
+	{ "rolling-reload", "22.8 (R11, R16)", sc_rolling_reload, 0 },
 };
 
 static int
@@ -666,7 +889,7 @@ run_one(const struct scenario *s)
 	long long t0 = w_mono_ms();
 	int r;
 
-	printf("scenario %s (issue 7 item %s)\n", s->name, s->item);
+	printf("scenario %s (issue item %s)\n", s->name, s->item);
 	fflush(stdout);
 	verdict = PASS;
 	if (w_up(&w, 60, s->check_tokens) != 0)
@@ -695,7 +918,7 @@ scenarios_run(const char *name)
 
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(name, "list") == 0) {
-			printf("%-22s issue 7 item %s\n", all[i].name, all[i].item);
+			printf("%-22s issue item %s\n", all[i].name, all[i].item);
 			found = 1;
 		} else if (strcmp(name, "all") == 0 || strcmp(name, all[i].name) == 0) {
 			found = 1;

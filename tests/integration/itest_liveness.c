@@ -123,6 +123,7 @@ claim_args(struct store_args *a, const char *me, const char *mode, long claim_id
 	store_arg(a, STORE_CLAIM_MODE, mode);
 	store_arg_ll(a, STORE_CLAIM_CLAIM_IDLE_MS, claim_idle_ms);
 	store_arg_ll(a, STORE_CLAIM_HEARTBEAT_MS, claim_idle_ms / 3 > 0 ? claim_idle_ms / 3 : 1);
+	store_arg_ll(a, STORE_CLAIM_FORGOTTEN_MS, 2 * (claim_idle_ms / 3));
 	store_arg(a, STORE_CLAIM_START, "0");
 	store_arg(a, STORE_CLAIM_COUNT, "64");
 	store_arg(a, STORE_CLAIM_CALLS, "1");
@@ -407,6 +408,24 @@ test_own_renewed_and_deleted(void **state)
 	assert_int_equal(h_pending_count(C, JOBS, GROUP), 2);
 }
 
+/* Entries pending under the claimer itself that it has not renewed for
+ * twice its lease (it let them go without an XACK: a refused write, an
+ * abandoned attempt) come back to it on a tick; those it renews do not. No
+ * one else would take them from a live owner. */
+static void
+test_forgotten_own_taken_back(void **state)
+{
+	(void)state;
+	owner_reads("w2", 3, 600000);
+	long long now = redis_now(C);
+	clock_set(now, now);		/* a gap just ended: no one else's entries */
+	publish("w2", now, 3000, 1000);
+
+	assert_int_equal(claim("w2", "auto", 3000, NULL), 3);
+	assert_int_equal(claim("w2", "auto", 3000, NULL), 0);	/* renewed just now */
+	assert_int_equal(pending_of("w2"), 3);
+}
+
 /* A consumer with nothing pending that has been silent for a day leaves
  * the group and P:consumers; one with entries pending never does. */
 static void
@@ -450,6 +469,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_unpublished_owner_by_group_idle, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_own_renewed_and_deleted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_forgotten_own_taken_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_silent_consumer_removed_after_a_day, setup,
 		    teardown),
 	};
