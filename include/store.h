@@ -43,7 +43,9 @@ int store_decision_key(const struct store_keys *k, const char *id, char *buf, si
  *                   each with its delivery count.
  * STORE_RENEW       XCLAIM ... JUSTID of entries still ours; returns the ids
  *                   others hold and those pending for nobody.
- * STORE_REDISPATCH  XCLAIM (delivery count + 1) of an entry still ours.
+ * STORE_REDISPATCH  XCLAIM (delivery count + 1) of an entry still ours, once
+ *                   for the count the worker last knew (a resend after a
+ *                   lost reply counts nothing twice).
  * STORE_HANDBACK    R9: a new stream entry for the record, carrying its
  *                   delivery count (`priorDeliveries`), named in the hash's
  *                   `entry`, and ours acked -- while it is still ours.

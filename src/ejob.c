@@ -987,6 +987,8 @@ start_redispatch(struct ejob *j)
 	store_args_init(&a, STORE_REDISPATCH);
 	store_args_consumer(&a, env->keys, env->cfg->redis.group, env->cfg->daemon.consumer);
 	store_arg(&a, STORE_REDISPATCH_ID, j->stream_id);
+	/* the count before it: a resend after a lost reply claims nothing twice */
+	store_arg_ll(&a, STORE_REDISPATCH_EXPECTED, j->core.deliveries);
 	if (script_send(env->cmd, env->scripts, &a, after_redispatch, j) < 0) {
 		redis_retry(j, T_REDISPATCH_RETRY);
 		return;

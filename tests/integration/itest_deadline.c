@@ -1,8 +1,8 @@
 /*
  * itest_deadline: R1 when the request leaves, and the end of a wait for a
  * token (R1, R9, R12), with the real warrantd, a real redis-server and the
- * fakes; and the hand-back script (lua/handback.lua) run against
- * redis-server directly.
+ * fakes; and the two scripts of a re-dispatch (lua/redispatch.lua,
+ * lua/handback.lua) run against redis-server directly.
  *
  *   - a connect that hangs (a listening socket whose backlog is full: the
  *     kernel drops the SYNs until the test accepts) is given up at the
@@ -15,6 +15,7 @@
  *     auth_wait_max_ms the entry is handed back under a new stream entry
  *     that a worker with a token takes at once, its delivery count carried
  *     over (R12);
+ *   - a re-dispatch sent again after its reply was lost counts one delivery.
  *
  * Every test brings up its own redis and fakes; the teardown stops them by
  * PID, also after a failed assertion. Waits are on conditions with a
@@ -676,6 +677,22 @@ eval(const struct store_args *a)
 
 static struct store_keys keys;
 
+static long long
+redispatch(const char *consumer, const char *sid, long long expected)
+{
+	struct store_args a;
+
+	store_args_init(&a, STORE_REDISPATCH);
+	store_args_consumer(&a, &keys, GROUP, consumer);
+	store_arg(&a, STORE_REDISPATCH_ID, sid);
+	store_arg_ll(&a, STORE_REDISPATCH_EXPECTED, expected);
+	redisReply *r = eval(&a);
+	assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+	long long n = r->integer;
+	freeReplyObject(r);
+	return n;
+}
+
 /* An entry with `fields` (space-separated names and values), delivered to
  * w1 once (XREADGROUP); its stream id into sid. */
 static void
@@ -699,6 +716,43 @@ deliver(const char *fields, char *sid, size_t n)
 	assert_non_null(r);
 	freeReplyObject(r);
 	assert_int_equal(pending_deliveries(sid, NULL, 0), 1);
+}
+
+/*
+ * R9 + R12: a re-dispatch whose reply was lost is sent again with the same
+ * expected count; it must not count a second delivery (the old script did,
+ * and the entry went dead early as too-many-deliveries).
+ */
+static void
+test_redispatch_resend_counts_once(void **state)
+{
+	char sid[64];
+	(void)state;
+
+	redis_up();
+	assert_int_equal(store_keys_init(&keys, PREFIX, "w1"), 0);
+	redisReply *r = redisCommand(rc, "XGROUP CREATE %s %s 0 MKSTREAM", JOBS, GROUP);
+	freeReplyObject(r);
+
+	deliver("id dl-rd", sid, sizeof sid);
+	assert_int_equal(redispatch("w1", sid, 1), 2);
+	assert_int_equal(redispatch("w1", sid, 1), 2);	/* the resend */
+	assert_int_equal(pending_deliveries(sid, NULL, 0), 2);
+	assert_int_equal(redispatch("w1", sid, 2), 3);	/* the next re-dispatch */
+	assert_int_equal(pending_deliveries(sid, NULL, 0), 3);
+	assert_int_equal(redispatch("w2", sid, 3), 0);	/* not w2's */
+	assert_int_equal(pending_deliveries(sid, NULL, 0), 3);
+
+	/* an entry handed back: its count goes on from priorDeliveries */
+	deliver("id dl-rd2 priorDeliveries 5", sid, sizeof sid);
+	assert_int_equal(redispatch("w1", sid, 6), 7);
+	assert_int_equal(redispatch("w1", sid, 6), 7);
+	assert_int_equal(pending_deliveries(sid, NULL, 0), 2);
+
+	/* deleted from the stream while pending: not ours to run */
+	deliver("id dl-rd3", sid, sizeof sid);
+	freeReplyObject(redisCommand(rc, "XDEL %s %s", JOBS, sid));
+	assert_int_equal(redispatch("w1", sid, 1), 0);
 }
 
 /* The hand-back, atomically and only while the entry is ours. */
@@ -756,6 +810,7 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_redispatch_resend_counts_once, teardown),
 		cmocka_unit_test_teardown(test_handback_script, teardown),
 		cmocka_unit_test_teardown(test_connect_hang_curl, teardown),
 		cmocka_unit_test_teardown(test_connect_hang_native, teardown),
