@@ -63,6 +63,7 @@ struct job {
 	int deliveries;		/* from XREADGROUP/XPENDING/XCLAIM data (Redis' count) */
 	int redispatch;		/* set by a 401: XCLAIM once a token is there */
 	int64_t wait_since_ms;	/* when the current wait for a token began */
+	int redis_broken;	/* JOB_EV_REDIS_ERROR came: dead without the hash */
 	unsigned awaiting;	/* JOB_FX_AUTHZ, JOB_FX_CALL, JOB_FX_EXCHANGE or
 				   JOB_FX_HANDBACK whose answer is due, else 0 */
 };
@@ -81,6 +82,9 @@ enum job_event_kind {
 	JOB_EV_EXCHANGED,	/* the token exchange answered, or did not */
 	JOB_EV_LEASE_LOST,	/* another consumer holds the entry now */
 	JOB_EV_HANDED_BACK,	/* the hand-back script added the new entry and acked ours */
+	JOB_EV_REDIS_ERROR,	/* R17: a Redis step of this entry met an error
+				   that belongs to its data, and retrying gave
+				   up (consumer_err_next): in any state, once */
 };
 
 enum job_authz { JOB_AUTHZ_ALLOW, JOB_AUTHZ_DENY, JOB_AUTHZ_UNAVAILABLE };
@@ -118,6 +122,9 @@ struct job_event {
 
 	/* JOB_EV_CANNOT_CALL */
 	enum job_no_call no_call;
+
+	/* JOB_EV_REDIS_ERROR: the reply, one line (consumer_err_line); borrowed */
+	const char *redis_error;
 
 	/* JOB_EV_HTTP */
 	int http_status;	/* 0 on a transport error or timeout */

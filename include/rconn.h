@@ -38,9 +38,11 @@ struct rconn_opts {
 					   passes block_ms + margin. */
 	long backoff_min_ms, backoff_max_ms;	/* reconnect backoff (backoff.h), from min */
 	/* Sentinel (sentinel.h): when set, asked for host and port before
-	 * every connect attempt (-1: this attempt fails, with backoff); the
-	 * node must then answer ROLE with "master", and a -READONLY reply drops
-	 * the connection, so a failover is followed at the next connect. */
+	 * every connect attempt (-1: this attempt fails, with backoff). With
+	 * or without it, the node must answer ROLE with "master" at connect,
+	 * and a -READONLY reply drops the connection, so a failover is
+	 * followed at the next connect (through the sentinels, or a fresh
+	 * connect to a VIP or a DNS name). */
 	int (*resolve)(void *arg, char *host, size_t hostlen, int *port);
 	void *resolve_arg;
 	/* Cluster (cluster.h): set with resolve; a -MOVED reply drops the

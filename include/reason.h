@@ -1,6 +1,6 @@
 /*
  * reason: the reason codes written to P:dead `reason`, the hash's `outcome`
- * and the P:notify `reason` (SPEC R3, R8, R11, R12). One enum, one name
+ * and the P:notify `reason` (SPEC R3, R8, R11, R12, R17). One enum, one name
  * table (reason.c): code decides with the enum, Redis and logs see the name.
  * Pure.
  */
@@ -24,6 +24,8 @@ enum reason {
 	REASON_REQUEST_INVALID,		/* "request-invalid": the URL cannot expand */
 	REASON_EXCHANGE_DENIED,		/* "exchange-denied": the IdP refused the
 					   per-job token exchange (RFC 8693) */
+	REASON_REDIS_ERROR,		/* "redis-error" (R17): an error reply that
+					   belongs to the entry, three times */
 	REASON_COUNT			/* not a code: the number of them */
 };
 

@@ -15,6 +15,7 @@
 struct store_keys {
 	char jobs[STORE_KEY_MAX], scheduled[STORE_KEY_MAX], dead[STORE_KEY_MAX];
 	char notify[STORE_KEY_MAX], audit[STORE_KEY_MAX], consumer[STORE_KEY_MAX];
+	char consumers[STORE_KEY_MAX], clock[STORE_KEY_MAX];	/* R11's liveness */
 	char decision_prefix[STORE_KEY_MAX];	/* "P:decision:" */
 	/* The transition's `terminal` (job_terminal_list, with a space at
 	 * each end): made once here, not for each of the two transitions of
@@ -39,8 +40,11 @@ int store_decision_key(const struct store_keys *k, const char *id, char *buf, si
  *
  * STORE_TRANSITION  one state change of a job: fences, hash write, audit,
  *                   dead letter, notification, reschedule and XACK at once.
- * STORE_CLAIM       own pending entries (mode "own") or XAUTOCLAIM ("auto"),
- *                   each with its delivery count.
+ * STORE_CLAIM       own pending entries (mode "own"), renewed, or a dead
+ *                   consumer's ("auto", judged by Redis: P:consumers and
+ *                   P:clock), each with its delivery count.
+ * STORE_HEARTBEAT   R11: this consumer's heartbeat by Redis' TIME, and
+ *                   P:clock's run of heartbeats without a gap.
  * STORE_RENEW       XCLAIM ... JUSTID of entries still ours; returns the ids
  *                   others hold and those pending for nobody.
  * STORE_REDISPATCH  XCLAIM (delivery count + 1) of an entry still ours, once
@@ -210,7 +214,8 @@ const char *store_slot_name(int slot, char *buf, size_t n);
  * The transition's answer (lua/transition.lua): {1, "ok", from, attempts}
  * or {0, why, from}. STORE_REPLY_LEASE: no longer pending for this consumer;
  * OWNER, ATTEMPTS: a newer attempt exists (R13); TERMINAL: already terminal,
- * acked (R4); MISSING: the hash is gone.
+ * acked (R4); MISSING: the hash is gone. AGAIN (written): a call step sent
+ * again after its reply was lost had been written already (R8, R13).
  */
 enum store_reply {
 	STORE_REPLY_OK,
@@ -219,6 +224,7 @@ enum store_reply {
 	STORE_REPLY_ATTEMPTS,
 	STORE_REPLY_TERMINAL,
 	STORE_REPLY_MISSING,
+	STORE_REPLY_AGAIN,
 	STORE_REPLY_COUNT	/* not a reply: the number of them */
 };
 
@@ -254,7 +260,9 @@ struct store_transition {
 	const char *stream_id, *record_id;
 	const char *state;		/* new state, "" for none */
 	const char *outcome, *detail, *http_status;
-	long long fence_attempts;	/* -1: no check of `attempts` */
+	long long fence_attempts;	/* -1: no check of `attempts`; with
+					   incr_attempts, the value it increments
+					   from (a re-send answers "again") */
 	int require_owner;		/* hash `owner` must be this consumer */
 	int incr_attempts;		/* HINCRBY attempts 1 (a call begins) */
 	int ack;

@@ -19,6 +19,10 @@
 -- entry is no longer pending for this consumer), 'owner'/'attempts' (a newer
 -- attempt exists: R13), 'terminal' (R4: the entry is acked, nothing else) or
 -- 'missing' (the hash is gone: nothing is written into a husk).
+-- A call step (incr_attempts) is fenced too: it increments `attempts`
+-- only from `fence`, and writes `entry`. Sent again after its reply was
+-- lost, it finds attempts = fence + 1 with owner and entry its own and
+-- returns {1, 'again', from, attempts}: written once, counted once (R8).
 -- With keep_unpending (a call's result, fenced by `fence`) an entry
 -- that is pending for nobody -- a Redis that restarted without persistence
 -- forgot its PEL -- is still written when owner and attempts are ours: the
@@ -59,8 +63,19 @@ if has_hash then
     return {0, 'terminal', from}
   end
   if (require_owner or not pending) and redis.call('HGET', h, 'owner') ~= A.consumer then return {0, 'owner', from} end
-  if A.fence ~= '-1' and (redis.call('HGET', h, 'attempts') or '0') ~= A.fence then
-    return {0, 'attempts', from}
+  if A.fence ~= '-1' then
+    local n = redis.call('HGET', h, 'attempts') or '0'
+    if n ~= A.fence then
+      if not incr_attempts then return {0, 'attempts', from} end
+      -- Off the hot path: HINCRBY by 0 has Redis refuse a value that is not
+      -- an integer as it always did (R17 gives such an entry up).
+      redis.call('HINCRBY', h, 'attempts', '0')
+      if tonumber(n) == tonumber(A.fence) + 1 and redis.call('HGET', h, 'owner') == A.consumer
+          and redis.call('HGET', h, 'entry') == A.stream_id then
+        return {1, 'again', from, n}
+      end
+      return {0, 'attempts', from}
+    end
   end
 end
 local attempt = A.attempt
@@ -68,6 +83,7 @@ if has_hash and incr_attempts then
   -- One digit without tostring, whose sprintf costs Redis 2,000 instructions.
   local n = redis.call('HINCRBY', h, 'attempts', '1')
   if n >= 0 and n <= 9 then attempt = string.char(48 + n) else attempt = tostring(n) end
+  redis.call('HSET', h, 'entry', A.stream_id)
 end
 if has_hash and A.state ~= '' then
   -- two calls written out, not a table of the fields and unpack

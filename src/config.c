@@ -1026,10 +1026,20 @@ finish_redis(struct ctx *c)
 
 	if (!set)
 		cfg->redis.lease_renew_ms = cfg->redis.claim_idle_ms / 3;
-	if (cfg->redis.lease_renew_ms < 1 || cfg->redis.lease_renew_ms >= cfg->redis.claim_idle_ms)
+	/* R10, R11: an owner renews and beats at least three times within
+	 * the silence that makes its entries another's. */
+	if (cfg->redis.lease_renew_ms < 1 || cfg->redis.lease_renew_ms > cfg->redis.claim_idle_ms / 3)
 		fail(c, cfg_line_of(cfg, "redis", set ? "lease_renew_ms" : "claim_idle_ms"),
-		    "lease_renew_ms (%ld) must be at least 1 and below claim_idle_ms (%ld)",
+		    "lease_renew_ms (%ld) must be at least 1 and at most a third of claim_idle_ms (%ld)",
 		    cfg->redis.lease_renew_ms, cfg->redis.claim_idle_ms);
+	int hb_set = find_line(cfg, "daemon", "heartbeat_ms") != NULL;
+	if (!hb_set && cfg->daemon.heartbeat_ms > cfg->redis.claim_idle_ms / 3)
+		cfg->daemon.heartbeat_ms = cfg->redis.claim_idle_ms / 3;
+	if (cfg->daemon.heartbeat_ms < 1 || cfg->daemon.heartbeat_ms > cfg->redis.claim_idle_ms / 3)
+		fail(c, hb_set ? cfg_line_of(cfg, "daemon", "heartbeat_ms") :
+		    cfg_line_of(cfg, "redis", "claim_idle_ms"),
+		    "heartbeat_ms (%ld) must be at least 1 and at most a third of claim_idle_ms (%ld)",
+		    cfg->daemon.heartbeat_ms, cfg->redis.claim_idle_ms);
 	finish_sentinel(c);
 	finish_cluster(c);
 }
@@ -1104,6 +1114,21 @@ check_narrowing(struct ctx *c, const char *sec, const struct cfg_action *a)
 		    "token = exchange trades the worker's OAuth token: only with auth = oauth");
 }
 
+/* R15: unset, the grace lets the longest call in flight at SIGTERM end and
+ * its result be written, rather than leave it to run again elsewhere. */
+static void
+default_grace(struct cfg *cfg)
+{
+	long longest = 0;
+
+	if (find_line(cfg, "daemon", "shutdown_grace_ms") != NULL)
+		return;
+	for (size_t i = 0; i < cfg->nactions; i++)
+		if (cfg->actions[i].timeout_ms > longest)
+			longest = cfg->actions[i].timeout_ms;
+	cfg->daemon.shutdown_grace_ms = longest + 5000;
+}
+
 static void
 finish_actions(struct ctx *c)
 {
@@ -1112,6 +1137,7 @@ finish_actions(struct ctx *c)
 
 	if (cfg->nactions == 0)
 		fail(c, 1, "no [action NAME] section: nothing to execute");
+	default_grace(cfg);
 	for (size_t i = 0; i < cfg->nactions; i++) {
 		const struct cfg_action *a = &cfg->actions[i];
 		snprintf(sec, sizeof sec, "action %s", a->name);

@@ -24,17 +24,12 @@
 #include "wtime.h"
 
 #include "authz.h"
+#include "consumer.h"
 #include "sreply.h"
-#include "backoff.h"
 #include "rnd.h"
 #include "urltpl.h"
 #include "vpool.h"
 #include "resp.h"
-
-/* R17: a write, load or re-dispatch Redis refused or could not take is
- * sent again with backoff, never in a tight loop. */
-#define REDIS_RETRY_MIN_MS	100
-#define REDIS_RETRY_MAX_MS	5000
 
 #define STREAM_ID_MAX 48
 
@@ -81,7 +76,7 @@ struct ejob {
 	int lost;			/* the lease is gone: abandon at the next step */
 	int deleted;			/* XAUTOCLAIM said the entry was deleted */
 	int unpending;			/* pending for nobody: no lease to renew */
-	unsigned redis_tries;		/* R17: failed sends/error replies in a row */
+	struct consumer_errs errs;	/* R17: its failed Redis steps in a row */
 	enum ejob_wait wait;
 	enum ejob_timer timer_kind;
 	ev_timer timer;
@@ -325,14 +320,41 @@ ejob_arm(struct ejob *j, enum ejob_timer kind, int64_t delay_ms)
 	ev_timer_start(loop, &j->timer);
 }
 
-/* R17: the Redis step `kind` is tried again after a growing delay. */
+/* R17: the Redis step `kind` failed -- text is its error reply, NULL when
+ * none came (it could not be sent, or the connection went); entry_data:
+ * the step read or wrote the entry's own hash. The consumer core says
+ * whether it is sent again after a delay (never in a tight loop) or the
+ * entry is given up: then the core of the job decides the dead letter. */
 static void
-redis_retry(struct ejob *j, enum ejob_timer kind)
+redis_failed(struct ejob *j, enum ejob_timer kind, const char *text, int entry_data)
 {
-	if (j->redis_tries < 64)
-		j->redis_tries++;
-	ejob_arm(j, kind, backoff_ms(REDIS_RETRY_MIN_MS, REDIS_RETRY_MIN_MS, REDIS_RETRY_MAX_MS,
-	    (int)j->redis_tries, rnd_u64()));
+	enum consumer_err c = consumer_err_classify(text);
+	struct consumer_err_step st = consumer_err_next(&j->errs, c, entry_data, rnd_u64());
+
+	/* rconn logs each kind once per episode; an entry's own errors are
+	 * few (three at most) and name it, so each is logged with its id. */
+	if (c == CONSUMER_ERR_ENTRY && entry_data)
+		log_warn("job.redis_error", "id=%s stream_id=%s try=%u of %d error=%s",
+		    j->id[0] ? j->id : "-", j->stream_id, j->errs.entry, CONSUMER_ERR_ENTRY_TRIES,
+		    LOG_Q(text));
+	if (st.verdict == CONSUMER_RETRY) {
+		ejob_arm(j, kind, st.delay_ms);
+		return;
+	}
+	char line[sizeof j->step.detail];
+	struct job_event ev = {.kind = JOB_EV_REDIS_ERROR,
+	    .redis_error = consumer_err_line(text, line, sizeof line)};
+	feed(j, &ev);
+}
+
+/* The transition names the record's hash: not for an entry without an id
+ * or a hash (no-id, record-missing), nor for one whose hash Redis refuses
+ * to read or write (R17: its dead letter is written without it). */
+static int
+writes_hash(const struct ejob *j)
+{
+	return j->id[0] && !j->core.redis_broken &&
+	    (j->rec || (j->step.effects & JOB_FX_WRITE_STATE));
 }
 
 /* ------------------------------------------------------------------ */
@@ -421,15 +443,17 @@ send_transition(struct ejob *j)
 	int terminal = job_state_terminal(s->next);
 	struct hash_key key;
 	struct store_transition t = {
-		.hash_key = j->id[0] && (j->rec || (fx & JOB_FX_WRITE_STATE)) ?
-		    hash_key_of(j, &key) : NULL,
+		.hash_key = writes_hash(j) ? hash_key_of(j, &key) : NULL,
 		.stream_id = j->stream_id,
 		.record_id = j->id,
 		.state = (fx & JOB_FX_WRITE_STATE) ? job_state_name(s->next) : "",
 		.outcome = reason_name(s->reason),
 		.detail = s->detail,
 		.http_status = status,
-		.fence_attempts = (fx & JOB_FX_CALL) ? -1 : j->fence,
+		/* R8, R13: a call step increments `attempts` only from the value
+		 * it was decided on (job_next counted the call already), so one
+		 * sent again after its reply was lost is not counted twice */
+		.fence_attempts = (fx & JOB_FX_CALL) ? j->core.calls - 1 : j->fence,
 		.require_owner = j->started,
 		.incr_attempts = (fx & JOB_FX_CALL) != 0,
 		.ack = (fx & (JOB_FX_ACK | JOB_FX_RESCHEDULE)) != 0,
@@ -462,7 +486,7 @@ send_transition(struct ejob *j)
 	store_transition_args(env->keys, cfg->redis.group, cfg->daemon.consumer,
 	    cfg->records.audit_maxlen, &t, &a);
 	if (script_batch_send(env->batch, &a, after_transition, j) < 0) {
-		redis_retry(j, T_REDIS_RETRY);
+		redis_failed(j, T_REDIS_RETRY, NULL, 0);
 		return;
 	}
 	j->refs++;
@@ -541,12 +565,13 @@ after_transition(struct rconn *rc, const struct sreply *r, void *arg)
 	}
 	if (r == NULL || sreply_error(r, NULL)) {
 		/* Nothing was decided twice: the same step is written again
-		 * once Redis answers (rconn logged the error kind). */
-		redis_retry(j, T_REDIS_RETRY);
+		 * once Redis answers (rconn logged the error kind), unless the
+		 * error is the entry's own (R17). */
+		redis_failed(j, T_REDIS_RETRY, sreply_error_text(r), writes_hash(j));
 		ejob_unref(j);
 		return;
 	}
-	j->redis_tries = 0;
+	consumer_err_ok(&j->errs);
 	struct sreply_transition t;
 	sreply_transition(r, &t);
 	if (!t.written) {
@@ -557,6 +582,10 @@ after_transition(struct rconn *rc, const struct sreply *r, void *arg)
 		ejob_unref(j);
 		return;
 	}
+	if (store_reply_is(t.why, STORE_REPLY_AGAIN))
+		log_info("job.again", "id=%s stream_id=%s attempt=%lld detail=\"the call step "
+		    "was written already, its reply lost: counted once\"", j->id, j->stream_id,
+		    t.fence);
 	transition_written(j, &t);
 	continue_effects(j);
 	ejob_unref(j);
@@ -960,11 +989,13 @@ after_redispatch(struct rconn *rc, const struct sreply *r, void *arg)
 		return;
 	}
 	if (sreply_integer(r, &deliveries) < 0) {
-		redis_retry(j, T_REDISPATCH_RETRY);	/* ask again */
+		/* ask again: the script touches the stream alone, so no
+		 * error of it is the entry's */
+		redis_failed(j, T_REDISPATCH_RETRY, sreply_error_text(r), 0);
 		ejob_unref(j);
 		return;
 	}
-	j->redis_tries = 0;
+	consumer_err_ok(&j->errs);
 	if (deliveries == 0) {
 		ev.kind = JOB_EV_LEASE_LOST;
 	} else {
@@ -990,7 +1021,7 @@ start_redispatch(struct ejob *j)
 	/* the count before it: a resend after a lost reply claims nothing twice */
 	store_arg_ll(&a, STORE_REDISPATCH_EXPECTED, j->core.deliveries);
 	if (script_send(env->cmd, env->scripts, &a, after_redispatch, j) < 0) {
-		redis_retry(j, T_REDISPATCH_RETRY);
+		redis_failed(j, T_REDISPATCH_RETRY, NULL, 0);
 		return;
 	}
 	j->refs++;
@@ -1016,12 +1047,13 @@ after_handback(struct rconn *rc, const struct sreply *r, void *arg)
 	int got = sreply_handback(r, sid, sizeof sid);
 	if (got < 0) {
 		/* Sent again with backoff. Had it run (its reply lost), ours is
-		 * acked: the resend finds it no longer ours and lets it go. */
-		redis_retry(j, T_HANDBACK_RETRY);
+		 * acked: the resend finds it no longer ours and lets it go. It
+		 * writes the record's hash: an error there is the entry's. */
+		redis_failed(j, T_HANDBACK_RETRY, sreply_error_text(r), 1);
 		ejob_unref(j);
 		return;
 	}
-	j->redis_tries = 0;
+	consumer_err_ok(&j->errs);
 	if (got == 0) {
 		ev.kind = JOB_EV_LEASE_LOST;
 	} else {
@@ -1046,7 +1078,7 @@ start_handback(struct ejob *j)
 	store_arg(&a, STORE_HANDBACK_ID, j->stream_id);
 	store_arg(&a, STORE_HANDBACK_RECORD_ID, j->id);
 	if (script_send(env->cmd, env->scripts, &a, after_handback, j) < 0) {
-		redis_retry(j, T_HANDBACK_RETRY);
+		redis_failed(j, T_HANDBACK_RETRY, NULL, 0);
 		return;
 	}
 	j->refs++;
@@ -1167,12 +1199,13 @@ after_load(struct rconn *rc, const struct sreply *r, void *arg)
 	}
 	if (sreply_array_len(r, &nfields) < 0) {
 		/* An error reply, or the connection went: load again with
-		 * backoff. The entry stays in hand, so nothing more is read. */
-		redis_retry(j, T_LOAD_RETRY);
+		 * backoff. The entry stays in hand, so nothing more is read --
+		 * until an error of its own hash (WRONGTYPE) gives it up. */
+		redis_failed(j, T_LOAD_RETRY, sreply_error_text(r), 1);
 		ejob_unref(j);
 		return;
 	}
-	j->redis_tries = 0;
+	consumer_err_ok(&j->errs);
 	ev.hash_exists = nfields > 0;
 	const char *attempts = sreply_field(r, "attempts");
 	if (attempts != NULL) {
@@ -1207,7 +1240,7 @@ load_key(struct ejob *j, const char *key)
 	const char *argv[] = {"HGETALL", key};
 
 	if (rconn_commandv(env_of(j)->cmd, after_load, j, 2, argv, NULL) < 0) {
-		redis_retry(j, T_LOAD_RETRY);	/* stays in hand: reads wait too */
+		redis_failed(j, T_LOAD_RETRY, NULL, 0);	/* stays in hand: reads wait too */
 		return;
 	}
 	j->refs++;
@@ -1358,7 +1391,7 @@ ejob_redis_up(struct ejob *j)
 	if (j->finished || (j->timer_kind != T_REDIS_RETRY && j->timer_kind != T_LOAD_RETRY &&
 	    j->timer_kind != T_REDISPATCH_RETRY && j->timer_kind != T_HANDBACK_RETRY))
 		return;
-	j->redis_tries = 0;
+	consumer_err_redis_up(&j->errs);
 	ejob_arm(j, j->timer_kind, 0);
 }
 

@@ -19,8 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backoff.h"
 #include "cluster.h"
+#include "consumer.h"
 #include "cred.h"
 #include "ejob.h"
 #include "http.h"
@@ -42,12 +42,6 @@
 #define STREAM_ID_MAX 48
 #define SENTINEL_TIMEOUT_MS 500	/* per sentinel asked, connect and answer */
 #define RECONNECT_MAX_MS 5000	/* the longest wait between Redis connect attempts */
-/* A worker's first XAUTOCLAIM waits this long after its first connection:
- * a peer still in its reconnect backoff after a Redis outage this worker
- * never saw (it started during or after it) renews its leases and writes
- * its results within RECONNECT_MAX_MS of Redis answering again, and a
- * round trip after. */
-#define FIRST_CLAIM_WAIT_MS (RECONNECT_MAX_MS + 1000)
 /* Cluster: the slot map is asked for at most this often (every shard's
  * connections reconnect at once when a node goes; one answer serves all),
  * unless a MOVED said it is out of date. */
@@ -80,13 +74,16 @@ struct shard {
 	struct ejobs *jobs;
 	int group_ready, reading, own_done, claiming;
 	char own_cursor[STREAM_ID_MAX];
-	char auto_cursor[STREAM_ID_MAX];	/* R11: where the XAUTOCLAIM scan goes on */
 	ev_timer kick;			/* R17: back to reading after an error reply */
 	unsigned kick_failures;
 	int64_t last_read_at, redis_down_since;
-	int64_t claim_not_before;	/* mono ms: no XAUTOCLAIM before (R11 after R17) */
 	long long outages;
-	int ever_up;			/* cmd has been up once: the first-claim wait is set */
+	/* R10: renewals (and heartbeats) Redis refused, in a row; while any
+	 * is, renew_retry backs off, and the first heartbeat Redis accepts
+	 * again renews everything in hand at once. */
+	unsigned renew_failures;
+	int writes_refused;
+	ev_timer renew_retry;
 };
 
 struct engine {
@@ -136,11 +133,6 @@ static void maybe_finish_stop(struct engine *eng);
 static void ensure_group(struct shard *sh);
 static void read_shared(struct engine *eng);
 
-#define KICK_MIN_MS	100
-#define KICK_MAX_MS	5000
-/* XAUTOCLAIM examines at most COUNT x 10 entries a call: the claim script
- * makes up to this many x 10 examinations per tick in all (R11). */
-#define CLAIM_SCAN_PER_TICK	100
 
 /* ------------------------------------------------------------------ */
 /* small helpers                                                        */
@@ -221,11 +213,40 @@ job_released(void *arg)
 /* ------------------------------------------------------------------ */
 /* reading: XREADGROUP, own PEL, XAUTOCLAIM, promotion                  */
 
+/* What the consumer core (consumer.h) is told of the worker as a whole. */
+static struct consumer_view
+worker_view(const struct engine *eng)
+{
+	return (struct consumer_view){
+		.max_in_flight = eng->cfg->daemon.max_in_flight, .batch = eng->cfg->redis.batch,
+		.in_hand = (long)in_hand(eng), .draining = eng->draining,
+		.tokens_usable = creds_tokens_usable(eng->sec.creds),
+	};
+}
+
+/* ... and of one shard. */
+static struct consumer_view
+shard_view(const struct shard *sh)
+{
+	const struct engine *eng = sh->eng;
+	struct consumer_view v = worker_view(eng);
+
+	v.group_ready = sh->group_ready;
+	v.own_done = sh->own_done;
+	v.cmd_up = rconn_is_up(sh->cmd);
+	v.blk_up = sh->blk != NULL && rconn_is_up(sh->blk);
+	v.reading = sh->reading;
+	v.claiming = sh->claiming;
+	v.backing_off = ev_is_active(&sh->kick);
+	return v;
+}
+
 static long
 capacity(const struct engine *eng)
 {
-	long room = eng->cfg->daemon.max_in_flight - (long)in_hand(eng);
-	return room < eng->cfg->redis.batch ? room : eng->cfg->redis.batch;
+	struct consumer_view v = worker_view(eng);
+
+	return consumer_room(&v);
 }
 
 /* R17: an error reply on the reading path (XREADGROUP, our PEL, XGROUP):
@@ -235,8 +256,7 @@ back_off_with(struct engine *eng, ev_timer *kick, unsigned *failures)
 {
 	if (*failures < 64)
 		(*failures)++;
-	int64_t delay = backoff_ms(KICK_MIN_MS, KICK_MIN_MS, KICK_MAX_MS, (int)*failures,
-	    rnd_u64());
+	int64_t delay = consumer_retry_ms(*failures, rnd_u64());
 
 	ev_timer_stop(eng->loop, kick);
 	ev_timer_set(kick, (double)delay / 1000.0, 0.0);
@@ -324,33 +344,22 @@ after_read(struct rconn *rc, const struct sreply *r, void *arg)
 	read_more(sh);
 }
 
-/* How many entries one stream's read may ask for: its share of the room
- * left, so that the reads of `streams` streams together -- per shard, all
- * outstanding at once, or one read naming them all, whose COUNT Redis
- * applies per stream -- ask for no more than max_in_flight allows (one
- * shard: all of it). */
+/* R18: one stream's share of the room (consumer.h). */
 static long
 read_count(const struct engine *eng, size_t streams)
 {
-	long room = eng->cfg->daemon.max_in_flight - (long)in_hand(eng);
-	long share = room / (long)streams;
-	long cap = capacity(eng);
+	struct consumer_view v = worker_view(eng);
 
-	if (share < 1)
-		share = 1;
-	return share < cap ? share : cap;
+	return consumer_read_count(&v, streams);
 }
 
-/* R17: nothing new is read while either connection is down (what is read
- * could not be loaded) or while an error reply is being backed off. */
+/* R6, R14, R17: consumer_may_read, for a shard with a read of its own. */
 static int
 may_read(const struct shard *sh)
 {
-	const struct engine *eng = sh->eng;
+	struct consumer_view v = shard_view(sh);
 
-	return sh->group_ready && sh->own_done && !eng->draining && !sh->reading &&
-	    sh->blk && rconn_is_up(sh->blk) && rconn_is_up(sh->cmd) &&
-	    !ev_is_active(&sh->kick) && capacity(eng) > 0;
+	return consumer_may_read(&v);
 }
 
 /* The shared read: whether a shard's stream goes into it. Like may_read,
@@ -562,20 +571,21 @@ after_own(struct rconn *rc, const struct sreply *r, void *arg)
 /* The claim script (store.c) in one of its modes, for as many entries as
  * there is room for; one claim at a time. */
 static void
-send_claim(struct shard *sh, const char *mode, const char *min_idle, const char *start,
-	   rconn_reply_cb *cb)
+send_claim(struct shard *sh, const char *mode, const char *start, rconn_reply_cb *cb)
 {
 	struct engine *eng = sh->eng;
 	char count[24], calls[24];
 	long room = capacity(eng);
 	snprintf(count, sizeof count, "%ld", room);
-	snprintf(calls, sizeof calls, "%ld", room < CLAIM_SCAN_PER_TICK ?
-	    CLAIM_SCAN_PER_TICK / room : 1);
+	snprintf(calls, sizeof calls, "%ld", consumer_claim_calls(room));
 	struct store_args a;
 	store_args_init(&a, STORE_CLAIM);
 	store_args_consumer(&a, &sh->keys, eng->cfg->redis.group, eng->cfg->daemon.consumer);
+	store_arg(&a, STORE_CLAIM_CONSUMERS, sh->keys.consumers);
+	store_arg(&a, STORE_CLAIM_CLOCK, sh->keys.clock);
 	store_arg(&a, STORE_CLAIM_MODE, mode);
-	store_arg(&a, STORE_CLAIM_MIN_IDLE, min_idle);
+	store_arg_ll(&a, STORE_CLAIM_CLAIM_IDLE_MS, eng->cfg->redis.claim_idle_ms);
+	store_arg_ll(&a, STORE_CLAIM_HEARTBEAT_MS, eng->cfg->daemon.heartbeat_ms);
 	store_arg(&a, STORE_CLAIM_START, start);
 	store_arg(&a, STORE_CLAIM_COUNT, count);
 	store_arg(&a, STORE_CLAIM_CALLS, calls);
@@ -587,10 +597,10 @@ send_claim(struct shard *sh, const char *mode, const char *min_idle, const char 
 static void
 own_pending_more(struct shard *sh)
 {
-	if (!sh->group_ready || sh->claiming || sh->eng->draining || capacity(sh->eng) <= 0 ||
-	    !rconn_is_up(sh->cmd) || ev_is_active(&sh->kick))
-		return;
-	send_claim(sh, "own", "0", sh->own_cursor, after_own);
+	struct consumer_view v = shard_view(sh);
+
+	if (consumer_next_claim(&v, 0) == CONSUMER_CLAIM_OWN)
+		send_claim(sh, "own", sh->own_cursor, after_own);
 }
 
 static void
@@ -611,9 +621,6 @@ after_autoclaim(struct rconn *rc, const struct sreply *r, void *arg)
 		}
 		return;	/* the next tick tries again */
 	}
-	/* R11: the next tick goes on where this scan stopped, so entries
-	 * behind a long run of live ones are reached too. */
-	snprintf(sh->auto_cursor, sizeof sh->auto_cursor, "%s", next);
 	size_t after = ejobs_count(sh->jobs);
 	if (after > before) {
 		eng->n.claimed += (long long)(after - before);
@@ -659,16 +666,14 @@ claim_shard(struct shard *sh)
 	trim_jobs(sh);
 	/* A PEL scan that a reconnect restarted while a claim was on its way
 	 * is taken up here, at the latest: with one read over every shard,
-	 * the read waits for it. */
-	if (!sh->own_done && creds_tokens_usable(eng->sec.creds))
-		own_pending_more(sh);
-	/* R6: never claim what cannot be completed for want of a token. */
-	if (!sh->own_done || sh->claiming || capacity(eng) <= 0 ||
-	    !creds_tokens_usable(eng->sec.creds) || wtime_mono_ms() < sh->claim_not_before)
-		return;
-	char idle[24];
-	snprintf(idle, sizeof idle, "%ld", eng->cfg->redis.claim_idle_ms);
-	send_claim(sh, "auto", idle, sh->auto_cursor, after_autoclaim);
+	 * the read waits for it. Whether an owner is gone is the script's
+	 * judgement (R11), by Redis' clock: no local timer stands in for it. */
+	struct consumer_view v = shard_view(sh);
+	switch (consumer_next_claim(&v, 1)) {
+	case CONSUMER_CLAIM_OWN: send_claim(sh, "own", sh->own_cursor, after_own); break;
+	case CONSUMER_CLAIM_AUTO: send_claim(sh, "auto", "0", after_autoclaim); break;
+	case CONSUMER_CLAIM_NONE: break;
+	}
 }
 
 static void
@@ -700,11 +705,43 @@ unpending(void *arg, const char *stream_id)
 	ejobs_unpending(sh->jobs, stream_id);
 }
 
+static void renew_shard(struct shard *sh);
+
+/* R10: a renewal (or a heartbeat) that Redis refused is tried again with
+ * backoff, never in a tight loop, and never left to the next lease tick. */
+static void
+renew_refused(struct shard *sh)
+{
+	sh->writes_refused = 1;
+	back_off_with(sh->eng, &sh->renew_retry, &sh->renew_failures);
+}
+
+static void
+renew_retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop, (void)revents;
+	renew_shard(w->data);
+}
+
 static void
 after_renew(struct rconn *rc, const struct sreply *r, void *arg)
 {
+	struct shard *sh = arg;
 	(void)rc;
-	(void)sreply_renew(r, lease_lost, unpending, arg);
+
+	if (r == NULL)
+		return;	/* on_cmd_state renews everything when it is back */
+	if (sreply_error(r, "NOGROUP")) {
+		/* R14: the group went; a worker at capacity reads nothing, so
+		 * this may be the only reply that says so. */
+		sh->group_ready = 0;
+		ensure_group(sh);
+	}
+	if (sreply_renew(r, lease_lost, unpending, sh) < 0) {
+		renew_refused(sh);
+		return;
+	}
+	sh->renew_failures = 0;
 }
 
 static void
@@ -712,6 +749,7 @@ renew_shard(struct shard *sh)
 {
 	struct engine *eng = sh->eng;
 
+	ev_timer_stop(eng->loop, &sh->renew_retry);
 	if (!rconn_is_up(sh->cmd) || ejobs_count(sh->jobs) == 0)
 		return;
 	size_t cap = ejobs_count(sh->jobs);
@@ -818,6 +856,48 @@ total_outages(const struct engine *eng)
 	return n;
 }
 
+/* R11: Redis' heartbeat script accepted: writes go through again, and
+ * after an episode of refused writes everything in hand is renewed at
+ * once (R10). Refused: renewals back off until it is accepted. */
+static void
+after_beat(struct rconn *rc, const struct sreply *r, void *arg)
+{
+	struct shard *sh = arg;
+	(void)rc;
+
+	if (r == NULL)
+		return;
+	if (sreply_error(r, NULL)) {
+		if (!sh->writes_refused)
+			log_warn("redis.writes_refused", "stream=%s detail=\"heartbeat refused: "
+			    "renewals back off until Redis accepts writes\"", sh->keys.jobs);
+		renew_refused(sh);
+		return;
+	}
+	if (sh->writes_refused) {
+		log_info("redis.writes_accepted", "stream=%s", sh->keys.jobs);
+		sh->writes_refused = 0;
+		sh->renew_failures = 0;
+		renew_shard(sh);
+	}
+}
+
+/* R11: liveness by Redis' own clock (lua/heartbeat.lua). */
+static void
+beat_shard(struct shard *sh)
+{
+	const struct cfg *cfg = sh->eng->cfg;
+	struct store_args a;
+
+	store_args_init(&a, STORE_HEARTBEAT);
+	store_arg(&a, STORE_HEARTBEAT_CONSUMERS, sh->keys.consumers);
+	store_arg(&a, STORE_HEARTBEAT_CLOCK, sh->keys.clock);
+	store_arg(&a, STORE_HEARTBEAT_CONSUMER, cfg->daemon.consumer);
+	store_arg_ll(&a, STORE_HEARTBEAT_CLAIM_IDLE_MS, cfg->redis.claim_idle_ms);
+	store_arg_ll(&a, STORE_HEARTBEAT_HEARTBEAT_MS, cfg->daemon.heartbeat_ms);
+	best_effort(script_send(sh->cmd, &sh->eng->scripts, &a, after_beat, sh));
+}
+
 /* SPEC §8: the heartbeat hash, built from one table of fields; with shards
  * one per shard (its own entries in hand and last read), so that an
  * operator sees every shard's consumers where that shard's keys are. */
@@ -833,6 +913,7 @@ heartbeat_shard(struct shard *sh)
 
 	if (!rconn_is_up(sh->cmd))
 		return;
+	beat_shard(sh);
 	gethostname(host, sizeof host - 1);
 	if (sh->last_read_at)
 		wtime_format_rfc3339(sh->last_read_at, last_read, sizeof last_read);
@@ -884,7 +965,6 @@ static void
 on_cmd_state(struct rconn *rc, int up, void *arg)
 {
 	struct shard *sh = arg;
-	struct engine *eng = sh->eng;
 	(void)rc;
 
 	if (!up) {
@@ -901,17 +981,6 @@ on_cmd_state(struct rconn *rc, int up, void *arg)
 		    wtime_now_ms() - sh->redis_down_since);
 		sh->redis_down_since = 0;
 		sdnotify_send("STATUS=consuming");
-		/* R11 after R17: an outage makes every pending entry look idle.
-		 * Let the workers that hold them reconnect (their backoff is at
-		 * most RECONNECT_MAX_MS), renew and write their results first. */
-		sh->claim_not_before = wtime_mono_ms() + eng->cfg->redis.claim_idle_ms +
-		    RECONNECT_MAX_MS;
-	}
-	if (!sh->ever_up) {
-		/* R11 after R17, for an outage before our time: entries whose
-		 * owners are still reconnecting look idle too. */
-		sh->ever_up = 1;
-		sh->claim_not_before = wtime_mono_ms() + FIRST_CLAIM_WAIT_MS;
 	}
 	/* Our own leases at once: the outage aged them too. And what waited
 	 * on Redis goes out now, not a backoff later. */
@@ -921,9 +990,11 @@ on_cmd_state(struct rconn *rc, int up, void *arg)
 	 * our PEL but not in hand: scan it again (admit skips known ones). */
 	sh->own_done = 0;
 	snprintf(sh->own_cursor, sizeof sh->own_cursor, "0");
-	/* Writes that failed while down are retried by their own timers. */
-	ensure_group(sh);
+	/* Writes that failed while down are retried by their own timers. The
+	 * heartbeat goes before the scan of our PEL that the group's reply
+	 * starts: Redis sees us alive before we take our entries back. */
 	heartbeat_shard(sh);
+	ensure_group(sh);
 }
 
 /* A read whose reply died with the connection left entries in our PEL
@@ -1344,7 +1415,6 @@ init_shard(struct engine *eng, struct shard *sh, unsigned index, char *err, size
 	sh->eng = eng;
 	sh->index = index;
 	snprintf(sh->own_cursor, sizeof sh->own_cursor, "0");
-	snprintf(sh->auto_cursor, sizeof sh->auto_cursor, "0-0");
 	if (cluster_shard_prefix(prefix, sizeof prefix, cfg->redis.prefix, index,
 	    (unsigned)cfg->redis.shards) < 0 ||
 	    store_keys_init(&sh->keys, prefix, cfg->daemon.consumer) < 0) {
@@ -1354,6 +1424,8 @@ init_shard(struct engine *eng, struct shard *sh, unsigned index, char *err, size
 	sh->slot = cluster_key_slot(sh->keys.jobs, strlen(sh->keys.jobs));
 	ev_init(&sh->kick, kick_cb);
 	sh->kick.data = sh;
+	ev_init(&sh->renew_retry, renew_retry_cb);
+	sh->renew_retry.data = sh;
 	lend_env(sh);
 	if ((sh->jobs = ejobs_new(&sh->env)) == NULL) {
 		snprintf(err, errlen, "out of memory");
@@ -1492,6 +1564,45 @@ engine_stop(struct engine *eng)
 	maybe_finish_stop(eng);
 }
 
+static int
+same_str(const char *a, const char *b)
+{
+	return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/* R16: what a reload cannot change on live connections is named in the
+ * log, never ignored silently; it takes effect at the next start. */
+static void
+log_restart_needed(const struct cfg *old, const struct cfg *cfg)
+{
+	const struct {
+		const char *name;
+		int same;
+	} keys[] = {
+		{"host", same_str(old->redis.host, cfg->redis.host)},
+		{"port", old->redis.port == cfg->redis.port},
+		{"socket", same_str(old->redis.socket, cfg->redis.socket)},
+		{"db", old->redis.db == cfg->redis.db},
+		{"username", same_str(old->redis.username, cfg->redis.username)},
+		{"password_file", same_str(old->redis.password_file, cfg->redis.password_file)},
+		{"sentinels", same_str(old->redis.sentinels, cfg->redis.sentinels)},
+		{"master_name", same_str(old->redis.master_name, cfg->redis.master_name)},
+		{"sentinel_password_file", same_str(old->redis.sentinel_password_file,
+		    cfg->redis.sentinel_password_file)},
+	};
+	char changed[256] = "";
+
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+		if (!keys[i].same) {
+			if (changed[0])
+				strcat(changed, ",");
+			strcat(changed, keys[i].name);
+		}
+	if (changed[0])
+		log_warn("reload.restart_needed", "section=redis keys=%s detail=\"the running "
+		    "connections keep the old values until warrantd restarts\"", changed);
+}
+
 int
 engine_reload(struct engine *eng, struct cfg *cfg, char *err, size_t errlen)
 {
@@ -1520,6 +1631,7 @@ engine_reload(struct engine *eng, struct cfg *cfg, char *err, size_t errlen)
 		free_secrets(&s);
 		return -1;
 	}
+	log_restart_needed(old, cfg);
 	free_secrets(&eng->sec);
 	eng->sec = s;
 	eng->cfg = cfg;
@@ -1580,6 +1692,7 @@ engine_free(struct engine *eng)
 	 * every job is marked finished first so none of them acts. */
 	for (size_t i = 0; i < eng->nshards; i++) {
 		ev_timer_stop(eng->loop, &eng->shards[i].kick);
+		ev_timer_stop(eng->loop, &eng->shards[i].renew_retry);
 		if (eng->shards[i].jobs)
 			ejobs_abandon(eng->shards[i].jobs);
 	}

@@ -52,6 +52,7 @@ static const char *const event_names[] = {
 	[JOB_EV_HTTP] = "http",
 	[JOB_EV_LEASE_LOST] = "lease-lost",
 	[JOB_EV_HANDED_BACK] = "handed-back",
+	[JOB_EV_REDIS_ERROR] = "redis-error",
 };
 
 const char *
@@ -703,6 +704,9 @@ on_cannot_call(struct job_step *st, const struct job_policy *pol, struct job *jo
 static int
 accepts(const struct job *job, enum job_event_kind k)
 {
+	/* Also after a terminal state was decided: its write is what failed. */
+	if (k == JOB_EV_REDIS_ERROR)
+		return !job->redis_broken;
 	if (job_state_terminal(job->state))
 		return 0;
 	switch (k) {
@@ -731,6 +735,8 @@ accepts(const struct job *job, enum job_event_kind k)
 		return job->state == JOB_RUNNING && job->awaiting == JOB_FX_EXCHANGE;
 	case JOB_EV_LEASE_LOST:
 		return 1;
+	case JOB_EV_REDIS_ERROR:
+		break;	/* answered above */
 	}
 	return 0;
 }
@@ -797,6 +803,13 @@ job_next(const struct job_policy *pol, struct job *job, const struct job_event *
 		job->awaiting = 0;
 		st.effects = JOB_FX_RELEASE;
 		detail(&st, "another consumer holds the entry; attempt abandoned");
+		break;
+	case JOB_EV_REDIS_ERROR:
+		/* R17: the hash cannot be read or written, so only the dead
+		 * letter tells (as for no-id); the reply is the detail. */
+		job->redis_broken = 1;
+		finish(&st, job, JOB_DEAD, JOB_FX_DEAD_LETTER | JOB_FX_ACK, REASON_REDIS_ERROR);
+		detail_put(&st, 0, ev->redis_error ? ev->redis_error : "");
 		break;
 	}
 	if (job_state_terminal(st.next) || (st.effects & (JOB_FX_ACK | JOB_FX_RESCHEDULE)))

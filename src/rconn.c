@@ -405,7 +405,7 @@ note_error(struct rconn *rc, const char *text)
 	 * Cluster: the same after a failover, and MOVED: the slot went. */
 	if (rc->error_seen != NULL)
 		rc->error_seen(rc->resolve_arg, text);
-	if (rc->resolve != NULL && strcmp(kind, "READONLY") == 0)
+	if (strcmp(kind, "READONLY") == 0)
 		schedule_drop(rc, "READONLY: a failover");
 	if (rc->cluster && strcmp(kind, "MOVED") == 0)
 		schedule_drop(rc, "MOVED: the slot is served elsewhere");
@@ -783,7 +783,7 @@ send_select(struct rconn *rc)
 	return r;
 }
 
-/* Sentinel: a node that says it is a replica is no place to write. */
+/* A node that says it is a replica is no place to write. */
 static int
 send_role(struct rconn *rc)
 {
@@ -812,11 +812,12 @@ start_handshake(struct rconn *rc)
 			goto fail;
 		rc->handshake_left++;
 	}
-	if (rc->resolve != NULL) {
-		if (send_role(rc) < 0)
-			goto fail;
-		rc->handshake_left++;
-	}
+	/* Every connection, not only Sentinel's and Cluster's: behind a VIP
+	 * or a DNS name a failover leaves the old primary answering as a
+	 * replica (R17: READONLY finds the primary again). */
+	if (send_role(rc) < 0)
+		goto fail;
+	rc->handshake_left++;
 	if (rc->handshake_left == 0)
 		became_up(rc);
 	return;

@@ -18,6 +18,7 @@ static const char *const names[REASON_COUNT] = {
 	[REASON_HTTP_4XX] = "http-4xx",
 	[REASON_REQUEST_INVALID] = "request-invalid",
 	[REASON_EXCHANGE_DENIED] = "exchange-denied",
+	[REASON_REDIS_ERROR] = "redis-error",
 };
 
 const char *

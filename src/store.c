@@ -21,6 +21,7 @@ store_keys_init(struct store_keys *k, const char *prefix, const char *consumer)
 	} keys[] = {
 		{k->jobs, "jobs"}, {k->scheduled, "scheduled"}, {k->dead, "dead"},
 		{k->notify, "notify"}, {k->audit, "audit"}, {k->decision_prefix, "decision:"},
+		{k->consumers, "consumers"}, {k->clock, "clock"},
 	};
 
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
@@ -61,6 +62,7 @@ static const char *const replies[STORE_REPLY_COUNT] = {
 	[STORE_REPLY_ATTEMPTS] = "attempts",
 	[STORE_REPLY_TERMINAL] = "terminal",
 	[STORE_REPLY_MISSING] = "missing",
+	[STORE_REPLY_AGAIN] = "again",
 };
 
 const char *const store_dead_fields[STORE_DEAD_NFIELDS + 1] = {

@@ -1182,6 +1182,16 @@ fmt_alloc(const char *fmt, ...)
 	return s;
 }
 
+/* 500 ms, or a third of a shorter claim_idle_ms (R11: the config demands
+ * at most that). */
+static int
+default_heartbeat(const struct h_daemon_opts *o)
+{
+	int third = OR(o->claim_idle_ms, 2000) / 3;
+
+	return third < 500 ? third : 500;
+}
+
 char *
 h_daemon_ini(const struct h_daemon_opts *o)
 {
@@ -1204,7 +1214,8 @@ h_daemon_ini(const struct h_daemon_opts *o)
 	    "[notify]\ndefault_owner = %s\n%s"
 	    "[action gate.open]\nurl = %s/gates/{resource}/open\nauth = %s\ntimeout_ms = %d\n%s"
 	    "%s",
-	    OR(o->consumer, "w1"), OR(o->heartbeat_ms, 500), OR(o->shutdown_grace_ms, 3000),
+	    OR(o->consumer, "w1"), OR(o->heartbeat_ms, default_heartbeat(o)),
+	    OR(o->shutdown_grace_ms, 3000),
 	    OR(o->daemon_extra, ""),
 	    o->redis_sock, OR(o->prefix, "warrant"), OR(o->claim_interval_ms, 200),
 	    OR(o->claim_idle_ms, 2000), OR(o->block_ms, 1000), OR(o->max_deliveries, 16),

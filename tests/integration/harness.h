@@ -252,7 +252,7 @@ struct h_daemon_opts {
 	const char *prefix;		/* [warrant] */
 	int signature_off;		/* [0]: required, ES256, tests/data/test-es256.pub */
 	const char *verify_key;		/* [test-es256.pub]: another of tests/data/ */
-	int heartbeat_ms;		/* [500] */
+	int heartbeat_ms;		/* [500, or claim_idle_ms / 3 when less] */
 	int shutdown_grace_ms;		/* [3000] */
 	int claim_interval_ms;		/* [200] */
 	int claim_idle_ms;		/* [2000] */

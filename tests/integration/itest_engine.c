@@ -19,6 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -84,10 +88,13 @@ group_teardown(void **state)
 }
 
 /* Whatever a failed test left running. */
+static void cutter_teardown(void);
+
 static int
 test_teardown(void **state)
 {
 	(void)state;
+	cutter_teardown();
 	for (int i = 0; i < 2; i++)
 		if (D[i].pid > 0) {
 			fprintf(stderr, "itest_engine: killing leftover warrantd; log %s\n", D[i].log);
@@ -900,13 +907,51 @@ test_r4_duplicate(void **state)
 
 #define BATCH_N 16
 
+/* How often the daemon's log holds needle. */
+static int
+log_count(const struct h_daemon *d, const char *needle)
+{
+	char *text = h_read_file(d->log);
+	int n = 0;
+
+	assert_non_null(text);
+	for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
+		n++;
+	free(text);
+	return n;
+}
+
+/* R17: the entry `id` met an error of its own data three times, and is
+ * dead without a word written to its key: a dead letter `redis-error` with
+ * the reply as detail (expect in it), acknowledged, never called. */
+static void
+assert_redis_error_dead(const char *prefix, const char *id, const char *expect)
+{
+	char needle[128];
+
+	assert_entry(K(prefix, "dead"), "id", id, "reason", "redis-error");
+	char *detail = h_stream_field(C, K(prefix, "dead"), "id", id, "detail");
+	assert_non_null(detail);
+	if (strstr(detail, expect) == NULL)
+		fprintf(stderr, "itest_engine: %s's dead letter says %s\n", id, detail);
+	assert_non_null(strstr(detail, expect));
+	free(detail);
+	snprintf(needle, sizeof needle, "event=job.redis_error id=%s ", id);
+	assert_int_equal(log_count(&D[0], needle), 3);
+	assert_true(h_daemon_log_has(&D[0], "try=3 of 3"));
+	assert_int_equal(ncalls(id), 0);
+	assert_int_equal(h_stream_count(C, K(prefix, "audit"), "id", id), 0);
+}
+
 /* Transitions made in one turn of the loop go to Redis as one call of the
  * batch form, each item under pcall with a reply of its own: one item's
  * error (a hash whose `attempts` HINCRBY refuses) is that item's error
- * reply, retried with backoff as alone (R17), and one item's refusal (R4:
- * already terminal) that item's answer, while their neighbours in the same
- * call run to done. Every entry is queued before the worker starts, so its
- * first read takes them all and their start transitions are one batch. */
+ * reply, retried as alone -- and, being its own data's (R17), given up
+ * after three tries: dead `redis-error`, acked --, and one item's refusal
+ * (R4: already terminal) that item's answer, while their neighbours in the
+ * same call run to done. Every entry is queued before the worker starts,
+ * so its first read takes them all and their start transitions are one
+ * batch. */
 static void
 test_batch_isolation(void **state)
 {
@@ -937,13 +982,14 @@ test_batch_isolation(void **state)
 	wait_for(log_has, &dup, "job.duplicate of bt-0010");
 	struct log_wait bad = { &D[0], "kind=ERR error=\"ERR hash value is not an integer" };
 	wait_for(log_has, &bad, "bt-0005's own error reply logged (R17)");
-	/* the item that failed: nothing written, no call, still pending, tried again */
+	/* the item that failed: tried three times, then dead (R17) without a
+	 * word written to its broken hash, acked, never called */
+	assert_redis_error_dead(p, "bt-0005", "ERR hash value is not an integer");
+	wait_pel_empty(p);
 	assert_hfield(p, "bt-0005", "state", "queued");
 	assert_hfield(p, "bt-0005", "attempts", "x");
-	assert_int_equal(ncalls("bt-0005"), 0);
 	assert_hfield(p, "bt-0010", "updatedAt", "x");
 	assert_int_equal(ncalls("bt-0010"), 0);
-	assert_int_equal(h_pending_count(C, "bt:jobs", "workers"), 1);
 	assert_int_equal(h_redis_int(C, "XLEN bt:audit"), 2 * (BATCH_N - 2));
 	/* and the batch form did run (the script cache was empty at the start) */
 	rconn_script_init(&batch, store_scripts[STORE_TRANSITION].batch);
@@ -953,6 +999,427 @@ test_batch_isolation(void **state)
 	assert_int_equal(r->element[0]->integer, 1);
 	freeReplyObject(r);
 	daemon_down(&D[0]);
+}
+
+/* ------------------------------------------------------------------ */
+/* R17: an error that belongs to one entry                              */
+
+/* A decision key that holds a string (SET, not HSET): every HGETALL of it
+ * is WRONGTYPE. After three tries the entry is dead `redis-error`, acked,
+ * the key untouched, and the worker goes on with the next entries. */
+static void
+test_r17_wrongtype_dead(void **state)
+{
+	const char *p = "r17w";
+	struct h_daemon_opts o = opts(p);
+	(void)state;
+
+	fake_reset();
+	daemon_up(&D[0], &o);
+	free(h_redis_str(C, "SET r17w:decision:r17-str not-a-hash"));
+	char *sid = xadd(p, "id", "r17-str");
+	assert_redis_error_dead(p, "r17-str", "WRONGTYPE Operation against a key holding the "
+	    "wrong kind of value");
+	assert_entry("r17w:dead", "id", "r17-str", "streamId", sid);
+	wait_pel_empty(p);
+	char *v = h_redis_str(C, "GET r17w:decision:r17-str");
+	assert_non_null(v);
+	assert_string_equal(v, "not-a-hash");
+	free(v);
+	/* still serving */
+	for (int i = 0; i < 3; i++) {
+		char id[32];
+		snprintf(id, sizeof id, "r17-ok-%d", i);
+		decide(p, id, NULL);
+		wait_state(p, id, "done");
+		assert_int_equal(ncalls(id), 1);
+	}
+	wait_pel_empty(p);
+	free(sid);
+	daemon_down(&D[0]);
+}
+
+/* ------------------------------------------------------------------ */
+/* R8, R13: a call step whose reply was lost is counted once            */
+
+/*
+ * A proxy on a unix socket in front of redis-server for one test, on a
+ * thread of its own: it passes bytes both ways, and when armed, the first
+ * connection whose request holds `needle` gets no more of Redis' answers
+ * (they are read and dropped) until the test, having seen in Redis that
+ * the request ran, tells it to cut that connection: a reply lost after
+ * Redis ran the command, every time.
+ */
+#define CUT_CONNS 16
+
+struct cutter {
+	char path[108];
+	int lfd;
+	pthread_t th;
+	pthread_mutex_t mu;
+	const char *needle;		/* armed while set */
+	int held;			/* a connection's answers are dropped */
+	int cut, stop;			/* asked of the thread */
+	int cuts;			/* connections cut */
+	int running;			/* the thread was started */
+	struct {
+		int c, s;		/* client side, Redis side; -1: free */
+		int hold;
+		char tail[64];		/* the request bytes before these */
+		size_t ntail;
+	} k[CUT_CONNS];
+};
+
+static int
+unix_connect(const char *path)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	size_t n = strlen(path);
+	int fd;
+
+	if (n >= sizeof a.sun_path)
+		return -1;
+	memcpy(a.sun_path, path, n + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+static int
+write_all(int fd, const char *b, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, b, n);
+		if (w <= 0)
+			return -1;
+		b += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static void
+cut_close(struct cutter *x, int i)
+{
+	close(x->k[i].c);
+	close(x->k[i].s);
+	x->k[i].c = x->k[i].s = -1;
+	x->k[i].hold = 0;
+	x->k[i].ntail = 0;
+}
+
+/* The request bytes b (n) of connection i: does needle start in them? */
+static int
+cut_match(struct cutter *x, int i, const char *b, size_t n)
+{
+	char win[64 + 4096];
+	size_t t = x->k[i].ntail, m = n < 4096 ? n : 4096, nl = strlen(x->needle);
+	int hit;
+
+	memcpy(win, x->k[i].tail, t);
+	memcpy(win + t, b + (n - m), m);
+	hit = 0;
+	for (size_t k = 0; !hit && k + nl <= t + m; k++)
+		hit = memcmp(win + k, x->needle, nl) == 0;
+	t = t + m < sizeof x->k[i].tail ? t + m : sizeof x->k[i].tail;
+	memcpy(x->k[i].tail, win + (x->k[i].ntail + m - t), t);
+	x->k[i].ntail = t;
+	return hit;
+}
+
+static void *
+cutter_run(void *arg)
+{
+	struct cutter *x = arg;
+	char buf[65536];
+
+	for (;;) {
+		struct pollfd pf[1 + 2 * CUT_CONNS];
+		int np = 0, who[1 + 2 * CUT_CONNS];
+
+		pthread_mutex_lock(&x->mu);
+		if (x->stop) {
+			pthread_mutex_unlock(&x->mu);
+			break;
+		}
+		for (int i = 0; x->cut && i < CUT_CONNS; i++)
+			if (x->k[i].c >= 0 && x->k[i].hold) {
+				cut_close(x, i);
+				x->cuts++;
+			}
+		x->cut = 0;
+		pthread_mutex_unlock(&x->mu);
+		pf[np] = (struct pollfd){.fd = x->lfd, .events = POLLIN};
+		who[np++] = -1;
+		for (int i = 0; i < CUT_CONNS; i++) {
+			if (x->k[i].c < 0)
+				continue;
+			pf[np] = (struct pollfd){.fd = x->k[i].c, .events = POLLIN};
+			who[np++] = 2 * i;
+			pf[np] = (struct pollfd){.fd = x->k[i].s, .events = POLLIN};
+			who[np++] = 2 * i + 1;
+		}
+		if (poll(pf, (nfds_t)np, 20) <= 0)
+			continue;
+		if (pf[0].revents & POLLIN) {
+			int c = accept(x->lfd, NULL, NULL), i;
+			for (i = 0; c >= 0 && i < CUT_CONNS && x->k[i].c >= 0; i++)
+				;
+			int sfd = c >= 0 && i < CUT_CONNS ? unix_connect(R.sock) : -1;
+			if (sfd < 0) {
+				if (c >= 0)
+					close(c);
+			} else {
+				x->k[i].c = c;
+				x->k[i].s = sfd;
+			}
+		}
+		for (int p = 1; p < np; p++) {
+			int i = who[p] / 2, from_redis = who[p] % 2;
+			if (!(pf[p].revents & (POLLIN | POLLHUP | POLLERR)) || x->k[i].c < 0)
+				continue;
+			ssize_t n = read(from_redis ? x->k[i].s : x->k[i].c, buf, sizeof buf);
+			if (n <= 0) {
+				cut_close(x, i);
+				continue;
+			}
+			pthread_mutex_lock(&x->mu);
+			if (!from_redis && x->needle && !x->held && cut_match(x, i, buf, (size_t)n)) {
+				x->k[i].hold = 1;
+				x->held = 1;
+			}
+			int drop = from_redis && x->k[i].hold;
+			pthread_mutex_unlock(&x->mu);
+			if (!drop && write_all(from_redis ? x->k[i].c : x->k[i].s, buf, (size_t)n) < 0)
+				cut_close(x, i);
+		}
+	}
+	for (int i = 0; i < CUT_CONNS; i++)
+		if (x->k[i].c >= 0)
+			cut_close(x, i);
+	return NULL;
+}
+
+static void
+cutter_start(struct cutter *x, const char *needle)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+
+	memset(x, 0, sizeof *x);
+	for (int i = 0; i < CUT_CONNS; i++)
+		x->k[i].c = x->k[i].s = -1;
+	snprintf(x->path, sizeof x->path, "%s/cutter.sock", h_tmpdir());
+	unlink(x->path);
+	snprintf(a.sun_path, sizeof a.sun_path, "%s", x->path);
+	x->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(x->lfd >= 0);
+	assert_int_equal(bind(x->lfd, (struct sockaddr *)&a, sizeof a), 0);
+	assert_int_equal(listen(x->lfd, 16), 0);
+	x->needle = needle;
+	pthread_mutex_init(&x->mu, NULL);
+	assert_int_equal(pthread_create(&x->th, NULL, cutter_run, x), 0);
+	x->running = 1;
+}
+
+static void
+cutter_stop(struct cutter *x)
+{
+	if (!x->running)
+		return;
+	x->running = 0;
+	pthread_mutex_lock(&x->mu);
+	x->stop = 1;
+	pthread_mutex_unlock(&x->mu);
+	pthread_join(x->th, NULL);
+	pthread_mutex_destroy(&x->mu);
+	close(x->lfd);
+	unlink(x->path);
+}
+
+static int
+cutter_held(void *arg)
+{
+	struct cutter *x = arg;
+
+	pthread_mutex_lock(&x->mu);
+	int held = x->held;
+	pthread_mutex_unlock(&x->mu);
+	return held;
+}
+
+static int
+cutter_cut_done(void *arg)
+{
+	struct cutter *x = arg;
+
+	pthread_mutex_lock(&x->mu);
+	int done = x->cuts > 0;
+	pthread_mutex_unlock(&x->mu);
+	return done;
+}
+
+/* The one cutter, stopped by the teardown when a test failed. */
+static struct cutter X;
+
+static void
+cutter_teardown(void)
+{
+	cutter_stop(&X);
+}
+
+struct hash_wait {
+	const char *prefix, *id, *field, *value;
+};
+
+static int
+hash_field_is(void *arg)
+{
+	const struct hash_wait *w = arg;
+	char *v = hfield(w->prefix, w->id, w->field);
+	int ok = v != NULL && strcmp(v, w->value) == 0;
+
+	free(v);
+	return ok;
+}
+
+/* The call step's transition run by hand (plain EVAL, as warrantctl
+ * sends it) for the entry sid of record id, fenced at `fence`; the reply. */
+static redisReply *
+call_step(const char *p, const char *id, const char *sid, const char *consumer, long long fence)
+{
+	struct store_keys k;
+	struct store_args a;
+	struct store_vec v;
+	char key[STORE_KEY_MAX + 64], err[160];
+	struct store_transition t = {
+		.hash_key = key, .stream_id = sid, .record_id = id, .state = "running",
+		.outcome = "", .detail = "call", .http_status = "", .fence_attempts = fence,
+		.incr_attempts = 1, .dead_reason = "", .notify_owner = "", .notify_kind = "",
+		.on_behalf_of = "", .action = "", .resource = "", .schedule_score = "",
+		.at = "2026-12-02T10:00:00Z", .dead_maxlen = 10, .notify_maxlen = 10,
+	};
+
+	assert_int_equal(store_keys_init(&k, p, consumer), 0);
+	snprintf(key, sizeof key, "%s:decision:%s", p, id);
+	store_transition_args(&k, "workers", consumer, 100, &t, &a);
+	assert_int_equal(store_args_vec(&a, &v, err, sizeof err), 0);
+	redisReply *r = redisCommandArgv(C, v.argc, v.argv, v.len);
+	store_vec_free(&v);
+	assert_non_null(r);
+	return r;
+}
+
+/* {written, why, attempts} of a transition's reply. */
+static void
+assert_step_reply(redisReply *r, long long written, const char *why, const char *attempts)
+{
+	if (r->type == REDIS_REPLY_ERROR)
+		fprintf(stderr, "itest_engine: the transition answered %s\n", r->str);
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	assert_int_equal(r->element[0]->integer, written);
+	assert_string_equal(r->element[1]->str, why);
+	if (attempts != NULL)
+		assert_string_equal(r->element[3]->str, attempts);
+	freeReplyObject(r);
+}
+
+/* R8, R13 in lua/transition.lua itself: a call step increments `attempts`
+ * only from the value it was decided on. Sent twice it writes once and
+ * answers the second time "again" with the same attempt; not when the
+ * hash names another owner or another entry (then a newer attempt exists:
+ * the fence refuses), and an `attempts` that is not an integer is still
+ * Redis' own error (R17). */
+static void
+test_r13_call_step_once(void **state)
+{
+	const char *p = "r13o";
+	(void)state;
+
+	assert_true(h_redis_int(C, "DEL r13o:jobs r13o:audit r13o:decision:o-1") >= 0);
+	free(h_redis_str(C, "XGROUP CREATE r13o:jobs workers 0 MKSTREAM"));
+	char *sid = xadd(p, "id", "o-1");
+	char *sid2 = xadd(p, "id", "o-1");
+	redisReply *rd = redisCommand(C, "XREADGROUP GROUP workers w1 STREAMS r13o:jobs >");
+	assert_non_null(rd);
+	freeReplyObject(rd);
+	assert_true(h_redis_int(C, "HSET r13o:decision:o-1 state queued") >= 0);
+
+	assert_step_reply(call_step(p, "o-1", sid, "w1", 0), 1, "ok", "1");
+	assert_hfield(p, "o-1", "entry", sid);
+	/* the same step again (its reply was lost): written already */
+	assert_step_reply(call_step(p, "o-1", sid, "w1", 0), 1, "again", "1");
+	assert_hfield(p, "o-1", "attempts", "1");
+	assert_int_equal(h_redis_int(C, "XLEN r13o:audit"), 1);
+	/* the next call, from 1 */
+	assert_step_reply(call_step(p, "o-1", sid, "w1", 1), 1, "ok", "2");
+	/* a stale one, from 0 (two behind): refused */
+	assert_step_reply(call_step(p, "o-1", sid, "w1", 0), 0, "attempts", NULL);
+	/* another entry of the record, or another owner: not ours to repeat */
+	assert_step_reply(call_step(p, "o-1", sid2, "w1", 1), 0, "attempts", NULL);
+	assert_true(h_redis_int(C, "HSET r13o:decision:o-1 owner w2") >= 0);
+	assert_step_reply(call_step(p, "o-1", sid, "w1", 1), 0, "attempts", NULL);
+	assert_hfield(p, "o-1", "attempts", "2");
+	/* not an integer: Redis says so, as before the fence */
+	assert_true(h_redis_int(C, "HSET r13o:decision:o-1 attempts x") >= 0);
+	redisReply *r = call_step(p, "o-1", sid, "w1", 0);
+	assert_int_equal(r->type, REDIS_REPLY_ERROR);
+	assert_non_null(strstr(r->str, "ERR hash value is not an integer"));
+	freeReplyObject(r);
+	assert_hfield(p, "o-1", "attempts", "x");
+	free(sid);
+	free(sid2);
+}
+
+/* The call step (state `running`, attempts + 1) runs in Redis, and its
+ * reply never reaches the worker: the connection is cut after Redis ran it.
+ * The worker writes the step again once reconnected; it must count the
+ * call once: attempts 1, one call, one `running` in the audit trail. */
+static void
+test_r8_lost_reply_counted_once(void **state)
+{
+	const char *p = "r8l";
+	struct h_daemon_opts o = opts(p);
+	struct cutter *x = &X;
+	(void)state;
+
+	fake_reset();
+	/* The transition in Redis' script cache: its EVALSHA is then answered
+	 * by running it, never by a NOSCRIPT that the cut would swallow. */
+	for (int form = 0; form < 2; form++) {
+		const char *body = form ? store_scripts[STORE_TRANSITION].batch :
+		    store_scripts[STORE_TRANSITION].body;
+		redisReply *r = redisCommand(C, "SCRIPT LOAD %s", body);
+		assert_non_null(r);
+		assert_int_equal(r->type, REDIS_REPLY_STRING);
+		freeReplyObject(r);
+	}
+	/* the one request that writes `running`: the call step's transition */
+	cutter_start(x, "$7\r\nrunning\r\n");
+	o.redis_sock = x->path;
+	o.claim_idle_ms = 600000;	/* nobody else takes it meanwhile */
+	daemon_up(&D[0], &o);
+	decide(p, "r8l-1", NULL);
+	wait_for(cutter_held, x, "the call step's request");
+	/* Redis ran it: attempts is 1; only now is the connection cut */
+	struct hash_wait ran = { p, "r8l-1", "attempts", "1" };
+	wait_for(hash_field_is, &ran, "the call step run by Redis");
+	assert_int_equal(ncalls("r8l-1"), 0);
+	pthread_mutex_lock(&x->mu);
+	x->cut = 1;
+	pthread_mutex_unlock(&x->mu);
+	wait_for(cutter_cut_done, x, "the cut");
+	wait_state(p, "r8l-1", "done");
+	wait_pel_empty(p);
+	assert_hfield(p, "r8l-1", "attempts", "1");
+	assert_int_equal(ncalls("r8l-1"), 1);
+	assert_int_equal(h_stream_count(C, "r8l:audit", "to", "running"), 1);
+	assert_true(h_daemon_log_has(&D[0], "event=redis.down"));
+	assert_true(h_daemon_log_has(&D[0], "event=job.again id=r8l-1 "));
+	daemon_down(&D[0]);
+	cutter_stop(x);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1569,6 +2036,11 @@ main(void)
 	const struct CMUnitTest batches[] = {
 		cmocka_unit_test_teardown(test_batch_isolation, test_teardown),
 	};
+	const struct CMUnitTest entry_errors[] = {
+		cmocka_unit_test_teardown(test_r17_wrongtype_dead, test_teardown),
+		cmocka_unit_test_teardown(test_r13_call_step_once, test_teardown),
+		cmocka_unit_test_teardown(test_r8_lost_reply_counted_once, test_teardown),
+	};
 	const struct CMUnitTest heartbeat[] = {
 		cmocka_unit_test_teardown(test_heartbeat, test_teardown),
 	};
@@ -1594,6 +2066,8 @@ main(void)
 	    group_teardown);
 	failed += cmocka_run_group_tests_name("engine: batched transitions", batches, group_setup,
 	    group_teardown);
+	failed += cmocka_run_group_tests_name("engine: R17 an entry's own errors, R8 a lost reply",
+	    entry_errors, group_setup, group_teardown);
 	failed += cmocka_run_group_tests_name("engine: heartbeat", heartbeat, group_setup,
 	    group_teardown);
 	failed += cmocka_run_group_tests_name("engine: shards on one Redis", shards, group_setup,

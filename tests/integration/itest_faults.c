@@ -795,6 +795,18 @@ test_sighup_reload(void **state)
 		    "/gates/north/3/close") == 0;
 	json_decref(reqs);
 	assert_int_equal(closed, 1);
+	assert_false(h_daemon_log_has(w1, "event=reload.restart_needed"));
+
+	/* R16: a change a reload cannot make on live connections is said in
+	 * the log; the worker goes on with the connection it has. */
+	o.redis_extra = "db = 1\n";
+	char *moved = ini_text(&o);
+	free(h_write_file(strrchr(w1->ini, '/') + 1, moved));
+	free(moved);
+	assert_int_equal(kill(w1->pid, SIGHUP), 0);
+	wait_log(w1, "event=reload.restart_needed section=redis keys=db ");
+	decide("h-4", "gate.close", "north/4");
+	wait_job("h-4", "done");
 	assert_true(dmn_running(w1));
 	assert_exit0(dmn_signal_wait(w1, SIGTERM, 15000, NULL));
 	free(changed);
@@ -872,6 +884,49 @@ static int
 xreadgroup_refused_since(void *arg)
 {
 	return xreadgroup_rejected() > *(const long long *)arg;
+}
+
+/*
+ * R17: READONLY from a Redis reached directly (a VIP or a DNS name, no
+ * Sentinel): the old primary became a replica. The connection is dropped
+ * and the next connect checks ROLE, until a primary answers there again;
+ * before, the worker kept its connection to the replica for ever.
+ */
+static void
+test_r17_readonly_reconnects(void **state)
+{
+	(void)state;
+	struct opts o = {.consumer = "w1"};
+	struct h_daemon *w1 = dmn_start(&o, 1);
+
+	free(h_redis_str(C, "REPLICAOF 127.0.0.1 1"));	/* a replica of nothing */
+	wait_log(w1, "event=redis.not_primary");
+	free(h_redis_str(C, "REPLICAOF NO ONE"));
+	enqueue_many("ro", 3);
+	wait_all_in_state("ro", 3, "done");
+}
+
+/*
+ * R14: the group destroyed under a worker at capacity (it reads nothing,
+ * so no read meets NOGROUP): the renewal of its leases does, and the group
+ * is created again while the calls are still in flight.
+ */
+static void
+test_r14_nogroup_at_capacity(void **state)
+{
+	(void)state;
+	fake_script("{\"default\": {\"delay_ms\": 8000}}");
+	struct opts o = {.consumer = "w1", .max_in_flight = 2, .action_timeout_ms = 20000};
+	struct h_daemon *w1 = dmn_start(&o, 1);
+
+	enqueue_many("ng", 2);
+	wait_all_in_state("ng", 2, "running");
+	assert_int_equal(h_redis_int(C, "XGROUP DESTROY " JOBS " " GROUP), 1);
+	wait_log_count(w1, "event=consumer.group ", 2);
+	redisReply *r = redisCommand(C, "XINFO GROUPS " JOBS);
+	assert_non_null(r);
+	assert_int_equal(r->elements, 1);
+	freeReplyObject(r);
 }
 
 static void
@@ -1244,17 +1299,93 @@ test_streams_trimmed(void **state)
 }
 
 /* ------------------------------------------------------------------ */
-/* R11 after R17: a worker that starts after an outage it never saw      */
+/* R11: liveness judged by Redis -- stalls and refused writes            */
+
+enum stall { STALL_FREEZE, STALL_REFUSE_WRITES };
+
+static void
+stall_redis(enum stall how, int on)
+{
+	if (how == STALL_FREEZE) {
+		assert_int_equal(kill(R.pid, on ? SIGSTOP : SIGCONT), 0);
+		return;
+	}
+	/* NOREPLICAS: no replica, so every write is refused (as during a
+	 * replica's restart under the README's min-replicas-to-write 1) */
+	char *ok = h_redis_str(C, "CONFIG SET min-replicas-to-write %d", on ? 1 : 0);
+	assert_non_null(ok);
+	free(ok);
+}
 
 /*
- * An entry another consumer holds is idle past claim_idle_ms when a fresh
- * worker starts: after a Redis outage, its owner may be alive and still in
- * its reconnect backoff (up to 5 s), about to renew the lease and write
- * its result. The fresh worker claims nothing for 6 s after its first
- * connection (engine.c, FIRST_CLAIM_WAIT_MS); then it takes the entry over.
+ * Two healthy workers, 16 slow calls in flight, then Redis stalls for
+ * twice claim_idle_ms: frozen (SIGSTOP), or refusing every write. Every
+ * lease ages meanwhile and every renewal fails; when Redis serves again,
+ * neither worker may take the other's entries: Redis saw both alive until
+ * the stall, and has not served claim_idle_ms since. Each job reaches the
+ * target once. (Judged by the PEL's idle time, the first claim tick after
+ * the episode took the other worker's entries and called them again.)
  */
 static void
-test_r11_fresh_worker_waits_for_reconnecting_peers(void **state)
+stall_with_calls_in_flight(enum stall how, const char *prefix)
+{
+	const int njobs = 16;
+
+	fake_script("{\"default\": {\"delay_ms\": 5000}}");
+	/* room left on both: a claim has somewhere to put what it takes */
+	struct opts o1 = {.consumer = "w1", .max_in_flight = 12, .claim_idle_ms = 1500,
+	    .action_timeout_ms = 20000};
+	struct opts o2 = o1;
+	o2.consumer = "w2";
+	dmn_start(&o1, 1);
+	dmn_start(&o2, 1);
+	/* Workers that have run for a while, not just started: the stall
+	 * must not fall in anything a worker does at its start. */
+	struct elapsed settled = {mono_ms() + 6500};
+	assert_int_equal(h_wait_until(time_reached, &settled, 10000), 0);
+	enqueue_many(prefix, njobs);
+	wait_all_in_state(prefix, njobs, "running");
+
+	stall_redis(how, 1);
+	struct elapsed stalled = {mono_ms() + 3000};
+	assert_int_equal(h_wait_until(time_reached, &stalled, 10000), 0);
+	stall_redis(how, 0);
+
+	wait_all_in_state(prefix, njobs, "done");
+	json_t *stats = h_fake_json(&F, "/_stats");
+	assert_non_null(stats);
+	long long dups = stat_of(stats, "duplicates");
+	printf("    %s for 3 s (claim_idle_ms 1500) with %d calls in flight: %lld executed "
+	    "twice, %lld claimed\n", how == STALL_FREEZE ? "Redis frozen" : "writes refused",
+	    njobs, dups, heartbeat_counter("w1", "claimed") + heartbeat_counter("w2", "claimed"));
+	assert_int_equal(stat_of(stats, "distinct_keys"), njobs);
+	assert_int_equal(dups, 0);
+	json_decref(stats);
+	assert_int_equal(pel_count(), 0);
+}
+
+static void
+test_r11_redis_frozen_no_duplicate(void **state)
+{
+	(void)state;
+	stall_with_calls_in_flight(STALL_FREEZE, "frz");
+}
+
+static void
+test_r11_writes_refused_no_duplicate(void **state)
+{
+	(void)state;
+	stall_with_calls_in_flight(STALL_REFUSE_WRITES, "nrp");
+}
+
+/*
+ * A fresh worker and an entry another consumer left: taken only once
+ * Redis has served for claim_idle_ms since it last had a heartbeat at all
+ * (P:clock), and the owner has been silent as long -- not after a fixed
+ * wait of the worker's own.
+ */
+static void
+test_r11_fresh_worker_takes_silent_owner(void **state)
 {
 	char id[64];
 	(void)state;
@@ -1267,20 +1398,22 @@ test_r11_fresh_worker_waits_for_reconnecting_peers(void **state)
 	assert_non_null(r);
 	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
 	freeReplyObject(r);
-	struct elapsed idle = {mono_ms() + 1200};	/* past claim_idle_ms below */
-	assert_int_equal(h_wait_until(time_reached, &idle, 10000), 0);
 
-	struct opts o = {.consumer = "w2", .claim_idle_ms = 1000};
+	struct opts o = {.consumer = "w2", .claim_idle_ms = 1500};
 	int64_t t0 = mono_ms();
 	struct h_daemon *w2 = dmn_start(&o, 1);
-	int64_t ready = mono_ms() - t0;
 	wait_all_in_state("fresh", 1, "done");
 	int64_t took = mono_ms() - t0;
-	printf("    the ghost's idle entry done by a fresh w2 %lld ms after its start "
-	    "(ready after %lld ms)\n", (long long)took, (long long)ready);
-	/* Without the wait, the first claim tick (claim_interval_ms after the
-	 * start) takes it: well under a second. */
-	assert_true(took >= 5000);
+	printf("    the ghost's entry done by a fresh w2 %lld ms after its start\n",
+	    (long long)took);
+	/* No heartbeat before w2's first: Redis' run of serving starts there. */
+	assert_true(took >= 1500);
+	char *since = h_hget(C, PREFIX ":clock", "since");
+	char *seen = h_hget(C, PREFIX ":consumers", "w2");
+	assert_non_null(since);
+	assert_non_null(seen);
+	free(since);
+	free(seen);
 	char *owner = job_field(id, "owner");
 	assert_non_null(owner);
 	assert_string_equal(owner, "w2");
@@ -1617,7 +1750,7 @@ test_sd_watchdog_interval_and_outage(void **state)
 	snprintf(usec, sizeof usec, "%d", watchdog_ms * 1000);
 	setenv("NOTIFY_SOCKET", sa.sun_path, 1);
 	setenv("WATCHDOG_USEC", usec, 1);
-	struct opts o = {.consumer = "w1", .heartbeat_ms = 20000};
+	struct opts o = {.consumer = "w1", .heartbeat_ms = 20000, .claim_idle_ms = 60000};
 	struct h_daemon *w1 = dmn_start(&o, 1);
 	unsetenv("NOTIFY_SOCKET");
 	unsetenv("WATCHDOG_USEC");
@@ -1720,8 +1853,14 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_r15_results_wait_for_redis, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_streams_trimmed, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_r11_fresh_worker_waits_for_reconnecting_peers,
+		cmocka_unit_test_setup_teardown(test_r11_fresh_worker_takes_silent_owner,
 		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_r17_readonly_reconnects, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_r14_nogroup_at_capacity, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_r11_redis_frozen_no_duplicate, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_r11_writes_refused_no_duplicate, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_r17_unloadable_entries_stay_in_hand, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_result_kept_when_pel_forgot, setup, teardown),

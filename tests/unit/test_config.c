@@ -83,7 +83,8 @@ test_defaults(void **state)
 	assert_string_equal(cfg->daemon.consumer, "test-host");
 	assert_int_equal(cfg->daemon.log_level, LOG_INFO);
 	assert_int_equal(cfg->daemon.max_in_flight, 256);
-	assert_int_equal(cfg->daemon.shutdown_grace_ms, 10000);
+	/* R15: the largest action timeout_ms (10000 by default) + 5000 */
+	assert_int_equal(cfg->daemon.shutdown_grace_ms, 15000);
 	assert_int_equal(cfg->daemon.heartbeat_ms, 5000);
 	assert_int_equal(cfg->daemon.http_native, 0);
 
@@ -170,11 +171,55 @@ test_lease_follows_claim_idle(void **state)
 
 	assert_int_equal(cfg->redis.lease_renew_ms, 3000);
 	cfg_free(cfg);
-	EXPECT("[redis]\nclaim_idle_ms = 9000\nlease_renew_ms = 9000\n" MIN_RECORDS MIN_ACTION,
-	    "t.ini:3: lease_renew_ms (9000) must be at least 1 and below claim_idle_ms (9000)");
+	/* R16: at most a third, so an owner renews three times within the
+	 * silence that makes its entries another's */
+	EXPECT("[redis]\nclaim_idle_ms = 9000\nlease_renew_ms = 3001\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:3: lease_renew_ms (3001) must be at least 1 and at most a third of "
+	    "claim_idle_ms (9000)");
+	cfg = load_ok("[redis]\nclaim_idle_ms = 9000\nlease_renew_ms = 3000\n" MIN_RECORDS
+	    MIN_ACTION);
+	cfg_free(cfg);
 	/* defaulted to 2 / 3 = 0: blamed on the key that was set */
 	EXPECT("[redis]\nclaim_idle_ms = 2\n" MIN_RECORDS MIN_ACTION,
-	    "t.ini:2: lease_renew_ms (0) must be");
+	    "t.ini:2: lease_renew_ms (0) must be",
+	    "t.ini:2: heartbeat_ms (0) must be at least 1 and at most a third of claim_idle_ms (2)");
+}
+
+/* R15: shutdown_grace_ms unset follows the longest action timeout_ms, so a
+ * call in flight at SIGTERM is not cut off and run again elsewhere. */
+static void
+test_grace_follows_longest_action(void **state)
+{
+	(void)state;
+	struct cfg *cfg = load_ok(MIN_RECORDS MIN_ACTION
+	    "[action b]\nurl = http://127.0.0.1/y\nauth = none\ntimeout_ms = 30000\n"
+	    "[action c]\nurl = http://127.0.0.1/z\nauth = none\ntimeout_ms = 2000\n");
+
+	assert_int_equal(cfg->daemon.shutdown_grace_ms, 35000);
+	cfg_free(cfg);
+	cfg = load_ok("[daemon]\nshutdown_grace_ms = 1000\n" MIN_RECORDS MIN_ACTION);
+	assert_int_equal(cfg->daemon.shutdown_grace_ms, 1000);
+	cfg_free(cfg);
+}
+
+/* R11: heartbeat_ms at most a third of claim_idle_ms. */
+static void
+test_heartbeat_follows_claim_idle(void **state)
+{
+	(void)state;
+	struct cfg *cfg = load_ok("[daemon]\nheartbeat_ms = 3000\n[redis]\nclaim_idle_ms = 9000\n"
+	    MIN_RECORDS MIN_ACTION);
+
+	cfg_free(cfg);
+	EXPECT("[daemon]\nheartbeat_ms = 3001\n[redis]\nclaim_idle_ms = 9000\n" MIN_RECORDS
+	    MIN_ACTION, "t.ini:2: heartbeat_ms (3001) must be at least 1 and at most a third of claim_idle_ms (9000)");
+	/* unset: 5000, or a third of a shorter claim_idle_ms */
+	cfg = load_ok("[redis]\nclaim_idle_ms = 9000\n" MIN_RECORDS MIN_ACTION);
+	assert_int_equal(cfg->daemon.heartbeat_ms, 3000);
+	cfg_free(cfg);
+	cfg = load_ok(MIN_RECORDS MIN_ACTION);
+	assert_int_equal(cfg->daemon.heartbeat_ms, 5000);
+	cfg_free(cfg);
 }
 
 /* issue 13: shards unset is 0 (today's names); a cluster with a tagged
@@ -937,6 +982,8 @@ main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_oauth_defaults),
 		cmocka_unit_test(test_lease_follows_claim_idle),
+		cmocka_unit_test(test_heartbeat_follows_claim_idle),
+		cmocka_unit_test(test_grace_follows_longest_action),
 		cmocka_unit_test(test_cluster_keys),
 		cmocka_unit_test(test_full_config),
 		cmocka_unit_test(test_action_find_and_lines),

@@ -919,6 +919,49 @@ test_call_cut_at_deadline(void **state)
 	assert_int_equal(s.next, JOB_EXPIRED);
 }
 
+/* R17: an error of the entry's own data that retrying gave up on is dead
+ * `redis-error` with the reply as detail: a dead letter and XACK, never
+ * a write of the hash (no JOB_FX_WRITE_STATE), in any state -- before the
+ * load, while running, and when the write that failed was a terminal
+ * one -- and once only. */
+static void
+test_redis_error_dead(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j = {0};
+	struct job_event ev = ev_of(JOB_EV_REDIS_ERROR);
+	struct job_step s;
+
+	ev.redis_error = "WRONGTYPE Operation against a key holding the wrong kind of value";
+	s = step(&p, &j, ev, NOW);	/* the load failed */
+	assert_int_equal(s.next, JOB_DEAD);
+	assert_int_equal(s.effects, JOB_FX_DEAD_LETTER | JOB_FX_ACK | JOB_FX_END);
+	assert_string_equal(reason_name(s.reason), "redis-error");
+	assert_string_equal(s.detail, ev.redis_error);
+	assert_true(j.redis_broken);
+	/* its own dead letter failing changes nothing more */
+	assert_int_equal(step(&p, &j, ev, NOW).effects, 0);
+
+	memset(&j, 0, sizeof j);
+	load_running(&p, &j);	/* the call step failed */
+	ev.redis_error = "ERR hash value is not an integer script: 7184caf6f6b2a3fc3f8081bb21aaac"
+	    "7a3e0c901b, on @user_script:58.";
+	s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_DEAD);
+	assert_int_equal(s.effects, JOB_FX_DEAD_LETTER | JOB_FX_ACK | JOB_FX_END);
+	assert_string_equal(s.detail, ev.redis_error);
+
+	memset(&j, 0, sizeof j);
+	load_running(&p, &j);
+	s = step(&p, &j, ev_http(200), NOW);	/* done, and its write failed */
+	assert_int_equal(s.next, JOB_DONE);
+	s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_DEAD);
+	assert_int_equal(s.effects & JOB_FX_WRITE_STATE, 0);
+	assert_string_equal(reason_name(s.reason), "redis-error");
+}
+
 /* Decisions the shell used to make: a missing id, a deleted entry, a call
  * that cannot be sent. */
 static void
@@ -1417,6 +1460,7 @@ main(void)
 		cmocka_unit_test_setup(test_authz_unavailable, setup),
 		cmocka_unit_test_setup(test_lease_lost, setup),
 		cmocka_unit_test_setup(test_nonsense_events_ignored, setup),
+		cmocka_unit_test_setup(test_redis_error_dead, setup),
 		cmocka_unit_test(test_retry_after),
 		cmocka_unit_test(test_www_auth),
 	};

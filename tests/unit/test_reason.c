@@ -56,6 +56,7 @@ test_reason_spec_spelling(void **state)
 		{REASON_UNKNOWN_ACTION, "unknown-action"},
 		{REASON_TOO_MANY_DELIVERIES, "too-many-deliveries"},
 		{REASON_ENTRY_DELETED, "entry-deleted"},
+		{REASON_REDIS_ERROR, "redis-error"},
 	};
 
 	(void)state;

@@ -1,0 +1,188 @@
+/*
+ * consumer: the worker's consumer core -- what the worker as a whole does
+ * with Redis, as pure functions over plain structs. It reads no clock (now
+ * comes in where a rule needs it), draws no random numbers (a random word
+ * comes in) and does no I/O; engine.c and ejob.c carry out what it says.
+ * job.h decides what happens to one entry; this decides how the worker
+ * meets Redis.
+ *
+ * Sections (each self-contained, with its own prefix below consumer_):
+ *   1. Error replies (R17): what a Redis error reply means
+ *      (consumer_err_classify), and whether a step that met one is tried
+ *      again or given up (consumer_err_next).
+ *   2. Reading and claiming (R6, R11, R14, R17, R18): how much to read,
+ *      whether a read or a claim may be sent now and which claim, and how
+ *      long a refused read, renewal or heartbeat waits (consumer_view).
+ *      Whether another consumer is gone is not decided here, nor anywhere
+ *      in the worker: Redis decides it (lua/claim.lua, R11).
+ */
+#ifndef WARRANTD_CONSUMER_H
+#define WARRANTD_CONSUMER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ------------------------------------------------------------------ */
+/* 1. Error replies (R17)                                               */
+
+/*
+ * What an error reply means, by whom it can be fixed. Each class but
+ * CONSUMER_ERR_ENTRY is transient for the entry that met it: the step is
+ * tried again with backoff, however often, and the connection's owner may
+ * have more to do (the note on each).
+ */
+enum consumer_err {
+	CONSUMER_ERR_NONE = 0,	/* not an error reply */
+	CONSUMER_ERR_LOST,	/* no reply at all: the connection went, or the
+				   command could not be sent */
+	CONSUMER_ERR_TRANSIENT,	/* Redis cannot serve now: LOADING, BUSY, MISCONF,
+				   NOREPLICAS, OOM, CLUSTERDOWN, TRYAGAIN,
+				   MASTERDOWN, MOVED, ASK, UNKILLABLE, NOSCRIPT,
+				   a script killed by SCRIPT KILL */
+	CONSUMER_ERR_READONLY,	/* a replica answered: drop the connection and find
+				   the primary (R17) */
+	CONSUMER_ERR_NOGROUP,	/* the stream or the group is gone: create it
+				   again (R14) */
+	CONSUMER_ERR_AUTH,	/* NOAUTH, WRONGPASS, NOPERM, or a script's command
+				   the ACL refused: a credential to renew (R20) */
+	CONSUMER_ERR_ENTRY,	/* the entry's own data: WRONGTYPE, a value that is
+				   "not an integer" or "not a (valid) float", an
+				   increment that "would overflow", a Lua runtime
+				   error ("ERR user_script:N: ..."). Retrying
+				   cannot fix it. */
+	CONSUMER_ERR_OTHER,	/* an error reply of no known kind (a renamed
+				   command, a bug of ours): treated as transient,
+				   since nothing says it is the entry's */
+	CONSUMER_ERR_COUNT	/* not a class: the number of them */
+};
+
+/* "lost", "transient", ... ("" for CONSUMER_ERR_NONE and out of range).
+ * Static storage. */
+const char *consumer_err_name(enum consumer_err c);
+
+/*
+ * The class of an error reply's text, as Redis 7.0 writes it (a script's
+ * error carries a " script: <sha>, on @user_script:N." tail, which is
+ * ignored). NULL is CONSUMER_ERR_LOST (no reply); "" and text that is no
+ * known kind are CONSUMER_ERR_OTHER.
+ */
+enum consumer_err consumer_err_classify(const char *text);
+
+/* The one line of text (an error reply) that may be stored and shown:
+ * control characters become spaces, and text longer than n - 1 bytes is
+ * cut at a UTF-8 character boundary and ends in "...". buf is always
+ * terminated (n >= 4); NULL text gives "no reply". Returns buf. */
+char *consumer_err_line(const char *text, char *buf, size_t n);
+
+/* A step met per-entry errors this often in a row: the entry is given up
+ * (R17: "after three tries"). */
+#define CONSUMER_ERR_ENTRY_TRIES	3
+/* R17: a step Redis refused or could not take is sent again after a
+ * delay drawn between the first and a ceiling that doubles with each try
+ * up to the last (backoff.h): never in a tight loop. */
+#define CONSUMER_ERR_RETRY_MIN_MS	100
+#define CONSUMER_ERR_RETRY_MAX_MS	5000
+
+/* One entry's run of failed Redis steps. The shell zeroes it; only these
+ * functions change it. */
+struct consumer_errs {
+	unsigned tries;		/* failed steps in a row, any class: the backoff */
+	unsigned entry;		/* per-entry errors since the last reply that was
+				   not an error (transient ones in between
+				   neither count nor end the run) */
+	int gave_up;		/* consumer_err_next said GIVE_UP once */
+};
+
+enum consumer_verdict {
+	CONSUMER_RETRY,		/* send the same step again in delay_ms */
+	CONSUMER_GIVE_UP,	/* the entry is dead (redis-error): write that
+				   without its data, then XACK */
+};
+
+struct consumer_err_step {
+	enum consumer_verdict verdict;
+	int64_t delay_ms;	/* with CONSUMER_RETRY */
+};
+
+/*
+ * A step of one entry failed with class c. entry_data: the step reads or
+ * writes the entry's own data (the HGETALL of its hash, a transition that
+ * names its hash); an error of a step that does not (a re-dispatch, a
+ * dead letter written without the hash) is never the entry's, so it never
+ * gives the entry up. Updates *e. Gives up at the CONSUMER_ERR_ENTRY_TRIES-th
+ * per-entry error of a run, and once only: a step after that (the dead
+ * letter itself) is retried, whatever it meets. rnd: a random word, for
+ * the jitter.
+ */
+struct consumer_err_step consumer_err_next(struct consumer_errs *e, enum consumer_err c,
+					   int entry_data, uint64_t rnd)
+	__attribute__((warn_unused_result));
+
+/* A step of the entry got a reply that is not an error: the run ends. */
+void consumer_err_ok(struct consumer_errs *e);
+
+/* Redis is reachable again: the next retry waits the shortest delay; the
+ * entry's count of its own errors is kept. */
+void consumer_err_redis_up(struct consumer_errs *e);
+
+/* ------------------------------------------------------------------ */
+/* 2. Reading and claiming                                              */
+
+/* What the worker knows when it decides for one shard: plain data the
+ * engine fills from its state, nothing kept. */
+struct consumer_view {
+	long max_in_flight, batch;	/* [daemon] max_in_flight, [redis] batch */
+	long in_hand;			/* entries in hand over every shard (R18) */
+	int draining;			/* R15: stopping */
+	int tokens_usable;		/* R6: every action's credential can be had */
+	int group_ready;		/* R14: the group exists */
+	int own_done;			/* R14: the own PEL has been read to its end */
+	int cmd_up, blk_up;		/* R17: the command and the blocking connection */
+	int reading;			/* a read for this shard is outstanding */
+	int claiming;			/* a claim for this shard is outstanding */
+	int backing_off;		/* R17: an error reply on the read path waits */
+};
+
+/* What may go out for a shard now. */
+enum consumer_claim {
+	CONSUMER_CLAIM_NONE,	/* nothing */
+	CONSUMER_CLAIM_OWN,	/* R14: the next page of our own PEL */
+	CONSUMER_CLAIM_AUTO,	/* R11: ask Redis for the entries of consumers it
+				   judges gone (claim interval ticks only) */
+};
+
+/* The claim script examines at most this many x 10 pending entries of
+ * owners judged gone per tick in all (R11): bounded work. */
+#define CONSUMER_CLAIM_SCAN	100
+
+/* Room for entries: what max_in_flight leaves, at most one batch; 0 or
+ * less means none. */
+long consumer_room(const struct consumer_view *v);
+
+/* R18: how many entries one stream's read may ask for, when `streams`
+ * streams are read at once (per shard, or one read naming them all, whose
+ * COUNT Redis applies per stream): their share of the room, at least 1. */
+long consumer_read_count(const struct consumer_view *v, size_t streams);
+
+/* R6, R14, R17: a read of new entries may be sent: the group is there,
+ * the own PEL was read first, both connections are up, no error reply is
+ * being waited out, no read is outstanding, there is room and a usable
+ * token, and the worker is not stopping. */
+int consumer_may_read(const struct consumer_view *v);
+
+/* Which claim may be sent now; `tick`: a claim interval's timer fired
+ * (CONSUMER_CLAIM_AUTO only then). The own PEL comes before anything else,
+ * and neither is sent without room, a usable token (R6: never claim what
+ * cannot be completed) and the command connection. */
+enum consumer_claim consumer_next_claim(const struct consumer_view *v, int tick);
+
+/* How many XPENDING pages of `room` entries the claim script may look at
+ * in one tick, so that it examines at most CONSUMER_CLAIM_SCAN x 10 in all. */
+long consumer_claim_calls(long room);
+
+/* R10, R17: the wait before the `failures`-th try again of a refused read,
+ * renewal or heartbeat: full jitter between CONSUMER_ERR_RETRY_MIN_MS and a
+ * ceiling that doubles up to CONSUMER_ERR_RETRY_MAX_MS. */
+int64_t consumer_retry_ms(unsigned failures, uint64_t rnd);
+
+#endif
