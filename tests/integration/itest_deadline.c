@@ -819,5 +819,8 @@ main(void)
 		cmocka_unit_test_teardown(test_token_wait_ends_at_deadline, teardown),
 		cmocka_unit_test_teardown(test_token_wait_hands_back, teardown),
 	};
+
+	if (getenv("ITEST_FILTER") != NULL)	/* e.g. ITEST_FILTER='test_token*' */
+		cmocka_set_test_filter(getenv("ITEST_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
