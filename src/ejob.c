@@ -833,8 +833,12 @@ start_call(struct ejob *j)
 		struct http_request req = {
 			.method = a->method, .url = url, .headers = h.list,
 			.body = body, .body_len = j->rec->body_len,
-			/* R1: connecting and the whole call end by the deadline */
-			.timeout_ms = job_time_left(&j->core, a->timeout_ms, now),
+			/* R1: the request leaves by the deadline -- connecting is
+			 * bounded by the time left -- and once it has left, its
+			 * answer decides (within timeout_ms): a call cut after
+			 * it left might have run at the target all the same */
+			.timeout_ms = a->timeout_ms,
+			.connect_timeout_ms = job_time_left(&j->core, a->timeout_ms, now),
 		};
 		rc = http_start(env->http, &req, on_call_done, j, &j->call);
 	}

@@ -717,6 +717,9 @@ set_options(struct http_call *c, const struct http_request *req)
 
 	ok &= curl_easy_setopt(e, CURLOPT_URL, req->url) == CURLE_OK;
 	ok &= curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, req->timeout_ms) == CURLE_OK;
+	/* always set: a kept easy handle must not carry the last call's */
+	ok &= curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, req->connect_timeout_ms > 0 ?
+	    req->connect_timeout_ms : 0L) == CURLE_OK;
 	if (!ok || set_method_and_body(c, req) < 0 || set_headers(c, req) < 0)
 		return -1;
 	return 0;
@@ -908,7 +911,9 @@ native_start(struct http_call *c, const struct http_request *req, const struct h
 	struct hconn_req hr = {.addr = (const struct sockaddr *)&u->addr,
 	    .addr_len = u->addr_len, .host = c->nhost,
 	    .head_request = strcmp(req->method, "HEAD") == 0, .body_max = HTTP_BODY_MAX,
-	    .timeout_ms = req->timeout_ms};
+	    /* no connect phase of its own: the deadline bounds it all */
+	    .timeout_ms = req->connect_timeout_ms > 0 && req->connect_timeout_ms < req->timeout_ms ?
+	    req->connect_timeout_ms : req->timeout_ms};
 
 	if ((hc->pool == NULL && (hc->pool = hconn_pool_new(hc->loop)) == NULL) ||
 	    buf_reserve(&c->hdr, &c->hdr_cap, need) < 0 || c->hdr == NULL)
