@@ -1452,7 +1452,6 @@ engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot create the HTTP client");
 		goto fail;
 	}
-	http_client_set_native(eng->http, cfg->daemon.http_native);
 	scan_token_needs(eng);
 	if (cfg->oauth.present) {
 		eng->oauth = oauth_new(loop, eng->http, cfg, err, errlen);
@@ -1641,7 +1640,6 @@ engine_reload(struct engine *eng, struct cfg *cfg, char *err, size_t errlen)
 		creds_start(eng->sec.creds);
 	scan_token_needs(eng);
 	log_set_level(cfg->daemon.log_level);
-	http_client_set_native(eng->http, cfg->daemon.http_native);	/* calls from now on */
 	rearm_timers(eng, old, cfg);
 	cfg_free(old);
 	return 0;
