@@ -1591,12 +1591,16 @@ log_restart_needed(const struct cfg *old, const struct cfg *cfg)
 		    cfg->redis.sentinel_password_file)},
 	};
 	char changed[256] = "";
+	size_t len = 0;
 
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
 		if (!keys[i].same) {
-			if (changed[0])
-				strcat(changed, ",");
-			strcat(changed, keys[i].name);
+			/* fits: every name above, with commas, is under 128 bytes */
+			int w = snprintf(changed + len, sizeof changed - len, "%s%s",
+			    len > 0 ? "," : "", keys[i].name);
+			if (w < 0 || (size_t)w >= sizeof changed - len)
+				break;
+			len += (size_t)w;
 		}
 	if (changed[0])
 		log_warn("reload.restart_needed", "section=redis keys=%s detail=\"the running "
