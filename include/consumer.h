@@ -172,8 +172,9 @@ int consumer_may_read(const struct consumer_view *v);
 
 /* Which claim may be sent now; `tick`: a claim interval's timer fired
  * (CONSUMER_CLAIM_AUTO only then). The own PEL comes before anything else,
- * and neither is sent without room, a usable token (R6: never claim what
- * cannot be completed) and the command connection. */
+ * also without a usable token (its entries are ours already); another's
+ * entries never without one (R6: never claim what cannot be completed);
+ * neither without room and the command connection. */
 enum consumer_claim consumer_next_claim(const struct consumer_view *v, int tick);
 
 /* How many XPENDING pages of `room` entries the claim script may look at

@@ -99,11 +99,13 @@ int cred_exchanges(const struct cred *c);
  * asking for `scope` and `resource` (the target URL). Same contract as
  * oauth_exchange (NULL: no worker token outlives timeout_ms + 1 s, or the
  * request could not start; else cb exactly once unless cancelled with
- * oauth_exchange_cancel). *gen is the actor token's generation.
+ * oauth_exchange_cancel). The exchange request itself takes at most
+ * max_ms (> 0: the job's time left, R1). *gen is the actor token's
+ * generation.
  */
 struct oauth_xch_call *cred_exchange(const struct cred *c, const char *record, const char *scope,
-				     const char *resource, long timeout_ms, uint64_t *gen,
-				     oauth_exchange_cb *cb, void *arg)
+				     const char *resource, long timeout_ms, long max_ms,
+				     uint64_t *gen, oauth_exchange_cb *cb, void *arg)
 	__attribute__((warn_unused_result));
 
 /* The target refused (R9: 401) or accepted the token of generation gen. */

@@ -38,6 +38,8 @@ struct http_request {
 	const char *const *headers;	/* NULL-terminated "Name: value" lines; NULL for none */
 	const char *body; size_t body_len;	/* NULL/0 for none */
 	long timeout_ms;		/* the whole request, queueing included; > 0 */
+	long connect_timeout_ms;	/* connecting alone (a kept connection takes
+					   none); 0: only timeout_ms bounds it */
 	const char *userpwd;		/* optional "user:pass" for Basic auth, already
 					   form-urlencoded by the caller (RFC 6749 §2.3.1) */
 };

@@ -7,7 +7,9 @@
  * One attempt runs: R1 deadline -> (R6) token -> (R5) authority -> (token
  * exchange, for an action with token = exchange) -> the call.
  * `calls` counts calls of the action (R8's max_attempts); waiting on a token or
- * on an unreachable PDP is bounded by the deadline alone.
+ * on an unreachable PDP is bounded by the deadline alone. A wait for a token
+ * ends at the deadline (expired) or, after auth_wait_max_ms, by handing the
+ * entry back to the group (R9: JOB_FX_HANDBACK), whichever comes first.
  */
 #ifndef WARRANTD_JOB_H
 #define WARRANTD_JOB_H
@@ -48,6 +50,7 @@ struct job_policy {
 	int authz_enabled;	/* [authz] url is set */
 	int token_needed;	/* the action's auth = oauth */
 	int exchange_needed;	/* the action's token = exchange: one token per job */
+	int64_t auth_wait_max_ms;	/* [oauth] auth_wait_max_ms: then the entry is handed back */
 };
 
 /* One entry in hand. The shell zeroes it, sets `id`, and passes it to every
@@ -59,8 +62,10 @@ struct job {
 	int waits;		/* PDP-unavailable retries, for their backoff */
 	int deliveries;		/* from XREADGROUP/XPENDING/XCLAIM data (Redis' count) */
 	int redispatch;		/* set by a 401: XCLAIM once a token is there */
+	int64_t wait_since_ms;	/* when the current wait for a token began */
 	int redis_broken;	/* JOB_EV_REDIS_ERROR came: dead without the hash */
-	unsigned awaiting;	/* JOB_FX_AUTHZ or JOB_FX_CALL whose answer is due, else 0 */
+	unsigned awaiting;	/* JOB_FX_AUTHZ, JOB_FX_CALL, JOB_FX_EXCHANGE or
+				   JOB_FX_HANDBACK whose answer is due, else 0 */
 };
 
 enum job_event_kind {
@@ -70,12 +75,13 @@ enum job_event_kind {
 	JOB_EV_CANNOT_CALL,	/* the decided call cannot be sent (see no_call) */
 	JOB_EV_TIMER,		/* a retry timer fired */
 	JOB_EV_TOKEN_READY,	/* a token with enough life is there */
-	JOB_EV_TOKEN_TIMEOUT,	/* auth_wait_max_ms passed without one */
+	JOB_EV_TOKEN_TIMEOUT,	/* the wait's timer (step.at_ms) fired without one */
 	JOB_EV_REDISPATCHED,	/* the XCLAIM of a re-dispatch succeeded */
 	JOB_EV_AUTHZ,		/* the PDP answered, or did not */
 	JOB_EV_HTTP,		/* the action call ended */
 	JOB_EV_EXCHANGED,	/* the token exchange answered, or did not */
 	JOB_EV_LEASE_LOST,	/* another consumer holds the entry now */
+	JOB_EV_HANDED_BACK,	/* the hand-back script added the new entry and acked ours */
 	JOB_EV_REDIS_ERROR,	/* R17: a Redis step of this entry met an error
 				   that belongs to its data, and retrying gave
 				   up (consumer_err_next): in any state, once */
@@ -92,7 +98,7 @@ enum job_no_call {
 	JOB_NOCALL_ACTION_GONE,	/* a reload removed the record's [action] */
 	JOB_NOCALL_BAD_REQUEST,	/* the URL template cannot expand for this record */
 	JOB_NOCALL_TOKEN_GONE,	/* the token died between the decision and the call */
-	JOB_NOCALL_DEADLINE,	/* R1: expiresAt passed while the call's write was on its way */
+	JOB_NOCALL_DEADLINE,	/* R1: no time left before expiresAt (job_time_left) */
 };
 
 struct job_event {
@@ -136,19 +142,20 @@ enum job_effect {
 	JOB_FX_AUTHZ = 1 << 5,		/* ask the PDP */
 	JOB_FX_CALL = 1 << 6,		/* call the action; job->calls was incremented */
 	JOB_FX_RETRY_AT = 1 << 7,	/* arm a timer for step.at_ms */
-	JOB_FX_WAIT_TOKEN = 1 << 8,	/* wait for a token (arm auth_wait_max_ms) */
+	JOB_FX_WAIT_TOKEN = 1 << 8,	/* wait for a token; the timer fires at step.at_ms */
 	JOB_FX_DROP_TOKEN = 1 << 9,	/* discard the token and refresh (single-flight) */
 	JOB_FX_REDISPATCH = 1 << 10,	/* XCLAIM the entry to this consumer (count +1) */
 	JOB_FX_RELEASE = 1 << 11,	/* forget the entry, leave it pending, stop the lease */
 	JOB_FX_START_ATTEMPT = 1 << 12,	/* a new attempt began: set owner, count it */
 	JOB_FX_END = 1 << 13,		/* after the write, the entry leaves the hand */
 	JOB_FX_EXCHANGE = 1 << 14,	/* exchange for this job's token (RFC 8693) */
+	JOB_FX_HANDBACK = 1 << 15,	/* R9: a new stream entry for the record, ours acked */
 };
 
 struct job_step {
 	enum job_state next;
 	unsigned effects;
-	int64_t at_ms;		/* with JOB_FX_RETRY_AT */
+	int64_t at_ms;		/* with JOB_FX_RETRY_AT, JOB_FX_RESCHEDULE, JOB_FX_WAIT_TOKEN */
 	enum reason reason;	/* REASON_NONE when no code applies */
 	char detail[160];	/* one line for people */
 };
@@ -173,10 +180,16 @@ struct job_step job_next(const struct job_policy *pol, struct job *job,
  */
 int64_t job_retry_after_ms(const char *value, int64_t now_ms);
 
-/* R1 at the last moment: 1 when a call decided for job may no longer go out
- * at now_ms (its deadline passed meanwhile, e.g. while Redis was frozen);
- * the shell then feeds JOB_EV_CANNOT_CALL with JOB_NOCALL_DEADLINE. */
-int job_too_late(const struct job *job, int64_t now_ms);
+/*
+ * R1 when a request leaves: the timeout for a request of this job -- the
+ * action call, the PDP's, a token exchange -- whose own limit is limit_ms,
+ * started at now_ms: min(limit_ms, expiresAt - now_ms), so that neither the
+ * connect nor the request outlasts the deadline. 0 when no time is left (the
+ * shell sends nothing and feeds JOB_EV_CANNOT_CALL with JOB_NOCALL_DEADLINE).
+ * A job with no deadline loaded yet gets limit_ms.
+ */
+long job_time_left(const struct job *job, long limit_ms, int64_t now_ms)
+	__attribute__((warn_unused_result));
 
 /* 1 when a WWW-Authenticate value carries error="invalid_token". */
 int job_www_auth_invalid_token(const char *value);

@@ -135,6 +135,8 @@ int oauth_reload(struct oauth *o, const struct cfg *cfg, char *err, size_t errle
 struct oauth_exchange_req {
 	const char *subject_token, *subject_token_type;
 	const char *scope, *resource;		/* NULL: not sent */
+	long max_ms;	/* > 0: the request's timeout is at most this ([oauth]
+			   timeout_ms otherwise): the job's time left (R1) */
 };
 
 enum oauth_xch {

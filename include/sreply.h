@@ -63,7 +63,11 @@ struct sreply_entry {
 	const char *stream;	/* XREADGROUP: the stream key it came from; else NULL */
 	const char *stream_id;
 	const char *id;		/* its `id` field; NULL when missing or not a string */
-	int deliveries;		/* the delivery count; 1 when the reply does not say */
+	/* The record's delivery count (R12): Redis' count for this entry (1
+	 * when the reply does not say) plus the entry's `priorDeliveries`
+	 * field, the count an entry handed back (lua/handback.lua) had
+	 * reached; a field that is not 1 to 9 digits counts as 0. */
+	int deliveries;
 };
 
 typedef void sreply_entry_cb(void *arg, const struct sreply_entry *e);
@@ -87,6 +91,12 @@ int sreply_read(const struct sreply *r, sreply_entry_cb *cb, void *arg);
  */
 int sreply_claim(const struct sreply *r, char *next, size_t n, sreply_entry_cb *entry,
 		 sreply_id_cb *deleted, void *arg);
+
+/* The hand-back script (lua/handback.lua): {1, new stream id,
+ * priorDeliveries} -> 1, the id into buf (size n); {0} (no longer ours) ->
+ * 0; any other shape (an error reply, no reply) -> -1. */
+int sreply_handback(const struct sreply *r, char *buf, size_t n)
+	__attribute__((warn_unused_result));
 
 /* The renew script: {{lost stream_id...}, {gone stream_id...}}. 0 or -1. */
 int sreply_renew(const struct sreply *r, sreply_id_cb *lost, sreply_id_cb *gone, void *arg);

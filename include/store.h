@@ -47,7 +47,12 @@ int store_decision_key(const struct store_keys *k, const char *id, char *buf, si
  *                   P:clock's run of heartbeats without a gap.
  * STORE_RENEW       XCLAIM ... JUSTID of entries still ours; returns the ids
  *                   others hold and those pending for nobody.
- * STORE_REDISPATCH  XCLAIM (delivery count + 1) of an entry still ours.
+ * STORE_REDISPATCH  XCLAIM (delivery count + 1) of an entry still ours, once
+ *                   for the count the worker last knew (a resend after a
+ *                   lost reply counts nothing twice).
+ * STORE_HANDBACK    R9: a new stream entry for the record, carrying its
+ *                   delivery count (`priorDeliveries`), named in the hash's
+ *                   `entry`, and ours acked -- while it is still ours.
  * STORE_PROMOTE     due ids from P:scheduled onto P:jobs (Redis' TIME).
  * STORE_TRIM        XTRIM MINID of P:jobs below what is undelivered or pending.
  * STORE_DECIDE      warrantctl decide: the hash and the enqueue, once per id.

@@ -216,12 +216,14 @@ consumer_may_read(const struct consumer_view *v)
 enum consumer_claim
 consumer_next_claim(const struct consumer_view *v, int tick)
 {
-	if (!v->group_ready || !v->cmd_up || v->draining || v->claiming ||
-	    !v->tokens_usable || consumer_room(v) <= 0)
+	if (!v->group_ready || !v->cmd_up || v->draining || v->claiming || consumer_room(v) <= 0)
 		return CONSUMER_CLAIM_NONE;
+	/* Our own entries are ours without a token too: in hand they meet
+	 * their deadline (R1) or are handed back after auth_wait_max_ms (R9);
+	 * left in the PEL of a live worker, no one would ever take them. */
 	if (!v->own_done)
 		return v->backing_off ? CONSUMER_CLAIM_NONE : CONSUMER_CLAIM_OWN;
-	return tick ? CONSUMER_CLAIM_AUTO : CONSUMER_CLAIM_NONE;
+	return tick && v->tokens_usable ? CONSUMER_CLAIM_AUTO : CONSUMER_CLAIM_NONE;
 }
 
 long

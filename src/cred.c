@@ -216,9 +216,9 @@ cred_exchanges(const struct cred *c)
 
 struct oauth_xch_call *
 cred_exchange(const struct cred *c, const char *record, const char *scope, const char *resource,
-	      long timeout_ms, uint64_t *gen, oauth_exchange_cb *cb, void *arg)
+	      long timeout_ms, long max_ms, uint64_t *gen, oauth_exchange_cb *cb, void *arg)
 {
-	struct oauth_exchange_req rq = {record, CRED_DECISION_TOKEN_TYPE, scope, resource};
+	struct oauth_exchange_req rq = {record, CRED_DECISION_TOKEN_TYPE, scope, resource, max_ms};
 
 	*gen = c->oauth ? oauth_generation(c->oauth) : 0;
 	if (!cred_is_oauth(c))

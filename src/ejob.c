@@ -33,8 +33,10 @@
 
 #define STREAM_ID_MAX 48
 
-enum ejob_timer { T_NONE, T_RETRY, T_TOKEN_WAIT, T_REDIS_RETRY, T_REDISPATCH_RETRY, T_LOAD_RETRY };
-enum ejob_wait { W_NONE, W_WRITE, W_LOAD, W_VERIFY, W_AUTHZ, W_EXCHANGE, W_CALL, W_REDISPATCH };
+enum ejob_timer { T_NONE, T_RETRY, T_TOKEN_WAIT, T_REDIS_RETRY, T_REDISPATCH_RETRY, T_LOAD_RETRY,
+	T_HANDBACK_RETRY };
+enum ejob_wait { W_NONE, W_WRITE, W_LOAD, W_VERIFY, W_AUTHZ, W_EXCHANGE, W_CALL, W_REDISPATCH,
+	W_HANDBACK };
 
 /* Buckets of the index by stream id: every entry read is looked up there
  * (a walk of the list with strcmp cost 5,000 instructions a job at 256 in
@@ -167,6 +169,7 @@ policy(const struct ejob *j)
 		.authz_enabled = c->authz.url != NULL,
 		.token_needed = a != NULL && cred_is_oauth(job_cred(j)),
 		.exchange_needed = a != NULL && cred_exchanges(job_cred(j)),
+		.auth_wait_max_ms = c->oauth.auth_wait_max_ms,
 	};
 	return p;
 }
@@ -494,6 +497,7 @@ send_transition(struct ejob *j)
 static void start_authz(struct ejob *j);
 static void start_call(struct ejob *j);
 static void start_redispatch(struct ejob *j);
+static void start_handback(struct ejob *j);
 static void start_exchange(struct ejob *j);
 
 static void
@@ -522,10 +526,13 @@ continue_effects(struct ejob *j)
 		ejob_arm(j, T_RETRY, j->step.at_ms - wtime_now_ms());
 	else if (fx & JOB_FX_REDISPATCH)
 		start_redispatch(j);
+	else if (fx & JOB_FX_HANDBACK)
+		start_handback(j);
 	else if (fx & JOB_FX_WAIT_TOKEN)
 		/* The token may have come while this step was written, or the
-		 * failed call used an older one: then go on from the loop. */
-		ejob_arm(j, T_TOKEN_WAIT, token_ok(j) ? 0 : env_of(j)->cfg->oauth.auth_wait_max_ms);
+		 * failed call used an older one: then go on from the loop. The
+		 * wait ends at the deadline or after auth_wait_max_ms (at_ms). */
+		ejob_arm(j, T_TOKEN_WAIT, token_ok(j) ? 0 : j->step.at_ms - wtime_now_ms());
 }
 
 /* The script wrote the step: remember what it says, then count and tell. */
@@ -644,6 +651,9 @@ ejob_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		break;
 	case T_REDISPATCH_RETRY:
 		start_redispatch(j);
+		break;
+	case T_HANDBACK_RETRY:
+		start_handback(j);
 		break;
 	case T_LOAD_RETRY:
 		start_load(j);
@@ -777,8 +787,9 @@ start_call(struct ejob *j)
 	const struct cfg_action *a = job_action(j);
 	const struct cred *cred = job_cred(j);
 	char err[160] = "";
+	int64_t now = wtime_now_ms();
 
-	if (job_too_late(&j->core, wtime_now_ms())) {
+	if (job_time_left(&j->core, 1, now) == 0) {
 		cannot_call(j, JOB_NOCALL_DEADLINE);	/* R1, at the last moment */
 		return;
 	}
@@ -809,7 +820,13 @@ start_call(struct ejob *j)
 	if (body != NULL && call_headers_fill(&h, j->rec, bearer) == 0) {
 		struct http_request req = {
 			.method = a->method, .url = url, .headers = h.list,
-			.body = body, .body_len = j->rec->body_len, .timeout_ms = a->timeout_ms,
+			.body = body, .body_len = j->rec->body_len,
+			/* R1: the request leaves by the deadline -- connecting is
+			 * bounded by the time left -- and once it has left, its
+			 * answer decides (within timeout_ms): a call cut after
+			 * it left might have run at the target all the same */
+			.timeout_ms = a->timeout_ms,
+			.connect_timeout_ms = job_time_left(&j->core, a->timeout_ms, now),
 		};
 		rc = http_start(env->http, &req, on_call_done, j, &j->call);
 	}
@@ -859,7 +876,12 @@ start_exchange(struct ejob *j)
 	const struct cfg_action *a = job_action(j);
 	const struct cred *cred = job_cred(j);
 	char err[160] = "";
+	long left = job_time_left(&j->core, env_of(j)->cfg->oauth.timeout_ms, wtime_now_ms());
 
+	if (left == 0) {
+		cannot_call(j, JOB_NOCALL_DEADLINE);	/* R1: no exchange past it */
+		return;
+	}
 	if (a == NULL || cred == NULL) {
 		cannot_call(j, JOB_NOCALL_ACTION_GONE);
 		return;
@@ -871,9 +893,10 @@ start_exchange(struct ejob *j)
 		cannot_call(j, JOB_NOCALL_BAD_REQUEST);
 		return;
 	}
-	/* scope = the action (or the scope it names), resource = the target */
+	/* scope = the action (or the scope it names), resource = the target;
+	 * the exchange's own request ends by the deadline (R1) */
 	j->xch = cred_exchange(cred, j->raw ? j->raw : "", a->scope ? a->scope : a->name, url,
-	    a->timeout_ms, &j->token_gen, on_exchanged, j);
+	    a->timeout_ms, left, &j->token_gen, on_exchanged, j);
 	free(url);
 	if (j->xch == NULL) {
 		cannot_call(j, JOB_NOCALL_TOKEN_GONE);	/* R6: no actor token now */
@@ -906,6 +929,13 @@ static void
 start_authz(struct ejob *j)
 {
 	const struct ejob_env *env = env_of(j);
+	/* R1, R5: the PDP's answer is awaited no later than the deadline */
+	long left = job_time_left(&j->core, env->cfg->authz.timeout_ms, wtime_now_ms());
+
+	if (left == 0) {
+		cannot_call(j, JOB_NOCALL_DEADLINE);
+		return;
+	}
 	char *body = authz_request_body(j->rec);
 	struct job_event ev = {.kind = JOB_EV_AUTHZ, .authz = JOB_AUTHZ_UNAVAILABLE};
 	/* the PDP gets the worker's own token, when there is one */
@@ -915,8 +945,7 @@ start_authz(struct ejob *j)
 	const char *headers[] = {"Content-Type: application/json", h_auth, NULL};
 	struct http_request req = {
 		.method = "POST", .url = env->cfg->authz.url, .headers = headers,
-		.body = body, .body_len = body ? strlen(body) : 0,
-		.timeout_ms = env->cfg->authz.timeout_ms,
+		.body = body, .body_len = body ? strlen(body) : 0, .timeout_ms = left,
 	};
 	int rc = body && (!tok || h_auth) ?
 	    http_start(env->http, &req, on_authz_done, j, &j->call) : -1;
@@ -976,12 +1005,71 @@ start_redispatch(struct ejob *j)
 	store_args_init(&a, STORE_REDISPATCH);
 	store_args_consumer(&a, env->keys, env->cfg->redis.group, env->cfg->daemon.consumer);
 	store_arg(&a, STORE_REDISPATCH_ID, j->stream_id);
+	/* the count before it: a resend after a lost reply claims nothing twice */
+	store_arg_ll(&a, STORE_REDISPATCH_EXPECTED, j->core.deliveries);
 	if (script_send(env->cmd, env->scripts, &a, after_redispatch, j) < 0) {
 		redis_failed(j, T_REDISPATCH_RETRY, NULL, 0);
 		return;
 	}
 	j->refs++;
 	j->wait = W_REDISPATCH;
+}
+
+/* ------------------------------------------------------------------ */
+/* R9 hand-back: no token within auth_wait_max_ms                       */
+
+static void
+after_handback(struct rconn *rc, const struct sreply *r, void *arg)
+{
+	struct ejob *j = arg;
+	struct job_event ev = {.kind = JOB_EV_HANDED_BACK};
+	char sid[STREAM_ID_MAX];
+	(void)rc;
+
+	j->wait = W_NONE;
+	if (j->finished) {
+		ejob_unref(j);
+		return;
+	}
+	int got = sreply_handback(r, sid, sizeof sid);
+	if (got < 0) {
+		/* Sent again with backoff. Had it run (its reply lost), ours is
+		 * acked: the resend finds it no longer ours and lets it go. It
+		 * writes the record's hash: an error there is the entry's. */
+		redis_failed(j, T_HANDBACK_RETRY, sreply_error_text(r), 1);
+		ejob_unref(j);
+		return;
+	}
+	consumer_err_ok(&j->errs);
+	if (got == 0) {
+		ev.kind = JOB_EV_LEASE_LOST;
+	} else {
+		env_of(j)->n->redispatched++;
+		log_info("job.handback", "id=%s stream_id=%s new_stream_id=%s", j->id,
+		    j->stream_id, sid);
+	}
+	feed(j, &ev);
+	ejob_unref(j);
+}
+
+static void
+start_handback(struct ejob *j)
+{
+	const struct ejob_env *env = env_of(j);
+	struct store_args a;
+	struct hash_key key;
+
+	store_args_init(&a, STORE_HANDBACK);
+	store_args_consumer(&a, env->keys, env->cfg->redis.group, env->cfg->daemon.consumer);
+	store_arg(&a, STORE_HANDBACK_HASH, hash_key_of(j, &key));
+	store_arg(&a, STORE_HANDBACK_ID, j->stream_id);
+	store_arg(&a, STORE_HANDBACK_RECORD_ID, j->id);
+	if (script_send(env->cmd, env->scripts, &a, after_handback, j) < 0) {
+		redis_failed(j, T_HANDBACK_RETRY, NULL, 0);
+		return;
+	}
+	j->refs++;
+	j->wait = W_HANDBACK;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1288,7 +1376,7 @@ static void
 ejob_redis_up(struct ejob *j)
 {
 	if (j->finished || (j->timer_kind != T_REDIS_RETRY && j->timer_kind != T_LOAD_RETRY &&
-	    j->timer_kind != T_REDISPATCH_RETRY))
+	    j->timer_kind != T_REDISPATCH_RETRY && j->timer_kind != T_HANDBACK_RETRY))
 		return;
 	consumer_err_redis_up(&j->errs);
 	ejob_arm(j, j->timer_kind, 0);

@@ -402,12 +402,12 @@ read_more(struct shard *sh)
 {
 	struct engine *eng = sh->eng;
 
-	if (token_blocks_reading(eng))
-		return;
 	if (!sh->own_done) {
-		own_pending_more(sh);
+		own_pending_more(sh);	/* R14: ours, with a token or without */
 		return;
 	}
+	if (token_blocks_reading(eng))
+		return;
 	if (eng->one_read) {
 		read_shared(eng);
 		return;

@@ -702,6 +702,9 @@ set_options(struct http_call *c, const struct http_request *req)
 
 	ok &= curl_easy_setopt(e, CURLOPT_URL, req->url) == CURLE_OK;
 	ok &= curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, req->timeout_ms) == CURLE_OK;
+	/* always set: a kept easy handle must not carry the last call's */
+	ok &= curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, req->connect_timeout_ms > 0 ?
+	    req->connect_timeout_ms : 0L) == CURLE_OK;
 	if (!ok || set_method_and_body(c, req) < 0 || set_headers(c, req) < 0)
 		return -1;
 	return 0;

@@ -51,6 +51,7 @@ static const char *const event_names[] = {
 	[JOB_EV_AUTHZ] = "authz",
 	[JOB_EV_HTTP] = "http",
 	[JOB_EV_LEASE_LOST] = "lease-lost",
+	[JOB_EV_HANDED_BACK] = "handed-back",
 	[JOB_EV_REDIS_ERROR] = "redis-error",
 };
 
@@ -323,13 +324,34 @@ dead(struct job_step *st, struct job *job, enum reason reason)
 	    JOB_FX_ACK, reason);
 }
 
+/* R1, R9: a wait for a token ends at the deadline or after auth_wait_max_ms
+ * from its start, whichever is first: the timer the shell arms. */
+static int64_t
+token_wait_end(const struct job_policy *pol, const struct job *job)
+{
+	int64_t end = add_sat(job->wait_since_ms, pol->auth_wait_max_ms);
+
+	return job->expires_at_ms > 0 && job->expires_at_ms < end ? job->expires_at_ms : end;
+}
+
+/* Into auth_wait (the wait starts now unless it runs already), with fx. */
 static void
-wait_token(struct job_step *st, struct job *job)
+enter_token_wait(struct job_step *st, const struct job_policy *pol, struct job *job,
+		 unsigned fx, int64_t now)
+{
+	if (job->state != JOB_AUTH_WAIT)
+		job->wait_since_ms = now;
+	finish(st, job, JOB_AUTH_WAIT, fx | JOB_FX_WAIT_TOKEN, REASON_NONE);
+	st->at_ms = token_wait_end(pol, job);
+}
+
+static void
+wait_token(struct job_step *st, const struct job_policy *pol, struct job *job, int64_t now)
 {
 	/* Writing auth_wait over auth_wait would only add a no-change audit entry. */
 	unsigned fx = job->state == JOB_AUTH_WAIT ? 0 : JOB_FX_WRITE_STATE;
 
-	finish(st, job, JOB_AUTH_WAIT, fx | JOB_FX_WAIT_TOKEN, REASON_NONE);
+	enter_token_wait(st, pol, job, fx, now);
 	job->waits = 0;	/* a PDP wait, if any, ended with this written state */
 	detail(st, "no token with enough life; waiting for one");
 }
@@ -382,7 +404,7 @@ start_attempt(struct job_step *st, const struct job_policy *pol, struct job *job
 		return;
 	}
 	if (pol->token_needed && !token_ok) {
-		wait_token(st, job);
+		wait_token(st, pol, job, now);
 		return;
 	}
 	/* §6: while the PDP stays down the hash keeps saying `retrying`; the
@@ -477,7 +499,7 @@ on_authz(struct job_step *st, const struct job_policy *pol, struct job *job,
 			st->effects |= JOB_FX_WRITE_STATE;	/* the PDP wait ends */
 		job->waits = 0;
 		if (pol->token_needed && !ev->token_ok)
-			wait_token(st, job);
+			wait_token(st, pol, job, now);
 		else
 			proceed(st, pol, job);
 		return;
@@ -525,11 +547,26 @@ on_http(struct job_step *st, const struct job_policy *pol, struct job *job,
 		snprintf(why, sizeof why, "%d from target", s);
 	if ((s == 401 || (s == 403 && ev->invalid_token)) && pol->token_needed) {
 		/* R9: refresh and re-dispatch; R12 and R8 bound how often. */
+		if (now >= job->expires_at_ms) {
+			/* R1: no wait begins past the deadline; the token is
+			 * refused all the same */
+			expire(st, job);
+			st->effects |= JOB_FX_DROP_TOKEN;
+			return;
+		}
 		job->redispatch = 1;
-		finish(st, job, JOB_AUTH_WAIT, JOB_FX_WRITE_STATE | JOB_FX_DROP_TOKEN |
-		    JOB_FX_WAIT_TOKEN, REASON_NONE);
+		enter_token_wait(st, pol, job, JOB_FX_WRITE_STATE | JOB_FX_DROP_TOKEN, now);
 		detail(st, "%s: token rejected; refresh, then re-dispatch", why);
 	} else if (retryable(s)) {
+		if (now >= job->expires_at_ms) {
+			/* R1: a call cut at the deadline (job_time_left) is
+			 * not retried, whatever calls are left */
+			char dl[WTIME_RFC3339_LEN];
+			expire(st, job);
+			detail(st, "%s; deadline %s passed", why,
+			    wtime_format_rfc3339(job->expires_at_ms, dl, sizeof dl));
+			return;
+		}
 		if (calls_used_up(pol, job)) {
 			dead(st, job, REASON_MAX_ATTEMPTS);
 			detail(st, "%s; %d of %d calls made", why, job->calls, pol->max_attempts);
@@ -604,17 +641,45 @@ on_exchanged(struct job_step *st, const struct job_policy *pol, struct job *job,
 	detail(st, "unknown exchange answer %d; ignored", (int)ev->exchange);
 }
 
-int
-job_too_late(const struct job *job, int64_t now_ms)
+long
+job_time_left(const struct job *job, long limit_ms, int64_t now_ms)
 {
-	return job->expires_at_ms > 0 && now_ms >= job->expires_at_ms;
+	if (job->expires_at_ms <= 0)
+		return limit_ms;
+	if (now_ms >= job->expires_at_ms)
+		return 0;
+	int64_t left = job->expires_at_ms - now_ms;
+	return left < limit_ms ? (long)left : limit_ms;
+}
+
+/* R1, R9: the wait's timer fired with no token. At the deadline the job
+ * expires; after auth_wait_max_ms the entry goes back to the group, so a
+ * worker that has a token takes it; a timer that fired early is armed again. */
+static void
+on_token_timeout(struct job_step *st, const struct job_policy *pol, struct job *job,
+		 int64_t now)
+{
+	if (now >= job->expires_at_ms) {
+		expire(st, job);
+		return;
+	}
+	if (now < token_wait_end(pol, job)) {
+		st->effects = JOB_FX_WAIT_TOKEN;
+		st->at_ms = token_wait_end(pol, job);
+		detail(st, "still waiting for a token");
+		return;
+	}
+	job->awaiting = JOB_FX_HANDBACK;
+	st->effects = JOB_FX_HANDBACK;
+	size_t at = detail_put(st, 0, "no token within ");
+	at = detail_put_int(st, at, pol->auth_wait_max_ms);
+	detail_put(st, at, " ms; handing the entry back");
 }
 
 static void
 on_cannot_call(struct job_step *st, const struct job_policy *pol, struct job *job,
-	       const struct job_event *ev)
+	       const struct job_event *ev, int64_t now)
 {
-	(void)pol;
 	job->awaiting = 0;
 	switch (ev->no_call) {
 	case JOB_NOCALL_ACTION_GONE:
@@ -626,7 +691,7 @@ on_cannot_call(struct job_step *st, const struct job_policy *pol, struct job *jo
 		detail(st, "the action's URL cannot be built for this record");
 		return;
 	case JOB_NOCALL_TOKEN_GONE:
-		wait_token(st, job);
+		wait_token(st, pol, job, now);
 		return;
 	case JOB_NOCALL_DEADLINE:
 		expire(st, job);
@@ -650,15 +715,18 @@ accepts(const struct job *job, enum job_event_kind k)
 	case JOB_EV_ENTRY_DELETED:
 		return job->state == JOB_NONE;
 	case JOB_EV_CANNOT_CALL:
-		return job->state == JOB_RUNNING &&
-		    (job->awaiting == JOB_FX_CALL || job->awaiting == JOB_FX_EXCHANGE);
+		return job->state == JOB_RUNNING && (job->awaiting == JOB_FX_CALL ||
+		    job->awaiting == JOB_FX_EXCHANGE || job->awaiting == JOB_FX_AUTHZ);
 	case JOB_EV_TIMER:
 		return job->state == JOB_RETRYING;
 	case JOB_EV_TOKEN_READY:
 	case JOB_EV_TOKEN_TIMEOUT:
-		return job->state == JOB_AUTH_WAIT;
+		return job->state == JOB_AUTH_WAIT && job->awaiting != JOB_FX_HANDBACK;
 	case JOB_EV_REDISPATCHED:
-		return job->state == JOB_AUTH_WAIT && job->redispatch;
+		return job->state == JOB_AUTH_WAIT && job->redispatch &&
+		    job->awaiting != JOB_FX_HANDBACK;
+	case JOB_EV_HANDED_BACK:
+		return job->state == JOB_AUTH_WAIT && job->awaiting == JOB_FX_HANDBACK;
 	case JOB_EV_AUTHZ:
 		return job->state == JOB_RUNNING && job->awaiting == JOB_FX_AUTHZ;
 	case JOB_EV_HTTP:
@@ -711,7 +779,7 @@ job_next(const struct job_policy *pol, struct job *job, const struct job_event *
 		detail(&st, "entry deleted from the stream while pending");
 		break;
 	case JOB_EV_CANNOT_CALL:
-		on_cannot_call(&st, pol, job, ev);
+		on_cannot_call(&st, pol, job, ev, now_ms);
 		break;
 	case JOB_EV_EXCHANGED:
 		on_exchanged(&st, pol, job, ev, now_ms);
@@ -723,9 +791,13 @@ job_next(const struct job_policy *pol, struct job *job, const struct job_event *
 		on_http(&st, pol, job, ev, now_ms);
 		break;
 	case JOB_EV_TOKEN_TIMEOUT:
-		/* Stop the lease so a consumer with a token takes it (R9, R11). */
-		st.effects = JOB_FX_RELEASE;
-		detail(&st, "no token within auth_wait_max_ms; entry released");
+		on_token_timeout(&st, pol, job, now_ms);
+		break;
+	case JOB_EV_HANDED_BACK:
+		/* The new entry is the record's now; ours was acked with it. */
+		job->awaiting = 0;
+		st.effects = JOB_FX_END;
+		detail(&st, "handed back to the group under a new stream entry");
 		break;
 	case JOB_EV_LEASE_LOST:
 		job->awaiting = 0;

@@ -780,7 +780,8 @@ oauth_exchange(struct oauth *o, const struct oauth_exchange_req *rq, oauth_excha
 		struct http_request req = {
 			.method = "POST", .url = o->set.token_url, .headers = headers,
 			.body = body, .body_len = strlen(body),
-			.timeout_ms = o->set.timeout_ms, .userpwd = userpwd,
+			.timeout_ms = rq->max_ms > 0 && rq->max_ms < o->set.timeout_ms ?
+			    rq->max_ms : o->set.timeout_ms, .userpwd = userpwd,
 		};
 		rc = http_start(o->http, &req, on_exchange, x, &x->call);
 	}

@@ -49,21 +49,44 @@ field(const redisReply *arr, const char *name)
 	return NULL;
 }
 
+#define DELIVERIES_MAX 1000000000
+
+/* An entry's `priorDeliveries` (lua/handback.lua): 1 to 9 digits, else 0
+ * -- the same rule as the scripts' pattern, so both count alike. */
+static int
+prior_deliveries(const char *v)
+{
+	int n = 0;
+	size_t len = 0;
+
+	if (v == NULL)
+		return 0;
+	for (; v[len] != '\0'; len++) {
+		if (v[len] < '0' || v[len] > '9' || len == 9)
+			return 0;
+		n = n * 10 + (v[len] - '0');
+	}
+	return n;
+}
+
 /* [stream_id, fields] or [stream_id, fields, deliveries]: 0, or -1. */
 static int
 entry_of(const redisReply *e, struct sreply_entry *out)
 {
 	const redisReply *sid = elem(e, 0, REDIS_REPLY_STRING);
 	const redisReply *n = elem(e, 2, REDIS_REPLY_INTEGER);
+	long long count = 1;
 
 	if (sid == NULL || sid->str == NULL || e->elements < 2)
 		return -1;
 	out->stream = NULL;
 	out->stream_id = sid->str;
 	out->id = field(e->element[1], "id");
-	out->deliveries = 1;
 	if (n != NULL && n->integer > 0)
-		out->deliveries = n->integer > 1000000000 ? 1000000000 : (int)n->integer;
+		count = n->integer > DELIVERIES_MAX ? DELIVERIES_MAX : n->integer;
+	/* R12 across a hand-back: the count the record had reached before */
+	count += prior_deliveries(field(e->element[1], "priorDeliveries"));
+	out->deliveries = count > DELIVERIES_MAX ? DELIVERIES_MAX : (int)count;
 	return 0;
 }
 
@@ -135,6 +158,23 @@ sreply_claim(const struct sreply *reply, char *next, size_t n, sreply_entry_cb *
 	int count = each_entry(elem(r, 1, REDIS_REPLY_ARRAY), NULL, entry, arg);
 	each_id(elem(r, 2, REDIS_REPLY_ARRAY), deleted, arg);
 	return count;
+}
+
+int
+sreply_handback(const struct sreply *reply, char *buf, size_t n)
+{
+	const redisReply *r = tree(reply);
+	const redisReply *ok = elem(r, 0, REDIS_REPLY_INTEGER);
+	const redisReply *sid = elem(r, 1, REDIS_REPLY_STRING);
+
+	if (ok == NULL)
+		return -1;
+	if (ok->integer == 0)
+		return 0;
+	if (ok->integer != 1 || sid == NULL || sid->str == NULL || strlen(sid->str) >= n)
+		return -1;
+	memcpy(buf, sid->str, strlen(sid->str) + 1);
+	return 1;
 }
 
 int

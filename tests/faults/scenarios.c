@@ -117,6 +117,20 @@ executed_twice(struct world *w, const char *prefix, int n)
 	return k;
 }
 
+/* Every one of prefix-0.. done, none executed twice, nothing pending. */
+static int
+ran_once(struct world *w, const char *prefix, int n, int timeout_ms)
+{
+	check(wait_terminal(w, prefix, n, timeout_ms) == 0, "not all terminal within %d s",
+	    timeout_ms / 1000);
+	check(count_in(w, prefix, n, "done") == n, "%d of %d done", count_in(w, prefix, n, "done"),
+	    n);
+	int twice = executed_twice(w, prefix, n);
+	check(twice == 0, "%d of %d executed twice by live workers", twice, n);
+	check(w_pending(w) == 0, "%lld entries left pending", w_pending(w));
+	return PASS;
+}
+
 struct state_wait {
 	struct world *w;
 	const char *id, *want;
@@ -440,13 +454,13 @@ sc_stop_results(struct world *w)
 /* 6. reload re-arms the lease timer (R16)                              */
 
 /*
- * Two workers with claim_idle_ms 12000 (leases renewed every 4 s) hold 4
- * calls that take 6 s. A SIGHUP lowers claim_idle_ms to 1500 and
- * lease_renew_ms to 500 on both: the other worker must not claim calls in
- * progress (no action runs twice).
+ * Two workers with claim_idle_ms 12000 (leases renewed every 4 s) hold n
+ * calls that take 6 s; a SIGHUP lowers claim_idle_ms to 1500 and
+ * lease_renew_ms to 500 on the first `reloaded` of them. The other worker
+ * must not claim calls in progress: each job runs once.
  */
 static int
-sc_reload_lease(struct world *w)
+reload_under_calls(struct world *w, const char *prefix, int n, int reloaded)
 {
 	struct w_params p = base_params();
 
@@ -456,20 +470,23 @@ sc_reload_lease(struct world *w)
 	if (script(w, "{\"default\":{\"delay_ms\":6000}}") != 0 ||
 	    w_add_worker(w, "a", &p) < 0 || w_add_worker(w, "b", &p) < 0 ||
 	    w_start(w, 0) != 0 || w_start(w, 1) != 0 ||
-	    enqueue_n(w, "lease", 4, h_now_ms() + 600000) != 0 || wait_calls(w, 4, 20000) != 0)
+	    enqueue_n(w, prefix, n, h_now_ms() + 600000) != 0 || wait_calls(w, n, 20000) != 0)
 		return SKIP;
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < reloaded; i++) {
 		w->w[i].p.claim_idle_ms = 1500;
 		w->w[i].p.lease_renew_ms = 500;
 		if (w_reload(w, i) != 0)
 			return SKIP;
 	}
-	check(wait_terminal(w, "lease", 4, 40000) == 0, "not all terminal within 40 s");
-	int twice = executed_twice(w, "lease", 4);
-	check(twice == 0, "%d of 4 calls in progress were claimed and executed again", twice);
-	return PASS;
+	return ran_once(w, prefix, n, 40000);
 }
 
+/* Both reloaded: the lease timer is re-armed at once (R16). */
+static int
+sc_reload_lease(struct world *w)
+{
+	return reload_under_calls(w, "lease", 4, 2);
+}
 
 /*
  * A job waiting to retry (503, base_ms 3000) when a reload removes its
@@ -665,18 +682,6 @@ two_busy_workers(struct world *w, const char *prefix, int n)
 	    -1 : 0;
 }
 
-static int
-ran_once(struct world *w, const char *prefix, int n, int timeout_ms)
-{
-	check(wait_terminal(w, prefix, n, timeout_ms) == 0, "not all terminal within %d s",
-	    timeout_ms / 1000);
-	check(count_in(w, prefix, n, "done") == n, "%d of %d done", count_in(w, prefix, n, "done"),
-	    n);
-	int twice = executed_twice(w, prefix, n);
-	check(twice == 0, "%d of %d executed twice by live workers", twice, n);
-	check(w_pending(w) == 0, "%lld entries left pending", w_pending(w));
-	return PASS;
-}
 
 /*
  * Redis frozen (SIGSTOP) for claim_idle_ms + 1.5 s while 12 calls are in
@@ -833,29 +838,14 @@ sc_poisoned_hash(struct world *w)
 }
 
 /*
- * A rolling reload: of two workers holding 4 calls of 6 s with
- * claim_idle_ms 12000, only "a" is reloaded with 1500 (and a lease of 500).
- * "b" still renews every 4 s; "a" must judge b by b's own claim_idle_ms
+ * A rolling reload: only "a" is lowered to claim_idle_ms 1500. "b" still
+ * renews every 4 s; "a" must judge b by b's own published claim_idle_ms
  * and take nothing (before: a's XAUTOCLAIM took b's calls in progress).
  */
 static int
 sc_rolling_reload(struct world *w)
 {
-	struct w_params p = base_params();
-
-	p.claim_idle_ms = 12000;
-	p.max_in_flight = 4;
-	p.action_timeout_ms = 20000;
-	if (script(w, "{\"default\":{\"delay_ms\":6000}}") != 0 ||
-	    w_add_worker(w, "a", &p) < 0 || w_add_worker(w, "b", &p) < 0 ||
-	    w_start(w, 0) != 0 || w_start(w, 1) != 0 ||
-	    enqueue_n(w, "roll", 6, h_now_ms() + 600000) != 0 || wait_calls(w, 6, 20000) != 0)
-		return SKIP;
-	w->w[0].p.claim_idle_ms = 1500;
-	w->w[0].p.lease_renew_ms = 500;
-	if (w_reload(w, 0) != 0)
-		return SKIP;
-	return ran_once(w, "roll", 6, 40000);
+	return reload_under_calls(w, "roll", 6, 1);
 }
 
 struct scenario {

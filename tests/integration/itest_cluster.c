@@ -584,8 +584,9 @@ cmd_ok(redisContext *c, const char *what, redisReply *r)
  * IMPORTING there and MIGRATING on the source: the source answers -ASK for
  * every one of them, and only a worker that follows it (ASKING, then the
  * command on the importing node) runs that shard's jobs. The script that
- * ends a job names six keys; the importing node answers -TRYAGAIN when one
- * of them is missing, so the test makes sure all six exist before the move.
+ * ends a job names six keys, the claim and heartbeat scripts two more; the
+ * importing node answers -TRYAGAIN when one of them is missing, so the test
+ * makes sure all exist before the move.
  * Then the migration ends (SETSLOT NODE) and every job is terminal, no PEL. */
 static void
 test_ask_mid_migration(void **state)
@@ -623,6 +624,10 @@ test_ask_mid_migration(void **state)
 		    streams[i])));
 	freeReplyObject(cmd_ok(sc, "ZADD", redisCommand(sc,
 	    "ZADD %s:scheduled 999999999999999 itest-never-due", sp)));
+	/* and the liveness keys the heartbeat and claim scripts name (R11),
+	 * with fields neither script reads */
+	freeReplyObject(cmd_ok(sc, "HSET", redisCommand(sc, "HSET %s:consumers itest ask", sp)));
+	freeReplyObject(cmd_ok(sc, "HSET", redisCommand(sc, "HSET %s:clock itest ask", sp)));
 	freeReplyObject(cmd_ok(dc, "IMPORTING", redisCommand(dc, "CLUSTER SETSLOT %u IMPORTING %s",
 	    slot, src->id)));
 	freeReplyObject(cmd_ok(sc, "MIGRATING", redisCommand(sc, "CLUSTER SETSLOT %u MIGRATING %s",

@@ -884,9 +884,11 @@ test_idp_down_stops_claiming(void **state)
 /* 4. a worker with a wrong secret (R6, R11)                            */
 
 /*
- * w-bad never gets a token: it must read nothing, not even its own pending
- * entries (left from a previous life), and call nothing. w-good does every
- * job, taking w-bad's entries over once they are idle past claim_idle_ms.
+ * w-bad never gets a token: it must read nothing new and call nothing. Its
+ * own pending entries (left from a previous life) are its own: it takes
+ * them back and, with no token within auth_wait_max_ms, hands each back
+ * through a new stream entry (R9) -- it is alive, so no one else would
+ * ever take them (R11). w-good does every job.
  */
 static void
 test_bad_secret_worker_takes_nothing(void **state)
@@ -913,7 +915,8 @@ test_bad_secret_worker_takes_nothing(void **state)
 	}
 
 	/* w-bad never gets a token, so never gets ready: just spawn it. */
-	struct dcfg bad = { .consumer = "w-bad", .secret_file = wrong, .claim_idle_ms = 1500 };
+	struct dcfg bad = { .consumer = "w-bad", .secret_file = wrong, .claim_idle_ms = 1500,
+	    .oauth_extra = "auth_wait_max_ms = 1500\n" };
 	char *ini = daemon_ini(&bad);
 	assert_int_equal(h_daemon_spawn(&dmn[1], ini), 0);
 	free(ini);
@@ -921,7 +924,6 @@ test_bad_secret_worker_takes_nothing(void **state)
 	wait_hb_str("w-bad", "tokenState", "error", 0);
 	assert_int_equal(h_daemon_wait_log(&dmn[1], "event=consumer.paused", WAIT_MS), 0);
 	assert_int_equal(group_lag(), FREE);
-	assert_int_equal(pending_of("w-bad"), HELD);
 
 	struct dcfg good = { .consumer = "w-good", .secret_file = secret_path,
 	    .claim_idle_ms = 1500 };
@@ -929,9 +931,7 @@ test_bad_secret_worker_takes_nothing(void **state)
 	wait_all_done(ids, ALL, &dmn[0]);
 
 	wait_hb_min("w-good", "done", ALL);
-	if (hb_int("w-good", "claimed") < HELD)
-		fail_msg("w-good claimed %lld, want >= %d (w-bad's entries)",
-		    hb_int("w-good", "claimed"), HELD);
+	wait_hb_min("w-bad", "redispatched", HELD);	/* each of its own handed back */
 	for (int i = 0; i < ALL; i++) {
 		char *owner = hash_field(ids[i], "owner");
 		if (owner == NULL || strcmp(owner, "w-good") != 0)
@@ -945,8 +945,9 @@ test_bad_secret_worker_takes_nothing(void **state)
 	assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);
 
 	wait_hb_str("w-bad", "tokenState", "error", 0);
-	assert_int_equal(hb_int("w-bad", "received"), 0);
+	assert_int_equal(hb_int("w-bad", "received"), HELD);	/* its own, nothing new */
 	assert_int_equal(hb_int("w-bad", "done"), 0);
+	assert_true(h_daemon_log_has(&dmn[1], "event=job.handback"));
 	assert_true(h_daemon_log_has(&dmn[1], "event=token.error"));
 	assert_log_lacks(&dmn[1], "S3cr3t", "the (wrong) client secret");
 	assert_log_lacks(&dmn[1], "eyJ", "a JWT");
@@ -990,16 +991,30 @@ wait_pel(const char *sid, long long deliveries, long long idle_over)
 	return w.last;
 }
 
+/* The stream entries whose `id` is the key: one more after a hand-back. */
+struct entries_wait {
+	const char *id;
+	long long n;
+};
+
+static int
+entries_reached(void *arg)
+{
+	const struct entries_wait *w = arg;
+	return h_stream_count(rc, JOBS, "id", w->id) >= w->n;
+}
+
 /*
  * A job retrying after a 503 finds its token revoked: the retry gets 401,
  * the job waits in auth_wait for a fresh token and is then XCLAIMed again by
  * its own worker (delivery count exactly +1) and done. Then the same with
- * the IdP down as well: after auth_wait_max_ms the worker lets the lease go
- * (the entry's idle time grows past lease_renew_ms) and, once the IdP is
- * back, claims it again when it is idle past claim_idle_ms.
+ * the IdP down as well: after auth_wait_max_ms the worker hands the entry
+ * back (R9: a new stream entry, carrying the delivery count, and the old
+ * one acked) and, having no token, reads nothing until the IdP is back;
+ * then it reads the new entry like any other (not claimed).
  */
 static void
-test_401_in_hand_redispatch_then_release(void **state)
+test_401_in_hand_redispatch_then_handback(void **state)
 {
 	const char *id = "t5-revoked", *id2 = "t5-no-token";
 	char sid[64], sid2[64];
@@ -1042,8 +1057,7 @@ test_401_in_hand_redispatch_then_release(void **state)
 	assert_true(stat_int(&idp, "issued") >= 2);
 
 	/* Now the IdP is down too: no token within auth_wait_max_ms, so the
-	 * lease is let go (no more renewals every 500 ms) until the IdP is back
-	 * and the entry, idle past claim_idle_ms, is claimed again. */
+	 * entry is handed back, and taken again once the IdP is back. */
 	next_second(done_at);	/* the token held is older than the revocation */
 	decide(id2);
 	wait_target_calls(id2, 1);
@@ -1051,19 +1065,25 @@ test_401_in_hand_redispatch_then_release(void **state)
 	post(&target, "/_revoke", NULL);
 	stream_id_of(id2, sid2, sizeof sid2);
 	wait_state(id2, "auth_wait");
-	e = wait_pel(sid2, 0, 3 * 500);
-	assert_string_equal(e.owner, "w1");
-	assert_int_equal(e.deliveries, 1);
+	struct entries_wait back = { id2, 2 };
+	if (h_wait_until(entries_reached, &back, WAIT_MS) != 0)
+		fail_msg("%s was not handed back (log %s)", id2, dmn[0].log);
+	assert_false(pel_entry(sid2).present);	/* the old entry acked with it */
 	wait_hb_str("w1", "inFlight", "0", 0);
 	char *st = hash_field(id2, "state");
 	assert_string_equal(st, "auth_wait");
 	free(st);
+	char *entry = hash_field(id2, "entry");
+	assert_non_null(entry);
+	assert_string_not_equal(entry, sid2);
+	free(entry);
 
 	post(&idp, "/_up", NULL);
 	wait_done(id2, &dmn[0]);
 	assert_statuses(id2, "503 401 200");
 	assert_trail_ends(id2, "auth_wait running done");
-	wait_hb_min("w1", "claimed", 1);
+	wait_hb_min("w1", "redispatched", 2);
+	assert_int_equal(hb_int("w1", "claimed"), 0);
 	assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);
 	stop_clean(&dmn[0]);
 }
@@ -1395,8 +1415,7 @@ test_promoter_uses_redis_time(void **state)
  * invalid_token, which R9 treats the same) 1.5 s later, when the new token
  * is already held. It must then be re-dispatched with that token; waiting
  * for "the next token" strands it, since none is coming for a minute, until
- * auth_wait_max_ms lets the lease go and XAUTOCLAIM finds it (claimed, not
- * redispatched).
+ * auth_wait_max_ms hands it back (job.handback) and it is read again.
  */
 static void
 test_late_rejection_uses_fresh_token(void **state)
@@ -1421,9 +1440,10 @@ test_late_rejection_uses_fresh_token(void **state)
 	assert_trail_ends("t7-slow", "running auth_wait running done");
 	assert_int_equal(stat_int(&idp, "issued"), 2);
 	wait_hb_min("w1", "done", 2);
-	if (hb_int("w1", "redispatched") != 2 || hb_int("w1", "claimed") != 0)
-		fail_msg("redispatched %lld (want 2), claimed %lld (want 0): the late rejection "
-		    "waited for a token that was already there (log %s)",
+	if (hb_int("w1", "redispatched") != 2 || hb_int("w1", "claimed") != 0 ||
+	    h_daemon_log_has(&dmn[0], "event=job.handback"))
+		fail_msg("redispatched %lld (want 2), claimed %lld (want 0), or handed back: the "
+		    "late rejection waited for a token that was already there (log %s)",
 		    hb_int("w1", "redispatched"), hb_int("w1", "claimed"), dmn[0].log);
 	stop_clean(&dmn[0]);
 }
@@ -1520,7 +1540,7 @@ main(void)
 		cmocka_unit_test_teardown(test_revocations_execute_each_once, world_down),
 		cmocka_unit_test_teardown(test_idp_down_stops_claiming, world_down),
 		cmocka_unit_test_teardown(test_bad_secret_worker_takes_nothing, world_down),
-		cmocka_unit_test_teardown(test_401_in_hand_redispatch_then_release, world_down),
+		cmocka_unit_test_teardown(test_401_in_hand_redispatch_then_handback, world_down),
 		cmocka_unit_test_teardown(test_target_refuses_every_token, world_down),
 		cmocka_unit_test_teardown(test_per_action_scopes, world_down),
 		cmocka_unit_test_teardown(test_token_exchange, world_down),

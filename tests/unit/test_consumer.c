@@ -365,8 +365,13 @@ test_next_claim(void **state)
 	NONE_WITH(cmd_up, 0);
 	NONE_WITH(draining, 1);
 	NONE_WITH(claiming, 1);		/* one claim at a time */
-	NONE_WITH(tokens_usable, 0);	/* R6: never claim what cannot be done */
 	NONE_WITH(in_hand, 256);
+	/* R6: never another's entries without a token; our own PEL is ours */
+	v = healthy();
+	v.tokens_usable = 0;
+	assert_int_equal(consumer_next_claim(&v, 1), CONSUMER_CLAIM_NONE);
+	v.own_done = 0;
+	assert_int_equal(consumer_next_claim(&v, 1), CONSUMER_CLAIM_OWN);
 #undef NONE_WITH
 	/* the blocking connection is not the claim's */
 	v = healthy();

@@ -22,6 +22,7 @@ policy(void)
 	struct job_policy p = {
 		.retry_base_ms = 100, .retry_cap_ms = 10000, .max_attempts = 3,
 		.max_deliveries = 5, .authz_enabled = 0, .token_needed = 1,
+		.auth_wait_max_ms = 30000,
 	};
 	return p;
 }
@@ -329,9 +330,11 @@ test_token_missing_waits(void **state)
 	assert_true(s.effects & JOB_FX_CALL);
 }
 
-/* R9/R10: no token within auth_wait_max_ms -> release, nothing written. */
+/* R9: no token within auth_wait_max_ms (the deadline later) -> the entry is
+ * handed back: nothing written, the state kept; once the script has added
+ * the new entry and acked ours, it leaves the hand. */
 static void
-test_token_timeout_releases(void **state)
+test_token_wait_hands_back(void **state)
 {
 	(void)state;
 	struct job_policy p = policy();
@@ -339,11 +342,107 @@ test_token_timeout_releases(void **state)
 	struct job_event ev = ev_loaded();
 
 	ev.token_ok = 0;
-	(void)step(&p, &j, ev, NOW);
-	struct job_step s = step(&p, &j, ev_of(JOB_EV_TOKEN_TIMEOUT), NOW + 30000);
-	assert_int_equal(s.effects, JOB_FX_RELEASE);
-	assert_int_equal(s.next, JOB_AUTH_WAIT);
+	struct job_step s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.effects, JOB_FX_WRITE_STATE | JOB_FX_WAIT_TOKEN);
+	assert_int_equal(s.at_ms, NOW + 30000);	/* the deadline is later */
+
+	/* a timer that fires early (the loop's clock is not the wall's) is
+	 * armed again for the same end */
+	s = step(&p, &j, ev_of(JOB_EV_TOKEN_TIMEOUT), NOW + 29999);
+	assert_int_equal(s.effects, JOB_FX_WAIT_TOKEN);
+	assert_int_equal(s.at_ms, NOW + 30000);
 	assert_int_equal(j.state, JOB_AUTH_WAIT);
+
+	s = step(&p, &j, ev_of(JOB_EV_TOKEN_TIMEOUT), NOW + 30000);
+	assert_int_equal(s.effects, JOB_FX_HANDBACK);
+	assert_int_equal(s.next, JOB_AUTH_WAIT);
+	assert_string_equal(s.detail, "no token within 30000 ms; handing the entry back");
+	/* while the script runs, a token or another timeout changes nothing */
+	assert_int_equal(step(&p, &j, ev_of(JOB_EV_TOKEN_READY), NOW + 30001).effects, 0);
+	assert_int_equal(step(&p, &j, ev_of(JOB_EV_TOKEN_TIMEOUT), NOW + 30001).effects, 0);
+	assert_int_equal(step(&p, &j, ev_of(JOB_EV_REDISPATCHED), NOW + 30001).effects, 0);
+	s = step(&p, &j, ev_of(JOB_EV_HANDED_BACK), NOW + 30002);
+	assert_int_equal(s.effects, JOB_FX_END);
+	assert_int_equal(j.calls, 0);
+	/* no longer ours by then: let go like any lost lease */
+	memset(&j, 0, sizeof j);
+	(void)step(&p, &j, ev, NOW);
+	(void)step(&p, &j, ev_of(JOB_EV_TOKEN_TIMEOUT), NOW + 30000);
+	assert_int_equal(step(&p, &j, ev_of(JOB_EV_LEASE_LOST), NOW + 30001).effects,
+	    JOB_FX_RELEASE);
+	/* a hand-back nobody asked for */
+	memset(&j, 0, sizeof j);
+	(void)step(&p, &j, ev, NOW);
+	assert_int_equal(step(&p, &j, ev_of(JOB_EV_HANDED_BACK), NOW).effects, 0);
+
+	/* the wait goes on from where it began: a token gone again (a call that
+	 * could not start) does not start a new auth_wait_max_ms */
+	memset(&j, 0, sizeof j);
+	(void)step(&p, &j, ev, NOW);
+	s = step(&p, &j, ev_of(JOB_EV_TOKEN_READY), NOW + 1000);
+	assert_int_equal(s.next, JOB_RUNNING);
+	struct job_event gone = ev_of(JOB_EV_CANNOT_CALL);
+	gone.no_call = JOB_NOCALL_TOKEN_GONE;
+	s = step(&p, &j, gone, NOW + 2000);
+	assert_int_equal(s.at_ms, NOW + 2000 + 30000);	/* left auth_wait: a new wait */
+	/* re-dispatched with the token gone again: still the 401's wait */
+	load_running(&p, &j);
+	(void)step(&p, &j, ev_http(401), NOW + 100);
+	(void)step(&p, &j, ev_of(JOB_EV_TOKEN_READY), NOW + 5000);
+	ev = ev_of(JOB_EV_REDISPATCHED);
+	ev.token_ok = 0;
+	s = step(&p, &j, ev, NOW + 6000);
+	assert_int_equal(s.next, JOB_AUTH_WAIT);
+	assert_int_equal(s.at_ms, NOW + 100 + 30000);
+}
+
+/* R1, R9: a wait for a token ends at the deadline when that comes first:
+ * expired, notified and acked, never handed back or released. */
+static void
+test_token_wait_ends_at_deadline(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j = {0};
+	struct job_event ev = ev_loaded();
+	char dl[WTIME_RFC3339_LEN];
+
+	rec.expires_at_ms = NOW + 10000;
+	ev.token_ok = 0;
+	struct job_step s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_AUTH_WAIT);
+	assert_int_equal(s.at_ms, NOW + 10000);
+	s = step(&p, &j, ev_of(JOB_EV_TOKEN_TIMEOUT), NOW + 10000);
+	assert_int_equal(s.next, JOB_EXPIRED);
+	assert_int_equal(s.effects, FX_TERMINAL_NOTIFY);
+	assert_string_equal(reason_name(s.reason), "deadline-passed");
+	assert_non_null(strstr(s.detail, wtime_format_rfc3339(rec.expires_at_ms, dl, sizeof dl)));
+
+	/* the same after a 401: the re-dispatch's wait ends at the deadline */
+	load_running(&p, &j);
+	s = step(&p, &j, ev_http(401), NOW + 100);
+	assert_int_equal(s.next, JOB_AUTH_WAIT);
+	assert_int_equal(s.at_ms, NOW + 10000);
+	s = step(&p, &j, ev_of(JOB_EV_TOKEN_TIMEOUT), NOW + 10001);
+	assert_int_equal(s.next, JOB_EXPIRED);
+	assert_int_equal(s.effects, FX_TERMINAL_NOTIFY);
+	assert_int_equal(j.calls, 1);
+
+	/* a 401 at or past the deadline starts no wait: expired, and the
+	 * token is refused all the same */
+	load_running(&p, &j);
+	s = step(&p, &j, ev_http(401), NOW + 10000);
+	assert_int_equal(s.next, JOB_EXPIRED);
+	assert_int_equal(s.effects, FX_TERMINAL_NOTIFY | JOB_FX_DROP_TOKEN);
+	assert_int_equal(j.redispatch, 0);
+
+	/* auth_wait_max_ms shorter than the time left: the hand-back first */
+	p.auth_wait_max_ms = 4000;
+	memset(&j, 0, sizeof j);
+	s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.at_ms, NOW + 4000);
+	assert_int_equal(step(&p, &j, ev_of(JOB_EV_TOKEN_TIMEOUT), NOW + 4000).effects,
+	    JOB_FX_HANDBACK);
 }
 
 /* ---- the call's outcomes (R8) ---- */
@@ -760,6 +859,66 @@ test_attempts_from_hash(void **state)
 	assert_string_equal(reason_name(s.reason), "max-attempts");
 }
 
+/* R1 when the request leaves: a request's timeout is its own limit or the
+ * time left before the deadline, whichever is less; nothing when none is
+ * left; its own limit before a record is loaded. */
+static void
+test_time_left(void **state)
+{
+	(void)state;
+	struct job j = {0};
+
+	assert_int_equal(job_time_left(&j, 10000, NOW), 10000);
+	j.expires_at_ms = NOW + 2500;
+	assert_int_equal(job_time_left(&j, 10000, NOW), 2500);
+	assert_int_equal(job_time_left(&j, 2000, NOW), 2000);
+	assert_int_equal(job_time_left(&j, 10000, NOW + 2499), 1);
+	assert_int_equal(job_time_left(&j, 10000, NOW + 2500), 0);
+	assert_int_equal(job_time_left(&j, 10000, NOW + 99999), 0);
+	j.expires_at_ms = INT64_MAX;
+	assert_int_equal(job_time_left(&j, 10000, NOW), 10000);
+}
+
+/* R1: a call, a PDP question or an exchange cut at the deadline ends the
+ * job as expired -- not retried, and not dead for its last attempt -- and
+ * one that has no time left at all is not sent (JOB_NOCALL_DEADLINE). */
+static void
+test_call_cut_at_deadline(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j;
+	struct job_step s;
+
+	p.max_attempts = 1;
+	load_running(&p, &j);
+	s = step(&p, &j, ev_http(0), rec.expires_at_ms);
+	assert_int_equal(s.next, JOB_EXPIRED);
+	assert_int_equal(s.effects, FX_TERMINAL_NOTIFY);
+	assert_string_equal(reason_name(s.reason), "deadline-passed");
+	assert_non_null(strstr(s.detail, "no answer from target"));
+	/* a millisecond before it, the last attempt's failure is dead as before */
+	load_running(&p, &j);
+	s = step(&p, &j, ev_http(0), rec.expires_at_ms - 1);
+	assert_int_equal(s.next, JOB_DEAD);
+
+	/* the PDP's question: no time left, nothing asked */
+	p.authz_enabled = 1;
+	memset(&j, 0, sizeof j);
+	s = step(&p, &j, ev_loaded(), NOW);
+	assert_int_equal(s.effects, JOB_FX_START_ATTEMPT | JOB_FX_WRITE_STATE | JOB_FX_AUTHZ);
+	struct job_event ev = ev_of(JOB_EV_CANNOT_CALL);
+	ev.no_call = JOB_NOCALL_DEADLINE;
+	s = step(&p, &j, ev, rec.expires_at_ms);
+	assert_int_equal(s.next, JOB_EXPIRED);
+	assert_int_equal(s.effects, FX_TERMINAL_NOTIFY);
+	/* cut at the deadline: unavailable, and no retry past it */
+	memset(&j, 0, sizeof j);
+	(void)step(&p, &j, ev_loaded(), NOW);
+	s = step(&p, &j, ev_authz(JOB_AUTHZ_UNAVAILABLE), rec.expires_at_ms);
+	assert_int_equal(s.next, JOB_EXPIRED);
+}
+
 /* R17: an error of the entry's own data that retrying gave up on is dead
  * `redis-error` with the reply as detail: a dead letter and XACK, never
  * a write of the hash (no JOB_FX_WRITE_STATE), in any state -- before the
@@ -843,8 +1002,8 @@ test_shell_events(void **state)
 	/* R1 at the last moment: the deadline passed while the call's write
 	 * was on its way (a frozen Redis) */
 	load_running(&p, &j);
-	assert_false(job_too_late(&j, rec.expires_at_ms - 1));
-	assert_true(job_too_late(&j, rec.expires_at_ms));
+	assert_int_equal(job_time_left(&j, 1, rec.expires_at_ms - 1), 1);
+	assert_int_equal(job_time_left(&j, 1, rec.expires_at_ms), 0);
 	ev.no_call = JOB_NOCALL_DEADLINE;
 	s = step(&p, &j, ev, rec.expires_at_ms);
 	assert_int_equal(s.next, JOB_EXPIRED);
@@ -1142,7 +1301,7 @@ test_nonsense_events_ignored(void **state)
 	/* anything after a terminal state */
 	load_running(&p, &j);
 	(void)step(&p, &j, ev_http(200), NOW);
-	for (int k = JOB_EV_LOADED; k <= JOB_EV_LEASE_LOST; k++) {
+	for (int k = JOB_EV_LOADED; k <= JOB_EV_HANDED_BACK; k++) {
 		struct job_event e = k == JOB_EV_LOADED ? ev_loaded() : ev_of((enum job_event_kind)k);
 		s = step(&p, &j, e, NOW);
 		assert_int_equal(s.effects, 0);
@@ -1272,7 +1431,10 @@ main(void)
 		cmocka_unit_test_setup(test_loaded_without_record_ignored, setup),
 		cmocka_unit_test_setup(test_deadline_first_attempt, setup),
 		cmocka_unit_test_setup(test_token_missing_waits, setup),
-		cmocka_unit_test_setup(test_token_timeout_releases, setup),
+		cmocka_unit_test_setup(test_token_wait_hands_back, setup),
+		cmocka_unit_test_setup(test_token_wait_ends_at_deadline, setup),
+		cmocka_unit_test(test_time_left),
+		cmocka_unit_test_setup(test_call_cut_at_deadline, setup),
 		cmocka_unit_test_setup(test_http_2xx_done, setup),
 		cmocka_unit_test_setup(test_http_503_503_200, setup),
 		cmocka_unit_test_setup(test_details_of_every_job, setup),

@@ -171,6 +171,60 @@ test_claim(void **state)
 	}
 }
 
+/* R12 across a hand-back (lua/handback.lua): an entry's priorDeliveries
+ * adds to Redis' count, read or claimed alike; a value that is not 1 to 9
+ * digits counts as 0, as in the scripts. */
+static void
+test_prior_deliveries(void **state)
+{
+	char next[48];
+	(void)state;
+
+	reset();
+	redisReply *r = arr(1, arr(2, str("warrant:jobs"), arr(6,
+	    arr(2, str("1-0"), arr(4, str("id"), str("a"), str("priorDeliveries"), str("3"))),
+	    arr(2, str("2-0"), arr(4, str("priorDeliveries"), str("-3"), str("id"), str("b"))),
+	    arr(2, str("3-0"), arr(4, str("id"), str("c"), str("priorDeliveries"), str("1e3"))),
+	    arr(2, str("4-0"), arr(4, str("id"), str("d"), str("priorDeliveries"), str(""))),
+	    arr(2, str("5-0"), arr(4, str("id"), str("e"), str("priorDeliveries"),
+		str("1234567890"))),
+	    arr(2, str("6-0"), arr(4, str("id"), str("f"), str("priorDeliveries"),
+		str("999999999"))))));
+	assert_int_equal(sreply_read(sreply_of(r), on_entry, NULL), 6);
+	assert_string_equal(got.seen, "1-0=a/4 2-0=b/1 3-0=c/1 4-0=d/1 5-0=e/1 6-0=f/1000000000");
+	tree_free(r);
+
+	reset();
+	r = arr(3, str("0-0"), arr(1, arr(3, str("4-0"), arr(4, str("id"), str("d"),
+	    str("priorDeliveries"), str("15")), num(2))), arr(0));
+	assert_int_equal(sreply_claim(sreply_of(r), next, sizeof next, on_entry, on_id, "d"), 1);
+	assert_string_equal(got.seen, "4-0=d/17");
+	tree_free(r);
+}
+
+/* The hand-back script's reply: {1, new id, prior}, {0}, or anything else. */
+static void
+test_handback(void **state)
+{
+	char sid[48];
+	(void)state;
+
+	redisReply *r = arr(3, num(1), str("1700000000000-3"), str("2"));
+	assert_int_equal(sreply_handback(sreply_of(r), sid, sizeof sid), 1);
+	assert_string_equal(sid, "1700000000000-3");
+	assert_int_equal(sreply_handback(sreply_of(r), sid, 8), -1);	/* does not fit */
+	tree_free(r);
+	r = arr(1, num(0));
+	assert_int_equal(sreply_handback(sreply_of(r), sid, sizeof sid), 0);
+	tree_free(r);
+	redisReply *bad[] = {err("NOSCRIPT"), arr(2, num(1), num(5)), arr(1, num(2)), num(1),
+	    arr(0), NULL};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		assert_int_equal(sreply_handback(sreply_of(bad[i]), sid, sizeof sid), -1);
+		tree_free(bad[i]);
+	}
+}
+
 static void
 test_renew(void **state)
 {
@@ -324,6 +378,8 @@ main(void)
 		cmocka_unit_test(test_read_streams),
 		cmocka_unit_test(test_read_malformed),
 		cmocka_unit_test(test_claim),
+		cmocka_unit_test(test_prior_deliveries),
+		cmocka_unit_test(test_handback),
 		cmocka_unit_test(test_renew),
 		cmocka_unit_test(test_group_lag),
 		cmocka_unit_test(test_plain_replies),
