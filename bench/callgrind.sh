@@ -8,11 +8,10 @@
 # totals over N2 - N1 (start-up and shut-down cancel out), plus Redis' calls
 # and CPU per job from INFO commandstats of the larger run. With
 # BENCH_CG_REDIS=1 it is redis-server that runs under callgrind (the daemon
-# natively), zeroed once the jobs are loaded: Redis' instructions per job,
+# without valgrind), zeroed once the jobs are loaded: Redis' instructions per job,
 # the one number commandstats' microseconds cannot give on a busy host. MODE is off
 # [default], hs256 or es256; the target is nginx answering 204 when installed,
-# else fake_target; 64 in flight (BENCH_CG_IN_FLIGHT), log_level = warn;
-# [daemon] http_client from BENCH_CG_HTTP_CLIENT [curl] (or native).
+# else fake_target; 64 in flight (BENCH_CG_IN_FLIGHT), log_level = warn.
 # With BENCH_CG_STRACE=1 the daemon runs under `strace -f -c` instead: its
 # system calls per job, and how many of them failed (EEXIST, EAGAIN).
 # With BENCH_CG_FLOOR=floor|writes|commands (implies BENCH_CG_REDIS=1) no
@@ -112,7 +111,6 @@ log_level = warn
 max_in_flight = ${BENCH_CG_IN_FLIGHT:-64}
 heartbeat_ms = 1000
 shutdown_grace_ms = 5000
-http_client = ${BENCH_CG_HTTP_CLIENT:-curl}
 [redis]
 socket = $sock
 prefix = $PREFIX

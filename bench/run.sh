@@ -27,9 +27,7 @@
 # the range of jobs/s and of p99 beside it.
 #
 # Environment: BENCH_JOBS [20000], BENCH_IN_FLIGHT ["1 64 256"], BENCH_REPEAT [3],
-# BENCH_MODES ["off hs256 es256 oauth exchange off-native hs256-native es256-native
-# oauth-native exchange-native"] (a mode ending in -native runs with [daemon] http_client = native),
-# BENCH_TIMEOUT_S [600, per run], BENCH_VERIFY_THREADS [1, the default; the ES256
+# BENCH_MODES ["off hs256 es256 oauth exchange"], BENCH_TIMEOUT_S [600, per run], BENCH_VERIFY_THREADS [1, the default; the ES256
 # modes' [records] verify_threads],
 # BENCH_OUT [bench/results.txt], BENCH_KEEP_TMP (keep the temp dir).
 # Everything it starts is stopped by PID; it exits non-zero when a run does
@@ -41,7 +39,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "$1" && pwd)
 JOBS=${BENCH_JOBS:-20000}
 FLIGHTS=${BENCH_IN_FLIGHT:-"1 64 256"}
-MODES=${BENCH_MODES:-"off hs256 es256 oauth exchange off-native hs256-native es256-native oauth-native exchange-native"}
+MODES=${BENCH_MODES:-"off hs256 es256 oauth exchange"}
 TIMEOUT_S=${BENCH_TIMEOUT_S:-600}
 OUT=${BENCH_OUT:-$root/bench/results.txt}
 REPEAT=${BENCH_REPEAT:-3}
@@ -122,7 +120,7 @@ start_token_world() {
 
 # The fake target a mode calls (the one that records; nginx records nothing).
 target_of() {
-	case ${1%-native} in
+	case $1 in
 	oauth|exchange) echo "$tok_target_url" ;;
 	*) echo "$target_url" ;;
 	esac
@@ -132,7 +130,7 @@ target_of() {
 # (the same target as the throughput runs, so "half the peak" is half of what
 # the same machine did); "" for the fake target.
 latency_nginx() {
-	case ${1%-native} in
+	case $1 in
 	off|hs256|es256) echo "${nginx_lat_url:-}" ;;
 	*) echo "" ;;
 	esac
@@ -140,7 +138,7 @@ latency_nginx() {
 
 # Where the throughput runs of a mode send their calls.
 throughput_target_of() {
-	case ${1%-native} in
+	case $1 in
 	oauth|exchange) echo "$tok_target_url" ;;
 	*) echo "${nginx_url:-$target_url}" ;;
 	esac
@@ -177,7 +175,7 @@ run_latency() {	# mode peak_jobs_per_s in_flight
 	rcli FLUSHALL >/dev/null
 	curl -sf -X POST "$(target_of "$1")/_reset" >/dev/null || die "cannot reset fake_target"
 	[ -z "$(latency_nginx "$1")" ] || : >"$tmp/nginx/arrivals.log"
-	case ${1%-native} in
+	case $1 in
 	off)	BENCH_NO_XADD=1 "$tmp/mkrecords" "$lat_n" "$PREFIX" ;;
 	hs256)	BENCH_NO_XADD=1 "$tmp/mkrecords" "$lat_n" "$PREFIX" "$root/tests/data/test-hs256.secret" ;;
 	*)	BENCH_NO_XADD=1 "$tmp/mkrecords" "$lat_n" "$PREFIX" "$root/tests/data/test-es256.key" ;;
@@ -280,24 +278,21 @@ run_floor() {
 }
 
 make_jobs() {
-	case ${1%-native} in
+	case $1 in
 	off)	"$tmp/mkrecords" "$JOBS" "$PREFIX" >"$tmp/jobs-$1.resp" ;;
 	hs256)	"$tmp/mkrecords" "$JOBS" "$PREFIX" "$root/tests/data/test-hs256.secret" \
 		    >"$tmp/jobs-$1.resp" ;;
 	es256|oauth|exchange)
 		"$tmp/mkrecords" "$JOBS" "$PREFIX" "$root/tests/data/test-es256.key" \
 		    >"$tmp/jobs-$1.resp" ;;
-	*)	die "unknown mode $1 (off, hs256, es256, oauth or exchange, each with -native or not)" ;;
+	*)	die "unknown mode $1 (off, hs256, es256, oauth or exchange)" ;;
 	esac || die "mkrecords failed"
 }
 
 write_ini() {	# mode in_flight
-	m=${1%-native}
-	client=curl
-	[ "$m" = "$1" ] || client=native
-	if [ "$m" = off ]; then
+	if [ "$1" = off ]; then
 		records="signature = off"
-	elif [ "$m" = hs256 ]; then
+	elif [ "$1" = hs256 ]; then
 		records="signature = required
 algorithm = HS256
 verify_key_file = $root/tests/data/test-hs256.secret"
@@ -310,11 +305,11 @@ verify_threads = $VERIFY_THREADS"
 	auth="auth = none
 url = ${ini_target:-$target_url}/gates/{resource}/open"
 	oauth=
-	case ${1%-native} in
+	case $1 in
 	oauth|exchange)
 		auth="auth = oauth
 url = $tok_target_url/act/{action}/{resource}"
-		[ "$m" = exchange ] && auth="$auth
+		[ "$1" = exchange ] && auth="$auth
 token = exchange"
 		oauth="[oauth]
 token_url = $idp_url/token
@@ -329,7 +324,6 @@ log_level = warn
 max_in_flight = $2
 heartbeat_ms = 1000
 shutdown_grace_ms = 5000
-http_client = $client
 [redis]
 socket = $sock
 prefix = $PREFIX

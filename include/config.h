@@ -64,7 +64,6 @@ struct cfg {
 		char *consumer;	/* default: the host name */
 		enum log_level log_level;
 		long max_in_flight, shutdown_grace_ms, heartbeat_ms;
-		int http_native;	/* http_client = native: see http_client_set_native */
 	} daemon;
 
 	struct {

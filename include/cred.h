@@ -69,6 +69,23 @@ int cred_is_oauth(const struct cred *c);
  */
 const char *cred_bearer(const struct cred *c, long timeout_ms, uint64_t *gen);
 
+/*
+ * The one writer of an Authorization header: every call that carries a
+ * token (an action's, the PDP's question, the webhook's) has its line from
+ * here. cred_auth_line writes "Authorization: Bearer <token>" and its NUL
+ * at buf, which must hold CRED_AUTH_LINE_SIZE(token_len) bytes, and returns
+ * the line's length. The line holds the token: wipe it when done.
+ */
+#define CRED_AUTH_PREFIX "Authorization: Bearer "
+#define CRED_AUTH_LINE_SIZE(token_len) (sizeof CRED_AUTH_PREFIX + (token_len))
+size_t cred_auth_line(char *buf, const char *token, size_t token_len);
+
+/* The same line in memory of its own, for a caller without a buffer. NULL
+ * when token is NULL or out of memory. Caller frees with
+ * cred_auth_line_free, which wipes it (NULL is a no-op). */
+char *cred_auth_line_new(const char *token) __attribute__((warn_unused_result));
+void cred_auth_line_free(char *line);
+
 /* 1 when each call of the action carries a token exchanged for that one job
  * (token = exchange), not the worker's own. */
 int cred_exchanges(const struct cred *c);

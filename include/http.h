@@ -69,14 +69,6 @@ typedef void http_done_cb(const struct http_response *resp, void *arg);
 struct http_client *http_client_new(struct ev_loop *loop)
 	__attribute__((warn_unused_result));
 
-/* With `on`, a call to a plain http:// URL whose host is an IP address or
- * localhost goes over the client's own HTTP/1.1 connections (h1, hconn)
- * instead of curl's, when no proxy variable was set (see
- * http_client_new); every other call goes through curl as before. The
- * request on the wire is the one curl sends, the response the same fields;
- * error texts are worded as curl's. Calls under way keep their path. */
-void http_client_set_native(struct http_client *hc, int on);
-
 /* Cancels every call in flight without calling their callbacks, stops the
  * client's watchers and frees it. NULL is a no-op. Must not be called from
  * inside an http callback (it aborts if it is). */

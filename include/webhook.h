@@ -34,14 +34,14 @@ struct webhook *webhook_new(struct ev_loop *loop, struct http_client *http, cons
 /*
  * The webhook of [notify] (SPEC §6), authenticated as `auth` says: `none`
  * (the default) sends no Authorization; `static` sends the token read from
- * bearer_file now (kept, wiped when freed); `oauth` asks `oauth_token` (the
+ * bearer_file now (kept, wiped when freed); `oauth` asks `worker_token` (the
  * worker's token) and is the only way the webhook ever sees it: a
  * notification sink is not a target. cfg and http are borrowed; cfg is read
  * only here. Returns NULL when webhook_url is unset (and err is ""), or NULL
  * with a message in err (never the token) on failure.
  */
 struct webhook *webhook_from_cfg(struct ev_loop *loop, struct http_client *http,
-				 const struct cfg *cfg, webhook_token_fn *oauth_token,
+				 const struct cfg *cfg, webhook_token_fn *worker_token,
 				 void *token_arg, char *err, size_t errlen)
 	__attribute__((warn_unused_result));
 

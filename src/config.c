@@ -298,15 +298,6 @@ set_signature(struct ctx *c, const struct key *k, void *field, const char *v)
 	return lookup(c, k, tbl, v, field);
 }
 
-/* [daemon] http_client: 1 for the native HTTP/1.1 client (http.h) */
-static int
-set_http_client(struct ctx *c, const struct key *k, void *field, const char *v)
-{
-	static const struct name_val tbl[] = {{"curl", 0}, {"native", 1}, {NULL, 0}};
-
-	return lookup(c, k, tbl, v, field);
-}
-
 static int
 set_alg(struct ctx *c, const struct key *k, void *field, const char *v)
 {
@@ -504,7 +495,6 @@ static const struct key daemon_keys[] = {
 	{"max_in_flight", set_long, C(daemon.max_in_flight), 1, VAL_MAX},
 	{"shutdown_grace_ms", set_long, C(daemon.shutdown_grace_ms), 0, VAL_MAX},
 	{"heartbeat_ms", set_long, C(daemon.heartbeat_ms), 1, VAL_MAX},
-	{"http_client", set_http_client, C(daemon.http_native), 0, 0},
 	{NULL, NULL, 0, 0, 0},
 };
 
@@ -892,6 +882,24 @@ find_key(const struct key *keys, const char *name)
 	return NULL;
 }
 
+/* Keys an older warrantd took and this one does not: still unknown keys,
+ * with the reason after the error, so an old file says what to change. */
+static const struct {
+	const char *section, *name, *why;
+} removed_keys[] = {
+	{"daemon", "http_client", "removed: every call goes through libcurl; delete the line"},
+};
+
+static const char *
+removed_why(const char *section, const char *name)
+{
+	for (size_t i = 0; i < sizeof removed_keys / sizeof removed_keys[0]; i++)
+		if (strcmp(removed_keys[i].section, section) == 0 &&
+		    strcmp(removed_keys[i].name, name) == 0)
+			return removed_keys[i].why;
+	return NULL;
+}
+
 static int
 on_key(void *user, const char *section, const char *name, const char *value)
 {
@@ -910,7 +918,12 @@ on_key(void *user, const char *section, const char *name, const char *value)
 	}
 	const struct key *k = find_key(c->keys, name);
 	if (!k) {
-		fail(c, c->lineno, "unknown key '%.*s' in [%s]", SHOW, name, c->secname);
+		const char *why = removed_why(c->secname, name);
+
+		if (why != NULL)
+			fail(c, c->lineno, "unknown key '%s' in [%s] (%s)", name, c->secname, why);
+		else
+			fail(c, c->lineno, "unknown key '%.*s' in [%s]", SHOW, name, c->secname);
 		return 1;
 	}
 	const struct cfg_keyline *first = find_line(c->cfg, c->secname, name);

@@ -176,6 +176,38 @@ cred_bearer(const struct cred *c, long timeout_ms, uint64_t *gen)
 	return NULL;
 }
 
+size_t
+cred_auth_line(char *buf, const char *token, size_t token_len)
+{
+	memcpy(buf, CRED_AUTH_PREFIX, sizeof CRED_AUTH_PREFIX - 1);
+	memcpy(buf + sizeof CRED_AUTH_PREFIX - 1, token, token_len);
+	buf[sizeof CRED_AUTH_PREFIX - 1 + token_len] = '\0';
+	return sizeof CRED_AUTH_PREFIX - 1 + token_len;
+}
+
+char *
+cred_auth_line_new(const char *token)
+{
+	size_t len;
+	char *line;
+
+	if (token == NULL)
+		return NULL;
+	len = strlen(token);
+	if ((line = malloc(CRED_AUTH_LINE_SIZE(len))) != NULL)
+		(void)cred_auth_line(line, token, len);
+	return line;
+}
+
+void
+cred_auth_line_free(char *line)
+{
+	if (line != NULL) {
+		explicit_bzero(line, strlen(line));
+		free(line);
+	}
+}
+
 int
 cred_exchanges(const struct cred *c)
 {

@@ -699,15 +699,6 @@ on_call_done(const struct http_response *resp, void *arg)
 	ejob_unref(j);
 }
 
-static void
-wipe_header(char *h)
-{
-	if (h != NULL) {
-		explicit_bzero(h, strlen(h));
-		free(h);
-	}
-}
-
 /* The action call's headers (R7), their lines in one buffer (on the stack
  * unless they are long): it holds the bearer, so it is wiped. */
 struct call_headers {
@@ -737,11 +728,11 @@ static int
 call_headers_fill(struct call_headers *h, const struct record *r, const char *bearer)
 {
 	static const char idem[] = "Idempotency-Key", obo[] = "Warrant-On-Behalf-Of",
-	    basis[] = "Warrant-Basis", auth[] = "Authorization", pre[] = "Bearer ";
+	    basis[] = "Warrant-Basis";
 	size_t il = strlen(r->id), ol = strlen(r->on_behalf_of), bl = strlen(r->basis);
 	size_t tl = bearer ? strlen(bearer) : 0;
 	size_t need = sizeof idem + 2 + il + sizeof obo + 2 + ol + sizeof basis + 2 + bl +
-	    (bearer ? sizeof auth + 2 + sizeof pre - 1 + tl : 0);
+	    (bearer ? CRED_AUTH_LINE_SIZE(tl) : 0);
 	int nh = 0;
 	char *p;
 
@@ -755,11 +746,8 @@ call_headers_fill(struct call_headers *h, const struct record *r, const char *be
 	h->list[nh++] = put_line(&p, obo, sizeof obo - 1, r->on_behalf_of, ol);
 	h->list[nh++] = put_line(&p, basis, sizeof basis - 1, r->basis, bl);
 	if (bearer) {
-		char *line = p;
-		put_line(&p, auth, sizeof auth - 1, pre, sizeof pre - 1);
-		memcpy(p - 1, bearer, tl + 1);
-		p += tl;
-		h->list[nh++] = line;
+		h->list[nh++] = p;
+		p += cred_auth_line(p, bearer, tl) + 1;
 	}
 	h->list[nh] = NULL;
 	h->len = (size_t)(p - h->buf);
@@ -956,12 +944,7 @@ start_authz(struct ejob *j)
 	/* the PDP gets the worker's own token, when there is one */
 	const char *tok = env->oauth ?
 	    oauth_token(env->oauth, wtime_mono_ms(), env->cfg->authz.timeout_ms) : NULL;
-	char *h_auth = NULL;
-
-	if (tok && (h_auth = malloc(strlen(tok) + sizeof "Authorization: Bearer ")) != NULL) {
-		strcpy(h_auth, "Authorization: Bearer ");
-		strcat(h_auth, tok);
-	}
+	char *h_auth = cred_auth_line_new(tok);
 	const char *headers[] = {"Content-Type: application/json", h_auth, NULL};
 	struct http_request req = {
 		.method = "POST", .url = env->cfg->authz.url, .headers = headers,
@@ -969,7 +952,7 @@ start_authz(struct ejob *j)
 	};
 	int rc = body && (!tok || h_auth) ?
 	    http_start(env->http, &req, on_authz_done, j, &j->call) : -1;
-	wipe_header(h_auth);
+	cred_auth_line_free(h_auth);
 	free(body);
 	if (rc < 0) {
 		feed(j, &ev);

@@ -1452,7 +1452,6 @@ engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot create the HTTP client");
 		goto fail;
 	}
-	http_client_set_native(eng->http, cfg->daemon.http_native);
 	scan_token_needs(eng);
 	if (cfg->oauth.present) {
 		eng->oauth = oauth_new(loop, eng->http, cfg, err, errlen);
@@ -1592,12 +1591,16 @@ log_restart_needed(const struct cfg *old, const struct cfg *cfg)
 		    cfg->redis.sentinel_password_file)},
 	};
 	char changed[256] = "";
+	size_t len = 0;
 
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
 		if (!keys[i].same) {
-			if (changed[0])
-				strcat(changed, ",");
-			strcat(changed, keys[i].name);
+			/* fits: every name above, with commas, is under 128 bytes */
+			int w = snprintf(changed + len, sizeof changed - len, "%s%s",
+			    len > 0 ? "," : "", keys[i].name);
+			if (w < 0 || (size_t)w >= sizeof changed - len)
+				break;
+			len += (size_t)w;
 		}
 	if (changed[0])
 		log_warn("reload.restart_needed", "section=redis keys=%s detail=\"the running "
@@ -1641,7 +1644,6 @@ engine_reload(struct engine *eng, struct cfg *cfg, char *err, size_t errlen)
 		creds_start(eng->sec.creds);
 	scan_token_needs(eng);
 	log_set_level(cfg->daemon.log_level);
-	http_client_set_native(eng->http, cfg->daemon.http_native);	/* calls from now on */
 	rearm_timers(eng, old, cfg);
 	cfg_free(old);
 	return 0;

@@ -40,8 +40,6 @@
 #define KEPT_UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
-#include "h1.h"
-#include "hconn.h"
 #include "log.h"
 
 enum call_state { CALL_ACTIVE, CALL_DONE, CALL_IN_CALLBACK };
@@ -96,8 +94,6 @@ struct http_client {
 	size_t in_flight;
 	int dispatching;
 	int env_proxy;		/* a proxy variable was set when the client was made */
-	int native;		/* http_client_set_native */
-	struct hconn_pool *pool;	/* the native client's connections, made when first needed */
 };
 
 struct http_call {
@@ -106,10 +102,8 @@ struct http_call {
 	enum call_state state;
 	/* Kept with the call between calls: the handle, with the options that
 	 * are the same for every call set once (easy_setup), and our buffers. */
-	CURL *easy;			/* made when a call first goes through curl */
+	CURL *easy;
 	int in_multi;
-	struct hconn_xfer *xfer;	/* a native call under way, or NULL */
-	char nhost[48];			/* a native call's host: an address or localhost */
 	char *hdr;			/* the header list's nodes, then its lines: may
 					   hold a bearer or Basic credentials */
 	size_t hdr_lines, hdr_len, hdr_cap;	/* where the lines start, where they end */
@@ -398,7 +392,7 @@ header_cb(char *data, size_t size, size_t nitems, void *userp)
 static void
 wipe_request(struct http_call *c)
 {
-	if (c->hdr != NULL && c->hdr_len > c->hdr_lines)
+	if (c->hdr_len > c->hdr_lines)
 		explicit_bzero(c->hdr + c->hdr_lines, c->hdr_len - c->hdr_lines);
 	c->hdr_len = c->hdr_lines = 0;
 	if (c->has_req_body && c->req_body_len > 0)
@@ -475,21 +469,14 @@ call_get(struct http_client *hc)
 	if (hc->nidle > 0)
 		return kept_take(hc->idle[--hc->nidle]);
 	c = calloc(1, sizeof(*c));
-	if (c != NULL)
-		c->hc = hc;
+	if (c == NULL)
+		return NULL;
+	c->hc = hc;
+	if ((c->easy = curl_easy_init()) == NULL || easy_setup(c) < 0) {
+		call_destroy(c);
+		return NULL;
+	}
 	return c;
-}
-
-/* The call's easy handle, made and set up the first time it goes through
- * curl (a call that only ever went native has none). */
-static int
-call_easy(struct http_call *c)
-{
-	if (c->easy != NULL)
-		return 0;
-	if ((c->easy = curl_easy_init()) == NULL || easy_setup(c) < 0)
-		return -1;
-	return 0;
 }
 
 /* Out of the multi, our buffers wiped and taken back from curl: what is
@@ -503,8 +490,6 @@ call_detach_curl(struct http_call *c)
 		c->in_multi = 0;
 	}
 	wipe_request(c);
-	if (c->easy == NULL)
-		return;
 	if (c->headers != NULL) {
 		curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, (struct curl_slist *)NULL);
 		c->headers = NULL;
@@ -741,8 +726,7 @@ log_done(const struct http_call *c)
 		curl_url_get(u, CURLUPART_HOST, &h, 0);
 		curl_url_get(u, CURLUPART_PATH, &p, 0);
 	}
-	log_debug("http.done",
-	    "client=curl method=%s host=%s path=%s status=%ld ms=%lld connects=%ld error=%s",
+	log_debug("http.done", "method=%s host=%s path=%s status=%ld ms=%lld connects=%ld error=%s",
 	    c->method, log_quote(host, sizeof(host), h), log_quote(path, sizeof(path), p),
 	    c->status, (long long)c->elapsed_ms, c->connects,
 	    log_quote(err, sizeof(err), c->result == CURLE_OK ? "" : c->errbuf));
@@ -837,117 +821,6 @@ process_messages(struct http_client *hc)
 	dispatch_done(hc);
 }
 
-/* ---- the native client (http_client_set_native) ---- */
-
-/* Host and path only, as log_done: the path is read back from the head
- * before it is wiped, up to its query. */
-static void
-log_native_done(const struct http_call *c, const struct hconn_result *r)
-{
-	char host[128], path[256], err[256], raw[256];
-	const char *sp, *end;
-	size_t n;
-
-	if (log_get_level() < LOG_DEBUG)
-		return;
-	sp = memchr(c->hdr, ' ', c->hdr_len);
-	sp = sp != NULL ? sp + 1 : c->hdr + c->hdr_len;
-	end = sp + strcspn(sp, "? \r\n");
-	n = (size_t)(end - sp) < sizeof raw ? (size_t)(end - sp) : sizeof raw - 1;
-	memcpy(raw, sp, n);
-	raw[n] = '\0';
-	log_debug("http.done",
-	    "client=native method=%s host=%s path=%s status=%ld ms=%lld connects=%ld error=%s",
-	    c->method, log_quote(host, sizeof(host), c->nhost), log_quote(path, sizeof(path), raw),
-	    r->status, (long long)c->elapsed_ms, r->connects,
-	    log_quote(err, sizeof(err), r->status > 0 ? "" : r->error));
-}
-
-/* hconn's callback: the user's is run from here, the call already off the
- * active list (hconn's exchange is detached, so it may start and cancel). */
-static void
-native_done(const struct hconn_result *r, void *arg)
-{
-	struct http_call *c = arg;
-	struct http_client *hc = c->hc;
-	int was = hc->dispatching;
-	struct http_response resp = {
-		.status = r->status,
-		.timed_out = r->timed_out,
-		.error = r->status > 0 ? "" : r->error,
-		.body = r->status > 0 ? r->body : "",
-		.body_len = r->status > 0 ? r->body_len : 0,
-		.retry_after = r->retry_after,
-		.www_authenticate = r->www_authenticate,
-		.connects = r->connects,
-	};
-
-	c->xfer = NULL;
-	c->elapsed_ms = mono_ms() - c->started_ms;
-	resp.elapsed_ms = (long)c->elapsed_ms;
-	log_native_done(c, r);
-	wipe_request(c);
-	list_unlink(&hc->active, c);
-	hc->in_flight--;
-	c->state = CALL_IN_CALLBACK;
-	hc->dispatching = 1;	/* http_client_free from the callback aborts */
-	c->cb(&resp, c->arg);
-	hc->dispatching = was;
-	call_free(c);
-}
-
-/* The head and body as one buffer in c->hdr (wiped as the header lines
- * are: it may hold a bearer, Basic credentials or a client secret). */
-static int
-native_start(struct http_call *c, const struct http_request *req, const struct h1_url *u,
-	     struct http_call **out)
-{
-	struct http_client *hc = c->hc;
-	int has_body = req->body != NULL || strcmp(req->method, "POST") == 0;
-	size_t body_len = req->body != NULL ? req->body_len : 0;
-	struct h1_head h = {.method = req->method, .url = u, .headers = req->headers,
-	    .basic = req->userpwd, .has_body = has_body, .body_len = body_len};
-	size_t need = h1_head_size(&h) + body_len, head_len;
-	struct hconn_req hr = {.addr = (const struct sockaddr *)&u->addr,
-	    .addr_len = u->addr_len, .host = c->nhost,
-	    .head_request = strcmp(req->method, "HEAD") == 0, .body_max = HTTP_BODY_MAX,
-	    /* no connect phase of its own: the deadline bounds it all */
-	    .timeout_ms = req->connect_timeout_ms > 0 && req->connect_timeout_ms < req->timeout_ms ?
-	    req->connect_timeout_ms : req->timeout_ms};
-
-	if ((hc->pool == NULL && (hc->pool = hconn_pool_new(hc->loop)) == NULL) ||
-	    buf_reserve(&c->hdr, &c->hdr_cap, need) < 0 || c->hdr == NULL)
-		goto fail;
-	memcpy(c->nhost, u->host, strlen(u->host) + 1);	/* fits: http_start */
-	head_len = h1_head_write(c->hdr, &h);
-	if (body_len > 0)
-		memcpy(c->hdr + head_len, req->body, body_len);
-	c->hdr_lines = 0;
-	c->hdr_len = head_len + body_len;
-	hr.head = c->hdr;
-	hr.head_len = c->hdr_len;
-	c->started_ms = mono_ms();
-	if (hconn_start(hc->pool, &hr, native_done, c, &c->xfer) < 0)
-		goto fail;
-	c->state = CALL_ACTIVE;
-	list_push(&hc->active, c);
-	hc->in_flight++;
-	if (out != NULL)
-		*out = c;
-	return 0;
-fail:
-	wipe_request(c);
-	call_destroy(c);
-	log_error("http.start", "error=\"out of memory\"");
-	return -1;
-}
-
-void
-http_client_set_native(struct http_client *hc, int on)
-{
-	hc->native = on != 0;
-}
-
 /* ---- public ---- */
 
 /* Whether curl would take a proxy from the environment (libcurl 7.88's
@@ -1015,12 +888,8 @@ http_client_free(struct http_client *hc)
 		log_error("http.misuse", "error=\"http_client_free called from an http callback\"");
 		abort();
 	}
-	while ((c = list_pop(&hc->active)) != NULL) {
-		hconn_cancel(c->xfer);
-		c->xfer = NULL;
+	while ((c = list_pop(&hc->active)) != NULL)
 		call_free(c);
-	}
-	hconn_pool_free(hc->pool);
 	while ((c = list_pop(&hc->done)) != NULL)
 		call_free(c);
 	while (hc->nidle > 0)
@@ -1042,7 +911,6 @@ http_start(struct http_client *hc, const struct http_request *req, http_done_cb 
 	   struct http_call **out)
 {
 	struct http_call *c;
-	struct h1_url u;
 
 	if (out != NULL)
 		*out = NULL;
@@ -1066,10 +934,7 @@ http_start(struct http_client *hc, const struct http_request *req, http_done_cb 
 	c->result = CURLE_OK;
 	c->status = c->connects = 0;
 	c->elapsed_ms = 0;
-	if (hc->native && !hc->env_proxy && h1_url_parse(req->url, &u) == 0 &&
-	    strlen(u.host) < sizeof c->nhost)
-		return native_start(c, req, &u, out);
-	if (call_easy(c) < 0 || set_options(c, req) < 0) {
+	if (set_options(c, req) < 0) {
 		/* a handle half set up is not kept */
 		call_detach_curl(c);
 		call_destroy(c);
@@ -1101,10 +966,6 @@ http_cancel(struct http_call *call)
 	if (call == NULL || call->state == CALL_IN_CALLBACK)
 		return;
 	hc = call->hc;
-	if (call->xfer != NULL) {
-		hconn_cancel(call->xfer);
-		call->xfer = NULL;
-	}
 	list_unlink(call->state == CALL_ACTIVE ? &hc->active : &hc->done, call);
 	hc->in_flight--;
 	call_free(call);

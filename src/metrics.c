@@ -402,10 +402,11 @@ metrics_format(const struct metrics_sample *s, const struct metrics_hist *h, siz
 	put_head(&o, "start_time_seconds", "gauge", "Start time of the process, Unix seconds.");
 	put(&o, "warrantd_start_time_seconds %lld\n", s->start_time_s);
 	for (const struct counter_field *f = counter_fields; f->name; f++) {
+		static const char total[] = "_total";
 		char name[80];
-		if (metrics_snake_case(f->name, name, sizeof name - 6) < 0)
+		if (metrics_snake_case(f->name, name, sizeof name - (sizeof total - 1)) < 0)
 			continue;	/* no counter name is that long */
-		strcat(name, "_total");
+		memcpy(name + strlen(name), total, sizeof total);
 		put_head(&o, name, "counter", help_of(f->name));
 		put(&o, "warrantd_%s %lld\n", name, counter_value(&s->n, f));
 	}

@@ -38,7 +38,9 @@ store_keys_init(struct store_keys *k, const char *prefix, const char *consumer)
 	k->terminal[0] = ' ';
 	if (job_terminal_list(k->terminal + 1, sizeof k->terminal - 2) < 0)
 		return -1;
-	strcat(k->terminal, " ");
+	size_t n = strlen(k->terminal);	/* < sizeof k->terminal - 1 */
+	k->terminal[n] = ' ';
+	k->terminal[n + 1] = '\0';
 	return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "backoff.h"
+#include "cred.h"
 #include "log.h"
 #include "rnd.h"
 #include "secrets.h"
@@ -97,20 +98,14 @@ send_head(struct webhook *wh)
 		ev_timer_start(wh->loop, &wh->retry);
 		return;
 	}
-	if (tok && (auth = malloc(strlen(tok) + sizeof "Authorization: Bearer ")) != NULL) {
-		strcpy(auth, "Authorization: Bearer ");
-		strcat(auth, tok);
+	if (tok && (auth = cred_auth_line_new(tok)) != NULL)
 		headers[1] = auth;
-	}
 	struct http_request req = {
 		.method = "POST", .url = wh->url, .headers = headers, .body = wh->head->body,
 		.body_len = strlen(wh->head->body), .timeout_ms = wh->timeout_ms,
 	};
 	int rc = tok && auth == NULL ? -1 : http_start(wh->http, &req, on_done, wh, &wh->call);
-	if (auth != NULL) {
-		explicit_bzero(auth, strlen(auth));
-		free(auth);
-	}
+	cred_auth_line_free(auth);
 	if (rc < 0) {
 		wh->call = NULL;
 		log_warn("webhook.not_sent", "detail=\"cannot start request\"");
@@ -147,7 +142,7 @@ webhook_new(struct ev_loop *loop, struct http_client *http, const char *url, lon
 
 struct webhook *
 webhook_from_cfg(struct ev_loop *loop, struct http_client *http, const struct cfg *cfg,
-		 webhook_token_fn *oauth_token, void *token_arg, char *err, size_t errlen)
+		 webhook_token_fn *worker_token, void *token_arg, char *err, size_t errlen)
 {
 	const char *url = cfg->notify.webhook_url;
 	char *bearer = NULL;
@@ -162,7 +157,7 @@ webhook_from_cfg(struct ev_loop *loop, struct http_client *http, const struct cf
 	    errlen) < 0)
 		return NULL;
 	wh = webhook_new(loop, http, url, cfg->notify.timeout_ms,
-	    cfg->notify.auth == CFG_AUTH_OAUTH ? oauth_token : NULL, token_arg);
+	    cfg->notify.auth == CFG_AUTH_OAUTH ? worker_token : NULL, token_arg);
 	if (wh == NULL) {
 		secrets_free(bearer, len);
 		snprintf(err, errlen, "cannot create the webhook client");

@@ -7,8 +7,7 @@
  *   - a connect that hangs (a listening socket whose backlog is full: the
  *     kernel drops the SYNs until the test accepts) is given up at the
  *     deadline: when the test opens the gate after expiresAt, no request
- *     ever arrives, and the record is `expired` -- through curl and through
- *     the native client;
+ *     ever arrives, and the record is `expired`;
  *   - a target that answers late, and a PDP that answers late, are not
  *     waited for past the deadline;
  *   - a wait for a token ends at the deadline as `expired`, and after
@@ -433,15 +432,14 @@ gate_open_until(long long until_ms)
 }
 
 static void
-connect_hang(const char *id, const char *daemon_extra)
+connect_hang(const char *id)
 {
 	char url[64];
 	const int timeout_ms = 8000;
 
 	redis_up();
 	snprintf(url, sizeof url, "http://127.0.0.1:%d", gate_up());
-	struct dcfg c = {.consumer = "w1", .target_url = url, .timeout_ms = timeout_ms,
-	    .daemon_extra = daemon_extra};
+	struct dcfg c = {.consumer = "w1", .target_url = url, .timeout_ms = timeout_ms};
 	daemon_up(&dmn[0], &c);
 	long long expires = h_now_ms() + 2500;
 	decide_until(id, expires, 1);
@@ -463,15 +461,7 @@ static void
 test_connect_hang_curl(void **state)
 {
 	(void)state;
-	connect_hang("dl-connect-curl", NULL);
-}
-
-static void
-test_connect_hang_native(void **state)
-{
-	(void)state;
-	connect_hang("dl-connect-native", "http_client = native\n");
-	assert_true(h_daemon_log_has(&dmn[0], "client=native"));
+	connect_hang("dl-connect-curl");
 }
 
 /* ------------------------------------------------------------------ */
@@ -815,7 +805,6 @@ main(void)
 		cmocka_unit_test_teardown(test_redispatch_resend_counts_once, teardown),
 		cmocka_unit_test_teardown(test_handback_script, teardown),
 		cmocka_unit_test_teardown(test_connect_hang_curl, teardown),
-		cmocka_unit_test_teardown(test_connect_hang_native, teardown),
 		cmocka_unit_test_teardown(test_slow_answer_after_deadline_decides, teardown),
 		cmocka_unit_test_teardown(test_pdp_bounded_by_deadline, teardown),
 		cmocka_unit_test_teardown(test_token_wait_ends_at_deadline, teardown),

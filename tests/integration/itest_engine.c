@@ -416,8 +416,9 @@ test_thousand_jobs(void **state)
 /* R7 the call                                                          */
 
 static void
-check_call_in(const char *p, const char *id, const char *resource, const char *want_path)
+check_call(const char *id, const char *resource, const char *want_path)
 {
+	const char *p = "r7";
 	char *json = record(id, resource, 60000, NULL);
 
 	assert_int_equal(h_decide(C, p, id, json, 1), 0);
@@ -443,12 +444,6 @@ check_call_in(const char *p, const char *id, const char *resource, const char *w
 	json_decref(content);
 	json_decref(a);
 	free(json);
-}
-
-static void
-check_call(const char *id, const char *resource, const char *want_path)
-{
-	check_call_in("r7", id, resource, want_path);
 }
 
 static void
@@ -484,59 +479,6 @@ test_r8_retry_then_done(void **state)
 	assert_int_equal(ncalls("r8-flaky"), 3);
 	assert_int_equal(h_stream_count(C, "r8a:audit", "to", "retrying"), 2);
 	wait_pel_empty("r8a");
-	daemon_down(&D[0]);
-}
-
-/* http_client = native: the same calls (R7's request, R8's Retry-After, a
- * few hundred jobs each called once), every one of them over the native
- * client (the debug log says which client made each call). */
-#define NATIVE_BULK 300
-
-static int
-native_bulk_finished(void *arg)
-{
-	(void)arg;
-	return h_redis_int(C, "XLEN nat:audit") > 0 &&
-	    h_stream_count(C, "nat:audit", "to", "done") >= NATIVE_BULK + 2 &&
-	    h_pending_count(C, "nat:jobs", "workers") == 0;
-}
-
-static void
-test_native_client(void **state)
-{
-	struct h_daemon_opts o = opts("nat");
-	char id[32];
-	(void)state;
-
-	fake_reset();
-	o.daemon_extra = "http_client = native\n";
-	script("{\"per_key\": {\"nat-later\": [{\"status\": 503, \"retry_after\": \"1\"},"
-	    " {\"status\": 200}]}}");
-	daemon_up(&D[0], &o);
-	check_call_in("nat", "nat-plain", "a b/c%d", "/gates/a%20b/c%25d/open");
-	decide("nat", "nat-later", NULL);
-	wait_state("nat", "nat-later", "done");
-	json_t *a = calls("nat-later");
-	assert_int_equal(json_array_size(a), 2);
-	assert_true(arrival(json_array_get(a, 1)) - arrival(json_array_get(a, 0)) >= 900);
-	json_decref(a);
-	assert_hfield("nat", "nat-later", "attempts", "2");
-	for (int i = 0; i < NATIVE_BULK; i++) {
-		snprintf(id, sizeof id, "nat-%04d", i);
-		decide("nat", id, NULL);
-	}
-	wait_for(native_bulk_finished, NULL, "every native job done");
-	for (int i = 0; i < NATIVE_BULK; i++) {
-		snprintf(id, sizeof id, "nat-%04d", i);
-		assert_hfield("nat", id, "state", "done");
-	}
-	json_t *st = h_fake_json(&F, "/_stats");
-	assert_non_null(st);
-	assert_int_equal(json_integer_value(json_object_get(st, "total")), NATIVE_BULK + 3);
-	assert_int_equal(json_integer_value(json_object_get(st, "duplicates")), 0);
-	json_decref(st);
-	assert_true(h_daemon_log_has(&D[0], "event=http.done client=native"));
-	assert_false(h_daemon_log_has(&D[0], "client=curl"));
 	daemon_down(&D[0]);
 }
 
@@ -2009,7 +1951,6 @@ main(void)
 		cmocka_unit_test_teardown(test_r8_retry_then_done, test_teardown),
 		cmocka_unit_test_teardown(test_r8_permanent_failure, test_teardown),
 		cmocka_unit_test_teardown(test_r8_retry_after, test_teardown),
-		cmocka_unit_test_teardown(test_native_client, test_teardown),
 		cmocka_unit_test_teardown(test_r8_max_attempts, test_teardown),
 	};
 	const struct CMUnitTest deadline[] = {

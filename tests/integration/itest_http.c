@@ -35,19 +35,6 @@
 
 static struct h_fake fake;
 static struct ev_loop *loop;
-/* The whole group runs twice: through curl, then with the native client on
- * (http_client_set_native), which must behave the same in every test. */
-static int native_mode;
-
-static struct http_client *
-new_client(void)
-{
-	struct http_client *hc = http_client_new(loop);
-
-	if (hc != NULL)
-		http_client_set_native(hc, native_mode);
-	return hc;
-}
 
 /* What a callback saw, copied out of the response. */
 struct res {
@@ -194,7 +181,7 @@ test_post_headers_and_body(void **state)
 		"Content-Type: application/json", "Warrant-On-Behalf-Of: operator:4417",
 		"Warrant-Basis: role:gatekeeper", NULL,
 	};
-	struct http_client *hc = new_client();
+	struct http_client *hc = http_client_new(loop);
 	struct res r = {0};
 	char url[256];
 	json_t *reqs, *rec;
@@ -228,14 +215,13 @@ test_post_headers_and_body(void **state)
 	http_client_free(hc);
 }
 
-/* A request body far over a socket's buffer goes out in many writes, whole
- * (through the native client: sendmsg's partial writes and EV_WRITE). */
+/* A request body far over a socket's buffer goes out in many writes, whole. */
 static void
 test_big_request_body(void **state)
 {
 	enum { BIG = 8 << 20 };
 	const char *headers[] = {"Idempotency-Key: big-1", "Content-Type: text/plain", NULL};
-	struct http_client *hc = new_client();
+	struct http_client *hc = http_client_new(loop);
 	struct res r = {0};
 	char url[256], *body = malloc(BIG + 1);
 	json_t *reqs;
@@ -269,7 +255,7 @@ test_put_with_userpwd(void **state)
 		.method = "PUT", .headers = headers, .body = "a=1&b=2", .body_len = 7,
 		.timeout_ms = 5000, .userpwd = "client%3Aid:s%2Bcret",
 	};
-	struct http_client *hc = new_client();
+	struct http_client *hc = http_client_new(loop);
 	struct res r = {0};
 	char url[256];
 	json_t *reqs, *rec;
@@ -299,7 +285,7 @@ test_status_and_headers(void **state)
 	const char *h200[] = {"Idempotency-Key: k200", NULL};
 	const char *h503[] = {"Idempotency-Key: k503", NULL};
 	const char *h401[] = {"Idempotency-Key: k401", NULL};
-	struct http_client *hc = new_client();
+	struct http_client *hc = http_client_new(loop);
 	struct res r[3] = {{0}};
 	struct res_set set = {r, 3};
 	char url[256];
@@ -341,7 +327,7 @@ test_connection_refused(void **state)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	socklen_t len = sizeof(sa);
-	struct http_client *hc = new_client();
+	struct http_client *hc = http_client_new(loop);
 	struct res r = {0};
 	char url[128];
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -359,12 +345,6 @@ test_connection_refused(void **state)
 	assert_int_equal(r.status, 0);
 	assert_int_equal(r.timed_out, 0);
 	assert_true(strlen(r.error) > 0);
-	/* the native client says the system's words (curl: "Couldn't
-	 * connect to server"): this call did go native */
-	if (native_mode)
-		assert_non_null(strstr(r.error, "Connection refused"));
-	else
-		assert_null(strstr(r.error, "Connection refused"));
 	assert_string_equal(r.body, "");
 	res_clear(&r);
 	http_client_free(hc);
@@ -389,7 +369,7 @@ refusing_port(int *fd)
 static void
 post_once(const char *url, struct res *r)
 {
-	struct http_client *hc = new_client();
+	struct http_client *hc = http_client_new(loop);
 
 	assert_non_null(hc);
 	start(hc, "POST", url, NULL, "{}", 5000, r, NULL);
@@ -442,7 +422,7 @@ static void
 test_timeout(void **state)
 {
 	const char *headers[] = {"Idempotency-Key: slow", NULL};
-	struct http_client *hc = new_client();
+	struct http_client *hc = http_client_new(loop);
 	struct res r = {0};
 	char url[256];
 
@@ -465,7 +445,7 @@ test_timeout(void **state)
 static void
 test_keepalive_sequential(void **state)
 {
-	struct http_client *hc = new_client();
+	struct http_client *hc = http_client_new(loop);
 	struct res r = {0};
 	char url[256];
 
@@ -536,7 +516,7 @@ script_trickle(int wave)
 static void
 test_concurrent_and_reuse(void **state)
 {
-	struct http_client *hc = new_client();
+	struct http_client *hc = http_client_new(loop);
 	char url[256];
 	long first, second;
 
@@ -589,7 +569,7 @@ test_callback_reenters(void **state)
 	struct http_request fast = {.method = "POST", .body = "{}", .body_len = 2, .timeout_ms = 5000};
 
 	(void)state;
-	e.hc = new_client();
+	e.hc = http_client_new(loop);
 	assert_non_null(e.hc);
 	fake_post("/_script", "{\"per_key\": {\"victim\": [{\"status\": 200, \"delay_ms\": 20000}]}}");
 	action_url(e.url, sizeof(e.url), "/re");
@@ -650,7 +630,7 @@ no_call_in_flight(void *arg)
 static void
 test_cancel_finished_sibling(void **state)
 {
-	struct http_client *hc = new_client();
+	struct http_client *hc = http_client_new(loop);
 	struct pair p = {0};
 	struct side sides[2] = {{&p, 0}, {&p, 1}};
 	struct http_request rq = {.method = "GET", .url = "ftp://127.0.0.1/x", .timeout_ms = 5000};
@@ -759,9 +739,9 @@ test_free_with_calls_in_flight(void **state)
 	int fds_before;
 
 	(void)state;
-	http_client_free(new_client());	/* one-time library setup done */
+	http_client_free(http_client_new(loop));	/* one-time library setup done */
 	fds_before = count_fds();
-	hc = new_client();
+	hc = http_client_new(loop);
 	assert_non_null(hc);
 	fake_post("/_script", "{\"default\": {\"status\": 200, \"delay_ms\": 20000}}");
 	action_url(url, sizeof(url), "/hang");
@@ -782,7 +762,7 @@ static void
 test_bad_requests_refused(void **state)
 {
 	const char *injected[] = {"X-A: 1\r\nX-B: 2", NULL};
-	struct http_client *hc = new_client();
+	struct http_client *hc = http_client_new(loop);
 	struct http_call *call = (struct http_call *)&call;
 	struct res r = {0};
 	struct http_request rq = {.method = "POST", .url = "http://127.0.0.1:1/", .timeout_ms = 1000};
@@ -810,7 +790,7 @@ static void
 test_log_holds_no_secret(void **state)
 {
 	const char *headers[] = {"Authorization: Bearer SECRET-TOKEN-42", NULL};
-	struct http_client *hc = new_client();
+	struct http_client *hc = http_client_new(loop);
 	struct res r = {0};
 	char url[256];
 	char *path = h_write_file("http-log.txt", "");
@@ -913,7 +893,7 @@ raw_serve_once(int lfd, const char *head, size_t body_len)
 static void
 raw_exchange(const char *head, size_t body_len, struct res *r)
 {
-	struct http_client *hc = new_client();
+	struct http_client *hc = http_client_new(loop);
 	char url[64];
 	int port = 0, lfd = raw_listen(&port), status;
 	pid_t pid;
@@ -1004,8 +984,7 @@ test_redirect_and_header_case(void **state)
 }
 
 /* A chunked answer and the 1xx heads before it are read whole; a 1xx
- * head's fields are not the answer's. (A trailer field is left out: curl
- * hands trailers to the header callback, the native client does not.) */
+ * head's fields are not the answer's. */
 static void
 test_chunked_after_1xx(void **state)
 {
@@ -1070,7 +1049,7 @@ raw_serve_close_kept(int lfd)
 static void
 test_kept_connection_closed_by_server(void **state)
 {
-	struct http_client *hc = new_client();
+	struct http_client *hc = http_client_new(loop);
 	struct res r = {0};
 	char url[64];
 	int port = 0, lfd = raw_listen(&port), status;
@@ -1209,7 +1188,7 @@ test_nothing_leaks_between_calls(void **state)
 	};
 	enum { N = sizeof rq / sizeof rq[0] };
 	static char seen[N * 4096];
-	struct http_client *hc = new_client();
+	struct http_client *hc = http_client_new(loop);
 	struct res r = {0};
 	char url[64];
 	int port = 0, lfd = raw_listen(&port), pfd[2], status;
@@ -1348,8 +1327,5 @@ main(void)
 		cmocka_unit_test(test_kept_call_poisoned),
 	};
 
-	int failed = cmocka_run_group_tests_name("curl", tests, setup, teardown);
-
-	native_mode = 1;
-	return failed + cmocka_run_group_tests_name("native", tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, teardown);
 }

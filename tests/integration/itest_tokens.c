@@ -231,10 +231,6 @@ next_second(long long ms)
 /* ------------------------------------------------------------------ */
 /* the daemon                                                           */
 
-/* Set by the *_native tests: every daemon of the test runs with
- * http_client = native (the IdP, the target and the PDP are on 127.0.0.1). */
-static int native_client;
-
 struct dcfg {
 	const char *consumer;
 	const char *secret_file;	/* client_secret_basic; NULL: private_key_jwt */
@@ -265,7 +261,7 @@ daemon_ini(const struct dcfg *c)
 		.claim_idle_ms = c->claim_idle_ms, .action_auth = "oauth",
 		.action_timeout_ms = c->timeout_ms, .redis_extra = c->redis_extra,
 		.max_deliveries = c->max_deliveries, .action_extra = c->action_extra,
-		.sections = sections, .daemon_extra = native_client ? "http_client = native\n" : NULL,
+		.sections = sections,
 	};
 	char *ini = h_daemon_ini(&o);
 
@@ -1536,48 +1532,6 @@ test_no_secret_in_logs(void **state)
 	assert_log_has_no_secrets(&dmn[1]);
 }
 
-/* ---- the same stories through the native HTTP client ---- */
-
-static void
-assert_native_only(const struct h_daemon *d)
-{
-	if (!h_daemon_log_has(d, "event=http.done client=native") ||
-	    h_daemon_log_has(d, "client=curl"))
-		fail_msg("not every call went native (log %s)", d->log);
-}
-
-static void
-test_revocations_native(void **state)
-{
-	native_client = 1;
-	test_revocations_execute_each_once(state);
-	assert_native_only(&dmn[0]);
-}
-
-static void
-test_token_exchange_native(void **state)
-{
-	native_client = 1;
-	test_token_exchange(state);
-	assert_native_only(&dmn[0]);
-}
-
-static void
-test_no_secret_in_logs_native(void **state)
-{
-	native_client = 1;
-	test_no_secret_in_logs(state);
-	assert_native_only(&dmn[0]);
-	assert_native_only(&dmn[1]);
-}
-
-static int
-native_down(void **state)
-{
-	native_client = 0;
-	return world_down(state);
-}
-
 int
 main(void)
 {
@@ -1594,9 +1548,6 @@ main(void)
 		cmocka_unit_test_teardown(test_promoter_uses_redis_time, world_down),
 		cmocka_unit_test_teardown(test_no_secret_in_logs, world_down),
 		cmocka_unit_test_teardown(test_late_rejection_uses_fresh_token, world_down),
-		cmocka_unit_test_teardown(test_revocations_native, native_down),
-		cmocka_unit_test_teardown(test_token_exchange_native, native_down),
-		cmocka_unit_test_teardown(test_no_secret_in_logs_native, native_down),
 	};
 
 	if (getenv("ITEST_FILTER") != NULL)	/* e.g. ITEST_FILTER='test_late*' */

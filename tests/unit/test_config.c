@@ -86,7 +86,6 @@ test_defaults(void **state)
 	/* R15: the largest action timeout_ms (10000 by default) + 5000 */
 	assert_int_equal(cfg->daemon.shutdown_grace_ms, 15000);
 	assert_int_equal(cfg->daemon.heartbeat_ms, 5000);
-	assert_int_equal(cfg->daemon.http_native, 0);
 
 	assert_string_equal(cfg->redis.host, "127.0.0.1");
 	assert_int_equal(cfg->redis.port, 6379);
@@ -252,7 +251,6 @@ static const char full_text[] =
 	"max_in_flight = 8\n"
 	"shutdown_grace_ms = 0\n"
 	"heartbeat_ms = 1000\n"
-	"http_client = native\n"
 	"[redis]\n"
 	"host = redis.local\n"
 	"port = 6380\n"
@@ -330,7 +328,6 @@ test_full_config(void **state)
 	assert_int_equal(cfg->daemon.max_in_flight, 8);
 	assert_int_equal(cfg->daemon.shutdown_grace_ms, 0);
 	assert_int_equal(cfg->daemon.heartbeat_ms, 1000);
-	assert_int_equal(cfg->daemon.http_native, 1);
 	assert_string_equal(cfg->redis.host, "redis.local");
 	assert_int_equal(cfg->redis.port, 6380);
 	assert_string_equal(cfg->redis.socket, "/run/redis.sock");
@@ -413,11 +410,11 @@ test_action_find_and_lines(void **state)
 	assert_null(cfg_action_find(cfg, ""));
 
 	assert_int_equal(cfg_line_of(cfg, "daemon", NULL), 2);
-	assert_int_equal(cfg_line_of(cfg, "redis", "port"), 11);
-	assert_int_equal(cfg_line_of(cfg, "action gate.open", "bearer_file"), 68);
-	assert_int_equal(cfg_line_of(cfg, "action gate.close", NULL), 69);
+	assert_int_equal(cfg_line_of(cfg, "redis", "port"), 10);
+	assert_int_equal(cfg_line_of(cfg, "action gate.open", "bearer_file"), 67);
+	assert_int_equal(cfg_line_of(cfg, "action gate.close", NULL), 68);
 	/* a key not set: its section's header */
-	assert_int_equal(cfg_line_of(cfg, "action gate.close", "method"), 69);
+	assert_int_equal(cfg_line_of(cfg, "action gate.close", "method"), 68);
 	cfg_free(cfg);
 
 	cfg = load_ok(MIN_RECORDS MIN_ACTION);
@@ -474,13 +471,14 @@ test_every_error_reported(void **state)
 	(void)state;
 	EXPECT("[daemon]\n"			/* 1 */
 	    "log_level = loud\n"		/* 2 */
-	    "http_client = libcurl\n"		/* 3 */
+	    "http_client = native\n"		/* 3: a removed key */
 	    "[redis]\n"				/* 4 */
 	    "port = 70000\n"			/* 5 */
 	    "batch = 0\n"			/* 6 */
 	    MIN_RECORDS MIN_ACTION,
 	    "t.ini:2: log_level: 'loud' is not one of error|warn|info|debug",
-	    "t.ini:3: http_client: 'libcurl' is not one of curl|native",
+	    "t.ini:3: unknown key 'http_client' in [daemon] (removed: every call goes through "
+	    "libcurl; delete the line)",
 	    "t.ini:5: port: 70000 is out of range 1..65535",
 	    "t.ini:6: batch: 0 is out of range 1..");
 	/* syntax errors too: inih itself only keeps the first */
