@@ -580,9 +580,11 @@ audit_entry(long long ms, const redisReply *fields, void *arg)
 {
 	struct run *r = arg;
 	const char *id = h_entry_str(fields, "id"), *to = h_entry_str(fields, "to");
+	const char *from = h_entry_str(fields, "from");
 	struct job *j = job_of(r, id);
 
-	if (j == NULL || !w_terminal(to))
+	/* from = to is no transition: R4's note of a duplicate entry acked */
+	if (j == NULL || !w_terminal(to) || (from != NULL && strcmp(from, to) == 0))
 		return;
 	struct evid *e = &r->evid[j - r->jobs];
 	if (e->terminal_ms != 0) {
