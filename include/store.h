@@ -17,6 +17,7 @@ struct store_keys {
 	char notify[STORE_KEY_MAX], audit[STORE_KEY_MAX], consumer[STORE_KEY_MAX];
 	char consumers[STORE_KEY_MAX], clock[STORE_KEY_MAX];	/* R11's liveness */
 	char decision_prefix[STORE_KEY_MAX];	/* "P:decision:" */
+	char final_prefix[STORE_KEY_MAX];	/* "P:final:" (R4's terminal mark) */
 	/* The transition's `terminal` (job_terminal_list, with a space at
 	 * each end): made once here, not for each of the two transitions of
 	 * every job. */
@@ -30,6 +31,11 @@ int store_keys_init(struct store_keys *k, const char *prefix, const char *consum
 
 /* "P:decision:<id>" into buf. -1 when it does not fit. */
 int store_decision_key(const struct store_keys *k, const char *id, char *buf, size_t n)
+	__attribute__((warn_unused_result));
+/* "P:final:<id>" into buf: the terminal state a record reached (R4), in
+ * the decision hash's slot on a cluster (both under the one prefix, whose
+ * hash tag is the slot). -1 when it does not fit. */
+int store_final_key(const struct store_keys *k, const char *id, char *buf, size_t n)
 	__attribute__((warn_unused_result));
 
 /*
@@ -56,7 +62,8 @@ int store_decision_key(const struct store_keys *k, const char *id, char *buf, si
  * STORE_PROMOTE     due ids from P:scheduled onto P:jobs (Redis' TIME).
  * STORE_TRIM        XTRIM MINID of P:jobs below what is undelivered or pending.
  * STORE_DECIDE      warrantctl decide: the hash and the enqueue, once per id.
- * STORE_REQUEUE     warrantctl dead requeue.
+ * STORE_REQUEUE     warrantctl dead requeue: the record queued again, its
+ *                   P:final mark removed.
  */
 #include "store_scripts.h"
 
@@ -82,8 +89,8 @@ extern const struct store_script store_scripts[STORE_NSCRIPTS];
  * any order. Every key and argument the header names must be set exactly
  * once, with a slot of this script: store_args_vec() refuses anything else,
  * so a forgotten or misplaced argument never reaches Redis.
- * Strings are borrowed and must outlive store_args_vec(); numbers are kept
- * in `a`.
+ * Strings are borrowed and must outlive store_args_vec(); numbers, and a
+ * key store.c derives itself, are kept in `a`.
  */
 struct store_args {
 	enum store_script_id script;
@@ -91,6 +98,9 @@ struct store_args {
 	int bad_slot;
 	const char *v[STORE_SLOTS_MAX];		/* NULL: not set */
 	char num[STORE_SLOTS_MAX][24];
+	/* the transition's P:final:<record_id> (a prefix and an id of at
+	 * most 64 bytes, record.h) */
+	char key[STORE_KEY_MAX + 72];
 	const char *const *rest;		/* the trailing list, borrowed */
 	size_t nrest;
 };
@@ -213,9 +223,12 @@ const char *store_slot_name(int slot, char *buf, size_t n);
 /*
  * The transition's answer (lua/transition.lua): {1, "ok", from, attempts}
  * or {0, why, from}. STORE_REPLY_LEASE: no longer pending for this consumer;
- * OWNER, ATTEMPTS: a newer attempt exists (R13); TERMINAL: already terminal,
- * acked (R4); MISSING: the hash is gone. AGAIN (written): a call step sent
- * again after its reply was lost had been written already (R8, R13).
+ * OWNER, ATTEMPTS: a newer attempt exists (R13); TERMINAL: already terminal
+ * (its state or its P:final mark), acked (R4); MISSING: the hash is gone;
+ * DUPLICATE: the record runs from another stream entry still pending (its
+ * hash's `entry`), this one acked with an audit entry (R4). AGAIN
+ * (written): a call step sent again after its reply was lost had been
+ * written already (R8, R13).
  */
 enum store_reply {
 	STORE_REPLY_OK,
@@ -225,6 +238,7 @@ enum store_reply {
 	STORE_REPLY_TERMINAL,
 	STORE_REPLY_MISSING,
 	STORE_REPLY_AGAIN,
+	STORE_REPLY_DUPLICATE,
 	STORE_REPLY_COUNT	/* not a reply: the number of them */
 };
 
@@ -281,7 +295,7 @@ struct store_transition {
 };
 
 /* The transition's `flags` argument: the sum of those that hold (one
- * number instead of seven arguments; transition.lua takes it apart). */
+ * number instead of eight arguments; transition.lua takes it apart). */
 enum store_tflag {
 	STORE_TF_HAS_HASH = 1,
 	STORE_TF_ACK = 2,
@@ -290,11 +304,13 @@ enum store_tflag {
 	STORE_TF_INCR_ATTEMPTS = 16,
 	STORE_TF_CHECK_LEASE = 32,
 	STORE_TF_KEEP_UNPENDING = 64,
+	STORE_TF_FINAL_WRITE = 128,	/* a terminal state: P:final too */
 };
 
 /* The transition's keys and arguments from t; every slot is set (strings
  * are borrowed from k, group, consumer and t; NULL is sent as ""). The
- * terminal states come from job.c's table. */
+ * terminal states come from job.c's table. The key P:final:<record_id> is
+ * made here, in a (with a hash only: the script touches it only then). */
 void store_transition_args(const struct store_keys *k, const char *group, const char *consumer,
 			   long long audit_maxlen, const struct store_transition *t,
 			   struct store_args *a);

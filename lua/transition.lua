@@ -1,4 +1,4 @@
--- KEYS: hash jobs audit dead notify scheduled
+-- KEYS: hash final jobs audit dead notify scheduled
 -- ARGV: group consumer audit_maxlen dead_maxlen notify_maxlen terminal stream_id fence flags state record_id at outcome detail attempt http_status retain_ms schedule_score dead_reason deliveries notify_owner notify_kind on_behalf_of action resource
 -- BATCH: jobs audit dead notify scheduled group consumer audit_maxlen dead_maxlen notify_maxlen terminal
 --
@@ -6,23 +6,36 @@
 -- notification, reschedule and XACK at once (R4, R10, R13).
 -- fence: the hash's `attempts` must equal it ('-1': no check). flags: the
 -- sum of 1 has_hash, 2 ack, 4 notify_write, 8 require_owner, 16
--- incr_attempts, 32 check_lease, 64 keep_unpending (store.h's STORE_TF_*),
--- one number and not seven arguments. '' means none for state, http_status,
--- dead_reason, schedule_score and retain_ms (no PEXPIRE). terminal: the
--- terminal states (from job.c's table: job_terminal_list), each with a
--- space before and after it (' done expired ... dead '). The arguments
--- are in the order of how often they are needed: store.c leaves out an
--- item's trailing empty ones (each argument costs Redis about 0.1 us), and
--- luagen.sh makes them ''. attempt is read only without incr_attempts,
--- deliveries only with dead_reason, the last five only with notify_write.
+-- incr_attempts, 32 check_lease, 64 keep_unpending, 128 final_write (store.h's
+-- STORE_TF_*), one number and not eight arguments. '' means none for state,
+-- http_status, dead_reason, schedule_score and retain_ms (no PEXPIRE).
+-- terminal: the terminal states (from job.c's table: job_terminal_list),
+-- each with a space before and after it (' done expired ... dead '). The
+-- arguments are in the order of how often they are needed: store.c leaves
+-- out an item's trailing empty ones (each argument costs Redis about 0.1
+-- us), and luagen.sh makes them ''. attempt is read only without
+-- incr_attempts, deliveries only with dead_reason, the last five only with
+-- notify_write.
+-- R4, one decision, one execution: `final` (P:final:<id>) holds the
+-- terminal state the record reached, written with the terminal write
+-- (final_write) and with the hash's TTL; while it exists the record is
+-- terminal whatever its hash says now. Every state write names the stream
+-- entry it comes from in the hash's `entry`; an entry for a record whose
+-- `entry` is another one still pending in the group (any consumer's) is a
+-- duplicate: acked, with an audit entry from = to = the state and detail
+-- 'duplicate of entry <id>', nothing else written. An `entry` that is
+-- pending nowhere (acked, or forgotten by a Redis that lost its PEL) is
+-- taken over, so a record is never stranded.
 -- Returns {1, 'ok', from, attempts} or {0, why, from}: why is 'lease' (the
 -- entry is no longer pending for this consumer), 'owner'/'attempts' (a newer
--- attempt exists: R13), 'terminal' (R4: the entry is acked, nothing else) or
+-- attempt exists: R13), 'terminal' (R4: the entry is acked, nothing else;
+-- from is the P:final mark when that said it), 'duplicate' (R4, above) or
 -- 'missing' (the hash is gone: nothing is written into a husk).
 -- A call step (incr_attempts) is fenced too: it increments `attempts`
--- only from `fence`, and writes `entry`. Sent again after its reply was
--- lost, it finds attempts = fence + 1 with owner and entry its own and
--- returns {1, 'again', from, attempts}: written once, counted once (R8).
+-- only from `fence`, and writes `entry` (with its state, or alone). Sent
+-- again after its reply was lost, it finds attempts = fence + 1 with owner
+-- and entry its own and returns {1, 'again', from, attempts}: written once,
+-- counted once (R8).
 -- With keep_unpending (a call's result, fenced by `fence`) an entry
 -- that is pending for nobody -- a Redis that restarted without persistence
 -- forgot its PEL -- is still written when owner and attempts are ours: the
@@ -38,6 +51,7 @@ local require_owner = f % 16 >= 8
 local incr_attempts = f % 32 >= 16
 local check_lease = f % 64 >= 32
 local keep_unpending = f % 128 >= 64
+local final_write = f % 256 >= 128
 local pending = true
 if check_lease then
   local p = redis.call('XPENDING', jobs, A.group, A.stream_id, A.stream_id, '1')
@@ -49,9 +63,26 @@ if check_lease then
 end
 local from = ''
 if has_hash then
+  -- First the mark, which the decider's ACL user cannot write: a hash set
+  -- back to 'queued' by hand does not make a terminal record run again.
+  local fin = redis.call('GET', K.final)
+  if fin then
+    redis.call('XACK', jobs, A.group, A.stream_id)
+    return {0, 'terminal', fin}
+  end
+  -- The fields the checks need, in one call: owner and attempts only when
+  -- a check below reads them (a field the hash lacks is a scan of all of
+  -- it, 3,500 instructions with a short record; four HGETs cost a fenced
+  -- write 11,000 more than this HMGET).
+  local v
+  if require_owner or not pending or A.fence ~= '-1' then
+    v = redis.call('HMGET', h, 'state', 'entry', 'owner', 'attempts')
+  else
+    v = redis.call('HMGET', h, 'state', 'entry')
+  end
   -- A hash has a state (the decider writes it), so EXISTS is asked only
   -- when it has none.
-  from = redis.call('HGET', h, 'state')
+  from = v[1]
   if not from then
     if redis.call('EXISTS', h) == 0 then return {0, 'missing', ''} end
     from = ''
@@ -62,16 +93,28 @@ if has_hash then
     redis.call('XACK', jobs, A.group, A.stream_id)
     return {0, 'terminal', from}
   end
-  if (require_owner or not pending) and redis.call('HGET', h, 'owner') ~= A.consumer then return {0, 'owner', from} end
+  local held = v[2]
+  if held and held ~= A.stream_id and held ~= '' then
+    -- pcall: an `entry` that is no stream id (written by hand) is pending
+    -- nowhere, and is taken over rather than pin the record.
+    local p = redis.pcall('XPENDING', jobs, A.group, held, held, '1')
+    if type(p) == 'table' and p[1] then
+      redis.call('XACK', jobs, A.group, A.stream_id)
+      local n = v[4] or redis.call('HGET', h, 'attempts') or '0'
+      redis.call('XADD', K.audit, 'MAXLEN', '~', A.audit_maxlen, '*', 'id', A.record_id, 'from', from,
+        'to', from, 'consumer', A.consumer, 'attempt', n, 'at', A.at, 'detail', 'duplicate of entry ' .. held)
+      return {0, 'duplicate', from}
+    end
+  end
+  if (require_owner or not pending) and v[3] ~= A.consumer then return {0, 'owner', from} end
   if A.fence ~= '-1' then
-    local n = redis.call('HGET', h, 'attempts') or '0'
+    local n = v[4] or '0'
     if n ~= A.fence then
       if not incr_attempts then return {0, 'attempts', from} end
       -- Off the hot path: HINCRBY by 0 has Redis refuse a value that is not
       -- an integer as it always did (R17 gives such an entry up).
       redis.call('HINCRBY', h, 'attempts', '0')
-      if tonumber(n) == tonumber(A.fence) + 1 and redis.call('HGET', h, 'owner') == A.consumer
-          and redis.call('HGET', h, 'entry') == A.stream_id then
+      if tonumber(n) == tonumber(A.fence) + 1 and v[3] == A.consumer and held == A.stream_id then
         return {1, 'again', from, n}
       end
       return {0, 'attempts', from}
@@ -83,17 +126,25 @@ if has_hash and incr_attempts then
   -- One digit without tostring, whose sprintf costs Redis 2,000 instructions.
   local n = redis.call('HINCRBY', h, 'attempts', '1')
   if n >= 0 and n <= 9 then attempt = string.char(48 + n) else attempt = tostring(n) end
-  redis.call('HSET', h, 'entry', A.stream_id)
+  -- The state write below names the entry; a call step without one (the
+  -- PDP's answer came after `running` was written) names it here.
+  if A.state == '' then redis.call('HSET', h, 'entry', A.stream_id) end
 end
 if has_hash and A.state ~= '' then
   -- two calls written out, not a table of the fields and unpack
   if A.http_status == '' then
-    redis.call('HSET', h, 'state', A.state, 'owner', A.consumer, 'updatedAt', A.at, 'outcome', A.outcome, 'detail', A.detail)
+    redis.call('HSET', h, 'state', A.state, 'owner', A.consumer, 'updatedAt', A.at, 'outcome', A.outcome, 'detail', A.detail,
+      'entry', A.stream_id)
   else
     redis.call('HSET', h, 'state', A.state, 'owner', A.consumer, 'updatedAt', A.at, 'outcome', A.outcome, 'detail', A.detail,
-      'httpStatus', A.http_status)
+      'entry', A.stream_id, 'httpStatus', A.http_status)
   end
-  if A.retain_ms ~= '' then redis.call('PEXPIRE', h, A.retain_ms) end
+  if A.retain_ms ~= '' then
+    redis.call('PEXPIRE', h, A.retain_ms)
+    if final_write then redis.call('SET', K.final, A.state, 'PX', A.retain_ms) end
+  elseif final_write then
+    redis.call('SET', K.final, A.state)
+  end
   if A.state ~= from then
     redis.call('XADD', K.audit, 'MAXLEN', '~', A.audit_maxlen, '*', 'id', A.record_id, 'from', from,
       'to', A.state, 'consumer', A.consumer, 'attempt', attempt, 'at', A.at, 'detail', A.detail)

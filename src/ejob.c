@@ -575,7 +575,10 @@ after_transition(struct rconn *rc, const struct sreply *r, void *arg)
 	struct sreply_transition t;
 	sreply_transition(r, &t);
 	if (!t.written) {
-		int dup = t.why && store_reply_is(t.why, STORE_REPLY_TERMINAL);
+		/* R4: a terminal record, or one that runs from another stream
+		 * entry; the script acked this one */
+		int dup = t.why && (store_reply_is(t.why, STORE_REPLY_TERMINAL) ||
+		    store_reply_is(t.why, STORE_REPLY_DUPLICATE));
 		log_info(dup ? "job.duplicate" : "job.abandon", "id=%s stream_id=%s reason=%s",
 		    j->id[0] ? j->id : "-", j->stream_id, t.why ? LOG_Q(t.why) : "bad-reply");
 		ejob_finish(j);

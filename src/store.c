@@ -22,6 +22,7 @@ store_keys_init(struct store_keys *k, const char *prefix, const char *consumer)
 		{k->jobs, "jobs"}, {k->scheduled, "scheduled"}, {k->dead, "dead"},
 		{k->notify, "notify"}, {k->audit, "audit"}, {k->decision_prefix, "decision:"},
 		{k->consumers, "consumers"}, {k->clock, "clock"},
+		{k->final_prefix, "final:"},
 	};
 
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
@@ -41,18 +42,31 @@ store_keys_init(struct store_keys *k, const char *prefix, const char *consumer)
 	return 0;
 }
 
-int
-store_decision_key(const struct store_keys *k, const char *id, char *buf, size_t n)
+/* prefix and id into buf; -1 when they do not fit. */
+static int
+key_of(const char *prefix, const char *id, char *buf, size_t n)
 {
 	/* Not snprintf: ejob builds the key on the stack at every read and
 	 * transition of a job instead of keeping it (issue 10, RSS). */
-	size_t pl = strlen(k->decision_prefix), il = strlen(id);
+	size_t pl = strlen(prefix), il = strlen(id);
 
 	if (pl >= n || il >= n - pl)
 		return -1;
-	memcpy(buf, k->decision_prefix, pl);
+	memcpy(buf, prefix, pl + 1);	/* a string at every step (clang-tidy) */
 	memcpy(buf + pl, id, il + 1);
 	return 0;
+}
+
+int
+store_decision_key(const struct store_keys *k, const char *id, char *buf, size_t n)
+{
+	return key_of(k->decision_prefix, id, buf, n);
+}
+
+int
+store_final_key(const struct store_keys *k, const char *id, char *buf, size_t n)
+{
+	return key_of(k->final_prefix, id, buf, n);
 }
 
 static const char *const replies[STORE_REPLY_COUNT] = {
@@ -63,6 +77,7 @@ static const char *const replies[STORE_REPLY_COUNT] = {
 	[STORE_REPLY_TERMINAL] = "terminal",
 	[STORE_REPLY_MISSING] = "missing",
 	[STORE_REPLY_AGAIN] = "again",
+	[STORE_REPLY_DUPLICATE] = "duplicate",
 };
 
 const char *const store_dead_fields[STORE_DEAD_NFIELDS + 1] = {
@@ -525,15 +540,32 @@ opt(const char *s)
 	return s ? s : "";
 }
 
-static long long
-transition_flags(const struct store_transition *t)
+/* 1 when state is one of k's terminal states (" done expired ... "). */
+static int
+state_terminal(const struct store_keys *k, const char *state)
 {
+	size_t n = strlen(state);
+
+	for (const char *p = k->terminal; n > 0 && (p = strstr(p, state)) != NULL; p++)
+		if (p > k->terminal && p[-1] == ' ' && p[n] == ' ')
+			return 1;
+	return 0;
+}
+
+static long long
+transition_flags(const struct store_keys *k, const struct store_transition *t)
+{
+	/* R4: a terminal state written into the hash is written as P:final
+	 * too; the script only sees this bit, not a second list to search. */
+	int final = t->hash_key && t->state && state_terminal(k, t->state);
+
 	return (t->hash_key ? STORE_TF_HAS_HASH : 0) | (t->ack ? STORE_TF_ACK : 0) |
 	    (t->notify ? STORE_TF_NOTIFY_WRITE : 0) |
 	    (t->require_owner ? STORE_TF_REQUIRE_OWNER : 0) |
 	    (t->incr_attempts ? STORE_TF_INCR_ATTEMPTS : 0) |
 	    (t->skip_lease ? 0 : STORE_TF_CHECK_LEASE) |
-	    (t->keep_unpending ? STORE_TF_KEEP_UNPENDING : 0);
+	    (t->keep_unpending ? STORE_TF_KEEP_UNPENDING : 0) |
+	    (final ? STORE_TF_FINAL_WRITE : 0);
 }
 
 void
@@ -545,6 +577,13 @@ store_transition_args(const struct store_keys *k, const char *group, const char 
 	/* A script must name its keys; with no hash, the (absent) key of an
 	 * empty id stands in and is never touched. */
 	store_arg(a, STORE_TRANSITION_HASH, t->hash_key ? t->hash_key : k->decision_prefix);
+	/* Its mark, made here so no caller can leave it out; an id too long
+	 * for it leaves the slot unset, and the call is refused. */
+	if (t->hash_key == NULL)
+		store_arg(a, STORE_TRANSITION_FINAL, k->final_prefix);
+	else
+		store_arg(a, STORE_TRANSITION_FINAL, store_final_key(k, opt(t->record_id), a->key,
+		    sizeof a->key) == 0 ? a->key : NULL);
 	/* by slot, not store_args_consumer's search by name: 730 instructions
 	 * a call */
 	store_arg(a, STORE_TRANSITION_JOBS, k->jobs);
@@ -557,7 +596,7 @@ store_transition_args(const struct store_keys *k, const char *group, const char 
 
 	store_arg(a, STORE_TRANSITION_STREAM_ID, opt(t->stream_id));
 	store_arg_ll(a, STORE_TRANSITION_FENCE, t->fence_attempts);
-	store_arg_ll(a, STORE_TRANSITION_FLAGS, transition_flags(t));
+	store_arg_ll(a, STORE_TRANSITION_FLAGS, transition_flags(k, t));
 	store_arg(a, STORE_TRANSITION_STATE, opt(t->state));
 	store_arg(a, STORE_TRANSITION_OUTCOME, opt(t->outcome));
 	store_arg(a, STORE_TRANSITION_DETAIL, opt(t->detail));

@@ -1444,7 +1444,7 @@ static int
 requeue_write(struct ctx *c, const char *id, const char *hash, const char *raw,
 	      json_t *entries)
 {
-	char at[WTIME_RFC3339_LEN];
+	char at[WTIME_RFC3339_LEN], final[STORE_KEY_MAX + RECORD_ID_MAX];
 	size_t n = json_array_size(entries), i;
 	const char **ids = calloc(n ? n : 1, sizeof *ids);
 	struct store_args a;
@@ -1456,11 +1456,17 @@ requeue_write(struct ctx *c, const char *id, const char *hash, const char *raw,
 		say("out of memory");
 		return EX_REFUSED;
 	}
+	if (store_final_key(&c->keys, id, final, sizeof final) != 0) {
+		say("dead requeue: %s: key name too long", id);
+		free(ids);
+		return EX_REFUSED;
+	}
 	json_array_foreach(entries, i, e)
 		ids[i] = json_string_value(json_object_get(e, "entryId"));
 	wtime_format_rfc3339(wtime_now_ms(), at, sizeof at);
 	store_args_init(&a, STORE_REQUEUE);
 	store_arg(&a, STORE_REQUEUE_HASH, hash);
+	store_arg(&a, STORE_REQUEUE_FINAL, final);
 	store_arg(&a, STORE_REQUEUE_JOBS, c->keys.jobs);
 	store_arg(&a, STORE_REQUEUE_DEAD, c->keys.dead);
 	store_arg(&a, STORE_REQUEUE_AUDIT, c->keys.audit);

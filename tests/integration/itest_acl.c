@@ -10,7 +10,7 @@
  *   - `monitor` reads the PEL depth (XPENDING) and `warrantctl status`, and
  *     can write nothing;
  *   - `decider` cannot read the group, acknowledge, or write the worker's
- *     streams and heartbeats;
+ *     streams and heartbeats, or a record's P:final mark (R4);
  *   - `warrantd` cannot delete keys, touch another prefix or drop the group;
  *     and — the limit of ACLs — it CAN overwrite a record's hash, whose
  *     integrity against it rests on the signature alone.
@@ -311,9 +311,31 @@ test_decider_limits(void **state)
 		{0, "HSET heartbeat", "HSET warrant:consumer:w1 done 0"},
 		{0, "DEL record", "DEL warrant:decision:acl-now"},
 		{0, "HGETALL record", "HGETALL warrant:decision:acl-now"},
+		/* R4: the terminal mark, which a record's `state` set back to
+		 * queued does not outweigh */
+		{0, "SET final", "SET warrant:final:acl-next queued"},
+		{0, "DEL final", "DEL warrant:final:acl-now"},
+		/* a command it has, on a key it must not touch */
+		{0, "HSET final", "HSET warrant:final:acl-next state queued"},
 	};
 	(void)state;
 	expect_cases("decider", cases, sizeof cases / sizeof cases[0]);
+
+	/* nor from a script of its own: Redis checks the keys a script
+	 * touches against the user that runs it */
+	redisContext *c = login("decider");
+	redisReply *r = redisCommand(c, "EVAL %s 1 %s",
+	    "return redis.call('HSET', KEYS[1], 'state', 'queued')", "warrant:final:acl-now");
+	assert_non_null(r);
+	if (r->type != REDIS_REPLY_ERROR)
+		fail_msg("decider: EVAL writing P:final was allowed");
+	printf("itest_acl: decider's EVAL on P:final: %s\n", r->str);
+	freeReplyObject(r);
+	redisFree(c);
+	char *mark = h_redis_str(C, "GET warrant:final:acl-now");
+	assert_non_null(mark);
+	assert_string_equal(mark, "done");
+	free(mark);
 }
 
 /* The worker cannot delete, leave its prefix or drop the group. What ACL

@@ -1366,8 +1366,9 @@ test_r13_call_step_once(void **state)
 	assert_step_reply(call_step(p, "o-1", sid, "w1", 1), 1, "ok", "2");
 	/* a stale one, from 0 (two behind): refused */
 	assert_step_reply(call_step(p, "o-1", sid, "w1", 0), 0, "attempts", NULL);
-	/* another entry of the record, or another owner: not ours to repeat */
-	assert_step_reply(call_step(p, "o-1", sid2, "w1", 1), 0, "attempts", NULL);
+	/* another entry of the record while this one is pending: a duplicate,
+	 * acked (R4, itest_once); another owner: not ours to repeat */
+	assert_step_reply(call_step(p, "o-1", sid2, "w1", 1), 0, "duplicate", NULL);
 	assert_true(h_redis_int(C, "HSET r13o:decision:o-1 owner w2") >= 0);
 	assert_step_reply(call_step(p, "o-1", sid, "w1", 1), 0, "attempts", NULL);
 	assert_hfield(p, "o-1", "attempts", "2");

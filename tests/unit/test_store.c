@@ -424,11 +424,13 @@ test_transition_args(void **state)
 	store_transition_args(&k, "g", "c1", 99, &t, &a);
 	assert_int_equal(store_args_vec(&a, &v, err, sizeof err), 0);
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_HASH), "w:decision:r1");
+	/* R4's mark of the record, made by store.c from the record id */
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_FINAL), "w:final:r1");
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_SCHEDULED), "w:scheduled");
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_FENCE), "7");
-	/* has_hash, ack, notify_write, require_owner, keep_unpending; no lease
-	 * check, no HINCRBY */
-	assert_string_equal(arg_of(&v, STORE_TRANSITION_FLAGS), "79");
+	/* has_hash, ack, notify_write, require_owner, keep_unpending and
+	 * final_write (dead is terminal); no lease check, no HINCRBY */
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_FLAGS), "207");
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_AUDIT_MAXLEN), "99");
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_NOTIFY_MAXLEN), "20");
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_HTTP_STATUS), "503");
@@ -458,12 +460,44 @@ test_transition_args(void **state)
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_STATE), "dead");
 	store_vec_free(&v);
 
-	/* No hash: the prefix stands in, has_hash is 0, NULL strings are "". */
+	/* Only a terminal state is written as P:final: not "retrying", nor a
+	 * name that is part of one ("don"), nor no state at all. */
+	static const struct {
+		const char *state;
+		int final;
+	} states[] = {{"done", 1}, {"expired", 1}, {"retrying", 0}, {"running", 0},
+	    {"don", 0}, {"one", 0}, {"", 0}, {NULL, 0}};
+	t.incr_attempts = 0;
+	t.keep_unpending = 0;
+	t.require_owner = 0;
+	t.ack = 0;
+	t.skip_lease = 0;
+	for (size_t i = 0; i < sizeof states / sizeof states[0]; i++) {
+		t.state = states[i].state;
+		store_transition_args(&k, "g", "c1", 99, &t, &a);
+		assert_int_equal(store_args_vec(&a, &v, err, sizeof err), 0);
+		assert_string_equal(arg_of(&v, STORE_TRANSITION_FLAGS),
+		    states[i].final ? "161" : "33");	/* has_hash, check_lease */
+		store_vec_free(&v);
+	}
+
+	/* An id too long for the mark's key: the call is refused, never sent
+	 * with a mark cut short. */
+	char longid[STORE_KEY_MAX + 80];
+	memset(longid, 'i', sizeof longid - 1);
+	longid[sizeof longid - 1] = '\0';
+	t.record_id = longid;
+	store_transition_args(&k, "g", "c1", 99, &t, &a);
+	assert_int_equal(store_args_vec(&a, &v, err, sizeof err), -1);
+	assert_non_null(strstr(err, "key final is missing"));
+
+	/* No hash: the prefixes stand in, has_hash is 0, NULL strings are "". */
 	memset(&t, 0, sizeof t);
 	t.fence_attempts = -1;
 	store_transition_args(&k, "g", "c1", 99, &t, &a);
 	assert_int_equal(store_args_vec(&a, &v, err, sizeof err), 0);
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_HASH), "w:decision:");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_FINAL), "w:final:");
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_FENCE), "-1");
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_STATE), "");
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_FLAGS), "32");	/* the lease check */
@@ -482,7 +516,7 @@ test_transition_flags_match_script(void **state)
 		{"has_hash", STORE_TF_HAS_HASH}, {"ack", STORE_TF_ACK},
 		{"notify_write", STORE_TF_NOTIFY_WRITE}, {"require_owner", STORE_TF_REQUIRE_OWNER},
 		{"incr_attempts", STORE_TF_INCR_ATTEMPTS}, {"check_lease", STORE_TF_CHECK_LEASE},
-		{"keep_unpending", STORE_TF_KEEP_UNPENDING},
+		{"keep_unpending", STORE_TF_KEEP_UNPENDING}, {"final_write", STORE_TF_FINAL_WRITE},
 	};
 	char *text = read_lua("transition");
 	int all = 0;
@@ -499,7 +533,7 @@ test_transition_flags_match_script(void **state)
 		assert_int_equal(all & flags[i].bit, 0);
 		all |= flags[i].bit;
 	}
-	assert_int_equal(all, 127);
+	assert_int_equal(all, 255);
 	free(text);
 }
 
@@ -590,9 +624,11 @@ test_batch_layout(void **state)
 			own_args += !sc->shared[i];
 		}
 	}
-	/* the hash is each item's; key names, group, consumer and limits shared */
-	assert_int_equal(own_keys, 1);
+	/* the hash and its P:final are each item's; key names, group,
+	 * consumer and limits shared */
+	assert_int_equal(own_keys, 2);
 	assert_int_equal(sc->shared[STORE_TRANSITION_HASH & 0xff], 0);
+	assert_int_equal(sc->shared[STORE_TRANSITION_FINAL & 0xff], 0);
 	assert_int_equal(sc->shared[STORE_TRANSITION_STREAM_ID & 0xff], 0);
 	assert_int_equal(sc->shared[STORE_TRANSITION_CONSUMER & 0xff], 1);
 	assert_int_equal(sc->shared[STORE_TRANSITION_TERMINAL & 0xff], 1);
@@ -685,7 +721,7 @@ test_batch_body(void **state)
 	const char *batch = strchr(strchr(sc->batch, '\n') + 1, '\n') + 1;
 	assert_memory_equal(batch, body, strlen(body));
 	assert_non_null(strstr(batch + strlen(body),
-	    "pcall(one, KEYS[k + 1], unpack(ARGV, a + 2, a + 1 + n))"));
+	    "pcall(one, KEYS[k + 1], KEYS[k + 2], unpack(ARGV, a + 2, a + 1 + n))"));
 	/* scripts without a "-- BATCH:" line have no batch form */
 	for (int s = 0; s < STORE_NSCRIPTS; s++) {
 		char *text = read_lua(store_scripts[s].name), l3[2048];
@@ -863,6 +899,14 @@ test_decision_key_longest(void **state)
 	assert_int_equal(store_decision_key(&k, "", buf, strlen(k.decision_prefix) + 1), 0);
 	assert_string_equal(buf, k.decision_prefix);
 	assert_int_equal(store_decision_key(&k, id, buf, 0), -1);
+	/* P:final:<id> is shorter ("final:"), so it fits wherever that does;
+	 * one byte short is refused as well */
+	snprintf(want, sizeof want, "%s%s", k.final_prefix, id);
+	assert_non_null(strstr(want, ":final:"));
+	len = strlen(want);
+	assert_int_equal(store_final_key(&k, id, buf, sizeof buf), 0);
+	assert_string_equal(buf, want);
+	assert_int_equal(store_final_key(&k, id, buf, len), -1);
 }
 
 /* The P:dead entry the transition writes has exactly store_dead_fields. */

@@ -1,0 +1,604 @@
+/*
+ * itest_once: SPEC R4, one decision, one execution -- the real warrantd
+ * against a real redis-server and fake_target.
+ *
+ *   - a record queued twice (a decider that retried its XADD) runs from one
+ *     stream entry only; the other is acked with a `duplicate` audit entry,
+ *     whether the two go to two workers or arrive in one read of one;
+ *   - a terminal record set back to `queued` by hand and queued again is
+ *     not run again: its P:final mark says it is terminal;
+ *   - a hash whose `entry` names an entry pending nowhere (acked long ago,
+ *     never there, not a stream id) is taken over by the new entry;
+ *   - `warrantctl dead requeue` removes the mark, and the record runs again.
+ *
+ * One redis-server and one fake_target for all (reset before each test);
+ * each test has its own key prefix. Every wait is a condition with a
+ * timeout; processes are stopped by PID (harness.h).
+ */
+#define _DEFAULT_SOURCE
+#include <jansson.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+
+#define WAIT_MS		30000
+#define ACTION		"gate.open"
+#define RESOURCE	"canal/lateral-3/gate-14"
+#define NREC		10
+#define DUP_PREFIX	"duplicate of entry "
+
+static struct h_redis R;
+static struct h_fake F;
+static redisContext *C;
+static struct h_daemon D[2];
+
+/* ------------------------------------------------------------------ */
+/* plumbing (itest_engine's, cut down)                                  */
+
+static const char *K(const char *prefix, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* "<prefix>:<suffix>" in one of a few rotating buffers: valid until eight
+ * more calls. */
+static const char *
+K(const char *prefix, const char *fmt, ...)
+{
+	static char ring[8][256];
+	static int next;
+	char *buf = ring[next++ % 8];
+	va_list ap;
+	int n = snprintf(buf, sizeof ring[0], "%s:", prefix);
+
+	va_start(ap, fmt);
+	vsnprintf(buf + n, sizeof ring[0] - (size_t)n, fmt, ap);
+	va_end(ap);
+	return buf;
+}
+
+static int
+group_setup(void **state)
+{
+	(void)state;
+	if (h_redis_start(&R, 0) != 0 || h_fake_start(&F, "fake_target", NULL) != 0)
+		return -1;
+	C = h_redis_connect(&R);
+	return C != NULL ? 0 : -1;
+}
+
+static int
+group_teardown(void **state)
+{
+	(void)state;
+	redisFree(C);
+	C = NULL;
+	h_fake_stop(&F);
+	h_redis_stop(&R);
+	return 0;
+}
+
+/* Whatever a failed test left running. */
+static int
+test_teardown(void **state)
+{
+	(void)state;
+	for (int i = 0; i < 2; i++)
+		if (D[i].pid > 0) {
+			fprintf(stderr, "itest_once: killing leftover warrantd; log %s\n", D[i].log);
+			h_daemon_kill(&D[i]);
+		}
+	return 0;
+}
+
+/* A fresh fake whose every answer is 200 after delay_ms. */
+static void
+fake_reset(int delay_ms)
+{
+	char url[256], script[64];
+	long status = 0;
+
+	snprintf(url, sizeof url, "%s/_reset", F.url);
+	free(h_http("POST", url, "{}", &status));
+	assert_int_equal(status, 200);
+	snprintf(script, sizeof script, "{\"default\": {\"delay_ms\": %d}}", delay_ms);
+	assert_int_equal(h_fake_script(&F, script), 0);
+}
+
+static struct h_daemon_opts
+opts(const char *prefix, const char *consumer)
+{
+	struct h_daemon_opts o = {
+		.redis_sock = R.sock, .target_url = F.url, .prefix = prefix,
+		.consumer = consumer,
+	};
+	return o;
+}
+
+static void
+daemon_up(struct h_daemon *d, const struct h_daemon_opts *o)
+{
+	char *ini = h_daemon_ini(o);
+
+	assert_non_null(ini);
+	int rc = h_daemon_start(d, ini);
+	free(ini);
+	if (rc != 0)
+		fprintf(stderr, "itest_once: warrantd did not start; log %s\n", d->log);
+	assert_int_equal(rc, 0);
+}
+
+/* SIGTERM: the daemon must exit 0 with a clean (sanitizer) log. */
+static void
+daemon_down(struct h_daemon *d)
+{
+	int st = h_daemon_stop(d);
+
+	if (!(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0))
+		fprintf(stderr, "itest_once: warrantd ended with status %d; log %s\n", st, d->log);
+	assert_true(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_true(h_daemon_log_clean(d));
+}
+
+static void
+wait_for(int (*cond)(void *), void *arg, const char *what)
+{
+	int rc = h_wait_until(cond, arg, WAIT_MS);
+
+	if (rc != 0)
+		fprintf(stderr, "itest_once: timed out waiting for %s (logs: %s %s)\n", what,
+		    D[0].log, D[1].log);
+	assert_int_equal(rc, 0);
+}
+
+/* n signed records <prefix>-0000 ... under prefix, not queued; due in ten
+ * minutes. */
+static void
+store_records(const char *prefix, int n)
+{
+	long long now = h_now_ms();
+	char *key_path = strdup(h_data("test-es256.key")), id[64];
+
+	for (int i = 0; i < n; i++) {
+		snprintf(id, sizeof id, "%s-%04d", prefix, i);
+		char *json = h_record_json(id, ACTION, RESOURCE, now - 1000, now + 600000, 0, NULL);
+		char *jws = json ? h_sign(json, key_path) : NULL;
+		assert_non_null(jws);
+		assert_int_equal(h_store_record(C, prefix, id, jws, 0), 0);
+		free(json);
+		free(jws);
+	}
+	free(key_path);
+}
+
+/* XADD P:jobs * id <id>: the new entry's id into out. */
+static void
+enqueue(const char *prefix, const char *id, char *out, size_t n)
+{
+	char *sid = h_redis_str(C, "XADD %s * id %s", K(prefix, "jobs"), id);
+
+	assert_non_null(sid);
+	snprintf(out, n, "%s", sid);
+	free(sid);
+}
+
+static char *
+hfield(const char *prefix, const char *id, const char *field)
+{
+	return h_hget(C, K(prefix, "decision:%s", id), field);
+}
+
+static void
+assert_hfield(const char *prefix, const char *id, const char *field, const char *want)
+{
+	char *v = hfield(prefix, id, field);
+
+	if (v == NULL || strcmp(v, want) != 0)
+		fprintf(stderr, "itest_once: %s %s is %s, expected %s\n", id, field,
+		    v ? v : "(nil)", want);
+	assert_non_null(v);
+	assert_string_equal(v, want);
+	free(v);
+}
+
+/* The calls the fake received with Idempotency-Key = id. */
+static long long
+ncalls(const char *id)
+{
+	json_t *all = h_fake_json(&F, "/_requests"), *r;
+	long long n = 0;
+	size_t i;
+
+	assert_non_null(all);
+	json_array_foreach(all, i, r) {
+		const char *k = json_string_value(json_object_get(r, "idempotency_key"));
+		n += k != NULL && strcmp(k, id) == 0;
+	}
+	json_decref(all);
+	return n;
+}
+
+static long long
+fake_stat(const char *name)
+{
+	json_t *s = h_fake_json(&F, "/_stats");
+
+	assert_non_null(s);
+	long long n = json_integer_value(json_object_get(s, name));
+	json_decref(s);
+	return n;
+}
+
+/* What the tests wait for: n records in `state` (NULL: any), every entry up
+ * to `last` read by the group, and none pending. */
+struct settled {
+	const char *prefix, *state, *last;
+	int n;
+};
+
+static int
+settled(void *arg)
+{
+	const struct settled *w = arg;
+	char id[64];
+
+	for (int i = 0; w->state != NULL && i < w->n; i++) {
+		snprintf(id, sizeof id, "%s-%04d", w->prefix, i);
+		char *st = hfield(w->prefix, id, "state");
+		int ok = st != NULL && strcmp(st, w->state) == 0;
+		free(st);
+		if (!ok)
+			return 0;
+	}
+	if (h_pending_count(C, K(w->prefix, "jobs"), "workers") != 0)
+		return 0;
+	/* XINFO GROUPS: the group's last-delivered-id is the last entry */
+	redisReply *r = redisCommand(C, "XINFO GROUPS %s", K(w->prefix, "jobs"));
+	int read = 0;
+	if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 1) {
+		const redisReply *g = r->element[0];
+		for (size_t i = 0; i + 1 < g->elements; i += 2)
+			if (g->element[i]->type == REDIS_REPLY_STRING &&
+			    strcmp(g->element[i]->str, "last-delivered-id") == 0)
+				read = strcmp(g->element[i + 1]->str, w->last) == 0;
+	}
+	freeReplyObject(r);
+	return read;
+}
+
+static void
+wait_settled(const char *prefix, int n, const char *state, const char *last)
+{
+	struct settled w = {prefix, state, last, n};
+
+	wait_for(settled, &w, "every record in its state, every entry read and acked");
+}
+
+/* The audit entries of one record that say `duplicate`. */
+struct dup_scan {
+	const char *id;
+	int n;
+	char detail[128], from[32], to[32], consumer[64];
+};
+
+static int
+dup_each(const redisReply *fields, void *arg)
+{
+	struct dup_scan *s = arg;
+	const char *id = h_entry_str(fields, "id"), *detail = h_entry_str(fields, "detail");
+
+	if (id == NULL || strcmp(id, s->id) != 0 || detail == NULL ||
+	    strncmp(detail, "duplicate", 9) != 0)
+		return 0;
+	s->n++;
+	snprintf(s->detail, sizeof s->detail, "%s", detail);
+	snprintf(s->from, sizeof s->from, "%s", h_entry_str(fields, "from"));
+	snprintf(s->to, sizeof s->to, "%s", h_entry_str(fields, "to"));
+	snprintf(s->consumer, sizeof s->consumer, "%s", h_entry_str(fields, "consumer"));
+	return 0;
+}
+
+static int
+count_lines(const char *path, const char *needle)
+{
+	char *text = h_read_file(path);
+	int n = 0;
+
+	for (const char *p = text; p && (p = strstr(p, needle)) != NULL; p++)
+		n++;
+	free(text);
+	return n;
+}
+
+/*
+ * Each of n records was queued as the entries first[i] and second[i]: each
+ * ran exactly once, from the entry its hash's `entry` names, and the other
+ * one has exactly one audit entry `duplicate of entry <that one>`, state to
+ * the same state. Nothing is pending and nothing went to P:dead. Returns
+ * how many duplicates a worker acked that did not run the record.
+ */
+static int
+assert_once_each(const char *prefix, int n, char first[][48], char second[][48])
+{
+	char id[64];
+	int across = 0;
+
+	for (int i = 0; i < n; i++) {
+		snprintf(id, sizeof id, "%s-%04d", prefix, i);
+		if (ncalls(id) != 1)
+			fail_msg("%s was called %lld times (logs %s %s)", id, ncalls(id), D[0].log,
+			    D[1].log);
+		char *entry = hfield(prefix, id, "entry");
+		assert_non_null(entry);
+		if (strcmp(entry, first[i]) != 0 && strcmp(entry, second[i]) != 0)
+			fail_msg("%s: entry %s is neither %s nor %s", id, entry, first[i], second[i]);
+		struct dup_scan s = {.id = id};
+		h_stream_each(C, K(prefix, "audit"), dup_each, &s);
+		if (s.n != 1)
+			fail_msg("%s: %d duplicate audit entries, expected 1 (log %s)", id, s.n,
+			    D[0].log);
+		char want[128];
+		snprintf(want, sizeof want, DUP_PREFIX "%s", entry);
+		assert_string_equal(s.detail, want);
+		assert_string_equal(s.from, s.to);
+		char *owner = hfield(prefix, id, "owner");
+		across += owner != NULL && strcmp(owner, s.consumer) != 0;
+		free(owner);
+		free(entry);
+	}
+	printf("itest_once: %s: %d of %d duplicates acked by another worker than the one "
+	    "that ran the record\n", prefix, across, n);
+	assert_int_equal(h_pending_count(C, K(prefix, "jobs"), "workers"), 0);
+	assert_int_equal(h_redis_int(C, "XLEN %s", K(prefix, "dead")), 0);
+	assert_int_equal(fake_stat("duplicates"), 0);
+	return across;
+}
+
+/* ------------------------------------------------------------------ */
+/* R4: one stream entry runs a record                                   */
+
+/* Ten records, each queued twice in a row, read one entry at a time by two
+ * workers while the target takes a second per call: the two entries of a
+ * record are in hand at once, mostly in different workers. */
+static void
+test_queued_twice_two_workers(void **state)
+{
+	const char *p = "tw";
+	char first[NREC][48], second[NREC][48], id[64];
+	struct h_daemon_opts o1 = opts(p, "w1"), o2 = opts(p, "w2");
+	(void)state;
+
+	fake_reset(1000);
+	o1.redis_extra = o2.redis_extra = "batch = 1\n";
+	store_records(p, NREC);
+	daemon_up(&D[0], &o1);
+	daemon_up(&D[1], &o2);
+	for (int i = 0; i < NREC; i++) {
+		snprintf(id, sizeof id, "%s-%04d", p, i);
+		enqueue(p, id, first[i], sizeof first[i]);
+		enqueue(p, id, second[i], sizeof second[i]);
+	}
+	wait_settled(p, NREC, "done", second[NREC - 1]);
+	/* read one at a time by two workers, some pairs are split */
+	assert_true(assert_once_each(p, NREC, first, second) > 0);
+	assert_int_equal(fake_stat("total"), NREC);
+	int dups[2];
+	for (int i = 0; i < 2; i++)
+		dups[i] = count_lines(D[i].log, "event=job.duplicate");
+	printf("itest_once: duplicates acked by w1 %d, by w2 %d\n", dups[0], dups[1]);
+	assert_int_equal(dups[0] + dups[1], NREC);
+	daemon_down(&D[1]);
+	daemon_down(&D[0]);
+}
+
+/* The same with both entries of every record in one worker's hand: queued
+ * before it starts, they come in its first read, and their first
+ * transitions go to Redis in one batch. */
+static void
+test_queued_twice_one_batch(void **state)
+{
+	const char *p = "ob";
+	char first[NREC][48], second[NREC][48], id[64];
+	struct h_daemon_opts o = opts(p, "w1");
+	(void)state;
+
+	fake_reset(500);
+	store_records(p, NREC);
+	for (int i = 0; i < NREC; i++) {
+		snprintf(id, sizeof id, "%s-%04d", p, i);
+		enqueue(p, id, first[i], sizeof first[i]);
+		enqueue(p, id, second[i], sizeof second[i]);
+	}
+	daemon_up(&D[0], &o);
+	wait_settled(p, NREC, "done", second[NREC - 1]);
+	assert_int_equal(assert_once_each(p, NREC, first, second), 0);
+	assert_int_equal(fake_stat("total"), NREC);
+	assert_int_equal(count_lines(D[0].log, "event=job.duplicate"), NREC);
+	assert_int_equal(count_lines(D[0].log, "reason=duplicate"), NREC);
+	daemon_down(&D[0]);
+}
+
+/* ------------------------------------------------------------------ */
+/* R4: terminal stays terminal                                          */
+
+/* Five records done; then someone with the decider's access sets each back
+ * to `queued` and queues it again. The P:final mark (written with `done`,
+ * with the hash's TTL) makes the worker ack the new entries unrun and
+ * write nothing. */
+static void
+test_terminal_reset_not_run(void **state)
+{
+	const char *p = "tr";
+	char sid[48], id[64];
+	struct h_daemon_opts o = opts(p, "w1");
+	(void)state;
+
+	fake_reset(0);
+	store_records(p, 5);
+	for (int i = 0; i < 5; i++) {
+		snprintf(id, sizeof id, "%s-%04d", p, i);
+		enqueue(p, id, sid, sizeof sid);
+	}
+	daemon_up(&D[0], &o);
+	wait_settled(p, 5, "done", sid);
+	for (int i = 0; i < 5; i++) {
+		snprintf(id, sizeof id, "%s-%04d", p, i);
+		char *mark = h_redis_str(C, "GET %s", K(p, "final:%s", id));
+		assert_non_null(mark);
+		assert_string_equal(mark, "done");
+		free(mark);
+		/* the hash's TTL: both were set by one script */
+		long long hp = h_redis_int(C, "PTTL %s", K(p, "decision:%s", id));
+		long long fp = h_redis_int(C, "PTTL %s", K(p, "final:%s", id));
+		assert_true(hp > 0 && fp > 0);
+		assert_true(fp - hp < 1000 && hp - fp < 1000);
+	}
+	long long audit = h_redis_int(C, "XLEN %s", K(p, "audit"));
+	for (int i = 0; i < 5; i++) {
+		snprintf(id, sizeof id, "%s-%04d", p, i);
+		assert_true(h_redis_int(C, "HSET %s state queued", K(p, "decision:%s", id)) >= 0);
+		enqueue(p, id, sid, sizeof sid);
+	}
+	wait_settled(p, 5, NULL, sid);
+	for (int i = 0; i < 5; i++) {
+		snprintf(id, sizeof id, "%s-%04d", p, i);
+		if (ncalls(id) != 1)
+			fail_msg("%s ran %lld times (log %s)", id, ncalls(id), D[0].log);
+		assert_hfield(p, id, "state", "queued");	/* nothing written */
+	}
+	assert_int_equal(h_redis_int(C, "XLEN %s", K(p, "audit")), audit);
+	assert_int_equal(count_lines(D[0].log, "reason=terminal"), 5);
+	assert_int_equal(fake_stat("total"), 5);
+	daemon_down(&D[0]);
+}
+
+/* ------------------------------------------------------------------ */
+/* R4: an `entry` pending nowhere is taken over                          */
+
+/* Three records whose hash names an entry that is pending nowhere: one
+ * delivered and acked long ago, one that never was (a Redis that forgot its
+ * PEL), one that is no stream id at all. Each runs once from its new entry,
+ * which its hash then names; no duplicate is written. */
+static void
+test_stale_entry_taken_over(void **state)
+{
+	const char *p = "st";
+	char old[48], fresh[3][48], id[64];
+	struct h_daemon_opts o = opts(p, "w1");
+	(void)state;
+
+	fake_reset(0);
+	store_records(p, 3);
+	free(h_redis_str(C, "XGROUP CREATE %s workers 0 MKSTREAM", K(p, "jobs")));
+	enqueue(p, "st-0000", old, sizeof old);
+	redisReply *r = redisCommand(C, "XREADGROUP GROUP workers gone COUNT 1 STREAMS %s >",
+	    K(p, "jobs"));
+	assert_non_null(r);
+	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+	freeReplyObject(r);
+	assert_int_equal(h_redis_int(C, "XACK %s workers %s", K(p, "jobs"), old), 1);
+	assert_true(h_redis_int(C, "HSET %s entry %s", K(p, "decision:st-0000"), old) >= 0);
+	assert_true(h_redis_int(C, "HSET %s entry 1-1", K(p, "decision:st-0001")) >= 0);
+	assert_true(h_redis_int(C, "HSET %s entry not-an-id", K(p, "decision:st-0002")) >= 0);
+	for (int i = 0; i < 3; i++) {
+		snprintf(id, sizeof id, "%s-%04d", p, i);
+		enqueue(p, id, fresh[i], sizeof fresh[i]);
+	}
+	daemon_up(&D[0], &o);
+	wait_settled(p, 3, NULL, fresh[2]);
+	for (int i = 0; i < 3; i++) {
+		snprintf(id, sizeof id, "%s-%04d", p, i);
+		assert_hfield(p, id, "state", "done");
+		assert_int_equal(ncalls(id), 1);
+		assert_hfield(p, id, "entry", fresh[i]);
+		struct dup_scan s = {.id = id};
+		h_stream_each(C, K(p, "audit"), dup_each, &s);
+		assert_int_equal(s.n, 0);
+	}
+	assert_false(h_daemon_log_has(&D[0], "event=job.duplicate"));
+	daemon_down(&D[0]);
+}
+
+/* ------------------------------------------------------------------ */
+/* R4: the operator removes the mark                                    */
+
+static int
+dead_letter_of(void *arg)
+{
+	return h_stream_count(C, K(arg, "dead"), "id", "rq-0000") > 0;
+}
+
+/* A record dead after max_attempts has P:final = dead; `warrantctl dead
+ * requeue` (with the worker stopped, so what it wrote can be seen) removes
+ * it and names its new entry in the hash, and the record runs again to
+ * done. */
+static void
+test_requeue_removes_mark(void **state)
+{
+	const char *p = "rq";
+	char sid[48];
+	struct h_daemon_opts o = opts(p, "w1");
+	(void)state;
+
+	fake_reset(0);
+	assert_int_equal(h_fake_script(&F, "{\"per_key\": {\"rq-0000\": [{\"status\": 503},"
+	    " {\"status\": 503}]}}"), 0);
+	o.max_attempts = 2;
+	store_records(p, 1);
+	enqueue(p, "rq-0000", sid, sizeof sid);
+	daemon_up(&D[0], &o);
+	wait_settled(p, 1, "dead", sid);
+	wait_for(dead_letter_of, (void *)p, "the dead letter");
+	char *mark = h_redis_str(C, "GET %s", K(p, "final:rq-0000"));
+	assert_non_null(mark);
+	assert_string_equal(mark, "dead");
+	free(mark);
+
+	/* with no worker running, what the requeue wrote stays to be seen */
+	char ini[sizeof D[0].ini];
+	snprintf(ini, sizeof ini, "%s", D[0].ini);
+	daemon_down(&D[0]);
+	char *argv[] = {(char *)h_bin("warrantctl"), "-c", ini, "dead", "requeue", "rq-0000",
+	    NULL};
+	char *out = NULL;
+	int rc = h_run(argv, 30000, &out);
+	if (rc != 0)
+		fail_msg("warrantctl dead requeue: exit %d: %s", rc, out ? out : "");
+	/* "requeued rq-0000 as rq:jobs entry <id>" */
+	const char *at = strstr(out, "entry ");
+	assert_non_null(at);
+	snprintf(sid, sizeof sid, "%.*s", (int)strcspn(at + 6, "\n"), at + 6);
+	free(out);
+	assert_int_equal(h_redis_int(C, "EXISTS %s", K(p, "final:rq-0000")), 0);
+	assert_hfield(p, "rq-0000", "entry", sid);
+	assert_hfield(p, "rq-0000", "state", "queued");
+	daemon_up(&D[0], &o);
+	wait_settled(p, 1, "done", sid);
+	assert_int_equal(ncalls("rq-0000"), 3);
+	mark = h_redis_str(C, "GET %s", K(p, "final:rq-0000"));
+	assert_non_null(mark);
+	assert_string_equal(mark, "done");
+	free(mark);
+	daemon_down(&D[0]);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_queued_twice_two_workers, test_teardown),
+		cmocka_unit_test_teardown(test_queued_twice_one_batch, test_teardown),
+		cmocka_unit_test_teardown(test_terminal_reset_not_run, test_teardown),
+		cmocka_unit_test_teardown(test_stale_entry_taken_over, test_teardown),
+		cmocka_unit_test_teardown(test_requeue_removes_mark, test_teardown),
+	};
+
+	return cmocka_run_group_tests_name("once (R4)", tests, group_setup, group_teardown);
+}
