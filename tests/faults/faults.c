@@ -33,10 +33,23 @@
  * Then, with every fault undone, it waits (bounded) until each job is
  * terminal and the PEL is empty, stops the workers, and checks:
  *   lost      a job not in a terminal state (done, expired, denied, failed, dead)
+ *   wrong     a final state that the job's plan and the evidence do not allow
+ *             (outcome_wrong): the evidence is the target's own record of
+ *             calls (status, arrival, how long it held each answer), the
+ *             PDP's record of queries and Redis' stream times, never the
+ *             daemon's word alone -- done needs a 2xx the worker saw, denied
+ *             the PDP's deny and no call, failed a 4xx, dead max-attempts in
+ *             P:dead and only calls it had to retry, expired a time at or
+ *             past the deadline (or a retry due past it); a job planned ok
+ *             ends done, short done or expired, deny denied, 4xx failed,
+ *             poison dead, each with the allowances the rules give
  *   pending   XPENDING count above 0
  *   late      a call that arrived at the target more than LATE_SLACK_MS (100)
  *             after the job's expiresAt
- *   terminal  an id with more than one transition to a terminal state in P:audit
+ *   terminal  an id with more than one transition to a terminal state in
+ *             P:audit, a hash whose state is not its first terminal one, or
+ *             a call that reached the target after that first terminal
+ *             write (its stream time)
  *   unclean   a SIGTERM that did not end in exit 0 within 30 s (R15)
  *   duplicates: a job the target answered 2xx more than once. Each repeat is
  *     EXPLAINED only when the worker cannot have known of the earlier one:
@@ -51,8 +64,8 @@
  *     Anything else is UNEXPLAINED and printed with the evidence.
  *   broken    a run whose world could not be kept up (a restart or a fake
  *             that failed: printed); its other counts are partial
- * Exit status 1 on any lost, pending, late, terminal, unclean, unexplained or
- * broken.
+ * Exit status 1 on any lost, wrong, pending, late, terminal, unclean,
+ * unexplained or broken.
  */
 #define _DEFAULT_SOURCE
 #include <signal.h>
@@ -71,7 +84,8 @@ static const char *const fault_name[F_N] = { "kill", "redis-kill", "redis-freeze
 	"idp-down", "pdp-down", "target-slow", "revoke", "sighup", "sigterm", "redis-stall",
 	"refuse-writes", "restart-late", "queue-twice" };
 
-enum jkind { J_OK, J_SHORT, J_DENY, J_FAIL, J_DEAD };
+enum jkind { J_OK, J_SHORT, J_DENY, J_FAIL, J_DEAD, J_N };
+static const char *const kind_name[J_N] = { "ok", "short", "deny", "4xx", "poison" };
 
 static const char *const state_name[] = { "done", "expired", "denied", "failed", "dead" };
 #define NSTATES 5
@@ -83,14 +97,25 @@ static const char *const state_name[] = { "done", "expired", "denied", "failed",
 #define CLAIM_IDLE_MS	4000
 #define DRAIN_MS	120000
 #define MAX_EVENTS	256
-/* A call leaves the worker after its R1 check and reaches the target a
- * little later: up to this much after expiresAt is the trip, not a late
- * start. */
+#define MAX_ATTEMPTS	3		/* [retry] max_attempts */
+#define CAP_MS		400		/* [retry] cap_ms: the longest backoff */
+/* R1 allows no lateness: the request leaves before expiresAt (the worker
+ * checks it as the call goes out, and connecting is bounded by the time
+ * left). What is measured, though, is fake_target's arrival stamp, taken
+ * once its own thread has read the whole request: the loopback trip plus
+ * the scheduling of two processes on a loaded machine (the matrix runs
+ * under nice beside other work). `make faults` runs the release build; the
+ * stamp is the fake's. The run prints every call that arrived after
+ * expiresAt but within this bound, and the latest ("within the trip"), so
+ * the margin is seen, not assumed (tests/README.md has the numbers). The
+ * defects it is there for are far beyond it: a call sent after a write
+ * that waited on a frozen Redis (103 ms to 2.2 s late, the first round of
+ * fixes), retries past the deadline (CAP_MS apart, for seconds). */
 #define LATE_SLACK_MS	100
 
 struct job {
 	char id[48];
-	long long expires_ms;
+	long long enqueued_ms, expires_ms;
 	enum jkind kind;
 };
 
@@ -102,9 +127,28 @@ struct event {
 
 struct tally {
 	long runs, jobs, faults[F_N], states[NSTATES];
+	long outcome[J_N][NSTATES + 1];	/* planned kind x final state (last: none) */
 	long lost, pending, late, terminal, unclean, dup_kill, dup_timeout, dup_unexplained;
+	long wrong;		/* a final state the plan and the evidence do not allow */
+	long trip, trip_max_ms;	/* calls after expiresAt within LATE_SLACK_MS, the latest */
 	long broken;		/* runs whose world could not be kept up */
 	long long ms;
+};
+
+/* What one job's record at the target and the PDP (and, for the times,
+ * Redis' own stream ids) say happened to it: the evidence its final state,
+ * written by the daemon, is judged by. */
+struct evid {
+	int calls;			/* calls that reached the target */
+	int ok;				/* 2xx answered within TIMEOUT_MS: a success the worker saw */
+	int perm;			/* other 4xx (not 401) answered in time: R8's failed */
+	int retry;			/* 408/425/429/5xx, or an answer held past TIMEOUT_MS */
+	int auth;			/* 401 (R9) */
+	long long first_ok_ms, first_perm_ms;	/* arrival at the target */
+	int pdp_deny, pdp_unavailable;	/* the PDP's answers to queries for it */
+	long long terminal_ms;		/* stream time of its first terminal P:audit entry */
+	char terminal_to[16];		/* ... and the state it went to */
+	char dead_reason[32];		/* the reason of its P:dead entry */
 };
 
 struct run {
@@ -112,6 +156,8 @@ struct run {
 	struct w_rng rng;
 	unsigned long long seed;
 	struct job *jobs;
+	struct evid *evid;		/* one per job */
+	char **final;			/* the hash's state at the end, per job */
 	int njobs, queued, target_delay_ms;
 	char deny[4096];		/* fake_pdp policy */
 	struct event ev[MAX_EVENTS];
@@ -129,6 +175,8 @@ plan_jobs(struct run *r)
 
 	r->njobs = (int)w_between(&r->rng, 200, 300);
 	r->jobs = calloc((size_t)r->njobs, sizeof *r->jobs);
+	r->evid = calloc((size_t)r->njobs, sizeof *r->evid);
+	r->final = calloc((size_t)r->njobs, sizeof *r->final);
 	n += (size_t)snprintf(r->deny, sizeof r->deny, "{\"deny_resources\":[\"\"");
 	for (int i = 0; i < r->njobs; i++) {
 		struct job *j = &r->jobs[i];
@@ -180,9 +228,9 @@ worker_params(struct run *r, struct w_params *p)
 	p->grace_ms = 8000;
 	p->action_timeout_ms = TIMEOUT_MS;
 	p->max_deliveries = 16;
-	p->max_attempts = 3;
+	p->max_attempts = MAX_ATTEMPTS;
 	p->base_ms = 50;
-	p->cap_ms = 400;
+	p->cap_ms = CAP_MS;
 	p->oauth = 1;
 	p->authz = 1;
 }
@@ -400,6 +448,7 @@ enqueue_some(struct run *r, int n)
 			snprintf(res, sizeof res, "canal/deny/%s", j->id);
 		else
 			snprintf(res, sizeof res, "canal/gate/%s", j->id);
+		j->enqueued_ms = now;
 		j->expires_ms = now + (j->kind == J_SHORT ? w_between(&r->rng, 500, 4000) : 600000);
 		if (w_enqueue(&r->w, j->id, res, j->expires_ms) != 0)
 			return -1;
@@ -480,58 +529,115 @@ job_of(struct run *r, const char *id)
 static void
 count_states(struct run *r)
 {
-	char **st = calloc((size_t)r->njobs, sizeof *st);
+	char **st = r->final;
 
 	if (st == NULL || not_terminal(r, st) < 0) {
 		r->t.lost += r->njobs;
-		free(st);
 		return;
 	}
 	for (int i = 0; i < r->njobs; i++) {
 		int known = 0;
 		for (int s = 0; s < NSTATES; s++)
-			if (st[i] && strcmp(st[i], state_name[s]) == 0)
+			if (st[i] && strcmp(st[i], state_name[s]) == 0) {
 				r->t.states[s]++, known = 1;
+				r->t.outcome[r->jobs[i].kind][s]++;
+			}
 		if (!known) {
 			r->t.lost++;
+			r->t.outcome[r->jobs[i].kind][NSTATES]++;
 			w_say("  LOST %s: state %s\n", r->jobs[i].id, st[i] ? st[i] : "(no hash)");
 		}
-		free(st[i]);
 	}
-	free(st);
 }
 
-struct audit_scan {
-	struct run *r;
-	json_t *seen;		/* id -> the terminal state it went to */
-};
-
-static int
-audit_entry(const redisReply *fields, void *arg)
+/* Calls each(the entry's stream time, its fields, arg) for every entry of
+ * stream key, oldest first, a thousand at a time. The stream id's time is
+ * Redis' clock when the entry was written, not a field the daemon chose. */
+static void
+stream_walk(redisContext *c, const char *key,
+	    void (*each)(long long ms, const redisReply *fields, void *arg), void *arg)
 {
-	struct audit_scan *a = arg;
-	const char *id = h_entry_str(fields, "id"), *to = h_entry_str(fields, "to");
+	char from[64] = "-";
+	size_t n;
 
-	if (id == NULL || !w_terminal(to) || job_of(a->r, id) == NULL)
-		return 0;
-	if (json_object_get(a->seen, id) != NULL) {
-		a->r->t.terminal++;
-		w_say("  TERMINAL TWICE %s: %s, then %s\n", id,
-		    json_string_value(json_object_get(a->seen, id)), to);
-	}
-	json_object_set_new(a->seen, id, json_string(to));
-	return 0;
+	do {
+		redisReply *rep = c ? redisCommand(c, "XRANGE %s %s + COUNT 1000", key, from) : NULL;
+		n = rep != NULL && rep->type == REDIS_REPLY_ARRAY ? rep->elements : 0;
+		for (size_t i = 0; i < n; i++) {
+			const redisReply *e = rep->element[i];
+			if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
+			    e->element[0]->type != REDIS_REPLY_STRING)
+				continue;
+			each(strtoll(e->element[0]->str, NULL, 10), e->element[1], arg);
+			snprintf(from, sizeof from, "(%s", e->element[0]->str);
+		}
+		freeReplyObject(rep);
+	} while (n == 1000);
 }
 
-/* P:audit: no id goes to a terminal state twice. */
+static void
+audit_entry(long long ms, const redisReply *fields, void *arg)
+{
+	struct run *r = arg;
+	const char *id = h_entry_str(fields, "id"), *to = h_entry_str(fields, "to");
+	const char *from = h_entry_str(fields, "from");
+	struct job *j = job_of(r, id);
+
+	/* from = to is no transition: R4's note of a duplicate entry acked */
+	if (j == NULL || !w_terminal(to) || (from != NULL && strcmp(from, to) == 0))
+		return;
+	struct evid *e = &r->evid[j - r->jobs];
+	if (e->terminal_ms != 0) {
+		r->t.terminal++;
+		w_say("  TERMINAL TWICE %s: %s, then %s (P:audit)\n", id, e->terminal_to, to);
+		return;
+	}
+	e->terminal_ms = ms;
+	snprintf(e->terminal_to, sizeof e->terminal_to, "%s", to);
+}
+
+/* P:audit: no id goes to a terminal state twice; the first terminal entry's
+ * time is when the job was decided (check_calls: nothing reaches the
+ * target after it). */
 static void
 check_audit(struct run *r)
 {
-	struct audit_scan a = { r, json_object() };
+	stream_walk(w_rc(&r->w), W_AUDIT, audit_entry, r);
+}
 
-	if (w_rc(&r->w) != NULL)
-		h_stream_each(w_rc(&r->w), W_AUDIT, audit_entry, &a);
-	json_decref(a.seen);
+static void
+dead_entry(long long ms, const redisReply *fields, void *arg)
+{
+	struct run *r = arg;
+	struct job *j = job_of(r, h_entry_str(fields, "id"));
+	const char *reason = h_entry_str(fields, "reason");
+
+	(void)ms;
+	if (j != NULL)
+		snprintf(r->evid[j - r->jobs].dead_reason, sizeof r->evid->dead_reason, "%s",
+		    reason ? reason : "");
+}
+
+/* The PDP's own record: which jobs it denied, which it left waiting. */
+static int
+pdp_evidence(struct run *r)
+{
+	json_t *all = h_fake_json(&r->w.pdp, "/_queries"), *q;
+	size_t i;
+
+	if (all == NULL)
+		return -1;
+	json_array_foreach(all, i, q) {
+		json_t *in = json_object_get(q, "input");
+		struct job *j = job_of(r, json_string_value(json_object_get(in, "recordId")));
+		const char *d = json_string_value(json_object_get(q, "decision"));
+		if (j == NULL || d == NULL)
+			continue;
+		r->evid[j - r->jobs].pdp_deny += strcmp(d, "deny") == 0;
+		r->evid[j - r->jobs].pdp_unavailable += strcmp(d, "unavailable") == 0;
+	}
+	json_decref(all);
+	return 0;
 }
 
 /* Does incarnation k's log name job `id` (it had the entry in hand)? */
@@ -599,12 +705,40 @@ check_calls(struct run *r)
 		long long delay = json_integer_value(json_object_get(q, "delay_ms"));
 		if (j == NULL)
 			continue;
+		struct evid *e = &r->evid[j - r->jobs];
 		if (at > j->expires_ms + LATE_SLACK_MS) {
 			r->t.late++;
 			w_say("  LATE %s: arrived at %lld, %lld ms after expiresAt (status %lld)\n",
 			    id, at, at - j->expires_ms, st);
 			evidence(r, id, j->expires_ms, at);
+		} else if (at > j->expires_ms) {
+			r->t.trip++;
+			if (at - j->expires_ms > r->t.trip_max_ms)
+				r->t.trip_max_ms = (long)(at - j->expires_ms);
 		}
+		/* R4, R13: once its first terminal write is in Redis a job is
+		 * never executed again. A call arrives before the answer that
+		 * leads to that write (one clock, this machine's), and a
+		 * SIGKILLed holder's last call arrives within the trip of its
+		 * death, claim_idle_ms before anyone else may run the job: no
+		 * allowance. */
+		if (e->terminal_ms != 0 && at > e->terminal_ms) {
+			r->t.terminal++;
+			w_say("  RAN AFTER TERMINAL %s: a call arrived %lld ms after it went %s "
+			    "(status %lld)\n", id, at - e->terminal_ms, e->terminal_to, st);
+			evidence(r, id, e->terminal_ms, at);
+		}
+		/* What the worker could see: an answer held past the action's
+		 * timeout_ms reached it as a timeout (R8: retry). */
+		e->calls++;
+		if (delay >= TIMEOUT_MS || st == 408 || st == 425 || st == 429 || st >= 500)
+			e->retry++;
+		else if (st == 401)
+			e->auth++;
+		else if (st >= 400 && st <= 499 && e->perm++ == 0)
+			e->first_perm_ms = at;
+		else if (st >= 200 && st <= 299 && e->ok++ == 0)
+			e->first_ok_ms = at;
 		if (st < 200 || st > 299)
 			continue;
 		json_t *prev = json_object_get(last_ok, id);
@@ -629,11 +763,154 @@ check_calls(struct run *r)
 	return 0;
 }
 
+/* Whether the final state `st` of job i agrees with the evidence; NULL
+ * when it does, else why not (in why). Each state needs the evidence that
+ * can only come from its cause, and each planned kind allows only the
+ * states its plan and the faults can lead to under the rules. */
+static const char *
+outcome_wrong(struct run *r, int i, const char *st, char *why, size_t n)
+{
+	const struct job *j = &r->jobs[i];
+	const struct evid *e = &r->evid[i];
+	int k = j->kind;
+
+	/* R8: only a 2xx the worker saw is done, only another 4xx is failed;
+	 * R5: only the PDP's deny is denied, and nothing is called after it
+	 * (the PDP is asked before every attempt, and the plan's deny is for
+	 * good). */
+	if (strcmp(st, "done") == 0 && e->ok == 0)
+		return "done, but the target answered no call 2xx in time";
+	if (strcmp(st, "failed") == 0 && e->perm == 0)
+		return "failed, but the target answered no call 4xx";
+	if (strcmp(st, "denied") == 0 && (e->pdp_deny == 0 || e->calls > 0)) {
+		snprintf(why, n, "denied, but the PDP denied it %d time(s) and the target saw %d "
+		    "call(s)", e->pdp_deny, e->calls);
+		return why;
+	}
+	/* R8: every call, by every worker over every delivery, counts: none
+	 * reaches the target before its attempt is counted (the call step),
+	 * so the target sees at most max_attempts calls of one job. */
+	if (e->calls > MAX_ATTEMPTS) {
+		snprintf(why, n, "%d calls at the target, max_attempts %d", e->calls, MAX_ATTEMPTS);
+		return why;
+	}
+	/* R8: dead after max_attempts calls that each failed in a way the
+	 * worker had to retry -- 503s for the poison jobs; for the others a
+	 * target-slow episode (timeouts) or a revocation (401s count too, and
+	 * R9's re-dispatch checks R8 again) can use up the three. A call the
+	 * target answered 2xx or 404 in time decided the job instead. (A
+	 * SIGKILL after the call step may count an attempt the target never
+	 * saw, so fewer than max_attempts calls can be enough.) */
+	if (strcmp(st, "dead") == 0) {
+		if (strcmp(e->dead_reason, "max-attempts") != 0) {
+			snprintf(why, n, "dead with reason '%s' in P:dead, not max-attempts",
+			    e->dead_reason);
+			return why;
+		}
+		if (e->calls == 0 || e->ok > 0 || e->perm > 0) {
+			snprintf(why, n, "dead (max-attempts) after %d call(s), %d answered 2xx and "
+			    "%d 4xx in time", e->calls, e->ok, e->perm);
+			return why;
+		}
+	}
+	/* R1: expired at or past expiresAt -- or earlier only when a retry
+	 * was due (a retryable answer from the target or the PDP) whose timer
+	 * would fire after it, dropped then and there: with no Retry-After in
+	 * this matrix a backoff is at most cap_ms. The time is Redis' (the
+	 * stream id of the terminal audit entry). A success the worker saw
+	 * is written, never thrown away (R8, R15, R17), unless the holder that
+	 * saw it was SIGKILLed before its terminal write. */
+	if (strcmp(st, "expired") == 0) {
+		long long early = j->expires_ms - e->terminal_ms;
+		if (e->terminal_ms == 0)
+			return "expired, but P:audit has no terminal entry";
+		if (early > 0 && (early > CAP_MS || e->retry + e->pdp_unavailable == 0)) {
+			snprintf(why, n, "expired %lld ms before its deadline (%d retryable "
+			    "answer(s) from the target, %d from the PDP)", early, e->retry,
+			    e->pdp_unavailable);
+			return why;
+		}
+		if (e->ok > 0 && !killed_holder(r, j->id, e->first_ok_ms, e->terminal_ms))
+			return "expired, but a live worker saw its 2xx";
+	}
+	switch (k) {
+	case J_OK:
+		/* done; dead and expired only as above (a ten-minute deadline
+		 * does not pass in a run) */
+		if (strcmp(st, "done") == 0 || strcmp(st, "dead") == 0 ||
+		    strcmp(st, "expired") == 0)
+			return NULL;
+		break;
+	case J_SHORT:
+		/* done or expired (never called after the deadline: LATE) */
+		if (strcmp(st, "done") == 0 || strcmp(st, "expired") == 0 ||
+		    strcmp(st, "dead") == 0)
+			return NULL;
+		break;
+	case J_DENY:
+		if (strcmp(st, "denied") == 0)
+			return NULL;
+		break;
+	case J_FAIL:
+		if (strcmp(st, "failed") == 0 || strcmp(st, "dead") == 0)
+			return NULL;
+		/* The worker that saw the 404 died before its terminal write
+		 * (R13 writes the result and the XACK in one script: nothing
+		 * was written); the entry was claimed, and the target, its one
+		 * scripted 404 used up, answered the next call 2xx. */
+		if (strcmp(st, "done") == 0 &&
+		    killed_holder(r, j->id, e->first_perm_ms, e->first_ok_ms))
+			return NULL;
+		break;
+	case J_DEAD:
+		/* Twelve scripted 503s outlast max_attempts; a ten-minute
+		 * deadline does not pass. */
+		if (strcmp(st, "dead") == 0)
+			return NULL;
+		break;
+	default:
+		break;
+	}
+	snprintf(why, n, "planned %s, ended %s", kind_name[k], st);
+	return why;
+}
+
+/* Each job's final state against its plan and the evidence. */
+static void
+check_outcomes(struct run *r)
+{
+	char why[160];
+	const char *bad;
+
+	stream_walk(w_rc(&r->w), W_DEAD, dead_entry, r);
+	for (int i = 0; i < r->njobs; i++) {
+		const struct evid *e = &r->evid[i];
+		if (r->final[i] == NULL || !w_terminal(r->final[i]))
+			continue;	/* lost, counted already */
+		/* The state written last is the one the first terminal write
+		 * set: nothing overwrote it (R4). */
+		if (e->terminal_ms == 0 || strcmp(e->terminal_to, r->final[i]) != 0) {
+			r->t.terminal++;
+			w_say("  TERMINAL TWICE %s: the hash says %s, P:audit's first terminal "
+			    "entry %s\n", r->jobs[i].id, r->final[i],
+			    e->terminal_ms ? e->terminal_to : "(none)");
+		}
+		if ((bad = outcome_wrong(r, i, r->final[i], why, sizeof why)) == NULL)
+			continue;
+		r->t.wrong++;
+		w_say("  WRONG OUTCOME %s: %s (target: %d call(s), %d 2xx, %d 4xx, %d retryable, "
+		    "%d 401; PDP: %d deny, %d unavailable; P:dead '%s')\n", r->jobs[i].id, bad,
+		    e->calls, e->ok, e->perm, e->retry, e->auth, e->pdp_deny, e->pdp_unavailable,
+		    e->dead_reason);
+		evidence(r, r->jobs[i].id, r->jobs[i].enqueued_ms, h_now_ms());
+	}
+}
+
 static long
 failures(const struct tally *t)
 {
 	return t->lost + t->pending + t->late + t->terminal + t->unclean + t->dup_unexplained +
-	    t->broken;
+	    t->wrong + t->broken;
 }
 
 static void
@@ -645,6 +922,13 @@ add_tally(struct tally *sum, const struct tally *t)
 		sum->faults[k] += t->faults[k];
 	for (int s = 0; s < NSTATES; s++)
 		sum->states[s] += t->states[s];
+	for (int k = 0; k < J_N; k++)
+		for (int s = 0; s <= NSTATES; s++)
+			sum->outcome[k][s] += t->outcome[k][s];
+	sum->wrong += t->wrong;
+	sum->trip += t->trip;
+	if (t->trip_max_ms > sum->trip_max_ms)
+		sum->trip_max_ms = t->trip_max_ms;
 	sum->lost += t->lost;
 	sum->pending += t->pending;
 	sum->late += t->late;
@@ -700,15 +984,22 @@ run_seed(unsigned long long seed, struct tally *out)
 	if (r->t.pending != 0)
 		w_say("  PENDING: %lld entries left in the PEL\n", (long long)r->t.pending);
 	check_audit(r);
-	if (check_calls(r) != 0)
+	if (pdp_evidence(r) != 0 || check_calls(r) != 0)
 		ok = 0;
+	check_outcomes(r);
 	r->t.ms = w_mono_ms() - t0;
 	r->t.broken = !ok;	/* a failed run, whatever else it shows */
-	w_say("  seed %llu: %s%d jobs, %d faults, lost %ld late %ld pending %ld dup %ld/%ld/%ld "
-	    "(kill/timeout/unexplained), %.1f s\n", seed, ok ? "" : "BROKEN, ", r->njobs, r->nev, r->t.lost, r->t.late,
-	    r->t.pending, r->t.dup_kill, r->t.dup_timeout, r->t.dup_unexplained, r->t.ms / 1000.0);
+	w_say("  seed %llu: %s%d jobs, %d faults, lost %ld wrong %ld late %ld pending %ld "
+	    "terminal twice %ld dup %ld/%ld/%ld (kill/timeout/unexplained), %.1f s\n", seed,
+	    ok ? "" : "BROKEN, ", r->njobs, r->nev, r->t.lost, r->t.wrong, r->t.late,
+	    r->t.pending, r->t.terminal, r->t.dup_kill, r->t.dup_timeout, r->t.dup_unexplained,
+	    r->t.ms / 1000.0);
 	add_tally(out, &r->t);
 	w_down(&r->w);
+	for (int i = 0; i < r->njobs; i++)
+		free(r->final[i]);
+	free(r->final);
+	free(r->evid);
 	free(r->jobs);
 	free(r);
 	return 0;
@@ -717,11 +1008,13 @@ run_seed(unsigned long long seed, struct tally *out)
 static void
 print_table(const struct tally *t)
 {
-	printf("\n| runs | broken | jobs | s/run | lost | late | pending | terminal twice | "
-	    "unclean stop | dup explained (kill/timeout) | ran twice by a live worker |\n"
-	    "|---|---|---|---|---|---|---|---|---|---|---|\n");
-	printf("| %ld | %ld | %ld | %.1f | %ld | %ld | %ld | %ld | %ld | %ld (%ld/%ld) | %ld |\n\n",
-	    t->runs, t->broken, t->jobs, t->runs ? t->ms / 1000.0 / (double)t->runs : 0.0, t->lost, t->late,
+	printf("\n| runs | broken | jobs | s/run | lost | wrong outcome | late | pending | "
+	    "terminal twice | unclean stop | dup explained (kill/timeout) | "
+	    "ran twice by a live worker |\n"
+	    "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+	printf("| %ld | %ld | %ld | %.1f | %ld | %ld | %ld | %ld | %ld | %ld | %ld (%ld/%ld) | "
+	    "%ld |\n\n", t->runs, t->broken, t->jobs,
+	    t->runs ? t->ms / 1000.0 / (double)t->runs : 0.0, t->lost, t->wrong, t->late,
 	    t->pending, t->terminal, t->unclean, t->dup_kill + t->dup_timeout, t->dup_kill,
 	    t->dup_timeout, t->dup_unexplained);
 	printf("| faults | ");
@@ -733,13 +1026,21 @@ print_table(const struct tally *t)
 	printf("\n| injected | ");
 	for (int k = 0; k < F_N; k++)
 		printf("%ld | ", t->faults[k]);
-	printf("\n\n| final state | ");
+	printf("\n\n| planned \\ final state | ");
 	for (int s = 0; s < NSTATES; s++)
 		printf("%s | ", state_name[s]);
-	printf("\n|---|---|---|---|---|---|\n| jobs | ");
+	printf("not terminal |\n|---|---|---|---|---|---|---|\n");
+	for (int k = 0; k < J_N; k++) {
+		printf("| %s | ", kind_name[k]);
+		for (int s = 0; s <= NSTATES; s++)
+			printf("%ld | ", t->outcome[k][s]);
+		printf("\n");
+	}
+	printf("| all | ");
 	for (int s = 0; s < NSTATES; s++)
 		printf("%ld | ", t->states[s]);
-	printf("\n");
+	printf("%ld |\n\ncalls after expiresAt within the trip (LATE_SLACK_MS %d): %ld, the "
+	    "latest %ld ms after it\n", t->lost, LATE_SLACK_MS, t->trip, t->trip_max_ms);
 	fflush(stdout);
 }
 
