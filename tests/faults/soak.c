@@ -119,11 +119,12 @@ enqueue_tick(struct soak *s)
 	return 0;
 }
 
-/* Jobs not terminal now (-1 on error). */
+/* How many jobs are in state `want` (NULL: not terminal) now; -1 on
+ * error. */
 static long long
-unfinished(struct soak *s)
+count_jobs(struct soak *s, const char *want)
 {
-	long long left = 0;
+	long long k = 0;
 	char *ids[1000], *st[1000], buf[1000][32];
 
 	for (long long base = 0; base < s->enqueued; base += 1000) {
@@ -135,11 +136,11 @@ unfinished(struct soak *s)
 		if (w_states(&s->w, ids, n, st) != 0)
 			return -1;
 		for (int i = 0; i < n; i++) {
-			left += !w_terminal(st[i]);
+			k += want ? st[i] != NULL && strcmp(st[i], want) == 0 : !w_terminal(st[i]);
 			free(st[i]);
 		}
 	}
-	return left;
+	return k;
 }
 
 static int
@@ -148,37 +149,14 @@ drained(void *arg)
 	struct soak *s = arg;
 
 	w_pause_ms(500);	/* each check reads every job */
-	return unfinished(s) == 0 && w_pending(&s->w) == 0;
-}
-
-/* Jobs in state done (-1 on error). */
-static long long
-done_jobs(struct soak *s)
-{
-	long long done = 0;
-	char *ids[1000], *st[1000], buf[1000][32];
-
-	for (long long base = 0; base < s->enqueued; base += 1000) {
-		int n = (int)(s->enqueued - base < 1000 ? s->enqueued - base : 1000);
-		for (int i = 0; i < n; i++) {
-			snprintf(buf[i], sizeof buf[i], "soak-%lld", base + i);
-			ids[i] = buf[i];
-		}
-		if (w_states(&s->w, ids, n, st) != 0)
-			return -1;
-		for (int i = 0; i < n; i++) {
-			done += st[i] != NULL && strcmp(st[i], "done") == 0;
-			free(st[i]);
-		}
-	}
-	return done;
+	return count_jobs(s, NULL) == 0 && w_pending(&s->w) == 0;
 }
 
 /* The bounds of the header comment; 0 when each holds. */
 static int
 verdict(struct soak *s, long long load_ms, long long end_ms, long long rss_end)
 {
-	long long done = done_jobs(s), dup = w_fake_stat(&s->w.target, "duplicates");
+	long long done = count_jobs(s, "done"), dup = w_fake_stat(&s->w.target, "duplicates");
 	long long idp = w_fake_stat(&s->w.idp, "requests");
 	long long idp_max = IDP_MAX(end_ms, s->revocations);
 	long long grown = rss_end - s->rss_start_kib;
@@ -267,7 +245,7 @@ run(struct soak *s, long seconds)
 	report(s, end_ms, "end");
 	if (!ok)
 		w_say("soak: %lld jobs unfinished, %lld pending %d s after the load stopped\n",
-		    unfinished(s), w_pending(&s->w), DRAIN_MS / 1000);
+		    count_jobs(s, NULL), w_pending(&s->w), DRAIN_MS / 1000);
 	if (verdict(s, load_ms, end_ms, rss_end) != 0)
 		ok = 0;
 	int st = w_term(&s->w, 0);
