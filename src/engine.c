@@ -133,7 +133,6 @@ static void maybe_finish_stop(struct engine *eng);
 static void ensure_group(struct shard *sh);
 static void read_shared(struct engine *eng);
 
-
 /* ------------------------------------------------------------------ */
 /* small helpers                                                        */
 
@@ -211,7 +210,7 @@ job_released(void *arg)
 }
 
 /* ------------------------------------------------------------------ */
-/* reading: XREADGROUP, own PEL, XAUTOCLAIM, promotion                  */
+/* reading: XREADGROUP, own PEL, claims, promotion                       */
 
 /* What the consumer core (consumer.h) is told of the worker as a whole. */
 static struct consumer_view
