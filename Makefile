@@ -241,6 +241,8 @@ install: all $(BUILD)/warrantd.ini.dist
 		$(DESTDIR)$(SYSCONFDIR)/warrantd $(DESTDIR)$(UNITDIR) \
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 \
 		$(DESTDIR)$(BASHCOMPDIR)
+	# the LoadCredential= sources, also read by `warrantd -t` and warrantctl by hand
+	install -d -m 0700 $(DESTDIR)$(SYSCONFDIR)/warrantd/credentials
 	install -m 0755 bin/warrantd bin/warrantctl $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 conf/warrantd.ini $(DESTDIR)$(DOCDIR)/warrantd.ini.example
 	install -m 0644 conf/stunnel-redis.conf $(DESTDIR)$(DOCDIR)/stunnel-redis.conf.example

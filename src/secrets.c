@@ -40,6 +40,8 @@ static int
 open_secret(const char *path, const char *const *dirs, size_t ndirs, int as_given, char *used,
 	    char *err, size_t errlen)
 {
+	char tried[3 * PATH_MAX / 4] = "";
+	size_t t = 0;
 	int fd;
 
 	for (size_t i = 0; path[0] != '/' && i < ndirs; i++) {
@@ -55,11 +57,14 @@ open_secret(const char *path, const char *const *dirs, size_t ndirs, int as_give
 			snprintf(err, errlen, "cannot read %s: %s", used, strerror(errno));
 			return -1;
 		}
+		/* the operator's first question is "where did it look?" */
+		if (t < sizeof tried)
+			t += (size_t)snprintf(tried + t, sizeof tried - t, "%s%s", t ? ", " : "",
+			    used);
 	}
 	if (path[0] != '/' && !as_given) {
-		snprintf(err, errlen, "cannot read %s: %s in $CREDENTIALS_DIRECTORY or next to the "
-		    "configuration file (the working directory is not searched)", path,
-		    strerror(ENOENT));
+		snprintf(err, errlen, "cannot read %s: %s (tried %s; the working directory is not "
+		    "searched)", path, strerror(ENOENT), t ? tried : "nothing: no directory known");
 		return -1;
 	}
 	snprintf(used, PATH_MAX, "%s", path);
@@ -206,9 +211,16 @@ int
 secrets_read_cfg(const struct cfg *cfg, const char *path, enum secrets_kind kind, char **out,
 		 size_t *len, char *err, size_t errlen)
 {
-	const char *dirs[] = {getenv("CREDENTIALS_DIRECTORY"), cfg->dir};
+	char beside[PATH_MAX];
+	const char *dirs[] = {getenv("CREDENTIALS_DIRECTORY"), beside, cfg->dir};
 
-	return read_secret_in(dirs, 2, 0, path, kind, out, len, err, errlen);
+	/* credentials/ beside the config is where the packaged unit's
+	 * LoadCredential= reads from: `warrantd -t` and warrantctl run by hand
+	 * find the files the service is given. */
+	if (!cfg->dir || snprintf(beside, sizeof beside, "%s/credentials", cfg->dir) >=
+	    (int)sizeof beside)
+		beside[0] = '\0';
+	return read_secret_in(dirs, 3, 0, path, kind, out, len, err, errlen);
 }
 
 int

@@ -43,6 +43,9 @@ dpkg-deb -e "$deb" "$dir/DEBIAN"
 grep -qx /etc/warrantd/warrantd.ini "$dir/DEBIAN/conffiles" || fail "warrantd.ini is not a conffile"
 dpkg-deb -f "$deb" Depends | grep -q libhiredis || fail "Depends lacks the shared libraries"
 dpkg-deb -x "$deb" "$dir/root"
+# the LoadCredential= sources: a directory only root may enter
+[ "$(stat -c %a "$dir/root/etc/warrantd/credentials" 2>/dev/null)" = 700 ] ||
+	fail "/etc/warrantd/credentials is not a 0700 directory in the package"
 "$dir/root/usr/bin/warrantd" -V | grep -qx "warrantd $(echo "$version" | sed 's/-[^-]*$//')" ||
 	fail "warrantd -V does not say $version"
 msg=$("$dir/root/usr/bin/warrantd" -t -c "$dir/root/etc/warrantd/warrantd.ini" 2>&1)

@@ -854,6 +854,90 @@ test_sighup_reload(void **state)
 	free(ini);
 }
 
+/* R16, §12: `systemctl reload` runs the unit's ExecReload= lines in order
+ * and stops at the first that fails. The shipped units check the file first
+ * (`warrantd -t` on the config ExecStart= names), so a bad edit fails the
+ * reload visibly and no SIGHUP is sent; a good one reloads. The lines are
+ * run as systemd would, with the binary, config and $MAINPID put in. */
+/* line with the installed paths replaced by this build's binary and config
+ * and $MAINPID by pid, into cmd. */
+static void
+exec_line_here(const char *line, const char *ini, pid_t pid, char *cmd, size_t n)
+{
+	char pidtext[16];
+	const char *bin = h_bin("warrantd");
+	size_t k = 0;
+
+	snprintf(pidtext, sizeof pidtext, "%d", (int)pid);
+	for (const char *c = line; *c && k + 1 < n;) {
+		const char *put = NULL, *ext = strstr(c, ".ini");
+		size_t used = 0;
+		if (strncmp(c, "/usr/local/bin/warrantd", 23) == 0)
+			put = bin, used = 23;
+		else if (strncmp(c, "/etc/warrantd/", 14) == 0 && ext)
+			put = ini, used = (size_t)(ext + 4 - c);
+		else if (strncmp(c, "$MAINPID", 8) == 0)
+			put = pidtext, used = 8;
+		if (put) {
+			k += (size_t)snprintf(cmd + k, n - k, "%s", put);
+			c += used;
+		} else {
+			cmd[k++] = *c++;
+		}
+	}
+	cmd[k < n ? k : n - 1] = '\0';
+}
+
+/* Runs unit's ExecReload= lines in order as systemd does, stopping at the
+ * first that fails; its exit status, or 0. */
+static int
+run_exec_reload(const char *unit, const char *ini, pid_t mainpid)
+{
+	char *text = h_read_file(unit), *save = NULL, cmd[3 * PATH_MAX];
+	int lines = 0, rc = 0;
+
+	assert_non_null(text);
+	for (char *l = strtok_r(text, "\n", &save); l && rc == 0; l = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(l, "ExecReload=", 11) != 0)
+			continue;
+		exec_line_here(l + 11, ini, mainpid, cmd, sizeof cmd);
+		if (lines++ == 0)	/* the check comes first */
+			assert_non_null(strstr(cmd, " -t -c "));
+		int st = system(cmd);
+		rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+	}
+	free(text);
+	assert_true(lines >= 1);
+	assert_true(rc != 0 || lines >= 2);	/* a good file reaches the SIGHUP */
+	return rc;
+}
+
+static void
+test_systemd_exec_reload(void **state)
+{
+	(void)state;
+	struct opts o = {.consumer = "w1"};
+	struct h_daemon *w1 = dmn_start(&o, 1);
+	const char *units[] = {"systemd/warrantd.service", "systemd/warrantd@.service"};
+	char *good = ini_text(&o);
+	int reloads = 0;
+
+	for (size_t u = 0; u < sizeof units / sizeof *units; u++) {
+		char *bad = h_write_file(strrchr(w1->ini, '/') + 1, "[daemon\n");
+		assert_non_null(bad);
+		assert_int_not_equal(run_exec_reload(units[u], w1->ini, w1->pid), 0);
+		free(bad);
+		free(h_write_file(strrchr(w1->ini, '/') + 1, good));
+		assert_int_equal(run_exec_reload(units[u], w1->ini, w1->pid), 0);
+		wait_log_count(w1, "event=config.reloaded", ++reloads);
+	}
+	/* the bad edits never reached the daemon: no SIGHUP, no failed reload */
+	assert_false(h_daemon_log_has(w1, "event=config.reload_failed"));
+	assert_true(dmn_running(w1));
+	assert_exit0(dmn_signal_wait(w1, SIGTERM, 15000, NULL));
+	free(good);
+}
+
 /* ------------------------------------------------------------------ */
 /* issue 7: recovery that converges                                     */
 
@@ -1917,6 +2001,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_sigterm_grace_shorter_than_calls, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_sighup_reload, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_systemd_exec_reload, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_redis_stopped_while_idle, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_redis_killed_midrun, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kill_worker_autoclaim, setup, teardown),

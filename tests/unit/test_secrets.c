@@ -214,6 +214,18 @@ test_read_file_order(void **state)
 	assert_string_equal(buf, "cred");
 	secrets_free(buf, len);
 	assert_int_equal(unsetenv("CREDENTIALS_DIRECTORY"), 0);
+	/* credentials/ beside the config (the packaged unit's LoadCredential=
+	 * sources) comes before the config's own directory */
+	char *credsub = path_join(conf, "credentials");
+	assert_int_equal(mkdir(credsub, 0700), 0);
+	WRITE(credsub, "sec", "packaged");
+	assert_int_equal(secrets_read_cfg(cfg, "sec", SECRETS_TRIMMED, &buf, &len, err,
+	    sizeof err), 0);
+	assert_string_equal(buf, "packaged");
+	secrets_free(buf, len);
+	char *packaged = path_join(credsub, "sec");
+	assert_int_equal(unlink(packaged), 0);
+	free(packaged);
 	assert_int_equal(secrets_read_cfg(cfg, "sec", SECRETS_TRIMMED, &buf, &len, err,
 	    sizeof err), 0);
 	assert_string_equal(buf, "near");
@@ -230,8 +242,12 @@ test_read_file_order(void **state)
 	free(near);
 	assert_int_equal(secrets_read_cfg(cfg, "sec", SECRETS_TRIMMED, &buf, &len, err,
 	    sizeof err), -1);
-	assert_non_null(strstr(err, "cannot read sec: No such file or directory in "
-	    "$CREDENTIALS_DIRECTORY or next to the configuration file"));
+	/* the message names every path tried, in order */
+	char tried[3 * PATH_MAX];
+	snprintf(tried, sizeof tried, "cannot read sec: No such file or directory (tried "
+	    "%s/sec, %s/sec; the working directory is not searched)", credsub, conf);
+	assert_string_equal(err, tried);
+	free(credsub);
 	assert_int_equal(secrets_read_cfg(cfg, "sec", SECRETS_PUBLIC, &buf, &len, err, sizeof err),
 	    -1);
 
@@ -346,12 +362,12 @@ test_check_files(void **state)
 	WRITE(dir, "token", "t\n");
 	assert_int_equal(secrets_check_cfg(cfg, &errs), -1);
 	assert_int_equal(errs.n, 3);
-	snprintf(want, sizeof want, "%s:2: cannot read redis-pw: No such file or directory in",
+	snprintf(want, sizeof want, "%s:2: cannot read redis-pw: No such file or directory (tried",
 	    ini);
 	assert_true(strncmp(errs.msgs[0], want, strlen(want)) == 0);
-	snprintf(want, sizeof want, "%s:9: cannot read secret: No such file or directory in", ini);
+	snprintf(want, sizeof want, "%s:9: cannot read secret: No such file or directory (tried", ini);
 	assert_true(strncmp(errs.msgs[1], want, strlen(want)) == 0);
-	snprintf(want, sizeof want, "%s:11: cannot read cert.pem: No such file or directory in",
+	snprintf(want, sizeof want, "%s:11: cannot read cert.pem: No such file or directory (tried",
 	    ini);
 	assert_true(strncmp(errs.msgs[2], want, strlen(want)) == 0);
 	cfg_errors_clear(&errs);
@@ -366,7 +382,7 @@ test_check_files(void **state)
 	free(tok);
 	assert_int_equal(secrets_check_cfg(cfg, &errs), -1);
 	assert_int_equal(errs.n, 1);
-	snprintf(want, sizeof want, "%s:15: cannot read token: No such file or directory in", ini);
+	snprintf(want, sizeof want, "%s:15: cannot read token: No such file or directory (tried", ini);
 	assert_true(strncmp(errs.msgs[0], want, strlen(want)) == 0);
 	cfg_errors_clear(&errs);
 	cfg_free(cfg);
