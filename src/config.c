@@ -399,6 +399,21 @@ set_consumer(struct ctx *c, const struct key *k, void *field, const char *v)
 	return set_str(c, k, field, v);
 }
 
+/* A group or prefix is a word: one with white space in it is almost always
+ * a comment or a paste gone wrong, and would silently name another group
+ * (created at id 0: the stream replayed) or other keys. */
+static int
+set_word(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	for (const char *p = v; *p; p++)
+		if (isspace((unsigned char)*p) || iscntrl((unsigned char)*p)) {
+			fail(c, c->lineno, "%s: '%.*s' has white space or a control character in it",
+			    k->name, SHOW, v);
+			return -1;
+		}
+	return set_str(c, k, field, v);
+}
+
 /* An HTTP method is a token (RFC 9110 §5.6.2); stored upper-cased. */
 static int
 set_method(struct ctx *c, const struct key *k, void *field, const char *v)
@@ -510,8 +525,8 @@ static const struct key redis_keys[] = {
 	{"cluster", set_str, C(redis.cluster), 0, 0},
 	{"shards", set_long, C(redis.shards), 1, CLUSTER_SHARDS_MAX},
 	{"db", set_int, C(redis.db), 0, VAL_MAX},
-	{"prefix", set_str, C(redis.prefix), 0, 0},
-	{"group", set_str, C(redis.group), 0, 0},
+	{"prefix", set_word, C(redis.prefix), 0, 0},
+	{"group", set_word, C(redis.group), 0, 0},
 	{"batch", set_long, C(redis.batch), 1, VAL_MAX},
 	{"block_ms", set_long, C(redis.block_ms), 1, VAL_MAX},	/* 0 would block forever */
 	{"claim_idle_ms", set_long, C(redis.claim_idle_ms), 1, VAL_MAX},
@@ -710,6 +725,19 @@ trim(char *s)
 	return s;
 }
 
+/* An inline comment: a '#' or ';' right after white space ends the line
+ * (`group = workers   # production` is the group `workers`). inih itself
+ * knows only ';', and only when built to. */
+static void
+cut_inline_comment(char *s)
+{
+	for (size_t i = 1; s[i]; i++)
+		if ((s[i] == '#' || s[i] == ';') && isspace((unsigned char)s[i - 1])) {
+			s[i] = '\0';
+			break;
+		}
+}
+
 static int
 is_comment_start(char ch)
 {
@@ -856,6 +884,7 @@ next_line(char *buf, int size, void *stream)
 	}
 	memcpy(buf, line, n);
 	buf[n] = '\0';
+	cut_inline_comment(buf);
 	char *s = trim(buf);
 	memmove(buf, s, strlen(s) + 1);
 	if (*buf == '\0' || strchr(INI_START_COMMENT_PREFIXES, *buf))

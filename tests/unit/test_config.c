@@ -463,6 +463,33 @@ test_comments_indent_crlf_bom(void **state)
 	    "t.ini:3: port: 'x' is not an integer");
 }
 
+/* §10: '#' and ';' after white space start a comment, also after a value;
+ * a group or prefix with white space in it is refused (it would name
+ * another group, created at id 0, and replay the stream). */
+static void
+test_inline_hash_comments(void **state)
+{
+	(void)state;
+	struct cfg *cfg = load_ok(
+	    "[daemon]   # the worker\n"
+	    "consumer = w1\t# this host\n"
+	    "[redis]\n"
+	    "group = workers   # production\n"
+	    "prefix = p#q ; '#' right after text is no comment\n"
+	    "[metrics]\n"
+	    "listen = 127.0.0.1:9464   # scraped by prometheus\n"
+	    MIN_RECORDS MIN_ACTION);
+
+	assert_string_equal(cfg->daemon.consumer, "w1");
+	assert_string_equal(cfg->redis.group, "workers");
+	assert_string_equal(cfg->redis.prefix, "p#q");
+	cfg_free(cfg);
+	EXPECT("[redis]\ngroup = work ers\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:2: group: 'work ers' has white space or a control character in it");
+	EXPECT("[redis]\nprefix = a\tb\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:2: prefix: 'a\tb' has white space or a control character in it");
+}
+
 /* ---- errors ---- */
 
 static void
@@ -987,6 +1014,7 @@ main(void)
 		cmocka_unit_test(test_action_find_and_lines),
 		cmocka_unit_test(test_long_action_name),
 		cmocka_unit_test(test_comments_indent_crlf_bom),
+		cmocka_unit_test(test_inline_hash_comments),
 		cmocka_unit_test(test_every_error_reported),
 		cmocka_unit_test(test_unknown_sections_and_keys),
 		cmocka_unit_test(test_duplicates),
