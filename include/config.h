@@ -18,6 +18,7 @@
 #define WARRANTD_CONFIG_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "jwa.h"
 #include "log.h"
@@ -184,6 +185,24 @@ const struct cfg_action *cfg_action_find(const struct cfg *cfg, const char *name
  * and its section ("daemon", ..., "action" for every [action NAME]) in
  * *section; NULL past the last. Static strings. */
 const char *cfg_key_at(size_t i, const char **section);
+
+/*
+ * The effective configuration (`warrantd -T`) onto out: every key of every
+ * section, defaults and derived values filled in, as INI text that loads
+ * to the same values; a key that is unset is written as ";key =". Secrets
+ * live in files, so only file names appear. cfg is borrowed.
+ */
+void cfg_dump(const struct cfg *cfg, FILE *out);
+
+/*
+ * Warnings about a valid config (printed by -t, logged at start and
+ * reload): what works but weakens a guarantee or looks like a slip --
+ * unsigned records, HS256, no [authz] url, the worker's token sent to the
+ * PDP, a non-standard HTTP method. Each "file:line: warning: ..." appended
+ * to warns (the caller clears it). -1 when out of memory.
+ */
+int cfg_warnings(const struct cfg *cfg, struct cfg_errors *warns)
+	__attribute__((warn_unused_result));
 
 /* The line where `key` of `section` ("oauth", "action gate.open") was set;
  * when key is NULL or not set, the line of the section header; when the

@@ -277,103 +277,101 @@ lookup(struct ctx *c, const struct key *k, const struct name_val *tbl, const cha
 	return -1;
 }
 
+static const struct name_val log_levels[] = {{"error", LOG_ERROR}, {"warn", LOG_WARN},
+	{"info", LOG_INFO}, {"debug", LOG_DEBUG}, {NULL, 0}};
+
 static int
 set_log_level(struct ctx *c, const struct key *k, void *field, const char *v)
 {
-	static const struct name_val tbl[] = {{"error", LOG_ERROR}, {"warn", LOG_WARN},
-	    {"info", LOG_INFO}, {"debug", LOG_DEBUG}, {NULL, 0}};
 	int n;
 
-	if (lookup(c, k, tbl, v, &n) < 0)
+	if (lookup(c, k, log_levels, v, &n) < 0)
 		return -1;
 	*(enum log_level *)field = (enum log_level)n;
 	return 0;
 }
 
+static const struct name_val signatures[] = {{"required", 1}, {"off", 0}, {NULL, 0}};
+
 static int
 set_signature(struct ctx *c, const struct key *k, void *field, const char *v)
 {
-	static const struct name_val tbl[] = {{"required", 1}, {"off", 0}, {NULL, 0}};
-
-	return lookup(c, k, tbl, v, field);
+	return lookup(c, k, signatures, v, field);
 }
+
+static const struct name_val algorithms[] = {{"ES256", JWA_ES256}, {"HS256", JWA_HS256},
+	{"RS256", JWA_RS256}, {NULL, 0}};
 
 static int
 set_alg(struct ctx *c, const struct key *k, void *field, const char *v)
 {
-	static const struct name_val tbl[] = {{"ES256", JWA_ES256}, {"HS256", JWA_HS256},
-	    {"RS256", JWA_RS256}, {NULL, 0}};
 	int n;
 
-	if (lookup(c, k, tbl, v, &n) < 0)
+	if (lookup(c, k, algorithms, v, &n) < 0)
 		return -1;
 	*(enum jwa_alg *)field = (enum jwa_alg)n;
 	return 0;
 }
+
+static const struct name_val assertion_algs[] = {{"RS256", JWA_RS256}, {"ES256", JWA_ES256},
+	{NULL, 0}};
 
 static int
 set_assertion_alg(struct ctx *c, const struct key *k, void *field, const char *v)
 {
-	static const struct name_val tbl[] = {{"RS256", JWA_RS256}, {"ES256", JWA_ES256},
-	    {NULL, 0}};
 	int n;
 
-	if (lookup(c, k, tbl, v, &n) < 0)
+	if (lookup(c, k, assertion_algs, v, &n) < 0)
 		return -1;
 	*(enum jwa_alg *)field = (enum jwa_alg)n;
 	return 0;
 }
 
+static const struct name_val client_auths[] = {{"client_secret_basic", CFG_CLIENT_SECRET_BASIC},
+	{"client_secret_post", CFG_CLIENT_SECRET_POST},
+	{"private_key_jwt", CFG_PRIVATE_KEY_JWT}, {NULL, 0}};
+
 static int
 set_client_auth(struct ctx *c, const struct key *k, void *field, const char *v)
 {
-	static const struct name_val tbl[] = {{"client_secret_basic", CFG_CLIENT_SECRET_BASIC},
-	    {"client_secret_post", CFG_CLIENT_SECRET_POST},
-	    {"private_key_jwt", CFG_PRIVATE_KEY_JWT}, {NULL, 0}};
 	int n;
 
-	if (lookup(c, k, tbl, v, &n) < 0)
+	if (lookup(c, k, client_auths, v, &n) < 0)
 		return -1;
 	*(enum cfg_client_auth *)field = (enum cfg_client_auth)n;
 	return 0;
 }
 
+static const struct name_val yes_no[] = {{"yes", 1}, {"no", 0}, {NULL, 0}};
+
 static int
 set_yes_no(struct ctx *c, const struct key *k, void *field, const char *v)
 {
-	static const struct name_val tbl[] = {{"yes", 1}, {"no", 0}, {NULL, 0}};
-
-	return lookup(c, k, tbl, v, field);
+	return lookup(c, k, yes_no, v, field);
 }
+
+static const struct name_val auths[] = {{"oauth", CFG_AUTH_OAUTH}, {"none", CFG_AUTH_NONE},
+	{"static", CFG_AUTH_STATIC}, {NULL, 0}};
 
 static int
 set_action_auth(struct ctx *c, const struct key *k, void *field, const char *v)
 {
-	static const struct name_val tbl[] = {{"oauth", CFG_AUTH_OAUTH}, {"none", CFG_AUTH_NONE},
-	    {"static", CFG_AUTH_STATIC}, {NULL, 0}};
 	int n;
 
-	if (lookup(c, k, tbl, v, &n) < 0)
+	if (lookup(c, k, auths, v, &n) < 0)
 		return -1;
 	*(enum cfg_auth *)field = (enum cfg_auth)n;
 	return 0;
 }
 
-static int
-set_bool(struct ctx *c, const struct key *k, void *field, const char *v)
-{
-	static const struct name_val tbl[] = {{"yes", 1}, {"no", 0}, {NULL, 0}};
-
-	return lookup(c, k, tbl, v, field);
-}
+static const struct name_val action_tokens[] = {{"worker", 0}, {"exchange", 1}, {NULL, 0}};
 
 static int
 set_action_token(struct ctx *c, const struct key *k, void *field, const char *v)
 {
-	static const struct name_val tbl[] = {{"worker", 0}, {"exchange", 1}, {NULL, 0}};
 	int n;
 
-	if (lookup(c, k, tbl, v, &n) < 0)
+	if (lookup(c, k, action_tokens, v, &n) < 0)
 		return -1;
 	*(int *)field = n;
 	return 0;
@@ -569,14 +567,14 @@ static const struct key oauth_keys[] = {
 	{"timeout_ms", set_long, C(oauth.timeout_ms), 1, VAL_MAX},
 	{"auth_wait_max_ms", set_long, C(oauth.auth_wait_max_ms), 1, VAL_MAX},
 	{"min_refresh_interval_ms", set_long, C(oauth.min_refresh_interval_ms), 0, VAL_MAX},
-	{"allow_http", set_bool, C(oauth.allow_http), 0, 0},
+	{"allow_http", set_yes_no, C(oauth.allow_http), 0, 0},
 	{NULL, NULL, 0, 0, 0},
 };
 
 static const struct key authz_keys[] = {
 	{"url", set_url, C(authz.url), 0, 0},
 	{"timeout_ms", set_long, C(authz.timeout_ms), 1, VAL_MAX},
-	{"allow_http", set_bool, C(authz.allow_http), 0, 0},
+	{"allow_http", set_yes_no, C(authz.allow_http), 0, 0},
 	{NULL, NULL, 0, 0, 0},
 };
 
@@ -593,7 +591,7 @@ static const struct key notify_keys[] = {
 	{"timeout_ms", set_long, C(notify.timeout_ms), 1, VAL_MAX},
 	{"auth", set_action_auth, C(notify.auth), 0, 0},
 	{"bearer_file", set_str, C(notify.bearer_file), 0, 0},
-	{"allow_http", set_bool, C(notify.allow_http), 0, 0},
+	{"allow_http", set_yes_no, C(notify.allow_http), 0, 0},
 	{NULL, NULL, 0, 0, 0},
 };
 
@@ -609,7 +607,7 @@ static const struct key action_keys[] = {
 	{"timeout_ms", set_long, A(timeout_ms), 1, VAL_MAX},
 	{"auth", set_action_auth, A(auth), 0, 0},
 	{"bearer_file", set_str, A(bearer_file), 0, 0},
-	{"allow_http", set_bool, A(allow_http), 0, 0},
+	{"allow_http", set_yes_no, A(allow_http), 0, 0},
 	{"scope", set_str, A(scope), 0, 0},
 	{"audience", set_str, A(audience), 0, 0},
 	{"resource", set_str, A(resource), 0, 0},
@@ -786,6 +784,83 @@ open_action(struct ctx *c, const char *name)
 	c->action = cfg->nactions - 1;
 }
 
+/* ---- suggestions for a misspelt name ---- */
+
+/* Levenshtein distance of a and b, capped: names are short, and anything
+ * past cap is no suggestion anyway. */
+static size_t
+edit_distance(const char *a, const char *b, size_t cap)
+{
+	size_t la = strlen(a), lb = strlen(b), row[64];
+
+	if (lb >= sizeof row / sizeof row[0] || (la > lb ? la - lb : lb - la) > cap)
+		return cap + 1;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t diag = row[0];
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t up = row[j];
+			size_t best = diag + (tolower((unsigned char)a[i - 1]) !=
+			    tolower((unsigned char)b[j - 1]));
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[lb];
+}
+
+/* The closest of names to `name` within a third of its length (at least 1,
+ * at most 3 edits), or NULL: "log_levle" -> "log_level", "x" -> nothing. */
+static const char *
+nearest_of(const char *const *names, size_t n, const char *name)
+{
+	size_t cap = strlen(name) / 3, best = (size_t)-1;
+	const char *pick = NULL;
+
+	cap = cap < 1 ? 1 : cap > 3 ? 3 : cap;
+	for (size_t i = 0; i < n; i++) {
+		size_t d = edit_distance(name, names[i], cap);
+		if (d <= cap && d < best) {
+			best = d;
+			pick = names[i];
+		}
+	}
+	/* "timeout" for "timeout_ms": the unit left out */
+	for (size_t i = 0; !pick && strlen(name) >= 4 && i < n; i++)
+		if (strncmp(names[i], name, strlen(name)) == 0)
+			pick = names[i];
+	return pick;
+}
+
+static const char *
+nearest_key(const struct key *keys, const char *name)
+{
+	const char *names[64];
+	size_t n = 0;
+
+	for (const struct key *k = keys; k->name && n < sizeof names / sizeof names[0]; k++)
+		names[n++] = k->name;
+	return nearest_of(names, n, name);
+}
+
+static const char *
+nearest_section(const char *name)
+{
+	const char *names[sizeof sections / sizeof sections[0] + 1];
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++)
+		names[n++] = sections[i].name;
+	names[n++] = "action NAME";
+	return nearest_of(names, n, name);
+}
+
 static void
 open_section(struct ctx *c, char *name)
 {
@@ -810,7 +885,12 @@ open_section(struct ctx *c, char *name)
 			c->cfg->oauth.present = 1;
 		return;
 	}
-	fail(c, c->lineno, "unknown section [%.*s]", SHOW, name);
+	const char *near = nearest_section(name);
+
+	if (near != NULL)
+		fail(c, c->lineno, "unknown section [%.*s]; did you mean [%s]?", SHOW, name, near);
+	else
+		fail(c, c->lineno, "unknown section [%.*s]", SHOW, name);
 }
 
 /* s starts with '['. Until a header parses, its keys are skipped: one
@@ -949,8 +1029,13 @@ on_key(void *user, const char *section, const char *name, const char *value)
 	if (!k) {
 		const char *why = removed_why(c->secname, name);
 
+		const char *near = nearest_key(c->keys, name);
+
 		if (why != NULL)
 			fail(c, c->lineno, "unknown key '%s' in [%s] (%s)", name, c->secname, why);
+		else if (near != NULL)
+			fail(c, c->lineno, "unknown key '%.*s' in [%s]; did you mean '%s'?", SHOW, name,
+			    c->secname, near);
 		else
 			fail(c, c->lineno, "unknown key '%.*s' in [%s]", SHOW, name, c->secname);
 		return 1;
@@ -1388,4 +1473,127 @@ cfg_action_find(const struct cfg *cfg, const char *name)
 		if (strcmp(cfg->actions[i].name, name) == 0)
 			return &cfg->actions[i];
 	return NULL;
+}
+
+/* ---- the effective configuration (-T) ---- */
+
+static const char *
+name_of(const struct name_val *tbl, int val)
+{
+	for (; tbl->name; tbl++)
+		if (tbl->val == val)
+			return tbl->name;
+	return NULL;
+}
+
+/* The name table a setter reads, or NULL for a setter of another kind. */
+static const struct name_val *
+names_of_setter(setter set)
+{
+	static const struct {
+		setter set;
+		const struct name_val *tbl;
+	} named[] = {
+		{set_log_level, log_levels}, {set_signature, signatures}, {set_alg, algorithms},
+		{set_assertion_alg, assertion_algs}, {set_client_auth, client_auths},
+		{set_yes_no, yes_no}, {set_action_auth, auths}, {set_action_token, action_tokens},
+	};
+
+	for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
+		if (named[i].set == set)
+			return named[i].tbl;
+	return NULL;
+}
+
+/* One key of base (a struct cfg or cfg_action) as "key = value", or as a
+ * comment when it holds nothing. A setter with no way to show it is shown
+ * as '?': test_config fails on it, so a new kind of key gets one. */
+static void
+dump_key(const struct key *k, const void *base, FILE *out)
+{
+	const void *field = (const char *)base + k->off;
+	const struct name_val *tbl = names_of_setter(k->set);
+
+	if (k->set == set_long && *(const long *)field < k->min)
+		fprintf(out, ";%s =\n", k->name);	/* 0 for "off", e.g. shards */
+	else if (k->set == set_long)
+		fprintf(out, "%s = %ld\n", k->name, *(const long *)field);
+	else if (k->set == set_int)
+		fprintf(out, "%s = %d\n", k->name, *(const int *)field);
+	else if (k->set == set_ratio)
+		fprintf(out, "%s = %g\n", k->name, *(const double *)field);
+	else if (tbl != NULL) {
+		const char *name = name_of(tbl, *(const int *)field);
+		fprintf(out, "%s = %s\n", k->name, name ? name : "?");
+	} else if (k->set == set_str || k->set == set_word || k->set == set_consumer ||
+	    k->set == set_url || k->set == set_action_url || k->set == set_method) {
+		const char *v = *(const char *const *)field;
+		if (v != NULL)
+			fprintf(out, "%s = %s\n", k->name, v);
+		else
+			fprintf(out, ";%s =\n", k->name);
+	} else
+		fprintf(out, "%s = ?\n", k->name);
+}
+
+void
+cfg_dump(const struct cfg *cfg, FILE *out)
+{
+	fprintf(out, "# %s, as warrantd reads it: every key, defaults and derived values\n"
+	    "# filled in (';key =' is unset). Secrets are in files: only their names here.\n",
+	    cfg->path);
+	for (size_t s = 0; s < sizeof sections / sizeof sections[0]; s++) {
+		if (sections[s].sec == SEC_OAUTH && !cfg->oauth.present)
+			continue;
+		fprintf(out, "\n[%s]\n", sections[s].name);
+		for (const struct key *k = sections[s].keys; k->name; k++)
+			dump_key(k, cfg, out);
+	}
+	for (size_t i = 0; i < cfg->nactions; i++) {
+		fprintf(out, "\n[action %s]\n", cfg->actions[i].name);
+		for (const struct key *k = action_keys; k->name; k++)
+			dump_key(k, &cfg->actions[i], out);
+	}
+}
+
+/* ---- warnings (-t, start, reload) ---- */
+
+static const char *const plain_methods[] = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE",
+	"OPTIONS"};
+
+static int
+method_is_plain(const char *m)
+{
+	for (size_t i = 0; i < sizeof plain_methods / sizeof plain_methods[0]; i++)
+		if (strcmp(m, plain_methods[i]) == 0)
+			return 1;
+	return 0;
+}
+
+int
+cfg_warnings(const struct cfg *cfg, struct cfg_errors *warns)
+{
+	int rc = 0;
+#define WARN(sec, key, ...) \
+	rc |= cfg_errors_add(warns, cfg->path, cfg_line_of(cfg, sec, key), "warning: " __VA_ARGS__)
+
+	if (!cfg->records.signature_required)
+		WARN("records", "signature", "records are not signed: only Redis ACLs protect them");
+	else if (cfg->records.algorithm == JWA_HS256)
+		WARN("records", "algorithm", "HS256: every verifier holds the key that signs "
+		    "decisions; prefer ES256 or RS256");
+	if (!cfg->authz.url)
+		WARN("authz", NULL, "[authz] url is unset: authority is not re-checked before a call");
+	else if (cfg->oauth.present)
+		WARN("authz", "url", "the PDP is sent the worker's own token, which can call every "
+		    "action: give the PDP an audience of its own");
+	for (size_t i = 0; i < cfg->nactions; i++) {
+		char sec[300];
+		snprintf(sec, sizeof sec, "action %s", cfg->actions[i].name);
+		if (!method_is_plain(cfg->actions[i].method))
+			WARN(sec, "method", "method %s is not a standard HTTP method: is it meant?",
+			    cfg->actions[i].method);
+	}
+#undef WARN
+	return rc < 0 ? -1 : 0;
 }

@@ -22,10 +22,11 @@
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: warrantd [-t] [-c FILE]\n"
+	fprintf(f, "usage: warrantd [-t | -T] [-c FILE]\n"
 	    "       warrantd -h | -V\n"
 	    "  -c FILE  configuration (default " CFG_DEFAULT_PATH ")\n"
 	    "  -t       check the configuration and the files it names, then exit\n"
+	    "  -T       as -t, then print the effective configuration\n"
 	    "  -h       this help\n"
 	    "  -V       version\n");
 }
@@ -82,15 +83,44 @@ same_str(const char *a, const char *b)
 	return a == b || (a && b && strcmp(a, b) == 0);
 }
 
+/* What works but weakens a guarantee (cfg_warnings), once per start and
+ * reload, as log lines. */
 static void
 warn_config(const struct cfg *cfg)
 {
-	if (!cfg->records.signature_required)
-		log_warn("config.signature_off",
-		    "detail=\"records are not signed: only Redis ACLs protect them\"");
-	if (!cfg->authz.url)
-		log_warn("config.no_authz",
-		    "detail=\"[authz] url is unset: authority is not re-checked\"");
+	struct cfg_errors warns = {0};
+	char q[512];
+
+	if (cfg_warnings(cfg, &warns) < 0)
+		log_error("config.warning", "error=\"out of memory\"");
+	for (size_t i = 0; i < warns.n; i++)
+		log_warn("config.warning", "detail=%s", log_quote(q, sizeof q, warns.msgs[i]));
+	cfg_errors_clear(&warns);
+}
+
+/* -t and -T: the warnings on stderr (an operator reads them), then the
+ * verdict, and with -T the effective configuration. */
+static int
+check_only(struct cfg *cfg, int dump)
+{
+	struct cfg_errors warns = {0};
+	int rc = cfg_warnings(cfg, &warns);
+
+	for (size_t i = 0; i < warns.n; i++)
+		fprintf(stderr, "%s\n", warns.msgs[i]);
+	cfg_errors_clear(&warns);
+	if (rc < 0) {
+		fprintf(stderr, "out of memory\n");
+		cfg_free(cfg);
+		return EX_SOFTWARE;
+	}
+	puts("configuration OK");
+	if (dump) {
+		putchar('\n');
+		cfg_dump(cfg, stdout);
+	}
+	cfg_free(cfg);
+	return fflush(stdout) == 0 ? 0 : EX_IOERR;
 }
 
 static void
@@ -248,13 +278,16 @@ main(int argc, char **argv)
 	int check = 0, opt;
 
 	log_init("warrantd");
-	while ((opt = getopt(argc, argv, "c:thV")) != -1) {
+	while ((opt = getopt(argc, argv, "c:tThV")) != -1) {
 		switch (opt) {
 		case 'c':
 			path = optarg;
 			break;
 		case 't':
-			check = 1;
+			check = check ? check : 1;
+			break;
+		case 'T':
+			check = 2;
 			break;
 		case 'h':
 			usage(stdout);
@@ -277,7 +310,5 @@ main(int argc, char **argv)
 	config_path = path;
 	if (!check)
 		return run(cfg);
-	puts("configuration OK");
-	cfg_free(cfg);
-	return 0;
+	return check_only(cfg, check == 2);
 }

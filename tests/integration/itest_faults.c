@@ -1666,21 +1666,48 @@ test_logs_logfmt_no_static_token(void **state)
 /* ------------------------------------------------------------------ */
 /* §10 warrantd -t                                                      */
 
+/* warrantd `flag` -c ini: its wait status; stdout and stderr in *out. */
 static int
-run_check(const char *ini, char **out)
+run_check_with(const char *flag, const char *ini, char **out)
 {
 	static int seq;
 	char log[PATH_MAX];
 	int st = -1;
 
 	snprintf(log, sizeof log, "%s/check-%d.out", h_tmpdir(), ++seq);
-	char *argv[] = {(char *)h_bin("warrantd"), "-t", "-c", (char *)ini, NULL};
+	char *argv[] = {(char *)h_bin("warrantd"), (char *)flag, "-c", (char *)ini, NULL};
 	pid_t pid = h_spawn(log, argv);
 	assert_true(pid > 0);
 	assert_int_equal(h_wait_exit(pid, 30000, &st), 0);
 	*out = h_read_file(log);
 	assert_non_null(*out);
 	return st;
+}
+
+/* The number of the first line of path that starts with prefix; 0: none. */
+static int
+line_starting(const char *path, const char *prefix)
+{
+	char line[512];
+	int n = 0;
+	FILE *f = fopen(path, "r");
+
+	assert_non_null(f);
+	while (fgets(line, sizeof line, f)) {
+		n++;
+		if (strncmp(line, prefix, strlen(prefix)) == 0) {
+			fclose(f);
+			return n;
+		}
+	}
+	fclose(f);
+	return 0;
+}
+
+static int
+run_check(const char *ini, char **out)
+{
+	return run_check_with("-t", ini, out);
 }
 
 static void
@@ -1720,6 +1747,19 @@ test_check_config(void **state)
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
 	assert_non_null(strstr(out, "configuration OK"));
+	/* the example has no [authz] url: passed, with a warning at [authz] */
+	snprintf(want, sizeof want, "conf/warrantd.ini:%d: warning: [authz] url is unset",
+	    line_starting("conf/warrantd.ini", "[authz]"));
+	assert_non_null(strstr(out, want));
+	free(out);
+	/* -T: the check, then every key with the value in use */
+	st = run_check_with("-T", "conf/warrantd.ini", &out);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_non_null(strstr(out, "configuration OK"));
+	assert_non_null(strstr(out, "\n[redis]\nhost = 127.0.0.1\nport = 6379\n"));
+	assert_non_null(strstr(out, "\nlease_renew_ms = 20000\n"));	/* claim_idle_ms / 3 */
+	assert_non_null(strstr(out, "\n[action gate.open]\n"));
 	free(out);
 }
 

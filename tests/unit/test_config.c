@@ -543,6 +543,158 @@ test_unknown_sections_and_keys(void **state)
 	    "t.ini:5: action name 'a*' has '*'");
 }
 
+/* warrantd(8) -t: a misspelt key or section names the nearest one. */
+static void
+test_did_you_mean(void **state)
+{
+	(void)state;
+	EXPECT("[daemon]\nlog_levle = info\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:2: unknown key 'log_levle' in [daemon]; did you mean 'log_level'?");
+	EXPECT("[redis]\nclaim_idle = 5\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:2: unknown key 'claim_idle' in [redis]; did you mean 'claim_idle_ms'?");
+	EXPECT(MIN_RECORDS MIN_ACTION "timeout = 5\n",
+	    "t.ini:6: unknown key 'timeout' in [action a]; did you mean 'timeout_ms'?");
+	EXPECT("[reddis]\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:1: unknown section [reddis]; did you mean [redis]?");
+	/* nothing near: no guess */
+	struct cfg_errors errs = {0};
+	assert_null(parse("[daemon]\nzzz = 1\n" MIN_RECORDS MIN_ACTION, &errs));
+	assert_int_equal(errs.n, 1);
+	assert_null(strstr(errs.msgs[0], "did you mean"));
+	cfg_errors_clear(&errs);
+}
+
+static char *
+dump_text(const struct cfg *cfg)
+{
+	char *text = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&text, &n);
+
+	assert_non_null(f);
+	cfg_dump(cfg, f);
+	assert_int_equal(fclose(f), 0);
+	return text;
+}
+
+/* -T: every key shown (none as '?'), defaults and derived values filled in,
+ * and the text loads back to the same configuration. */
+static void
+test_dump_round_trip(void **state)
+{
+	(void)state;
+	struct cfg *cfg = load_ok("[daemon]\nconsumer = w1\n[redis]\nclaim_idle_ms = 30000\n"
+	    "[oauth]\ntoken_url = https://idp/t\nclient_id = c\nclient_secret_file = s\n"
+	    "[authz]\nurl = https://pdp/v1/data\n[metrics]\nlisten = 127.0.0.1:9464\n"
+	    MIN_RECORDS MIN_ACTION "method = put\n");
+	char *first = dump_text(cfg);
+
+	assert_null(strstr(first, "= ?"));
+	assert_non_null(strstr(first, "\nlease_renew_ms = 10000\n"));	/* derived */
+	assert_non_null(strstr(first, "\nassertion_audience = https://idp/t\n"));
+	assert_non_null(strstr(first, "\nmethod = PUT\n"));
+	assert_non_null(strstr(first, "\n;socket =\n"));
+	assert_non_null(strstr(first, "\n;shards =\n"));
+	assert_non_null(strstr(first, "\n[action a]\n"));
+	/* every key of the parser is in it */
+	const char *section, *key;
+	for (size_t i = 0; (key = cfg_key_at(i, &section)) != NULL; i++) {
+		char set[80], unset[80];
+		snprintf(set, sizeof set, "\n%s = ", key);
+		snprintf(unset, sizeof unset, "\n;%s =", key);
+		if (!strstr(first, set) && !strstr(first, unset))
+			fail_msg("-T leaves out [%s] %s", section, key);
+	}
+	struct cfg *again = load_ok(first);
+	char *second = dump_text(again);
+	assert_string_equal(strchr(first, '\n'), strchr(second, '\n'));	/* past the path */
+	free(first);
+	free(second);
+	cfg_free(again);
+	cfg_free(cfg);
+}
+
+/* conf/warrantd.ini is the commented example of every key: each key of the
+ * parser appears in its section, set or as ";key = example". */
+static void
+test_example_has_every_key(void **state)
+{
+	(void)state;
+	FILE *f = fopen("conf/warrantd.ini", "r");
+	char line[512], section[64] = "";
+	char seen[4096] = " ";
+
+	assert_non_null(f);
+	while (fgets(line, sizeof line, f)) {
+		char key[64];
+		if (sscanf(line, "[action %63[^]]]", key) == 1)
+			snprintf(section, sizeof section, "action");
+		else if (sscanf(line, "[%63[^]]]", key) == 1)
+			snprintf(section, sizeof section, "%s", key);
+		else if (sscanf(line, ";%63[a-z_] =", key) == 1 || sscanf(line, "%63[a-z_] =", key) == 1)
+			snprintf(seen + strlen(seen), sizeof seen - strlen(seen), "%s.%s ", section,
+			    key);
+	}
+	fclose(f);
+	const char *sec, *key;
+	size_t missing = 0;
+	for (size_t i = 0; (key = cfg_key_at(i, &sec)) != NULL; i++) {
+		char want[140];
+		snprintf(want, sizeof want, " %s.%s ", sec, key);
+		if (!strstr(seen, want)) {
+			print_message("[%s] %s is not in conf/warrantd.ini\n", sec, key);
+			missing++;
+		}
+	}
+	assert_int_equal(missing, 0);
+}
+
+static size_t
+count_warnings(const char *text, const char *needle)
+{
+	struct cfg *cfg = load_ok(text);
+	struct cfg_errors w = {0};
+	size_t hits = 0;
+
+	assert_int_equal(cfg_warnings(cfg, &w), 0);
+	for (size_t i = 0; i < w.n; i++) {
+		assert_true(strncmp(w.msgs[i], "t.ini:", 6) == 0);
+		assert_non_null(strstr(w.msgs[i], ": warning: "));
+		hits += needle && strstr(w.msgs[i], needle) != NULL;
+	}
+	if (!needle)
+		hits = w.n;
+	cfg_errors_clear(&w);
+	cfg_free(cfg);
+	return hits;
+}
+
+/* -t's warnings: what works but weakens a guarantee or looks like a slip. */
+static void
+test_warnings(void **state)
+{
+	(void)state;
+	const char *pdp = "[authz]\nurl = https://pdp/v1/data\n";
+	const char *idp = "[oauth]\ntoken_url = https://idp/t\nclient_id = c\n"
+	    "client_secret_file = s\n";
+	char text[1024];
+
+	snprintf(text, sizeof text, "%s" MIN_RECORDS MIN_ACTION, pdp);
+	assert_int_equal(count_warnings(text, NULL), 0);
+	assert_int_equal(count_warnings(MIN_RECORDS MIN_ACTION, "t.ini:1: warning: [authz] url "
+	    "is unset"), 1);
+	snprintf(text, sizeof text, "%s[records]\nalgorithm = HS256\nverify_key_file = k\n"
+	    MIN_ACTION, pdp);
+	assert_int_equal(count_warnings(text, "t.ini:4: warning: HS256"), 1);
+	snprintf(text, sizeof text, "%s[records]\nsignature = off\n" MIN_ACTION, pdp);
+	assert_int_equal(count_warnings(text, "t.ini:4: warning: records are not signed"), 1);
+	snprintf(text, sizeof text, "%s" MIN_RECORDS MIN_ACTION "method = FROB\n", pdp);
+	assert_int_equal(count_warnings(text, "t.ini:8: warning: method FROB"), 1);
+	snprintf(text, sizeof text, "%s%s" MIN_RECORDS MIN_ACTION, pdp, idp);
+	assert_int_equal(count_warnings(text, "t.ini:2: warning: the PDP is sent the worker's "
+	    "own token"), 1);
+}
+
 static void
 test_duplicates(void **state)
 {
@@ -1015,6 +1167,10 @@ main(void)
 		cmocka_unit_test(test_long_action_name),
 		cmocka_unit_test(test_comments_indent_crlf_bom),
 		cmocka_unit_test(test_inline_hash_comments),
+		cmocka_unit_test(test_did_you_mean),
+		cmocka_unit_test(test_dump_round_trip),
+		cmocka_unit_test(test_warnings),
+		cmocka_unit_test(test_example_has_every_key),
 		cmocka_unit_test(test_every_error_reported),
 		cmocka_unit_test(test_unknown_sections_and_keys),
 		cmocka_unit_test(test_duplicates),
