@@ -6,6 +6,7 @@ SYSCONFDIR ?= /etc
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 MANDIR  ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/vendor-completions
 DOCDIR  ?= $(PREFIX)/share/doc/warrantd
 BUILD   ?= build/release
 SAN     ?=
@@ -252,6 +253,8 @@ install: all $(BUILD)/warrantd.ini.dist
 	install -m 0644 man/warrantd.ini.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 man/warrantd.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 completion/warrantctl $(DESTDIR)$(BASHCOMPDIR)/warrantctl
+	install -d $(DESTDIR)$(ZSHCOMPDIR)
+	install -m 0644 completion/_warrantctl $(DESTDIR)$(ZSHCOMPDIR)/_warrantctl
 	# never over an operator's configuration
 	[ -e $(DESTDIR)$(SYSCONFDIR)/warrantd/warrantd.ini ] || \
 		install -m 0644 $(BUILD)/warrantd.ini.dist $(DESTDIR)$(SYSCONFDIR)/warrantd/warrantd.ini

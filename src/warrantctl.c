@@ -82,8 +82,9 @@ static const char usage_text[] =
 "  dead requeue ID        put a dead record back on the queue (not past its deadline)\n"
 "  dead drop ID           delete the dead letters of a record\n"
 "\n"
-"  -c FILE   the daemon's INI file (default " CFG_DEFAULT_PATH ")\n"
-"  -h        this help\n"
+"  -c, --config FILE   the daemon's INI file (default " CFG_DEFAULT_PATH ")\n"
+"  -h, --help          this help\n"
+"  -V, --version       the version\n"
 "\n"
 "exit: 0 ok, 1 not found or refused, 64 usage, 69 Redis unreachable, 78 config error\n";
 
@@ -558,7 +559,7 @@ unknown_option(const char *cmd, char **argv)
 
 	if (cmd == NULL)
 		cmd = "";
-	if (optopt != 0 && optopt < 256)
+	if (optopt != 0 && optopt < 256 && strncmp(argv[optind - 1], "--", 2) != 0)
 		return usage_error("%s%sunknown option or missing value: -%c", cmd, sep, optopt);
 	return usage_error("%s%sunknown option or missing value: %s", cmd, sep,
 	    argv[optind - 1]);
@@ -1664,8 +1665,15 @@ main(int argc, char **argv)
 	struct ctx c = {.cfg_path = CFG_DEFAULT_PATH, .shard_opt = -1};
 	int ch, rc;
 
+	static const struct option global[] = {
+		{"config", required_argument, NULL, 'c'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
+	};
+
 	opterr = 0;	/* our own one-line messages */
-	while ((ch = getopt(argc, argv, "+c:hV")) != -1) {
+	while ((ch = getopt_long(argc, argv, "+c:hV", global, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			c.cfg_path = optarg;

@@ -94,12 +94,61 @@ test_bash_completion(void **state)
 	free(path);
 }
 
+/* The zsh completion, driven like a user at a terminal: an interactive zsh
+ * on a pty (zsh/zpty) with completion/ on its fpath is sent a command line
+ * and a TAB, and what it lists is read back until `want` shows (or the
+ * run's timeout). */
+static char *
+zsh_complete(const char *line, const char *want)
+{
+	static const char script[] =
+	    "zmodload zsh/zpty\n"
+	    "zpty z zsh -f -i\n"
+	    "zpty -w z \"PS1='>' fpath=($PWD/completion \\$fpath); autoload -U compinit; "
+	    "compinit -u -D; bindkey '^I' list-choices\"\n"
+	    "zpty -n -w z \"$1\"$'\\t'\n"
+	    "zpty -r -m z out \"*$2*\"\n"
+	    "print -r -- \"$out\"\n"
+	    "zpty -d z\n";
+	char *path = h_write_file("zsh-complete.zsh", script), *out = NULL;
+	char *argv[] = {"zsh", "-f", path, (char *)line, (char *)want, NULL};
+
+	assert_non_null(path);
+	int rc = h_run(argv, 20000, &out);
+	if (rc != 0 || strstr(out, want) == NULL)
+		fail_msg("zsh completing '%s' did not offer '%s' (exit %d):\n%s", line, want, rc,
+		    out);
+	free(path);
+	return out;
+}
+
+/* Every command and the -c file's actions, as in bash. */
+static void
+test_zsh_completion(void **state)
+{
+	(void)state;
+	if (access("/usr/bin/zsh", X_OK) != 0) {
+		printf("itest_docs: SKIP zsh completion: zsh not installed\n");
+		skip();
+	}
+	char *out = zsh_complete("warrantctl ", "consumers, queue sizes");
+	const char *cmds[] = {"decide", "status", "metrics", "inspect", "dead"};
+	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+		if (!strstr(out, cmds[i]))
+			fail_msg("zsh offers no '%s':\n%s", cmds[i], out);
+	free(out);
+	free(zsh_complete("warrantctl dead ", "delete the dead letters of a record"));
+	free(zsh_complete("warrantctl -c conf/warrantd.ini decide --action ", "gate.open"));
+	free(zsh_complete("warrantctl metrics --o", "--output"));
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mandoc_lint),
 		cmocka_unit_test(test_bash_completion),
+		cmocka_unit_test(test_zsh_completion),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -498,6 +498,26 @@ test_usage_errors(void **state)
 	free(out);
 	assert_int_equal(ctl(&out, cfg_es, "dead", "bury", "x", (char *)NULL), 64);
 	free(out);
+	/* the global options, short and long */
+	const char *helps[] = {"-h", "--help"};
+	for (size_t i = 0; i < 2; i++) {
+		assert_int_equal(ctl(&out, NULL, helps[i], (char *)NULL), 0);
+		assert_contains(out, "usage: warrantctl");
+		free(out);
+	}
+	assert_int_equal(ctl(&out, NULL, "--version", (char *)NULL), 0);
+	assert_contains(out, "warrantctl ");
+	free(out);
+	assert_int_equal(ctl(&out, NULL, "--config", (char *)NULL), 64);
+	assert_contains(out, "missing value: --config");
+	free(out);
+	assert_int_equal(ctl(&out, NULL, "--config", "/nonexistent.ini", "status", (char *)NULL),
+	    78);
+	assert_contains(out, "/nonexistent.ini");
+	free(out);
+	assert_int_equal(ctl(&out, NULL, "--bogus", (char *)NULL), 64);
+	assert_contains(out, "unknown option or missing value: --bogus");
+	free(out);
 	assert_int_equal(ctl(&out, cfg_es, "status", "extra", (char *)NULL), 64);
 	free(out);
 	assert_int_equal(h_redis_int(C, "DBSIZE"), 0);
