@@ -40,7 +40,7 @@ ITEST_SRC := $(wildcard tests/integration/itest_*.c)
 ITEST_BIN := $(ITEST_SRC:tests/integration/%.c=$(BUILD)/tests/%)
 
 .PHONY: all bins unit modes deps test test-unit test-asan test-integration demo bench bench-scale \
-	install clean \
+	install clean lint-man \
 	deb test-deb faults soak fuzz fuzz-build lint scan-objs valgrind
 .SUFFIXES:
 
@@ -48,7 +48,7 @@ all: bins modes
 	@mkdir -p bin && cp -f $(BINS) bin/
 
 # git records no group/other bits: the example's placeholder secret and the
-# test keys get the mode SPEC §9 demands of a secret (warrantd refuses one
+# test keys get the mode warrantd(7) §9 demands of a secret (warrantd refuses one
 # that group or others may read), so that `warrantd -t` and the tests pass.
 SECRET_FILES := conf/client-secret $(wildcard tests/data/*.key tests/data/*.secret)
 modes:
@@ -198,7 +198,10 @@ TIDY_FLAGS := -std=c11 -D_FILE_OFFSET_BITS=64 -Iinclude -I$(BUILD)/gen $(PKG_CFL
 # is off until its callbacks make the count visible (see README).
 TIDY_EJOB  := --checks=-clang-analyzer-unix.Malloc
 
-lint: $(GEN_H)
+# The man pages: nothing at WARNING or above (STYLE notes such as "referenced
+# manual not found" depend on what the machine has installed).
+MAN_PAGES := $(wildcard man/*.[1-8])
+lint: $(GEN_H) lint-man
 	@echo "cppcheck $$(cppcheck --version | cut -d' ' -f2), clang-tidy $$(clang-tidy --version | sed -n 's/.*LLVM version \([0-9.]*\).*/\1/p')"
 	cppcheck --enable=warning,portability,performance --std=c11 --inline-suppr \
 		--error-exitcode=1 --quiet -Iinclude -I$(BUILD)/gen --include=/usr/include/jansson.h \
@@ -211,6 +214,9 @@ lint: $(GEN_H)
 		rm -rf build/scan && scan-build -o build/scan/report --status-bugs \
 		$(MAKE) --no-print-directory BUILD=build/scan scan-objs; \
 	fi
+
+lint-man:
+	mandoc -T lint -W warning $(MAN_PAGES)
 
 # What scan-build compiles: every source but ejob.c (its reference count, as
 # above; clang-tidy still runs the rest of the analyzer over it).
@@ -239,7 +245,8 @@ $(BUILD)/warrantd.ini.dist: conf/warrantd.ini | $(BUILD)/obj
 install: all $(BUILD)/warrantd.ini.dist
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(DOCDIR)/policy \
 		$(DESTDIR)$(SYSCONFDIR)/warrantd $(DESTDIR)$(UNITDIR) \
-		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 \
+		$(DESTDIR)$(MANDIR)/man8 \
 		$(DESTDIR)$(BASHCOMPDIR)
 	install -m 0755 bin/warrantd bin/warrantctl $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 conf/warrantd.ini $(DESTDIR)$(DOCDIR)/warrantd.ini.example
@@ -248,6 +255,7 @@ install: all $(BUILD)/warrantd.ini.dist
 	install -m 0644 examples/policy/*.rego examples/policy/*.json $(DESTDIR)$(DOCDIR)/policy/
 	install -m 0644 man/warrantctl.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 man/warrantd.ini.5 $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 man/warrantd.7 $(DESTDIR)$(MANDIR)/man7/
 	install -m 0644 man/warrantd.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 completion/warrantctl $(DESTDIR)$(BASHCOMPDIR)/warrantctl
 	# never over an operator's configuration

@@ -24,7 +24,7 @@ echo "deb: built $deb ($(stat -c %s "$deb") bytes) in $(( $(date +%s) - start ))
 list=$(dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|')
 for f in /usr/bin/warrantd /usr/bin/warrantctl \
 	/usr/share/man/man8/warrantd.8.gz /usr/share/man/man1/warrantctl.1.gz \
-	/usr/share/man/man5/warrantd.ini.5.gz \
+	/usr/share/man/man5/warrantd.ini.5.gz /usr/share/man/man7/warrantd.7.gz \
 	/lib/systemd/system/warrantd.service /lib/systemd/system/warrantd@.service \
 	/lib/systemd/system/warrantd-redis-tls.service \
 	/lib/systemd/system/warrantctl-metrics.service /lib/systemd/system/warrantctl-metrics.timer \
