@@ -8,7 +8,7 @@
  * the map over the network, synchronously with a timeout per node, like the
  * Sentinel lookup (sentinel.h): only when a connection is (re)made.
  *
- * The shard of a record (`[redis] shards`, SPEC terms in the README):
+ * The shard of a record (`[redis] shards`, warrantd(7) §2):
  * shard = FNV-1a-32(recordId) mod N, its prefix "{P:shard}".
  */
 #ifndef WARRANTD_CLUSTER_H

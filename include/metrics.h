@@ -67,7 +67,7 @@ int metrics_http_parse(const char *buf, size_t len);
 
 /* ---- the sample ---- */
 
-/* A heartbeat counter name (SPEC §8, counters.h) as a metric name part:
+/* A heartbeat counter name (warrantd(7) §8, counters.h) as a metric name part:
  * "authFailures" -> "auth_failures". Writes at most n bytes with the NUL;
  * 0, or -1 when it does not fit. */
 int metrics_snake_case(const char *camel, char *out, size_t n)

@@ -1,4 +1,4 @@
-/* authz: the OPA Data API request and answer of SPEC §7. */
+/* authz: the OPA Data API request and answer of warrantd(7) §7. */
 #include "authz.h"
 
 #include <jansson.h>

@@ -339,7 +339,7 @@ test_private_key_jwt_es256(void **state)
 	oauth_free(o);
 }
 
-/* A relative secret file is found in $CREDENTIALS_DIRECTORY (SPEC §9). */
+/* A relative secret file is found in $CREDENTIALS_DIRECTORY (warrantd(7) §9). */
 static void
 test_credentials_directory(void **state)
 {

@@ -70,7 +70,7 @@ set_roster(const char *mode)
 	json_decref(data);
 }
 
-/* 1 allow, 0 deny, as warrantd reads the answer (SPEC §7). */
+/* 1 allow, 0 deny, as warrantd reads the answer (warrantd(7) §7). */
 static int
 ask(const json_t *input)
 {

@@ -1,4 +1,4 @@
-/* Unit tests for the job state machine (SPEC §3.3, R1-R6, R8, R9, R12). */
+/* Unit tests for the job state machine (warrantd(7) §3.3, R1-R6, R8, R9, R12). */
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>

@@ -43,7 +43,7 @@ test_reason_out_of_range_and_unknown(void **state)
 	assert_int_equal(r, REASON_OK);
 }
 
-/* The codes SPEC names, spelled as SPEC spells them. */
+/* The codes warrantd(7) names, spelled as it spells them. */
 static void
 test_reason_spec_spelling(void **state)
 {
