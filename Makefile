@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # warrantd - see README.md.  `make`, `make test`, `make demo`, `make install`.
 
 PREFIX  ?= /usr/local

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * mkrecords COUNT PREFIX [KEY_FILE]: the decider side of the
  * benchmark. Writes to stdout, as RESP for `redis-cli --pipe`, COUNT jobs:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_pdp: the policy decision point's answer (warrantd(7) §7). Only a body that
  * says allow in one of the two documented shapes may allow. */
 #include "fuzz.h"

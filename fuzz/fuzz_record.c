@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_record: validation of a record's content (warrantd(7) §3.1) with the
  * signature off, so every input reaches the field rules; and the recordId
  * syntax on its own. */

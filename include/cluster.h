@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cluster: Redis Cluster routing, small and in one place (issue 13).
  * hiredis 0.14 has no cluster client. Every key of one deployment -- or of

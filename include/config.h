@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * config: the INI file of warrantd(7) §10, parsed into a fresh struct cfg.
  *

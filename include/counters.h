@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * counters: the per-consumer counters of warrantd(7) §8, counted by the jobs in
  * hand (ejob) and the consumer (engine), written to the heartbeat hash.

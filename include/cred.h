@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cred: how the calls of each action are authenticated (warrantd(7) §10 [action]
  * auth): no credential, a static bearer read from a file, or the worker's

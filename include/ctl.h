@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * ctl: the pure pieces of warrantctl (warrantd(7) §11) -- times given on the
  * command line, record ids, the record JSON built from `decide`'s options,

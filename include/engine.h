@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * engine: the consumer on one libev loop (warrantd(7) §4). It reads entry ids from
  * the consumer group, hands each entry to the pure job core (job.h) and moves

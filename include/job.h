@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * job: the state machine of one stream entry in hand (warrantd(7) §3.3, R1-R4,
  * R8, R9, R12), as a pure function. The shell feeds it events and performs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * metrics: the daemon's own numbers in the Prometheus text format (0.0.4),
  * served on [metrics] listen by a small HTTP/1.x responder on the libev loop.

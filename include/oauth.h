@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * oauth: the worker's own access token (warrantd(7) §9, R6, R9), kept fresh on the
  * event loop. The imperative shell around token.h: it reads the secret

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * reason: the reason codes written to P:dead `reason`, the hash's `outcome`
  * and the P:notify `reason` (warrantd(7) R3, R8, R11, R12, R17). One enum, one name

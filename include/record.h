@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * record: the authorization decision record of warrantd(7) §3, verified and
  * validated. Pure: the key comes in as bytes (or parsed once, as a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * secrets: the files of warrantd(7) §9 -- passwords, client secrets, bearer tokens,
  * HMAC keys, private and public keys, certificates -- read, checked and

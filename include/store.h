@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * store: the Redis layout of warrantd(7) §2 — key names, the Lua scripts that
  * make each step atomic (lua/, embedded), their arguments set by name, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * token: the pure core of the worker's own OAuth 2.0 access token (warrantd(7) §9,
  * R6): how long a token lives, when to refresh it, when it may still be used,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * urltpl: the action URL templates of warrantd(7) R7.
  *

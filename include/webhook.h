@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * webhook: the optional POST of each notification to [notify] webhook_url
  * (warrantd(7) §6). Best effort and bounded: a queue of at most WEBHOOK_QUEUE_MAX

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* authz: the OPA Data API request and answer of warrantd(7) §7. */
 #include "authz.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* counters: the one list of warrantd(7) §8's counters and their heartbeat names. */
 #include "counters.h"
 

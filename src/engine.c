@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * engine: the consumer, the imperative shell around the entries in hand.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * job: the state machine of one stream entry in hand. Pure: the clock and
  * the random words come in with the events; the shell performs the effects.

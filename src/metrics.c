@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* metrics: Prometheus text format and its tiny HTTP/1.x responder (see metrics.h). */
 #define _GNU_SOURCE
 #include "metrics.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* secrets: the files of warrantd(7) §9 read, checked and wiped (secrets.h). */
 #define _DEFAULT_SOURCE
 #include "secrets.h"

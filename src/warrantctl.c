@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * warrantctl: the decider's and the operator's tool (warrantd(7) §11).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fake_pdp --port-file FILE [--port N]: the policy decision point warrantd
  * asks in integration tests (warrantd(7) §7, the OPA Data API shape). Binds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * scenarios: one named scenario per item of issue 7 that can be seen from
  * outside, each written to fail where the code has the defect and to pass

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * soak SECONDS: one warrantd under steady load for SECONDS (make soak,
  * SOAK_SECONDS, default 600) with 5 s tokens from fake_idp, a target that

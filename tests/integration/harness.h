@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * harness: what every integration test needs -- a private temp dir, child
  * processes that never outlive the test, a real redis-server on a unix socket,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * itest_acl: conf/redis-acl.conf (README "Redis ACLs") on a real redis-server.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * itest_authz: R5 and warrantd(7) §7 with the real warrantd, fake_target and
  * fake_pdp. One redis, one target, one PDP and one daemon serve the whole

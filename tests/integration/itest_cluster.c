@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * itest_cluster: warrantd on Redis Cluster (issue 13). Three primaries and
  * three replicas of Debian's redis-server on 127.0.0.1, cluster-enabled,

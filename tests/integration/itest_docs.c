@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * itest_docs: the operator's documents as tools see them -- `mandoc -T lint`
  * has nothing to say about the pages in man/, the pages render, and the bash completion

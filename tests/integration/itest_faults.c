@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * itest_faults: warrantd against a real redis-server (appendonly yes) and
  * fake_target, for faults and the life cycle: a worker killed mid-run (R11),

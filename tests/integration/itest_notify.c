@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * itest_notify: the notification webhook (warrantd(7) §6, [notify] webhook_url)
  * with the real warrantd, a real redis-server and two fake_target instances:

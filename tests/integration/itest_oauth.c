@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * itest_oauth: the token manager (src/oauth.c) on the test's own libev loop,
  * against fake_idp, with fake_target checking that the tokens it hands out

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * itest_once: warrantd(7) R4, one decision, one execution -- the real warrantd
  * against a real redis-server and fake_target.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * itest_policy: the fake PDP and examples/policy/warrant.rego decide alike.
  * The table examples/policy/cases.json is what warrant_test.rego runs under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * itest_tokens: the worker's own OAuth 2.0 token (warrantd(7) §9, R6, R9) with the
  * real warrantd, a real redis-server, fake_idp and fake_target. Both fakes

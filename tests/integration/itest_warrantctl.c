@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * itest_warrantctl: the real warrantctl binary (warrantd(7) §11) against a private
  * redis-server, with generated configs and the test keys in tests/data/.

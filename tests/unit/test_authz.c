@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests for the current-authority wire format (warrantd(7) §7, R5): authz.h. */
 #include <setjmp.h>
 #include <stdarg.h>

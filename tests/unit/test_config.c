@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_config: the INI of warrantd(7) §10 and its errors, parsed from strings with a
  * made-up host (the file from disk: test_cfgfile; the files it names:
  * test_secrets). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit test: the heartbeat's counter table (counters.h) names every counter
  * of struct engine_counters once, by the names of warrantd(7) §8. */
 #include <setjmp.h>

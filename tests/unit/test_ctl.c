@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests for warrantctl's pure pieces (warrantd(7) §11): command-line times,
  * generated ids, the record built from decide's options, the policy taken
  * from the config and the human output. */

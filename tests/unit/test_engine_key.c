@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests for the verification key in src/engine.c: it is parsed once per
  * config load, so a key that does not fit [records] algorithm fails
  * engine_new (start) and engine_reload (SIGHUP) instead of every record.

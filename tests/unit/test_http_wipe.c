@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Unit test for src/http.c (warrantd(7) §9, issue 8): libcurl never holds its own
  * copy of a request's secrets (no CURLOPT_USERPWD, no CURLOPT_COPYPOSTFIELDS),

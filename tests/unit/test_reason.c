@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests for src/reason.c: every code has one name, and it parses back. */
 #include <setjmp.h>
 #include <stdarg.h>

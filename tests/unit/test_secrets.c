@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_secrets: the files of warrantd(7) §9 -- where they are looked up, what is
  * kept of them, which are refused, and the one white space rule. */
 #define _DEFAULT_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests for the pure core of the worker's OAuth token (warrantd(7) §9, R6). */
 #include <setjmp.h>
 #include <stdarg.h>

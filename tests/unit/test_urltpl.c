@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests for the action URL templates (warrantd(7) R7). */
 #include <setjmp.h>
 #include <stdarg.h>
