@@ -150,7 +150,7 @@ demo: deps
 	@$(MAKE) --no-print-directory all unit
 	@sh examples/demo.sh $(BUILD)
 
-# ---- fuzzing (README "Fuzzing"): libFuzzer targets in fuzz/, built with
+# ---- fuzzing (tests/README.md "Fuzzing"): libFuzzer targets in fuzz/, built with
 # Debian's clang against the same sources, with ASan and UBSan. Each runs for
 # FUZZ_SECONDS from its seed corpus fuzz/corpus/NAME (read only) into a work
 # corpus under build/fuzz/work/NAME; a crash is written to build/fuzz/.
@@ -182,13 +182,13 @@ fuzz: deps
 	@$(MAKE) --no-print-directory fuzz-build
 	@sh fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_BIN)
 
-# ---- valgrind (README "Tests"): the integration tests that start warrantd,
+# ---- valgrind (tests/README.md): the integration tests that start warrantd,
 # with the daemon under memcheck. Not in CI: it takes a quarter of an hour.
 valgrind: deps
 	@$(MAKE) --no-print-directory all unit
 	@sh tests/valgrind.sh $(BUILD)
 
-# ---- static analysis (README "Static analysis"): cppcheck and clang-tidy
+# ---- static analysis (tests/README.md "Static analysis"): cppcheck and clang-tidy
 # (Debian 12's), configured by .cppcheck-suppressions and .clang-tidy; any
 # finding fails. scan-build (clang-tools) runs the analyzer over a full build.
 LINT_SRC   := $(wildcard src/*.c)
@@ -196,7 +196,7 @@ TIDY_FLAGS := -std=c11 -D_FILE_OFFSET_BITS=64 -Iinclude -I$(BUILD)/gen $(PKG_CFL
 # ejob.c keeps its jobs alive by a reference count held across callbacks; the
 # analyzer cannot see that a callback always holds one, and takes every
 # "finish, then unref" for a use after free. For that file alone unix.Malloc
-# is off until its callbacks make the count visible (see README).
+# is off until its callbacks make the count visible (see tests/README.md).
 TIDY_EJOB  := --checks=-clang-analyzer-unix.Malloc
 
 # The man pages: nothing at WARNING or above (STYLE notes such as "referenced

@@ -1238,7 +1238,7 @@ resolve_slot(void *arg, char *host, size_t hostlen, int *port)
  * ASK -- keys mid-migration -- changes no map: rconn follows it on a side
  * connection (ASKING + the command), and only the first ASK of a migration
  * (or one rconn could not follow) reaches the caller, which backs off and
- * retries (README "Redis Cluster"). */
+ * retries (HACKING.md "Redis Cluster routing"). */
 static void
 cluster_error_seen(void *arg, const char *error)
 {

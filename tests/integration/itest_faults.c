@@ -1290,7 +1290,7 @@ test_r17_unloadable_entries_stay_in_hand(void **state)
 
 /* A Redis that forgot its PEL (restarted without persistence) while a call
  * was in flight: the hash still names this worker and this attempt, so the
- * result obtained is written, not dropped (README: "How a job runs"). */
+ * result obtained is written, not dropped (HACKING.md "A job"). */
 static void
 test_result_kept_when_pel_forgot(void **state)
 {
@@ -1387,7 +1387,7 @@ stall_redis(enum stall how, int on)
 		return;
 	}
 	/* NOREPLICAS: no replica, so every write is refused (as during a
-	 * replica's restart under the README's min-replicas-to-write 1) */
+	 * replica's restart under min-replicas-to-write 1, README "Troubleshooting") */
 	char *ok = h_redis_str(C, "CONFIG SET min-replicas-to-write %d", on ? 1 : 0);
 	assert_non_null(ok);
 	free(ok);
