@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # warrantd - see README.md.  `make`, `make test`, `make demo`, `make install`.
 
 PREFIX  ?= /usr/local
@@ -41,7 +42,7 @@ ITEST_SRC := $(wildcard tests/integration/itest_*.c)
 ITEST_BIN := $(ITEST_SRC:tests/integration/%.c=$(BUILD)/tests/%)
 
 .PHONY: all bins unit modes deps test test-unit test-asan test-integration demo bench bench-scale \
-	install clean \
+	install clean lint-man \
 	deb test-deb faults soak fuzz fuzz-build lint scan-objs valgrind
 .SUFFIXES:
 
@@ -49,7 +50,7 @@ all: bins modes
 	@mkdir -p bin && cp -f $(BINS) bin/
 
 # git records no group/other bits: the example's placeholder secret and the
-# test keys get the mode SPEC §9 demands of a secret (warrantd refuses one
+# test keys get the mode warrantd(7) §9 demands of a secret (warrantd refuses one
 # that group or others may read), so that `warrantd -t` and the tests pass.
 SECRET_FILES := conf/client-secret $(wildcard tests/data/*.key tests/data/*.secret)
 modes:
@@ -150,7 +151,7 @@ demo: deps
 	@$(MAKE) --no-print-directory all unit
 	@sh examples/demo.sh $(BUILD)
 
-# ---- fuzzing (README "Fuzzing"): libFuzzer targets in fuzz/, built with
+# ---- fuzzing (tests/README.md "Fuzzing"): libFuzzer targets in fuzz/, built with
 # Debian's clang against the same sources, with ASan and UBSan. Each runs for
 # FUZZ_SECONDS from its seed corpus fuzz/corpus/NAME (read only) into a work
 # corpus under build/fuzz/work/NAME; a crash is written to build/fuzz/.
@@ -182,13 +183,13 @@ fuzz: deps
 	@$(MAKE) --no-print-directory fuzz-build
 	@sh fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_BIN)
 
-# ---- valgrind (README "Tests"): the integration tests that start warrantd,
+# ---- valgrind (tests/README.md): the integration tests that start warrantd,
 # with the daemon under memcheck. Not in CI: it takes a quarter of an hour.
 valgrind: deps
 	@$(MAKE) --no-print-directory all unit
 	@sh tests/valgrind.sh $(BUILD)
 
-# ---- static analysis (README "Static analysis"): cppcheck and clang-tidy
+# ---- static analysis (tests/README.md "Static analysis"): cppcheck and clang-tidy
 # (Debian 12's), configured by .cppcheck-suppressions and .clang-tidy; any
 # finding fails. scan-build (clang-tools) runs the analyzer over a full build.
 LINT_SRC   := $(wildcard src/*.c)
@@ -196,10 +197,13 @@ TIDY_FLAGS := -std=c11 -D_FILE_OFFSET_BITS=64 -Iinclude -I$(BUILD)/gen $(PKG_CFL
 # ejob.c keeps its jobs alive by a reference count held across callbacks; the
 # analyzer cannot see that a callback always holds one, and takes every
 # "finish, then unref" for a use after free. For that file alone unix.Malloc
-# is off until its callbacks make the count visible (see README).
+# is off until its callbacks make the count visible (see tests/README.md).
 TIDY_EJOB  := --checks=-clang-analyzer-unix.Malloc
 
-lint: $(GEN_H)
+# The man pages: nothing at WARNING or above (STYLE notes such as "referenced
+# manual not found" depend on what the machine has installed).
+MAN_PAGES := $(wildcard man/*.[1-8])
+lint: $(GEN_H) lint-man
 	@echo "cppcheck $$(cppcheck --version | cut -d' ' -f2), clang-tidy $$(clang-tidy --version | sed -n 's/.*LLVM version \([0-9.]*\).*/\1/p')"
 	cppcheck --enable=warning,portability,performance --std=c11 --inline-suppr \
 		--error-exitcode=1 --quiet -Iinclude -I$(BUILD)/gen --include=/usr/include/jansson.h \
@@ -212,6 +216,9 @@ lint: $(GEN_H)
 		rm -rf build/scan && scan-build -o build/scan/report --status-bugs \
 		$(MAKE) --no-print-directory BUILD=build/scan scan-objs; \
 	fi
+
+lint-man:
+	mandoc -T lint -W warning $(MAN_PAGES)
 
 # What scan-build compiles: every source but ejob.c (its reference count, as
 # above; clang-tidy still runs the rest of the analyzer over it).
@@ -240,7 +247,8 @@ $(BUILD)/warrantd.ini.dist: conf/warrantd.ini | $(BUILD)/obj
 install: all $(BUILD)/warrantd.ini.dist
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(DOCDIR)/policy \
 		$(DESTDIR)$(SYSCONFDIR)/warrantd $(DESTDIR)$(UNITDIR) \
-		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 \
+		$(DESTDIR)$(MANDIR)/man8 \
 		$(DESTDIR)$(BASHCOMPDIR)
 	# the LoadCredential= sources, also read by `warrantd -t` and warrantctl by hand
 	install -d -m 0700 $(DESTDIR)$(SYSCONFDIR)/warrantd/credentials
@@ -251,6 +259,7 @@ install: all $(BUILD)/warrantd.ini.dist
 	install -m 0644 examples/policy/*.rego examples/policy/*.json $(DESTDIR)$(DOCDIR)/policy/
 	install -m 0644 man/warrantctl.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 man/warrantd.ini.5 $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 man/warrantd.7 $(DESTDIR)$(MANDIR)/man7/
 	install -m 0644 man/warrantd.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 completion/warrantctl $(DESTDIR)$(BASHCOMPDIR)/warrantctl
 	install -d $(DESTDIR)$(ZSHCOMPDIR)

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # bench/callgrind.sh BUILD_DIR [MODE] -- the repeatable cost of one job.
 #
 # Wall-clock numbers on a shared 2-core machine move by 20 % from run to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * floor SOCKET PREFIX COUNT [MODE]: the Redis floor of the benchmark -- what
  * one job costs Redis itself with no HTTP and no verification, the least any

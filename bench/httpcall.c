@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * httpcall MODE PORT COUNT: what one action call costs its caller, by the
  * way it is made, on one kept-alive connection to 127.0.0.1:PORT (nginx

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # bench/httpcall.sh -- what one action call costs its caller through curl,
 # and at the least without it (bench/httpcall.c), on one kept-alive
 # connection to nginx answering 204: instructions per call (callgrind, the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # bench/idle.sh BUILD_DIR -- what an idle worker wakes up for (issue 10).
 #
 # Starts a private redis-server and warrantd with the default intervals

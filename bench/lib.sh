@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # shellcheck shell=sh disable=SC2034,SC2154
 # bench/lib.sh -- what bench/run.sh, bench/scale.sh and bench/callgrind.sh
 # share; sourced, not run. The caller sets $tmp (its temp dir), $build (the

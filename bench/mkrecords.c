@@ -1,9 +1,10 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * mkrecords COUNT PREFIX [KEY_FILE]: the decider side of the
  * benchmark. Writes to stdout, as RESP for `redis-cli --pipe`, COUNT jobs:
  *   HSET PREFIX:decision:bench-<i> record <R> state queued createdAt <now>
  *   XADD PREFIX:jobs * id bench-<i>
- * where <R> is the record (SPEC §3.1) as plain JSON, or a JWS signed with the
+ * where <R> is the record (warrantd(7) §3.1) as plain JSON, or a JWS signed with the
  * key when one is given (with BENCH_NO_XADD=1 only the HSETs: bench/pace.c
  * enqueues later, at a steady rate): ES256 with a PEM private key, HS256 with a file
  * whose name ends in ".secret" (the HMAC secret, trailing blanks dropped). Records are valid for $BENCH_EXPIRES_S (3600) s.

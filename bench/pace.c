@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * pace SOCKET PREFIX COUNT RATE: enqueues bench-1 ... bench-COUNT (records
  * already written by mkrecords with BENCH_NO_XADD=1) onto PREFIX:jobs at a

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # bench/run.sh BUILD_DIR -- throughput of warrantd against a private
 # redis-server (unix socket) and the fake target, on this machine.
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # bench/scale.sh BUILD_DIR -- throughput scaling (issue 13): 1, 2 and 4
 # workers against one Redis, then 1 and 3 workers against a Redis Cluster of
 # 1 and of 3 primaries ([redis] shards = 6). Unsigned records, auth none,

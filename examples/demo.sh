@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # The canal-gate story, end to end, in under a minute: `make demo` runs
 #   sh examples/demo.sh BUILD      (binaries in BUILD/bin, fakes in BUILD/tests)
 # Everything runs in a fresh temp dir: a private redis-server on a unix socket,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fuzz: what the libFuzzer targets share. Each target is one file
  * fuzz_<name>.c with LLVMFuzzerTestOneInput, built by `make fuzz` with clang

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_config: the INI parser (cfg_parse: our line reader, inih, every key's
  * parser and the rules between keys). */
 #include "fuzz.h"

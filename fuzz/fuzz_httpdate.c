@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_httpdate: Retry-After (delay-seconds or IMF-fixdate), the HTTP-date
  * and RFC 3339 parsers, and WWW-Authenticate's error="invalid_token". */
 #include "fuzz.h"

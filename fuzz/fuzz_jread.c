@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_jread: jread against jansson, differentially. Every input is read by
  * both, jansson as the record was read before jread (JSON_REJECT_DUPLICATES;
  * with JSON_DECODE_ANY, so that a document of any type is compared too), and

@@ -1,4 +1,5 @@
-/* fuzz_jws: the JWS parser and verifier of record_load (SPEC §3.2), with a
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* fuzz_jws: the JWS parser and verifier of record_load (warrantd(7) §3.2), with a
  * parsed ES256 key, a raw RS256 key and an HS256 secret: the input is the
  * hash's `record` value. */
 #include "fuzz.h"

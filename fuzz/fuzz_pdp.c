@@ -1,4 +1,5 @@
-/* fuzz_pdp: the policy decision point's answer (SPEC §7). Only a body that
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* fuzz_pdp: the policy decision point's answer (warrantd(7) §7). Only a body that
  * says allow in one of the two documented shapes may allow. */
 #include "fuzz.h"
 #include "authz.h"

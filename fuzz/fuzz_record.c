@@ -1,4 +1,5 @@
-/* fuzz_record: validation of a record's content (SPEC §3.1) with the
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* fuzz_record: validation of a record's content (warrantd(7) §3.1) with the
  * signature off, so every input reaches the field rules; and the recordId
  * syntax on its own. */
 #include "fuzz.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_rreply: arbitrary bytes from Redis' side, read by hiredis' reader with
  * rreply's functions (rconn's) and with hiredis' own, fed in two pieces split
  * where the input says: both readers must agree on every reply (type,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_sreply: the Redis replies the consumer interprets -- XREADGROUP, the
  * claim, renew and transition scripts (XAUTOCLAIM, XPENDING shapes), XINFO
  * GROUPS, the plain replies (errors, integers, hashes), the sentinel's and

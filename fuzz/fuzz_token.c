@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_token: the token endpoint's response (RFC 6749 §5.1, §5.2) and the
  * access token's JWT exp, as the IdP (hostile, in this exercise) sends them. */
 #include "fuzz.h"

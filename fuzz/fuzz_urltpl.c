@@ -1,4 +1,5 @@
-/* fuzz_urltpl: the action URL template (SPEC R7). The input is a template
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* fuzz_urltpl: the action URL template (warrantd(7) R7). The input is a template
  * and a resource separated by the first newline; the resource is also used
  * for the other placeholders. An expanded URL never gains a host the
  * template did not have. */

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Runs each libFuzzer target for SECONDS from its seed corpus.
 #   fuzz/run.sh BUILD_DIR SECONDS TARGET...
 # Seeds in fuzz/corpus/NAME are only read; what the fuzzer finds goes to

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * authz: the wire format of the current-authority check (SPEC §7, R5), pure:
+ * authz: the wire format of the current-authority check (warrantd(7) §7, R5), pure:
  * the OPA Data API request built from a record, and the answer read back.
  * The HTTP call itself is the shell's (ejob.c).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * b64url: Base64 with the URL and file name safe alphabet (RFC 4648 §5),
  * written without padding as JWS wants it (RFC 7515 §2). Pure.

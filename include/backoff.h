@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * backoff: the one exponential backoff with jitter for everything that waits
  * and tries again -- a retry of an action (R8), a PDP that is down (R5), a

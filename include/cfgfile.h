@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cfgfile: the configuration file from disk. Shell: reads the file, asks
  * the host for its name and the real path of the file's directory, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cluster: Redis Cluster routing, small and in one place (issue 13).
  * hiredis 0.14 has no cluster client. Every key of one deployment -- or of
@@ -8,7 +9,7 @@
  * the map over the network, synchronously with a timeout per node, like the
  * Sentinel lookup (sentinel.h): only when a connection is (re)made.
  *
- * The shard of a record (`[redis] shards`, SPEC terms in the README):
+ * The shard of a record (`[redis] shards`, warrantd(7) §2):
  * shard = FNV-1a-32(recordId) mod N, its prefix "{P:shard}".
  */
 #ifndef WARRANTD_CLUSTER_H

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * config: the INI file of SPEC §10, parsed into a fresh struct cfg.
+ * config: the INI file of warrantd(7) §10, parsed into a fresh struct cfg.
  *
  * cfg_parse() never touches the running configuration: it builds a new one
  * or reports every error it found, so a SIGHUP with a broken file changes
@@ -35,7 +36,7 @@ enum cfg_client_auth {
 
 struct cfg_action {
 	char *name;		/* the record's `action`, e.g. "gate.open" */
-	char *url;		/* template of SPEC R7 */
+	char *url;		/* template of warrantd(7) R7 */
 	char *method;		/* upper case, e.g. "POST" */
 	long timeout_ms;
 	enum cfg_auth auth;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * consumer: the worker's consumer core -- what the worker as a whole does
  * with Redis, as pure functions over plain structs. It reads no clock (now

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * counters: the per-consumer counters of SPEC §8, counted by the jobs in
+ * counters: the per-consumer counters of warrantd(7) §8, counted by the jobs in
  * hand (ejob) and the consumer (engine), written to the heartbeat hash.
  * Plain data.
  */
@@ -8,14 +9,14 @@
 
 #include <stddef.h>
 
-/* Counters of SPEC §8, also written to the heartbeat hash. */
+/* Counters of warrantd(7) §8, also written to the heartbeat hash. */
 struct engine_counters {
 	long long received, done, expired, denied, failed, dead, retried;
 	long long redispatched, auth_failures, token_refreshes, claimed;
 	long long redis_outages;	/* connections to Redis lost since start (R17) */
 };
 
-/* Each counter's name in the heartbeat hash (SPEC §8) and where it is; the
+/* Each counter's name in the heartbeat hash (warrantd(7) §8) and where it is; the
  * one list of them, ended by a NULL name. */
 struct counter_field {
 	const char *name;

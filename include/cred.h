@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * cred: how the calls of each action are authenticated (SPEC §10 [action]
+ * cred: how the calls of each action are authenticated (warrantd(7) §10 [action]
  * auth): no credential, a static bearer read from a file, or the worker's
  * own OAuth token (oauth.h). One credential per action, owning its secret;
  * a set of them is built from a config as a whole and replaced whole on

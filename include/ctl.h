@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * ctl: the pure pieces of warrantctl (SPEC §11) -- times given on the
+ * ctl: the pure pieces of warrantctl (warrantd(7) §11) -- times given on the
  * command line, record ids, the record JSON built from `decide`'s options,
  * the record policy taken from the config, and the human rendering of the
  * JSON that every command can also print as is (--json).
@@ -43,7 +44,7 @@ struct ctl_decision {
 };
 
 /*
- * The record content of SPEC §3.1 for `d`: --params merged under the
+ * The record content of warrantd(7) §3.1 for `d`: --params merged under the
  * --param pairs (a pair wins; every value a string), times as RFC 3339 with
  * milliseconds, notBefore and notifyOnDenial only when given. Checks only
  * what the record rules cannot see (the option syntax, and a notBefore at or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * ejob: the entries in hand, each from admission to release -- the
  * imperative shell around the job core (job.h). The consumer (engine.c)

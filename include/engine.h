@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * engine: the consumer on one libev loop (SPEC §4). It reads entry ids from
+ * engine: the consumer on one libev loop (warrantd(7) §4). It reads entry ids from
  * the consumer group, hands each entry to the pure job core (job.h) and moves
  * data between that core, Redis (rconn.h) and HTTP (http.h).
  */
@@ -41,7 +42,7 @@ int engine_reload(struct engine *eng, struct cfg *cfg, char *err, size_t errlen)
 /* Valid as long as the engine. */
 const struct engine_counters *engine_counters(const struct engine *eng);
 
-/* Plain data: the rest of what the heartbeat hash shows (SPEC §8). */
+/* Plain data: the rest of what the heartbeat hash shows (warrantd(7) §8). */
 struct engine_gauges {
 	long long in_flight, token_expires_in_s, token_refreshes, redis_outages;
 	const char *token_state;	/* static: valid, refreshing, none, error */

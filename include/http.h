@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * http: an asynchronous HTTP/1.1 client on the daemon's libev loop.
  *

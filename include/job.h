@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * job: the state machine of one stream entry in hand (SPEC §3.3, R1-R4,
+ * job: the state machine of one stream entry in hand (warrantd(7) §3.3, R1-R4,
  * R8, R9, R12), as a pure function. The shell feeds it events and performs
  * the effects it returns; it reads no clock (now comes in) and draws no random
  * numbers (a random word comes in with each event).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * jread: a strict, allocation-light JSON reader for the record's hot path.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * jwa: the JWS algorithms warrantd knows (RFC 7518), as its own enum, so
  * that the config and the record carry an algorithm without including

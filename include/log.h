@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * log: logfmt lines on stderr, one line per event.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * metrics: the daemon's own numbers in the Prometheus text format (0.0.4),
  * served on [metrics] listen by a small HTTP/1.x responder on the libev loop.
@@ -67,7 +68,7 @@ int metrics_http_parse(const char *buf, size_t len);
 
 /* ---- the sample ---- */
 
-/* A heartbeat counter name (SPEC §8, counters.h) as a metric name part:
+/* A heartbeat counter name (warrantd(7) §8, counters.h) as a metric name part:
  * "authFailures" -> "auth_failures". Writes at most n bytes with the NUL;
  * 0, or -1 when it does not fit. */
 int metrics_snake_case(const char *camel, char *out, size_t n)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * names: the one lookup from a name back to its index in a name table, for
  * the enums that are written to Redis as words (reason codes, job states,

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * oauth: the worker's own access token (SPEC §9, R6, R9), kept fresh on the
+ * oauth: the worker's own access token (warrantd(7) §9, R6, R9), kept fresh on the
  * event loop. The imperative shell around token.h: it reads the secret
  * files, asks the token endpoint (client credentials grant, RFC 6749 §4.4)
  * through the async http client, refreshes at [oauth] refresh_ratio of the
@@ -74,7 +75,7 @@ const char *oauth_token(const struct oauth *o, int64_t now_ms, long timeout_ms);
 int64_t oauth_expires_at_ms(const struct oauth *o);
 
 /*
- * SPEC §8 tokenState, a static string: "valid" (a live token is held, a
+ * warrantd(7) §8 tokenState, a static string: "valid" (a live token is held, a
  * refresh may be under way), "refreshing" (none held, a fetch in flight),
  * "error" (none held, the last fetch failed; a retry is scheduled), "none"
  * (none held and none asked for yet).
@@ -114,7 +115,7 @@ void oauth_invalidate_gen(struct oauth *o, uint64_t gen);
  */
 void oauth_set_listener(struct oauth *o, void (*cb)(void *arg, int have_token), void *arg);
 
-/* Tokens received since oauth_new (SPEC §8 tokenRefreshes). */
+/* Tokens received since oauth_new (warrantd(7) §8 tokenRefreshes). */
 long long oauth_refreshes(const struct oauth *o);
 
 /*

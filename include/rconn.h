@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * rconn: one asynchronous Redis connection on a libev loop (hiredis 0.14.1).
  *

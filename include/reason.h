@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * reason: the reason codes written to P:dead `reason`, the hash's `outcome`
- * and the P:notify `reason` (SPEC R3, R8, R11, R12, R17). One enum, one name
+ * and the P:notify `reason` (warrantd(7) R3, R8, R11, R12, R17). One enum, one name
  * table (reason.c): code decides with the enum, Redis and logs see the name.
  * Pure.
  */

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * record: the authorization decision record of SPEC §3, verified and
+ * record: the authorization decision record of warrantd(7) §3, verified and
  * validated. Pure: the key comes in as bytes (or parsed once, as a
  * struct record_key) and `now` as a number.
  */
@@ -22,7 +23,7 @@ enum record_status {
 	RECORD_UNKNOWN_ACTION,	/* "unknown-action": no [action NAME] for it */
 };
 
-/* The reason code of SPEC R3 for a status (REASON_NONE for RECORD_OK). */
+/* The reason code of warrantd(7) R3 for a status (REASON_NONE for RECORD_OK). */
 enum reason record_status_reason(enum record_status st);
 /* Its name, reason_name(record_status_reason(st)): "" for RECORD_OK. */
 const char *record_status_code(enum record_status st);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * resp: Redis' wire format (RESP) written by hand. hiredis 0.14 formats
  * every argument with sprintf, which was a third of the daemon's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * rnd: the one source of random numbers, for the imperative shell only (the
  * core takes random words as arguments).

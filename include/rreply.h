@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * rreply: the reply objects hiredis' reader builds for rconn, a whole reply
  * in a few allocations. hiredis' own functions make each string in two (the

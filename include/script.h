@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * script: the one loader and the one caller of the Lua scripts of lua/
  * (store.h) on an rconn. The loader hashes every body once (EVALSHA); the

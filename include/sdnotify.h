@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * sdnotify: the systemd notify protocol (sd_notify(3)) without libsystemd:
  * one datagram to $NOTIFY_SOCKET. A no-op when the variable is unset.

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * secrets: the files of SPEC §9 -- passwords, client secrets, bearer tokens,
+ * secrets: the files of warrantd(7) §9 -- passwords, client secrets, bearer tokens,
  * HMAC keys, private and public keys, certificates -- read, checked and
  * wiped. Shell: it opens files and reads $CREDENTIALS_DIRECTORY.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * sentinel: finding the Redis primary through Redis Sentinel (issue 13).
  * The worker asks the sentinels, in the order configured, for the address

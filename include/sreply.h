@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * sreply: the Redis replies the consumer reads, taken apart into plain data.
  * Pure: each function walks a reply tree -- built by hiredis, or by a test

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * store: the Redis layout of SPEC §2 — key names, the Lua scripts that
+ * store: the Redis layout of warrantd(7) §2 — key names, the Lua scripts that
  * make each step atomic (lua/, embedded), their arguments set by name, the
  * transition's replies and the P:dead fields. Pure: sending is script.c's
  * business (the daemon, on rconn) or warrantctl's (sync hiredis).
@@ -250,7 +251,7 @@ int store_reply_parse(const char *s, enum store_reply *out) __attribute__((warn_
 int store_reply_is(const char *s, enum store_reply r);
 
 /*
- * The fields of a P:dead entry (SPEC §2), the one list of them: in the
+ * The fields of a P:dead entry (warrantd(7) §2), the one list of them: in the
  * order warrantctl shows them; lua/transition.lua writes exactly these
  * (test_store checks it).
  */

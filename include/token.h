@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * token: the pure core of the worker's own OAuth 2.0 access token (SPEC §9,
+ * token: the pure core of the worker's own OAuth 2.0 access token (warrantd(7) §9,
  * R6): how long a token lives, when to refresh it, when it may still be used,
  * how long to wait after a refused token, and the token endpoint's wire
  * formats. No clock and no randomness: `now` and random words come in as

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * urltpl: the action URL templates of SPEC R7.
+ * urltpl: the action URL templates of warrantd(7) R7.
  *
  *   {resource}    each path segment percent-encoded, '/' kept
  *   {action}, {recordId}, {onBehalfOf}   percent-encoded whole

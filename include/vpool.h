@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * vpool: records verified on worker threads (issue 10). An ES256 record's
  * signature check is ~72 µs of OpenSSL, the most of a job's CPU; with the

@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * webhook: the optional POST of each notification to [notify] webhook_url
- * (SPEC §6). Best effort and bounded: a queue of at most WEBHOOK_QUEUE_MAX
+ * (warrantd(7) §6). Best effort and bounded: a queue of at most WEBHOOK_QUEUE_MAX
  * bodies, each retried with backoff up to WEBHOOK_TRIES times, one request in
  * flight at a time. A webhook that is down never blocks the queue of jobs.
  */
@@ -32,7 +33,7 @@ struct webhook *webhook_new(struct ev_loop *loop, struct http_client *http, cons
 	__attribute__((warn_unused_result));
 
 /*
- * The webhook of [notify] (SPEC §6), authenticated as `auth` says: `none`
+ * The webhook of [notify] (warrantd(7) §6), authenticated as `auth` says: `none`
  * (the default) sends no Authorization; `static` sends the token read from
  * bearer_file now (kept, wiped when freed); `oauth` asks `worker_token` (the
  * worker's token) and is the only way the webhook ever sees it: a

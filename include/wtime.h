@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * wtime: wall-clock times as int64 milliseconds since the Unix epoch (UTC),
  * parsed and formatted without the local time zone or locale.

@@ -1,5 +1,6 @@
 -- KEYS: jobs consumers clock
 -- ARGV: group consumer mode claim_idle_ms heartbeat_ms forgotten_ms start count calls
+-- SPDX-License-Identifier: BSD-2-Clause
 --
 -- Own pending entries (mode 'own', R14) or a dead consumer's (mode 'auto',
 -- R11), each with its delivery count.

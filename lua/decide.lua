@@ -1,5 +1,6 @@
 -- KEYS: hash jobs scheduled
 -- ARGV: record created_at record_id score
+-- SPDX-License-Identifier: BSD-2-Clause
 --
 -- warrantctl decide: the EXISTS check and the writes are one step, so two
 -- deciders racing on one id cannot both succeed. score '' enqueues at once,

@@ -1,5 +1,6 @@
 -- KEYS: jobs hash
 -- ARGV: group consumer id record_id
+-- SPDX-License-Identifier: BSD-2-Clause
 --
 -- R9: an entry that waited auth_wait_max_ms for a token goes back to the
 -- group, so that a worker that has one takes it: only while it is still

@@ -1,5 +1,6 @@
 -- KEYS: consumers clock
 -- ARGV: consumer claim_idle_ms heartbeat_ms
+-- SPDX-License-Identifier: BSD-2-Clause
 --
 -- R11: this consumer is alive, by Redis' own clock. Writes its field of
 -- P:consumers ("<TIME ms> <claim_idle_ms> <heartbeat_ms>") and moves

@@ -1,5 +1,6 @@
 -- KEYS: scheduled jobs
 -- ARGV: limit
+-- SPDX-License-Identifier: BSD-2-Clause
 --
 -- §5: due ids from P:scheduled onto P:jobs, at most `limit`. Due means by
 -- Redis' clock, so workers with skewed clocks agree. Returns how many moved.

@@ -1,5 +1,6 @@
 -- KEYS: jobs
 -- ARGV: group consumer id expected
+-- SPDX-License-Identifier: BSD-2-Clause
 --
 -- R9: XCLAIM (delivery count + 1) of an entry still ours, once. expected:
 -- the entry's delivery count as the worker last knew it (Redis' count plus

@@ -1,5 +1,6 @@
 -- KEYS: jobs
 -- ARGV: group consumer ids...
+-- SPDX-License-Identifier: BSD-2-Clause
 --
 -- R10: XCLAIM ... JUSTID (idle reset, no delivery count) of the entries
 -- still ours. Returns {lost, gone}: the ids another consumer holds now, and

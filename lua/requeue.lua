@@ -1,5 +1,6 @@
 -- KEYS: hash final jobs dead audit
 -- ARGV: record_id at audit_maxlen record entry_ids...
+-- SPDX-License-Identifier: BSD-2-Clause
 --
 -- warrantctl dead requeue: `record` is the record as the caller checked it,
 -- entry_ids its P:dead entries. Re-checks what the caller checked (the same

@@ -1,5 +1,6 @@
 -- KEYS: jobs
 -- ARGV:
+-- SPDX-License-Identifier: BSD-2-Clause
 --
 -- §2: trims P:jobs below the oldest entry that some group has not been
 -- delivered (its last-delivered-id and all after it are kept) or still

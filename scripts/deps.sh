@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Installs the Debian 12 packages that building, testing and the demo need,
 # and only those that are missing. A no-op when everything is there.
 # clang + libclang-rt-14-dev: libFuzzer (-fsanitize=fuzzer) for `make fuzz`;

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Embeds the Lua scripts: scripts/luagen.sh OUTDIR lua/NAME.lua...
 #
 # Each file starts with two header lines, read here:

@@ -1,4 +1,5 @@
-/* authz: the OPA Data API request and answer of SPEC §7. */
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* authz: the OPA Data API request and answer of warrantd(7) §7. */
 #include "authz.h"
 
 #include <jansson.h>

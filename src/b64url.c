@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* b64url: base64url (RFC 4648 §5) without padding. */
 #include "b64url.h"
 

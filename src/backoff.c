@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* backoff: exponential backoff with jitter, one function for every retry. */
 #include "backoff.h"
 

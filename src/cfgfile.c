@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cfgfile: the configuration file from disk, for the pure parser (cfgfile.h). */
 #define _DEFAULT_SOURCE
 #include "cfgfile.h"

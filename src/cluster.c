@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cluster: slots, the slot map and redirects of Redis Cluster. */
 #define _DEFAULT_SOURCE
 #include "cluster.h"

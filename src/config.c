@@ -1,4 +1,5 @@
-/* config: the INI file of SPEC §10, read through inih into a fresh struct cfg.
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* config: the INI file of warrantd(7) §10, read through inih into a fresh struct cfg.
  * Pure: the text and what it needs of the host come from the caller. */
 #define _DEFAULT_SOURCE
 #include "config.h"

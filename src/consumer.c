@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * consumer: the worker's consumer core (consumer.h). Pure: the clock and
  * the random words come in; the shells (engine.c, ejob.c) act on what it

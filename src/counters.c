@@ -1,4 +1,5 @@
-/* counters: the one list of SPEC §8's counters and their heartbeat names. */
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* counters: the one list of warrantd(7) §8's counters and their heartbeat names. */
 #include "counters.h"
 
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cred: one credential per action -- none, a static bearer, or the worker's token. */
 #define _DEFAULT_SOURCE
 #include "cred.h"

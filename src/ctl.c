@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ctl: warrantctl's pure pieces -- command-line times, ids, the record JSON
  * and the human rendering of its JSON output. */
 #define _POSIX_C_SOURCE 200809L

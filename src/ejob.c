@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * ejob: one entry in hand, the imperative shell around the job core.
  *

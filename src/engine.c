@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * engine: the consumer, the imperative shell around the entries in hand.
  *
@@ -136,7 +137,7 @@ static void read_shared(struct engine *eng);
 /* ------------------------------------------------------------------ */
 /* small helpers                                                        */
 
-/* SPEC §8: with no [oauth] at all, static or no credentials are "valid". */
+/* warrantd(7) §8: with no [oauth] at all, static or no credentials are "valid". */
 static const char *
 token_state(const struct engine *eng)
 {
@@ -898,7 +899,7 @@ beat_shard(struct shard *sh)
 	best_effort(script_send(sh->cmd, &sh->eng->scripts, &a, after_beat, sh));
 }
 
-/* SPEC §8: the heartbeat hash, built from one table of fields; with shards
+/* warrantd(7) §8: the heartbeat hash, built from one table of fields; with shards
  * one per shard (its own entries in hand and last read), so that an
  * operator sees every shard's consumers where that shard's keys are. */
 static void
@@ -1237,7 +1238,7 @@ resolve_slot(void *arg, char *host, size_t hostlen, int *port)
  * ASK -- keys mid-migration -- changes no map: rconn follows it on a side
  * connection (ASKING + the command), and only the first ASK of a migration
  * (or one rconn could not follow) reaches the caller, which backs off and
- * retries (README "Redis Cluster"). */
+ * retries (HACKING.md "Redis Cluster routing"). */
 static void
 cluster_error_seen(void *arg, const char *error)
 {
@@ -1465,7 +1466,7 @@ engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot start the verification threads");
 		goto fail;
 	}
-	/* [notify] auth picks what the webhook carries (SPEC §6). */
+	/* [notify] auth picks what the webhook carries (warrantd(7) §6). */
 	eng->webhook = webhook_from_cfg(loop, eng->http, cfg, webhook_token, eng, err, errlen);
 	if (eng->webhook == NULL && err[0] != '\0')
 		goto fail;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * http: libcurl's multi socket interface on libev (the evhiperfifo pattern).
  *

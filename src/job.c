@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * job: the state machine of one stream entry in hand. Pure: the clock and
  * the random words come in with the events; the shell performs the effects.
@@ -17,7 +18,7 @@
 
 #define RETRY_AFTER_MAX_S	86400	/* a day: longer is past any sane deadline */
 
-/* The one table of states (SPEC §3.3): the name written to the hash, and
+/* The one table of states (warrantd(7) §3.3): the name written to the hash, and
  * whether it is terminal -- the Lua transition gets its terminal set from
  * here (job_terminal_list). */
 static const struct {

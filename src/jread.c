@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * jread: a strict JSON reader that checks a whole document in one pass over
  * its bytes and remembers only where the asked-for top-level members are.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* jwa: the JWS algorithms warrantd knows (jwa.h). */
 #include "jwa.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* log: logfmt to stderr. One write(2) per line, so lines never interleave. */
 #define _POSIX_C_SOURCE 200809L
 #include "log.h"

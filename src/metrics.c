@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* metrics: Prometheus text format and its tiny HTTP/1.x responder (see metrics.h). */
 #define _GNU_SOURCE
 #include "metrics.h"
@@ -255,7 +256,7 @@ help_of(const char *name)
 	for (size_t i = 0; i < sizeof counter_help / sizeof counter_help[0]; i++)
 		if (strcmp(counter_help[i].name, name) == 0)
 			return counter_help[i].help;
-	return "A counter of the heartbeat hash (SPEC 8).";
+	return "A counter of the heartbeat hash (warrantd(7) §8).";
 }
 
 static const char *const token_states[] = {"valid", "refreshing", "none", "error"};

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* names: the one name-to-index lookup of the name tables (names.h). */
 #include "names.h"
 

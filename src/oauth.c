@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* oauth: the worker's access token, fetched and refreshed on the loop. */
 #define _DEFAULT_SOURCE
 #include "oauth.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * rconn: an asynchronous Redis connection on libev, over hiredis 0.14.1.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* reason: the one table of reason codes (reason.h). */
 #include "reason.h"
 #include "names.h"

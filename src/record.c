@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * record: verifying (§3.2) and validating (§3.1) the decision record.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* resp: RESP bulk strings and numbers, no printf. */
 #include "resp.h"
 

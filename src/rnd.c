@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rnd: the kernel's CSPRNG for secrets, one xorshift64* for jitter. */
 #define _DEFAULT_SOURCE
 #include "rnd.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * rreply: hiredis reply objects, a whole reply in a few allocations
  * (rreply.h).

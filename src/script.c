@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* script: one loader and one caller for the embedded Lua scripts, and the
  * batcher of the calls that have a batch form. */
 #include "script.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* sdnotify: a datagram to $NOTIFY_SOCKET, path or abstract ("@name"). */
 #define _DEFAULT_SOURCE
 #include "sdnotify.h"

@@ -1,4 +1,5 @@
-/* secrets: the files of SPEC §9 read, checked and wiped (secrets.h). */
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* secrets: the files of warrantd(7) §9 read, checked and wiped (secrets.h). */
 #define _DEFAULT_SOURCE
 #include "secrets.h"
 
@@ -33,7 +34,7 @@ secrets_free(char *buf, size_t len)
 
 /* Opens path; a relative one in each of dirs (NULL or "" skipped), and as
  * given only when `as_given` (a name typed on a command line, not one from
- * the config: SPEC §9 never looks in the working directory for those).
+ * the config: warrantd(7) §9 never looks in the working directory for those).
  * Only a missing file sends the search on. The name opened goes to `used`
  * (PATH_MAX bytes), for messages. */
 static int

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* sentinel: where the primary is, by Redis Sentinel. */
 #define _DEFAULT_SOURCE
 #include "sentinel.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* sreply: the shapes of XREADGROUP, the claim, renew and transition scripts,
  * XINFO and the plain replies the consumer reads. */
 #include "sreply.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* store: key names, and the arguments of the Lua scripts of lua/ set by
  * name; every multi-step change is one script. */
 #include "store.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* token: lifetimes, refresh times and wire formats of the worker's token. */
 #define _DEFAULT_SOURCE
 #include "token.h"

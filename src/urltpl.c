@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* urltpl: percent-encoding placeholders into action URLs. */
 #include "urltpl.h"
 

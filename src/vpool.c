@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * vpool: records verified on worker threads, results handed back on the
  * loop (vpool.h).

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * warrantctl: the decider's and the operator's tool (SPEC §11).
+ * warrantctl: the decider's and the operator's tool (warrantd(7) §11).
  *
  *   warrantctl [-c FILE] decide ...     write a record, enqueue or schedule it
  *   warrantctl [-c FILE] status         group lag, PEL, consumers, queue sizes

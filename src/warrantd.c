@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* warrantd: the daemon's entry point: options, the configuration, then run(). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* webhook: a FIFO of notification bodies, sent one at a time. */
 #define _DEFAULT_SOURCE
 #include "webhook.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* wtime: UTC time arithmetic without the C library's time zone machinery. */
 #define _POSIX_C_SOURCE 200809L
 #include "wtime.h"

@@ -1,5 +1,7 @@
 #!/bin/sh
-# Builds the Debian package (scripts/mkdeb.sh) and checks it: its file list
+# SPDX-License-Identifier: BSD-2-Clause
+# Builds the Debian packages (scripts/mkdeb.sh: source and binary) and checks
+# them: the source package's files and that it unpacks, the .deb's file list
 # (dpkg-deb -c), its control fields and conffiles, that the installed
 # configuration fails `warrantd -t` until configured, that the man pages
 # render, and that lintian reports nothing but what debian/*.lintian-overrides
@@ -21,10 +23,22 @@ deb="$out/warrantd_${version}_${arch}.deb"
 [ -f "$deb" ] || fail "no $deb"
 echo "deb: built $deb ($(stat -c %s "$deb") bytes) in $(( $(date +%s) - start ))s"
 
+# The source package: 3.0 (native), a version without a Debian revision,
+# and a tarball that holds the licence and unpacks.
+dsc="$out/warrantd_${version}.dsc"
+[ -f "$dsc" ] || fail "no source package $dsc (dpkg-buildpackage -S)"
+grep -qx 'Format: 3.0 (native)' "$dsc" || fail "$dsc is not 3.0 (native)"
+case $version in *-*) fail "a native package's version has no revision: $version" ;; esac
+tarball="$out/$(sed -n 's/^ [0-9a-f]\{64\} [0-9]* \(warrantd_.*\.tar\..*\)$/\1/p' "$dsc" | head -n 1)"
+[ -f "$tarball" ] || fail "the source tarball named in $dsc is not there"
+tar -tf "$tarball" | grep -qE '^[^/]+/LICENSE$' || fail "LICENSE is not in $tarball"
+tar -tf "$tarball" | grep -qE '^[^/]+/build/' && fail "$tarball holds build output"
+echo "deb: source $dsc, $(tar -tf "$tarball" | wc -l) files in $(basename "$tarball")"
+
 list=$(dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|')
 for f in /usr/bin/warrantd /usr/bin/warrantctl \
 	/usr/share/man/man8/warrantd.8.gz /usr/share/man/man1/warrantctl.1.gz \
-	/usr/share/man/man5/warrantd.ini.5.gz \
+	/usr/share/man/man5/warrantd.ini.5.gz /usr/share/man/man7/warrantd.7.gz \
 	/lib/systemd/system/warrantd.service /lib/systemd/system/warrantd@.service \
 	/lib/systemd/system/warrantd-redis-tls.service \
 	/lib/systemd/system/warrantctl-metrics.service /lib/systemd/system/warrantctl-metrics.timer \
@@ -47,6 +61,8 @@ dpkg-deb -x "$deb" "$dir/root"
 # the LoadCredential= sources: a directory only root may enter
 [ "$(stat -c %a "$dir/root/etc/warrantd/credentials" 2>/dev/null)" = 700 ] ||
 	fail "/etc/warrantd/credentials is not a 0700 directory in the package"
+grep -q '^License: BSD-2-Clause' "$dir/root/usr/share/doc/warrantd/copyright" ||
+	fail "debian/copyright does not name the licence"
 "$dir/root/usr/bin/warrantd" -V | grep -qx "warrantd $(echo "$version" | sed 's/-[^-]*$//')" ||
 	fail "warrantd -V does not say $version"
 msg=$("$dir/root/usr/bin/warrantd" -t -c "$dir/root/etc/warrantd/warrantd.ini" 2>&1)

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Runs the test binaries and prints one closing line "N passed, N failed".
 #   tests/run.sh [--unit-only] BUILD_DIR...
 # Unit tests (test_*) run from every build dir given (plain and ASan+UBSan),

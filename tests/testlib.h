@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * testlib: small helpers the unit tests share (header only: each test is one
  * program). Include after <cmocka.h>.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * tmpfiles: files in a temporary directory, for the unit tests of the config
  * file and the secret files (header only: each test is one program). Include

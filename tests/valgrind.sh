@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # make valgrind: the integration tests that start warrantd, each daemon under
 # valgrind's memcheck (through the harness's $WARRANTD_WRAPPER). Memcheck's
 # own report goes to build/valgrind/vg-PID.log, not into the daemon's log

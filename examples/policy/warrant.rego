@@ -1,4 +1,5 @@
-# The canal rule for warrantd's [authz] re-check (SPEC §7):
+# SPDX-License-Identifier: BSD-2-Clause
+# The canal rule for warrantd's [authz] re-check (warrantd(7) §7):
 #
 #   the duty operator of a lateral may open its gates up to 60%.
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # opa test -v examples/policy/
 #
 # cases.json is the table of decisions; tests/integration/itest_policy.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* common: the libmicrohttpd plumbing of the HTTP fakes (see common.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "common.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * common (prefix fake_): the libmicrohttpd plumbing the HTTP fakes share.
  * "--name value" arguments with --port-file and --port; a server on

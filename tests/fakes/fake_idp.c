@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fake_idp: an OAuth 2.0 token endpoint (client credentials grant), for
  * integration tests.

@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fake_pdp --port-file FILE [--port N]: the policy decision point warrantd
- * asks in integration tests (SPEC §7, the OPA Data API shape). Binds
+ * asks in integration tests (warrantd(7) §7, the OPA Data API shape). Binds
  * 127.0.0.1 only; one thread per connection, so a delayed answer holds up no
  * other request.
  *

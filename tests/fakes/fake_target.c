@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fake_target --port-file FILE [--port N] [--jwt-secret-file F]: the action
  * endpoint warrantd calls in integration tests. A path not starting with "/_"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * faults: the fault matrix of issue 7, and its named scenarios
  * (scenarios.c), against the real warrantd, redis-server and the fakes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* faults: the fault matrix (faults.c) and the named scenarios (scenarios.c). */
 #ifndef WARRANTD_FAULTS_H
 #define WARRANTD_FAULTS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * scenarios: one named scenario per item of issue 7 that can be seen from
  * outside, each written to fail where the code has the defect and to pass
@@ -584,7 +585,7 @@ sc_cmd_down(struct world *w)
 }
 
 /* ------------------------------------------------------------------ */
-/* 9. streams that only grow (SPEC §2)                                  */
+/* 9. streams that only grow (warrantd(7) §2)                                  */
 
 static int
 xlen_at_most(struct world *w, const char *key, long long max, int timeout_ms)
@@ -863,7 +864,7 @@ static const struct scenario all[] = {
 	{ "reload-lease", "7.6 (R16, leases)", sc_reload_lease, 0 },
 	{ "reload-removed-action", "7.6 (R16, unknown-action)", sc_reload_removed_action, 0 },
 	{ "cmd-down", "7.7 (R17)", sc_cmd_down, 0 },
-	{ "trim", "7.9 (SPEC 2)", sc_trim, 0 },
+	{ "trim", "7.9 (warrantd(7) §2)", sc_trim, 0 },
 	{ "stall-freeze", "22.1 (R11, SIGSTOP)", sc_stall_freeze, 0 },
 	{ "stall-refused", "22.1 (R10, R11, NOREPLICAS)", sc_stall_refused, 0 },
 	{ "restart-own-pel", "22.3 (R10, R14)", sc_restart_own_pel, 0 },

@@ -1,9 +1,10 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * soak SECONDS: one warrantd under steady load for SECONDS (make soak,
  * SOAK_SECONDS, default 600) with 5 s tokens from fake_idp, a target that
  * checks them, and every token revoked every 20 s. Prints, once a minute and
  * at the end: the worker's RSS, jobs done, 401s at the target, re-dispatches
- * and token refreshes (heartbeat counters, SPEC §8) and IdP requests per
+ * and token refreshes (heartbeat counters, warrantd(7) §8) and IdP requests per
  * minute. At the end it waits (bounded) for every job to be terminal and the
  * PEL empty, stops the worker with SIGTERM and everything else by PID.
  * Exit 1 when

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* world: redis, the fakes and restartable workers for the fault tools. */
 #define _DEFAULT_SOURCE
 #include "world.h"

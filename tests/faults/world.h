@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * world (prefix w_): what the fault matrix, its named scenarios and the soak
  * share -- one redis-server (appendonly, private unix socket), fake_idp,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* harness: processes, redis, fakes and HTTP for the integration tests. */
 #define _XOPEN_SOURCE 700
 #define _DEFAULT_SOURCE

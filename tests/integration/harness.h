@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * harness: what every integration test needs -- a private temp dir, child
  * processes that never outlive the test, a real redis-server on a unix socket,
@@ -161,7 +162,7 @@ long long h_now_ms(void);
 const char *h_data(const char *name);
 
 /*
- * A record's JSON content (SPEC §3.1), compact: recordId = id, onBehalfOf
+ * A record's JSON content (warrantd(7) §3.1), compact: recordId = id, onBehalfOf
  * "operator:4417", basis "role:canal-operator", parameters {"reason": "test"},
  * iss "decider-test", the times as RFC 3339 from Unix ms; notBefore only when
  * not_before_ms > 0, notifyOnDenial only when notify is not NULL.

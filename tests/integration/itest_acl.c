@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * itest_acl: conf/redis-acl.conf (README "Redis ACLs") on a real redis-server.
+ * itest_acl: conf/redis-acl.conf (README "Redis", ACLs) on a real redis-server.
  *
  * The shipped file has no passwords (nobody can log in until an operator adds
  * one); the test gives each user one, and turns the `default` user into an

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * itest_authz: R5 and SPEC §7 with the real warrantd, fake_target and
+ * itest_authz: R5 and warrantd(7) §7 with the real warrantd, fake_target and
  * fake_pdp. One redis, one target, one PDP and one daemon serve the whole
  * group; each test resets both fakes, uses its own record ids and resources,
  * and waits until its jobs are terminal, so no test sees another's traffic.
@@ -265,7 +266,7 @@ reset_fakes(void **state)
 
 /* ---- tests ---- */
 
-/* §7: the input is the record's fields, under the names the SPEC gives, and
+/* §7: the input is the record's fields, under the names warrantd(7) gives, and
  * nothing else; it is POSTed as JSON before the call. */
 static void
 test_allowed_job_pdp_sees_exact_input(void **state)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * itest_cluster: warrantd on Redis Cluster (issue 13). Three primaries and
  * three replicas of Debian's redis-server on 127.0.0.1, cluster-enabled,
@@ -14,7 +15,7 @@
  *   empty; duplicate executions are counted and printed (replication is
  *   asynchronous: a result the dead primary acknowledged but had not sent to
  *   its replica is run again). A few records go through the real decider
- *   (`warrantctl decide`): their keys are where the SPEC's shard function,
+ *   (`warrantctl decide`): their keys are where warrantd(7)'s shard function,
  *   computed here on its own, says, and the workers run them.
  *
  * test_ask_mid_migration: shards = 6, one worker; one shard's keys are moved
@@ -249,7 +250,7 @@ router_close(struct router *r)
 	r->map = NULL;
 }
 
-/* ---- the SPEC's shard function, written here on its own ---- */
+/* ---- warrantd(7)'s shard function, written here on its own ---- */
 
 static unsigned
 spec_shard(const char *id)
@@ -726,7 +727,7 @@ test_shards_reshard_failover(void **state)
 	wait_replicated(&r);
 
 	char *ini = worker_ini("w1", prefix, 1, 16);
-	/* the real decider: its records land where the SPEC's function says */
+	/* the real decider: its records land where warrantd(7)'s function says */
 	char *ctl_ini = h_write_file("ctl.ini", ini);
 	assert_non_null(ctl_ini);
 	for (int i = 0; i < CTL_JOBS; i++) {
@@ -746,7 +747,7 @@ test_shards_reshard_failover(void **state)
 		assert_non_null(c);
 		char *st = h_hget(c, key, "state");
 		if (st == NULL)
-			fail_msg("%s: not where the SPEC's shard function puts it", key);
+			fail_msg("%s: not where warrantd(7)'s shard function puts it", key);
 		free(st);
 	}
 	free(ctl_ini);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * itest_deadline: R1 when the request leaves, and the end of a wait for a
  * token (R1, R9, R12), with the real warrantd, a real redis-server and the

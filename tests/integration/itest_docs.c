@@ -1,11 +1,18 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * itest_docs: the operator's documents as tools see them -- `mandoc -T lint`
  * has nothing to say about the pages in man/, the pages render, and the bash completion
- * of completion/warrantctl completes the commands warrantctl has. Run from
+ * of completion/warrantctl completes the commands warrantctl has. And the
+ * README is an operator's guide (issue 24): at most 500 lines, a table of
+ * contents, the sections an operator looks for (a troubleshooting runbook
+ * among them), the Redis version stated; every "#anchor" link in the
+ * Markdown documents names a heading, every relative link a file that
+ * exists; nothing points at the contract outside the repository. Run from
  * the source tree. Skips (with the reason) what mandoc or bash-completion
  * would check when they are not installed.
  */
 #define _DEFAULT_SOURCE
+#include <ctype.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,7 +26,8 @@
 
 #include "harness.h"
 
-static const char *const pages[] = {"man/warrantd.8", "man/warrantctl.1", "man/warrantd.ini.5"};
+static const char *const pages[] = {"man/warrantd.8", "man/warrantctl.1", "man/warrantd.ini.5",
+    "man/warrantd.7"};
 
 static void
 test_mandoc_lint(void **state)
@@ -140,6 +148,224 @@ test_zsh_completion(void **state)
 	free(zsh_complete("warrantctl dead ", "delete the dead letters of a record"));
 	free(zsh_complete("warrantctl -c conf/warrantd.ini decide --action ", "gate.open"));
 	free(zsh_complete("warrantctl metrics --o", "--output"));
+/* ---- the Markdown documents ---- */
+
+static const char *const markdown[] = {"README.md", "HACKING.md", "tests/README.md",
+    "bench/README.md"};
+
+/*
+ * GitHub's anchor of a heading: lower case, spaces to '-', punctuation
+ * dropped (ASCII, and U+2000-U+206F: dashes, quotes, arrows are kept out of
+ * the way by dropping the General Punctuation block), other letters kept.
+ */
+static void
+slug(const char *title, char *out, size_t max)
+{
+	size_t n = 0;
+
+	for (const unsigned char *p = (const unsigned char *)title; *p && n + 1 < max; p++) {
+		if (*p == 0xe2 && (p[1] == 0x80 || p[1] == 0x81) && p[2]) {
+			p += 2;
+			continue;
+		}
+		if (isalnum(*p) || *p == '-' || *p == '_' || *p >= 0x80)
+			out[n++] = (char)tolower(*p);
+		else if (*p == ' ')
+			out[n++] = '-';
+	}
+	out[n] = '\0';
+}
+
+/* Does the Markdown text have a heading whose anchor is `anchor`? */
+static int
+has_anchor(const char *text, const char *anchor)
+{
+	char line[1024], s[1024];
+	int fence = 0;
+
+	for (const char *p = text; *p;) {
+		size_t len = strcspn(p, "\n");
+		snprintf(line, sizeof line, "%.*s", (int)len, p);
+		p += len + (p[len] == '\n');
+		if (strncmp(line, "```", 3) == 0)
+			fence = !fence;
+		if (fence || line[0] != '#')
+			continue;
+		const char *t = line + strspn(line, "#");
+		if (*t != ' ')
+			continue;
+		slug(t + 1, s, sizeof s);
+		if (strcmp(s, anchor) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* The directory part of path, with a trailing '/' ("" for a top-level file). */
+static void
+dir_of(const char *path, char *out, size_t max)
+{
+	const char *slash = strrchr(path, '/');
+
+	snprintf(out, max, "%.*s", slash ? (int)(slash - path + 1) : 0, path);
+}
+
+/*
+ * Every link target "](...)" of a document outside code blocks: "#x" must
+ * be a heading here, "path" or "path#x" a file beside it (and x a heading
+ * in it); http(s) links and mailto are not followed. Returns the broken ones.
+ */
+static int
+check_links(const char *doc)
+{
+	char *text = h_read_file(doc), dir[256], target[512], path[768];
+	int broken = 0, links = 0, fence = 0;
+
+	if (!text)
+		fail_msg("cannot read %s (run from the source tree)", doc);
+	dir_of(doc, dir, sizeof dir);
+	for (const char *p = text; *p;) {
+		if (strncmp(p, "```", 3) == 0 && (p == text || p[-1] == '\n'))
+			fence = !fence;
+		const char *at = fence ? NULL : strstr(p, "](");
+		const char *eol = strchr(p, '\n');
+		if (!at || (eol && at > eol)) {
+			p = eol ? eol + 1 : p + strlen(p);
+			continue;
+		}
+		at += 2;
+		size_t len = strcspn(at, ") \n");
+		snprintf(target, sizeof target, "%.*s", (int)len, at);
+		p = at + len;
+		if (strncmp(target, "http://", 7) == 0 || strncmp(target, "https://", 8) == 0 ||
+		    strncmp(target, "mailto:", 7) == 0)
+			continue;
+		links++;
+		char *hash = strchr(target, '#');
+		if (hash)
+			*hash++ = '\0';
+		char *linked = text;
+		if (*target) {
+			snprintf(path, sizeof path, "%s%s", dir, target);
+			if (access(path, F_OK) != 0) {
+				fprintf(stderr, "%s: link to %s: no such file\n", doc, path);
+				broken++;
+				continue;
+			}
+			linked = hash && *hash ? h_read_file(path) : NULL;
+		}
+		if (hash && *hash && linked && !has_anchor(linked, hash)) {
+			fprintf(stderr, "%s: link to %s#%s: no such heading\n", doc,
+			    *target ? path : doc, hash);
+			broken++;
+		}
+		if (linked != text)
+			free(linked);
+	}
+	printf("itest_docs: %s: %d links, %d broken\n", doc, links, broken);
+	free(text);
+	return broken;
+}
+
+static void
+test_markdown_links(void **state)
+{
+	int broken = 0;
+	(void)state;
+
+	for (size_t i = 0; i < sizeof markdown / sizeof markdown[0]; i++)
+		broken += check_links(markdown[i]);
+	assert_int_equal(broken, 0);
+
+	/* The checker itself: GitHub's anchors. */
+	char s[128];
+	slug("The levers (issue 10)", s, sizeof s);
+	assert_string_equal(s, "the-levers-issue-10");
+	slug("The worker's token", s, sizeof s);
+	assert_string_equal(s, "the-workers-token");
+	slug("bench/ \xe2\x80\x94 fast", s, sizeof s);
+	assert_string_equal(s, "bench--fast");
+	assert_true(has_anchor("# A\n```\n# not a heading\n```\n## Two words\n", "two-words"));
+	assert_false(has_anchor("```\n# Hidden\n```\n", "hidden"));
+}
+
+static int
+count_lines(const char *text)
+{
+	int n = 0;
+
+	for (const char *p = text; *p; p++)
+		n += *p == '\n';
+	return n;
+}
+
+static void
+test_readme_is_an_operators_guide(void **state)
+{
+	static const char *const sections[] = {"## Contents", "## Two commands", "## Install",
+	    "## Configure", "## Run under systemd", "## Watch", "## Troubleshooting",
+	    "## Upgrade", "## Security model", "## Limits"};
+	/* The runbook's cases, as its paragraphs start. */
+	static const char *const runbook[] = {"**The PEL grows**", "**Dead letters rise**",
+	    "**Token errors.**", "**Redis is down or failing over.**", "**A target is down.**"};
+	char *readme = h_read_file("README.md");
+	(void)state;
+
+	assert_non_null(readme);
+	int lines = count_lines(readme);
+	printf("itest_docs: README.md has %d lines\n", lines);
+	if (lines > 500)
+		fail_msg("README.md has %d lines: an operator's guide keeps to 500 (move notes "
+		    "to tests/README.md, bench/README.md or HACKING.md)", lines);
+	for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
+		char want[64];
+		snprintf(want, sizeof want, "\n%s\n", sections[i]);
+		if (!strstr(readme, want))
+			fail_msg("README.md has no section \"%s\"", sections[i]);
+	}
+	const char *trouble = strstr(readme, "\n## Troubleshooting\n");
+	const char *next = strstr(trouble + 1, "\n## ");
+	for (size_t i = 0; i < sizeof runbook / sizeof runbook[0]; i++) {
+		const char *at = strstr(trouble, runbook[i]);
+		if (!at || (next && at > next))
+			fail_msg("README.md's Troubleshooting lacks %s", runbook[i]);
+	}
+	/* Every "## " section is in the table of contents. */
+	const char *toc = strstr(readme, "\n## Contents\n"), *toc_end = strstr(toc + 1, "\n## ");
+	for (const char *p = toc_end; p && (p = strstr(p, "\n## ")) != NULL; p++) {
+		char title[128], anchor[160], s[128];
+		size_t len = strcspn(p + 4, "\n");
+		snprintf(title, sizeof title, "%.*s", (int)len, p + 4);
+		slug(title, s, sizeof s);
+		snprintf(anchor, sizeof anchor, "](#%s)", s);
+		const char *in = strstr(toc, anchor);
+		if (!in || in > toc_end)
+			fail_msg("README.md's Contents has no link to \"%s\" (%s)", title, anchor);
+	}
+	if (!strstr(readme, "Redis 7.0 or later"))
+		fail_msg("README.md does not state the Redis requirement (\"Redis 7.0 or later\")");
+	free(readme);
+}
+
+/* The contract is in the repository: no document points outside it. */
+static void
+test_no_outside_contract(void **state)
+{
+	static const char *const docs[] = {"README.md", "HACKING.md", "tests/README.md",
+	    "bench/README.md", "man/warrantd.8", "man/warrantd.7", "man/warrantctl.1",
+	    "man/warrantd.ini.5", "conf/warrantd.ini", "debian/copyright", "LICENSE"};
+	(void)state;
+
+	for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+		char *text = h_read_file(docs[i]);
+		if (!text)
+			fail_msg("cannot read %s", docs[i]);
+		/* Split, so that a grep of the repository for them stays empty. */
+		if (strstr(text, "../" "shared") || strstr(text, "SPEC" ".md"))
+			fail_msg("%s refers to the contract outside the repository: cite "
+			    "warrantd(7)", docs[i]);
+		free(text);
+	}
 }
 
 int
@@ -149,6 +375,9 @@ main(void)
 		cmocka_unit_test(test_mandoc_lint),
 		cmocka_unit_test(test_bash_completion),
 		cmocka_unit_test(test_zsh_completion),
+		cmocka_unit_test(test_markdown_links),
+		cmocka_unit_test(test_readme_is_an_operators_guide),
+		cmocka_unit_test(test_no_outside_contract),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * itest_engine: the processing rules of SPEC §4 and §5, end to end -- the
+ * itest_engine: the processing rules of warrantd(7) §4 and §5, end to end -- the
  * real warrantd against a real redis-server and fake_target.
  *
  * Each group shares one redis-server and one fake_target (reset before

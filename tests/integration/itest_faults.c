@@ -1,8 +1,9 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * itest_faults: warrantd against a real redis-server (appendonly yes) and
  * fake_target, for faults and the life cycle: a worker killed mid-run (R11),
  * Redis killed or stopped (R17), SIGTERM/SIGINT (R15), SIGHUP (R16), the
- * start (R14), logs (SPEC §12), `warrantd -t` (§10), sd_notify (READY,
+ * start (R14), logs (warrantd(7) §12), `warrantd -t` (§10), sd_notify (READY,
  * WATCHDOG at WATCHDOG_USEC / 2, also while Redis is down, STOPPING) and
  * the systemd unit (§12). ITEST_FILTER='test_sig*' runs a subset.
  *
@@ -72,7 +73,7 @@ setup(void **state)
 	return C ? 0 : -1;
 }
 
-/* Every line logfmt with ts=, level= and event= (SPEC §12); nothing from
+/* Every line logfmt with ts=, level= and event= (warrantd(7) §12); nothing from
  * the sanitizers. Fails the test otherwise. */
 static void
 check_daemon_log(const struct h_daemon *d)
@@ -1373,7 +1374,7 @@ test_r17_unloadable_entries_stay_in_hand(void **state)
 
 /* A Redis that forgot its PEL (restarted without persistence) while a call
  * was in flight: the hash still names this worker and this attempt, so the
- * result obtained is written, not dropped (README: "How a job runs"). */
+ * result obtained is written, not dropped (HACKING.md "A job"). */
 static void
 test_result_kept_when_pel_forgot(void **state)
 {
@@ -1470,7 +1471,7 @@ stall_redis(enum stall how, int on)
 		return;
 	}
 	/* NOREPLICAS: no replica, so every write is refused (as during a
-	 * replica's restart under the README's min-replicas-to-write 1) */
+	 * replica's restart under min-replicas-to-write 1, README "Troubleshooting") */
 	char *ok = h_redis_str(C, "CONFIG SET min-replicas-to-write %d", on ? 1 : 0);
 	assert_non_null(ok);
 	free(ok);
@@ -1786,7 +1787,7 @@ expect_check_refuses(const char *name, const char *records, int line, const char
 	free(ini);
 }
 
-/* SPEC §3.2 and §9 as -t shows them: a weak or public HS256 key, a secret
+/* warrantd(7) §3.2 and §9 as -t shows them: a weak or public HS256 key, a secret
  * others may read, a key only the working directory holds. */
 static void
 test_check_refuses_weak_keys(void **state)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * itest_harness: the harness and fake_target do what the other integration
  * tests rely on -- redis that keeps its AOF over a restart, processes that

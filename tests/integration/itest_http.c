@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * itest_http: the libcurl-on-libev client against fake_target (and, for what
  * the fake cannot say -- big bodies, redirects --, a one-shot raw server

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * itest_liveness: R11's liveness rule, as the scripts of lua/ carry it out
  * in a real redis-server -- heartbeat.lua (P:consumers, P:clock) and

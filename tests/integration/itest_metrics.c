@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * itest_metrics: [metrics] listen and `warrantctl metrics`, against the real
  * thing -- Debian's prometheus scrapes a running warrantd and its HTTP API

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * itest_notify: the notification webhook (SPEC §6, [notify] webhook_url)
+ * itest_notify: the notification webhook (warrantd(7) §6, [notify] webhook_url)
  * with the real warrantd, a real redis-server and two fake_target instances:
  * `target` is the action, `hook` receives the webhook POSTs (its /_requests
  * keeps each body, Content-Type and, with --jwt-secret-file, the token's sub).
@@ -811,7 +812,7 @@ test_oauth_webhook_and_pdp_carry_token(void **state)
 	assert_target_called_with_token(allowed, denied);	/* the same worker */
 }
 
-/* SPEC §6: with [oauth] configured but [notify] auth at its default (none),
+/* warrantd(7) §6: with [oauth] configured but [notify] auth at its default (none),
  * the webhook never sees the worker's token, while the target does. */
 static void
 test_default_sink_gets_no_token(void **state)

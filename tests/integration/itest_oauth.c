@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * itest_oauth: the token manager (src/oauth.c) on the test's own libev loop,
  * against fake_idp, with fake_target checking that the tokens it hands out
@@ -339,7 +340,7 @@ test_private_key_jwt_es256(void **state)
 	oauth_free(o);
 }
 
-/* A relative secret file is found in $CREDENTIALS_DIRECTORY (SPEC §9). */
+/* A relative secret file is found in $CREDENTIALS_DIRECTORY (warrantd(7) §9). */
 static void
 test_credentials_directory(void **state)
 {

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * itest_once: SPEC R4, one decision, one execution -- the real warrantd
+ * itest_once: warrantd(7) R4, one decision, one execution -- the real warrantd
  * against a real redis-server and fake_target.
  *
  *   - a record queued twice (a decider that retried its XADD) runs from one

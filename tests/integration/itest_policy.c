@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * itest_policy: the fake PDP and examples/policy/warrant.rego decide alike.
  * The table examples/policy/cases.json is what warrant_test.rego runs under
@@ -70,7 +71,7 @@ set_roster(const char *mode)
 	json_decref(data);
 }
 
-/* 1 allow, 0 deny, as warrantd reads the answer (SPEC §7). */
+/* 1 allow, 0 deny, as warrantd reads the answer (warrantd(7) §7). */
 static int
 ask(const json_t *input)
 {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * itest_rconn: the async Redis connection against a real redis-server.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * itest_redis_tls: warrantd against a Redis that speaks only TLS, through the
  * stunnel client of systemd/warrantd-redis-tls.service (hiredis 0.14 has no

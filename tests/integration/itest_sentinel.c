@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * itest_sentinel: warrantd behind Redis Sentinel (issue 13). One primary,
  * one replica and three sentinels of Debian's redis-server on 127.0.0.1;

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * itest_tokens: the worker's own OAuth 2.0 token (SPEC §9, R6, R9) with the
+ * itest_tokens: the worker's own OAuth 2.0 token (warrantd(7) §9, R6, R9) with the
  * real warrantd, a real redis-server, fake_idp and fake_target. Both fakes
  * share one HS256 secret (tests/data/test-hs256.secret): the target accepts
  * only a live, unrevoked token the IdP issued, and answers anything else
@@ -293,7 +294,7 @@ stop_clean(struct h_daemon *d)
 		fail_msg("sanitizer report in %s", d->log);
 }
 
-/* ---- the heartbeat hash (SPEC §8) ---- */
+/* ---- the heartbeat hash (warrantd(7) §8) ---- */
 
 static char *
 hb_str(const char *consumer, const char *name)
@@ -648,7 +649,7 @@ assert_log_lacks(const struct h_daemon *d, const char *needle, const char *what)
 }
 
 /* ------------------------------------------------------------------ */
-/* 1. short tokens, refreshed ahead (SPEC §9, R6)                       */
+/* 1. short tokens, refreshed ahead (warrantd(7) §9, R6)                       */
 
 /*
  * Tokens live 2 s. fake_idp writes iat and exp in whole seconds (exp =
@@ -1449,7 +1450,7 @@ test_late_rejection_uses_fresh_token(void **state)
 }
 
 /* ------------------------------------------------------------------ */
-/* 6. no token, secret or assertion in the logs (SPEC §9, house rules)   */
+/* 6. no token, secret or assertion in the logs (warrantd(7) §9, house rules)   */
 
 /* base64("client_id:secret", both form-encoded): the Basic credentials. */
 static void

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * itest_warrantctl: the real warrantctl binary (SPEC §11) against a private
+ * itest_warrantctl: the real warrantctl binary (warrantd(7) §11) against a private
  * redis-server, with generated configs and the test keys in tests/data/.
  *
  * Every test starts from an empty database (FLUSHALL). What the tool wrote
@@ -881,7 +882,7 @@ test_dead_drop(void **state)
 	assert_int_equal(h_redis_int(C, "XLEN t:dead"), 1);
 }
 
-/* issue 13: the SPEC's shard function, written here on its own */
+/* issue 13: warrantd(7)'s shard function, written here on its own */
 static unsigned
 spec_shard(const char *id, unsigned n)
 {

@@ -1,4 +1,5 @@
-/* Unit tests for the current-authority wire format (SPEC §7, R5): authz.h. */
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Unit tests for the current-authority wire format (warrantd(7) §7, R5): authz.h. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

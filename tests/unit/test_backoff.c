@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests for the one backoff (backoff.h) and the one random source (rnd.h). */
 #include <limits.h>
 #include <setjmp.h>

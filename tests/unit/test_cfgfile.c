@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_cfgfile: the config file from disk -- read, its directory made
  * absolute, the host's name as the default consumer. */
 #define _DEFAULT_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests for the Redis Cluster routing (cluster.h): CRC16 and the slot
  * of a key (the cluster spec's vectors and slots redis-server 7.0 itself
  * computed with CLUSTER KEYSLOT), the shard of a recordId, the slot map

@@ -1,4 +1,5 @@
-/* test_config: the INI of SPEC §10 and its errors, parsed from strings with a
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* test_config: the INI of warrantd(7) §10 and its errors, parsed from strings with a
  * made-up host (the file from disk: test_cfgfile; the files it names:
  * test_secrets). */
 #define _DEFAULT_SOURCE
@@ -924,7 +925,7 @@ test_missing_keys(void **state)
 	EXPECT("", "t.ini:1: [records] verify_key_file is required", "t.ini:1: no [action NAME]");
 }
 
-/* SPEC §10: http:// to a host that is not loopback only with allow_http. */
+/* warrantd(7) §10: http:// to a host that is not loopback only with allow_http. */
 static void
 test_clear_text_http(void **state)
 {
@@ -961,7 +962,7 @@ test_clear_text_http(void **state)
 	    "t.ini:4: url: a placeholder in the scheme, host, port or fragment");
 }
 
-/* SPEC §6: [notify] auth = none (default) | static | oauth. */
+/* warrantd(7) §6: [notify] auth = none (default) | static | oauth. */
 static void
 test_notify_auth(void **state)
 {
@@ -985,7 +986,7 @@ test_notify_auth(void **state)
 	    "t.ini:7: auth: 'token' is not one of oauth|none|static");
 }
 
-/* SPEC §3.1: [records] max_bytes [16384]. */
+/* warrantd(7) §3.1: [records] max_bytes [16384]. */
 static void
 test_max_bytes(void **state)
 {

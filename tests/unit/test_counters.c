@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit test: the heartbeat's counter table (counters.h) names every counter
- * of struct engine_counters once, by the names of SPEC §8. */
+ * of struct engine_counters once, by the names of warrantd(7) §8. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -36,7 +37,7 @@ test_every_counter_once(void **state)
 		for (const struct counter_field *f = counter_fields; f->name; f++)
 			found |= strcmp(f->name, spec[i]) == 0;
 		if (!found)
-			fail_msg("SPEC §8 counter %s is not in the table", spec[i]);
+			fail_msg("warrantd(7) §8 counter %s is not in the table", spec[i]);
 	}
 }
 

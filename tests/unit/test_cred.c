@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests for cred's Authorization line (cred.h): the one writer of it. */
 #include <setjmp.h>
 #include <stdarg.h>

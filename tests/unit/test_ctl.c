@@ -1,4 +1,5 @@
-/* Unit tests for warrantctl's pure pieces (SPEC §11): command-line times,
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Unit tests for warrantctl's pure pieces (warrantd(7) §11): command-line times,
  * generated ids, the record built from decide's options, the policy taken
  * from the config and the human output. */
 #define _POSIX_C_SOURCE 200809L

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests for the verification key in src/engine.c: it is parsed once per
  * config load, so a key that does not fit [records] algorithm fails
  * engine_new (start) and engine_reload (SIGHUP) instead of every record.
@@ -35,7 +36,7 @@ write_file(const char *name, const char *text, size_t len)
 	assert_non_null(f);
 	assert_int_equal(fwrite(text, 1, len, f), len);
 	assert_int_equal(fclose(f), 0);
-	assert_int_equal(chmod(path, 0600), 0);	/* SPEC §9: secrets are private */
+	assert_int_equal(chmod(path, 0600), 0);	/* warrantd(7) §9: secrets are private */
 }
 
 /* Copies tests/data/`name` into the temp dir under the same name. */
@@ -154,7 +155,7 @@ test_start(void **state)
 	    "not a usable RS256 key");
 	expect_start_refused("verify_key_file = junk.pub", "not a PEM public key");
 	expect_start_refused("verify_key_file = test-hs256.secret", "not a PEM public key");
-	/* SPEC §3.2: an HS256 secret under 32 bytes, or the decider's public
+	/* warrantd(7) §3.2: an HS256 secret under 32 bytes, or the decider's public
 	 * PEM used as one (anyone holding it could forge records). */
 	write_file("short.secret", "0123456789abcdef0123456789abcde\n", 32);
 	expect_start_refused("algorithm = HS256\nverify_key_file = short.secret",

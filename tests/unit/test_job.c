@@ -1,4 +1,5 @@
-/* Unit tests for the job state machine (SPEC §3.3, R1-R6, R8, R9, R12). */
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Unit tests for the job state machine (warrantd(7) §3.3, R1-R6, R8, R9, R12). */
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>

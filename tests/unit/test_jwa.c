@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests for src/jwa.c: the algorithms' names as JWS headers spell them. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests for logfmt lines: quoting, layout, one event per line. */
 #define _POSIX_C_SOURCE 200809L
 #include <fcntl.h>

@@ -1,11 +1,22 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The key list of warrantd.ini(5) and the parser's key table (src/config.c,
  * cfg_key_at) in step: a key added to one and not the other fails, naming
  * it. In the page, each key is an ".It Ic KEY" line under the ".Ss [SECTION]"
- * (".Ss [action NAME]" for the action keys). Run from the source tree, or
- * with $WARRANTD_MAN_DIR set to the man/ directory.
+ * (".Ss [action NAME]" for the action keys).
+ *
+ * And the contract's numbers: every processing rule ("R9") and section
+ * ("\xc2\xa7" "3.1", a section sign and a number) that a comment in src/,
+ * include/ or lua/ cites is in warrantd(7) -- a rule as an ".It Sy Rn" item,
+ * a section as a ".Sh" or ".Ss" heading that starts with "\(scN". A
+ * section sign after "RFC NNNN" is that RFC's and is not checked.
+ *
+ * Run from the source tree, or with $WARRANTD_MAN_DIR set to the man/
+ * directory (the sources are then its ../src, ../include and ../lua).
  */
 #define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
+#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -37,7 +48,9 @@ page_keys(struct pair *out, size_t max)
 	while (fgets(line, sizeof line, f)) {
 		char name[64];
 		if (strncmp(line, ".Ss [", 5) == 0) {
-			size_t len = strcspn(line + 5, " ]");
+			/* "[daemon\&]": the escape keeps mandoc from taking the
+			 * bracket for a trailing delimiter. */
+			size_t len = strcspn(line + 5, " ]\\");
 			snprintf(section, sizeof section, "%.*s", (int)len, line + 5);
 		} else if (strncmp(line, ".Sh ", 4) == 0) {
 			section[0] = '\0';
@@ -110,12 +123,202 @@ test_key_table_ends(void **state)
 	assert_string_equal(section, "action");
 }
 
+/* ---- warrantd(7): every cited rule and section exists ---- */
+
+#define MAX_NUMS 512
+#define SECT "\xc2\xa7"		/* the section sign in UTF-8 */
+
+struct nums {
+	char v[MAX_NUMS][16];
+	size_t n;
+};
+
+static int
+nums_has(const struct nums *ns, const char *v)
+{
+	for (size_t i = 0; i < ns->n; i++)
+		if (strcmp(ns->v[i], v) == 0)
+			return 1;
+	return 0;
+}
+
+static void
+nums_add(struct nums *ns, const char *v)
+{
+	if (nums_has(ns, v))
+		return;
+	assert_true(ns->n < MAX_NUMS);
+	snprintf(ns->v[ns->n++], sizeof ns->v[0], "%s", v);
+}
+
+/* "3.1" from "3.1.", "3.1)" ...: digits and inner dots, at most 15 bytes. */
+static size_t
+number_at(const char *p, char *out, size_t max)
+{
+	size_t n = 0;
+
+	while (n + 1 < max && (isdigit((unsigned char)p[n]) ||
+	    (p[n] == '.' && isdigit((unsigned char)p[n + 1]))))
+		n++;
+	memcpy(out, p, n);
+	out[n] = '\0';
+	return n;
+}
+
+static void
+page_numbers(const char *dir, struct nums *rules, struct nums *sections)
+{
+	char path[512], line[1024], num[16];
+
+	snprintf(path, sizeof path, "%s/warrantd.7", dir);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		fail_msg("cannot read %s (run from the source tree or set WARRANTD_MAN_DIR)", path);
+	while (fgets(line, sizeof line, f)) {
+		if (strncmp(line, ".It Sy R", 8) == 0 && number_at(line + 8, num, sizeof num))
+			nums_add(rules, num);
+		else if ((strncmp(line, ".Sh \\(sc", 8) == 0 || strncmp(line, ".Ss \\(sc", 8) == 0) &&
+		    number_at(line + 8, num, sizeof num))
+			nums_add(sections, num);
+	}
+	fclose(f);
+}
+
+/* Is the section sign at line[at] an RFC's ("RFC 6749 §5.1, §5.2")? */
+static int
+rfc_section(const char *line, size_t at)
+{
+	const char *rfc = NULL;
+
+	for (const char *p = strstr(line, "RFC "); p && (size_t)(p - line) < at;
+	    p = strstr(p + 1, "RFC "))
+		rfc = p;
+	if (!rfc)
+		return 0;
+	for (const char *p = rfc + 4; (size_t)(p - line) < at; p++)
+		if (!strchr("0123456789 ,.\xc2\xa7", *p))
+			return 0;
+	return 1;
+}
+
+static int
+word_char(char c)
+{
+	return isalnum((unsigned char)c) || c == '_';
+}
+
+static size_t
+cited_in_file(const char *path, const struct nums *rules, const struct nums *sections)
+{
+	char line[2048], num[16];
+	size_t lineno = 0, missing = 0;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		fail_msg("cannot read %s", path);
+	while (fgets(line, sizeof line, f)) {
+		lineno++;
+		for (size_t i = 0; line[i]; i++) {
+			if (line[i] == 'R' && (i == 0 || !word_char(line[i - 1])) &&
+			    number_at(line + i + 1, num, sizeof num) && !strchr(num, '.') &&
+			    !word_char(line[i + 1 + strlen(num)])) {
+				if (!nums_has(rules, num)) {
+					fprintf(stderr, "%s:%zu cites R%s, which warrantd(7) "
+					    "does not have\n", path, lineno, num);
+					missing++;
+				}
+			} else if (strncmp(line + i, SECT, 2) == 0 &&
+			    number_at(line + i + 2, num, sizeof num) && !rfc_section(line, i) &&
+			    !nums_has(sections, num)) {
+				fprintf(stderr, "%s:%zu cites " SECT "%s, which warrantd(7) "
+				    "does not have\n", path, lineno, num);
+				missing++;
+			}
+		}
+	}
+	fclose(f);
+	return missing;
+}
+
+static int
+source_file(const char *name)
+{
+	size_t n = strlen(name);
+
+	return (n > 2 && (strcmp(name + n - 2, ".c") == 0 || strcmp(name + n - 2, ".h") == 0)) ||
+	    (n > 4 && strcmp(name + n - 4, ".lua") == 0);
+}
+
+static void
+test_contract_numbers_resolve(void **state)
+{
+	static struct nums rules, sections;
+	const char *dir = getenv("WARRANTD_MAN_DIR");
+	const char *subdirs[] = {"src", "include", "lua"};
+	char root[512], path[1024];
+	size_t files = 0, missing = 0;
+	(void)state;
+
+	page_numbers(dir ? dir : "man", &rules, &sections);
+	/* R1-R20 and sections 1-13, with 3.1-3.3: the page has them all. */
+	for (int r = 1; r <= 20; r++) {
+		snprintf(path, sizeof path, "%d", r);
+		if (!nums_has(&rules, path))
+			fail_msg("warrantd(7) has no \".It Sy R%d\" item", r);
+	}
+	for (int s = 1; s <= 13; s++) {
+		snprintf(path, sizeof path, "%d", s);
+		if (!nums_has(&sections, path))
+			fail_msg("warrantd(7) has no heading \"\\(sc%d\"", s);
+	}
+	assert_true(nums_has(&sections, "3.1") && nums_has(&sections, "3.3"));
+
+	snprintf(root, sizeof root, "%s", dir ? dir : "man");
+	snprintf(root + strlen(root), sizeof root - strlen(root), "/..");
+	for (size_t d = 0; d < sizeof subdirs / sizeof subdirs[0]; d++) {
+		snprintf(path, sizeof path, "%s/%s", root, subdirs[d]);
+		DIR *dp = opendir(path);
+		if (!dp)
+			fail_msg("cannot open %s", path);
+		for (struct dirent *e; (e = readdir(dp)) != NULL;) {
+			if (!source_file(e->d_name))
+				continue;
+			snprintf(path, sizeof path, "%s/%s/%s", root, subdirs[d], e->d_name);
+			missing += cited_in_file(path, &rules, &sections);
+			files++;
+		}
+		closedir(dp);
+	}
+	printf("test_manpage: %zu files, %zu rules and %zu sections in warrantd(7)\n", files,
+	    rules.n, sections.n);
+	assert_true(files > 50);
+	assert_int_equal(missing, 0);
+}
+
+/* The checker itself: an RFC's section is not ours, a rule is a whole word. */
+static void
+test_contract_scanner(void **state)
+{
+	(void)state;
+	assert_true(rfc_section("RFC 6749 " SECT "5.1, " SECT "5.2", 10));
+	assert_true(rfc_section("RFC 6749 " SECT "5.1, " SECT "5.2", 17));
+	assert_false(rfc_section("RFC 6749 says " SECT "5.1", 14));
+	assert_false(rfc_section("(warrantd(7) " SECT "9, RFC 6749)", 13));
+	char num[16];
+	assert_int_equal(number_at("3.1.", num, sizeof num), 3);
+	assert_string_equal(num, "3.1");
+	assert_int_equal(number_at("12)", num, sizeof num), 2);
+	assert_int_equal(number_at("x", num, sizeof num), 0);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_page_lists_every_parser_key),
 		cmocka_unit_test(test_key_table_ends),
+		cmocka_unit_test(test_contract_numbers_resolve),
+		cmocka_unit_test(test_contract_scanner),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

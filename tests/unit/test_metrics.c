@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests for the metrics core: listen addresses, request heads, the
  * histograms and the exposition text. */
 #define _DEFAULT_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests for src/names.c: the one name-to-index lookup. */
 #include <setjmp.h>
 #include <stdarg.h>

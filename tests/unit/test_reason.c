@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests for src/reason.c: every code has one name, and it parses back. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -43,7 +44,7 @@ test_reason_out_of_range_and_unknown(void **state)
 	assert_int_equal(r, REASON_OK);
 }
 
-/* The codes SPEC names, spelled as SPEC spells them. */
+/* The codes warrantd(7) names, spelled as it spells them. */
 static void
 test_reason_spec_spelling(void **state)
 {

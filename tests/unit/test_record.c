@@ -1,4 +1,5 @@
-/* Unit tests for src/record.c: SPEC §3.1 (content), §3.2 (integrity), R3 codes.
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Unit tests for src/record.c: warrantd(7) §3.1 (content), §3.2 (integrity), R3 codes.
  * Run from the repository root: the test keys are read from tests/data/. */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
@@ -1492,7 +1493,7 @@ test_key_new_accepts(void **state)
 	expect_key_ok(JWA_HS256, exactly32);
 }
 
-/* SPEC §3.2, RFC 7518 §3.2: an HS256 secret under 32 bytes, or a PEM
+/* warrantd(7) §3.2, RFC 7518 §3.2: an HS256 secret under 32 bytes, or a PEM
  * document (the decider's public key, which anyone may hold), is refused
  * when parsed, and raw bytes like it verify nothing. */
 static void

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests for src/resp.c: decimal lengths and bulk strings, against
  * snprintf and the RESP framing Redis reads. */
 #include <setjmp.h>

@@ -1,4 +1,5 @@
-/* test_secrets: the files of SPEC §9 -- where they are looked up, what is
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* test_secrets: the files of warrantd(7) §9 -- where they are looked up, what is
  * kept of them, which are refused, and the one white space rule. */
 #define _DEFAULT_SOURCE
 #include <stdarg.h>
@@ -235,7 +236,7 @@ test_read_file_order(void **state)
 	assert_int_equal(secrets_read("sec", SECRETS_TRIMMED, &buf, &len, err, sizeof err), 0);
 	assert_string_equal(buf, "cwd");
 	secrets_free(buf, len);
-	/* SPEC §9: a name from the config is never looked up in the working
+	/* warrantd(7) §9: a name from the config is never looked up in the working
 	 * directory, where anyone could plant a key */
 	char *near = path_join(conf, "sec");
 	assert_int_equal(unlink(near), 0);
@@ -272,7 +273,7 @@ test_read_file_order(void **state)
 	free_tmpdir(cwd);
 }
 
-/* SPEC §9: a secret or private key that group or others may read is
+/* warrantd(7) §9: a secret or private key that group or others may read is
  * refused, as sshd refuses such keys; a public key or certificate is not. */
 static void
 test_secret_permissions(void **state)

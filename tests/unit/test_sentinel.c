@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests for finding the primary through Redis Sentinel (sentinel.h):
  * the address list, the sentinel's answer, ROLE. */
 #define _DEFAULT_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests for the reply shapes the consumer reads (sreply.h), with reply
  * trees built by hand: every shape Redis sends, and the wrong ones. */
 #define _DEFAULT_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Unit tests for src/store.c and the scripts embedded from lua/ by
  * scripts/luagen.sh: the headers, the generated table and prologue, and

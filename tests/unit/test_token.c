@@ -1,4 +1,5 @@
-/* Unit tests for the pure core of the worker's OAuth token (SPEC §9, R6). */
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Unit tests for the pure core of the worker's OAuth token (warrantd(7) §9, R6). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,4 +1,5 @@
-/* Unit tests for the action URL templates (SPEC R7). */
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Unit tests for the action URL templates (warrantd(7) R7). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_vpool: records verified on worker threads (vpool.h) give what
  * record_load gives inline, and every ticket ends in exactly one callback
  * or one cancel: cancelled ones (queued, running, done, or in the batch
