@@ -148,6 +148,8 @@ test_zsh_completion(void **state)
 	free(zsh_complete("warrantctl dead ", "delete the dead letters of a record"));
 	free(zsh_complete("warrantctl -c conf/warrantd.ini decide --action ", "gate.open"));
 	free(zsh_complete("warrantctl metrics --o", "--output"));
+}
+
 /* ---- the Markdown documents ---- */
 
 static const char *const markdown[] = {"README.md", "HACKING.md", "tests/README.md",
