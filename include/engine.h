@@ -28,6 +28,11 @@ struct engine *engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size
  * finished (ev_break). */
 void engine_start(struct engine *eng);
 
+/* Why the loop broke: 0 after engine_stop, EX_UNAVAILABLE (69) when Redis
+ * could not be used at all (no connection could be set up at start, or a
+ * server older than 7.0). The daemon's exit status. */
+int engine_exit_status(const struct engine *eng);
+
 /* R15: stop reading, start no new call, let calls in flight finish for up to
  * shutdown_grace_ms, leave the rest pending, then break the loop. Safe to
  * call more than once; not from inside an engine callback chain. */

@@ -106,6 +106,14 @@ int sreply_renew(const struct sreply *r, sreply_id_cb *lost, sreply_id_cb *gone,
  * Redis does not know its lag (nil). */
 long long sreply_group_lag(const struct sreply *r, const char *group);
 
+/* The server's version from the reply to
+ * EVAL "return redis.REDIS_VERSION" 0 (a Lua global since Redis 7.0, and
+ * allowed to a user who may EVAL, unlike INFO): 0 with *major and *minor
+ * set ("7.0.15"); 1 for nil or "", a Redis older than 7.0; -1 otherwise
+ * (an error reply). */
+int sreply_redis_version(const struct sreply *r, int *major, int *minor)
+	__attribute__((warn_unused_result));
+
 /* The value of `name` in a flat field/value array reply (HGETALL, a stream
  * entry's fields, an XINFO group), or NULL. */
 const char *sreply_field(const struct sreply *arr, const char *name);

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sysexits.h>
 #include <unistd.h>
 
 #include "cluster.h"
@@ -110,6 +111,7 @@ struct engine {
 	struct vpool *vpool;		/* NULL: records are verified inline */
 
 	int draining;
+	int exit_status;		/* engine_exit_status: 0, or why the loop broke */
 	ev_timer heartbeat, claim, lease, grace, watchdog;
 	/* Sentinel: where to ask for the primary before each connect */
 	struct sentinel_addr sentinels[SENTINEL_MAX];
@@ -805,14 +807,42 @@ after_group(struct rconn *rc, const struct sreply *r, void *arg)
 	read_more(sh);
 }
 
+/* The scripts and the liveness rule need Redis 7.0 (the Lua of 6.2 lacks
+ * what they use; XAUTOCLAIM's deleted-entry list is 7.0's): a worker on an
+ * older server would fail job by job, so it stops at once, saying why. An
+ * error reply says nothing about the version: the other steps report it. */
+static void
+after_version(struct rconn *rc, const struct sreply *r, void *arg)
+{
+	struct shard *sh = arg;
+	int major = 0, minor = 0, v;
+	(void)rc;
+
+	if (r == NULL || (v = sreply_redis_version(r, &major, &minor)) < 0 ||
+	    (v == 0 && major >= 7))
+		return;
+	if (v == 1)
+		log_error("redis.too_old", "stream=%s need=7.0 detail=\"the server is older than "
+		    "Redis 7.0; upgrade it\"", sh->keys.jobs);
+	else
+		log_error("redis.too_old", "stream=%s version=%d.%d need=7.0 detail=\"upgrade the "
+		    "server\"", sh->keys.jobs, major, minor);
+	sh->eng->exit_status = EX_UNAVAILABLE;
+	ev_break(sh->eng->loop, EVBREAK_ALL);
+}
+
 /* R14: created at id 0 with MKSTREAM, so entries written before the first
- * worker started are processed. */
+ * worker started are processed. The server's version is asked first (EVAL,
+ * which the worker's ACL user has, unlike INFO). */
 static void
 ensure_group(struct shard *sh)
 {
-	if (rconn_is_up(sh->cmd))
-		best_effort(rconn_command(sh->cmd, after_group, sh, "XGROUP CREATE %s %s 0 MKSTREAM",
-		    sh->keys.jobs, sh->eng->cfg->redis.group));
+	if (!rconn_is_up(sh->cmd))
+		return;
+	best_effort(rconn_command(sh->cmd, after_version, sh,
+	    "EVAL %s 0", "return redis.REDIS_VERSION or ''"));
+	best_effort(rconn_command(sh->cmd, after_group, sh, "XGROUP CREATE %s %s 0 MKSTREAM",
+	    sh->keys.jobs, sh->eng->cfg->redis.group));
 }
 
 
@@ -1489,6 +1519,12 @@ fail:
 	return NULL;
 }
 
+int
+engine_exit_status(const struct engine *eng)
+{
+	return eng->exit_status;
+}
+
 void
 engine_start(struct engine *eng)
 {
@@ -1497,6 +1533,7 @@ engine_start(struct engine *eng)
 	eng->started_at = wtime_now_ms();
 	if (connect_redis(eng, err, sizeof err) < 0) {
 		log_error("engine.start", "error=%s", LOG_Q(err));
+		eng->exit_status = EX_UNAVAILABLE;
 		ev_break(eng->loop, EVBREAK_ALL);
 		return;
 	}

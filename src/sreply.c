@@ -211,6 +211,20 @@ sreply_group_lag(const struct sreply *reply, const char *group)
 	return -1;
 }
 
+int
+sreply_redis_version(const struct sreply *reply, int *major, int *minor)
+{
+	const redisReply *r = tree(reply);
+
+	if (r != NULL && (r->type == REDIS_REPLY_NIL ||
+	    (r->type == REDIS_REPLY_STRING && r->len == 0)))
+		return 1;
+	if (r == NULL || r->type != REDIS_REPLY_STRING || r->str == NULL ||
+	    sscanf(r->str, "%d.%d", major, minor) != 2)
+		return -1;
+	return 0;
+}
+
 const char *
 sreply_error_text(const struct sreply *reply)
 {

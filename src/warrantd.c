@@ -264,12 +264,13 @@ run(struct cfg *cfg)
 	engine_start(eng);
 	ev_run(loop, 0);
 	engine_set_call_observer(eng, NULL, NULL);
+	int status = engine_exit_status(eng);
 	metrics_free(metrics);
 	engine_free(eng);
 	free(metrics_listen);
 	ev_loop_destroy(loop);
-	log_info("exit", "status=0");
-	return 0;
+	log_info("exit", "status=%d", status);
+	return status;
 }
 
 int

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -1764,6 +1765,130 @@ test_check_config(void **state)
 	free(out);
 }
 
+/* ------------------------------------------------------------------ */
+/* a Redis older than 7.0                                               */
+
+/* One RESP command from fd into argv (up to max args, each cut to fit its
+ * buffer); its arg count, or -1 at EOF. Byte by byte: a test, not a server. */
+static int
+resp_read_command(int fd, char argv[][256], int max)
+{
+	char line[64];
+	int n = 0;
+
+	for (int i = -1; i < n; i++) {
+		size_t k = 0;
+		char ch;
+		while (k + 1 < sizeof line && read(fd, &ch, 1) == 1 && ch != '\n')
+			line[k++] = ch;
+		if (k == 0)
+			return -1;
+		line[k] = '\0';
+		if (i < 0) {
+			n = atoi(line + 1);
+			continue;
+		}
+		size_t len = (size_t)atol(line + 1), got = 0;
+		char body[256], ch2;
+		while (got < len + 2 && read(fd, got < sizeof body ? body + got : &ch2, 1) == 1)
+			got++;
+		if (i < max)
+			snprintf(argv[i], 256, "%.*s", (int)(len < 255 ? len : 255), body);
+	}
+	return n;
+}
+
+/* Answers one connection as Redis 6.2 would the worker's setup: ROLE says
+ * master, Lua has no redis.REDIS_VERSION, scripts load; the rest fails. */
+static void
+serve_old_redis(int fd)
+{
+	char argv[8][256];
+	int n;
+
+	while ((n = resp_read_command(fd, argv, 8)) > 0) {
+		const char *reply = "-ERR this fake Redis 6.2 knows only the setup\r\n";
+		if (strcasecmp(argv[0], "ROLE") == 0)
+			reply = "*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n";
+		else if (strcasecmp(argv[0], "EVAL") == 0 && strstr(argv[1], "REDIS_VERSION"))
+			reply = "$0\r\n\r\n";
+		else if (strcasecmp(argv[0], "SCRIPT") == 0)
+			reply = "$40\r\n0123456789012345678901234567890123456789\r\n";
+		else if (strcasecmp(argv[0], "SELECT") == 0 || strcasecmp(argv[0], "AUTH") == 0)
+			reply = "+OK\r\n";
+		if (write(fd, reply, strlen(reply)) < 0)
+			break;
+	}
+	close(fd);
+}
+
+/* A process serving `path` as an old Redis, one child per connection, all
+ * in a process group of their own (killed together by the caller). */
+static pid_t
+start_old_redis(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	assert_true(strlen(path) < sizeof sa.sun_path);
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+	assert_int_equal(listen(lfd, 8), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		setpgid(0, 0);
+		signal(SIGCHLD, SIG_IGN);	/* no zombies from the connections */
+		for (;;) {
+			int fd = accept(lfd, NULL, NULL);
+			if (fd < 0)
+				_exit(0);
+			if (fork() == 0) {
+				close(lfd);
+				serve_old_redis(fd);
+				_exit(0);
+			}
+			close(fd);
+		}
+	}
+	setpgid(pid, pid);
+	close(lfd);
+	return pid;
+}
+
+/* The worker needs Redis 7.0: on an older server it stops at once with
+ * event=redis.too_old and exit status 69, not job by job. */
+static void
+test_redis_too_old(void **state)
+{
+	(void)state;
+	char sock[PATH_MAX];
+	snprintf(sock, sizeof sock, "%s/old-redis.sock", h_tmpdir());
+	pid_t old = start_old_redis(sock);
+	struct h_daemon_opts h = {.redis_sock = sock, .target_url = F.url, .consumer = "w1"};
+	char *text = h_daemon_ini(&h);
+	struct h_daemon d = {0};
+	int st = -1;
+
+	assert_non_null(text);
+	assert_int_equal(h_daemon_spawn(&d, text), 0);
+	int waited = h_wait_exit(d.pid, 30000, &st);
+	kill(-old, SIGKILL);
+	waitpid(old, NULL, 0);
+	if (waited != 0) {
+		kill(d.pid, SIGKILL);
+		waitpid(d.pid, NULL, 0);
+		char *log = h_read_file(d.log);
+		fail_msg("warrantd did not stop on a Redis 6.2:\n%.3000s", log ? log : "");
+	}
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 69);
+	assert_true(h_file_contains(d.log, "event=redis.too_old"));
+	assert_true(h_file_contains(d.log, "need=7.0"));
+	free(text);
+}
+
 /* `warrantd -t` on a config whose only fault is `records`: exit 78 and a
  * message at `line` that has `has`. */
 static void
@@ -2032,6 +2157,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_check_config),
 		cmocka_unit_test(test_check_refuses_weak_keys),
+		cmocka_unit_test_setup_teardown(test_redis_too_old, setup, teardown),
 		cmocka_unit_test(test_systemd_analyze_security),
 		cmocka_unit_test_setup_teardown(test_sd_notify, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sd_watchdog_interval_and_outage, setup,

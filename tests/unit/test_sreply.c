@@ -242,6 +242,38 @@ test_renew(void **state)
 }
 
 static void
+test_redis_version(void **state)
+{
+	(void)state;
+	int major = -1, minor = -1;
+	redisReply *r = str("7.0.15");
+
+	assert_int_equal(sreply_redis_version(sreply_of(r), &major, &minor), 0);
+	assert_int_equal(major, 7);
+	assert_int_equal(minor, 0);
+	tree_free(r);
+	r = str("10.2.1");
+	assert_int_equal(sreply_redis_version(sreply_of(r), &major, &minor), 0);
+	assert_int_equal(major, 10);
+	assert_int_equal(minor, 2);
+	tree_free(r);
+	/* Redis 6's Lua has no redis.REDIS_VERSION */
+	r = str("");
+	assert_int_equal(sreply_redis_version(sreply_of(r), &major, &minor), 1);
+	tree_free(r);
+	r = node(REDIS_REPLY_NIL);
+	assert_int_equal(sreply_redis_version(sreply_of(r), &major, &minor), 1);
+	tree_free(r);
+	r = node(REDIS_REPLY_ERROR);
+	assert_int_equal(sreply_redis_version(sreply_of(r), &major, &minor), -1);
+	tree_free(r);
+	r = str("seven");
+	assert_int_equal(sreply_redis_version(sreply_of(r), &major, &minor), -1);
+	tree_free(r);
+	assert_int_equal(sreply_redis_version(NULL, &major, &minor), -1);
+}
+
+static void
 test_group_lag(void **state)
 {
 	(void)state;
@@ -383,6 +415,7 @@ main(void)
 		cmocka_unit_test(test_handback),
 		cmocka_unit_test(test_renew),
 		cmocka_unit_test(test_group_lag),
+		cmocka_unit_test(test_redis_version),
 		cmocka_unit_test(test_plain_replies),
 		cmocka_unit_test(test_transition),
 		cmocka_unit_test(test_batch_item),
