@@ -311,6 +311,134 @@ test_contract_scanner(void **state)
 	assert_int_equal(number_at("x", num, sizeof num), 0);
 }
 
+/* ---- warrantd(8) LOG EVENTS and the events the daemon logs ---- */
+
+#define MAX_EVENTS 256
+
+struct events {
+	char name[MAX_EVENTS][48];
+	size_t n;
+};
+
+static void
+events_add(struct events *ev, const char *name, size_t len)
+{
+	for (size_t i = 0; i < ev->n; i++)
+		if (strlen(ev->name[i]) == len && strncmp(ev->name[i], name, len) == 0)
+			return;
+	assert_true(ev->n < MAX_EVENTS && len < sizeof ev->name[0]);
+	snprintf(ev->name[ev->n++], sizeof ev->name[0], "%.*s", (int)len, name);
+}
+
+static int
+events_has(const struct events *ev, const char *name)
+{
+	for (size_t i = 0; i < ev->n; i++)
+		if (strcmp(ev->name[i], name) == 0)
+			return 1;
+	return 0;
+}
+
+/* The events of one source: every literal "word.word" (not a "file.h"),
+ * and the bare names given to log_info/warn/error/debug ("start"). */
+static void
+events_in_source(const char *path, struct events *ev)
+{
+	FILE *f = fopen(path, "r");
+	char line[1024];
+
+	assert_non_null(f);
+	while (fgets(line, sizeof line, f)) {
+		for (const char *q = strchr(line, '"'); q; q = strchr(q + 1, '"')) {
+			size_t a = strspn(q + 1, "abcdefghijklmnopqrstuvwxyz");
+			size_t b = a && q[1 + a] == '.' ?
+			    strspn(q + 2 + a, "abcdefghijklmnopqrstuvwxyz_") : 0;
+			if (b > 0 && q[2 + a + b] == '"' && !(b == 1 && q[2 + a] == 'h'))
+				events_add(ev, q + 1, a + 1 + b);
+		}
+		static const char *const calls[] = {"log_info(\"", "log_warn(\"", "log_error(\"",
+		    "log_debug(\""};
+		for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++)
+			for (const char *c = strstr(line, calls[i]); c; c = strstr(c + 1, calls[i])) {
+				const char *name = c + strlen(calls[i]);
+				size_t len = strspn(name, "abcdefghijklmnopqrstuvwxyz_.");
+				if (name[len] == '"')
+					events_add(ev, name, len);
+			}
+	}
+	fclose(f);
+}
+
+/* The ".It Li a , b" items of warrantd(8)'s LOG EVENTS. */
+static void
+events_in_page(const char *path, struct events *ev)
+{
+	FILE *f = fopen(path, "r");
+	char line[512];
+	int in = 0;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof line, f)) {
+		if (strncmp(line, ".Sh ", 4) == 0)
+			in = strncmp(line, ".Sh LOG EVENTS", 14) == 0;
+		if (!in || strncmp(line, ".It Li ", 7) != 0)
+			continue;
+		for (char *w = line + 7; *w;) {
+			size_t len = strspn(w, "abcdefghijklmnopqrstuvwxyz_.");
+			if (len > 0)
+				events_add(ev, w, len);
+			w += len + (w[len] != '\0');
+		}
+	}
+	fclose(f);
+}
+
+/* Every event the daemon logs is explained in warrantd(8), and the page
+ * explains none the daemon no longer logs. */
+static void
+test_log_events_listed(void **state)
+{
+	(void)state;
+	const char *dir = getenv("WARRANTD_MAN_DIR");
+	char path[512];
+	struct events *code = calloc(1, sizeof *code), *page = calloc(1, sizeof *page);
+	size_t missing = 0;
+
+	assert_non_null(code);
+	assert_non_null(page);
+	snprintf(path, sizeof path, "%s/warrantd.8", dir ? dir : "man");
+	events_in_page(path, page);
+	snprintf(path, sizeof path, "%s/../src", dir ? dir : "man");
+	DIR *dp = opendir(path);
+	assert_non_null(dp);
+	for (struct dirent *e; (e = readdir(dp)) != NULL;) {
+		size_t len = strlen(e->d_name);
+		if (len < 3 || strcmp(e->d_name + len - 2, ".c") != 0 ||
+		    strcmp(e->d_name, "warrantctl.c") == 0)
+			continue;	/* warrantctl prints; it does not log */
+		char file[1024];
+		snprintf(file, sizeof file, "%s/%s", path, e->d_name);
+		events_in_source(file, code);
+	}
+	closedir(dp);
+	for (size_t i = 0; i < code->n; i++)
+		if (!events_has(page, code->name[i])) {
+			print_message("event %s is logged but not in warrantd(8) LOG EVENTS\n",
+			    code->name[i]);
+			missing++;
+		}
+	for (size_t i = 0; i < page->n; i++)
+		if (!events_has(code, page->name[i])) {
+			print_message("warrantd(8) lists %s, which nothing logs\n", page->name[i]);
+			missing++;
+		}
+	printf("test_manpage: %zu events logged, %zu in warrantd(8)\n", code->n, page->n);
+	assert_true(code->n > 50);
+	assert_int_equal(missing, 0);
+	free(code);
+	free(page);
+}
+
 int
 main(void)
 {
@@ -319,6 +447,7 @@ main(void)
 		cmocka_unit_test(test_key_table_ends),
 		cmocka_unit_test(test_contract_numbers_resolve),
 		cmocka_unit_test(test_contract_scanner),
+		cmocka_unit_test(test_log_events_listed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
