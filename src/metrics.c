@@ -451,6 +451,7 @@ struct metrics {
 	struct ev_loop *loop;
 	int fd;
 	ev_io accept_io;
+	ev_timer accept_pause;	/* after an accept error: a second off */
 	struct metrics_addr addr;
 	metrics_sample_fn *sample;
 	void *sample_arg;
@@ -631,6 +632,16 @@ client_idle_cb(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 static void
+accept_resume_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct metrics *m = w->data;
+	(void)revents;
+
+	if (m->nclients < METRICS_CLIENTS)
+		ev_io_start(loop, &m->accept_io);
+}
+
+static void
 accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct metrics *m = w->data;
@@ -641,8 +652,14 @@ accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				log_warn("metrics.accept", "error=\"%s\"", strerror(errno));
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;
+			log_warn("metrics.accept", "error=\"%s\"", strerror(errno));
+			/* EMFILE and the like leave the connection in the backlog:
+			 * the level-triggered watcher would spin on it. */
+			ev_io_stop(loop, &m->accept_io);
+			ev_timer_set(&m->accept_pause, 1.0, 0.);	/* a fired timer keeps ~0 */
+			ev_timer_start(loop, &m->accept_pause);
 			return;
 		}
 		struct client *c = calloc(1, sizeof *c);
@@ -714,6 +731,8 @@ metrics_new(struct ev_loop *loop, const struct metrics_addr *addr, metrics_sampl
 	}
 	ev_io_init(&m->accept_io, accept_cb, m->fd, EV_READ);
 	m->accept_io.data = m;
+	ev_timer_init(&m->accept_pause, accept_resume_cb, 0., 0.);
+	m->accept_pause.data = m;
 	ev_io_start(loop, &m->accept_io);
 	return m;
 }
@@ -740,6 +759,7 @@ metrics_free(struct metrics *m)
 		client_close(c);	/* unlinks and frees c alone */
 	}
 	ev_io_stop(m->loop, &m->accept_io);
+	ev_timer_stop(m->loop, &m->accept_pause);
 	close(m->fd);
 	if (m->addr.is_unix)
 		unlink(((const struct sockaddr_un *)&m->addr.sa)->sun_path);

@@ -35,6 +35,7 @@
 #include "record.h"
 #include "secrets.h"
 #include "sentinel.h"
+#include "proc.h"
 #include "store.h"
 #include "version.h"
 #include "wtime.h"
@@ -1673,6 +1674,11 @@ main(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 
+	char why[160];
+	if (proc_harden(0, why, sizeof why) < 0) {	/* it reads keys and passwords */
+		say("%s", why);
+		return EX_OSERR;
+	}
 	opterr = 0;	/* our own one-line messages */
 	while ((ch = getopt_long(argc, argv, "+c:hV", global, NULL)) != -1) {
 		switch (ch) {

@@ -18,6 +18,7 @@
 #include "metrics.h"
 #include "record.h"
 #include "secrets.h"
+#include "proc.h"
 #include "version.h"
 
 static void
@@ -235,6 +236,19 @@ run(struct cfg *cfg)
 		log_error("fatal", "error=\"no event loop\"");
 		cfg_free(cfg);
 		return EX_SOFTWARE;
+	}
+	char why[256];
+	switch (proc_harden(proc_fds_needed(cfg->daemon.max_in_flight, cfg->redis.shards), why,
+	    sizeof why)) {
+	case -1:
+		log_error("fatal", "error=%s", log_quote(path, sizeof path, why));
+		cfg_free(cfg);
+		return EX_OSERR;
+	case 1:
+		log_warn("proc.limits", "detail=%s", log_quote(path, sizeof path, why));
+		break;
+	default:
+		break;
 	}
 	/* What engine_new refuses comes from the configuration's files: a key
 	 * that does not parse, a client key that cannot sign. */

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -1766,6 +1767,48 @@ test_check_config(void **state)
 }
 
 /* ------------------------------------------------------------------ */
+/* the process: no core dumps, descriptors for the pools                */
+
+/* The soft and hard values of one /proc/PID/limits line. */
+static void
+proc_limit(pid_t pid, const char *name, char *soft, char *hard)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof path, "/proc/%d/limits", (int)pid);
+	FILE *f = fopen(path, "r");
+
+	assert_non_null(f);
+	soft[0] = hard[0] = '\0';
+	while (fgets(line, sizeof line, f))
+		if (strncmp(line, name, strlen(name)) == 0)
+			assert_int_equal(sscanf(line + 26, "%31s %31s", soft, hard), 2);
+	fclose(f);
+	assert_true(soft[0] != '\0');
+}
+
+/* Issue 23: a crash must not write the client secret, keys or tokens to
+ * disk, and the pools' descriptors fit the limit (raised when the hard
+ * limit allows: 16 in flight need 16 + 1024 + 2 + 128). */
+static void
+test_no_core_dumps(void **state)
+{
+	(void)state;
+	struct opts o = {.consumer = "w1"};
+	struct h_daemon *w1 = dmn_start(&o, 1);
+	char soft[32], hard[32];
+	struct rlimit mine;
+
+	proc_limit(w1->pid, "Max core file size", soft, hard);
+	assert_string_equal(soft, "0");
+	assert_string_equal(hard, "0");
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &mine), 0);
+	proc_limit(w1->pid, "Max open files", soft, hard);
+	if (mine.rlim_max >= 1170)
+		assert_true(atol(soft) >= 1170);
+	assert_exit0(dmn_signal_wait(w1, SIGTERM, 15000, NULL));
+}
+
+/* ------------------------------------------------------------------ */
 /* a Redis older than 7.0                                               */
 
 /* One RESP command from fd into argv (up to max args, each cut to fit its
@@ -2158,6 +2201,7 @@ main(void)
 		cmocka_unit_test(test_check_config),
 		cmocka_unit_test(test_check_refuses_weak_keys),
 		cmocka_unit_test_setup_teardown(test_redis_too_old, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_core_dumps, setup, teardown),
 		cmocka_unit_test(test_systemd_analyze_security),
 		cmocka_unit_test_setup_teardown(test_sd_notify, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sd_watchdog_interval_and_outage, setup,

@@ -9,7 +9,7 @@
  * prometheus and promtool come from the `prometheus` package
  * (scripts/deps.sh); without them those checks skip with a printed reason.
  */
-#define _DEFAULT_SOURCE
+#define _GNU_SOURCE	/* prlimit */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -422,6 +423,50 @@ test_http_edges(void **state)
 	daemon_down();
 }
 
+/* Issue 23: out of descriptors (EMFILE) the listener backs off for a second
+ * instead of spinning on the connection left in the backlog, and serves
+ * again once descriptors are free. A spinning listener logs thousands of
+ * metrics.accept lines a second; this one one a second. */
+static void
+test_accept_backs_off_at_emfile(void **state)
+{
+	(void)state;
+	int port = daemon_on_free_port(PREFIX "4");
+	struct rlimit tight, was;
+
+	assert_int_equal(prlimit(D.pid, RLIMIT_NOFILE, NULL, &was), 0);
+	tight = was;
+	/* below the descriptors already open: every new one fails, and the
+	 * idle daemon goes on with those it has; raised again below */
+	tight.rlim_cur = 8;
+	assert_int_equal(prlimit(D.pid, RLIMIT_NOFILE, &tight, NULL), 0);
+	int fd = connect_to(NULL, port);	/* queued by the kernel; accept4 fails */
+	assert_true(fd >= 0);
+	assert_int_equal(h_daemon_wait_log(&D, "event=metrics.accept", 20000), 0);
+	long long t0 = h_now_ms();
+	while (h_now_ms() - t0 < 2500)
+		usleep(100 * 1000);
+	char *log = h_read_file(D.log);
+	int lines = 0;
+	for (const char *p = log; (p = strstr(p, "event=metrics.accept")) != NULL; p++)
+		lines++;
+	printf("itest_metrics: %d metrics.accept lines in about 2.5 s at EMFILE\n", lines);
+	if (lines > 6) {
+		FILE *dump = fopen("/tmp/emfile-daemon.log", "w");
+		if (dump) {
+			fputs(log, dump);
+			fclose(dump);
+		}
+	}
+	assert_true(lines >= 1 && lines <= 6);
+	free(log);
+	close(fd);
+	assert_int_equal(prlimit(D.pid, RLIMIT_NOFILE, &was, NULL), 0);
+	char *r = scrape(NULL, port);	/* served again */
+	free(r);
+	daemon_down();
+}
+
 static void
 test_unix_socket_and_reload(void **state)
 {
@@ -499,6 +544,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_scrape, test_teardown),
 		cmocka_unit_test_teardown(test_http_edges, test_teardown),
+		cmocka_unit_test_teardown(test_accept_backs_off_at_emfile, test_teardown),
 		cmocka_unit_test_teardown(test_unix_socket_and_reload, test_teardown),
 		cmocka_unit_test_teardown(test_bad_listen_is_a_config_error, test_teardown),
 	};

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* proc: the process's own limits (proc.h). */
+#define _DEFAULT_SOURCE
+#include "proc.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+
+/* Mirrors http.c's HTTP_MAX_IDLE and metrics.c's client cap, with room for
+ * the IdP, PDP, webhook, sentinels, logs and the odd pipe. */
+#define IDLE_HTTP 1024L
+#define SPARE 128L
+
+long
+proc_fds_needed(long max_in_flight, long shards)
+{
+	return max_in_flight + IDLE_HTTP + 2 * (shards > 0 ? shards : 1) + SPARE;
+}
+
+int
+proc_harden(long fds_needed, char *msg, size_t n)
+{
+	struct rlimit none = {0, 0}, fds;
+
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 || setrlimit(RLIMIT_CORE, &none) != 0) {
+		snprintf(msg, n, "cannot turn core dumps off: %s", strerror(errno));
+		return -1;
+	}
+	if (getrlimit(RLIMIT_NOFILE, &fds) != 0) {
+		snprintf(msg, n, "cannot read the descriptor limit: %s", strerror(errno));
+		return 1;
+	}
+	if (fds.rlim_cur != RLIM_INFINITY && fds.rlim_cur < (rlim_t)fds_needed) {
+		rlim_t want = (rlim_t)fds_needed;
+		fds.rlim_cur = fds.rlim_max == RLIM_INFINITY || fds.rlim_max > want ?
+		    want : fds.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &fds);
+		(void)getrlimit(RLIMIT_NOFILE, &fds);
+	}
+	if (fds.rlim_cur != RLIM_INFINITY && fds.rlim_cur < (rlim_t)fds_needed) {
+		snprintf(msg, n, "the descriptor limit is %llu, below the %ld that max_in_flight "
+		    "and the connection pools may need: raise LimitNOFILE",
+		    (unsigned long long)fds.rlim_cur, fds_needed);
+		return 1;
+	}
+	return 0;
+}
