@@ -141,8 +141,8 @@ json_t *record_content(const struct record *rec)
  * Signs `content` (a JSON object) as a JWS compact serialization with header
  * {"alg": alg, "typ": "decision+jwt"} and "kid" when `kid` is not NULL.
  * `alg` is JWA_ES256 or JWA_RS256 with `key` a PEM private key, or
- * JWA_HS256 with `key` the HMAC secret (at least 32 bytes). Built here
- * with OpenSSL, because libjwt 1.10 always writes typ=JWT.
+ * JWA_HS256 with `key` the HMAC secret (at least 32 bytes). Signed by
+ * jws_sign (libjwt 1.10 always writes typ=JWT).
  * Returns a new string (caller frees), or NULL on any error.
  */
 char *record_sign(enum jwa_alg alg, const unsigned char *key, size_t key_len, const char *kid,
