@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -434,7 +435,7 @@ metrics_format(const struct metrics_sample *s, const struct metrics_hist *h, siz
 /* the server                                                           */
 
 struct client {
-	struct client *prev, *next;
+	LIST_ENTRY(client) link;
 	struct metrics *m;
 	int fd;
 	ev_io io;
@@ -454,7 +455,7 @@ struct metrics {
 	metrics_sample_fn *sample;
 	void *sample_arg;
 	struct metrics_hist *hist;
-	struct client *clients;
+	LIST_HEAD(, client) clients;
 	size_t nclients;
 	int observe_failed;	/* logged once */
 };
@@ -467,12 +468,7 @@ client_close(struct client *c)
 	ev_io_stop(m->loop, &c->io);
 	ev_timer_stop(m->loop, &c->idle);
 	close(c->fd);
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		m->clients = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
+	LIST_REMOVE(c, link);
 	free(c->resp);
 	free(c);
 	if (m->nclients-- == METRICS_CLIENTS)
@@ -657,10 +653,7 @@ accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		c->idle.data = c;
 		ev_io_start(loop, &c->io);
 		ev_timer_start(loop, &c->idle);
-		c->next = m->clients;
-		if (m->clients)
-			m->clients->prev = c;
-		m->clients = c;
+		LIST_INSERT_HEAD(&m->clients, c, link);
 		m->nclients++;
 	}
 	ev_io_stop(loop, &m->accept_io);	/* full: the backlog waits */
@@ -703,6 +696,7 @@ metrics_new(struct ev_loop *loop, const struct metrics_addr *addr, metrics_sampl
 		return NULL;
 	}
 	m->loop = loop;
+	LIST_INIT(&m->clients);
 	m->addr = *addr;
 	m->sample = sample;
 	m->sample_arg = arg;
@@ -734,10 +728,8 @@ metrics_free(struct metrics *m)
 {
 	if (!m)
 		return;
-	for (struct client *c = m->clients, *next; c != NULL; c = next) {
-		next = c->next;
-		client_close(c);	/* unlinks and frees c alone */
-	}
+	while (!LIST_EMPTY(&m->clients))
+		client_close(LIST_FIRST(&m->clients));	/* unlinks and frees it */
 	ev_io_stop(m->loop, &m->accept_io);
 	close(m->fd);
 	if (m->addr.is_unix)

@@ -14,11 +14,12 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 
 enum ticket_state { TS_QUEUED, TS_RUNNING, TS_DONE };
 
 struct vpool_ticket {
-	struct vpool_ticket *next;
+	TAILQ_ENTRY(vpool_ticket) link;	/* in queued or done, or neither */
 	enum ticket_state state;
 	int cancelled;			/* set by the loop; a done one is then freed */
 	struct record_policy pol;	/* a copy: parsed_key and issuer are ours */
@@ -30,9 +31,7 @@ struct vpool_ticket {
 };
 
 /* A FIFO of tickets. */
-struct tqueue {
-	struct vpool_ticket *head, *tail;
-};
+TAILQ_HEAD(tqueue, vpool_ticket);
 
 struct vpool {
 	struct ev_loop *loop;
@@ -46,45 +45,15 @@ struct vpool {
 	unsigned nthreads;		/* started */
 };
 
-static void
-tq_push(struct tqueue *q, struct vpool_ticket *t)
-{
-	t->next = NULL;
-	if (q->tail)
-		q->tail->next = t;
-	else
-		q->head = t;
-	q->tail = t;
-}
-
+/* The first ticket, taken out; NULL when q is empty. */
 static struct vpool_ticket *
 tq_pop(struct tqueue *q)
 {
-	struct vpool_ticket *t = q->head;
+	struct vpool_ticket *t = TAILQ_FIRST(q);
 
-	if (t && (q->head = t->next) == NULL)
-		q->tail = NULL;
+	if (t != NULL)
+		TAILQ_REMOVE(q, t, link);
 	return t;
-}
-
-/* Takes t out of q wherever it is; 0 when it is not there. */
-static int
-tq_remove(struct tqueue *q, struct vpool_ticket *t)
-{
-	struct vpool_ticket *prev = NULL;
-
-	for (struct vpool_ticket *c = q->head; c; prev = c, c = c->next) {
-		if (c != t)
-			continue;
-		if (prev)
-			prev->next = c->next;
-		else
-			q->head = c->next;
-		if (q->tail == c)
-			q->tail = prev;
-		return 1;
-	}
-	return 0;
 }
 
 /* Frees t and what its result still holds (nothing, once called back). */
@@ -115,7 +84,7 @@ worker(void *arg)
 
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
-		while (!p->stop && p->queued.head == NULL)
+		while (!p->stop && TAILQ_EMPTY(&p->queued))
 			pthread_cond_wait(&p->work, &p->mu);
 		if (p->stop)
 			break;
@@ -125,9 +94,9 @@ worker(void *arg)
 		verify(t);
 		pthread_mutex_lock(&p->mu);
 		t->state = TS_DONE;
-		if (p->done.head == NULL)
+		if (TAILQ_EMPTY(&p->done))
 			ev_async_send(p->loop, &p->wake);
-		tq_push(&p->done, t);
+		TAILQ_INSERT_TAIL(&p->done, t, link);
 	}
 	pthread_mutex_unlock(&p->mu);
 	return NULL;
@@ -139,13 +108,12 @@ static void
 wake_cb(struct ev_loop *loop, ev_async *w, int revents)
 {
 	struct vpool *p = w->data;
-	struct tqueue batch;
+	struct tqueue batch = TAILQ_HEAD_INITIALIZER(batch);
 	struct vpool_ticket *t;
 	(void)loop, (void)revents;
 
 	pthread_mutex_lock(&p->mu);
-	batch = p->done;
-	p->done.head = p->done.tail = NULL;
+	TAILQ_CONCAT(&batch, &p->done, link);
 	pthread_mutex_unlock(&p->mu);
 	while ((t = tq_pop(&batch)) != NULL) {
 		if (!t->cancelled) {
@@ -194,6 +162,8 @@ vpool_new(struct ev_loop *loop, unsigned nthreads)
 	if (nthreads == 0 || nthreads > VPOOL_THREADS_MAX || (p = calloc(1, sizeof *p)) == NULL)
 		return NULL;
 	p->loop = loop;
+	TAILQ_INIT(&p->queued);
+	TAILQ_INIT(&p->done);
 	if (pthread_mutex_init(&p->mu, NULL) != 0) {
 		free(p);
 		return NULL;
@@ -265,7 +235,7 @@ vpool_submit(struct vpool *p, const struct record_policy *pol, const char *expec
 	t->arg = arg;
 	pthread_mutex_lock(&p->mu);
 	t->state = TS_QUEUED;
-	tq_push(&p->queued, t);
+	TAILQ_INSERT_TAIL(&p->queued, t, link);
 	p->live++;
 	pthread_cond_signal(&p->work);
 	pthread_mutex_unlock(&p->mu);
@@ -278,7 +248,8 @@ vpool_cancel(struct vpool *p, struct vpool_ticket *t)
 	int unqueued;
 
 	pthread_mutex_lock(&p->mu);
-	unqueued = t->state == TS_QUEUED && tq_remove(&p->queued, t);
+	if ((unqueued = t->state == TS_QUEUED))
+		TAILQ_REMOVE(&p->queued, t, link);
 	t->cancelled = 1;	/* running or done: freed when the loop sees it */
 	pthread_mutex_unlock(&p->mu);
 	if (unqueued)
