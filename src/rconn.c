@@ -186,7 +186,7 @@ cmd_free(struct rc_cmd *c)
 static long
 resp_format(struct rconn *rc, int argc, const char **argv, const size_t *argvlen)
 {
-	size_t len = 1 + resp_dec_len((size_t)argc) + 2;
+	size_t len = 1 + dec_len((size_t)argc) + 2;
 
 	for (int i = 0; i < argc; i++)
 		len += resp_bulk_len(argvlen ? argvlen[i] : strlen(argv[i]));
@@ -201,7 +201,7 @@ resp_format(struct rconn *rc, int argc, const char **argv, const size_t *argvlen
 	}
 	char *p = rc->fbuf;
 	*p++ = '*';
-	p = resp_put_dec(p, (size_t)argc);
+	p = dec_put(p, (size_t)argc);
 	*p++ = '\r';
 	*p++ = '\n';
 	for (int i = 0; i < argc; i++)
@@ -1127,7 +1127,7 @@ rconn_commandv(struct rconn *rc, rconn_reply_cb *cb, void *arg, int argc, const 
 static size_t
 evalsha_head_len(const struct rconn_script *s, int argc, const char *nk)
 {
-	return 1 + resp_dec_len((size_t)argc + 3) + 2 + resp_bulk_len(7) +
+	return 1 + dec_len((size_t)argc + 3) + 2 + resp_bulk_len(7) +
 	    resp_bulk_len(strlen(s->sha1)) + resp_bulk_len(strlen(nk));
 }
 
@@ -1139,7 +1139,7 @@ evalsha_head_put(char *p, const struct rconn_script *s, int argc, const char *nk
 	char *start = p;
 
 	*p++ = '*';
-	p = resp_put_dec(p, (size_t)argc + 3);
+	p = dec_put(p, (size_t)argc + 3);
 	*p++ = '\r';
 	*p++ = '\n';
 	p = resp_put_bulk(p, "EVALSHA", 7);
@@ -1167,7 +1167,7 @@ eval_begin(struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *cb, v
 	char nk[24];
 	size_t rest_off;
 
-	*resp_put_dec(nk, (size_t)nkeys) = '\0';
+	*dec_put(nk, (size_t)nkeys) = '\0';
 	size_t len = evalsha_head_len(s, argc, nk) + rest_len;
 	struct rc_cmd *c = cmd_new(rc, cb, NULL, arg, len);
 	if (c == NULL)
