@@ -12,7 +12,6 @@
 #include "record.h"
 
 #include <limits.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -32,17 +31,6 @@
 
 #define RECORD_TYP	"decision+jwt"
 #define TEXT_FIELD_MAX	1024	/* onBehalfOf, basis: §3.1 */
-#define SPARE_CTX	4	/* verify contexts a key keeps (one per verifying thread) */
-
-/* Verify contexts set up for one public key, kept for the next record
- * (EVP_DigestVerifyInit made one and fetched its algorithms per record:
- * about 25,000 instructions). Verifying threads share the key, so they are
- * taken and given back under `lock`. */
-struct ctx_pool {
-	pthread_mutex_t lock;
-	EVP_PKEY_CTX *spare[SPARE_CTX];
-	int n;
-};
 
 /* Exactly one of pk (ES256, RS256) and secret (HS256) is set. */
 struct record_key {
@@ -54,11 +42,20 @@ struct record_key {
 	 * (HMAC() fetched the algorithm and keyed a new context every time:
 	 * 30,000 instructions a record). NULL: the one-shot HMAC is used. */
 	EVP_MAC_CTX *mac;
-	/* ES256, RS256: verify contexts for pk kept for the next record. */
-	struct ctx_pool *pool;
+	/* ES256, RS256: a verify context for pk, kept for the next record
+	 * (EVP_DigestVerifyInit made one and fetched its algorithms per
+	 * record: about 25,000 instructions). For one thread at a time: the
+	 * others bring their own (struct record_verifier). */
+	EVP_PKEY_CTX *ctx;
 	/* Owners (record_key_ref): a verifying thread keeps the key alive
 	 * across a reload that lets go of the loop's own. */
 	atomic_int refs;
+};
+
+/* Another thread's verify context, with an owner of the key it is for. */
+struct record_verifier {
+	struct record_key *key;
+	EVP_PKEY_CTX *ctx;
 };
 
 /* The members of §3.1, in the order of field_names. */
@@ -194,27 +191,19 @@ hmac_keyed(const unsigned char *key, size_t key_len)
 	return ctx;
 }
 
-static struct ctx_pool *
-pool_new(void)
+/* A context that verifies a SHA-256 digest with pk; NULL when out of
+ * memory. Caller frees (EVP_PKEY_CTX_free). */
+static EVP_PKEY_CTX *
+verify_ctx_new(EVP_PKEY *pk)
 {
-	struct ctx_pool *p = calloc(1, sizeof *p);
+	EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_pkey(NULL, pk, NULL);
 
-	if (p != NULL && pthread_mutex_init(&p->lock, NULL) != 0) {
-		free(p);
+	if (ctx == NULL || EVP_PKEY_verify_init(ctx) != 1 ||
+	    EVP_PKEY_CTX_set_signature_md(ctx, EVP_sha256()) != 1) {
+		EVP_PKEY_CTX_free(ctx);
 		return NULL;
 	}
-	return p;
-}
-
-static void
-pool_free(struct ctx_pool *p)
-{
-	if (p == NULL)
-		return;
-	while (p->n > 0)
-		EVP_PKEY_CTX_free(p->spare[--p->n]);
-	pthread_mutex_destroy(&p->lock);
-	free(p);
+	return ctx;
 }
 
 /* The same acceptance rules as hs256() and pem_key(), which record_load
@@ -257,7 +246,7 @@ record_key_new(enum jwa_alg alg, const unsigned char *key, size_t key_len, char 
 		return k;
 	}
 	if ((k->pk = jws_pem_read(key, key_len, 0)) != NULL && jws_pkey_fits(k->pk, alg) &&
-	    (k->pool = pool_new()) != NULL) {
+	    (k->ctx = verify_ctx_new(k->pk)) != NULL) {
 		ERR_clear_error();
 		return k;
 	}
@@ -286,7 +275,7 @@ record_key_free(struct record_key *k)
 {
 	if (k == NULL || atomic_fetch_sub(&k->refs, 1) > 1)
 		return;
-	pool_free(k->pool);
+	EVP_PKEY_CTX_free(k->ctx);
 	EVP_PKEY_free(k->pk);
 	EVP_MAC_CTX_free(k->mac);	/* cleanses the key it holds */
 	if (k->secret != NULL)
@@ -294,47 +283,20 @@ record_key_free(struct record_key *k)
 	free(k);
 }
 
-/* A context that verifies a SHA-256 digest with pk; NULL when out of
- * memory. Caller frees (EVP_PKEY_CTX_free). */
-static EVP_PKEY_CTX *
-verify_ctx_new(EVP_PKEY *pk)
+struct record_verifier *
+record_verifier_new(void)
 {
-	EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_pkey(NULL, pk, NULL);
-
-	if (ctx == NULL || EVP_PKEY_verify_init(ctx) != 1 ||
-	    EVP_PKEY_CTX_set_signature_md(ctx, EVP_sha256()) != 1) {
-		EVP_PKEY_CTX_free(ctx);
-		return NULL;
-	}
-	return ctx;
+	return calloc(1, sizeof(struct record_verifier));
 }
 
-/* One of k's kept contexts, or a new one (NULL when out of memory). */
-static EVP_PKEY_CTX *
-ctx_take(const struct record_key *k)
+void
+record_verifier_free(struct record_verifier *v)
 {
-	struct ctx_pool *p = k->pool;
-	EVP_PKEY_CTX *ctx = NULL;
-
-	pthread_mutex_lock(&p->lock);
-	if (p->n > 0)
-		ctx = p->spare[--p->n];
-	pthread_mutex_unlock(&p->lock);
-	return ctx != NULL ? ctx : verify_ctx_new(k->pk);
-}
-
-static void
-ctx_give_back(const struct record_key *k, EVP_PKEY_CTX *ctx)
-{
-	struct ctx_pool *p = k->pool;
-
-	pthread_mutex_lock(&p->lock);
-	if (ctx != NULL && p->n < SPARE_CTX) {
-		p->spare[p->n++] = ctx;
-		ctx = NULL;
-	}
-	pthread_mutex_unlock(&p->lock);
-	EVP_PKEY_CTX_free(ctx);
+	if (v == NULL)
+		return;
+	EVP_PKEY_CTX_free(v->ctx);
+	record_key_free(v->key);
+	free(v);
 }
 
 /* The signature over SHA-256(input); a context verifies any number of them. */
@@ -404,7 +366,8 @@ verify_pkey(EVP_PKEY_CTX *ctx, enum jwa_alg alg, const char *raw, const struct j
 /* A key parsed for another algorithm is treated like raw bytes of the wrong
  * type: the configured algorithm still picks the check. */
 static int
-verify_parsed(const struct record_key *k, enum jwa_alg alg, const char *raw, const struct jws_parts *j)
+verify_parsed(const struct record_key *k, struct record_verifier *v, enum jwa_alg alg,
+	      const char *raw, const struct jws_parts *j)
 {
 	if (k->alg != alg)
 		return VERIFY_NO_KEY;
@@ -412,11 +375,17 @@ verify_parsed(const struct record_key *k, enum jwa_alg alg, const char *raw, con
 		return verify_hmac(k->mac, raw, j);
 	if (alg == JWA_HS256)
 		return verify_hs256(k->secret, k->secret_len, raw, j);
-	EVP_PKEY_CTX *ctx = ctx_take(k);
-	int rc = verify_pkey(ctx, alg, raw, j);
-
-	ctx_give_back(k, ctx);
-	return rc;
+	if (v == NULL)
+		return verify_pkey(k->ctx, alg, raw, j);
+	if (v->key != k) {	/* v holds an owner of its key: no other can be at k */
+		EVP_PKEY_CTX_free(v->ctx);
+		record_key_free(v->key);
+		v->key = record_key_ref((struct record_key *)k);
+		v->ctx = NULL;
+	}
+	if (v->ctx == NULL)
+		v->ctx = verify_ctx_new(k->pk);
+	return verify_pkey(v->ctx, alg, raw, j);
 }
 
 /* The check is picked by pol->algorithm, never by the token. */
@@ -427,7 +396,7 @@ verify_signature(const struct record_policy *pol, const char *raw, const struct 
 	int rc;
 
 	if (pol->parsed_key != NULL)
-		return verify_parsed(pol->parsed_key, pol->algorithm, raw, j);
+		return verify_parsed(pol->parsed_key, pol->verifier, pol->algorithm, raw, j);
 	if (pol->algorithm == JWA_HS256)
 		return verify_hs256(pol->key, pol->key_len, raw, j);
 	if ((pk = pem_key(pol->key, pol->key_len, pol->algorithm)) == NULL)

@@ -6,6 +6,10 @@
  * only to take a ticket and to hand it back, never while verifying. The
  * loop is woken once per batch: an ev_async send when the done queue goes
  * from empty to not empty.
+ *
+ * The threads never share a verify context: each worker verifies with its
+ * own record_verifier, the loop (inline, in ejob) with the key's own, so
+ * record.c needs no lock of its own.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "vpool.h"
@@ -33,6 +37,13 @@ struct vpool_ticket {
 /* A FIFO of tickets. */
 TAILQ_HEAD(tqueue, vpool_ticket);
 
+/* One thread and what it verifies with. */
+struct worker {
+	struct vpool *p;
+	pthread_t thread;
+	struct record_verifier *v;	/* its own: see the top */
+};
+
 struct vpool {
 	struct ev_loop *loop;
 	ev_async wake;
@@ -41,7 +52,7 @@ struct vpool {
 	struct tqueue queued, done;
 	int stop;
 	size_t live;			/* tickets not yet freed */
-	pthread_t threads[VPOOL_THREADS_MAX];
+	struct worker workers[VPOOL_THREADS_MAX];
 	unsigned nthreads;		/* started */
 };
 
@@ -70,8 +81,9 @@ ticket_free(struct vpool *p, struct vpool_ticket *t)
 }
 
 static void
-verify(struct vpool_ticket *t)
+verify(struct vpool_ticket *t, struct record_verifier *v)
 {
+	t->pol.verifier = v;
 	t->res.status = record_load(&t->pol, t->id, t->res.raw, t->now_ms, &t->res.rec,
 	    &t->res.owner, t->res.detail, sizeof t->res.detail);
 }
@@ -79,7 +91,8 @@ verify(struct vpool_ticket *t)
 static void *
 worker(void *arg)
 {
-	struct vpool *p = arg;
+	struct worker *w = arg;
+	struct vpool *p = w->p;
 	struct vpool_ticket *t;
 
 	pthread_mutex_lock(&p->mu);
@@ -91,7 +104,7 @@ worker(void *arg)
 		t = tq_pop(&p->queued);
 		t->state = TS_RUNNING;
 		pthread_mutex_unlock(&p->mu);
-		verify(t);
+		verify(t, w->v);
 		pthread_mutex_lock(&p->mu);
 		t->state = TS_DONE;
 		if (TAILQ_EMPTY(&p->done))
@@ -132,7 +145,7 @@ stop_workers(struct vpool *p)
 	pthread_cond_broadcast(&p->work);
 	pthread_mutex_unlock(&p->mu);
 	for (unsigned i = 0; i < p->nthreads; i++)
-		pthread_join(p->threads[i], NULL);
+		pthread_join(p->workers[i].thread, NULL);
 	p->nthreads = 0;
 }
 
@@ -145,11 +158,16 @@ start_workers(struct vpool *p, unsigned nthreads)
 
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	for (; rc == 0 && p->nthreads < nthreads; p->nthreads++)
-		if (pthread_create(&p->threads[p->nthreads], NULL, worker, p) != 0) {
+	for (; rc == 0 && p->nthreads < nthreads; p->nthreads++) {
+		struct worker *w = &p->workers[p->nthreads];
+
+		w->p = p;
+		if ((w->v = record_verifier_new()) == NULL ||
+		    pthread_create(&w->thread, NULL, worker, w) != 0) {
 			rc = -1;
 			break;
 		}
+	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return rc;
 }
@@ -191,6 +209,8 @@ vpool_free(struct vpool *p)
 	if (p == NULL)
 		return;
 	stop_workers(p);
+	for (unsigned i = 0; i < VPOOL_THREADS_MAX; i++)
+		record_verifier_free(p->workers[i].v);
 	while ((t = tq_pop(&p->queued)) != NULL)
 		ticket_free(p, t);
 	while ((t = tq_pop(&p->done)) != NULL)
