@@ -32,6 +32,7 @@
 #include "config.h"
 #include "ctl.h"
 #include "record.h"
+#include "rnd.h"
 #include "secrets.h"
 #include "sentinel.h"
 #include "store.h"
@@ -628,17 +629,13 @@ parse_decide(struct ctx *c, int argc, char **argv, struct decide_opts *o)
 static int
 random_id(char *out)
 {
-	unsigned char rnd[CTL_ID_LEN];
-	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : read(fd, rnd, sizeof rnd);
+	unsigned char raw[CTL_ID_LEN];
 
-	if (fd >= 0)
-		close(fd);
-	if (n != (ssize_t)sizeof rnd) {
-		say("cannot read /dev/urandom: %s", n < 0 ? strerror(errno) : "short read");
+	if (rnd_bytes(raw, sizeof raw) != 0) {
+		say("cannot read the kernel's random bytes: %s", strerror(errno));
 		return EX_REFUSED;
 	}
-	ctl_make_id(rnd, out);
+	ctl_make_id(raw, out);
 	return 0;
 }
 
