@@ -199,8 +199,9 @@ checked(struct ctx *c, redisReply *r, const char *what, redisReply **out)
 		say("redis: %s: %s", what, c->redis->errstr[0] ? c->redis->errstr : "no reply");
 		return EX_UNAVAILABLE;
 	}
-	if (r->type == REDIS_REPLY_ERROR) {
-		say("redis: %s: %s", what, r->str);
+	const char *why = sreply_error_text(sreply_of(r));
+	if (why != NULL) {
+		say("redis: %s: %s", what, why);
 		freeReplyObject(r);
 		return EX_REFUSED;
 	}
@@ -762,7 +763,8 @@ store_decision(struct ctx *c, const struct ctl_decision *d, const char *record, 
 	store_arg(&a, STORE_DECIDE_SCORE, score);
 	if ((rc = run_script(c, &r, &a)) != 0)
 		return rc;
-	rc = r->type == REDIS_REPLY_INTEGER && r->integer == 1 ? 0 : EX_REFUSED;
+	long long stored = 0;
+	rc = sreply_integer(sreply_of(r), &stored) == 0 && stored == 1 ? 0 : EX_REFUSED;
 	freeReplyObject(r);
 	if (rc != 0) {
 		say("decide: refused: decision %s exists already", d->id);
@@ -1486,12 +1488,17 @@ requeue_write(struct ctx *c, const char *id, const char *hash, const char *raw,
 	free(ids);
 	if (rc != 0)
 		return rc;
-	if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-	    r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == 1) {
-		printf("requeued %s as %s entry %s\n", id, c->keys.jobs, r->element[1]->str);
+	/* lua/requeue.lua: {1, new entry id} or {0, why}. */
+	const struct sreply *res = sreply_of(r);
+	const char *said = sreply_string(sreply_element(res, 1));
+	long long done = 0;
+	size_t len = 0;
+	if (sreply_array_len(res, &len) != 0 || len != 2 || said == NULL)
+		said = NULL;
+	if (said != NULL && sreply_integer(sreply_element(res, 0), &done) == 0 && done == 1) {
+		printf("requeued %s as %s entry %s\n", id, c->keys.jobs, said);
 	} else {
-		say("dead requeue: refused: %s: %s", id, r->type == REDIS_REPLY_ARRAY &&
-		    r->elements == 2 ? r->element[1]->str : "unexpected reply");
+		say("dead requeue: refused: %s: %s", id, said != NULL ? said : "unexpected reply");
 		rc = EX_REFUSED;
 	}
 	freeReplyObject(r);
@@ -1546,7 +1553,7 @@ dead_requeue(struct ctx *c, const char *id, const char *key, size_t key_len)
 	}
 	if ((rc = run(c, &r, "HGET", hash, "record", (char *)NULL)) != 0)
 		goto done;
-	const char *raw = r->type == REDIS_REPLY_STRING ? r->str : NULL;
+	const char *raw = sreply_string(sreply_of(r));
 	if ((rc = requeue_check(c, id, raw, key, key_len)) == 0)
 		rc = requeue_write(c, id, hash, raw, entries);
 done:
@@ -1576,7 +1583,9 @@ dead_drop(struct ctx *c, const char *id)
 		argv[argc++] = json_string_value(json_object_get(e, "entryId"));
 	if ((rc = runv(c, &r, argc, argv)) != 0)
 		goto done;
-	long long n = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
+	long long n = 0;
+	if (sreply_integer(sreply_of(r), &n) != 0)
+		n = 0;
 	freeReplyObject(r);
 	if (n == 0) {
 		say("dead drop: no dead letter for %s", id);	/* dropped meanwhile */
