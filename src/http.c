@@ -12,6 +12,7 @@
 #define _DEFAULT_SOURCE	/* explicit_bzero */
 #include "http.h"
 
+#include <assert.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,8 +145,12 @@ list_pop(struct call_list *l)
 {
 	struct http_call *c = TAILQ_FIRST(l);
 
-	if (c != NULL)
+	if (c != NULL) {
 		TAILQ_REMOVE(l, c, link);
+		/* Said for the analyzer, which cannot follow tqe_prev back to
+		 * the head: c is off the list, not handed out again. */
+		assert(TAILQ_FIRST(l) != c);
+	}
 	return c;
 }
 

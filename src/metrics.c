@@ -728,8 +728,11 @@ metrics_free(struct metrics *m)
 {
 	if (!m)
 		return;
-	while (!LIST_EMPTY(&m->clients))
-		client_close(LIST_FIRST(&m->clients));	/* unlinks and frees it */
+	/* The next one is read first (glibc has no LIST_FOREACH_SAFE). */
+	for (struct client *c = LIST_FIRST(&m->clients), *next; c != NULL; c = next) {
+		next = LIST_NEXT(c, link);
+		client_close(c);	/* unlinks and frees c alone */
+	}
 	ev_io_stop(m->loop, &m->accept_io);
 	close(m->fd);
 	if (m->addr.is_unix)
