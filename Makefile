@@ -12,13 +12,18 @@ DOCDIR  ?= $(PREFIX)/share/doc/warrantd
 BUILD   ?= build/release
 SAN     ?=
 
-PKGS    := hiredis libcurl jansson libjwt inih openssl
+PKGS    := hiredis libcurl jansson inih openssl
+# The tests' own libraries: libjwt is the independent implementation that
+# checks what jws.c signs (the daemon signs and verifies with libcrypto).
+TEST_PKGS := libjwt
 CC      ?= cc
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 $(WARN) -D_FILE_OFFSET_BITS=64 -Iinclude -I$(BUILD)/gen
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -lev -lm -pthread
+TEST_CFLAGS = $(shell pkg-config --cflags $(TEST_PKGS))
+TEST_LIBS  = $(shell pkg-config --libs $(TEST_PKGS))
 ifeq ($(SAN),1)
 CFLAGS  += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
@@ -85,15 +90,15 @@ $(BUILD)/bin/%: src/%.c $(LIB) $(HEADERS) | $(BUILD)/bin
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS)
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB) $(HEADERS) $(LUA_SRC) | $(BUILD)/tests
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) -Itests -DLUA_DIR='"$(CURDIR)/lua"' $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) -lcmocka
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) -Itests -DLUA_DIR='"$(CURDIR)/lua"' $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS) $(TEST_LIBS) -lcmocka
 
 FAKE_COMMON := $(wildcard tests/fakes/common.c)
 $(BUILD)/tests/fake_%: tests/fakes/fake_%.c $(FAKE_COMMON) $(wildcard tests/fakes/*.h) $(LIB) $(HEADERS) | $(BUILD)/tests
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(FAKE_COMMON) $(LIB) $(PKG_LIBS) -lmicrohttpd
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(FAKE_COMMON) $(LIB) $(PKG_LIBS) $(TEST_LIBS) -lmicrohttpd
 
 HARNESS := $(wildcard tests/integration/harness.c)
 $(BUILD)/tests/itest_%: tests/integration/itest_%.c $(HARNESS) $(wildcard tests/integration/*.h) $(LIB) $(HEADERS) | $(BUILD)/tests
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests -Itests/integration $(LDFLAGS) -o $@ $< $(HARNESS) $(LIB) $(PKG_LIBS) -lcmocka
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) -Itests -Itests/integration $(LDFLAGS) -o $@ $< $(HARNESS) $(LIB) $(PKG_LIBS) $(TEST_LIBS) -lcmocka
 
 # test_http_wipe watches which options http.c hands libcurl.
 $(BUILD)/tests/test_http_wipe: LDFLAGS += -Wl,--wrap=curl_easy_setopt -Wl,--wrap=curl_easy_cleanup \
@@ -104,11 +109,11 @@ $(BUILD)/tests/test_http_wipe: LDFLAGS += -Wl,--wrap=curl_easy_setopt -Wl,--wrap
 FAULTS_COMMON := tests/faults/world.c $(HARNESS)
 FAULTS_DEPS   := $(FAULTS_COMMON) $(wildcard tests/faults/*.h) $(wildcard tests/integration/*.h) $(LIB)
 FAULTS_BIN    := $(BUILD)/tests/faults $(BUILD)/tests/soak
-FAULTS_CFLAGS  = $(CFLAGS) $(PKG_CFLAGS) -Itests -Itests/integration -Itests/faults $(LDFLAGS)
+FAULTS_CFLAGS  = $(CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) -Itests -Itests/integration -Itests/faults $(LDFLAGS)
 $(BUILD)/tests/faults: tests/faults/faults.c tests/faults/scenarios.c $(FAULTS_DEPS) | $(BUILD)/tests
-	$(CC) $(FAULTS_CFLAGS) -o $@ tests/faults/faults.c tests/faults/scenarios.c $(FAULTS_COMMON) $(LIB) $(PKG_LIBS)
+	$(CC) $(FAULTS_CFLAGS) -o $@ tests/faults/faults.c tests/faults/scenarios.c $(FAULTS_COMMON) $(LIB) $(PKG_LIBS) $(TEST_LIBS)
 $(BUILD)/tests/soak: tests/faults/soak.c $(FAULTS_DEPS) | $(BUILD)/tests
-	$(CC) $(FAULTS_CFLAGS) -o $@ tests/faults/soak.c $(FAULTS_COMMON) $(LIB) $(PKG_LIBS)
+	$(CC) $(FAULTS_CFLAGS) -o $@ tests/faults/soak.c $(FAULTS_COMMON) $(LIB) $(PKG_LIBS) $(TEST_LIBS)
 
 unit: $(UNIT_BIN) $(FAKE_BIN) $(ITEST_BIN) $(BINS) $(FAULTS_BIN) modes
 
@@ -203,11 +208,15 @@ TIDY_EJOB  := --checks=-clang-analyzer-unix.Malloc
 # The man pages: nothing at WARNING or above (STYLE notes such as "referenced
 # manual not found" depend on what the machine has installed).
 MAN_PAGES := $(wildcard man/*.[1-8])
+# cppcheck reads no system header: it is given the two whose macros shape
+# our declarations (jansson's, and <sys/queue.h>'s list heads).
+QUEUE_H    := $(firstword $(wildcard /usr/include/*/sys/queue.h /usr/include/sys/queue.h))
+
 lint: $(GEN_H) lint-man
 	@echo "cppcheck $$(cppcheck --version | cut -d' ' -f2), clang-tidy $$(clang-tidy --version | sed -n 's/.*LLVM version \([0-9.]*\).*/\1/p')"
 	cppcheck --enable=warning,portability,performance --std=c11 --inline-suppr \
 		--error-exitcode=1 --quiet -Iinclude -I$(BUILD)/gen --include=/usr/include/jansson.h \
-		-D_FILE_OFFSET_BITS=64 --suppressions-list=.cppcheck-suppressions src include
+		--include=$(QUEUE_H) -D_FILE_OFFSET_BITS=64 --suppressions-list=.cppcheck-suppressions src include
 	@fail=0; for f in $(LINT_SRC); do \
 		extra=; [ $$f = src/ejob.c ] && extra="$(TIDY_EJOB)"; \
 		clang-tidy --quiet $$extra $$f -- $(TIDY_FLAGS) || fail=1; \

@@ -46,7 +46,7 @@ OUT=${BENCH_OUT:-$root/bench/results.txt}
 REPEAT=${BENCH_REPEAT:-3}
 VERIFY_THREADS=${BENCH_VERIFY_THREADS:-1}
 PREFIX=bench
-PKGS="hiredis libcurl jansson libjwt inih openssl"
+PKGS="hiredis libcurl jansson inih openssl"
 
 for bin in "$build/bin/warrantd" "$build/tests/fake_target" "$build/tests/fake_idp"; do
 	[ -x "$bin" ] || { echo "bench: $bin missing (make BUILD=$1 unit)" >&2; exit 1; }

@@ -44,14 +44,30 @@ struct record_key *record_key_new(enum jwa_alg alg, const unsigned char *key, si
 	__attribute__((warn_unused_result));
 
 /* Another owner of `key` (returned): each owner calls record_key_free once,
- * and the last one frees it. Thread-safe, as is verifying with a key of
- * ES256 or RS256 from several threads (nothing in it changes); an HS256
- * key's HMAC context is not: keep it on one thread. */
+ * and the last one frees it. Thread-safe. Verifying is not, by itself: a
+ * key keeps one OpenSSL context for one thread at a time (the loop's);
+ * every other thread that verifies with an ES256 or RS256 key at the same
+ * time brings its own struct record_verifier (vpool's workers do). An
+ * HS256 key's HMAC context is the key's alone: keep it on one thread. */
 struct record_key *record_key_ref(struct record_key *key);
 
 /* Drops one owner; the last wipes a secret before freeing it. NULL is a
  * no-op. */
 void record_key_free(struct record_key *key);
+
+/* One thread's verify context (opaque): the one it set up for the last
+ * ES256 or RS256 parsed key it verified with (about 25,000 instructions to
+ * make), kept with an owner of that key until it verifies with another or
+ * is freed. Never shared between threads at the same time. */
+struct record_verifier;
+
+/* A new, empty verifier (caller frees with record_verifier_free), or NULL
+ * when out of memory. */
+struct record_verifier *record_verifier_new(void)
+	__attribute__((warn_unused_result));
+
+/* Drops its context and its owner of a key. NULL is a no-op. */
+void record_verifier_free(struct record_verifier *v);
 
 /* What a record is checked against; built from struct cfg by the caller. */
 struct record_policy {
@@ -61,6 +77,9 @@ struct record_policy {
 	 * another algorithm than `algorithm` fails like a key of the wrong
 	 * type: RECORD_BAD_SIGNATURE. */
 	const struct record_key *parsed_key;
+	/* Borrowed, the calling thread's: verifies parsed_key with its own
+	 * context. NULL: with the key's own (record_key_ref says who may). */
+	struct record_verifier *verifier;
 	const unsigned char *key;	/* PEM public key, or the HMAC secret */
 	size_t key_len;
 	const char *issuer;		/* NULL: not checked */
@@ -142,8 +161,8 @@ json_t *record_content(const struct record *rec)
  * Signs `content` (a JSON object) as a JWS compact serialization with header
  * {"alg": alg, "typ": "decision+jwt"} and "kid" when `kid` is not NULL.
  * `alg` is JWA_ES256 or JWA_RS256 with `key` a PEM private key, or
- * JWA_HS256 with `key` the HMAC secret (at least 32 bytes). Built here
- * with OpenSSL, because libjwt 1.10 always writes typ=JWT.
+ * JWA_HS256 with `key` the HMAC secret (at least 32 bytes). Signed by
+ * jws_sign (libjwt 1.10 always writes typ=JWT).
  * Returns a new string (caller frees), or NULL on any error.
  */
 char *record_sign(enum jwa_alg alg, const unsigned char *key, size_t key_len, const char *kid,

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * sreply: the Redis replies the consumer reads, taken apart into plain data.
+ * sreply: the Redis replies the consumer reads (and warrantctl shows),
+ * taken apart into plain data.
  * Pure: each function walks a reply tree -- built by hiredis, or by a test
  * or a fuzzer -- and trusts nothing about its shape: a wrong type, a missing
  * element or a string where a number should be is refused, never
@@ -117,5 +118,19 @@ int sreply_redis_version(const struct sreply *r, int *major, int *minor)
 /* The value of `name` in a flat field/value array reply (HGETALL, a stream
  * entry's fields, an XINFO group), or NULL. */
 const char *sreply_field(const struct sreply *arr, const char *name);
+
+/* ---- any reply, for what shows replies whole (warrantctl) ---- */
+
+/* Element i of an array reply; NULL when r is not an array or has no
+ * element i. */
+const struct sreply *sreply_element(const struct sreply *r, size_t i);
+
+/* The text of a (bulk) string reply; NULL for any other reply. */
+const char *sreply_string(const struct sreply *r);
+
+/* As sreply_field, the reply itself, of whatever type: the value after
+ * the first string element equal to `name` at an even index; NULL when
+ * there is none or arr is not an array. */
+const struct sreply *sreply_field_reply(const struct sreply *arr, const char *name);
 
 #endif

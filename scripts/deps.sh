@@ -4,7 +4,8 @@
 # and only those that are missing. A no-op when everything is there.
 # clang + libclang-rt-14-dev: libFuzzer (-fsanitize=fuzzer) for `make fuzz`;
 # cppcheck, clang-tidy, clang-tools (scan-build): `make lint`; valgrind:
-# `make valgrind`.
+# `make valgrind`. libjwt-dev, cmocka, libmicrohttpd: the tests only (libjwt
+# checks what the daemon's own signer writes; the daemon does not link it).
 set -eu
 
 PKGS="build-essential pkg-config libhiredis-dev libev-dev libcurl4-openssl-dev

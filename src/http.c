@@ -13,11 +13,13 @@
 #define _DEFAULT_SOURCE	/* explicit_bzero */
 #include "http.h"
 
+#include <assert.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/queue.h>
 #include <time.h>
 
 #include <curl/curl.h>
@@ -45,14 +47,12 @@
 
 enum call_state { CALL_ACTIVE, CALL_DONE, CALL_IN_CALLBACK };
 
-struct call_list {
-	struct http_call *head, *tail;
-};
+TAILQ_HEAD(call_list, http_call);
 
 struct http_sock {
 	struct ev_io io;		/* first: the watcher's address is the sock's */
 	struct http_client *hc;
-	struct http_sock *prev, *next;
+	LIST_ENTRY(http_sock) link;
 };
 
 /* Calls kept between calls, each with its easy handle (one per slot at
@@ -89,7 +89,7 @@ struct http_client {
 	struct ev_timer timer;
 	struct call_list active;	/* attached to the multi */
 	struct call_list done;		/* finished, callback not yet run */
-	struct http_sock *socks;	/* every watcher we own */
+	LIST_HEAD(, http_sock) socks;	/* every watcher we own */
 	struct http_call *idle[HTTP_EASY_POOL];	/* owned: finished calls, kept with their handles */
 	size_t nidle;
 	size_t in_flight;
@@ -99,7 +99,7 @@ struct http_client {
 
 struct http_call {
 	struct http_client *hc;
-	struct http_call *prev, *next;
+	TAILQ_ENTRY(http_call) link;	/* in active or done */
 	enum call_state state;
 	/* Kept with the call between calls: the handle, with the options that
 	 * are the same for every call set once (easy_setup), and our buffers. */
@@ -138,47 +138,19 @@ mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void
-list_push(struct call_list *l, struct http_call *c)
-{
-	c->next = NULL;
-	c->prev = l->tail;
-	if (l->tail != NULL)
-		l->tail->next = c;
-	else
-		l->head = c;
-	l->tail = c;
-}
-
-static void
-list_unlink(struct call_list *l, struct http_call *c)
-{
-	if (c->prev != NULL)
-		c->prev->next = c->next;
-	else
-		l->head = c->next;
-	if (c->next != NULL)
-		c->next->prev = c->prev;
-	else
-		l->tail = c->prev;
-	c->prev = c->next = NULL;
-}
-
-/* Unlinks and returns the head, or NULL: the loops that free every call
- * take them this way, so that no reader (or analyzer) has to work out that
- * list_unlink moved the head. */
+/* Unlinks and returns the first call, or NULL: the loops that free every
+ * call take them this way, one at a time, since a callback may cancel any
+ * other. */
 static struct http_call *
 list_pop(struct call_list *l)
 {
-	struct http_call *c = l->head;
+	struct http_call *c = TAILQ_FIRST(l);
 
 	if (c != NULL) {
-		l->head = c->next;
-		if (l->head != NULL)
-			l->head->prev = NULL;
-		else
-			l->tail = NULL;
-		c->prev = c->next = NULL;
+		TAILQ_REMOVE(l, c, link);
+		/* Said for the analyzer, which cannot follow tqe_prev back to
+		 * the head: c is off the list, not handed out again. */
+		assert(TAILQ_FIRST(l) != c);
 	}
 	return c;
 }
@@ -226,12 +198,7 @@ sock_free(struct http_sock *s)
 	struct http_client *hc = s->hc;
 
 	ev_io_stop(hc->loop, &s->io);
-	if (s->prev != NULL)
-		s->prev->next = s->next;
-	else
-		hc->socks = s->next;
-	if (s->next != NULL)
-		s->next->prev = s->prev;
+	LIST_REMOVE(s, link);
 	free(s);
 }
 
@@ -262,10 +229,7 @@ curl_sock_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *sockp)
 			return -1;
 		}
 		s->hc = hc;
-		s->next = hc->socks;
-		if (hc->socks != NULL)
-			hc->socks->prev = s;
-		hc->socks = s;
+		LIST_INSERT_HEAD(&hc->socks, s, link);
 		if (curl_multi_assign(hc->multi, fd, s) != CURLM_OK) {
 			sock_free(s);
 			return -1;
@@ -532,7 +496,6 @@ call_free(struct http_call *c)
 	buf_trim(&c->hdr, &c->hdr_cap);
 	buf_trim(&c->req_body, &c->req_body_cap);
 	buf_trim(&c->body, &c->body_cap);
-	c->prev = c->next = NULL;
 	c->cb = NULL;
 	c->arg = NULL;
 	/* An http_cancel of a kept call (a caller's bug: the handle died with
@@ -754,8 +717,8 @@ call_finish(struct http_call *c, CURLcode result)
 		    HTTP_BODY_MAX);
 	log_done(c);
 	call_detach_curl(c);
-	list_unlink(&hc->active, c);
-	list_push(&hc->done, c);
+	TAILQ_REMOVE(&hc->active, c, link);
+	TAILQ_INSERT_TAIL(&hc->done, c, link);
 	c->state = CALL_DONE;
 }
 
@@ -856,6 +819,9 @@ http_client_new(struct ev_loop *loop)
 	if (hc == NULL)
 		return NULL;
 	hc->loop = loop;
+	TAILQ_INIT(&hc->active);
+	TAILQ_INIT(&hc->done);
+	LIST_INIT(&hc->socks);
 	hc->env_proxy = env_has_proxy();
 	hc->multi = curl_multi_init();
 	if (hc->multi == NULL) {
@@ -882,6 +848,7 @@ void
 http_client_free(struct http_client *hc)
 {
 	struct http_call *c;
+	struct http_sock *s;
 
 	if (hc == NULL)
 		return;
@@ -897,12 +864,11 @@ http_client_free(struct http_client *hc)
 		call_destroy(kept_take(hc->idle[--hc->nidle]));
 	curl_multi_cleanup(hc->multi);
 	/* curl may close cached connections without telling the socket callback */
-	for (struct http_sock *s = hc->socks, *next; s != NULL; s = next) {
-		next = s->next;
+	while ((s = LIST_FIRST(&hc->socks)) != NULL) {
+		LIST_REMOVE(s, link);
 		ev_io_stop(hc->loop, &s->io);
 		free(s);
 	}
-	hc->socks = NULL;
 	ev_timer_stop(hc->loop, &hc->timer);
 	free(hc);
 }
@@ -952,7 +918,7 @@ http_start(struct http_client *hc, const struct http_request *req, http_done_cb 
 	}
 	c->in_multi = 1;
 	c->state = CALL_ACTIVE;
-	list_push(&hc->active, c);
+	TAILQ_INSERT_TAIL(&hc->active, c, link);
 	hc->in_flight++;
 	if (out != NULL)
 		*out = c;
@@ -967,7 +933,7 @@ http_cancel(struct http_call *call)
 	if (call == NULL || call->state == CALL_IN_CALLBACK)
 		return;
 	hc = call->hc;
-	list_unlink(call->state == CALL_ACTIVE ? &hc->active : &hc->done, call);
+	TAILQ_REMOVE(call->state == CALL_ACTIVE ? &hc->active : &hc->done, call, link);
 	hc->in_flight--;
 	call_free(call);
 }

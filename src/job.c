@@ -12,8 +12,8 @@
 #include <strings.h>
 
 #include "backoff.h"
+#include "dec.h"
 #include "names.h"
-#include "resp.h"
 #include "wtime.h"
 
 #define RETRY_AFTER_MAX_S	86400	/* a day: longer is past any sane deadline */
@@ -148,7 +148,7 @@ detail_put_int(struct job_step *st, size_t at, long long v)
 
 	if (v < 0)
 		*p++ = '-';
-	*resp_put_dec(p, v < 0 ? (size_t)(0ULL - (unsigned long long)v) : (size_t)v) = '\0';
+	*dec_put(p, v < 0 ? (size_t)(0ULL - (unsigned long long)v) : (size_t)v) = '\0';
 	return detail_put(st, at, buf);
 }
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -435,7 +436,7 @@ metrics_format(const struct metrics_sample *s, const struct metrics_hist *h, siz
 /* the server                                                           */
 
 struct client {
-	struct client *prev, *next;
+	LIST_ENTRY(client) link;
 	struct metrics *m;
 	int fd;
 	ev_io io;
@@ -456,7 +457,7 @@ struct metrics {
 	metrics_sample_fn *sample;
 	void *sample_arg;
 	struct metrics_hist *hist;
-	struct client *clients;
+	LIST_HEAD(, client) clients;
 	size_t nclients;
 	int observe_failed;	/* logged once */
 };
@@ -469,12 +470,7 @@ client_close(struct client *c)
 	ev_io_stop(m->loop, &c->io);
 	ev_timer_stop(m->loop, &c->idle);
 	close(c->fd);
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		m->clients = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
+	LIST_REMOVE(c, link);
 	free(c->resp);
 	free(c);
 	if (m->nclients-- == METRICS_CLIENTS)
@@ -675,10 +671,7 @@ accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		c->idle.data = c;
 		ev_io_start(loop, &c->io);
 		ev_timer_start(loop, &c->idle);
-		c->next = m->clients;
-		if (m->clients)
-			m->clients->prev = c;
-		m->clients = c;
+		LIST_INSERT_HEAD(&m->clients, c, link);
 		m->nclients++;
 	}
 	ev_io_stop(loop, &m->accept_io);	/* full: the backlog waits */
@@ -721,6 +714,7 @@ metrics_new(struct ev_loop *loop, const struct metrics_addr *addr, metrics_sampl
 		return NULL;
 	}
 	m->loop = loop;
+	LIST_INIT(&m->clients);
 	m->addr = *addr;
 	m->sample = sample;
 	m->sample_arg = arg;
@@ -754,8 +748,9 @@ metrics_free(struct metrics *m)
 {
 	if (!m)
 		return;
-	for (struct client *c = m->clients, *next; c != NULL; c = next) {
-		next = c->next;
+	/* The next one is read first (glibc has no LIST_FOREACH_SAFE). */
+	for (struct client *c = LIST_FIRST(&m->clients), *next; c != NULL; c = next) {
+		next = LIST_NEXT(c, link);
 		client_close(c);	/* unlinks and frees c alone */
 	}
 	ev_io_stop(m->loop, &m->accept_io);

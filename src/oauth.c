@@ -3,7 +3,6 @@
 #define _DEFAULT_SOURCE
 #include "oauth.h"
 
-#include <jwt.h>
 #include <openssl/bio.h>
 #include <openssl/pem.h>
 #include <openssl/sha.h>
@@ -13,6 +12,7 @@
 #include <string.h>
 
 #include "backoff.h"
+#include "jws.h"
 #include "log.h"
 #include "rnd.h"
 #include "secrets.h"
@@ -38,8 +38,7 @@ struct settings {
 	long timeout_ms, min_refresh_interval_ms;
 	char *secret;		/* client_secret_basic and _post */
 	size_t secret_len;
-	char *key;		/* private_key_jwt: PEM private key */
-	size_t key_len;
+	struct jws_key *key;	/* private_key_jwt: the private key, parsed */
 	char *x5t;		/* base64url SHA-256 of the DER certificate, or NULL */
 };
 
@@ -104,7 +103,7 @@ settings_clear(struct settings *s)
 	free(s->key_id);
 	free(s->x5t);
 	secrets_free(s->secret, s->secret_len);
-	secrets_free(s->key, s->key_len);
+	jws_key_free(s->key);
 	memset(s, 0, sizeof *s);
 }
 
@@ -162,8 +161,8 @@ static char *build_assertion(const struct settings *s, int64_t now_ms);
 static int
 read_secrets(struct settings *s, const struct cfg *cfg, char *err, size_t errlen)
 {
-	char *cert = NULL, *probe;
-	size_t cert_len = 0;
+	char *cert = NULL, *pem = NULL, *probe = NULL;
+	size_t cert_len = 0, pem_len = 0;
 	char why[256];
 
 	if (s->auth_method != CFG_PRIVATE_KEY_JWT) {
@@ -182,11 +181,15 @@ read_secrets(struct settings *s, const struct cfg *cfg, char *err, size_t errlen
 		snprintf(err, errlen, "oauth: private_key_file is required with private_key_jwt");
 		return -1;
 	}
-	if (secrets_read_cfg(cfg, cfg->oauth.private_key_file, SECRETS_PRIVATE_PEM, &s->key,
-	    &s->key_len, why, sizeof why) != 0) {
+	if (secrets_read_cfg(cfg, cfg->oauth.private_key_file, SECRETS_PRIVATE_PEM, &pem,
+	    &pem_len, why, sizeof why) != 0) {
 		snprintf(err, errlen, "oauth: %s", why);
 		return -1;
 	}
+	/* Parsed once, the PEM wiped at once: the key's one copy is OpenSSL's. */
+	s->key = jws_key_new(s->assertion_alg, (const unsigned char *)pem, pem_len, why,
+	    sizeof why);
+	secrets_free(pem, pem_len);
 	if (cfg->oauth.certificate_file != NULL) {
 		if (secrets_read_cfg(cfg, cfg->oauth.certificate_file, SECRETS_PUBLIC, &cert,
 		    &cert_len, why, sizeof why) != 0) {
@@ -202,7 +205,7 @@ read_secrets(struct settings *s, const struct cfg *cfg, char *err, size_t errlen
 		}
 	}
 	/* Signing once now turns a wrong key into a start-up error. */
-	if ((probe = build_assertion(s, wtime_now_ms())) == NULL) {
+	if (s->key == NULL || (probe = build_assertion(s, wtime_now_ms())) == NULL) {
 		snprintf(err, errlen, "oauth: %s cannot sign %s assertions (a PEM %s private key?)",
 		    cfg->oauth.private_key_file, jwa_name(s->assertion_alg),
 		    s->assertion_alg == JWA_ES256 ? "P-256 EC" : "RSA");
@@ -256,40 +259,28 @@ same_identity(const struct settings *a, const struct settings *b)
 
 /* ---- the request ---- */
 
-/* libjwt's name for the assertion's algorithm; the config allows only RS256
- * and ES256, anything else becomes JWT_ALG_NONE, which libjwt will not sign
- * with a key. */
-static jwt_alg_t
-libjwt_alg(enum jwa_alg alg)
-{
-	return alg == JWA_RS256 ? JWT_ALG_RS256 : alg == JWA_ES256 ? JWT_ALG_ES256 : JWT_ALG_NONE;
-}
-
-/* RFC 7523 §3 client assertion; caller wipes and frees. NULL on error. */
+/* RFC 7523 §3 client assertion; caller wipes and frees. NULL on error.
+ * typ JWT: what libjwt wrote here before, and what IdPs built on it read. */
 static char *
 build_assertion(const struct settings *s, int64_t now_ms)
 {
-	jwt_t *jwt = NULL;
 	char jti[2 * JTI_BYTES + 1];
-	long iat = (long)(now_ms / 1000);
+	json_int_t iat = (json_int_t)(now_ms / 1000);
+	json_t *header = NULL, *claims = NULL;
 	char *out = NULL;
 
-	if (rnd_hex(jti, sizeof jti, JTI_BYTES) != 0 || jwt_new(&jwt) != 0)
-		goto done;
-	if (jwt_add_grant(jwt, "iss", s->client_id) || jwt_add_grant(jwt, "sub", s->client_id) ||
-	    jwt_add_grant(jwt, "aud", s->assertion_audience) || jwt_add_grant(jwt, "jti", jti) ||
-	    jwt_add_grant_int(jwt, "iat", iat) ||
-	    jwt_add_grant_int(jwt, "exp", iat + ASSERTION_TTL_S))
-		goto done;
-	if (s->key_id != NULL && jwt_add_header(jwt, "kid", s->key_id) != 0)
-		goto done;
-	if (s->x5t != NULL && jwt_add_header(jwt, "x5t#S256", s->x5t) != 0)
-		goto done;
-	if (jwt_set_alg(jwt, libjwt_alg(s->assertion_alg), (const unsigned char *)s->key, (int)s->key_len))
-		goto done;
-	out = jwt_encode_str(jwt);
-done:
-	jwt_free(jwt);	/* libjwt wipes its copy of the key */
+	if (s->key == NULL || rnd_hex(jti, sizeof jti, JTI_BYTES) != 0)
+		return NULL;
+	header = json_pack("{s:s}", "typ", "JWT");
+	claims = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "iss", s->client_id, "sub",
+	    s->client_id, "aud", s->assertion_audience, "jti", jti, "iat", iat, "exp",
+	    iat + ASSERTION_TTL_S);
+	if (header != NULL && claims != NULL &&
+	    (s->key_id == NULL || json_object_set_new(header, "kid", json_string(s->key_id)) == 0) &&
+	    (s->x5t == NULL || json_object_set_new(header, "x5t#S256", json_string(s->x5t)) == 0))
+		out = jws_sign(s->key, header, claims);
+	json_decref(header);
+	json_decref(claims);
 	return out;
 }
 

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/queue.h>
 
 #include <hiredis/hiredis.h>
 #include <hiredis/async.h>
@@ -49,7 +50,7 @@
 typedef void handshake_cb(struct rconn *rc, const redisReply *reply, void *arg);
 
 struct rc_cmd {
-	struct rc_cmd *prev, *next;
+	TAILQ_ENTRY(rc_cmd) link;
 	rconn_reply_cb *cb;	/* a user's command */
 	handshake_cb *hs;	/* or a handshake command, not the user's */
 	void *arg;
@@ -97,7 +98,7 @@ struct rconn {
 	long long err_replies;
 	ev_tstamp last_err_at;	/* of the episode's latest error reply */
 
-	struct rc_cmd *head, *tail;	/* in the order sent */
+	TAILQ_HEAD(, rc_cmd) sent;	/* in the order sent */
 	size_t npending;		/* user commands among them */
 	char *fbuf;			/* owned: scratch for formatting one command */
 	size_t fcap;
@@ -153,27 +154,13 @@ rconn_script_init(struct rconn_script *s, const char *body)
 static void
 q_push(struct rconn *rc, struct rc_cmd *c)
 {
-	c->next = NULL;
-	c->prev = rc->tail;
-	if (rc->tail != NULL)
-		rc->tail->next = c;
-	else
-		rc->head = c;
-	rc->tail = c;
+	TAILQ_INSERT_TAIL(&rc->sent, c, link);
 }
 
 static void
 q_unlink(struct rconn *rc, struct rc_cmd *c)
 {
-	if (c->prev != NULL)
-		c->prev->next = c->next;
-	else
-		rc->head = c->next;
-	if (c->next != NULL)
-		c->next->prev = c->prev;
-	else
-		rc->tail = c->prev;
-	c->prev = c->next = NULL;
+	TAILQ_REMOVE(&rc->sent, c, link);
 }
 
 static void
@@ -187,7 +174,7 @@ cmd_free(struct rc_cmd *c)
 static long
 resp_format(struct rconn *rc, int argc, const char **argv, const size_t *argvlen)
 {
-	size_t len = 1 + resp_dec_len((size_t)argc) + 2;
+	size_t len = 1 + dec_len((size_t)argc) + 2;
 
 	for (int i = 0; i < argc; i++)
 		len += resp_bulk_len(argvlen ? argvlen[i] : strlen(argv[i]));
@@ -202,7 +189,7 @@ resp_format(struct rconn *rc, int argc, const char **argv, const size_t *argvlen
 	}
 	char *p = rc->fbuf;
 	*p++ = '*';
-	p = resp_put_dec(p, (size_t)argc);
+	p = dec_put(p, (size_t)argc);
 	*p++ = '\r';
 	*p++ = '\n';
 	for (int i = 0; i < argc; i++)
@@ -259,8 +246,8 @@ conn_gone(struct rconn *rc, const char *why)
 	rc->announced = 0;
 	rc->drop_reason = NULL;
 	stop_conn_timers(rc);
-	while (rc->head != NULL)	/* hiredis answered them all already */
-		finish(rc, rc->head, NULL);
+	while (!TAILQ_EMPTY(&rc->sent))	/* hiredis answered them all already */
+		finish(rc, TAILQ_FIRST(&rc->sent), NULL);
 	if (rc->freeing)
 		return;
 	/* A new connection meets its own ASKs. The side's callbacks, too,
@@ -968,7 +955,7 @@ static void
 on_cmd_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct rconn *rc = w->data;
-	struct rc_cmd *oldest = rc->head;
+	struct rc_cmd *oldest = TAILQ_FIRST(&rc->sent);
 
 	(void)revents;
 	if (!rc->up || oldest == NULL)
@@ -1029,6 +1016,7 @@ rconn_new(struct ev_loop *loop, const struct rconn_opts *opts, const char *name,
 	rc = calloc(1, sizeof(*rc));
 	if (rc == NULL)
 		return NULL;
+	TAILQ_INIT(&rc->sent);
 	if (copy_opt(&rc->host, opts->host) < 0 || copy_opt(&rc->socket, opts->socket) < 0 ||
 	    copy_opt(&rc->username, opts->username) < 0 ||
 	    copy_opt(&rc->password, opts->password) < 0) {
@@ -1075,8 +1063,8 @@ rconn_free(struct rconn *rc)
 	free_side(rc);		/* its callbacks answer rc's callers: first */
 	drop(rc, "freed");
 	stop_conn_timers(rc);
-	while (rc->head != NULL)
-		finish(rc, rc->head, NULL);
+	while (!TAILQ_EMPTY(&rc->sent))
+		finish(rc, TAILQ_FIRST(&rc->sent), NULL);
 	rc_release(rc);
 }
 
@@ -1128,7 +1116,7 @@ rconn_commandv(struct rconn *rc, rconn_reply_cb *cb, void *arg, int argc, const 
 static size_t
 evalsha_head_len(const struct rconn_script *s, int argc, const char *nk)
 {
-	return 1 + resp_dec_len((size_t)argc + 3) + 2 + resp_bulk_len(7) +
+	return 1 + dec_len((size_t)argc + 3) + 2 + resp_bulk_len(7) +
 	    resp_bulk_len(strlen(s->sha1)) + resp_bulk_len(strlen(nk));
 }
 
@@ -1140,7 +1128,7 @@ evalsha_head_put(char *p, const struct rconn_script *s, int argc, const char *nk
 	char *start = p;
 
 	*p++ = '*';
-	p = resp_put_dec(p, (size_t)argc + 3);
+	p = dec_put(p, (size_t)argc + 3);
 	*p++ = '\r';
 	*p++ = '\n';
 	p = resp_put_bulk(p, "EVALSHA", 7);
@@ -1168,7 +1156,7 @@ eval_begin(struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *cb, v
 	char nk[24];
 	size_t rest_off;
 
-	*resp_put_dec(nk, (size_t)nkeys) = '\0';
+	*dec_put(nk, (size_t)nkeys) = '\0';
 	size_t len = evalsha_head_len(s, argc, nk) + rest_len;
 	struct rc_cmd *c = cmd_new(rc, cb, NULL, arg, len);
 	if (c == NULL)

@@ -2,60 +2,36 @@
 /*
  * record: verifying (§3.2) and validating (§3.1) the decision record.
  *
- * The JWS is taken apart and checked here, with OpenSSL doing the
- * cryptography, instead of by libjwt: libjwt 1.10's jwt_decode refuses any
- * typ but "JWT" and lets the token's own alg pick the check, and its
- * jwt_encode always writes typ=JWT. Here the check is chosen by the
- * configured algorithm alone; the header's alg only has to agree with it.
+ * The JWS is checked here, with OpenSSL doing the cryptography (and jws.c
+ * taking the JWS apart, parsing keys and signing), instead of by libjwt:
+ * libjwt 1.10's jwt_decode refuses any typ but "JWT" and lets the token's
+ * own alg pick the check, and its jwt_encode always writes typ=JWT. Here the
+ * check is chosen by the configured algorithm alone; the header's alg only
+ * has to agree with it.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "record.h"
 
 #include <limits.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/bio.h>
 #include <openssl/core_names.h>
-#include <openssl/bn.h>
 #include <openssl/crypto.h>
-#include <openssl/ecdsa.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <openssl/params.h>
-#include <openssl/pem.h>
 #include <openssl/sha.h>
 
-#include "b64url.h"
 #include "jread.h"
+#include "jws.h"
 #include "wtime.h"
 
 #define RECORD_TYP	"decision+jwt"
-#define ES256_HALF	32	/* bytes of R and of S in a JWS ES256 signature */
-#define HS256_MIN_KEY	32	/* RFC 7518 §3.2: at least the hash's size */
 #define TEXT_FIELD_MAX	1024	/* onBehalfOf, basis: §3.1 */
-#define SPARE_CTX	4	/* verify contexts a key keeps (one per verifying thread) */
-
-/* The parts of a compact JWS, decoded; `input_len` bytes of raw are signed. */
-struct jws {
-	unsigned char *header, *payload, *sig;
-	size_t header_len, payload_len, sig_len, input_len;
-};
-
-/* Verify contexts set up for one public key, kept for the next record
- * (EVP_DigestVerifyInit made one and fetched its algorithms per record:
- * about 25,000 instructions). Verifying threads share the key, so they are
- * taken and given back under `lock`. */
-struct ctx_pool {
-	pthread_mutex_t lock;
-	EVP_PKEY_CTX *spare[SPARE_CTX];
-	int n;
-};
 
 /* Exactly one of pk (ES256, RS256) and secret (HS256) is set. */
 struct record_key {
@@ -67,11 +43,20 @@ struct record_key {
 	 * (HMAC() fetched the algorithm and keyed a new context every time:
 	 * 30,000 instructions a record). NULL: the one-shot HMAC is used. */
 	EVP_MAC_CTX *mac;
-	/* ES256, RS256: verify contexts for pk kept for the next record. */
-	struct ctx_pool *pool;
+	/* ES256, RS256: a verify context for pk, kept for the next record
+	 * (EVP_DigestVerifyInit made one and fetched its algorithms per
+	 * record: about 25,000 instructions). For one thread at a time: the
+	 * others bring their own (struct record_verifier). */
+	EVP_PKEY_CTX *ctx;
 	/* Owners (record_key_ref): a verifying thread keeps the key alive
 	 * across a reload that lets go of the loop's own. */
 	atomic_int refs;
+};
+
+/* Another thread's verify context, with an owner of the key it is for. */
+struct record_verifier {
+	struct record_key *key;
+	EVP_PKEY_CTX *ctx;
 };
 
 /* The members of §3.1, in the order of field_names. */
@@ -172,94 +157,19 @@ alg_supported(enum jwa_alg alg)
 	return alg == JWA_ES256 || alg == JWA_RS256 || alg == JWA_HS256;
 }
 
-static char *
-join_dot(const char *a, const char *b)
-{
-	size_t n = strlen(a) + strlen(b) + 2;
-	char *s = malloc(n);
-
-	if (s != NULL)
-		snprintf(s, n, "%s.%s", a, b);
-	return s;
-}
-
 /* ---- keys and signatures ---- */
 
-/* Refuses a key of another type, so the configured algorithm is what runs. */
-static int
-key_fits(EVP_PKEY *pk, enum jwa_alg alg)
-{
-	char group[64];
-
-	if (alg == JWA_RS256)
-		return EVP_PKEY_get_base_id(pk) == EVP_PKEY_RSA && EVP_PKEY_get_bits(pk) >= 2048;
-	if (alg == JWA_ES256)
-		return EVP_PKEY_get_base_id(pk) == EVP_PKEY_EC &&
-		    EVP_PKEY_get_group_name(pk, group, sizeof group, NULL) == 1 &&
-		    strcmp(group, "prime256v1") == 0;
-	return 0;
-}
-
-/* An encrypted private key fails instead of prompting on a terminal. */
-static int
-no_passphrase(char *buf, int size, int rwflag, void *u)
-{
-	(void)buf;
-	(void)size;
-	(void)rwflag;
-	(void)u;
-	return -1;
-}
-
-/* The first key of its kind in `pem`, of any type; NULL when there is none. */
+/* A public key for `alg`, or NULL: none, or one of another type. */
 static EVP_PKEY *
-pem_read(const unsigned char *pem, size_t len, int private)
+pem_key(const unsigned char *pem, size_t len, enum jwa_alg alg)
 {
-	BIO *bio;
-	EVP_PKEY *pk;
+	EVP_PKEY *pk = jws_pem_read(pem, len, 0);
 
-	if (pem == NULL || len == 0 || len > INT_MAX)
-		return NULL;
-	if ((bio = BIO_new_mem_buf(pem, (int)len)) == NULL)
-		return NULL;
-	pk = private ? PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL) :
-	    PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL);
-	BIO_free(bio);
-	/* Leave nothing on the thread's error queue for other modules to find. */
-	ERR_clear_error();
-	return pk;
-}
-
-static EVP_PKEY *
-pem_key(const unsigned char *pem, size_t len, enum jwa_alg alg, int private)
-{
-	EVP_PKEY *pk = pem_read(pem, len, private);
-
-	if (pk != NULL && !key_fits(pk, alg)) {
+	if (pk != NULL && !jws_pkey_fits(pk, alg)) {
 		EVP_PKEY_free(pk);
 		pk = NULL;
 	}
-	ERR_clear_error();
 	return pk;
-}
-
-/* RFC 7518 §3.2: an HMAC key at least as long as the hash. A PEM document is
- * refused whatever its length: a public key used as an HMAC secret lets
- * everyone who has the public key forge records. NULL when it is usable,
- * else why not. */
-static const char *
-hs256_secret_problem(const unsigned char *key, size_t key_len)
-{
-	static const char pem[] = "-----BEGIN";
-
-	if (key == NULL || key_len == 0)
-		return "the HS256 secret is empty";
-	if (key_len < HS256_MIN_KEY)
-		return "the HS256 secret is shorter than 32 bytes (RFC 7518 section 3.2)";
-	for (size_t i = 0; i + sizeof pem - 1 <= key_len; i++)
-		if (memcmp(key + i, pem, sizeof pem - 1) == 0)
-			return "the HS256 secret is a PEM document: a public key is no secret";
-	return NULL;
 }
 
 /* An HMAC-SHA256 context holding `key`, or NULL. */
@@ -282,27 +192,19 @@ hmac_keyed(const unsigned char *key, size_t key_len)
 	return ctx;
 }
 
-static struct ctx_pool *
-pool_new(void)
+/* A context that verifies a SHA-256 digest with pk; NULL when out of
+ * memory. Caller frees (EVP_PKEY_CTX_free). */
+static EVP_PKEY_CTX *
+verify_ctx_new(EVP_PKEY *pk)
 {
-	struct ctx_pool *p = calloc(1, sizeof *p);
+	EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_pkey(NULL, pk, NULL);
 
-	if (p != NULL && pthread_mutex_init(&p->lock, NULL) != 0) {
-		free(p);
+	if (ctx == NULL || EVP_PKEY_verify_init(ctx) != 1 ||
+	    EVP_PKEY_CTX_set_signature_md(ctx, EVP_sha256()) != 1) {
+		EVP_PKEY_CTX_free(ctx);
 		return NULL;
 	}
-	return p;
-}
-
-static void
-pool_free(struct ctx_pool *p)
-{
-	if (p == NULL)
-		return;
-	while (p->n > 0)
-		EVP_PKEY_CTX_free(p->spare[--p->n]);
-	pthread_mutex_destroy(&p->lock);
-	free(p);
+	return ctx;
 }
 
 /* The same acceptance rules as hs256() and pem_key(), which record_load
@@ -328,7 +230,7 @@ record_key_new(enum jwa_alg alg, const unsigned char *key, size_t key_len, char 
 	k->alg = alg;
 	atomic_init(&k->refs, 1);
 	if (alg == JWA_HS256) {
-		const char *why = hs256_secret_problem(key, key_len);
+		const char *why = jws_hs256_problem(key, key_len);
 		if (why != NULL) {
 			snprintf(err, errlen, "%s", why);
 			free(k);
@@ -344,12 +246,12 @@ record_key_new(enum jwa_alg alg, const unsigned char *key, size_t key_len, char 
 		k->mac = hmac_keyed(key, key_len);
 		return k;
 	}
-	if ((k->pk = pem_read(key, key_len, 0)) != NULL && key_fits(k->pk, alg) &&
-	    (k->pool = pool_new()) != NULL) {
+	if ((k->pk = jws_pem_read(key, key_len, 0)) != NULL && jws_pkey_fits(k->pk, alg) &&
+	    (k->ctx = verify_ctx_new(k->pk)) != NULL) {
 		ERR_clear_error();
 		return k;
 	}
-	if (k->pk != NULL && key_fits(k->pk, alg))
+	if (k->pk != NULL && jws_pkey_fits(k->pk, alg))
 		snprintf(err, errlen, "out of memory");
 	else if (k->pk == NULL)
 		snprintf(err, errlen, "not a PEM public key (BEGIN PUBLIC KEY)");
@@ -374,7 +276,7 @@ record_key_free(struct record_key *k)
 {
 	if (k == NULL || atomic_fetch_sub(&k->refs, 1) > 1)
 		return;
-	pool_free(k->pool);
+	EVP_PKEY_CTX_free(k->ctx);
 	EVP_PKEY_free(k->pk);
 	EVP_MAC_CTX_free(k->mac);	/* cleanses the key it holds */
 	if (k->secret != NULL)
@@ -382,57 +284,20 @@ record_key_free(struct record_key *k)
 	free(k);
 }
 
-static int
-hs256(const unsigned char *key, size_t key_len, const char *input, size_t len,
-      unsigned char md[EVP_MAX_MD_SIZE], unsigned *md_len)
+struct record_verifier *
+record_verifier_new(void)
 {
-	if (key_len > INT_MAX || hs256_secret_problem(key, key_len) != NULL)
-		return -1;
-	return HMAC(EVP_sha256(), key, (int)key_len, (const unsigned char *)input, len, md,
-	    md_len) == NULL ? -1 : 0;
+	return calloc(1, sizeof(struct record_verifier));
 }
 
-/* A context that verifies a SHA-256 digest with pk; NULL when out of
- * memory. Caller frees (EVP_PKEY_CTX_free). */
-static EVP_PKEY_CTX *
-verify_ctx_new(EVP_PKEY *pk)
+void
+record_verifier_free(struct record_verifier *v)
 {
-	EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_pkey(NULL, pk, NULL);
-
-	if (ctx == NULL || EVP_PKEY_verify_init(ctx) != 1 ||
-	    EVP_PKEY_CTX_set_signature_md(ctx, EVP_sha256()) != 1) {
-		EVP_PKEY_CTX_free(ctx);
-		return NULL;
-	}
-	return ctx;
-}
-
-/* One of k's kept contexts, or a new one (NULL when out of memory). */
-static EVP_PKEY_CTX *
-ctx_take(const struct record_key *k)
-{
-	struct ctx_pool *p = k->pool;
-	EVP_PKEY_CTX *ctx = NULL;
-
-	pthread_mutex_lock(&p->lock);
-	if (p->n > 0)
-		ctx = p->spare[--p->n];
-	pthread_mutex_unlock(&p->lock);
-	return ctx != NULL ? ctx : verify_ctx_new(k->pk);
-}
-
-static void
-ctx_give_back(const struct record_key *k, EVP_PKEY_CTX *ctx)
-{
-	struct ctx_pool *p = k->pool;
-
-	pthread_mutex_lock(&p->lock);
-	if (ctx != NULL && p->n < SPARE_CTX) {
-		p->spare[p->n++] = ctx;
-		ctx = NULL;
-	}
-	pthread_mutex_unlock(&p->lock);
-	EVP_PKEY_CTX_free(ctx);
+	if (v == NULL)
+		return;
+	EVP_PKEY_CTX_free(v->ctx);
+	record_key_free(v->key);
+	free(v);
 }
 
 /* The signature over SHA-256(input); a context verifies any number of them. */
@@ -446,74 +311,26 @@ digest_verify(EVP_PKEY_CTX *ctx, const char *input, size_t len, const unsigned c
 	return EVP_PKEY_verify(ctx, sig, sig_len, md, sizeof md) == 1 ? 0 : -1;
 }
 
-/* JWS carries ECDSA as R || S (RFC 7518 §3.4); OpenSSL speaks DER. */
-static int
-es256_to_der(const unsigned char *sig, size_t sig_len, unsigned char **der, int *der_len)
-{
-	ECDSA_SIG *es;
-	BIGNUM *r, *s;
-
-	*der = NULL;
-	if (sig_len != 2 * ES256_HALF)
-		return -1;
-	es = ECDSA_SIG_new();
-	r = BN_bin2bn(sig, ES256_HALF, NULL);
-	s = BN_bin2bn(sig + ES256_HALF, ES256_HALF, NULL);
-	if (es == NULL || r == NULL || s == NULL || ECDSA_SIG_set0(es, r, s) != 1) {
-		BN_free(r);
-		BN_free(s);
-		ECDSA_SIG_free(es);
-		return -1;
-	}
-	*der_len = i2d_ECDSA_SIG(es, der);
-	ECDSA_SIG_free(es);
-	return *der_len > 0 ? 0 : -1;
-}
-
-static int
-es256_from_der(const unsigned char *der, size_t der_len, unsigned char **out, size_t *out_len)
-{
-	const unsigned char *p = der;
-	ECDSA_SIG *es;
-	const BIGNUM *r, *s;
-	unsigned char *buf;
-	int rc = -1;
-
-	if (der_len > LONG_MAX || (es = d2i_ECDSA_SIG(NULL, &p, (long)der_len)) == NULL)
-		return -1;
-	ECDSA_SIG_get0(es, &r, &s);
-	buf = malloc(2 * ES256_HALF);
-	if (buf != NULL && BN_bn2binpad(r, buf, ES256_HALF) == ES256_HALF &&
-	    BN_bn2binpad(s, buf + ES256_HALF, ES256_HALF) == ES256_HALF) {
-		*out = buf;
-		*out_len = 2 * ES256_HALF;
-		rc = 0;
-	} else {
-		free(buf);
-	}
-	ECDSA_SIG_free(es);
-	return rc;
-}
-
 enum { VERIFY_OK = 0, VERIFY_BAD = -1, VERIFY_NO_KEY = -2 };
 
 static int
 verify_hs256(const unsigned char *secret, size_t secret_len, const char *raw,
-	     const struct jws *j)
+	     const struct jws_parts *j)
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned md_len = 0;
+	unsigned char md[JWS_HS256_LEN];
+	int ok;
 
-	if (hs256(secret, secret_len, raw, j->input_len, md, &md_len) != 0)
+	if (jws_hs256(secret, secret_len, (const unsigned char *)raw, j->input_len, md) != 0)
 		return VERIFY_NO_KEY;
-	return j->sig_len == md_len && CRYPTO_memcmp(md, j->sig, md_len) == 0 ?
-	    VERIFY_OK : VERIFY_BAD;
+	ok = j->sig_len == sizeof md && CRYPTO_memcmp(md, j->sig, sizeof md) == 0;
+	OPENSSL_cleanse(md, sizeof md);
+	return ok ? VERIFY_OK : VERIFY_BAD;
 }
 
 /* HS256 with the context record_key_new keyed: EVP_MAC_init without a key
  * starts again with the same one. */
 static int
-verify_hmac(EVP_MAC_CTX *mac, const char *raw, const struct jws *j)
+verify_hmac(EVP_MAC_CTX *mac, const char *raw, const struct jws_parts *j)
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 	size_t md_len = 0;
@@ -531,7 +348,7 @@ verify_hmac(EVP_MAC_CTX *mac, const char *raw, const struct jws *j)
 
 /* ctx verifies with a key that fits `alg` (ES256 or RS256). */
 static int
-verify_pkey(EVP_PKEY_CTX *ctx, enum jwa_alg alg, const char *raw, const struct jws *j)
+verify_pkey(EVP_PKEY_CTX *ctx, enum jwa_alg alg, const char *raw, const struct jws_parts *j)
 {
 	unsigned char *der = NULL;
 	int der_len = 0, rc = VERIFY_BAD;
@@ -540,7 +357,7 @@ verify_pkey(EVP_PKEY_CTX *ctx, enum jwa_alg alg, const char *raw, const struct j
 		rc = VERIFY_NO_KEY;
 	else if (alg == JWA_RS256)
 		rc = digest_verify(ctx, raw, j->input_len, j->sig, j->sig_len);
-	else if (es256_to_der(j->sig, j->sig_len, &der, &der_len) == 0)
+	else if (jws_es256_to_der(j->sig, j->sig_len, &der, &der_len) == 0)
 		rc = digest_verify(ctx, raw, j->input_len, der, (size_t)der_len);
 	OPENSSL_free(der);
 	ERR_clear_error();
@@ -550,7 +367,8 @@ verify_pkey(EVP_PKEY_CTX *ctx, enum jwa_alg alg, const char *raw, const struct j
 /* A key parsed for another algorithm is treated like raw bytes of the wrong
  * type: the configured algorithm still picks the check. */
 static int
-verify_parsed(const struct record_key *k, enum jwa_alg alg, const char *raw, const struct jws *j)
+verify_parsed(const struct record_key *k, struct record_verifier *v, enum jwa_alg alg,
+	      const char *raw, const struct jws_parts *j)
 {
 	if (k->alg != alg)
 		return VERIFY_NO_KEY;
@@ -558,25 +376,31 @@ verify_parsed(const struct record_key *k, enum jwa_alg alg, const char *raw, con
 		return verify_hmac(k->mac, raw, j);
 	if (alg == JWA_HS256)
 		return verify_hs256(k->secret, k->secret_len, raw, j);
-	EVP_PKEY_CTX *ctx = ctx_take(k);
-	int rc = verify_pkey(ctx, alg, raw, j);
-
-	ctx_give_back(k, ctx);
-	return rc;
+	if (v == NULL)
+		return verify_pkey(k->ctx, alg, raw, j);
+	if (v->key != k) {	/* v holds an owner of its key: no other can be at k */
+		EVP_PKEY_CTX_free(v->ctx);
+		record_key_free(v->key);
+		v->key = record_key_ref((struct record_key *)k);
+		v->ctx = NULL;
+	}
+	if (v->ctx == NULL)
+		v->ctx = verify_ctx_new(k->pk);
+	return verify_pkey(v->ctx, alg, raw, j);
 }
 
 /* The check is picked by pol->algorithm, never by the token. */
 static int
-verify_signature(const struct record_policy *pol, const char *raw, const struct jws *j)
+verify_signature(const struct record_policy *pol, const char *raw, const struct jws_parts *j)
 {
 	EVP_PKEY *pk;
 	int rc;
 
 	if (pol->parsed_key != NULL)
-		return verify_parsed(pol->parsed_key, pol->algorithm, raw, j);
+		return verify_parsed(pol->parsed_key, pol->verifier, pol->algorithm, raw, j);
 	if (pol->algorithm == JWA_HS256)
 		return verify_hs256(pol->key, pol->key_len, raw, j);
-	if ((pk = pem_key(pol->key, pol->key_len, pol->algorithm, 0)) == NULL)
+	if ((pk = pem_key(pol->key, pol->key_len, pol->algorithm)) == NULL)
 		return VERIFY_NO_KEY;
 	EVP_PKEY_CTX *ctx = verify_ctx_new(pk);
 	rc = verify_pkey(ctx, pol->algorithm, raw, j);
@@ -585,122 +409,31 @@ verify_signature(const struct record_policy *pol, const char *raw, const struct 
 	return rc;
 }
 
-/* Returns the raw signature bytes (caller frees). */
-static int
-sign_bytes(enum jwa_alg alg, const unsigned char *key, size_t key_len, const char *input,
-	   unsigned char **sig, size_t *sig_len)
-{
-	size_t len = strlen(input), der_len = 0;
-	unsigned char *der = NULL;
-	unsigned md_len = 0;
-	EVP_MD_CTX *ctx;
-	EVP_PKEY *pk;
-	int ok;
-
-	if (alg == JWA_HS256) {
-		if ((*sig = malloc(EVP_MAX_MD_SIZE)) == NULL)
-			return -1;
-		if (hs256(key, key_len, input, len, *sig, &md_len) != 0) {
-			free(*sig);
-			*sig = NULL;
-			return -1;
-		}
-		*sig_len = md_len;
-		return 0;
-	}
-	if ((pk = pem_key(key, key_len, alg, 1)) == NULL)
-		return -1;
-	ctx = EVP_MD_CTX_new();
-	ok = ctx != NULL && EVP_DigestSignInit(ctx, NULL, EVP_sha256(), NULL, pk) == 1 &&
-	    EVP_DigestSign(ctx, NULL, &der_len, (const unsigned char *)input, len) == 1 &&
-	    (der = malloc(der_len)) != NULL &&
-	    EVP_DigestSign(ctx, der, &der_len, (const unsigned char *)input, len) == 1;
-	EVP_MD_CTX_free(ctx);
-	EVP_PKEY_free(pk);
-	ERR_clear_error();
-	if (ok && alg == JWA_RS256) {
-		*sig = der;
-		*sig_len = der_len;
-		return 0;
-	}
-	ok = ok && es256_from_der(der, der_len, sig, sig_len) == 0;
-	free(der);
-	return ok ? 0 : -1;
-}
-
 char *
 record_sign(enum jwa_alg alg, const unsigned char *key, size_t key_len, const char *kid,
 	    const json_t *content)
 {
-	json_t *header = NULL;
-	char *head = NULL, *body = NULL, *head64 = NULL, *body64 = NULL, *sig64 = NULL;
-	char *input = NULL, *out = NULL;
-	unsigned char *sig = NULL;
-	size_t sig_len = 0;
+	char why[160];
+	struct jws_key *k;
+	json_t *header;
+	char *out = NULL;
 
-	if (!alg_supported(alg) || !json_is_object(content))
+	if (!json_is_object(content) || (k = jws_key_new(alg, key, key_len, why, sizeof why)) == NULL)
 		return NULL;
-	header = json_pack("{s:s, s:s}", "alg", jwa_name(alg), "typ", RECORD_TYP);
-	if (header == NULL ||
-	    (kid != NULL && json_object_set_new(header, "kid", json_string(kid)) != 0))
-		goto done;
-	if ((head = json_dumps(header, JSON_COMPACT)) == NULL ||
-	    (body = json_dumps(content, JSON_COMPACT)) == NULL ||
-	    (head64 = b64url_encode((unsigned char *)head, strlen(head))) == NULL ||
-	    (body64 = b64url_encode((unsigned char *)body, strlen(body))) == NULL ||
-	    (input = join_dot(head64, body64)) == NULL)
-		goto done;
-	if (sign_bytes(alg, key, key_len, input, &sig, &sig_len) != 0 ||
-	    (sig64 = b64url_encode(sig, sig_len)) == NULL)
-		goto done;
-	out = join_dot(input, sig64);
-done:
+	header = json_pack("{s:s}", "typ", RECORD_TYP);
+	if (header != NULL &&
+	    (kid == NULL || json_object_set_new(header, "kid", json_string(kid)) == 0))
+		out = jws_sign(k, header, content);
 	json_decref(header);
-	free(head);
-	free(body);
-	free(head64);
-	free(body64);
-	free(input);
-	free(sig);
-	free(sig64);
+	jws_key_free(k);
 	return out;
 }
 
 /* ---- the JWS ---- */
 
-static void
-jws_clear(struct jws *j)
-{
-	free(j->header);
-	free(j->payload);
-	free(j->sig);
-	memset(j, 0, sizeof *j);
-}
-
-/* Exactly three base64url segments, or -1: a JWS JSON serialization, plain
- * JSON, two segments or five (JWE) are not what a decider writes. */
-static int
-jws_split(const char *raw, struct jws *j)
-{
-	const char *dot1, *dot2;
-
-	memset(j, 0, sizeof *j);
-	if ((dot1 = strchr(raw, '.')) == NULL || (dot2 = strchr(dot1 + 1, '.')) == NULL ||
-	    strchr(dot2 + 1, '.') != NULL)
-		return -1;
-	j->input_len = (size_t)(dot2 - raw);
-	if (b64url_decode(raw, (size_t)(dot1 - raw), &j->header, &j->header_len) != 0 ||
-	    b64url_decode(dot1 + 1, (size_t)(dot2 - dot1 - 1), &j->payload, &j->payload_len) != 0 ||
-	    b64url_decode(dot2 + 1, strlen(dot2 + 1), &j->sig, &j->sig_len) != 0) {
-		jws_clear(j);
-		return -1;
-	}
-	return 0;
-}
-
 /* The header is the attacker's text: nothing of it goes into the detail. */
 static enum record_status
-check_header(const struct record_policy *pol, const struct jws *j, char *detail, size_t n)
+check_header(const struct record_policy *pol, const struct jws_parts *j, char *detail, size_t n)
 {
 	const char *want = jwa_name(pol->algorithm);
 	struct jread_member h[] = {{.name = "alg"}, {.name = "typ"}, {.name = "crit"}};
@@ -761,7 +494,7 @@ static enum record_status
 load_signed(const struct record_policy *pol, const char *raw, struct doc *d, char *detail,
 	    size_t n)
 {
-	struct jws j;
+	struct jws_parts j;
 	enum record_status st;
 	int rc;
 
@@ -771,7 +504,7 @@ load_signed(const struct record_policy *pol, const char *raw, struct doc *d, cha
 	/* Never take a record apart without a key to check it with. */
 	if (pol->parsed_key == NULL && (pol->key == NULL || pol->key_len == 0))
 		return fail(RECORD_BAD_SIGNATURE, detail, n, "signature: no verification key");
-	if (raw == NULL || jws_split(raw, &j) != 0)
+	if (jws_split(raw, &j) != 0)
 		return fail(RECORD_BAD_SIGNATURE, detail, n,
 		    "record: not a JWS compact serialization");
 	st = check_header(pol, &j, detail, n);
@@ -788,7 +521,7 @@ load_signed(const struct record_policy *pol, const char *raw, struct doc *d, cha
 	}
 	if (st == RECORD_OK)
 		st = parse_object((const char *)j.payload, j.payload_len, d, detail, n);
-	jws_clear(&j);
+	jws_parts_clear(&j);
 	return st;
 }
 

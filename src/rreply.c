@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 
 #include <hiredis/hiredis.h>
 
@@ -24,13 +25,15 @@
 #define ROOT_ROOM_MAX	4096	/* ...up to this much */
 
 struct chunk {
-	struct chunk *next;
+	SLIST_ENTRY(chunk) link;
 };
+
+SLIST_HEAD(chunk_list, chunk);
 
 /* Before every root; a multiple of ALIGN, so the root is aligned too. */
 union arena {
 	struct {
-		struct chunk *chunks;	/* newest first; each freed with the root */
+		struct chunk_list chunks;	/* newest first; each freed with the root */
 		char *next, *end;	/* room left in the newest block */
 	} a;
 	max_align_t align;
@@ -73,8 +76,7 @@ carve(union arena *ar, size_t size)
 
 		if (cap > SIZE_MAX - round_up(sizeof *c) || (c = malloc(round_up(sizeof *c) + cap)) == NULL)
 			return NULL;
-		c->next = ar->a.chunks;
-		ar->a.chunks = c;
+		SLIST_INSERT_HEAD(&ar->a.chunks, c, link);
 		ar->a.next = (char *)c + round_up(sizeof *c);
 		ar->a.end = ar->a.next + cap;
 	}
@@ -96,7 +98,7 @@ root_new(size_t extra, size_t room)
 	body = round_up(sizeof(redisReply) + extra);
 	if ((ar = malloc(sizeof *ar + body + room)) == NULL)
 		return NULL;
-	ar->a.chunks = NULL;
+	SLIST_INIT(&ar->a.chunks);
 	ar->a.next = (char *)(ar + 1) + body;
 	ar->a.end = ar->a.next + room;
 	return (redisReply *)(void *)(ar + 1);
@@ -184,12 +186,13 @@ static void
 free_object(void *reply)
 {
 	union arena *ar;
+	struct chunk *c;
 
 	if (reply == NULL)
 		return;
 	ar = arena_of(reply);
-	for (struct chunk *c = ar->a.chunks, *next; c != NULL; c = next) {
-		next = c->next;
+	while ((c = SLIST_FIRST(&ar->a.chunks)) != NULL) {
+		SLIST_REMOVE_HEAD(&ar->a.chunks, link);
 		free(c);
 	}
 	free(ar);

@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 
 void
 script_set_init(struct script_set *set)
@@ -58,10 +59,12 @@ struct reply_to {
  * item i's callback in to[i]. Kept, emptied, for later batches: its
  * buffers then need no allocation. */
 struct run {
-	struct run *next;
+	TAILQ_ENTRY(run) link;	/* in gathered or spare */
 	struct store_batch sb;
 	struct reply_to to[STORE_BATCH_MAX];
 };
+
+TAILQ_HEAD(run_list, run);
 
 /* Emptied runs kept at most: one turn of the loop rarely fills more. */
 #define SPARE_MAX 4
@@ -72,8 +75,8 @@ struct script_batch {
 	const struct script_set *set;
 	ev_prepare flush;		/* before the loop waits: send what is gathered */
 	ev_idle again;			/* calls gathered while flushing: no waiting */
-	struct run *head, *tail;	/* gathered, in order; only the tail takes more */
-	struct run *spare;		/* emptied, SPARE_MAX at most */
+	struct run_list gathered;	/* in order; only the last takes more */
+	struct run_list spare;		/* emptied, SPARE_MAX at most */
 	int nspare;
 };
 
@@ -150,13 +153,12 @@ run_free(struct run *r)
 static struct run *
 run_get(struct script_batch *b)
 {
-	struct run *r = b->spare;
+	struct run *r = TAILQ_FIRST(&b->spare);
 
 	if (r == NULL)
 		return calloc(1, sizeof *r);
-	b->spare = r->next;
+	TAILQ_REMOVE(&b->spare, r, link);
 	b->nspare--;
-	r->next = NULL;
 	return r;
 }
 
@@ -169,8 +171,7 @@ run_put(struct script_batch *b, struct run *r)
 		return;
 	}
 	store_batch_clear(&r->sb);
-	r->next = b->spare;
-	b->spare = r;
+	TAILQ_INSERT_HEAD(&b->spare, r, link);
 	b->nspare++;
 }
 
@@ -180,12 +181,12 @@ run_put(struct script_batch *b, struct run *r)
 static void
 flush(struct script_batch *b)
 {
-	struct run *list = b->head;
+	struct run_list list = TAILQ_HEAD_INITIALIZER(list);
+	struct run *r;
 
-	b->head = b->tail = NULL;
-	while (list) {
-		struct run *r = list;
-		list = r->next;
+	TAILQ_CONCAT(&list, &b->gathered, link);
+	while ((r = TAILQ_FIRST(&list)) != NULL) {
+		TAILQ_REMOVE(&list, r, link);
 		send_run(b, r);
 		run_put(b, r);
 	}
@@ -199,7 +200,7 @@ on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
 
 	ev_idle_stop(loop, &b->again);
 	flush(b);
-	if (b->head == NULL)
+	if (TAILQ_EMPTY(&b->gathered))
 		ev_prepare_stop(loop, &b->flush);
 	else
 		ev_idle_start(loop, &b->again);
@@ -222,6 +223,8 @@ script_batch_new(struct ev_loop *loop, struct rconn *rc, const struct script_set
 	b->loop = loop;
 	b->rc = rc;
 	b->set = set;
+	TAILQ_INIT(&b->gathered);
+	TAILQ_INIT(&b->spare);
 	ev_prepare_init(&b->flush, on_prepare);
 	b->flush.data = b;
 	ev_idle_init(&b->again, on_again);
@@ -232,24 +235,26 @@ script_batch_new(struct ev_loop *loop, struct rconn *rc, const struct script_set
 void
 script_batch_free(struct script_batch *b)
 {
+	struct run *r;
+
 	if (b == NULL)
 		return;
 	ev_prepare_stop(b->loop, &b->flush);
 	ev_idle_stop(b->loop, &b->again);
-	while (b->head) {	/* a callback may gather again: taken list by list */
-		struct run *list = b->head;
-		b->head = b->tail = NULL;
-		while (list) {
-			struct run *r = list;
-			list = r->next;
+	/* A callback may gather again: taken list by list. */
+	while (!TAILQ_EMPTY(&b->gathered)) {
+		struct run_list list = TAILQ_HEAD_INITIALIZER(list);
+
+		TAILQ_CONCAT(&list, &b->gathered, link);
+		while ((r = TAILQ_FIRST(&list)) != NULL) {
+			TAILQ_REMOVE(&list, r, link);
 			for (size_t i = 0; i < r->sb.n; i++)
 				r->to[i].cb(b->rc, NULL, r->to[i].arg);
 			run_free(r);
 		}
 	}
-	while (b->spare) {
-		struct run *r = b->spare;
-		b->spare = r->next;
+	while ((r = TAILQ_FIRST(&b->spare)) != NULL) {
+		TAILQ_REMOVE(&b->spare, r, link);
 		run_free(r);
 	}
 	free(b);
@@ -260,7 +265,7 @@ script_batch_free(struct script_batch *b)
 static int
 gather(struct script_batch *b, const struct store_args *a, rconn_reply_cb *cb, void *arg)
 {
-	struct run *r = b->tail;
+	struct run *r = TAILQ_LAST(&b->gathered, run_list);
 	char err[160];
 	int added = r != NULL ? store_batch_add(&r->sb, a, err, sizeof err) : 1;
 
@@ -269,10 +274,8 @@ gather(struct script_batch *b, const struct store_args *a, rconn_reply_cb *cb, v
 			return -1;
 		if ((added = store_batch_add(&r->sb, a, err, sizeof err)) != 0)
 			run_put(b, r);
-		else if (b->tail != NULL)
-			b->tail = b->tail->next = r;
 		else
-			b->head = b->tail = r;
+			TAILQ_INSERT_TAIL(&b->gathered, r, link);
 	}
 	if (added != 0) {
 		log_error("script.refused", "error=\"%s\"", err);

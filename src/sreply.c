@@ -292,3 +292,34 @@ sreply_transition(const struct sreply *reply, struct sreply_transition *t)
 	t->why = why != NULL ? why->str : NULL;
 	t->fence = fence != NULL && fence->str != NULL ? strtoll(fence->str, NULL, 10) : -1;
 }
+
+const struct sreply *
+sreply_element(const struct sreply *reply, size_t i)
+{
+	const redisReply *r = tree(reply);
+
+	if (!is_array(r) || i >= r->elements || r->element == NULL)
+		return NULL;
+	return sreply_of(r->element[i]);
+}
+
+const char *
+sreply_string(const struct sreply *reply)
+{
+	const redisReply *r = tree(reply);
+
+	return r != NULL && r->type == REDIS_REPLY_STRING ? r->str : NULL;
+}
+
+const struct sreply *
+sreply_field_reply(const struct sreply *arr, const char *name)
+{
+	const redisReply *r = tree(arr);
+
+	for (size_t i = 0; is_array(r) && i + 1 < r->elements; i += 2) {
+		const redisReply *k = elem(r, i, REDIS_REPLY_STRING);
+		if (k != NULL && k->str != NULL && strcmp(k->str, name) == 0)
+			return sreply_of(r->element[i + 1]);
+	}
+	return NULL;
+}

@@ -414,7 +414,7 @@ batch_put(struct store_batch *b, const struct store_args *a, const size_t *len, 
 		end--;
 	for (k = from; k < b->own_arg0; k++)
 		batch_put_slot(b, a, len, k);
-	*resp_put_dec(count, (size_t)(end - b->own_arg0)) = '\0';
+	*dec_put(count, (size_t)(end - b->own_arg0)) = '\0';
 	own->len = (size_t)(resp_put_bulk(own->p + own->len, count, strlen(count)) - own->p);
 	for (; k < end; k++)
 		batch_put_slot(b, a, len, k);
@@ -470,7 +470,7 @@ lone_parts(const struct store_batch *b, struct iovec *parts)
 
 	for (int i = 0; i < b->lone_slots; i++) {
 		char *at = b->group[group_of(sc, i)].p + b->val[i] - 3 -
-		    resp_dec_len(b->vlen[i]);
+		    dec_len(b->vlen[i]);
 		size_t n = resp_bulk_len(b->vlen[i]);
 		if (k > 0 && (char *)parts[k - 1].iov_base + parts[k - 1].iov_len == at)
 			parts[k - 1].iov_len += n;

@@ -7,6 +7,10 @@
  * only to take a ticket and to hand it back, never while verifying. The
  * loop is woken once per batch: an ev_async send when the done queue goes
  * from empty to not empty.
+ *
+ * The threads never share a verify context: each worker verifies with its
+ * own record_verifier, the loop (inline, in ejob) with the key's own, so
+ * record.c needs no lock of its own.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "vpool.h"
@@ -15,11 +19,12 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 
 enum ticket_state { TS_QUEUED, TS_RUNNING, TS_DONE };
 
 struct vpool_ticket {
-	struct vpool_ticket *next;
+	TAILQ_ENTRY(vpool_ticket) link;	/* in queued or done, or neither */
 	enum ticket_state state;
 	int cancelled;			/* set by the loop; a done one is then freed */
 	struct record_policy pol;	/* a copy: parsed_key and issuer are ours */
@@ -31,8 +36,13 @@ struct vpool_ticket {
 };
 
 /* A FIFO of tickets. */
-struct tqueue {
-	struct vpool_ticket *head, *tail;
+TAILQ_HEAD(tqueue, vpool_ticket);
+
+/* One thread and what it verifies with. */
+struct worker {
+	struct vpool *p;
+	pthread_t thread;
+	struct record_verifier *v;	/* its own: see the top */
 };
 
 struct vpool {
@@ -43,49 +53,19 @@ struct vpool {
 	struct tqueue queued, done;
 	int stop;
 	size_t live;			/* tickets not yet freed */
-	pthread_t threads[VPOOL_THREADS_MAX];
+	struct worker workers[VPOOL_THREADS_MAX];
 	unsigned nthreads;		/* started */
 };
 
-static void
-tq_push(struct tqueue *q, struct vpool_ticket *t)
-{
-	t->next = NULL;
-	if (q->tail)
-		q->tail->next = t;
-	else
-		q->head = t;
-	q->tail = t;
-}
-
+/* The first ticket, taken out; NULL when q is empty. */
 static struct vpool_ticket *
 tq_pop(struct tqueue *q)
 {
-	struct vpool_ticket *t = q->head;
+	struct vpool_ticket *t = TAILQ_FIRST(q);
 
-	if (t && (q->head = t->next) == NULL)
-		q->tail = NULL;
+	if (t != NULL)
+		TAILQ_REMOVE(q, t, link);
 	return t;
-}
-
-/* Takes t out of q wherever it is; 0 when it is not there. */
-static int
-tq_remove(struct tqueue *q, struct vpool_ticket *t)
-{
-	struct vpool_ticket *prev = NULL;
-
-	for (struct vpool_ticket *c = q->head; c; prev = c, c = c->next) {
-		if (c != t)
-			continue;
-		if (prev)
-			prev->next = c->next;
-		else
-			q->head = c->next;
-		if (q->tail == c)
-			q->tail = prev;
-		return 1;
-	}
-	return 0;
 }
 
 /* Frees t and what its result still holds (nothing, once called back). */
@@ -102,8 +82,9 @@ ticket_free(struct vpool *p, struct vpool_ticket *t)
 }
 
 static void
-verify(struct vpool_ticket *t)
+verify(struct vpool_ticket *t, struct record_verifier *v)
 {
+	t->pol.verifier = v;
 	t->res.status = record_load(&t->pol, t->id, t->res.raw, t->now_ms, &t->res.rec,
 	    &t->res.owner, t->res.detail, sizeof t->res.detail);
 }
@@ -111,24 +92,25 @@ verify(struct vpool_ticket *t)
 static void *
 worker(void *arg)
 {
-	struct vpool *p = arg;
+	struct worker *w = arg;
+	struct vpool *p = w->p;
 	struct vpool_ticket *t;
 
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
-		while (!p->stop && p->queued.head == NULL)
+		while (!p->stop && TAILQ_EMPTY(&p->queued))
 			pthread_cond_wait(&p->work, &p->mu);
 		if (p->stop)
 			break;
 		t = tq_pop(&p->queued);
 		t->state = TS_RUNNING;
 		pthread_mutex_unlock(&p->mu);
-		verify(t);
+		verify(t, w->v);
 		pthread_mutex_lock(&p->mu);
 		t->state = TS_DONE;
-		if (p->done.head == NULL)
+		if (TAILQ_EMPTY(&p->done))
 			ev_async_send(p->loop, &p->wake);
-		tq_push(&p->done, t);
+		TAILQ_INSERT_TAIL(&p->done, t, link);
 	}
 	pthread_mutex_unlock(&p->mu);
 	return NULL;
@@ -140,13 +122,12 @@ static void
 wake_cb(struct ev_loop *loop, ev_async *w, int revents)
 {
 	struct vpool *p = w->data;
-	struct tqueue batch;
+	struct tqueue batch = TAILQ_HEAD_INITIALIZER(batch);
 	struct vpool_ticket *t;
 	(void)loop, (void)revents;
 
 	pthread_mutex_lock(&p->mu);
-	batch = p->done;
-	p->done.head = p->done.tail = NULL;
+	TAILQ_CONCAT(&batch, &p->done, link);
 	pthread_mutex_unlock(&p->mu);
 	while ((t = tq_pop(&batch)) != NULL) {
 		if (!t->cancelled) {
@@ -165,7 +146,7 @@ stop_workers(struct vpool *p)
 	pthread_cond_broadcast(&p->work);
 	pthread_mutex_unlock(&p->mu);
 	for (unsigned i = 0; i < p->nthreads; i++)
-		pthread_join(p->threads[i], NULL);
+		pthread_join(p->workers[i].thread, NULL);
 	p->nthreads = 0;
 }
 
@@ -178,11 +159,16 @@ start_workers(struct vpool *p, unsigned nthreads)
 
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	for (; rc == 0 && p->nthreads < nthreads; p->nthreads++)
-		if (pthread_create(&p->threads[p->nthreads], NULL, worker, p) != 0) {
+	for (; rc == 0 && p->nthreads < nthreads; p->nthreads++) {
+		struct worker *w = &p->workers[p->nthreads];
+
+		w->p = p;
+		if ((w->v = record_verifier_new()) == NULL ||
+		    pthread_create(&w->thread, NULL, worker, w) != 0) {
 			rc = -1;
 			break;
 		}
+	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return rc;
 }
@@ -195,6 +181,8 @@ vpool_new(struct ev_loop *loop, unsigned nthreads)
 	if (nthreads == 0 || nthreads > VPOOL_THREADS_MAX || (p = calloc(1, sizeof *p)) == NULL)
 		return NULL;
 	p->loop = loop;
+	TAILQ_INIT(&p->queued);
+	TAILQ_INIT(&p->done);
 	if (pthread_mutex_init(&p->mu, NULL) != 0) {
 		free(p);
 		return NULL;
@@ -222,6 +210,8 @@ vpool_free(struct vpool *p)
 	if (p == NULL)
 		return;
 	stop_workers(p);
+	for (unsigned i = 0; i < VPOOL_THREADS_MAX; i++)
+		record_verifier_free(p->workers[i].v);
 	while ((t = tq_pop(&p->queued)) != NULL)
 		ticket_free(p, t);
 	while ((t = tq_pop(&p->done)) != NULL)
@@ -266,7 +256,7 @@ vpool_submit(struct vpool *p, const struct record_policy *pol, const char *expec
 	t->arg = arg;
 	pthread_mutex_lock(&p->mu);
 	t->state = TS_QUEUED;
-	tq_push(&p->queued, t);
+	TAILQ_INSERT_TAIL(&p->queued, t, link);
 	p->live++;
 	pthread_cond_signal(&p->work);
 	pthread_mutex_unlock(&p->mu);
@@ -279,7 +269,8 @@ vpool_cancel(struct vpool *p, struct vpool_ticket *t)
 	int unqueued;
 
 	pthread_mutex_lock(&p->mu);
-	unqueued = t->state == TS_QUEUED && tq_remove(&p->queued, t);
+	if ((unqueued = t->state == TS_QUEUED))
+		TAILQ_REMOVE(&p->queued, t, link);
 	t->cancelled = 1;	/* running or done: freed when the loop sees it */
 	pthread_mutex_unlock(&p->mu);
 	if (unqueued)

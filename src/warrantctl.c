@@ -33,9 +33,11 @@
 #include "config.h"
 #include "ctl.h"
 #include "record.h"
+#include "rnd.h"
 #include "secrets.h"
 #include "sentinel.h"
 #include "proc.h"
+#include "sreply.h"
 #include "store.h"
 #include "version.h"
 #include "wtime.h"
@@ -200,8 +202,9 @@ checked(struct ctx *c, redisReply *r, const char *what, redisReply **out)
 		say("redis: %s: %s", what, c->redis->errstr[0] ? c->redis->errstr : "no reply");
 		return EX_UNAVAILABLE;
 	}
-	if (r->type == REDIS_REPLY_ERROR) {
-		say("redis: %s: %s", what, r->str);
+	const char *why = sreply_error_text(sreply_of(r));
+	if (why != NULL) {
+		say("redis: %s: %s", what, why);
 		freeReplyObject(r);
 		return EX_REFUSED;
 	}
@@ -423,38 +426,19 @@ print_json(const json_t *v)
 
 /* ---- replies as JSON ---- */
 
+/* A value of a flat reply or of XPENDING: an integer, a string, or null
+ * for anything else (nil, an array). */
 static json_t *
-reply_json(const redisReply *r)
+reply_json(const struct sreply *r)
 {
-	switch (r->type) {
-	case REDIS_REPLY_INTEGER:
-		return json_integer(r->integer);
-	case REDIS_REPLY_STRING:
-	case REDIS_REPLY_STATUS:
-		return ctl_scalar(r->str);
-	default:
-		return json_null();
-	}
-}
+	long long n;
+	const char *s;
 
-/* A flat [k1, v1, k2, v2, ...] reply (HGETALL, XINFO) looked up by key. */
-static const redisReply *
-flat_get(const redisReply *r, const char *key)
-{
-	if (r == NULL || r->type != REDIS_REPLY_ARRAY)
-		return NULL;
-	for (size_t i = 0; i + 1 < r->elements; i += 2)
-		if (r->element[i]->type == REDIS_REPLY_STRING && strcmp(r->element[i]->str, key) == 0)
-			return r->element[i + 1];
-	return NULL;
-}
-
-static const char *
-flat_str(const redisReply *r, const char *key)
-{
-	const redisReply *v = flat_get(r, key);
-
-	return v != NULL && v->type == REDIS_REPLY_STRING ? v->str : NULL;
+	if (sreply_integer(r, &n) == 0)
+		return json_integer(n);
+	if ((s = sreply_string(r)) != NULL)
+		return ctl_scalar(s);
+	return json_null();
 }
 
 static int
@@ -469,38 +453,45 @@ in_list(const char *const *list, const char *s)
 /* Adds the pairs of a flat reply to obj: first those named in `order`, in
  * that order, then the rest as they come, except `skip`. */
 static void
-add_flat(json_t *obj, const redisReply *r, const char *const *order, const char *skip)
+add_flat(json_t *obj, const struct sreply *r, const char *const *order, const char *skip)
 {
-	const redisReply *v;
+	const struct sreply *v;
+	size_t n = 0;
 
 	for (const char *const *k = order; k != NULL && *k != NULL; k++)
-		if ((v = flat_get(r, *k)) != NULL)
+		if ((v = sreply_field_reply(r, *k)) != NULL)
 			json_object_set_new(obj, *k, reply_json(v));
-	for (size_t i = 0; r != NULL && i + 1 < r->elements; i += 2) {
-		const char *k = r->element[i]->str;
-		if (r->element[i]->type != REDIS_REPLY_STRING || in_list(order, k) ||
-		    (skip != NULL && strcmp(k, skip) == 0))
+	if (sreply_array_len(r, &n) != 0)
+		return;
+	for (size_t i = 0; i + 1 < n; i += 2) {
+		const char *k = sreply_string(sreply_element(r, i));
+		if (k == NULL || in_list(order, k) || (skip != NULL && strcmp(k, skip) == 0))
 			continue;
-		json_object_set_new(obj, k, reply_json(r->element[i + 1]));
+		json_object_set_new(obj, k, reply_json(sreply_element(r, i + 1)));
 	}
 }
 
-/* A stream entry [id, [f, v, ...]] as {"entryId": id, fields...}. */
+/* A stream entry [id, [f, v, ...]]: its id, NULL for another shape. */
+static const char *
+entry_id(const struct sreply *e)
+{
+	size_t n = 0, fields;
+
+	if (sreply_array_len(e, &n) != 0 || n != 2 ||
+	    sreply_array_len(sreply_element(e, 1), &fields) != 0)
+		return NULL;
+	return sreply_string(sreply_element(e, 0));
+}
+
+/* A stream entry (entry_id checked) as {"entryId": id, fields...}. */
 static json_t *
-entry_json(const redisReply *e, const char *const *order)
+entry_json(const struct sreply *e, const char *const *order)
 {
 	json_t *obj = json_object();
 
-	json_object_set_new(obj, "entryId", json_string(e->element[0]->str));
-	add_flat(obj, e->element[1], order, NULL);
+	json_object_set_new(obj, "entryId", json_string(entry_id(e)));
+	add_flat(obj, sreply_element(e, 1), order, NULL);
 	return obj;
-}
-
-static int
-entry_ok(const redisReply *e)
-{
-	return e->type == REDIS_REPLY_ARRAY && e->elements == 2 &&
-	    e->element[0]->type == REDIS_REPLY_STRING && e->element[1]->type == REDIS_REPLY_ARRAY;
 }
 
 /*
@@ -519,17 +510,20 @@ scan_stream(struct ctx *c, const char *key, const char *want, const char *const 
 	for (;;) {
 		if ((rc = run(c, &r, "XRANGE", key, start, "+", "COUNT", PAGE_S, (char *)NULL)) != 0)
 			return rc;
-		size_t n = r->type == REDIS_REPLY_ARRAY ? r->elements : 0;
+		const struct sreply *page = sreply_of(r);
+		size_t n = 0;
+		if (sreply_array_len(page, &n) != 0)
+			n = 0;
 		for (size_t i = 0; i < n; i++) {
-			const redisReply *e = r->element[i];
-			const char *id;
-			if (!entry_ok(e))
+			const struct sreply *e = sreply_element(page, i);
+			const char *eid = entry_id(e), *id;
+			if (eid == NULL)
 				continue;
-			id = flat_str(e->element[1], "id");
+			id = sreply_field(sreply_element(e, 1), "id");
 			if (want == NULL || (id != NULL && strcmp(id, want) == 0))
 				json_array_append_new(out, entry_json(e, order));
 			/* The next page starts after the last entry seen. */
-			snprintf(start, sizeof start, "(%s", e->element[0]->str);
+			snprintf(start, sizeof start, "(%s", eid);
 		}
 		freeReplyObject(r);
 		if (n < PAGE)
@@ -631,17 +625,13 @@ parse_decide(struct ctx *c, int argc, char **argv, struct decide_opts *o)
 static int
 random_id(char *out)
 {
-	unsigned char rnd[CTL_ID_LEN];
-	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : read(fd, rnd, sizeof rnd);
+	unsigned char raw[CTL_ID_LEN];
 
-	if (fd >= 0)
-		close(fd);
-	if (n != (ssize_t)sizeof rnd) {
-		say("cannot read /dev/urandom: %s", n < 0 ? strerror(errno) : "short read");
+	if (rnd_bytes(raw, sizeof raw) != 0) {
+		say("cannot read the kernel's random bytes: %s", strerror(errno));
 		return EX_REFUSED;
 	}
-	ctl_make_id(rnd, out);
+	ctl_make_id(raw, out);
 	return 0;
 }
 
@@ -776,7 +766,8 @@ store_decision(struct ctx *c, const struct ctl_decision *d, const char *record, 
 	store_arg(&a, STORE_DECIDE_SCORE, score);
 	if ((rc = run_script(c, &r, &a)) != 0)
 		return rc;
-	rc = r->type == REDIS_REPLY_INTEGER && r->integer == 1 ? 0 : EX_REFUSED;
+	long long stored = 0;
+	rc = sreply_integer(sreply_of(r), &stored) == 0 && stored == 1 ? 0 : EX_REFUSED;
 	freeReplyObject(r);
 	if (rc != 0) {
 		say("decide: refused: decision %s exists already", d->id);
@@ -899,23 +890,28 @@ parse_simple(struct ctx *c, int argc, char **argv, int allow_json, int npos, cha
 /* XINFO GROUPS: the flat reply of our group; *group NULL when absent. The
  * reply `all` is the caller's to free. */
 static int
-find_group(struct ctx *c, redisReply **all, const redisReply **group)
+find_group(struct ctx *c, redisReply **all, const struct sreply **group)
 {
 	const char *argv[] = {"XINFO", "GROUPS", c->keys.jobs};
 	redisReply *r = run_argv(c, 3, argv);
+	const char *why = sreply_error_text(sreply_of(r));
+	size_t n = 0;
 
 	*all = NULL;
 	*group = NULL;
 	/* No stream yet: nothing has been decided and no worker has started. */
-	if (r != NULL && r->type == REDIS_REPLY_ERROR && strstr(r->str, "no such key") != NULL) {
+	if (why != NULL && strstr(why, "no such key") != NULL) {
 		freeReplyObject(r);
 		return 0;
 	}
 	int rc = checked(c, r, "XINFO GROUPS", all);
-	for (size_t i = 0; rc == 0 && i < (*all)->elements; i++) {
-		const char *name = flat_str((*all)->element[i], "name");
+	if (rc == 0 && sreply_array_len(sreply_of(*all), &n) != 0)
+		n = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct sreply *g = sreply_element(sreply_of(*all), i);
+		const char *name = sreply_field(g, "name");
 		if (name != NULL && strcmp(name, c->cfg->redis.group) == 0)
-			*group = (*all)->element[i];
+			*group = g;
 	}
 	return rc;
 }
@@ -924,19 +920,21 @@ static int
 length_of(struct ctx *c, const char *cmd, const char *key, json_t *obj, const char *name)
 {
 	redisReply *r;
+	long long n = 0;
 	int rc = run(c, &r, cmd, key, (char *)NULL);
 
+	if (rc == 0 && sreply_integer(sreply_of(r), &n) != 0)
+		n = 0;
 	if (rc == 0)
-		json_object_set_new(obj, name, json_integer(r->type == REDIS_REPLY_INTEGER ?
-		    r->integer : 0));
+		json_object_set_new(obj, name, json_integer(n));
 	freeReplyObject(r);
 	return rc;
 }
 
 static void
-group_fields(json_t *st, const redisReply *g, long long stream_len)
+group_fields(json_t *st, const struct sreply *g, long long stream_len)
 {
-	const redisReply *v;
+	const struct sreply *v;
 
 	if (g == NULL) {
 		/* The group will be created at id 0 (R14): all of it is lag. */
@@ -945,11 +943,11 @@ group_fields(json_t *st, const redisReply *g, long long stream_len)
 		json_object_set_new(st, "lastDeliveredId", json_string("0-0"));
 		return;
 	}
-	v = flat_get(g, "lag");
+	v = sreply_field_reply(g, "lag");
 	json_object_set_new(st, "lag", v ? reply_json(v) : json_null());
-	v = flat_get(g, "entries-read");
+	v = sreply_field_reply(g, "entries-read");
 	json_object_set_new(st, "entriesRead", v ? reply_json(v) : json_null());
-	v = flat_get(g, "last-delivered-id");
+	v = sreply_field_reply(g, "last-delivered-id");
 	json_object_set_new(st, "lastDeliveredId", v ? reply_json(v) : json_null());
 }
 
@@ -965,9 +963,8 @@ pending_fields(struct ctx *c, json_t *st, int have_group)
 	if (have_group) {
 		if ((rc = run(c, &r, "XPENDING", c->keys.jobs, group, (char *)NULL)) != 0)
 			return rc;
-		if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
-		    r->element[0]->type == REDIS_REPLY_INTEGER)
-			count = r->element[0]->integer;
+		if (sreply_integer(sreply_element(sreply_of(r), 0), &count) != 0)
+			count = 0;
 		freeReplyObject(r);
 	}
 	json_object_set_new(st, "pending", json_integer(count));
@@ -978,13 +975,14 @@ pending_fields(struct ctx *c, json_t *st, int have_group)
 	}
 	if ((rc = run(c, &r, "XPENDING", c->keys.jobs, group, "-", "+", "1", (char *)NULL)) != 0)
 		return rc;
-	const redisReply *e = r->type == REDIS_REPLY_ARRAY && r->elements > 0 ? r->element[0]
-	    : NULL;
-	int ok = e != NULL && e->type == REDIS_REPLY_ARRAY && e->elements >= 4;
-	json_object_set_new(st, "oldestPendingId", ok ? reply_json(e->element[0]) : json_null());
-	json_object_set_new(st, "oldestPendingIdleMs", ok ? reply_json(e->element[2])
+	const struct sreply *e = sreply_element(sreply_of(r), 0);
+	size_t n = 0;
+	int ok = sreply_array_len(e, &n) == 0 && n >= 4;
+	json_object_set_new(st, "oldestPendingId", ok ? reply_json(sreply_element(e, 0))
 	    : json_null());
-	json_object_set_new(st, "oldestPendingDeliveries", ok ? reply_json(e->element[3])
+	json_object_set_new(st, "oldestPendingIdleMs", ok ? reply_json(sreply_element(e, 2))
+	    : json_null());
+	json_object_set_new(st, "oldestPendingDeliveries", ok ? reply_json(sreply_element(e, 3))
 	    : json_null());
 	freeReplyObject(r);
 	return 0;
@@ -1009,19 +1007,23 @@ static int
 group_consumers(struct ctx *c, json_t *consumers)
 {
 	redisReply *r;
-	const redisReply *v;
+	const struct sreply *v;
+	size_t n = 0;
 	int rc = run(c, &r, "XINFO", "CONSUMERS", c->keys.jobs, c->cfg->redis.group,
 	    (char *)NULL);
 
-	for (size_t i = 0; rc == 0 && i < r->elements; i++) {
-		const char *name = flat_str(r->element[i], "name");
+	if (rc == 0 && sreply_array_len(sreply_of(r), &n) != 0)
+		n = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct sreply *info = sreply_element(sreply_of(r), i);
+		const char *name = sreply_field(info, "name");
 		if (name == NULL)
 			continue;
 		json_t *o = consumer_entry(consumers, name);
 		json_object_set_new(o, "inGroup", json_true());
-		if ((v = flat_get(r->element[i], "pending")) != NULL)
+		if ((v = sreply_field_reply(info, "pending")) != NULL)
 			json_object_set_new(o, "pending", reply_json(v));
-		if ((v = flat_get(r->element[i], "idle")) != NULL)
+		if ((v = sreply_field_reply(info, "idle")) != NULL)
 			json_object_set_new(o, "idleMs", reply_json(v));
 	}
 	freeReplyObject(r);
@@ -1048,14 +1050,15 @@ static int
 add_heartbeat(struct ctx *c, json_t *o, const char *key)
 {
 	redisReply *r;
+	size_t n = 0;
 	int rc = run(c, &r, "HGETALL", key, (char *)NULL);
 
 	if (rc != 0)
 		return rc;
-	json_object_set_new(o, "alive", json_boolean(r->type == REDIS_REPLY_ARRAY &&
-	    r->elements > 0));
-	if (r->type == REDIS_REPLY_ARRAY)
-		add_flat(o, r, NULL, NULL);
+	int is_hash = sreply_array_len(sreply_of(r), &n) == 0;
+	json_object_set_new(o, "alive", json_boolean(is_hash && n > 0));
+	if (is_hash)
+		add_flat(o, sreply_of(r), NULL, NULL);
 	freeReplyObject(r);
 	return 0;
 }
@@ -1076,15 +1079,18 @@ heartbeat_consumers(struct ctx *c, json_t *consumers)
 		if ((rc = run(c, &r, "SCAN", cursor, "MATCH", pattern, "COUNT", PAGE_S,
 		    (char *)NULL)) != 0)
 			return rc;
-		if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-		    r->element[1]->type != REDIS_REPLY_ARRAY) {
+		const struct sreply *page = sreply_of(r), *keys = sreply_element(page, 1);
+		const char *next = sreply_string(sreply_element(page, 0));
+		size_t n = 0, nkeys = 0;
+		if (sreply_array_len(page, &n) != 0 || n != 2 || next == NULL ||
+		    sreply_array_len(keys, &nkeys) != 0) {
 			freeReplyObject(r);
 			break;
 		}
-		snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
-		for (size_t i = 0; i < r->element[1]->elements; i++) {
-			const char *key = r->element[1]->element[i]->str;
-			if (strlen(key) > plen)
+		snprintf(cursor, sizeof cursor, "%s", next);
+		for (size_t i = 0; i < nkeys; i++) {
+			const char *key = sreply_string(sreply_element(keys, i));
+			if (key != NULL && strlen(key) > plen)
 				consumer_entry(consumers, key + plen);
 		}
 		freeReplyObject(r);
@@ -1119,7 +1125,7 @@ static int
 status_json(struct ctx *c, json_t *st)
 {
 	redisReply *groups;
-	const redisReply *g;
+	const struct sreply *g;
 	long long len;
 	int rc;
 
@@ -1334,9 +1340,10 @@ scheduled_at(struct ctx *c, json_t *out, const char *id)
 
 	if (rc != 0)
 		return rc;
-	if (r->type == REDIS_REPLY_STRING)
+	const char *score = sreply_string(sreply_of(r));
+	if (score != NULL)
 		json_object_set_new(out, "scheduledAt", json_string(wtime_format_rfc3339(
-		    (int64_t)strtod(r->str, NULL), at, sizeof at)));
+		    (int64_t)strtod(score, NULL), at, sizeof at)));
 	freeReplyObject(r);
 	return 0;
 }
@@ -1355,13 +1362,15 @@ inspect_json(struct ctx *c, const char *id, const char *key, size_t key_len, jso
 		json_decref(dead);
 		return rc;
 	}
-	if (h->type != REDIS_REPLY_ARRAY || h->elements == 0) {
+	size_t n = 0;
+	if (sreply_array_len(sreply_of(h), &n) != 0 || n == 0) {
 		say("inspect: no decision %s", id);
 		rc = EX_REFUSED;
 	} else {
 		json_object_set_new(out, "id", json_string(id));
-		add_flat(out, h, state_order, "record");
-		verify_into(c, out, id, flat_str(h, "record"), key, key_len, wtime_now_ms());
+		add_flat(out, sreply_of(h), state_order, "record");
+		verify_into(c, out, id, sreply_field(sreply_of(h), "record"), key, key_len,
+		    wtime_now_ms());
 		rc = scheduled_at(c, out, id);
 	}
 	if (rc == 0 && (rc = scan_stream(c, c->keys.dead, id, dead_order, dead)) == 0)
@@ -1482,12 +1491,17 @@ requeue_write(struct ctx *c, const char *id, const char *hash, const char *raw,
 	free(ids);
 	if (rc != 0)
 		return rc;
-	if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-	    r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == 1) {
-		printf("requeued %s as %s entry %s\n", id, c->keys.jobs, r->element[1]->str);
+	/* lua/requeue.lua: {1, new entry id} or {0, why}. */
+	const struct sreply *res = sreply_of(r);
+	const char *said = sreply_string(sreply_element(res, 1));
+	long long done = 0;
+	size_t len = 0;
+	if (sreply_array_len(res, &len) != 0 || len != 2 || said == NULL)
+		said = NULL;
+	if (said != NULL && sreply_integer(sreply_element(res, 0), &done) == 0 && done == 1) {
+		printf("requeued %s as %s entry %s\n", id, c->keys.jobs, said);
 	} else {
-		say("dead requeue: refused: %s: %s", id, r->type == REDIS_REPLY_ARRAY &&
-		    r->elements == 2 ? r->element[1]->str : "unexpected reply");
+		say("dead requeue: refused: %s: %s", id, said != NULL ? said : "unexpected reply");
 		rc = EX_REFUSED;
 	}
 	freeReplyObject(r);
@@ -1542,7 +1556,7 @@ dead_requeue(struct ctx *c, const char *id, const char *key, size_t key_len)
 	}
 	if ((rc = run(c, &r, "HGET", hash, "record", (char *)NULL)) != 0)
 		goto done;
-	const char *raw = r->type == REDIS_REPLY_STRING ? r->str : NULL;
+	const char *raw = sreply_string(sreply_of(r));
 	if ((rc = requeue_check(c, id, raw, key, key_len)) == 0)
 		rc = requeue_write(c, id, hash, raw, entries);
 done:
@@ -1572,7 +1586,9 @@ dead_drop(struct ctx *c, const char *id)
 		argv[argc++] = json_string_value(json_object_get(e, "entryId"));
 	if ((rc = runv(c, &r, argc, argv)) != 0)
 		goto done;
-	long long n = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
+	long long n = 0;
+	if (sreply_integer(sreply_of(r), &n) != 0)
+		n = 0;
 	freeReplyObject(r);
 	if (n == 0) {
 		say("dead drop: no dead letter for %s", id);	/* dropped meanwhile */

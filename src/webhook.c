@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 
 #include "backoff.h"
 #include "cred.h"
@@ -15,7 +16,7 @@
 #include "secrets.h"
 
 struct wh_item {
-	struct wh_item *next;
+	STAILQ_ENTRY(wh_item) link;
 	char *body;
 	int tries;
 };
@@ -29,7 +30,7 @@ struct webhook {
 	void *token_arg;
 	char *bearer;		/* [notify] auth = static: from bearer_file */
 	size_t bearer_len;
-	struct wh_item *head, *tail;
+	STAILQ_HEAD(, wh_item) queue;	/* oldest first: its head is being sent */
 	size_t n;
 	struct http_call *call;
 	ev_timer retry;
@@ -40,11 +41,9 @@ static void send_head(struct webhook *wh);
 static void
 pop(struct webhook *wh)
 {
-	struct wh_item *it = wh->head;
+	struct wh_item *it = STAILQ_FIRST(&wh->queue);
 
-	wh->head = it->next;
-	if (wh->head == NULL)
-		wh->tail = NULL;
+	STAILQ_REMOVE_HEAD(&wh->queue, link);
 	wh->n--;
 	free(it->body);
 	free(it);
@@ -55,7 +54,7 @@ pop(struct webhook *wh)
 static void
 try_failed(struct webhook *wh, long status)
 {
-	struct wh_item *it = wh->head;
+	struct wh_item *it = STAILQ_FIRST(&wh->queue);
 
 	if (++it->tries >= WEBHOOK_TRIES) {
 		log_warn("webhook.dropped", "status=%ld tries=%d", status, it->tries);
@@ -90,7 +89,7 @@ send_head(struct webhook *wh)
 	const char *headers[3] = {"Content-Type: application/json", NULL, NULL};
 	const char *tok = NULL;
 
-	if (wh->head == NULL || wh->call != NULL || ev_is_active(&wh->retry))
+	if (STAILQ_EMPTY(&wh->queue) || wh->call != NULL || ev_is_active(&wh->retry))
 		return;
 	if (wh->bearer != NULL)
 		tok = wh->bearer;
@@ -101,9 +100,10 @@ send_head(struct webhook *wh)
 	}
 	if (tok && (auth = cred_auth_line_new(tok)) != NULL)
 		headers[1] = auth;
+	const char *body = STAILQ_FIRST(&wh->queue)->body;
 	struct http_request req = {
-		.method = "POST", .url = wh->url, .headers = headers, .body = wh->head->body,
-		.body_len = strlen(wh->head->body), .timeout_ms = wh->timeout_ms,
+		.method = "POST", .url = wh->url, .headers = headers, .body = body,
+		.body_len = strlen(body), .timeout_ms = wh->timeout_ms,
 	};
 	int rc = tok && auth == NULL ? -1 : http_start(wh->http, &req, on_done, wh, &wh->call);
 	cred_auth_line_free(auth);
@@ -132,6 +132,7 @@ webhook_new(struct ev_loop *loop, struct http_client *http, const char *url, lon
 		return NULL;
 	}
 	wh->loop = loop;
+	STAILQ_INIT(&wh->queue);
 	wh->http = http;
 	wh->timeout_ms = timeout_ms;
 	wh->token = token;
@@ -182,11 +183,7 @@ webhook_post(struct webhook *wh, const char *json)
 		free(it);
 		return;
 	}
-	if (wh->tail)
-		wh->tail->next = it;
-	else
-		wh->head = it;
-	wh->tail = it;
+	STAILQ_INSERT_TAIL(&wh->queue, it, link);
 	wh->n++;
 	send_head(wh);
 }
@@ -205,7 +202,7 @@ webhook_free(struct webhook *wh)
 	if (wh->call)
 		http_cancel(wh->call);
 	ev_timer_stop(wh->loop, &wh->retry);
-	while (wh->head)
+	while (!STAILQ_EMPTY(&wh->queue))
 		pop(wh);
 	free(wh->url);
 	secrets_free(wh->bearer, wh->bearer_len);

@@ -514,6 +514,46 @@ test_parsed_key_reuse(void **state)
 	check_parsed_key_reuse(JWA_RS256, rs_key, rs_pub);
 }
 
+/* A verifier (another thread's context) follows the policy's key: it
+ * switches when the key does, and holds an owner of the key it is set up
+ * for, so the loop may let go of its own (ASan sees both keys freed). */
+static void
+test_verifier_follows_key(void **state)
+{
+	json_t *content = good_content();
+	char *by_a = record_sign(JWA_ES256, es_key.data, es_key.len, NULL, content);
+	char *by_b = record_sign(JWA_ES256, es_other_key.data, es_other_key.len, NULL, content);
+	char err[128], detail[256];
+	struct record_key *a = record_key_new(JWA_ES256, es_pub.data, es_pub.len, err, sizeof err);
+	struct record_key *b = record_key_new(JWA_ES256, es_other_pub.data, es_other_pub.len, err,
+	    sizeof err);
+	struct record_verifier *v = record_verifier_new();
+	struct record_policy pol = policy(1, JWA_ES256, es_pub);
+
+	(void)state;
+	assert_non_null(by_a);
+	assert_non_null(by_b);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_non_null(v);
+	pol.verifier = v;
+	for (int round = 0; round < 3; round++) {
+		pol.parsed_key = a;
+		assert_int_equal(load_raw(&pol, by_a, detail, sizeof detail, NULL), RECORD_OK);
+		expect_bad_sig(&pol, by_b, "signature: does not verify");
+		pol.parsed_key = b;
+		assert_int_equal(load_raw(&pol, by_b, detail, sizeof detail, NULL), RECORD_OK);
+		expect_bad_sig(&pol, by_a, "signature: does not verify");
+	}
+	record_key_free(a);	/* the verifier is at b: a goes now */
+	record_key_free(b);	/* the verifier's owner keeps b... */
+	record_verifier_free(v);	/* ...until here */
+	record_verifier_free(NULL);
+	free(by_a);
+	free(by_b);
+	json_decref(content);
+}
+
 static void
 test_tampered_payload(void **state)
 {
@@ -1742,6 +1782,7 @@ main(void)
 		cmocka_unit_test(test_hs256_valid),
 		cmocka_unit_test(test_wrong_key),
 		cmocka_unit_test(test_parsed_key_reuse),
+		cmocka_unit_test(test_verifier_follows_key),
 		cmocka_unit_test(test_tampered_payload),
 		cmocka_unit_test(test_signature_stripped_or_cut),
 		cmocka_unit_test(test_alg_none),

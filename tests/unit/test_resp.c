@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Unit tests for src/resp.c: decimal lengths and bulk strings, against
- * snprintf and the RESP framing Redis reads. */
+/* Unit tests for src/resp.c: bulk strings, against snprintf and the RESP
+ * framing Redis reads. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,25 +19,6 @@ static const size_t numbers[] = {
 };
 
 #define NNUMBERS (sizeof numbers / sizeof numbers[0])
-
-/* resp_dec_len and resp_put_dec agree with printf("%zu"), and write
- * nothing past the digits. */
-static void
-test_decimal(void **state)
-{
-	(void)state;
-	for (size_t i = 0; i < NNUMBERS; i++) {
-		char want[32], got[32];
-		int n = snprintf(want, sizeof want, "%zu", numbers[i]);
-
-		memset(got, '#', sizeof got);
-		assert_int_equal(resp_dec_len(numbers[i]), (size_t)n);
-		char *end = resp_put_dec(got, numbers[i]);
-		assert_ptr_equal(end, got + n);
-		assert_memory_equal(got, want, (size_t)n);
-		assert_int_equal(got[n], '#');
-	}
-}
 
 /* "$<n>\r\n<bytes>\r\n", exactly resp_bulk_len(n) bytes, never more than
  * n + RESP_BULK_OVER; the bytes are copied as they are (CR, LF, NUL). */
@@ -77,7 +58,7 @@ test_bulk_over(void **state)
 	(void)state;
 	for (size_t i = 0; i < NNUMBERS; i++) {
 		size_t n = numbers[i];
-		size_t over = 1 + resp_dec_len(n) + 2 + 2;	/* resp_bulk_len(n) - n */
+		size_t over = 1 + dec_len(n) + 2 + 2;	/* resp_bulk_len(n) - n */
 		assert_true(over <= RESP_BULK_OVER);
 	}
 }
@@ -86,7 +67,6 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_decimal),
 		cmocka_unit_test(test_bulk),
 		cmocka_unit_test(test_bulk_over),
 	};

@@ -403,6 +403,45 @@ test_batch_item(void **state)
 	assert_null(sreply_error_text(NULL));
 }
 
+/* What warrantctl shows whole: elements, strings and field values of any
+ * type, each refused for a wrong shape instead of dereferenced. */
+static void
+test_any_reply(void **state)
+{
+	(void)state;
+	redisReply *h = arr(6, str("state"), str("done"), num(3), str("x"), str("n"), num(5));
+	redisReply *s = str("v"), *e = err("ERR x"), *nil = node(REDIS_REPLY_NIL);
+	redisReply *st = node(REDIS_REPLY_STATUS);
+	long long v = 0;
+
+	assert_ptr_equal(sreply_element(sreply_of(h), 0), sreply_of(h->element[0]));
+	assert_ptr_equal(sreply_element(sreply_of(h), 5), sreply_of(h->element[5]));
+	assert_null(sreply_element(sreply_of(h), 6));
+	assert_null(sreply_element(sreply_of(s), 0));
+	assert_null(sreply_element(NULL, 0));
+
+	assert_string_equal(sreply_string(sreply_of(s)), "v");
+	assert_null(sreply_string(sreply_of(e)));
+	assert_null(sreply_string(sreply_of(nil)));
+	assert_null(sreply_string(sreply_of(st)));
+	assert_null(sreply_string(sreply_of(h)));
+	assert_null(sreply_string(NULL));
+
+	assert_string_equal(sreply_string(sreply_field_reply(sreply_of(h), "state")), "done");
+	assert_int_equal(sreply_integer(sreply_field_reply(sreply_of(h), "n"), &v), 0);
+	assert_int_equal(v, 5);
+	/* A value is never taken for a key: "x" is at an odd index. */
+	assert_null(sreply_field_reply(sreply_of(h), "x"));
+	assert_null(sreply_field_reply(sreply_of(h), "none"));
+	assert_null(sreply_field_reply(sreply_of(s), "state"));
+	assert_null(sreply_field_reply(NULL, "state"));
+	tree_free(h);
+	tree_free(s);
+	tree_free(e);
+	tree_free(nil);
+	tree_free(st);
+}
+
 int
 main(void)
 {
@@ -419,6 +458,7 @@ main(void)
 		cmocka_unit_test(test_plain_replies),
 		cmocka_unit_test(test_transition),
 		cmocka_unit_test(test_batch_item),
+		cmocka_unit_test(test_any_reply),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
