@@ -98,15 +98,16 @@ $(BUILD)/tests/test_http_wipe: LDFLAGS += -Wl,--wrap=curl_easy_setopt -Wl,--wrap
 	-Wl,--wrap=curl_easy_reset
 
 # The fault matrix and the soak (tests/faults/): built like the itest_*
-# programs on the harness, but run only by `make faults` and `make soak`.
+# programs on the harness (whose shared checks are cmocka's, hence -lcmocka),
+# but run only by `make faults` and `make soak`.
 FAULTS_COMMON := tests/faults/world.c $(HARNESS)
 FAULTS_DEPS   := $(FAULTS_COMMON) $(wildcard tests/faults/*.h) $(wildcard tests/integration/*.h) $(LIB)
 FAULTS_BIN    := $(BUILD)/tests/faults $(BUILD)/tests/soak
 FAULTS_CFLAGS  = $(CFLAGS) $(PKG_CFLAGS) -Itests -Itests/integration -Itests/faults $(LDFLAGS)
 $(BUILD)/tests/faults: tests/faults/faults.c tests/faults/scenarios.c $(FAULTS_DEPS) | $(BUILD)/tests
-	$(CC) $(FAULTS_CFLAGS) -o $@ tests/faults/faults.c tests/faults/scenarios.c $(FAULTS_COMMON) $(LIB) $(PKG_LIBS)
+	$(CC) $(FAULTS_CFLAGS) -o $@ tests/faults/faults.c tests/faults/scenarios.c $(FAULTS_COMMON) $(LIB) $(PKG_LIBS) -lcmocka
 $(BUILD)/tests/soak: tests/faults/soak.c $(FAULTS_DEPS) | $(BUILD)/tests
-	$(CC) $(FAULTS_CFLAGS) -o $@ tests/faults/soak.c $(FAULTS_COMMON) $(LIB) $(PKG_LIBS)
+	$(CC) $(FAULTS_CFLAGS) -o $@ tests/faults/soak.c $(FAULTS_COMMON) $(LIB) $(PKG_LIBS) -lcmocka
 
 unit: $(UNIT_BIN) $(FAKE_BIN) $(ITEST_BIN) $(BINS) $(FAULTS_BIN) modes
 

@@ -43,15 +43,9 @@ static redisContext *rc;
 /* ---- the fakes ---- */
 
 static void
-post_ok(const struct h_fake *f, const char *path, const char *body)
-{
-	assert_int_equal(h_fake_post(f, path, body), 200);
-}
-
-static void
 pdp_policy(const char *json)
 {
-	post_ok(&pdp, "/_policy", json);
+	h_post_ok(&pdp, "/_policy", json);
 }
 
 /* The PDP queries whose input.recordId is id, in arrival order; caller
@@ -59,17 +53,7 @@ pdp_policy(const char *json)
 static json_t *
 pdp_queries(const char *id)
 {
-	json_t *all = h_fake_json(&pdp, "/_queries"), *mine = json_array(), *q;
-	size_t i;
-
-	assert_non_null(all);
-	json_array_foreach(all, i, q) {
-		const json_t *rid = json_object_get(json_object_get(q, "input"), "recordId");
-		if (json_is_string(rid) && strcmp(json_string_value(rid), id) == 0)
-			json_array_append(mine, q);
-	}
-	json_decref(all);
-	return mine;
+	return h_pdp_queries(&pdp, id);
 }
 
 static size_t
@@ -86,27 +70,13 @@ pdp_count(const char *id)
 static json_t *
 target_calls(const char *key)
 {
-	json_t *all = h_fake_json(&target, "/_requests"), *mine = json_array(), *r;
-	size_t i;
-
-	assert_non_null(all);
-	json_array_foreach(all, i, r) {
-		const json_t *k = json_object_get(r, "idempotency_key");
-		if (json_is_string(k) && strcmp(json_string_value(k), key) == 0)
-			json_array_append(mine, r);
-	}
-	json_decref(all);
-	return mine;
+	return h_calls_with_key(&target, key);
 }
 
 static size_t
 target_count(const char *key)
 {
-	json_t *c = target_calls(key);
-	size_t n = json_array_size(c);
-
-	json_decref(c);
-	return n;
+	return (size_t)h_count_calls(&target, key);
 }
 
 static long long
@@ -258,8 +228,8 @@ static int
 reset_fakes(void **state)
 {
 	(void)state;
-	post_ok(&pdp, "/_reset", "{}");
-	post_ok(&target, "/_reset", "{}");
+	h_post_ok(&pdp, "/_reset", "{}");
+	h_post_ok(&target, "/_reset", "{}");
 	return 0;
 }
 

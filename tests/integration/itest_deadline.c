@@ -94,14 +94,6 @@ teardown(void **state)
 	return 0;
 }
 
-static void
-redis_up(void)
-{
-	assert_int_equal(h_redis_start(&redis, 0), 0);
-	rc = h_redis_connect(&redis);
-	assert_non_null(rc);
-}
-
 /* fake_target, checking tokens of the IdPs' secret when `tokens`. */
 static void
 target_up(int tokens)
@@ -118,25 +110,6 @@ idp_up(struct h_fake *f)
 	    CLIENT_ID, "--client-secret-file", secret_path, "--lifetime-s", "3600", NULL};
 
 	assert_int_equal(h_fake_start(f, "fake_idp", args), 0);
-}
-
-static void
-post(const struct h_fake *f, const char *path, const char *body)
-{
-	long status = h_fake_post(f, path, body);
-
-	if (status != 200)
-		fail_msg("POST %s%s: %ld", f->url, path, status);
-}
-
-static json_t *
-fake_get(const struct h_fake *f, const char *path)
-{
-	json_t *j = h_fake_json(f, path);
-
-	if (j == NULL)
-		fail_msg("GET %s%s failed", f->url, path);
-	return j;
 }
 
 /* ------------------------------------------------------------------ */
@@ -181,17 +154,6 @@ daemon_up(struct h_daemon *d, const struct dcfg *c)
 		fail_msg("warrantd %s did not get ready (log %s)", c->consumer, d->log);
 }
 
-static void
-stop_clean(struct h_daemon *d)
-{
-	int st = h_daemon_stop(d);
-
-	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		fail_msg("warrantd did not exit 0 (status %d, log %s)", st, d->log);
-	if (!h_daemon_log_clean(d))
-		fail_msg("sanitizer report in %s", d->log);
-}
-
 static long long
 hb_int(const char *consumer, const char *name)
 {
@@ -233,14 +195,7 @@ wait_hb_min(const char *consumer, const char *name, long long min)
 static void
 decide_until(const char *id, long long expires_ms, int enqueue)
 {
-	long long now = h_now_ms();
-	char *json = h_record_json(id, "gate.open", "lock/7", now - 1000, expires_ms, 0, NULL);
-	char *jws = json ? h_sign(json, h_data("test-es256.key")) : NULL;
-
-	assert_non_null(jws);
-	assert_int_equal(h_store_record(rc, PREFIX, id, jws, enqueue), 0);
-	free(jws);
-	free(json);
+	h_store_signed(rc, PREFIX, id, "gate.open", "lock/7", expires_ms, enqueue);
 }
 
 static char *
@@ -252,31 +207,10 @@ hash_field(const char *id, const char *name)
 	return h_hget(rc, key, name);
 }
 
-struct state_wait {
-	const char *id, *want;
-};
-
-static int
-state_is(void *arg)
-{
-	const struct state_wait *w = arg;
-	char *s = hash_field(w->id, "state");
-	int ok = s != NULL && strcmp(s, w->want) == 0;
-
-	free(s);
-	return ok;
-}
-
 static void
 wait_state_ms(const char *id, const char *want, int timeout_ms)
 {
-	struct state_wait w = {id, want};
-
-	if (h_wait_until(state_is, &w, timeout_ms) != 0) {
-		char *s = hash_field(id, "state");
-		fail_msg("%s: state \"%s\" after %d ms, want \"%s\"", id, s ? s : "(nil)",
-		    timeout_ms, want);
-	}
+	h_wait_hash_field(rc, h_key(PREFIX, "decision:%s", id), "state", want, timeout_ms);
 }
 
 /* The hash's updatedAt, Unix ms. */
@@ -312,24 +246,6 @@ assert_expired_in_time(const char *id, long long expires_ms)
 	assert_string_equal(kind, "expired");
 	free(kind);
 	assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);
-}
-
-/* The stream entry whose `id` field is id, the last one when several. */
-static void
-stream_id_of(const char *id, char *out, size_t n)
-{
-	redisReply *r = redisCommand(rc, "XRANGE %s - +", JOBS);
-
-	out[0] = '\0';
-	for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
-		const redisReply *e = r->element[i], *f = e->element[1];
-		const char *v = h_entry_str(f, "id");
-		if (v != NULL && strcmp(v, id) == 0)
-			snprintf(out, n, "%s", e->element[0]->str);
-	}
-	freeReplyObject(r);
-	if (out[0] == '\0')
-		fail_msg("no stream entry for %s", id);
 }
 
 /* A field of stream entry sid; caller frees; NULL when absent. */
@@ -437,7 +353,7 @@ connect_hang(const char *id)
 	char url[64];
 	const int timeout_ms = 8000;
 
-	redis_up();
+	rc = h_redis_up(&redis);
 	snprintf(url, sizeof url, "http://127.0.0.1:%d", gate_up());
 	struct dcfg c = {.consumer = "w1", .target_url = url, .timeout_ms = timeout_ms};
 	daemon_up(&dmn[0], &c);
@@ -454,7 +370,7 @@ connect_hang(const char *id)
 		    arrived - expires);
 	wait_state_ms(id, "expired", 5000);
 	assert_expired_in_time(id, expires);
-	stop_clean(&dmn[0]);
+	h_daemon_down(&dmn[0]);
 }
 
 static void
@@ -478,7 +394,7 @@ test_slow_answer_after_deadline_decides(void **state)
 	const char *id = "dl-slow";
 	(void)state;
 
-	redis_up();
+	rc = h_redis_up(&redis);
 	target_up(0);
 	assert_int_equal(h_fake_script(&target, "{\"per_key\":{\"dl-slow\":"
 	    "[{\"status\":200,\"delay_ms\":5000}]}}"), 0);
@@ -487,14 +403,14 @@ test_slow_answer_after_deadline_decides(void **state)
 	long long expires = h_now_ms() + 1500;
 	decide_until(id, expires, 1);
 	wait_state_ms(id, "done", (int)(expires - h_now_ms()) + 10000);
-	json_t *all = fake_get(&target, "/_requests");
+	json_t *all = h_get_ok(&target, "/_requests");
 	assert_int_equal(json_array_size(all), 1);
 	long long arrival = json_integer_value(json_object_get(json_array_get(all, 0),
 	    "arrival_ms"));
 	json_decref(all);
 	printf("    the request arrived %lld ms before expiresAt\n", expires - arrival);
 	assert_true(arrival < expires);
-	stop_clean(&dmn[0]);
+	h_daemon_down(&dmn[0]);
 }
 
 /* R5 within R1: a PDP that would answer 4.5 s after the deadline (within
@@ -506,10 +422,10 @@ test_pdp_bounded_by_deadline(void **state)
 	char sections[512];
 	(void)state;
 
-	redis_up();
+	rc = h_redis_up(&redis);
 	target_up(0);
 	assert_int_equal(h_fake_start(&pdp, "fake_pdp", NULL), 0);
-	post(&pdp, "/_policy", "{\"delay_ms\": 6000}");
+	h_post_ok(&pdp, "/_policy", "{\"delay_ms\": 6000}");
 	snprintf(sections, sizeof sections, "[authz]\nurl = %s/v1/data/warrant/allow\n"
 	    "timeout_ms = 8000\n", pdp.url);
 	struct dcfg c = {.consumer = "w1", .timeout_ms = 2000, .sections = sections};
@@ -518,13 +434,13 @@ test_pdp_bounded_by_deadline(void **state)
 	decide_until(id, expires, 1);
 	wait_state_ms(id, "expired", (int)(expires - h_now_ms()) + 8000);
 	assert_expired_in_time(id, expires);
-	json_t *q = fake_get(&pdp, "/_queries");
+	json_t *q = h_get_ok(&pdp, "/_queries");
 	assert_int_equal(json_array_size(q), 1);
 	json_decref(q);
-	json_t *calls = fake_get(&target, "/_requests");
+	json_t *calls = h_get_ok(&target, "/_requests");
 	assert_int_equal(json_array_size(calls), 0);
 	json_decref(calls);
-	stop_clean(&dmn[0]);
+	h_daemon_down(&dmn[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -535,7 +451,7 @@ token_world_up(void)
 {
 	secret_path = h_write_file("client-secret", SECRET "\n");
 	assert_non_null(secret_path);
-	redis_up();
+	rc = h_redis_up(&redis);
 	idp_up(&idp);
 	target_up(1);
 }
@@ -557,17 +473,17 @@ test_token_wait_ends_at_deadline(void **state)
 	struct dcfg c = {.consumer = "w1", .token_url = idp.url, .timeout_ms = 2000,
 	    .oauth_extra = "auth_wait_max_ms = 30000\n"};
 	daemon_up(&dmn[0], &c);
-	post(&idp, "/_down", NULL);
+	h_post_ok(&idp, "/_down", NULL);
 	long long expires = h_now_ms() + 2500;
 	decide_until(id, expires, 1);
 	wait_state_ms(id, "auth_wait", WAIT_MS);
 	wait_state_ms(id, "expired", (int)(expires - h_now_ms()) + 5000);
 	assert_expired_in_time(id, expires);
-	json_t *s = fake_get(&target, "/_stats");
+	json_t *s = h_get_ok(&target, "/_stats");
 	assert_int_equal(json_integer_value(json_object_get(s, "total")), 1);
 	json_decref(s);
-	post(&idp, "/_up", NULL);
-	stop_clean(&dmn[0]);
+	h_post_ok(&idp, "/_up", NULL);
+	h_daemon_down(&dmn[0]);
 }
 
 /*
@@ -593,9 +509,9 @@ test_token_wait_hands_back(void **state)
 	struct dcfg c1 = {.consumer = "w1", .token_url = idp.url, .timeout_ms = 2000,
 	    .claim_idle_ms = 60000, .max_deliveries = 3, .oauth_extra = "auth_wait_max_ms = 1500\n"};
 	daemon_up(&dmn[0], &c1);
-	post(&idp, "/_down", NULL);
+	h_post_ok(&idp, "/_down", NULL);
 	decide_until(id, h_now_ms() + 3600 * 1000LL, 1);
-	stream_id_of(id, old_sid, sizeof old_sid);
+	h_stream_id_of(rc, JOBS, id, old_sid, sizeof old_sid);
 	wait_state_ms(id, "auth_wait", WAIT_MS);
 	long long waiting = h_now_ms();
 
@@ -606,7 +522,7 @@ test_token_wait_hands_back(void **state)
 	wait_state_ms(id, "done", 15000);
 	long long took = h_now_ms() - waiting;
 	char *who = hash_field(id, "owner"), *entry = hash_field(id, "entry");
-	stream_id_of(id, new_sid, sizeof new_sid);
+	h_stream_id_of(rc, JOBS, id, new_sid, sizeof new_sid);
 	printf("    handed back by w1 and done by w2 %lld ms after the wait began\n", took);
 	assert_string_equal(who, "w2");
 	assert_non_null(entry);
@@ -625,7 +541,7 @@ test_token_wait_hands_back(void **state)
 	wait_hb_min("w1", "redispatched", 1);
 	assert_int_equal(hb_int("w1", "redispatched"), 1);
 	assert_int_equal(hb_int("w2", "claimed"), 0);
-	json_t *s = fake_get(&target, "/_stats");
+	json_t *s = h_get_ok(&target, "/_stats");
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(s, "keys"), id)), 2);
 	json_decref(s);
 
@@ -642,9 +558,9 @@ test_token_wait_hands_back(void **state)
 	assert_non_null(n);
 	assert_string_equal(n, "4");
 	free(n);
-	stop_clean(&dmn[1]);
-	post(&idp, "/_up", NULL);
-	stop_clean(&dmn[0]);
+	h_daemon_down(&dmn[1]);
+	h_post_ok(&idp, "/_up", NULL);
+	h_daemon_down(&dmn[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -721,7 +637,7 @@ test_redispatch_resend_counts_once(void **state)
 	char sid[64];
 	(void)state;
 
-	redis_up();
+	rc = h_redis_up(&redis);
 	assert_int_equal(store_keys_init(&keys, PREFIX, "w1"), 0);
 	redisReply *r = redisCommand(rc, "XGROUP CREATE %s %s 0 MKSTREAM", JOBS, GROUP);
 	freeReplyObject(r);
@@ -755,7 +671,7 @@ test_handback_script(void **state)
 	struct store_args a;
 	(void)state;
 
-	redis_up();
+	rc = h_redis_up(&redis);
 	assert_int_equal(store_keys_init(&keys, PREFIX, "w1"), 0);
 	freeReplyObject(redisCommand(rc, "XGROUP CREATE %s %s 0 MKSTREAM", JOBS, GROUP));
 	freeReplyObject(redisCommand(rc, "HSET " PREFIX ":decision:dl-hb state auth_wait"));

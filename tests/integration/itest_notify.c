@@ -61,25 +61,6 @@ static char *secret_path;
 /* ------------------------------------------------------------------ */
 /* fakes                                                                */
 
-static void
-post_ok(const struct h_fake *f, const char *path, const char *body)
-{
-	long status = h_fake_post(f, path, body);
-
-	if (status != 200)
-		fail_msg("POST %s%s: %ld", f->url, path, status);
-}
-
-static json_t *
-fake_get(const struct h_fake *f, const char *path)
-{
-	json_t *j = h_fake_json(f, path);
-
-	if (j == NULL)
-		fail_msg("GET %s%s failed", f->url, path);
-	return j;
-}
-
 /* The target answers 400 to each of ids (once), 200 to anything else. */
 static void
 target_fails(const char *const ids[], size_t n)
@@ -100,7 +81,7 @@ target_fails(const char *const ids[], size_t n)
 static long long
 by_status(const struct h_fake *f, const char *code)
 {
-	json_t *s = fake_get(f, "/_stats");
+	json_t *s = h_get_ok(f, "/_stats");
 	long long n = json_integer_value(json_object_get(json_object_get(s, "by_status"), code));
 
 	json_decref(s);
@@ -121,7 +102,7 @@ hook_body(const json_t *req)
 static json_t *
 hook_requests(const char *id)
 {
-	json_t *all = fake_get(&hook, "/_requests"), *mine = json_array(), *r;
+	json_t *all = h_get_ok(&hook, "/_requests"), *mine = json_array(), *r;
 	size_t i;
 
 	json_array_foreach(all, i, r) {
@@ -413,10 +394,10 @@ static int
 reset_fakes(void **state)
 {
 	(void)state;
-	post_ok(&target, "/_reset", NULL);
-	post_ok(&hook, "/_reset", NULL);
+	h_post_ok(&target, "/_reset", NULL);
+	h_post_ok(&hook, "/_reset", NULL);
 	if (pdp.pid > 0)
-		post_ok(&pdp, "/_reset", NULL);
+		h_post_ok(&pdp, "/_reset", NULL);
 	return 0;
 }
 
@@ -470,7 +451,7 @@ test_dropped_jobs_post_notify_fields(void **state)
 static int
 target_called(void *arg)
 {
-	json_t *s = fake_get(&target, "/_stats");
+	json_t *s = h_get_ok(&target, "/_stats");
 	int ok = json_integer_value(json_object_get(json_object_get(s, "keys"), arg)) >= 1;
 
 	json_decref(s);
@@ -709,26 +690,10 @@ static_sink_up(void **state)
 	return oauth_up_with("static");
 }
 
-/* The PDP queries whose input.recordId is id; caller json_decref's. */
-static json_t *
-pdp_queries(const char *id)
-{
-	json_t *all = fake_get(&pdp, "/_queries"), *mine = json_array(), *q;
-	size_t i;
-
-	json_array_foreach(all, i, q) {
-		const json_t *rid = json_object_get(json_object_get(q, "input"), "recordId");
-		if (json_is_string(rid) && strcmp(json_string_value(rid), id) == 0)
-			json_array_append(mine, q);
-	}
-	json_decref(all);
-	return mine;
-}
-
 static void
 assert_pdp_saw_token(const char *id, const char *decision)
 {
-	json_t *q = pdp_queries(id);
+	json_t *q = h_pdp_queries(&pdp, id);
 
 	if (json_array_size(q) != 1)
 		fail_msg("%s: %zu PDP queries, want 1", id, json_array_size(q));
@@ -743,7 +708,7 @@ assert_pdp_saw_token(const char *id, const char *decision)
 static void
 deny_and_deliver(const char *denied, const char *barrier)
 {
-	post_ok(&pdp, "/_policy", "{\"deny_resources\": [\"gate/denied\"]}");
+	h_post_ok(&pdp, "/_policy", "{\"deny_resources\": [\"gate/denied\"]}");
 	decide(denied, "gate/denied", NULL);
 	wait_final(denied, "denied", "authority-denied");
 	wait_delivered(denied);
@@ -769,7 +734,7 @@ one_hook_request(const char *id)
 static void
 assert_target_called_with_token(const char *allowed, const char *denied)
 {
-	json_t *calls = fake_get(&target, "/_requests"), *c;
+	json_t *calls = h_get_ok(&target, "/_requests"), *c;
 	size_t i, mine = 0;
 
 	json_array_foreach(calls, i, c) {

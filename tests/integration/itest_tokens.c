@@ -74,9 +74,7 @@ world_up(int lifetime_s)
 	    "--lifetime-s", life, "--decision-key-file", h_data("test-es256.pub"), NULL};
 	const char *target_args[] = {"--jwt-secret-file", hs, NULL};
 
-	assert_int_equal(h_redis_start(&redis, 0), 0);
-	rc = h_redis_connect(&redis);
-	assert_non_null(rc);
+	rc = h_redis_up(&redis);
 	assert_int_equal(h_fake_start(&idp, "fake_idp", idp_args), 0);
 	assert_int_equal(h_fake_start(&target, "fake_target", target_args), 0);
 }
@@ -112,29 +110,10 @@ pause_ms(long long ms)
 		;
 }
 
-static void
-post(const struct h_fake *f, const char *path, const char *body)
-{
-	long status = h_fake_post(f, path, body);
-
-	if (status != 200)
-		fail_msg("POST %s%s: %ld", f->url, path, status);
-}
-
-static json_t *
-fake_get(const struct h_fake *f, const char *path)
-{
-	json_t *j = h_fake_json(f, path);
-
-	if (j == NULL)
-		fail_msg("GET %s%s failed", f->url, path);
-	return j;
-}
-
 static long long
 stat_int(const struct h_fake *f, const char *name)
 {
-	json_t *s = fake_get(f, "/_stats");
+	json_t *s = h_get_ok(f, "/_stats");
 	long long n = json_integer_value(json_object_get(s, name));
 
 	json_decref(s);
@@ -145,7 +124,7 @@ stat_int(const struct h_fake *f, const char *name)
 static long long
 target_answers(const char *code)
 {
-	json_t *s = fake_get(&target, "/_stats");
+	json_t *s = h_get_ok(&target, "/_stats");
 	long long n = json_integer_value(json_object_get(json_object_get(s, "by_status"), code));
 
 	json_decref(s);
@@ -156,7 +135,7 @@ target_answers(const char *code)
 static long long
 target_calls(const char *key)
 {
-	json_t *s = fake_get(&target, "/_stats");
+	json_t *s = h_get_ok(&target, "/_stats");
 	long long n = json_integer_value(json_object_get(json_object_get(s, "keys"), key));
 
 	json_decref(s);
@@ -188,7 +167,7 @@ wait_target_calls(const char *key, long long min)
 static void
 statuses_of(const char *key, char *out, size_t n)
 {
-	json_t *all = fake_get(&target, "/_requests"), *r;
+	json_t *all = h_get_ok(&target, "/_requests"), *r;
 	size_t i, used = 0;
 
 	out[0] = '\0';
@@ -279,18 +258,6 @@ daemon_up(struct h_daemon *d, const struct dcfg *c)
 	free(ini);
 	if (r != 0)
 		fail_msg("warrantd %s did not get ready (log %s)", c->consumer, d->log);
-}
-
-/* R15: SIGTERM ends it with 0; and no sanitizer report in its log. */
-static void
-stop_clean(struct h_daemon *d)
-{
-	int st = h_daemon_stop(d);
-
-	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		fail_msg("warrantd did not exit 0 (status %d, log %s)", st, d->log);
-	if (!h_daemon_log_clean(d))
-		fail_msg("sanitizer report in %s", d->log);
 }
 
 /* ---- the heartbeat hash (SPEC §8) ---- */
@@ -456,30 +423,10 @@ wait_done(const char *id, const struct h_daemon *d)
 	wait_all_done(one, 1, d);
 }
 
-struct state_wait {
-	const char *id, *want;
-};
-
-static int
-state_is(void *arg)
-{
-	const struct state_wait *w = arg;
-	char *s = hash_field(w->id, "state");
-	int ok = s != NULL && strcmp(s, w->want) == 0;
-
-	free(s);
-	return ok;
-}
-
 static void
 wait_state(const char *id, const char *want)
 {
-	struct state_wait w = { id, want };
-
-	if (h_wait_until(state_is, &w, WAIT_MS) != 0) {
-		char *s = hash_field(id, "state");
-		fail_msg("%s: state \"%s\", want \"%s\"", id, s ? s : "(nil)", want);
-	}
+	h_wait_hash_field(rc, h_key(PREFIX, "decision:%s", id), "state", want, WAIT_MS);
 }
 
 /* The `to` states of id's audit entries, in order, space-separated. */
@@ -551,24 +498,6 @@ group_lag(void)
 	}
 	freeReplyObject(r);
 	return lag;
-}
-
-/* The stream entry whose field id is `id`. */
-static void
-stream_id_of(const char *id, char *out, size_t n)
-{
-	redisReply *r = redisCommand(rc, "XRANGE %s - +", JOBS);
-
-	out[0] = '\0';
-	for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
-		const redisReply *e = r->element[i], *f = e->element[1];
-		if (f->elements >= 2 && strcmp(f->element[0]->str, "id") == 0 &&
-		    strcmp(f->element[1]->str, id) == 0)
-			snprintf(out, n, "%s", e->element[0]->str);
-	}
-	freeReplyObject(r);
-	if (out[0] == '\0')
-		fail_msg("no stream entry for %s", id);
 }
 
 struct pel_entry {
@@ -694,7 +623,7 @@ test_short_tokens_refreshed_ahead(void **state)
 	assert_int_equal(target_answers("200"), N);
 	assert_int_equal(stat_int(&target, "duplicates"), 0);
 
-	json_t *reqs = fake_get(&target, "/_requests"), *r;
+	json_t *reqs = h_get_ok(&target, "/_requests"), *r;
 	size_t i;
 	long long late = 0, worst = 0;
 	json_array_foreach(reqs, i, r) {
@@ -718,7 +647,7 @@ test_short_tokens_refreshed_ahead(void **state)
 	wait_hb_min("w1", "tokenRefreshes", 10);
 	assert_int_equal(hb_int("w1", "expired"), 0);
 	assert_int_equal(hb_int("w1", "dead"), 0);
-	stop_clean(&dmn[0]);
+	h_daemon_down(&dmn[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -756,7 +685,7 @@ test_revocations_execute_each_once(void **state)
 			decide(ids[added++]);
 		}
 		if (now >= next_revoke) {
-			post(&target, "/_revoke", NULL);
+			h_post_ok(&target, "/_revoke", NULL);
 			revokes++;
 			next_revoke += REVOKE_MS;
 		}
@@ -767,7 +696,7 @@ test_revocations_execute_each_once(void **state)
 	print_message("itest_tokens: %d revocations, %lld 401s\n", revokes, target_answers("401"));
 
 	/* Exactly one 2xx per key: executed successfully exactly once. */
-	json_t *reqs = fake_get(&target, "/_requests"), *ok = json_object(), *r;
+	json_t *reqs = h_get_ok(&target, "/_requests"), *ok = json_object(), *r;
 	size_t i;
 	json_array_foreach(reqs, i, r) {
 		long long st = json_integer_value(json_object_get(r, "status"));
@@ -795,7 +724,7 @@ test_revocations_execute_each_once(void **state)
 		    hb_int("w1", "redispatched"), hb_int("w1", "authFailures"));
 	assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);
 	assert_int_equal(h_redis_int(rc, "XLEN %s", DEAD), 0);
-	stop_clean(&dmn[0]);
+	h_daemon_down(&dmn[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -827,7 +756,7 @@ test_idp_down_stops_claiming(void **state)
 	int pauses = log_count(&dmn[0], "event=consumer.paused");
 	assert_true(pauses <= 1);
 
-	post(&idp, "/_down", NULL);
+	h_post_ok(&idp, "/_down", NULL);
 	/* From its expiry on, the heartbeat must not say valid (before it,
 	 * one written at start may still say refreshing). */
 	assert_int_equal(h_daemon_wait_log(&dmn[0], "event=token.expired", WAIT_MS), 0);
@@ -868,7 +797,7 @@ test_idp_down_stops_claiming(void **state)
 	assert_int_equal(group_lag(), N);
 	assert_int_equal(pending_of("w-gone"), GONE);
 
-	post(&idp, "/_up", NULL);
+	h_post_ok(&idp, "/_up", NULL);
 	wait_all_done(ids, ALL, &dmn[0]);
 	assert_true(h_daemon_log_has(&dmn[0], "event=consumer.resumed"));
 	wait_hb_min("w1", "done", ALL);
@@ -877,7 +806,7 @@ test_idp_down_stops_claiming(void **state)
 	assert_int_equal(hb_int("w1", "dead"), 0);
 	assert_int_equal(h_redis_int(rc, "XLEN %s", DEAD), 0);
 	assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);
-	stop_clean(&dmn[0]);
+	h_daemon_down(&dmn[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -951,8 +880,8 @@ test_bad_secret_worker_takes_nothing(void **state)
 	assert_true(h_daemon_log_has(&dmn[1], "event=token.error"));
 	assert_log_lacks(&dmn[1], "S3cr3t", "the (wrong) client secret");
 	assert_log_lacks(&dmn[1], "eyJ", "a JWT");
-	stop_clean(&dmn[0]);
-	stop_clean(&dmn[1]);
+	h_daemon_down(&dmn[0]);
+	h_daemon_down(&dmn[1]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1033,8 +962,8 @@ test_401_in_hand_redispatch_then_handback(void **state)
 	    "\"t5-no-token\":[{\"status\":503,\"retry_after\":\"2\"}]}}"), 0);
 	decide(id);
 	wait_target_calls(id, 1);
-	post(&target, "/_revoke", NULL);
-	stream_id_of(id, sid, sizeof sid);
+	h_post_ok(&target, "/_revoke", NULL);
+	h_stream_id_of(rc, JOBS, id, sid, sizeof sid);
 	struct pel_entry e = pel_entry(sid);
 	assert_true(e.present);
 	assert_int_equal(e.deliveries, 1);
@@ -1061,9 +990,9 @@ test_401_in_hand_redispatch_then_handback(void **state)
 	next_second(done_at);	/* the token held is older than the revocation */
 	decide(id2);
 	wait_target_calls(id2, 1);
-	post(&idp, "/_down", NULL);
-	post(&target, "/_revoke", NULL);
-	stream_id_of(id2, sid2, sizeof sid2);
+	h_post_ok(&idp, "/_down", NULL);
+	h_post_ok(&target, "/_revoke", NULL);
+	h_stream_id_of(rc, JOBS, id2, sid2, sizeof sid2);
 	wait_state(id2, "auth_wait");
 	struct entries_wait back = { id2, 2 };
 	if (h_wait_until(entries_reached, &back, WAIT_MS) != 0)
@@ -1078,14 +1007,14 @@ test_401_in_hand_redispatch_then_handback(void **state)
 	assert_string_not_equal(entry, sid2);
 	free(entry);
 
-	post(&idp, "/_up", NULL);
+	h_post_ok(&idp, "/_up", NULL);
 	wait_done(id2, &dmn[0]);
 	assert_statuses(id2, "503 401 200");
 	assert_trail_ends(id2, "auth_wait running done");
 	wait_hb_min("w1", "redispatched", 2);
 	assert_int_equal(hb_int("w1", "claimed"), 0);
 	assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);
-	stop_clean(&dmn[0]);
+	h_daemon_down(&dmn[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1123,7 +1052,7 @@ test_target_refuses_every_token(void **state)
 	assert_true(issued >= 1 && issued <= 6);
 	assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);
 	assert_true(h_daemon_log_has(&dmn[0], "refused_in_row=3"));
-	stop_clean(&dmn[0]);
+	h_daemon_down(&dmn[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1135,7 +1064,7 @@ test_target_refuses_every_token(void **state)
 static int
 assert_scopes(const char *want_open, const char *want_close)
 {
-	json_t *all = fake_get(&target, "/_requests"), *r;
+	json_t *all = h_get_ok(&target, "/_requests"), *r;
 	size_t i;
 	int n = 0;
 
@@ -1183,7 +1112,7 @@ test_per_action_scopes(void **state)
 	/* Only gate.close's tokens are revoked: only its jobs are re-dispatched,
 	 * and only its scope is fetched again. */
 	next_second(h_now_ms());
-	post(&target, "/_revoke", "{\"scope\": \"gates.close\"}");
+	h_post_ok(&target, "/_revoke", "{\"scope\": \"gates.close\"}");
 	assert_int_equal(h_fake_script(&target, "{\"default\": {\"delay_ms\": 300}}"), 0);
 	for (int i = 0; i < 5; i++) {
 		snprintf(id, sizeof id, "sc2-open-%d", i);
@@ -1207,7 +1136,7 @@ test_per_action_scopes(void **state)
 	assert_true(hb_int("w1", "redispatched") - redispatched <= 5);
 	assert_int_equal(assert_scopes("gates.open", "gates.close"), 20 + 10 +
 	    (int)(hb_int("w1", "redispatched") - redispatched));
-	stop_clean(&dmn[0]);
+	h_daemon_down(&dmn[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1234,7 +1163,7 @@ test_token_exchange(void **state)
 	}
 	/* Each call carried a token of its own: sub = the record's subject,
 	 * act.sub = the worker, scope = the action; nothing was cached. */
-	json_t *all = fake_get(&target, "/_requests"), *r;
+	json_t *all = h_get_ok(&target, "/_requests"), *r;
 	size_t i;
 	json_array_foreach(all, i, r) {
 		assert_string_equal(json_string_value(json_object_get(r, "token_sub")),
@@ -1248,7 +1177,7 @@ test_token_exchange(void **state)
 	assert_int_equal(stat_int(&idp, "exchanges"), 5);
 
 	/* The IdP no longer allows it: denied, and the owner told. */
-	post(&idp, "/_exchange_deny", NULL);
+	h_post_ok(&idp, "/_exchange_deny", NULL);
 	decide_action("xch-refused", "gate.exchange");
 	wait_state("xch-refused", "denied");
 	char *outcome = hash_field("xch-refused", "outcome");
@@ -1258,15 +1187,15 @@ test_token_exchange(void **state)
 	assert_true(h_stream_count(rc, PREFIX ":notify", "id", "xch-refused") == 1);
 
 	/* An IdP that is down (503) is waited for within the deadline. */
-	post(&idp, "/_exchange_allow", NULL);
-	post(&idp, "/_down", NULL);
+	h_post_ok(&idp, "/_exchange_allow", NULL);
+	h_post_ok(&idp, "/_down", NULL);
 	decide_action("xch-later", "gate.exchange");
 	wait_state("xch-later", "retrying");
-	post(&idp, "/_up", NULL);
+	h_post_ok(&idp, "/_up", NULL);
 	wait_done("xch-later", &dmn[0]);
 	assert_int_equal(target_calls("xch-later"), 1);
 	assert_false(h_daemon_log_has(&dmn[0], "eyJ"));	/* no token in the log */
-	stop_clean(&dmn[0]);
+	h_daemon_down(&dmn[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1370,7 +1299,7 @@ test_wall_clock_step(void **state)
 	free(state_);
 	assert_false(h_daemon_log_has(&dmn[0], "event=consumer.paused reason=no-token token_state=valid"));
 	free(step);
-	stop_clean(&dmn[0]);
+	h_daemon_down(&dmn[0]);
 }
 
 /* §5: the promoter compares with Redis' TIME, not the worker's clock: a
@@ -1397,13 +1326,13 @@ test_promoter_uses_redis_time(void **state)
 	free(json);
 	assert_true(h_redis_int(rc, "ZADD " PREFIX ":scheduled %lld sched-1", not_before) == 1);
 	wait_done("sched-1", &dmn[0]);
-	json_t *all = fake_get(&target, "/_requests");
+	json_t *all = h_get_ok(&target, "/_requests");
 	long long arrival = json_integer_value(json_object_get(json_array_get(all, 0), "arrival_ms"));
 	json_decref(all);
 	printf("    clock 2 h ahead: the scheduled call arrived %lld ms after its notBefore\n",
 	    arrival - not_before);
 	assert_true(arrival >= not_before);
-	stop_clean(&dmn[0]);
+	h_daemon_down(&dmn[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1445,7 +1374,7 @@ test_late_rejection_uses_fresh_token(void **state)
 		fail_msg("redispatched %lld (want 2), claimed %lld (want 0), or handed back: the "
 		    "late rejection waited for a token that was already there (log %s)",
 		    hb_int("w1", "redispatched"), hb_int("w1", "claimed"), dmn[0].log);
-	stop_clean(&dmn[0]);
+	h_daemon_down(&dmn[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1505,15 +1434,15 @@ test_no_secret_in_logs(void **state)
 	wait_done("t6-a", &dmn[0]);
 	/* A revoked token on the way: 401, refresh, re-dispatch. */
 	next_second(ready);
-	post(&target, "/_revoke", NULL);
+	h_post_ok(&target, "/_revoke", NULL);
 	decide("t6-b");
 	wait_done("t6-b", &dmn[0]);
 	assert_statuses("t6-b", "401 200");
-	json_t *s = fake_get(&idp, "/_stats");
+	json_t *s = h_get_ok(&idp, "/_stats");
 	assert_string_equal(json_string_value(json_object_get(s, "last_auth")),
 	    "client_secret_basic");
 	json_decref(s);
-	stop_clean(&dmn[0]);
+	h_daemon_down(&dmn[0]);
 	assert_log_has_no_secrets(&dmn[0]);
 
 	struct dcfg pkj = { .consumer = "w-pkj", .secret_file = NULL };
@@ -1521,14 +1450,14 @@ test_no_secret_in_logs(void **state)
 	decide("t6-c");
 	wait_done("t6-c", &dmn[1]);
 	assert_statuses("t6-c", "200");
-	s = fake_get(&idp, "/_stats");
+	s = h_get_ok(&idp, "/_stats");
 	assert_string_equal(json_string_value(json_object_get(s, "last_auth")), "private_key_jwt");
 	assert_string_equal(json_string_value(json_object_get(s, "last_alg")), "RS256");
 	json_decref(s);
 	char *owner = hash_field("t6-c", "owner");
 	assert_string_equal(owner, "w-pkj");
 	free(owner);
-	stop_clean(&dmn[1]);
+	h_daemon_down(&dmn[1]);
 	assert_log_has_no_secrets(&dmn[1]);
 }
 
