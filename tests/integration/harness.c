@@ -1409,6 +1409,45 @@ h_stack_stop(struct h_stack *s)
 
 /* ---- checks shared by the itest_* programs ---- */
 
+struct h_stack h_group;
+
+int
+h_group_setup(void **state)
+{
+	(void)state;
+	return h_stack_start(&h_group);
+}
+
+int
+h_group_teardown(void **state)
+{
+	(void)state;
+	h_stack_stop(&h_group);
+	return 0;
+}
+
+void
+h_world_down(struct h_daemon *d, size_t nd, redisContext **c, struct h_redis *r, ...)
+{
+	struct h_fake *f;
+	va_list ap;
+
+	for (size_t i = 0; i < nd; i++)
+		h_daemon_kill(&d[i]);
+	memset(d, 0, nd * sizeof *d);
+	if (*c != NULL)
+		redisFree(*c);
+	*c = NULL;
+	va_start(ap, r);
+	while ((f = va_arg(ap, struct h_fake *)) != NULL) {
+		h_fake_stop(f);
+		memset(f, 0, sizeof *f);
+	}
+	va_end(ap);
+	h_redis_stop(r);
+	memset(r, 0, sizeof *r);
+}
+
 void
 h_post_ok(const struct h_fake *f, const char *path, const char *body)
 {
@@ -1432,6 +1471,17 @@ h_get_ok(const struct h_fake *f, const char *path)
 	if (j == NULL)
 		fail_msg("GET %s%s failed", f->url, path);
 	return j;
+}
+
+long long
+h_fake_stat(const struct h_fake *f, const char *group, const char *name)
+{
+	json_t *s = h_get_ok(f, "/_stats");
+	const json_t *in = group != NULL ? json_object_get(s, group) : s;
+	long long n = json_integer_value(json_object_get(in, name));
+
+	json_decref(s);
+	return n;
 }
 
 /* The elements of f's `path` array for which at(element) is the string want. */
@@ -1519,6 +1569,16 @@ h_dpkg_file(const char *pkg, const char *suffix)
 	return found;
 }
 
+long long
+h_pdp_count(const struct h_fake *pdp, const char *id)
+{
+	json_t *q = h_pdp_queries(pdp, id);
+	long long n = (long long)json_array_size(q);
+
+	json_decref(q);
+	return n;
+}
+
 const char *
 h_key(const char *prefix, const char *fmt, ...)
 {
@@ -1589,6 +1649,19 @@ h_assert_hash_field(redisContext *c, const char *key, const char *field, const c
 		fail();
 	}
 	free(v);
+}
+
+char *
+h_record_field(redisContext *c, const char *prefix, const char *id, const char *field)
+{
+	return h_hget(c, h_key(prefix, "decision:%s", id), field);
+}
+
+void
+h_assert_record_field(redisContext *c, const char *prefix, const char *id, const char *field,
+		      const char *want)
+{
+	h_assert_hash_field(c, h_key(prefix, "decision:%s", id), field, want);
 }
 
 struct field_wait {

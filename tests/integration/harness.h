@@ -303,6 +303,29 @@ int h_daemon_wait_log(const struct h_daemon *d, const char *needle, int timeout_
  * "ERROR: LeakSanitizer", "runtime error"); 0 otherwise (also printed). */
 int h_daemon_log_clean(const struct h_daemon *d);
 
+/* The names h_daemon_ini's defaults give (prefix "warrant", group
+ * "workers"), for the tests that keep them, and how long a test waits for
+ * what must happen (generous: 2 cores, ASan, load). */
+#define H_WAIT_MS	60000
+#define H_PREFIX	"warrant"
+#define H_GROUP		"workers"
+#define H_JOBS		H_PREFIX ":jobs"
+#define H_NOTIFY	H_PREFIX ":notify"
+#define H_DEAD		H_PREFIX ":dead"
+#define H_AUDIT		H_PREFIX ":audit"
+
+/* cmocka group setup and teardown over one h_stack, h_group: for programs
+ * whose tests share one redis-server, one fake_target and one client. */
+extern struct h_stack h_group;
+int h_group_setup(void **state);
+int h_group_teardown(void **state);
+
+/* Ends what a test or group started, whatever a failed assertion left: the
+ * nd daemons at d (SIGKILL; a no-op for one already stopped), the client *c
+ * (then NULL), the fakes (a NULL-terminated list of struct h_fake *), redis.
+ * Each is zeroed for the next test. */
+void h_world_down(struct h_daemon *d, size_t nd, redisContext **c, struct h_redis *r, ...);
+
 /* ---- checks shared by the itest_* programs ----
  * Each fails the running cmocka test (fail_msg, which names what it waited
  * for and where the logs are) instead of returning an error. */
@@ -313,6 +336,10 @@ void h_post_ok(const struct h_fake *f, const char *path, const char *body);
 void h_fake_reset(const struct h_fake *f);
 /* GET f->url + path parsed; fails when it cannot be. Caller json_decref's. */
 json_t *h_get_ok(const struct h_fake *f, const char *path);
+/* A counter of the fake's GET /_stats: member `name` of its object `group`
+ * ("by_status", "keys"), or of the top level when group is NULL; 0 when
+ * absent. */
+long long h_fake_stat(const struct h_fake *f, const char *group, const char *name);
 /* The calls f recorded (GET /_requests) with Idempotency-Key: key, in arrival
  * order. Caller json_decref's. */
 json_t *h_calls_with_key(const struct h_fake *f, const char *key);
@@ -321,6 +348,8 @@ long long h_count_calls(const struct h_fake *f, const char *key);
 /* The queries a fake_pdp recorded (GET /_queries) whose input.recordId is id,
  * in arrival order. Caller json_decref's. */
 json_t *h_pdp_queries(const struct h_fake *pdp, const char *id);
+/* How many such queries. */
+long long h_pdp_count(const struct h_fake *pdp, const char *id);
 
 /* Prints "skip: <reason>" and skips the running cmocka test (skip()).
  * tests/run.sh counts every skip and fails on one that tests/expected-skips
@@ -355,6 +384,11 @@ void h_daemon_down(struct h_daemon *d);
  * <what>" when cond never held. */
 void h_wait_for(int (*cond)(void *arg), void *arg, int timeout_ms, const char *what);
 
+/* HGET <prefix>:decision:<id> field (caller frees; NULL when missing), and
+ * the check that it equals want. */
+char *h_record_field(redisContext *c, const char *prefix, const char *id, const char *field);
+void h_assert_record_field(redisContext *c, const char *prefix, const char *id,
+			   const char *field, const char *want);
 /* HGET key field equals want; fails (with the value seen) when not. */
 void h_assert_hash_field(redisContext *c, const char *key, const char *field, const char *want);
 /* Waits up to timeout_ms until HGET key field equals want; fails (with the

@@ -45,12 +45,6 @@
 #include "store.h"
 #include "wtime.h"
 
-#define WAIT_MS		60000	/* generous: 2 cores, ASan, load */
-#define PREFIX		"warrant"
-#define JOBS		PREFIX ":jobs"
-#define NOTIFY		PREFIX ":notify"
-#define DEAD		PREFIX ":dead"
-#define GROUP		"workers"
 #define CLIENT_ID	"warrantd-dl"
 #define SECRET		"dl-S3cr3t"
 /* How late after expiresAt a record may be written `expired`: the loop's
@@ -68,16 +62,8 @@ static int
 teardown(void **state)
 {
 	(void)state;
-	for (size_t i = 0; i < sizeof dmn / sizeof dmn[0]; i++)
-		h_daemon_kill(&dmn[i]);
-	if (rc != NULL)
-		redisFree(rc);
-	rc = NULL;
-	h_fake_stop(&target);
-	h_fake_stop(&idp);
-	h_fake_stop(&idp2);
-	h_fake_stop(&pdp);
-	h_redis_stop(&redis);
+	h_world_down(dmn, sizeof dmn / sizeof dmn[0], &rc, &redis, &target, &idp, &idp2, &pdp,
+	    (struct h_fake *)NULL);
 	if (gate_fd >= 0)
 		close(gate_fd);
 	if (filler_fd >= 0)
@@ -85,12 +71,6 @@ teardown(void **state)
 	gate_fd = filler_fd = -1;
 	free(secret_path);
 	secret_path = NULL;
-	memset(dmn, 0, sizeof dmn);
-	memset(&idp, 0, sizeof idp);
-	memset(&idp2, 0, sizeof idp2);
-	memset(&target, 0, sizeof target);
-	memset(&pdp, 0, sizeof pdp);
-	memset(&redis, 0, sizeof redis);
 	return 0;
 }
 
@@ -159,7 +139,7 @@ hb_int(const char *consumer, const char *name)
 {
 	char key[128];
 
-	snprintf(key, sizeof key, PREFIX ":consumer:%s", consumer);
+	snprintf(key, sizeof key, H_PREFIX ":consumer:%s", consumer);
 	char *v = h_hget(rc, key, name);
 	long long n = v ? strtoll(v, NULL, 10) : -1;
 	free(v);
@@ -183,7 +163,7 @@ wait_hb_min(const char *consumer, const char *name, long long min)
 {
 	struct hb_wait w = {consumer, name, min};
 
-	if (h_wait_until(hb_reached, &w, WAIT_MS) != 0)
+	if (h_wait_until(hb_reached, &w, H_WAIT_MS) != 0)
 		fail_msg("%s %s = %lld, want >= %lld", consumer, name, hb_int(consumer, name), min);
 }
 
@@ -195,7 +175,7 @@ wait_hb_min(const char *consumer, const char *name, long long min)
 static void
 decide_until(const char *id, long long expires_ms, int enqueue)
 {
-	h_store_signed(rc, PREFIX, id, "gate.open", "lock/7", expires_ms, enqueue);
+	h_store_signed(rc, H_PREFIX, id, "gate.open", "lock/7", expires_ms, enqueue);
 }
 
 static char *
@@ -203,14 +183,14 @@ hash_field(const char *id, const char *name)
 {
 	char key[128];
 
-	snprintf(key, sizeof key, PREFIX ":decision:%s", id);
+	snprintf(key, sizeof key, H_PREFIX ":decision:%s", id);
 	return h_hget(rc, key, name);
 }
 
 static void
 wait_state_ms(const char *id, const char *want, int timeout_ms)
 {
-	h_wait_hash_field(rc, h_key(PREFIX, "decision:%s", id), "state", want, timeout_ms);
+	h_wait_hash_field(rc, h_key(H_PREFIX, "decision:%s", id), "state", want, timeout_ms);
 }
 
 /* The hash's updatedAt, Unix ms. */
@@ -240,19 +220,19 @@ assert_expired_in_time(const char *id, long long expires_ms)
 	if (late > LATE_MS)
 		fail_msg("%s written expired %lld ms after its deadline (want <= %d)", id, late,
 		    LATE_MS);
-	assert_true(h_stream_count(rc, NOTIFY, "id", id) >= 1);
-	char *kind = h_stream_field(rc, NOTIFY, "id", id, "kind");
+	assert_true(h_stream_count(rc, H_NOTIFY, "id", id) >= 1);
+	char *kind = h_stream_field(rc, H_NOTIFY, "id", id, "kind");
 	assert_non_null(kind);
 	assert_string_equal(kind, "expired");
 	free(kind);
-	assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);
+	assert_int_equal(h_pending_count(rc, H_JOBS, H_GROUP), 0);
 }
 
 /* A field of stream entry sid; caller frees; NULL when absent. */
 static char *
 entry_field(const char *sid, const char *name)
 {
-	redisReply *r = redisCommand(rc, "XRANGE %s %s %s", JOBS, sid, sid);
+	redisReply *r = redisCommand(rc, "XRANGE %s %s %s", H_JOBS, sid, sid);
 	char *v = NULL;
 
 	if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1) {
@@ -267,7 +247,7 @@ entry_field(const char *sid, const char *name)
 static long long
 pending_deliveries(const char *sid, char *owner, size_t n)
 {
-	redisReply *r = redisCommand(rc, "XPENDING %s %s %s %s 1", JOBS, GROUP, sid, sid);
+	redisReply *r = redisCommand(rc, "XPENDING %s %s %s %s 1", H_JOBS, H_GROUP, sid, sid);
 	long long d = 0;
 
 	if (owner != NULL)
@@ -361,7 +341,7 @@ connect_hang(const char *id)
 	decide_until(id, expires, 1);
 	/* the call step is written, the connect under way, before the deadline */
 	wait_state_ms(id, "running", 2500);
-	assert_int_equal(h_wait_until(clock_past, &expires, WAIT_MS), 0);
+	assert_int_equal(h_wait_until(clock_past, &expires, H_WAIT_MS), 0);
 	/* Before the fix the connect went on for timeout_ms from the call's
 	 * start: a SYN sent again after the gate opens gets through then. */
 	long long arrived = gate_open_until(expires + timeout_ms + 500);
@@ -476,7 +456,7 @@ test_token_wait_ends_at_deadline(void **state)
 	h_post_ok(&idp, "/_down", NULL);
 	long long expires = h_now_ms() + 2500;
 	decide_until(id, expires, 1);
-	wait_state_ms(id, "auth_wait", WAIT_MS);
+	wait_state_ms(id, "auth_wait", H_WAIT_MS);
 	wait_state_ms(id, "expired", (int)(expires - h_now_ms()) + 5000);
 	assert_expired_in_time(id, expires);
 	json_t *s = h_get_ok(&target, "/_stats");
@@ -511,8 +491,8 @@ test_token_wait_hands_back(void **state)
 	daemon_up(&dmn[0], &c1);
 	h_post_ok(&idp, "/_down", NULL);
 	decide_until(id, h_now_ms() + 3600 * 1000LL, 1);
-	h_stream_id_of(rc, JOBS, id, old_sid, sizeof old_sid);
-	wait_state_ms(id, "auth_wait", WAIT_MS);
+	h_stream_id_of(rc, H_JOBS, id, old_sid, sizeof old_sid);
+	wait_state_ms(id, "auth_wait", H_WAIT_MS);
 	long long waiting = h_now_ms();
 
 	struct dcfg c2 = c1;
@@ -522,7 +502,7 @@ test_token_wait_hands_back(void **state)
 	wait_state_ms(id, "done", 15000);
 	long long took = h_now_ms() - waiting;
 	char *who = hash_field(id, "owner"), *entry = hash_field(id, "entry");
-	h_stream_id_of(rc, JOBS, id, new_sid, sizeof new_sid);
+	h_stream_id_of(rc, H_JOBS, id, new_sid, sizeof new_sid);
 	printf("    handed back by w1 and done by w2 %lld ms after the wait began\n", took);
 	assert_string_equal(who, "w2");
 	assert_non_null(entry);
@@ -547,14 +527,14 @@ test_token_wait_hands_back(void **state)
 
 	/* R12: 3 deliveries before, this one the 4th > max_deliveries 3 */
 	decide_until(poisoned, h_now_ms() + 3600 * 1000LL, 0);
-	redisReply *r = redisCommand(rc, "XADD %s * id %s priorDeliveries 3", JOBS, poisoned);
+	redisReply *r = redisCommand(rc, "XADD %s * id %s priorDeliveries 3", H_JOBS, poisoned);
 	assert_non_null(r);
 	freeReplyObject(r);
 	wait_state_ms(poisoned, "dead", 15000);
 	char *outcome = hash_field(poisoned, "outcome");
 	assert_string_equal(outcome, "too-many-deliveries");
 	free(outcome);
-	char *n = h_stream_field(rc, DEAD, "id", poisoned, "deliveries");
+	char *n = h_stream_field(rc, H_DEAD, "id", poisoned, "deliveries");
 	assert_non_null(n);
 	assert_string_equal(n, "4");
 	free(n);
@@ -591,7 +571,7 @@ redispatch(const char *consumer, const char *sid, long long expected)
 	struct store_args a;
 
 	store_args_init(&a, STORE_REDISPATCH);
-	store_args_consumer(&a, &keys, GROUP, consumer);
+	store_args_consumer(&a, &keys, H_GROUP, consumer);
 	store_arg(&a, STORE_REDISPATCH_ID, sid);
 	store_arg_ll(&a, STORE_REDISPATCH_EXPECTED, expected);
 	redisReply *r = eval(&a);
@@ -607,7 +587,7 @@ static void
 deliver(const char *fields, char *sid, size_t n)
 {
 	char copy[512], *save = NULL;
-	const char *argv[32] = {"XADD", JOBS, "*"};
+	const char *argv[32] = {"XADD", H_JOBS, "*"};
 	int argc = 3;
 
 	snprintf(copy, sizeof copy, "%s", fields);
@@ -620,7 +600,7 @@ deliver(const char *fields, char *sid, size_t n)
 	assert_int_equal(r->type, REDIS_REPLY_STRING);
 	snprintf(sid, n, "%s", r->str);
 	freeReplyObject(r);
-	r = redisCommand(rc, "XREADGROUP GROUP %s w1 COUNT 1 STREAMS %s >", GROUP, JOBS);
+	r = redisCommand(rc, "XREADGROUP GROUP %s w1 COUNT 1 STREAMS %s >", H_GROUP, H_JOBS);
 	assert_non_null(r);
 	freeReplyObject(r);
 	assert_int_equal(pending_deliveries(sid, NULL, 0), 1);
@@ -638,8 +618,8 @@ test_redispatch_resend_counts_once(void **state)
 	(void)state;
 
 	rc = h_redis_up(&redis);
-	assert_int_equal(store_keys_init(&keys, PREFIX, "w1"), 0);
-	redisReply *r = redisCommand(rc, "XGROUP CREATE %s %s 0 MKSTREAM", JOBS, GROUP);
+	assert_int_equal(store_keys_init(&keys, H_PREFIX, "w1"), 0);
+	redisReply *r = redisCommand(rc, "XGROUP CREATE %s %s 0 MKSTREAM", H_JOBS, H_GROUP);
 	freeReplyObject(r);
 
 	deliver("id dl-rd", sid, sizeof sid);
@@ -659,7 +639,7 @@ test_redispatch_resend_counts_once(void **state)
 
 	/* deleted from the stream while pending: not ours to run */
 	deliver("id dl-rd3", sid, sizeof sid);
-	freeReplyObject(redisCommand(rc, "XDEL %s %s", JOBS, sid));
+	freeReplyObject(redisCommand(rc, "XDEL %s %s", H_JOBS, sid));
 	assert_int_equal(redispatch("w1", sid, 1), 0);
 }
 
@@ -672,17 +652,17 @@ test_handback_script(void **state)
 	(void)state;
 
 	rc = h_redis_up(&redis);
-	assert_int_equal(store_keys_init(&keys, PREFIX, "w1"), 0);
-	freeReplyObject(redisCommand(rc, "XGROUP CREATE %s %s 0 MKSTREAM", JOBS, GROUP));
-	freeReplyObject(redisCommand(rc, "HSET " PREFIX ":decision:dl-hb state auth_wait"));
+	assert_int_equal(store_keys_init(&keys, H_PREFIX, "w1"), 0);
+	freeReplyObject(redisCommand(rc, "XGROUP CREATE %s %s 0 MKSTREAM", H_JOBS, H_GROUP));
+	freeReplyObject(redisCommand(rc, "HSET " H_PREFIX ":decision:dl-hb state auth_wait"));
 	deliver("id dl-hb priorDeliveries 2 traceparent 00-0af7651916cd43dd8448eb211c80319c-"
 	    "b7ad6b7169203331-01", sid, sizeof sid);
-	freeReplyObject(redisCommand(rc, "XCLAIM %s %s w1 0 %s", JOBS, GROUP, sid));
+	freeReplyObject(redisCommand(rc, "XCLAIM %s %s w1 0 %s", H_JOBS, H_GROUP, sid));
 
 	for (int mine = 0; mine < 2; mine++) {
 		store_args_init(&a, STORE_HANDBACK);
-		store_args_consumer(&a, &keys, GROUP, mine ? "w1" : "w2");
-		store_arg(&a, STORE_HANDBACK_HASH, PREFIX ":decision:dl-hb");
+		store_args_consumer(&a, &keys, H_GROUP, mine ? "w1" : "w2");
+		store_arg(&a, STORE_HANDBACK_HASH, H_PREFIX ":decision:dl-hb");
 		store_arg(&a, STORE_HANDBACK_ID, sid);
 		store_arg(&a, STORE_HANDBACK_RECORD_ID, "dl-hb");
 		redisReply *r = eval(&a);
@@ -691,7 +671,7 @@ test_handback_script(void **state)
 			/* not w2's: nothing added, nothing acked */
 			assert_int_equal(r->elements, 1);
 			assert_int_equal(r->element[0]->integer, 0);
-			assert_int_equal(h_stream_count(rc, JOBS, NULL, NULL), 1);
+			assert_int_equal(h_stream_count(rc, H_JOBS, NULL, NULL), 1);
 			assert_int_equal(pending_deliveries(sid, NULL, 0), 2);
 			freeReplyObject(r);
 			continue;
@@ -708,8 +688,8 @@ test_handback_script(void **state)
 		assert_string_equal(rid, "dl-hb");
 		free(entry), free(prior), free(tp), free(rid);
 		assert_int_equal(pending_deliveries(sid, NULL, 0), 0);
-		assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);	/* the new one undelivered */
-		assert_int_equal(h_stream_count(rc, JOBS, NULL, NULL), 2);
+		assert_int_equal(h_pending_count(rc, H_JOBS, H_GROUP), 0);	/* the new one undelivered */
+		assert_int_equal(h_stream_count(rc, H_JOBS, NULL, NULL), 2);
 		freeReplyObject(r);
 	}
 }

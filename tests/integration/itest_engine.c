@@ -38,26 +38,11 @@
 #define ACTION		"gate.open"
 #define RESOURCE	"canal/lateral-3/gate-14"
 
-static struct h_stack S;	/* redis, fake_target, client */
+static struct h_stack *const S = &h_group;	/* redis, fake_target, client */
 static struct h_daemon D[2];	/* the current test's daemons */
 
 /* ------------------------------------------------------------------ */
 /* plumbing                                                             */
-
-static int
-group_setup(void **state)
-{
-	(void)state;
-	return h_stack_start(&S);
-}
-
-static int
-group_teardown(void **state)
-{
-	(void)state;
-	h_stack_stop(&S);
-	return 0;
-}
 
 /* Whatever a failed test left running. */
 static void cutter_teardown(void);
@@ -78,13 +63,13 @@ test_teardown(void **state)
 static void
 fake_reset(void)
 {
-	h_fake_reset(&S.target);
+	h_fake_reset(&S->target);
 }
 
 static void
 script(const char *json)
 {
-	assert_int_equal(h_fake_script(&S.target, json), 0);
+	assert_int_equal(h_fake_script(&S->target, json), 0);
 }
 
 /* The defaults of h_daemon_opts plus the shared redis and fake. */
@@ -92,7 +77,7 @@ static struct h_daemon_opts
 opts(const char *prefix)
 {
 	struct h_daemon_opts o = {
-		.redis_sock = S.redis.sock, .target_url = S.target.url, .prefix = prefix,
+		.redis_sock = S->redis.sock, .target_url = S->target.url, .prefix = prefix,
 	};
 	return o;
 }
@@ -120,20 +105,8 @@ decide(const char *prefix, const char *id, const char *notify)
 {
 	char *json = record(id, RESOURCE, 60000, notify);
 
-	assert_int_equal(h_decide(S.c, prefix, id, json, 1), 0);
+	assert_int_equal(h_decide(S->c, prefix, id, json, 1), 0);
 	free(json);
-}
-
-static char *
-hfield(const char *prefix, const char *id, const char *field)
-{
-	return h_hget(S.c, h_key(prefix, "decision:%s", id), field);
-}
-
-static void
-assert_hfield(const char *prefix, const char *id, const char *field, const char *want)
-{
-	h_assert_hash_field(S.c, h_key(prefix, "decision:%s", id), field, want);
 }
 
 struct state_wait {
@@ -144,7 +117,7 @@ static int
 state_is(void *arg)
 {
 	const struct state_wait *w = arg;
-	char *v = hfield(w->prefix, w->id, "state");
+	char *v = h_record_field(S->c, w->prefix, w->id, "state");
 	int ok = v != NULL && strcmp(v, w->state) == 0;
 
 	free(v);
@@ -157,7 +130,8 @@ wait_state(const char *prefix, const char *id, const char *state)
 	struct state_wait w = { prefix, id, state };
 
 	if (h_wait_until(state_is, &w, WAIT_MS) != 0) {
-		char *st = hfield(prefix, id, "state"), *detail = hfield(prefix, id, "detail");
+		char *st = h_record_field(S->c, prefix, id, "state");
+		char *detail = h_record_field(S->c, prefix, id, "detail");
 		fprintf(stderr, "itest_engine: %s stays %s (%s), expected %s; log %s\n", id,
 		    st ? st : "(nil)", detail ? detail : "-", state, D[0].log);
 		free(st);
@@ -174,7 +148,7 @@ static int
 stream_has(void *arg)
 {
 	const struct stream_wait *w = arg;
-	return h_stream_count(S.c, w->key, w->field, w->value) > 0;
+	return h_stream_count(S->c, w->key, w->field, w->value) > 0;
 }
 
 /* Waits for an entry of `key` with field = value, then returns its `want`. */
@@ -186,7 +160,7 @@ wait_entry(const char *key, const char *field, const char *value, const char *wa
 
 	snprintf(what, sizeof what, "an entry %s=%s in %s", field, value, key);
 	wait_for(stream_has, &w, what);
-	return h_stream_field(S.c, key, field, value, want);
+	return h_stream_field(S->c, key, field, value, want);
 }
 
 static void
@@ -206,7 +180,7 @@ assert_entry(const char *key, const char *field, const char *value, const char *
 static int
 pel_empty(void *arg)
 {
-	return h_pending_count(S.c, h_key(arg, "jobs"), "workers") == 0;
+	return h_pending_count(S->c, h_key(arg, "jobs"), "workers") == 0;
 }
 
 static void
@@ -219,24 +193,19 @@ wait_pel_empty(const char *prefix)
 static json_t *
 calls(const char *id)
 {
-	return h_calls_with_key(&S.target, id);
+	return h_calls_with_key(&S->target, id);
 }
 
 static long long
 ncalls(const char *id)
 {
-	return h_count_calls(&S.target, id);
+	return h_count_calls(&S->target, id);
 }
 
 static long long
 fake_total(void)
 {
-	json_t *s = h_fake_json(&S.target, "/_stats");
-
-	assert_non_null(s);
-	long long n = json_integer_value(json_object_get(s, "total"));
-	json_decref(s);
-	return n;
+	return h_fake_stat(&S->target, NULL, "total");
 }
 
 static long long
@@ -248,7 +217,7 @@ arrival(json_t *call)
 static long long
 consumer_counter(const char *prefix, const char *consumer, const char *name)
 {
-	char *v = h_hget(S.c, h_key(prefix, "consumer:%s", consumer), name);
+	char *v = h_hget(S->c, h_key(prefix, "consumer:%s", consumer), name);
 	long long n = v ? atoll(v) : -1;
 
 	free(v);
@@ -268,7 +237,7 @@ store_records(const char *prefix, const char *stem, int n)
 
 	for (int i = 0; i < n; i++) {
 		snprintf(id, sizeof id, "%s-%04d", stem, i);
-		h_store_signed(S.c, prefix, id, ACTION, RESOURCE, due, 0);
+		h_store_signed(S->c, prefix, id, ACTION, RESOURCE, due, 0);
 	}
 }
 
@@ -278,7 +247,7 @@ static int
 bulk_finished(void *arg)
 {
 	(void)arg;
-	return fake_total() >= BULK && h_pending_count(S.c, "bulk:jobs", "workers") == 0;
+	return fake_total() >= BULK && h_pending_count(S->c, "bulk:jobs", "workers") == 0;
 }
 
 static void
@@ -294,10 +263,10 @@ test_thousand_jobs(void **state)
 	store_records("bulk", "bulk", BULK);
 	long long t0 = h_now_ms();
 	for (int i = 0; i < BULK; i++)
-		redisAppendCommand(S.c, "XADD bulk:jobs * id bulk-%04d", i);
+		redisAppendCommand(S->c, "XADD bulk:jobs * id bulk-%04d", i);
 	for (int i = 0; i < BULK; i++) {
 		redisReply *rep = NULL;
-		assert_int_equal(redisGetReply(S.c, (void **)&rep), REDIS_OK);
+		assert_int_equal(redisGetReply(S->c, (void **)&rep), REDIS_OK);
 		assert_int_equal(rep->type, REDIS_REPLY_STRING);
 		freeReplyObject(rep);
 	}
@@ -308,17 +277,17 @@ test_thousand_jobs(void **state)
 
 	for (int i = 0; i < BULK; i++) {
 		snprintf(id, sizeof id, "bulk-%04d", i);
-		assert_hfield("bulk", id, "state", "done");
+		h_assert_record_field(S->c, "bulk", id, "state", "done");
 	}
-	json_t *st = h_fake_json(&S.target, "/_stats");
+	json_t *st = h_fake_json(&S->target, "/_stats");
 	assert_non_null(st);
 	assert_int_equal(json_integer_value(json_object_get(st, "total")), BULK);
 	assert_int_equal(json_integer_value(json_object_get(st, "distinct_keys")), BULK);
 	assert_int_equal(json_integer_value(json_object_get(st, "max_per_key")), 1);
 	assert_int_equal(json_integer_value(json_object_get(st, "duplicates")), 0);
 	json_decref(st);
-	assert_int_equal(h_pending_count(S.c, "bulk:jobs", "workers"), 0);
-	assert_int_equal(h_redis_int(S.c, "XLEN bulk:dead"), 0);
+	assert_int_equal(h_pending_count(S->c, "bulk:jobs", "workers"), 0);
+	assert_int_equal(h_redis_int(S->c, "XLEN bulk:dead"), 0);
 	h_daemon_down(&D[0]);
 }
 
@@ -331,7 +300,7 @@ check_call(const char *id, const char *resource, const char *want_path)
 	const char *p = "r7";
 	char *json = record(id, resource, 60000, NULL);
 
-	assert_int_equal(h_decide(S.c, p, id, json, 1), 0);
+	assert_int_equal(h_decide(S->c, p, id, json, 1), 0);
 	wait_state(p, id, "done");
 	json_t *a = calls(id);
 	assert_int_equal(json_array_size(a), 1);
@@ -384,10 +353,10 @@ test_r8_retry_then_done(void **state)
 	h_daemon_up(&D[0], &o);
 	decide("r8a", "r8-flaky", NULL);
 	wait_state("r8a", "r8-flaky", "done");
-	assert_hfield("r8a", "r8-flaky", "attempts", "3");
-	assert_hfield("r8a", "r8-flaky", "httpStatus", "200");
+	h_assert_record_field(S->c, "r8a", "r8-flaky", "attempts", "3");
+	h_assert_record_field(S->c, "r8a", "r8-flaky", "httpStatus", "200");
 	assert_int_equal(ncalls("r8-flaky"), 3);
-	assert_int_equal(h_stream_count(S.c, "r8a:audit", "to", "retrying"), 2);
+	assert_int_equal(h_stream_count(S->c, "r8a:audit", "to", "retrying"), 2);
 	wait_pel_empty("r8a");
 	h_daemon_down(&D[0]);
 }
@@ -447,8 +416,8 @@ test_r8_max_attempts(void **state)
 	h_daemon_up(&D[0], &o);
 	decide("r8d", "r8-down", "owner-8d");
 	wait_state("r8d", "r8-down", "dead");
-	assert_hfield("r8d", "r8-down", "outcome", "max-attempts");
-	assert_hfield("r8d", "r8-down", "attempts", "5");
+	h_assert_record_field(S->c, "r8d", "r8-down", "outcome", "max-attempts");
+	h_assert_record_field(S->c, "r8d", "r8-down", "attempts", "5");
 	assert_entry("r8d:dead", "id", "r8-down", "reason", "max-attempts");
 	assert_entry("r8d:notify", "id", "r8-down", "owner", "owner-8d");
 	assert_int_equal(ncalls("r8-down"), 5);
@@ -470,7 +439,7 @@ test_r1_already_expired(void **state)
 	h_daemon_up(&D[0], &o);
 	char *json = h_record_json("r1-late", ACTION, RESOURCE, now - 60000, now - 1000, 0,
 	    "owner-1");
-	assert_int_equal(h_decide(S.c, "r1a", "r1-late", json, 1), 0);
+	assert_int_equal(h_decide(S->c, "r1a", "r1-late", json, 1), 0);
 	free(json);
 	wait_state("r1a", "r1-late", "expired");
 	assert_entry("r1a:notify", "id", "r1-late", "owner", "owner-1");
@@ -497,7 +466,7 @@ test_r1_already_expired(void **state)
 static long long
 attempt_starts(const char *prefix, const char *id, long long expires, long long *n)
 {
-	redisReply *rep = redisCommand(S.c, "XRANGE %s - +", h_key(prefix, "audit"));
+	redisReply *rep = redisCommand(S->c, "XRANGE %s - +", h_key(prefix, "audit"));
 	long long last = 0;
 
 	assert_non_null(rep);
@@ -544,7 +513,7 @@ test_r1_retries_stop_at_deadline(void **state)
 	h_daemon_up(&D[0], &o);
 	long long now = h_now_ms(), expires = now + 3000;
 	char *json = h_record_json("r1-busy", ACTION, RESOURCE, now - 1000, expires, 0, NULL);
-	assert_int_equal(h_decide(S.c, "r1b", "r1-busy", json, 1), 0);
+	assert_int_equal(h_decide(S->c, "r1b", "r1-busy", json, 1), 0);
 	free(json);
 	wait_state("r1b", "r1-busy", "expired");
 	/* The rule, on the daemon's clock: every attempt started before the
@@ -588,7 +557,7 @@ test_r1_retry_after_past_deadline(void **state)
 	h_daemon_up(&D[0], &o);
 	long long now = h_now_ms(), expires = now + 20000;
 	char *json = h_record_json("r1-wait", ACTION, RESOURCE, now - 1000, expires, 0, NULL);
-	assert_int_equal(h_decide(S.c, "r1c", "r1-wait", json, 1), 0);
+	assert_int_equal(h_decide(S->c, "r1c", "r1-wait", json, 1), 0);
 	free(json);
 	wait_state("r1c", "r1-wait", "expired");
 	/* Dropped on the 503 itself, not when the deadline came. */
@@ -604,7 +573,7 @@ test_r1_retry_after_past_deadline(void **state)
 static char *
 xadd(const char *prefix, const char *field, const char *value)
 {
-	char *sid = h_redis_str(S.c, "XADD %s * %s %s", h_key(prefix, "jobs"), field, value);
+	char *sid = h_redis_str(S->c, "XADD %s * %s %s", h_key(prefix, "jobs"), field, value);
 
 	assert_non_null(sid);
 	return sid;
@@ -629,27 +598,27 @@ test_r3_bad_input(void **state)
 	json = record("r3-forged", RESOURCE, 60000, "owner-forger");
 	jws = h_sign(json, h_data("test-es256-other.key"));
 	assert_non_null(jws);
-	assert_int_equal(h_store_record(S.c, p, "r3-forged", jws, 1), 0);
+	assert_int_equal(h_store_record(S->c, p, "r3-forged", jws, 1), 0);
 	free(jws);
 	free(json);
 
 	json = record("r3-plain", RESOURCE, 60000, "owner-plain");
-	assert_int_equal(h_decide(S.c, p, "r3-plain", json, 0), 0);
+	assert_int_equal(h_decide(S->c, p, "r3-plain", json, 0), 0);
 	free(json);
 
 	json = h_record_json("r3-invalid", ACTION, RESOURCE, now, now - 1000, 0, "owner-inv");
-	assert_int_equal(h_decide(S.c, p, "r3-invalid", json, 1), 0);
+	assert_int_equal(h_decide(S->c, p, "r3-invalid", json, 1), 0);
 	free(json);
 
 	json = h_record_json("r3-unknown", "gate.close", RESOURCE, now - 1000, now + 60000, 0,
 	    NULL);
-	assert_int_equal(h_decide(S.c, p, "r3-unknown", json, 1), 0);
+	assert_int_equal(h_decide(S->c, p, "r3-unknown", json, 1), 0);
 	free(json);
 
 	assert_entry("r3:dead", "streamId", no_field, "reason", "no-id");
 	assert_entry("r3:dead", "streamId", bad_id, "reason", "no-id");
 	assert_entry("r3:dead", "streamId", missing, "reason", "record-missing");
-	assert_int_equal(h_redis_int(S.c, "EXISTS r3:decision:r3-missing"), 0);
+	assert_int_equal(h_redis_int(S->c, "EXISTS r3:decision:r3-missing"), 0);
 
 	static const char *const rejected[][2] = {
 		{ "r3-forged", "bad-signature" }, { "r3-plain", "bad-signature" },
@@ -658,7 +627,7 @@ test_r3_bad_input(void **state)
 	for (size_t i = 0; i < sizeof rejected / sizeof rejected[0]; i++) {
 		assert_entry("r3:dead", "id", rejected[i][0], "reason", rejected[i][1]);
 		wait_state(p, rejected[i][0], "dead");
-		assert_hfield(p, rejected[i][0], "outcome", rejected[i][1]);
+		h_assert_record_field(S->c, p, rejected[i][0], "outcome", rejected[i][1]);
 	}
 	/* A forgery's owner field is not to be trusted; a verified one is. */
 	assert_entry("r3:notify", "id", "r3-forged", "owner", "ops");
@@ -693,19 +662,19 @@ test_hostile_records(void **state)
 	h_daemon_up(&D[0], &o);
 	memset(big, 'A', sizeof big - 1);
 	big[sizeof big - 1] = '\0';
-	assert_int_equal(h_store_record(S.c, p, "hx-big", big, 1), 0);
+	assert_int_equal(h_store_record(S->c, p, "hx-big", big, 1), 0);
 	json = h_record_json("hx-dots", ACTION, "tenant-a/../tenant-b/door-1", now - 1000,
 	    now + 60000, 0, NULL);
-	assert_int_equal(h_decide(S.c, p, "hx-dots", json, 1), 0);
+	assert_int_equal(h_decide(S->c, p, "hx-dots", json, 1), 0);
 	free(json);
 	json = h_record_json("hx-inject", ACTION, "door-1 state=done reason=done", now - 1000,
 	    now + 60000, 0, NULL);
-	assert_int_equal(h_decide(S.c, p, "hx-inject", json, 1), 0);
+	assert_int_equal(h_decide(S->c, p, "hx-inject", json, 1), 0);
 	free(json);
 	memset(long_res, 'r', sizeof long_res - 1);
 	long_res[sizeof long_res - 1] = '\0';
 	json = h_record_json("hx-long", ACTION, long_res, now - 1000, now + 60000, 0, NULL);
-	assert_int_equal(h_decide(S.c, p, "hx-long", json, 1), 0);
+	assert_int_equal(h_decide(S->c, p, "hx-long", json, 1), 0);
 	free(json);
 
 	assert_entry("hx:dead", "id", "hx-big", "reason", "record-invalid");
@@ -748,15 +717,15 @@ test_r4_duplicate(void **state)
 	char *json = record("r4-done", RESOURCE, 60000, NULL);
 	char *jws = h_sign(json, h_data("test-es256.key"));
 	assert_non_null(jws);
-	assert_int_equal(h_store_record(S.c, p, "r4-done", jws, 0), 0);
-	assert_true(h_redis_int(S.c, "HSET r4:decision:r4-done state done updatedAt x") >= 0);
-	free(h_redis_str(S.c, "XADD r4:jobs * id r4-done"));
+	assert_int_equal(h_store_record(S->c, p, "r4-done", jws, 0), 0);
+	assert_true(h_redis_int(S->c, "HSET r4:decision:r4-done state done updatedAt x") >= 0);
+	free(h_redis_str(S->c, "XADD r4:jobs * id r4-done"));
 	struct log_wait w = { &D[0], "event=job.duplicate id=r4-done" };
 	wait_for(log_has, &w, "job.duplicate in the log");
-	assert_int_equal(h_pending_count(S.c, "r4:jobs", "workers"), 0);
-	assert_int_equal(h_redis_int(S.c, "XLEN r4:audit"), 0);
-	assert_hfield(p, "r4-done", "state", "done");
-	assert_hfield(p, "r4-done", "updatedAt", "x");
+	assert_int_equal(h_pending_count(S->c, "r4:jobs", "workers"), 0);
+	assert_int_equal(h_redis_int(S->c, "XLEN r4:audit"), 0);
+	h_assert_record_field(S->c, p, "r4-done", "state", "done");
+	h_assert_record_field(S->c, p, "r4-done", "updatedAt", "x");
 	assert_int_equal(fake_total(), 0);
 	free(jws);
 	free(json);
@@ -791,7 +760,7 @@ assert_redis_error_dead(const char *prefix, const char *id, const char *expect)
 	char needle[128];
 
 	assert_entry(h_key(prefix, "dead"), "id", id, "reason", "redis-error");
-	char *detail = h_stream_field(S.c, h_key(prefix, "dead"), "id", id, "detail");
+	char *detail = h_stream_field(S->c, h_key(prefix, "dead"), "id", id, "detail");
 	assert_non_null(detail);
 	if (strstr(detail, expect) == NULL)
 		fprintf(stderr, "itest_engine: %s's dead letter says %s\n", id, detail);
@@ -801,7 +770,7 @@ assert_redis_error_dead(const char *prefix, const char *id, const char *expect)
 	assert_int_equal(log_count(&D[0], needle), 3);
 	assert_true(h_daemon_log_has(&D[0], "try=3 of 3"));
 	assert_int_equal(ncalls(id), 0);
-	assert_int_equal(h_stream_count(S.c, h_key(prefix, "audit"), "id", id), 0);
+	assert_int_equal(h_stream_count(S->c, h_key(prefix, "audit"), "id", id), 0);
 }
 
 /* Transitions made in one turn of the loop go to Redis as one call of the
@@ -823,13 +792,13 @@ test_batch_isolation(void **state)
 	(void)state;
 
 	fake_reset();
-	assert_true(h_redis_int(S.c, "DEL bt:jobs") >= 0);
-	free(h_redis_str(S.c, "SCRIPT FLUSH"));
+	assert_true(h_redis_int(S->c, "DEL bt:jobs") >= 0);
+	free(h_redis_str(S->c, "SCRIPT FLUSH"));
 	store_records(p, "bt", BATCH_N);
-	assert_true(h_redis_int(S.c, "HSET bt:decision:bt-0005 attempts x") >= 0);
-	assert_true(h_redis_int(S.c, "HSET bt:decision:bt-0010 state done updatedAt x") >= 0);
+	assert_true(h_redis_int(S->c, "HSET bt:decision:bt-0005 attempts x") >= 0);
+	assert_true(h_redis_int(S->c, "HSET bt:decision:bt-0010 state done updatedAt x") >= 0);
 	for (int i = 0; i < BATCH_N; i++)
-		free(h_redis_str(S.c, "XADD bt:jobs * id bt-%04d", i));
+		free(h_redis_str(S->c, "XADD bt:jobs * id bt-%04d", i));
 	h_daemon_up(&D[0], &o);
 	for (int i = 0; i < BATCH_N; i++) {
 		if (i == 5 || i == 10)
@@ -837,7 +806,7 @@ test_batch_isolation(void **state)
 		snprintf(id, sizeof id, "bt-%04d", i);
 		wait_state(p, id, "done");
 		assert_int_equal(ncalls(id), 1);
-		assert_hfield(p, id, "attempts", "1");
+		h_assert_record_field(S->c, p, id, "attempts", "1");
 	}
 	struct log_wait dup = { &D[0], "event=job.duplicate id=bt-0010" };
 	wait_for(log_has, &dup, "job.duplicate of bt-0010");
@@ -847,14 +816,14 @@ test_batch_isolation(void **state)
 	 * word written to its broken hash, acked, never called */
 	assert_redis_error_dead(p, "bt-0005", "ERR hash value is not an integer");
 	wait_pel_empty(p);
-	assert_hfield(p, "bt-0005", "state", "queued");
-	assert_hfield(p, "bt-0005", "attempts", "x");
-	assert_hfield(p, "bt-0010", "updatedAt", "x");
+	h_assert_record_field(S->c, p, "bt-0005", "state", "queued");
+	h_assert_record_field(S->c, p, "bt-0005", "attempts", "x");
+	h_assert_record_field(S->c, p, "bt-0010", "updatedAt", "x");
 	assert_int_equal(ncalls("bt-0010"), 0);
-	assert_int_equal(h_redis_int(S.c, "XLEN bt:audit"), 2 * (BATCH_N - 2));
+	assert_int_equal(h_redis_int(S->c, "XLEN bt:audit"), 2 * (BATCH_N - 2));
 	/* and the batch form did run (the script cache was empty at the start) */
 	rconn_script_init(&batch, store_scripts[STORE_TRANSITION].batch);
-	redisReply *r = redisCommand(S.c, "SCRIPT EXISTS %s", batch.sha1);
+	redisReply *r = redisCommand(S->c, "SCRIPT EXISTS %s", batch.sha1);
 	assert_non_null(r);
 	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
 	assert_int_equal(r->element[0]->integer, 1);
@@ -877,13 +846,13 @@ test_r17_wrongtype_dead(void **state)
 
 	fake_reset();
 	h_daemon_up(&D[0], &o);
-	free(h_redis_str(S.c, "SET r17w:decision:r17-str not-a-hash"));
+	free(h_redis_str(S->c, "SET r17w:decision:r17-str not-a-hash"));
 	char *sid = xadd(p, "id", "r17-str");
 	assert_redis_error_dead(p, "r17-str", "WRONGTYPE Operation against a key holding the "
 	    "wrong kind of value");
 	assert_entry("r17w:dead", "id", "r17-str", "streamId", sid);
 	wait_pel_empty(p);
-	char *v = h_redis_str(S.c, "GET r17w:decision:r17-str");
+	char *v = h_redis_str(S->c, "GET r17w:decision:r17-str");
 	assert_non_null(v);
 	assert_string_equal(v, "not-a-hash");
 	free(v);
@@ -1029,7 +998,7 @@ cutter_run(void *arg)
 			int c = accept(x->lfd, NULL, NULL), i;
 			for (i = 0; c >= 0 && i < CUT_CONNS && x->k[i].c >= 0; i++)
 				;
-			int sfd = c >= 0 && i < CUT_CONNS ? unix_connect(S.redis.sock) : -1;
+			int sfd = c >= 0 && i < CUT_CONNS ? unix_connect(S->redis.sock) : -1;
 			if (sfd < 0) {
 				if (c >= 0)
 					close(c);
@@ -1139,7 +1108,7 @@ static int
 hash_field_is(void *arg)
 {
 	const struct hash_wait *w = arg;
-	char *v = hfield(w->prefix, w->id, w->field);
+	char *v = h_record_field(S->c, w->prefix, w->id, w->field);
 	int ok = v != NULL && strcmp(v, w->value) == 0;
 
 	free(v);
@@ -1167,7 +1136,7 @@ call_step(const char *p, const char *id, const char *sid, const char *consumer, 
 	snprintf(key, sizeof key, "%s:decision:%s", p, id);
 	store_transition_args(&k, "workers", consumer, 100, &t, &a);
 	assert_int_equal(store_args_vec(&a, &v, err, sizeof err), 0);
-	redisReply *r = redisCommandArgv(S.c, v.argc, v.argv, v.len);
+	redisReply *r = redisCommandArgv(S->c, v.argc, v.argv, v.len);
 	store_vec_free(&v);
 	assert_non_null(r);
 	return r;
@@ -1199,21 +1168,21 @@ test_r13_call_step_once(void **state)
 	const char *p = "r13o";
 	(void)state;
 
-	assert_true(h_redis_int(S.c, "DEL r13o:jobs r13o:audit r13o:decision:o-1") >= 0);
-	free(h_redis_str(S.c, "XGROUP CREATE r13o:jobs workers 0 MKSTREAM"));
+	assert_true(h_redis_int(S->c, "DEL r13o:jobs r13o:audit r13o:decision:o-1") >= 0);
+	free(h_redis_str(S->c, "XGROUP CREATE r13o:jobs workers 0 MKSTREAM"));
 	char *sid = xadd(p, "id", "o-1");
 	char *sid2 = xadd(p, "id", "o-1");
-	redisReply *rd = redisCommand(S.c, "XREADGROUP GROUP workers w1 STREAMS r13o:jobs >");
+	redisReply *rd = redisCommand(S->c, "XREADGROUP GROUP workers w1 STREAMS r13o:jobs >");
 	assert_non_null(rd);
 	freeReplyObject(rd);
-	assert_true(h_redis_int(S.c, "HSET r13o:decision:o-1 state queued") >= 0);
+	assert_true(h_redis_int(S->c, "HSET r13o:decision:o-1 state queued") >= 0);
 
 	assert_step_reply(call_step(p, "o-1", sid, "w1", 0), 1, "ok", "1");
-	assert_hfield(p, "o-1", "entry", sid);
+	h_assert_record_field(S->c, p, "o-1", "entry", sid);
 	/* the same step again (its reply was lost): written already */
 	assert_step_reply(call_step(p, "o-1", sid, "w1", 0), 1, "again", "1");
-	assert_hfield(p, "o-1", "attempts", "1");
-	assert_int_equal(h_redis_int(S.c, "XLEN r13o:audit"), 1);
+	h_assert_record_field(S->c, p, "o-1", "attempts", "1");
+	assert_int_equal(h_redis_int(S->c, "XLEN r13o:audit"), 1);
 	/* the next call, from 1 */
 	assert_step_reply(call_step(p, "o-1", sid, "w1", 1), 1, "ok", "2");
 	/* a stale one, from 0 (two behind): refused */
@@ -1221,16 +1190,16 @@ test_r13_call_step_once(void **state)
 	/* another entry of the record while this one is pending: a duplicate,
 	 * acked (R4, itest_once); another owner: not ours to repeat */
 	assert_step_reply(call_step(p, "o-1", sid2, "w1", 1), 0, "duplicate", NULL);
-	assert_true(h_redis_int(S.c, "HSET r13o:decision:o-1 owner w2") >= 0);
+	assert_true(h_redis_int(S->c, "HSET r13o:decision:o-1 owner w2") >= 0);
 	assert_step_reply(call_step(p, "o-1", sid, "w1", 1), 0, "attempts", NULL);
-	assert_hfield(p, "o-1", "attempts", "2");
+	h_assert_record_field(S->c, p, "o-1", "attempts", "2");
 	/* not an integer: Redis says so, as before the fence */
-	assert_true(h_redis_int(S.c, "HSET r13o:decision:o-1 attempts x") >= 0);
+	assert_true(h_redis_int(S->c, "HSET r13o:decision:o-1 attempts x") >= 0);
 	redisReply *r = call_step(p, "o-1", sid, "w1", 0);
 	assert_int_equal(r->type, REDIS_REPLY_ERROR);
 	assert_non_null(strstr(r->str, "ERR hash value is not an integer"));
 	freeReplyObject(r);
-	assert_hfield(p, "o-1", "attempts", "x");
+	h_assert_record_field(S->c, p, "o-1", "attempts", "x");
 	free(sid);
 	free(sid2);
 }
@@ -1253,7 +1222,7 @@ test_r8_lost_reply_counted_once(void **state)
 	for (int form = 0; form < 2; form++) {
 		const char *body = form ? store_scripts[STORE_TRANSITION].batch :
 		    store_scripts[STORE_TRANSITION].body;
-		redisReply *r = redisCommand(S.c, "SCRIPT LOAD %s", body);
+		redisReply *r = redisCommand(S->c, "SCRIPT LOAD %s", body);
 		assert_non_null(r);
 		assert_int_equal(r->type, REDIS_REPLY_STRING);
 		freeReplyObject(r);
@@ -1275,9 +1244,9 @@ test_r8_lost_reply_counted_once(void **state)
 	wait_for(cutter_cut_done, x, "the cut");
 	wait_state(p, "r8l-1", "done");
 	wait_pel_empty(p);
-	assert_hfield(p, "r8l-1", "attempts", "1");
+	h_assert_record_field(S->c, p, "r8l-1", "attempts", "1");
 	assert_int_equal(ncalls("r8l-1"), 1);
-	assert_int_equal(h_stream_count(S.c, "r8l:audit", "to", "running"), 1);
+	assert_int_equal(h_stream_count(S->c, "r8l:audit", "to", "running"), 1);
 	assert_true(h_daemon_log_has(&D[0], "event=redis.down"));
 	assert_true(h_daemon_log_has(&D[0], "event=job.again id=r8l-1 "));
 	h_daemon_down(&D[0]);
@@ -1295,7 +1264,7 @@ static int
 zscored(void *arg)
 {
 	const struct zwait *w = arg;
-	char *s = h_redis_str(S.c, "ZSCORE %s %s", w->key, w->member);
+	char *s = h_redis_str(S->c, "ZSCORE %s %s", w->key, w->member);
 	int ok = s != NULL;
 
 	free(s);
@@ -1314,17 +1283,17 @@ test_r2_not_before_rescheduled(void **state)
 	long long now = h_now_ms(), nb = now + 3000;
 	char *json = h_record_json("r2-soon", ACTION, RESOURCE, now - 1000, now + 60000, nb,
 	    NULL);
-	assert_int_equal(h_decide(S.c, p, "r2-soon", json, 1), 0);
+	assert_int_equal(h_decide(S->c, p, "r2-soon", json, 1), 0);
 	free(json);
 
 	struct zwait z = { "r2a:scheduled", "r2-soon" };
 	wait_for(zscored, &z, "r2-soon on the schedule");
-	char *score = h_redis_str(S.c, "ZSCORE r2a:scheduled r2-soon");
+	char *score = h_redis_str(S->c, "ZSCORE r2a:scheduled r2-soon");
 	assert_non_null(score);
 	assert_int_equal(atoll(score), nb);
 	free(score);
 	if (h_now_ms() < nb - 100) {	/* not yet due: acked, and not executed */
-		assert_int_equal(h_pending_count(S.c, "r2a:jobs", "workers"), 0);
+		assert_int_equal(h_pending_count(S->c, "r2a:jobs", "workers"), 0);
 		assert_int_equal(fake_total(), 0);
 	}
 
@@ -1333,8 +1302,8 @@ test_r2_not_before_rescheduled(void **state)
 	assert_int_equal(json_array_size(a), 1);
 	assert_true(arrival(json_array_get(a, 0)) >= nb);
 	json_decref(a);
-	assert_int_equal(h_redis_int(S.c, "XLEN r2a:jobs"), 2);	/* the XADD and the promotion */
-	assert_int_equal(h_redis_int(S.c, "ZCARD r2a:scheduled"), 0);
+	assert_int_equal(h_redis_int(S->c, "XLEN r2a:jobs"), 2);	/* the XADD and the promotion */
+	assert_int_equal(h_redis_int(S->c, "ZCARD r2a:scheduled"), 0);
 	wait_pel_empty(p);
 	h_daemon_down(&D[0]);
 }
@@ -1355,8 +1324,8 @@ test_r2_promoted_once(void **state)
 	    NULL);
 	char *jws = h_sign(json, h_data("test-es256.key"));
 	assert_non_null(jws);
-	assert_int_equal(h_store_record(S.c, p, "r2-later", jws, 0), 0);
-	assert_int_equal(h_redis_int(S.c, "ZADD r2b:scheduled %lld r2-later", nb), 1);
+	assert_int_equal(h_store_record(S->c, p, "r2-later", jws, 0), 0);
+	assert_int_equal(h_redis_int(S->c, "ZADD r2b:scheduled %lld r2-later", nb), 1);
 	free(jws);
 	free(json);
 
@@ -1366,12 +1335,12 @@ test_r2_promoted_once(void **state)
 	assert_int_equal(json_array_size(a), 1);
 	assert_true(arrival(json_array_get(a, 0)) >= nb);
 	json_decref(a);
-	assert_int_equal(h_redis_int(S.c, "XLEN r2b:jobs"), 1);
-	assert_int_equal(h_redis_int(S.c, "ZCARD r2b:scheduled"), 0);
+	assert_int_equal(h_redis_int(S->c, "XLEN r2b:jobs"), 1);
+	assert_int_equal(h_redis_int(S->c, "ZCARD r2b:scheduled"), 0);
 	h_daemon_down(&D[1]);
 	h_daemon_down(&D[0]);
 	/* No late second promotion either. */
-	assert_int_equal(h_redis_int(S.c, "XLEN r2b:jobs"), 1);
+	assert_int_equal(h_redis_int(S->c, "XLEN r2b:jobs"), 1);
 	assert_int_equal(ncalls("r2-later"), 1);
 }
 
@@ -1381,7 +1350,7 @@ test_r2_promoted_once(void **state)
 static void
 group_create(const char *prefix)
 {
-	char *ok = h_redis_str(S.c, "XGROUP CREATE %s workers 0 MKSTREAM", h_key(prefix, "jobs"));
+	char *ok = h_redis_str(S->c, "XGROUP CREATE %s workers 0 MKSTREAM", h_key(prefix, "jobs"));
 
 	assert_non_null(ok);
 	free(ok);
@@ -1391,7 +1360,7 @@ group_create(const char *prefix)
 static long long
 read_as(const char *prefix, const char *consumer)
 {
-	redisReply *rep = redisCommand(S.c, "XREADGROUP GROUP workers %s COUNT 100 STREAMS %s >",
+	redisReply *rep = redisCommand(S->c, "XREADGROUP GROUP workers %s COUNT 100 STREAMS %s >",
 	    consumer, h_key(prefix, "jobs"));
 	long long n = -1;
 
@@ -1414,13 +1383,13 @@ test_r12_poison(void **state)
 	group_create(p);
 	decide(p, "r12-poison", NULL);
 	assert_int_equal(read_as(p, "crashy"), 1);
-	redisReply *rep = redisCommand(S.c, "XPENDING r12:jobs workers - + 10 crashy");
+	redisReply *rep = redisCommand(S->c, "XPENDING r12:jobs workers - + 10 crashy");
 	assert_non_null(rep);
 	assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
 	assert_int_equal(rep->elements, 1);
 	char *pending = strdup(rep->element[0]->element[0]->str);
 	freeReplyObject(rep);
-	redisReply *cl = redisCommand(S.c, "XCLAIM r12:jobs workers crashy 0 %s RETRYCOUNT 5 JUSTID",
+	redisReply *cl = redisCommand(S->c, "XCLAIM r12:jobs workers crashy 0 %s RETRYCOUNT 5 JUSTID",
 	    pending);
 	assert_non_null(cl);
 	assert_int_equal(cl->type, REDIS_REPLY_ARRAY);
@@ -1428,7 +1397,7 @@ test_r12_poison(void **state)
 	freeReplyObject(cl);
 	h_daemon_up(&D[0], &o);
 	wait_state(p, "r12-poison", "dead");
-	assert_hfield(p, "r12-poison", "outcome", "too-many-deliveries");
+	h_assert_record_field(S->c, p, "r12-poison", "outcome", "too-many-deliveries");
 	assert_entry("r12:dead", "id", "r12-poison", "reason", "too-many-deliveries");
 	assert_entry("r12:dead", "id", "r12-poison", "streamId", pending);
 	assert_entry("r12:notify", "id", "r12-poison", "owner", "ops");
@@ -1448,7 +1417,7 @@ test_r14_before_group(void **state)
 	fake_reset();
 	decide(p, "r14-early-1", NULL);
 	decide(p, "r14-early-2", NULL);
-	assert_int_equal(h_redis_int(S.c, "EXISTS r14a:jobs"), 1);
+	assert_int_equal(h_redis_int(S->c, "EXISTS r14a:jobs"), 1);
 	h_daemon_up(&D[0], &o);
 	wait_state(p, "r14-early-1", "done");
 	wait_state(p, "r14-early-2", "done");
@@ -1477,7 +1446,7 @@ test_r14_own_pending_first(void **state)
 	group_create(p);
 	decide(p, "r14-mine", NULL);
 	assert_int_equal(read_as(p, "w1"), 1);
-	assert_int_equal(h_pending_count(S.c, "r14b:jobs", "workers"), 1);
+	assert_int_equal(h_pending_count(S->c, "r14b:jobs", "workers"), 1);
 	h_daemon_up(&D[0], &o);
 	wait_state(p, "r14-mine", "done");
 	wait_pel_empty(p);
@@ -1508,19 +1477,19 @@ test_r13_fencing(void **state)
 	decide(p, "r13-slow", NULL);
 	wait_for(call_arrived, (void *)"r13-slow", "the slow call");
 	/* Another worker's newer attempt, while ours is in flight. */
-	assert_int_equal(h_redis_int(S.c, "HINCRBY r13:decision:r13-slow attempts 1"), 2);
-	assert_true(h_redis_int(S.c, "HSET r13:decision:r13-slow owner other") >= 0);
+	assert_int_equal(h_redis_int(S->c, "HINCRBY r13:decision:r13-slow attempts 1"), 2);
+	assert_true(h_redis_int(S->c, "HSET r13:decision:r13-slow owner other") >= 0);
 
 	struct log_wait w = { &D[0], "event=job.abandon id=r13-slow" };
 	wait_for(log_has, &w, "job.abandon in the log");
-	assert_hfield(p, "r13-slow", "owner", "other");
-	assert_hfield(p, "r13-slow", "attempts", "2");
-	assert_hfield(p, "r13-slow", "state", "running");
-	assert_int_equal(h_pending_count(S.c, "r13:jobs", "workers"), 1);
-	assert_int_equal(h_redis_int(S.c, "XLEN r13:audit"), 1);	/* queued -> running only */
+	h_assert_record_field(S->c, p, "r13-slow", "owner", "other");
+	h_assert_record_field(S->c, p, "r13-slow", "attempts", "2");
+	h_assert_record_field(S->c, p, "r13-slow", "state", "running");
+	assert_int_equal(h_pending_count(S->c, "r13:jobs", "workers"), 1);
+	assert_int_equal(h_redis_int(S->c, "XLEN r13:audit"), 1);	/* queued -> running only */
 	assert_int_equal(ncalls("r13-slow"), 1);
 	h_daemon_down(&D[0]);
-	assert_int_equal(h_pending_count(S.c, "r13:jobs", "workers"), 1);
+	assert_int_equal(h_pending_count(S->c, "r13:jobs", "workers"), 1);
 }
 
 static long long
@@ -1547,7 +1516,7 @@ static int
 r10_watch_until_done(void *arg)
 {
 	struct pel_watch *w = arg;
-	redisReply *rep = redisCommand(S.c, "XPENDING r10:jobs workers - + 10");
+	redisReply *rep = redisCommand(S->c, "XPENDING r10:jobs workers - + 10");
 
 	if (rep != NULL && rep->type == REDIS_REPLY_ARRAY && rep->elements == 1) {
 		const redisReply *e = rep->element[0];
@@ -1636,7 +1605,7 @@ test_r11_takeover(void **state)
 	decide(p, "r11-orphan", NULL);
 	char *gone = xadd(p, "id", "r11-gone");
 	assert_int_equal(read_as(p, "ghost"), 2);
-	assert_int_equal(h_redis_int(S.c, "XDEL r11:jobs %s", gone), 1);
+	assert_int_equal(h_redis_int(S->c, "XDEL r11:jobs %s", gone), 1);
 	h_daemon_up(&D[0], &o);
 	wait_state(p, "r11-orphan", "done");
 	assert_entry("r11:dead", "streamId", gone, "reason", "entry-deleted");
@@ -1660,7 +1629,7 @@ hb_settled(void *arg)
 	    consumer_counter("hb", "w1", "failed") == 1 &&
 	    consumer_counter("hb", "w1", "expired") == 1 &&
 	    consumer_counter("hb", "w1", "inFlight") == 0 &&
-	    h_stream_count(S.c, "hb:dead", "id", "hb-missing") == 1;
+	    h_stream_count(S->c, "hb:dead", "id", "hb-missing") == 1;
 }
 
 static void
@@ -1690,7 +1659,7 @@ test_heartbeat(void **state)
 	decide(p, "hb-retry", NULL);
 	decide(p, "hb-fail", NULL);
 	char *json = h_record_json("hb-late", ACTION, RESOURCE, now - 60000, now - 1000, 0, NULL);
-	assert_int_equal(h_decide(S.c, p, "hb-late", json, 1), 0);
+	assert_int_equal(h_decide(S->c, p, "hb-late", json, 1), 0);
 	free(json);
 	free(xadd(p, "id", "hb-missing"));
 	wait_for(hb_settled, NULL, "the heartbeat counters");
@@ -1700,17 +1669,17 @@ test_heartbeat(void **state)
 		"host", "pid", "version", "startedAt", "heartbeatAt", "inFlight", "tokenState",
 	};
 	for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-		char *v = h_hget(S.c, key, fields[i]);
+		char *v = h_hget(S->c, key, fields[i]);
 		if (v == NULL || v[0] == '\0')
 			fprintf(stderr, "itest_engine: heartbeat has no %s\n", fields[i]);
 		assert_non_null(v);
 		assert_true(v[0] != '\0');
 		free(v);
 	}
-	long long ttl = h_redis_int(S.c, "PTTL %s", key);
+	long long ttl = h_redis_int(S->c, "PTTL %s", key);
 	assert_true(ttl > 0 && ttl <= 3 * 500);
 	assert_int_equal(consumer_counter(p, "w1", "pid"), D[0].pid);
-	char *ts = h_hget(S.c, key, "tokenState");
+	char *ts = h_hget(S->c, key, "tokenState");
 	assert_string_equal(ts, "valid");
 	free(ts);
 	assert_counter(p, "retried", 1);
@@ -1746,7 +1715,7 @@ static long long last_id;
 static int
 clients(int *blocked)
 {
-	char *list = h_redis_str(S.c, "CLIENT LIST");
+	char *list = h_redis_str(S->c, "CLIENT LIST");
 	int n = 0;
 
 	*blocked = 0;
@@ -1787,7 +1756,7 @@ or_finished(void *arg)
 	if (fake_total() < want)
 		return 0;
 	for (int s = 0; s < OR_SHARDS; s++)
-		if (h_pending_count(S.c, h_key(or_prefix(s), "jobs"), "workers") != 0)
+		if (h_pending_count(S->c, h_key(or_prefix(s), "jobs"), "workers") != 0)
 			return 0;
 	return 1;
 }
@@ -1817,7 +1786,7 @@ test_shards_one_read(void **state)
 	wait_for(or_finished, &want, "every shard's jobs done");
 	for (int i = 0; i < OR_JOBS; i++) {
 		snprintf(id, sizeof id, "or-%02d", i);
-		assert_hfield(or_prefix(i % OR_SHARDS), id, "state", "done");
+		h_assert_record_field(S->c, or_prefix(i % OR_SHARDS), id, "state", "done");
 		assert_int_equal(ncalls(id), 1);
 	}
 	/* Idle: one blocked read, four command connections (and the test's).
@@ -1838,7 +1807,7 @@ test_shards_one_read(void **state)
 	/* The read's connection is cut: every shard scans its PEL again and
 	 * the one read goes on. */
 	assert_true(last_id > 0);
-	assert_int_equal(h_redis_int(S.c, "CLIENT KILL ID %lld", last_id), 1);
+	assert_int_equal(h_redis_int(S->c, "CLIENT KILL ID %lld", last_id), 1);
 	decide(or_prefix(3), "or-cut-3", NULL);
 	wait_state(or_prefix(3), "or-cut-3", "done");
 	wait_for(one_blocked, NULL, "one blocked XREADGROUP after the cut");
@@ -1847,7 +1816,7 @@ test_shards_one_read(void **state)
 	assert_true(blocked <= 1);
 
 	/* One shard's stream goes, group and all, under the blocked read. */
-	assert_int_equal(h_redis_int(S.c, "DEL %s", h_key(or_prefix(2), "jobs")), 1);
+	assert_int_equal(h_redis_int(S->c, "DEL %s", h_key(or_prefix(2), "jobs")), 1);
 	decide(or_prefix(2), "or-late-2", NULL);
 	decide(or_prefix(1), "or-late-1", NULL);
 	wait_state(or_prefix(2), "or-late-2", "done");
@@ -1913,25 +1882,25 @@ main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (getenv("ITEST_FILTER") != NULL)	/* e.g. ITEST_FILTER='test_r1*' */
 		cmocka_set_test_filter(getenv("ITEST_FILTER"));
-	failed += cmocka_run_group_tests_name("engine: throughput", bulk, group_setup,
-	    group_teardown);
-	failed += cmocka_run_group_tests_name("engine: R7 R8 the call", call, group_setup,
-	    group_teardown);
-	failed += cmocka_run_group_tests_name("engine: R1 deadline", deadline, group_setup,
-	    group_teardown);
-	failed += cmocka_run_group_tests_name("engine: R3 R4 input", input, group_setup,
-	    group_teardown);
-	failed += cmocka_run_group_tests_name("engine: R2 schedule", schedule, group_setup,
-	    group_teardown);
-	failed += cmocka_run_group_tests_name("engine: R10-R14 recovery", recovery, group_setup,
-	    group_teardown);
-	failed += cmocka_run_group_tests_name("engine: batched transitions", batches, group_setup,
-	    group_teardown);
+	failed += cmocka_run_group_tests_name("engine: throughput", bulk, h_group_setup,
+	    h_group_teardown);
+	failed += cmocka_run_group_tests_name("engine: R7 R8 the call", call, h_group_setup,
+	    h_group_teardown);
+	failed += cmocka_run_group_tests_name("engine: R1 deadline", deadline, h_group_setup,
+	    h_group_teardown);
+	failed += cmocka_run_group_tests_name("engine: R3 R4 input", input, h_group_setup,
+	    h_group_teardown);
+	failed += cmocka_run_group_tests_name("engine: R2 schedule", schedule, h_group_setup,
+	    h_group_teardown);
+	failed += cmocka_run_group_tests_name("engine: R10-R14 recovery", recovery, h_group_setup,
+	    h_group_teardown);
+	failed += cmocka_run_group_tests_name("engine: batched transitions", batches, h_group_setup,
+	    h_group_teardown);
 	failed += cmocka_run_group_tests_name("engine: R17 an entry's own errors, R8 a lost reply",
-	    entry_errors, group_setup, group_teardown);
-	failed += cmocka_run_group_tests_name("engine: heartbeat", heartbeat, group_setup,
-	    group_teardown);
-	failed += cmocka_run_group_tests_name("engine: shards on one Redis", shards, group_setup,
-	    group_teardown);
+	    entry_errors, h_group_setup, h_group_teardown);
+	failed += cmocka_run_group_tests_name("engine: heartbeat", heartbeat, h_group_setup,
+	    h_group_teardown);
+	failed += cmocka_run_group_tests_name("engine: shards on one Redis", shards, h_group_setup,
+	    h_group_teardown);
 	return failed ? 1 : 0;
 }

@@ -34,25 +34,10 @@
 #define WAIT_MS		60000
 #define PREFIX		"m"
 
-static struct h_stack S;
-#define C (S.c)
+static struct h_stack *const S = &h_group;	/* redis, fake_target, client */
+#define C (S->c)
 static struct h_daemon D;
 static pid_t prom_pid;
-
-static int
-group_setup(void **state)
-{
-	(void)state;
-	return h_stack_start(&S);
-}
-
-static int
-group_teardown(void **state)
-{
-	(void)state;
-	h_stack_stop(&S);
-	return 0;
-}
 
 static int
 test_teardown(void **state)
@@ -69,7 +54,7 @@ test_teardown(void **state)
 static void
 daemon_up(const char *prefix, const char *metrics_section)
 {
-	struct h_daemon_opts o = {.redis_sock = S.redis.sock, .target_url = S.target.url,
+	struct h_daemon_opts o = {.redis_sock = S->redis.sock, .target_url = S->target.url,
 	    .prefix = prefix, .sections = metrics_section};
 	char *ini = h_daemon_ini(&o);
 
@@ -479,7 +464,7 @@ test_bad_listen_is_a_config_error(void **state)
 	char *out;
 	(void)state;
 
-	struct h_daemon_opts o = {.redis_sock = S.redis.sock, .target_url = S.target.url,
+	struct h_daemon_opts o = {.redis_sock = S->redis.sock, .target_url = S->target.url,
 	    .prefix = PREFIX "4",
 	    .sections = "[metrics]\nlisten = 0.0.0.0:9464\n"};
 	char *ini = h_daemon_ini(&o);
@@ -501,5 +486,5 @@ main(void)
 		cmocka_unit_test_teardown(test_unix_socket_and_reload, test_teardown),
 		cmocka_unit_test_teardown(test_bad_listen_is_a_config_error, test_teardown),
 	};
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, h_group_setup, h_group_teardown);
 }

@@ -36,11 +36,6 @@
 #include "harness.h"
 #include "wtime.h"
 
-#define WAIT_MS		60000	/* generous: 2 cores, ASan, load */
-#define PREFIX		"warrant"
-#define JOBS		PREFIX ":jobs"
-#define GROUP		"workers"
-#define NOTIFY		PREFIX ":notify"
 #define HOOK_PATH	"/warrant-notify"
 #define PDP_PATH	"/v1/data/warrant/allow"
 #define OWNER		"gate-owner"
@@ -81,11 +76,7 @@ target_fails(const char *const ids[], size_t n)
 static long long
 by_status(const struct h_fake *f, const char *code)
 {
-	json_t *s = h_get_ok(f, "/_stats");
-	long long n = json_integer_value(json_object_get(json_object_get(s, "by_status"), code));
-
-	json_decref(s);
-	return n;
+	return h_fake_stat(f, "by_status", code);
 }
 
 /* The webhook body of a recorded request parsed, or NULL. Caller decrefs. */
@@ -145,9 +136,9 @@ hook_delivered(void *arg)
 static void
 wait_delivered(const char *id)
 {
-	if (h_wait_until(hook_delivered, (void *)id, WAIT_MS) != 0)
+	if (h_wait_until(hook_delivered, (void *)id, H_WAIT_MS) != 0)
 		fail_msg("%s: no webhook POST answered 2xx after %d ms (%zu seen; log %s)", id,
-		    WAIT_MS, hook_count(id), dmn.log);
+		    H_WAIT_MS, hook_count(id), dmn.log);
 }
 
 static const char *
@@ -170,7 +161,7 @@ decide_for(const char *id, const char *resource, const char *notify, long long l
 	char *json = h_record_json(id, "gate.open", resource, decided, now + life_ms, 0, notify);
 
 	assert_non_null(json);
-	assert_int_equal(h_decide(rc, PREFIX, id, json, 1), 0);
+	assert_int_equal(h_decide(rc, H_PREFIX, id, json, 1), 0);
 	free(json);
 }
 
@@ -185,7 +176,7 @@ field(const char *id, const char *name)
 {
 	char key[256];
 
-	snprintf(key, sizeof key, PREFIX ":decision:%s", id);
+	snprintf(key, sizeof key, H_PREFIX ":decision:%s", id);
 	return h_hget(rc, key, name);
 }
 
@@ -207,7 +198,7 @@ is_terminal(void *arg)
 static void
 wait_final(const char *id, const char *state, const char *outcome)
 {
-	int r = h_wait_until(is_terminal, (void *)id, WAIT_MS);
+	int r = h_wait_until(is_terminal, (void *)id, H_WAIT_MS);
 	char *s = field(id, "state"), *o = field(id, "outcome");
 	char why[512] = "";
 
@@ -226,7 +217,7 @@ wait_final(const char *id, const char *state, const char *outcome)
 static json_t *
 notify_entry(const char *id)
 {
-	redisReply *r = redisCommand(rc, "XRANGE %s - +", NOTIFY);
+	redisReply *r = redisCommand(rc, "XRANGE %s - +", H_NOTIFY);
 	json_t *found = NULL;
 	int n = 0;
 
@@ -370,23 +361,10 @@ static int
 group_down(void **state)
 {
 	(void)state;
-	h_daemon_kill(&dmn);		/* no-op after test_daemon_stops_clean */
-	if (rc != NULL)
-		redisFree(rc);
-	rc = NULL;
-	h_fake_stop(&pdp);
-	h_fake_stop(&idp);
-	h_fake_stop(&hook);
-	h_fake_stop(&target);
-	h_redis_stop(&redis);
+	/* the daemon: a no-op after test_daemon_stops_clean */
+	h_world_down(&dmn, 1, &rc, &redis, &pdp, &idp, &hook, &target, (struct h_fake *)NULL);
 	free(secret_path);
 	secret_path = NULL;
-	memset(&dmn, 0, sizeof dmn);
-	memset(&pdp, 0, sizeof pdp);
-	memset(&idp, 0, sizeof idp);
-	memset(&hook, 0, sizeof hook);
-	memset(&target, 0, sizeof target);
-	memset(&redis, 0, sizeof redis);
 	return 0;
 }
 
@@ -445,7 +423,7 @@ test_dropped_jobs_post_notify_fields(void **state)
 	json_t *reqs = hook_requests(failed);
 	assert_false(json_is_true(json_object_get(json_array_get(reqs, 0), "authorization")));
 	json_decref(reqs);
-	assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);
+	assert_int_equal(h_pending_count(rc, H_JOBS, H_GROUP), 0);
 }
 
 static int
@@ -476,7 +454,7 @@ test_slow_redis_same_fields(void **state)
 	    "\"delay_ms\": %d}]}}", id, SLOW_REPLY_MS);
 	assert_int_equal(h_fake_script(&target, script), 0);
 	decide(id, "gate/23", OWNER);
-	assert_int_equal(h_wait_until(target_called, (void *)id, WAIT_MS), 0);
+	assert_int_equal(h_wait_until(target_called, (void *)id, H_WAIT_MS), 0);
 	long long paused_at = h_now_ms();
 	char *ok = h_redis_str(rc, "CLIENT PAUSE %d ALL", PAUSE_MS);
 	assert_non_null(ok);
@@ -515,7 +493,7 @@ test_webhook_retried_until_2xx(void **state)
 	target_fails(ids, 1);
 	decide(id, "gate/24", OWNER);
 	wait_final(id, "failed", "http-4xx");
-	if (h_wait_until(hook_503s, &two, WAIT_MS) != 0)
+	if (h_wait_until(hook_503s, &two, H_WAIT_MS) != 0)
 		fail_msg("%lld webhook 503s, want 2 (log %s)", by_status(&hook, "503"), dmn.log);
 	assert_int_equal(h_fake_script(&hook, "{}"), 0);
 	wait_delivered(id);
@@ -552,9 +530,9 @@ test_no_owner_nobody_told(void **state)
 	wait_final(id, "failed", "http-4xx");
 	barrier("wh-noowner-1-barrier");
 
-	assert_int_equal(h_stream_count(rc, NOTIFY, "id", id), 0);
+	assert_int_equal(h_stream_count(rc, H_NOTIFY, "id", id), 0);
 	assert_int_equal(hook_count(id), 0);
-	assert_int_equal(h_stream_count(rc, NOTIFY, "id", "wh-noowner-1-barrier"), 1);
+	assert_int_equal(h_stream_count(rc, H_NOTIFY, "id", "wh-noowner-1-barrier"), 1);
 }
 
 #define DOWN_FAILED	5
@@ -596,10 +574,10 @@ test_webhook_down_never_blocks(void **state)
 		decide(failed[i], "gate/26", OWNER);
 	for (int i = 0; i < DOWN_FAILED; i++) {
 		wait_final(failed[i], "failed", "http-4xx");
-		assert_int_equal(h_stream_count(rc, NOTIFY, "id", failed[i]), 1);
+		assert_int_equal(h_stream_count(rc, H_NOTIFY, "id", failed[i]), 1);
 	}
 	/* the webhook is failing */
-	if (h_daemon_wait_log(&dmn, "event=webhook.retry", WAIT_MS) != 0)
+	if (h_daemon_wait_log(&dmn, "event=webhook.retry", H_WAIT_MS) != 0)
 		fail_msg("no webhook.retry in %s", dmn.log);
 
 	memset(good, 0, sizeof good);
@@ -607,19 +585,19 @@ test_webhook_down_never_blocks(void **state)
 		snprintf(good[i], sizeof good[i], "wh-down-good-%d", i);
 		decide(good[i], "gate/27", OWNER);
 	}
-	if (h_wait_until(all_terminal, good, WAIT_MS) != 0)
+	if (h_wait_until(all_terminal, good, H_WAIT_MS) != 0)
 		fail_msg("not all %d good jobs ended in %d ms with the webhook down (log %s)",
-		    DOWN_GOOD, WAIT_MS, dmn.log);
+		    DOWN_GOOD, H_WAIT_MS, dmn.log);
 	for (int i = 0; i < DOWN_GOOD; i++) {
 		wait_final(good[i], "done", "ok");
-		assert_int_equal(h_stream_count(rc, NOTIFY, "id", good[i]), 0);
+		assert_int_equal(h_stream_count(rc, H_NOTIFY, "id", good[i]), 0);
 	}
 	/* ...and done before the webhook gave up on every notification */
 	long long dropped = log_count("event=webhook.dropped") - dropped_before;
 	if (dropped >= DOWN_FAILED)
 		fail_msg("the webhook dropped all %lld notifications before the good jobs were "
 		    "done: it held them up (log %s)", dropped, dmn.log);
-	assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);
+	assert_int_equal(h_pending_count(rc, H_JOBS, H_GROUP), 0);
 }
 
 /* ------------------------------------------------------------------ */

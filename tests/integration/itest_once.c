@@ -36,26 +36,11 @@
 #define NREC		10
 #define DUP_PREFIX	"duplicate of entry "
 
-static struct h_stack S;	/* redis, fake_target, client */
+static struct h_stack *const S = &h_group;	/* redis, fake_target, client */
 static struct h_daemon D[2];
 
 /* ------------------------------------------------------------------ */
 /* plumbing (itest_engine's, cut down)                                  */
-
-static int
-group_setup(void **state)
-{
-	(void)state;
-	return h_stack_start(&S);
-}
-
-static int
-group_teardown(void **state)
-{
-	(void)state;
-	h_stack_stop(&S);
-	return 0;
-}
 
 /* Whatever a failed test left running. */
 static int
@@ -76,16 +61,16 @@ fake_reset(int delay_ms)
 {
 	char script[64];
 
-	h_fake_reset(&S.target);
+	h_fake_reset(&S->target);
 	snprintf(script, sizeof script, "{\"default\": {\"delay_ms\": %d}}", delay_ms);
-	assert_int_equal(h_fake_script(&S.target, script), 0);
+	assert_int_equal(h_fake_script(&S->target, script), 0);
 }
 
 static struct h_daemon_opts
 opts(const char *prefix, const char *consumer)
 {
 	struct h_daemon_opts o = {
-		.redis_sock = S.redis.sock, .target_url = S.target.url, .prefix = prefix,
+		.redis_sock = S->redis.sock, .target_url = S->target.url, .prefix = prefix,
 		.consumer = consumer,
 	};
 	return o;
@@ -107,7 +92,7 @@ store_records(const char *prefix, int n)
 
 	for (int i = 0; i < n; i++) {
 		snprintf(id, sizeof id, "%s-%04d", prefix, i);
-		h_store_signed(S.c, prefix, id, ACTION, RESOURCE, due, 0);
+		h_store_signed(S->c, prefix, id, ACTION, RESOURCE, due, 0);
 	}
 }
 
@@ -115,41 +100,24 @@ store_records(const char *prefix, int n)
 static void
 enqueue(const char *prefix, const char *id, char *out, size_t n)
 {
-	char *sid = h_redis_str(S.c, "XADD %s * id %s", h_key(prefix, "jobs"), id);
+	char *sid = h_redis_str(S->c, "XADD %s * id %s", h_key(prefix, "jobs"), id);
 
 	assert_non_null(sid);
 	snprintf(out, n, "%s", sid);
 	free(sid);
 }
 
-static char *
-hfield(const char *prefix, const char *id, const char *field)
-{
-	return h_hget(S.c, h_key(prefix, "decision:%s", id), field);
-}
-
-static void
-assert_hfield(const char *prefix, const char *id, const char *field, const char *want)
-{
-	h_assert_hash_field(S.c, h_key(prefix, "decision:%s", id), field, want);
-}
-
 /* The calls the fake received with Idempotency-Key = id. */
 static long long
 ncalls(const char *id)
 {
-	return h_count_calls(&S.target, id);
+	return h_count_calls(&S->target, id);
 }
 
 static long long
 fake_stat(const char *name)
 {
-	json_t *s = h_fake_json(&S.target, "/_stats");
-
-	assert_non_null(s);
-	long long n = json_integer_value(json_object_get(s, name));
-	json_decref(s);
-	return n;
+	return h_fake_stat(&S->target, NULL, name);
 }
 
 /* What the tests wait for: n records in `state` (NULL: any), every entry up
@@ -167,16 +135,16 @@ settled(void *arg)
 
 	for (int i = 0; w->state != NULL && i < w->n; i++) {
 		snprintf(id, sizeof id, "%s-%04d", w->prefix, i);
-		char *st = hfield(w->prefix, id, "state");
+		char *st = h_record_field(S->c, w->prefix, id, "state");
 		int ok = st != NULL && strcmp(st, w->state) == 0;
 		free(st);
 		if (!ok)
 			return 0;
 	}
-	if (h_pending_count(S.c, h_key(w->prefix, "jobs"), "workers") != 0)
+	if (h_pending_count(S->c, h_key(w->prefix, "jobs"), "workers") != 0)
 		return 0;
 	/* XINFO GROUPS: the group's last-delivered-id is the last entry */
-	redisReply *r = redisCommand(S.c, "XINFO GROUPS %s", h_key(w->prefix, "jobs"));
+	redisReply *r = redisCommand(S->c, "XINFO GROUPS %s", h_key(w->prefix, "jobs"));
 	int read = 0;
 	if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 1) {
 		const redisReply *g = r->element[0];
@@ -251,12 +219,12 @@ assert_once_each(const char *prefix, int n, char first[][48], char second[][48])
 		if (ncalls(id) != 1)
 			fail_msg("%s was called %lld times (logs %s %s)", id, ncalls(id), D[0].log,
 			    D[1].log);
-		char *entry = hfield(prefix, id, "entry");
+		char *entry = h_record_field(S->c, prefix, id, "entry");
 		assert_non_null(entry);
 		if (strcmp(entry, first[i]) != 0 && strcmp(entry, second[i]) != 0)
 			fail_msg("%s: entry %s is neither %s nor %s", id, entry, first[i], second[i]);
 		struct dup_scan s = {.id = id};
-		h_stream_each(S.c, h_key(prefix, "audit"), dup_each, &s);
+		h_stream_each(S->c, h_key(prefix, "audit"), dup_each, &s);
 		if (s.n != 1)
 			fail_msg("%s: %d duplicate audit entries, expected 1 (log %s)", id, s.n,
 			    D[0].log);
@@ -264,15 +232,15 @@ assert_once_each(const char *prefix, int n, char first[][48], char second[][48])
 		snprintf(want, sizeof want, DUP_PREFIX "%s", entry);
 		assert_string_equal(s.detail, want);
 		assert_string_equal(s.from, s.to);
-		char *owner = hfield(prefix, id, "owner");
+		char *owner = h_record_field(S->c, prefix, id, "owner");
 		across += owner != NULL && strcmp(owner, s.consumer) != 0;
 		free(owner);
 		free(entry);
 	}
 	printf("itest_once: %s: %d of %d duplicates acked by another worker than the one "
 	    "that ran the record\n", prefix, across, n);
-	assert_int_equal(h_pending_count(S.c, h_key(prefix, "jobs"), "workers"), 0);
-	assert_int_equal(h_redis_int(S.c, "XLEN %s", h_key(prefix, "dead")), 0);
+	assert_int_equal(h_pending_count(S->c, h_key(prefix, "jobs"), "workers"), 0);
+	assert_int_equal(h_redis_int(S->c, "XLEN %s", h_key(prefix, "dead")), 0);
 	assert_int_equal(fake_stat("duplicates"), 0);
 	return across;
 }
@@ -366,20 +334,20 @@ test_terminal_reset_not_run(void **state)
 	wait_settled(p, 5, "done", sid);
 	for (int i = 0; i < 5; i++) {
 		snprintf(id, sizeof id, "%s-%04d", p, i);
-		char *mark = h_redis_str(S.c, "GET %s", h_key(p, "final:%s", id));
+		char *mark = h_redis_str(S->c, "GET %s", h_key(p, "final:%s", id));
 		assert_non_null(mark);
 		assert_string_equal(mark, "done");
 		free(mark);
 		/* the hash's TTL: both were set by one script */
-		long long hp = h_redis_int(S.c, "PTTL %s", h_key(p, "decision:%s", id));
-		long long fp = h_redis_int(S.c, "PTTL %s", h_key(p, "final:%s", id));
+		long long hp = h_redis_int(S->c, "PTTL %s", h_key(p, "decision:%s", id));
+		long long fp = h_redis_int(S->c, "PTTL %s", h_key(p, "final:%s", id));
 		assert_true(hp > 0 && fp > 0);
 		assert_true(fp - hp < 1000 && hp - fp < 1000);
 	}
-	long long audit = h_redis_int(S.c, "XLEN %s", h_key(p, "audit"));
+	long long audit = h_redis_int(S->c, "XLEN %s", h_key(p, "audit"));
 	for (int i = 0; i < 5; i++) {
 		snprintf(id, sizeof id, "%s-%04d", p, i);
-		assert_true(h_redis_int(S.c, "HSET %s state queued", h_key(p, "decision:%s", id)) >= 0);
+		assert_true(h_redis_int(S->c, "HSET %s state queued", h_key(p, "decision:%s", id)) >= 0);
 		enqueue(p, id, sid, sizeof sid);
 	}
 	wait_settled(p, 5, NULL, sid);
@@ -387,9 +355,9 @@ test_terminal_reset_not_run(void **state)
 		snprintf(id, sizeof id, "%s-%04d", p, i);
 		if (ncalls(id) != 1)
 			fail_msg("%s ran %lld times (log %s)", id, ncalls(id), D[0].log);
-		assert_hfield(p, id, "state", "queued");	/* nothing written */
+		h_assert_record_field(S->c, p, id, "state", "queued");	/* nothing written */
 	}
-	assert_int_equal(h_redis_int(S.c, "XLEN %s", h_key(p, "audit")), audit);
+	assert_int_equal(h_redis_int(S->c, "XLEN %s", h_key(p, "audit")), audit);
 	assert_int_equal(count_lines(D[0].log, "reason=terminal"), 5);
 	assert_int_equal(fake_stat("total"), 5);
 	h_daemon_down(&D[0]);
@@ -412,17 +380,17 @@ test_stale_entry_taken_over(void **state)
 
 	fake_reset(0);
 	store_records(p, 3);
-	free(h_redis_str(S.c, "XGROUP CREATE %s workers 0 MKSTREAM", h_key(p, "jobs")));
+	free(h_redis_str(S->c, "XGROUP CREATE %s workers 0 MKSTREAM", h_key(p, "jobs")));
 	enqueue(p, "st-0000", old, sizeof old);
-	redisReply *r = redisCommand(S.c, "XREADGROUP GROUP workers gone COUNT 1 STREAMS %s >",
+	redisReply *r = redisCommand(S->c, "XREADGROUP GROUP workers gone COUNT 1 STREAMS %s >",
 	    h_key(p, "jobs"));
 	assert_non_null(r);
 	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
 	freeReplyObject(r);
-	assert_int_equal(h_redis_int(S.c, "XACK %s workers %s", h_key(p, "jobs"), old), 1);
-	assert_true(h_redis_int(S.c, "HSET %s entry %s", h_key(p, "decision:st-0000"), old) >= 0);
-	assert_true(h_redis_int(S.c, "HSET %s entry 1-1", h_key(p, "decision:st-0001")) >= 0);
-	assert_true(h_redis_int(S.c, "HSET %s entry not-an-id", h_key(p, "decision:st-0002")) >= 0);
+	assert_int_equal(h_redis_int(S->c, "XACK %s workers %s", h_key(p, "jobs"), old), 1);
+	assert_true(h_redis_int(S->c, "HSET %s entry %s", h_key(p, "decision:st-0000"), old) >= 0);
+	assert_true(h_redis_int(S->c, "HSET %s entry 1-1", h_key(p, "decision:st-0001")) >= 0);
+	assert_true(h_redis_int(S->c, "HSET %s entry not-an-id", h_key(p, "decision:st-0002")) >= 0);
 	for (int i = 0; i < 3; i++) {
 		snprintf(id, sizeof id, "%s-%04d", p, i);
 		enqueue(p, id, fresh[i], sizeof fresh[i]);
@@ -431,11 +399,11 @@ test_stale_entry_taken_over(void **state)
 	wait_settled(p, 3, NULL, fresh[2]);
 	for (int i = 0; i < 3; i++) {
 		snprintf(id, sizeof id, "%s-%04d", p, i);
-		assert_hfield(p, id, "state", "done");
+		h_assert_record_field(S->c, p, id, "state", "done");
 		assert_int_equal(ncalls(id), 1);
-		assert_hfield(p, id, "entry", fresh[i]);
+		h_assert_record_field(S->c, p, id, "entry", fresh[i]);
 		struct dup_scan s = {.id = id};
-		h_stream_each(S.c, h_key(p, "audit"), dup_each, &s);
+		h_stream_each(S->c, h_key(p, "audit"), dup_each, &s);
 		assert_int_equal(s.n, 0);
 	}
 	assert_false(h_daemon_log_has(&D[0], "event=job.duplicate"));
@@ -448,7 +416,7 @@ test_stale_entry_taken_over(void **state)
 static int
 dead_letter_of(void *arg)
 {
-	return h_stream_count(S.c, h_key(arg, "dead"), "id", "rq-0000") > 0;
+	return h_stream_count(S->c, h_key(arg, "dead"), "id", "rq-0000") > 0;
 }
 
 /* A record dead after max_attempts has P:final = dead; `warrantctl dead
@@ -464,7 +432,7 @@ test_requeue_removes_mark(void **state)
 	(void)state;
 
 	fake_reset(0);
-	assert_int_equal(h_fake_script(&S.target, "{\"per_key\": {\"rq-0000\": [{\"status\": 503},"
+	assert_int_equal(h_fake_script(&S->target, "{\"per_key\": {\"rq-0000\": [{\"status\": 503},"
 	    " {\"status\": 503}]}}"), 0);
 	o.max_attempts = 2;
 	store_records(p, 1);
@@ -472,7 +440,7 @@ test_requeue_removes_mark(void **state)
 	h_daemon_up(&D[0], &o);
 	wait_settled(p, 1, "dead", sid);
 	wait_for(dead_letter_of, (void *)p, "the dead letter");
-	char *mark = h_redis_str(S.c, "GET %s", h_key(p, "final:rq-0000"));
+	char *mark = h_redis_str(S->c, "GET %s", h_key(p, "final:rq-0000"));
 	assert_non_null(mark);
 	assert_string_equal(mark, "dead");
 	free(mark);
@@ -492,13 +460,13 @@ test_requeue_removes_mark(void **state)
 	assert_non_null(at);
 	snprintf(sid, sizeof sid, "%.*s", (int)strcspn(at + 6, "\n"), at + 6);
 	free(out);
-	assert_int_equal(h_redis_int(S.c, "EXISTS %s", h_key(p, "final:rq-0000")), 0);
-	assert_hfield(p, "rq-0000", "entry", sid);
-	assert_hfield(p, "rq-0000", "state", "queued");
+	assert_int_equal(h_redis_int(S->c, "EXISTS %s", h_key(p, "final:rq-0000")), 0);
+	h_assert_record_field(S->c, p, "rq-0000", "entry", sid);
+	h_assert_record_field(S->c, p, "rq-0000", "state", "queued");
 	h_daemon_up(&D[0], &o);
 	wait_settled(p, 1, "done", sid);
 	assert_int_equal(ncalls("rq-0000"), 3);
-	mark = h_redis_str(S.c, "GET %s", h_key(p, "final:rq-0000"));
+	mark = h_redis_str(S->c, "GET %s", h_key(p, "final:rq-0000"));
 	assert_non_null(mark);
 	assert_string_equal(mark, "done");
 	free(mark);
@@ -516,5 +484,5 @@ main(void)
 		cmocka_unit_test_teardown(test_requeue_removes_mark, test_teardown),
 	};
 
-	return cmocka_run_group_tests_name("once (R4)", tests, group_setup, group_teardown);
+	return cmocka_run_group_tests_name("once (R4)", tests, h_group_setup, h_group_teardown);
 }

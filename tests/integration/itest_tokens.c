@@ -36,12 +36,6 @@
 #include "harness.h"
 #include "wtime.h"
 
-#define WAIT_MS		60000	/* generous: 2 cores, ASan, load */
-#define PREFIX		"warrant"
-#define JOBS		PREFIX ":jobs"
-#define DEAD		PREFIX ":dead"
-#define AUDIT		PREFIX ":audit"
-#define GROUP		"workers"
 #define ID_LEN		48
 #define CLIENT_ID	"warrantd-tok"
 /* Distinctive, and with characters that Basic auth form-encodes. */
@@ -83,20 +77,10 @@ static int
 world_down(void **state)
 {
 	(void)state;
-	for (size_t i = 0; i < sizeof dmn / sizeof dmn[0]; i++)
-		h_daemon_kill(&dmn[i]);
-	if (rc != NULL)
-		redisFree(rc);
-	rc = NULL;
-	h_fake_stop(&target);
-	h_fake_stop(&idp);
-	h_redis_stop(&redis);
+	h_world_down(dmn, sizeof dmn / sizeof dmn[0], &rc, &redis, &target, &idp,
+	    (struct h_fake *)NULL);
 	free(secret_path);
 	secret_path = NULL;
-	memset(dmn, 0, sizeof dmn);
-	memset(&idp, 0, sizeof idp);
-	memset(&target, 0, sizeof target);
-	memset(&redis, 0, sizeof redis);
 	return 0;
 }
 
@@ -113,33 +97,21 @@ pause_ms(long long ms)
 static long long
 stat_int(const struct h_fake *f, const char *name)
 {
-	json_t *s = h_get_ok(f, "/_stats");
-	long long n = json_integer_value(json_object_get(s, name));
-
-	json_decref(s);
-	return n;
+	return h_fake_stat(f, NULL, name);
 }
 
 /* by_status[code] of the target, 0 when absent. */
 static long long
 target_answers(const char *code)
 {
-	json_t *s = h_get_ok(&target, "/_stats");
-	long long n = json_integer_value(json_object_get(json_object_get(s, "by_status"), code));
-
-	json_decref(s);
-	return n;
+	return h_fake_stat(&target, "by_status", code);
 }
 
 /* Calls the target recorded with Idempotency-Key: key. */
 static long long
 target_calls(const char *key)
 {
-	json_t *s = h_get_ok(&target, "/_stats");
-	long long n = json_integer_value(json_object_get(json_object_get(s, "keys"), key));
-
-	json_decref(s);
-	return n;
+	return h_fake_stat(&target, "keys", key);
 }
 
 struct key_wait {
@@ -159,7 +131,7 @@ wait_target_calls(const char *key, long long min)
 {
 	struct key_wait w = { key, min };
 
-	if (h_wait_until(target_saw, &w, WAIT_MS) != 0)
+	if (h_wait_until(target_saw, &w, H_WAIT_MS) != 0)
 		fail_msg("%s: %lld call(s) at the target, want %lld", key, target_calls(key), min);
 }
 
@@ -267,7 +239,7 @@ hb_str(const char *consumer, const char *name)
 {
 	char key[128];
 
-	snprintf(key, sizeof key, PREFIX ":consumer:%s", consumer);
+	snprintf(key, sizeof key, H_PREFIX ":consumer:%s", consumer);
 	return h_hget(rc, key, name);
 }
 
@@ -308,7 +280,7 @@ wait_hb_min(const char *consumer, const char *name, long long min)
 {
 	struct hb_wait w = { consumer, name, min, NULL, 0 };
 
-	if (h_wait_until(hb_reached, &w, WAIT_MS) != 0)
+	if (h_wait_until(hb_reached, &w, H_WAIT_MS) != 0)
 		fail_msg("%s %s = %lld, want >= %lld", consumer, name, hb_int(consumer, name), min);
 }
 
@@ -317,7 +289,7 @@ wait_hb_str(const char *consumer, const char *name, const char *want, int negate
 {
 	struct hb_wait w = { consumer, name, 0, want, negate };
 
-	if (h_wait_until(hb_reached, &w, WAIT_MS) != 0) {
+	if (h_wait_until(hb_reached, &w, H_WAIT_MS) != 0) {
 		char *v = hb_str(consumer, name);
 		fail_msg("%s %s = \"%s\", want %s\"%s\"", consumer, name, v ? v : "(nil)",
 		    negate ? "not " : "", want);
@@ -336,7 +308,7 @@ decide_action(const char *id, const char *action)
 	    NULL);
 
 	assert_non_null(json);
-	assert_int_equal(h_decide(rc, PREFIX, id, json, 1), 0);
+	assert_int_equal(h_decide(rc, H_PREFIX, id, json, 1), 0);
 	free(json);
 }
 
@@ -349,7 +321,7 @@ decide(const char *id)
 	    NULL);
 
 	assert_non_null(json);
-	assert_int_equal(h_decide(rc, PREFIX, id, json, 1), 0);
+	assert_int_equal(h_decide(rc, H_PREFIX, id, json, 1), 0);
 	free(json);
 }
 
@@ -358,7 +330,7 @@ hash_field(const char *id, const char *name)
 {
 	char key[128];
 
-	snprintf(key, sizeof key, PREFIX ":decision:%.*s", ID_LEN, id);
+	snprintf(key, sizeof key, H_PREFIX ":decision:%.*s", ID_LEN, id);
 	return h_hget(rc, key, name);
 }
 
@@ -405,10 +377,10 @@ wait_all_done(char (*ids)[ID_LEN], int n, const struct h_daemon *d)
 {
 	struct done_wait w = { ids, n, 0, "" };
 
-	if (h_wait_until(all_done, &w, WAIT_MS) != 0) {
+	if (h_wait_until(all_done, &w, H_WAIT_MS) != 0) {
 		char *s = hash_field(ids[w.next], "state");
 		fail_msg("%s: state \"%s\" after %d ms, want done (%d of %d done; log %s)",
-		    ids[w.next], s ? s : "(nil)", WAIT_MS, w.next, n, d->log);
+		    ids[w.next], s ? s : "(nil)", H_WAIT_MS, w.next, n, d->log);
 	}
 	if (w.bad[0])
 		fail_msg("%s (log %s)", w.bad, d->log);
@@ -426,14 +398,14 @@ wait_done(const char *id, const struct h_daemon *d)
 static void
 wait_state(const char *id, const char *want)
 {
-	h_wait_hash_field(rc, h_key(PREFIX, "decision:%s", id), "state", want, WAIT_MS);
+	h_wait_hash_field(rc, h_key(H_PREFIX, "decision:%s", id), "state", want, H_WAIT_MS);
 }
 
 /* The `to` states of id's audit entries, in order, space-separated. */
 static void
 audit_trail(const char *id, char *out, size_t n)
 {
-	redisReply *r = redisCommand(rc, "XRANGE %s - +", AUDIT);
+	redisReply *r = redisCommand(rc, "XRANGE %s - +", H_AUDIT);
 	size_t used = 0;
 
 	out[0] = '\0';
@@ -471,14 +443,14 @@ assert_trail_ends(const char *id, const char *tail)
 static long long
 pending_of(const char *consumer)
 {
-	return h_pending_of(rc, JOBS, GROUP, consumer);
+	return h_pending_of(rc, H_JOBS, H_GROUP, consumer);
 }
 
 /* XINFO GROUPS lag of our group: entries not yet delivered; -1 unknown. */
 static long long
 group_lag(void)
 {
-	redisReply *r = redisCommand(rc, "XINFO GROUPS %s", JOBS);
+	redisReply *r = redisCommand(rc, "XINFO GROUPS %s", H_JOBS);
 	long long lag = -1;
 
 	for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
@@ -489,7 +461,7 @@ group_lag(void)
 			const char *name = g->element[k]->str;
 			const redisReply *v = g->element[k + 1];
 			if (strcmp(name, "name") == 0 && v->type == REDIS_REPLY_STRING)
-				ours = strcmp(v->str, GROUP) == 0;
+				ours = strcmp(v->str, H_GROUP) == 0;
 			else if (strcmp(name, "lag") == 0 && v->type == REDIS_REPLY_INTEGER)
 				l = v->integer;
 		}
@@ -509,7 +481,7 @@ struct pel_entry {
 static struct pel_entry
 pel_entry(const char *sid)
 {
-	redisReply *r = redisCommand(rc, "XPENDING %s %s %s %s 1", JOBS, GROUP, sid, sid);
+	redisReply *r = redisCommand(rc, "XPENDING %s %s %s %s 1", H_JOBS, H_GROUP, sid, sid);
 	struct pel_entry e = {0};
 
 	if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
@@ -529,8 +501,8 @@ pel_entry(const char *sid)
 static int
 read_as(const char *consumer, int count)
 {
-	redisReply *r = redisCommand(rc, "XREADGROUP GROUP %s %s COUNT %d STREAMS %s >", GROUP,
-	    consumer, count, JOBS);
+	redisReply *r = redisCommand(rc, "XREADGROUP GROUP %s %s COUNT %d STREAMS %s >", H_GROUP,
+	    consumer, count, H_JOBS);
 	int n = 0;
 
 	if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1) {
@@ -722,8 +694,8 @@ test_revocations_execute_each_once(void **state)
 	if (hb_int("w1", "redispatched") <= 0 || hb_int("w1", "authFailures") <= 0)
 		fail_msg("redispatched %lld, authFailures %lld: want both > 0",
 		    hb_int("w1", "redispatched"), hb_int("w1", "authFailures"));
-	assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);
-	assert_int_equal(h_redis_int(rc, "XLEN %s", DEAD), 0);
+	assert_int_equal(h_pending_count(rc, H_JOBS, H_GROUP), 0);
+	assert_int_equal(h_redis_int(rc, "XLEN %s", H_DEAD), 0);
 	h_daemon_down(&dmn[0]);
 }
 
@@ -759,10 +731,10 @@ test_idp_down_stops_claiming(void **state)
 	h_post_ok(&idp, "/_down", NULL);
 	/* From its expiry on, the heartbeat must not say valid (before it,
 	 * one written at start may still say refreshing). */
-	assert_int_equal(h_daemon_wait_log(&dmn[0], "event=token.expired", WAIT_MS), 0);
+	assert_int_equal(h_daemon_wait_log(&dmn[0], "event=token.expired", H_WAIT_MS), 0);
 	wait_hb_str("w1", "tokenState", "valid", 1);
 	struct log_wait lw = { &dmn[0], "event=consumer.paused", pauses + 1 };
-	if (h_wait_until(log_reached, &lw, WAIT_MS) != 0)
+	if (h_wait_until(log_reached, &lw, H_WAIT_MS) != 0)
 		fail_msg("no event=consumer.paused once the token died (log %s)", dmn[0].log);
 	assert_int_equal(log_count(&dmn[0], "event=consumer.paused"), pauses + 1);
 
@@ -804,8 +776,8 @@ test_idp_down_stops_claiming(void **state)
 	wait_hb_min("w1", "claimed", GONE);
 	assert_int_equal(hb_int("w1", "expired"), 0);
 	assert_int_equal(hb_int("w1", "dead"), 0);
-	assert_int_equal(h_redis_int(rc, "XLEN %s", DEAD), 0);
-	assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);
+	assert_int_equal(h_redis_int(rc, "XLEN %s", H_DEAD), 0);
+	assert_int_equal(h_pending_count(rc, H_JOBS, H_GROUP), 0);
 	h_daemon_down(&dmn[0]);
 }
 
@@ -829,7 +801,7 @@ test_bad_secret_worker_takes_nothing(void **state)
 	world_up(3600);
 	char *wrong = h_write_file("wrong-secret", WRONG_SECRET "\n");
 	assert_non_null(wrong);
-	char *ok = h_redis_str(rc, "XGROUP CREATE %s %s 0 MKSTREAM", JOBS, GROUP);
+	char *ok = h_redis_str(rc, "XGROUP CREATE %s %s 0 MKSTREAM", H_JOBS, H_GROUP);
 	assert_non_null(ok);
 	free(ok);
 	for (int i = 0; i < HELD; i++) {
@@ -851,7 +823,7 @@ test_bad_secret_worker_takes_nothing(void **state)
 	free(ini);
 	free(wrong);
 	wait_hb_str("w-bad", "tokenState", "error", 0);
-	assert_int_equal(h_daemon_wait_log(&dmn[1], "event=consumer.paused", WAIT_MS), 0);
+	assert_int_equal(h_daemon_wait_log(&dmn[1], "event=consumer.paused", H_WAIT_MS), 0);
 	assert_int_equal(group_lag(), FREE);
 
 	struct dcfg good = { .consumer = "w-good", .secret_file = secret_path,
@@ -871,7 +843,7 @@ test_bad_secret_worker_takes_nothing(void **state)
 	assert_int_equal(target_answers("200"), ALL);
 	assert_int_equal(stat_int(&target, "total"), ALL);
 	assert_int_equal(pending_of("w-bad"), 0);
-	assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);
+	assert_int_equal(h_pending_count(rc, H_JOBS, H_GROUP), 0);
 
 	wait_hb_str("w-bad", "tokenState", "error", 0);
 	assert_int_equal(hb_int("w-bad", "received"), HELD);	/* its own, nothing new */
@@ -912,7 +884,7 @@ wait_pel(const char *sid, long long deliveries, long long idle_over)
 {
 	struct pel_wait w = { sid, deliveries, idle_over, {0} };
 
-	if (h_wait_until(pel_reached, &w, WAIT_MS) != 0)
+	if (h_wait_until(pel_reached, &w, H_WAIT_MS) != 0)
 		fail_msg("%s: deliveries %lld idle %lld ms, want deliveries %lld / idle > %lld",
 		    sid, w.last.deliveries, w.last.idle_ms, deliveries, idle_over);
 	if (!w.last.present)
@@ -930,7 +902,7 @@ static int
 entries_reached(void *arg)
 {
 	const struct entries_wait *w = arg;
-	return h_stream_count(rc, JOBS, "id", w->id) >= w->n;
+	return h_stream_count(rc, H_JOBS, "id", w->id) >= w->n;
 }
 
 /*
@@ -963,7 +935,7 @@ test_401_in_hand_redispatch_then_handback(void **state)
 	decide(id);
 	wait_target_calls(id, 1);
 	h_post_ok(&target, "/_revoke", NULL);
-	h_stream_id_of(rc, JOBS, id, sid, sizeof sid);
+	h_stream_id_of(rc, H_JOBS, id, sid, sizeof sid);
 	struct pel_entry e = pel_entry(sid);
 	assert_true(e.present);
 	assert_int_equal(e.deliveries, 1);
@@ -992,10 +964,10 @@ test_401_in_hand_redispatch_then_handback(void **state)
 	wait_target_calls(id2, 1);
 	h_post_ok(&idp, "/_down", NULL);
 	h_post_ok(&target, "/_revoke", NULL);
-	h_stream_id_of(rc, JOBS, id2, sid2, sizeof sid2);
+	h_stream_id_of(rc, H_JOBS, id2, sid2, sizeof sid2);
 	wait_state(id2, "auth_wait");
 	struct entries_wait back = { id2, 2 };
-	if (h_wait_until(entries_reached, &back, WAIT_MS) != 0)
+	if (h_wait_until(entries_reached, &back, H_WAIT_MS) != 0)
 		fail_msg("%s was not handed back (log %s)", id2, dmn[0].log);
 	assert_false(pel_entry(sid2).present);	/* the old entry acked with it */
 	wait_hb_str("w1", "inFlight", "0", 0);
@@ -1013,7 +985,7 @@ test_401_in_hand_redispatch_then_handback(void **state)
 	assert_trail_ends(id2, "auth_wait running done");
 	wait_hb_min("w1", "redispatched", 2);
 	assert_int_equal(hb_int("w1", "claimed"), 0);
-	assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);
+	assert_int_equal(h_pending_count(rc, H_JOBS, H_GROUP), 0);
 	h_daemon_down(&dmn[0]);
 }
 
@@ -1050,7 +1022,7 @@ test_target_refuses_every_token(void **state)
 	    calls, issued);
 	assert_int_equal(calls, 5);
 	assert_true(issued >= 1 && issued <= 6);
-	assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);
+	assert_int_equal(h_pending_count(rc, H_JOBS, H_GROUP), 0);
 	assert_true(h_daemon_log_has(&dmn[0], "refused_in_row=3"));
 	h_daemon_down(&dmn[0]);
 }
@@ -1184,7 +1156,7 @@ test_token_exchange(void **state)
 	assert_string_equal(outcome, "exchange-denied");
 	free(outcome);
 	assert_int_equal(target_calls("xch-refused"), 0);
-	assert_true(h_stream_count(rc, PREFIX ":notify", "id", "xch-refused") == 1);
+	assert_true(h_stream_count(rc, H_PREFIX ":notify", "id", "xch-refused") == 1);
 
 	/* An IdP that is down (503) is waited for within the deadline. */
 	h_post_ok(&idp, "/_exchange_allow", NULL);
@@ -1211,7 +1183,7 @@ decide_far(const char *id)
 	    0, NULL);
 
 	assert_non_null(json);
-	assert_int_equal(h_decide(rc, PREFIX, id, json, 1), 0);
+	assert_int_equal(h_decide(rc, H_PREFIX, id, json, 1), 0);
 	free(json);
 }
 
@@ -1290,7 +1262,7 @@ test_wall_clock_step(void **state)
 	free(h_write_file("faketime", "+2h\n"));
 	struct clock_wait w;
 	wtime_format_rfc3339(h_now_ms() + 3600 * 1000LL, w.after, sizeof w.after);
-	assert_int_equal(h_wait_until(daemon_clock_past, &w, WAIT_MS), 0);
+	assert_int_equal(h_wait_until(daemon_clock_past, &w, H_WAIT_MS), 0);
 
 	decide_far("step-after");
 	wait_done("step-after", &dmn[0]);
@@ -1321,10 +1293,10 @@ test_promoter_uses_redis_time(void **state)
 	assert_non_null(json);
 	char *jws = h_sign(json, h_data("test-es256.key"));
 	assert_non_null(jws);
-	assert_int_equal(h_store_record(rc, PREFIX, "sched-1", jws, 0), 0);
+	assert_int_equal(h_store_record(rc, H_PREFIX, "sched-1", jws, 0), 0);
 	free(jws);
 	free(json);
-	assert_true(h_redis_int(rc, "ZADD " PREFIX ":scheduled %lld sched-1", not_before) == 1);
+	assert_true(h_redis_int(rc, "ZADD " H_PREFIX ":scheduled %lld sched-1", not_before) == 1);
 	wait_done("sched-1", &dmn[0]);
 	json_t *all = h_get_ok(&target, "/_requests");
 	long long arrival = json_integer_value(json_object_get(json_array_get(all, 0), "arrival_ms"));
