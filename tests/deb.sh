@@ -5,14 +5,15 @@
 # (dpkg-deb -c), its control fields and conffiles, that the installed
 # configuration fails `warrantd -t` until configured, that the man pages
 # render, and that lintian reports nothing but what debian/*.lintian-overrides
-# explains. Prints one closing line "deb: ok" or "deb: FAIL ...".
+# explains. Prints one closing line "deb: ok" or "deb: FAIL ..."; exits 77
+# (tests/run.sh: skipped) when the packaging tools are not installed.
 #   tests/deb.sh [OUTDIR]
 set -u
 out=${1:-build/deb}
 fail() { echo "deb: FAIL $*"; exit 1; }
 for tool in dpkg-buildpackage dh fakeroot; do
 	command -v "$tool" >/dev/null 2>&1 ||
-		{ echo "deb: SKIP: $tool not installed (scripts/deps.sh installs it)"; exit 0; }
+		{ echo "deb: SKIP: $tool not installed (scripts/deps.sh installs it)"; exit 77; }
 done
 start=$(date +%s)
 rm -rf "$out"

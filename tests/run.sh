@@ -1,33 +1,78 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
-# Runs the test binaries and prints one closing line "N passed, N failed".
+# Runs the test binaries and prints one closing line "N passed, N failed, N skipped".
 #   tests/run.sh [--unit-only] BUILD_DIR...
 # Unit tests (test_*) run from every build dir given (plain and ASan+UBSan),
 # then the integration tests (itest_*) against each build's own binaries, one
 # at a time: each starts its own redis-server and fakes and stops them by PID.
+#
+# Skips. A program that cannot run at all here exits 77 (automake's "skipped")
+# after printing why; one whose cmocka tests call skip() exits 0 and its log
+# names each ("[  SKIPPED ] test_x"). Passed and failed count programs, skipped
+# counts what skipped: a whole program ("itest_sentinel") or one test
+# ("itest_http:test_kept_call_poisoned"). Every skip must be listed, with its
+# reason, in tests/expected-skips; one that is not counts as a failure, so
+# that a check which stops running is seen, not passed.
 set -u
 unit_only=0
 [ "${1:-}" = "--unit-only" ] && { unit_only=1; shift; }
 [ $# -ge 1 ] || { echo "usage: tests/run.sh [--unit-only] BUILD_DIR..." >&2; exit 64; }
 passed=0
 failed=0
+skipped=0
 failed_names=""
+expected=tests/expected-skips
+SKIP_STATUS=77
 
 logs=build/test-logs
 mkdir -p "$logs"
+
+# 0 when `name` (a program or program:test) is listed in tests/expected-skips
+# (first word of a line; # starts a comment).
+expected_skip() {
+	[ -r "$expected" ] && sed 's/#.*//' "$expected" | awk -v n="$1" '$1 == n { f = 1 } END { exit !f }'
+}
+
+# Counts one skip of `name`: 0 when listed, else 1 (and says so).
+count_skip() {
+	skipped=$((skipped + 1))
+	if expected_skip "$1"; then
+		echo "     skip $1 (expected: $(sed 's/#.*//' "$expected" | awk -v n="$1" \
+		    '$1 == n { $1 = ""; sub(/^ +/, ""); print; exit }'))"
+		return 0
+	fi
+	echo "     skip $1: NOT listed in $expected"
+	return 1
+}
 
 # Each test's output goes to build/test-logs/; it is shown when it fails.
 run() {
 	name=$1; shift
 	log="$logs/$(echo "$name" | tr '/' '_').log"
 	start=$(date +%s)
-	if "$@" >"$log" 2>&1; then
-		passed=$((passed + 1))
-		echo "ok   $name ($(( $(date +%s) - start ))s)"
-	else
+	"$@" >"$log" 2>&1
+	status=$?
+	secs=$(( $(date +%s) - start ))
+	prog=$(basename "$name")
+	unexpected=0
+	if [ "$status" = "$SKIP_STATUS" ]; then
+		echo "skip $name (${secs}s): $(grep -i -m1 'skip' "$log")"
+		count_skip "$prog" || unexpected=1
+	elif [ "$status" = 0 ]; then
+		echo "ok   $name (${secs}s)"
+		# cmocka lists each skipped test at run time: "[  SKIPPED ] test_x".
+		for t in $(sed -n 's/^\[  SKIPPED \] \([A-Za-z0-9_]*\)$/\1/p' "$log" | sort -u); do
+			count_skip "$prog:$t" || unexpected=1
+		done
+		[ "$unexpected" = 0 ] && passed=$((passed + 1))
+	fi
+	if [ "$unexpected" = 1 ]; then
+		failed=$((failed + 1))
+		failed_names="$failed_names $name(unexpected-skip)"
+	elif [ "$status" != 0 ] && [ "$status" != "$SKIP_STATUS" ]; then
 		failed=$((failed + 1))
 		failed_names="$failed_names $name"
-		echo "FAIL $name ($(( $(date +%s) - start ))s)"
+		echo "FAIL $name (${secs}s)"
 		tail -n 80 "$log"
 	fi
 }
@@ -55,5 +100,5 @@ if [ "$unit_only" = 0 ]; then
 fi
 echo
 [ -n "$failed_names" ] && echo "failed:$failed_names"
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

@@ -336,6 +336,7 @@ sc_error_replies(struct world *w)
  * meets -LOADING on its reconnect. 50 jobs enqueued once redis is ready are
  * done within 20 s.
  */
+#define LOADING_TRIES	3
 static int
 sc_loading(struct world *w)
 {
@@ -350,11 +351,19 @@ sc_loading(struct world *w)
 		    "redis.call('SET', 'filler:' .. ARGV[1] .. ':' .. i, 'x') end return 1",
 		    i) != 1)
 			return SKIP;
-	w_reconnect(w);
-	if (h_redis_restart(&w->redis) != 0)	/* returns once PING answers */
-		return SKIP;
-	if (log_count(w, 0, "LOADING") == 0)
-		printf("    note: the worker did not meet -LOADING this time\n");
+	/* The scenario is about -LOADING: a worker that never met it has shown
+	 * nothing, so that fails rather than passes. Whether its reconnect
+	 * falls within the load is the machine's timing: up to LOADING_TRIES
+	 * restarts (the AOF keeps the filler) give it the chance. */
+	int tries = 0;
+	while (log_count(w, 0, "LOADING") == 0 && tries < LOADING_TRIES) {
+		tries++;
+		w_reconnect(w);
+		if (h_redis_restart(&w->redis) != 0)	/* returns once PING answers */
+			return SKIP;
+	}
+	check(log_count(w, 0, "LOADING") > 0, "the worker met -LOADING (%d restart(s) of "
+	    "redis-server on a 2-million-key AOF, at most %d)", tries, LOADING_TRIES);
 	if (enqueue_n(w, "after", 50, h_now_ms() + 600000) != 0)
 		return SKIP;
 	int done = wait_terminal(w, "after", 50, 20000) == 0;

@@ -12,6 +12,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <setjmp.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -29,6 +32,7 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #endif
+#include <cmocka.h>
 
 #include "record.h"
 #include "wtime.h"
@@ -1402,4 +1406,324 @@ h_stack_stop(struct h_stack *s)
 	s->c = NULL;
 	h_fake_stop(&s->target);
 	h_redis_stop(&s->redis);
+}
+
+/* ---- checks shared by the itest_* programs ---- */
+
+struct h_stack h_group;
+
+int
+h_group_setup(void **state)
+{
+	(void)state;
+	return h_stack_start(&h_group);
+}
+
+int
+h_group_teardown(void **state)
+{
+	(void)state;
+	h_stack_stop(&h_group);
+	return 0;
+}
+
+void
+h_world_down(struct h_daemon *d, size_t nd, redisContext **c, struct h_redis *r, ...)
+{
+	struct h_fake *f;
+	va_list ap;
+
+	for (size_t i = 0; i < nd; i++)
+		h_daemon_kill(&d[i]);
+	memset(d, 0, nd * sizeof *d);
+	if (*c != NULL)
+		redisFree(*c);
+	*c = NULL;
+	va_start(ap, r);
+	while ((f = va_arg(ap, struct h_fake *)) != NULL) {
+		h_fake_stop(f);
+		memset(f, 0, sizeof *f);
+	}
+	va_end(ap);
+	h_redis_stop(r);
+	memset(r, 0, sizeof *r);
+}
+
+void
+h_post_ok(const struct h_fake *f, const char *path, const char *body)
+{
+	long status = h_fake_post(f, path, body);
+
+	if (status != 200)
+		fail_msg("POST %s%s: %ld", f->url, path, status);
+}
+
+void
+h_fake_reset(const struct h_fake *f)
+{
+	h_post_ok(f, "/_reset", "{}");
+}
+
+json_t *
+h_get_ok(const struct h_fake *f, const char *path)
+{
+	json_t *j = h_fake_json(f, path);
+
+	if (j == NULL)
+		fail_msg("GET %s%s failed", f->url, path);
+	return j;
+}
+
+long long
+h_fake_stat(const struct h_fake *f, const char *group, const char *name)
+{
+	json_t *s = h_get_ok(f, "/_stats");
+	const json_t *in = group != NULL ? json_object_get(s, group) : s;
+	long long n = json_integer_value(json_object_get(in, name));
+
+	json_decref(s);
+	return n;
+}
+
+/* The elements of f's `path` array for which at(element) is the string want. */
+static json_t *
+fake_select(const struct h_fake *f, const char *path, const json_t *(*at)(const json_t *),
+	    const char *want)
+{
+	json_t *all = h_get_ok(f, path), *mine = json_array(), *e;
+	size_t i;
+
+	if (mine == NULL)
+		fail_msg("out of memory");
+	json_array_foreach(all, i, e) {
+		const json_t *v = at(e);
+		if (json_is_string(v) && strcmp(json_string_value(v), want) == 0)
+			json_array_append(mine, e);
+	}
+	json_decref(all);
+	return mine;
+}
+
+static const json_t *
+idempotency_key_of(const json_t *call)
+{
+	return json_object_get(call, "idempotency_key");
+}
+
+static const json_t *
+record_id_of(const json_t *query)
+{
+	return json_object_get(json_object_get(query, "input"), "recordId");
+}
+
+json_t *
+h_calls_with_key(const struct h_fake *f, const char *key)
+{
+	return fake_select(f, "/_requests", idempotency_key_of, key);
+}
+
+long long
+h_count_calls(const struct h_fake *f, const char *key)
+{
+	json_t *a = h_calls_with_key(f, key);
+	long long n = (long long)json_array_size(a);
+
+	json_decref(a);
+	return n;
+}
+
+json_t *
+h_pdp_queries(const struct h_fake *pdp, const char *id)
+{
+	return fake_select(pdp, "/_queries", record_id_of, id);
+}
+
+void
+h_skip(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("skip: ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+	skip();
+	abort();	/* skip() does not return in a cmocka test */
+}
+
+char *
+h_dpkg_file(const char *pkg, const char *suffix)
+{
+	char *argv[] = {"dpkg", "-L", (char *)pkg, NULL}, *out = NULL, *found = NULL, *save;
+	size_t sl = strlen(suffix);
+
+	if (h_run(argv, 10000, &out) == 0 && out != NULL)
+		for (char *line = strtok_r(out, "\n", &save); line && !found;
+		    line = strtok_r(NULL, "\n", &save)) {
+			size_t n = strlen(line);
+			if (n >= sl && strcmp(line + n - sl, suffix) == 0 && access(line, R_OK) == 0)
+				found = strdup(line);
+		}
+	free(out);
+	return found;
+}
+
+long long
+h_pdp_count(const struct h_fake *pdp, const char *id)
+{
+	json_t *q = h_pdp_queries(pdp, id);
+	long long n = (long long)json_array_size(q);
+
+	json_decref(q);
+	return n;
+}
+
+const char *
+h_key(const char *prefix, const char *fmt, ...)
+{
+	static char ring[8][256];
+	static int next;
+	char *buf = ring[next++ % 8];
+	va_list ap;
+	int n = snprintf(buf, sizeof ring[0], "%s:", prefix);
+
+	va_start(ap, fmt);
+	vsnprintf(buf + n, sizeof ring[0] - (size_t)n, fmt, ap);
+	va_end(ap);
+	return buf;
+}
+
+redisContext *
+h_redis_up(struct h_redis *r)
+{
+	redisContext *c;
+
+	if (h_redis_start(r, 0) != 0)
+		fail_msg("redis-server did not start (dir %s)", r->dir);
+	if ((c = h_redis_connect(r)) == NULL)
+		fail_msg("cannot connect to redis-server at %s", r->sock);
+	return c;
+}
+
+void
+h_daemon_up(struct h_daemon *d, const struct h_daemon_opts *o)
+{
+	char *ini = h_daemon_ini(o);
+
+	if (ini == NULL)
+		fail_msg("h_daemon_ini failed");
+	int rc = h_daemon_start(d, ini);
+	free(ini);
+	if (rc != 0)
+		fail_msg("warrantd %s did not get ready (log %s)", o->consumer ? o->consumer : "w1",
+		    d->log);
+}
+
+void
+h_daemon_down(struct h_daemon *d)
+{
+	int st = h_daemon_stop(d);
+
+	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail_msg("warrantd did not exit 0 (status %d, log %s)", st, d->log);
+	if (!h_daemon_log_clean(d))
+		fail_msg("sanitizer report in %s", d->log);
+}
+
+void
+h_wait_for(int (*cond)(void *arg), void *arg, int timeout_ms, const char *what)
+{
+	if (h_wait_until(cond, arg, timeout_ms) != 0)
+		fail_msg("timed out (%d ms) waiting for %s", timeout_ms, what);
+}
+
+void
+h_assert_hash_field(redisContext *c, const char *key, const char *field, const char *want)
+{
+	char *v = h_hget(c, key, field);
+
+	if (v == NULL || strcmp(v, want) != 0) {
+		print_error("%s %s is %s, expected %s\n", key, field, v ? v : "(nil)", want);
+		free(v);
+		fail();
+	}
+	free(v);
+}
+
+char *
+h_record_field(redisContext *c, const char *prefix, const char *id, const char *field)
+{
+	return h_hget(c, h_key(prefix, "decision:%s", id), field);
+}
+
+void
+h_assert_record_field(redisContext *c, const char *prefix, const char *id, const char *field,
+		      const char *want)
+{
+	h_assert_hash_field(c, h_key(prefix, "decision:%s", id), field, want);
+}
+
+struct field_wait {
+	redisContext *c;
+	const char *key, *field, *want;
+};
+
+static int
+field_is(void *arg)
+{
+	const struct field_wait *w = arg;
+	char *v = h_hget(w->c, w->key, w->field);
+	int ok = v != NULL && strcmp(v, w->want) == 0;
+
+	free(v);
+	return ok;
+}
+
+void
+h_wait_hash_field(redisContext *c, const char *key, const char *field, const char *want,
+		  int timeout_ms)
+{
+	struct field_wait w = {c, key, field, want};
+
+	if (h_wait_until(field_is, &w, timeout_ms) != 0) {
+		char *v = h_hget(c, key, field);
+		print_error("%s: %s \"%s\" after %d ms, want \"%s\"\n", key, field,
+		    v ? v : "(nil)", timeout_ms, want);
+		free(v);
+		fail();
+	}
+}
+
+void
+h_store_signed(redisContext *c, const char *prefix, const char *id, const char *action,
+	       const char *resource, long long expires_ms, int enqueue)
+{
+	long long now = h_now_ms();
+	char *json = h_record_json(id, action, resource, now - 1000, expires_ms, 0, NULL);
+	char *jws = json ? h_sign(json, h_data("test-es256.key")) : NULL;
+	int rc = jws ? h_store_record(c, prefix, id, jws, enqueue) : -1;
+
+	free(jws);
+	free(json);
+	if (rc != 0)
+		fail_msg("%s: cannot sign and store the record", id);
+}
+
+void
+h_stream_id_of(redisContext *c, const char *stream, const char *id, char *out, size_t n)
+{
+	redisReply *r = redisCommand(c, "XRANGE %s - +", stream);
+
+	out[0] = '\0';
+	for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+		const redisReply *e = r->element[i];
+		const char *v = h_entry_str(e->element[1], "id");
+		if (v != NULL && strcmp(v, id) == 0)
+			snprintf(out, n, "%s", e->element[0]->str);
+	}
+	freeReplyObject(r);
+	if (out[0] == '\0')
+		fail_msg("no entry of %s for %s", stream, id);
 }

@@ -304,4 +304,107 @@ int h_daemon_wait_log(const struct h_daemon *d, const char *needle, int timeout_
  * "ERROR: LeakSanitizer", "runtime error"); 0 otherwise (also printed). */
 int h_daemon_log_clean(const struct h_daemon *d);
 
+/* The names h_daemon_ini's defaults give (prefix "warrant", group
+ * "workers"), for the tests that keep them, and how long a test waits for
+ * what must happen (generous: 2 cores, ASan, load). */
+#define H_WAIT_MS	60000
+#define H_PREFIX	"warrant"
+#define H_GROUP		"workers"
+#define H_JOBS		H_PREFIX ":jobs"
+#define H_NOTIFY	H_PREFIX ":notify"
+#define H_DEAD		H_PREFIX ":dead"
+#define H_AUDIT		H_PREFIX ":audit"
+
+/* cmocka group setup and teardown over one h_stack, h_group: for programs
+ * whose tests share one redis-server, one fake_target and one client. */
+extern struct h_stack h_group;
+int h_group_setup(void **state);
+int h_group_teardown(void **state);
+
+/* Ends what a test or group started, whatever a failed assertion left: the
+ * nd daemons at d (SIGKILL; a no-op for one already stopped), the client *c
+ * (then NULL), the fakes (a NULL-terminated list of struct h_fake *), redis.
+ * Each is zeroed for the next test. */
+void h_world_down(struct h_daemon *d, size_t nd, redisContext **c, struct h_redis *r, ...);
+
+/* ---- checks shared by the itest_* programs ----
+ * Each fails the running cmocka test (fail_msg, which names what it waited
+ * for and where the logs are) instead of returning an error. */
+
+/* POST body (NULL: "{}") to f->url + path; fails unless it answered 200. */
+void h_post_ok(const struct h_fake *f, const char *path, const char *body);
+/* POST /_reset to the fake; fails unless it answered 200. */
+void h_fake_reset(const struct h_fake *f);
+/* GET f->url + path parsed; fails when it cannot be. Caller json_decref's. */
+json_t *h_get_ok(const struct h_fake *f, const char *path);
+/* A counter of the fake's GET /_stats: member `name` of its object `group`
+ * ("by_status", "keys"), or of the top level when group is NULL; 0 when
+ * absent. */
+long long h_fake_stat(const struct h_fake *f, const char *group, const char *name);
+/* The calls f recorded (GET /_requests) with Idempotency-Key: key, in arrival
+ * order. Caller json_decref's. */
+json_t *h_calls_with_key(const struct h_fake *f, const char *key);
+/* How many such calls. */
+long long h_count_calls(const struct h_fake *f, const char *key);
+/* The queries a fake_pdp recorded (GET /_queries) whose input.recordId is id,
+ * in arrival order. Caller json_decref's. */
+json_t *h_pdp_queries(const struct h_fake *pdp, const char *id);
+/* How many such queries. */
+long long h_pdp_count(const struct h_fake *pdp, const char *id);
+
+/* Prints "skip: <reason>" and skips the running cmocka test (skip()).
+ * tests/run.sh counts every skip and fails on one that tests/expected-skips
+ * does not list: say why, and never return early from a test instead. */
+void h_skip(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2), noreturn));
+/* The exit status of a program that cannot run at all here (automake's
+ * "skipped"); tests/run.sh treats it like h_skip, for the whole program. */
+#define H_SKIP_STATUS	77
+/* The first file Debian package `pkg` installed (dpkg -L) whose path ends
+ * with `suffix`, caller frees; NULL when the package or the file is not
+ * there. For libraries whose directory depends on the architecture. */
+char *h_dpkg_file(const char *pkg, const char *suffix);
+
+/* "<prefix>:<suffix>" in one of eight rotating buffers: valid until eight
+ * more calls. */
+const char *h_key(const char *prefix, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* h_redis_start (no AOF) and h_redis_connect; fails when either does not.
+ * The client is the caller's to redisFree. */
+redisContext *h_redis_up(struct h_redis *r);
+
+/* h_daemon_ini(o) and h_daemon_start; fails (naming the log) unless the
+ * daemon got ready. */
+void h_daemon_up(struct h_daemon *d, const struct h_daemon_opts *o);
+/* R15: SIGTERM ends it with exit 0 and a log with no sanitizer report;
+ * fails otherwise, naming the log. */
+void h_daemon_down(struct h_daemon *d);
+
+/* h_wait_until(cond, arg, timeout_ms); fails with "timed out waiting for
+ * <what>" when cond never held. */
+void h_wait_for(int (*cond)(void *arg), void *arg, int timeout_ms, const char *what);
+
+/* HGET <prefix>:decision:<id> field (caller frees; NULL when missing), and
+ * the check that it equals want. */
+char *h_record_field(redisContext *c, const char *prefix, const char *id, const char *field);
+void h_assert_record_field(redisContext *c, const char *prefix, const char *id,
+			   const char *field, const char *want);
+/* HGET key field equals want; fails (with the value seen) when not. */
+void h_assert_hash_field(redisContext *c, const char *key, const char *field, const char *want);
+/* Waits up to timeout_ms until HGET key field equals want; fails (with the
+ * last value seen) when it never does. */
+void h_wait_hash_field(redisContext *c, const char *key, const char *field, const char *want,
+		       int timeout_ms);
+
+/* A record for `action` on `resource`, decided a second ago, due at
+ * expires_ms, signed with tests/data/test-es256.key and stored under
+ * prefix (h_store_record: queued when enqueue). Fails when any step does. */
+void h_store_signed(redisContext *c, const char *prefix, const char *id, const char *action,
+		    const char *resource, long long expires_ms, int enqueue);
+
+/* The id of the last entry of `stream` whose field `id` is id, into out;
+ * fails when there is none. */
+void h_stream_id_of(redisContext *c, const char *stream, const char *id, char *out, size_t n);
+
 #endif

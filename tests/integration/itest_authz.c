@@ -27,11 +27,6 @@
 #include "harness.h"
 #include "wtime.h"
 
-#define WAIT_MS		60000	/* generous: 2 cores, ASan, load */
-#define PREFIX		"warrant"
-#define JOBS		PREFIX ":jobs"
-#define GROUP		"workers"
-#define NOTIFY		PREFIX ":notify"
 #define PDP_PATH	"/v1/data/warrant/allow"
 #define SUBJECT		"operator:4417"		/* h_record_json's onBehalfOf */
 #define BASIS		"role:canal-operator"	/* and its basis */
@@ -44,15 +39,9 @@ static redisContext *rc;
 /* ---- the fakes ---- */
 
 static void
-post_ok(const struct h_fake *f, const char *path, const char *body)
-{
-	assert_int_equal(h_fake_post(f, path, body), 200);
-}
-
-static void
 pdp_policy(const char *json)
 {
-	post_ok(&pdp, "/_policy", json);
+	h_post_ok(&pdp, "/_policy", json);
 }
 
 /* The PDP queries whose input.recordId is id, in arrival order; caller
@@ -60,54 +49,20 @@ pdp_policy(const char *json)
 static json_t *
 pdp_queries(const char *id)
 {
-	json_t *all = h_fake_json(&pdp, "/_queries"), *mine = json_array(), *q;
-	size_t i;
-
-	assert_non_null(all);
-	json_array_foreach(all, i, q) {
-		const json_t *rid = json_object_get(json_object_get(q, "input"), "recordId");
-		if (json_is_string(rid) && strcmp(json_string_value(rid), id) == 0)
-			json_array_append(mine, q);
-	}
-	json_decref(all);
-	return mine;
-}
-
-static size_t
-pdp_count(const char *id)
-{
-	json_t *q = pdp_queries(id);
-	size_t n = json_array_size(q);
-
-	json_decref(q);
-	return n;
+	return h_pdp_queries(&pdp, id);
 }
 
 /* Calls of the action that carried Idempotency-Key: key, in arrival order. */
 static json_t *
 target_calls(const char *key)
 {
-	json_t *all = h_fake_json(&target, "/_requests"), *mine = json_array(), *r;
-	size_t i;
-
-	assert_non_null(all);
-	json_array_foreach(all, i, r) {
-		const json_t *k = json_object_get(r, "idempotency_key");
-		if (json_is_string(k) && strcmp(json_string_value(k), key) == 0)
-			json_array_append(mine, r);
-	}
-	json_decref(all);
-	return mine;
+	return h_calls_with_key(&target, key);
 }
 
 static size_t
 target_count(const char *key)
 {
-	json_t *c = target_calls(key);
-	size_t n = json_array_size(c);
-
-	json_decref(c);
-	return n;
+	return (size_t)h_count_calls(&target, key);
 }
 
 static long long
@@ -142,7 +97,7 @@ record(const char *id, const char *resource, const char *subject, const char *no
 static void
 decide(const char *id, const char *json)
 {
-	assert_int_equal(h_decide(rc, PREFIX, id, json, 1), 0);
+	assert_int_equal(h_decide(rc, H_PREFIX, id, json, 1), 0);
 }
 
 static char *
@@ -150,7 +105,7 @@ field(const char *id, const char *name)
 {
 	char key[256];
 
-	snprintf(key, sizeof key, PREFIX ":decision:%s", id);
+	snprintf(key, sizeof key, H_PREFIX ":decision:%s", id);
 	return h_hget(rc, key, name);
 }
 
@@ -186,10 +141,10 @@ wait_final(const char *id, const char *state, const char *outcome)
 {
 	struct state_wait w = { id, state };
 
-	if (h_wait_until(has_state, &w, WAIT_MS) != 0) {
+	if (h_wait_until(has_state, &w, H_WAIT_MS) != 0) {
 		char *s = field(id, "state");
 		fail_msg("%s: state \"%s\" after %d ms, want \"%s\" (log %s)", id,
-		    s ? s : "(nil)", WAIT_MS, state, daemon_.log);
+		    s ? s : "(nil)", H_WAIT_MS, state, daemon_.log);
 	}
 	assert_field(id, "outcome", outcome);
 }
@@ -199,7 +154,7 @@ wait_final(const char *id, const char *state, const char *outcome)
 static void
 assert_pel_empty(void)
 {
-	assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);
+	assert_int_equal(h_pending_count(rc, H_JOBS, H_GROUP), 0);
 }
 
 static void
@@ -210,9 +165,9 @@ assert_notified(const char *id, const char *owner, const char *kind, const char 
 	    "resource" };
 	const char *want[] = { owner, kind, reason, subject, "gate.open", resource };
 
-	assert_int_equal(h_stream_count(rc, NOTIFY, "id", id), 1);
+	assert_int_equal(h_stream_count(rc, H_NOTIFY, "id", id), 1);
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-		char *v = h_stream_field(rc, NOTIFY, "id", id, names[i]);
+		char *v = h_stream_field(rc, H_NOTIFY, "id", id, names[i]);
 		if (v == NULL || strcmp(v, want[i]) != 0)
 			fail_msg("%s: notify %s \"%s\", want \"%s\"", id, names[i],
 			    v ? v : "(nil)", want[i]);
@@ -259,8 +214,8 @@ static int
 reset_fakes(void **state)
 {
 	(void)state;
-	post_ok(&pdp, "/_reset", "{}");
-	post_ok(&target, "/_reset", "{}");
+	h_post_ok(&pdp, "/_reset", "{}");
+	h_post_ok(&target, "/_reset", "{}");
 	return 0;
 }
 
@@ -345,7 +300,7 @@ test_decided_at_same_instant(void **state)
 static int
 counter_at_least_one(void *arg)
 {
-	char *v = h_hget(rc, PREFIX ":consumer:w1", arg);
+	char *v = h_hget(rc, H_PREFIX ":consumer:w1", arg);
 	int ok = v != NULL && atoll(v) >= 1;
 
 	free(v);
@@ -378,8 +333,8 @@ test_denied_resource_never_called(void **state)
 	json_decref(q);
 	assert_notified(denied, "gate-owner", "denied", "authority-denied", SUBJECT,
 	    "gate/forbidden");
-	assert_int_equal(h_stream_count(rc, NOTIFY, "id", other), 0);
-	assert_int_equal(h_wait_until(counter_at_least_one, (void *)"denied", WAIT_MS), 0);
+	assert_int_equal(h_stream_count(rc, H_NOTIFY, "id", other), 0);
+	assert_int_equal(h_wait_until(counter_at_least_one, (void *)"denied", H_WAIT_MS), 0);
 	free(jd);
 	free(jo);
 }
@@ -403,8 +358,8 @@ test_object_result_by_subject(void **state)
 
 	assert_int_equal(target_count(denied), 0);
 	assert_int_equal(target_count(allowed), 1);
-	assert_int_equal(pdp_count(denied), 1);
-	assert_int_equal(pdp_count(allowed), 1);
+	assert_int_equal(h_pdp_count(&pdp, denied), 1);
+	assert_int_equal(h_pdp_count(&pdp, allowed), 1);
 	/* no notifyOnDenial: [notify] default_owner */
 	assert_notified(denied, "ops", "denied", "authority-denied", "operator:9999", "gate/9");
 	free(jd);
@@ -424,7 +379,7 @@ test_missing_result_denies(void **state)
 	wait_final(id, "denied", "authority-denied");
 	assert_pel_empty();
 	assert_int_equal(target_count(id), 0);
-	assert_int_equal(pdp_count(id), 1);
+	assert_int_equal(h_pdp_count(&pdp, id), 1);
 	assert_notified(id, "ops", "denied", "authority-denied", SUBJECT, "gate/10");
 	free(json);
 }
@@ -441,7 +396,7 @@ retrying_after(void *arg)
 	const struct unavailable_wait *w = arg;
 	struct state_wait sw = { w->id, "retrying" };
 
-	return pdp_count(w->id) >= w->queries && has_state(&sw);
+	return h_pdp_count(&pdp, w->id) >= (long long)w->queries && has_state(&sw);
 }
 
 /* PDP 503: the job waits (`retrying`), more times than max_attempts (5)
@@ -456,9 +411,9 @@ test_pdp_unavailable_then_allowed(void **state)
 	(void)state;
 	pdp_policy("{\"mode\": \"status\", \"status\": 503}");
 	decide(id, json);
-	assert_int_equal(h_wait_until(retrying_after, &w, WAIT_MS), 0);
+	assert_int_equal(h_wait_until(retrying_after, &w, H_WAIT_MS), 0);
 	assert_int_equal(target_count(id), 0);
-	assert_int_equal(h_stream_count(rc, NOTIFY, "id", id), 0);
+	assert_int_equal(h_stream_count(rc, H_NOTIFY, "id", id), 0);
 
 	pdp_policy("{}");
 	wait_final(id, "done", "ok");

@@ -46,12 +46,6 @@
 #include "store.h"
 #include "wtime.h"
 
-#define WAIT_MS		60000	/* generous: 2 cores, ASan, load */
-#define PREFIX		"warrant"
-#define JOBS		PREFIX ":jobs"
-#define NOTIFY		PREFIX ":notify"
-#define DEAD		PREFIX ":dead"
-#define GROUP		"workers"
 #define CLIENT_ID	"warrantd-dl"
 #define SECRET		"dl-S3cr3t"
 /* How late after expiresAt a record may be written `expired`: the loop's
@@ -69,16 +63,8 @@ static int
 teardown(void **state)
 {
 	(void)state;
-	for (size_t i = 0; i < sizeof dmn / sizeof dmn[0]; i++)
-		h_daemon_kill(&dmn[i]);
-	if (rc != NULL)
-		redisFree(rc);
-	rc = NULL;
-	h_fake_stop(&target);
-	h_fake_stop(&idp);
-	h_fake_stop(&idp2);
-	h_fake_stop(&pdp);
-	h_redis_stop(&redis);
+	h_world_down(dmn, sizeof dmn / sizeof dmn[0], &rc, &redis, &target, &idp, &idp2, &pdp,
+	    (struct h_fake *)NULL);
 	if (gate_fd >= 0)
 		close(gate_fd);
 	if (filler_fd >= 0)
@@ -86,21 +72,7 @@ teardown(void **state)
 	gate_fd = filler_fd = -1;
 	free(secret_path);
 	secret_path = NULL;
-	memset(dmn, 0, sizeof dmn);
-	memset(&idp, 0, sizeof idp);
-	memset(&idp2, 0, sizeof idp2);
-	memset(&target, 0, sizeof target);
-	memset(&pdp, 0, sizeof pdp);
-	memset(&redis, 0, sizeof redis);
 	return 0;
-}
-
-static void
-redis_up(void)
-{
-	assert_int_equal(h_redis_start(&redis, 0), 0);
-	rc = h_redis_connect(&redis);
-	assert_non_null(rc);
 }
 
 /* fake_target, checking tokens of the IdPs' secret when `tokens`. */
@@ -119,25 +91,6 @@ idp_up(struct h_fake *f)
 	    CLIENT_ID, "--client-secret-file", secret_path, "--lifetime-s", "3600", NULL};
 
 	assert_int_equal(h_fake_start(f, "fake_idp", args), 0);
-}
-
-static void
-post(const struct h_fake *f, const char *path, const char *body)
-{
-	long status = h_fake_post(f, path, body);
-
-	if (status != 200)
-		fail_msg("POST %s%s: %ld", f->url, path, status);
-}
-
-static json_t *
-fake_get(const struct h_fake *f, const char *path)
-{
-	json_t *j = h_fake_json(f, path);
-
-	if (j == NULL)
-		fail_msg("GET %s%s failed", f->url, path);
-	return j;
 }
 
 /* ------------------------------------------------------------------ */
@@ -182,23 +135,12 @@ daemon_up(struct h_daemon *d, const struct dcfg *c)
 		fail_msg("warrantd %s did not get ready (log %s)", c->consumer, d->log);
 }
 
-static void
-stop_clean(struct h_daemon *d)
-{
-	int st = h_daemon_stop(d);
-
-	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		fail_msg("warrantd did not exit 0 (status %d, log %s)", st, d->log);
-	if (!h_daemon_log_clean(d))
-		fail_msg("sanitizer report in %s", d->log);
-}
-
 static long long
 hb_int(const char *consumer, const char *name)
 {
 	char key[128];
 
-	snprintf(key, sizeof key, PREFIX ":consumer:%s", consumer);
+	snprintf(key, sizeof key, H_PREFIX ":consumer:%s", consumer);
 	char *v = h_hget(rc, key, name);
 	long long n = v ? strtoll(v, NULL, 10) : -1;
 	free(v);
@@ -222,7 +164,7 @@ wait_hb_min(const char *consumer, const char *name, long long min)
 {
 	struct hb_wait w = {consumer, name, min};
 
-	if (h_wait_until(hb_reached, &w, WAIT_MS) != 0)
+	if (h_wait_until(hb_reached, &w, H_WAIT_MS) != 0)
 		fail_msg("%s %s = %lld, want >= %lld", consumer, name, hb_int(consumer, name), min);
 }
 
@@ -234,14 +176,7 @@ wait_hb_min(const char *consumer, const char *name, long long min)
 static void
 decide_until(const char *id, long long expires_ms, int enqueue)
 {
-	long long now = h_now_ms();
-	char *json = h_record_json(id, "gate.open", "lock/7", now - 1000, expires_ms, 0, NULL);
-	char *jws = json ? h_sign(json, h_data("test-es256.key")) : NULL;
-
-	assert_non_null(jws);
-	assert_int_equal(h_store_record(rc, PREFIX, id, jws, enqueue), 0);
-	free(jws);
-	free(json);
+	h_store_signed(rc, H_PREFIX, id, "gate.open", "lock/7", expires_ms, enqueue);
 }
 
 static char *
@@ -249,35 +184,14 @@ hash_field(const char *id, const char *name)
 {
 	char key[128];
 
-	snprintf(key, sizeof key, PREFIX ":decision:%s", id);
+	snprintf(key, sizeof key, H_PREFIX ":decision:%s", id);
 	return h_hget(rc, key, name);
-}
-
-struct state_wait {
-	const char *id, *want;
-};
-
-static int
-state_is(void *arg)
-{
-	const struct state_wait *w = arg;
-	char *s = hash_field(w->id, "state");
-	int ok = s != NULL && strcmp(s, w->want) == 0;
-
-	free(s);
-	return ok;
 }
 
 static void
 wait_state_ms(const char *id, const char *want, int timeout_ms)
 {
-	struct state_wait w = {id, want};
-
-	if (h_wait_until(state_is, &w, timeout_ms) != 0) {
-		char *s = hash_field(id, "state");
-		fail_msg("%s: state \"%s\" after %d ms, want \"%s\"", id, s ? s : "(nil)",
-		    timeout_ms, want);
-	}
+	h_wait_hash_field(rc, h_key(H_PREFIX, "decision:%s", id), "state", want, timeout_ms);
 }
 
 /* The hash's updatedAt, Unix ms. */
@@ -307,37 +221,19 @@ assert_expired_in_time(const char *id, long long expires_ms)
 	if (late > LATE_MS)
 		fail_msg("%s written expired %lld ms after its deadline (want <= %d)", id, late,
 		    LATE_MS);
-	assert_true(h_stream_count(rc, NOTIFY, "id", id) >= 1);
-	char *kind = h_stream_field(rc, NOTIFY, "id", id, "kind");
+	assert_true(h_stream_count(rc, H_NOTIFY, "id", id) >= 1);
+	char *kind = h_stream_field(rc, H_NOTIFY, "id", id, "kind");
 	assert_non_null(kind);
 	assert_string_equal(kind, "expired");
 	free(kind);
-	assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);
-}
-
-/* The stream entry whose `id` field is id, the last one when several. */
-static void
-stream_id_of(const char *id, char *out, size_t n)
-{
-	redisReply *r = redisCommand(rc, "XRANGE %s - +", JOBS);
-
-	out[0] = '\0';
-	for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
-		const redisReply *e = r->element[i], *f = e->element[1];
-		const char *v = h_entry_str(f, "id");
-		if (v != NULL && strcmp(v, id) == 0)
-			snprintf(out, n, "%s", e->element[0]->str);
-	}
-	freeReplyObject(r);
-	if (out[0] == '\0')
-		fail_msg("no stream entry for %s", id);
+	assert_int_equal(h_pending_count(rc, H_JOBS, H_GROUP), 0);
 }
 
 /* A field of stream entry sid; caller frees; NULL when absent. */
 static char *
 entry_field(const char *sid, const char *name)
 {
-	redisReply *r = redisCommand(rc, "XRANGE %s %s %s", JOBS, sid, sid);
+	redisReply *r = redisCommand(rc, "XRANGE %s %s %s", H_JOBS, sid, sid);
 	char *v = NULL;
 
 	if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1) {
@@ -352,7 +248,7 @@ entry_field(const char *sid, const char *name)
 static long long
 pending_deliveries(const char *sid, char *owner, size_t n)
 {
-	redisReply *r = redisCommand(rc, "XPENDING %s %s %s %s 1", JOBS, GROUP, sid, sid);
+	redisReply *r = redisCommand(rc, "XPENDING %s %s %s %s 1", H_JOBS, H_GROUP, sid, sid);
 	long long d = 0;
 
 	if (owner != NULL)
@@ -438,7 +334,7 @@ connect_hang(const char *id)
 	char url[64];
 	const int timeout_ms = 8000;
 
-	redis_up();
+	rc = h_redis_up(&redis);
 	snprintf(url, sizeof url, "http://127.0.0.1:%d", gate_up());
 	struct dcfg c = {.consumer = "w1", .target_url = url, .timeout_ms = timeout_ms};
 	daemon_up(&dmn[0], &c);
@@ -446,7 +342,7 @@ connect_hang(const char *id)
 	decide_until(id, expires, 1);
 	/* the call step is written, the connect under way, before the deadline */
 	wait_state_ms(id, "running", 2500);
-	assert_int_equal(h_wait_until(clock_past, &expires, WAIT_MS), 0);
+	assert_int_equal(h_wait_until(clock_past, &expires, H_WAIT_MS), 0);
 	/* Before the fix the connect went on for timeout_ms from the call's
 	 * start: a SYN sent again after the gate opens gets through then. */
 	long long arrived = gate_open_until(expires + timeout_ms + 500);
@@ -455,7 +351,7 @@ connect_hang(const char *id)
 		    arrived - expires);
 	wait_state_ms(id, "expired", 5000);
 	assert_expired_in_time(id, expires);
-	stop_clean(&dmn[0]);
+	h_daemon_down(&dmn[0]);
 }
 
 static void
@@ -479,7 +375,7 @@ test_slow_answer_after_deadline_decides(void **state)
 	const char *id = "dl-slow";
 	(void)state;
 
-	redis_up();
+	rc = h_redis_up(&redis);
 	target_up(0);
 	assert_int_equal(h_fake_script(&target, "{\"per_key\":{\"dl-slow\":"
 	    "[{\"status\":200,\"delay_ms\":5000}]}}"), 0);
@@ -488,14 +384,14 @@ test_slow_answer_after_deadline_decides(void **state)
 	long long expires = h_now_ms() + 1500;
 	decide_until(id, expires, 1);
 	wait_state_ms(id, "done", (int)(expires - h_now_ms()) + 10000);
-	json_t *all = fake_get(&target, "/_requests");
+	json_t *all = h_get_ok(&target, "/_requests");
 	assert_int_equal(json_array_size(all), 1);
 	long long arrival = json_integer_value(json_object_get(json_array_get(all, 0),
 	    "arrival_ms"));
 	json_decref(all);
 	printf("    the request arrived %lld ms before expiresAt\n", expires - arrival);
 	assert_true(arrival < expires);
-	stop_clean(&dmn[0]);
+	h_daemon_down(&dmn[0]);
 }
 
 /* R5 within R1: a PDP that would answer 4.5 s after the deadline (within
@@ -507,10 +403,10 @@ test_pdp_bounded_by_deadline(void **state)
 	char sections[512];
 	(void)state;
 
-	redis_up();
+	rc = h_redis_up(&redis);
 	target_up(0);
 	assert_int_equal(h_fake_start(&pdp, "fake_pdp", NULL), 0);
-	post(&pdp, "/_policy", "{\"delay_ms\": 6000}");
+	h_post_ok(&pdp, "/_policy", "{\"delay_ms\": 6000}");
 	snprintf(sections, sizeof sections, "[authz]\nurl = %s/v1/data/warrant/allow\n"
 	    "timeout_ms = 8000\n", pdp.url);
 	struct dcfg c = {.consumer = "w1", .timeout_ms = 2000, .sections = sections};
@@ -519,13 +415,13 @@ test_pdp_bounded_by_deadline(void **state)
 	decide_until(id, expires, 1);
 	wait_state_ms(id, "expired", (int)(expires - h_now_ms()) + 8000);
 	assert_expired_in_time(id, expires);
-	json_t *q = fake_get(&pdp, "/_queries");
+	json_t *q = h_get_ok(&pdp, "/_queries");
 	assert_int_equal(json_array_size(q), 1);
 	json_decref(q);
-	json_t *calls = fake_get(&target, "/_requests");
+	json_t *calls = h_get_ok(&target, "/_requests");
 	assert_int_equal(json_array_size(calls), 0);
 	json_decref(calls);
-	stop_clean(&dmn[0]);
+	h_daemon_down(&dmn[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -536,7 +432,7 @@ token_world_up(void)
 {
 	secret_path = h_write_file("client-secret", SECRET "\n");
 	assert_non_null(secret_path);
-	redis_up();
+	rc = h_redis_up(&redis);
 	idp_up(&idp);
 	target_up(1);
 }
@@ -558,17 +454,17 @@ test_token_wait_ends_at_deadline(void **state)
 	struct dcfg c = {.consumer = "w1", .token_url = idp.url, .timeout_ms = 2000,
 	    .oauth_extra = "auth_wait_max_ms = 30000\n"};
 	daemon_up(&dmn[0], &c);
-	post(&idp, "/_down", NULL);
+	h_post_ok(&idp, "/_down", NULL);
 	long long expires = h_now_ms() + 2500;
 	decide_until(id, expires, 1);
-	wait_state_ms(id, "auth_wait", WAIT_MS);
+	wait_state_ms(id, "auth_wait", H_WAIT_MS);
 	wait_state_ms(id, "expired", (int)(expires - h_now_ms()) + 5000);
 	assert_expired_in_time(id, expires);
-	json_t *s = fake_get(&target, "/_stats");
+	json_t *s = h_get_ok(&target, "/_stats");
 	assert_int_equal(json_integer_value(json_object_get(s, "total")), 1);
 	json_decref(s);
-	post(&idp, "/_up", NULL);
-	stop_clean(&dmn[0]);
+	h_post_ok(&idp, "/_up", NULL);
+	h_daemon_down(&dmn[0]);
 }
 
 /*
@@ -594,10 +490,10 @@ test_token_wait_hands_back(void **state)
 	struct dcfg c1 = {.consumer = "w1", .token_url = idp.url, .timeout_ms = 2000,
 	    .claim_idle_ms = 60000, .max_deliveries = 3, .oauth_extra = "auth_wait_max_ms = 1500\n"};
 	daemon_up(&dmn[0], &c1);
-	post(&idp, "/_down", NULL);
+	h_post_ok(&idp, "/_down", NULL);
 	decide_until(id, h_now_ms() + 3600 * 1000LL, 1);
-	stream_id_of(id, old_sid, sizeof old_sid);
-	wait_state_ms(id, "auth_wait", WAIT_MS);
+	h_stream_id_of(rc, H_JOBS, id, old_sid, sizeof old_sid);
+	wait_state_ms(id, "auth_wait", H_WAIT_MS);
 	long long waiting = h_now_ms();
 
 	struct dcfg c2 = c1;
@@ -607,7 +503,7 @@ test_token_wait_hands_back(void **state)
 	wait_state_ms(id, "done", 15000);
 	long long took = h_now_ms() - waiting;
 	char *who = hash_field(id, "owner"), *entry = hash_field(id, "entry");
-	stream_id_of(id, new_sid, sizeof new_sid);
+	h_stream_id_of(rc, H_JOBS, id, new_sid, sizeof new_sid);
 	printf("    handed back by w1 and done by w2 %lld ms after the wait began\n", took);
 	assert_string_equal(who, "w2");
 	assert_non_null(entry);
@@ -626,26 +522,26 @@ test_token_wait_hands_back(void **state)
 	wait_hb_min("w1", "redispatched", 1);
 	assert_int_equal(hb_int("w1", "redispatched"), 1);
 	assert_int_equal(hb_int("w2", "claimed"), 0);
-	json_t *s = fake_get(&target, "/_stats");
+	json_t *s = h_get_ok(&target, "/_stats");
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(s, "keys"), id)), 2);
 	json_decref(s);
 
 	/* R12: 3 deliveries before, this one the 4th > max_deliveries 3 */
 	decide_until(poisoned, h_now_ms() + 3600 * 1000LL, 0);
-	redisReply *r = redisCommand(rc, "XADD %s * id %s priorDeliveries 3", JOBS, poisoned);
+	redisReply *r = redisCommand(rc, "XADD %s * id %s priorDeliveries 3", H_JOBS, poisoned);
 	assert_non_null(r);
 	freeReplyObject(r);
 	wait_state_ms(poisoned, "dead", 15000);
 	char *outcome = hash_field(poisoned, "outcome");
 	assert_string_equal(outcome, "too-many-deliveries");
 	free(outcome);
-	char *n = h_stream_field(rc, DEAD, "id", poisoned, "deliveries");
+	char *n = h_stream_field(rc, H_DEAD, "id", poisoned, "deliveries");
 	assert_non_null(n);
 	assert_string_equal(n, "4");
 	free(n);
-	stop_clean(&dmn[1]);
-	post(&idp, "/_up", NULL);
-	stop_clean(&dmn[0]);
+	h_daemon_down(&dmn[1]);
+	h_post_ok(&idp, "/_up", NULL);
+	h_daemon_down(&dmn[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -676,7 +572,7 @@ redispatch(const char *consumer, const char *sid, long long expected)
 	struct store_args a;
 
 	store_args_init(&a, STORE_REDISPATCH);
-	store_args_consumer(&a, &keys, GROUP, consumer);
+	store_args_consumer(&a, &keys, H_GROUP, consumer);
 	store_arg(&a, STORE_REDISPATCH_ID, sid);
 	store_arg_ll(&a, STORE_REDISPATCH_EXPECTED, expected);
 	redisReply *r = eval(&a);
@@ -692,7 +588,7 @@ static void
 deliver(const char *fields, char *sid, size_t n)
 {
 	char copy[512], *save = NULL;
-	const char *argv[32] = {"XADD", JOBS, "*"};
+	const char *argv[32] = {"XADD", H_JOBS, "*"};
 	int argc = 3;
 
 	snprintf(copy, sizeof copy, "%s", fields);
@@ -705,7 +601,7 @@ deliver(const char *fields, char *sid, size_t n)
 	assert_int_equal(r->type, REDIS_REPLY_STRING);
 	snprintf(sid, n, "%s", r->str);
 	freeReplyObject(r);
-	r = redisCommand(rc, "XREADGROUP GROUP %s w1 COUNT 1 STREAMS %s >", GROUP, JOBS);
+	r = redisCommand(rc, "XREADGROUP GROUP %s w1 COUNT 1 STREAMS %s >", H_GROUP, H_JOBS);
 	assert_non_null(r);
 	freeReplyObject(r);
 	assert_int_equal(pending_deliveries(sid, NULL, 0), 1);
@@ -722,9 +618,9 @@ test_redispatch_resend_counts_once(void **state)
 	char sid[64];
 	(void)state;
 
-	redis_up();
-	assert_int_equal(store_keys_init(&keys, PREFIX, "w1"), 0);
-	redisReply *r = redisCommand(rc, "XGROUP CREATE %s %s 0 MKSTREAM", JOBS, GROUP);
+	rc = h_redis_up(&redis);
+	assert_int_equal(store_keys_init(&keys, H_PREFIX, "w1"), 0);
+	redisReply *r = redisCommand(rc, "XGROUP CREATE %s %s 0 MKSTREAM", H_JOBS, H_GROUP);
 	freeReplyObject(r);
 
 	deliver("id dl-rd", sid, sizeof sid);
@@ -744,7 +640,7 @@ test_redispatch_resend_counts_once(void **state)
 
 	/* deleted from the stream while pending: not ours to run */
 	deliver("id dl-rd3", sid, sizeof sid);
-	freeReplyObject(redisCommand(rc, "XDEL %s %s", JOBS, sid));
+	freeReplyObject(redisCommand(rc, "XDEL %s %s", H_JOBS, sid));
 	assert_int_equal(redispatch("w1", sid, 1), 0);
 }
 
@@ -756,18 +652,18 @@ test_handback_script(void **state)
 	struct store_args a;
 	(void)state;
 
-	redis_up();
-	assert_int_equal(store_keys_init(&keys, PREFIX, "w1"), 0);
-	freeReplyObject(redisCommand(rc, "XGROUP CREATE %s %s 0 MKSTREAM", JOBS, GROUP));
-	freeReplyObject(redisCommand(rc, "HSET " PREFIX ":decision:dl-hb state auth_wait"));
+	rc = h_redis_up(&redis);
+	assert_int_equal(store_keys_init(&keys, H_PREFIX, "w1"), 0);
+	freeReplyObject(redisCommand(rc, "XGROUP CREATE %s %s 0 MKSTREAM", H_JOBS, H_GROUP));
+	freeReplyObject(redisCommand(rc, "HSET " H_PREFIX ":decision:dl-hb state auth_wait"));
 	deliver("id dl-hb priorDeliveries 2 traceparent 00-0af7651916cd43dd8448eb211c80319c-"
 	    "b7ad6b7169203331-01", sid, sizeof sid);
-	freeReplyObject(redisCommand(rc, "XCLAIM %s %s w1 0 %s", JOBS, GROUP, sid));
+	freeReplyObject(redisCommand(rc, "XCLAIM %s %s w1 0 %s", H_JOBS, H_GROUP, sid));
 
 	for (int mine = 0; mine < 2; mine++) {
 		store_args_init(&a, STORE_HANDBACK);
-		store_args_consumer(&a, &keys, GROUP, mine ? "w1" : "w2");
-		store_arg(&a, STORE_HANDBACK_HASH, PREFIX ":decision:dl-hb");
+		store_args_consumer(&a, &keys, H_GROUP, mine ? "w1" : "w2");
+		store_arg(&a, STORE_HANDBACK_HASH, H_PREFIX ":decision:dl-hb");
 		store_arg(&a, STORE_HANDBACK_ID, sid);
 		store_arg(&a, STORE_HANDBACK_RECORD_ID, "dl-hb");
 		redisReply *r = eval(&a);
@@ -776,7 +672,7 @@ test_handback_script(void **state)
 			/* not w2's: nothing added, nothing acked */
 			assert_int_equal(r->elements, 1);
 			assert_int_equal(r->element[0]->integer, 0);
-			assert_int_equal(h_stream_count(rc, JOBS, NULL, NULL), 1);
+			assert_int_equal(h_stream_count(rc, H_JOBS, NULL, NULL), 1);
 			assert_int_equal(pending_deliveries(sid, NULL, 0), 2);
 			freeReplyObject(r);
 			continue;
@@ -793,8 +689,8 @@ test_handback_script(void **state)
 		assert_string_equal(rid, "dl-hb");
 		free(entry), free(prior), free(tp), free(rid);
 		assert_int_equal(pending_deliveries(sid, NULL, 0), 0);
-		assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);	/* the new one undelivered */
-		assert_int_equal(h_stream_count(rc, JOBS, NULL, NULL), 2);
+		assert_int_equal(h_pending_count(rc, H_JOBS, H_GROUP), 0);	/* the new one undelivered */
+		assert_int_equal(h_stream_count(rc, H_JOBS, NULL, NULL), 2);
 		freeReplyObject(r);
 	}
 }

@@ -39,54 +39,11 @@
 #define ACTION		"gate.open"
 #define RESOURCE	"canal/lateral-3/gate-14"
 
-static struct h_redis R;
-static struct h_fake F;
-static redisContext *C;
+static struct h_stack *const S = &h_group;	/* redis, fake_target, client */
 static struct h_daemon D[2];	/* the current test's daemons */
 
 /* ------------------------------------------------------------------ */
 /* plumbing                                                             */
-
-static const char *K(const char *prefix, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-/* A key name "<prefix>:<suffix>" in one of a few rotating buffers: valid
- * until eight more calls. */
-static const char *
-K(const char *prefix, const char *fmt, ...)
-{
-	static char ring[8][256];
-	static int next;
-	char *buf = ring[next++ % 8];
-	va_list ap;
-	int n = snprintf(buf, sizeof ring[0], "%s:", prefix);
-
-	va_start(ap, fmt);
-	vsnprintf(buf + n, sizeof ring[0] - (size_t)n, fmt, ap);
-	va_end(ap);
-	return buf;
-}
-
-static int
-group_setup(void **state)
-{
-	(void)state;
-	if (h_redis_start(&R, 0) != 0 || h_fake_start(&F, "fake_target", NULL) != 0)
-		return -1;
-	C = h_redis_connect(&R);
-	return C != NULL ? 0 : -1;
-}
-
-static int
-group_teardown(void **state)
-{
-	(void)state;
-	redisFree(C);
-	C = NULL;
-	h_fake_stop(&F);
-	h_redis_stop(&R);
-	return 0;
-}
 
 /* Whatever a failed test left running. */
 static void cutter_teardown(void);
@@ -107,18 +64,13 @@ test_teardown(void **state)
 static void
 fake_reset(void)
 {
-	char url[256];
-	long status = 0;
-
-	snprintf(url, sizeof url, "%s/_reset", F.url);
-	free(h_http("POST", url, "{}", &status));
-	assert_int_equal(status, 200);
+	h_fake_reset(&S->target);
 }
 
 static void
 script(const char *json)
 {
-	assert_int_equal(h_fake_script(&F, json), 0);
+	assert_int_equal(h_fake_script(&S->target, json), 0);
 }
 
 /* The defaults of h_daemon_opts plus the shared redis and fake. */
@@ -126,45 +78,15 @@ static struct h_daemon_opts
 opts(const char *prefix)
 {
 	struct h_daemon_opts o = {
-		.redis_sock = R.sock, .target_url = F.url, .prefix = prefix,
+		.redis_sock = S->redis.sock, .target_url = S->target.url, .prefix = prefix,
 	};
 	return o;
 }
 
 static void
-daemon_up(struct h_daemon *d, const struct h_daemon_opts *o)
-{
-	char *ini = h_daemon_ini(o);
-
-	assert_non_null(ini);
-	int rc = h_daemon_start(d, ini);
-	free(ini);
-	if (rc != 0)
-		fprintf(stderr, "itest_engine: warrantd did not start; log %s\n", d->log);
-	assert_int_equal(rc, 0);
-}
-
-/* SIGTERM: the daemon must exit 0 with a clean (sanitizer) log. */
-static void
-daemon_down(struct h_daemon *d)
-{
-	int st = h_daemon_stop(d);
-
-	if (!(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0))
-		fprintf(stderr, "itest_engine: warrantd ended with status %d; log %s\n", st, d->log);
-	assert_true(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	assert_true(h_daemon_log_clean(d));
-}
-
-static void
 wait_for(int (*cond)(void *), void *arg, const char *what)
 {
-	int rc = h_wait_until(cond, arg, WAIT_MS);
-
-	if (rc != 0)
-		fprintf(stderr, "itest_engine: timed out waiting for %s (logs: %s %s)\n", what,
-		    D[0].log, D[1].log);
-	assert_int_equal(rc, 0);
+	h_wait_for(cond, arg, WAIT_MS, what);
 }
 
 /* A record's content, decided a second ago, due in `expires_in_ms`. */
@@ -184,27 +106,8 @@ decide(const char *prefix, const char *id, const char *notify)
 {
 	char *json = record(id, RESOURCE, 60000, notify);
 
-	assert_int_equal(h_decide(C, prefix, id, json, 1), 0);
+	assert_int_equal(h_decide(S->c, prefix, id, json, 1), 0);
 	free(json);
-}
-
-static char *
-hfield(const char *prefix, const char *id, const char *field)
-{
-	return h_hget(C, K(prefix, "decision:%s", id), field);
-}
-
-static void
-assert_hfield(const char *prefix, const char *id, const char *field, const char *want)
-{
-	char *v = hfield(prefix, id, field);
-
-	if (v == NULL || strcmp(v, want) != 0)
-		fprintf(stderr, "itest_engine: %s %s is %s, expected %s\n", id, field,
-		    v ? v : "(nil)", want);
-	assert_non_null(v);
-	assert_string_equal(v, want);
-	free(v);
 }
 
 struct state_wait {
@@ -215,7 +118,7 @@ static int
 state_is(void *arg)
 {
 	const struct state_wait *w = arg;
-	char *v = hfield(w->prefix, w->id, "state");
+	char *v = h_record_field(S->c, w->prefix, w->id, "state");
 	int ok = v != NULL && strcmp(v, w->state) == 0;
 
 	free(v);
@@ -228,7 +131,8 @@ wait_state(const char *prefix, const char *id, const char *state)
 	struct state_wait w = { prefix, id, state };
 
 	if (h_wait_until(state_is, &w, WAIT_MS) != 0) {
-		char *st = hfield(prefix, id, "state"), *detail = hfield(prefix, id, "detail");
+		char *st = h_record_field(S->c, prefix, id, "state");
+		char *detail = h_record_field(S->c, prefix, id, "detail");
 		fprintf(stderr, "itest_engine: %s stays %s (%s), expected %s; log %s\n", id,
 		    st ? st : "(nil)", detail ? detail : "-", state, D[0].log);
 		free(st);
@@ -245,7 +149,7 @@ static int
 stream_has(void *arg)
 {
 	const struct stream_wait *w = arg;
-	return h_stream_count(C, w->key, w->field, w->value) > 0;
+	return h_stream_count(S->c, w->key, w->field, w->value) > 0;
 }
 
 /* Waits for an entry of `key` with field = value, then returns its `want`. */
@@ -257,7 +161,7 @@ wait_entry(const char *key, const char *field, const char *value, const char *wa
 
 	snprintf(what, sizeof what, "an entry %s=%s in %s", field, value, key);
 	wait_for(stream_has, &w, what);
-	return h_stream_field(C, key, field, value, want);
+	return h_stream_field(S->c, key, field, value, want);
 }
 
 static void
@@ -277,7 +181,7 @@ assert_entry(const char *key, const char *field, const char *value, const char *
 static int
 pel_empty(void *arg)
 {
-	return h_pending_count(C, K(arg, "jobs"), "workers") == 0;
+	return h_pending_count(S->c, h_key(arg, "jobs"), "workers") == 0;
 }
 
 static void
@@ -290,38 +194,19 @@ wait_pel_empty(const char *prefix)
 static json_t *
 calls(const char *id)
 {
-	json_t *all = h_fake_json(&F, "/_requests"), *out = json_array(), *r;
-	size_t i;
-
-	assert_non_null(all);
-	json_array_foreach(all, i, r) {
-		const char *k = json_string_value(json_object_get(r, "idempotency_key"));
-		if (k != NULL && strcmp(k, id) == 0)
-			json_array_append(out, r);
-	}
-	json_decref(all);
-	return out;
+	return h_calls_with_key(&S->target, id);
 }
 
 static long long
 ncalls(const char *id)
 {
-	json_t *a = calls(id);
-	long long n = (long long)json_array_size(a);
-
-	json_decref(a);
-	return n;
+	return h_count_calls(&S->target, id);
 }
 
 static long long
 fake_total(void)
 {
-	json_t *s = h_fake_json(&F, "/_stats");
-
-	assert_non_null(s);
-	long long n = json_integer_value(json_object_get(s, "total"));
-	json_decref(s);
-	return n;
+	return h_fake_stat(&S->target, NULL, "total");
 }
 
 static long long
@@ -333,7 +218,7 @@ arrival(json_t *call)
 static long long
 consumer_counter(const char *prefix, const char *consumer, const char *name)
 {
-	char *v = h_hget(C, K(prefix, "consumer:%s", consumer), name);
+	char *v = h_hget(S->c, h_key(prefix, "consumer:%s", consumer), name);
 	long long n = v ? atoll(v) : -1;
 
 	free(v);
@@ -348,19 +233,13 @@ consumer_counter(const char *prefix, const char *consumer, const char *name)
 static void
 store_records(const char *prefix, const char *stem, int n)
 {
-	long long now = h_now_ms();
-	char *key_path = strdup(h_data("test-es256.key")), id[64];
+	long long due = h_now_ms() + 600000;
+	char id[64];
 
 	for (int i = 0; i < n; i++) {
 		snprintf(id, sizeof id, "%s-%04d", stem, i);
-		char *json = h_record_json(id, ACTION, RESOURCE, now - 1000, now + 600000, 0, NULL);
-		char *jws = json ? h_sign(json, key_path) : NULL;
-		assert_non_null(jws);
-		assert_int_equal(h_store_record(C, prefix, id, jws, 0), 0);
-		free(json);
-		free(jws);
+		h_store_signed(S->c, prefix, id, ACTION, RESOURCE, due, 0);
 	}
-	free(key_path);
 }
 
 #define BULK 1000
@@ -369,7 +248,7 @@ static int
 bulk_finished(void *arg)
 {
 	(void)arg;
-	return fake_total() >= BULK && h_pending_count(C, "bulk:jobs", "workers") == 0;
+	return fake_total() >= BULK && h_pending_count(S->c, "bulk:jobs", "workers") == 0;
 }
 
 static void
@@ -380,15 +259,15 @@ test_thousand_jobs(void **state)
 	(void)state;
 
 	fake_reset();
-	daemon_up(&D[0], &o);
+	h_daemon_up(&D[0], &o);
 	/* Records first, signed and stored; then every id is queued at once. */
 	store_records("bulk", "bulk", BULK);
 	long long t0 = h_now_ms();
 	for (int i = 0; i < BULK; i++)
-		redisAppendCommand(C, "XADD bulk:jobs * id bulk-%04d", i);
+		redisAppendCommand(S->c, "XADD bulk:jobs * id bulk-%04d", i);
 	for (int i = 0; i < BULK; i++) {
 		redisReply *rep = NULL;
-		assert_int_equal(redisGetReply(C, (void **)&rep), REDIS_OK);
+		assert_int_equal(redisGetReply(S->c, (void **)&rep), REDIS_OK);
 		assert_int_equal(rep->type, REDIS_REPLY_STRING);
 		freeReplyObject(rep);
 	}
@@ -399,18 +278,18 @@ test_thousand_jobs(void **state)
 
 	for (int i = 0; i < BULK; i++) {
 		snprintf(id, sizeof id, "bulk-%04d", i);
-		assert_hfield("bulk", id, "state", "done");
+		h_assert_record_field(S->c, "bulk", id, "state", "done");
 	}
-	json_t *st = h_fake_json(&F, "/_stats");
+	json_t *st = h_fake_json(&S->target, "/_stats");
 	assert_non_null(st);
 	assert_int_equal(json_integer_value(json_object_get(st, "total")), BULK);
 	assert_int_equal(json_integer_value(json_object_get(st, "distinct_keys")), BULK);
 	assert_int_equal(json_integer_value(json_object_get(st, "max_per_key")), 1);
 	assert_int_equal(json_integer_value(json_object_get(st, "duplicates")), 0);
 	json_decref(st);
-	assert_int_equal(h_pending_count(C, "bulk:jobs", "workers"), 0);
-	assert_int_equal(h_redis_int(C, "XLEN bulk:dead"), 0);
-	daemon_down(&D[0]);
+	assert_int_equal(h_pending_count(S->c, "bulk:jobs", "workers"), 0);
+	assert_int_equal(h_redis_int(S->c, "XLEN bulk:dead"), 0);
+	h_daemon_down(&D[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -422,7 +301,7 @@ check_call(const char *id, const char *resource, const char *want_path)
 	const char *p = "r7";
 	char *json = record(id, resource, 60000, NULL);
 
-	assert_int_equal(h_decide(C, p, id, json, 1), 0);
+	assert_int_equal(h_decide(S->c, p, id, json, 1), 0);
 	wait_state(p, id, "done");
 	json_t *a = calls(id);
 	assert_int_equal(json_array_size(a), 1);
@@ -454,10 +333,10 @@ test_r7_call(void **state)
 	(void)state;
 
 	fake_reset();
-	daemon_up(&D[0], &o);
+	h_daemon_up(&D[0], &o);
 	check_call("r7-plain", RESOURCE, "/gates/canal/lateral-3/gate-14/open");
 	check_call("r7-hostile", "a b/c%d", "/gates/a%20b/c%25d/open");
-	daemon_down(&D[0]);
+	h_daemon_down(&D[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -472,15 +351,15 @@ test_r8_retry_then_done(void **state)
 	fake_reset();
 	script("{\"per_key\": {\"r8-flaky\": [{\"status\": 503}, {\"status\": 503},"
 	    " {\"status\": 200}]}}");
-	daemon_up(&D[0], &o);
+	h_daemon_up(&D[0], &o);
 	decide("r8a", "r8-flaky", NULL);
 	wait_state("r8a", "r8-flaky", "done");
-	assert_hfield("r8a", "r8-flaky", "attempts", "3");
-	assert_hfield("r8a", "r8-flaky", "httpStatus", "200");
+	h_assert_record_field(S->c, "r8a", "r8-flaky", "attempts", "3");
+	h_assert_record_field(S->c, "r8a", "r8-flaky", "httpStatus", "200");
 	assert_int_equal(ncalls("r8-flaky"), 3);
-	assert_int_equal(h_stream_count(C, "r8a:audit", "to", "retrying"), 2);
+	assert_int_equal(h_stream_count(S->c, "r8a:audit", "to", "retrying"), 2);
 	wait_pel_empty("r8a");
-	daemon_down(&D[0]);
+	h_daemon_down(&D[0]);
 }
 
 static void
@@ -491,7 +370,7 @@ test_r8_permanent_failure(void **state)
 
 	fake_reset();
 	script("{\"default\": {\"status\": 400}}");
-	daemon_up(&D[0], &o);
+	h_daemon_up(&D[0], &o);
 	decide("r8b", "r8-bad", "owner-8");
 	decide("r8b", "r8-bad-noowner", NULL);
 	wait_state("r8b", "r8-bad", "failed");
@@ -502,7 +381,7 @@ test_r8_permanent_failure(void **state)
 	assert_int_equal(ncalls("r8-bad"), 1);
 	assert_int_equal(ncalls("r8-bad-noowner"), 1);
 	wait_pel_empty("r8b");
-	daemon_down(&D[0]);
+	h_daemon_down(&D[0]);
 }
 
 static void
@@ -514,7 +393,7 @@ test_r8_retry_after(void **state)
 	fake_reset();
 	script("{\"per_key\": {\"r8-later\": [{\"status\": 503, \"retry_after\": \"2\"},"
 	    " {\"status\": 200}]}}");
-	daemon_up(&D[0], &o);
+	h_daemon_up(&D[0], &o);
 	decide("r8c", "r8-later", NULL);
 	wait_state("r8c", "r8-later", "done");
 	json_t *a = calls("r8-later");
@@ -524,7 +403,7 @@ test_r8_retry_after(void **state)
 		fprintf(stderr, "itest_engine: second call %lld ms after the first\n", gap);
 	assert_true(gap >= 1900);
 	json_decref(a);
-	daemon_down(&D[0]);
+	h_daemon_down(&D[0]);
 }
 
 static void
@@ -535,16 +414,16 @@ test_r8_max_attempts(void **state)
 
 	fake_reset();
 	script("{\"default\": {\"status\": 503}}");
-	daemon_up(&D[0], &o);
+	h_daemon_up(&D[0], &o);
 	decide("r8d", "r8-down", "owner-8d");
 	wait_state("r8d", "r8-down", "dead");
-	assert_hfield("r8d", "r8-down", "outcome", "max-attempts");
-	assert_hfield("r8d", "r8-down", "attempts", "5");
+	h_assert_record_field(S->c, "r8d", "r8-down", "outcome", "max-attempts");
+	h_assert_record_field(S->c, "r8d", "r8-down", "attempts", "5");
 	assert_entry("r8d:dead", "id", "r8-down", "reason", "max-attempts");
 	assert_entry("r8d:notify", "id", "r8-down", "owner", "owner-8d");
 	assert_int_equal(ncalls("r8-down"), 5);
 	wait_pel_empty("r8d");
-	daemon_down(&D[0]);
+	h_daemon_down(&D[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -558,17 +437,17 @@ test_r1_already_expired(void **state)
 	(void)state;
 
 	fake_reset();
-	daemon_up(&D[0], &o);
+	h_daemon_up(&D[0], &o);
 	char *json = h_record_json("r1-late", ACTION, RESOURCE, now - 60000, now - 1000, 0,
 	    "owner-1");
-	assert_int_equal(h_decide(C, "r1a", "r1-late", json, 1), 0);
+	assert_int_equal(h_decide(S->c, "r1a", "r1-late", json, 1), 0);
 	free(json);
 	wait_state("r1a", "r1-late", "expired");
 	assert_entry("r1a:notify", "id", "r1-late", "owner", "owner-1");
 	assert_entry("r1a:notify", "id", "r1-late", "kind", "expired");
 	wait_pel_empty("r1a");
 	assert_int_equal(fake_total(), 0);
-	daemon_down(&D[0]);
+	h_daemon_down(&D[0]);
 }
 
 /* R1 lets no call leave at or after the deadline; this margin is only the
@@ -588,7 +467,7 @@ test_r1_already_expired(void **state)
 static long long
 attempt_starts(const char *prefix, const char *id, long long expires, long long *n)
 {
-	redisReply *rep = redisCommand(C, "XRANGE %s - +", K(prefix, "audit"));
+	redisReply *rep = redisCommand(S->c, "XRANGE %s - +", h_key(prefix, "audit"));
 	long long last = 0;
 
 	assert_non_null(rep);
@@ -632,10 +511,10 @@ test_r1_retries_stop_at_deadline(void **state)
 	o.cap_ms = 200;
 	fake_reset();
 	script("{\"default\": {\"status\": 503}}");
-	daemon_up(&D[0], &o);
+	h_daemon_up(&D[0], &o);
 	long long now = h_now_ms(), expires = now + 3000;
 	char *json = h_record_json("r1-busy", ACTION, RESOURCE, now - 1000, expires, 0, NULL);
-	assert_int_equal(h_decide(C, "r1b", "r1-busy", json, 1), 0);
+	assert_int_equal(h_decide(S->c, "r1b", "r1-busy", json, 1), 0);
 	free(json);
 	wait_state("r1b", "r1-busy", "expired");
 	/* The rule, on the daemon's clock: every attempt started before the
@@ -665,7 +544,7 @@ test_r1_retries_stop_at_deadline(void **state)
 	json_decref(a);
 	assert_entry("r1b:notify", "id", "r1-busy", "kind", "expired");
 	wait_pel_empty("r1b");
-	daemon_down(&D[0]);
+	h_daemon_down(&D[0]);
 }
 
 static void
@@ -676,17 +555,17 @@ test_r1_retry_after_past_deadline(void **state)
 
 	fake_reset();
 	script("{\"default\": {\"status\": 503, \"retry_after\": \"120\"}}");
-	daemon_up(&D[0], &o);
+	h_daemon_up(&D[0], &o);
 	long long now = h_now_ms(), expires = now + 20000;
 	char *json = h_record_json("r1-wait", ACTION, RESOURCE, now - 1000, expires, 0, NULL);
-	assert_int_equal(h_decide(C, "r1c", "r1-wait", json, 1), 0);
+	assert_int_equal(h_decide(S->c, "r1c", "r1-wait", json, 1), 0);
 	free(json);
 	wait_state("r1c", "r1-wait", "expired");
 	/* Dropped on the 503 itself, not when the deadline came. */
 	assert_true(h_now_ms() < expires);
 	assert_int_equal(ncalls("r1-wait"), 1);
 	wait_pel_empty("r1c");
-	daemon_down(&D[0]);
+	h_daemon_down(&D[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -695,7 +574,7 @@ test_r1_retry_after_past_deadline(void **state)
 static char *
 xadd(const char *prefix, const char *field, const char *value)
 {
-	char *sid = h_redis_str(C, "XADD %s * %s %s", K(prefix, "jobs"), field, value);
+	char *sid = h_redis_str(S->c, "XADD %s * %s %s", h_key(prefix, "jobs"), field, value);
 
 	assert_non_null(sid);
 	return sid;
@@ -711,7 +590,7 @@ test_r3_bad_input(void **state)
 	(void)state;
 
 	fake_reset();
-	daemon_up(&D[0], &o);
+	h_daemon_up(&D[0], &o);
 
 	char *no_field = xadd(p, "foo", "bar");
 	char *bad_id = xadd(p, "id", "bad id!");
@@ -720,27 +599,27 @@ test_r3_bad_input(void **state)
 	json = record("r3-forged", RESOURCE, 60000, "owner-forger");
 	jws = h_sign(json, h_data("test-es256-other.key"));
 	assert_non_null(jws);
-	assert_int_equal(h_store_record(C, p, "r3-forged", jws, 1), 0);
+	assert_int_equal(h_store_record(S->c, p, "r3-forged", jws, 1), 0);
 	free(jws);
 	free(json);
 
 	json = record("r3-plain", RESOURCE, 60000, "owner-plain");
-	assert_int_equal(h_decide(C, p, "r3-plain", json, 0), 0);
+	assert_int_equal(h_decide(S->c, p, "r3-plain", json, 0), 0);
 	free(json);
 
 	json = h_record_json("r3-invalid", ACTION, RESOURCE, now, now - 1000, 0, "owner-inv");
-	assert_int_equal(h_decide(C, p, "r3-invalid", json, 1), 0);
+	assert_int_equal(h_decide(S->c, p, "r3-invalid", json, 1), 0);
 	free(json);
 
 	json = h_record_json("r3-unknown", "gate.close", RESOURCE, now - 1000, now + 60000, 0,
 	    NULL);
-	assert_int_equal(h_decide(C, p, "r3-unknown", json, 1), 0);
+	assert_int_equal(h_decide(S->c, p, "r3-unknown", json, 1), 0);
 	free(json);
 
 	assert_entry("r3:dead", "streamId", no_field, "reason", "no-id");
 	assert_entry("r3:dead", "streamId", bad_id, "reason", "no-id");
 	assert_entry("r3:dead", "streamId", missing, "reason", "record-missing");
-	assert_int_equal(h_redis_int(C, "EXISTS r3:decision:r3-missing"), 0);
+	assert_int_equal(h_redis_int(S->c, "EXISTS r3:decision:r3-missing"), 0);
 
 	static const char *const rejected[][2] = {
 		{ "r3-forged", "bad-signature" }, { "r3-plain", "bad-signature" },
@@ -749,7 +628,7 @@ test_r3_bad_input(void **state)
 	for (size_t i = 0; i < sizeof rejected / sizeof rejected[0]; i++) {
 		assert_entry("r3:dead", "id", rejected[i][0], "reason", rejected[i][1]);
 		wait_state(p, rejected[i][0], "dead");
-		assert_hfield(p, rejected[i][0], "outcome", rejected[i][1]);
+		h_assert_record_field(S->c, p, rejected[i][0], "outcome", rejected[i][1]);
 	}
 	/* A forgery's owner field is not to be trusted; a verified one is. */
 	assert_entry("r3:notify", "id", "r3-forged", "owner", "ops");
@@ -765,7 +644,7 @@ test_r3_bad_input(void **state)
 	free(no_field);
 	free(bad_id);
 	free(missing);
-	daemon_down(&D[0]);
+	h_daemon_down(&D[0]);
 }
 
 /* Issue 8 from outside: a record over [records] max_bytes, one whose
@@ -781,22 +660,22 @@ test_hostile_records(void **state)
 	(void)state;
 
 	fake_reset();
-	daemon_up(&D[0], &o);
+	h_daemon_up(&D[0], &o);
 	memset(big, 'A', sizeof big - 1);
 	big[sizeof big - 1] = '\0';
-	assert_int_equal(h_store_record(C, p, "hx-big", big, 1), 0);
+	assert_int_equal(h_store_record(S->c, p, "hx-big", big, 1), 0);
 	json = h_record_json("hx-dots", ACTION, "tenant-a/../tenant-b/door-1", now - 1000,
 	    now + 60000, 0, NULL);
-	assert_int_equal(h_decide(C, p, "hx-dots", json, 1), 0);
+	assert_int_equal(h_decide(S->c, p, "hx-dots", json, 1), 0);
 	free(json);
 	json = h_record_json("hx-inject", ACTION, "door-1 state=done reason=done", now - 1000,
 	    now + 60000, 0, NULL);
-	assert_int_equal(h_decide(C, p, "hx-inject", json, 1), 0);
+	assert_int_equal(h_decide(S->c, p, "hx-inject", json, 1), 0);
 	free(json);
 	memset(long_res, 'r', sizeof long_res - 1);
 	long_res[sizeof long_res - 1] = '\0';
 	json = h_record_json("hx-long", ACTION, long_res, now - 1000, now + 60000, 0, NULL);
-	assert_int_equal(h_decide(C, p, "hx-long", json, 1), 0);
+	assert_int_equal(h_decide(S->c, p, "hx-long", json, 1), 0);
 	free(json);
 
 	assert_entry("hx:dead", "id", "hx-big", "reason", "record-invalid");
@@ -812,7 +691,7 @@ test_hostile_records(void **state)
 	assert_false(h_daemon_log_has(&D[0], "resource=door-1 "));
 	assert_true(h_daemon_log_has(&D[0], "...(3000 bytes)\" attempt="));
 	wait_pel_empty(p);
-	daemon_down(&D[0]);
+	h_daemon_down(&D[0]);
 }
 
 struct log_wait {
@@ -835,23 +714,23 @@ test_r4_duplicate(void **state)
 	(void)state;
 
 	fake_reset();
-	daemon_up(&D[0], &o);
+	h_daemon_up(&D[0], &o);
 	char *json = record("r4-done", RESOURCE, 60000, NULL);
 	char *jws = h_sign(json, h_data("test-es256.key"));
 	assert_non_null(jws);
-	assert_int_equal(h_store_record(C, p, "r4-done", jws, 0), 0);
-	assert_true(h_redis_int(C, "HSET r4:decision:r4-done state done updatedAt x") >= 0);
-	free(h_redis_str(C, "XADD r4:jobs * id r4-done"));
+	assert_int_equal(h_store_record(S->c, p, "r4-done", jws, 0), 0);
+	assert_true(h_redis_int(S->c, "HSET r4:decision:r4-done state done updatedAt x") >= 0);
+	free(h_redis_str(S->c, "XADD r4:jobs * id r4-done"));
 	struct log_wait w = { &D[0], "event=job.duplicate id=r4-done" };
 	wait_for(log_has, &w, "job.duplicate in the log");
-	assert_int_equal(h_pending_count(C, "r4:jobs", "workers"), 0);
-	assert_int_equal(h_redis_int(C, "XLEN r4:audit"), 0);
-	assert_hfield(p, "r4-done", "state", "done");
-	assert_hfield(p, "r4-done", "updatedAt", "x");
+	assert_int_equal(h_pending_count(S->c, "r4:jobs", "workers"), 0);
+	assert_int_equal(h_redis_int(S->c, "XLEN r4:audit"), 0);
+	h_assert_record_field(S->c, p, "r4-done", "state", "done");
+	h_assert_record_field(S->c, p, "r4-done", "updatedAt", "x");
 	assert_int_equal(fake_total(), 0);
 	free(jws);
 	free(json);
-	daemon_down(&D[0]);
+	h_daemon_down(&D[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -881,8 +760,8 @@ assert_redis_error_dead(const char *prefix, const char *id, const char *expect)
 {
 	char needle[128];
 
-	assert_entry(K(prefix, "dead"), "id", id, "reason", "redis-error");
-	char *detail = h_stream_field(C, K(prefix, "dead"), "id", id, "detail");
+	assert_entry(h_key(prefix, "dead"), "id", id, "reason", "redis-error");
+	char *detail = h_stream_field(S->c, h_key(prefix, "dead"), "id", id, "detail");
 	assert_non_null(detail);
 	if (strstr(detail, expect) == NULL)
 		fprintf(stderr, "itest_engine: %s's dead letter says %s\n", id, detail);
@@ -892,7 +771,7 @@ assert_redis_error_dead(const char *prefix, const char *id, const char *expect)
 	assert_int_equal(log_count(&D[0], needle), 3);
 	assert_true(h_daemon_log_has(&D[0], "try=3 of 3"));
 	assert_int_equal(ncalls(id), 0);
-	assert_int_equal(h_stream_count(C, K(prefix, "audit"), "id", id), 0);
+	assert_int_equal(h_stream_count(S->c, h_key(prefix, "audit"), "id", id), 0);
 }
 
 /* Transitions made in one turn of the loop go to Redis as one call of the
@@ -914,21 +793,21 @@ test_batch_isolation(void **state)
 	(void)state;
 
 	fake_reset();
-	assert_true(h_redis_int(C, "DEL bt:jobs") >= 0);
-	free(h_redis_str(C, "SCRIPT FLUSH"));
+	assert_true(h_redis_int(S->c, "DEL bt:jobs") >= 0);
+	free(h_redis_str(S->c, "SCRIPT FLUSH"));
 	store_records(p, "bt", BATCH_N);
-	assert_true(h_redis_int(C, "HSET bt:decision:bt-0005 attempts x") >= 0);
-	assert_true(h_redis_int(C, "HSET bt:decision:bt-0010 state done updatedAt x") >= 0);
+	assert_true(h_redis_int(S->c, "HSET bt:decision:bt-0005 attempts x") >= 0);
+	assert_true(h_redis_int(S->c, "HSET bt:decision:bt-0010 state done updatedAt x") >= 0);
 	for (int i = 0; i < BATCH_N; i++)
-		free(h_redis_str(C, "XADD bt:jobs * id bt-%04d", i));
-	daemon_up(&D[0], &o);
+		free(h_redis_str(S->c, "XADD bt:jobs * id bt-%04d", i));
+	h_daemon_up(&D[0], &o);
 	for (int i = 0; i < BATCH_N; i++) {
 		if (i == 5 || i == 10)
 			continue;
 		snprintf(id, sizeof id, "bt-%04d", i);
 		wait_state(p, id, "done");
 		assert_int_equal(ncalls(id), 1);
-		assert_hfield(p, id, "attempts", "1");
+		h_assert_record_field(S->c, p, id, "attempts", "1");
 	}
 	struct log_wait dup = { &D[0], "event=job.duplicate id=bt-0010" };
 	wait_for(log_has, &dup, "job.duplicate of bt-0010");
@@ -938,19 +817,19 @@ test_batch_isolation(void **state)
 	 * word written to its broken hash, acked, never called */
 	assert_redis_error_dead(p, "bt-0005", "ERR hash value is not an integer");
 	wait_pel_empty(p);
-	assert_hfield(p, "bt-0005", "state", "queued");
-	assert_hfield(p, "bt-0005", "attempts", "x");
-	assert_hfield(p, "bt-0010", "updatedAt", "x");
+	h_assert_record_field(S->c, p, "bt-0005", "state", "queued");
+	h_assert_record_field(S->c, p, "bt-0005", "attempts", "x");
+	h_assert_record_field(S->c, p, "bt-0010", "updatedAt", "x");
 	assert_int_equal(ncalls("bt-0010"), 0);
-	assert_int_equal(h_redis_int(C, "XLEN bt:audit"), 2 * (BATCH_N - 2));
+	assert_int_equal(h_redis_int(S->c, "XLEN bt:audit"), 2 * (BATCH_N - 2));
 	/* and the batch form did run (the script cache was empty at the start) */
 	rconn_script_init(&batch, store_scripts[STORE_TRANSITION].batch);
-	redisReply *r = redisCommand(C, "SCRIPT EXISTS %s", batch.sha1);
+	redisReply *r = redisCommand(S->c, "SCRIPT EXISTS %s", batch.sha1);
 	assert_non_null(r);
 	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
 	assert_int_equal(r->element[0]->integer, 1);
 	freeReplyObject(r);
-	daemon_down(&D[0]);
+	h_daemon_down(&D[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -967,14 +846,14 @@ test_r17_wrongtype_dead(void **state)
 	(void)state;
 
 	fake_reset();
-	daemon_up(&D[0], &o);
-	free(h_redis_str(C, "SET r17w:decision:r17-str not-a-hash"));
+	h_daemon_up(&D[0], &o);
+	free(h_redis_str(S->c, "SET r17w:decision:r17-str not-a-hash"));
 	char *sid = xadd(p, "id", "r17-str");
 	assert_redis_error_dead(p, "r17-str", "WRONGTYPE Operation against a key holding the "
 	    "wrong kind of value");
 	assert_entry("r17w:dead", "id", "r17-str", "streamId", sid);
 	wait_pel_empty(p);
-	char *v = h_redis_str(C, "GET r17w:decision:r17-str");
+	char *v = h_redis_str(S->c, "GET r17w:decision:r17-str");
 	assert_non_null(v);
 	assert_string_equal(v, "not-a-hash");
 	free(v);
@@ -988,7 +867,7 @@ test_r17_wrongtype_dead(void **state)
 	}
 	wait_pel_empty(p);
 	free(sid);
-	daemon_down(&D[0]);
+	h_daemon_down(&D[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1120,7 +999,7 @@ cutter_run(void *arg)
 			int c = accept(x->lfd, NULL, NULL), i;
 			for (i = 0; c >= 0 && i < CUT_CONNS && x->k[i].c >= 0; i++)
 				;
-			int sfd = c >= 0 && i < CUT_CONNS ? unix_connect(R.sock) : -1;
+			int sfd = c >= 0 && i < CUT_CONNS ? unix_connect(S->redis.sock) : -1;
 			if (sfd < 0) {
 				if (c >= 0)
 					close(c);
@@ -1230,7 +1109,7 @@ static int
 hash_field_is(void *arg)
 {
 	const struct hash_wait *w = arg;
-	char *v = hfield(w->prefix, w->id, w->field);
+	char *v = h_record_field(S->c, w->prefix, w->id, w->field);
 	int ok = v != NULL && strcmp(v, w->value) == 0;
 
 	free(v);
@@ -1258,7 +1137,7 @@ call_step(const char *p, const char *id, const char *sid, const char *consumer, 
 	snprintf(key, sizeof key, "%s:decision:%s", p, id);
 	store_transition_args(&k, "workers", consumer, 100, &t, &a);
 	assert_int_equal(store_args_vec(&a, &v, err, sizeof err), 0);
-	redisReply *r = redisCommandArgv(C, v.argc, v.argv, v.len);
+	redisReply *r = redisCommandArgv(S->c, v.argc, v.argv, v.len);
 	store_vec_free(&v);
 	assert_non_null(r);
 	return r;
@@ -1290,21 +1169,21 @@ test_r13_call_step_once(void **state)
 	const char *p = "r13o";
 	(void)state;
 
-	assert_true(h_redis_int(C, "DEL r13o:jobs r13o:audit r13o:decision:o-1") >= 0);
-	free(h_redis_str(C, "XGROUP CREATE r13o:jobs workers 0 MKSTREAM"));
+	assert_true(h_redis_int(S->c, "DEL r13o:jobs r13o:audit r13o:decision:o-1") >= 0);
+	free(h_redis_str(S->c, "XGROUP CREATE r13o:jobs workers 0 MKSTREAM"));
 	char *sid = xadd(p, "id", "o-1");
 	char *sid2 = xadd(p, "id", "o-1");
-	redisReply *rd = redisCommand(C, "XREADGROUP GROUP workers w1 STREAMS r13o:jobs >");
+	redisReply *rd = redisCommand(S->c, "XREADGROUP GROUP workers w1 STREAMS r13o:jobs >");
 	assert_non_null(rd);
 	freeReplyObject(rd);
-	assert_true(h_redis_int(C, "HSET r13o:decision:o-1 state queued") >= 0);
+	assert_true(h_redis_int(S->c, "HSET r13o:decision:o-1 state queued") >= 0);
 
 	assert_step_reply(call_step(p, "o-1", sid, "w1", 0), 1, "ok", "1");
-	assert_hfield(p, "o-1", "entry", sid);
+	h_assert_record_field(S->c, p, "o-1", "entry", sid);
 	/* the same step again (its reply was lost): written already */
 	assert_step_reply(call_step(p, "o-1", sid, "w1", 0), 1, "again", "1");
-	assert_hfield(p, "o-1", "attempts", "1");
-	assert_int_equal(h_redis_int(C, "XLEN r13o:audit"), 1);
+	h_assert_record_field(S->c, p, "o-1", "attempts", "1");
+	assert_int_equal(h_redis_int(S->c, "XLEN r13o:audit"), 1);
 	/* the next call, from 1 */
 	assert_step_reply(call_step(p, "o-1", sid, "w1", 1), 1, "ok", "2");
 	/* a stale one, from 0 (two behind): refused */
@@ -1312,16 +1191,16 @@ test_r13_call_step_once(void **state)
 	/* another entry of the record while this one is pending: a duplicate,
 	 * acked (R4, itest_once); another owner: not ours to repeat */
 	assert_step_reply(call_step(p, "o-1", sid2, "w1", 1), 0, "duplicate", NULL);
-	assert_true(h_redis_int(C, "HSET r13o:decision:o-1 owner w2") >= 0);
+	assert_true(h_redis_int(S->c, "HSET r13o:decision:o-1 owner w2") >= 0);
 	assert_step_reply(call_step(p, "o-1", sid, "w1", 1), 0, "attempts", NULL);
-	assert_hfield(p, "o-1", "attempts", "2");
+	h_assert_record_field(S->c, p, "o-1", "attempts", "2");
 	/* not an integer: Redis says so, as before the fence */
-	assert_true(h_redis_int(C, "HSET r13o:decision:o-1 attempts x") >= 0);
+	assert_true(h_redis_int(S->c, "HSET r13o:decision:o-1 attempts x") >= 0);
 	redisReply *r = call_step(p, "o-1", sid, "w1", 0);
 	assert_int_equal(r->type, REDIS_REPLY_ERROR);
 	assert_non_null(strstr(r->str, "ERR hash value is not an integer"));
 	freeReplyObject(r);
-	assert_hfield(p, "o-1", "attempts", "x");
+	h_assert_record_field(S->c, p, "o-1", "attempts", "x");
 	free(sid);
 	free(sid2);
 }
@@ -1344,7 +1223,7 @@ test_r8_lost_reply_counted_once(void **state)
 	for (int form = 0; form < 2; form++) {
 		const char *body = form ? store_scripts[STORE_TRANSITION].batch :
 		    store_scripts[STORE_TRANSITION].body;
-		redisReply *r = redisCommand(C, "SCRIPT LOAD %s", body);
+		redisReply *r = redisCommand(S->c, "SCRIPT LOAD %s", body);
 		assert_non_null(r);
 		assert_int_equal(r->type, REDIS_REPLY_STRING);
 		freeReplyObject(r);
@@ -1353,7 +1232,7 @@ test_r8_lost_reply_counted_once(void **state)
 	cutter_start(x, "$7\r\nrunning\r\n");
 	o.redis_sock = x->path;
 	o.claim_idle_ms = 600000;	/* nobody else takes it meanwhile */
-	daemon_up(&D[0], &o);
+	h_daemon_up(&D[0], &o);
 	decide(p, "r8l-1", NULL);
 	wait_for(cutter_held, x, "the call step's request");
 	/* Redis ran it: attempts is 1; only now is the connection cut */
@@ -1366,12 +1245,12 @@ test_r8_lost_reply_counted_once(void **state)
 	wait_for(cutter_cut_done, x, "the cut");
 	wait_state(p, "r8l-1", "done");
 	wait_pel_empty(p);
-	assert_hfield(p, "r8l-1", "attempts", "1");
+	h_assert_record_field(S->c, p, "r8l-1", "attempts", "1");
 	assert_int_equal(ncalls("r8l-1"), 1);
-	assert_int_equal(h_stream_count(C, "r8l:audit", "to", "running"), 1);
+	assert_int_equal(h_stream_count(S->c, "r8l:audit", "to", "running"), 1);
 	assert_true(h_daemon_log_has(&D[0], "event=redis.down"));
 	assert_true(h_daemon_log_has(&D[0], "event=job.again id=r8l-1 "));
-	daemon_down(&D[0]);
+	h_daemon_down(&D[0]);
 	cutter_stop(x);
 }
 
@@ -1386,7 +1265,7 @@ static int
 zscored(void *arg)
 {
 	const struct zwait *w = arg;
-	char *s = h_redis_str(C, "ZSCORE %s %s", w->key, w->member);
+	char *s = h_redis_str(S->c, "ZSCORE %s %s", w->key, w->member);
 	int ok = s != NULL;
 
 	free(s);
@@ -1401,21 +1280,21 @@ test_r2_not_before_rescheduled(void **state)
 	(void)state;
 
 	fake_reset();
-	daemon_up(&D[0], &o);
+	h_daemon_up(&D[0], &o);
 	long long now = h_now_ms(), nb = now + 3000;
 	char *json = h_record_json("r2-soon", ACTION, RESOURCE, now - 1000, now + 60000, nb,
 	    NULL);
-	assert_int_equal(h_decide(C, p, "r2-soon", json, 1), 0);
+	assert_int_equal(h_decide(S->c, p, "r2-soon", json, 1), 0);
 	free(json);
 
 	struct zwait z = { "r2a:scheduled", "r2-soon" };
 	wait_for(zscored, &z, "r2-soon on the schedule");
-	char *score = h_redis_str(C, "ZSCORE r2a:scheduled r2-soon");
+	char *score = h_redis_str(S->c, "ZSCORE r2a:scheduled r2-soon");
 	assert_non_null(score);
 	assert_int_equal(atoll(score), nb);
 	free(score);
 	if (h_now_ms() < nb - 100) {	/* not yet due: acked, and not executed */
-		assert_int_equal(h_pending_count(C, "r2a:jobs", "workers"), 0);
+		assert_int_equal(h_pending_count(S->c, "r2a:jobs", "workers"), 0);
 		assert_int_equal(fake_total(), 0);
 	}
 
@@ -1424,10 +1303,10 @@ test_r2_not_before_rescheduled(void **state)
 	assert_int_equal(json_array_size(a), 1);
 	assert_true(arrival(json_array_get(a, 0)) >= nb);
 	json_decref(a);
-	assert_int_equal(h_redis_int(C, "XLEN r2a:jobs"), 2);	/* the XADD and the promotion */
-	assert_int_equal(h_redis_int(C, "ZCARD r2a:scheduled"), 0);
+	assert_int_equal(h_redis_int(S->c, "XLEN r2a:jobs"), 2);	/* the XADD and the promotion */
+	assert_int_equal(h_redis_int(S->c, "ZCARD r2a:scheduled"), 0);
 	wait_pel_empty(p);
-	daemon_down(&D[0]);
+	h_daemon_down(&D[0]);
 }
 
 static void
@@ -1439,15 +1318,15 @@ test_r2_promoted_once(void **state)
 
 	o2.consumer = "w2";
 	fake_reset();
-	daemon_up(&D[0], &o1);
-	daemon_up(&D[1], &o2);
+	h_daemon_up(&D[0], &o1);
+	h_daemon_up(&D[1], &o2);
 	long long now = h_now_ms(), nb = now + 2000;
 	char *json = h_record_json("r2-later", ACTION, RESOURCE, now - 1000, now + 60000, nb,
 	    NULL);
 	char *jws = h_sign(json, h_data("test-es256.key"));
 	assert_non_null(jws);
-	assert_int_equal(h_store_record(C, p, "r2-later", jws, 0), 0);
-	assert_int_equal(h_redis_int(C, "ZADD r2b:scheduled %lld r2-later", nb), 1);
+	assert_int_equal(h_store_record(S->c, p, "r2-later", jws, 0), 0);
+	assert_int_equal(h_redis_int(S->c, "ZADD r2b:scheduled %lld r2-later", nb), 1);
 	free(jws);
 	free(json);
 
@@ -1457,12 +1336,12 @@ test_r2_promoted_once(void **state)
 	assert_int_equal(json_array_size(a), 1);
 	assert_true(arrival(json_array_get(a, 0)) >= nb);
 	json_decref(a);
-	assert_int_equal(h_redis_int(C, "XLEN r2b:jobs"), 1);
-	assert_int_equal(h_redis_int(C, "ZCARD r2b:scheduled"), 0);
-	daemon_down(&D[1]);
-	daemon_down(&D[0]);
+	assert_int_equal(h_redis_int(S->c, "XLEN r2b:jobs"), 1);
+	assert_int_equal(h_redis_int(S->c, "ZCARD r2b:scheduled"), 0);
+	h_daemon_down(&D[1]);
+	h_daemon_down(&D[0]);
 	/* No late second promotion either. */
-	assert_int_equal(h_redis_int(C, "XLEN r2b:jobs"), 1);
+	assert_int_equal(h_redis_int(S->c, "XLEN r2b:jobs"), 1);
 	assert_int_equal(ncalls("r2-later"), 1);
 }
 
@@ -1472,7 +1351,7 @@ test_r2_promoted_once(void **state)
 static void
 group_create(const char *prefix)
 {
-	char *ok = h_redis_str(C, "XGROUP CREATE %s workers 0 MKSTREAM", K(prefix, "jobs"));
+	char *ok = h_redis_str(S->c, "XGROUP CREATE %s workers 0 MKSTREAM", h_key(prefix, "jobs"));
 
 	assert_non_null(ok);
 	free(ok);
@@ -1482,8 +1361,8 @@ group_create(const char *prefix)
 static long long
 read_as(const char *prefix, const char *consumer)
 {
-	redisReply *rep = redisCommand(C, "XREADGROUP GROUP workers %s COUNT 100 STREAMS %s >",
-	    consumer, K(prefix, "jobs"));
+	redisReply *rep = redisCommand(S->c, "XREADGROUP GROUP workers %s COUNT 100 STREAMS %s >",
+	    consumer, h_key(prefix, "jobs"));
 	long long n = -1;
 
 	if (rep != NULL && rep->type == REDIS_REPLY_ARRAY && rep->elements == 1)
@@ -1505,28 +1384,28 @@ test_r12_poison(void **state)
 	group_create(p);
 	decide(p, "r12-poison", NULL);
 	assert_int_equal(read_as(p, "crashy"), 1);
-	redisReply *rep = redisCommand(C, "XPENDING r12:jobs workers - + 10 crashy");
+	redisReply *rep = redisCommand(S->c, "XPENDING r12:jobs workers - + 10 crashy");
 	assert_non_null(rep);
 	assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
 	assert_int_equal(rep->elements, 1);
 	char *pending = strdup(rep->element[0]->element[0]->str);
 	freeReplyObject(rep);
-	redisReply *cl = redisCommand(C, "XCLAIM r12:jobs workers crashy 0 %s RETRYCOUNT 5 JUSTID",
+	redisReply *cl = redisCommand(S->c, "XCLAIM r12:jobs workers crashy 0 %s RETRYCOUNT 5 JUSTID",
 	    pending);
 	assert_non_null(cl);
 	assert_int_equal(cl->type, REDIS_REPLY_ARRAY);
 	assert_int_equal(cl->elements, 1);
 	freeReplyObject(cl);
-	daemon_up(&D[0], &o);
+	h_daemon_up(&D[0], &o);
 	wait_state(p, "r12-poison", "dead");
-	assert_hfield(p, "r12-poison", "outcome", "too-many-deliveries");
+	h_assert_record_field(S->c, p, "r12-poison", "outcome", "too-many-deliveries");
 	assert_entry("r12:dead", "id", "r12-poison", "reason", "too-many-deliveries");
 	assert_entry("r12:dead", "id", "r12-poison", "streamId", pending);
 	assert_entry("r12:notify", "id", "r12-poison", "owner", "ops");
 	wait_pel_empty(p);
 	assert_int_equal(fake_total(), 0);
 	free(pending);
-	daemon_down(&D[0]);
+	h_daemon_down(&D[0]);
 }
 
 static void
@@ -1539,14 +1418,14 @@ test_r14_before_group(void **state)
 	fake_reset();
 	decide(p, "r14-early-1", NULL);
 	decide(p, "r14-early-2", NULL);
-	assert_int_equal(h_redis_int(C, "EXISTS r14a:jobs"), 1);
-	daemon_up(&D[0], &o);
+	assert_int_equal(h_redis_int(S->c, "EXISTS r14a:jobs"), 1);
+	h_daemon_up(&D[0], &o);
 	wait_state(p, "r14-early-1", "done");
 	wait_state(p, "r14-early-2", "done");
 	wait_pel_empty(p);
 	assert_int_equal(ncalls("r14-early-1"), 1);
 	assert_int_equal(ncalls("r14-early-2"), 1);
-	daemon_down(&D[0]);
+	h_daemon_down(&D[0]);
 }
 
 static int
@@ -1568,14 +1447,14 @@ test_r14_own_pending_first(void **state)
 	group_create(p);
 	decide(p, "r14-mine", NULL);
 	assert_int_equal(read_as(p, "w1"), 1);
-	assert_int_equal(h_pending_count(C, "r14b:jobs", "workers"), 1);
-	daemon_up(&D[0], &o);
+	assert_int_equal(h_pending_count(S->c, "r14b:jobs", "workers"), 1);
+	h_daemon_up(&D[0], &o);
 	wait_state(p, "r14-mine", "done");
 	wait_pel_empty(p);
 	assert_int_equal(ncalls("r14-mine"), 1);
 	wait_for(r14_done_reported, NULL, "done=1 in the heartbeat");
 	assert_int_equal(consumer_counter(p, "w1", "claimed"), 0);
-	daemon_down(&D[0]);
+	h_daemon_down(&D[0]);
 }
 
 /* The hash shows the daemon's attempt is in flight at the fake. */
@@ -1595,23 +1474,23 @@ test_r13_fencing(void **state)
 	o.claim_idle_ms = 600000;	/* nobody re-takes the entry meanwhile */
 	fake_reset();
 	script("{\"per_key\": {\"r13-slow\": [{\"status\": 200, \"delay_ms\": 2000}]}}");
-	daemon_up(&D[0], &o);
+	h_daemon_up(&D[0], &o);
 	decide(p, "r13-slow", NULL);
 	wait_for(call_arrived, (void *)"r13-slow", "the slow call");
 	/* Another worker's newer attempt, while ours is in flight. */
-	assert_int_equal(h_redis_int(C, "HINCRBY r13:decision:r13-slow attempts 1"), 2);
-	assert_true(h_redis_int(C, "HSET r13:decision:r13-slow owner other") >= 0);
+	assert_int_equal(h_redis_int(S->c, "HINCRBY r13:decision:r13-slow attempts 1"), 2);
+	assert_true(h_redis_int(S->c, "HSET r13:decision:r13-slow owner other") >= 0);
 
 	struct log_wait w = { &D[0], "event=job.abandon id=r13-slow" };
 	wait_for(log_has, &w, "job.abandon in the log");
-	assert_hfield(p, "r13-slow", "owner", "other");
-	assert_hfield(p, "r13-slow", "attempts", "2");
-	assert_hfield(p, "r13-slow", "state", "running");
-	assert_int_equal(h_pending_count(C, "r13:jobs", "workers"), 1);
-	assert_int_equal(h_redis_int(C, "XLEN r13:audit"), 1);	/* queued -> running only */
+	h_assert_record_field(S->c, p, "r13-slow", "owner", "other");
+	h_assert_record_field(S->c, p, "r13-slow", "attempts", "2");
+	h_assert_record_field(S->c, p, "r13-slow", "state", "running");
+	assert_int_equal(h_pending_count(S->c, "r13:jobs", "workers"), 1);
+	assert_int_equal(h_redis_int(S->c, "XLEN r13:audit"), 1);	/* queued -> running only */
 	assert_int_equal(ncalls("r13-slow"), 1);
-	daemon_down(&D[0]);
-	assert_int_equal(h_pending_count(C, "r13:jobs", "workers"), 1);
+	h_daemon_down(&D[0]);
+	assert_int_equal(h_pending_count(S->c, "r13:jobs", "workers"), 1);
 }
 
 static long long
@@ -1638,7 +1517,7 @@ static int
 r10_watch_until_done(void *arg)
 {
 	struct pel_watch *w = arg;
-	redisReply *rep = redisCommand(C, "XPENDING r10:jobs workers - + 10");
+	redisReply *rep = redisCommand(S->c, "XPENDING r10:jobs workers - + 10");
 
 	if (rep != NULL && rep->type == REDIS_REPLY_ARRAY && rep->elements == 1) {
 		const redisReply *e = rep->element[0];
@@ -1689,8 +1568,8 @@ test_r10_lease_kept(void **state)
 	fake_reset();
 	script("{\"per_key\": {\"r10-slow\": [{\"status\": 200, \"delay_ms\": 3000}],"
 	    " \"r10-late\": [{\"status\": 200, \"delay_ms\": 3000}]}}");
-	daemon_up(&D[0], &o1);
-	daemon_up(&D[1], &o2);
+	h_daemon_up(&D[0], &o1);
+	h_daemon_up(&D[1], &o2);
 	r10_slow_job_kept("r10-slow", 0);
 	wait_pel_empty(p);
 	/* Idle for several lease periods (claim_idle_ms / 3): an idle worker
@@ -1703,8 +1582,8 @@ test_r10_lease_kept(void **state)
 	assert_false(h_daemon_log_has(&D[0], "event=consumer.claimed"));
 	assert_false(h_daemon_log_has(&D[1], "event=consumer.claimed"));
 	wait_pel_empty(p);
-	daemon_down(&D[1]);
-	daemon_down(&D[0]);
+	h_daemon_down(&D[1]);
+	h_daemon_down(&D[0]);
 }
 
 static int
@@ -1727,8 +1606,8 @@ test_r11_takeover(void **state)
 	decide(p, "r11-orphan", NULL);
 	char *gone = xadd(p, "id", "r11-gone");
 	assert_int_equal(read_as(p, "ghost"), 2);
-	assert_int_equal(h_redis_int(C, "XDEL r11:jobs %s", gone), 1);
-	daemon_up(&D[0], &o);
+	assert_int_equal(h_redis_int(S->c, "XDEL r11:jobs %s", gone), 1);
+	h_daemon_up(&D[0], &o);
 	wait_state(p, "r11-orphan", "done");
 	assert_entry("r11:dead", "streamId", gone, "reason", "entry-deleted");
 	wait_for(claimed_reported, NULL, "claimed >= 1 in the heartbeat");
@@ -1736,7 +1615,7 @@ test_r11_takeover(void **state)
 	assert_int_equal(ncalls("r11-orphan"), 1);
 	assert_int_equal(ncalls("r11-gone"), 0);
 	free(gone);
-	daemon_down(&D[0]);
+	h_daemon_down(&D[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1751,7 +1630,7 @@ hb_settled(void *arg)
 	    consumer_counter("hb", "w1", "failed") == 1 &&
 	    consumer_counter("hb", "w1", "expired") == 1 &&
 	    consumer_counter("hb", "w1", "inFlight") == 0 &&
-	    h_stream_count(C, "hb:dead", "id", "hb-missing") == 1;
+	    h_stream_count(S->c, "hb:dead", "id", "hb-missing") == 1;
 }
 
 static void
@@ -1776,12 +1655,12 @@ test_heartbeat(void **state)
 	fake_reset();
 	script("{\"per_key\": {\"hb-retry\": [{\"status\": 503}, {\"status\": 200}],"
 	    " \"hb-fail\": [{\"status\": 404}]}}");
-	daemon_up(&D[0], &o);
+	h_daemon_up(&D[0], &o);
 	decide(p, "hb-ok", NULL);
 	decide(p, "hb-retry", NULL);
 	decide(p, "hb-fail", NULL);
 	char *json = h_record_json("hb-late", ACTION, RESOURCE, now - 60000, now - 1000, 0, NULL);
-	assert_int_equal(h_decide(C, p, "hb-late", json, 1), 0);
+	assert_int_equal(h_decide(S->c, p, "hb-late", json, 1), 0);
 	free(json);
 	free(xadd(p, "id", "hb-missing"));
 	wait_for(hb_settled, NULL, "the heartbeat counters");
@@ -1791,17 +1670,17 @@ test_heartbeat(void **state)
 		"host", "pid", "version", "startedAt", "heartbeatAt", "inFlight", "tokenState",
 	};
 	for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-		char *v = h_hget(C, key, fields[i]);
+		char *v = h_hget(S->c, key, fields[i]);
 		if (v == NULL || v[0] == '\0')
 			fprintf(stderr, "itest_engine: heartbeat has no %s\n", fields[i]);
 		assert_non_null(v);
 		assert_true(v[0] != '\0');
 		free(v);
 	}
-	long long ttl = h_redis_int(C, "PTTL %s", key);
+	long long ttl = h_redis_int(S->c, "PTTL %s", key);
 	assert_true(ttl > 0 && ttl <= 3 * 500);
 	assert_int_equal(consumer_counter(p, "w1", "pid"), D[0].pid);
-	char *ts = h_hget(C, key, "tokenState");
+	char *ts = h_hget(S->c, key, "tokenState");
 	assert_string_equal(ts, "valid");
 	free(ts);
 	assert_counter(p, "retried", 1);
@@ -1809,7 +1688,7 @@ test_heartbeat(void **state)
 	assert_counter(p, "claimed", 0);
 	/* hb-missing went to P:dead as record-missing: it counts as dead. */
 	assert_counter(p, "dead", 1);
-	daemon_down(&D[0]);
+	h_daemon_down(&D[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1837,7 +1716,7 @@ static long long last_id;
 static int
 clients(int *blocked)
 {
-	char *list = h_redis_str(C, "CLIENT LIST");
+	char *list = h_redis_str(S->c, "CLIENT LIST");
 	int n = 0;
 
 	*blocked = 0;
@@ -1878,7 +1757,7 @@ or_finished(void *arg)
 	if (fake_total() < want)
 		return 0;
 	for (int s = 0; s < OR_SHARDS; s++)
-		if (h_pending_count(C, K(or_prefix(s), "jobs"), "workers") != 0)
+		if (h_pending_count(S->c, h_key(or_prefix(s), "jobs"), "workers") != 0)
 			return 0;
 	return 1;
 }
@@ -1899,7 +1778,7 @@ test_shards_one_read(void **state)
 	o.redis_extra = "shards = 4\n";
 	o.daemon_extra = "max_in_flight = 8\n";
 	fake_reset();
-	daemon_up(&D[0], &o);
+	h_daemon_up(&D[0], &o);
 	for (int i = 0; i < OR_JOBS; i++) {
 		snprintf(id, sizeof id, "or-%02d", i);
 		decide(or_prefix(i % OR_SHARDS), id, NULL);
@@ -1908,7 +1787,7 @@ test_shards_one_read(void **state)
 	wait_for(or_finished, &want, "every shard's jobs done");
 	for (int i = 0; i < OR_JOBS; i++) {
 		snprintf(id, sizeof id, "or-%02d", i);
-		assert_hfield(or_prefix(i % OR_SHARDS), id, "state", "done");
+		h_assert_record_field(S->c, or_prefix(i % OR_SHARDS), id, "state", "done");
 		assert_int_equal(ncalls(id), 1);
 	}
 	/* Idle: one blocked read, four command connections (and the test's).
@@ -1929,7 +1808,7 @@ test_shards_one_read(void **state)
 	/* The read's connection is cut: every shard scans its PEL again and
 	 * the one read goes on. */
 	assert_true(last_id > 0);
-	assert_int_equal(h_redis_int(C, "CLIENT KILL ID %lld", last_id), 1);
+	assert_int_equal(h_redis_int(S->c, "CLIENT KILL ID %lld", last_id), 1);
 	decide(or_prefix(3), "or-cut-3", NULL);
 	wait_state(or_prefix(3), "or-cut-3", "done");
 	wait_for(one_blocked, NULL, "one blocked XREADGROUP after the cut");
@@ -1938,7 +1817,7 @@ test_shards_one_read(void **state)
 	assert_true(blocked <= 1);
 
 	/* One shard's stream goes, group and all, under the blocked read. */
-	assert_int_equal(h_redis_int(C, "DEL %s", K(or_prefix(2), "jobs")), 1);
+	assert_int_equal(h_redis_int(S->c, "DEL %s", h_key(or_prefix(2), "jobs")), 1);
 	decide(or_prefix(2), "or-late-2", NULL);
 	decide(or_prefix(1), "or-late-1", NULL);
 	wait_state(or_prefix(2), "or-late-2", "done");
@@ -1947,7 +1826,7 @@ test_shards_one_read(void **state)
 	/* Redis 7 ends the read with UNBLOCKED (backed off), the next says
 	 * NOGROUP: the groups of the read are asked for again. */
 	assert_true(h_daemon_log_has(&D[0], "kind=NOGROUP"));
-	daemon_down(&D[0]);
+	h_daemon_down(&D[0]);
 }
 
 int
@@ -2004,25 +1883,25 @@ main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (getenv("ITEST_FILTER") != NULL)	/* e.g. ITEST_FILTER='test_r1*' */
 		cmocka_set_test_filter(getenv("ITEST_FILTER"));
-	failed += cmocka_run_group_tests_name("engine: throughput", bulk, group_setup,
-	    group_teardown);
-	failed += cmocka_run_group_tests_name("engine: R7 R8 the call", call, group_setup,
-	    group_teardown);
-	failed += cmocka_run_group_tests_name("engine: R1 deadline", deadline, group_setup,
-	    group_teardown);
-	failed += cmocka_run_group_tests_name("engine: R3 R4 input", input, group_setup,
-	    group_teardown);
-	failed += cmocka_run_group_tests_name("engine: R2 schedule", schedule, group_setup,
-	    group_teardown);
-	failed += cmocka_run_group_tests_name("engine: R10-R14 recovery", recovery, group_setup,
-	    group_teardown);
-	failed += cmocka_run_group_tests_name("engine: batched transitions", batches, group_setup,
-	    group_teardown);
+	failed += cmocka_run_group_tests_name("engine: throughput", bulk, h_group_setup,
+	    h_group_teardown);
+	failed += cmocka_run_group_tests_name("engine: R7 R8 the call", call, h_group_setup,
+	    h_group_teardown);
+	failed += cmocka_run_group_tests_name("engine: R1 deadline", deadline, h_group_setup,
+	    h_group_teardown);
+	failed += cmocka_run_group_tests_name("engine: R3 R4 input", input, h_group_setup,
+	    h_group_teardown);
+	failed += cmocka_run_group_tests_name("engine: R2 schedule", schedule, h_group_setup,
+	    h_group_teardown);
+	failed += cmocka_run_group_tests_name("engine: R10-R14 recovery", recovery, h_group_setup,
+	    h_group_teardown);
+	failed += cmocka_run_group_tests_name("engine: batched transitions", batches, h_group_setup,
+	    h_group_teardown);
 	failed += cmocka_run_group_tests_name("engine: R17 an entry's own errors, R8 a lost reply",
-	    entry_errors, group_setup, group_teardown);
-	failed += cmocka_run_group_tests_name("engine: heartbeat", heartbeat, group_setup,
-	    group_teardown);
-	failed += cmocka_run_group_tests_name("engine: shards on one Redis", shards, group_setup,
-	    group_teardown);
+	    entry_errors, h_group_setup, h_group_teardown);
+	failed += cmocka_run_group_tests_name("engine: heartbeat", heartbeat, h_group_setup,
+	    h_group_teardown);
+	failed += cmocka_run_group_tests_name("engine: shards on one Redis", shards, h_group_setup,
+	    h_group_teardown);
 	return failed ? 1 : 0;
 }

@@ -37,54 +37,11 @@
 #define NREC		10
 #define DUP_PREFIX	"duplicate of entry "
 
-static struct h_redis R;
-static struct h_fake F;
-static redisContext *C;
+static struct h_stack *const S = &h_group;	/* redis, fake_target, client */
 static struct h_daemon D[2];
 
 /* ------------------------------------------------------------------ */
 /* plumbing (itest_engine's, cut down)                                  */
-
-static const char *K(const char *prefix, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-/* "<prefix>:<suffix>" in one of a few rotating buffers: valid until eight
- * more calls. */
-static const char *
-K(const char *prefix, const char *fmt, ...)
-{
-	static char ring[8][256];
-	static int next;
-	char *buf = ring[next++ % 8];
-	va_list ap;
-	int n = snprintf(buf, sizeof ring[0], "%s:", prefix);
-
-	va_start(ap, fmt);
-	vsnprintf(buf + n, sizeof ring[0] - (size_t)n, fmt, ap);
-	va_end(ap);
-	return buf;
-}
-
-static int
-group_setup(void **state)
-{
-	(void)state;
-	if (h_redis_start(&R, 0) != 0 || h_fake_start(&F, "fake_target", NULL) != 0)
-		return -1;
-	C = h_redis_connect(&R);
-	return C != NULL ? 0 : -1;
-}
-
-static int
-group_teardown(void **state)
-{
-	(void)state;
-	redisFree(C);
-	C = NULL;
-	h_fake_stop(&F);
-	h_redis_stop(&R);
-	return 0;
-}
 
 /* Whatever a failed test left running. */
 static int
@@ -103,60 +60,27 @@ test_teardown(void **state)
 static void
 fake_reset(int delay_ms)
 {
-	char url[256], script[64];
-	long status = 0;
+	char script[64];
 
-	snprintf(url, sizeof url, "%s/_reset", F.url);
-	free(h_http("POST", url, "{}", &status));
-	assert_int_equal(status, 200);
+	h_fake_reset(&S->target);
 	snprintf(script, sizeof script, "{\"default\": {\"delay_ms\": %d}}", delay_ms);
-	assert_int_equal(h_fake_script(&F, script), 0);
+	assert_int_equal(h_fake_script(&S->target, script), 0);
 }
 
 static struct h_daemon_opts
 opts(const char *prefix, const char *consumer)
 {
 	struct h_daemon_opts o = {
-		.redis_sock = R.sock, .target_url = F.url, .prefix = prefix,
+		.redis_sock = S->redis.sock, .target_url = S->target.url, .prefix = prefix,
 		.consumer = consumer,
 	};
 	return o;
 }
 
 static void
-daemon_up(struct h_daemon *d, const struct h_daemon_opts *o)
-{
-	char *ini = h_daemon_ini(o);
-
-	assert_non_null(ini);
-	int rc = h_daemon_start(d, ini);
-	free(ini);
-	if (rc != 0)
-		fprintf(stderr, "itest_once: warrantd did not start; log %s\n", d->log);
-	assert_int_equal(rc, 0);
-}
-
-/* SIGTERM: the daemon must exit 0 with a clean (sanitizer) log. */
-static void
-daemon_down(struct h_daemon *d)
-{
-	int st = h_daemon_stop(d);
-
-	if (!(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0))
-		fprintf(stderr, "itest_once: warrantd ended with status %d; log %s\n", st, d->log);
-	assert_true(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	assert_true(h_daemon_log_clean(d));
-}
-
-static void
 wait_for(int (*cond)(void *), void *arg, const char *what)
 {
-	int rc = h_wait_until(cond, arg, WAIT_MS);
-
-	if (rc != 0)
-		fprintf(stderr, "itest_once: timed out waiting for %s (logs: %s %s)\n", what,
-		    D[0].log, D[1].log);
-	assert_int_equal(rc, 0);
+	h_wait_for(cond, arg, WAIT_MS, what);
 }
 
 /* n signed records <prefix>-0000 ... under prefix, not queued; due in ten
@@ -164,77 +88,37 @@ wait_for(int (*cond)(void *), void *arg, const char *what)
 static void
 store_records(const char *prefix, int n)
 {
-	long long now = h_now_ms();
-	char *key_path = strdup(h_data("test-es256.key")), id[64];
+	long long due = h_now_ms() + 600000;
+	char id[64];
 
 	for (int i = 0; i < n; i++) {
 		snprintf(id, sizeof id, "%s-%04d", prefix, i);
-		char *json = h_record_json(id, ACTION, RESOURCE, now - 1000, now + 600000, 0, NULL);
-		char *jws = json ? h_sign(json, key_path) : NULL;
-		assert_non_null(jws);
-		assert_int_equal(h_store_record(C, prefix, id, jws, 0), 0);
-		free(json);
-		free(jws);
+		h_store_signed(S->c, prefix, id, ACTION, RESOURCE, due, 0);
 	}
-	free(key_path);
 }
 
 /* XADD P:jobs * id <id>: the new entry's id into out. */
 static void
 enqueue(const char *prefix, const char *id, char *out, size_t n)
 {
-	char *sid = h_redis_str(C, "XADD %s * id %s", K(prefix, "jobs"), id);
+	char *sid = h_redis_str(S->c, "XADD %s * id %s", h_key(prefix, "jobs"), id);
 
 	assert_non_null(sid);
 	snprintf(out, n, "%s", sid);
 	free(sid);
 }
 
-static char *
-hfield(const char *prefix, const char *id, const char *field)
-{
-	return h_hget(C, K(prefix, "decision:%s", id), field);
-}
-
-static void
-assert_hfield(const char *prefix, const char *id, const char *field, const char *want)
-{
-	char *v = hfield(prefix, id, field);
-
-	if (v == NULL || strcmp(v, want) != 0)
-		fprintf(stderr, "itest_once: %s %s is %s, expected %s\n", id, field,
-		    v ? v : "(nil)", want);
-	assert_non_null(v);
-	assert_string_equal(v, want);
-	free(v);
-}
-
 /* The calls the fake received with Idempotency-Key = id. */
 static long long
 ncalls(const char *id)
 {
-	json_t *all = h_fake_json(&F, "/_requests"), *r;
-	long long n = 0;
-	size_t i;
-
-	assert_non_null(all);
-	json_array_foreach(all, i, r) {
-		const char *k = json_string_value(json_object_get(r, "idempotency_key"));
-		n += k != NULL && strcmp(k, id) == 0;
-	}
-	json_decref(all);
-	return n;
+	return h_count_calls(&S->target, id);
 }
 
 static long long
 fake_stat(const char *name)
 {
-	json_t *s = h_fake_json(&F, "/_stats");
-
-	assert_non_null(s);
-	long long n = json_integer_value(json_object_get(s, name));
-	json_decref(s);
-	return n;
+	return h_fake_stat(&S->target, NULL, name);
 }
 
 /* What the tests wait for: n records in `state` (NULL: any), every entry up
@@ -252,16 +136,16 @@ settled(void *arg)
 
 	for (int i = 0; w->state != NULL && i < w->n; i++) {
 		snprintf(id, sizeof id, "%s-%04d", w->prefix, i);
-		char *st = hfield(w->prefix, id, "state");
+		char *st = h_record_field(S->c, w->prefix, id, "state");
 		int ok = st != NULL && strcmp(st, w->state) == 0;
 		free(st);
 		if (!ok)
 			return 0;
 	}
-	if (h_pending_count(C, K(w->prefix, "jobs"), "workers") != 0)
+	if (h_pending_count(S->c, h_key(w->prefix, "jobs"), "workers") != 0)
 		return 0;
 	/* XINFO GROUPS: the group's last-delivered-id is the last entry */
-	redisReply *r = redisCommand(C, "XINFO GROUPS %s", K(w->prefix, "jobs"));
+	redisReply *r = redisCommand(S->c, "XINFO GROUPS %s", h_key(w->prefix, "jobs"));
 	int read = 0;
 	if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 1) {
 		const redisReply *g = r->element[0];
@@ -336,12 +220,12 @@ assert_once_each(const char *prefix, int n, char first[][48], char second[][48])
 		if (ncalls(id) != 1)
 			fail_msg("%s was called %lld times (logs %s %s)", id, ncalls(id), D[0].log,
 			    D[1].log);
-		char *entry = hfield(prefix, id, "entry");
+		char *entry = h_record_field(S->c, prefix, id, "entry");
 		assert_non_null(entry);
 		if (strcmp(entry, first[i]) != 0 && strcmp(entry, second[i]) != 0)
 			fail_msg("%s: entry %s is neither %s nor %s", id, entry, first[i], second[i]);
 		struct dup_scan s = {.id = id};
-		h_stream_each(C, K(prefix, "audit"), dup_each, &s);
+		h_stream_each(S->c, h_key(prefix, "audit"), dup_each, &s);
 		if (s.n != 1)
 			fail_msg("%s: %d duplicate audit entries, expected 1 (log %s)", id, s.n,
 			    D[0].log);
@@ -349,15 +233,15 @@ assert_once_each(const char *prefix, int n, char first[][48], char second[][48])
 		snprintf(want, sizeof want, DUP_PREFIX "%s", entry);
 		assert_string_equal(s.detail, want);
 		assert_string_equal(s.from, s.to);
-		char *owner = hfield(prefix, id, "owner");
+		char *owner = h_record_field(S->c, prefix, id, "owner");
 		across += owner != NULL && strcmp(owner, s.consumer) != 0;
 		free(owner);
 		free(entry);
 	}
 	printf("itest_once: %s: %d of %d duplicates acked by another worker than the one "
 	    "that ran the record\n", prefix, across, n);
-	assert_int_equal(h_pending_count(C, K(prefix, "jobs"), "workers"), 0);
-	assert_int_equal(h_redis_int(C, "XLEN %s", K(prefix, "dead")), 0);
+	assert_int_equal(h_pending_count(S->c, h_key(prefix, "jobs"), "workers"), 0);
+	assert_int_equal(h_redis_int(S->c, "XLEN %s", h_key(prefix, "dead")), 0);
 	assert_int_equal(fake_stat("duplicates"), 0);
 	return across;
 }
@@ -379,8 +263,8 @@ test_queued_twice_two_workers(void **state)
 	fake_reset(1000);
 	o1.redis_extra = o2.redis_extra = "batch = 1\n";
 	store_records(p, NREC);
-	daemon_up(&D[0], &o1);
-	daemon_up(&D[1], &o2);
+	h_daemon_up(&D[0], &o1);
+	h_daemon_up(&D[1], &o2);
 	for (int i = 0; i < NREC; i++) {
 		snprintf(id, sizeof id, "%s-%04d", p, i);
 		enqueue(p, id, first[i], sizeof first[i]);
@@ -395,8 +279,8 @@ test_queued_twice_two_workers(void **state)
 		dups[i] = count_lines(D[i].log, "event=job.duplicate");
 	printf("itest_once: duplicates acked by w1 %d, by w2 %d\n", dups[0], dups[1]);
 	assert_int_equal(dups[0] + dups[1], NREC);
-	daemon_down(&D[1]);
-	daemon_down(&D[0]);
+	h_daemon_down(&D[1]);
+	h_daemon_down(&D[0]);
 }
 
 /* The same with both entries of every record in one worker's hand: queued
@@ -417,13 +301,13 @@ test_queued_twice_one_batch(void **state)
 		enqueue(p, id, first[i], sizeof first[i]);
 		enqueue(p, id, second[i], sizeof second[i]);
 	}
-	daemon_up(&D[0], &o);
+	h_daemon_up(&D[0], &o);
 	wait_settled(p, NREC, "done", second[NREC - 1]);
 	assert_int_equal(assert_once_each(p, NREC, first, second), 0);
 	assert_int_equal(fake_stat("total"), NREC);
 	assert_int_equal(count_lines(D[0].log, "event=job.duplicate"), NREC);
 	assert_int_equal(count_lines(D[0].log, "reason=duplicate"), NREC);
-	daemon_down(&D[0]);
+	h_daemon_down(&D[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -447,24 +331,24 @@ test_terminal_reset_not_run(void **state)
 		snprintf(id, sizeof id, "%s-%04d", p, i);
 		enqueue(p, id, sid, sizeof sid);
 	}
-	daemon_up(&D[0], &o);
+	h_daemon_up(&D[0], &o);
 	wait_settled(p, 5, "done", sid);
 	for (int i = 0; i < 5; i++) {
 		snprintf(id, sizeof id, "%s-%04d", p, i);
-		char *mark = h_redis_str(C, "GET %s", K(p, "final:%s", id));
+		char *mark = h_redis_str(S->c, "GET %s", h_key(p, "final:%s", id));
 		assert_non_null(mark);
 		assert_string_equal(mark, "done");
 		free(mark);
 		/* the hash's TTL: both were set by one script */
-		long long hp = h_redis_int(C, "PTTL %s", K(p, "decision:%s", id));
-		long long fp = h_redis_int(C, "PTTL %s", K(p, "final:%s", id));
+		long long hp = h_redis_int(S->c, "PTTL %s", h_key(p, "decision:%s", id));
+		long long fp = h_redis_int(S->c, "PTTL %s", h_key(p, "final:%s", id));
 		assert_true(hp > 0 && fp > 0);
 		assert_true(fp - hp < 1000 && hp - fp < 1000);
 	}
-	long long audit = h_redis_int(C, "XLEN %s", K(p, "audit"));
+	long long audit = h_redis_int(S->c, "XLEN %s", h_key(p, "audit"));
 	for (int i = 0; i < 5; i++) {
 		snprintf(id, sizeof id, "%s-%04d", p, i);
-		assert_true(h_redis_int(C, "HSET %s state queued", K(p, "decision:%s", id)) >= 0);
+		assert_true(h_redis_int(S->c, "HSET %s state queued", h_key(p, "decision:%s", id)) >= 0);
 		enqueue(p, id, sid, sizeof sid);
 	}
 	wait_settled(p, 5, NULL, sid);
@@ -472,12 +356,12 @@ test_terminal_reset_not_run(void **state)
 		snprintf(id, sizeof id, "%s-%04d", p, i);
 		if (ncalls(id) != 1)
 			fail_msg("%s ran %lld times (log %s)", id, ncalls(id), D[0].log);
-		assert_hfield(p, id, "state", "queued");	/* nothing written */
+		h_assert_record_field(S->c, p, id, "state", "queued");	/* nothing written */
 	}
-	assert_int_equal(h_redis_int(C, "XLEN %s", K(p, "audit")), audit);
+	assert_int_equal(h_redis_int(S->c, "XLEN %s", h_key(p, "audit")), audit);
 	assert_int_equal(count_lines(D[0].log, "reason=terminal"), 5);
 	assert_int_equal(fake_stat("total"), 5);
-	daemon_down(&D[0]);
+	h_daemon_down(&D[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -497,34 +381,34 @@ test_stale_entry_taken_over(void **state)
 
 	fake_reset(0);
 	store_records(p, 3);
-	free(h_redis_str(C, "XGROUP CREATE %s workers 0 MKSTREAM", K(p, "jobs")));
+	free(h_redis_str(S->c, "XGROUP CREATE %s workers 0 MKSTREAM", h_key(p, "jobs")));
 	enqueue(p, "st-0000", old, sizeof old);
-	redisReply *r = redisCommand(C, "XREADGROUP GROUP workers gone COUNT 1 STREAMS %s >",
-	    K(p, "jobs"));
+	redisReply *r = redisCommand(S->c, "XREADGROUP GROUP workers gone COUNT 1 STREAMS %s >",
+	    h_key(p, "jobs"));
 	assert_non_null(r);
 	assert_int_equal(r->type, REDIS_REPLY_ARRAY);
 	freeReplyObject(r);
-	assert_int_equal(h_redis_int(C, "XACK %s workers %s", K(p, "jobs"), old), 1);
-	assert_true(h_redis_int(C, "HSET %s entry %s", K(p, "decision:st-0000"), old) >= 0);
-	assert_true(h_redis_int(C, "HSET %s entry 1-1", K(p, "decision:st-0001")) >= 0);
-	assert_true(h_redis_int(C, "HSET %s entry not-an-id", K(p, "decision:st-0002")) >= 0);
+	assert_int_equal(h_redis_int(S->c, "XACK %s workers %s", h_key(p, "jobs"), old), 1);
+	assert_true(h_redis_int(S->c, "HSET %s entry %s", h_key(p, "decision:st-0000"), old) >= 0);
+	assert_true(h_redis_int(S->c, "HSET %s entry 1-1", h_key(p, "decision:st-0001")) >= 0);
+	assert_true(h_redis_int(S->c, "HSET %s entry not-an-id", h_key(p, "decision:st-0002")) >= 0);
 	for (int i = 0; i < 3; i++) {
 		snprintf(id, sizeof id, "%s-%04d", p, i);
 		enqueue(p, id, fresh[i], sizeof fresh[i]);
 	}
-	daemon_up(&D[0], &o);
+	h_daemon_up(&D[0], &o);
 	wait_settled(p, 3, NULL, fresh[2]);
 	for (int i = 0; i < 3; i++) {
 		snprintf(id, sizeof id, "%s-%04d", p, i);
-		assert_hfield(p, id, "state", "done");
+		h_assert_record_field(S->c, p, id, "state", "done");
 		assert_int_equal(ncalls(id), 1);
-		assert_hfield(p, id, "entry", fresh[i]);
+		h_assert_record_field(S->c, p, id, "entry", fresh[i]);
 		struct dup_scan s = {.id = id};
-		h_stream_each(C, K(p, "audit"), dup_each, &s);
+		h_stream_each(S->c, h_key(p, "audit"), dup_each, &s);
 		assert_int_equal(s.n, 0);
 	}
 	assert_false(h_daemon_log_has(&D[0], "event=job.duplicate"));
-	daemon_down(&D[0]);
+	h_daemon_down(&D[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -533,7 +417,7 @@ test_stale_entry_taken_over(void **state)
 static int
 dead_letter_of(void *arg)
 {
-	return h_stream_count(C, K(arg, "dead"), "id", "rq-0000") > 0;
+	return h_stream_count(S->c, h_key(arg, "dead"), "id", "rq-0000") > 0;
 }
 
 /* A record dead after max_attempts has P:final = dead; `warrantctl dead
@@ -549,15 +433,15 @@ test_requeue_removes_mark(void **state)
 	(void)state;
 
 	fake_reset(0);
-	assert_int_equal(h_fake_script(&F, "{\"per_key\": {\"rq-0000\": [{\"status\": 503},"
+	assert_int_equal(h_fake_script(&S->target, "{\"per_key\": {\"rq-0000\": [{\"status\": 503},"
 	    " {\"status\": 503}]}}"), 0);
 	o.max_attempts = 2;
 	store_records(p, 1);
 	enqueue(p, "rq-0000", sid, sizeof sid);
-	daemon_up(&D[0], &o);
+	h_daemon_up(&D[0], &o);
 	wait_settled(p, 1, "dead", sid);
 	wait_for(dead_letter_of, (void *)p, "the dead letter");
-	char *mark = h_redis_str(C, "GET %s", K(p, "final:rq-0000"));
+	char *mark = h_redis_str(S->c, "GET %s", h_key(p, "final:rq-0000"));
 	assert_non_null(mark);
 	assert_string_equal(mark, "dead");
 	free(mark);
@@ -565,7 +449,7 @@ test_requeue_removes_mark(void **state)
 	/* with no worker running, what the requeue wrote stays to be seen */
 	char ini[sizeof D[0].ini];
 	snprintf(ini, sizeof ini, "%s", D[0].ini);
-	daemon_down(&D[0]);
+	h_daemon_down(&D[0]);
 	char *argv[] = {(char *)h_bin("warrantctl"), "-c", ini, "dead", "requeue", "rq-0000",
 	    NULL};
 	char *out = NULL;
@@ -577,17 +461,17 @@ test_requeue_removes_mark(void **state)
 	assert_non_null(at);
 	snprintf(sid, sizeof sid, "%.*s", (int)strcspn(at + 6, "\n"), at + 6);
 	free(out);
-	assert_int_equal(h_redis_int(C, "EXISTS %s", K(p, "final:rq-0000")), 0);
-	assert_hfield(p, "rq-0000", "entry", sid);
-	assert_hfield(p, "rq-0000", "state", "queued");
-	daemon_up(&D[0], &o);
+	assert_int_equal(h_redis_int(S->c, "EXISTS %s", h_key(p, "final:rq-0000")), 0);
+	h_assert_record_field(S->c, p, "rq-0000", "entry", sid);
+	h_assert_record_field(S->c, p, "rq-0000", "state", "queued");
+	h_daemon_up(&D[0], &o);
 	wait_settled(p, 1, "done", sid);
 	assert_int_equal(ncalls("rq-0000"), 3);
-	mark = h_redis_str(C, "GET %s", K(p, "final:rq-0000"));
+	mark = h_redis_str(S->c, "GET %s", h_key(p, "final:rq-0000"));
 	assert_non_null(mark);
 	assert_string_equal(mark, "done");
 	free(mark);
-	daemon_down(&D[0]);
+	h_daemon_down(&D[0]);
 }
 
 int
@@ -601,5 +485,5 @@ main(void)
 		cmocka_unit_test_teardown(test_requeue_removes_mark, test_teardown),
 	};
 
-	return cmocka_run_group_tests_name("once (R4)", tests, group_setup, group_teardown);
+	return cmocka_run_group_tests_name("once (R4)", tests, h_group_setup, h_group_teardown);
 }

@@ -187,10 +187,8 @@ test_failover(void **state)
 	char *path = h_which("redis-sentinel");
 	(void)state;
 
-	if (path == NULL) {
-		printf("    skipped: redis-sentinel is not installed (Debian package redis-sentinel)\n");
-		return;
-	}
+	if (path == NULL)
+		h_skip("redis-sentinel is not installed (Debian package redis-sentinel)");
 	free(path);
 	start_data_node(&primary, "primary", 0);
 	start_data_node(&replica, "replica", primary.port);

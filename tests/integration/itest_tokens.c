@@ -37,12 +37,6 @@
 #include "harness.h"
 #include "wtime.h"
 
-#define WAIT_MS		60000	/* generous: 2 cores, ASan, load */
-#define PREFIX		"warrant"
-#define JOBS		PREFIX ":jobs"
-#define DEAD		PREFIX ":dead"
-#define AUDIT		PREFIX ":audit"
-#define GROUP		"workers"
 #define ID_LEN		48
 #define CLIENT_ID	"warrantd-tok"
 /* Distinctive, and with characters that Basic auth form-encodes. */
@@ -75,9 +69,7 @@ world_up(int lifetime_s)
 	    "--lifetime-s", life, "--decision-key-file", h_data("test-es256.pub"), NULL};
 	const char *target_args[] = {"--jwt-secret-file", hs, NULL};
 
-	assert_int_equal(h_redis_start(&redis, 0), 0);
-	rc = h_redis_connect(&redis);
-	assert_non_null(rc);
+	rc = h_redis_up(&redis);
 	assert_int_equal(h_fake_start(&idp, "fake_idp", idp_args), 0);
 	assert_int_equal(h_fake_start(&target, "fake_target", target_args), 0);
 }
@@ -86,20 +78,10 @@ static int
 world_down(void **state)
 {
 	(void)state;
-	for (size_t i = 0; i < sizeof dmn / sizeof dmn[0]; i++)
-		h_daemon_kill(&dmn[i]);
-	if (rc != NULL)
-		redisFree(rc);
-	rc = NULL;
-	h_fake_stop(&target);
-	h_fake_stop(&idp);
-	h_redis_stop(&redis);
+	h_world_down(dmn, sizeof dmn / sizeof dmn[0], &rc, &redis, &target, &idp,
+	    (struct h_fake *)NULL);
 	free(secret_path);
 	secret_path = NULL;
-	memset(dmn, 0, sizeof dmn);
-	memset(&idp, 0, sizeof idp);
-	memset(&target, 0, sizeof target);
-	memset(&redis, 0, sizeof redis);
 	return 0;
 }
 
@@ -113,55 +95,24 @@ pause_ms(long long ms)
 		;
 }
 
-static void
-post(const struct h_fake *f, const char *path, const char *body)
-{
-	long status = h_fake_post(f, path, body);
-
-	if (status != 200)
-		fail_msg("POST %s%s: %ld", f->url, path, status);
-}
-
-static json_t *
-fake_get(const struct h_fake *f, const char *path)
-{
-	json_t *j = h_fake_json(f, path);
-
-	if (j == NULL)
-		fail_msg("GET %s%s failed", f->url, path);
-	return j;
-}
-
 static long long
 stat_int(const struct h_fake *f, const char *name)
 {
-	json_t *s = fake_get(f, "/_stats");
-	long long n = json_integer_value(json_object_get(s, name));
-
-	json_decref(s);
-	return n;
+	return h_fake_stat(f, NULL, name);
 }
 
 /* by_status[code] of the target, 0 when absent. */
 static long long
 target_answers(const char *code)
 {
-	json_t *s = fake_get(&target, "/_stats");
-	long long n = json_integer_value(json_object_get(json_object_get(s, "by_status"), code));
-
-	json_decref(s);
-	return n;
+	return h_fake_stat(&target, "by_status", code);
 }
 
 /* Calls the target recorded with Idempotency-Key: key. */
 static long long
 target_calls(const char *key)
 {
-	json_t *s = fake_get(&target, "/_stats");
-	long long n = json_integer_value(json_object_get(json_object_get(s, "keys"), key));
-
-	json_decref(s);
-	return n;
+	return h_fake_stat(&target, "keys", key);
 }
 
 struct key_wait {
@@ -181,7 +132,7 @@ wait_target_calls(const char *key, long long min)
 {
 	struct key_wait w = { key, min };
 
-	if (h_wait_until(target_saw, &w, WAIT_MS) != 0)
+	if (h_wait_until(target_saw, &w, H_WAIT_MS) != 0)
 		fail_msg("%s: %lld call(s) at the target, want %lld", key, target_calls(key), min);
 }
 
@@ -189,7 +140,7 @@ wait_target_calls(const char *key, long long min)
 static void
 statuses_of(const char *key, char *out, size_t n)
 {
-	json_t *all = fake_get(&target, "/_requests"), *r;
+	json_t *all = h_get_ok(&target, "/_requests"), *r;
 	size_t i, used = 0;
 
 	out[0] = '\0';
@@ -282,18 +233,6 @@ daemon_up(struct h_daemon *d, const struct dcfg *c)
 		fail_msg("warrantd %s did not get ready (log %s)", c->consumer, d->log);
 }
 
-/* R15: SIGTERM ends it with 0; and no sanitizer report in its log. */
-static void
-stop_clean(struct h_daemon *d)
-{
-	int st = h_daemon_stop(d);
-
-	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		fail_msg("warrantd did not exit 0 (status %d, log %s)", st, d->log);
-	if (!h_daemon_log_clean(d))
-		fail_msg("sanitizer report in %s", d->log);
-}
-
 /* ---- the heartbeat hash (warrantd(7) §8) ---- */
 
 static char *
@@ -301,7 +240,7 @@ hb_str(const char *consumer, const char *name)
 {
 	char key[128];
 
-	snprintf(key, sizeof key, PREFIX ":consumer:%s", consumer);
+	snprintf(key, sizeof key, H_PREFIX ":consumer:%s", consumer);
 	return h_hget(rc, key, name);
 }
 
@@ -342,7 +281,7 @@ wait_hb_min(const char *consumer, const char *name, long long min)
 {
 	struct hb_wait w = { consumer, name, min, NULL, 0 };
 
-	if (h_wait_until(hb_reached, &w, WAIT_MS) != 0)
+	if (h_wait_until(hb_reached, &w, H_WAIT_MS) != 0)
 		fail_msg("%s %s = %lld, want >= %lld", consumer, name, hb_int(consumer, name), min);
 }
 
@@ -351,7 +290,7 @@ wait_hb_str(const char *consumer, const char *name, const char *want, int negate
 {
 	struct hb_wait w = { consumer, name, 0, want, negate };
 
-	if (h_wait_until(hb_reached, &w, WAIT_MS) != 0) {
+	if (h_wait_until(hb_reached, &w, H_WAIT_MS) != 0) {
 		char *v = hb_str(consumer, name);
 		fail_msg("%s %s = \"%s\", want %s\"%s\"", consumer, name, v ? v : "(nil)",
 		    negate ? "not " : "", want);
@@ -370,7 +309,7 @@ decide_action(const char *id, const char *action)
 	    NULL);
 
 	assert_non_null(json);
-	assert_int_equal(h_decide(rc, PREFIX, id, json, 1), 0);
+	assert_int_equal(h_decide(rc, H_PREFIX, id, json, 1), 0);
 	free(json);
 }
 
@@ -383,7 +322,7 @@ decide(const char *id)
 	    NULL);
 
 	assert_non_null(json);
-	assert_int_equal(h_decide(rc, PREFIX, id, json, 1), 0);
+	assert_int_equal(h_decide(rc, H_PREFIX, id, json, 1), 0);
 	free(json);
 }
 
@@ -392,7 +331,7 @@ hash_field(const char *id, const char *name)
 {
 	char key[128];
 
-	snprintf(key, sizeof key, PREFIX ":decision:%.*s", ID_LEN, id);
+	snprintf(key, sizeof key, H_PREFIX ":decision:%.*s", ID_LEN, id);
 	return h_hget(rc, key, name);
 }
 
@@ -439,10 +378,10 @@ wait_all_done(char (*ids)[ID_LEN], int n, const struct h_daemon *d)
 {
 	struct done_wait w = { ids, n, 0, "" };
 
-	if (h_wait_until(all_done, &w, WAIT_MS) != 0) {
+	if (h_wait_until(all_done, &w, H_WAIT_MS) != 0) {
 		char *s = hash_field(ids[w.next], "state");
 		fail_msg("%s: state \"%s\" after %d ms, want done (%d of %d done; log %s)",
-		    ids[w.next], s ? s : "(nil)", WAIT_MS, w.next, n, d->log);
+		    ids[w.next], s ? s : "(nil)", H_WAIT_MS, w.next, n, d->log);
 	}
 	if (w.bad[0])
 		fail_msg("%s (log %s)", w.bad, d->log);
@@ -457,37 +396,17 @@ wait_done(const char *id, const struct h_daemon *d)
 	wait_all_done(one, 1, d);
 }
 
-struct state_wait {
-	const char *id, *want;
-};
-
-static int
-state_is(void *arg)
-{
-	const struct state_wait *w = arg;
-	char *s = hash_field(w->id, "state");
-	int ok = s != NULL && strcmp(s, w->want) == 0;
-
-	free(s);
-	return ok;
-}
-
 static void
 wait_state(const char *id, const char *want)
 {
-	struct state_wait w = { id, want };
-
-	if (h_wait_until(state_is, &w, WAIT_MS) != 0) {
-		char *s = hash_field(id, "state");
-		fail_msg("%s: state \"%s\", want \"%s\"", id, s ? s : "(nil)", want);
-	}
+	h_wait_hash_field(rc, h_key(H_PREFIX, "decision:%s", id), "state", want, H_WAIT_MS);
 }
 
 /* The `to` states of id's audit entries, in order, space-separated. */
 static void
 audit_trail(const char *id, char *out, size_t n)
 {
-	redisReply *r = redisCommand(rc, "XRANGE %s - +", AUDIT);
+	redisReply *r = redisCommand(rc, "XRANGE %s - +", H_AUDIT);
 	size_t used = 0;
 
 	out[0] = '\0';
@@ -525,14 +444,14 @@ assert_trail_ends(const char *id, const char *tail)
 static long long
 pending_of(const char *consumer)
 {
-	return h_pending_of(rc, JOBS, GROUP, consumer);
+	return h_pending_of(rc, H_JOBS, H_GROUP, consumer);
 }
 
 /* XINFO GROUPS lag of our group: entries not yet delivered; -1 unknown. */
 static long long
 group_lag(void)
 {
-	redisReply *r = redisCommand(rc, "XINFO GROUPS %s", JOBS);
+	redisReply *r = redisCommand(rc, "XINFO GROUPS %s", H_JOBS);
 	long long lag = -1;
 
 	for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
@@ -543,7 +462,7 @@ group_lag(void)
 			const char *name = g->element[k]->str;
 			const redisReply *v = g->element[k + 1];
 			if (strcmp(name, "name") == 0 && v->type == REDIS_REPLY_STRING)
-				ours = strcmp(v->str, GROUP) == 0;
+				ours = strcmp(v->str, H_GROUP) == 0;
 			else if (strcmp(name, "lag") == 0 && v->type == REDIS_REPLY_INTEGER)
 				l = v->integer;
 		}
@@ -552,24 +471,6 @@ group_lag(void)
 	}
 	freeReplyObject(r);
 	return lag;
-}
-
-/* The stream entry whose field id is `id`. */
-static void
-stream_id_of(const char *id, char *out, size_t n)
-{
-	redisReply *r = redisCommand(rc, "XRANGE %s - +", JOBS);
-
-	out[0] = '\0';
-	for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
-		const redisReply *e = r->element[i], *f = e->element[1];
-		if (f->elements >= 2 && strcmp(f->element[0]->str, "id") == 0 &&
-		    strcmp(f->element[1]->str, id) == 0)
-			snprintf(out, n, "%s", e->element[0]->str);
-	}
-	freeReplyObject(r);
-	if (out[0] == '\0')
-		fail_msg("no stream entry for %s", id);
 }
 
 struct pel_entry {
@@ -581,7 +482,7 @@ struct pel_entry {
 static struct pel_entry
 pel_entry(const char *sid)
 {
-	redisReply *r = redisCommand(rc, "XPENDING %s %s %s %s 1", JOBS, GROUP, sid, sid);
+	redisReply *r = redisCommand(rc, "XPENDING %s %s %s %s 1", H_JOBS, H_GROUP, sid, sid);
 	struct pel_entry e = {0};
 
 	if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
@@ -601,8 +502,8 @@ pel_entry(const char *sid)
 static int
 read_as(const char *consumer, int count)
 {
-	redisReply *r = redisCommand(rc, "XREADGROUP GROUP %s %s COUNT %d STREAMS %s >", GROUP,
-	    consumer, count, JOBS);
+	redisReply *r = redisCommand(rc, "XREADGROUP GROUP %s %s COUNT %d STREAMS %s >", H_GROUP,
+	    consumer, count, H_JOBS);
 	int n = 0;
 
 	if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1) {
@@ -695,7 +596,7 @@ test_short_tokens_refreshed_ahead(void **state)
 	assert_int_equal(target_answers("200"), N);
 	assert_int_equal(stat_int(&target, "duplicates"), 0);
 
-	json_t *reqs = fake_get(&target, "/_requests"), *r;
+	json_t *reqs = h_get_ok(&target, "/_requests"), *r;
 	size_t i;
 	long long late = 0, worst = 0;
 	json_array_foreach(reqs, i, r) {
@@ -719,7 +620,7 @@ test_short_tokens_refreshed_ahead(void **state)
 	wait_hb_min("w1", "tokenRefreshes", 10);
 	assert_int_equal(hb_int("w1", "expired"), 0);
 	assert_int_equal(hb_int("w1", "dead"), 0);
-	stop_clean(&dmn[0]);
+	h_daemon_down(&dmn[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -757,7 +658,7 @@ test_revocations_execute_each_once(void **state)
 			decide(ids[added++]);
 		}
 		if (now >= next_revoke) {
-			post(&target, "/_revoke", NULL);
+			h_post_ok(&target, "/_revoke", NULL);
 			revokes++;
 			next_revoke += REVOKE_MS;
 		}
@@ -768,7 +669,7 @@ test_revocations_execute_each_once(void **state)
 	print_message("itest_tokens: %d revocations, %lld 401s\n", revokes, target_answers("401"));
 
 	/* Exactly one 2xx per key: executed successfully exactly once. */
-	json_t *reqs = fake_get(&target, "/_requests"), *ok = json_object(), *r;
+	json_t *reqs = h_get_ok(&target, "/_requests"), *ok = json_object(), *r;
 	size_t i;
 	json_array_foreach(reqs, i, r) {
 		long long st = json_integer_value(json_object_get(r, "status"));
@@ -794,9 +695,9 @@ test_revocations_execute_each_once(void **state)
 	if (hb_int("w1", "redispatched") <= 0 || hb_int("w1", "authFailures") <= 0)
 		fail_msg("redispatched %lld, authFailures %lld: want both > 0",
 		    hb_int("w1", "redispatched"), hb_int("w1", "authFailures"));
-	assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);
-	assert_int_equal(h_redis_int(rc, "XLEN %s", DEAD), 0);
-	stop_clean(&dmn[0]);
+	assert_int_equal(h_pending_count(rc, H_JOBS, H_GROUP), 0);
+	assert_int_equal(h_redis_int(rc, "XLEN %s", H_DEAD), 0);
+	h_daemon_down(&dmn[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -828,13 +729,13 @@ test_idp_down_stops_claiming(void **state)
 	int pauses = log_count(&dmn[0], "event=consumer.paused");
 	assert_true(pauses <= 1);
 
-	post(&idp, "/_down", NULL);
+	h_post_ok(&idp, "/_down", NULL);
 	/* From its expiry on, the heartbeat must not say valid (before it,
 	 * one written at start may still say refreshing). */
-	assert_int_equal(h_daemon_wait_log(&dmn[0], "event=token.expired", WAIT_MS), 0);
+	assert_int_equal(h_daemon_wait_log(&dmn[0], "event=token.expired", H_WAIT_MS), 0);
 	wait_hb_str("w1", "tokenState", "valid", 1);
 	struct log_wait lw = { &dmn[0], "event=consumer.paused", pauses + 1 };
-	if (h_wait_until(log_reached, &lw, WAIT_MS) != 0)
+	if (h_wait_until(log_reached, &lw, H_WAIT_MS) != 0)
 		fail_msg("no event=consumer.paused once the token died (log %s)", dmn[0].log);
 	assert_int_equal(log_count(&dmn[0], "event=consumer.paused"), pauses + 1);
 
@@ -869,16 +770,16 @@ test_idp_down_stops_claiming(void **state)
 	assert_int_equal(group_lag(), N);
 	assert_int_equal(pending_of("w-gone"), GONE);
 
-	post(&idp, "/_up", NULL);
+	h_post_ok(&idp, "/_up", NULL);
 	wait_all_done(ids, ALL, &dmn[0]);
 	assert_true(h_daemon_log_has(&dmn[0], "event=consumer.resumed"));
 	wait_hb_min("w1", "done", ALL);
 	wait_hb_min("w1", "claimed", GONE);
 	assert_int_equal(hb_int("w1", "expired"), 0);
 	assert_int_equal(hb_int("w1", "dead"), 0);
-	assert_int_equal(h_redis_int(rc, "XLEN %s", DEAD), 0);
-	assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);
-	stop_clean(&dmn[0]);
+	assert_int_equal(h_redis_int(rc, "XLEN %s", H_DEAD), 0);
+	assert_int_equal(h_pending_count(rc, H_JOBS, H_GROUP), 0);
+	h_daemon_down(&dmn[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -901,7 +802,7 @@ test_bad_secret_worker_takes_nothing(void **state)
 	world_up(3600);
 	char *wrong = h_write_file("wrong-secret", WRONG_SECRET "\n");
 	assert_non_null(wrong);
-	char *ok = h_redis_str(rc, "XGROUP CREATE %s %s 0 MKSTREAM", JOBS, GROUP);
+	char *ok = h_redis_str(rc, "XGROUP CREATE %s %s 0 MKSTREAM", H_JOBS, H_GROUP);
 	assert_non_null(ok);
 	free(ok);
 	for (int i = 0; i < HELD; i++) {
@@ -923,7 +824,7 @@ test_bad_secret_worker_takes_nothing(void **state)
 	free(ini);
 	free(wrong);
 	wait_hb_str("w-bad", "tokenState", "error", 0);
-	assert_int_equal(h_daemon_wait_log(&dmn[1], "event=consumer.paused", WAIT_MS), 0);
+	assert_int_equal(h_daemon_wait_log(&dmn[1], "event=consumer.paused", H_WAIT_MS), 0);
 	assert_int_equal(group_lag(), FREE);
 
 	struct dcfg good = { .consumer = "w-good", .secret_file = secret_path,
@@ -943,7 +844,7 @@ test_bad_secret_worker_takes_nothing(void **state)
 	assert_int_equal(target_answers("200"), ALL);
 	assert_int_equal(stat_int(&target, "total"), ALL);
 	assert_int_equal(pending_of("w-bad"), 0);
-	assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);
+	assert_int_equal(h_pending_count(rc, H_JOBS, H_GROUP), 0);
 
 	wait_hb_str("w-bad", "tokenState", "error", 0);
 	assert_int_equal(hb_int("w-bad", "received"), HELD);	/* its own, nothing new */
@@ -952,8 +853,8 @@ test_bad_secret_worker_takes_nothing(void **state)
 	assert_true(h_daemon_log_has(&dmn[1], "event=token.error"));
 	assert_log_lacks(&dmn[1], "S3cr3t", "the (wrong) client secret");
 	assert_log_lacks(&dmn[1], "eyJ", "a JWT");
-	stop_clean(&dmn[0]);
-	stop_clean(&dmn[1]);
+	h_daemon_down(&dmn[0]);
+	h_daemon_down(&dmn[1]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -984,7 +885,7 @@ wait_pel(const char *sid, long long deliveries, long long idle_over)
 {
 	struct pel_wait w = { sid, deliveries, idle_over, {0} };
 
-	if (h_wait_until(pel_reached, &w, WAIT_MS) != 0)
+	if (h_wait_until(pel_reached, &w, H_WAIT_MS) != 0)
 		fail_msg("%s: deliveries %lld idle %lld ms, want deliveries %lld / idle > %lld",
 		    sid, w.last.deliveries, w.last.idle_ms, deliveries, idle_over);
 	if (!w.last.present)
@@ -1002,7 +903,7 @@ static int
 entries_reached(void *arg)
 {
 	const struct entries_wait *w = arg;
-	return h_stream_count(rc, JOBS, "id", w->id) >= w->n;
+	return h_stream_count(rc, H_JOBS, "id", w->id) >= w->n;
 }
 
 /*
@@ -1034,8 +935,8 @@ test_401_in_hand_redispatch_then_handback(void **state)
 	    "\"t5-no-token\":[{\"status\":503,\"retry_after\":\"2\"}]}}"), 0);
 	decide(id);
 	wait_target_calls(id, 1);
-	post(&target, "/_revoke", NULL);
-	stream_id_of(id, sid, sizeof sid);
+	h_post_ok(&target, "/_revoke", NULL);
+	h_stream_id_of(rc, H_JOBS, id, sid, sizeof sid);
 	struct pel_entry e = pel_entry(sid);
 	assert_true(e.present);
 	assert_int_equal(e.deliveries, 1);
@@ -1062,12 +963,12 @@ test_401_in_hand_redispatch_then_handback(void **state)
 	next_second(done_at);	/* the token held is older than the revocation */
 	decide(id2);
 	wait_target_calls(id2, 1);
-	post(&idp, "/_down", NULL);
-	post(&target, "/_revoke", NULL);
-	stream_id_of(id2, sid2, sizeof sid2);
+	h_post_ok(&idp, "/_down", NULL);
+	h_post_ok(&target, "/_revoke", NULL);
+	h_stream_id_of(rc, H_JOBS, id2, sid2, sizeof sid2);
 	wait_state(id2, "auth_wait");
 	struct entries_wait back = { id2, 2 };
-	if (h_wait_until(entries_reached, &back, WAIT_MS) != 0)
+	if (h_wait_until(entries_reached, &back, H_WAIT_MS) != 0)
 		fail_msg("%s was not handed back (log %s)", id2, dmn[0].log);
 	assert_false(pel_entry(sid2).present);	/* the old entry acked with it */
 	wait_hb_str("w1", "inFlight", "0", 0);
@@ -1079,14 +980,14 @@ test_401_in_hand_redispatch_then_handback(void **state)
 	assert_string_not_equal(entry, sid2);
 	free(entry);
 
-	post(&idp, "/_up", NULL);
+	h_post_ok(&idp, "/_up", NULL);
 	wait_done(id2, &dmn[0]);
 	assert_statuses(id2, "503 401 200");
 	assert_trail_ends(id2, "auth_wait running done");
 	wait_hb_min("w1", "redispatched", 2);
 	assert_int_equal(hb_int("w1", "claimed"), 0);
-	assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);
-	stop_clean(&dmn[0]);
+	assert_int_equal(h_pending_count(rc, H_JOBS, H_GROUP), 0);
+	h_daemon_down(&dmn[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1122,9 +1023,9 @@ test_target_refuses_every_token(void **state)
 	    calls, issued);
 	assert_int_equal(calls, 5);
 	assert_true(issued >= 1 && issued <= 6);
-	assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);
+	assert_int_equal(h_pending_count(rc, H_JOBS, H_GROUP), 0);
 	assert_true(h_daemon_log_has(&dmn[0], "refused_in_row=3"));
-	stop_clean(&dmn[0]);
+	h_daemon_down(&dmn[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1136,7 +1037,7 @@ test_target_refuses_every_token(void **state)
 static int
 assert_scopes(const char *want_open, const char *want_close)
 {
-	json_t *all = fake_get(&target, "/_requests"), *r;
+	json_t *all = h_get_ok(&target, "/_requests"), *r;
 	size_t i;
 	int n = 0;
 
@@ -1184,7 +1085,7 @@ test_per_action_scopes(void **state)
 	/* Only gate.close's tokens are revoked: only its jobs are re-dispatched,
 	 * and only its scope is fetched again. */
 	next_second(h_now_ms());
-	post(&target, "/_revoke", "{\"scope\": \"gates.close\"}");
+	h_post_ok(&target, "/_revoke", "{\"scope\": \"gates.close\"}");
 	assert_int_equal(h_fake_script(&target, "{\"default\": {\"delay_ms\": 300}}"), 0);
 	for (int i = 0; i < 5; i++) {
 		snprintf(id, sizeof id, "sc2-open-%d", i);
@@ -1208,7 +1109,7 @@ test_per_action_scopes(void **state)
 	assert_true(hb_int("w1", "redispatched") - redispatched <= 5);
 	assert_int_equal(assert_scopes("gates.open", "gates.close"), 20 + 10 +
 	    (int)(hb_int("w1", "redispatched") - redispatched));
-	stop_clean(&dmn[0]);
+	h_daemon_down(&dmn[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1235,7 +1136,7 @@ test_token_exchange(void **state)
 	}
 	/* Each call carried a token of its own: sub = the record's subject,
 	 * act.sub = the worker, scope = the action; nothing was cached. */
-	json_t *all = fake_get(&target, "/_requests"), *r;
+	json_t *all = h_get_ok(&target, "/_requests"), *r;
 	size_t i;
 	json_array_foreach(all, i, r) {
 		assert_string_equal(json_string_value(json_object_get(r, "token_sub")),
@@ -1249,31 +1150,41 @@ test_token_exchange(void **state)
 	assert_int_equal(stat_int(&idp, "exchanges"), 5);
 
 	/* The IdP no longer allows it: denied, and the owner told. */
-	post(&idp, "/_exchange_deny", NULL);
+	h_post_ok(&idp, "/_exchange_deny", NULL);
 	decide_action("xch-refused", "gate.exchange");
 	wait_state("xch-refused", "denied");
 	char *outcome = hash_field("xch-refused", "outcome");
 	assert_string_equal(outcome, "exchange-denied");
 	free(outcome);
 	assert_int_equal(target_calls("xch-refused"), 0);
-	assert_true(h_stream_count(rc, PREFIX ":notify", "id", "xch-refused") == 1);
+	assert_true(h_stream_count(rc, H_PREFIX ":notify", "id", "xch-refused") == 1);
 
 	/* An IdP that is down (503) is waited for within the deadline. */
-	post(&idp, "/_exchange_allow", NULL);
-	post(&idp, "/_down", NULL);
+	h_post_ok(&idp, "/_exchange_allow", NULL);
+	h_post_ok(&idp, "/_down", NULL);
 	decide_action("xch-later", "gate.exchange");
 	wait_state("xch-later", "retrying");
-	post(&idp, "/_up", NULL);
+	h_post_ok(&idp, "/_up", NULL);
 	wait_done("xch-later", &dmn[0]);
 	assert_int_equal(target_calls("xch-later"), 1);
 	assert_false(h_daemon_log_has(&dmn[0], "eyJ"));	/* no token in the log */
-	stop_clean(&dmn[0]);
+	h_daemon_down(&dmn[0]);
 }
 
 /* ------------------------------------------------------------------ */
 /* 5e. a step of the wall clock (issue 7, item 8)                       */
 
-#define FAKETIME_SO "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+/* libfaketime's preload library, wherever this architecture's package put
+ * it (dpkg -L); the test skips, saying so, when the package is missing. */
+static const char *
+faketime_so(void)
+{
+	static char *so;
+
+	if (so == NULL && (so = h_dpkg_file("libfaketime", "/libfaketime.so.1")) == NULL)
+		h_skip("libfaketime.so.1 not installed (Debian package libfaketime)");
+	return so;
+}
 
 static void
 decide_far(const char *id)
@@ -1283,7 +1194,7 @@ decide_far(const char *id)
 	    0, NULL);
 
 	assert_non_null(json);
-	assert_int_equal(h_decide(rc, PREFIX, id, json, 1), 0);
+	assert_int_equal(h_decide(rc, H_PREFIX, id, json, 1), 0);
 	free(json);
 }
 
@@ -1318,7 +1229,7 @@ daemon_up_faketime(struct h_daemon *d, const char *offset)
 	snprintf(asan_opts, sizeof asan_opts, "%s%sverify_asan_link_order=0", asan ? asan : "",
 	    asan ? ":" : "");
 	char *saved_asan = asan ? strdup(asan) : NULL;
-	setenv("LD_PRELOAD", FAKETIME_SO, 1);
+	setenv("LD_PRELOAD", faketime_so(), 1);
 	setenv("FAKETIME_TIMESTAMP_FILE", step, 1);
 	setenv("FAKETIME_NO_CACHE", "1", 1);
 	setenv("FAKETIME_DONT_FAKE_MONOTONIC", "1", 1);
@@ -1349,10 +1260,7 @@ static void
 test_wall_clock_step(void **state)
 {
 	(void)state;
-	if (access(FAKETIME_SO, R_OK) != 0) {
-		printf("    skipped: %s not installed (Debian package libfaketime)\n", FAKETIME_SO);
-		return;
-	}
+	(void)faketime_so();	/* skips the test when there is none */
 	world_up(60);
 	char *step = daemon_up_faketime(&dmn[0], "+0");
 
@@ -1362,7 +1270,7 @@ test_wall_clock_step(void **state)
 	free(h_write_file("faketime", "+2h\n"));
 	struct clock_wait w;
 	wtime_format_rfc3339(h_now_ms() + 3600 * 1000LL, w.after, sizeof w.after);
-	assert_int_equal(h_wait_until(daemon_clock_past, &w, WAIT_MS), 0);
+	assert_int_equal(h_wait_until(daemon_clock_past, &w, H_WAIT_MS), 0);
 
 	decide_far("step-after");
 	wait_done("step-after", &dmn[0]);
@@ -1371,7 +1279,7 @@ test_wall_clock_step(void **state)
 	free(state_);
 	assert_false(h_daemon_log_has(&dmn[0], "event=consumer.paused reason=no-token token_state=valid"));
 	free(step);
-	stop_clean(&dmn[0]);
+	h_daemon_down(&dmn[0]);
 }
 
 /* §5: the promoter compares with Redis' TIME, not the worker's clock: a
@@ -1381,10 +1289,7 @@ static void
 test_promoter_uses_redis_time(void **state)
 {
 	(void)state;
-	if (access(FAKETIME_SO, R_OK) != 0) {
-		printf("    skipped: %s not installed (Debian package libfaketime)\n", FAKETIME_SO);
-		return;
-	}
+	(void)faketime_so();	/* skips the test when there is none */
 	world_up(60);
 	free(daemon_up_faketime(&dmn[0], "+2h"));
 	long long now = h_now_ms(), not_before = now + 3000;
@@ -1393,18 +1298,18 @@ test_promoter_uses_redis_time(void **state)
 	assert_non_null(json);
 	char *jws = h_sign(json, h_data("test-es256.key"));
 	assert_non_null(jws);
-	assert_int_equal(h_store_record(rc, PREFIX, "sched-1", jws, 0), 0);
+	assert_int_equal(h_store_record(rc, H_PREFIX, "sched-1", jws, 0), 0);
 	free(jws);
 	free(json);
-	assert_true(h_redis_int(rc, "ZADD " PREFIX ":scheduled %lld sched-1", not_before) == 1);
+	assert_true(h_redis_int(rc, "ZADD " H_PREFIX ":scheduled %lld sched-1", not_before) == 1);
 	wait_done("sched-1", &dmn[0]);
-	json_t *all = fake_get(&target, "/_requests");
+	json_t *all = h_get_ok(&target, "/_requests");
 	long long arrival = json_integer_value(json_object_get(json_array_get(all, 0), "arrival_ms"));
 	json_decref(all);
 	printf("    clock 2 h ahead: the scheduled call arrived %lld ms after its notBefore\n",
 	    arrival - not_before);
 	assert_true(arrival >= not_before);
-	stop_clean(&dmn[0]);
+	h_daemon_down(&dmn[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1446,7 +1351,7 @@ test_late_rejection_uses_fresh_token(void **state)
 		fail_msg("redispatched %lld (want 2), claimed %lld (want 0), or handed back: the "
 		    "late rejection waited for a token that was already there (log %s)",
 		    hb_int("w1", "redispatched"), hb_int("w1", "claimed"), dmn[0].log);
-	stop_clean(&dmn[0]);
+	h_daemon_down(&dmn[0]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1506,15 +1411,15 @@ test_no_secret_in_logs(void **state)
 	wait_done("t6-a", &dmn[0]);
 	/* A revoked token on the way: 401, refresh, re-dispatch. */
 	next_second(ready);
-	post(&target, "/_revoke", NULL);
+	h_post_ok(&target, "/_revoke", NULL);
 	decide("t6-b");
 	wait_done("t6-b", &dmn[0]);
 	assert_statuses("t6-b", "401 200");
-	json_t *s = fake_get(&idp, "/_stats");
+	json_t *s = h_get_ok(&idp, "/_stats");
 	assert_string_equal(json_string_value(json_object_get(s, "last_auth")),
 	    "client_secret_basic");
 	json_decref(s);
-	stop_clean(&dmn[0]);
+	h_daemon_down(&dmn[0]);
 	assert_log_has_no_secrets(&dmn[0]);
 
 	struct dcfg pkj = { .consumer = "w-pkj", .secret_file = NULL };
@@ -1522,14 +1427,14 @@ test_no_secret_in_logs(void **state)
 	decide("t6-c");
 	wait_done("t6-c", &dmn[1]);
 	assert_statuses("t6-c", "200");
-	s = fake_get(&idp, "/_stats");
+	s = h_get_ok(&idp, "/_stats");
 	assert_string_equal(json_string_value(json_object_get(s, "last_auth")), "private_key_jwt");
 	assert_string_equal(json_string_value(json_object_get(s, "last_alg")), "RS256");
 	json_decref(s);
 	char *owner = hash_field("t6-c", "owner");
 	assert_string_equal(owner, "w-pkj");
 	free(owner);
-	stop_clean(&dmn[1]);
+	h_daemon_down(&dmn[1]);
 	assert_log_has_no_secrets(&dmn[1]);
 }
 

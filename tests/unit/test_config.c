@@ -2,7 +2,7 @@
 /* test_config: the INI of warrantd(7) §10 and its errors, parsed from strings with a
  * made-up host (the file from disk: test_cfgfile; the files it names:
  * test_secrets). */
-#define _DEFAULT_SOURCE
+#define _GNU_SOURCE	/* asprintf */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include "config.h"
+#include "jwa.h"
+#include "log.h"
 
 /* The smallest valid file: a key to verify records and one action. */
 #define MIN_RECORDS "[records]\nverify_key_file = k.pub\n"
@@ -73,6 +75,75 @@ expect_errors(const char *text, const char *const *want, size_t n)
 
 /* ---- defaults ---- */
 
+/* "(null)" for an unset string key. */
+static const char *
+str_or_null(const char *s)
+{
+	return s != NULL ? s : "(null)";
+}
+
+/* The settings test_defaults and test_full_config both check, written back
+ * one "section.key = value" a line, so that each test states what it
+ * expects as one text and a mismatch prints the two side by side. Caller
+ * frees. */
+static char *
+settings_text(const struct cfg *cfg)
+{
+	static const char *const client_auth[] = {"client_secret_basic", "client_secret_post",
+	    "private_key_jwt"};
+	char *out = NULL;
+	int n = asprintf(&out,
+	    "daemon.consumer = %s\ndaemon.log_level = %s\ndaemon.max_in_flight = %ld\n"
+	    "daemon.shutdown_grace_ms = %ld\ndaemon.heartbeat_ms = %ld\n"
+	    "redis.host = %s\nredis.port = %d\nredis.socket = %s\nredis.username = %s\n"
+	    "redis.password_file = %s\nredis.db = %d\nredis.prefix = %s\nredis.group = %s\n"
+	    "redis.batch = %ld\nredis.block_ms = %ld\nredis.claim_idle_ms = %ld\n"
+	    "redis.claim_interval_ms = %ld\nredis.lease_renew_ms = %ld\n"
+	    "redis.max_deliveries = %ld\nredis.dead_maxlen = %ld\nredis.notify_maxlen = %ld\n"
+	    "records.signature_required = %d\nrecords.algorithm = %s\n"
+	    "records.verify_key_file = %s\nrecords.issuer = %s\nrecords.max_window_s = %ld\n"
+	    "records.clock_skew_s = %ld\nrecords.retain_s = %ld\nrecords.audit_maxlen = %ld\n"
+	    "oauth.present = %d\noauth.token_url = %s\noauth.auth_method = %s\n"
+	    "oauth.assertion_alg = %s\noauth.refresh_ratio = %g\noauth.timeout_ms = %ld\n"
+	    "oauth.auth_wait_max_ms = %ld\noauth.min_refresh_interval_ms = %ld\n"
+	    "authz.url = %s\nauthz.timeout_ms = %ld\n"
+	    "retry.base_ms = %ld\nretry.cap_ms = %ld\nretry.max_attempts = %ld\n"
+	    "notify.default_owner = %s\nnotify.webhook_url = %s\nnotify.timeout_ms = %ld\n"
+	    "actions = %zu\n",
+	    cfg->daemon.consumer, log_level_name(cfg->daemon.log_level),
+	    cfg->daemon.max_in_flight, cfg->daemon.shutdown_grace_ms, cfg->daemon.heartbeat_ms,
+	    cfg->redis.host, cfg->redis.port, str_or_null(cfg->redis.socket),
+	    str_or_null(cfg->redis.username), str_or_null(cfg->redis.password_file),
+	    cfg->redis.db, cfg->redis.prefix, cfg->redis.group, cfg->redis.batch,
+	    cfg->redis.block_ms, cfg->redis.claim_idle_ms, cfg->redis.claim_interval_ms,
+	    cfg->redis.lease_renew_ms, cfg->redis.max_deliveries, cfg->redis.dead_maxlen,
+	    cfg->redis.notify_maxlen,
+	    cfg->records.signature_required, jwa_name(cfg->records.algorithm),
+	    cfg->records.verify_key_file, str_or_null(cfg->records.issuer),
+	    cfg->records.max_window_s, cfg->records.clock_skew_s, cfg->records.retain_s,
+	    cfg->records.audit_maxlen,
+	    cfg->oauth.present, str_or_null(cfg->oauth.token_url),
+	    client_auth[cfg->oauth.auth_method], jwa_name(cfg->oauth.assertion_alg),
+	    cfg->oauth.refresh_ratio, cfg->oauth.timeout_ms, cfg->oauth.auth_wait_max_ms,
+	    cfg->oauth.min_refresh_interval_ms,
+	    str_or_null(cfg->authz.url), cfg->authz.timeout_ms,
+	    cfg->retry.base_ms, cfg->retry.cap_ms, cfg->retry.max_attempts,
+	    str_or_null(cfg->notify.default_owner), str_or_null(cfg->notify.webhook_url),
+	    cfg->notify.timeout_ms, cfg->nactions);
+
+	assert_true(n > 0);
+	return out;
+}
+
+static void
+assert_settings(const struct cfg *cfg, const char *want)
+{
+	char *got = settings_text(cfg);
+
+	assert_string_equal(got, want);
+	free(got);
+}
+
 static void
 test_defaults(void **state)
 {
@@ -81,58 +152,55 @@ test_defaults(void **state)
 
 	assert_string_equal(cfg->path, "t.ini");
 	assert_string_equal(cfg->dir, "/etc/warrantd");
-	assert_string_equal(cfg->daemon.consumer, "test-host");
-	assert_int_equal(cfg->daemon.log_level, LOG_INFO);
-	assert_int_equal(cfg->daemon.max_in_flight, 256);
-	/* R15: the largest action timeout_ms (10000 by default) + 5000 */
-	assert_int_equal(cfg->daemon.shutdown_grace_ms, 15000);
-	assert_int_equal(cfg->daemon.heartbeat_ms, 5000);
-
-	assert_string_equal(cfg->redis.host, "127.0.0.1");
-	assert_int_equal(cfg->redis.port, 6379);
-	assert_null(cfg->redis.socket);
-	assert_null(cfg->redis.username);
-	assert_null(cfg->redis.password_file);
-	assert_int_equal(cfg->redis.db, 0);
-	assert_string_equal(cfg->redis.prefix, "warrant");
-	assert_string_equal(cfg->redis.group, "workers");
-	assert_int_equal(cfg->redis.batch, 64);
-	assert_int_equal(cfg->redis.block_ms, 5000);
-	assert_int_equal(cfg->redis.claim_idle_ms, 60000);
-	assert_int_equal(cfg->redis.claim_interval_ms, 5000);
-	assert_int_equal(cfg->redis.lease_renew_ms, 20000);
-	assert_int_equal(cfg->redis.max_deliveries, 16);
-	assert_int_equal(cfg->redis.dead_maxlen, 100000);
-	assert_int_equal(cfg->redis.notify_maxlen, 100000);
-
-	assert_int_equal(cfg->records.signature_required, 1);
-	assert_int_equal(cfg->records.algorithm, JWA_ES256);
-	assert_string_equal(cfg->records.verify_key_file, "k.pub");
-	assert_null(cfg->records.issuer);
-	assert_int_equal(cfg->records.max_window_s, 604800);
-	assert_int_equal(cfg->records.clock_skew_s, 60);
-	assert_int_equal(cfg->records.retain_s, 604800);
-	assert_int_equal(cfg->records.audit_maxlen, 100000);
-
-	assert_int_equal(cfg->oauth.present, 0);
-	assert_null(cfg->oauth.token_url);
-	assert_int_equal(cfg->oauth.auth_method, CFG_CLIENT_SECRET_BASIC);
-	assert_int_equal(cfg->oauth.assertion_alg, JWA_RS256);
-	assert_true(cfg->oauth.refresh_ratio == 0.75);
-	assert_int_equal(cfg->oauth.timeout_ms, 5000);
-	assert_int_equal(cfg->oauth.auth_wait_max_ms, 30000);
-	assert_int_equal(cfg->oauth.min_refresh_interval_ms, 1000);
-
-	assert_null(cfg->authz.url);
-	assert_int_equal(cfg->authz.timeout_ms, 2000);
-	assert_int_equal(cfg->retry.base_ms, 500);
-	assert_int_equal(cfg->retry.cap_ms, 60000);
-	assert_int_equal(cfg->retry.max_attempts, 10);
-	assert_null(cfg->notify.default_owner);
-	assert_null(cfg->notify.webhook_url);
-	assert_int_equal(cfg->notify.timeout_ms, 2000);
-
-	assert_int_equal(cfg->nactions, 1);
+	/* R15: shutdown_grace_ms is the largest action timeout_ms (10000 by
+	 * default) + 5000 */
+	assert_settings(cfg,
+	    "daemon.consumer = test-host\n"
+	    "daemon.log_level = info\n"
+	    "daemon.max_in_flight = 256\n"
+	    "daemon.shutdown_grace_ms = 15000\n"
+	    "daemon.heartbeat_ms = 5000\n"
+	    "redis.host = 127.0.0.1\n"
+	    "redis.port = 6379\n"
+	    "redis.socket = (null)\n"
+	    "redis.username = (null)\n"
+	    "redis.password_file = (null)\n"
+	    "redis.db = 0\n"
+	    "redis.prefix = warrant\n"
+	    "redis.group = workers\n"
+	    "redis.batch = 64\n"
+	    "redis.block_ms = 5000\n"
+	    "redis.claim_idle_ms = 60000\n"
+	    "redis.claim_interval_ms = 5000\n"
+	    "redis.lease_renew_ms = 20000\n"
+	    "redis.max_deliveries = 16\n"
+	    "redis.dead_maxlen = 100000\n"
+	    "redis.notify_maxlen = 100000\n"
+	    "records.signature_required = 1\n"
+	    "records.algorithm = ES256\n"
+	    "records.verify_key_file = k.pub\n"
+	    "records.issuer = (null)\n"
+	    "records.max_window_s = 604800\n"
+	    "records.clock_skew_s = 60\n"
+	    "records.retain_s = 604800\n"
+	    "records.audit_maxlen = 100000\n"
+	    "oauth.present = 0\n"
+	    "oauth.token_url = (null)\n"
+	    "oauth.auth_method = client_secret_basic\n"
+	    "oauth.assertion_alg = RS256\n"
+	    "oauth.refresh_ratio = 0.75\n"
+	    "oauth.timeout_ms = 5000\n"
+	    "oauth.auth_wait_max_ms = 30000\n"
+	    "oauth.min_refresh_interval_ms = 1000\n"
+	    "authz.url = (null)\n"
+	    "authz.timeout_ms = 2000\n"
+	    "retry.base_ms = 500\n"
+	    "retry.cap_ms = 60000\n"
+	    "retry.max_attempts = 10\n"
+	    "notify.default_owner = (null)\n"
+	    "notify.webhook_url = (null)\n"
+	    "notify.timeout_ms = 2000\n"
+	    "actions = 1\n");
 	assert_string_equal(cfg->actions[0].name, "a");
 	assert_string_equal(cfg->actions[0].method, "POST");
 	assert_int_equal(cfg->actions[0].timeout_ms, 10000);
@@ -324,61 +392,62 @@ test_full_config(void **state)
 	(void)state;
 	struct cfg *cfg = load_ok(full_text);
 
-	assert_string_equal(cfg->daemon.consumer, "w-1.a:b@c_d");
-	assert_int_equal(cfg->daemon.log_level, LOG_DEBUG);
-	assert_int_equal(cfg->daemon.max_in_flight, 8);
-	assert_int_equal(cfg->daemon.shutdown_grace_ms, 0);
-	assert_int_equal(cfg->daemon.heartbeat_ms, 1000);
-	assert_string_equal(cfg->redis.host, "redis.local");
-	assert_int_equal(cfg->redis.port, 6380);
-	assert_string_equal(cfg->redis.socket, "/run/redis.sock");
-	assert_string_equal(cfg->redis.username, "w");
-	assert_string_equal(cfg->redis.password_file, "redis-pw");
-	assert_int_equal(cfg->redis.db, 3);
-	assert_string_equal(cfg->redis.prefix, "p");
-	assert_string_equal(cfg->redis.group, "g");
-	assert_int_equal(cfg->redis.batch, 10);
-	assert_int_equal(cfg->redis.block_ms, 100);
-	assert_int_equal(cfg->redis.claim_idle_ms, 30000);
-	assert_int_equal(cfg->redis.claim_interval_ms, 1000);
-	assert_int_equal(cfg->redis.lease_renew_ms, 5000);
-	assert_int_equal(cfg->redis.max_deliveries, 3);
-	assert_int_equal(cfg->redis.dead_maxlen, 50);
-	assert_int_equal(cfg->redis.notify_maxlen, 60);
-	assert_int_equal(cfg->records.signature_required, 0);
-	assert_int_equal(cfg->records.algorithm, JWA_HS256);
-	assert_string_equal(cfg->records.verify_key_file, "hs.key");
-	assert_string_equal(cfg->records.issuer, "decider-1");
-	assert_int_equal(cfg->records.max_window_s, 3600);
-	assert_int_equal(cfg->records.clock_skew_s, 0);
-	assert_int_equal(cfg->records.retain_s, 86400);
-	assert_int_equal(cfg->records.audit_maxlen, 500);
-	assert_int_equal(cfg->oauth.present, 1);
-	assert_string_equal(cfg->oauth.token_url, "https://idp.example:8443/oauth2/token?x=1");
+	assert_settings(cfg,
+	    "daemon.consumer = w-1.a:b@c_d\n"
+	    "daemon.log_level = debug\n"
+	    "daemon.max_in_flight = 8\n"
+	    "daemon.shutdown_grace_ms = 0\n"
+	    "daemon.heartbeat_ms = 1000\n"
+	    "redis.host = redis.local\n"
+	    "redis.port = 6380\n"
+	    "redis.socket = /run/redis.sock\n"
+	    "redis.username = w\n"
+	    "redis.password_file = redis-pw\n"
+	    "redis.db = 3\n"
+	    "redis.prefix = p\n"
+	    "redis.group = g\n"
+	    "redis.batch = 10\n"
+	    "redis.block_ms = 100\n"
+	    "redis.claim_idle_ms = 30000\n"
+	    "redis.claim_interval_ms = 1000\n"
+	    "redis.lease_renew_ms = 5000\n"
+	    "redis.max_deliveries = 3\n"
+	    "redis.dead_maxlen = 50\n"
+	    "redis.notify_maxlen = 60\n"
+	    "records.signature_required = 0\n"
+	    "records.algorithm = HS256\n"
+	    "records.verify_key_file = hs.key\n"
+	    "records.issuer = decider-1\n"
+	    "records.max_window_s = 3600\n"
+	    "records.clock_skew_s = 0\n"
+	    "records.retain_s = 86400\n"
+	    "records.audit_maxlen = 500\n"
+	    "oauth.present = 1\n"
+	    "oauth.token_url = https://idp.example:8443/oauth2/token?x=1\n"
+	    "oauth.auth_method = private_key_jwt\n"
+	    "oauth.assertion_alg = ES256\n"
+	    "oauth.refresh_ratio = 0.5\n"
+	    "oauth.timeout_ms = 3000\n"
+	    "oauth.auth_wait_max_ms = 4000\n"
+	    "oauth.min_refresh_interval_ms = 0\n"
+	    "authz.url = http://[::1]:8181/v1/data/allow\n"
+	    "authz.timeout_ms = 700\n"
+	    "retry.base_ms = 100\n"
+	    "retry.cap_ms = 100\n"
+	    "retry.max_attempts = 1\n"
+	    "notify.default_owner = ops\n"
+	    "notify.webhook_url = http://127.0.0.1:9/hook\n"
+	    "notify.timeout_ms = 900\n"
+	    "actions = 2\n");
 	assert_string_equal(cfg->oauth.client_id, "worker");
-	assert_int_equal(cfg->oauth.auth_method, CFG_PRIVATE_KEY_JWT);
 	assert_string_equal(cfg->oauth.client_secret_file, "unused");
 	assert_string_equal(cfg->oauth.private_key_file, "key.pem");
-	assert_int_equal(cfg->oauth.assertion_alg, JWA_ES256);
 	assert_string_equal(cfg->oauth.assertion_audience, "https://idp.example/");
 	assert_string_equal(cfg->oauth.key_id, "k1");
 	assert_string_equal(cfg->oauth.certificate_file, "cert.pem");
 	assert_string_equal(cfg->oauth.scope, "gates.write gates.read");
 	assert_string_equal(cfg->oauth.resource, "https://gates.example/");
 	assert_string_equal(cfg->oauth.audience, "gates");
-	assert_true(cfg->oauth.refresh_ratio == 0.5);
-	assert_int_equal(cfg->oauth.timeout_ms, 3000);
-	assert_int_equal(cfg->oauth.auth_wait_max_ms, 4000);
-	assert_int_equal(cfg->oauth.min_refresh_interval_ms, 0);
-	assert_string_equal(cfg->authz.url, "http://[::1]:8181/v1/data/allow");
-	assert_int_equal(cfg->authz.timeout_ms, 700);
-	assert_int_equal(cfg->retry.base_ms, 100);
-	assert_int_equal(cfg->retry.cap_ms, 100);
-	assert_int_equal(cfg->retry.max_attempts, 1);
-	assert_string_equal(cfg->notify.default_owner, "ops");
-	assert_string_equal(cfg->notify.webhook_url, "http://127.0.0.1:9/hook");
-	assert_int_equal(cfg->notify.timeout_ms, 900);
-	assert_int_equal(cfg->nactions, 2);
 	const struct cfg_action *a = &cfg->actions[0];
 	assert_string_equal(a->name, "gate.open");
 	assert_string_equal(a->url,
