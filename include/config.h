@@ -85,6 +85,9 @@ struct cfg {
 		char *cluster;
 		/* 0 (unset): one stream under prefix; N: N shards "{prefix:i}" */
 		long shards;
+		/* 1: a password may cross a network to a host that is not
+		 * loopback in clear text (no TLS in hiredis 0.14: stunnel) */
+		int allow_plaintext;
 	} redis;
 
 	struct {

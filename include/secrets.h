@@ -30,7 +30,8 @@
 enum secrets_kind {
 	SECRETS_TRIMMED = 0,	/* a password, client secret, bearer token or HMAC
 				 * key: trimmed; refused when exposed */
-	SECRETS_PUBLIC,		/* a public key or certificate: kept as is, any mode */
+	SECRETS_PUBLIC,		/* a public key or certificate: kept as is, anyone may
+				 * read it; refused when group or others may write it */
 	SECRETS_PRIVATE_PEM,	/* a PEM private key: kept as is, refused when exposed */
 };
 

@@ -7,7 +7,25 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+/* The configuration names the IdP the client secret is sent to and the key
+ * records are verified with: a file that group or others may write, or that
+ * another user owns, lets them redirect both. EPERM then. */
+static int
+trusted(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return -1;
+	if ((st.st_mode & 022) != 0 || (st.st_uid != geteuid() && st.st_uid != 0)) {
+		errno = EPERM;
+		return -1;
+	}
+	return 0;
+}
 
 /* The whole file in a malloc'd buffer; -1 with errno set. */
 static int
@@ -19,6 +37,12 @@ read_text(const char *path, char **out, size_t *len)
 
 	if (fd < 0)
 		return -1;
+	if (trusted(fd) < 0) {
+		int saved = errno;
+		close(fd);
+		errno = saved;
+		return -1;
+	}
 	for (;;) {
 		if (n == cap || !buf) {
 			char *bigger = n >= CFGFILE_MAX ? NULL : realloc(buf, cap *= 2);
@@ -73,7 +97,11 @@ cfgfile_load(const char *path, struct cfg_errors *errs)
 	size_t len;
 
 	if (read_text(path, &text, &len) < 0) {
-		(void)cfg_errors_add(errs, path, 0, "cannot read: %s", strerror(errno));
+		if (errno == EPERM)
+			(void)cfg_errors_add(errs, path, 0, "refusing: group or others may write it, or "
+			    "another user owns it (chown root and chmod go-w it)");
+		else
+			(void)cfg_errors_add(errs, path, 0, "cannot read: %s", strerror(errno));
 		return NULL;
 	}
 	/* No host name is no default consumer: the parser then asks for one. */

@@ -534,6 +534,7 @@ static const struct key redis_keys[] = {
 	{"max_deliveries", set_long, C(redis.max_deliveries), 1, VAL_MAX},
 	{"dead_maxlen", set_long, C(redis.dead_maxlen), 1, VAL_MAX},
 	{"notify_maxlen", set_long, C(redis.notify_maxlen), 1, VAL_MAX},
+	{"allow_plaintext", set_yes_no, C(redis.allow_plaintext), 0, 0},
 	{NULL, NULL, 0, 0, 0},
 };
 
@@ -1296,6 +1297,45 @@ loopback_host(const char *h, size_t n)
 	return dots == 3;
 }
 
+/* A Redis password sent to a host that is not loopback crosses a network
+ * in clear text: refused without TLS (stunnel on loopback) unless
+ * allow_plaintext = yes, as http:// is without allow_http. */
+static void
+finish_plaintext(struct ctx *c)
+{
+	const struct cfg *cfg = c->cfg;
+	struct sentinel_addr a[SENTINEL_MAX];
+	char why[160];
+	size_t n = 0;
+
+	if (cfg->redis.allow_plaintext || cfg->redis.socket != NULL)
+		return;
+	const char *key = cfg->redis.cluster ? "cluster" : cfg->redis.sentinels ? "sentinels" :
+	    "host";
+	const char *pw = cfg->redis.password_file;
+	if (cfg->redis.sentinels && cfg->redis.sentinel_password_file)
+		pw = cfg->redis.sentinel_password_file;
+	if (pw == NULL)
+		return;
+	if (cfg->redis.cluster || cfg->redis.sentinels) {
+		if (sentinel_parse_list(cfg->redis.cluster ? cfg->redis.cluster :
+		    cfg->redis.sentinels, a, &n, why, sizeof why) < 0)
+			return;	/* reported where the list is checked */
+	} else {
+		snprintf(a[0].host, sizeof a[0].host, "%s", cfg->redis.host);
+		n = 1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(a[i].host);
+		if (loopback_host(a[i].host, len) || strcmp(a[i].host, "::1") == 0)
+			continue;
+		fail(c, cfg_line_of(cfg, "redis", key), "%s: the Redis password would cross the "
+		    "network to %.*s in clear text: reach Redis through TLS (stunnel on loopback), "
+		    "or set allow_plaintext = yes", key, SHOW, a[i].host);
+		return;
+	}
+}
+
 /* 1 when `u` (already a valid URL) is http:// to a host that is not loopback. */
 static int
 clear_text_remote(const char *u)
@@ -1406,6 +1446,7 @@ cfg_parse(const char *name, const char *text, size_t len, const struct cfg_env *
 		finish_oauth(&c);
 		finish_actions(&c);
 		finish_http(&c);
+		finish_plaintext(&c);
 		finish_metrics(&c);
 	}
 	if (c.nomem)

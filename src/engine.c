@@ -318,7 +318,7 @@ dead_deleted(void *arg, const char *stream_id)
 	struct shard *sh = arg;
 
 	if (ejobs_dead_deleted(sh->jobs, stream_id) < 0)
-		log_error("job.admit", "stream_id=%s error=\"out of memory\"", stream_id);
+		log_error("job.admit", "stream_id=%s error=\"out of memory\"", LOG_Q(stream_id));
 }
 
 static void
@@ -443,7 +443,8 @@ admit_to_shard(void *arg, const struct sreply_entry *e)
 		}
 	/* Redis answers only for the streams asked for; were it otherwise,
 	 * the entry would stay in our PEL for the next scan of it (R14). */
-	log_warn("job.admit", "stream_id=%s error=\"from a stream not read\"", e->stream_id);
+	log_warn("job.admit", "stream_id=%s error=\"from a stream not read\"",
+	    LOG_Q(e->stream_id));
 }
 
 /* The shards whose streams were in the shared read: it is over for them. */
@@ -1279,8 +1280,8 @@ cluster_error_seen(void *arg, const char *error)
 		return;
 	sh->eng->map_at = 0;	/* the next connect asks the cluster again */
 	if (cluster_map_apply(sh->eng->map, &rd))
-		log_info("redis.moved", "stream=%s slot=%u to=\"%s:%d\"", sh->keys.jobs, rd.slot,
-		    rd.to.host, rd.to.port);
+		log_info("redis.moved", "stream=%s slot=%u host=%s port=%d", sh->keys.jobs, rd.slot,
+		    LOG_Q(rd.to.host), rd.to.port);	/* a hostile Redis names the host */
 }
 
 /* Sentinel: the list and the sentinels' password, kept for every connect. */

@@ -1214,8 +1214,11 @@ cmd_status(struct ctx *c, int argc, char **argv)
 
 /* ---- metrics ---- */
 
-/* FILE.tmp.PID in FILE's directory, synced, then renamed over FILE: a
- * collector never reads half a file. */
+/* A fresh FILE.tmp.XXXXXX in FILE's directory, synced, then renamed over
+ * FILE: a collector never reads half a file. mkstemp creates it with
+ * O_EXCL, so a name planted there (a symlink to something root owns) is
+ * never followed or clobbered; rename replaces a symlink at FILE itself
+ * instead of writing through it. The gauges are for anyone to read. */
 static int
 write_atomically(const char *path, const json_t *st)
 {
@@ -1223,12 +1226,12 @@ write_atomically(const char *path, const json_t *st)
 	int fd = -1;
 	FILE *f = NULL;
 
-	if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp) {
+	if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp) {
 		say("metrics: %s: name too long", path);
 		return EX_USAGE;
 	}
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0 ||
-	    fchmod(fd, 0644) < 0 || (f = fdopen(fd, "w")) == NULL) {
+	if ((fd = mkstemp(tmp)) < 0 || fchmod(fd, 0644) < 0 ||
+	    (f = fdopen(fd, "w")) == NULL) {
 		say("metrics: cannot write %s: %s", tmp, strerror(errno));
 		if (fd >= 0) {
 			close(fd);

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE	/* prlimit */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <setjmp.h>
@@ -480,13 +481,36 @@ test_unix_socket_and_reload(void **state)
 	free(r);
 
 	/* warrantctl metrics, written atomically for the textfile collector. */
-	char prom[300];
+	char prom[300], victim[300];
 	snprintf(prom, sizeof prom, "%s/warrantd.prom", h_tmpdir());
 	run_jobs(PREFIX "3", 2);
+	/* issue 23: a symlink planted at FILE is replaced, never written through */
+	snprintf(victim, sizeof victim, "%s/victim", h_tmpdir());
+	free(h_write_file("victim", "keep me\n"));
+	assert_int_equal(symlink(victim, prom), 0);
 	char *argv[] = {(char *)h_bin("warrantctl"), "-c", D.ini, "metrics", "--output", prom,
 	    NULL};
 	assert_int_equal(h_run(argv, 30000, &out), 0);
 	free(out);
+	/* and at the temp name: once predictable (FILE.tmp.PID), so a child
+	 * that knows its own pid plants it before it becomes warrantctl */
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		char planted[400];
+		snprintf(planted, sizeof planted, "%s.tmp.%d", prom, (int)getpid());
+		if (symlink(victim, planted) != 0)
+			_exit(99);
+		int devnull = open("/dev/null", O_WRONLY);
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+		execv(argv[0], argv);
+		_exit(98);
+	}
+	int cst = -1;
+	assert_int_equal(h_wait_exit(child, 30000, &cst), 0);
+	assert_true(WIFEXITED(cst));
+	assert_int_equal(WEXITSTATUS(cst), 0);
 	char *text = h_read_file(prom);
 	assert_non_null(text);
 	assert_has(text, "\nwarrantd_queue_pending{stream=\"m3:jobs\",group=\"workers\"} 0\n");
@@ -494,6 +518,13 @@ test_unix_socket_and_reload(void **state)
 	assert_has(text, "\nwarrantd_queue_lag{stream=\"m3:jobs\",group=\"workers\"} 0\n");
 	free(text);
 	assert_int_equal(promtool_accepts(prom), 1);
+	struct stat pst;
+	assert_int_equal(lstat(prom, &pst), 0);
+	assert_true(S_ISREG(pst.st_mode));
+	assert_int_equal(pst.st_mode & 07777, 0644);
+	char *kept = h_read_file(victim);
+	assert_string_equal(kept, "keep me\n");
+	free(kept);
 
 	daemon_down();
 	assert_int_equal(stat(sock, &st), -1);	/* removed at exit */

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include <limits.h>
+#include <sys/stat.h>
 
 #include "cfgfile.h"
 #include "tmpfiles.h"
@@ -71,6 +72,38 @@ test_load_file(void **state)
 
 /* A relative path: the directory is made absolute, so that the daemon's
  * relative file names survive a change of directory. */
+/* Issue 23: a file group or others may write is refused (it names the IdP
+ * the secret goes to and the key records are checked with). */
+static void
+test_writable_config_refused(void **state)
+{
+	(void)state;
+	char *dir = make_tmpdir();
+	char *path = path_join(dir, "w.ini");
+	struct cfg_errors errs = {0};
+	char want[PATH_MAX + 128];
+
+	WRITE(dir, "w.ini", MIN_FILE);
+	static const mode_t bad[] = {0666, 0620, 0602, 0664};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		assert_int_equal(chmod(path, bad[i]), 0);
+		assert_null(cfgfile_load(path, &errs));
+		assert_int_equal(errs.n, 1);
+		snprintf(want, sizeof want, "%s:0: refusing: group or others may write it", path);
+		assert_memory_equal(errs.msgs[0], want, strlen(want));
+		cfg_errors_clear(&errs);
+	}
+	static const mode_t good[] = {0644, 0640, 0600, 0400};
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+		assert_int_equal(chmod(path, good[i]), 0);
+		struct cfg *cfg = cfgfile_load(path, &errs);
+		assert_non_null(cfg);
+		cfg_free(cfg);
+	}
+	free(path);
+	free_tmpdir(dir);
+}
+
 static void
 test_relative_path(void **state)
 {
@@ -134,6 +167,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_load_file),
+		cmocka_unit_test(test_writable_config_refused),
 		cmocka_unit_test(test_relative_path),
 		cmocka_unit_test(test_example_conf),
 	};

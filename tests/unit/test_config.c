@@ -614,6 +614,30 @@ test_unknown_sections_and_keys(void **state)
 }
 
 /* warrantd(8) -t: a misspelt key or section names the nearest one. */
+/* Issue 23: a Redis password does not cross a network in clear text
+ * without allow_plaintext = yes; loopback and unix sockets are fine. */
+static void
+test_redis_password_plaintext(void **state)
+{
+	(void)state;
+	EXPECT("[redis]\nhost = 10.0.0.5\npassword_file = pw\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:2: host: the Redis password would cross the network to 10.0.0.5 in clear "
+	    "text");
+	EXPECT("[redis]\nsentinels = 10.0.0.1:26379, 127.0.0.1:26380\nmaster_name = m\n"
+	    "password_file = pw\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:2: sentinels: the Redis password would cross the network to 10.0.0.1");
+	EXPECT("[redis]\ncluster = redis.example:7000\nprefix = {w}\npassword_file = pw\n"
+	    MIN_RECORDS MIN_ACTION,
+	    "t.ini:2: cluster: the Redis password would cross the network to redis.example");
+	cfg_free(load_ok("[redis]\nhost = 10.0.0.5\npassword_file = pw\nallow_plaintext = yes\n"
+	    MIN_RECORDS MIN_ACTION));
+	cfg_free(load_ok("[redis]\nhost = 127.0.0.2\npassword_file = pw\n" MIN_RECORDS
+	    MIN_ACTION));
+	cfg_free(load_ok("[redis]\nhost = 10.0.0.5\nsocket = /run/r.sock\npassword_file = pw\n"
+	    MIN_RECORDS MIN_ACTION));
+	cfg_free(load_ok("[redis]\nhost = 10.0.0.5\n" MIN_RECORDS MIN_ACTION));	/* no password */
+}
+
 static void
 test_did_you_mean(void **state)
 {
@@ -1237,6 +1261,7 @@ main(void)
 		cmocka_unit_test(test_long_action_name),
 		cmocka_unit_test(test_comments_indent_crlf_bom),
 		cmocka_unit_test(test_inline_hash_comments),
+		cmocka_unit_test(test_redis_password_plaintext),
 		cmocka_unit_test(test_did_you_mean),
 		cmocka_unit_test(test_dump_round_trip),
 		cmocka_unit_test(test_warnings),
