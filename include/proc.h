@@ -20,7 +20,8 @@ long proc_fds_needed(long max_in_flight, long shards);
 
 /*
  * Marks the process not dumpable (no core, no ptrace by other users, /proc
- * files root-only), sets the core size limit to 0, and raises the soft
+ * files root-only), sets the core size limit to 0 where it may (a unit's
+ * LimitCORE=0 and system call filter do it instead), and raises the soft
  * descriptor limit towards fds_needed (up to the hard limit). 0 when all
  * holds; 1 when the descriptor limit stays below fds_needed (msg says the
  * numbers: a warning, the worker still runs); -1 when the process could not
