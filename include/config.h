@@ -65,6 +65,7 @@ struct cfg {
 	struct {
 		char *consumer;	/* default: the host name */
 		enum log_level log_level;
+		enum log_format log_format;	/* logfmt (default) or json */
 		long max_in_flight, shutdown_grace_ms, heartbeat_ms;
 	} daemon;
 

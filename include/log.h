@@ -17,8 +17,19 @@
 
 enum log_level { LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG };
 
-/* `prog` must outlive every later call (a string literal). */
+/* `prog` must outlive every later call (a string literal). Looks once at
+ * stderr: when it is the journal's stream ($JOURNAL_STREAM names its device
+ * and inode), every line starts with its syslog priority ("<3>" error,
+ * "<4>" warn, "<6>" info, "<7>" debug), so `journalctl -p err` finds the
+ * errors. */
 void log_init(const char *prog);
+
+enum log_format { LOG_LOGFMT = 0, LOG_JSON };
+
+/* LOG_JSON: each line one JSON object instead of logfmt, the same keys in
+ * the same order ({"ts":...,"level":...,"event":...,"id":...}), every value a
+ * string, for log pipelines. */
+void log_set_format(enum log_format format);
 void log_set_level(enum log_level level);
 enum log_level log_get_level(void);
 
@@ -55,6 +66,11 @@ const char *log_quote(char *dst, size_t n, const char *s);
  * log_msg itself. Returns the length written (truncated to n - 1). */
 size_t log_format(char *dst, size_t n, long long now_ms, enum log_level level,
 		  const char *event, const char *pairs);
+
+/* A logfmt line (as log_format writes it) as one JSON object into dst (size
+ * n); the length, or 0 when it does not fit or is not logfmt (the caller
+ * writes the logfmt line then). */
+size_t log_logfmt_to_json(char *dst, size_t n, const char *line, size_t len);
 
 /* The level is checked before the arguments are evaluated: a LOG_Q or a
  * log_quote below the level would otherwise format values for nothing on

@@ -294,6 +294,20 @@ set_log_level(struct ctx *c, const struct key *k, void *field, const char *v)
 
 static const struct name_val signatures[] = {{"required", 1}, {"off", 0}, {NULL, 0}};
 
+static const struct name_val log_formats[] = {{"logfmt", LOG_LOGFMT}, {"json", LOG_JSON},
+	{NULL, 0}};
+
+static int
+set_log_format(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	int n;
+
+	if (lookup(c, k, log_formats, v, &n) < 0)
+		return -1;
+	*(enum log_format *)field = (enum log_format)n;
+	return 0;
+}
+
 static int
 set_signature(struct ctx *c, const struct key *k, void *field, const char *v)
 {
@@ -506,6 +520,7 @@ set_action_url(struct ctx *c, const struct key *k, void *field, const char *v)
 static const struct key daemon_keys[] = {
 	{"consumer", set_consumer, C(daemon.consumer), 0, 0},
 	{"log_level", set_log_level, C(daemon.log_level), 0, 0},
+	{"log_format", set_log_format, C(daemon.log_format), 0, 0},
 	{"max_in_flight", set_long, C(daemon.max_in_flight), 1, VAL_MAX},
 	{"shutdown_grace_ms", set_long, C(daemon.shutdown_grace_ms), 0, VAL_MAX},
 	{"heartbeat_ms", set_long, C(daemon.heartbeat_ms), 1, VAL_MAX},
@@ -1536,7 +1551,8 @@ names_of_setter(setter set)
 		setter set;
 		const struct name_val *tbl;
 	} named[] = {
-		{set_log_level, log_levels}, {set_signature, signatures}, {set_alg, algorithms},
+		{set_log_level, log_levels}, {set_log_format, log_formats},
+		{set_signature, signatures}, {set_alg, algorithms},
 		{set_assertion_alg, assertion_algs}, {set_client_auth, client_auths},
 		{set_yes_no, yes_no}, {set_action_auth, auths}, {set_action_token, action_tokens},
 	};

@@ -105,6 +105,7 @@ struct engine {
 	struct oauth *oauth;		/* NULL without an [oauth] section */
 	int needs_token;		/* some action has auth = oauth */
 	int paused_for_token;
+	int had_token;			/* a token was usable once: a pause now is news */
 	long token_timeout_ms;		/* the longest such action's timeout */
 	struct script_set scripts;	/* every Lua script of lua/, by store_script_id */
 	struct secrets sec;
@@ -391,11 +392,15 @@ token_blocks_reading(struct engine *eng)
 
 	if (blocked != eng->paused_for_token) {
 		eng->paused_for_token = blocked;
-		if (blocked)
+		/* At start no token is held yet: that is no warning. */
+		if (blocked && eng->had_token)
 			log_warn("consumer.paused", "reason=no-token token_state=%s", token_state(eng));
+		else if (blocked)
+			log_info("consumer.paused", "reason=no-token token_state=%s", token_state(eng));
 		else
 			log_info("consumer.resumed", "token_state=%s", token_state(eng));
 	}
+	eng->had_token |= !blocked;
 	return blocked;
 }
 
@@ -1682,6 +1687,7 @@ engine_reload(struct engine *eng, struct cfg *cfg, char *err, size_t errlen)
 		creds_start(eng->sec.creds);
 	scan_token_needs(eng);
 	log_set_level(cfg->daemon.log_level);
+	log_set_format(cfg->daemon.log_format);
 	rearm_timers(eng, old, cfg);
 	cfg_free(old);
 	return 0;

@@ -5,22 +5,134 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "wtime.h"
 
 static enum log_level cur_level = LOG_INFO;
 static const char *prog_name = "warrantd";
+static int to_journal;		/* stderr is the journal's: "<N>" prefixes */
+static enum log_format cur_format = LOG_LOGFMT;
 
 #define LOG_LINE_CUT " log_cut=1"
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
+/* systemd sets $JOURNAL_STREAM to "DEV:INODE" of the stream it connected
+ * stderr to; a redirect since (a pipe, a file) no longer matches. */
+static int
+stderr_is_journal(void)
+{
+	const char *js = getenv("JOURNAL_STREAM");
+	char *end;
+	struct stat st;
+
+	if (js == NULL || fstat(STDERR_FILENO, &st) != 0)
+		return 0;
+	unsigned long long dev = strtoull(js, &end, 10);
+	if (end == js || *end != ':')
+		return 0;
+	const char *i = end + 1;
+	unsigned long long ino = strtoull(i, &end, 10);
+	return end != i && *end == '\0' && (unsigned long long)st.st_dev == dev &&
+	    (unsigned long long)st.st_ino == ino;
+}
+
 void
 log_init(const char *prog)
 {
 	prog_name = prog;
+	to_journal = stderr_is_journal();
+}
+
+void
+log_set_format(enum log_format format)
+{
+	cur_format = format;
+}
+
+/* One logfmt value at *p (bare, or quoted with log_quote's escapes) as a
+ * JSON string at out; advances *p past it. 0 when out of room. */
+static int
+json_value(const char **p, char **out, const char *end)
+{
+	const char *s = *p;
+	char *o = *out;
+	int quoted = *s == '"';
+
+#define PUT(c) do { if (o >= end) return 0; *o++ = (c); } while (0)
+	PUT('"');
+	if (quoted)
+		s++;
+	while (*s && (quoted ? *s != '"' : *s != ' ')) {
+		if (quoted && *s == '\\' && s[1] == 'x' && s[2] && s[3]) {
+			if (end - o < 6)
+				return 0;
+			o[0] = '\\';
+			o[1] = 'u';
+			o[2] = '0';
+			o[3] = '0';
+			o[4] = s[2];
+			o[5] = s[3];
+			o += 6;
+			s += 4;
+		} else if (quoted && *s == '\\' && s[1]) {
+			PUT('\\');	/* \\, \", \n, \t: the same in JSON */
+			PUT(s[1]);
+			s += 2;
+		} else if (*s == '"' || *s == '\\') {
+			PUT('\\');
+			PUT(*s++);
+		} else {
+			PUT(*s++);
+		}
+	}
+	if (quoted && *s == '"')
+		s++;
+	PUT('"');
+#undef PUT
+	*p = s;
+	*out = o;
+	return 1;
+}
+
+size_t
+log_logfmt_to_json(char *dst, size_t n, const char *line, size_t len)
+{
+	const char *p = line, *stop = line + len;
+	char *o = dst, *end = dst + n - 1;	/* room for the NUL */
+
+	if (n < 3)
+		return 0;
+	*o++ = '{';
+	while (p < stop && *p) {
+		const char *eq = strchr(p, '=');
+		if (eq == NULL || eq == p || eq >= stop || memchr(p, ' ', (size_t)(eq - p)))
+			return 0;
+		size_t klen = (size_t)(eq - p);
+		if ((size_t)(end - o) < klen + 4)
+			return 0;
+		if (o[-1] != '{')
+			*o++ = ',';
+		*o++ = '"';
+		memcpy(o, p, klen);
+		o += klen;
+		*o++ = '"';
+		*o++ = ':';
+		p = eq + 1;
+		if (!json_value(&p, &o, end))
+			return 0;
+		while (p < stop && *p == ' ')
+			p++;
+	}
+	if (o >= end)
+		return 0;
+	*o++ = '}';
+	*o = '\0';
+	return (size_t)(o - dst);
 }
 
 void
@@ -178,9 +290,23 @@ log_msg(enum log_level level, const char *event, const char *fmt, ...)
 	 * not fit, the line says it was cut instead of ending mid-value. */
 	if (pw >= (int)sizeof pairs)
 		memcpy(pairs + sizeof pairs - sizeof LOG_LINE_CUT, LOG_LINE_CUT, sizeof LOG_LINE_CUT);
+	static const char *const prio[] = {"<3>", "<4>", "<6>", "<7>"};
+	char out[8192];
+	size_t at = 0;
+	if (to_journal) {
+		memcpy(out, prio[level], 3);
+		at = 3;
+	}
 	size_t len = log_format(line, sizeof line - 1, (long long)wtime_now_ms(), level, event, pairs);
-	line[len++] = '\n';
-	ssize_t w = write(STDERR_FILENO, line, len);
+	size_t json = cur_format == LOG_JSON ?
+	    log_logfmt_to_json(out + at, sizeof out - at - 1, line, len) : 0;
+	if (json == 0) {
+		memcpy(out + at, line, len);
+		json = len;
+	}
+	at += json;
+	out[at++] = '\n';
+	ssize_t w = write(STDERR_FILENO, out, at);
 	(void)w;	/* nowhere left to report a failed log write */
 	(void)prog_name;
 }

@@ -219,9 +219,18 @@ sreply_redis_version(const struct sreply *reply, int *major, int *minor)
 	if (r != NULL && (r->type == REDIS_REPLY_NIL ||
 	    (r->type == REDIS_REPLY_STRING && r->len == 0)))
 		return 1;
-	if (r == NULL || r->type != REDIS_REPLY_STRING || r->str == NULL ||
-	    sscanf(r->str, "%d.%d", major, minor) != 2)
+	if (r == NULL || r->type != REDIS_REPLY_STRING || r->str == NULL)
 		return -1;
+	char *end;
+	long ma = strtol(r->str, &end, 10);
+	if (end == r->str || *end != '.' || ma < 0 || ma > 999)
+		return -1;
+	const char *m2 = end + 1;
+	long mi = strtol(m2, &end, 10);
+	if (end == m2 || mi < 0 || mi > 999)
+		return -1;
+	*major = (int)ma;
+	*minor = (int)mi;
 	return 0;
 }
 

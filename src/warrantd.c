@@ -228,6 +228,7 @@ run(struct cfg *cfg)
 
 	signal(SIGPIPE, SIG_IGN);	/* curl runs with CURLOPT_NOSIGNAL */
 	log_set_level(cfg->daemon.log_level);
+	log_set_format(cfg->daemon.log_format);
 	log_info("start", "version=%s consumer=%s config=%s", WARRANTD_VERSION,
 	    log_quote(consumer, sizeof consumer, cfg->daemon.consumer),
 	    log_quote(path, sizeof path, cfg->path));

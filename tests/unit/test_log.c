@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests for logfmt lines: quoting, layout, one event per line. */
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -305,6 +307,89 @@ test_msg_one_line(void **state)
 	assert_non_null(strstr(out, "level=error event=t.long v=xxx"));
 }
 
+/* log_format = json: the same keys in the same order, escapes carried over. */
+static void
+test_json_lines(void **state)
+{
+	(void)state;
+	char out[512];
+	const char *line = "ts=2026-07-23T09:46:40.123Z level=warn event=t.ev id=g-1 "
+	    "detail=\"a \\\"q\\\" b\\x01\\n\" n=7";
+	size_t len = log_logfmt_to_json(out, sizeof out, line, strlen(line));
+
+	assert_true(len > 0);
+	assert_string_equal(out, "{\"ts\":\"2026-07-23T09:46:40.123Z\",\"level\":\"warn\","
+	    "\"event\":\"t.ev\",\"id\":\"g-1\",\"detail\":\"a \\\"q\\\" b\\u0001\\n\","
+	    "\"n\":\"7\"}");
+	assert_int_equal(len, strlen(out));
+	/* not logfmt, or no room: 0, and the caller writes the logfmt line */
+	assert_int_equal(log_logfmt_to_json(out, sizeof out, "no pairs here", 13), 0);
+	assert_int_equal(log_logfmt_to_json(out, 20, line, strlen(line)), 0);
+}
+
+static void
+emit_json(void)
+{
+	log_set_format(LOG_JSON);
+	log_warn("t.json", "id=%s detail=%s", "g-2", LOG_Q("two words"));
+	log_set_format(LOG_LOGFMT);
+}
+
+static void
+test_json_msg(void **state)
+{
+	(void)state;
+	char out[4096];
+	size_t len = capture_stderr(emit_json, out, sizeof out);
+
+	assert_true(len > 0);
+	assert_int_equal(out[0], '{');
+	assert_non_null(strstr(out, "\"level\":\"warn\",\"event\":\"t.json\",\"id\":\"g-2\","
+	    "\"detail\":\"two words\"}\n"));
+}
+
+static void
+emit_error_and_info(void)
+{
+	log_error("t.err", "n=%d", 1);
+	log_info("t.inf", "n=%d", 2);
+}
+
+/* Under systemd each line carries its syslog priority when stderr is the
+ * journal's stream ($JOURNAL_STREAM = its device:inode), and only then. */
+static void
+test_journal_priority(void **state)
+{
+	(void)state;
+	char path[] = "/tmp/test_log.XXXXXX", env[64], out[4096];
+	int fd = mkstemp(path), saved = dup(STDERR_FILENO);
+	struct stat st;
+
+	assert_true(fd >= 0 && saved >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_true(dup2(fd, STDERR_FILENO) >= 0);
+	snprintf(env, sizeof env, "%llu:%llu", (unsigned long long)st.st_dev,
+	    (unsigned long long)st.st_ino);
+	setenv("JOURNAL_STREAM", env, 1);
+	log_init("test");
+	emit_error_and_info();
+	setenv("JOURNAL_STREAM", "1:2", 1);	/* another stream: stderr was redirected */
+	log_init("test");
+	emit_error_and_info();
+	unsetenv("JOURNAL_STREAM");
+	log_init("test");
+	assert_true(dup2(saved, STDERR_FILENO) >= 0);
+	close(saved);
+	ssize_t n = pread(fd, out, sizeof out - 1, 0);
+	close(fd);
+	unlink(path);
+	assert_true(n > 0);
+	out[n] = '\0';
+	assert_int_equal(strncmp(out, "<3>ts=", 6), 0);
+	assert_non_null(strstr(out, "\n<6>ts="));
+	assert_non_null(strstr(out, " event=t.inf n=2\nts="));	/* no prefix after */
+}
+
 int
 main(void)
 {
@@ -318,6 +403,9 @@ main(void)
 		cmocka_unit_test(test_format_truncation),
 		cmocka_unit_test(test_level_parse),
 		cmocka_unit_test(test_msg_one_line),
+		cmocka_unit_test(test_json_lines),
+		cmocka_unit_test(test_json_msg),
+		cmocka_unit_test(test_journal_priority),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
