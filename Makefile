@@ -192,29 +192,21 @@ valgrind: deps
 # finding fails. scan-build (clang-tools) runs the analyzer over a full build.
 LINT_SRC   := $(wildcard src/*.c)
 TIDY_FLAGS := -std=c11 -D_FILE_OFFSET_BITS=64 -Iinclude -I$(BUILD)/gen $(PKG_CFLAGS)
-# ejob.c keeps its jobs alive by a reference count held across callbacks; the
-# analyzer cannot see that a callback always holds one, and takes every
-# "finish, then unref" for a use after free. For that file alone unix.Malloc
-# is off until its callbacks make the count visible (see README).
-TIDY_EJOB  := --checks=-clang-analyzer-unix.Malloc
-
 lint: $(GEN_H)
 	@echo "cppcheck $$(cppcheck --version | cut -d' ' -f2), clang-tidy $$(clang-tidy --version | sed -n 's/.*LLVM version \([0-9.]*\).*/\1/p')"
 	cppcheck --enable=warning,portability,performance --std=c11 --inline-suppr \
 		--error-exitcode=1 --quiet -Iinclude -I$(BUILD)/gen --include=/usr/include/jansson.h \
 		-D_FILE_OFFSET_BITS=64 --suppressions-list=.cppcheck-suppressions src include
 	@fail=0; for f in $(LINT_SRC); do \
-		extra=; [ $$f = src/ejob.c ] && extra="$(TIDY_EJOB)"; \
-		clang-tidy --quiet $$extra $$f -- $(TIDY_FLAGS) || fail=1; \
+		clang-tidy --quiet $$f -- $(TIDY_FLAGS) || fail=1; \
 	done; test $$fail = 0
 	@if command -v scan-build >/dev/null; then \
 		rm -rf build/scan && scan-build -o build/scan/report --status-bugs \
 		$(MAKE) --no-print-directory BUILD=build/scan scan-objs; \
 	fi
 
-# What scan-build compiles: every source but ejob.c (its reference count, as
-# above; clang-tidy still runs the rest of the analyzer over it).
-SCAN_OBJ := $(filter-out %/ejob.o,$(CORE_OBJ)) $(MAINS:src/%.c=$(BUILD)/obj/main-%.o)
+# What scan-build compiles: every source.
+SCAN_OBJ := $(CORE_OBJ) $(MAINS:src/%.c=$(BUILD)/obj/main-%.o)
 $(BUILD)/obj/main-%.o: src/%.c $(wildcard include/*.h) | $(BUILD)/obj $(GEN_H)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c -o $@ $<
 scan-objs: $(SCAN_OBJ)
