@@ -537,6 +537,32 @@ test_401_redispatch(void **state)
 	assert_int_equal(live_count(), 0);
 }
 
+/* R9: no token within auth_wait_max_ms: the entry is handed back (a new
+ * stream entry, ours acked by the script) and leaves the hand. */
+static void
+test_token_wait_hands_back(void **state)
+{
+	struct fixture *f = *state;
+
+	to_call_step(f, "1-1", "gate.oauth", NULL);
+	answer_write(pending(P_WRITE, NULL), "ok", 1);
+	answer_call(pending(P_CALL, NULL), 401);
+	answer_write(pending(P_WRITE, NULL), "ok", 1);
+	w.trace[0] = '\0';
+	struct pend *t = pending(P_TIMER, NULL);
+	assert_int_equal(t->delay_ms, f->cfg->oauth.auth_wait_max_ms);
+	w.now += t->delay_ms;
+	fire(t);
+	EXPECT_TRACE("handback");
+	struct pend *m = pending(P_MOVE, NULL);
+	struct ejob_moved r = {.ok = 1, .handed = 1, .new_stream_id = "2-1"};
+	m->live = 0;
+	m->moved(m->arg, &r);
+	EXPECT_TRACE("released");
+	assert_int_equal(f->n.redispatched, 1);
+	assert_int_equal(live_count(), 0);
+}
+
 /* R10: the lease is lost while the call is out: the call is cancelled, its
  * result never comes, nothing is written, the entry leaves the hand. */
 static void
@@ -725,6 +751,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_done, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_5xx_then_retry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_401_redispatch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_token_wait_hands_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lease_lost_during_call, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stop_calling_vs_waiting, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stop_then_5xx, setup, teardown),
