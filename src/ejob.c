@@ -48,11 +48,12 @@ enum ejob_wait { W_NONE, W_WRITE, W_LOAD, W_VERIFY, W_AUTHZ, W_EXCHANGE, W_CALL,
 #define EJOB_BUCKETS 1024
 
 TAILQ_HEAD(ejob_list, ejob);
+SLIST_HEAD(ejob_chain, ejob);
 
 struct ejobs {
 	const struct ejob_env *env;
 	struct ejob_list all;	/* owned: every entry in hand, finished or not */
-	struct ejob *bucket[EJOB_BUCKETS];	/* the same entries, by stream id */
+	struct ejob_chain bucket[EJOB_BUCKETS];	/* the same entries, by stream id */
 	size_t n;
 	int draining;		/* R15: no new call, no new wait */
 };
@@ -60,7 +61,7 @@ struct ejobs {
 /* One entry in hand. */
 struct ejob {
 	TAILQ_ENTRY(ejob) link;
-	struct ejob *hnext;		/* in its bucket */
+	SLIST_ENTRY(ejob) hnext;	/* in its bucket */
 	unsigned hash;			/* of stream_id */
 	struct ejobs *set;
 	char stream_id[STREAM_ID_MAX];
@@ -208,7 +209,8 @@ ejob_find(const struct ejobs *s, const char *stream_id)
 {
 	unsigned h = id_hash(stream_id);
 
-	for (struct ejob *j = s->bucket[h & (EJOB_BUCKETS - 1)]; j; j = j->hnext)
+	for (struct ejob *j = SLIST_FIRST(&s->bucket[h & (EJOB_BUCKETS - 1)]); j;
+	    j = SLIST_NEXT(j, hnext))
 		if (j->hash == h && strcmp(j->stream_id, stream_id) == 0)
 			return j;
 	return NULL;
@@ -250,10 +252,7 @@ ejob_release(struct ejob *j)
 	struct ejobs *s = j->set;
 
 	TAILQ_REMOVE(&s->all, j, link);
-	struct ejob **p = &s->bucket[j->hash & (EJOB_BUCKETS - 1)];
-	while (*p != j)
-		p = &(*p)->hnext;
-	*p = j->hnext;
+	SLIST_REMOVE(&s->bucket[j->hash & (EJOB_BUCKETS - 1)], j, ejob, hnext);
 	s->n--;
 	record_free(j->rec);
 	free(j->raw);
@@ -311,8 +310,7 @@ ejob_new(struct ejobs *s, const char *stream_id, int deliveries)
 	j->core.deliveries = deliveries;
 	TAILQ_INSERT_HEAD(&s->all, j, link);
 	j->hash = id_hash(j->stream_id);
-	j->hnext = s->bucket[j->hash & (EJOB_BUCKETS - 1)];
-	s->bucket[j->hash & (EJOB_BUCKETS - 1)] = j;
+	SLIST_INSERT_HEAD(&s->bucket[j->hash & (EJOB_BUCKETS - 1)], j, hnext);
 	s->n++;
 	return j;
 }
@@ -1315,7 +1313,7 @@ ejob_redis_up(struct ejob *j)
 struct ejobs *
 ejobs_new(const struct ejob_env *env)
 {
-	struct ejobs *s = calloc(1, sizeof *s);
+	struct ejobs *s = calloc(1, sizeof *s);	/* every bucket an empty SLIST */
 
 	if (s != NULL) {
 		s->env = env;
