@@ -201,12 +201,6 @@ valgrind: deps
 # without it lint fails rather than passing with one analyzer fewer.
 LINT_SRC   := $(wildcard src/*.c)
 TIDY_FLAGS := -std=c11 -D_FILE_OFFSET_BITS=64 -Iinclude -I$(BUILD)/gen $(PKG_CFLAGS)
-# ejob.c keeps its jobs alive by a reference count held across callbacks; the
-# analyzer cannot see that a callback always holds one, and takes every
-# "finish, then unref" for a use after free. For that file alone unix.Malloc
-# is off until its callbacks make the count visible (see tests/README.md).
-TIDY_EJOB  := --checks=-clang-analyzer-unix.Malloc
-
 # The man pages: nothing at WARNING or above (STYLE notes such as "referenced
 # manual not found" depend on what the machine has installed).
 MAN_PAGES := $(wildcard man/*.[1-8])
@@ -220,8 +214,7 @@ lint: $(GEN_H) lint-man
 		--error-exitcode=1 --quiet -Iinclude -I$(BUILD)/gen --include=/usr/include/jansson.h \
 		--include=$(QUEUE_H) -D_FILE_OFFSET_BITS=64 --suppressions-list=.cppcheck-suppressions src include
 	@fail=0; for f in $(LINT_SRC); do \
-		extra=; [ $$f = src/ejob.c ] && extra="$(TIDY_EJOB)"; \
-		clang-tidy --quiet $$extra $$f -- $(TIDY_FLAGS) || fail=1; \
+		clang-tidy --quiet $$f -- $(TIDY_FLAGS) || fail=1; \
 	done; test $$fail = 0
 	@command -v scan-build >/dev/null || \
 		{ echo "lint: scan-build not installed (Debian clang-tools: make deps)"; exit 1; }
@@ -231,9 +224,8 @@ lint: $(GEN_H) lint-man
 lint-man:
 	mandoc -T lint -W warning $(MAN_PAGES)
 
-# What scan-build compiles: every source but ejob.c (its reference count, as
-# above; clang-tidy still runs the rest of the analyzer over it).
-SCAN_OBJ := $(filter-out %/ejob.o,$(CORE_OBJ)) $(MAINS:src/%.c=$(BUILD)/obj/main-%.o)
+# What scan-build compiles: every source.
+SCAN_OBJ := $(CORE_OBJ) $(MAINS:src/%.c=$(BUILD)/obj/main-%.o)
 $(BUILD)/obj/main-%.o: src/%.c $(wildcard include/*.h) | $(BUILD)/obj $(GEN_H)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c -o $@ $<
 scan-objs: $(SCAN_OBJ)

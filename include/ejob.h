@@ -3,13 +3,20 @@
  * ejob: the entries in hand, each from admission to release -- the
  * imperative shell around the job core (job.h). The consumer (engine.c)
  * hands the set stream ids and events; the set tells the consumer, through
- * its environment, when an entry has left the hand.
+ * its operations, when an entry has left the hand.
  *
- * The environment is what a job may use, lent by the consumer: the loop,
- * the command connection, the HTTP client, key names, scripts, the running
- * config and key, the credentials, the counters. Every pointer in it is
- * borrowed and must outlive the set; the consumer may replace cfg, key and
- * creds between callbacks (R16 reload), and the jobs read them afresh.
+ * What a job does to the world it does through a table of operations
+ * (struct ejob_ops): load its record, verify it, write a transition, call
+ * the action or the PDP, exchange a token, re-dispatch or hand back the
+ * entry, read the clock and arm timers. eops.c gives the real ones (Redis,
+ * HTTP, the verify pool, the credentials); a unit test gives fakes and
+ * drives the jobs step by step (tests/unit/test_ejob.c). Besides them a
+ * job reads plain data: the running config, the shard's key names and the
+ * counters it counts into (struct ejob_env).
+ *
+ * Time comes through the operations too (now_ms, timer): a job reads no
+ * clock and arms no libev watcher of its own, so a test drives time by
+ * firing the timers it was asked for.
  *
  * A job is freed only when it is finished and no callback points at it;
  * callbacks never free the object whose callback chain they run in.
@@ -19,51 +26,161 @@
 #define WARRANTD_EJOB_H
 
 #include <stddef.h>
-
-#include <ev.h>
+#include <stdint.h>
 
 #include "config.h"
 #include "counters.h"
-#include "cred.h"
 #include "http.h"
 #include "oauth.h"
-#include "rconn.h"
 #include "record.h"
-#include "script.h"
 #include "store.h"
-#include "vpool.h"
-#include "webhook.h"
 
-struct ejob_env {
-	struct ev_loop *loop;
-	struct rconn *cmd;			/* the command connection */
-	struct script_batch *batch;		/* its transitions, batched */
-	struct http_client *http;
-	struct oauth *oauth;			/* NULL without [oauth]: the PDP's token */
-	struct webhook *webhook;		/* NULL without [notify] webhook_url */
-	const struct store_keys *keys;
-	const struct script_set *scripts;	/* the Lua scripts (script.h) */
-	const struct cfg *cfg;			/* the running config */
-	const struct record_key *parsed_key;	/* NULL with signature = off */
-	const unsigned char *verify_key;
-	size_t verify_key_len;
-	/* NULL: records are verified inline; else ES256 and RS256 records are
-	 * verified on its workers (vpool.h) while the loop goes on. */
-	struct vpool *vpool;
-	const struct creds *creds;		/* one per [action] */
-	struct engine_counters *n;		/* outcomes are counted here */
+/*
+ * The contract of every asynchronous operation below (as rconn.h's
+ * commands): it returns 0 (or a handle) when started, and then calls its
+ * callback exactly once -- with a result or a failure, never from inside
+ * the call that started it -- unless an operation that has a handle is
+ * cancelled first (cancel: its callback is then never called). It returns
+ * -1 (or NULL) when it could not start: then no callback comes. The
+ * callback's result, and every pointer in it, is valid only during the
+ * callback. `arg` is the job's, passed back as it is.
+ *
+ * Loads, writes, re-dispatches and hand-backs cannot be cancelled: a
+ * finished job waits for their callbacks (the consumer closes its
+ * connections, which answers them with a failure, before ejobs_free).
+ */
+
+/* The HGETALL of a record's hash. */
+struct ejob_loaded {
+	int ok;			/* 0: an error reply, or none came */
+	const char *error;	/* !ok: the error reply's text; NULL when none came */
+	int exists;		/* the hash has fields */
+	const char *state, *attempts, *record;	/* those fields, NULL when absent */
+};
+typedef void ejob_load_cb(void *arg, const struct ejob_loaded *r);
+
+/* A record verified (record_load), on a worker or inline. Everything in
+ * it is the job's: it frees rec (record_free), owner and raw. */
+struct ejob_verified {
+	enum record_status status;
+	struct record *rec;	/* RECORD_OK: the record */
+	char *owner;		/* notifyOnDenial of a verified but invalid record */
+	char *raw;		/* on a worker: the bytes submitted; inline: NULL */
+	char detail[200];	/* why it was refused */
+};
+typedef void ejob_verify_cb(void *arg, struct ejob_verified *r);
+
+/* A transition's reply (lua/transition.lua). */
+struct ejob_written {
+	int ok;			/* 0: an error reply, or none came */
+	const char *error;	/* !ok: the error reply's text; NULL when none came */
+	int written;		/* the step was written (else why says why not) */
+	const char *why;	/* "ok", "again", "terminal", "duplicate", ...; or NULL */
+	long long fence;	/* the `attempts` written: the next call's fence; -1 */
+};
+typedef void ejob_write_cb(void *arg, const struct ejob_written *r);
+
+/* A re-dispatch's (R9) or a hand-back's (R9) reply. */
+struct ejob_moved {
+	int ok;			/* 0: an error reply, none came, or a wrong shape */
+	const char *error;	/* the error reply's text; NULL when none came */
+	long long deliveries;	/* re-dispatch: the count after it; 0: not ours */
+	int handed;		/* hand-back: 1 a new entry, 0 no longer ours */
+	const char *new_stream_id;	/* hand-back, handed: the new entry's id */
+};
+typedef void ejob_moved_cb(void *arg, const struct ejob_moved *r);
+
+typedef void ejob_timer_cb(void *arg);
+
+/* A token exchange for one job (RFC 8693, cred_exchange). Borrowed. */
+struct ejob_exchange_req {
+	const char *action;	/* whose credential acts */
+	const char *record;	/* the subject: the record as stored */
+	const char *scope, *resource;
+	long timeout_ms;	/* the action's */
+	long max_ms;		/* the exchange's own request: the job's time left (R1) */
+};
+
+/* ejob_ops.auth's answer. */
+enum {
+	EJOB_AUTH_TOKEN = 1,	/* the worker's OAuth token: R6 and R9 apply */
+	EJOB_AUTH_EXCHANGE = 2,	/* a token exchanged for each job (token = exchange) */
+};
+
+/* What can be cancelled. */
+enum ejob_op { EJOB_OP_TIMER, EJOB_OP_VERIFY, EJOB_OP_CALL, EJOB_OP_EXCHANGE };
+
+struct ejob_ops {
+	/* The wall clock, ms since the epoch (deadlines, `at`). */
+	int64_t (*now_ms)(void *ctx);
+	/* cb(arg) once after delay_ms (<= 0: at the next turn of the loop).
+	 * A handle, or NULL when out of memory. */
+	void *(*timer)(void *ctx, int64_t delay_ms, ejob_timer_cb *cb, void *arg);
+
+	/* HGETALL hash_key. 0 or -1. */
+	int (*load)(void *ctx, const char *hash_key, ejob_load_cb *cb, void *arg);
+	/* Verifies raw, the record of `id`, by the running config and key:
+	 * 1 and a handle in *h when a worker does it (cb later); 0 when it
+	 * was done now, into *now (no callback). Never fails: out of memory
+	 * for a worker means inline. */
+	int (*verify)(void *ctx, const char *id, const char *raw, int64_t now_ms,
+		      struct ejob_verified *now, ejob_verify_cb *cb, void *arg, void **h);
+	/* The transition t (store.h), batched. 0 or -1. */
+	int (*write)(void *ctx, const struct store_transition *t, ejob_write_cb *cb, void *arg);
+	/* An HTTP request (the action, or the PDP). 0 and a handle in *h, or
+	 * -1. The response is http.h's. */
+	int (*call)(void *ctx, const struct http_request *req, http_done_cb *cb, void *arg,
+		    void **h);
+	/* A token for this one job. A handle and *gen (the actor token's
+	 * generation), or NULL: no worker token outlives the call, or it
+	 * could not start. The callback is oauth.h's. */
+	void *(*exchange)(void *ctx, const struct ejob_exchange_req *rq, uint64_t *gen,
+			  oauth_exchange_cb *cb, void *arg);
+	/* R9: the entry XCLAIMed to us again, if its delivery count is still
+	 * `expected` (a resend after a lost reply claims nothing twice). */
+	int (*redispatch)(void *ctx, const char *stream_id, long long expected,
+			  ejob_moved_cb *cb, void *arg);
+	/* R9: a new stream entry for the record, ours acked (lua/handback.lua). */
+	int (*handback)(void *ctx, const char *hash_key, const char *stream_id,
+			const char *record_id, ejob_moved_cb *cb, void *arg);
+	/* Stops the operation of that kind behind h: its callback never comes. */
+	void (*cancel)(void *ctx, enum ejob_op kind, void *h);
+
+	/* How the calls of `action` authenticate (EJOB_AUTH_*, or-ed; 0 for
+	 * none, a static bearer or an unknown action): the kind of credential
+	 * is the credentials' business (cred.h). Synchronous. */
+	unsigned (*auth)(void *ctx, const char *action);
+	/* R6: the bearer for a call of `action` that may take timeout_ms, or
+	 * NULL (auth = none; or no token outlives the call by 1 s); action
+	 * NULL: the worker's own token, for the PDP. *gen: its generation.
+	 * Valid until control returns to the loop. Synchronous. */
+	const char *(*bearer)(void *ctx, const char *action, long timeout_ms, uint64_t *gen);
+	/* R9: the target accepted (1) or refused (0: refresh, single-flight)
+	 * the token of generation gen. */
+	void (*token_verdict)(void *ctx, const char *action, uint64_t gen, int accepted);
+	/* §6: a notification was written (P:notify); the webhook's copy. The
+	 * strings are borrowed during the call. */
+	void (*notified)(void *ctx, const char *id, const char *owner, const char *kind,
+			 const char *reason, const char *on_behalf_of, const char *action,
+			 const char *resource, const char *at);
+	/* For metrics: an action call got an answer or a transport error. */
+	void (*call_done)(void *ctx, const char *action, long status, long long duration_ms,
+			  long long queue_delay_ms);
 	/* An entry left the hand: read more, or finish stopping. Also called
 	 * from inside ejobs_admit, ejobs_stop, ejobs_token_ready and the
 	 * other ejobs_* calls; it must not free the set. */
-	void (*released)(void *arg);
-	void *arg;
-	/* Optional (NULL: none), for metrics: told of every action call that got
-	 * an answer or a transport error -- the action, the HTTP status (0:
-	 * none), the call's duration and the delay from the entry's XADD (its
-	 * stream id's ms) to the call's start. It must not call into the set. */
-	void (*call_done)(void *arg, const char *action, long status, long long duration_ms,
-			  long long queue_delay_ms);
-	void *call_done_arg;
+	void (*released)(void *ctx);
+};
+
+/* What the jobs of a set use; every pointer borrowed, outliving the set.
+ * The consumer may replace cfg between callbacks (R16 reload), and the
+ * jobs read it afresh. */
+struct ejob_env {
+	const struct ejob_ops *ops;
+	void *ctx;				/* the operations' */
+	const struct cfg *cfg;			/* the running config */
+	const struct store_keys *keys;		/* the shard's key names */
+	struct engine_counters *n;		/* outcomes are counted here */
 };
 
 struct ejobs;	/* opaque: the entries in hand */
@@ -106,16 +223,17 @@ void ejobs_redis_up(struct ejobs *s);
 /* R6, R9: a token arrived; jobs waiting for one go on. */
 void ejobs_token_ready(struct ejobs *s);
 
-/* R15: no new call and no new wait from now on; jobs neither calling nor
- * holding a result to write are let go (they stay pending). */
+/* R15: no new call and no new wait from now on; jobs the core does not
+ * let run on (job_runs_on_at_stop) are let go (they stay pending). */
 void ejobs_stop(struct ejobs *s);
 
 /* R10: the stream ids whose leases are to be renewed, up to max, into ids
  * (valid until the set changes). Returns how many. */
 size_t ejobs_leased(const struct ejobs *s, const char **ids, size_t max);
 
-/* Marks every job finished and drops its timer and HTTP call; frees none.
- * For engine_free, before the connections close and fire their callbacks. */
+/* Marks every job finished and cancels its timer, verification, HTTP call
+ * and exchange; frees none. For engine_free, before the connections close
+ * and fire their callbacks. */
 void ejobs_abandon(struct ejobs *s);
 
 #endif

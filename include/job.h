@@ -67,6 +67,12 @@ struct job {
 	int redis_broken;	/* JOB_EV_REDIS_ERROR came: dead without the hash */
 	unsigned awaiting;	/* JOB_FX_AUTHZ, JOB_FX_CALL, JOB_FX_EXCHANGE or
 				   JOB_FX_HANDBACK whose answer is due, else 0 */
+	/* What this hand's own writes established (job_written), and what
+	 * the transitions that follow are fenced with (struct job_write): */
+	int owner_set;		/* a START_ATTEMPT step was written: `owner` is us */
+	int fenced;		/* a call step was written; fence is its `attempts` */
+	long long fence;
+	int deleted;		/* JOB_EV_ENTRY_DELETED: the entry left the PEL */
 };
 
 enum job_event_kind {
@@ -153,13 +159,38 @@ enum job_effect {
 	JOB_FX_HANDBACK = 1 << 15,	/* R9: a new stream entry for the record, ours acked */
 };
 
+/*
+ * How the step's transition (store.h's struct store_transition) is fenced,
+ * for a step with a Redis write (job_step_writes). Decided with the step, so
+ * a write sent again after its reply was lost carries the same fence.
+ */
+struct job_write {
+	/* R8, R13: `attempts` must still be this (-1: not checked). A call
+	 * step increments it only from the value it was decided on (job_next
+	 * counted the call already), so one sent again after its reply was
+	 * lost is not counted twice; a later step of the same call is fenced
+	 * by the `attempts` its call step wrote. */
+	long long fence_attempts;
+	int incr_attempts;	/* a call step: `attempts` + 1 */
+	int require_owner;	/* this hand set `owner`: it must still be us */
+	int ack;		/* XACK with the write (an END or a RESCHEDULE) */
+	int skip_lease;		/* the entry left the PEL already (entry-deleted) */
+	int keep_unpending;	/* a call's outcome: written even when Redis
+				   forgot the PEL entry (owner and fence ours) */
+};
+
 struct job_step {
 	enum job_state next;
 	unsigned effects;
 	int64_t at_ms;		/* with JOB_FX_RETRY_AT, JOB_FX_RESCHEDULE, JOB_FX_WAIT_TOKEN */
 	enum reason reason;	/* REASON_NONE when no code applies */
 	char detail[160];	/* one line for people */
+	struct job_write write;	/* with job_step_writes */
 };
+
+/* 1 when the step's effects begin with the transition (one Lua script:
+ * state, audit, dead letter, notification, schedule, XACK together). */
+int job_step_writes(const struct job_step *st);
 
 /*
  * The transition for `ev` at `now_ms`. Updates *job; returns what to do.
@@ -172,6 +203,30 @@ struct job_step {
  */
 struct job_step job_next(const struct job_policy *pol, struct job *job,
 			 const struct job_event *ev, int64_t now_ms);
+
+/*
+ * The step's transition was written; `fence` is the `attempts` the script
+ * wrote (-1 when its reply did not say). Updates *job: what the next
+ * steps' writes are fenced with (struct job_write).
+ */
+void job_written(struct job *job, const struct job_step *st, long long fence);
+
+/* What the shell is doing for a job when the worker stops (R15). */
+enum job_doing {
+	JOB_DOING_NOTHING,	/* waiting on a timer, a token, a load... */
+	JOB_DOING_WRITE,	/* a transition is out, its reply due */
+	JOB_DOING_WRITE_AGAIN,	/* a transition waits on its backoff to go again */
+	JOB_DOING_CALL,		/* the action or the PDP is being called */
+};
+
+/*
+ * R15: 1 when the job may run on after a stop (it is let go, left pending
+ * for R11/R14, otherwise): a call in flight may finish, and a result in
+ * hand -- a transition out, or the closing write of a call waiting on its
+ * backoff -- is never thrown away early. `st` is the step being carried out.
+ */
+int job_runs_on_at_stop(const struct job *job, const struct job_step *st, enum job_doing doing)
+	__attribute__((warn_unused_result));
 
 /*
  * Retry-After (RFC 9110 §10.2.3): delay-seconds or an IMF-fixdate. Returns

@@ -5,10 +5,15 @@
  * The core (job_next) decides, and apply() carries out the effects in
  * order: first the Redis transition (one Lua script: fencing, state, audit,
  * dead letter, notification and XACK together), then the HTTP call, timer
- * or token wait that follows from it.
+ * or token wait that follows from it. Everything it does outside goes
+ * through the set's operations (ejob.h); it reads no clock of its own.
  *
- * An ejob is freed only when it is finished and no callback points at it
- * (`refs`); callbacks never free the object whose callback chain they run in.
+ * Lifetime: every operation in flight holds one reference (`refs`). A
+ * callback first drops its own, then acts, and ends with settle(), which
+ * frees the job when it is finished and nothing points at it any more;
+ * the public ejobs_* calls end with settle() too. Nothing else frees a job:
+ * ejob_finish() only marks it and cancels what can be cancelled. So a job
+ * is used after no call that might free it, and the analyzer sees as much.
  */
 #define _DEFAULT_SOURCE
 #include "ejob.h"
@@ -17,25 +22,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <jansson.h>
-
-#include "job.h"
-#include "log.h"
-#include "wtime.h"
+#include <sys/queue.h>
 
 #include "authz.h"
 #include "consumer.h"
-#include "sreply.h"
+#include "cred.h"
+#include "job.h"
+#include "log.h"
+#include "resp.h"
 #include "rnd.h"
 #include "urltpl.h"
-#include "vpool.h"
-#include "resp.h"
+#include "wtime.h"
 
 #define STREAM_ID_MAX 48
 
+/* What the job's one timer is armed for. */
 enum ejob_timer { T_NONE, T_RETRY, T_TOKEN_WAIT, T_REDIS_RETRY, T_REDISPATCH_RETRY, T_LOAD_RETRY,
 	T_HANDBACK_RETRY };
+/* Which operation's answer the job waits for. */
 enum ejob_wait { W_NONE, W_WRITE, W_LOAD, W_VERIFY, W_AUTHZ, W_EXCHANGE, W_CALL, W_REDISPATCH,
 	W_HANDBACK };
 
@@ -44,18 +48,21 @@ enum ejob_wait { W_NONE, W_WRITE, W_LOAD, W_VERIFY, W_AUTHZ, W_EXCHANGE, W_CALL,
  * flight, 3 %). Chains stay short up to thousands in hand. A power of two. */
 #define EJOB_BUCKETS 1024
 
+TAILQ_HEAD(ejob_list, ejob);
+SLIST_HEAD(ejob_chain, ejob);
+
 struct ejobs {
 	const struct ejob_env *env;
-	struct ejob *head;	/* owned: every entry in hand, finished or not */
-	struct ejob *bucket[EJOB_BUCKETS];	/* the same entries, by stream id */
+	struct ejob_list all;	/* owned: every entry in hand, finished or not */
+	struct ejob_chain bucket[EJOB_BUCKETS];	/* the same entries, by stream id */
 	size_t n;
 	int draining;		/* R15: no new call, no new wait */
 };
 
 /* One entry in hand. */
 struct ejob {
-	struct ejob *prev, *next;
-	struct ejob *hnext;		/* in its bucket */
+	TAILQ_ENTRY(ejob) link;
+	SLIST_ENTRY(ejob) hnext;	/* in its bucket */
 	unsigned hash;			/* of stream_id */
 	struct ejobs *set;
 	char stream_id[STREAM_ID_MAX];
@@ -67,21 +74,16 @@ struct ejob {
 	char *bad_owner;		/* notifyOnDenial of a verified but invalid record */
 	char *raw;			/* the record as stored: token = exchange's subject */
 	char *xtoken;			/* the token exchanged for this call; wiped */
-	struct oauth_xch_call *xch;	/* the exchange in flight */
-	struct vpool_ticket *vt;	/* the record being verified on a worker */
-	struct job_event loaded;	/* what the load said, while it is */
-	long long fence;		/* `attempts` of this hand's current call; -1 none */
-	int started;			/* this hand set `owner` */
-	int refs;			/* callbacks in flight that point here */
+	/* handles of the operations in flight that can be cancelled */
+	void *timer, *verify, *call, *xch;
+	struct job_event loaded;	/* what the load said, while it is verified */
+	int refs;			/* operations in flight whose callback comes here */
 	int finished;
 	int lost;			/* the lease is gone: abandon at the next step */
-	int deleted;			/* XAUTOCLAIM said the entry was deleted */
 	int unpending;			/* pending for nobody: no lease to renew */
 	struct consumer_errs errs;	/* R17: its failed Redis steps in a row */
 	enum ejob_wait wait;
 	enum ejob_timer timer_kind;
-	ev_timer timer;
-	struct http_call *call;
 	int last_status;
 	uint64_t token_gen;		/* generation of the token the call used */
 	char written_at[WTIME_RFC3339_LEN];	/* `at` of the last transition sent */
@@ -91,7 +93,7 @@ struct ejob {
 static void apply(struct ejob *j);
 static void feed(struct ejob *j, struct job_event *ev);
 static void start_load(struct ejob *j);
-static void ejob_timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
+static void on_timer(void *arg);
 
 /* ------------------------------------------------------------------ */
 /* small helpers                                                        */
@@ -100,6 +102,24 @@ static const struct ejob_env *
 env_of(const struct ejob *j)
 {
 	return j->set->env;
+}
+
+static const struct ejob_ops *
+ops_of(const struct ejob *j)
+{
+	return j->set->env->ops;
+}
+
+static void *
+ctx_of(const struct ejob *j)
+{
+	return j->set->env->ctx;
+}
+
+static int64_t
+now_ms(const struct ejob *j)
+{
+	return ops_of(j)->now_ms(ctx_of(j));
 }
 
 /* The record's hash key, built where it is used: kept in every entry it
@@ -128,22 +148,17 @@ copy_cut(char *dst, size_t n, const char *src)
 	dst[k] = '\0';
 }
 
-static const char *
-now_rfc3339(char *buf, size_t n)
-{
-	return wtime_format_rfc3339(wtime_now_ms(), buf, n);
-}
-
 static const struct cfg_action *
 job_action(const struct ejob *j)
 {
 	return j->rec ? cfg_action_find(env_of(j)->cfg, j->rec->action) : NULL;
 }
 
-static const struct cred *
-job_cred(const struct ejob *j)
+/* How the calls of the job's action authenticate (EJOB_AUTH_*). */
+static unsigned
+job_auth(const struct ejob *j, const struct cfg_action *a)
 {
-	return j->rec ? creds_find(env_of(j)->creds, j->rec->action) : NULL;
+	return a ? ops_of(j)->auth(ctx_of(j), a->name) : 0;
 }
 
 /* R6: a token that outlives the call, for an action that needs one. */
@@ -151,10 +166,10 @@ static int
 token_ok(const struct ejob *j)
 {
 	const struct cfg_action *a = job_action(j);
-	const struct cred *c = job_cred(j);
 	uint64_t gen;
 
-	return a == NULL || !cred_is_oauth(c) || cred_bearer(c, a->timeout_ms, &gen) != NULL;
+	return !(job_auth(j, a) & EJOB_AUTH_TOKEN) ||
+	    ops_of(j)->bearer(ctx_of(j), a->name, a->timeout_ms, &gen) != NULL;
 }
 
 static struct job_policy
@@ -162,14 +177,15 @@ policy(const struct ejob *j)
 {
 	const struct cfg *c = env_of(j)->cfg;
 	const struct cfg_action *a = job_action(j);
+	unsigned auth = job_auth(j, a);
 	struct job_policy p = {
 		.retry_base_ms = c->retry.base_ms,
 		.retry_cap_ms = c->retry.cap_ms,
 		.max_attempts = (int)c->retry.max_attempts,
 		.max_deliveries = (int)c->redis.max_deliveries,
 		.authz_enabled = c->authz.url != NULL,
-		.token_needed = a != NULL && cred_is_oauth(job_cred(j)),
-		.exchange_needed = a != NULL && cred_exchanges(job_cred(j)),
+		.token_needed = (auth & EJOB_AUTH_TOKEN) != 0,
+		.exchange_needed = (auth & EJOB_AUTH_EXCHANGE) != 0,
 		.auth_wait_max_ms = c->oauth.auth_wait_max_ms,
 	};
 	return p;
@@ -194,16 +210,29 @@ ejob_find(const struct ejobs *s, const char *stream_id)
 {
 	unsigned h = id_hash(stream_id);
 
-	for (struct ejob *j = s->bucket[h & (EJOB_BUCKETS - 1)]; j; j = j->hnext)
+	for (struct ejob *j = SLIST_FIRST(&s->bucket[h & (EJOB_BUCKETS - 1)]); j;
+	    j = SLIST_NEXT(j, hnext))
 		if (j->hash == h && strcmp(j->stream_id, stream_id) == 0)
 			return j;
 	return NULL;
 }
 
+/* Cancels the operation behind *h, if any: its callback and its reference
+ * are gone. */
+static void
+cancel_op(struct ejob *j, enum ejob_op kind, void **h)
+{
+	if (*h == NULL)
+		return;
+	ops_of(j)->cancel(ctx_of(j), kind, *h);
+	*h = NULL;
+	j->refs--;
+}
+
 static void
 ejob_timer_stop(struct ejob *j)
 {
-	ev_timer_stop(env_of(j)->loop, &j->timer);
+	cancel_op(j, EJOB_OP_TIMER, &j->timer);
 	j->timer_kind = T_NONE;
 }
 
@@ -223,16 +252,8 @@ ejob_release(struct ejob *j)
 {
 	struct ejobs *s = j->set;
 
-	if (j->prev)
-		j->prev->next = j->next;
-	else
-		s->head = j->next;
-	if (j->next)
-		j->next->prev = j->prev;
-	struct ejob **p = &s->bucket[j->hash & (EJOB_BUCKETS - 1)];
-	while (*p != j)
-		p = &(*p)->hnext;
-	*p = j->hnext;
+	TAILQ_REMOVE(&s->all, j, link);
+	SLIST_REMOVE(&s->bucket[j->hash & (EJOB_BUCKETS - 1)], j, ejob, hnext);
 	s->n--;
 	record_free(j->rec);
 	free(j->raw);
@@ -241,49 +262,41 @@ ejob_release(struct ejob *j)
 	free(j);
 }
 
-static void
-ejob_abandon(struct ejob *j)
-{
-	j->finished = 1;
-	ejob_timer_stop(j);
-	if (j->call) {
-		http_cancel(j->call);
-		j->call = NULL;
-		j->refs--;
-	}
-	if (j->xch) {
-		oauth_exchange_cancel(j->xch);
-		j->xch = NULL;
-		j->refs--;
-	}
-	if (j->vt) {
-		vpool_cancel(env_of(j)->vpool, j->vt);
-		j->vt = NULL;
-		j->refs--;
-	}
-}
-
-/* Marks j finished; frees it now when nothing points at it, else when the
- * last callback returns (ejob_unref). */
+/* Marks j finished and cancels what can be cancelled; frees nothing (the
+ * answers of loads and writes still come, and settle() frees it after the
+ * last). */
 static void
 ejob_finish(struct ejob *j)
 {
-	const struct ejob_env *env = env_of(j);
-
-	if (!j->finished)
-		ejob_abandon(j);
-	if (j->refs == 0) {
-		ejob_release(j);
-		env->released(env->arg);
-	}
+	j->finished = 1;
+	ejob_timer_stop(j);
+	cancel_op(j, EJOB_OP_CALL, &j->call);
+	cancel_op(j, EJOB_OP_EXCHANGE, &j->xch);
+	cancel_op(j, EJOB_OP_VERIFY, &j->verify);
 }
 
+/* The end of every callback and every ejobs_* call that touched j: frees
+ * it when it is finished and no operation points at it any more, and says
+ * so. j must not be used after this. */
 static void
-ejob_unref(struct ejob *j)
+settle(struct ejob *j)
+{
+	if (!j->finished || j->refs > 0)
+		return;
+	const struct ejob_env *env = j->set->env;
+
+	ejob_release(j);
+	env->ops->released(env->ctx);
+}
+
+/* An operation's callback arrived: its reference goes; 1 when the job is
+ * still to act on it. */
+static int
+answered(struct ejob *j)
 {
 	j->refs--;
-	if (j->finished && j->refs == 0)
-		ejob_finish(j);
+	j->wait = W_NONE;
+	return !j->finished;
 }
 
 static struct ejob *
@@ -296,29 +309,29 @@ ejob_new(struct ejobs *s, const char *stream_id, int deliveries)
 	j->set = s;
 	copy_cut(j->stream_id, sizeof j->stream_id, stream_id);
 	j->core.deliveries = deliveries;
-	j->fence = -1;
-	ev_init(&j->timer, ejob_timer_cb);
-	j->timer.data = j;
-	j->next = s->head;
-	if (s->head)
-		s->head->prev = j;
-	s->head = j;
+	TAILQ_INSERT_HEAD(&s->all, j, link);
 	j->hash = id_hash(j->stream_id);
-	j->hnext = s->bucket[j->hash & (EJOB_BUCKETS - 1)];
-	s->bucket[j->hash & (EJOB_BUCKETS - 1)] = j;
+	SLIST_INSERT_HEAD(&s->bucket[j->hash & (EJOB_BUCKETS - 1)], j, hnext);
 	s->n++;
 	return j;
 }
 
+/* The job's one timer, for `kind`, in delay_ms. Without memory for it the
+ * entry is let go (it stays pending, for R11/R14): never left in hand with
+ * nothing to wake it. */
 static void
 ejob_arm(struct ejob *j, enum ejob_timer kind, int64_t delay_ms)
 {
-	struct ev_loop *loop = env_of(j)->loop;
-
-	ev_timer_stop(loop, &j->timer);
-	ev_timer_set(&j->timer, delay_ms > 0 ? (double)delay_ms / 1000.0 : 0.0, 0.0);
+	ejob_timer_stop(j);
+	j->timer = ops_of(j)->timer(ctx_of(j), delay_ms > 0 ? delay_ms : 0, on_timer, j);
+	if (j->timer == NULL) {
+		log_error("job.timer", "id=%s stream_id=%s error=\"out of memory\"",
+		    j->id[0] ? j->id : "-", j->stream_id);
+		ejob_finish(j);
+		return;
+	}
+	j->refs++;
 	j->timer_kind = kind;
-	ev_timer_start(loop, &j->timer);
 }
 
 /* R17: the Redis step `kind` failed -- text is its error reply, NULL when
@@ -406,32 +419,7 @@ log_step(const struct ejob *j, const struct job_step *s)
 	    j->core.calls, reason_name(s->reason), LOG_Q(s->detail));
 }
 
-static void after_transition(struct rconn *rc, const struct sreply *r, void *arg);
-
-/* §6: the same fields as the P:notify entry, as JSON. */
-static void
-post_webhook(const struct ejob *j)
-{
-	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "id", j->id,
-	    "owner", notify_owner(j), "kind", job_state_name(j->step.next),
-	    "reason", reason_name(j->step.reason),
-	    "onBehalfOf", j->rec ? j->rec->on_behalf_of : "",
-	    "action", j->rec ? j->rec->action : "", "resource", j->rec ? j->rec->resource : "",
-	    "at", j->written_at);
-	char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
-
-	if (body)
-		webhook_post(env_of(j)->webhook, body);
-	free(body);
-	json_decref(o);
-}
-
-static int
-needs_transition(unsigned fx)
-{
-	return fx & (JOB_FX_WRITE_STATE | JOB_FX_ACK | JOB_FX_DEAD_LETTER | JOB_FX_NOTIFY |
-	    JOB_FX_RESCHEDULE | JOB_FX_CALL);
-}
+static void after_transition(void *arg, const struct ejob_written *r);
 
 static void
 send_transition(struct ejob *j)
@@ -439,10 +427,12 @@ send_transition(struct ejob *j)
 	const struct ejob_env *env = env_of(j);
 	const struct cfg *cfg = env->cfg;
 	const struct job_step *s = &j->step;
+	const struct job_write *w = &s->write;
 	unsigned fx = s->effects;
 	char status[16] = "", score[24] = "";
 	int terminal = job_state_terminal(s->next);
 	struct hash_key key;
+	/* the fencing flags are the core's (job_next, struct job_write) */
 	struct store_transition t = {
 		.hash_key = writes_hash(j) ? hash_key_of(j, &key) : NULL,
 		.stream_id = j->stream_id,
@@ -451,13 +441,10 @@ send_transition(struct ejob *j)
 		.outcome = reason_name(s->reason),
 		.detail = s->detail,
 		.http_status = status,
-		/* R8, R13: a call step increments `attempts` only from the value
-		 * it was decided on (job_next counted the call already), so one
-		 * sent again after its reply was lost is not counted twice */
-		.fence_attempts = (fx & JOB_FX_CALL) ? j->core.calls - 1 : j->fence,
-		.require_owner = j->started,
-		.incr_attempts = (fx & JOB_FX_CALL) != 0,
-		.ack = (fx & (JOB_FX_ACK | JOB_FX_RESCHEDULE)) != 0,
+		.fence_attempts = w->fence_attempts,
+		.require_owner = w->require_owner,
+		.incr_attempts = w->incr_attempts,
+		.ack = w->ack,
 		.dead_reason = (fx & JOB_FX_DEAD_LETTER) ? reason_name(s->reason) : "",
 		/* With no owner named anywhere there is nobody to tell. */
 		.notify = (fx & JOB_FX_NOTIFY) && notify_owner(j)[0],
@@ -470,23 +457,19 @@ send_transition(struct ejob *j)
 		.deliveries = j->core.deliveries,
 		.attempt = j->core.calls,
 		/* kept: the webhook says the same `at` as P:notify */
-		.at = now_rfc3339(j->written_at, sizeof j->written_at),
+		.at = wtime_format_rfc3339(now_ms(j), j->written_at, sizeof j->written_at),
 		.retain_ms = terminal ? cfg->records.retain_s * 1000LL : 0,
 		.dead_maxlen = cfg->redis.dead_maxlen,
 		.notify_maxlen = cfg->redis.notify_maxlen,
-		.skip_lease = j->deleted,
-		/* a call's outcome survives a Redis that forgot its PEL */
-		.keep_unpending = terminal && j->fence >= 0 && !(fx & JOB_FX_CALL),
+		.skip_lease = w->skip_lease,
+		.keep_unpending = w->keep_unpending,
 	};
-	struct store_args a;
 
 	if (j->last_status > 0)	/* resp's digits: no snprintf for every job */
 		*resp_put_dec(status, (size_t)j->last_status) = '\0';
 	if (fx & JOB_FX_RESCHEDULE)
 		snprintf(score, sizeof score, "%" PRId64, s->at_ms);
-	store_transition_args(env->keys, cfg->redis.group, cfg->daemon.consumer,
-	    cfg->records.audit_maxlen, &t, &a);
-	if (script_batch_send(env->batch, &a, after_transition, j) < 0) {
+	if (env->ops->write(env->ctx, &t, after_transition, j) < 0) {
 		redis_failed(j, T_REDIS_RETRY, NULL, 0);
 		return;
 	}
@@ -524,7 +507,7 @@ continue_effects(struct ejob *j)
 	else if (fx & JOB_FX_CALL)
 		start_call(j);
 	else if (fx & JOB_FX_RETRY_AT)
-		ejob_arm(j, T_RETRY, j->step.at_ms - wtime_now_ms());
+		ejob_arm(j, T_RETRY, j->step.at_ms - now_ms(j));
 	else if (fx & JOB_FX_REDISPATCH)
 		start_redispatch(j);
 	else if (fx & JOB_FX_HANDBACK)
@@ -533,66 +516,64 @@ continue_effects(struct ejob *j)
 		/* The token may have come while this step was written, or the
 		 * failed call used an older one: then go on from the loop. The
 		 * wait ends at the deadline or after auth_wait_max_ms (at_ms). */
-		ejob_arm(j, T_TOKEN_WAIT, token_ok(j) ? 0 : j->step.at_ms - wtime_now_ms());
+		ejob_arm(j, T_TOKEN_WAIT, token_ok(j) ? 0 : j->step.at_ms - now_ms(j));
 }
 
-/* The script wrote the step: remember what it says, then count and tell. */
+/* The script wrote the step: the core learns what it says, then count and
+ * tell. */
 static void
-transition_written(struct ejob *j, const struct sreply_transition *t)
+transition_written(struct ejob *j, const struct ejob_written *r)
 {
 	unsigned fx = j->step.effects;
 
-	if (fx & JOB_FX_CALL)
-		j->fence = t->fence;
-	if (fx & JOB_FX_START_ATTEMPT)
-		j->started = 1;
-	if ((fx & JOB_FX_NOTIFY) && env_of(j)->webhook && notify_owner(j)[0])
-		post_webhook(j);
+	job_written(&j->core, &j->step, r->fence);
+	if ((fx & JOB_FX_NOTIFY) && notify_owner(j)[0])
+		ops_of(j)->notified(ctx_of(j), j->id, notify_owner(j),
+		    job_state_name(j->step.next), reason_name(j->step.reason),
+		    j->rec ? j->rec->on_behalf_of : "", j->rec ? j->rec->action : "",
+		    j->rec ? j->rec->resource : "", j->written_at);
 	/* A dead letter with no hash to write (no-id, record-missing) is dead too. */
 	count_outcome(env_of(j)->n, (fx & JOB_FX_WRITE_STATE) ? j->step.next :
 	    (fx & JOB_FX_DEAD_LETTER) ? JOB_DEAD : JOB_NONE);
 }
 
 static void
-after_transition(struct rconn *rc, const struct sreply *r, void *arg)
+written(struct ejob *j, const struct ejob_written *r)
 {
-	struct ejob *j = arg;
-	(void)rc;
-
-	j->wait = W_NONE;
-	if (j->finished) {
-		ejob_unref(j);
-		return;
-	}
-	if (r == NULL || sreply_error(r, NULL)) {
+	if (!r->ok) {
 		/* Nothing was decided twice: the same step is written again
 		 * once Redis answers (rconn logged the error kind), unless the
 		 * error is the entry's own (R17). */
-		redis_failed(j, T_REDIS_RETRY, sreply_error_text(r), writes_hash(j));
-		ejob_unref(j);
+		redis_failed(j, T_REDIS_RETRY, r->error, writes_hash(j));
 		return;
 	}
 	consumer_err_ok(&j->errs);
-	struct sreply_transition t;
-	sreply_transition(r, &t);
-	if (!t.written) {
+	if (!r->written) {
 		/* R4: a terminal record, or one that runs from another stream
 		 * entry; the script acked this one */
-		int dup = t.why && (store_reply_is(t.why, STORE_REPLY_TERMINAL) ||
-		    store_reply_is(t.why, STORE_REPLY_DUPLICATE));
+		int dup = r->why && (store_reply_is(r->why, STORE_REPLY_TERMINAL) ||
+		    store_reply_is(r->why, STORE_REPLY_DUPLICATE));
 		log_info(dup ? "job.duplicate" : "job.abandon", "id=%s stream_id=%s reason=%s",
-		    j->id[0] ? j->id : "-", j->stream_id, t.why ? LOG_Q(t.why) : "bad-reply");
+		    j->id[0] ? j->id : "-", j->stream_id, r->why ? LOG_Q(r->why) : "bad-reply");
 		ejob_finish(j);
-		ejob_unref(j);
 		return;
 	}
-	if (store_reply_is(t.why, STORE_REPLY_AGAIN))
+	if (r->why && store_reply_is(r->why, STORE_REPLY_AGAIN))
 		log_info("job.again", "id=%s stream_id=%s attempt=%lld detail=\"the call step "
 		    "was written already, its reply lost: counted once\"", j->id, j->stream_id,
-		    t.fence);
-	transition_written(j, &t);
+		    r->fence);
+	transition_written(j, r);
 	continue_effects(j);
-	ejob_unref(j);
+}
+
+static void
+after_transition(void *arg, const struct ejob_written *r)
+{
+	struct ejob *j = arg;
+
+	if (answered(j))
+		written(j, r);
+	settle(j);
 }
 
 /* Carries out j->step: logs it, then the Redis write or what follows. */
@@ -605,13 +586,13 @@ apply(struct ejob *j)
 		/* R9: one refresh however many calls fail; a call that failed with
 		 * an older token does not throw away a newer one. */
 		env_of(j)->n->auth_failures++;
-		cred_refused(job_cred(j), j->token_gen);
+		ops_of(j)->token_verdict(ctx_of(j), j->rec ? j->rec->action : NULL, j->token_gen, 0);
 	}
 	if (j->lost || (j->step.effects & JOB_FX_RELEASE)) {
 		ejob_finish(j);
 		return;
 	}
-	if (needs_transition(j->step.effects))
+	if (job_step_writes(&j->step))
 		send_transition(j);
 	else
 		continue_effects(j);
@@ -624,7 +605,7 @@ feed(struct ejob *j, struct job_event *ev)
 
 	ev->rnd = rnd_u64();
 	ev->token_ok = token_ok(j);
-	j->step = job_next(&pol, &j->core, ev, wtime_now_ms());
+	j->step = job_next(&pol, &j->core, ev, now_ms(j));
 	if (j->step.effects == 0 && !job_state_terminal(j->step.next)) {
 		log_debug("job.ignored", "id=%s detail=%s", j->id, LOG_Q(j->step.detail));
 		return;
@@ -633,15 +614,16 @@ feed(struct ejob *j, struct job_event *ev)
 }
 
 static void
-ejob_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+on_timer(void *arg)
 {
-	struct ejob *j = w->data;
+	struct ejob *j = arg;
 	enum ejob_timer kind = j->timer_kind;
 	struct job_event ev = {0};
-	(void)loop, (void)revents;
 
+	j->timer = NULL;
 	j->timer_kind = T_NONE;
-	switch (kind) {
+	j->refs--;
+	switch (j->finished ? T_NONE : kind) {
 	case T_RETRY:
 		ev.kind = JOB_EV_TIMER;
 		feed(j, &ev);
@@ -665,39 +647,45 @@ ejob_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	case T_NONE:
 		break;
 	}
+	settle(j);
 }
 
 /* ------------------------------------------------------------------ */
 /* HTTP: the action call and the authority check                        */
 
 static void
-on_call_done(const struct http_response *resp, void *arg)
+call_answered(struct ejob *j, const struct http_response *resp)
 {
-	struct ejob *j = arg;
 	struct job_event ev = {.kind = JOB_EV_HTTP};
+	int64_t now = now_ms(j);
 
-	j->call = NULL;
-	j->wait = W_NONE;
-	if (j->finished) {
-		ejob_unref(j);
-		return;
-	}
 	ev.http_status = (int)resp->status;
 	ev.invalid_token = resp->status == 403 && resp->www_authenticate &&
 	    job_www_auth_invalid_token(resp->www_authenticate);
-	ev.retry_after_ms = job_retry_after_ms(resp->retry_after, wtime_now_ms());
+	ev.retry_after_ms = job_retry_after_ms(resp->retry_after, now);
 	j->last_status = (int)resp->status;
-	if (resp->status >= 200 && resp->status <= 299)
-		cred_accepted(job_cred(j), j->token_gen);
+	if (resp->status >= 200 && resp->status <= 299 &&
+	    (job_auth(j, job_action(j)) & EJOB_AUTH_TOKEN))
+		ops_of(j)->token_verdict(ctx_of(j), j->rec->action, j->token_gen, 1);
 	log_info("job.call", "id=%s action=%s resource=%s attempt=%d status=%ld ms=%ld%s%s",
 	    j->id, LOG_Q(j->rec->action), LOG_Q(j->rec->resource), j->core.calls, resp->status,
 	    resp->elapsed_ms, resp->status == 0 ? " error=" : "",
 	    resp->status == 0 ? (resp->timed_out ? "timeout" : "transport") : "");
-	if (env_of(j)->call_done)	/* a stream id starts with its XADD's ms */
-		env_of(j)->call_done(env_of(j)->call_done_arg, j->rec->action, resp->status,
-		    resp->elapsed_ms, j->attempt_started_ms - strtoll(j->stream_id, NULL, 10));
+	/* a stream id starts with its XADD's ms */
+	ops_of(j)->call_done(ctx_of(j), j->rec->action, resp->status, resp->elapsed_ms,
+	    j->attempt_started_ms - strtoll(j->stream_id, NULL, 10));
 	feed(j, &ev);
-	ejob_unref(j);
+}
+
+static void
+on_call_done(const struct http_response *resp, void *arg)
+{
+	struct ejob *j = arg;
+
+	j->call = NULL;
+	if (answered(j))
+		call_answered(j, resp);
+	settle(j);
 }
 
 /* The action call's headers (R7), their lines in one buffer (on the stack
@@ -787,17 +775,16 @@ call_not_started(struct ejob *j, const char *why)
 static void
 start_call(struct ejob *j)
 {
-	const struct ejob_env *env = env_of(j);
+	const struct ejob_ops *ops = ops_of(j);
 	const struct cfg_action *a = job_action(j);
-	const struct cred *cred = job_cred(j);
 	char err[160] = "";
-	int64_t now = wtime_now_ms();
+	int64_t now = now_ms(j);
 
 	if (job_time_left(&j->core, 1, now) == 0) {
 		cannot_call(j, JOB_NOCALL_DEADLINE);	/* R1, at the last moment */
 		return;
 	}
-	if (a == NULL || cred == NULL) {
+	if (a == NULL) {
 		cannot_call(j, JOB_NOCALL_ACTION_GONE);	/* a reload removed it */
 		return;
 	}
@@ -810,9 +797,10 @@ start_call(struct ejob *j)
 		return;
 	}
 	/* token = exchange: this job's own token, for this one call */
-	const char *bearer = cred_exchanges(cred) ? j->xtoken :
-	    cred_bearer(cred, a->timeout_ms, &j->token_gen);
-	if (cred_is_oauth(cred) && bearer == NULL) {
+	unsigned auth = job_auth(j, a);
+	const char *bearer = (auth & EJOB_AUTH_EXCHANGE) ? j->xtoken :
+	    ops->bearer(ctx_of(j), a->name, a->timeout_ms, &j->token_gen);
+	if ((auth & EJOB_AUTH_TOKEN) && bearer == NULL) {
 		free(url);
 		cannot_call(j, JOB_NOCALL_TOKEN_GONE);	/* R6: wait for one */
 		return;
@@ -832,37 +820,31 @@ start_call(struct ejob *j)
 			.timeout_ms = a->timeout_ms,
 			.connect_timeout_ms = job_time_left(&j->core, a->timeout_ms, now),
 		};
-		rc = http_start(env->http, &req, on_call_done, j, &j->call);
+		rc = ops->call(ctx_of(j), &req, on_call_done, j, &j->call);
 	}
 	if (body != NULL)
 		call_headers_free(&h);
 	drop_xtoken(j);	/* cached across nothing: the next call exchanges again */
 	free(url);
 	if (rc < 0) {
+		j->call = NULL;
 		call_not_started(j, "cannot start request");
 		return;
 	}
 	j->refs++;
 	j->wait = W_CALL;
-	j->attempt_started_ms = wtime_now_ms();
+	j->attempt_started_ms = now_ms(j);
 }
 
 /* ------------------------------------------------------------------ */
 /* RFC 8693: a token for this one job                                   */
 
 static void
-on_exchanged(void *arg, enum oauth_xch r, const char *token, const char *detail)
+exchange_answered(struct ejob *j, enum oauth_xch r, const char *token, const char *detail)
 {
-	struct ejob *j = arg;
 	struct job_event ev = {.kind = JOB_EV_EXCHANGED};
 	char q[256];
 
-	j->xch = NULL;
-	j->wait = W_NONE;
-	if (j->finished) {
-		ejob_unref(j);
-		return;
-	}
 	ev.exchange = r == OAUTH_XCH_OK ? JOB_XCH_OK : r == OAUTH_XCH_DENIED ? JOB_XCH_DENIED :
 	    JOB_XCH_UNAVAILABLE;
 	if (r == OAUTH_XCH_OK && (j->xtoken = strdup(token)) == NULL)
@@ -871,22 +853,31 @@ on_exchanged(void *arg, enum oauth_xch r, const char *token, const char *detail)
 	    ev.exchange == JOB_XCH_OK ? "token" : ev.exchange == JOB_XCH_DENIED ? "denied" :
 	    "unavailable", log_quote(q, sizeof q, detail));
 	feed(j, &ev);
-	ejob_unref(j);
+}
+
+static void
+on_exchanged(void *arg, enum oauth_xch r, const char *token, const char *detail)
+{
+	struct ejob *j = arg;
+
+	j->xch = NULL;
+	if (answered(j))
+		exchange_answered(j, r, token, detail);
+	settle(j);
 }
 
 static void
 start_exchange(struct ejob *j)
 {
 	const struct cfg_action *a = job_action(j);
-	const struct cred *cred = job_cred(j);
 	char err[160] = "";
-	long left = job_time_left(&j->core, env_of(j)->cfg->oauth.timeout_ms, wtime_now_ms());
+	long left = job_time_left(&j->core, env_of(j)->cfg->oauth.timeout_ms, now_ms(j));
 
 	if (left == 0) {
 		cannot_call(j, JOB_NOCALL_DEADLINE);	/* R1: no exchange past it */
 		return;
 	}
-	if (a == NULL || cred == NULL) {
+	if (a == NULL) {
 		cannot_call(j, JOB_NOCALL_ACTION_GONE);
 		return;
 	}
@@ -899,8 +890,12 @@ start_exchange(struct ejob *j)
 	}
 	/* scope = the action (or the scope it names), resource = the target;
 	 * the exchange's own request ends by the deadline (R1) */
-	j->xch = cred_exchange(cred, j->raw ? j->raw : "", a->scope ? a->scope : a->name, url,
-	    a->timeout_ms, left, &j->token_gen, on_exchanged, j);
+	struct ejob_exchange_req rq = {
+		.action = a->name, .record = j->raw ? j->raw : "",
+		.scope = a->scope ? a->scope : a->name, .resource = url,
+		.timeout_ms = a->timeout_ms, .max_ms = left,
+	};
+	j->xch = ops_of(j)->exchange(ctx_of(j), &rq, &j->token_gen, on_exchanged, j);
 	free(url);
 	if (j->xch == NULL) {
 		cannot_call(j, JOB_NOCALL_TOKEN_GONE);	/* R6: no actor token now */
@@ -911,22 +906,25 @@ start_exchange(struct ejob *j)
 }
 
 static void
-on_authz_done(const struct http_response *resp, void *arg)
+authz_answered(struct ejob *j, const struct http_response *resp)
 {
-	struct ejob *j = arg;
 	struct job_event ev = {.kind = JOB_EV_AUTHZ};
 
-	j->call = NULL;
-	j->wait = W_NONE;
-	if (j->finished) {
-		ejob_unref(j);
-		return;
-	}
 	ev.authz = authz_parse_answer(resp->status, resp->body, resp->body_len);
 	log_info("job.authz", "id=%s status=%ld answer=%s ms=%ld", j->id, resp->status,
 	    authz_name(ev.authz), resp->elapsed_ms);
 	feed(j, &ev);
-	ejob_unref(j);
+}
+
+static void
+on_authz_done(const struct http_response *resp, void *arg)
+{
+	struct ejob *j = arg;
+
+	j->call = NULL;
+	if (answered(j))
+		authz_answered(j, resp);
+	settle(j);
 }
 
 static void
@@ -934,7 +932,8 @@ start_authz(struct ejob *j)
 {
 	const struct ejob_env *env = env_of(j);
 	/* R1, R5: the PDP's answer is awaited no later than the deadline */
-	long left = job_time_left(&j->core, env->cfg->authz.timeout_ms, wtime_now_ms());
+	long left = job_time_left(&j->core, env->cfg->authz.timeout_ms, now_ms(j));
+	uint64_t gen;
 
 	if (left == 0) {
 		cannot_call(j, JOB_NOCALL_DEADLINE);
@@ -943,8 +942,7 @@ start_authz(struct ejob *j)
 	char *body = authz_request_body(j->rec);
 	struct job_event ev = {.kind = JOB_EV_AUTHZ, .authz = JOB_AUTHZ_UNAVAILABLE};
 	/* the PDP gets the worker's own token, when there is one */
-	const char *tok = env->oauth ?
-	    oauth_token(env->oauth, wtime_mono_ms(), env->cfg->authz.timeout_ms) : NULL;
+	const char *tok = env->ops->bearer(env->ctx, NULL, env->cfg->authz.timeout_ms, &gen);
 	char *h_auth = cred_auth_line_new(tok);
 	const char *headers[] = {"Content-Type: application/json", h_auth, NULL};
 	struct http_request req = {
@@ -952,10 +950,11 @@ start_authz(struct ejob *j)
 		.body = body, .body_len = body ? strlen(body) : 0, .timeout_ms = left,
 	};
 	int rc = body && (!tok || h_auth) ?
-	    http_start(env->http, &req, on_authz_done, j, &j->call) : -1;
+	    env->ops->call(env->ctx, &req, on_authz_done, j, &j->call) : -1;
 	cred_auth_line_free(h_auth);
 	free(body);
 	if (rc < 0) {
+		j->call = NULL;
 		feed(j, &ev);
 		return;
 	}
@@ -967,51 +966,45 @@ start_authz(struct ejob *j)
 /* R9 re-dispatch                                                       */
 
 static void
-after_redispatch(struct rconn *rc, const struct sreply *r, void *arg)
+redispatched(struct ejob *j, const struct ejob_moved *r)
 {
-	struct ejob *j = arg;
 	struct job_event ev = {.kind = JOB_EV_REDISPATCHED};
-	long long deliveries;
-	(void)rc;
 
-	j->wait = W_NONE;
-	if (j->finished) {
-		ejob_unref(j);
-		return;
-	}
-	if (sreply_integer(r, &deliveries) < 0) {
+	if (!r->ok) {
 		/* ask again: the script touches the stream alone, so no
 		 * error of it is the entry's */
-		redis_failed(j, T_REDISPATCH_RETRY, sreply_error_text(r), 0);
-		ejob_unref(j);
+		redis_failed(j, T_REDISPATCH_RETRY, r->error, 0);
 		return;
 	}
 	consumer_err_ok(&j->errs);
-	if (deliveries == 0) {
+	if (r->deliveries <= 0) {
 		ev.kind = JOB_EV_LEASE_LOST;
 	} else {
 		/* R12: the count Redis keeps, checked by the core before the run */
-		ev.deliveries = deliveries > INT32_MAX ? INT32_MAX : (int)deliveries;
+		ev.deliveries = r->deliveries > INT32_MAX ? INT32_MAX : (int)r->deliveries;
 		env_of(j)->n->redispatched++;
 		log_info("job.redispatch", "id=%s stream_id=%s deliveries=%lld", j->id,
-		    j->stream_id, deliveries);
+		    j->stream_id, r->deliveries);
 	}
 	feed(j, &ev);
-	ejob_unref(j);
+}
+
+static void
+after_redispatch(void *arg, const struct ejob_moved *r)
+{
+	struct ejob *j = arg;
+
+	if (answered(j))
+		redispatched(j, r);
+	settle(j);
 }
 
 static void
 start_redispatch(struct ejob *j)
 {
-	const struct ejob_env *env = env_of(j);
-	struct store_args a;
-
-	store_args_init(&a, STORE_REDISPATCH);
-	store_args_consumer(&a, env->keys, env->cfg->redis.group, env->cfg->daemon.consumer);
-	store_arg(&a, STORE_REDISPATCH_ID, j->stream_id);
 	/* the count before it: a resend after a lost reply claims nothing twice */
-	store_arg_ll(&a, STORE_REDISPATCH_EXPECTED, j->core.deliveries);
-	if (script_send(env->cmd, env->scripts, &a, after_redispatch, j) < 0) {
+	if (ops_of(j)->redispatch(ctx_of(j), j->stream_id, j->core.deliveries, after_redispatch,
+	    j) < 0) {
 		redis_failed(j, T_REDISPATCH_RETRY, NULL, 0);
 		return;
 	}
@@ -1023,52 +1016,45 @@ start_redispatch(struct ejob *j)
 /* R9 hand-back: no token within auth_wait_max_ms                       */
 
 static void
-after_handback(struct rconn *rc, const struct sreply *r, void *arg)
+handed_back(struct ejob *j, const struct ejob_moved *r)
 {
-	struct ejob *j = arg;
 	struct job_event ev = {.kind = JOB_EV_HANDED_BACK};
-	char sid[STREAM_ID_MAX];
-	(void)rc;
 
-	j->wait = W_NONE;
-	if (j->finished) {
-		ejob_unref(j);
-		return;
-	}
-	int got = sreply_handback(r, sid, sizeof sid);
-	if (got < 0) {
+	if (!r->ok) {
 		/* Sent again with backoff. Had it run (its reply lost), ours is
 		 * acked: the resend finds it no longer ours and lets it go. It
 		 * writes the record's hash: an error there is the entry's. */
-		redis_failed(j, T_HANDBACK_RETRY, sreply_error_text(r), 1);
-		ejob_unref(j);
+		redis_failed(j, T_HANDBACK_RETRY, r->error, 1);
 		return;
 	}
 	consumer_err_ok(&j->errs);
-	if (got == 0) {
+	if (!r->handed) {
 		ev.kind = JOB_EV_LEASE_LOST;
 	} else {
 		env_of(j)->n->redispatched++;
 		log_info("job.handback", "id=%s stream_id=%s new_stream_id=%s", j->id,
-		    j->stream_id, sid);
+		    j->stream_id, r->new_stream_id ? r->new_stream_id : "-");
 	}
 	feed(j, &ev);
-	ejob_unref(j);
+}
+
+static void
+after_handback(void *arg, const struct ejob_moved *r)
+{
+	struct ejob *j = arg;
+
+	if (answered(j))
+		handed_back(j, r);
+	settle(j);
 }
 
 static void
 start_handback(struct ejob *j)
 {
-	const struct ejob_env *env = env_of(j);
-	struct store_args a;
 	struct hash_key key;
 
-	store_args_init(&a, STORE_HANDBACK);
-	store_args_consumer(&a, env->keys, env->cfg->redis.group, env->cfg->daemon.consumer);
-	store_arg(&a, STORE_HANDBACK_HASH, hash_key_of(j, &key));
-	store_arg(&a, STORE_HANDBACK_ID, j->stream_id);
-	store_arg(&a, STORE_HANDBACK_RECORD_ID, j->id);
-	if (script_send(env->cmd, env->scripts, &a, after_handback, j) < 0) {
+	if (ops_of(j)->handback(ctx_of(j), hash_key_of(j, &key), j->stream_id, j->id,
+	    after_handback, j) < 0) {
 		redis_failed(j, T_HANDBACK_RETRY, NULL, 0);
 		return;
 	}
@@ -1079,43 +1065,17 @@ start_handback(struct ejob *j)
 /* ------------------------------------------------------------------ */
 /* loading an entry                                                     */
 
-static int
-action_known(void *ctx, const char *name)
-{
-	return cfg_action_find(ctx, name) != NULL;
-}
-
-/* What a record is checked against: the running config and key. */
-static struct record_policy
-record_policy_of(const struct ejob *j)
-{
-	const struct ejob_env *env = env_of(j);
-	const struct cfg *cfg = env->cfg;
-	struct record_policy pol = {
-		.signature_required = cfg->records.signature_required,
-		.algorithm = cfg->records.algorithm,
-		.parsed_key = env->parsed_key,
-		.key = env->verify_key, .key_len = env->verify_key_len,
-		.issuer = cfg->records.issuer,
-		.max_window_ms = cfg->records.max_window_s * 1000LL,
-		.clock_skew_ms = cfg->records.clock_skew_s * 1000LL,
-		.max_bytes = (size_t)cfg->records.max_bytes,
-		.action_known = action_known, .action_ctx = (void *)cfg,
-	};
-	return pol;
-}
-
 /* token = exchange sends the record itself as the subject: kept then, as
  * *owned when there is a copy already (taken: set to NULL), else copied. */
 static void
 keep_raw(struct ejob *j, struct job_event *ev, const char *raw, char **owned)
 {
-	if (ev->record_status != RECORD_OK || !cred_exchanges(job_cred(j)))
+	if (ev->record_status != RECORD_OK || !(job_auth(j, job_action(j)) & EJOB_AUTH_EXCHANGE))
 		return;
-	if (owned != NULL) {
+	if (*owned != NULL) {
 		j->raw = *owned;
 		*owned = NULL;
-	} else {
+	} else if (raw != NULL) {
 		j->raw = strdup(raw);
 	}
 	if (j->raw == NULL)
@@ -1134,93 +1094,86 @@ loaded(struct ejob *j, struct job_event *ev, const char *detail)
 	}
 }
 
-/* A worker verified the record: the same as record_load inline, the last
- * rule (the action) checked here by the running config. */
+/* The verification's result (inline or from a worker) is the job's now. */
 static void
-verified(void *arg, struct vpool_result *res)
+take_verified(struct ejob *j, struct job_event *ev, struct ejob_verified *v, const char *raw)
 {
-	struct ejob *j = arg;
-	struct job_event ev = j->loaded;
-	struct record_policy pol = record_policy_of(j);
-
-	j->vt = NULL;	/* freed by the pool once this returns */
-	j->wait = W_NONE;
-	j->rec = res->rec;
-	j->bad_owner = res->owner;
-	ev.record_status = res->status;
-	if (ev.record_status == RECORD_OK)
-		ev.record_status = record_check_action(&pol, &j->rec, &j->bad_owner, res->detail,
-		    sizeof res->detail);
-	keep_raw(j, &ev, res->raw, &res->raw);
-	free(res->raw);
-	loaded(j, &ev, res->detail);
-	ejob_unref(j);
-}
-
-/* The record goes to a worker (1), or is verified here (0: no pool, HS256
- * or out of memory). */
-static int
-start_verify(struct ejob *j, const struct job_event *ev, const char *raw)
-{
-	struct vpool *vp = env_of(j)->vpool;
-	struct record_policy pol = record_policy_of(j);
-
-	if (vp == NULL || (j->vt = vpool_submit(vp, &pol, j->id, raw, wtime_now_ms(), verified,
-	    j)) == NULL)
-		return 0;
-	j->loaded = *ev;
-	j->refs++;
-	j->wait = W_VERIFY;
-	return 1;
+	j->rec = v->rec;
+	j->bad_owner = v->owner;
+	ev->record_status = v->status;
+	keep_raw(j, ev, raw, &v->raw);
+	free(v->raw);
+	v->raw = NULL;
+	loaded(j, ev, v->detail);
 }
 
 static void
-after_load(struct rconn *rc, const struct sreply *r, void *arg)
+verified(void *arg, struct ejob_verified *r)
 {
 	struct ejob *j = arg;
-	struct job_event ev = {.kind = JOB_EV_LOADED, .deliveries = j->core.deliveries};
-	char detail[200] = "";
-	size_t nfields;
-	(void)rc;
 
-	j->wait = W_NONE;
-	if (j->finished) {
-		ejob_unref(j);
-		return;
+	j->verify = NULL;
+	if (answered(j)) {
+		struct job_event ev = j->loaded;
+		take_verified(j, &ev, r, r->raw);
+	} else {
+		record_free(r->rec);
+		free(r->owner);
+		free(r->raw);
 	}
-	if (sreply_array_len(r, &nfields) < 0) {
+	settle(j);
+}
+
+static void
+hash_read(struct ejob *j, const struct ejob_loaded *r)
+{
+	struct job_event ev = {.kind = JOB_EV_LOADED, .deliveries = j->core.deliveries};
+
+	if (!r->ok) {
 		/* An error reply, or the connection went: load again with
 		 * backoff. The entry stays in hand, so nothing more is read --
 		 * until an error of its own hash (WRONGTYPE) gives it up. */
-		redis_failed(j, T_LOAD_RETRY, sreply_error_text(r), 1);
-		ejob_unref(j);
+		redis_failed(j, T_LOAD_RETRY, r->error, 1);
 		return;
 	}
 	consumer_err_ok(&j->errs);
-	ev.hash_exists = nfields > 0;
-	const char *attempts = sreply_field(r, "attempts");
-	if (attempts != NULL) {
-		long long n = strtoll(attempts, NULL, 10);
+	ev.hash_exists = r->exists;
+	if (r->attempts != NULL) {
+		long long n = strtoll(r->attempts, NULL, 10);
 		ev.attempts = n < 0 ? 0 : n > INT32_MAX ? INT32_MAX : (int)n;
 	}
-	const char *state = sreply_field(r, "state");
-	if (state == NULL || job_state_parse(state, &ev.stored_state) < 0)
+	if (r->state == NULL || job_state_parse(r->state, &ev.stored_state) < 0)
 		ev.stored_state = JOB_NONE;
-	const char *raw = sreply_field(r, "record");
-	if (ev.hash_exists && raw == NULL) {
-		ev.record_status = RECORD_INVALID;
-		snprintf(detail, sizeof detail, "hash has no record field");
-	} else if (ev.hash_exists && start_verify(j, &ev, raw)) {
-		ejob_unref(j);	/* verified() goes on */
+	if (!ev.hash_exists) {
+		loaded(j, &ev, "");
 		return;
-	} else if (ev.hash_exists) {
-		struct record_policy pol = record_policy_of(j);
-		ev.record_status = record_load(&pol, j->id, raw, wtime_now_ms(), &j->rec,
-		    &j->bad_owner, detail, sizeof detail);
-		keep_raw(j, &ev, raw, NULL);
 	}
-	loaded(j, &ev, detail);
-	ejob_unref(j);
+	if (r->record == NULL) {
+		ev.record_status = RECORD_INVALID;
+		loaded(j, &ev, "hash has no record field");
+		return;
+	}
+	struct ejob_verified v;
+	void *h = NULL;
+	memset(&v, 0, sizeof v);
+	if (ops_of(j)->verify(ctx_of(j), j->id, r->record, now_ms(j), &v, verified, j, &h)) {
+		j->verify = h;
+		j->loaded = ev;
+		j->refs++;
+		j->wait = W_VERIFY;
+		return;
+	}
+	take_verified(j, &ev, &v, r->record);
+}
+
+static void
+after_load(void *arg, const struct ejob_loaded *r)
+{
+	struct ejob *j = arg;
+
+	if (answered(j))
+		hash_read(j, r);
+	settle(j);
 }
 
 /* HGETALL of the record's hash, whose key the caller built (ejobs_admit
@@ -1228,9 +1181,7 @@ after_load(struct rconn *rc, const struct sreply *r, void *arg)
 static void
 load_key(struct ejob *j, const char *key)
 {
-	const char *argv[] = {"HGETALL", key};
-
-	if (rconn_commandv(env_of(j)->cmd, after_load, j, 2, argv, NULL) < 0) {
+	if (ops_of(j)->load(ctx_of(j), key, after_load, j) < 0) {
 		redis_failed(j, T_LOAD_RETRY, NULL, 0);	/* stays in hand: reads wait too */
 		return;
 	}
@@ -1262,10 +1213,11 @@ ejobs_admit(struct ejobs *s, const char *stream_id, const char *id, int deliveri
 	    store_decision_key(s->env->keys, id, key.s, sizeof key.s) < 0) {
 		struct job_event ev = {.kind = JOB_EV_NO_ID};
 		feed(j, &ev);
-		return;
+	} else {
+		copy_cut(j->id, sizeof j->id, id);
+		load_key(j, key.s);
 	}
-	copy_cut(j->id, sizeof j->id, id);
-	load_key(j, key.s);
+	settle(j);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1279,10 +1231,10 @@ ejobs_dead_deleted(struct ejobs *s, const char *stream_id)
 	struct ejob *j = ejob_new(s, stream_id, 0);
 	if (j == NULL)
 		return -1;
-	/* Gone from the PEL too, so the transition skips the lease check. */
-	j->deleted = 1;
+	/* Gone from the PEL too: the core writes it without the lease check. */
 	struct job_event ev = {.kind = JOB_EV_ENTRY_DELETED};
 	feed(j, &ev);
+	settle(j);
 	return 0;
 }
 
@@ -1297,6 +1249,7 @@ ejobs_lease_lost(struct ejobs *s, const char *stream_id)
 	j->lost = 1;
 	struct job_event ev = {.kind = JOB_EV_LEASE_LOST};
 	feed(j, &ev);
+	settle(j);
 }
 
 void
@@ -1321,59 +1274,28 @@ ejob_token_ready(struct ejob *j)
 	feed(j, &ev);
 }
 
-/* R15: a call in flight may finish, and a result in hand waits for Redis
- * (within the grace): it is never thrown away early. */
-static int
-job_is_calling(const struct ejob *j)
+/* What the job is doing, as the core's stop rule sees it. */
+static enum job_doing
+doing(const struct ejob *j)
 {
-	return j->wait == W_CALL || j->wait == W_AUTHZ || j->wait == W_WRITE ||
-	    (j->timer_kind == T_REDIS_RETRY && (j->step.effects & JOB_FX_END) && j->fence >= 0);
+	switch (j->wait) {
+	case W_CALL:
+	case W_AUTHZ:
+		return JOB_DOING_CALL;
+	case W_WRITE:
+		return JOB_DOING_WRITE;
+	default:
+		break;
+	}
+	return j->timer_kind == T_REDIS_RETRY ? JOB_DOING_WRITE_AGAIN : JOB_DOING_NOTHING;
 }
 
+/* R15: the core says who runs on (job_runs_on_at_stop); the rest is let go. */
 static void
 ejob_stop(struct ejob *j)
 {
-	if (!job_is_calling(j))
+	if (!j->finished && !job_runs_on_at_stop(&j->core, &j->step, doing(j)))
 		ejob_finish(j);
-}
-
-/* ------------------------------------------------------------------ */
-/* the set                                                              */
-
-struct ejobs *
-ejobs_new(const struct ejob_env *env)
-{
-	struct ejobs *s = calloc(1, sizeof *s);
-
-	if (s != NULL)
-		s->env = env;
-	return s;
-}
-
-void
-ejobs_free(struct ejobs *s)
-{
-	if (s == NULL)
-		return;
-	while (s->head)
-		ejob_release(s->head);
-	free(s);
-}
-
-size_t
-ejobs_count(const struct ejobs *s)
-{
-	return s->n;
-}
-
-/* Each job of the set, also when f frees it (the next one is read first). */
-static void
-each(struct ejobs *s, void (*f)(struct ejob *))
-{
-	for (struct ejob *j = s->head, *next; j; j = next) {
-		next = j->next;
-		f(j);
-	}
 }
 
 static void
@@ -1384,6 +1306,52 @@ ejob_redis_up(struct ejob *j)
 		return;
 	consumer_err_redis_up(&j->errs);
 	ejob_arm(j, j->timer_kind, 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* the set                                                              */
+
+struct ejobs *
+ejobs_new(const struct ejob_env *env)
+{
+	struct ejobs *s = calloc(1, sizeof *s);	/* every bucket an empty SLIST */
+
+	if (s != NULL) {
+		s->env = env;
+		TAILQ_INIT(&s->all);
+	}
+	return s;
+}
+
+void
+ejobs_free(struct ejobs *s)
+{
+	if (s == NULL)
+		return;
+	while (!TAILQ_EMPTY(&s->all))
+		ejob_release(TAILQ_FIRST(&s->all));
+	free(s);
+}
+
+size_t
+ejobs_count(const struct ejobs *s)
+{
+	return s->n;
+}
+
+/* f on each job of the set, then settle(): the next one is read first, as
+ * the job may be freed (entries f admits go to the head, not seen here). */
+static void
+each(struct ejobs *s, void (*f)(struct ejob *))
+{
+	struct ejob *j = TAILQ_FIRST(&s->all);
+
+	while (j != NULL) {
+		struct ejob *next = TAILQ_NEXT(j, link);
+		f(j);
+		settle(j);
+		j = next;
+	}
 }
 
 void
@@ -1408,18 +1376,22 @@ ejobs_stop(struct ejobs *s)
 void
 ejobs_abandon(struct ejobs *s)
 {
+	struct ejob *j;
+
 	s->draining = 1;
-	for (struct ejob *j = s->head; j; j = j->next)
-		ejob_abandon(j);
+	/* the loop TAILQ_FOREACH spells, which cppcheck cannot expand */
+	for (j = TAILQ_FIRST(&s->all); j != NULL; j = TAILQ_NEXT(j, link))
+		ejob_finish(j);
 }
 
 size_t
 ejobs_leased(const struct ejobs *s, const char **ids, size_t max)
 {
 	size_t n = 0;
+	const struct ejob *j;
 
-	for (const struct ejob *j = s->head; j && n < max; j = j->next)
-		if (!j->finished && !j->lost && !j->deleted && !j->unpending)
+	for (j = TAILQ_FIRST(&s->all); j != NULL && n < max; j = TAILQ_NEXT(j, link))
+		if (!j->finished && !j->lost && !j->core.deleted && !j->unpending)
 			ids[n++] = j->stream_id;
 	return n;
 }

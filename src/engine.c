@@ -25,6 +25,7 @@
 #include "consumer.h"
 #include "cred.h"
 #include "ejob.h"
+#include "eops.h"
 #include "http.h"
 #include "log.h"
 #include "oauth.h"
@@ -72,7 +73,8 @@ struct shard {
 	struct store_keys keys;
 	struct rconn *cmd, *blk;
 	struct script_batch *batch;	/* cmd's transitions, batched */
-	struct ejob_env env;		/* what its jobs in hand may use */
+	struct eops eops;		/* what its jobs in hand may use (eops.c) */
+	struct ejob_env env;		/* eops_ops on it, and the data they read */
 	struct ejobs *jobs;
 	int group_ready, reading, own_done, claiming;
 	char own_cursor[STREAM_ID_MAX];
@@ -201,7 +203,7 @@ read_all(struct shard *first)
 			read_more(&eng->shards[i]);
 }
 
-/* An entry left the hand (ejob_env.released). */
+/* An entry left the hand (eops.released). */
 static void
 job_released(void *arg)
 {
@@ -1180,7 +1182,7 @@ static void
 lend_env(struct shard *sh)
 {
 	struct engine *eng = sh->eng;
-	struct ejob_env *e = &sh->env;
+	struct eops *e = &sh->eops;
 
 	e->loop = eng->loop;
 	e->cmd = sh->cmd;
@@ -1196,9 +1198,13 @@ lend_env(struct shard *sh)
 	e->verify_key_len = eng->sec.key_len;
 	e->vpool = eng->vpool;
 	e->creds = eng->sec.creds;
-	e->n = &eng->n;
 	e->released = job_released;
 	e->arg = sh;
+	sh->env.ops = &eops_ops;
+	sh->env.ctx = e;
+	sh->env.cfg = eng->cfg;
+	sh->env.keys = &sh->keys;
+	sh->env.n = &eng->n;
 }
 
 static void
@@ -1718,8 +1724,8 @@ void
 engine_set_call_observer(struct engine *eng, engine_call_observer *fn, void *arg)
 {
 	for (size_t i = 0; i < eng->nshards; i++) {
-		eng->shards[i].env.call_done = fn;	/* the jobs read their env afresh */
-		eng->shards[i].env.call_done_arg = arg;
+		eng->shards[i].eops.call_done = fn;	/* read at each call */
+		eng->shards[i].eops.call_done_arg = arg;
 	}
 }
 

@@ -701,6 +701,22 @@ on_cannot_call(struct job_step *st, const struct job_policy *pol, struct job *jo
 	detail(st, "unknown cannot-call reason %d; ignored", (int)ev->no_call);
 }
 
+/* How st's transition is fenced (struct job_write), from what this hand
+ * wrote before: the job as job_next left it. */
+static void
+fence(struct job_step *st, const struct job *job)
+{
+	unsigned fx = st->effects;
+	int call = (fx & JOB_FX_CALL) != 0;
+
+	st->write.fence_attempts = call ? job->calls - 1 : job->fenced ? job->fence : -1;
+	st->write.incr_attempts = call;
+	st->write.require_owner = job->owner_set;
+	st->write.ack = (fx & (JOB_FX_ACK | JOB_FX_RESCHEDULE)) != 0;
+	st->write.skip_lease = job->deleted;
+	st->write.keep_unpending = job_state_terminal(st->next) && job->fenced && !call;
+}
+
 /* Which events the current state accepts. */
 static int
 accepts(const struct job *job, enum job_event_kind k)
@@ -775,7 +791,9 @@ job_next(const struct job_policy *pol, struct job *job, const struct job_event *
 		detail(&st, "stream entry has no valid id field");
 		break;
 	case JOB_EV_ENTRY_DELETED:
-		/* Gone from the stream and the PEL: nothing to ack, only to tell. */
+		/* Gone from the stream and the PEL: nothing to ack, only to
+		 * tell, and no lease to check. */
+		job->deleted = 1;
 		finish(&st, job, JOB_NONE, JOB_FX_DEAD_LETTER | JOB_FX_END, REASON_ENTRY_DELETED);
 		detail(&st, "entry deleted from the stream while pending");
 		break;
@@ -815,5 +833,42 @@ job_next(const struct job_policy *pol, struct job *job, const struct job_event *
 	}
 	if (job_state_terminal(st.next) || (st.effects & (JOB_FX_ACK | JOB_FX_RESCHEDULE)))
 		st.effects |= JOB_FX_END;
+	fence(&st, job);
 	return st;
+}
+
+int
+job_step_writes(const struct job_step *st)
+{
+	return (st->effects & (JOB_FX_WRITE_STATE | JOB_FX_ACK | JOB_FX_DEAD_LETTER |
+	    JOB_FX_NOTIFY | JOB_FX_RESCHEDULE | JOB_FX_CALL)) != 0;
+}
+
+void
+job_written(struct job *job, const struct job_step *st, long long fence_attempts)
+{
+	if (st->effects & JOB_FX_CALL) {
+		job->fenced = fence_attempts >= 0;
+		job->fence = fence_attempts;
+	}
+	if (st->effects & JOB_FX_START_ATTEMPT)
+		job->owner_set = 1;
+}
+
+int
+job_runs_on_at_stop(const struct job *job, const struct job_step *st, enum job_doing doing)
+{
+	switch (doing) {
+	case JOB_DOING_WRITE:
+	case JOB_DOING_CALL:
+		return 1;
+	case JOB_DOING_WRITE_AGAIN:
+		/* the result of a call this hand made: within the grace, once
+		 * Redis answers (a write of another step is sent again by
+		 * whoever takes the entry next) */
+		return (st->effects & JOB_FX_END) && job->fenced;
+	case JOB_DOING_NOTHING:
+		break;
+	}
+	return 0;
 }

@@ -1418,6 +1418,151 @@ test_www_auth(void **state)
 	assert_int_equal(job_www_auth_invalid_token(NULL), 0);
 }
 
+/* ---- the write's fencing (struct job_write) ---- */
+
+/* Each step of one attempt carries its fence: the call step increments
+ * `attempts` from what it was decided on, sets no owner check the first
+ * time, and the steps after it are fenced by what the call step wrote. */
+static void
+test_write_fencing_of_an_attempt(void **state)
+{
+	struct job_policy p = policy();
+	struct job j;
+	(void)state;
+
+	struct job_step s = load_running(&p, &j);
+	assert_true(job_step_writes(&s));
+	assert_int_equal(s.write.fence_attempts, 0);
+	assert_int_equal(s.write.incr_attempts, 1);
+	assert_int_equal(s.write.require_owner, 0);
+	assert_int_equal(s.write.ack, 0);
+	assert_int_equal(s.write.keep_unpending, 0);
+	assert_int_equal(s.write.skip_lease, 0);
+	job_written(&j, &s, 1);
+	assert_int_equal(j.owner_set, 1);
+
+	/* 503: retrying, fenced by the call's `attempts`, no ack */
+	s = step(&p, &j, ev_http(503), NOW);
+	assert_int_equal(s.next, JOB_RETRYING);
+	assert_int_equal(s.write.fence_attempts, 1);
+	assert_int_equal(s.write.incr_attempts, 0);
+	assert_int_equal(s.write.require_owner, 1);
+	assert_int_equal(s.write.ack, 0);
+	assert_int_equal(s.write.keep_unpending, 0);
+	job_written(&j, &s, 1);
+
+	/* the retry: a call step again, from the value the last one wrote */
+	s = step(&p, &j, ev_of(JOB_EV_TIMER), s.at_ms);
+	assert_true(s.effects & JOB_FX_CALL);
+	assert_int_equal(s.write.fence_attempts, 1);
+	assert_int_equal(s.write.incr_attempts, 1);
+	assert_int_equal(s.write.require_owner, 1);
+	job_written(&j, &s, 2);
+
+	/* done: acked with the write, kept when the PEL forgot the entry */
+	s = step(&p, &j, ev_http(204), NOW);
+	assert_int_equal(s.next, JOB_DONE);
+	assert_int_equal(s.write.fence_attempts, 2);
+	assert_int_equal(s.write.ack, 1);
+	assert_int_equal(s.write.keep_unpending, 1);
+	assert_int_equal(s.write.require_owner, 1);
+}
+
+/* A call step whose reply is lost is decided once: the step sent again is
+ * the same step, with the same fence (job_written not called in between). */
+static void
+test_write_fence_kept_for_a_resend(void **state)
+{
+	struct job_policy p = policy();
+	struct job j;
+	(void)state;
+
+	struct job_step s = load_running(&p, &j);
+	struct job_write first = s.write;
+	/* the reply was lost: nothing written, nothing decided again */
+	assert_int_equal(first.fence_attempts, 0);
+	job_written(&j, &s, 1);	/* the resend answered "again", attempts 1 */
+	assert_int_equal(j.fenced, 1);
+	assert_int_equal(j.fence, 1);
+	/* a call step whose reply did not say the attempts: no fence */
+	job_written(&j, &s, -1);
+	assert_int_equal(j.fenced, 0);
+	s = step(&p, &j, ev_http(204), NOW);
+	assert_int_equal(s.write.fence_attempts, -1);
+	assert_int_equal(s.write.keep_unpending, 0);
+}
+
+/* Dead letters without a call: no fence, no owner; an entry deleted from
+ * the stream is written without the lease check. */
+static void
+test_write_fencing_without_a_call(void **state)
+{
+	struct job_policy p = policy();
+	struct job j = {0};
+	(void)state;
+
+	struct job_step s = step(&p, &j, ev_of(JOB_EV_NO_ID), NOW);
+	assert_true(job_step_writes(&s));
+	assert_int_equal(s.write.fence_attempts, -1);
+	assert_int_equal(s.write.ack, 1);
+	assert_int_equal(s.write.skip_lease, 0);
+	assert_int_equal(s.write.keep_unpending, 0);
+
+	memset(&j, 0, sizeof j);
+	s = step(&p, &j, ev_of(JOB_EV_ENTRY_DELETED), NOW);
+	assert_int_equal(s.write.skip_lease, 1);
+	assert_int_equal(s.write.ack, 0);
+	assert_int_equal(j.deleted, 1);
+
+	/* a record not yet due: rescheduled, which acks */
+	memset(&j, 0, sizeof j);
+	struct job_event ev = ev_loaded();
+	rec.not_before_ms = NOW + 5000;
+	s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_QUEUED);
+	assert_int_equal(s.write.ack, 1);
+	assert_int_equal(s.write.incr_attempts, 0);
+
+	/* a lease lost writes nothing */
+	s = step(&p, &j, ev_of(JOB_EV_LEASE_LOST), NOW);
+	assert_false(job_step_writes(&s));
+}
+
+/* R15: who runs on at a stop. */
+static void
+test_runs_on_at_stop(void **state)
+{
+	struct job_policy p = policy();
+	struct job j;
+	(void)state;
+
+	struct job_step s = load_running(&p, &j);
+	/* a transition out, or a call in flight: on */
+	assert_int_equal(job_runs_on_at_stop(&j, &s, JOB_DOING_WRITE), 1);
+	assert_int_equal(job_runs_on_at_stop(&j, &s, JOB_DOING_CALL), 1);
+	/* waiting on anything else: let go */
+	assert_int_equal(job_runs_on_at_stop(&j, &s, JOB_DOING_NOTHING), 0);
+	/* the call step waiting to be sent again: no call made yet, let go */
+	assert_int_equal(job_runs_on_at_stop(&j, &s, JOB_DOING_WRITE_AGAIN), 0);
+	job_written(&j, &s, 1);
+
+	/* a 503's retrying write waiting on its backoff: let go */
+	struct job_step r = step(&p, &j, ev_http(503), NOW);
+	assert_int_equal(job_runs_on_at_stop(&j, &r, JOB_DOING_WRITE_AGAIN), 0);
+	assert_int_equal(job_runs_on_at_stop(&j, &r, JOB_DOING_NOTHING), 0);
+
+	/* the result of a call made by this hand, waiting to be written: on */
+	struct job j2;
+	s = load_running(&p, &j2);
+	job_written(&j2, &s, 1);
+	s = step(&p, &j2, ev_http(204), NOW);
+	assert_int_equal(job_runs_on_at_stop(&j2, &s, JOB_DOING_WRITE_AGAIN), 1);
+	/* ...but not when this hand made no call (a dead letter of a load) */
+	struct job j3 = {0};
+	s = step(&p, &j3, ev_of(JOB_EV_NO_ID), NOW);
+	assert_int_equal(job_runs_on_at_stop(&j3, &s, JOB_DOING_WRITE_AGAIN), 0);
+}
+
 int
 main(void)
 {
@@ -1464,6 +1609,10 @@ main(void)
 		cmocka_unit_test_setup(test_redis_error_dead, setup),
 		cmocka_unit_test(test_retry_after),
 		cmocka_unit_test(test_www_auth),
+		cmocka_unit_test_setup(test_write_fencing_of_an_attempt, setup),
+		cmocka_unit_test_setup(test_write_fence_kept_for_a_resend, setup),
+		cmocka_unit_test_setup(test_write_fencing_without_a_call, setup),
+		cmocka_unit_test_setup(test_runs_on_at_stop, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

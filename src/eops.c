@@ -1,0 +1,472 @@
+/*
+ * eops: the jobs' operations on the real world (eops.h). Each one starts
+ * what ejob asks for and turns the reply into ejob.h's plain result; none
+ * decides anything.
+ */
+#define _DEFAULT_SOURCE
+#include "eops.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "sreply.h"
+#include "wtime.h"
+
+/* ------------------------------------------------------------------ */
+/* the clock and timers                                                 */
+
+static int64_t
+op_now_ms(void *ctx)
+{
+	(void)ctx;
+	return wtime_now_ms();
+}
+
+struct eops_timer {
+	ev_timer w;
+	struct ev_loop *loop;
+	ejob_timer_cb *cb;
+	void *arg;
+};
+
+static void
+timer_fired(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct eops_timer *t = w->data;
+	ejob_timer_cb *cb = t->cb;
+	void *arg = t->arg;
+	(void)loop, (void)revents;
+
+	free(t);	/* a one-shot timer is stopped before it is called */
+	cb(arg);
+}
+
+static void *
+op_timer(void *ctx, int64_t delay_ms, ejob_timer_cb *cb, void *arg)
+{
+	const struct eops *e = ctx;
+	struct eops_timer *t = malloc(sizeof *t);
+
+	if (t == NULL)
+		return NULL;
+	t->loop = e->loop;
+	t->cb = cb;
+	t->arg = arg;
+	ev_timer_init(&t->w, timer_fired, delay_ms > 0 ? (double)delay_ms / 1000.0 : 0.0, 0.0);
+	t->w.data = t;
+	ev_timer_start(e->loop, &t->w);
+	return t;
+}
+
+/* ------------------------------------------------------------------ */
+/* Redis                                                                */
+
+/* What a reply needs to reach the job: its callback and arg (one of the
+ * callbacks is set). Freed when the reply came. */
+struct eops_reply {
+	ejob_load_cb *load;
+	ejob_write_cb *write;
+	ejob_moved_cb *moved;
+	void *arg;
+};
+
+static struct eops_reply *
+reply_new(void *arg)
+{
+	struct eops_reply *p = calloc(1, sizeof *p);
+
+	if (p != NULL)
+		p->arg = arg;
+	return p;
+}
+
+static void
+after_load(struct rconn *rc, const struct sreply *r, void *arg)
+{
+	struct eops_reply p = *(struct eops_reply *)arg;
+	struct ejob_loaded out = {0};
+	size_t nfields;
+	(void)rc;
+
+	free(arg);
+	if (sreply_array_len(r, &nfields) < 0) {
+		out.error = sreply_error_text(r);
+	} else {
+		out.ok = 1;
+		out.exists = nfields > 0;
+		out.state = sreply_field(r, "state");
+		out.attempts = sreply_field(r, "attempts");
+		out.record = sreply_field(r, "record");
+	}
+	p.load(p.arg, &out);
+}
+
+static int
+op_load(void *ctx, const char *hash_key, ejob_load_cb *cb, void *arg)
+{
+	const struct eops *e = ctx;
+	const char *argv[] = {"HGETALL", hash_key};
+	struct eops_reply *p = reply_new(arg);
+
+	if (p == NULL)
+		return -1;
+	p->load = cb;
+	if (rconn_commandv(e->cmd, after_load, p, 2, argv, NULL) < 0) {
+		free(p);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+after_write(struct rconn *rc, const struct sreply *r, void *arg)
+{
+	struct eops_reply p = *(struct eops_reply *)arg;
+	struct ejob_written out = {.fence = -1};
+	(void)rc;
+
+	free(arg);
+	if (r == NULL || sreply_error(r, NULL)) {
+		out.error = sreply_error_text(r);
+	} else {
+		struct sreply_transition t;
+		sreply_transition(r, &t);
+		out.ok = 1;
+		out.written = t.written;
+		out.why = t.why;
+		out.fence = t.fence;
+	}
+	p.write(p.arg, &out);
+}
+
+static int
+op_write(void *ctx, const struct store_transition *t, ejob_write_cb *cb, void *arg)
+{
+	const struct eops *e = ctx;
+	const struct cfg *cfg = e->cfg;
+	struct eops_reply *p = reply_new(arg);
+	struct store_args a;
+
+	if (p == NULL)
+		return -1;
+	p->write = cb;
+	store_transition_args(e->keys, cfg->redis.group, cfg->daemon.consumer,
+	    cfg->records.audit_maxlen, t, &a);
+	if (script_batch_send(e->batch, &a, after_write, p) < 0) {
+		free(p);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+after_redispatch(struct rconn *rc, const struct sreply *r, void *arg)
+{
+	struct eops_reply p = *(struct eops_reply *)arg;
+	struct ejob_moved out = {0};
+	(void)rc;
+
+	free(arg);
+	if (sreply_integer(r, &out.deliveries) < 0) {
+		out.deliveries = 0;
+		out.error = sreply_error_text(r);
+	} else {
+		out.ok = 1;
+	}
+	p.moved(p.arg, &out);
+}
+
+static int
+op_redispatch(void *ctx, const char *stream_id, long long expected, ejob_moved_cb *cb,
+	      void *arg)
+{
+	const struct eops *e = ctx;
+	struct eops_reply *p = reply_new(arg);
+	struct store_args a;
+
+	if (p == NULL)
+		return -1;
+	p->moved = cb;
+	store_args_init(&a, STORE_REDISPATCH);
+	store_args_consumer(&a, e->keys, e->cfg->redis.group, e->cfg->daemon.consumer);
+	store_arg(&a, STORE_REDISPATCH_ID, stream_id);
+	store_arg_ll(&a, STORE_REDISPATCH_EXPECTED, expected);
+	if (script_send(e->cmd, e->scripts, &a, after_redispatch, p) < 0) {
+		free(p);
+		return -1;
+	}
+	return 0;
+}
+
+/* A stream id's room (engine.c's and ejob.c's STREAM_ID_MAX). */
+#define EOPS_STREAM_ID_MAX 48
+
+static void
+after_handback(struct rconn *rc, const struct sreply *r, void *arg)
+{
+	struct eops_reply p = *(struct eops_reply *)arg;
+	struct ejob_moved out = {0};
+	char sid[EOPS_STREAM_ID_MAX];
+	(void)rc;
+
+	free(arg);
+	int got = sreply_handback(r, sid, sizeof sid);
+	if (got < 0) {
+		out.error = sreply_error_text(r);
+	} else {
+		out.ok = 1;
+		out.handed = got;
+		out.new_stream_id = got ? sid : NULL;
+	}
+	p.moved(p.arg, &out);
+}
+
+static int
+op_handback(void *ctx, const char *hash_key, const char *stream_id, const char *record_id,
+	    ejob_moved_cb *cb, void *arg)
+{
+	const struct eops *e = ctx;
+	struct eops_reply *p = reply_new(arg);
+	struct store_args a;
+
+	if (p == NULL)
+		return -1;
+	p->moved = cb;
+	store_args_init(&a, STORE_HANDBACK);
+	store_args_consumer(&a, e->keys, e->cfg->redis.group, e->cfg->daemon.consumer);
+	store_arg(&a, STORE_HANDBACK_HASH, hash_key);
+	store_arg(&a, STORE_HANDBACK_ID, stream_id);
+	store_arg(&a, STORE_HANDBACK_RECORD_ID, record_id);
+	if (script_send(e->cmd, e->scripts, &a, after_handback, p) < 0) {
+		free(p);
+		return -1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* verifying a record                                                   */
+
+static int
+action_known(void *ctx, const char *name)
+{
+	return cfg_action_find(ctx, name) != NULL;
+}
+
+/* What a record is checked against: the running config and key. */
+static struct record_policy
+record_policy_of(const struct eops *e)
+{
+	const struct cfg *cfg = e->cfg;
+	struct record_policy pol = {
+		.signature_required = cfg->records.signature_required,
+		.algorithm = cfg->records.algorithm,
+		.parsed_key = e->parsed_key,
+		.key = e->verify_key, .key_len = e->verify_key_len,
+		.issuer = cfg->records.issuer,
+		.max_window_ms = cfg->records.max_window_s * 1000LL,
+		.clock_skew_ms = cfg->records.clock_skew_s * 1000LL,
+		.max_bytes = (size_t)cfg->records.max_bytes,
+		.action_known = action_known, .action_ctx = (void *)cfg,
+	};
+	return pol;
+}
+
+/* A worker's verification, passed on once the last rule (the action) is
+ * checked here by the running config: the result record_load gives inline. */
+struct eops_verify {
+	const struct eops *e;
+	struct vpool *pool;
+	ejob_verify_cb *cb;
+	void *arg;
+	struct vpool_ticket *t;
+};
+
+static void
+verified(void *arg, struct vpool_result *res)
+{
+	struct eops_verify v = *(struct eops_verify *)arg;
+	struct record_policy pol = record_policy_of(v.e);
+	struct ejob_verified out = {.status = res->status, .rec = res->rec,
+	    .owner = res->owner, .raw = res->raw};
+
+	free(arg);
+	if (out.status == RECORD_OK)
+		out.status = record_check_action(&pol, &out.rec, &out.owner, res->detail,
+		    sizeof res->detail);
+	memcpy(out.detail, res->detail, sizeof out.detail);
+	v.cb(v.arg, &out);
+}
+
+static int
+op_verify(void *ctx, const char *id, const char *raw, int64_t now_ms, struct ejob_verified *now,
+	  ejob_verify_cb *cb, void *arg, void **h)
+{
+	const struct eops *e = ctx;
+	struct record_policy pol = record_policy_of(e);
+	struct eops_verify *v = e->vpool ? malloc(sizeof *v) : NULL;
+
+	if (v != NULL) {
+		v->e = e;
+		v->pool = e->vpool;
+		v->cb = cb;
+		v->arg = arg;
+		if ((v->t = vpool_submit(e->vpool, &pol, id, raw, now_ms, verified, v)) != NULL) {
+			*h = v;
+			return 1;
+		}
+		free(v);
+	}
+	now->status = record_load(&pol, id, raw, now_ms, &now->rec, &now->owner, now->detail,
+	    sizeof now->detail);
+	now->raw = NULL;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* HTTP and tokens                                                      */
+
+static int
+op_call(void *ctx, const struct http_request *req, http_done_cb *cb, void *arg, void **h)
+{
+	const struct eops *e = ctx;
+	struct http_call *c = NULL;
+
+	if (http_start(e->http, req, cb, arg, &c) < 0)
+		return -1;
+	*h = c;
+	return 0;
+}
+
+static void *
+op_exchange(void *ctx, const struct ejob_exchange_req *rq, uint64_t *gen, oauth_exchange_cb *cb,
+	    void *arg)
+{
+	const struct eops *e = ctx;
+	const struct cred *c = creds_find(e->creds, rq->action);
+
+	if (c == NULL)
+		return NULL;
+	return cred_exchange(c, rq->record, rq->scope, rq->resource, rq->timeout_ms, rq->max_ms,
+	    gen, cb, arg);
+}
+
+static void
+op_cancel(void *ctx, enum ejob_op kind, void *h)
+{
+	(void)ctx;
+	switch (kind) {
+	case EJOB_OP_TIMER: {
+		struct eops_timer *t = h;
+		ev_timer_stop(t->loop, &t->w);
+		free(t);
+		break;
+	}
+	case EJOB_OP_VERIFY: {
+		struct eops_verify *v = h;
+		vpool_cancel(v->pool, v->t);
+		free(v);
+		break;
+	}
+	case EJOB_OP_CALL:
+		http_cancel(h);
+		break;
+	case EJOB_OP_EXCHANGE:
+		oauth_exchange_cancel(h);
+		break;
+	}
+}
+
+static unsigned
+op_auth(void *ctx, const char *action)
+{
+	const struct eops *e = ctx;
+	const struct cred *c = creds_find(e->creds, action);
+
+	return (cred_is_oauth(c) ? EJOB_AUTH_TOKEN : 0U) |
+	    (cred_exchanges(c) ? EJOB_AUTH_EXCHANGE : 0U);
+}
+
+static const char *
+op_bearer(void *ctx, const char *action, long timeout_ms, uint64_t *gen)
+{
+	const struct eops *e = ctx;
+	const struct cred *c;
+
+	*gen = 0;
+	if (action == NULL)	/* the worker's own, for the PDP */
+		return e->oauth ? oauth_token(e->oauth, wtime_mono_ms(), timeout_ms) : NULL;
+	c = creds_find(e->creds, action);
+	return c ? cred_bearer(c, timeout_ms, gen) : NULL;
+}
+
+static void
+op_token_verdict(void *ctx, const char *action, uint64_t gen, int accepted)
+{
+	const struct eops *e = ctx;
+	const struct cred *c = creds_find(e->creds, action);
+
+	if (accepted)
+		cred_accepted(c, gen);
+	else
+		cred_refused(c, gen);
+}
+
+/* §6: the same fields as the P:notify entry, as JSON. */
+static void
+op_notified(void *ctx, const char *id, const char *owner, const char *kind, const char *reason,
+	    const char *on_behalf_of, const char *action, const char *resource, const char *at)
+{
+	const struct eops *e = ctx;
+
+	if (e->webhook == NULL)
+		return;
+	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "id", id, "owner", owner,
+	    "kind", kind, "reason", reason, "onBehalfOf", on_behalf_of, "action", action,
+	    "resource", resource, "at", at);
+	char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+	if (body)
+		webhook_post(e->webhook, body);
+	free(body);
+	json_decref(o);
+}
+
+static void
+op_call_done(void *ctx, const char *action, long status, long long duration_ms,
+	     long long queue_delay_ms)
+{
+	const struct eops *e = ctx;
+
+	if (e->call_done)
+		e->call_done(e->call_done_arg, action, status, duration_ms, queue_delay_ms);
+}
+
+static void
+op_released(void *ctx)
+{
+	const struct eops *e = ctx;
+
+	e->released(e->arg);
+}
+
+const struct ejob_ops eops_ops = {
+	.now_ms = op_now_ms,
+	.timer = op_timer,
+	.load = op_load,
+	.verify = op_verify,
+	.write = op_write,
+	.call = op_call,
+	.exchange = op_exchange,
+	.redispatch = op_redispatch,
+	.handback = op_handback,
+	.cancel = op_cancel,
+	.auth = op_auth,
+	.bearer = op_bearer,
+	.token_verdict = op_token_verdict,
+	.notified = op_notified,
+	.call_done = op_call_done,
+	.released = op_released,
+};
