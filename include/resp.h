@@ -14,20 +14,6 @@
 
 #include "dec.h"
 
-/* dec_len and dec_put under their old names, for ejob.c until it moves to
- * them (issue 28); nothing else uses these. */
-static inline size_t
-resp_dec_len(size_t n)
-{
-	return dec_len(n);
-}
-
-static inline char *
-resp_put_dec(char *p, size_t n)
-{
-	return dec_put(p, n);
-}
-
 /* The bytes of the bulk string of n bytes: "$n\r\n", the bytes, "\r\n";
  * never more than n + RESP_BULK_OVER. */
 size_t resp_bulk_len(size_t n);

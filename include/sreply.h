@@ -115,6 +115,10 @@ long long sreply_group_lag(const struct sreply *r, const char *group);
 int sreply_redis_version(const struct sreply *r, int *major, int *minor)
 	__attribute__((warn_unused_result));
 
+/* 1 when s is a stream id, MS-SEQ in decimal (each 1 to 20 digits). Entries
+ * and ids whose stream id is not are refused by the readers above. */
+int sreply_stream_id_ok(const char *s);
+
 /* The value of `name` in a flat field/value array reply (HGETALL, a stream
  * entry's fields, an XINFO group), or NULL. */
 const char *sreply_field(const struct sreply *arr, const char *name);

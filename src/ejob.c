@@ -29,7 +29,7 @@
 #include "cred.h"
 #include "job.h"
 #include "log.h"
-#include "resp.h"
+#include "dec.h"
 #include "rnd.h"
 #include "urltpl.h"
 #include "wtime.h"
@@ -465,8 +465,8 @@ send_transition(struct ejob *j)
 		.keep_unpending = w->keep_unpending,
 	};
 
-	if (j->last_status > 0)	/* resp's digits: no snprintf for every job */
-		*resp_put_dec(status, (size_t)j->last_status) = '\0';
+	if (j->last_status > 0)	/* no snprintf for every job */
+		*dec_put(status, (size_t)j->last_status) = '\0';
 	if (fx & JOB_FX_RESCHEDULE)
 		snprintf(score, sizeof score, "%" PRId64, s->at_ms);
 	if (env->ops->write(env->ctx, &t, after_transition, j) < 0) {

@@ -70,7 +70,20 @@ prior_deliveries(const char *v)
 	return n;
 }
 
-/* [stream_id, fields] or [stream_id, fields, deliveries]: 0, or -1. */
+int
+sreply_stream_id_ok(const char *s)
+{
+	size_t ms = strspn(s, "0123456789");
+
+	if (ms == 0 || ms > 20 || s[ms] != '-')
+		return 0;
+	size_t seq = strspn(s + ms + 1, "0123456789");
+	return seq > 0 && seq <= 20 && s[ms + 1 + seq] == '\0';
+}
+
+/* [stream_id, fields] or [stream_id, fields, deliveries]: 0, or -1. A stream
+ * id that is not MS-SEQ is refused here, at the edge: it is logged bare and
+ * passed back to Redis, so a hostile server cannot inject through it. */
 static int
 entry_of(const redisReply *e, struct sreply_entry *out)
 {
@@ -78,7 +91,7 @@ entry_of(const redisReply *e, struct sreply_entry *out)
 	const redisReply *n = elem(e, 2, REDIS_REPLY_INTEGER);
 	long long count = 1;
 
-	if (sid == NULL || sid->str == NULL || e->elements < 2)
+	if (sid == NULL || sid->str == NULL || e->elements < 2 || !sreply_stream_id_ok(sid->str))
 		return -1;
 	out->stream = NULL;
 	out->stream_id = sid->str;
@@ -113,7 +126,7 @@ each_id(const redisReply *ids, sreply_id_cb *cb, void *arg)
 {
 	for (size_t i = 0; is_array(ids) && i < ids->elements; i++) {
 		const redisReply *id = elem(ids, i, REDIS_REPLY_STRING);
-		if (id != NULL && id->str != NULL)
+		if (id != NULL && id->str != NULL && sreply_stream_id_ok(id->str))
 			cb(arg, id->str);
 	}
 }

@@ -76,6 +76,22 @@ test_read(void **state)
 	assert_int_equal(sreply_read(sreply_of(nil), on_entry, NULL), 0);
 	tree_free(nil);
 	assert_int_equal(got.n, 0);
+
+	/* issue 23: a stream id that is not MS-SEQ never gets past the edge
+	 * (it would be logged bare and sent back to Redis) */
+	reset();
+	r = arr(1, arr(2, str("warrant:jobs"), arr(2,
+	    arr(2, str("1-0 level=error event=forged"), arr(2, str("id"), str("x"))),
+	    arr(2, str("4-1"), arr(2, str("id"), str("gate-16"))))));
+	assert_int_equal(sreply_read(sreply_of(r), on_entry, NULL), 1);
+	assert_string_equal(got.seen, "4-1=gate-16/1");
+	tree_free(r);
+	assert_true(sreply_stream_id_ok("1700000000000-0"));
+	assert_true(sreply_stream_id_ok("0-1"));
+	static const char *const bad[] = {"", "-", "1-", "-1", "1", "1-0-0", "a-0", "1-0 ",
+	    "123456789012345678901-0"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		assert_false(sreply_stream_id_ok(bad[i]));
 }
 
 /* One read over several shards' streams: each entry says which stream it
