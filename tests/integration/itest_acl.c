@@ -5,11 +5,11 @@
  *
  * The shipped file has no passwords (nobody can log in until an operator adds
  * one); the test gives each user one, and turns the `default` user into an
- * unrestricted one for its own inspection connection. Twice: as shipped
- * (prefix `warrant`), and for `[redis] shards = 2` with the key patterns
- * rewritten as the README tells an operator to
- * (`sed 's/~warrant:/~{warrant:*}:/g'`), the cases then run on `{warrant:0}`.
- * Each time:
+ * unrestricted one for its own inspection connection. Three times: as
+ * shipped (prefix `warrant`), and with the key patterns rewritten as the
+ * README tells an operator to, for `prefix = {warrant}`
+ * (`sed 's/~warrant:/~{warrant}:/g'`) and for `[redis] shards = 2`
+ * (`~{warrant:*}:`, the cases then on `{warrant:0}`). Each time:
  *   - warrantd runs as `warrantd` and `warrantctl --as decider decide` as
  *     `decider`: a job and a scheduled job are done, with no NOPERM logged;
  *   - `warrantctl --as operator dead requeue` puts a dead record back and the
@@ -49,6 +49,7 @@ struct deployment {
 	const char *tag;	/* file names */
 	const char *pattern;	/* what `~warrant:` becomes in the ACL file */
 	const char *prefix;	/* P in the cases below */
+	const char *ini_prefix;	/* [redis] prefix */
 	const char *redis_extra;	/* [redis] lines beyond the user's */
 	int shards;
 	struct h_redis R;
@@ -59,9 +60,12 @@ struct deployment {
 };
 
 static struct deployment plain = {.tag = "plain", .pattern = "~warrant:", .prefix = "warrant",
-    .redis_extra = ""};
+    .ini_prefix = "warrant", .redis_extra = ""};
+static struct deployment tagged = {.tag = "tagged", .pattern = "~{warrant}:",
+    .prefix = "{warrant}", .ini_prefix = "{warrant}", .redis_extra = ""};
 static struct deployment sharded = {.tag = "sharded", .pattern = "~{warrant:*}:",
-    .prefix = "{warrant:0}", .redis_extra = "shards = 2\n", .shards = 2};
+    .prefix = "{warrant:0}", .ini_prefix = "warrant", .redis_extra = "shards = 2\n",
+    .shards = 2};
 static struct deployment *D;	/* the one the running group tests */
 static struct h_fake target;
 static const char *const users[NUSERS] = {"warrantd", "decider", "operator", "monitor"};
@@ -116,7 +120,7 @@ deployment_ini(const struct deployment *d, int roles)
 {
 	char redis[2 * PATH_MAX + 128], name[64], *text, *all;
 	struct h_daemon_opts o = {.redis_sock = d->R.sock, .target_url = target.url,
-	    .redis_extra = redis};
+	    .prefix = d->ini_prefix, .redis_extra = redis};
 	size_t n;
 
 	snprintf(redis, sizeof redis, "username = warrantd\npassword_file = %s\n%s", pw_file[0],
@@ -179,6 +183,13 @@ setup_plain(void **state)
 }
 
 static int
+setup_tagged(void **state)
+{
+	(void)state;
+	return setup_deployment(&tagged);
+}
+
+static int
 setup_sharded(void **state)
 {
 	(void)state;
@@ -220,8 +231,9 @@ expand(const char *in, char *out, size_t n)
 static const char *
 key_of(const char *id, const char *what, char *buf, size_t n)
 {
-	char p[32] = "warrant";
+	char p[32];
 
+	snprintf(p, sizeof p, "%s", D->prefix);
 	for (int s = 0; s < D->shards; s++) {
 		snprintf(p, sizeof p, "{warrant:%d}", s);
 		if (h_redis_int(D->C, "EXISTS %s:decision:%s", p, id) == 1)
@@ -632,6 +644,7 @@ main(void)
 	};
 	int failed = cmocka_run_group_tests_name("prefix warrant", tests, setup_plain, teardown);
 
+	failed += cmocka_run_group_tests_name("prefix {warrant}", tests, setup_tagged, teardown);
 	failed += cmocka_run_group_tests_name("shards {warrant:0..1}", tests, setup_sharded,
 	    teardown);
 	h_fake_stop(&target);
