@@ -538,6 +538,56 @@ test_worker_limits(void **state)
 	expect_cases("warrantd", cases, sizeof cases / sizeof cases[0]);
 }
 
+/* Every command the worker sends, on the key it sends it to (engine.c,
+ * ejob.c, the scripts of lua/), by ACL DRYRUN: the paths a job that is done does not
+ * take (hand-back, re-dispatch, dead letters, notifications, a consumer
+ * leaving) are allowed too. */
+static void
+test_worker_needs(void **state)
+{
+	static const struct acl_case cases[] = {
+		{2, "XREADGROUP", "XREADGROUP GROUP workers w1 COUNT 1 STREAMS P:jobs >"},
+		{2, "XGROUP CREATE", "XGROUP CREATE P:jobs workers 0 MKSTREAM"},
+		{2, "XGROUP DELCONSUMER", "XGROUP DELCONSUMER P:jobs workers w9"},
+		{2, "XINFO GROUPS", "XINFO GROUPS P:jobs"},
+		{2, "XINFO CONSUMERS", "XINFO CONSUMERS P:jobs workers"},
+		{2, "XPENDING", "XPENDING P:jobs workers - + 1 w1"},
+		{2, "XRANGE", "XRANGE P:jobs 0-1 0-1"},
+		{2, "XACK", "XACK P:jobs workers 0-1"},
+		{2, "XCLAIM", "XCLAIM P:jobs workers w1 0 0-1 JUSTID"},
+		{2, "XADD jobs (hand-back)", "XADD P:jobs * id x priorDeliveries 1"},
+		{2, "XTRIM MINID jobs", "XTRIM P:jobs MINID ~ 0-1"},
+		{2, "EXISTS jobs", "EXISTS P:jobs"},
+		{2, "HGETALL record", "HGETALL P:decision:x"},
+		{2, "HMGET record", "HMGET P:decision:x state entry"},
+		{2, "HGET record", "HGET P:decision:x attempts"},
+		{2, "HSTRLEN record", "HSTRLEN P:decision:x record"},
+		{2, "EXISTS record", "EXISTS P:decision:x"},
+		{2, "HSET record", "HSET P:decision:x state running"},
+		{2, "HINCRBY record", "HINCRBY P:decision:x attempts 1"},
+		{2, "PEXPIRE record", "PEXPIRE P:decision:x 1000"},
+		{2, "GET final", "GET P:final:x"},
+		{2, "SET final", "SET P:final:x done PX 1000"},
+		{2, "ZRANGEBYSCORE", "ZRANGEBYSCORE P:scheduled -inf 1 LIMIT 0 10"},
+		{2, "ZADD scheduled", "ZADD P:scheduled 1 x"},
+		{2, "ZREM scheduled", "ZREM P:scheduled x"},
+		{2, "XADD audit", "XADD P:audit MAXLEN ~ 100 * id x"},
+		{2, "XADD dead", "XADD P:dead MAXLEN ~ 100 * id x"},
+		{2, "XADD notify", "XADD P:notify MAXLEN ~ 100 * id x"},
+		{2, "HSET heartbeat", "HSET P:consumer:w1 pid 1"},
+		{2, "HGETALL consumers", "HGETALL P:consumers"},
+		{2, "HVALS consumers", "HVALS P:consumers"},
+		{2, "HSET consumers", "HSET P:consumers w1 x"},
+		{2, "HDEL consumers", "HDEL P:consumers w9"},
+		{2, "HGET clock", "HGET P:clock last"},
+		{2, "HSET clock", "HSET P:clock last 1"},
+		{2, "TIME", "TIME"},
+		{2, "ROLE", "ROLE"},
+	};
+	(void)state;
+	expect_cases("warrantd", cases, sizeof cases / sizeof cases[0]);
+}
+
 static void
 test_decider_limits(void **state)
 {
@@ -638,6 +688,7 @@ main(void)
 		cmocka_unit_test(test_monitor_reads),
 		cmocka_unit_test(test_as_errors),
 		cmocka_unit_test(test_worker_limits),
+		cmocka_unit_test(test_worker_needs),
 		cmocka_unit_test(test_decider_limits),
 		cmocka_unit_test(test_operator_limits),
 		cmocka_unit_test(test_monitor_limits),
