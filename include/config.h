@@ -50,6 +50,14 @@ struct cfg_action {
 	int allow_http;		/* http:// to a host that is not loopback */
 };
 
+/* warrantctl --as ROLE (warrantd(7) §11): the Redis user of [redis.ROLE]
+ * instead of [redis]'s, so each person and timer uses the least it needs. */
+enum cfg_role_id { CFG_ROLE_OPERATOR = 0, CFG_ROLE_MONITOR, CFG_ROLE_DECIDER, CFG_NROLES };
+
+struct cfg_role {
+	char *username, *password_file;	/* both set, or the section is absent */
+};
+
 /* Where a section header (key NULL) or a key was read. */
 struct cfg_keyline {
 	char *section;		/* "redis", "action gate.open" */
@@ -138,6 +146,8 @@ struct cfg {
 		int allow_remote;	/* 1: a non-loopback listen is allowed */
 	} metrics;
 
+	struct cfg_role roles[CFG_NROLES];
+
 	struct cfg_action *actions;
 	size_t nactions;
 
@@ -186,8 +196,12 @@ void cfg_errors_clear(struct cfg_errors *errs);
 /* The action named `name`, or NULL. Valid as long as cfg. */
 const struct cfg_action *cfg_action_find(const struct cfg *cfg, const char *name);
 
+/* The role named `name` ("operator", "monitor", "decider"), or -1. */
+int cfg_role_find(const char *name);
+
 /* The parser's key table, for documentation checks: the i-th key (from 0)
- * and its section ("daemon", ..., "action" for every [action NAME]) in
+ * and its section ("daemon", ..., "redis.ROLE" for every [redis.ROLE],
+ * "action" for every [action NAME]) in
  * *section; NULL past the last. Static strings. */
 const char *cfg_key_at(size_t i, const char **section);
 

@@ -29,7 +29,7 @@ enum section {
 	SEC_NONE,	/* before the first header */
 	SEC_SKIP,	/* a header in error: its keys are not looked at */
 	SEC_DAEMON, SEC_REDIS, SEC_RECORDS, SEC_OAUTH, SEC_AUTHZ, SEC_RETRY, SEC_NOTIFY,
-	SEC_METRICS, SEC_ACTION,
+	SEC_METRICS, SEC_ACTION, SEC_ROLE,
 };
 
 struct key;
@@ -48,7 +48,8 @@ struct ctx {
 	enum section sec;
 	const struct key *keys;		/* of sec */
 	const char *secname;		/* owned by cfg->lines */
-	size_t action;			/* index in cfg->actions with SEC_ACTION */
+	size_t action;			/* index in cfg->actions with SEC_ACTION, in
+					 * cfg->roles with SEC_ROLE */
 	int nomem;
 };
 
@@ -516,6 +517,7 @@ set_action_url(struct ctx *c, const struct key *k, void *field, const char *v)
 
 #define C(m) offsetof(struct cfg, m)
 #define A(m) offsetof(struct cfg_action, m)
+#define R(m) offsetof(struct cfg_role, m)
 
 static const struct key daemon_keys[] = {
 	{"consumer", set_consumer, C(daemon.consumer), 0, 0},
@@ -632,6 +634,26 @@ static const struct key action_keys[] = {
 	{NULL, NULL, 0, 0, 0},
 };
 
+static const struct key role_keys[] = {
+	{"username", set_str, R(username), 0, 0},
+	{"password_file", set_str, R(password_file), 0, 0},
+	{NULL, NULL, 0, 0, 0},
+};
+
+static const char *const role_names[CFG_NROLES] = {
+	[CFG_ROLE_OPERATOR] = "operator", [CFG_ROLE_MONITOR] = "monitor",
+	[CFG_ROLE_DECIDER] = "decider",
+};
+
+int
+cfg_role_find(const char *name)
+{
+	for (int i = 0; i < CFG_NROLES; i++)
+		if (strcmp(name, role_names[i]) == 0)
+			return i;
+	return -1;
+}
+
 static const struct {
 	const char *name;
 	enum section sec;
@@ -652,11 +674,13 @@ cfg_key_at(size_t i, const char **section)
 {
 	size_t nsec = sizeof sections / sizeof sections[0];
 
-	for (size_t s = 0; s <= nsec; s++) {
-		const struct key *k = s < nsec ? sections[s].keys : action_keys;
+	for (size_t s = 0; s <= nsec + 1; s++) {
+		const struct key *k = s < nsec ? sections[s].keys : s == nsec ? role_keys :
+		    action_keys;
 		for (; k->name; k++, i--)
 			if (i == 0) {
-				*section = s < nsec ? sections[s].name : "action";
+				*section = s < nsec ? sections[s].name : s == nsec ? "redis.ROLE" :
+				    "action";
 				return k->name;
 			}
 	}
@@ -878,11 +902,38 @@ nearest_section(const char *name)
 	return nearest_of(names, n, name);
 }
 
+/* [redis.ROLE]: one of role_names, once. */
+static void
+open_role(struct ctx *c, const char *name)
+{
+	int r = cfg_role_find(name + 6);
+	const struct cfg_keyline *first;
+
+	if (r < 0) {
+		fail(c, c->lineno, "unknown section [%.*s]; the roles are [redis.operator], "
+		    "[redis.monitor] and [redis.decider]", SHOW, name);
+		return;
+	}
+	if ((first = find_line(c->cfg, name, NULL)) != NULL) {
+		fail(c, c->lineno, "duplicate section [%s] (first at line %d)", name, first->line);
+		return;
+	}
+	if (!(c->secname = record_line(c, name, NULL)))
+		return;
+	c->sec = SEC_ROLE;
+	c->keys = role_keys;
+	c->action = (size_t)r;
+}
+
 static void
 open_section(struct ctx *c, char *name)
 {
 	if (strncmp(name, "action", 6) == 0 && (name[6] == '\0' || isspace((unsigned char)name[6]))) {
 		open_action(c, trim(name + 6));
+		return;
+	}
+	if (strncmp(name, "redis.", 6) == 0) {
+		open_role(c, name);
 		return;
 	}
 	for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
@@ -1068,7 +1119,8 @@ on_key(void *user, const char *section, const char *name, const char *value)
 		fail(c, c->lineno, "%s: empty value", name);
 		return 1;
 	}
-	char *base = c->sec == SEC_ACTION ? (char *)&c->cfg->actions[c->action] : (char *)c->cfg;
+	char *base = c->sec == SEC_ACTION ? (char *)&c->cfg->actions[c->action] :
+	    c->sec == SEC_ROLE ? (char *)&c->cfg->roles[c->action] : (char *)c->cfg;
 	(void)k->set(c, k, base + k->off, value);
 	return 1;
 }
@@ -1186,6 +1238,15 @@ finish_redis(struct ctx *c)
 		    cfg->daemon.heartbeat_ms, cfg->redis.claim_idle_ms);
 	finish_sentinel(c);
 	finish_cluster(c);
+	/* a role is a Redis user: a section without one is a slip */
+	for (int r = 0; r < CFG_NROLES; r++) {
+		char sec[32];
+		snprintf(sec, sizeof sec, "redis.%s", role_names[r]);
+		if (find_line(cfg, sec, NULL)) {
+			require(c, sec, "username", cfg->roles[r].username, "");
+			require(c, sec, "password_file", cfg->roles[r].password_file, "");
+		}
+	}
 }
 
 static void
@@ -1492,6 +1553,10 @@ cfg_free(struct cfg *cfg)
 	free(cfg->redis.cluster);
 	free(cfg->redis.prefix);
 	free(cfg->redis.group);
+	for (int r = 0; r < CFG_NROLES; r++) {
+		free(cfg->roles[r].username);
+		free(cfg->roles[r].password_file);
+	}
 	free(cfg->records.verify_key_file);
 	free(cfg->records.issuer);
 	char **oauth_strs[] = {&cfg->oauth.token_url, &cfg->oauth.client_id,
@@ -1606,6 +1671,13 @@ cfg_dump(const struct cfg *cfg, FILE *out)
 		fprintf(out, "\n[%s]\n", sections[s].name);
 		for (const struct key *k = sections[s].keys; k->name; k++)
 			dump_key(k, cfg, out);
+	}
+	for (int r = 0; r < CFG_NROLES; r++) {
+		if (cfg->roles[r].username == NULL)
+			continue;
+		fprintf(out, "\n[redis.%s]\n", role_names[r]);
+		for (const struct key *k = role_keys; k->name; k++)
+			dump_key(k, &cfg->roles[r], out);
 	}
 	for (size_t i = 0; i < cfg->nactions; i++) {
 		fprintf(out, "\n[action %s]\n", cfg->actions[i].name);

@@ -59,10 +59,15 @@ struct ctx {
 	long shard_opt;		/* --shard N; -1: every shard */
 	redisContext *redis;
 	int json;		/* --json */
+	const char *as;		/* --as ROLE; NULL: [redis]'s user */
+	/* The Redis user it logs in as: [redis.ROLE]'s with --as, else
+	 * [redis]'s (either may be NULL: no AUTH); borrowed from cfg. */
+	const char *username, *password_file;
+	char user_section[32];	/* "redis", "redis.operator": for messages */
 };
 
 static const char usage_text[] =
-"usage: warrantctl [-c FILE] COMMAND [ARGS]\n"
+"usage: warrantctl [-c FILE] [--as ROLE] COMMAND [ARGS]\n"
 "\n"
 "  decide --on-behalf-of S --action A --resource R [--param K=V]... [--params JSON]\n"
 "         --basis B --expires T [--not-before T] [--notify OWNER] [--id ID]\n"
@@ -87,6 +92,8 @@ static const char usage_text[] =
 "  dead drop ID           delete the dead letters of a record\n"
 "\n"
 "  -c, --config FILE   the daemon's INI file (default " CFG_DEFAULT_PATH ")\n"
+"      --as ROLE       log in to Redis as the user of [redis.ROLE]: operator,\n"
+"                      monitor or decider (default: [redis]'s user)\n"
 "  -h, --help          this help\n"
 "  -V, --version       the version\n"
 "\n"
@@ -168,6 +175,20 @@ load_config(struct ctx *c)
 	cfg_errors_clear(&errs);
 	if (c->cfg == NULL)
 		return EX_CONFIG;
+	c->username = c->cfg->redis.username;
+	c->password_file = c->cfg->redis.password_file;
+	snprintf(c->user_section, sizeof c->user_section, "redis");
+	if (c->as != NULL) {
+		const struct cfg_role *r = &c->cfg->roles[cfg_role_find(c->as)];	/* main checked it */
+		snprintf(c->user_section, sizeof c->user_section, "redis.%s", c->as);
+		if (r->username == NULL) {
+			say("--as %s: %s has no [%s] section", c->as, c->cfg_path,
+			    c->user_section);
+			return EX_CONFIG;
+		}
+		c->username = r->username;
+		c->password_file = r->password_file;
+	}
 	if (c->shard_opt >= 0 && c->shard_opt >= (c->cfg->redis.shards ? c->cfg->redis.shards : 1))
 		return usage_error("--shard %ld: [redis] shards is %ld", c->shard_opt,
 		    c->cfg->redis.shards);
@@ -263,15 +284,15 @@ authenticate(struct ctx *c)
 	redisReply *r;
 	int rc;
 
-	if (cfg->redis.password_file == NULL)
+	if (c->password_file == NULL)
 		return 0;
-	if (secrets_read_cfg(cfg, cfg->redis.password_file, SECRETS_TRIMMED, &pw, &len, err,
+	if (secrets_read_cfg(cfg, c->password_file, SECRETS_TRIMMED, &pw, &len, err,
 	    sizeof err) != 0) {
-		say("[redis] password_file: %s", err);
+		say("[%s] password_file: %s", c->user_section, err);
 		return EX_CONFIG;
 	}
-	if (cfg->redis.username != NULL)
-		rc = run(c, &r, "AUTH", cfg->redis.username, pw, (char *)NULL);
+	if (c->username != NULL)
+		rc = run(c, &r, "AUTH", c->username, pw, (char *)NULL);
 	else
 		rc = run(c, &r, "AUTH", pw, (char *)NULL);
 	secrets_free(pw, len);
@@ -292,15 +313,15 @@ cluster_owner(struct ctx *c, char *host, size_t hostlen, int *port)
 	int rc = EX_UNAVAILABLE;
 
 	if (sentinel_parse_list(cfg->redis.cluster, seeds, &n, err, sizeof err) < 0 ||
-	    (cfg->redis.password_file &&
-	    secrets_read_cfg(cfg, cfg->redis.password_file, SECRETS_TRIMMED, &pw, &len, err,
+	    (c->password_file &&
+	    secrets_read_cfg(cfg, c->password_file, SECRETS_TRIMMED, &pw, &len, err,
 	    sizeof err) < 0)) {
 		say("%s", err);
 		return EX_CONFIG;
 	}
 	if ((m = cluster_map_new()) == NULL)
 		say("out of memory");
-	else if (cluster_refresh(m, seeds, n, cfg->redis.username, pw, TIMEOUT_S * 1000L, err,
+	else if (cluster_refresh(m, seeds, n, c->username, pw, TIMEOUT_S * 1000L, err,
 	    sizeof err) < 0)
 		say("%s", err);
 	else {
@@ -1690,6 +1711,7 @@ main(int argc, char **argv)
 		{"config", required_argument, NULL, 'c'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
+		{"as", required_argument, NULL, 'A'},
 		{NULL, 0, NULL, 0},
 	};
 
@@ -1710,6 +1732,12 @@ main(int argc, char **argv)
 		case 'V':
 			printf(PROG " " WARRANTD_VERSION "\n");
 			return 0;
+		case 'A':
+			if (cfg_role_find(optarg) < 0)
+				return usage_error("--as %s: the roles are operator, monitor and "
+				    "decider", optarg);
+			c.as = optarg;
+			break;
 		default:
 			return unknown_option(NULL, argv);
 		}

@@ -1,20 +1,31 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * itest_acl: conf/redis-acl.conf (README "Redis", ACLs) on a real redis-server.
+ * itest_acl: conf/redis-acl.conf (README "Security model", HACKING "Redis
+ * ACLs"; issue 23 item 2) on a real redis-server, with each of its users.
  *
  * The shipped file has no passwords (nobody can log in until an operator adds
  * one); the test gives each user one, and turns the `default` user into an
- * unrestricted one for its own inspection connection (the harness's PING and
- * our reads). Then:
- *   - warrantd runs as `warrantd` and `warrantctl decide` as `decider`: a job
- *     and a scheduled job are done, and the daemon's log holds no NOPERM;
- *   - `monitor` reads the PEL depth (XPENDING) and `warrantctl status`, and
- *     can write nothing;
- *   - `decider` cannot read the group, acknowledge, or write the worker's
- *     streams and heartbeats, or a record's P:final mark (R4);
- *   - `warrantd` cannot delete keys, touch another prefix or drop the group;
- *     and — the limit of ACLs — it CAN overwrite a record's hash, whose
- *     integrity against it rests on the signature alone.
+ * unrestricted one for its own inspection connection. Three times: as
+ * shipped (prefix `warrant`), and with the key patterns rewritten as the
+ * README tells an operator to, for `prefix = {warrant}`
+ * (`sed 's/~warrant:/~{warrant}:/g'`) and for `[redis] shards = 2`
+ * (`~{warrant:*}:`, the cases then on `{warrant:0}`). Each time:
+ *   - warrantd runs as `warrantd` and `warrantctl --as decider decide` as
+ *     `decider`: a job and a scheduled job are done, with no NOPERM logged;
+ *   - `warrantctl --as operator dead requeue` puts a dead record back and the
+ *     worker runs it again; `--as monitor` runs status, metrics, inspect and
+ *     dead list, and cannot requeue;
+ *   - per user, what it can NOT do, each a NOPERM: the worker cannot expire
+ *     or trim the queue, the audit or the dead letters, overwrite a key with
+ *     SET, delete a record's field or write a stream that is not its own;
+ *     the decider cannot write P:final (R4) or make a stream or sorted set of
+ *     a decision key; the operator cannot delete a record or the queue; the
+ *     monitor writes nothing;
+ *   - and, asked with ACL DRYRUN so that nothing is erased, what ACLs cannot
+ *     forbid (README): XADD's MAXLEN trims a stream the user may write, SET
+ *     PX expires a mark, and a record's hash is writable whole.
+ * $WARRANTD_ACL_FILE replaces conf/redis-acl.conf (to show the cases red on
+ * an older file).
  */
 #define _DEFAULT_SOURCE
 #include <stdarg.h>
@@ -31,112 +42,212 @@
 
 #include "harness.h"
 
-#define ACL_FILE "conf/redis-acl.conf"
+#define NUSERS 4
 
-static struct h_redis R;
-static redisContext *C;		/* `default`, unrestricted in this test */
+/* One Redis, its ACL file and a worker on it. */
+struct deployment {
+	const char *tag;	/* file names */
+	const char *pattern;	/* what `~warrant:` becomes in the ACL file */
+	const char *prefix;	/* P in the cases below */
+	const char *ini_prefix;	/* [redis] prefix */
+	const char *redis_extra;	/* [redis] lines beyond the user's */
+	int shards;
+	struct h_redis R;
+	redisContext *C;	/* `default`, unrestricted in this test */
+	struct h_daemon dmn;
+	char *ini;		/* the worker's, with the [redis.ROLE] sections */
+	char *ini_no_roles;
+};
+
+static struct deployment plain = {.tag = "plain", .pattern = "~warrant:", .prefix = "warrant",
+    .ini_prefix = "warrant", .redis_extra = ""};
+static struct deployment tagged = {.tag = "tagged", .pattern = "~{warrant}:",
+    .prefix = "{warrant}", .ini_prefix = "{warrant}", .redis_extra = ""};
+static struct deployment sharded = {.tag = "sharded", .pattern = "~{warrant:*}:",
+    .prefix = "{warrant:0}", .ini_prefix = "warrant", .redis_extra = "shards = 2\n",
+    .shards = 2};
+static struct deployment *D;	/* the one the running group tests */
 static struct h_fake target;
-static struct h_daemon dmn;
-static char *decider_ini, *monitor_ini, *pw_file[3];
-static const char *const users[3] = {"warrantd", "decider", "monitor"};
+static const char *const users[NUSERS] = {"warrantd", "decider", "operator", "monitor"};
+static char *pw_file[NUSERS];
 
-/* The shipped ACL file with a password per user (the user's name + "-pw")
- * and an unrestricted default user; caller frees the path. */
+/* The ACL file with `~warrant:` replaced by d->pattern (README: how an
+ * operator adapts it to another prefix), a password per user (the user's
+ * name + "-pw") and an unrestricted default user; caller frees the path. */
 static char *
-test_acl_file(void)
+test_acl_file(const struct deployment *d)
 {
-	char *shipped = h_read_file(ACL_FILE), *out, *save = NULL;
+	const char *src = getenv("WARRANTD_ACL_FILE") ? getenv("WARRANTD_ACL_FILE") :
+	    "conf/redis-acl.conf";
+	char *shipped = h_read_file(src), *out, *save = NULL, name[64];
 	size_t cap;
 
 	if (shipped == NULL) {
-		fprintf(stderr, "%s not found (run from the repository root)\n", ACL_FILE);
+		fprintf(stderr, "%s not found (run from the repository root)\n", src);
 		return NULL;
 	}
-	cap = strlen(shipped) + 1024;
+	cap = 4 * strlen(shipped) + 1024;
 	out = calloc(1, cap);
 	for (char *l = strtok_r(shipped, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-		char name[64] = "";
+		name[0] = '\0';
 		sscanf(l, "user %63s", name);
-		if (strcmp(name, "default") == 0)
-			strcat(out, "user default on nopass ~* &* +@all");
-		else
-			snprintf(out + strlen(out), cap - strlen(out), "%s >%s-pw", l, name);
-		strcat(out, "\n");
+		if (strcmp(name, "default") == 0) {
+			strcat(out, "user default on nopass ~* &* +@all\n");
+			continue;
+		}
+		for (const char *p = l; *p; ) {
+			if (strncmp(p, "~warrant:", 9) == 0) {
+				strcat(out, d->pattern);
+				p += 9;
+			} else {
+				strncat(out, p, 1);
+				p++;
+			}
+		}
+		snprintf(out + strlen(out), cap - strlen(out), " >%s-pw\n", name);
 	}
 	free(shipped);
-	char *path = h_write_file("test.acl", out);
+	snprintf(name, sizeof name, "%s.acl", d->tag);
+	char *path = h_write_file(name, out);
 	free(out);
 	return path;
 }
 
+/* The worker's INI (as `warrantd`), and with roles: a [redis.ROLE] section
+ * for each other user, as warrantctl --as reads them. Caller frees. */
 static char *
-user_ini(const char *user, const char *pw_path)
+deployment_ini(const struct deployment *d, int roles)
 {
-	char redis[PATH_MAX + 64], name[64];
-	struct h_daemon_opts o = {.redis_sock = R.sock, .target_url = target.url,
-	    .redis_extra = redis};
+	char redis[2 * PATH_MAX + 128], name[64], *text, *all;
+	struct h_daemon_opts o = {.redis_sock = d->R.sock, .target_url = target.url,
+	    .prefix = d->ini_prefix, .redis_extra = redis};
+	size_t n;
 
-	snprintf(redis, sizeof redis, "username = %s\npassword_file = %s\n", user, pw_path);
-	char *text = h_daemon_ini(&o);
-	snprintf(name, sizeof name, "%s.ini", user);
-	char *path = text ? h_write_file(name, text) : NULL;
+	snprintf(redis, sizeof redis, "username = warrantd\npassword_file = %s\n%s", pw_file[0],
+	    d->redis_extra);
+	if ((text = h_daemon_ini(&o)) == NULL)
+		return NULL;
+	n = strlen(text) + 3 * (PATH_MAX + 96);
+	if ((all = calloc(1, n)) == NULL) {
+		free(text);
+		return NULL;
+	}
+	strcpy(all, text);
 	free(text);
+	for (int i = 1; roles && i < NUSERS; i++)
+		snprintf(all + strlen(all), n - strlen(all),
+		    "\n[redis.%s]\nusername = %s\npassword_file = %s\n", users[i], users[i],
+		    pw_file[i]);
+	snprintf(name, sizeof name, "%s%s.ini", d->tag, roles ? "" : "-no-roles");
+	char *path = h_write_file(name, all);
+	free(all);
 	return path;
 }
 
 static int
-setup(void **state)
+setup_deployment(struct deployment *d)
 {
 	char conf[PATH_MAX + 16], pw[64], name[64];
-	(void)state;
 
-	char *acl = test_acl_file();
-	if (acl == NULL)
+	D = d;
+	if (target.pid == 0 && h_fake_start(&target, "fake_target", NULL) != 0)
 		return -1;
-	snprintf(conf, sizeof conf, "aclfile %s\n", acl);
-	free(acl);
-	if (h_redis_start_conf(&R, 0, conf) != 0 || (C = h_redis_connect(&R)) == NULL ||
-	    h_fake_start(&target, "fake_target", NULL) != 0)
-		return -1;
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < NUSERS; i++) {
+		if (pw_file[i] != NULL)
+			continue;
 		snprintf(pw, sizeof pw, "%s-pw\n", users[i]);
 		snprintf(name, sizeof name, "%s.password", users[i]);
 		if ((pw_file[i] = h_write_file(name, pw)) == NULL)
 			return -1;
 	}
-	char *worker_ini = user_ini("warrantd", pw_file[0]);
-	decider_ini = user_ini("decider", pw_file[1]);
-	monitor_ini = user_ini("monitor", pw_file[2]);
-	if (worker_ini == NULL || decider_ini == NULL || monitor_ini == NULL)
+	char *acl = test_acl_file(d);
+	if (acl == NULL)
 		return -1;
-	char *text = h_read_file(worker_ini);
-	int rc = text ? h_daemon_start(&dmn, text) : -1;
+	snprintf(conf, sizeof conf, "aclfile %s\n", acl);
+	free(acl);
+	if (h_redis_start_conf(&d->R, 0, conf) != 0 || (d->C = h_redis_connect(&d->R)) == NULL)
+		return -1;
+	d->ini = deployment_ini(d, 1);
+	d->ini_no_roles = deployment_ini(d, 0);
+	char *text = d->ini ? h_read_file(d->ini) : NULL;
+	int rc = text && d->ini_no_roles ? h_daemon_start(&d->dmn, text) : -1;
 	free(text);
-	free(worker_ini);
 	return rc;
+}
+
+static int
+setup_plain(void **state)
+{
+	(void)state;
+	return setup_deployment(&plain);
+}
+
+static int
+setup_tagged(void **state)
+{
+	(void)state;
+	return setup_deployment(&tagged);
+}
+
+static int
+setup_sharded(void **state)
+{
+	(void)state;
+	return setup_deployment(&sharded);
 }
 
 static int
 teardown(void **state)
 {
 	(void)state;
-	h_daemon_stop(&dmn);
-	h_fake_stop(&target);
-	if (C)
-		redisFree(C);
-	h_redis_stop(&R);
-	free(decider_ini);
-	free(monitor_ini);
-	for (int i = 0; i < 3; i++)
-		free(pw_file[i]);
+	h_daemon_stop(&D->dmn);
+	if (D->C)
+		redisFree(D->C);
+	h_redis_stop(&D->R);
+	free(D->ini);
+	free(D->ini_no_roles);
 	return 0;
+}
+
+/* `P:...` in a command is the deployment's prefix; out holds the result. */
+static void
+expand(const char *in, char *out, size_t n)
+{
+	size_t w = 0;
+
+	for (const char *p = in; *p && w + 1 < n; p++) {
+		if (p[0] == 'P' && p[1] == ':' && (p == in || p[-1] == ' ')) {
+			w += (size_t)snprintf(out + w, n - w, "%s", D->prefix);
+			continue;
+		}
+		out[w++] = *p;
+	}
+	out[w < n ? w : n - 1] = '\0';
+}
+
+/* The key `P:what` of recordId id's shard (the shard that holds its hash;
+ * without shards, the prefix), into buf; a `what` ending in ':' ("decision:")
+ * is followed by the id. */
+static const char *
+key_of(const char *id, const char *what, char *buf, size_t n)
+{
+	char p[32];
+
+	snprintf(p, sizeof p, "%s", D->prefix);
+	for (int s = 0; s < D->shards; s++) {
+		snprintf(p, sizeof p, "{warrant:%d}", s);
+		if (h_redis_int(D->C, "EXISTS %s:decision:%s", p, id) == 1)
+			break;
+	}
+	snprintf(buf, n, "%s:%s%s", p, what, what[strlen(what) - 1] == ':' ? id : "");
+	return buf;
 }
 
 /* A client logged in as `user`; caller frees. */
 static redisContext *
 login(const char *user)
 {
-	redisContext *c = redisConnectUnix(R.sock);
+	redisContext *c = redisConnectUnix(D->R.sock);
 	char pw[64];
 
 	assert_non_null(c);
@@ -144,29 +255,69 @@ login(const char *user)
 	snprintf(pw, sizeof pw, "%s-pw", user);
 	redisReply *r = redisCommand(c, "AUTH %s %s", user, pw);
 	assert_non_null(r);
-	assert_int_equal(r->type, REDIS_REPLY_STATUS);
+	if (r->type != REDIS_REPLY_STATUS)
+		fail_msg("AUTH %s: %s", user, r->type == REDIS_REPLY_ERROR ? r->str : "?");
 	freeReplyObject(r);
 	return c;
 }
 
-/* `cmd` (no arguments with spaces) is refused by the ACL (NOPERM), or
- * allowed (any other reply). */
-static void
-expect_acl(redisContext *c, int allowed, const char *what, const char *cmd)
+/* A refusal by the ACL: directly (NOPERM), or of a command a script runs. */
+static int
+refused(const redisReply *r)
 {
-	char buf[256], *argv[16], *save = NULL;
-	int argc = 0;
+	return r->type == REDIS_REPLY_ERROR && (strncmp(r->str, "NOPERM", 6) == 0 ||
+	    strstr(r->str, "The user executing the script") != NULL);
+}
 
-	snprintf(buf, sizeof buf, "%s", cmd);
-	for (char *w = strtok_r(buf, " ", &save); w && argc < 16; w = strtok_r(NULL, " ", &save))
-		argv[argc++] = w;
-	redisReply *r = redisCommandArgv(c, argc, (const char **)argv, NULL);
-	assert_non_null(r);
-	int denied = r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOPERM", 6) == 0;
-	if (denied == allowed)
-		fail_msg("%s: %s (%s)", what, allowed ? "refused" : "allowed",
-		    r->type == REDIS_REPLY_ERROR ? r->str : "no error");
-	freeReplyObject(r);
+/* What one user may and may not run: {allowed, what, command}; `P:` is the
+ * prefix. allowed 2: allowed, asked with ACL DRYRUN (it would erase what
+ * other cases need). A command's words hold no spaces, except in an EVAL's
+ * script, which is the word after EVAL and may hold them as '_'. */
+struct acl_case {
+	int allowed;
+	const char *what, *cmd;
+};
+
+/* Runs every case as `user`; a mismatch is printed and counted, and the
+ * test fails after all of them with the count. */
+static void
+expect_cases(const char *user, const struct acl_case *cases, size_t n)
+{
+	redisContext *c = login(user);
+	size_t wrong = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		char buf[512], *argv[20], *save = NULL;
+		int argc = 0;
+
+		if (cases[i].allowed == 2)
+			argv[argc++] = "ACL", argv[argc++] = "DRYRUN", argv[argc++] = (char *)user;
+		expand(cases[i].cmd, buf, sizeof buf);
+		for (char *w = strtok_r(buf, " ", &save); w && argc < 20;
+		    w = strtok_r(NULL, " ", &save))
+			argv[argc++] = w;
+		if (strcmp(argv[0], "EVAL") == 0)
+			for (char *p = argv[1]; *p; p++)
+				if (*p == '_')
+					*p = ' ';
+		redisReply *r = redisCommandArgv(cases[i].allowed == 2 ? D->C : c, argc,
+		    (const char **)argv, NULL);
+		assert_non_null(r);
+		int ok = cases[i].allowed == 2 ? r->type == REDIS_REPLY_STATUS &&
+		    strcmp(r->str, "OK") == 0 : cases[i].allowed != refused(r);
+		if (!ok) {
+			print_message("%s [%s] %s: %s, wanted %s (%s)\n", user, D->tag,
+			    cases[i].what, cases[i].allowed ? "refused" : "allowed",
+			    cases[i].allowed ? "allowed" : "NOPERM",
+			    r->type == REDIS_REPLY_ERROR || r->type == REDIS_REPLY_STRING ||
+			    r->type == REDIS_REPLY_STATUS ? r->str : "no error");
+			wrong++;
+		}
+		freeReplyObject(r);
+	}
+	redisFree(c);
+	if (wrong > 0)
+		fail_msg("%s [%s]: %zu of %zu cases wrong", user, D->tag, wrong, n);
 }
 
 /* Runs warrantctl -c ini args...; the exit code, its output in *out. */
@@ -197,6 +348,16 @@ ctl(char **out, const char *ini, ...)
 	return WEXITSTATUS(status);
 }
 
+/* warrantctl --as ROLE ... exits 0; its output is freed. */
+#define CTL_OK(...) do { \
+	char *out_; \
+	int rc_ = ctl(&out_, D->ini, __VA_ARGS__, (char *)NULL); \
+	if (rc_ != 0) \
+		fail_msg("[%s] warrantctl %s: exit %d: %s", D->tag, #__VA_ARGS__, rc_, \
+		    out_ ? out_ : ""); \
+	free(out_); \
+} while (0)
+
 struct state_wait {
 	const char *id, *want;
 };
@@ -207,27 +368,33 @@ state_is(void *arg)
 	const struct state_wait *w = arg;
 	char key[128];
 
-	snprintf(key, sizeof key, "warrant:decision:%s", w->id);
-	char *st = h_hget(C, key, "state");
+	char *st = h_hget(D->C, key_of(w->id, "decision:", key, sizeof key), "state");
 	int ok = st != NULL && strcmp(st, w->want) == 0;
 	free(st);
 	return ok;
 }
 
 static void
+wait_state(const char *id, const char *want)
+{
+	struct state_wait w = {id, want};
+
+	if (h_wait_until(state_is, &w, 30000) != 0)
+		fail_msg("[%s] %s is not %s (log %s)", D->tag, id, want, D->dmn.log);
+}
+
+static void
 decide(const char *id, const char *not_before)
 {
-	char *out;
-	int rc = not_before == NULL ?
-	    ctl(&out, decider_ini, "decide", "--on-behalf-of", "operator:4417", "--action",
-	    "gate.open", "--resource", "canal/gate-1", "--basis", "rule:acl", "--expires", "+1h",
-	    "--key", h_data("test-es256.key"), "--id", id, NULL) :
-	    ctl(&out, decider_ini, "decide", "--on-behalf-of", "operator:4417", "--action",
-	    "gate.open", "--resource", "canal/gate-2", "--basis", "rule:acl", "--expires", "+1h",
-	    "--not-before", not_before, "--key", h_data("test-es256.key"), "--id", id, NULL);
-	if (rc != 0)
-		fail_msg("warrantctl decide as decider: exit %d: %s", rc, out ? out : "");
-	free(out);
+	if (not_before == NULL)
+		CTL_OK("--as", "decider", "decide", "--on-behalf-of", "operator:4417", "--action",
+		    "gate.open", "--resource", "canal/gate-1", "--basis", "rule:acl", "--expires",
+		    "+1h", "--key", h_data("test-es256.key"), "--id", id);
+	else
+		CTL_OK("--as", "decider", "decide", "--on-behalf-of", "operator:4417", "--action",
+		    "gate.open", "--resource", "canal/gate-2", "--basis", "rule:acl", "--expires",
+		    "+1h", "--not-before", not_before, "--key", h_data("test-es256.key"), "--id",
+		    id);
 }
 
 /* warrantd as `warrantd`, warrantctl decide as `decider`: both work,
@@ -235,141 +402,304 @@ decide(const char *id, const char *not_before)
 static void
 test_worker_and_decider_work(void **state)
 {
-	struct state_wait now = {"acl-now", "done"}, later = {"acl-later", "done"};
 	(void)state;
 
-	decide(now.id, NULL);
-	decide(later.id, "+1s");
-	if (h_wait_until(state_is, &now, 30000) != 0 || h_wait_until(state_is, &later, 30000) != 0) {
-		char *a = h_hget(C, "warrant:decision:acl-now", "state");
-		char *b = h_hget(C, "warrant:decision:acl-later", "state");
-		fail_msg("jobs not done under the ACL users: acl-now %s, acl-later %s, "
-		    "scheduled %lld, pending %lld (log %s)", a ? a : "(none)", b ? b : "(none)",
-		    h_redis_int(C, "ZCARD warrant:scheduled"),
-		    h_pending_count(C, "warrant:jobs", "workers"), dmn.log);
-	}
-	assert_int_equal(h_pending_count(C, "warrant:jobs", "workers"), 0);
+	decide("acl-now", NULL);
+	decide("acl-later", "+1s");
+	wait_state("acl-now", "done");
+	wait_state("acl-later", "done");
 	/* a heartbeat and a lease renewal have run by now */
-	assert_int_equal(h_daemon_wait_log(&dmn, "event=consumer.ready", 1000), 0);
-	/* refused directly (NOPERM) or inside a script (ERR ... can't run) */
-	if (h_daemon_log_has(&dmn, "NOPERM") || h_daemon_log_has(&dmn, "can't run this command"))
-		fail_msg("warrantd ran a command its ACL user may not (log %s)", dmn.log);
+	assert_int_equal(h_daemon_wait_log(&D->dmn, "event=consumer.ready", 1000), 0);
+	/* refused directly (NOPERM) or inside a script */
+	if (h_daemon_log_has(&D->dmn, "NOPERM") || h_daemon_log_has(&D->dmn, "can't run") ||
+	    h_daemon_log_has(&D->dmn, "can't access") || h_daemon_log_has(&D->dmn, "no permissions"))
+		fail_msg("[%s] warrantd ran a command its ACL user may not (log %s)", D->tag,
+		    D->dmn.log);
 }
 
-/* What one user may and may not run: {allowed, what, command}. */
-struct acl_case {
-	int allowed;
-	const char *what, *cmd;
-};
-
+/* Makes done record `id` dead, as the worker would have: state, mark, a
+ * dead letter. */
 static void
-expect_cases(const char *user, const struct acl_case *c, size_t n)
+make_dead(const char *id)
 {
-	redisContext *r = login(user);
+	char hash[128], fin[128], dead[128];
 
-	for (size_t i = 0; i < n; i++)
-		expect_acl(r, c[i].allowed, c[i].what, c[i].cmd);
-	redisFree(r);
+	key_of(id, "decision:", hash, sizeof hash);
+	key_of(id, "final:", fin, sizeof fin);
+	key_of(id, "dead", dead, sizeof dead);
+	assert_true(h_redis_int(D->C, "HSET %s state dead", hash) >= 0);
+	free(h_redis_str(D->C, "SET %s dead", fin));
+	free(h_redis_str(D->C, "XADD %s * id %s streamId 1-1 reason too-many-deliveries "
+	    "detail x deliveries 17 consumer w1 at 2026-01-01T00:00:00Z", dead, id));
 }
 
-/* The monitor reads what README's redis-cli lines and warrantctl status
- * read, the PEL depth first, and writes nothing. */
+/* The operator requeues a dead letter and the worker runs it again; the
+ * monitor cannot; the operator drops one. */
 static void
-test_monitor_reads_only(void **state)
+test_operator_requeues(void **state)
 {
-	static const struct acl_case cases[] = {
-		{1, "XPENDING (PEL depth)", "XPENDING warrant:jobs workers"},
-		{1, "XINFO GROUPS", "XINFO GROUPS warrant:jobs"},
-		{1, "HGETALL heartbeat", "HGETALL warrant:consumer:w1"},
-		{1, "XREVRANGE dead", "XREVRANGE warrant:dead + - COUNT 10"},
-		{0, "XADD jobs", "XADD warrant:jobs * id forged"},
-		{0, "HSET record", "HSET warrant:decision:acl-now state queued"},
-		{0, "XACK", "XACK warrant:jobs workers 0-1"},
-		{0, "DEL", "DEL warrant:dead"},
-		{0, "EVAL", "EVAL return 0"},
-	};
 	char *out;
 	(void)state;
 
-	expect_cases("monitor", cases, sizeof cases / sizeof cases[0]);
-	int rc = ctl(&out, monitor_ini, "status", NULL);
-	if (rc != 0)
-		fail_msg("warrantctl status as monitor: exit %d: %s", rc, out ? out : "");
+	make_dead("acl-now");
+	assert_int_equal(ctl(&out, D->ini, "--as", "monitor", "dead", "requeue", "acl-now",
+	    (char *)NULL), 1);
+	if (out == NULL || strstr(out, "NOPERM") == NULL)
+		fail_msg("[%s] monitor's requeue: %s", D->tag, out ? out : "");
+	free(out);
+	CTL_OK("--as", "operator", "dead", "requeue", "acl-now");
+	wait_state("acl-now", "done");
+	make_dead("acl-later");
+	CTL_OK("--as", "operator", "dead", "drop", "acl-later");
+	char dead[128];
+	assert_int_equal(h_redis_int(D->C, "XLEN %s", key_of("acl-later", "dead", dead,
+	    sizeof dead)), 0);
+}
+
+/* The monitor runs what a timer and a person on duty read. */
+static void
+test_monitor_reads(void **state)
+{
+	(void)state;
+
+	CTL_OK("--as", "monitor", "status");
+	if (D->shards)
+		CTL_OK("--as", "monitor", "metrics", "--shard", "0");
+	else
+		CTL_OK("--as", "monitor", "metrics");
+	CTL_OK("--as", "monitor", "inspect", "acl-now");
+	CTL_OK("--as", "monitor", "dead", "list");
+}
+
+/* --as names one of three roles, and the file must define it. */
+static void
+test_as_errors(void **state)
+{
+	char *out;
+	(void)state;
+
+	assert_int_equal(ctl(&out, D->ini, "--as", "admin", "status", (char *)NULL), 64);
+	free(out);
+	assert_int_equal(ctl(&out, D->ini_no_roles, "--as", "operator", "status", (char *)NULL), 78);
+	if (out == NULL || strstr(out, "no [redis.operator] section") == NULL)
+		fail_msg("--as without its section: %s", out ? out : "");
+	free(out);
+	/* without --as: [redis]'s user, the worker's, which reads no XLEN */
+	assert_int_equal(ctl(&out, D->ini, "status", (char *)NULL), 1);
+	if (out == NULL || strstr(out, "NOPERM") == NULL)
+		fail_msg("status as the worker: %s", out ? out : "");
 	free(out);
 }
 
-/* The decider writes records and enqueues; it cannot consume, acknowledge,
- * or write the worker's streams and heartbeats, or read a record back. */
-static void
-test_decider_limits(void **state)
-{
-	static const struct acl_case cases[] = {
-		{0, "XREADGROUP", "XREADGROUP GROUP workers x COUNT 1 STREAMS warrant:jobs >"},
-		{0, "XACK", "XACK warrant:jobs workers 0-1"},
-		{0, "XCLAIM", "XCLAIM warrant:jobs workers x 0 0-1"},
-		{0, "XADD dead", "XADD warrant:dead * id x reason forged"},
-		{0, "XADD audit", "XADD warrant:audit * id x"},
-		{0, "HSET heartbeat", "HSET warrant:consumer:w1 done 0"},
-		{0, "DEL record", "DEL warrant:decision:acl-now"},
-		{0, "HGETALL record", "HGETALL warrant:decision:acl-now"},
-		/* R4: the terminal mark, which a record's `state` set back to
-		 * queued does not outweigh */
-		{0, "SET final", "SET warrant:final:acl-next queued"},
-		{0, "DEL final", "DEL warrant:final:acl-now"},
-		/* a command it has, on a key it must not touch */
-		{0, "HSET final", "HSET warrant:final:acl-next state queued"},
-	};
-	(void)state;
-	expect_cases("decider", cases, sizeof cases / sizeof cases[0]);
-
-	/* nor from a script of its own: Redis checks the keys a script
-	 * touches against the user that runs it */
-	redisContext *c = login("decider");
-	redisReply *r = redisCommand(c, "EVAL %s 1 %s",
-	    "return redis.call('HSET', KEYS[1], 'state', 'queued')", "warrant:final:acl-now");
-	assert_non_null(r);
-	if (r->type != REDIS_REPLY_ERROR)
-		fail_msg("decider: EVAL writing P:final was allowed");
-	printf("itest_acl: decider's EVAL on P:final: %s\n", r->str);
-	freeReplyObject(r);
-	redisFree(c);
-	char *mark = h_redis_str(C, "GET warrant:final:acl-now");
-	assert_non_null(mark);
-	assert_string_equal(mark, "done");
-	free(mark);
-}
-
-/* The worker cannot delete, leave its prefix or drop the group. What ACL
- * key patterns cannot express: it writes state fields into the record's own
- * hash, so it can overwrite `record` too; only the signature stops that. */
 static void
 test_worker_limits(void **state)
 {
 	static const struct acl_case cases[] = {
-		{0, "DEL record", "DEL warrant:decision:acl-now"},
-		{0, "UNLINK", "UNLINK warrant:jobs"},
+		/* issue 23 item 2: what erased the queue, the audit trail or
+		 * the dead letters */
+		{0, "PEXPIRE jobs", "PEXPIRE P:jobs 1"},
+		{0, "PEXPIRE audit", "PEXPIRE P:audit 1"},
+		{0, "PEXPIRE dead", "PEXPIRE P:dead 1"},
+		{0, "PEXPIRE consumers", "PEXPIRE P:consumers 1"},
+		{0, "PEXPIRE scheduled", "PEXPIRE P:scheduled 1"},
+		{0, "XTRIM audit", "XTRIM P:audit MAXLEN 0"},
+		{0, "XTRIM dead", "XTRIM P:dead MAXLEN 0"},
+		{0, "XTRIM notify", "XTRIM P:notify MAXLEN 0"},
+		{0, "SET over the queue", "SET P:jobs x"},
+		{0, "SET over a record", "SET P:decision:acl-now x"},
+		{0, "HDEL a record's field", "HDEL P:decision:acl-now record"},
+		{0, "XADD as a record", "XADD P:decision:acl-x * a b"},
+		{0, "XADD scheduled", "XADD P:scheduled * a b"},
+		{0, "XADD heartbeat", "XADD P:consumer:w9 * a b"},
+		{0, "SET clock", "SET P:clock 0"},
+		{0, "HSET final", "HSET P:final:acl-x a b"},
+		{0, "EVAL PEXPIRE jobs", "EVAL return_redis.call('PEXPIRE',KEYS[1],1) 1 P:jobs"},
+		{0, "EVAL XTRIM audit", "EVAL return_redis.call('XTRIM',KEYS[1],'MAXLEN',0) 1 P:audit"},
+		/* and as before */
+		{0, "DEL record", "DEL P:decision:acl-now"},
+		{0, "DEL final", "DEL P:final:acl-now"},
+		{0, "UNLINK", "UNLINK P:jobs"},
 		{0, "FLUSHDB", "FLUSHDB"},
 		{0, "KEYS", "KEYS *"},
 		{0, "CONFIG", "CONFIG GET *"},
-		{0, "XGROUP DESTROY", "XGROUP DESTROY warrant:jobs workers"},
-		{0, "XGROUP SETID", "XGROUP SETID warrant:jobs workers $"},
+		{0, "XGROUP DESTROY", "XGROUP DESTROY P:jobs workers"},
+		{0, "XGROUP SETID", "XGROUP SETID P:jobs workers $"},
 		{0, "another prefix", "HSET other:decision:x record forged"},
 		{0, "SCRIPT FLUSH", "SCRIPT FLUSH"},
-		{1, "HSET record (the limit)", "HSET warrant:decision:acl-limit record forged"},
+		/* what it needs, the limits of ACLs (README) */
+		{1, "HSET record", "HSET P:decision:acl-limit record forged"},
+		{1, "PEXPIRE heartbeat", "PEXPIRE P:consumer:w9 1000"},
+		{2, "XADD MAXLEN 0 audit", "XADD P:audit MAXLEN 0 * id x"},
+		{2, "XTRIM jobs", "XTRIM P:jobs MAXLEN 0"},
+		{2, "SET final PX", "SET P:final:acl-now x PX 1"},
+		{2, "PEXPIRE record", "PEXPIRE P:decision:acl-now 1"},
 	};
 	(void)state;
 	expect_cases("warrantd", cases, sizeof cases / sizeof cases[0]);
 }
 
+/* Every command the worker sends, on the key it sends it to (engine.c,
+ * ejob.c, the scripts of lua/), by ACL DRYRUN: the paths a job that is done does not
+ * take (hand-back, re-dispatch, dead letters, notifications, a consumer
+ * leaving) are allowed too. */
+static void
+test_worker_needs(void **state)
+{
+	static const struct acl_case cases[] = {
+		{2, "XREADGROUP", "XREADGROUP GROUP workers w1 COUNT 1 STREAMS P:jobs >"},
+		{2, "XGROUP CREATE", "XGROUP CREATE P:jobs workers 0 MKSTREAM"},
+		{2, "XGROUP DELCONSUMER", "XGROUP DELCONSUMER P:jobs workers w9"},
+		{2, "XINFO GROUPS", "XINFO GROUPS P:jobs"},
+		{2, "XINFO CONSUMERS", "XINFO CONSUMERS P:jobs workers"},
+		{2, "XPENDING", "XPENDING P:jobs workers - + 1 w1"},
+		{2, "XRANGE", "XRANGE P:jobs 0-1 0-1"},
+		{2, "XACK", "XACK P:jobs workers 0-1"},
+		{2, "XCLAIM", "XCLAIM P:jobs workers w1 0 0-1 JUSTID"},
+		{2, "XADD jobs (hand-back)", "XADD P:jobs * id x priorDeliveries 1"},
+		{2, "XTRIM MINID jobs", "XTRIM P:jobs MINID ~ 0-1"},
+		{2, "EXISTS jobs", "EXISTS P:jobs"},
+		{2, "HGETALL record", "HGETALL P:decision:x"},
+		{2, "HMGET record", "HMGET P:decision:x state entry"},
+		{2, "HGET record", "HGET P:decision:x attempts"},
+		{2, "HSTRLEN record", "HSTRLEN P:decision:x record"},
+		{2, "EXISTS record", "EXISTS P:decision:x"},
+		{2, "HSET record", "HSET P:decision:x state running"},
+		{2, "HINCRBY record", "HINCRBY P:decision:x attempts 1"},
+		{2, "PEXPIRE record", "PEXPIRE P:decision:x 1000"},
+		{2, "GET final", "GET P:final:x"},
+		{2, "SET final", "SET P:final:x done PX 1000"},
+		{2, "ZRANGEBYSCORE", "ZRANGEBYSCORE P:scheduled -inf 1 LIMIT 0 10"},
+		{2, "ZADD scheduled", "ZADD P:scheduled 1 x"},
+		{2, "ZREM scheduled", "ZREM P:scheduled x"},
+		{2, "XADD audit", "XADD P:audit MAXLEN ~ 100 * id x"},
+		{2, "XADD dead", "XADD P:dead MAXLEN ~ 100 * id x"},
+		{2, "XADD notify", "XADD P:notify MAXLEN ~ 100 * id x"},
+		{2, "HSET heartbeat", "HSET P:consumer:w1 pid 1"},
+		{2, "HGETALL consumers", "HGETALL P:consumers"},
+		{2, "HVALS consumers", "HVALS P:consumers"},
+		{2, "HSET consumers", "HSET P:consumers w1 x"},
+		{2, "HDEL consumers", "HDEL P:consumers w9"},
+		{2, "HGET clock", "HGET P:clock last"},
+		{2, "HSET clock", "HSET P:clock last 1"},
+		{2, "TIME", "TIME"},
+		{2, "ROLE", "ROLE"},
+	};
+	(void)state;
+	expect_cases("warrantd", cases, sizeof cases / sizeof cases[0]);
+}
+
+static void
+test_decider_limits(void **state)
+{
+	static const struct acl_case cases[] = {
+		/* R4: the terminal mark, which a record's `state` set back to
+		 * queued does not outweigh */
+		{0, "SET final", "SET P:final:acl-next queued"},
+		{0, "DEL final", "DEL P:final:acl-now"},
+		{0, "HSET final", "HSET P:final:acl-next state queued"},
+		{0, "EVAL HSET final", "EVAL return_redis.call('HSET',KEYS[1],'a','b') 1 P:final:acl-now"},
+		/* a command it has, on a key that is not for it */
+		{0, "ZADD as a record", "ZADD P:decision:acl-z 1 a"},
+		{0, "XADD as a record", "XADD P:decision:acl-x * a b"},
+		{0, "HSET scheduled", "HSET P:scheduled a b"},
+		{0, "XADD scheduled", "XADD P:scheduled * a b"},
+		{0, "ZADD jobs", "ZADD P:jobs 1 a"},
+		{0, "HSET jobs", "HSET P:jobs a b"},
+		/* and as before */
+		{0, "XREADGROUP", "XREADGROUP GROUP workers x COUNT 1 STREAMS P:jobs >"},
+		{0, "XACK", "XACK P:jobs workers 0-1"},
+		{0, "XCLAIM", "XCLAIM P:jobs workers x 0 0-1"},
+		{0, "XADD dead", "XADD P:dead * id x reason forged"},
+		{0, "XADD audit", "XADD P:audit * id x"},
+		{0, "XADD notify", "XADD P:notify * id x"},
+		{0, "HSET heartbeat", "HSET P:consumer:w1 done 0"},
+		{0, "DEL record", "DEL P:decision:acl-now"},
+		{0, "HGETALL record", "HGETALL P:decision:acl-now"},
+		{0, "PEXPIRE jobs", "PEXPIRE P:jobs 1"},
+		/* the limits */
+		{2, "XADD MAXLEN 0 jobs", "XADD P:jobs MAXLEN 0 * id x"},
+		{2, "HSET another's state", "HSET P:decision:acl-now state done"},
+	};
+	(void)state;
+	expect_cases("decider", cases, sizeof cases / sizeof cases[0]);
+	char fin[128];
+	key_of("acl-now", "final:", fin, sizeof fin);
+	char *mark = h_redis_str(D->C, "GET %s", fin);
+	assert_non_null(mark);
+	assert_string_equal(mark, "done");
+	free(mark);
+}
+
+static void
+test_operator_limits(void **state)
+{
+	static const struct acl_case cases[] = {
+		{0, "DEL jobs", "DEL P:jobs"},
+		{0, "DEL record", "DEL P:decision:acl-now"},
+		{0, "UNLINK audit", "UNLINK P:audit"},
+		{0, "XTRIM jobs", "XTRIM P:jobs MAXLEN 0"},
+		{0, "XTRIM audit", "XTRIM P:audit MAXLEN 0"},
+		{0, "PEXPIRE jobs", "PEXPIRE P:jobs 1"},
+		{0, "PEXPIRE record", "PEXPIRE P:decision:acl-now 1"},
+		{0, "SET final", "SET P:final:acl-x dead"},
+		{0, "XADD dead", "XADD P:dead * id x"},
+		{0, "XDEL audit", "XDEL P:audit 0-1"},
+		{0, "XACK", "XACK P:jobs workers 0-1"},
+		{0, "XGROUP DESTROY", "XGROUP DESTROY P:jobs workers"},
+		{0, "HSET consumers", "HSET P:consumers w1 0"},
+		{0, "FLUSHDB", "FLUSHDB"},
+		{1, "HGETALL record", "HGETALL P:decision:acl-now"},
+		{1, "XPENDING", "XPENDING P:jobs workers"},
+		{2, "XDEL dead", "XDEL P:dead 0-1"},
+		{2, "DEL final", "DEL P:final:acl-now"},
+	};
+	(void)state;
+	expect_cases("operator", cases, sizeof cases / sizeof cases[0]);
+}
+
+static void
+test_monitor_limits(void **state)
+{
+	static const struct acl_case cases[] = {
+		{1, "XPENDING (PEL depth)", "XPENDING P:jobs workers"},
+		{1, "XINFO GROUPS", "XINFO GROUPS P:jobs"},
+		{1, "HGETALL heartbeat", "HGETALL P:consumer:w1"},
+		{1, "XREVRANGE dead", "XREVRANGE P:dead + - COUNT 10"},
+		{0, "XADD jobs", "XADD P:jobs * id forged"},
+		{0, "HSET record", "HSET P:decision:acl-now state queued"},
+		{0, "XACK", "XACK P:jobs workers 0-1"},
+		{0, "XDEL dead", "XDEL P:dead 0-1"},
+		{0, "DEL", "DEL P:dead"},
+		{0, "PEXPIRE", "PEXPIRE P:jobs 1"},
+		{0, "SET final", "SET P:final:acl-x x"},
+		{0, "EVAL", "EVAL return_0 0"},
+	};
+	(void)state;
+	expect_cases("monitor", cases, sizeof cases / sizeof cases[0]);
+}
+
 int
 main(void)
 {
+	/* in this order: the limits use the records the first tests made */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_worker_and_decider_work),
-		cmocka_unit_test(test_monitor_reads_only),
-		cmocka_unit_test(test_decider_limits),
+		cmocka_unit_test(test_operator_requeues),
+		cmocka_unit_test(test_monitor_reads),
+		cmocka_unit_test(test_as_errors),
 		cmocka_unit_test(test_worker_limits),
+		cmocka_unit_test(test_worker_needs),
+		cmocka_unit_test(test_decider_limits),
+		cmocka_unit_test(test_operator_limits),
+		cmocka_unit_test(test_monitor_limits),
 	};
+	int failed = cmocka_run_group_tests_name("prefix warrant", tests, setup_plain, teardown);
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	failed += cmocka_run_group_tests_name("prefix {warrant}", tests, setup_tagged, teardown);
+	failed += cmocka_run_group_tests_name("shards {warrant:0..1}", tests, setup_sharded,
+	    teardown);
+	h_fake_stop(&target);
+	for (int i = 0; i < NUSERS; i++)
+		free(pw_file[i]);
+	return failed;
 }

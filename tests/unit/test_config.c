@@ -310,6 +310,40 @@ test_cluster_keys(void **state)
 	cfg_free(cfg);
 }
 
+/* warrantctl --as ROLE (warrantd(7) §11): [redis.operator|monitor|decider],
+ * each a whole Redis user; any other role, a repeat or half a user is an
+ * error at its line. */
+static void
+test_redis_roles(void **state)
+{
+	(void)state;
+	struct cfg *cfg = load_ok(MIN_RECORDS MIN_ACTION
+	    "[redis.operator]\nusername = op\npassword_file = op.pw\n"
+	    "[redis.decider]\nusername = dc\npassword_file = /etc/dc.pw\n");
+
+	assert_int_equal(cfg_role_find("operator"), CFG_ROLE_OPERATOR);
+	assert_int_equal(cfg_role_find("monitor"), CFG_ROLE_MONITOR);
+	assert_int_equal(cfg_role_find("decider"), CFG_ROLE_DECIDER);
+	assert_int_equal(cfg_role_find("warrantd"), -1);
+	assert_int_equal(cfg_role_find(""), -1);
+	assert_string_equal(cfg->roles[CFG_ROLE_OPERATOR].username, "op");
+	assert_string_equal(cfg->roles[CFG_ROLE_OPERATOR].password_file, "op.pw");
+	assert_string_equal(cfg->roles[CFG_ROLE_DECIDER].username, "dc");
+	assert_null(cfg->roles[CFG_ROLE_MONITOR].username);
+	assert_null(cfg->redis.username);	/* [redis]'s own is untouched */
+	cfg_free(cfg);
+	EXPECT(MIN_RECORDS MIN_ACTION "[redis.admin]\nusername = a\npassword_file = a.pw\n",
+	    "t.ini:6: unknown section [redis.admin]; the roles are");
+	EXPECT(MIN_RECORDS MIN_ACTION "[redis.monitor]\nusername = a\npassword_file = a.pw\n"
+	    "[redis.monitor]\nusername = b\n",
+	    "t.ini:9: duplicate section [redis.monitor] (first at line 6)");
+	EXPECT(MIN_RECORDS MIN_ACTION "[redis.monitor]\nusername = a\n",
+	    "t.ini:6: [redis.monitor] password_file is required");
+	EXPECT(MIN_RECORDS MIN_ACTION "[redis.decider]\npassword_file = a.pw\nhost = x\n",
+	    "t.ini:6: [redis.decider] username is required",
+	    "t.ini:8: unknown key 'host' in [redis.decider]");
+}
+
 /* ---- a valid file that sets every key ---- */
 
 static const char full_text[] =
@@ -680,8 +714,12 @@ test_dump_round_trip(void **state)
 	struct cfg *cfg = load_ok("[daemon]\nconsumer = w1\n[redis]\nclaim_idle_ms = 30000\n"
 	    "[oauth]\ntoken_url = https://idp/t\nclient_id = c\nclient_secret_file = s\n"
 	    "[authz]\nurl = https://pdp/v1/data\n[metrics]\nlisten = 127.0.0.1:9464\n"
+	    "[redis.monitor]\nusername = monitor\npassword_file = m.pw\n"
 	    MIN_RECORDS MIN_ACTION "method = put\n");
 	char *first = dump_text(cfg);
+
+	assert_non_null(strstr(first, "\n[redis.monitor]\nusername = monitor\npassword_file = m.pw\n"));
+	assert_null(strstr(first, "[redis.operator]"));	/* only the roles set */
 
 	assert_null(strstr(first, "= ?"));
 	assert_non_null(strstr(first, "\nlease_renew_ms = 10000\n"));	/* derived */
@@ -723,6 +761,8 @@ test_example_has_every_key(void **state)
 		char key[64];
 		if (sscanf(line, "[action %63[^]]]", key) == 1)
 			snprintf(section, sizeof section, "action");
+		else if (sscanf(line, ";[redis.%63[^]]]", key) == 1)	/* an example left off */
+			snprintf(section, sizeof section, "redis.ROLE");
 		else if (sscanf(line, "[%63[^]]]", key) == 1)
 			snprintf(section, sizeof section, "%s", key);
 		else if (sscanf(line, ";%63[a-z_] =", key) == 1 || sscanf(line, "%63[a-z_] =", key) == 1)
@@ -1256,6 +1296,7 @@ main(void)
 		cmocka_unit_test(test_heartbeat_follows_claim_idle),
 		cmocka_unit_test(test_grace_follows_longest_action),
 		cmocka_unit_test(test_cluster_keys),
+		cmocka_unit_test(test_redis_roles),
 		cmocka_unit_test(test_full_config),
 		cmocka_unit_test(test_action_find_and_lines),
 		cmocka_unit_test(test_long_action_name),
