@@ -1358,8 +1358,13 @@ on_redis_token(void *arg, const char *secret, int64_t expires_at_ms)
 
 	log_info("redis.token_state", "state=%s have_token=%d", redis_token_state(eng),
 	    secret != NULL);
-	if (secret == NULL || eng->started_at == 0)
+	if (eng->started_at == 0)
 		return;
+	if (secret == NULL) {	/* said now, not at the next read (R20: no new reads) */
+		for (size_t i = 0; i < eng->nshards && eng->redis_connected; i++)
+			read_more(&eng->shards[i]);
+		return;
+	}
 	if (!eng->redis_connected) {
 		if (connect_redis(eng, err, sizeof err) < 0) {
 			log_error("engine.start", "error=%s", LOG_Q(err));

@@ -22,7 +22,9 @@
 
 extern char **environ;
 
-/* After the output ended, how often to look whether the program exited. */
+/* After the output ended, how often to look whether the program exited
+ * (a loop that is not libev's default one: the default loop reaps every
+ * child itself, so there an ev_child watcher hears of the exit). */
 #define REAP_POLL_MS	5
 
 struct rtoken {
@@ -51,11 +53,12 @@ struct rtoken {
 	int fd;			/* its stdout, or -1 */
 	char *out;		/* what it printed so far (RTOKEN_OUTPUT_MAX) */
 	size_t outlen;
-	int out_ended;
+	int out_ended, exited, status;
 	int64_t run_mono, run_wall, last_fetch_ms;
 	ev_io out_io;
 	ev_timer deadline;	/* RTOKEN_COMMAND_TIMEOUT_MS for one run */
 	ev_timer reap;		/* polls waitpid once the output ended */
+	ev_child child;		/* or hears the exit (the default loop) */
 	ev_timer fetch_timer;	/* proactive refresh, or a retry */
 	ev_timer expiry_timer;
 	ev_timer notify_timer;	/* 0 s: the listener runs from the loop */
@@ -110,6 +113,8 @@ end_run(struct rtoken *rt)
 	ev_io_stop(rt->loop, &rt->out_io);
 	ev_timer_stop(rt->loop, &rt->deadline);
 	ev_timer_stop(rt->loop, &rt->reap);
+	if (ev_is_active(&rt->child))
+		ev_child_stop(rt->loop, &rt->child);
 	if (rt->fd >= 0)
 		close(rt->fd);
 	rt->fd = -1;
@@ -117,7 +122,7 @@ end_run(struct rtoken *rt)
 	if (rt->out != NULL)
 		explicit_bzero(rt->out, rt->outlen);
 	rt->outlen = 0;
-	rt->out_ended = 0;
+	rt->out_ended = rt->exited = 0;
 }
 
 /* Its process group: a wrapper's children go too. Then reaped (SIGKILL
@@ -125,9 +130,10 @@ end_run(struct rtoken *rt)
 static void
 kill_run(struct rtoken *rt)
 {
-	if (rt->pid > 0) {
+	if (rt->pid > 0 && !rt->exited) {
 		(void)kill(-rt->pid, SIGKILL);
 		(void)kill(rt->pid, SIGKILL);
+		/* ECHILD: libev's SIGCHLD handler reaped it first */
 		while (waitpid(rt->pid, NULL, 0) < 0 && errno == EINTR)
 			;
 	}
@@ -219,8 +225,13 @@ static void
 try_reap(struct rtoken *rt)
 {
 	int status;
-	pid_t r = waitpid(rt->pid, &status, WNOHANG);
 
+	if (ev_is_default_loop(rt->loop)) {
+		if (rt->exited)	/* else on_child comes */
+			run_done(rt, rt->status);
+		return;
+	}
+	pid_t r = waitpid(rt->pid, &status, WNOHANG);
 	if (r == rt->pid) {
 		rt->pid = 0;
 		run_done(rt, status);
@@ -264,6 +275,19 @@ on_out(struct ev_loop *loop, ev_io *w, int revents)
 	ev_io_stop(rt->loop, &rt->out_io);
 	rt->out_ended = 1;
 	try_reap(rt);
+}
+
+static void
+on_child(struct ev_loop *loop, ev_child *w, int revents)
+{
+	struct rtoken *rt = w->data;
+	(void)revents;
+
+	ev_child_stop(loop, w);
+	rt->exited = 1;
+	rt->status = w->rstatus;
+	if (rt->out_ended)
+		run_done(rt, rt->status);
 }
 
 static void
@@ -341,6 +365,10 @@ fetch(struct rtoken *rt)
 	}
 	ev_io_set(&rt->out_io, rt->fd, EV_READ);
 	ev_io_start(rt->loop, &rt->out_io);
+	if (ev_is_default_loop(rt->loop)) {
+		ev_child_set(&rt->child, rt->pid, 0);
+		ev_child_start(rt->loop, &rt->child);
+	}
 	arm(rt, &rt->deadline, RTOKEN_COMMAND_TIMEOUT_MS);
 	log_debug("redis.token_request", "source=command failures=%d held=%d", rt->failures,
 	    rt->token != NULL);
@@ -433,6 +461,8 @@ rtoken_new(struct ev_loop *loop, struct http_client *http, const struct cfg *cfg
 	rt->out_io.data = rt;
 	init_timer(rt, &rt->deadline, on_deadline);
 	init_timer(rt, &rt->reap, on_reap);
+	ev_child_init(&rt->child, on_child, 0, 0);
+	rt->child.data = rt;
 	init_timer(rt, &rt->fetch_timer, on_fetch_timer);
 	init_timer(rt, &rt->expiry_timer, on_expiry);
 	init_timer(rt, &rt->notify_timer, on_notify);
