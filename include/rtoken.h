@@ -108,4 +108,15 @@ void rtoken_set_listener(struct rtoken *rt, rtoken_listener *cb, void *arg);
  */
 void rtoken_refused(struct rtoken *rt, uint64_t gen);
 
+/*
+ * For a program without a loop of its own (warrantctl): the password to
+ * AUTH with now. With password: password_file's (*secret NULL when none is
+ * set). With oauth or command: one token fetched on a private loop within
+ * timeout_ms. 0 with *secret a new string (caller frees with secrets_free,
+ * *len its length), or -1 with one line in err (never a secret).
+ */
+int rtoken_fetch_once(const struct cfg *cfg, long timeout_ms, char **secret, size_t *len,
+		      char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+
 #endif

@@ -54,6 +54,7 @@ struct rtoken {
 	char *out;		/* what it printed so far (RTOKEN_OUTPUT_MAX) */
 	size_t outlen;
 	int out_ended, exited, status;
+	char last_error[200];	/* run_failed's detail, for rtoken_fetch_once */
 	int64_t run_mono, run_wall, last_fetch_ms;
 	ev_io out_io;
 	ev_timer deadline;	/* RTOKEN_COMMAND_TIMEOUT_MS for one run */
@@ -150,6 +151,7 @@ run_failed(struct rtoken *rt, const char *detail)
 	int64_t delay = backoff_ms(0, TOKEN_RETRY_BASE_MS, TOKEN_RETRY_CAP_MS, rt->failures,
 	    rnd_u64());
 	int64_t left = rt->token ? rt->expires_at_ms - wtime_mono_ms() : 0;
+	snprintf(rt->last_error, sizeof rt->last_error, "%s", detail);
 	arm(rt, &rt->fetch_timer, delay);
 	/* detail is ours (token_command_parse's, or a status): never the output */
 	log_warn("redis.token_error", "source=command detail=%s failures=%d retry_ms=%lld "
@@ -617,4 +619,59 @@ rtoken_refused(struct rtoken *rt, uint64_t gen)
 		arm(rt, &rt->fetch_timer, wait);
 	else
 		fetch(rt);
+}
+
+static void
+on_wake(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop, (void)w, (void)revents;	/* only wakes the loop up */
+}
+
+int
+rtoken_fetch_once(const struct cfg *cfg, long timeout_ms, char **secret, size_t *len, char *err,
+		  size_t errlen)
+{
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	struct http_client *http = loop ? http_client_new(loop) : NULL;
+	struct rtoken *rt = NULL;
+	ev_timer wake;
+	int rc = -1;
+
+	*secret = NULL;
+	*len = 0;
+	if (http == NULL) {
+		snprintf(err, errlen, "cannot set up an event loop");
+		goto done;
+	}
+	if ((rt = rtoken_new(loop, http, cfg, 0, err, errlen)) == NULL)
+		goto done;
+	ev_timer_init(&wake, on_wake, 0.05, 0.05);
+	ev_timer_start(loop, &wake);
+	rtoken_start(rt);
+	for (int64_t end = wtime_mono_ms() + timeout_ms;;) {
+		int64_t now = wtime_mono_ms();
+		const char *s = rtoken_secret(rt, now);
+		if (s != NULL || rtoken_is_static(rt)) {
+			if (s != NULL && (*secret = strdup(s)) == NULL) {
+				snprintf(err, errlen, "out of memory");
+				break;
+			}
+			*len = s != NULL ? strlen(s) : 0;
+			rc = 0;
+			break;
+		}
+		if (strcmp(rtoken_state_name(rt), "error") == 0 || now >= end) {
+			snprintf(err, errlen, "no token for Redis: %s", rt->last_error[0] ?
+			    rt->last_error : now >= end ? "timed out" : "the IdP did not issue one");
+			break;
+		}
+		ev_run(loop, EVRUN_ONCE);
+	}
+	ev_timer_stop(loop, &wake);
+done:
+	rtoken_free(rt);
+	http_client_free(http);
+	if (loop != NULL)
+		ev_loop_destroy(loop);
+	return rc;
 }

@@ -32,6 +32,7 @@
 #include "config.h"
 #include "ctl.h"
 #include "record.h"
+#include "rtoken.h"
 #include "secrets.h"
 #include "sentinel.h"
 #include "store.h"
@@ -248,22 +249,33 @@ run(struct ctx *c, redisReply **out, const char *cmd, ...)
 	return runv(c, out, argc, argv);
 }
 
+/* The AUTH password, as the daemon gets it ([redis] auth, rtoken.h): 0
+ * with *pw NULL (no AUTH) or a secret (secrets_free), or an exit code. */
+static int
+redis_password(const struct cfg *cfg, char **pw, size_t *len)
+{
+	char err[512];
+
+	if (rtoken_fetch_once(cfg, TIMEOUT_S * 1000L, pw, len, err, sizeof err) == 0)
+		return 0;
+	say("[redis] %s: %s", cfg->redis.auth == CFG_REDIS_PASSWORD ? "password_file" : "auth",
+	    err);
+	return cfg->redis.auth == CFG_REDIS_PASSWORD ? EX_CONFIG : EX_UNAVAILABLE;
+}
+
 static int
 authenticate(struct ctx *c)
 {
 	const struct cfg *cfg = c->cfg;
-	char err[512], *pw;
+	char *pw;
 	size_t len;
 	redisReply *r;
 	int rc;
 
-	if (cfg->redis.password_file == NULL)
+	if ((rc = redis_password(cfg, &pw, &len)) != 0)
+		return rc;
+	if (pw == NULL)
 		return 0;
-	if (secrets_read_cfg(cfg, cfg->redis.password_file, SECRETS_TRIMMED, &pw, &len, err,
-	    sizeof err) != 0) {
-		say("[redis] password_file: %s", err);
-		return EX_CONFIG;
-	}
 	if (cfg->redis.username != NULL)
 		rc = run(c, &r, "AUTH", cfg->redis.username, pw, (char *)NULL);
 	else
@@ -285,13 +297,13 @@ cluster_owner(struct ctx *c, char *host, size_t hostlen, int *port)
 	size_t n, len = 0;
 	int rc = EX_UNAVAILABLE;
 
-	if (sentinel_parse_list(cfg->redis.cluster, seeds, &n, err, sizeof err) < 0 ||
-	    (cfg->redis.password_file &&
-	    secrets_read_cfg(cfg, cfg->redis.password_file, SECRETS_TRIMMED, &pw, &len, err,
-	    sizeof err) < 0)) {
+	if (sentinel_parse_list(cfg->redis.cluster, seeds, &n, err, sizeof err) < 0) {
 		say("%s", err);
 		return EX_CONFIG;
 	}
+	if ((rc = redis_password(cfg, &pw, &len)) != 0)
+		return rc;
+	rc = EX_UNAVAILABLE;
 	if ((m = cluster_map_new()) == NULL)
 		say("out of memory");
 	else if (cluster_refresh(m, seeds, n, cfg->redis.username, pw, TIMEOUT_S * 1000L, err,
@@ -331,6 +343,11 @@ sentinel_primary(const struct cfg *cfg, char *host, size_t hostlen, int *port)
 		say("%s", err);
 		return EX_CONFIG;
 	}
+	/* as the daemon: without a file of their own, the sentinels get the
+	 * Redis token */
+	if (!cfg->redis.sentinel_password_file && cfg->redis.auth != CFG_REDIS_PASSWORD &&
+	    (rc = redis_password(cfg, &pw, &len)) != 0)
+		return rc;
 	rc = sentinel_master(a, n, cfg->redis.master_name, pw, TIMEOUT_S * 1000L, host, hostlen,
 	    port, err, sizeof err);
 	if (pw)

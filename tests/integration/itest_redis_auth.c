@@ -457,6 +457,19 @@ test_command_fails_old_token_kept(void **state)
 	assert_int_equal(gate_stat("enforced"), 0);
 	assert_each_called_once(3);
 	assert_counters_clean();
+	/* warrantctl gets its token the same way, through the same gate */
+	long long auths = gate_stat("auths");
+	char *out = NULL;
+	char *const ctl[] = {(char *)h_bin("warrantctl"), (char *)"-c", dmn.ini, (char *)"status",
+	    NULL};
+	int st = h_run(ctl, WAIT_MS, &out);
+	const char *v = out ? strstr(out, "redisTokenState:") : NULL;
+	if (v != NULL)
+		v += strspn(v + 16, " ") + 16;
+	if (st != 0 || v == NULL || strncmp(v, "valid\n", 6) != 0)
+		fail_msg("warrantctl status: %d\n%s", st, out ? out : "");
+	free(out);
+	assert_true(gate_stat("auths") > auths);
 	assert_int_equal(h_daemon_stop_clean(&dmn), 1);
 }
 
