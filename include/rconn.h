@@ -73,7 +73,9 @@ struct rconn_opts {
 	 * credential: ok 1 and kind "AUTH" when a re-AUTH (rconn_reauth) was
 	 * accepted; ok 0 with the error's kind ("NOAUTH", "WRONGPASS",
 	 * "NOPERM": rconn_auth_error) when the handshake's AUTH, a re-AUTH or
-	 * any command was refused, before that command's callback; and ok 0
+	 * any command was refused, before that command's callback; ok -1 when
+	 * the command refused was sent before the latest AUTH on its connection
+	 * (it met an older password: the newest may be good); and ok 0
 	 * with kind "closed" when a connection that was up is lost within
 	 * RCONN_AUTH_CLOSE_MARGIN_MS of, or after, the death of the password it
 	 * was last authenticated with (managed Redis closes such connections).

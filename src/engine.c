@@ -1380,21 +1380,23 @@ on_redis_token(void *arg, const char *secret, int64_t expires_at_ms)
 /*
  * rconn_opts.auth_seen: Redis answered about its credential. A refusal
  * (NOAUTH, WRONGPASS, NOPERM, or a connection closed as its token died) is
- * counted and asks rtoken for one fresh token for all connections, spaced
- * like R9's; the commands it refused are their callers' to take back
- * (R20, ejob).
+ * counted and, unless it met a token older than the connection's latest
+ * AUTH, asks rtoken for one fresh token for all connections, spaced like
+ * R9's; the commands it refused are their callers' to take back (R20, ejob).
  */
 static void
 on_redis_auth(void *arg, int ok, const char *kind)
 {
 	struct engine *eng = arg;
 
-	if (ok)
+	if (ok == 1)
 		return;
 	eng->n.redis_auth_failures++;
-	log_warn("redis.auth_refused", "kind=%s redis_token_state=%s", LOG_Q(kind),
-	    redis_token_state(eng));
-	if (!rtoken_is_static(eng->rt))
+	log_warn("redis.auth_refused", "kind=%s stale=%d redis_token_state=%s", LOG_Q(kind),
+	    ok < 0, redis_token_state(eng));
+	/* a command sent before its connection's latest AUTH met an older
+	 * token: the newest is not to blame */
+	if (ok == 0 && !rtoken_is_static(eng->rt))
 		rtoken_refused(eng->rt, rtoken_generation(eng->rt));
 }
 

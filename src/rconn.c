@@ -55,6 +55,7 @@ struct rc_cmd {
 	void *arg;
 	struct rconn *rc;
 	ev_tstamp sent_at;
+	unsigned auth_epoch;	/* rc's when it was sent: which AUTH it follows */
 	/* An EVALSHA keeps its script's body and the command as sent (in the
 	 * same allocation): on NOSCRIPT the EVAL is spliced from the two, once.
 	 * Formatting the EVAL up front cost more than the EVALSHA itself.
@@ -82,6 +83,9 @@ struct rconn {
 	int64_t password_expires;	/* of password; 0: never */
 	int64_t auth_expires;		/* of the one this connection was last
 					   authenticated with; 0: never */
+	unsigned auth_epoch;		/* AUTHs sent on this connection */
+	int reply_stale;		/* the reply being read is to a command sent
+					   before the latest AUTH */
 	char qname[64];		/* the name, ready for a log line */
 
 	redisAsyncContext *ac;	/* NULL between connections */
@@ -428,7 +432,7 @@ note_error(struct rconn *rc, const char *text)
 	if (rc->cluster && strcmp(kind, "MOVED") == 0)
 		schedule_drop(rc, "MOVED: the slot is served elsewhere");
 	if (rc->auth_seen != NULL && rconn_auth_error(kind))
-		rc->auth_seen(rc->auth_arg, 0, kind);
+		rc->auth_seen(rc->auth_arg, rc->reply_stale ? -1 : 0, kind);
 	rc->err_replies++;
 	for (int i = 0; i < rc->nerr_kinds; i++)
 		if (strcmp(rc->err_kinds[i], kind) == 0)
@@ -640,8 +644,11 @@ on_reply(redisAsyncContext *ac, void *r, void *privdata)
 		hand_over(rc, c);
 		return;
 	}
-	if (c->hs == NULL)
+	if (c->hs == NULL) {
+		rc->reply_stale = c->auth_epoch != rc->auth_epoch;
 		note_reply(rc, reply);
+		rc->reply_stale = 0;
+	}
 	finish(rc, c, reply);
 }
 
@@ -674,7 +681,8 @@ cmd_new(struct rconn *rc, rconn_reply_cb *cb, handshake_cb *hs, void *arg, size_
 	struct rc_cmd *c = malloc(sizeof(*c) + keep);
 
 	if (c != NULL)
-		*c = (struct rc_cmd){.cb = cb, .hs = hs, .arg = arg, .rc = rc};
+		*c = (struct rc_cmd){.cb = cb, .hs = hs, .arg = arg, .rc = rc,
+		    .auth_epoch = rc->auth_epoch};
 	return c;
 }
 
@@ -835,6 +843,8 @@ send_auth_cmd(struct rconn *rc, handshake_cb *hs, void *arg)
 	if (len < 0)
 		return -1;
 	int r = submit(rc, NULL, hs, arg, cmd, (size_t)len, NULL, 0);
+	if (r == 0)
+		rc->auth_epoch++;	/* commands from now on follow this AUTH */
 	explicit_bzero(cmd, (size_t)len);
 	redisFreeCommand(cmd);
 	return r;

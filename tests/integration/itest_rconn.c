@@ -1115,7 +1115,8 @@ test_script_batch(void **state)
 
 /* ---- rconn_reauth (SPEC §9: short-lived Redis tokens) ---- */
 
-static char g_auth_seq[64];	/* "A" accepted, "W" refused, "R" a reply, in order */
+static char g_auth_seq[64];	/* "A" accepted, "W" refused, "S" refused to a command
+				   sent before the latest AUTH, "R" a reply, in order */
 static int g_auth_ok, g_auth_refused;
 static char g_auth_kind[32];
 
@@ -1126,10 +1127,10 @@ on_auth_seen(void *arg, int ok, const char *kind)
 
 	(void)arg;
 	if (n + 1 < sizeof g_auth_seq) {
-		g_auth_seq[n] = ok ? 'A' : 'W';
+		g_auth_seq[n] = ok > 0 ? 'A' : ok < 0 ? 'S' : 'W';
 		g_auth_seq[n + 1] = '\0';
 	}
-	if (ok)
+	if (ok > 0)
 		g_auth_ok++;
 	else
 		g_auth_refused++;
@@ -1226,6 +1227,21 @@ test_reauth_in_order(void **state)
 	assert_int_equal(after.integer, 2 * NREAUTH + 1);
 	assert_int_equal(g_downs, 0);
 	assert_int_equal(rconn_reauth(rc, NULL, 0), -1);
+
+	/* a refusal to a command sent before the latest AUTH is told apart */
+	ok = h_redis_str(c, "ACL SETUSER tok -incr");
+	assert_non_null(ok);
+	free(ok);
+	g_auth_seq[0] = '\0';
+	struct slot p1, p2;
+	memset(&p1, 0, sizeof p1);
+	memset(&p2, 0, sizeof p2);
+	assert_int_equal(rconn_command(rc, on_slot, &p1, "INCR n"), 0);
+	assert_int_equal(rconn_reauth(rc, "tok-Two-2", 0), 0);
+	assert_int_equal(rconn_command(rc, on_slot, &p2, "INCR n"), 0);
+	assert_int_equal(run_until(cond_slot, &p2, WAIT_S), 0);
+	assert_string_equal(g_auth_seq, "SAW");
+	assert_string_equal(g_auth_kind, "NOPERM");
 
 	rconn_free(rc);
 	redisFree(c);

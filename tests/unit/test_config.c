@@ -647,6 +647,13 @@ test_redis_auth(void **state)
 	    "password_file = p\ntoken_scope = s\n",
 	    "t.ini:9: password_file is only used with auth = password (auth = command fetches a token)",
 	    "t.ini:10: token_scope is only used with auth = oauth");
+	/* inih reads 199 bytes a line: a longer command is refused at its line,
+	 * never cut (README: put a long one in a wrapper script) */
+	char long_cmd[400];
+	snprintf(long_cmd, sizeof long_cmd, MIN_RECORDS MIN_ACTION "[redis]\nauth = command\n"
+	    "token_command = /usr/bin/tok %0190d\n", 7);
+	EXPECT(long_cmd, "t.ini:6: [redis] token_command is required with auth = command",
+	    "t.ini:8: line longer than 199 bytes");
 	EXPECT(MIN_RECORDS MIN_ACTION "[redis]\ntoken_command = /t\ntoken_resource = r\n",
 	    "t.ini:7: token_command is only used with auth = command",
 	    "t.ini:8: token_resource is only used with auth = oauth");
