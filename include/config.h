@@ -28,6 +28,13 @@
 
 enum cfg_auth { CFG_AUTH_OAUTH = 0, CFG_AUTH_NONE, CFG_AUTH_STATIC };
 
+/* [redis] auth (warrantd(7) §9): where the Redis AUTH password comes from. */
+enum cfg_redis_auth {
+	CFG_REDIS_PASSWORD = 0,	/* password_file (or none) */
+	CFG_REDIS_OAUTH,	/* an [oauth] token for token_scope/token_resource */
+	CFG_REDIS_COMMAND,	/* token_command prints {"token", "expires_in"} */
+};
+
 enum cfg_client_auth {
 	CFG_CLIENT_SECRET_BASIC = 0,
 	CFG_CLIENT_SECRET_POST,
@@ -97,6 +104,11 @@ struct cfg {
 		/* 1: a password may cross a network to a host that is not
 		 * loopback in clear text (no TLS in hiredis 0.14: stunnel) */
 		int allow_plaintext;
+		/* warrantd(7) §9: a short-lived token as the AUTH password (rtoken.h) */
+		enum cfg_redis_auth auth;
+		char *token_scope, *token_resource;	/* with CFG_REDIS_OAUTH */
+		char *token_command;	/* with CFG_REDIS_COMMAND: argv, split on
+					 * white space (token_command_argv) */
 	} redis;
 
 	struct {

@@ -14,6 +14,11 @@ struct engine_counters {
 	long long received, done, expired, denied, failed, dead, retried;
 	long long redispatched, auth_failures, token_refreshes, claimed;
 	long long redis_outages;	/* connections to Redis lost since start (R17) */
+	/* warrantd(7) §9, R20: Redis tokens received ([redis] auth = oauth or
+	 * command), and answers refusing the Redis credential (NOAUTH,
+	 * WRONGPASS, NOPERM, an AUTH refused, a connection closed as its
+	 * token died: rconn_opts.auth_seen) */
+	long long redis_auth_refreshes, redis_auth_failures;
 };
 
 /* Each counter's name in the heartbeat hash (warrantd(7) §8) and where it is; the

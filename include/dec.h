@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * dec: unsigned numbers written in decimal without printf, for the hot
  * paths that write many (RESP lengths, a job's details and its HTTP

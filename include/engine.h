@@ -51,6 +51,8 @@ const struct engine_counters *engine_counters(const struct engine *eng);
 struct engine_gauges {
 	long long in_flight, token_expires_in_s, token_refreshes, redis_outages;
 	const char *token_state;	/* static: valid, refreshing, none, error */
+	const char *redis_token_state;	/* the same for Redis' own (rtoken.h) */
+	long long redis_token_expires_in_s, redis_auth_refreshes;
 	int redis_up;			/* the command connection */
 	long long started_at_ms;
 };

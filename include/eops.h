@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * eops: the real operations of the jobs in hand (ejob.h's struct ejob_ops)
  * -- thin wrappers over the command connection and its script batch

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * jws: the JWS compact serialization (RFC 7515) with OpenSSL's libcrypto,
  * the one signer in warrantd: decision records (record_sign), the

@@ -81,6 +81,8 @@ struct metrics_sample {
 	long long in_flight;
 	const char *token_state;	/* "valid", "refreshing", "none" or "error" */
 	long long token_expires_in_s;
+	const char *redis_token_state;	/* the same, for [redis] auth's token */
+	long long redis_token_expires_in_s;
 	int redis_up;
 	const char *version;
 	long long start_time_s;

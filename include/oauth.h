@@ -115,6 +115,12 @@ void oauth_invalidate_gen(struct oauth *o, uint64_t gen);
  */
 void oauth_set_listener(struct oauth *o, void (*cb)(void *arg, int have_token), void *arg);
 
+/* Refresh no later than lead_ms before the token dies (token_refresh_before_ms),
+ * from the next token on; 0 (the default): at refresh_ratio only. For the
+ * Redis token (rtoken.h), which must reach a connection held by a blocking
+ * read before it dies. */
+void oauth_set_refresh_lead(struct oauth *o, long lead_ms);
+
 /* Tokens received since oauth_new (warrantd(7) §8 tokenRefreshes). */
 long long oauth_refreshes(const struct oauth *o);
 

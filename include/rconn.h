@@ -8,6 +8,11 @@
  * one for the oldest outstanding command (the connection is then dropped
  * and every outstanding callback gets NULL).
  *
+ * Short-lived passwords (warrantd(7) §9, rtoken.h): rconn_reauth() hands a live
+ * connection a fresh token; it sends AUTH on the same connection, queued in
+ * order behind what is in flight, so nothing is dropped or reordered, and
+ * every later connect uses the newest password.
+ *
  * Every accepted command gets exactly one callback: its reply, or NULL when
  * the connection failed, timed out or the rconn was freed. No callback runs
  * after rconn_free() returned. SUBSCRIBE, PSUBSCRIBE, (P)UNSUBSCRIBE and
@@ -62,7 +67,25 @@ struct rconn_opts {
 	 * side connection goes when this one drops, when an ASK names another
 	 * node, or after RCONN_ASK_IDLE_MS without a command. -TRYAGAIN is
 	 * passed on as it is. */
+	/* When password dies (wtime_mono_ms); 0: it does not. rconn_reauth
+	 * replaces both. */
+	int64_t password_expires_at_ms;
+	/* auth_seen, when set, is told (with auth_arg) every answer about the
+	 * credential: ok 1 and kind "AUTH" when a re-AUTH (rconn_reauth) was
+	 * accepted; ok 0 with the error's kind ("NOAUTH", "WRONGPASS",
+	 * "NOPERM": rconn_auth_error) when the handshake's AUTH, a re-AUTH or
+	 * any command was refused, before that command's callback; ok -1 when
+	 * the command refused was sent before the latest AUTH on its connection
+	 * (it met an older password: the newest may be good); and ok 0
+	 * with kind "closed" when a connection that was up is lost within
+	 * RCONN_AUTH_CLOSE_MARGIN_MS of, or after, the death of the password it
+	 * was last authenticated with (managed Redis closes such connections).
+	 * It runs inside rconn's callbacks: it must not call rconn_free(). */
+	void (*auth_seen)(void *arg, int ok, const char *kind);
+	void *auth_arg;
 };
+
+#define RCONN_AUTH_CLOSE_MARGIN_MS	1000
 
 struct rconn;
 
@@ -108,6 +131,27 @@ int rconn_command(struct rconn *rc, rconn_reply_cb *cb, void *arg, const char *f
 int rconn_commandv(struct rconn *rc, rconn_reply_cb *cb, void *arg, int argc,
 		   const char **argv, const size_t *argvlen)
 	__attribute__((warn_unused_result));
+
+/*
+ * A new password for rc (a fresh token, expiring at expires_at_ms on
+ * wtime_mono_ms, 0: never): kept for every later connect (and the ASK side
+ * connection's), and, when a connection exists (up, or in its handshake),
+ * sent on it at once as AUTH [username] password, queued behind the
+ * commands in flight: Redis answers in order, so no reply is lost or
+ * reordered and no pipeline is dropped. On a connection held by a blocking
+ * read Redis answers the AUTH only when that read ends: the caller sends it
+ * early enough (rtoken.h: lead_ms). The answer goes to opts.auth_seen; a
+ * refused AUTH does not drop the connection (commands will tell). 0, or -1
+ * when password is NULL or out of memory (rc unchanged). The password is
+ * copied, wiped when replaced, and never logged.
+ */
+int rconn_reauth(struct rconn *rc, const char *password, int64_t expires_at_ms)
+	__attribute__((warn_unused_result));
+
+/* 1 when an error reply's text refuses the credential: NOAUTH, WRONGPASS
+ * or NOPERM (the last means an expired token only right after one died:
+ * the caller knows). NULL: 0. Pure. */
+int rconn_auth_error(const char *text);
 
 /* Number of commands sent and not yet answered (the handshake not counted). */
 size_t rconn_pending(const struct rconn *rc);

@@ -47,6 +47,16 @@ int64_t token_lifetime_ms(long long expires_in_s, const char *access_token, int6
  */
 int64_t token_refresh_at_ms(int64_t obtained_ms, int64_t lifetime_ms, double ratio, uint64_t rnd);
 
+/*
+ * As token_refresh_at_ms, and no later than lead_ms before the token dies,
+ * when that is still after obtained_ms: a Redis token (warrantd(7) §9) must reach
+ * every connection, the blocking read's included, whose AUTH Redis only
+ * answers once the read it is queued behind ends. A token living no longer
+ * than lead_ms keeps token_refresh_at_ms's time (the caller says so).
+ */
+int64_t token_refresh_before_ms(int64_t obtained_ms, int64_t lifetime_ms, double ratio,
+				uint64_t rnd, int64_t lead_ms);
+
 /* R6: 1 when a token that dies at expires_at_ms may start an action of
  * timeout_ms at now_ms (remaining life > timeout_ms + TOKEN_SAFETY_MS), else 0. */
 int token_usable(int64_t expires_at_ms, int64_t now_ms, long timeout_ms);
@@ -91,6 +101,32 @@ char *token_basic_userpwd(const char *client_id, const char *secret)
  */
 int token_parse_response(const char *body, size_t len, char **access_token,
 			 long long *expires_in_s, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+
+/*
+ * [redis] token_command (warrantd(7) §9) as an argument vector, for execv: split on
+ * spaces and tabs; '...' keeps everything inside as it is, "..." too except
+ * that \" and \\ stand for " and \. No shell: no variables, globs,
+ * redirections or pipes (to have them, name /bin/sh -c '...' yourself). The
+ * program must be an absolute path: the daemon's PATH is not the operator's.
+ * NULL-terminated, one allocation (free with token_command_argv_free); NULL
+ * with one line in why (an empty command, an unclosed quote, a relative
+ * program, out of memory).
+ */
+char **token_command_argv(const char *cmd, char *why, size_t whylen)
+	__attribute__((warn_unused_result));
+void token_command_argv_free(char **argv);
+
+/*
+ * What a token_command printed: one JSON object {"token": "...",
+ * "expires_in": N} (N seconds, a number or a numeric string; absent: -1,
+ * the token's JWT exp must then tell). The same rules as
+ * token_parse_response for the token (visible ASCII, at most
+ * TOKEN_MAX_BYTES). 0 with *token a new string (caller frees and wipes), or
+ * -1 with one line in err that never holds a token or the output itself.
+ */
+int token_command_parse(const char *out, size_t len, char **token, long long *expires_in_s,
+			char *err, size_t errlen)
 	__attribute__((warn_unused_result));
 
 /* Base64url without padding (RFC 7515 §2). Caller frees; NULL when out of

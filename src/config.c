@@ -19,6 +19,7 @@
 #include <ini.h>
 
 #include "metrics.h"
+#include "token.h"
 #include "urltpl.h"
 
 #define CONSUMER_MAX	64
@@ -310,6 +311,35 @@ set_log_format(struct ctx *c, const struct key *k, void *field, const char *v)
 }
 
 static int
+set_redis_auth(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	static const struct name_val tbl[] = {{"password", CFG_REDIS_PASSWORD},
+	    {"oauth", CFG_REDIS_OAUTH}, {"command", CFG_REDIS_COMMAND}, {NULL, 0}};
+	int n;
+
+	if (lookup(c, k, tbl, v, &n) < 0)
+		return -1;
+	*(enum cfg_redis_auth *)field = (enum cfg_redis_auth)n;
+	return 0;
+}
+
+/* The program and its arguments, split now so that -t reports a bad one
+ * at its line (token_command_argv: no shell, no variables). */
+static int
+set_token_command(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	char why[160];
+	char **argv = token_command_argv(v, why, sizeof why);
+
+	if (argv == NULL) {
+		fail(c, c->lineno, "%s: %s", k->name, why);
+		return -1;
+	}
+	token_command_argv_free(argv);
+	return set_str(c, k, field, v);
+}
+
+static int
 set_signature(struct ctx *c, const struct key *k, void *field, const char *v)
 {
 	return lookup(c, k, signatures, v, field);
@@ -552,6 +582,10 @@ static const struct key redis_keys[] = {
 	{"dead_maxlen", set_long, C(redis.dead_maxlen), 1, VAL_MAX},
 	{"notify_maxlen", set_long, C(redis.notify_maxlen), 1, VAL_MAX},
 	{"allow_plaintext", set_yes_no, C(redis.allow_plaintext), 0, 0},
+	{"auth", set_redis_auth, C(redis.auth), 0, 0},
+	{"token_scope", set_str, C(redis.token_scope), 0, 0},
+	{"token_resource", set_str, C(redis.token_resource), 0, 0},
+	{"token_command", set_token_command, C(redis.token_command), 0, 0},
 	{NULL, NULL, 0, 0, 0},
 };
 
@@ -1214,6 +1248,47 @@ finish_cluster(struct ctx *c)
 		    "each script's keys must share one slot", SHOW, cfg->redis.prefix);
 }
 
+/* [redis] auth: each source takes its own keys and refuses the others', so
+ * a half-edited file (a password_file left behind auth = oauth) is not
+ * silently read one way. [oauth] is checked by finish_oauth. */
+static void
+finish_redis_auth(struct ctx *c)
+{
+	struct cfg *cfg = c->cfg;
+	enum cfg_redis_auth a = cfg->redis.auth;
+	static const char *const names[] = {"password", "oauth", "command"};
+
+	if (a != CFG_REDIS_PASSWORD && cfg->redis.password_file)
+		fail(c, cfg_line_of(cfg, "redis", "password_file"),
+		    "password_file is only used with auth = password (auth = %s fetches a token)",
+		    names[a]);
+	if (a != CFG_REDIS_OAUTH) {
+		if (cfg->redis.token_scope)
+			fail(c, cfg_line_of(cfg, "redis", "token_scope"),
+			    "token_scope is only used with auth = oauth");
+		if (cfg->redis.token_resource)
+			fail(c, cfg_line_of(cfg, "redis", "token_resource"),
+			    "token_resource is only used with auth = oauth");
+	}
+	if (a != CFG_REDIS_COMMAND && cfg->redis.token_command)
+		fail(c, cfg_line_of(cfg, "redis", "token_command"),
+		    "token_command is only used with auth = command");
+	if (a == CFG_REDIS_OAUTH) {
+		if (!cfg->oauth.present)
+			fail(c, cfg_line_of(cfg, "redis", "auth"),
+			    "auth = oauth needs an [oauth] section (the client that fetches the token)");
+		/* Without them the worker would hand Redis the token meant for its
+		 * targets: a token for one audience is never sent to another. */
+		if (!cfg->redis.token_scope && !cfg->redis.token_resource)
+			fail(c, cfg_line_of(cfg, "redis", "auth"),
+			    "auth = oauth needs token_scope or token_resource (e.g. token_scope = "
+			    "https://redis.azure.com/.default)");
+	}
+	if (a == CFG_REDIS_COMMAND)
+		require(c, "redis", "token_command", cfg->redis.token_command,
+		    " with auth = command");
+}
+
 static void
 finish_redis(struct ctx *c)
 {
@@ -1247,6 +1322,7 @@ finish_redis(struct ctx *c)
 			require(c, sec, "password_file", cfg->roles[r].password_file, "");
 		}
 	}
+	finish_redis_auth(c);
 }
 
 static void
@@ -1551,6 +1627,9 @@ cfg_free(struct cfg *cfg)
 	free(cfg->redis.master_name);
 	free(cfg->redis.sentinel_password_file);
 	free(cfg->redis.cluster);
+	free(cfg->redis.token_scope);
+	free(cfg->redis.token_resource);
+	free(cfg->redis.token_command);
 	free(cfg->redis.prefix);
 	free(cfg->redis.group);
 	for (int r = 0; r < CFG_NROLES; r++) {

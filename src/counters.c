@@ -12,6 +12,7 @@ const struct counter_field counter_fields[] = {
 	F("redispatched", redispatched), F("authFailures", auth_failures),
 	F("tokenRefreshes", token_refreshes), F("claimed", claimed),
 	F("redisOutages", redis_outages),
+	F("redisAuthRefreshes", redis_auth_refreshes), F("redisAuthFailures", redis_auth_failures),
 	{NULL, 0},
 };
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* dec: decimal numbers without printf (dec.h). */
 #include "dec.h"
 

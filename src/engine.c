@@ -32,6 +32,7 @@
 #include "rconn.h"
 #include "record.h"
 #include "rnd.h"
+#include "rtoken.h"
 #include "script.h"
 #include "sdnotify.h"
 #include "secrets.h"
@@ -45,6 +46,10 @@
 #define STREAM_ID_MAX 48
 #define SENTINEL_TIMEOUT_MS 500	/* per sentinel asked, connect and answer */
 #define RECONNECT_MAX_MS 5000	/* the longest wait between Redis connect attempts */
+/* A Redis token is refreshed this much more than block_ms before it dies:
+ * the blocking connection's AUTH is answered when its read ends, and the
+ * token_command or the IdP takes its time too (README "Tokens for Redis"). */
+#define REDIS_TOKEN_MARGIN_MS 2000
 /* Cluster: the slot map is asked for at most this often (every shard's
  * connections reconnect at once when a node goes; one answer serves all),
  * unless a MOVED said it is out of date. */
@@ -126,8 +131,10 @@ struct engine {
 	size_t nseeds;
 	struct cluster_map *map;
 	int64_t map_at;			/* mono ms of its last refresh; 0: refresh at once */
-	char *redis_password;
-	size_t redis_password_len;
+	/* [redis] auth: the password or the token of every connection */
+	struct rtoken *rt;
+	int redis_connected;		/* connect_redis ran (with a token: at the first) */
+	int paused_for_redis_token;
 
 	int64_t started_at;
 	struct engine_counters n;	/* every shard's jobs count here */
@@ -147,6 +154,20 @@ static const char *
 token_state(const struct engine *eng)
 {
 	return eng->oauth ? oauth_state_name(eng->oauth) : "valid";
+}
+
+static long long
+redis_token_expires_in_s(const struct engine *eng)
+{
+	int64_t at = eng->rt ? rtoken_expires_at_ms(eng->rt) : 0;
+	int64_t left = at ? at - wtime_mono_ms() : 0;
+	return left > 0 ? left / 1000 : 0;
+}
+
+static const char *
+redis_token_state(const struct engine *eng)
+{
+	return eng->rt ? rtoken_state_name(eng->rt) : "none";
 }
 
 static long long
@@ -390,6 +411,20 @@ stream_coming(const struct shard *sh)
 static int
 token_blocks_reading(struct engine *eng)
 {
+	/* R20: nor without a good Redis credential: what it read it could
+	 * not complete. */
+	int redis_blocked = eng->rt != NULL && !rtoken_usable(eng->rt, wtime_mono_ms());
+
+	if (redis_blocked != eng->paused_for_redis_token) {
+		eng->paused_for_redis_token = redis_blocked;
+		if (redis_blocked)
+			log_warn("consumer.paused", "reason=no-redis-token redis_token_state=%s",
+			    redis_token_state(eng));
+		else
+			log_info("consumer.resumed", "redis_token_state=%s", redis_token_state(eng));
+	}
+	if (redis_blocked)
+		return 1;
 	int blocked = !creds_tokens_usable(eng->sec.creds);
 
 	if (blocked != eng->paused_for_token) {
@@ -883,7 +918,7 @@ check_stalled(struct shard *sh)
 	best_effort(rconn_command(sh->cmd, after_lag, sh, "XINFO GROUPS %s", sh->keys.jobs));
 }
 
-#define HB_FIELDS	(9 + 16)	/* fixed fields + room for counter_fields */
+#define HB_FIELDS	(11 + 16)	/* fixed fields + room for counter_fields */
 
 static long long
 total_outages(const struct engine *eng)
@@ -945,7 +980,7 @@ heartbeat_shard(struct shard *sh)
 {
 	struct engine *eng = sh->eng;
 	char host[256] = "", pid[16], started[WTIME_RFC3339_LEN], now[WTIME_RFC3339_LEN];
-	char last_read[WTIME_RFC3339_LEN] = "", in_flight[24], expires[24];
+	char last_read[WTIME_RFC3339_LEN] = "", in_flight[24], expires[24], rexpires[24];
 	char nums[HB_FIELDS][24];
 	const char *argv[2 + 2 * HB_FIELDS];
 	int argc = 0, k = 0;
@@ -959,13 +994,16 @@ heartbeat_shard(struct shard *sh)
 	snprintf(pid, sizeof pid, "%d", (int)getpid());
 	snprintf(in_flight, sizeof in_flight, "%zu", ejobs_count(sh->jobs));
 	snprintf(expires, sizeof expires, "%lld", token_expires_in_s(eng));
+	snprintf(rexpires, sizeof rexpires, "%lld", redis_token_expires_in_s(eng));
+	eng->n.redis_auth_refreshes = eng->rt ? rtoken_refreshes(eng->rt) : 0;
 	eng->n.token_refreshes = eng->oauth ? oauth_refreshes(eng->oauth) : 0;
 	eng->n.redis_outages = total_outages(eng);
 	const char *fixed[] = {"host", host, "pid", pid, "version", WARRANTD_VERSION,
 	    "startedAt", wtime_format_rfc3339(eng->started_at, started, sizeof started),
 	    "heartbeatAt", wtime_format_rfc3339(wtime_now_ms(), now, sizeof now),
 	    "lastReadAt", last_read, "inFlight", in_flight, "tokenState", token_state(eng),
-	    "tokenExpiresIn", expires};
+	    "tokenExpiresIn", expires, "redisTokenState", redis_token_state(eng),
+	    "redisTokenExpiresIn", rexpires};
 	argv[argc++] = "HSET";
 	argv[argc++] = sh->keys.consumer;
 	for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
@@ -1218,15 +1256,27 @@ lend_envs(struct engine *eng)
 /* life cycle                                                           */
 
 static struct rconn_opts
-redis_opts(const struct cfg *cfg, const char *password, long timeout_ms)
+redis_opts(const struct cfg *cfg, const char *password, int64_t expires_at_ms, long timeout_ms)
 {
 	struct rconn_opts o = {
 		.host = cfg->redis.host, .port = cfg->redis.port, .socket = cfg->redis.socket,
 		.username = cfg->redis.username, .password = password, .db = cfg->redis.db,
+		.password_expires_at_ms = expires_at_ms,
 		.connect_timeout_ms = 5000, .command_timeout_ms = timeout_ms,
 		.backoff_min_ms = 100, .backoff_max_ms = RECONNECT_MAX_MS,
 	};
 	return o;
+}
+
+/* The sentinels' password: sentinel_password_file's; without one, with a
+ * Redis token ([redis] auth = oauth or command), that token (a sentinel of
+ * a managed service takes the same credential); else none. */
+static const char *
+sentinel_secret(const struct engine *eng)
+{
+	if (eng->sentinel_password != NULL || rtoken_is_static(eng->rt))
+		return eng->sentinel_password;
+	return rtoken_secret(eng->rt, wtime_mono_ms());
 }
 
 /* rconn_opts.resolve: the primary, as the sentinels see it now. */
@@ -1237,7 +1287,7 @@ resolve_primary(void *arg, char *host, size_t hostlen, int *port)
 	char err[256];
 
 	if (sentinel_master(eng->sentinels, eng->nsentinels, eng->cfg->redis.master_name,
-	    eng->sentinel_password, SENTINEL_TIMEOUT_MS, host, hostlen, port, err,
+	    sentinel_secret(eng), SENTINEL_TIMEOUT_MS, host, hostlen, port, err,
 	    sizeof err) == 0)
 		return 0;
 	log_warn("redis.sentinel", "error=\"%s\"", err);
@@ -1260,7 +1310,7 @@ resolve_slot(void *arg, char *host, size_t hostlen, int *port)
 
 	if (eng->map_at == 0 || now - eng->map_at >= MAP_REFRESH_MS) {
 		if (cluster_refresh(eng->map, eng->seeds, eng->nseeds, eng->cfg->redis.username,
-		    eng->redis_password, SENTINEL_TIMEOUT_MS, err, sizeof err) < 0)
+		    rtoken_secret(eng->rt, now), SENTINEL_TIMEOUT_MS, err, sizeof err) < 0)
 			log_warn("redis.cluster", "stream=%s error=%s", sh->keys.jobs, LOG_Q(err));
 		eng->map_at = now;	/* a failed ask too: no storm of them */
 	}
@@ -1311,6 +1361,86 @@ setup_sentinels(struct engine *eng, char *err, size_t errlen)
 	    &eng->sentinel_password, &eng->sentinel_password_len, err, errlen) < 0)
 		return -1;
 	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Redis' own credential (warrantd(7) §9, rtoken.h)                           */
+
+static int connect_redis(struct engine *eng, char *err, size_t errlen);
+
+/* Every live connection: each shard's command and blocking ones, and the
+ * shared read. */
+static void
+reauth_all(struct engine *eng, const char *secret, int64_t expires_at_ms)
+{
+	struct rconn *all[2];
+
+	for (size_t i = 0; i <= eng->nshards; i++) {
+		size_t n = 0;
+		if (i < eng->nshards) {
+			all[n++] = eng->shards[i].cmd;
+			all[n++] = eng->shards[i].blk;
+		} else {
+			all[n++] = eng->blk;
+		}
+		for (size_t k = 0; k < n; k++)
+			if (all[k] != NULL && rconn_reauth(all[k], secret, expires_at_ms) < 0)
+				log_warn("redis.reauth_failed", "err=\"out of memory\"");
+	}
+}
+
+/* A Redis token arrived: the first one makes the connections; each later
+ * one re-authenticates every live connection on itself (AUTH queued in
+ * order: no read or pipeline is dropped). A token lost stops new reads
+ * (token_blocks_reading). */
+static void
+on_redis_token(void *arg, const char *secret, int64_t expires_at_ms)
+{
+	struct engine *eng = arg;
+	char err[256];
+
+	log_info("redis.token_state", "state=%s have_token=%d", redis_token_state(eng),
+	    secret != NULL);
+	if (eng->started_at == 0)
+		return;
+	if (secret == NULL) {	/* said now, not at the next read (R20: no new reads) */
+		for (size_t i = 0; i < eng->nshards && eng->redis_connected; i++)
+			read_more(&eng->shards[i]);
+		return;
+	}
+	if (!eng->redis_connected) {
+		if (connect_redis(eng, err, sizeof err) < 0) {
+			log_error("engine.start", "error=%s", LOG_Q(err));
+			ev_break(eng->loop, EVBREAK_ALL);
+		}
+		return;
+	}
+	reauth_all(eng, secret, expires_at_ms);
+	for (size_t i = 0; i < eng->nshards; i++)
+		read_more(&eng->shards[i]);
+}
+
+/*
+ * rconn_opts.auth_seen: Redis answered about its credential. A refusal
+ * (NOAUTH, WRONGPASS, NOPERM, or a connection closed as its token died) is
+ * counted and, unless it met a token older than the connection's latest
+ * AUTH, asks rtoken for one fresh token for all connections, spaced like
+ * R9's; the commands it refused are their callers' to take back (R20, ejob).
+ */
+static void
+on_redis_auth(void *arg, int ok, const char *kind)
+{
+	struct engine *eng = arg;
+
+	if (ok == 1)
+		return;
+	eng->n.redis_auth_failures++;
+	log_warn("redis.auth_refused", "kind=%s stale=%d redis_token_state=%s", LOG_Q(kind),
+	    ok < 0, redis_token_state(eng));
+	/* a command sent before its connection's latest AUTH met an older
+	 * token: the newest is not to blame */
+	if (ok == 0 && !rtoken_is_static(eng->rt))
+		rtoken_refused(eng->rt, rtoken_generation(eng->rt));
 }
 
 /* Cluster: the seeds and an empty map (the first connect fills it). */
@@ -1380,13 +1510,16 @@ connect_redis(struct engine *eng, char *err, size_t errlen)
 {
 	const struct cfg *cfg = eng->cfg;
 
+	if (eng->redis_connected)
+		return 0;
 	if (setup_sentinels(eng, err, errlen) < 0 || setup_cluster(eng, err, errlen) < 0)
 		return -1;
-	if (cfg->redis.password_file &&
-	    secrets_read_cfg(cfg, cfg->redis.password_file, SECRETS_TRIMMED, &eng->redis_password,
-	    &eng->redis_password_len, err, errlen) < 0)
-		return -1;
-	struct rconn_opts o = redis_opts(cfg, eng->redis_password, 10000);
+	int64_t now = wtime_mono_ms();
+	struct rconn_opts o = redis_opts(cfg, rtoken_secret(eng->rt, now),
+	    rtoken_is_static(eng->rt) ? 0 : rtoken_expires_at_ms(eng->rt), 10000);
+	o.auth_seen = on_redis_auth;
+	o.auth_arg = eng;
+	eng->redis_connected = 1;
 	/* A cluster refuses one read over several slots (CROSSSLOT). */
 	eng->one_read = eng->nshards > 1 && cfg->redis.cluster == NULL;
 	for (size_t i = 0; i < eng->nshards; i++)
@@ -1503,6 +1636,11 @@ engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
 	}
 	if (load_secrets(eng, cfg, &eng->sec, err, errlen) < 0)
 		goto fail;
+	eng->rt = rtoken_new(loop, eng->http, cfg, cfg->redis.block_ms + REDIS_TOKEN_MARGIN_MS,
+	    err, errlen);
+	if (eng->rt == NULL)
+		goto fail;
+	rtoken_set_listener(eng->rt, on_redis_token, eng);
 	if (wants_vpool(cfg) &&
 	    (eng->vpool = vpool_new(loop, (unsigned)cfg->records.verify_threads)) == NULL) {
 		snprintf(err, errlen, "cannot start the verification threads");
@@ -1543,7 +1681,10 @@ engine_start(struct engine *eng)
 	char err[256];
 
 	eng->started_at = wtime_now_ms();
-	if (connect_redis(eng, err, sizeof err) < 0) {
+	rtoken_start(eng->rt);
+	/* With a token, the connections are made when the first one arrives
+	 * (on_redis_token): a connection without AUTH would only be refused. */
+	if (rtoken_is_static(eng->rt) && connect_redis(eng, err, sizeof err) < 0) {
 		log_error("engine.start", "error=%s", LOG_Q(err));
 		eng->exit_status = EX_UNAVAILABLE;
 		ev_break(eng->loop, EVBREAK_ALL);
@@ -1638,6 +1779,10 @@ log_restart_needed(const struct cfg *old, const struct cfg *cfg)
 		{"master_name", same_str(old->redis.master_name, cfg->redis.master_name)},
 		{"sentinel_password_file", same_str(old->redis.sentinel_password_file,
 		    cfg->redis.sentinel_password_file)},
+		{"auth", old->redis.auth == cfg->redis.auth},
+		{"token_scope", same_str(old->redis.token_scope, cfg->redis.token_scope)},
+		{"token_resource", same_str(old->redis.token_resource, cfg->redis.token_resource)},
+		{"token_command", same_str(old->redis.token_command, cfg->redis.token_command)},
 	};
 	char changed[256] = "";
 	size_t len = 0;
@@ -1714,6 +1859,9 @@ engine_gauges(const struct engine *eng, struct engine_gauges *out)
 	out->token_refreshes = eng->oauth ? oauth_refreshes(eng->oauth) : 0LL;
 	out->redis_outages = total_outages(eng);
 	out->token_state = token_state(eng);
+	out->redis_token_state = redis_token_state(eng);
+	out->redis_token_expires_in_s = redis_token_expires_in_s(eng);
+	out->redis_auth_refreshes = eng->rt ? rtoken_refreshes(eng->rt) : 0LL;
 	out->redis_up = 1;
 	for (size_t i = 0; i < eng->nshards; i++)
 		out->redis_up &= rconn_is_up(eng->shards[i].cmd);
@@ -1757,6 +1905,7 @@ engine_free(struct engine *eng)
 		rconn_free(eng->shards[i].cmd);
 	}
 	webhook_free(eng->webhook);
+	rtoken_free(eng->rt);	/* after the connections, before the HTTP client */
 	oauth_free(eng->oauth);
 	http_client_free(eng->http);
 	for (size_t i = 0; i < eng->nshards; i++)
@@ -1766,8 +1915,6 @@ engine_free(struct engine *eng)
 	free_secrets(&eng->sec);
 	if (eng->sentinel_password)
 		secrets_free(eng->sentinel_password, eng->sentinel_password_len);
-	if (eng->redis_password)
-		secrets_free(eng->redis_password, eng->redis_password_len);
 	cluster_map_free(eng->map);
 	cfg_free(eng->cfg);
 	free(eng);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * eops: the jobs' operations on the real world (eops.h). Each one starts
  * what ejob asks for and turns the reply into ejob.h's plain result; none

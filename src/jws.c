@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* jws: the compact serialization signed with libcrypto (jws.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "jws.h"

@@ -249,6 +249,8 @@ static const struct {
 	{"tokenRefreshes", "Access tokens fetched."},
 	{"claimed", "Entries taken over from other consumers (R11)."},
 	{"redisOutages", "Connections to Redis lost (R17)."},
+	{"redisAuthRefreshes", "Tokens fetched for Redis itself ([redis] auth = oauth or command)."},
+	{"redisAuthFailures", "Redis refused its credential (NOAUTH, WRONGPASS, closed at expiry)."},
 };
 
 static const char *
@@ -421,6 +423,13 @@ metrics_format(const struct metrics_sample *s, const struct metrics_hist *h, siz
 	put_head(&o, "token_expires_in_seconds", "gauge",
 	    "Seconds until the worker token expires (0: none).");
 	put(&o, "warrantd_token_expires_in_seconds %lld\n", s->token_expires_in_s);
+	put_head(&o, "redis_token_state", "gauge", "1 for the Redis token's current state.");
+	for (size_t i = 0; i < sizeof token_states / sizeof token_states[0]; i++)
+		put(&o, "warrantd_redis_token_state{state=\"%s\"} %d\n", token_states[i],
+		    s->redis_token_state && strcmp(s->redis_token_state, token_states[i]) == 0);
+	put_head(&o, "redis_token_expires_in_seconds", "gauge",
+	    "Seconds until the Redis token expires (0: none, or a static password).");
+	put(&o, "warrantd_redis_token_expires_in_seconds %lld\n", s->redis_token_expires_in_s);
 	put_head(&o, "redis_up", "gauge", "1 while the command connection to Redis is up.");
 	put(&o, "warrantd_redis_up %d\n", s->redis_up ? 1 : 0);
 	put_hists(&o, h);

@@ -56,6 +56,7 @@ struct oauth {
 	long long refreshes;
 	int failures;		/* fetches failed since the last success */
 	int started;
+	long lead_ms;		/* oauth_set_refresh_lead */
 
 	struct http_call *call;	/* the one fetch in flight, or NULL */
 	int64_t call_started_ms;	/* monotonic */
@@ -356,8 +357,8 @@ static void
 install_token(struct oauth *o, char *token, int64_t lifetime_ms, long elapsed_ms)
 {
 	int64_t now = wtime_mono_ms();
-	int64_t refresh_at = token_refresh_at_ms(o->call_started_ms, lifetime_ms,
-	    o->set.refresh_ratio, rnd_u64());
+	int64_t refresh_at = token_refresh_before_ms(o->call_started_ms, lifetime_ms,
+	    o->set.refresh_ratio, rnd_u64(), o->lead_ms);
 
 	drop_token(o);
 	o->token = token;
@@ -637,6 +638,12 @@ oauth_invalidate(struct oauth *o)
 		arm(o, &o->fetch_timer, wait);
 	else
 		fetch(o);
+}
+
+void
+oauth_set_refresh_lead(struct oauth *o, long lead_ms)
+{
+	o->lead_ms = lead_ms;
 }
 
 void

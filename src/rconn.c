@@ -42,6 +42,7 @@
 #include "log.h"
 #include "rnd.h"
 #include "rreply.h"
+#include "wtime.h"
 #include "cluster.h"
 #include "sentinel.h"
 
@@ -56,6 +57,7 @@ struct rc_cmd {
 	void *arg;
 	struct rconn *rc;
 	ev_tstamp sent_at;
+	unsigned auth_epoch;	/* rc's when it was sent: which AUTH it follows */
 	/* An EVALSHA keeps its script's body and the command as sent (in the
 	 * same allocation): on NOSCRIPT the EVAL is spliced from the two, once.
 	 * Formatting the EVAL up front cost more than the EVALSHA itself.
@@ -78,6 +80,14 @@ struct rconn {
 	void *resolve_arg;
 	int cluster;		/* MOVED drops, ASK is followed */
 	void (*error_seen)(void *arg, const char *error);
+	void (*auth_seen)(void *arg, int ok, const char *kind);
+	void *auth_arg;
+	int64_t password_expires;	/* of password; 0: never */
+	int64_t auth_expires;		/* of the one this connection was last
+					   authenticated with; 0: never */
+	unsigned auth_epoch;		/* AUTHs sent on this connection */
+	int reply_stale;		/* the reply being read is to a command sent
+					   before the latest AUTH */
 	char qname[64];		/* the name, ready for a log line */
 
 	redisAsyncContext *ac;	/* NULL between connections */
@@ -118,6 +128,12 @@ struct rconn {
 };
 
 static char step_auth[] = "auth", step_select[] = "select", step_role[] = "role";
+
+/* An AUTH's reply is about the password sent with it, which may have been
+ * replaced since: each carries its own expiry. */
+struct auth_sent {
+	int64_t expires;
+};
 
 /* Error kinds that are answers, not trouble: not logged. */
 static const char *const expected_errors[] = {"BUSYGROUP", "NOSCRIPT"};
@@ -246,6 +262,12 @@ conn_gone(struct rconn *rc, const char *why)
 	rc->announced = 0;
 	rc->drop_reason = NULL;
 	stop_conn_timers(rc);
+	/* A server that closes a connection whose token died (Azure) says
+	 * nothing: the time says it, before the commands hear of the loss. */
+	if (was_up && !rc->freeing && rc->auth_seen != NULL && rc->auth_expires != 0 &&
+	    wtime_mono_ms() >= rc->auth_expires - RCONN_AUTH_CLOSE_MARGIN_MS)
+		rc->auth_seen(rc->auth_arg, 0, "closed");
+	rc->auth_expires = 0;
 	while (!TAILQ_EMPTY(&rc->sent))	/* hiredis answered them all already */
 		finish(rc, TAILQ_FIRST(&rc->sent), NULL);
 	if (rc->freeing)
@@ -397,6 +419,8 @@ note_error(struct rconn *rc, const char *text)
 		schedule_drop(rc, "READONLY: a failover");
 	if (rc->cluster && strcmp(kind, "MOVED") == 0)
 		schedule_drop(rc, "MOVED: the slot is served elsewhere");
+	if (rc->auth_seen != NULL && rconn_auth_error(kind))
+		rc->auth_seen(rc->auth_arg, rc->reply_stale ? -1 : 0, kind);
 	rc->err_replies++;
 	for (int i = 0; i < rc->nerr_kinds; i++)
 		if (strcmp(rc->err_kinds[i], kind) == 0)
@@ -479,6 +503,8 @@ open_side(struct rconn *rc, const struct cluster_redirect *rd, const char *host)
 	struct rconn_opts o = {
 		.host = host, .port = rd->to.port, .username = rc->username,
 		.password = rc->password, .db = rc->db,
+		.password_expires_at_ms = rc->password_expires,
+		.auth_seen = rc->auth_seen, .auth_arg = rc->auth_arg,
 		.connect_timeout_ms = rc->connect_timeout_ms,
 		.command_timeout_ms = rc->command_timeout_ms,
 		.backoff_min_ms = rc->backoff_min_ms, .backoff_max_ms = rc->backoff_max_ms,
@@ -606,8 +632,11 @@ on_reply(redisAsyncContext *ac, void *r, void *privdata)
 		hand_over(rc, c);
 		return;
 	}
-	if (c->hs == NULL)
+	if (c->hs == NULL) {
+		rc->reply_stale = c->auth_epoch != rc->auth_epoch;
 		note_reply(rc, reply);
+		rc->reply_stale = 0;
+	}
 	finish(rc, c, reply);
 }
 
@@ -640,7 +669,8 @@ cmd_new(struct rconn *rc, rconn_reply_cb *cb, handshake_cb *hs, void *arg, size_
 	struct rc_cmd *c = malloc(sizeof(*c) + keep);
 
 	if (c != NULL)
-		*c = (struct rc_cmd){.cb = cb, .hs = hs, .arg = arg, .rc = rc};
+		*c = (struct rc_cmd){.cb = cb, .hs = hs, .arg = arg, .rc = rc,
+		    .auth_epoch = rc->auth_epoch};
 	return c;
 }
 
@@ -712,6 +742,11 @@ on_handshake(struct rconn *rc, const redisReply *reply, void *arg)
 	if (reply == NULL || rc->handshake_failed)
 		return;		/* going down anyway: conn_gone() follows */
 	if (reply->type == REDIS_REPLY_ERROR) {
+		if (step == step_auth && rc->auth_seen != NULL) {
+			char kind[RCONN_ERR_KIND_LEN];
+			error_kind(reply->str != NULL ? reply->str : "", kind, sizeof kind);
+			rc->auth_seen(rc->auth_arg, 0, kind[0] ? kind : "AUTH");
+		}
 		rc->handshake_failed = 1;
 		/* Only the error code for AUTH: the rest is the server's text
 		 * about credentials, and credentials are never logged. */
@@ -732,12 +767,55 @@ on_handshake(struct rconn *rc, const redisReply *reply, void *arg)
 		schedule_drop(rc, "not the primary");
 		return;
 	}
+	if (step == step_auth)
+		rc->auth_expires = rc->password_expires;
 	if (--rc->handshake_left == 0)
 		became_up(rc);
 }
 
+/* A re-AUTH's answer: the connection now lives on the new token's time, or
+ * it was refused (said once here, the code only: the server's text is about
+ * credentials; commands will meet the refusal and R20 takes over). */
+static void
+on_reauth(struct rconn *rc, const redisReply *reply, void *arg)
+{
+	struct auth_sent *a = arg;
+	int64_t expires = a->expires;
+
+	free(a);
+	if (reply == NULL)
+		return;		/* the connection went: the next one AUTHs afresh */
+	if (reply->type != REDIS_REPLY_ERROR) {
+		rc->auth_expires = expires;
+		log_debug("redis.reauth", "name=%s ok=1", rc->qname);
+		if (rc->auth_seen != NULL)
+			rc->auth_seen(rc->auth_arg, 1, "AUTH");
+		return;
+	}
+	char kind[RCONN_ERR_KIND_LEN];
+	error_kind(reply->str != NULL ? reply->str : "", kind, sizeof kind);
+	log_warn("redis.reauth_failed", "name=%s err=%s", rc->qname, kind[0] ? LOG_Q(kind) : "-");
+	if (rc->auth_seen != NULL)
+		rc->auth_seen(rc->auth_arg, 0, kind[0] ? kind : "AUTH");
+}
+
+int
+rconn_auth_error(const char *text)
+{
+	static const char *const kinds[] = {"NOAUTH", "WRONGPASS", "NOPERM"};
+
+	if (text == NULL)
+		return 0;
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+		size_t n = strlen(kinds[i]);
+		if (strncmp(text, kinds[i], n) == 0 && (text[n] == '\0' || text[n] == ' '))
+			return 1;
+	}
+	return 0;
+}
+
 static int
-send_auth(struct rconn *rc)
+send_auth_cmd(struct rconn *rc, handshake_cb *hs, void *arg)
 {
 	const char *argv[3] = {"AUTH", rc->password, NULL};
 	int argc = 2;
@@ -752,10 +830,18 @@ send_auth(struct rconn *rc)
 
 	if (len < 0)
 		return -1;
-	int r = submit(rc, NULL, on_handshake, step_auth, cmd, (size_t)len, NULL, 0);
+	int r = submit(rc, NULL, hs, arg, cmd, (size_t)len, NULL, 0);
+	if (r == 0)
+		rc->auth_epoch++;	/* commands from now on follow this AUTH */
 	explicit_bzero(cmd, (size_t)len);
 	redisFreeCommand(cmd);
 	return r;
+}
+
+static int
+send_auth(struct rconn *rc)
+{
+	return send_auth_cmd(rc, on_handshake, step_auth);
 }
 
 static int
@@ -1035,6 +1121,9 @@ rconn_new(struct ev_loop *loop, const struct rconn_opts *opts, const char *name,
 	rc->resolve = opts->resolve;
 	rc->resolve_arg = opts->resolve_arg;
 	rc->error_seen = opts->error_seen;
+	rc->auth_seen = opts->auth_seen;
+	rc->auth_arg = opts->auth_arg;
+	rc->password_expires = opts->password_expires_at_ms;
 	rc->cluster = opts->resolve != NULL && opts->cluster;
 	log_quote(rc->qname, sizeof(rc->qname), name != NULL ? name : "redis");
 	init_timer(rc, &rc->retry_timer, on_retry_timer);
@@ -1066,6 +1155,35 @@ rconn_free(struct rconn *rc)
 	while (!TAILQ_EMPTY(&rc->sent))
 		finish(rc, TAILQ_FIRST(&rc->sent), NULL);
 	rc_release(rc);
+}
+
+int
+rconn_reauth(struct rconn *rc, const char *password, int64_t expires_at_ms)
+{
+	char *copy;
+
+	if (rc == NULL || password == NULL || (copy = strdup(password)) == NULL)
+		return -1;
+	if (rc->password != NULL)
+		explicit_bzero(rc->password, strlen(rc->password));
+	free(rc->password);
+	rc->password = copy;
+	rc->password_expires = expires_at_ms;
+	/* out of memory there: the side connection goes idle and is reopened */
+	if (rc->side != NULL && !rc->side_close && rconn_reauth(rc->side, password,
+	    expires_at_ms) < 0)
+		close_side(rc);
+	if (rc->ac == NULL || rc->freeing || rc->handshake_failed)
+		return 0;	/* the next connect sends it */
+	struct auth_sent *a = malloc(sizeof *a);
+	if (a == NULL)
+		return 0;	/* kept for the next connect; this one may lapse */
+	*a = (struct auth_sent){.expires = expires_at_ms};
+	if (send_auth_cmd(rc, on_reauth, a) < 0) {
+		free(a);
+		return 0;
+	}
+	return 0;
 }
 
 int

@@ -110,6 +110,16 @@ token_refresh_at_ms(int64_t obtained_ms, int64_t lifetime_ms, double ratio, uint
 	return obtained_ms + at;
 }
 
+int64_t
+token_refresh_before_ms(int64_t obtained_ms, int64_t lifetime_ms, double ratio, uint64_t rnd,
+			int64_t lead_ms)
+{
+	int64_t at = token_refresh_at_ms(obtained_ms, lifetime_ms, ratio, rnd);
+	int64_t latest = obtained_ms + lifetime_ms - (lead_ms > 0 ? lead_ms : 0);
+
+	return latest > obtained_ms && at > latest ? latest : at;
+}
+
 int
 token_usable(int64_t expires_at_ms, int64_t now_ms, long timeout_ms)
 {
@@ -305,3 +315,97 @@ token_parse_response(const char *body, size_t len, char **access_token,
 	return rc;
 }
 
+
+/* ---- token_command (warrantd(7) §9: the Redis token from a program) ---- */
+
+char **
+token_command_argv(const char *cmd, char *why, size_t whylen)
+{
+	size_t n = strlen(cmd), words = 0;
+	/* at most n/2 + 1 words; each word's bytes and NUL fit in n + 1 each */
+	size_t slots = n / 2 + 2;
+	char **argv = malloc(slots * sizeof *argv + n + slots);
+	char *out;
+	const char *p = cmd;
+
+	if (argv == NULL) {
+		snprintf(why, whylen, "out of memory");
+		return NULL;
+	}
+	out = (char *)(argv + slots);
+	for (;;) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p == '\0')
+			break;
+		argv[words++] = out;
+		while (*p != '\0' && *p != ' ' && *p != '\t') {
+			char q = *p;
+			if (q != '\'' && q != '"') {
+				*out++ = *p++;
+				continue;
+			}
+			for (p++; *p != '\0' && *p != q; p++) {
+				if (q == '"' && *p == '\\' && (p[1] == '"' || p[1] == '\\'))
+					p++;
+				*out++ = *p;
+			}
+			if (*p != q) {
+				snprintf(why, whylen, "unclosed %s quote", q == '"' ? "double" :
+				    "single");
+				free(argv);
+				return NULL;
+			}
+			p++;
+		}
+		*out++ = '\0';
+	}
+	argv[words] = NULL;
+	if (words == 0 || argv[0][0] != '/') {
+		snprintf(why, whylen, words == 0 ? "empty command" :
+		    "the program must be an absolute path (no PATH lookup, no shell)");
+		free(argv);
+		return NULL;
+	}
+	return argv;
+}
+
+void
+token_command_argv_free(char **argv)
+{
+	free(argv);
+}
+
+int
+token_command_parse(const char *out, size_t len, char **token, long long *expires_in_s,
+		    char *err, size_t errlen)
+{
+	json_t *o = json_loadb(out ? out : "", out ? len : 0, 0, NULL);
+	const char *tok;
+	long long expires;
+	int rc = -1;
+
+	*token = NULL;
+	*expires_in_s = -1;
+	if (!json_is_object(o))
+		rc = fail(err, errlen, "the output is not a JSON object");
+	else if ((tok = json_string_value(json_object_get(o, "token"))) == NULL || *tok == '\0')
+		rc = fail(err, errlen, "the output has no \"token\" string");
+	else if (!header_safe(tok))
+		rc = fail(err, errlen, "the token holds characters other than visible ASCII");
+	else if (strlen(tok) > TOKEN_MAX_BYTES)
+		rc = fail(err, errlen, "the token is longer than " TOKEN_MAX_STR " bytes");
+	else if (read_expires_in(json_object_get(o, "expires_in"), &expires) != 0)
+		rc = fail(err, errlen, "expires_in is not a non-negative number");
+	else if ((*token = strdup(tok)) == NULL)
+		rc = fail(err, errlen, "out of memory");
+	else {
+		*expires_in_s = expires;
+		rc = 0;
+	}
+	json_t *t = json_object_get(o, "token");
+	if (json_is_string(t))
+		explicit_bzero((char *)json_string_value(t), json_string_length(t));
+	json_decref(o);
+	return rc;
+}

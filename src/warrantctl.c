@@ -34,6 +34,7 @@
 #include "ctl.h"
 #include "record.h"
 #include "rnd.h"
+#include "rtoken.h"
 #include "secrets.h"
 #include "sentinel.h"
 #include "proc.h"
@@ -275,22 +276,45 @@ run(struct ctx *c, redisReply **out, const char *cmd, ...)
 	return runv(c, out, argc, argv);
 }
 
+/* The AUTH password: with --as ROLE the role's password_file; else as the
+ * daemon gets it ([redis] auth, rtoken.h). 0 with *pw NULL (no AUTH) or a
+ * secret (secrets_free), or an exit code. */
+static int
+redis_password(const struct ctx *c, char **pw, size_t *len)
+{
+	const struct cfg *cfg = c->cfg;
+	char err[512];
+
+	*pw = NULL;
+	*len = 0;
+	if (c->as != NULL) {
+		if (c->password_file == NULL ||
+		    secrets_read_cfg(cfg, c->password_file, SECRETS_TRIMMED, pw, len, err,
+		    sizeof err) == 0)
+			return 0;
+		say("[%s] password_file: %s", c->user_section, err);
+		return EX_CONFIG;
+	}
+	if (rtoken_fetch_once(cfg, TIMEOUT_S * 1000L, pw, len, err, sizeof err) == 0)
+		return 0;
+	say("[redis] %s: %s", cfg->redis.auth == CFG_REDIS_PASSWORD ? "password_file" : "auth",
+	    err);
+	return cfg->redis.auth == CFG_REDIS_PASSWORD ? EX_CONFIG : EX_UNAVAILABLE;
+}
+
 static int
 authenticate(struct ctx *c)
 {
 	const struct cfg *cfg = c->cfg;
-	char err[512], *pw;
+	char *pw;
 	size_t len;
 	redisReply *r;
 	int rc;
 
-	if (c->password_file == NULL)
+	if ((rc = redis_password(c, &pw, &len)) != 0)
+		return rc;
+	if (pw == NULL)
 		return 0;
-	if (secrets_read_cfg(cfg, c->password_file, SECRETS_TRIMMED, &pw, &len, err,
-	    sizeof err) != 0) {
-		say("[%s] password_file: %s", c->user_section, err);
-		return EX_CONFIG;
-	}
 	if (c->username != NULL)
 		rc = run(c, &r, "AUTH", c->username, pw, (char *)NULL);
 	else
@@ -312,13 +336,13 @@ cluster_owner(struct ctx *c, char *host, size_t hostlen, int *port)
 	size_t n, len = 0;
 	int rc = EX_UNAVAILABLE;
 
-	if (sentinel_parse_list(cfg->redis.cluster, seeds, &n, err, sizeof err) < 0 ||
-	    (c->password_file &&
-	    secrets_read_cfg(cfg, c->password_file, SECRETS_TRIMMED, &pw, &len, err,
-	    sizeof err) < 0)) {
+	if (sentinel_parse_list(cfg->redis.cluster, seeds, &n, err, sizeof err) < 0) {
 		say("%s", err);
 		return EX_CONFIG;
 	}
+	if ((rc = redis_password(c, &pw, &len)) != 0)
+		return rc;
+	rc = EX_UNAVAILABLE;
 	if ((m = cluster_map_new()) == NULL)
 		say("out of memory");
 	else if (cluster_refresh(m, seeds, n, c->username, pw, TIMEOUT_S * 1000L, err,
@@ -344,8 +368,9 @@ cluster_owner(struct ctx *c, char *host, size_t hostlen, int *port)
 /* Sentinel: the primary's address, as the daemon finds it. 0, or an exit
  * code. */
 static int
-sentinel_primary(const struct cfg *cfg, char *host, size_t hostlen, int *port)
+sentinel_primary(const struct ctx *c, char *host, size_t hostlen, int *port)
 {
+	const struct cfg *cfg = c->cfg;
 	struct sentinel_addr a[SENTINEL_MAX];
 	char err[256], *pw = NULL;
 	size_t n, len = 0;
@@ -358,6 +383,11 @@ sentinel_primary(const struct cfg *cfg, char *host, size_t hostlen, int *port)
 		say("%s", err);
 		return EX_CONFIG;
 	}
+	/* as the daemon: without a file of their own, the sentinels get the
+	 * Redis token */
+	if (!cfg->redis.sentinel_password_file && cfg->redis.auth != CFG_REDIS_PASSWORD &&
+	    (rc = redis_password(c, &pw, &len)) != 0)
+		return rc;
 	rc = sentinel_master(a, n, cfg->redis.master_name, pw, TIMEOUT_S * 1000L, host, hostlen,
 	    port, err, sizeof err);
 	if (pw)
@@ -382,7 +412,7 @@ connect_redis(struct ctx *c)
 
 	if (c->redis != NULL)
 		return 0;	/* connected to the shard's node already */
-	if (cfg->redis.sentinels && (rc = sentinel_primary(cfg, host, sizeof host, &port)) != 0)
+	if (cfg->redis.sentinels && (rc = sentinel_primary(c, host, sizeof host, &port)) != 0)
 		return rc;
 	if (cfg->redis.cluster && (rc = cluster_owner(c, host, sizeof host, &port)) != 0)
 		return rc;

@@ -176,6 +176,9 @@ metrics_sample_engine(void *arg, struct metrics_sample *out)
 	/* the engine copies these two into its counters at each heartbeat only */
 	out->n.token_refreshes = g.token_refreshes;
 	out->n.redis_outages = g.redis_outages;
+	out->n.redis_auth_refreshes = g.redis_auth_refreshes;
+	out->redis_token_state = g.redis_token_state;
+	out->redis_token_expires_in_s = g.redis_token_expires_in_s;
 	out->in_flight = g.in_flight;
 	out->token_state = g.token_state;
 	out->token_expires_in_s = g.token_expires_in_s;

@@ -6,6 +6,7 @@
  *   fake_idp --port-file FILE [--port N] --jwt-secret-file S --client-id ID
  *            [--client-secret-file F] [--assertion-key-file PUBPEM]...
  *            [--lifetime-s N] [--audience-url URL] [--decision-key-file PUBPEM]
+ *            [--redis-scope S] [--redis-lifetime-s N]
  *
  * POST /token takes a form body with grant_type=client_credentials and
  * authenticates the client by exactly one of: HTTP Basic (id and secret each
@@ -19,6 +20,11 @@
  * checks): iat = now, exp = now + lifetime (seconds), jti, sub, and the
  * requested scope (when one was asked for) as `scope`.
  * Wrong client credentials: 401 {"error": "invalid_client"}.
+ *
+ * A request whose scope or resource is --redis-scope (a token for Redis
+ * itself, warrantd(7) §9, e.g. https://redis.azure.com/.default) gets a token of
+ * --redis-lifetime-s (default 5 s: managed Redis' hour, shrunk for tests),
+ * which fake_redisgate reads the exp of. /_stats adds "redis_issued".
  *
  * With --decision-key-file (the decider's ES256 public key) it also takes
  * grant_type=urn:ietf:params:oauth:grant-type:token-exchange (RFC 8693),
@@ -69,6 +75,9 @@ static struct {
 	pthread_mutex_t mu;
 	int down;
 	long lifetime_s;
+	const char *redis_scope;	/* NULL: no Redis tokens */
+	long redis_lifetime_s;
+	long long redis_issued;
 	long long issued, requests, rejected, unavailable;
 	long long exchanges, exchanges_denied;
 	int exchange_deny;
@@ -80,7 +89,7 @@ static struct {
 	int nkeys;
 	const char *client_id;
 	char audience_url[512];
-} st = { .mu = PTHREAD_MUTEX_INITIALIZER, .lifetime_s = 3600 };
+} st = { .mu = PTHREAD_MUTEX_INITIALIZER, .lifetime_s = 3600, .redis_lifetime_s = 5 };
 
 static void
 reset_locked(void)
@@ -92,7 +101,7 @@ reset_locked(void)
 	st.last = json_object();
 	for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
 		json_object_set_new(st.last, fields[i], json_null());
-	st.issued = st.requests = st.rejected = st.unavailable = 0;
+	st.issued = st.requests = st.rejected = st.unavailable = st.redis_issued = 0;
 	st.exchanges = st.exchanges_denied = 0;
 }
 
@@ -451,12 +460,16 @@ issue_token_locked(const char *scope, const struct record *rec, const char *reso
 	long now = (long)time(NULL);
 	jwt_t *jwt = NULL;
 	char jti[33], *tok = NULL, *out = NULL;
+	int for_redis = rec == NULL && st.redis_scope != NULL &&
+	    ((scope != NULL && strcmp(scope, st.redis_scope) == 0) ||
+	    (resource != NULL && strcmp(resource, st.redis_scope) == 0));
+	long lifetime_s = for_redis ? st.redis_lifetime_s : st.lifetime_s;
 
 	if (rnd_hex(jti, sizeof jti, 16) != 0 || jwt_new(&jwt) != 0)
 		goto done;
 	if (jwt_add_grant(jwt, "sub", rec ? rec->on_behalf_of : st.client_id) ||
 	    jwt_add_grant(jwt, "jti", jti) ||
-	    jwt_add_grant_int(jwt, "iat", now) || jwt_add_grant_int(jwt, "exp", now + st.lifetime_s) ||
+	    jwt_add_grant_int(jwt, "iat", now) || jwt_add_grant_int(jwt, "exp", now + lifetime_s) ||
 	    /* iat to the ms, so a revocation in the same second as an issue
 	     * is ordered right (the fake gate reads it) */
 	    jwt_add_grant_int(jwt, "iat_ms", (long)wtime_now_ms()) ||
@@ -467,8 +480,9 @@ issue_token_locked(const char *scope, const struct record *rec, const char *reso
 	    (int)st.jwt_secret.len) || (tok = jwt_encode_str(jwt)) == NULL)
 		goto done;
 	out = fake_dump(json_pack("{s:s, s:s, s:I}", "access_token", tok, "token_type", "Bearer",
-	    "expires_in", (json_int_t)st.lifetime_s));
+	    "expires_in", (json_int_t)lifetime_s));
 	st.issued++;
+	st.redis_issued += for_redis;
 done:
 	free(tok);
 	jwt_free(jwt);
@@ -523,17 +537,23 @@ handle_token(struct MHD_Connection *c, const struct fake_req *r)
 	}
 	char *scope = json_string_value(json_object_get(form, "scope")) ?
 	    strdup(json_string_value(json_object_get(form, "scope"))) : NULL;
+	/* only to tell a Redis token: the worker's own carry no resource claim */
+	const char *res = json_string_value(json_object_get(form, "resource"));
+	char *resource = res && st.redis_scope && strcmp(res, st.redis_scope) == 0 ?
+	    strdup(res) : NULL;
 	json_decref(form);
 	if (problem != NULL) {
 		free(scope);
+		free(resource);
 		st.rejected++;
 		pthread_mutex_unlock(&st.mu);
 		return send_error(c, status, status == 401 ? "invalid_client" :
 		    strcmp(problem, "unsupported_grant_type") == 0 ? problem : "invalid_request",
 		    problem);
 	}
-	char *answer = issue_token_locked(scope, NULL, NULL);
+	char *answer = issue_token_locked(scope, NULL, resource);
 	free(scope);
+	free(resource);
 	pthread_mutex_unlock(&st.mu);
 	if (answer == NULL)
 		return send_error(c, 500, "server_error", "cannot issue a token");
@@ -549,7 +569,8 @@ static enum MHD_Result
 send_stats(struct MHD_Connection *c)
 {
 	pthread_mutex_lock(&st.mu);
-	json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "issued", (json_int_t)st.issued,
+	json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "issued",
+	    (json_int_t)st.issued, "redis_issued", (json_int_t)st.redis_issued,
 	    "requests", (json_int_t)st.requests, "rejected", (json_int_t)st.rejected,
 	    "unavailable", (json_int_t)st.unavailable, "lifetime_s", (json_int_t)st.lifetime_s,
 	    "exchanges", (json_int_t)st.exchanges,
@@ -646,7 +667,8 @@ usage(void)
 {
 	fprintf(stderr, "usage: fake_idp --port-file FILE [--port N] --jwt-secret-file S "
 	    "--client-id ID [--client-secret-file F] [--assertion-key-file PUBPEM]... "
-	    "[--lifetime-s N] [--audience-url URL] [--decision-key-file PUBPEM]\n");
+	    "[--lifetime-s N] [--audience-url URL] [--decision-key-file PUBPEM] "
+	    "[--redis-scope S] [--redis-lifetime-s N]\n");
 	return 64;
 }
 
@@ -678,6 +700,10 @@ take_option(const char *opt, const char *v, void *arg)
 		return st.nkeys < MAX_KEYS ? fake_read_file(v, BLOB_MAX, 0, &st.keys[st.nkeys++]) : -1;
 	else if (strcmp(opt, "--lifetime-s") == 0)
 		st.lifetime_s = strtol(v, NULL, 10);
+	else if (strcmp(opt, "--redis-scope") == 0)
+		st.redis_scope = v;
+	else if (strcmp(opt, "--redis-lifetime-s") == 0)
+		st.redis_lifetime_s = strtol(v, NULL, 10);
 	else if (strcmp(opt, "--audience-url") == 0)
 		audience_option = v;
 	else if (strcmp(opt, "--decision-key-file") == 0)

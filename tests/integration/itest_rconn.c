@@ -1114,6 +1114,154 @@ test_script_batch(void **state)
 	h_redis_stop(&r);
 }
 
+/* ---- rconn_reauth (warrantd(7) §9: short-lived Redis tokens) ---- */
+
+static char g_auth_seq[64];	/* "A" accepted, "W" refused, "S" refused to a command
+				   sent before the latest AUTH, "R" a reply, in order */
+static int g_auth_ok, g_auth_refused;
+static char g_auth_kind[32];
+
+static void
+on_auth_seen(void *arg, int ok, const char *kind)
+{
+	size_t n = strlen(g_auth_seq);
+
+	(void)arg;
+	if (n + 1 < sizeof g_auth_seq) {
+		g_auth_seq[n] = ok > 0 ? 'A' : ok < 0 ? 'S' : 'W';
+		g_auth_seq[n + 1] = '\0';
+	}
+	if (ok > 0)
+		g_auth_ok++;
+	else
+		g_auth_refused++;
+	snprintf(g_auth_kind, sizeof g_auth_kind, "%s", kind);
+}
+
+static void
+on_seq_slot(struct rconn *rc, const struct sreply *view, void *arg)
+{
+	size_t n = strlen(g_auth_seq);
+
+	if (n + 1 < sizeof g_auth_seq) {
+		g_auth_seq[n] = 'R';
+		g_auth_seq[n + 1] = '\0';
+	}
+	on_slot(rc, view, arg);
+}
+
+static int
+cond_auth_events(void *arg)
+{
+	return g_auth_ok + g_auth_refused >= *(int *)arg;
+}
+
+#define NREAUTH 100
+
+/* AUTH with a new password on the live connection, between pipelined
+ * commands: every reply arrives, in order, on the same connection (same
+ * CLIENT ID, no reconnect); behind a BLPOP the AUTH is answered when the
+ * BLPOP is; a refused AUTH leaves the connection as it was. */
+static void
+test_reauth_in_order(void **state)
+{
+	struct h_redis r;
+	static struct slot s[2 * NREAUTH];
+	struct slot id1, id2, blk, after;
+	int want;
+
+	(void)state;
+	g_auth_seq[0] = '\0';
+	g_auth_ok = g_auth_refused = 0;
+	assert_int_equal(h_redis_start(&r, 0), 0);
+	redisContext *c = h_redis_connect(&r);
+	assert_non_null(c);
+	char *ok = h_redis_str(c, "ACL SETUSER tok on >tok-One-1 >tok-Two-2 ~* &* +@all");
+	assert_non_null(ok);
+	free(ok);
+	struct rconn_opts o = opts_for(&r);
+	o.username = "tok";
+	o.password = "tok-One-1";
+	o.auth_seen = on_auth_seen;
+	struct rconn *rc = connect_up(&o, "reauth");
+	roundtrip(rc, &id1, "CLIENT ID", NULL, NULL);
+
+	memset(s, 0, sizeof s);
+	for (int i = 0; i < NREAUTH; i++)
+		assert_int_equal(rconn_command(rc, on_slot, &s[i], "INCR n"), 0);
+	assert_int_equal(rconn_reauth(rc, "tok-Two-2", 0), 0);
+	for (int i = NREAUTH; i < 2 * NREAUTH; i++)
+		assert_int_equal(rconn_command(rc, on_slot, &s[i], "INCR n"), 0);
+	assert_int_equal(run_until(cond_slot, &s[2 * NREAUTH - 1], WAIT_S), 0);
+	for (int i = 0; i < 2 * NREAUTH; i++) {
+		assert_int_equal(s[i].calls, 1);
+		assert_int_equal(s[i].type, REDIS_REPLY_INTEGER);
+		assert_int_equal(s[i].integer, i + 1);
+	}
+	assert_int_equal(g_auth_ok, 1);
+	assert_int_equal(g_auth_refused, 0);
+	roundtrip(rc, &id2, "CLIENT ID", NULL, NULL);
+	assert_int_equal(id1.integer, id2.integer);
+	assert_int_equal(g_ups, 1);
+	assert_int_equal(g_downs, 0);
+
+	/* behind a blocking read: answered when the read ends, after it */
+	g_auth_seq[0] = '\0';
+	memset(&blk, 0, sizeof blk);
+	assert_int_equal(rconn_command(rc, on_seq_slot, &blk, "BLPOP q 10"), 0);
+	assert_int_equal(rconn_reauth(rc, "tok-One-1", 0), 0);
+	want = 2;
+	assert_int_equal(run_until(cond_auth_events, &want, 0.5), -1);	/* still held */
+	assert_string_equal(g_auth_seq, "");
+	freeReplyObject(redisCommand(c, "RPUSH q x"));
+	assert_int_equal(run_until(cond_auth_events, &want, WAIT_S), 0);
+	assert_string_equal(g_auth_seq, "RA");
+	assert_int_equal(blk.type, REDIS_REPLY_ARRAY);
+
+	/* refused: said, and the connection goes on as the old user */
+	assert_int_equal(rconn_reauth(rc, "not-the-password", 0), 0);
+	want = 3;
+	assert_int_equal(run_until(cond_auth_events, &want, WAIT_S), 0);
+	assert_int_equal(g_auth_refused, 1);
+	assert_string_equal(g_auth_kind, "WRONGPASS");
+	roundtrip(rc, &after, "INCR n", NULL, NULL);
+	assert_int_equal(after.integer, 2 * NREAUTH + 1);
+	assert_int_equal(g_downs, 0);
+	assert_int_equal(rconn_reauth(rc, NULL, 0), -1);
+
+	/* a refusal to a command sent before the latest AUTH is told apart */
+	ok = h_redis_str(c, "ACL SETUSER tok -incr");
+	assert_non_null(ok);
+	free(ok);
+	g_auth_seq[0] = '\0';
+	struct slot p1, p2;
+	memset(&p1, 0, sizeof p1);
+	memset(&p2, 0, sizeof p2);
+	assert_int_equal(rconn_command(rc, on_slot, &p1, "INCR n"), 0);
+	assert_int_equal(rconn_reauth(rc, "tok-Two-2", 0), 0);
+	assert_int_equal(rconn_command(rc, on_slot, &p2, "INCR n"), 0);
+	assert_int_equal(run_until(cond_slot, &p2, WAIT_S), 0);
+	assert_string_equal(g_auth_seq, "SAW");
+	assert_string_equal(g_auth_kind, "NOPERM");
+
+	rconn_free(rc);
+	redisFree(c);
+	h_redis_stop(&r);
+}
+
+static void
+test_auth_error_kinds(void **state)
+{
+	(void)state;
+	assert_int_equal(rconn_auth_error("NOAUTH Authentication required."), 1);
+	assert_int_equal(rconn_auth_error("WRONGPASS invalid username-password pair"), 1);
+	assert_int_equal(rconn_auth_error("NOPERM this user has no permissions"), 1);
+	assert_int_equal(rconn_auth_error("NOAUTH"), 1);
+	assert_int_equal(rconn_auth_error("NOAUTHX y"), 0);
+	assert_int_equal(rconn_auth_error("ERR NOAUTH"), 0);
+	assert_int_equal(rconn_auth_error(NULL), 0);
+}
+
 int
 main(void)
 {
@@ -1131,6 +1279,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_free_outstanding, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_follow_ask, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_script_batch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reauth_in_order, setup, teardown),
+		cmocka_unit_test(test_auth_error_kinds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

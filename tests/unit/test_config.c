@@ -922,6 +922,56 @@ test_metrics_section(void **state)
 	    "t.ini:7: allow_remote: 'true' is not one of yes|no");
 }
 
+#define MIN_OAUTH "[oauth]\ntoken_url = https://idp/t\nclient_id = c\nclient_secret_file = s\n"
+
+/* warrantd(7) §9: [redis] auth and the keys of each source. */
+static void
+test_redis_auth(void **state)
+{
+	(void)state;
+	struct cfg *cfg = load_ok(MIN_RECORDS MIN_ACTION);
+	assert_int_equal(cfg->redis.auth, CFG_REDIS_PASSWORD);
+	cfg_free(cfg);
+	cfg = load_ok(MIN_RECORDS MIN_ACTION MIN_OAUTH "[redis]\nauth = oauth\n"
+	    "username = 0f1e2d3c\ntoken_scope = https://redis.azure.com/.default\n");
+	assert_int_equal(cfg->redis.auth, CFG_REDIS_OAUTH);
+	assert_string_equal(cfg->redis.token_scope, "https://redis.azure.com/.default");
+	cfg_free(cfg);
+	cfg = load_ok(MIN_RECORDS MIN_ACTION "[redis]\nauth = command\n"
+	    "token_command = /usr/bin/tok --user 'a b' \"c\\\"d\"\n");
+	assert_int_equal(cfg->redis.auth, CFG_REDIS_COMMAND);
+	assert_string_equal(cfg->redis.token_command, "/usr/bin/tok --user 'a b' \"c\\\"d\"");
+	cfg_free(cfg);
+	/* lines: 1-5 records and action, 6 [redis] */
+	EXPECT(MIN_RECORDS MIN_ACTION "[redis]\nauth = iam\n",
+	    "t.ini:7: auth: 'iam' is not one of password|oauth|command");
+	EXPECT(MIN_RECORDS MIN_ACTION "[redis]\nauth = oauth\ntoken_scope = s\n",
+	    "t.ini:7: auth = oauth needs an [oauth] section (the client that fetches the token)");
+	EXPECT(MIN_RECORDS MIN_ACTION MIN_OAUTH "[redis]\nauth = oauth\n",
+	    "t.ini:11: auth = oauth needs token_scope or token_resource (e.g. token_scope = "
+	    "https://redis.azure.com/.default)");
+	EXPECT(MIN_RECORDS MIN_ACTION "[redis]\nauth = command\n",
+	    "t.ini:6: [redis] token_command is required with auth = command");
+	EXPECT(MIN_RECORDS MIN_ACTION "[redis]\nauth = command\ntoken_command = tok --x\n",
+	    "t.ini:8: token_command: the program must be an absolute path (no PATH lookup, no shell)");
+	EXPECT(MIN_RECORDS MIN_ACTION "[redis]\nauth = command\ntoken_command = /t 'x\n",
+	    "t.ini:8: token_command: unclosed single quote");
+	EXPECT(MIN_RECORDS MIN_ACTION "[redis]\nauth = command\ntoken_command = /t\n"
+	    "password_file = p\ntoken_scope = s\n",
+	    "t.ini:9: password_file is only used with auth = password (auth = command fetches a token)",
+	    "t.ini:10: token_scope is only used with auth = oauth");
+	/* inih reads 199 bytes a line: a longer command is refused at its line,
+	 * never cut (README: put a long one in a wrapper script) */
+	char long_cmd[400];
+	snprintf(long_cmd, sizeof long_cmd, MIN_RECORDS MIN_ACTION "[redis]\nauth = command\n"
+	    "token_command = /usr/bin/tok %0190d\n", 7);
+	EXPECT(long_cmd, "t.ini:6: [redis] token_command is required with auth = command",
+	    "t.ini:8: line longer than 199 bytes");
+	EXPECT(MIN_RECORDS MIN_ACTION "[redis]\ntoken_command = /t\ntoken_resource = r\n",
+	    "t.ini:7: token_command is only used with auth = command",
+	    "t.ini:8: token_resource is only used with auth = oauth");
+}
+
 static void
 test_bad_enums(void **state)
 {
@@ -1313,6 +1363,7 @@ main(void)
 		cmocka_unit_test(test_bad_numbers),
 		cmocka_unit_test(test_bad_ratio),
 		cmocka_unit_test(test_metrics_section),
+		cmocka_unit_test(test_redis_auth),
 		cmocka_unit_test(test_bad_enums),
 		cmocka_unit_test(test_bad_urls),
 		cmocka_unit_test(test_missing_keys),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Unit tests for src/dec.c: decimal numbers against snprintf. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,8 +1,9 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_ejob: the jobs in hand (src/ejob.c) driven through fake operations
  * (ejob.h's struct ejob_ops): every load, verification, write, call, timer
  * and cancel a job asks for is written to a trace and held until the test
  * answers it, with the clock the test sets. Each test asserts the exact
- * sequence of operations (SPEC R1, R4, R8, R9, R10, R13, R15, R17). */
+ * sequence of operations (warrantd(7) R1, R4, R8, R9, R10, R13, R15, R17). */
 #define _DEFAULT_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>

@@ -373,6 +373,117 @@ test_refused_fetch_spacing(void **state)
 	assert_int_equal(prev, TOKEN_REFUSED_CAP_MS);
 }
 
+/* warrantd(7) §9: a Redis token is refreshed lead_ms before it dies at the latest. */
+static void
+test_refresh_before(void **state)
+{
+	(void)state;
+	/* 5 s token, ratio 0.75, no jitter (rnd 0): 3750 ms; lead 3000: 2000 */
+	assert_int_equal(token_refresh_before_ms(1000, 5000, 0.75, 0, 0), 1000 + 3750);
+	assert_int_equal(token_refresh_before_ms(1000, 5000, 0.75, 0, 3000), 1000 + 2000);
+	assert_int_equal(token_refresh_before_ms(1000, 5000, 0.75, 0, 1000), 1000 + 3750);
+	/* a token living no longer than lead keeps the ratio's time */
+	assert_int_equal(token_refresh_before_ms(1000, 5000, 0.75, 0, 5000), 1000 + 3750);
+	assert_int_equal(token_refresh_before_ms(1000, 5000, 0.75, 0, 9000), 1000 + 3750);
+	/* an hour's token, block_ms 5000 + 2000: the ratio is earlier */
+	assert_int_equal(token_refresh_before_ms(0, 3600000, 0.75, 0, 7000), 2700000);
+}
+
+static void
+expect_argv(const char *cmd, const char *const *want)
+{
+	char why[160] = "";
+	char **argv = token_command_argv(cmd, why, sizeof why);
+	size_t i = 0;
+
+	if (argv == NULL)
+		fail_msg("%s: %s", cmd, why);
+	for (; want[i]; i++) {
+		assert_non_null(argv[i]);
+		assert_string_equal(argv[i], want[i]);
+	}
+	assert_null(argv[i]);
+	token_command_argv_free(argv);
+}
+
+static void
+expect_argv_error(const char *cmd, const char *why_want)
+{
+	char why[160] = "";
+
+	assert_null(token_command_argv(cmd, why, sizeof why));
+	assert_string_equal(why, why_want);
+}
+
+static void
+test_command_argv(void **state)
+{
+	(void)state;
+	expect_argv("/bin/tok", (const char *[]){"/bin/tok", NULL});
+	expect_argv("  /bin/tok\t-a  b ", (const char *[]){"/bin/tok", "-a", "b", NULL});
+	expect_argv("/bin/tok 'a b' \"c\\\"d\\\\e\" x'y z'w ''",
+	    (const char *[]){"/bin/tok", "a b", "c\"d\\e", "xy zw", "", NULL});
+	/* no shell: $, ;, | and globs are plain bytes */
+	expect_argv("/bin/tok $HOME;rm|x *", (const char *[]){"/bin/tok", "$HOME;rm|x", "*", NULL});
+	expect_argv("/bin/tok 'a\\b'", (const char *[]){"/bin/tok", "a\\b", NULL});
+	expect_argv("/a b c d e f g h", (const char *[]){"/a", "b", "c", "d", "e", "f", "g", "h",
+	    NULL});
+	expect_argv_error("", "empty command");
+	expect_argv_error("   ", "empty command");
+	expect_argv_error("tok -a", "the program must be an absolute path (no PATH lookup, no shell)");
+	expect_argv_error("/bin/tok 'a", "unclosed single quote");
+	expect_argv_error("/bin/tok \"a\\\"", "unclosed double quote");
+}
+
+static void
+expect_parse_error(const char *out, const char *why_want)
+{
+	char err[200] = "", *tok = (char *)"x";
+	long long exp = 7;
+
+	assert_int_equal(token_command_parse(out, strlen(out), &tok, &exp, err, sizeof err), -1);
+	assert_null(tok);
+	assert_string_equal(err, why_want);
+	assert_null(strstr(err, "s3cr3t"));	/* never the token or the output */
+}
+
+static void
+test_command_parse(void **state)
+{
+	(void)state;
+	char err[200], *tok;
+	long long exp;
+	const char *ok = "{\"token\": \"abc.def\", \"expires_in\": 900}\n";
+
+	assert_int_equal(token_command_parse(ok, strlen(ok), &tok, &exp, err, sizeof err), 0);
+	assert_string_equal(tok, "abc.def");
+	assert_int_equal(exp, 900);
+	free(tok);
+	ok = "{\"token\": \"t\", \"expires_in\": \"60\"}";
+	assert_int_equal(token_command_parse(ok, strlen(ok), &tok, &exp, err, sizeof err), 0);
+	assert_int_equal(exp, 60);
+	free(tok);
+	ok = "{\"token\": \"t\"}";
+	assert_int_equal(token_command_parse(ok, strlen(ok), &tok, &exp, err, sizeof err), 0);
+	assert_int_equal(exp, -1);	/* the JWT's exp must tell */
+	free(tok);
+	expect_parse_error("s3cr3t", "the output is not a JSON object");
+	expect_parse_error("", "the output is not a JSON object");
+	expect_parse_error("{\"access_token\": \"s3cr3t\"}", "the output has no \"token\" string");
+	expect_parse_error("{\"token\": 5}", "the output has no \"token\" string");
+	expect_parse_error("{\"token\": \"s3cr3t x\"}",
+	    "the token holds characters other than visible ASCII");
+	expect_parse_error("{\"token\": \"s3cr3t\", \"expires_in\": -1}",
+	    "expires_in is not a non-negative number");
+	char *big = malloc(TOKEN_MAX_BYTES + 64);
+	assert_non_null(big);
+	strcpy(big, "{\"token\": \"");
+	memset(big + 11, 'a', TOKEN_MAX_BYTES + 1);
+	strcpy(big + 11 + TOKEN_MAX_BYTES + 1, "\"}");
+	expect_parse_error(big, "the token is longer than " TOKEN_MAX_STR " bytes");
+	free(big);
+}
+
 int
 main(void)
 {
@@ -382,6 +493,9 @@ main(void)
 		cmocka_unit_test(test_lifetime_jwt_forms),
 		cmocka_unit_test(test_lifetime_skew),
 		cmocka_unit_test(test_refresh_at_bounds),
+		cmocka_unit_test(test_refresh_before),
+		cmocka_unit_test(test_command_argv),
+		cmocka_unit_test(test_command_parse),
 		cmocka_unit_test(test_usable_boundary),
 		cmocka_unit_test(test_refused_fetch_spacing),
 		cmocka_unit_test(test_form_encode),
