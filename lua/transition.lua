@@ -2,7 +2,6 @@
 -- ARGV: group consumer audit_maxlen dead_maxlen notify_maxlen terminal stream_id fence flags state record_id at outcome detail attempt http_status retain_ms schedule_score dead_reason deliveries notify_owner notify_kind on_behalf_of action resource
 -- BATCH: jobs audit dead notify scheduled group consumer audit_maxlen dead_maxlen notify_maxlen terminal
 -- SPDX-License-Identifier: BSD-2-Clause
--- SPDX-License-Identifier: BSD-2-Clause
 --
 -- One state change of a job: fences, hash write, audit, dead letter,
 -- notification, reschedule and XACK at once (R4, R10, R13).

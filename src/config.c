@@ -310,14 +310,15 @@ set_log_format(struct ctx *c, const struct key *k, void *field, const char *v)
 	return 0;
 }
 
+static const struct name_val redis_auths[] = {{"password", CFG_REDIS_PASSWORD},
+	{"oauth", CFG_REDIS_OAUTH}, {"command", CFG_REDIS_COMMAND}, {NULL, 0}};
+
 static int
 set_redis_auth(struct ctx *c, const struct key *k, void *field, const char *v)
 {
-	static const struct name_val tbl[] = {{"password", CFG_REDIS_PASSWORD},
-	    {"oauth", CFG_REDIS_OAUTH}, {"command", CFG_REDIS_COMMAND}, {NULL, 0}};
 	int n;
 
-	if (lookup(c, k, tbl, v, &n) < 0)
+	if (lookup(c, k, redis_auths, v, &n) < 0)
 		return -1;
 	*(enum cfg_redis_auth *)field = (enum cfg_redis_auth)n;
 	return 0;
@@ -1696,6 +1697,7 @@ names_of_setter(setter set)
 		const struct name_val *tbl;
 	} named[] = {
 		{set_log_level, log_levels}, {set_log_format, log_formats},
+		{set_redis_auth, redis_auths},
 		{set_signature, signatures}, {set_alg, algorithms},
 		{set_assertion_alg, assertion_algs}, {set_client_auth, client_auths},
 		{set_yes_no, yes_no}, {set_action_auth, auths}, {set_action_token, action_tokens},
@@ -1728,7 +1730,8 @@ dump_key(const struct key *k, const void *base, FILE *out)
 		const char *name = name_of(tbl, *(const int *)field);
 		fprintf(out, "%s = %s\n", k->name, name ? name : "?");
 	} else if (k->set == set_str || k->set == set_word || k->set == set_consumer ||
-	    k->set == set_url || k->set == set_action_url || k->set == set_method) {
+	    k->set == set_url || k->set == set_action_url || k->set == set_method ||
+	    k->set == set_token_command) {
 		const char *v = *(const char *const *)field;
 		if (v != NULL)
 			fprintf(out, "%s = %s\n", k->name, v);

@@ -305,7 +305,6 @@ redis_password(const struct ctx *c, char **pw, size_t *len)
 static int
 authenticate(struct ctx *c)
 {
-	const struct cfg *cfg = c->cfg;
 	char *pw;
 	size_t len;
 	redisReply *r;
