@@ -87,6 +87,21 @@ json_t *ctl_scalar(const char *s)
  */
 void ctl_print_human(FILE *out, const json_t *obj, int indent);
 
+/* A duration for people: "850 ms", "5 s", "12 m", "3 h", "2 d" (whole
+ * units, cut down), into buf; returns buf. A negative one is "-". */
+const char *ctl_human_ms(long long ms, char *buf, size_t n);
+
+/* Consumers of one `status` object whose heartbeat hash is live. */
+size_t ctl_status_alive(const json_t *status);
+
+/*
+ * `status` for people: the queue's fields as ctl_print_human does (the ones
+ * in ms in human units), then "consumers: N alive of M" and one line per
+ * consumer -- its name, alive or silent, then its fields, durations in
+ * human units.
+ */
+void ctl_print_status(FILE *out, const json_t *status);
+
 /* One line of logfmt pairs (log_quote'd values) of an object's scalar
  * members, in order, then '\n'. Nested values are shown as compact JSON. */
 void ctl_print_line(FILE *out, const json_t *obj, int indent);

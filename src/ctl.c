@@ -425,6 +425,111 @@ ctl_print_human(FILE *out, const json_t *obj, int indent)
 		print_member(out, key, v, indent, width);
 }
 
+const char *
+ctl_human_ms(long long ms, char *buf, size_t n)
+{
+	static const struct {
+		long long below, per;
+		const char *unit;
+	} steps[] = {
+		{1000, 1, "ms"}, {120000, 1000, "s"}, {7200000, 60000, "m"},
+		{172800000, 3600000, "h"}, {-1, 86400000, "d"},
+	};
+
+	if (ms < 0) {
+		snprintf(buf, n, "-");
+		return buf;
+	}
+	for (size_t i = 0;; i++)
+		if (steps[i].below < 0 || ms < steps[i].below) {
+			snprintf(buf, n, "%lld %s", ms / steps[i].per, steps[i].unit);
+			return buf;
+		}
+}
+
+size_t
+ctl_status_alive(const json_t *status)
+{
+	const char *name;
+	json_t *o;
+	size_t alive = 0;
+
+	json_object_foreach(json_object_get(status, "consumers"), name, o)
+		alive += json_is_true(json_object_get(o, "alive"));
+	return alive;
+}
+
+/* "xxxMs" holding an integer: the key without "Ms" and the value for people
+ * in text; else 0. */
+static int
+human_duration(const char *key, const json_t *v, char *name, size_t nn, char *text, size_t nt)
+{
+	size_t len = strlen(key);
+
+	if (len < 3 || strcmp(key + len - 2, "Ms") != 0 || !(json_is_integer(v) || json_is_null(v)))
+		return 0;
+	snprintf(name, nn, "%.*s", (int)(len - 2), key);
+	ctl_human_ms(json_is_null(v) ? -1 : json_integer_value(v), text, nt);
+	return 1;
+}
+
+static void
+print_consumer(FILE *out, const char *name, const json_t *o)
+{
+	const char *key;
+	json_t *v;
+	char k[64], t[32];
+
+	fputs("  ", out);
+	put_clean(out, name);
+	fprintf(out, "  %s", json_is_true(json_object_get(o, "alive")) ? "alive" : "silent");
+	json_object_foreach((json_t *)o, key, v) {
+		char *text;
+		if (strcmp(key, "alive") == 0 || (json_is_null(v) && !human_duration(key, v, k,
+		    sizeof k, t, sizeof t)))
+			continue;
+		fputs("  ", out);
+		if (human_duration(key, v, k, sizeof k, t, sizeof t)) {
+			put_clean(out, k);
+			fprintf(out, " %s", t);
+			continue;
+		}
+		put_clean(out, key);
+		if ((text = value_text(v)) != NULL) {
+			fputc(' ', out);
+			put_clean(out, text);
+		}
+		free(text);
+	}
+	fputc('\n', out);
+}
+
+void
+ctl_print_status(FILE *out, const json_t *status)
+{
+	const json_t *consumers = json_object_get(status, "consumers");
+	json_t *copy = json_object(), *v;
+	const char *key;
+	char k[64], t[32];
+
+	if (copy == NULL)
+		return;
+	json_object_foreach((json_t *)status, key, v) {	/* durations for people */
+		if (strcmp(key, "consumers") == 0)
+			continue;
+		if (human_duration(key, v, k, sizeof k, t, sizeof t))
+			json_object_set_new(copy, k, json_string(t));
+		else
+			json_object_set(copy, key, v);
+	}
+	ctl_print_human(out, copy, 0);
+	json_decref(copy);
+	fprintf(out, "consumers: %zu alive of %zu\n", ctl_status_alive(status),
+	    json_object_size(consumers));
+	json_object_foreach((json_t *)consumers, key, v)
+		print_consumer(out, key, v);
+}
+
 /* ---- metrics ---- */
 
 static const struct {

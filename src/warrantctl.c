@@ -80,7 +80,8 @@ static const char usage_text[] =
 "      not needed with [records] signature = off.\n"
 "  status [--json] [--shard N]\n"
 "                         group lag, pending entries, consumers, queue sizes\n"
-"                         (with [redis] shards: of shard N, else of each)\n"
+"                         (with [redis] shards: of shard N, else of each);\n"
+"                         exit 1 when no consumer has a live heartbeat\n"
 "  metrics [--output FILE] [--shard N]\n"
 "                         queue gauges in the Prometheus text format, for\n"
 "                         node_exporter's textfile collector; --output writes\n"
@@ -1214,7 +1215,7 @@ shard_range(const struct ctx *c, unsigned *first, unsigned *end)
 /* One shard's status, printed: a human block, or a JSON object (into all,
  * when there are several). */
 static int
-status_of_shard(struct ctx *c, unsigned i, json_t *all)
+status_of_shard(struct ctx *c, unsigned i, json_t *all, size_t *alive)
 {
 	json_t *st = json_object();
 	int rc;
@@ -1223,12 +1224,13 @@ status_of_shard(struct ctx *c, unsigned i, json_t *all)
 		return EX_REFUSED;
 	if ((rc = use_shard(c, i)) == 0 && (rc = connect_redis(c)) == 0 &&
 	    (rc = status_json(c, st)) == 0) {
+		*alive += ctl_status_alive(st);
 		if (all != NULL)
 			return json_array_append_new(all, st) == 0 ? 0 : EX_REFUSED;
 		if (c->json)
 			rc = print_json(st);
 		else
-			ctl_print_human(stdout, st, 0);
+			ctl_print_status(stdout, st);
 	}
 	json_decref(st);
 	return rc;
@@ -1239,6 +1241,7 @@ cmd_status(struct ctx *c, int argc, char **argv)
 {
 	unsigned first, end;
 	json_t *all = NULL;
+	size_t alive = 0;
 	int rc = parse_simple(c, argc, argv, 1, 0, NULL);
 
 	if (rc == 1) {
@@ -1254,11 +1257,16 @@ cmd_status(struct ctx *c, int argc, char **argv)
 	for (unsigned i = first; rc == 0 && i < end; i++) {
 		if (i > first && all == NULL && !c->json)
 			putchar('\n');
-		rc = status_of_shard(c, i, all);
+		rc = status_of_shard(c, i, all, &alive);
 	}
 	if (rc == 0 && all != NULL)
 		rc = print_json(all);
 	json_decref(all);
+	/* the verdict, for scripts and people: nobody is working the queue */
+	if (rc == 0 && alive == 0) {
+		say("no consumer has a live heartbeat");
+		rc = EX_REFUSED;
+	}
 	return rc;
 }
 

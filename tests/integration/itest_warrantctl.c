@@ -581,6 +581,14 @@ test_status_without_group(void **state)
 	json_t *st;
 
 	(void)state;
+	/* nobody works the queue: the verdict is exit 1, said on stderr */
+	assert_int_equal(ctl(&out, cfg_es, "status", (char *)NULL), 1);
+	assert_contains(out, "no group yet");
+	assert_contains(out, "consumers: 0 alive of 0\n");
+	assert_contains(out, "warrantctl: no consumer has a live heartbeat\n");
+	free(out);
+	/* a live heartbeat (the hash, with its fields) is someone working */
+	assert_int_equal(h_redis_int(C, "HSET t:consumer:w9 tokenState valid"), 1);
 	out = ctl_ok(cfg_es, "status", "--json", (char *)NULL);
 	st = parse_json(out);
 	assert_true(json_is_false(json_object_get(st, "groupExists")));
@@ -594,6 +602,9 @@ test_status_without_group(void **state)
 	out = ctl_ok(cfg_es, "status", (char *)NULL);
 	assert_contains(out, "no group yet");
 	assert_contains(out, "pending:");
+	assert_contains(out, "oldestPendingIdle: -\n");
+	assert_contains(out, "consumers: 1 alive of 1\n  w9  alive  inGroup false  pending 0  idle -  "
+	    "tokenState valid\n");
 	free(out);
 }
 
@@ -646,8 +657,10 @@ test_status_reports_group_and_consumers(void **state)
 
 	out = ctl_ok(cfg_es, "status", (char *)NULL);
 	assert_contains(out, "\nlag:");
-	assert_contains(out, "  w1:\n");
-	assert_contains(out, "tokenState: valid\n");
+	assert_contains(out, "consumers: 2 alive of 2\n");
+	assert_contains(out, "  w1  alive  ");
+	assert_contains(out, "  tokenState valid");
+	assert_contains(out, "  idle ");		/* idleMs for people */
 	free(out);
 }
 
@@ -915,6 +928,8 @@ test_shards(void **state)
 		free(st);
 		assert_int_equal(h_redis_int(C, "EXISTS t:decision:%s", id), 0);
 	}
+	/* one live consumer on any shard is someone working */
+	assert_int_equal(h_redis_int(C, "HSET {t:2}:consumer:w1 tokenState valid"), 1);
 	out = ctl_ok(cfg_shards, "status", "--json", (char *)NULL);
 	v = parse_json(out);
 	assert_int_equal(json_array_size(v), 4);

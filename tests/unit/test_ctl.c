@@ -517,6 +517,54 @@ test_human_one_line_per_value(void **state)
 }
 
 static void
+test_human_ms(void **state)
+{
+	(void)state;
+	char b[32];
+	static const struct {
+		long long ms;
+		const char *want;
+	} cases[] = {
+		{0, "0 ms"}, {850, "850 ms"}, {999, "999 ms"}, {1000, "1 s"}, {5400, "5 s"},
+		{119999, "119 s"}, {120000, "2 m"}, {720000, "12 m"}, {7199999, "119 m"},
+		{7200000, "2 h"}, {172799999, "47 h"}, {172800000, "2 d"}, {-1, "-"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		assert_string_equal(ctl_human_ms(cases[i].ms, b, sizeof b), cases[i].want);
+}
+
+/* status for people: durations in human units, a count of the live
+ * consumers, one line each. */
+static void
+test_status_human(void **state)
+{
+	(void)state;
+	json_error_t e;
+	json_t *st = json_loads("{\"stream\": \"w:jobs\", \"lag\": 3, \"oldestPendingIdleMs\": 5400,"
+	    "\"consumers\": {\"w1\": {\"inGroup\": true, \"pending\": 1, \"idleMs\": 720000,"
+	    "\"alive\": true, \"tokenState\": \"valid\"}, \"w2\": {\"alive\": false,"
+	    "\"idleMs\": 86400000}}}", 0, &e);
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	assert_non_null(st);
+	assert_non_null(f);
+	ctl_print_status(f, st);
+	fclose(f);
+	assert_int_equal(ctl_status_alive(st), 1);
+	assert_string_equal(out,
+	    "stream:            w:jobs\n"
+	    "lag:               3\n"
+	    "oldestPendingIdle: 5 s\n"
+	    "consumers: 1 alive of 2\n"
+	    "  w1  alive  inGroup true  pending 1  idle 12 m  tokenState valid\n"
+	    "  w2  silent  idle 24 h\n");
+	free(out);
+	json_decref(st);
+}
+
+static void
 test_line_quoting(void **state)
 {
 	char *out;
@@ -619,6 +667,8 @@ main(void)
 		cmocka_unit_test(test_human_aligned),
 		cmocka_unit_test(test_human_nested),
 		cmocka_unit_test(test_human_one_line_per_value),
+		cmocka_unit_test(test_human_ms),
+		cmocka_unit_test(test_status_human),
 		cmocka_unit_test(test_line_quoting),
 		cmocka_unit_test(test_queue_metrics),
 	};
