@@ -260,6 +260,9 @@ install: all $(BUILD)/warrantd.ini.dist
 	install -m 0644 conf/stunnel-redis.conf $(DESTDIR)$(DOCDIR)/stunnel-redis.conf.example
 	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/
 	install -m 0644 examples/policy/*.rego examples/policy/*.json $(DESTDIR)$(DOCDIR)/policy/
+	install -d $(DESTDIR)$(DOCDIR)/prometheus
+	install -m 0644 examples/prometheus/warrantd.rules.yml examples/grafana-dashboard.json \
+		$(DESTDIR)$(DOCDIR)/prometheus/
 	install -m 0644 man/warrantctl.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 man/warrantd.ini.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 man/warrantd.7 $(DESTDIR)$(MANDIR)/man7/

@@ -241,6 +241,35 @@ promtool_accepts(const char *file)
 	return rc == 0;
 }
 
+/* The shipped alert rules load (promtool check rules) and each fires on
+ * the series that mean trouble and stays quiet on healthy ones (promtool
+ * test rules, tests/prometheus/warrantd.rules.test.yml). */
+static void
+test_alert_rules(void **state)
+{
+	(void)state;
+	char *promtool = h_which("promtool"), *out;
+
+	if (!promtool)
+		h_skip("alert rules: promtool not installed (Debian package prometheus)");
+	char *check[] = {promtool, "check", "rules", "examples/prometheus/warrantd.rules.yml", NULL};
+	int rc = h_run(check, 30000, &out);
+	if (rc != 0)
+		fail_msg("promtool check rules: exit %d\n%s", rc, out);
+	assert_non_null(strstr(out, "SUCCESS: 7 rules found"));
+	free(out);
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "cd tests/prometheus && %s test rules warrantd.rules.test.yml",
+	    promtool);
+	char *test[] = {"sh", "-c", cmd, NULL};
+	rc = h_run(test, 60000, &out);
+	if (rc != 0)
+		fail_msg("promtool test rules: exit %d\n%s", rc, out);
+	assert_non_null(strstr(out, "SUCCESS"));
+	free(out);
+	free(promtool);
+}
+
 static char *
 body_of(const char *resp)
 {
@@ -553,6 +582,7 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_alert_rules),
 		cmocka_unit_test_teardown(test_scrape, test_teardown),
 		cmocka_unit_test_teardown(test_http_edges, test_teardown),
 		cmocka_unit_test_teardown(test_accept_backs_off_at_emfile, test_teardown),
