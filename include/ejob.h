@@ -166,6 +166,9 @@ struct ejob_ops {
 	/* For metrics: an action call got an answer or a transport error. */
 	void (*call_done)(void *ctx, const char *action, long status, long long duration_ms,
 			  long long queue_delay_ms);
+	/* For metrics: a state was written (or a dead letter with no hash);
+	 * action "" when no record names one, reason "" when none applies. */
+	void (*outcome)(void *ctx, const char *action, const char *state, const char *reason);
 	/* An entry left the hand: read more, or finish stopping. Also called
 	 * from inside ejobs_admit, ejobs_stop, ejobs_token_ready and the
 	 * other ejobs_* calls; it must not free the set. */

@@ -69,6 +69,15 @@ typedef void engine_call_observer(void *arg, const char *action, long status,
 /* fn NULL: none. arg is borrowed and must outlive the engine. */
 void engine_set_call_observer(struct engine *eng, engine_call_observer *fn, void *arg);
 
+/* Called once per job that reached a terminal state: its action ("" when no
+ * record names one), the state ("done", "dead", ...) and the reason code
+ * ("" when none). Strings valid during the call; it must not call back into
+ * the engine. The same arg as the call observer's (set that one first). */
+typedef void engine_outcome_observer(void *arg, const char *action, const char *state,
+				     const char *reason);
+
+void engine_set_outcome_observer(struct engine *eng, engine_outcome_observer *fn);
+
 /* Not from inside the loop's callbacks. NULL is a no-op. */
 void engine_free(struct engine *eng);
 

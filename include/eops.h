@@ -56,6 +56,9 @@ struct eops {
 	void (*call_done)(void *arg, const char *action, long status, long long duration_ms,
 			  long long queue_delay_ms);
 	void *call_done_arg;
+	/* Optional (NULL: none), for metrics: ejob_ops.outcome, with
+	 * call_done_arg. It must not call into the set. */
+	void (*outcome)(void *arg, const char *action, const char *state, const char *reason);
 };
 
 /* The operations; their ctx is a struct eops. Static. */

@@ -113,6 +113,15 @@ int metrics_hist_observe(struct metrics_hist *h, const char *action, long long d
 			 long long queue_delay_ms);
 
 /*
+ * A job reached `outcome` (done, expired, denied, failed or dead; any other
+ * state is ignored) for `action` ("" when no record names one); a dead one
+ * is counted under `reason` too. Strings are copied. -1 when the action or
+ * reason is new and no room is left, or out of memory: nothing is counted.
+ */
+int metrics_hist_outcome(struct metrics_hist *h, const char *action, const char *outcome,
+			 const char *reason);
+
+/*
  * The exposition text of s and h (h may be NULL: empty histograms), ending
  * in a newline. Returns a malloc'd NUL-terminated string (caller frees) and
  * its length in *len, or NULL when out of memory.
@@ -141,6 +150,11 @@ struct metrics *metrics_new(struct ev_loop *loop, const struct metrics_addr *add
  * logged once. */
 void metrics_observe_call(struct metrics *m, const char *action, long long duration_ms,
 			  long long queue_delay_ms);
+
+/* As metrics_hist_outcome on the server's own counters; a failure is
+ * logged once. */
+void metrics_observe_outcome(struct metrics *m, const char *action, const char *outcome,
+			     const char *reason);
 
 /* Closes every connection and the listener. NULL is a no-op. */
 void metrics_free(struct metrics *m);

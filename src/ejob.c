@@ -533,8 +533,12 @@ transition_written(struct ejob *j, const struct ejob_written *r)
 		    j->rec ? j->rec->on_behalf_of : "", j->rec ? j->rec->action : "",
 		    j->rec ? j->rec->resource : "", j->written_at);
 	/* A dead letter with no hash to write (no-id, record-missing) is dead too. */
-	count_outcome(env_of(j)->n, (fx & JOB_FX_WRITE_STATE) ? j->step.next :
-	    (fx & JOB_FX_DEAD_LETTER) ? JOB_DEAD : JOB_NONE);
+	enum job_state st = (fx & JOB_FX_WRITE_STATE) ? j->step.next :
+	    (fx & JOB_FX_DEAD_LETTER) ? JOB_DEAD : JOB_NONE;
+	count_outcome(env_of(j)->n, st);
+	if (job_state_terminal(st))
+		ops_of(j)->outcome(ctx_of(j), j->rec ? j->rec->action : "", job_state_name(st),
+		    reason_name(j->step.reason));
 }
 
 static void

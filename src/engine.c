@@ -1869,6 +1869,13 @@ engine_gauges(const struct engine *eng, struct engine_gauges *out)
 }
 
 void
+engine_set_outcome_observer(struct engine *eng, engine_outcome_observer *fn)
+{
+	for (size_t i = 0; i < eng->nshards; i++)
+		eng->shards[i].eops.outcome = fn;
+}
+
+void
 engine_set_call_observer(struct engine *eng, engine_call_observer *fn, void *arg)
 {
 	for (size_t i = 0; i < eng->nshards; i++) {

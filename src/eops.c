@@ -446,6 +446,15 @@ op_call_done(void *ctx, const char *action, long status, long long duration_ms,
 }
 
 static void
+op_outcome(void *ctx, const char *action, const char *state, const char *reason)
+{
+	const struct eops *e = ctx;
+
+	if (e->outcome)
+		e->outcome(e->call_done_arg, action, state, reason);
+}
+
+static void
 op_released(void *ctx)
 {
 	const struct eops *e = ctx;
@@ -469,5 +478,6 @@ const struct ejob_ops eops_ops = {
 	.token_verdict = op_token_verdict,
 	.notified = op_notified,
 	.call_done = op_call_done,
+	.outcome = op_outcome,
 	.released = op_released,
 };

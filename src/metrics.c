@@ -161,14 +161,25 @@ struct series {
 	long long count, sum_ms;
 };
 
+/* The terminal outcomes counted by action, in the order they are shown. */
+static const char *const outcomes[] = {"done", "expired", "denied", "failed", "dead"};
+#define NOUTCOME (sizeof outcomes / sizeof outcomes[0])
+#define DEAD_REASONS_MAX 64	/* reason.h has fewer: no cap is ever met */
+
 struct action_hist {
 	char *action;
 	struct series duration, delay;
+	long long outcome[NOUTCOME];
 };
 
 struct metrics_hist {
 	struct action_hist *a;
 	size_t n;
+	struct {
+		char reason[40];
+		long long n;
+	} dead[DEAD_REASONS_MAX];
+	size_t ndead;
 };
 
 struct metrics_hist *
@@ -202,30 +213,66 @@ series_add(struct series *s, const long long *le, size_t nle, long long ms)
 	s->sum_ms += ms;
 }
 
+/* The action's entry, added when new; NULL past METRICS_ACTIONS_MAX or out
+ * of memory. */
+static struct action_hist *
+action_of(struct metrics_hist *h, const char *action)
+{
+	for (size_t i = 0; i < h->n; i++)
+		if (strcmp(h->a[i].action, action) == 0)
+			return &h->a[i];
+	if (h->n >= METRICS_ACTIONS_MAX)
+		return NULL;
+	struct action_hist *more = realloc(h->a, (h->n + 1) * sizeof *more);
+	if (!more)
+		return NULL;
+	h->a = more;
+	struct action_hist *a = &h->a[h->n];
+	memset(a, 0, sizeof *a);
+	if (!(a->action = strdup(action)))
+		return NULL;
+	h->n++;
+	return a;
+}
+
 int
 metrics_hist_observe(struct metrics_hist *h, const char *action, long long duration_ms,
 		     long long queue_delay_ms)
 {
-	struct action_hist *a = NULL;
+	struct action_hist *a = action_of(h, action);
 
-	for (size_t i = 0; i < h->n && !a; i++)
-		if (strcmp(h->a[i].action, action) == 0)
-			a = &h->a[i];
-	if (!a) {
-		if (h->n >= METRICS_ACTIONS_MAX)
-			return -1;
-		struct action_hist *more = realloc(h->a, (h->n + 1) * sizeof *more);
-		if (!more)
-			return -1;
-		h->a = more;
-		a = &h->a[h->n];
-		memset(a, 0, sizeof *a);
-		if (!(a->action = strdup(action)))
-			return -1;
-		h->n++;
-	}
+	if (!a)
+		return -1;
 	series_add(&a->duration, duration_le_ms, NDUR, duration_ms);
 	series_add(&a->delay, delay_le_ms, NDELAY, queue_delay_ms);
+	return 0;
+}
+
+int
+metrics_hist_outcome(struct metrics_hist *h, const char *action, const char *outcome,
+		     const char *reason)
+{
+	size_t k = 0;
+
+	while (k < NOUTCOME && strcmp(outcomes[k], outcome) != 0)
+		k++;
+	if (k == NOUTCOME)
+		return 0;	/* not terminal: not an outcome */
+	struct action_hist *a = action_of(h, action);
+	if (!a)
+		return -1;
+	a->outcome[k]++;
+	if (strcmp(outcome, "dead") != 0)
+		return 0;
+	size_t r = 0;
+	while (r < h->ndead && strcmp(h->dead[r].reason, reason) != 0)
+		r++;
+	if (r == h->ndead) {
+		if (h->ndead == DEAD_REASONS_MAX || strlen(reason) >= sizeof h->dead[0].reason)
+			return -1;
+		snprintf(h->dead[h->ndead++].reason, sizeof h->dead[0].reason, "%s", reason);
+	}
+	h->dead[r].n++;
 	return 0;
 }
 
@@ -385,13 +432,40 @@ put_hists(struct out *o, const struct metrics_hist *h)
 {
 	put_head(o, "call_duration_seconds", "histogram", "Duration of action calls, by action.");
 	for (size_t i = 0; h && i < h->n; i++)
-		put_series(o, "call_duration_seconds", h->a[i].action, &h->a[i].duration,
-		    duration_le_ms, NDUR);
+		if (h->a[i].duration.count > 0)
+			put_series(o, "call_duration_seconds", h->a[i].action,
+			    &h->a[i].duration, duration_le_ms, NDUR);
 	put_head(o, "queue_delay_seconds", "histogram",
 	    "Delay from the XADD of an entry to the start of each of its calls, by action.");
 	for (size_t i = 0; h && i < h->n; i++)
-		put_series(o, "queue_delay_seconds", h->a[i].action, &h->a[i].delay,
-		    delay_le_ms, NDELAY);
+		if (h->a[i].delay.count > 0)
+			put_series(o, "queue_delay_seconds", h->a[i].action, &h->a[i].delay,
+			    delay_le_ms, NDELAY);
+}
+
+/* The alertable counters: outcomes by action ("is gate.close failing?")
+ * and dead letters by reason ("is bad-signature spiking?"). */
+static void
+put_outcomes(struct out *o, const struct metrics_hist *h)
+{
+	put_head(o, "jobs_total", "counter", "Jobs that reached a terminal state, by action and "
+	    "outcome (action \"\": no record to name one).");
+	for (size_t i = 0; h && i < h->n; i++) {
+		long long any = 0;
+		for (size_t k = 0; k < NOUTCOME; k++)
+			any += h->a[i].outcome[k];
+		for (size_t k = 0; any > 0 && k < NOUTCOME; k++) {
+			put(o, "warrantd_jobs_total{action=");
+			put_label(o, h->a[i].action);
+			put(o, ",outcome=\"%s\"} %lld\n", outcomes[k], h->a[i].outcome[k]);
+		}
+	}
+	put_head(o, "dead_letters_total", "counter", "Dead letters written, by reason.");
+	for (size_t r = 0; h && r < h->ndead; r++) {
+		put(o, "warrantd_dead_letters_total{reason=");
+		put_label(o, h->dead[r].reason);
+		put(o, "} %lld\n", h->dead[r].n);
+	}
 }
 
 char *
@@ -433,6 +507,7 @@ metrics_format(const struct metrics_sample *s, const struct metrics_hist *h, siz
 	put_head(&o, "redis_up", "gauge", "1 while the command connection to Redis is up.");
 	put(&o, "warrantd_redis_up %d\n", s->redis_up ? 1 : 0);
 	put_hists(&o, h);
+	put_outcomes(&o, h);
 	if (o.nomem) {
 		free(o.buf);
 		return NULL;
@@ -749,6 +824,17 @@ metrics_observe_call(struct metrics *m, const char *action, long long duration_m
 		m->observe_failed = 1;
 		log_warn("metrics.dropped", "detail=\"more than %d actions or out of memory: "
 		    "some calls are not in the histograms\"", METRICS_ACTIONS_MAX);
+	}
+}
+
+void
+metrics_observe_outcome(struct metrics *m, const char *action, const char *outcome,
+			const char *reason)
+{
+	if (metrics_hist_outcome(m->hist, action, outcome, reason) < 0 && !m->observe_failed) {
+		m->observe_failed = 1;
+		log_warn("metrics.dropped", "detail=\"more than %d actions or out of memory: "
+		    "some outcomes are not counted\"", METRICS_ACTIONS_MAX);
 	}
 }
 

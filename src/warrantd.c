@@ -195,6 +195,12 @@ metrics_on_call(void *arg, const char *action, long status, long long duration_m
 	metrics_observe_call(arg, action, duration_ms, queue_delay_ms);
 }
 
+static void
+metrics_on_outcome(void *arg, const char *action, const char *state, const char *reason)
+{
+	metrics_observe_outcome(arg, action, state, reason);
+}
+
 /* The [metrics] listener, or NULL when none is configured (*failed 0) or it
  * cannot listen (*failed 1, logged). */
 static struct metrics *
@@ -216,6 +222,7 @@ start_metrics(struct ev_loop *loop, const struct cfg *cfg, struct engine *eng, i
 		return NULL;
 	}
 	engine_set_call_observer(eng, metrics_on_call, m);
+	engine_set_outcome_observer(eng, metrics_on_outcome);
 	log_info("metrics.listen", "listen=%s", log_quote(q, sizeof q, cfg->metrics.listen));
 	return m;
 }
@@ -281,6 +288,7 @@ run(struct cfg *cfg)
 	ev_signal_start(loop, &sighup);
 	engine_start(eng);
 	ev_run(loop, 0);
+	engine_set_outcome_observer(eng, NULL);
 	engine_set_call_observer(eng, NULL, NULL);
 	int status = engine_exit_status(eng);
 	metrics_free(metrics);

@@ -54,6 +54,7 @@ static struct {
 	int releases;
 	struct store_transition last;	/* the last write's scalars */
 	int last_has_hash;
+	char outcomes[256];	/* "action:state:reason " for each outcome told */
 } w;
 
 static void
@@ -260,6 +261,15 @@ f_call_done(void *ctx, const char *action, long status, long long duration_ms,
 }
 
 static void
+f_outcome(void *ctx, const char *action, const char *state, const char *reason)
+{
+	size_t at = strlen(w.outcomes);
+
+	(void)ctx;
+	snprintf(w.outcomes + at, sizeof w.outcomes - at, "%s:%s:%s ", action, state, reason);
+}
+
+static void
 f_released(void *ctx)
 {
 	(void)ctx;
@@ -272,7 +282,7 @@ static const struct ejob_ops fake_ops = {
 	.write = f_write, .call = f_call, .exchange = f_exchange,
 	.redispatch = f_redispatch, .handback = f_handback, .cancel = f_cancel,
 	.auth = f_auth, .bearer = f_bearer, .token_verdict = f_token_verdict, .notified = f_notified,
-	.call_done = f_call_done, .released = f_released,
+	.call_done = f_call_done, .outcome = f_outcome, .released = f_released,
 };
 
 /* ------------------------------------------------------------------ */
@@ -474,6 +484,7 @@ test_done(void **state)
 	assert_int_equal(ejobs_count(f->jobs), 0);
 	assert_int_equal(f->n.received, 1);
 	assert_int_equal(f->n.done, 1);
+	assert_string_equal(w.outcomes, "gate.open:done:ok ");	/* for metrics, once */
 	assert_int_equal(live_count(), 0);
 }
 
@@ -713,6 +724,7 @@ test_no_id(void **state)
 	answer_write(pending(P_WRITE, NULL), "ok", -1);
 	EXPECT_TRACE("released");
 	assert_int_equal(f->n.dead, 1);
+	assert_string_equal(w.outcomes, ":dead:no-id ");	/* no record: no action */
 }
 
 /* R11: an entry deleted while pending: dead letter without the lease check. */

@@ -212,6 +212,38 @@ test_format_hist(void **state)
 	metrics_hist_free(NULL);
 }
 
+/* issue 25: outcomes by action and dead letters by reason, for alerts
+ * like "is gate.close failing" and "is bad-signature spiking". */
+static void
+test_outcomes(void **state)
+{
+	struct metrics_sample s = sample();
+	struct metrics_hist *h = metrics_hist_new();
+	size_t len;
+	(void)state;
+
+	assert_non_null(h);
+	assert_int_equal(metrics_hist_outcome(h, "gate.open", "done", "ok"), 0);
+	assert_int_equal(metrics_hist_outcome(h, "gate.open", "done", "ok"), 0);
+	assert_int_equal(metrics_hist_outcome(h, "gate.close", "dead", "max-attempts"), 0);
+	assert_int_equal(metrics_hist_outcome(h, "", "dead", "no-id"), 0);
+	assert_int_equal(metrics_hist_outcome(h, "", "dead", "no-id"), 0);
+	assert_int_equal(metrics_hist_outcome(h, "gate.open", "retrying", "http-5xx"), 0);
+	char *t = metrics_format(&s, h, &len);
+	assert_non_null(t);
+	assert_has(t, "# TYPE warrantd_jobs_total counter\n");
+	assert_has(t, "warrantd_jobs_total{action=\"gate.open\",outcome=\"done\"} 2\n");
+	assert_has(t, "warrantd_jobs_total{action=\"gate.open\",outcome=\"failed\"} 0\n");
+	assert_has(t, "warrantd_jobs_total{action=\"gate.close\",outcome=\"dead\"} 1\n");
+	assert_has(t, "warrantd_jobs_total{action=\"\",outcome=\"dead\"} 2\n");
+	assert_has(t, "warrantd_dead_letters_total{reason=\"no-id\"} 2\n");
+	assert_has(t, "warrantd_dead_letters_total{reason=\"max-attempts\"} 1\n");
+	/* an action with outcomes and no call has no empty histogram */
+	assert_null(strstr(t, "warrantd_call_duration_seconds_count{action=\"gate.close\"}"));
+	free(t);
+	metrics_hist_free(h);
+}
+
 static void
 test_hist_bounded(void **state)
 {
@@ -233,6 +265,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_listen),
+		cmocka_unit_test(test_outcomes),
 		cmocka_unit_test(test_http_parse),
 		cmocka_unit_test(test_snake_case),
 		cmocka_unit_test(test_format_sample),
