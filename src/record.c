@@ -462,11 +462,13 @@ verify_signature(const struct record_policy *pol, const char *raw, const struct 
 	if (k == NULL || k->alg != pol->algorithm)
 		rc = VERIFY_NO_KEY;
 	else if ((i = pick_key(k, kid)) < 0) {
+		size_t nkeys = k->n;
+
 		record_key_free(tmp);
 		/* The kid is the attacker's text: not repeated here. */
 		if (kid->type == JREAD_NONE)
 			return fail(RECORD_BAD_SIGNATURE, detail, n, "signature: no kid, and "
-			    "verify_key_file holds %zu keys", k->n);
+			    "verify_key_file holds %zu keys", nkeys);
 		return fail(RECORD_BAD_SIGNATURE, detail, n,
 		    "signature: the kid names no key of verify_key_file");
 	} else
