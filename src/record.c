@@ -400,7 +400,7 @@ verify_member(const struct record_key *k, size_t i, struct record_verifier *v,
 		return verify_pkey(m->ctx, k->alg, raw, j);
 	if (v->key != k) {
 		verifier_clear(v);
-		if ((v->ctx = calloc(k->n, sizeof *v->ctx)) == NULL)
+		if ((v->ctx = calloc(k->n, sizeof(EVP_PKEY_CTX *))) == NULL)
 			return VERIFY_NO_KEY;
 		v->key = record_key_ref((struct record_key *)k);
 	}
