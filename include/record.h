@@ -28,20 +28,29 @@ enum reason record_status_reason(enum record_status st);
 /* Its name, reason_name(record_status_reason(st)): "" for RECORD_OK. */
 const char *record_status_code(enum record_status st);
 
-/* A verification key parsed once (a public key, or a copy of the HMAC
- * secret), so that record_load need not parse PEM per record. Opaque. */
+/* The verification keys parsed once (public keys, or copies of HMAC
+ * secrets), so that record_load need not parse a PEM or a JWKS per record.
+ * Opaque. */
 struct record_key;
 
 /*
- * Parses `key` for `alg` by the rules record_load applies to raw bytes: for
- * ES256 a PEM P-256 public key, for RS256 a PEM RSA public key of at least
- * 2048 bits, for HS256 any non-empty secret (copied). `key` is borrowed.
- * Returns a new key (caller frees with record_key_free), or NULL with one
- * line for people in `err` (never the key's bytes).
+ * Parses `key`, the contents of [records] verify_key_file, for `alg` by
+ * jws_vkeys_read (jws.h): a JWKS (RFC 7517) of one or more keys, each with
+ * its kid, or one key without a kid -- for ES256 a PEM P-256 public key,
+ * for RS256 a PEM RSA public key of at least 2048 bits, for HS256 the
+ * secret (at least 32 bytes, no PEM document; copied). record_load applies
+ * the same rules to raw bytes. `key` is borrowed. Returns a new key set
+ * (caller frees with record_key_free), or NULL with one line for people in
+ * `err` (never the key's bytes).
  */
 struct record_key *record_key_new(enum jwa_alg alg, const unsigned char *key, size_t key_len,
 				  char *err, size_t errlen)
 	__attribute__((warn_unused_result));
+
+/* How many keys the set holds (at least 1), and the kid of key i (NULL:
+ * none, or i out of range; valid while the set is), for the log. */
+size_t record_key_count(const struct record_key *key);
+const char *record_key_kid(const struct record_key *key, size_t i);
 
 /* Another owner of `key` (returned): each owner calls record_key_free once,
  * and the last one frees it. Thread-safe. Verifying is not, by itself: a
@@ -55,10 +64,11 @@ struct record_key *record_key_ref(struct record_key *key);
  * no-op. */
 void record_key_free(struct record_key *key);
 
-/* One thread's verify context (opaque): the one it set up for the last
- * ES256 or RS256 parsed key it verified with (about 25,000 instructions to
- * make), kept with an owner of that key until it verifies with another or
- * is freed. Never shared between threads at the same time. */
+/* One thread's verify contexts (opaque): those it set up for the keys of
+ * the last ES256 or RS256 key set it verified with (about 25,000
+ * instructions each to make, when a key is first used), kept with an owner
+ * of that set until it verifies with another or is freed. Never shared
+ * between threads at the same time. */
 struct record_verifier;
 
 /* A new, empty verifier (caller frees with record_verifier_free), or NULL
@@ -80,7 +90,9 @@ struct record_policy {
 	/* Borrowed, the calling thread's: verifies parsed_key with its own
 	 * context. NULL: with the key's own (record_key_ref says who may). */
 	struct record_verifier *verifier;
-	const unsigned char *key;	/* PEM public key, or the HMAC secret */
+	/* What verify_key_file holds (record_key_new's rules), parsed per
+	 * record: for tools. */
+	const unsigned char *key;
 	size_t key_len;
 	const char *issuer;		/* NULL: not checked */
 	int64_t max_window_ms, clock_skew_ms;
@@ -127,7 +139,12 @@ int record_fits(const struct record_policy *pol, size_t len);
  * had a usable one, so the owner can be told (caller frees; else NULL).
  * The signature is checked with OpenSSL against pol->algorithm alone (the
  * header's alg must name it, and never selects the check): libjwt 1.10's
- * jwt_decode refuses any typ but "JWT". An expired record is still RECORD_OK:
+ * jwt_decode refuses any typ but "JWT". The header's kid picks the key of
+ * the set (warrantd(7) §3.2): with several keys a record without a kid, or
+ * with one that names no key, is RECORD_BAD_SIGNATURE; a set of one key is
+ * used by a record without a kid, and by any record when the key has no
+ * kid itself (a PEM file), but a kid that differs from the one key's is
+ * RECORD_BAD_SIGNATURE. An expired record is still RECORD_OK:
  * the deadline is the job's business, not validation's.
  */
 enum record_status record_load(const struct record_policy *pol, const char *expected_id,

@@ -1176,6 +1176,25 @@ free_secrets(struct secrets *s)
 	memset(s, 0, sizeof *s);
 }
 
+/* The keys that verify records, by kid, at each start and reload: in a
+ * rotation the operator sees which ones the workers hold. */
+static void
+log_keys(const struct record_key *k)
+{
+	char kids[LOG_VAL_MAX] = "";
+	size_t len = 0;
+
+	for (size_t i = 0; i < record_key_count(k); i++) {
+		const char *kid = record_key_kid(k, i);
+		int w = snprintf(kids + len, sizeof kids - len, "%s%s", i > 0 ? "," : "",
+		    kid != NULL ? kid : "-");
+		if (w < 0 || (size_t)w >= sizeof kids - len)
+			break;	/* the count says there are more */
+		len += (size_t)w;
+	}
+	log_info("records.keys", "count=%zu kids=%s", record_key_count(k), LOG_Q(kids));
+}
+
 /* The verification key (parsed here, not per record: a bad key fails the
  * start or the reload) and the actions' credentials of cfg. */
 static int
@@ -1198,6 +1217,8 @@ load_secrets(struct engine *eng, const struct cfg *cfg, struct secrets *s, char 
 	}
 	if ((s->creds = creds_new(cfg, &ctx, err, errlen)) == NULL)
 		goto fail;
+	if (s->parsed != NULL)
+		log_keys(s->parsed);
 	return 0;
 fail:
 	free_secrets(s);

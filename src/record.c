@@ -33,9 +33,10 @@
 #define RECORD_TYP	"decision+jwt"
 #define TEXT_FIELD_MAX	1024	/* onBehalfOf, basis: §3.1 */
 
-/* Exactly one of pk (ES256, RS256) and secret (HS256) is set. */
-struct record_key {
-	enum jwa_alg alg;
+/* One key of a set: exactly one of pk (ES256, RS256) and secret (HS256)
+ * is set. */
+struct member {
+	char *kid;		/* NULL: none (a PEM file, a JWK without one) */
 	EVP_PKEY *pk;
 	unsigned char *secret;
 	size_t secret_len;
@@ -48,15 +49,24 @@ struct record_key {
 	 * record: about 25,000 instructions). For one thread at a time: the
 	 * others bring their own (struct record_verifier). */
 	EVP_PKEY_CTX *ctx;
+};
+
+/* The keys of [records] verify_key_file, all for one algorithm; a record's
+ * kid picks one (pick_key). */
+struct record_key {
+	enum jwa_alg alg;
+	size_t n;		/* at least 1 */
+	struct member *keys;
 	/* Owners (record_key_ref): a verifying thread keeps the key alive
 	 * across a reload that lets go of the loop's own. */
 	atomic_int refs;
 };
 
-/* Another thread's verify context, with an owner of the key it is for. */
+/* Another thread's verify contexts, one per key of the set it holds an
+ * owner of (made when first used). */
 struct record_verifier {
 	struct record_key *key;
-	EVP_PKEY_CTX *ctx;
+	EVP_PKEY_CTX **ctx;	/* key->n of them */
 };
 
 /* The members of §3.1, in the order of field_names. */
@@ -159,19 +169,6 @@ alg_supported(enum jwa_alg alg)
 
 /* ---- keys and signatures ---- */
 
-/* A public key for `alg`, or NULL: none, or one of another type. */
-static EVP_PKEY *
-pem_key(const unsigned char *pem, size_t len, enum jwa_alg alg)
-{
-	EVP_PKEY *pk = jws_pem_read(pem, len, 0);
-
-	if (pk != NULL && !jws_pkey_fits(pk, alg)) {
-		EVP_PKEY_free(pk);
-		pk = NULL;
-	}
-	return pk;
-}
-
 /* An HMAC-SHA256 context holding `key`, or NULL. */
 static EVP_MAC_CTX *
 hmac_keyed(const unsigned char *key, size_t key_len)
@@ -202,66 +199,82 @@ verify_ctx_new(EVP_PKEY *pk)
 	if (ctx == NULL || EVP_PKEY_verify_init(ctx) != 1 ||
 	    EVP_PKEY_CTX_set_signature_md(ctx, EVP_sha256()) != 1) {
 		EVP_PKEY_CTX_free(ctx);
-		return NULL;
+		ctx = NULL;
 	}
+	ERR_clear_error();
 	return ctx;
 }
 
-/* The same acceptance rules as hs256() and pem_key(), which record_load
- * applies to raw bytes: a parsed key is never looser or stricter. */
+static void
+keys_free(struct record_key *k)
+{
+	for (size_t i = 0; i < k->n; i++) {
+		struct member *m = &k->keys[i];
+		EVP_PKEY_CTX_free(m->ctx);
+		EVP_PKEY_free(m->pk);
+		EVP_MAC_CTX_free(m->mac);	/* cleanses the key it holds */
+		if (m->secret != NULL)
+			OPENSSL_clear_free(m->secret, m->secret_len);
+		free(m->kid);
+	}
+	free(k->keys);
+	free(k);
+}
+
+/* jws_vkeys_read parses (so warrantctl, -t and the daemon accept the same
+ * files); each key gets the context it verifies with here. */
 struct record_key *
 record_key_new(enum jwa_alg alg, const unsigned char *key, size_t key_len, char *err,
 	       size_t errlen)
 {
+	struct jws_vkey *v;
 	struct record_key *k;
+	int n = jws_vkeys_read(key, key_len, alg, &v, err, errlen);
 
-	if (!alg_supported(alg)) {
-		snprintf(err, errlen, "the algorithm is not ES256, RS256 or HS256");
+	if (n <= 0)
 		return NULL;
-	}
-	if (key == NULL || key_len == 0 || key_len > INT_MAX) {
-		snprintf(err, errlen, "the key is %s", key_len > INT_MAX ? "too large" : "empty");
-		return NULL;
-	}
-	if ((k = calloc(1, sizeof *k)) == NULL) {
+	if ((k = calloc(1, sizeof *k)) == NULL ||
+	    (k->keys = calloc((size_t)n, sizeof *k->keys)) == NULL) {
+		free(k);
+		jws_vkeys_free(v, (size_t)n);
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
 	k->alg = alg;
+	k->n = (size_t)n;
 	atomic_init(&k->refs, 1);
-	if (alg == JWA_HS256) {
-		const char *why = jws_hs256_problem(key, key_len);
-		if (why != NULL) {
-			snprintf(err, errlen, "%s", why);
-			free(k);
-			return NULL;
-		}
-		if ((k->secret = malloc(key_len)) == NULL) {
+	for (size_t i = 0; i < k->n; i++) {	/* the keys move from v to k */
+		struct member *m = &k->keys[i];
+		m->kid = v[i].kid;
+		m->pk = v[i].pk;
+		m->secret = v[i].secret;
+		m->secret_len = v[i].secret_len;
+		memset(&v[i], 0, sizeof v[i]);
+	}
+	jws_vkeys_free(v, k->n);
+	for (size_t i = 0; i < k->n; i++) {
+		struct member *m = &k->keys[i];
+		if (m->secret != NULL)
+			m->mac = hmac_keyed(m->secret, m->secret_len);
+		else if ((m->ctx = verify_ctx_new(m->pk)) == NULL) {
 			snprintf(err, errlen, "out of memory");
-			free(k);
+			keys_free(k);
 			return NULL;
 		}
-		memcpy(k->secret, key, key_len);
-		k->secret_len = key_len;
-		k->mac = hmac_keyed(key, key_len);
-		return k;
 	}
-	if ((k->pk = jws_pem_read(key, key_len, 0)) != NULL && jws_pkey_fits(k->pk, alg) &&
-	    (k->ctx = verify_ctx_new(k->pk)) != NULL) {
-		ERR_clear_error();
-		return k;
-	}
-	if (k->pk != NULL && jws_pkey_fits(k->pk, alg))
-		snprintf(err, errlen, "out of memory");
-	else if (k->pk == NULL)
-		snprintf(err, errlen, "not a PEM public key (BEGIN PUBLIC KEY)");
-	else
-		snprintf(err, errlen, "not a usable %s key: want %s", jwa_name(alg),
-		    alg == JWA_ES256 ? "an EC P-256 public key" :
-		    "an RSA public key of at least 2048 bits");
-	ERR_clear_error();
-	record_key_free(k);
-	return NULL;
+	return k;
+}
+
+size_t
+record_key_count(const struct record_key *k)
+{
+	return k->n;
+}
+
+const char *
+record_key_kid(const struct record_key *k, size_t i)
+{
+	return i < k->n ? k->keys[i].kid : NULL;
 }
 
 struct record_key *
@@ -276,12 +289,7 @@ record_key_free(struct record_key *k)
 {
 	if (k == NULL || atomic_fetch_sub(&k->refs, 1) > 1)
 		return;
-	EVP_PKEY_CTX_free(k->ctx);
-	EVP_PKEY_free(k->pk);
-	EVP_MAC_CTX_free(k->mac);	/* cleanses the key it holds */
-	if (k->secret != NULL)
-		OPENSSL_clear_free(k->secret, k->secret_len);
-	free(k);
+	keys_free(k);
 }
 
 struct record_verifier *
@@ -290,13 +298,25 @@ record_verifier_new(void)
 	return calloc(1, sizeof(struct record_verifier));
 }
 
+/* Drops v's contexts and its owner of a key set. */
+static void
+verifier_clear(struct record_verifier *v)
+{
+	if (v->key != NULL)
+		for (size_t i = 0; i < v->key->n; i++)
+			EVP_PKEY_CTX_free(v->ctx[i]);
+	free(v->ctx);
+	record_key_free(v->key);
+	v->ctx = NULL;
+	v->key = NULL;
+}
+
 void
 record_verifier_free(struct record_verifier *v)
 {
 	if (v == NULL)
 		return;
-	EVP_PKEY_CTX_free(v->ctx);
-	record_key_free(v->key);
+	verifier_clear(v);
 	free(v);
 }
 
@@ -364,49 +384,103 @@ verify_pkey(EVP_PKEY_CTX *ctx, enum jwa_alg alg, const char *raw, const struct j
 	return rc == 0 ? VERIFY_OK : rc == VERIFY_NO_KEY ? VERIFY_NO_KEY : VERIFY_BAD;
 }
 
-/* A key parsed for another algorithm is treated like raw bytes of the wrong
- * type: the configured algorithm still picks the check. */
+/* Key i of k, with v's context for it when v is set (made on first use:
+ * v holds an owner of its set, so no other set can be at k). */
 static int
-verify_parsed(const struct record_key *k, struct record_verifier *v, enum jwa_alg alg,
+verify_member(const struct record_key *k, size_t i, struct record_verifier *v,
 	      const char *raw, const struct jws_parts *j)
 {
-	if (k->alg != alg)
-		return VERIFY_NO_KEY;
-	if (alg == JWA_HS256 && k->mac != NULL)
-		return verify_hmac(k->mac, raw, j);
-	if (alg == JWA_HS256)
-		return verify_hs256(k->secret, k->secret_len, raw, j);
+	const struct member *m = &k->keys[i];
+
+	if (k->alg == JWA_HS256 && m->mac != NULL)
+		return verify_hmac(m->mac, raw, j);
+	if (k->alg == JWA_HS256)
+		return verify_hs256(m->secret, m->secret_len, raw, j);
 	if (v == NULL)
-		return verify_pkey(k->ctx, alg, raw, j);
-	if (v->key != k) {	/* v holds an owner of its key: no other can be at k */
-		EVP_PKEY_CTX_free(v->ctx);
-		record_key_free(v->key);
+		return verify_pkey(m->ctx, k->alg, raw, j);
+	if (v->key != k) {
+		verifier_clear(v);
+		if ((v->ctx = calloc(k->n, sizeof(EVP_PKEY_CTX *))) == NULL)
+			return VERIFY_NO_KEY;
 		v->key = record_key_ref((struct record_key *)k);
-		v->ctx = NULL;
 	}
-	if (v->ctx == NULL)
-		v->ctx = verify_ctx_new(k->pk);
-	return verify_pkey(v->ctx, alg, raw, j);
+	if (v->ctx[i] == NULL)
+		v->ctx[i] = verify_ctx_new(m->pk);
+	return verify_pkey(v->ctx[i], k->alg, raw, j);
 }
 
-/* The check is picked by pol->algorithm, never by the token. */
+/* The header's kid (JREAD_NONE when it has none) as a NUL-terminated
+ * string in buf: 0, or -1 when it is longer than any kid a set holds. */
 static int
-verify_signature(const struct record_policy *pol, const char *raw, const struct jws_parts *j)
+header_kid(const struct jread_member *kid, char *buf, size_t bufsize)
 {
-	EVP_PKEY *pk;
+	if (kid->len > bufsize)	/* its quotes count: the text is shorter */
+		return -1;
+	jread_unescape(kid, buf);
+	return 0;
+}
+
+/*
+ * warrantd(7) §3.2: with several keys the record names one by kid; with
+ * one, a record without a kid uses it, and so does one that names any kid
+ * when the key has none (a PEM file: nothing to tell them apart by, as
+ * before key sets). Index of the key, or -1: the record names no key of k.
+ */
+static long
+pick_key(const struct record_key *k, const struct jread_member *kid)
+{
+	char name[6 * JWS_KID_MAX + 2];	/* \uXXXX is 6 bytes of text for 1 to 3 */
+
+	if (k->n == 1 && (kid->type == JREAD_NONE || k->keys[0].kid == NULL))
+		return 0;
+	if (kid->type != JREAD_STRING || header_kid(kid, name, sizeof name) != 0)
+		return -1;
+	for (size_t i = 0; i < k->n; i++)
+		if (k->keys[i].kid != NULL && strcmp(k->keys[i].kid, name) == 0)
+			return (long)i;
+	return -1;
+}
+
+/* The check is picked by pol->algorithm, never by the token; the key by its
+ * kid. Raw bytes are parsed here as record_key_new parses them: the same
+ * files are accepted and the same keys picked. */
+static enum record_status
+verify_signature(const struct record_policy *pol, const char *raw, const struct jws_parts *j,
+		 const struct jread_member *kid, char *detail, size_t n)
+{
+	struct record_key *tmp = NULL;
+	const struct record_key *k = pol->parsed_key;
+	struct record_verifier *v = pol->verifier;
+	char why[160];
+	long i;
 	int rc;
 
-	if (pol->parsed_key != NULL)
-		return verify_parsed(pol->parsed_key, pol->verifier, pol->algorithm, raw, j);
-	if (pol->algorithm == JWA_HS256)
-		return verify_hs256(pol->key, pol->key_len, raw, j);
-	if ((pk = pem_key(pol->key, pol->key_len, pol->algorithm)) == NULL)
-		return VERIFY_NO_KEY;
-	EVP_PKEY_CTX *ctx = verify_ctx_new(pk);
-	rc = verify_pkey(ctx, pol->algorithm, raw, j);
-	EVP_PKEY_CTX_free(ctx);
-	EVP_PKEY_free(pk);
-	return rc;
+	if (k == NULL) {
+		k = tmp = record_key_new(pol->algorithm, pol->key, pol->key_len, why, sizeof why);
+		v = NULL;
+	}
+	if (k == NULL || k->alg != pol->algorithm)
+		rc = VERIFY_NO_KEY;
+	else if ((i = pick_key(k, kid)) < 0) {
+		size_t nkeys = k->n;
+
+		record_key_free(tmp);
+		/* The kid is the attacker's text: not repeated here. */
+		if (kid->type == JREAD_NONE)
+			return fail(RECORD_BAD_SIGNATURE, detail, n, "signature: no kid, and "
+			    "verify_key_file holds %zu keys", nkeys);
+		return fail(RECORD_BAD_SIGNATURE, detail, n,
+		    "signature: the kid names no key of verify_key_file");
+	} else
+		rc = verify_member(k, (size_t)i, v, raw, j);
+	record_key_free(tmp);
+	if (rc == VERIFY_NO_KEY)
+		return fail(RECORD_BAD_SIGNATURE, detail, n,
+		    "signature: the verification key is not a usable %s key",
+		    jwa_name(pol->algorithm));
+	if (rc != VERIFY_OK)
+		return fail(RECORD_BAD_SIGNATURE, detail, n, "signature: does not verify");
+	return RECORD_OK;
 }
 
 char *
@@ -431,14 +505,18 @@ record_sign(enum jwa_alg alg, const unsigned char *key, size_t key_len, const ch
 
 /* ---- the JWS ---- */
 
-/* The header is the attacker's text: nothing of it goes into the detail. */
+/* The header is the attacker's text: nothing of it goes into the detail.
+ * *kid gets its kid member (JREAD_NONE when absent). */
 static enum record_status
-check_header(const struct record_policy *pol, const struct jws_parts *j, char *detail, size_t n)
+check_header(const struct record_policy *pol, const struct jws_parts *j,
+	     struct jread_member *kid, char *detail, size_t n)
 {
 	const char *want = jwa_name(pol->algorithm);
-	struct jread_member h[] = {{.name = "alg"}, {.name = "typ"}, {.name = "crit"}};
-	enum jread_type t = jread_doc((const char *)j->header, j->header_len, h, 3, NULL, 0);
+	struct jread_member h[] = {{.name = "alg"}, {.name = "typ"}, {.name = "crit"},
+	    {.name = "kid"}};
+	enum jread_type t = jread_doc((const char *)j->header, j->header_len, h, 4, NULL, 0);
 
+	*kid = h[3];
 	if (t != JREAD_OBJECT)
 		return fail(RECORD_BAD_SIGNATURE, detail, n, "header: not a JSON object");
 	if (h[0].type != JREAD_STRING)
@@ -452,6 +530,8 @@ check_header(const struct record_policy *pol, const struct jws_parts *j, char *d
 	/* RFC 7515 §4.1.11: unknown critical extensions must be refused. */
 	if (h[2].type != JREAD_NONE)
 		return fail(RECORD_BAD_SIGNATURE, detail, n, "header: crit is not supported");
+	if (h[3].type != JREAD_NONE && h[3].type != JREAD_STRING)
+		return fail(RECORD_BAD_SIGNATURE, detail, n, "header: kid is not a string");
 	return RECORD_OK;
 }
 
@@ -495,8 +575,8 @@ load_signed(const struct record_policy *pol, const char *raw, struct doc *d, cha
 	    size_t n)
 {
 	struct jws_parts j;
+	struct jread_member kid;
 	enum record_status st;
-	int rc;
 
 	if (!alg_supported(pol->algorithm))
 		return fail(RECORD_BAD_SIGNATURE, detail, n,
@@ -507,18 +587,11 @@ load_signed(const struct record_policy *pol, const char *raw, struct doc *d, cha
 	if (jws_split(raw, &j) != 0)
 		return fail(RECORD_BAD_SIGNATURE, detail, n,
 		    "record: not a JWS compact serialization");
-	st = check_header(pol, &j, detail, n);
+	st = check_header(pol, &j, &kid, detail, n);
 	if (st == RECORD_OK && j.sig_len == 0)
 		st = fail(RECORD_BAD_SIGNATURE, detail, n, "signature: missing");
-	if (st == RECORD_OK) {
-		rc = verify_signature(pol, raw, &j);
-		if (rc == VERIFY_NO_KEY)
-			st = fail(RECORD_BAD_SIGNATURE, detail, n,
-			    "signature: the verification key is not a usable %s key",
-			    jwa_name(pol->algorithm));
-		else if (rc != VERIFY_OK)
-			st = fail(RECORD_BAD_SIGNATURE, detail, n, "signature: does not verify");
-	}
+	if (st == RECORD_OK)
+		st = verify_signature(pol, raw, &j, &kid, detail, n);
 	if (st == RECORD_OK)
 		st = parse_object((const char *)j.payload, j.payload_len, d, detail, n);
 	jws_parts_clear(&j);

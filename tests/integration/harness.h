@@ -158,7 +158,8 @@ char *h_http_header(const struct h_http_reply *r, const char *name);
 long long h_now_ms(void);
 
 /* Absolute path of tests/data/name ($WARRANTD_DATA_DIR, default tests/data
- * under the current dir). Valid until exit. */
+ * under the current dir); an absolute name is itself (a file the test
+ * wrote). Valid until exit. */
 const char *h_data(const char *name);
 
 /*

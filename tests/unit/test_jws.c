@@ -10,9 +10,11 @@
 #include <cmocka.h>
 
 #include <jwt.h>
+#include <openssl/bio.h>
 #include <openssl/bn.h>
 #include <openssl/ecdsa.h>
 #include <openssl/evp.h>
+#include <openssl/pem.h>
 
 #include "b64url.h"
 #include "jws.h"
@@ -276,6 +278,82 @@ test_split(void **state)
 	jws_parts_clear(&p);
 }
 
+/* ---- verification keys: the JWK of a PEM key is that key ---- */
+
+/* The JWK members of the public key in `pem` (ES256: crv, x, y; RS256: n,
+ * e), written by OpenSSL's own numbers, and the parsed key. */
+static json_t *
+jwk_from_pem(enum jwa_alg alg, struct blob pem, EVP_PKEY **pk)
+{
+	BIO *bio = BIO_new_mem_buf(pem.data, (int)pem.len);
+	const char *names[2] = {alg == JWA_ES256 ? "qx" : "n", alg == JWA_ES256 ? "qy" : "e"};
+	json_t *j = json_pack("{s:s}", "kty", alg == JWA_ES256 ? "EC" : "RSA");
+
+	*pk = PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL);
+	BIO_free(bio);
+	assert_non_null(*pk);
+	if (alg == JWA_ES256)
+		json_object_set_new(j, "crv", json_string("P-256"));
+	for (int i = 0; i < 2; i++) {
+		BIGNUM *bn = NULL;
+		unsigned char buf[512];
+		assert_int_equal(EVP_PKEY_get_bn_param(*pk, names[i], &bn), 1);
+		int n = alg == JWA_ES256 ? BN_bn2binpad(bn, buf, 32) : BN_bn2bin(bn, buf);
+		BN_free(bn);
+		char *b = b64url_encode(buf, (size_t)n);
+		json_object_set_new(j, alg == JWA_ES256 ? (i ? "y" : "x") : names[i], json_string(b));
+		free(b);
+	}
+	return j;
+}
+
+static void
+test_vkeys_jwk_is_the_key(void **state)
+{
+	const enum jwa_alg algs[] = {JWA_ES256, JWA_RS256};
+	const struct blob pems[] = {es_pub, rs_pub};
+	struct jws_vkey *v;
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < 2; i++) {
+		EVP_PKEY *pk;
+		json_t *doc = json_pack("{s:[o]}", "keys", jwk_from_pem(algs[i], pems[i], &pk));
+		char *text = json_dumps(doc, 0);
+		int n = jws_vkeys_read((unsigned char *)text, strlen(text), algs[i], &v, err,
+		    sizeof err);
+		if (n != 1)
+			fail_msg("%s: %s", jwa_name(algs[i]), err);
+		assert_null(v[0].kid);
+		assert_null(v[0].secret);
+		assert_int_equal(EVP_PKEY_eq(v[0].pk, pk), 1);	/* OpenSSL's word */
+		jws_vkeys_free(v, 1);
+		/* The PEM itself: one key, no kid, the same one. */
+		assert_int_equal(jws_vkeys_read(pems[i].data, pems[i].len, algs[i], &v, err,
+		    sizeof err), 1);
+		assert_int_equal(EVP_PKEY_eq(v[0].pk, pk), 1);
+		jws_vkeys_free(v, 1);
+		EVP_PKEY_free(pk);
+		free(text);
+		json_decref(doc);
+	}
+	/* HS256: k is the secret's bytes, whatever the file's white space. */
+	size_t len = hs_secret.len;
+	while (len > 0 && (hs_secret.data[len - 1] == '\n' || hs_secret.data[len - 1] == ' '))
+		len--;
+	char *k = b64url_encode(hs_secret.data, len), text[512];
+	snprintf(text, sizeof text, "\n {\"keys\": [{\"kty\": \"oct\", \"kid\": \"h\", \"k\": \"%s\"}]}",
+	    k);
+	assert_int_equal(jws_vkeys_read((unsigned char *)text, strlen(text), JWA_HS256, &v, err,
+	    sizeof err), 1);
+	assert_string_equal(v[0].kid, "h");
+	assert_int_equal(v[0].secret_len, len);
+	assert_memory_equal(v[0].secret, hs_secret.data, len);
+	jws_vkeys_free(v, 1);
+	jws_vkeys_free(NULL, 0);
+	free(k);
+}
+
 int
 main(void)
 {
@@ -285,6 +363,7 @@ main(void)
 		cmocka_unit_test(test_header_alg_first_then_callers),
 		cmocka_unit_test(test_keys_refused),
 		cmocka_unit_test(test_split),
+		cmocka_unit_test(test_vkeys_jwk_is_the_key),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -13,6 +13,8 @@
 #include <cmocka.h>
 #include <jwt.h>
 #include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/core_names.h>
 #include <openssl/ec.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -916,17 +918,17 @@ edit_at(size_t i, const struct rule **rule)
 	return NULL;
 }
 
-/* The good record with `edit` made; *field gets the field it names. */
-static json_t *
-mutate(const char *edit, char *field, size_t n)
+/* `edit` made to the object `c`; *field gets the member it names. */
+static void
+apply_edit(json_t *c, const char *edit, char *field, size_t n)
 {
-	json_t *c = good_content(), *v;
+	json_t *v;
 	const char *eq = strchr(edit, '=');
 
 	if (edit[0] == '-') {
 		snprintf(field, n, "%s", edit + 1);
 		json_object_del(c, field);
-		return c;
+		return;
 	}
 	assert_non_null(eq);
 	int json = eq > edit && eq[-1] == ':';
@@ -938,6 +940,15 @@ mutate(const char *edit, char *field, size_t n)
 		v = json_string(eq + 1);
 	}
 	assert_int_equal(json_object_set_new(c, field, v), 0);
+}
+
+/* The good record with `edit` made; *field gets the field it names. */
+static json_t *
+mutate(const char *edit, char *field, size_t n)
+{
+	json_t *c = good_content();
+
+	apply_edit(c, edit, field, n);
 	return c;
 }
 
@@ -1703,6 +1714,486 @@ test_parsed_key_wins(void **state)
 	json_decref(c);
 }
 
+/* ---- key sets: a JWKS in verify_key_file (warrantd(7) §3.2, RFC 7517) ---- */
+
+/* Big-endian bytes of a BIGNUM parameter of pk, base64url; `pad` > 0 pads
+ * to that many bytes (an EC coordinate), 0 is the minimum (an RSA number). */
+static char *
+bn_param_b64(const EVP_PKEY *pk, const char *name, int pad)
+{
+	BIGNUM *bn = NULL;
+	unsigned char buf[1024];
+	int n;
+
+	assert_int_equal(EVP_PKEY_get_bn_param(pk, name, &bn), 1);
+	n = pad > 0 ? BN_bn2binpad(bn, buf, pad) : BN_bn2bin(bn, buf);
+	assert_true(n > 0);
+	BN_free(bn);
+	return b64url(buf, (size_t)n);
+}
+
+/* The JWK of a PEM public key (ES256, RS256) or HS256 secret, with `kid`
+ * when not NULL. Caller decrefs. */
+static json_t *
+jwk_of(enum jwa_alg alg, struct blob key, const char *kid)
+{
+	json_t *j;
+	char *a, *b;
+
+	if (alg == JWA_HS256) {
+		a = b64url(key.data, key.len);
+		j = json_pack("{s:s, s:s}", "kty", "oct", "k", a);
+		free(a);
+	} else {
+		BIO *bio = BIO_new_mem_buf(key.data, (int)key.len);
+		EVP_PKEY *pk = PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL);
+		assert_non_null(pk);
+		if (alg == JWA_ES256) {
+			a = bn_param_b64(pk, OSSL_PKEY_PARAM_EC_PUB_X, 32);
+			b = bn_param_b64(pk, OSSL_PKEY_PARAM_EC_PUB_Y, 32);
+			j = json_pack("{s:s, s:s, s:s, s:s}", "kty", "EC", "crv", "P-256", "x", a,
+			    "y", b);
+		} else {
+			a = bn_param_b64(pk, OSSL_PKEY_PARAM_RSA_N, 0);
+			b = bn_param_b64(pk, OSSL_PKEY_PARAM_RSA_E, 0);
+			j = json_pack("{s:s, s:s, s:s}", "kty", "RSA", "n", a, "e", b);
+		}
+		free(a);
+		free(b);
+		EVP_PKEY_free(pk);
+		BIO_free(bio);
+	}
+	assert_non_null(j);
+	if (kid != NULL)
+		assert_int_equal(json_object_set_new(j, "kid", json_string(kid)), 0);
+	return j;
+}
+
+/* {"keys": [jwks...]} as text (consumes the JWKs; NULL ends the list). */
+static struct blob
+jwks_of(json_t *first, ...)
+{
+	json_t *keys = json_array(), *k;
+	va_list ap;
+	struct blob b;
+
+	va_start(ap, first);
+	for (k = first; k != NULL; k = va_arg(ap, json_t *))
+		assert_int_equal(json_array_append_new(keys, k), 0);
+	va_end(ap);
+	json_t *doc = json_pack("{s:o}", "keys", keys);
+	b.data = (unsigned char *)json_dumps(doc, JSON_INDENT(2));
+	assert_non_null(b.data);
+	b.len = strlen((char *)b.data);
+	json_decref(doc);
+	return b;
+}
+
+/* What `alg` keys its one-key JWKS on, in the rows below. */
+static struct blob
+row_key(enum jwa_alg alg)
+{
+	return alg == JWA_ES256 ? es_pub : alg == JWA_RS256 ? rs_pub : hs_secret;
+}
+
+/* Each edit (the language of `rules`) is made to the one JWK of a JWKS
+ * that holds the test key of `alg`; err NULL: the set is accepted, else
+ * record_key_new refuses it with `err` in its message. */
+struct jwk_rule {
+	enum jwa_alg alg;
+	const char *err;
+	const char *edits[12];
+};
+
+#define ZERO32 "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"	/* 32 zero bytes */
+
+static const struct jwk_rule jwk_rules[] = {
+	{JWA_ES256, NULL, {"kid=2026-12", "use=sig", "alg=ES256", "key_ops:=[\"verify\"]",
+	    "key_ops:=[\"sign\",\"verify\"]", "x5c:=[]", "ext:=true", "kid=caf\xc3\xa9",
+	    "-kid"}},
+	{JWA_RS256, NULL, {"kid=r1", "alg=RS256", "use=sig"}},
+	{JWA_HS256, NULL, {"kid=h1", "alg=HS256", "use=sig"}},
+	{JWA_ES256, "kty is not \"EC\", which [records] algorithm ES256 needs", {"kty=RSA",
+	    "kty=oct", "kty=ec", "-kty", "kty:=1"}},
+	{JWA_RS256, "kty is not \"RSA\"", {"kty=EC", "kty=oct"}},
+	{JWA_HS256, "kty is not \"oct\"", {"kty=EC", "kty=RSA"}},
+	{JWA_ES256, "crv is not \"P-256\"", {"crv=P-384", "crv=P-521", "crv=secp256k1", "-crv",
+	    "crv:=null"}},
+	{JWA_ES256, "\"x\" missing", {"-x"}},
+	{JWA_ES256, "\"y\" missing", {"-y"}},
+	{JWA_RS256, "\"n\" missing", {"-n"}},
+	{JWA_RS256, "\"e\" missing", {"-e"}},
+	{JWA_HS256, "\"k\" missing", {"-k"}},
+	{JWA_ES256, "is not base64url without padding", {"x=" ZERO32 "=", "x:=5", "y=a+b/",
+	    "x=A", "x=" "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAB"}},
+	{JWA_ES256, "x and y must be 32 bytes each", {"x=AAAA", "y=" ZERO32 "A", "y="}},
+	{JWA_ES256, "not a point on P-256", {"x=" ZERO32, "y=" ZERO32}},
+	{JWA_RS256, "leading zero byte", {"n=AAEB", "e=AAEAAQ", "e=" ZERO32}},
+	{JWA_RS256, "not an RSA public key", {"e=AQ", "e=Ag"}},
+	{JWA_RS256, "shorter than 2048 bits", {"n=wAAAAAAB"}},
+	{JWA_HS256, "k: the HS256 secret is shorter than 32 bytes", {"k=c2hvcnQ"}},
+	{JWA_HS256, "k: the HS256 secret is empty", {"k="}},
+	{JWA_HS256, "a PEM document", {
+	    "k=LS0tLS1CRUdJTiBQVUJMSUMgS0VZLS0tLS0KMDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY"}},
+	{JWA_ES256, "use is not \"sig\"", {"use=enc", "use=SIG", "use:=true"}},
+	{JWA_HS256, "use is not \"sig\"", {"use=enc"}},
+	{JWA_ES256, "key_ops does not hold \"verify\"", {"key_ops:=[\"sign\"]", "key_ops:=[]",
+	    "key_ops=verify"}},
+	{JWA_ES256, "alg is not ES256", {"alg=ES384", "alg=RS256", "alg=HS256", "alg=none",
+	    "alg:=1"}},
+	{JWA_RS256, "alg is not RS256", {"alg=PS256", "alg=RS512"}},
+	{JWA_HS256, "alg is not HS256", {"alg=HS512", "alg=ES256"}},
+	{JWA_ES256, "a private key (\"d\")", {"d=" ZERO32}},
+	{JWA_RS256, "a private key (\"d\")", {"d=AQAB"}},
+	{JWA_ES256, "kid is not a string of 1 to 256 bytes", {"kid:=1", "kid=", "kid=a\x01" "b",
+	    "kid=a\nb", "kid:=null",
+	    "kid=x123456789012345678901234567890123456789012345678901234567890123"
+	    "456789012345678901234567890123456789012345678901234567890123456789012345"
+	    "678901234567890123456789012345678901234567890123456789012345678901234567"
+	    "8901234567890123456789012345678901234567890123456789"}},
+};
+
+/* The i-th edit of jwk_rules and, in *rule, its rule; NULL past the last. */
+static const char *
+jwk_edit_at(size_t i, const struct jwk_rule **rule)
+{
+	for (size_t r = 0; r < sizeof jwk_rules / sizeof jwk_rules[0]; r++)
+		for (size_t e = 0; e < sizeof jwk_rules[r].edits / sizeof jwk_rules[r].edits[0] &&
+		    jwk_rules[r].edits[e] != NULL; e++)
+			if (i-- == 0) {
+				*rule = &jwk_rules[r];
+				return jwk_rules[r].edits[e];
+			}
+	return NULL;
+}
+
+static void
+test_jwk_rules(void **state)
+{
+	const struct jwk_rule *r;
+	const char *edit;
+	char err[256], field[64];
+
+	(void)state;
+	for (size_t i = 0; (edit = jwk_edit_at(i, &r)) != NULL; i++) {
+		json_t *jwk = jwk_of(r->alg, row_key(r->alg), "k1");
+		apply_edit(jwk, edit, field, sizeof field);
+		struct blob set = jwks_of(jwk, NULL);
+		err[0] = '\0';
+		struct record_key *k = record_key_new(r->alg, set.data, set.len, err, sizeof err);
+
+		if (r->err == NULL && k == NULL)
+			fail_msg("%s %s: refused: %s", jwa_name(r->alg), edit, err);
+		if (r->err != NULL && k != NULL)
+			fail_msg("%s %s: accepted, want \"%s\"", jwa_name(r->alg), edit, r->err);
+		if (r->err != NULL && (strstr(err, r->err) == NULL ||
+		    strstr(err, "JWKS keys[0]") == NULL))
+			fail_msg("%s %s: error \"%s\" lacks \"JWKS keys[0]\" or \"%s\"",
+			    jwa_name(r->alg), edit, err, r->err);
+		if (k != NULL)
+			assert_int_equal(record_key_count(k), 1);
+		record_key_free(k);
+		free(set.data);
+	}
+}
+
+/* A JWKS as a whole: its JSON, its "keys", and the kids across keys. */
+static void
+test_jwks_doc_rules(void **state)
+{
+	struct {
+		enum jwa_alg alg;
+		const char *text, *err;
+	} docs[] = {
+		{JWA_ES256, "{", "not a JWKS: line 1"},
+		{JWA_ES256, "  \n{\"keys\": [}", "not a JWKS: line 2"},
+		{JWA_ES256, "{}", "no \"keys\" array"},
+		{JWA_ES256, "{\"keys\": []}", "no \"keys\" array"},
+		{JWA_ES256, "{\"keys\": {}}", "no \"keys\" array"},
+		{JWA_ES256, "{\"keys\": [1]}", "JWKS keys[0]: not a JSON object"},
+		{JWA_ES256, "{\"keys\": [], \"keys\": []}", "not a JWKS"},
+		{JWA_ES256, "{\"keys\": [{\"kty\": \"EC\", \"kty\": \"EC\"}]}", "not a JWKS"},
+		{JWA_ES256, "{\"kty\": \"EC\", \"crv\": \"P-256\"}", "a single JWK goes inside"},
+		{JWA_HS256, "{\"keys\": [{\"kty\": \"oct\" \"k\": \"c2VjcmV0LXRoYXQtaXMtbG9uZy1lbm91Z2gtdG8tcGFzcw\"}]}",
+		    "not a JWKS: line 1"},
+	};
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+		err[0] = '\0';
+		struct record_key *k = record_key_new(docs[i].alg, (const unsigned char *)docs[i].text,
+		    strlen(docs[i].text), err, sizeof err);
+		if (k != NULL || strstr(err, docs[i].err) == NULL)
+			fail_msg("%s: %s \"%s\", want \"%s\"", docs[i].text,
+			    k != NULL ? "accepted" : "error", err, docs[i].err);
+		/* jansson's "near '...'" would quote the secret. */
+		assert_null(strstr(err, "c2Vjcm"));
+		assert_null(strstr(err, "near"));
+	}
+
+	/* The kids across keys: each named when there are several, none twice. */
+	struct blob dup = jwks_of(jwk_of(JWA_ES256, es_pub, "k1"),
+	    jwk_of(JWA_ES256, es_other_pub, "k1"), NULL);
+	expect_key_refused(JWA_ES256, dup, "JWKS keys[1] (kid \"k1\"): the kid of keys[0] again");
+	struct blob unnamed = jwks_of(jwk_of(JWA_ES256, es_pub, "k1"),
+	    jwk_of(JWA_ES256, es_other_pub, NULL), NULL);
+	expect_key_refused(JWA_ES256, unnamed, "JWKS keys[1]: no kid: with several keys");
+	/* A bad key after a good one is found too. */
+	struct blob mixed = jwks_of(jwk_of(JWA_ES256, es_pub, "k1"),
+	    jwk_of(JWA_RS256, rs_pub, "k2"), NULL);
+	expect_key_refused(JWA_ES256, mixed, "JWKS keys[1] (kid \"k2\"): kty is not \"EC\"");
+	/* A JWKS for RS256 whose key is too short. */
+	struct blob rsa2047 = public_pem(EVP_RSA_gen(2047));
+	struct blob short_rsa = jwks_of(jwk_of(JWA_RS256, rsa2047, NULL), NULL);
+	expect_key_refused(JWA_RS256, short_rsa, "shorter than 2048 bits");
+	/* At most JWS_KEYS_MAX keys. */
+	json_t *many = json_array();
+	for (int i = 0; i < 33; i++) {
+		char kid[16];
+		snprintf(kid, sizeof kid, "k%d", i);
+		json_array_append_new(many, jwk_of(JWA_ES256, es_pub, kid));
+	}
+	json_t *doc = json_pack("{s:o}", "keys", many);
+	struct blob too_many = {(unsigned char *)json_dumps(doc, 0), 0};
+	too_many.len = strlen((char *)too_many.data);
+	expect_key_refused(JWA_ES256, too_many, "holds 33 keys, more than 32");
+	json_decref(doc);
+
+	/* Good sets: two keys, the kids told back for the log. */
+	struct blob two = jwks_of(jwk_of(JWA_ES256, es_pub, "old"),
+	    jwk_of(JWA_ES256, es_other_pub, "new"), NULL);
+	struct record_key *k = record_key_new(JWA_ES256, two.data, two.len, err, sizeof err);
+	assert_non_null(k);
+	assert_int_equal(record_key_count(k), 2);
+	assert_string_equal(record_key_kid(k, 0), "old");
+	assert_string_equal(record_key_kid(k, 1), "new");
+	assert_null(record_key_kid(k, 2));
+	record_key_free(k);
+	k = record_key_new(JWA_ES256, es_pub.data, es_pub.len, err, sizeof err);
+	assert_non_null(k);
+	assert_int_equal(record_key_count(k), 1);
+	assert_null(record_key_kid(k, 0));
+	record_key_free(k);
+	/* A JWKS is a JWKS for HS256 too, not a secret that starts with '{'. */
+	struct blob hs_two = jwks_of(jwk_of(JWA_HS256, hs_secret, "a"),
+	    jwk_of(JWA_HS256, es_pub, "b"), NULL);
+	expect_key_refused(JWA_HS256, hs_two, "JWKS keys[1] (kid \"b\"): k: the HS256 secret "
+	    "is a PEM document");
+	free(dup.data);
+	free(unnamed.data);
+	free(mixed.data);
+	free(rsa2047.data);
+	free(short_rsa.data);
+	free(too_many.data);
+	free(two.data);
+	free(hs_two.data);
+}
+
+/* Which key a record's kid picks (warrantd(7) §3.2). Sets: "both" holds
+ * test-es256 as kid "old" and test-es256-other as "new"; "old" only the
+ * first as "old"; "nokid" the first in a JWKS without a kid; "pem" its PEM
+ * file. Signer 0 is test-es256.key, 1 test-es256-other.key; kid NULL: the
+ * header has none. Every row is loaded with the bytes, the parsed set, and
+ * the parsed set through a verifier (another thread's): the same result. */
+struct kid_rule {
+	const char *set, *kid;
+	int signer;
+	enum record_status want;
+	const char *detail;
+};
+
+static const struct kid_rule kid_rules[] = {
+	{"both", "old", 0, RECORD_OK, NULL},
+	{"both", "new", 1, RECORD_OK, NULL},
+	{"both", "new", 0, RECORD_BAD_SIGNATURE, "signature: does not verify"},
+	{"both", "old", 1, RECORD_BAD_SIGNATURE, "signature: does not verify"},
+	{"both", NULL, 0, RECORD_BAD_SIGNATURE, "no kid, and verify_key_file holds 2 keys"},
+	{"both", "retired", 0, RECORD_BAD_SIGNATURE, "the kid names no key"},
+	{"both", "", 0, RECORD_BAD_SIGNATURE, "the kid names no key"},
+	{"both", "OLD", 0, RECORD_BAD_SIGNATURE, "the kid names no key"},
+	{"both", "old ", 0, RECORD_BAD_SIGNATURE, "the kid names no key"},
+	{"old", "old", 0, RECORD_OK, NULL},
+	{"old", NULL, 0, RECORD_OK, NULL},
+	{"old", "new", 0, RECORD_BAD_SIGNATURE, "the kid names no key"},
+	{"old", "new", 1, RECORD_BAD_SIGNATURE, "the kid names no key"},
+	{"old", NULL, 1, RECORD_BAD_SIGNATURE, "signature: does not verify"},
+	{"nokid", NULL, 0, RECORD_OK, NULL},
+	{"nokid", "anything", 0, RECORD_OK, NULL},
+	{"nokid", "anything", 1, RECORD_BAD_SIGNATURE, "signature: does not verify"},
+	{"pem", "decider-key-7", 0, RECORD_OK, NULL},
+	{"pem", NULL, 0, RECORD_OK, NULL},
+};
+
+static struct blob
+kid_set(const char *name)
+{
+	if (strcmp(name, "both") == 0)
+		return jwks_of(jwk_of(JWA_ES256, es_pub, "old"),
+		    jwk_of(JWA_ES256, es_other_pub, "new"), NULL);
+	if (strcmp(name, "old") == 0)
+		return jwks_of(jwk_of(JWA_ES256, es_pub, "old"), NULL);
+	if (strcmp(name, "nokid") == 0)
+		return jwks_of(jwk_of(JWA_ES256, es_pub, NULL), NULL);
+	struct blob b = {(unsigned char *)strdup((char *)es_pub.data), es_pub.len};
+	assert_non_null(b.data);
+	return b;
+}
+
+static void
+expect_kid_rule(const struct kid_rule *r, const struct record_policy *pol, const char *tok,
+		const char *how)
+{
+	char detail[256];
+	enum record_status st = load_raw(pol, tok, detail, sizeof detail, NULL);
+
+	if (st != r->want || (r->detail != NULL && strstr(detail, r->detail) == NULL))
+		fail_msg("set %s, kid %s, signer %d (%s): %s \"%s\", want %s \"%s\"", r->set,
+		    r->kid ? r->kid : "(none)", r->signer, how, record_status_code(st), detail,
+		    record_status_code(r->want), r->detail ? r->detail : "");
+	/* The header's kid is the attacker's text: never in the detail. */
+	if (r->kid != NULL && strlen(r->kid) > 3)
+		assert_null(strstr(detail, r->kid));
+}
+
+static void
+test_kid_picks_key(void **state)
+{
+	json_t *c = good_content();
+	struct record_verifier *v = record_verifier_new();
+	char err[256];
+
+	(void)state;
+	assert_non_null(v);
+	for (size_t i = 0; i < sizeof kid_rules / sizeof kid_rules[0]; i++) {
+		const struct kid_rule *r = &kid_rules[i];
+		struct blob priv = r->signer ? es_other_key : es_key, set = kid_set(r->set);
+		char *tok = record_sign(JWA_ES256, priv.data, priv.len, r->kid, c);
+		struct record_policy pol = policy(1, JWA_ES256, set);
+		struct record_key *k = record_key_new(JWA_ES256, set.data, set.len, err,
+		    sizeof err);
+
+		assert_non_null(tok);
+		if (k == NULL)
+			fail_msg("set %s: %s", r->set, err);
+		expect_kid_rule(r, &pol, tok, "bytes");
+		pol.parsed_key = k;
+		pol.key = NULL;
+		pol.key_len = 0;
+		expect_kid_rule(r, &pol, tok, "parsed");
+		pol.verifier = v;
+		expect_kid_rule(r, &pol, tok, "verifier");
+		expect_kid_rule(r, &pol, tok, "verifier again");
+		record_key_free(k);
+		free(tok);
+		free(set.data);
+	}
+	record_verifier_free(v);
+	json_decref(c);
+}
+
+/* The header's kid as JSON: compared after unescaping, and only a string. */
+static void
+test_kid_header_forms(void **state)
+{
+	json_t *c = good_content();
+	char *payload = json_dumps(c, JSON_COMPACT);
+	struct blob set = jwks_of(jwk_of(JWA_HS256, hs_secret, "old"),
+	    jwk_of(JWA_HS256, (struct blob){(unsigned char *)"another-secret-of-32-bytes-or-more",
+	    34}, "new"), NULL);
+	struct record_policy pol = policy(1, JWA_HS256, set);
+	const struct {
+		const char *header;
+		enum record_status want;
+		const char *detail;
+	} forms[] = {
+		{"{\"alg\":\"HS256\",\"typ\":\"decision+jwt\",\"kid\":\"old\"}", RECORD_OK, NULL},
+		{"{\"alg\":\"HS256\",\"typ\":\"decision+jwt\",\"kid\":\"\\u006fld\"}", RECORD_OK,
+		    NULL},
+		{"{\"kid\":\"old\",\"alg\":\"HS256\",\"typ\":\"decision+jwt\"}", RECORD_OK, NULL},
+		{"{\"alg\":\"HS256\",\"typ\":\"decision+jwt\",\"kid\":5}", RECORD_BAD_SIGNATURE,
+		    "header: kid is not a string"},
+		{"{\"alg\":\"HS256\",\"typ\":\"decision+jwt\",\"kid\":null}", RECORD_BAD_SIGNATURE,
+		    "header: kid is not a string"},
+		{"{\"alg\":\"HS256\",\"typ\":\"decision+jwt\",\"kid\":[\"old\"]}",
+		    RECORD_BAD_SIGNATURE, "header: kid is not a string"},
+		{"{\"alg\":\"HS256\",\"typ\":\"decision+jwt\",\"kid\":\"old\",\"kid\":\"new\"}",
+		    RECORD_BAD_SIGNATURE, "header: not a JSON object"},
+		{"{\"alg\":\"HS256\",\"typ\":\"decision+jwt\",\"kid\":\"new\"}", RECORD_BAD_SIGNATURE,
+		    "signature: does not verify"},
+		{"{\"alg\":\"HS256\",\"typ\":\"decision+jwt\",\"kid\":\"old\\u0000\"}",
+		    RECORD_BAD_SIGNATURE, "header: not a JSON object"},
+	};
+	char detail[256];
+
+	(void)state;
+	assert_non_null(payload);
+	for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+		char *tok = hand_token(forms[i].header, payload, hs_secret.data, hs_secret.len);
+		enum record_status st = load_raw(&pol, tok, detail, sizeof detail, NULL);
+		if (st != forms[i].want ||
+		    (forms[i].detail != NULL && strstr(detail, forms[i].detail) == NULL))
+			fail_msg("%s: %s \"%s\"", forms[i].header, record_status_code(st), detail);
+		free(tok);
+	}
+	/* A kid longer than any a set may hold names no key (and is not read). */
+	char header[8192];
+	int n = snprintf(header, sizeof header, "{\"alg\":\"HS256\",\"typ\":\"decision+jwt\","
+	    "\"kid\":\"");
+	memset(header + n, 'a', 4000);
+	snprintf(header + n + 4000, sizeof header - (size_t)n - 4000, "\"}");
+	char *tok = hand_token(header, payload, hs_secret.data, hs_secret.len);
+	expect_bad_sig(&pol, tok, "the kid names no key");
+	free(tok);
+	free(payload);
+	free(set.data);
+	json_decref(c);
+}
+
+/* A rotation as a verifying thread sees it: one verifier over the set with
+ * both keys (contexts per key, kept across records of either), then over
+ * the set that dropped the old key, whose records are bad-signature. */
+static void
+test_verifier_rotation(void **state)
+{
+	json_t *c = good_content();
+	char *by_old = record_sign(JWA_ES256, es_key.data, es_key.len, "old", c);
+	char *by_new = record_sign(JWA_ES256, es_other_key.data, es_other_key.len, "new", c);
+	struct blob both = kid_set("both");
+	struct blob only_new = jwks_of(jwk_of(JWA_ES256, es_other_pub, "new"), NULL);
+	char err[256], detail[256];
+	struct record_key *a = record_key_new(JWA_ES256, both.data, both.len, err, sizeof err);
+	struct record_key *b = record_key_new(JWA_ES256, only_new.data, only_new.len, err,
+	    sizeof err);
+	struct record_verifier *v = record_verifier_new();
+	struct record_policy pol = policy(1, JWA_ES256, both);
+
+	(void)state;
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_non_null(v);
+	pol.key = NULL;
+	pol.key_len = 0;
+	pol.verifier = v;
+	pol.parsed_key = a;
+	for (int round = 0; round < 3; round++) {
+		assert_int_equal(load_raw(&pol, by_old, detail, sizeof detail, NULL), RECORD_OK);
+		assert_int_equal(load_raw(&pol, by_new, detail, sizeof detail, NULL), RECORD_OK);
+	}
+	record_key_free(a);	/* the reload lets go: the verifier's owner keeps it */
+	assert_int_equal(load_raw(&pol, by_new, detail, sizeof detail, NULL), RECORD_OK);
+	pol.parsed_key = b;
+	assert_int_equal(load_raw(&pol, by_new, detail, sizeof detail, NULL), RECORD_OK);
+	expect_bad_sig(&pol, by_old, "the kid names no key");
+	record_key_free(b);
+	record_verifier_free(v);
+	free(by_old);
+	free(by_new);
+	free(both.data);
+	free(only_new.data);
+	json_decref(c);
+}
+
 static void
 test_free_null(void **state)
 {
@@ -1750,6 +2241,11 @@ main(void)
 		cmocka_unit_test(test_max_bytes),
 		cmocka_unit_test(test_parsed_key_same_results),
 		cmocka_unit_test(test_parsed_key_wins),
+		cmocka_unit_test(test_jwk_rules),
+		cmocka_unit_test(test_jwks_doc_rules),
+		cmocka_unit_test(test_kid_picks_key),
+		cmocka_unit_test(test_kid_header_forms),
+		cmocka_unit_test(test_verifier_rotation),
 		cmocka_unit_test(test_free_null),
 	};
 

@@ -17,7 +17,14 @@
 
 #include <cmocka.h>
 #include <ev.h>
+#include <jansson.h>
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
 
+#include "b64url.h"
 #include "record.h"
 #include "testlib.h"
 #include "vpool.h"
@@ -365,6 +372,174 @@ test_refused(void **state)
 	ev_loop_destroy(loop);
 }
 
+/* ---- a key set (JWKS) on the workers: the record's kid picks the key ---- */
+
+/* The JWK of the EC public key in tests/data/`pub` with `kid`. */
+static json_t *
+jwk_of(const char *pub, const char *kid)
+{
+	size_t len = 0;
+	unsigned char *pem = read_whole(pub, &len), buf[32];
+	BIO *bio = BIO_new_mem_buf(pem, (int)len);
+	EVP_PKEY *pk = PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL);
+	const char *names[2] = {OSSL_PKEY_PARAM_EC_PUB_X, OSSL_PKEY_PARAM_EC_PUB_Y};
+	char *xy[2];
+
+	assert_non_null(pk);
+	for (int i = 0; i < 2; i++) {
+		BIGNUM *bn = NULL;
+		assert_int_equal(EVP_PKEY_get_bn_param(pk, names[i], &bn), 1);
+		assert_int_equal(BN_bn2binpad(bn, buf, 32), 32);
+		BN_free(bn);
+		xy[i] = b64url_encode(buf, 32);
+		assert_non_null(xy[i]);
+	}
+	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s}", "kty", "EC", "crv", "P-256", "x",
+	    xy[0], "y", xy[1], "kid", kid);
+	free(xy[0]);
+	free(xy[1]);
+	EVP_PKEY_free(pk);
+	BIO_free(bio);
+	free(pem);
+	return j;
+}
+
+/* The set of the JWKs given (consumed; NULL ends them). */
+static struct record_key *
+set_of(json_t *first, ...)
+{
+	json_t *keys = json_array(), *k;
+	va_list ap;
+	char err[200];
+
+	va_start(ap, first);
+	for (k = first; k != NULL; k = va_arg(ap, json_t *))
+		json_array_append_new(keys, k);
+	va_end(ap);
+	json_t *doc = json_pack("{s:o}", "keys", keys);
+	char *text = json_dumps(doc, 0);
+	struct record_key *set = record_key_new(JWA_ES256, (unsigned char *)text, strlen(text),
+	    err, sizeof err);
+	if (set == NULL)
+		fail_msg("%s", err);
+	free(text);
+	json_decref(doc);
+	return set;
+}
+
+/* Record i of a rotation: signed by test-es256 as kid "a" (i % 4 == 0),
+ * by test-es256-other as "b" (1), by test-es256-other without a kid (2),
+ * by test-es256 as "b" (3). */
+static char *
+rotation_record(int i, const unsigned char *other, size_t other_len)
+{
+	static const char *const kids[4] = {"a", "b", NULL, "b"};
+	char id[32];
+
+	snprintf(id, sizeof id, "rec-%d", i);
+	json_t *c = json_pack("{s:s, s:s, s:s, s:s, s:{}, s:s, s:s, s:s}", "recordId", id,
+	    "onBehalfOf", "operator:1", "action", "gate.open", "resource", "sites/a/gates/3",
+	    "parameters", "basis", "role:x", "decidedAt", "2026-11-30T03:59:00Z",
+	    "expiresAt", "2026-11-30T12:00:00Z");
+	int by_other = i % 4 == 1 || i % 4 == 2;
+	char *tok = record_sign(JWA_ES256, by_other ? other : es_priv,
+	    by_other ? other_len : es_priv_len, kids[i % 4], c);
+
+	json_decref(c);
+	assert_non_null(tok);
+	return tok;
+}
+
+struct set_sub {
+	int index, calls;
+	enum record_status status;
+	char detail[200];
+};
+
+static void
+on_set_done(void *arg, struct vpool_result *res)
+{
+	struct set_sub *s = arg;
+
+	s->calls++;
+	s->status = res->status;
+	memcpy(s->detail, res->detail, sizeof s->detail);
+	record_free(res->rec);
+	free(res->owner);
+	free(res->raw);
+}
+
+/* All records through two workers with `set` (let go right after the
+ * submissions, as a reload does); each result is record_load's inline
+ * with `same` (an equal set the test keeps). */
+static void
+expect_set_as_inline(char **recs, struct record_key *set, const struct record_key *same,
+		     int want_ok)
+{
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	struct vpool *p = vpool_new(loop, 2);
+	struct record_policy pol = es_policy(set), inline_pol = es_policy(same);
+	static struct set_sub subs[N];
+	int ok = 0;
+
+	assert_non_null(p);
+	pol.action_known = NULL;
+	inline_pol.action_known = NULL;
+	for (int i = 0; i < N; i++) {
+		char id[32];
+		snprintf(id, sizeof id, "rec-%d", i);
+		subs[i] = (struct set_sub){.index = i};
+		assert_non_null(vpool_submit(p, &pol, id, recs[i], now_ms, on_set_done, &subs[i]));
+	}
+	record_key_free(set);
+	drain(loop, p);
+	for (int i = 0; i < N; i++) {
+		struct record *rec = NULL;
+		char id[32], detail[200];
+		snprintf(id, sizeof id, "rec-%d", i);
+		enum record_status st = record_load(&inline_pol, id, recs[i], now_ms, &rec, NULL,
+		    detail, sizeof detail);
+		assert_int_equal(subs[i].calls, 1);
+		assert_int_equal(subs[i].status, st);
+		assert_string_equal(subs[i].detail, detail);
+		ok += st == RECORD_OK;
+		record_free(rec);
+	}
+	assert_int_equal(ok, want_ok);
+	vpool_free(p);
+	ev_loop_destroy(loop);
+}
+
+/* A rotation as the workers see it: with both keys, records of kid "a"
+ * and kid "b" verify (each worker keeps a context per key) and the rest
+ * are bad-signature; with "b" alone, the records of its key do, with kid
+ * "b" or none, and kid "a" names no key. */
+static void
+test_key_set_rotation(void **state)
+{
+	size_t other_len = 0;
+	unsigned char *other = read_whole("tests/data/test-es256-other.key", &other_len);
+	char *recs[N];
+
+	(void)state;
+	assert_non_null(other);
+	for (int i = 0; i < N; i++)
+		recs[i] = rotation_record(i, other, other_len);
+	struct record_key *both = set_of(jwk_of("tests/data/test-es256.pub", "a"),
+	    jwk_of("tests/data/test-es256-other.pub", "b"), NULL);
+	struct record_key *kept = record_key_ref(both);
+	expect_set_as_inline(recs, both, kept, N / 2);	/* i % 4 == 0 and 1 */
+	record_key_free(kept);
+	struct record_key *only_b = set_of(jwk_of("tests/data/test-es256-other.pub", "b"), NULL);
+	kept = record_key_ref(only_b);
+	/* i % 4 == 1, and 2: one key serves a record without a kid */
+	expect_set_as_inline(recs, only_b, kept, N / 2);
+	record_key_free(kept);
+	for (int i = 0; i < N; i++)
+		free(recs[i]);
+	free(other);
+}
+
 int
 main(void)
 {
@@ -375,6 +550,7 @@ main(void)
 		cmocka_unit_test(test_cancel_from_a_callback),
 		cmocka_unit_test(test_free_with_work),
 		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_key_set_rotation),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
