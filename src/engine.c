@@ -156,12 +156,18 @@ token_state(const struct engine *eng)
 	return eng->oauth ? oauth_state_name(eng->oauth) : "valid";
 }
 
+/* Whole seconds from now to `at` (monotonic ms; 0: none), 0 when past. */
+static long long
+seconds_until(int64_t at)
+{
+	int64_t left = at ? at - wtime_mono_ms() : 0;
+	return left > 0 ? left / 1000 : 0;
+}
+
 static long long
 redis_token_expires_in_s(const struct engine *eng)
 {
-	int64_t at = eng->rt ? rtoken_expires_at_ms(eng->rt) : 0;
-	int64_t left = at ? at - wtime_mono_ms() : 0;
-	return left > 0 ? left / 1000 : 0;
+	return seconds_until(eng->rt ? rtoken_expires_at_ms(eng->rt) : 0);
 }
 
 static const char *
@@ -173,9 +179,7 @@ redis_token_state(const struct engine *eng)
 static long long
 token_expires_in_s(const struct engine *eng)
 {
-	int64_t at = eng->oauth ? oauth_expires_at_ms(eng->oauth) : 0;
-	int64_t left = at ? at - wtime_mono_ms() : 0;
-	return left > 0 ? left / 1000 : 0;
+	return seconds_until(eng->oauth ? oauth_expires_at_ms(eng->oauth) : 0);
 }
 
 /* The worker's token for a call of timeout_ms, or NULL (R6). Valid until

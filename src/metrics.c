@@ -468,6 +468,25 @@ put_outcomes(struct out *o, const struct metrics_hist *h)
 	}
 }
 
+/* A token's state (one gauge per state, 1 for the current one) and life. */
+static void
+put_token(struct out *o, const char *prefix, const char *what, const char *none,
+	  const char *state, long long expires_in_s)
+{
+	char name[64], help[128];
+
+	snprintf(name, sizeof name, "%s_state", prefix);
+	snprintf(help, sizeof help, "1 for %s's current state.", what);
+	put_head(o, name, "gauge", help);
+	for (size_t i = 0; i < sizeof token_states / sizeof token_states[0]; i++)
+		put(o, "warrantd_%s{state=\"%s\"} %d\n", name, token_states[i],
+		    state && strcmp(state, token_states[i]) == 0);
+	snprintf(name, sizeof name, "%s_expires_in_seconds", prefix);
+	snprintf(help, sizeof help, "Seconds until %s expires %s.", what, none);
+	put_head(o, name, "gauge", help);
+	put(o, "warrantd_%s %lld\n", name, expires_in_s);
+}
+
 char *
 metrics_format(const struct metrics_sample *s, const struct metrics_hist *h, size_t *len)
 {
@@ -490,20 +509,10 @@ metrics_format(const struct metrics_sample *s, const struct metrics_hist *h, siz
 	}
 	put_head(&o, "in_flight", "gauge", "Entries in hand now.");
 	put(&o, "warrantd_in_flight %lld\n", s->in_flight);
-	put_head(&o, "token_state", "gauge", "1 for the worker token's current state.");
-	for (size_t i = 0; i < sizeof token_states / sizeof token_states[0]; i++)
-		put(&o, "warrantd_token_state{state=\"%s\"} %d\n", token_states[i],
-		    s->token_state && strcmp(s->token_state, token_states[i]) == 0);
-	put_head(&o, "token_expires_in_seconds", "gauge",
-	    "Seconds until the worker token expires (0: none).");
-	put(&o, "warrantd_token_expires_in_seconds %lld\n", s->token_expires_in_s);
-	put_head(&o, "redis_token_state", "gauge", "1 for the Redis token's current state.");
-	for (size_t i = 0; i < sizeof token_states / sizeof token_states[0]; i++)
-		put(&o, "warrantd_redis_token_state{state=\"%s\"} %d\n", token_states[i],
-		    s->redis_token_state && strcmp(s->redis_token_state, token_states[i]) == 0);
-	put_head(&o, "redis_token_expires_in_seconds", "gauge",
-	    "Seconds until the Redis token expires (0: none, or a static password).");
-	put(&o, "warrantd_redis_token_expires_in_seconds %lld\n", s->redis_token_expires_in_s);
+	put_token(&o, "token", "the worker token", "(0: none)", s->token_state,
+	    s->token_expires_in_s);
+	put_token(&o, "redis_token", "the Redis token", "(0: none, or a static password)",
+	    s->redis_token_state, s->redis_token_expires_in_s);
 	put_head(&o, "redis_up", "gauge", "1 while the command connection to Redis is up.");
 	put(&o, "warrantd_redis_up %d\n", s->redis_up ? 1 : 0);
 	put_hists(&o, h);

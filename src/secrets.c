@@ -74,11 +74,14 @@ open_secret(const char *path, const char *const *dirs, size_t ndirs, int as_give
 	return fd;
 }
 
-/* A public key decides which records are genuine: one that group or others
- * may write lets a local user swap in their own key and forge records. It
- * may be read by anyone; it must be written by us or root only. */
+/* A file that decides trust: none of `forbidden` mode bits, and owned by us
+ * or root. sshd's rule for a secret (a private key, a password, a token):
+ * group or others may not read or write it, or it has been exposed, or will
+ * be. A public key may be read by anyone, but one that group or others may
+ * write lets a local user swap in their own key and forge records. Refused
+ * with the fix in the message. */
 static int
-check_trusted(int fd, const char *path, char *err, size_t errlen)
+check_mode(int fd, const char *path, mode_t forbidden, char *err, size_t errlen)
 {
 	struct stat st;
 
@@ -86,35 +89,11 @@ check_trusted(int fd, const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
 		return -1;
 	}
-	if ((st.st_mode & 022) != 0) {
-		snprintf(err, errlen, "refusing %s: permissions %04o let group or others write "
-		    "it, and so forge what it verifies (chmod go-w it)", path,
-		    (unsigned)(st.st_mode & 07777));
-		return -1;
-	}
-	if (st.st_uid != geteuid() && st.st_uid != 0) {
-		snprintf(err, errlen, "refusing %s: owned by uid %u, not by this user or root",
-		    path, (unsigned)st.st_uid);
-		return -1;
-	}
-	return 0;
-}
-
-/* sshd's rule for private keys: a secret that group or others may read (or
- * write) has been exposed, or will be; so has one owned by another user
- * than us or root. Refused with the fix in the message. */
-static int
-check_private(int fd, const char *path, char *err, size_t errlen)
-{
-	struct stat st;
-
-	if (fstat(fd, &st) < 0) {
-		snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
-		return -1;
-	}
-	if ((st.st_mode & 077) != 0) {
-		snprintf(err, errlen, "refusing %s: permissions %04o are too open, group or "
-		    "others may access this secret (chmod 600 it)", path,
+	if ((st.st_mode & forbidden) != 0) {
+		snprintf(err, errlen, forbidden == 077 ?
+		    "refusing %s: permissions %04o are too open, group or others may access this "
+		    "secret (chmod 600 it)" : "refusing %s: permissions %04o let group or others "
+		    "write it, and so forge what it verifies (chmod go-w it)", path,
 		    (unsigned)(st.st_mode & 07777));
 		return -1;
 	}
@@ -207,8 +186,7 @@ read_secret_in(const char *const *dirs, size_t ndirs, int as_given, const char *
 	int fd = open_secret(path, dirs, ndirs, as_given, used, err, errlen);
 	if (fd < 0)
 		return -1;
-	int rc = kind == SECRETS_PUBLIC ? check_trusted(fd, used, err, errlen) :
-	    check_private(fd, used, err, errlen);
+	int rc = check_mode(fd, used, kind == SECRETS_PUBLIC ? 022 : 077, err, errlen);
 	if (rc == 0)
 		rc = read_fd(fd, used, &buf, &n, err, errlen);
 	close(fd);
