@@ -1473,10 +1473,23 @@ ejob_auth_ready(struct ejob *j)
 		start_reclaim(j);
 }
 
+/* A write waiting on R17's backoff failed before the credential was known
+ * to be lost (a connection closed early, by a revocation): it is held too,
+ * and reclaimed before it goes again. */
+static void
+ejob_auth_lost(struct ejob *j)
+{
+	if (j->finished || j->timer_kind != T_REDIS_RETRY)
+		return;
+	ejob_timer_stop(j);
+	hold(j);
+}
+
 void
 ejobs_redis_auth_lost(struct ejobs *s)
 {
 	s->auth_lost = 1;
+	each(s, ejob_auth_lost);
 }
 
 void

@@ -745,6 +745,30 @@ test_redis_auth_reclaim_lost(void **state)
 	assert_int_equal(live_count(), 0);
 }
 
+/* R20: a write that waits on R17's backoff when the credential is found
+ * lost (its connection was closed early: a revocation) is held as well,
+ * and reclaimed before it goes again. */
+static void
+test_redis_auth_retry_becomes_held(void **state)
+{
+	struct fixture *f = *state;
+
+	to_call_step(f, "1-1", "gate.open", NULL);
+	answer_write(pending(P_WRITE, NULL), "ok", 1);
+	answer_call(pending(P_CALL, NULL), 204);
+	answer_write_lost(pending(P_WRITE, NULL));
+	w.trace[0] = '\0';
+	ejobs_redis_auth_lost(f->jobs);
+	EXPECT_TRACE("cancel:timer");
+	ejobs_redis_up(f->jobs);
+	EXPECT_TRACE("");
+	ejobs_redis_auth_ready(f->jobs);
+	answer_reclaim(pending(P_MOVE, NULL), 1);
+	answer_write(pending(P_WRITE, NULL), "ok", 1);
+	EXPECT_TRACE("reclaim(1-1) write(done,f=1,own,ack,keep) released");
+	assert_int_equal(live_count(), 0);
+}
+
 /* R20: a refusal that met a token already replaced (the write left before
  * its connection's latest AUTH) is reclaimed at once, no wait; a stop in
  * between keeps the result to write (R15). */
@@ -873,6 +897,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_redis_auth_held_then_reclaimed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_redis_auth_reclaim_lost, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_redis_auth_stale_reclaims_now, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_redis_auth_retry_becomes_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_redis_error_three_times, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_id, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deleted, setup, teardown),
