@@ -28,7 +28,12 @@ show() { printf '    $ %s\n' "$*"; }
 indent() { sed 's/^/      /'; }
 rcli() { redis-cli -s "$DIR/redis.sock" "$@"; }
 http() { curl -sS --max-time 5 "$@"; }
-ctl()  { "$BIN/warrantctl" -c "$DIR/warrantd.ini" "$@"; }
+# warrantctl's own log lines (its Redis token fetch) go to warrantctl.log, and
+# the last few to stderr when it fails.
+ctl()  {
+	"$BIN/warrantctl" -c "$DIR/warrantd.ini" "$@" 2>>"$DIR/warrantctl.log" && return 0
+	rc=$?; tail -n 5 "$DIR/warrantctl.log" >&2; return $rc
+}
 hstate() { rcli HGET "$P:decision:$1" state; }
 state_is() { [ "$(hstate "$1")" = "$2" ]; }
 hb()   { rcli HGET "$P:consumer:$CONSUMER" "$1"; }
@@ -113,11 +118,28 @@ stream_rows() {
 
 # ---- 1. setup ----------------------------------------------------------------
 
-say "Setup in $DIR: a private Redis, fresh keys, the fake IdP, gate controller and PDP, one warrantd"
+say "Setup in $DIR: a private Redis behind a managed-Redis token gate, fresh keys, the fake IdP, gate controller and PDP, one warrantd"
 redis-server --port 0 --unixsocket "$DIR/redis.sock" --unixsocketperm 700 --save "" \
 	--appendonly no --dir "$DIR" >"$DIR/redis.log" 2>&1 &
 PIDS="$PIDS $!"
 wait_for 10 "redis to answer PING" eval 'rcli PING 2>/dev/null | grep -q PONG'
+# Managed Redis takes a short-lived token as its AUTH password (Azure Entra ID,
+# ElastiCache IAM): fake_redisgate checks each token's exp in front of Redis.
+# The worker's token comes from token_command, a script standing in for the
+# IAM signer; its `mode` file makes it fail for one step (4b).
+start_fake fake_redisgate --upstream-socket "$DIR/redis.sock" --on-expiry noauth
+RGPORT=$(cat "$DIR/fake_redisgate.port")
+cat >"$DIR/redis-token.sh" <<'EOF'
+#!/bin/sh
+d=$(dirname "$0")
+[ "$(cat "$d/redis-token.mode" 2>/dev/null)" = fail ] && { echo 'signer unreachable' >&2; exit 3; }
+b64() { printf '%s' "$1" | base64 | tr -d '\n=' | tr '+/' '-_'; }
+exp=$(( $(date +%s) + $1 ))
+printf '{"token": "%s.%s.x", "expires_in": %s}\n' "$(b64 '{"alg":"none"}')" \
+	"$(b64 "{\"sub\":\"warrantd\",\"exp\":$exp}")" "$1"
+EOF
+chmod 700 "$DIR/redis-token.sh"
+echo ok >"$DIR/redis-token.mode"
 
 if ! openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$DIR/decider.key" 2>/dev/null ||
    ! openssl pkey -in "$DIR/decider.key" -pubout -out "$DIR/decider.pub" 2>/dev/null; then
@@ -143,7 +165,11 @@ consumer = $CONSUMER
 heartbeat_ms = 1000
 shutdown_grace_ms = 3000
 [redis]
-socket = $DIR/redis.sock
+host = 127.0.0.1
+port = $RGPORT
+auth = command
+username = warrantd
+token_command = $DIR/redis-token.sh 600
 prefix = $P
 block_ms = 1000
 claim_idle_ms = 3000
@@ -262,6 +288,35 @@ wait_for 5 "the heartbeat to count the re-dispatch" hb_ge redispatched 1
 show "redis-cli HMGET $P:consumer:$CONSUMER redispatched authFailures tokenRefreshes"
 for f in redispatched authFailures tokenRefreshes; do printf '%s=%s ' $f "$(hb $f)"; done | indent; echo
 check "redispatched >= 1 and authFailures >= 1" eval 'hb_ge redispatched 1 && hb_ge authFailures 1'
+check "nothing stuck in the PEL (XPENDING count $(pel))" [ "$(pel)" = 0 ]
+
+# ---- 4b. Redis' own token revoked while in hand ------------------------------------
+
+say "Redis' own token revoked while an item is in hand: gate 17"
+G17=gate17-0400
+http -X POST -d "{\"per_key\":{\"$G17\":[{\"status\":200,\"delay_ms\":800}]}}" "$GATE/_script" >/dev/null ||
+	fail "scripting the gate"
+echo "    the gate controller takes 0.8 s to answer $G17; while it does, Redis' token gate revokes"
+echo "    every token it has seen (GATE.REVOKE), and the token signer is unreachable until it answered"
+decide $G17 17 +40s >/dev/null || fail "warrantctl decide $G17"
+wait_for 10 "the call for $G17 to reach the gate" eval 'http "$GATE/_stats" | grep -q "\"$G17\":1"'
+echo fail >"$DIR/redis-token.mode"
+show "redis-cli -p $RGPORT GATE.REVOKE"
+redis-cli -p "$RGPORT" GATE.REVOKE | indent
+wait_for 10 "$G17's result to meet the revoked credential" \
+	grep -q "event=job.redis_auth_held id=$G17 " "$DIR/warrantd.log"
+grep "event=job.redis_auth_held id=$G17 " "$DIR/warrantd.log" | head -1 | cut -c1-150 | indent
+echo ok >"$DIR/redis-token.mode"
+echo "    the signer is back: a new token, every connection re-authenticated"
+wait_for 20 "$G17 to be done" state_is $G17 "done"
+grep "event=job.redis_auth_reclaim id=$G17 " "$DIR/warrantd.log" | head -1 | cut -c1-150 | indent
+check "the entry was claimed back to this worker before its result was written" \
+	grep -q "event=job.redis_auth_reclaim id=$G17 .*owner=us" "$DIR/warrantd.log"
+check "the gate was opened once: the result was written, not the call re-run" eval \
+	'http "$GATE/_stats" | grep -q "\"$G17\":1[,}]"'
+wait_for 5 "the heartbeat to count the refusal" hb_ge redisAuthFailures 1
+show "redis-cli HMGET $P:consumer:$CONSUMER redisAuthFailures redisAuthRefreshes redisTokenState"
+for f in redisAuthFailures redisAuthRefreshes redisTokenState; do printf '%s=%s ' $f "$(hb $f)"; done | indent; echo
 check "nothing stuck in the PEL (XPENDING count $(pel))" [ "$(pel)" = 0 ]
 
 # ---- 5. dropped: too late, or no longer allowed ----------------------------------

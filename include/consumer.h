@@ -16,6 +16,9 @@
  *      long a refused read, renewal or heartbeat waits (consumer_view).
  *      Whether another consumer is gone is not decided here, nor anywhere
  *      in the worker: Redis decides it (lua/claim.lua, R11).
+ *   3. Redis' own credential (R20): what a write refused for the
+ *      credential does (consumer_auth_write), and what the reclaim that
+ *      precedes its resend says (consumer_reclaim_next).
  */
 #ifndef WARRANTD_CONSUMER_H
 #define WARRANTD_CONSUMER_H
@@ -186,5 +189,53 @@ long consumer_claim_calls(long room);
  * renewal or heartbeat: full jitter between CONSUMER_ERR_RETRY_MIN_MS and a
  * ceiling that doubles up to CONSUMER_ERR_RETRY_MAX_MS. */
 int64_t consumer_retry_ms(unsigned failures, uint64_t rnd);
+
+/* ------------------------------------------------------------------ */
+/* 3. Redis' own credential (R20)                                       */
+
+/* What becomes of an entry's write (a transition) that Redis did not take. */
+enum consumer_auth_act {
+	CONSUMER_AUTH_R17,	/* not the credential's doing: R17's retry */
+	CONSUMER_AUTH_HOLD,	/* the credential died: hold the write until a
+				   good token is there (ejobs_redis_auth_ready),
+				   then reclaim the entry and write again */
+	CONSUMER_AUTH_RECLAIM,	/* refused for a credential already replaced (the
+				   command left before its connection's latest
+				   AUTH): reclaim now, then write again */
+};
+
+/*
+ * A write failed with class c; auth_lost: Redis refused the current
+ * credential and no new token has been taken since (the engine says so
+ * before the refused command's callback, also for a connection closed as
+ * its token died, which reaches the write as CONSUMER_ERR_LOST).
+ */
+enum consumer_auth_act consumer_auth_write(enum consumer_err c, int auth_lost)
+	__attribute__((warn_unused_result));
+
+/* The owner-checked reclaim's answer (R10's renewal of one entry). */
+enum consumer_reclaim {
+	CONSUMER_RECLAIM_OURS,	/* still ours, idle reset: write again */
+	CONSUMER_RECLAIM_LOST,	/* another consumer holds it: abandon (R10) */
+	CONSUMER_RECLAIM_GONE,	/* pending for nobody: write again, the script
+				   fences it (a call's result is still written) */
+	CONSUMER_RECLAIM_FAILED,/* no answer, or an error reply */
+};
+
+/* What follows a reclaim's answer r. */
+enum consumer_reclaim_step {
+	CONSUMER_RS_WRITE,	/* send the held write, the same step and fence */
+	CONSUMER_RS_WRITE_UNPENDING,	/* the same, the entry marked pending for nobody */
+	CONSUMER_RS_ABANDON,	/* the lease is lost: the attempt is abandoned */
+	CONSUMER_RS_HOLD,	/* refused for the credential again: hold */
+	CONSUMER_RS_RETRY,	/* R17: reclaim again after a backoff */
+};
+
+/* r, and with CONSUMER_RECLAIM_FAILED the class of the failure c and
+ * auth_lost as for consumer_auth_write. The write never goes out before
+ * the entry was found ours (or nobody's). */
+enum consumer_reclaim_step consumer_reclaim_next(enum consumer_reclaim r, enum consumer_err c,
+						  int auth_lost)
+	__attribute__((warn_unused_result));
 
 #endif

@@ -87,6 +87,7 @@ struct ejob_moved {
 	long long deliveries;	/* re-dispatch: the count after it; 0: not ours */
 	int handed;		/* hand-back: 1 a new entry, 0 no longer ours */
 	const char *new_stream_id;	/* hand-back, handed: the new entry's id */
+	int owner;		/* reclaim: 1 still ours, 0 another's, -1 nobody's */
 };
 typedef void ejob_moved_cb(void *arg, const struct ejob_moved *r);
 
@@ -143,6 +144,10 @@ struct ejob_ops {
 	/* R9: a new stream entry for the record, ours acked (lua/handback.lua). */
 	int (*handback)(void *ctx, const char *hash_key, const char *stream_id,
 			const char *record_id, ejob_moved_cb *cb, void *arg);
+	/* R20, R10: the entry XCLAIMed to us (JUSTID, idle reset, no
+	 * delivery counted) if it is still ours; the answer's `owner` says
+	 * whose it was. */
+	int (*reclaim)(void *ctx, const char *stream_id, ejob_moved_cb *cb, void *arg);
 	/* Stops the operation of that kind behind h: its callback never comes. */
 	void (*cancel)(void *ctx, enum ejob_op kind, void *h);
 
@@ -222,6 +227,18 @@ void ejobs_unpending(struct ejobs *s, const char *stream_id);
  * waiting on its backoff goes out now (a result in hand is written before a
  * stop's grace runs out, not a backoff later). */
 void ejobs_redis_up(struct ejobs *s);
+
+/* R20: Redis refused its current credential (or closed a connection as
+ * its token died); said before the refused commands' callbacks. From now
+ * on a write refused for the credential, or left without a reply, is held
+ * (consumer_auth_write), not retried, until ejobs_redis_auth_ready. */
+void ejobs_redis_auth_lost(struct ejobs *s);
+
+/* R20: a new Redis token was taken (every connection re-authenticated or
+ * reconnecting with it): each held write's entry is reclaimed to us with
+ * R10's owner check, and its write sent again -- the same step, the same
+ * fence -- once the reclaim found it ours. */
+void ejobs_redis_auth_ready(struct ejobs *s);
 
 /* R6, R9: a token arrived; jobs waiting for one go on. */
 void ejobs_token_ready(struct ejobs *s);

@@ -239,3 +239,38 @@ consumer_retry_ms(unsigned failures, uint64_t rnd)
 	return backoff_ms(CONSUMER_ERR_RETRY_MIN_MS, CONSUMER_ERR_RETRY_MIN_MS,
 	    CONSUMER_ERR_RETRY_MAX_MS, (int)(failures < 64 ? failures : 64), rnd);
 }
+
+/* ------------------------------------------------------------------ */
+/* 3. Redis' own credential (R20)                                       */
+
+enum consumer_auth_act
+consumer_auth_write(enum consumer_err c, int auth_lost)
+{
+	/* A connection closed as its token died fails its commands with no
+	 * reply: while the credential is lost that is R20's, not an outage. */
+	if (auth_lost && (c == CONSUMER_ERR_AUTH || c == CONSUMER_ERR_LOST))
+		return CONSUMER_AUTH_HOLD;
+	if (c == CONSUMER_ERR_AUTH)
+		return CONSUMER_AUTH_RECLAIM;
+	return CONSUMER_AUTH_R17;
+}
+
+enum consumer_reclaim_step
+consumer_reclaim_next(enum consumer_reclaim r, enum consumer_err c, int auth_lost)
+{
+	switch (r) {
+	case CONSUMER_RECLAIM_OURS:
+		return CONSUMER_RS_WRITE;
+	case CONSUMER_RECLAIM_GONE:
+		return CONSUMER_RS_WRITE_UNPENDING;
+	case CONSUMER_RECLAIM_LOST:
+		return CONSUMER_RS_ABANDON;
+	case CONSUMER_RECLAIM_FAILED:
+		break;
+	}
+	/* Until the reclaim is answered the write waits: held again while
+	 * the credential is lost, else R17's backoff (a stale refusal, an
+	 * outage), never a resend without the owner check. */
+	return consumer_auth_write(c, auth_lost) == CONSUMER_AUTH_HOLD ? CONSUMER_RS_HOLD :
+	    CONSUMER_RS_RETRY;
+}

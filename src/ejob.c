@@ -38,10 +38,10 @@
 
 /* What the job's one timer is armed for. */
 enum ejob_timer { T_NONE, T_RETRY, T_TOKEN_WAIT, T_REDIS_RETRY, T_REDISPATCH_RETRY, T_LOAD_RETRY,
-	T_HANDBACK_RETRY };
+	T_HANDBACK_RETRY, T_RECLAIM_RETRY };
 /* Which operation's answer the job waits for. */
 enum ejob_wait { W_NONE, W_WRITE, W_LOAD, W_VERIFY, W_AUTHZ, W_EXCHANGE, W_CALL, W_REDISPATCH,
-	W_HANDBACK };
+	W_HANDBACK, W_RECLAIM };
 
 /* Buckets of the index by stream id: every entry read is looked up there
  * (a walk of the list with strcmp cost 5,000 instructions a job at 256 in
@@ -57,6 +57,7 @@ struct ejobs {
 	struct ejob_chain bucket[EJOB_BUCKETS];	/* the same entries, by stream id */
 	size_t n;
 	int draining;		/* R15: no new call, no new wait */
+	int auth_lost;		/* R20: Redis refused the credential, no new one yet */
 };
 
 /* One entry in hand. */
@@ -81,6 +82,7 @@ struct ejob {
 	int finished;
 	int lost;			/* the lease is gone: abandon at the next step */
 	int unpending;			/* pending for nobody: no lease to renew */
+	int held;			/* R20: j->step's write waits for a good credential */
 	struct consumer_errs errs;	/* R17: its failed Redis steps in a row */
 	enum ejob_wait wait;
 	enum ejob_timer timer_kind;
@@ -420,6 +422,8 @@ log_step(const struct ejob *j, const struct job_step *s)
 }
 
 static void after_transition(void *arg, const struct ejob_written *r);
+static void write_failed(struct ejob *j, const char *text);
+static void start_reclaim(struct ejob *j);
 
 static void
 send_transition(struct ejob *j)
@@ -470,7 +474,7 @@ send_transition(struct ejob *j)
 	if (fx & JOB_FX_RESCHEDULE)
 		snprintf(score, sizeof score, "%" PRId64, s->at_ms);
 	if (env->ops->write(env->ctx, &t, after_transition, j) < 0) {
-		redis_failed(j, T_REDIS_RETRY, NULL, 0);
+		write_failed(j, NULL);
 		return;
 	}
 	j->refs++;
@@ -547,8 +551,9 @@ written(struct ejob *j, const struct ejob_written *r)
 	if (!r->ok) {
 		/* Nothing was decided twice: the same step is written again
 		 * once Redis answers (rconn logged the error kind), unless the
-		 * error is the entry's own (R17). */
-		redis_failed(j, T_REDIS_RETRY, r->error, writes_hash(j));
+		 * error is the entry's own (R17) -- or the credential's (R20):
+		 * then the entry is reclaimed first. */
+		write_failed(j, r->error);
 		return;
 	}
 	consumer_err_ok(&j->errs);
@@ -644,6 +649,9 @@ on_timer(void *arg)
 		break;
 	case T_HANDBACK_RETRY:
 		start_handback(j);
+		break;
+	case T_RECLAIM_RETRY:
+		start_reclaim(j);
 		break;
 	case T_LOAD_RETRY:
 		start_load(j);
@@ -1067,6 +1075,101 @@ start_handback(struct ejob *j)
 }
 
 /* ------------------------------------------------------------------ */
+/* R20: a write refused for Redis' credential                           */
+
+/* The write waits for ejobs_redis_auth_ready: no timer, nothing in flight
+ * (the renewals still see it in hand: another's claim is found there). */
+static void
+hold(struct ejob *j)
+{
+	if (!j->held)
+		log_warn("job.redis_auth_held", "id=%s stream_id=%s state=%s detail=\"the write "
+		    "met an expired Redis credential: reclaimed and written again once a new "
+		    "token is in\"", j->id[0] ? j->id : "-", j->stream_id,
+		    job_state_name(j->step.next)[0] ? job_state_name(j->step.next) : "-");
+	j->held = 1;
+}
+
+/* A transition was not taken (text: the error reply, NULL for none). */
+static void
+write_failed(struct ejob *j, const char *text)
+{
+	enum consumer_err c = consumer_err_classify(text);
+
+	switch (consumer_auth_write(c, j->set->auth_lost)) {
+	case CONSUMER_AUTH_HOLD:
+		hold(j);
+		return;
+	case CONSUMER_AUTH_RECLAIM:
+		start_reclaim(j);
+		return;
+	case CONSUMER_AUTH_R17:
+		break;
+	}
+	redis_failed(j, T_REDIS_RETRY, text, text != NULL && writes_hash(j));
+}
+
+static void
+reclaimed(struct ejob *j, const struct ejob_moved *r)
+{
+	enum consumer_reclaim got = !r->ok ? CONSUMER_RECLAIM_FAILED :
+	    r->owner > 0 ? CONSUMER_RECLAIM_OURS : r->owner < 0 ? CONSUMER_RECLAIM_GONE :
+	    CONSUMER_RECLAIM_LOST;
+	enum consumer_err c = r->ok ? CONSUMER_ERR_NONE : consumer_err_classify(r->error);
+	enum consumer_reclaim_step st = consumer_reclaim_next(got, c, j->set->auth_lost);
+
+	if (got != CONSUMER_RECLAIM_FAILED)
+		log_info("job.redis_auth_reclaim", "id=%s stream_id=%s owner=%s",
+		    j->id[0] ? j->id : "-", j->stream_id, got == CONSUMER_RECLAIM_OURS ? "us" :
+		    got == CONSUMER_RECLAIM_GONE ? "nobody" : "another");
+	switch (st) {
+	case CONSUMER_RS_WRITE_UNPENDING:
+		j->unpending = 1;
+		/* FALLTHROUGH */
+	case CONSUMER_RS_WRITE:
+		consumer_err_ok(&j->errs);
+		env_of(j)->n->redispatched++;	/* R20: a re-dispatch to ourselves */
+		send_transition(j);	/* the step decided before: its fence */
+		return;
+	case CONSUMER_RS_ABANDON: {
+		struct job_event ev = {.kind = JOB_EV_LEASE_LOST};
+		j->lost = 1;
+		feed(j, &ev);
+		return;
+	}
+	case CONSUMER_RS_HOLD:
+		hold(j);
+		return;
+	case CONSUMER_RS_RETRY:
+		break;
+	}
+	redis_failed(j, T_RECLAIM_RETRY, r->error, 0);
+}
+
+static void
+after_reclaim(void *arg, const struct ejob_moved *r)
+{
+	struct ejob *j = arg;
+
+	if (answered(j))
+		reclaimed(j, r);
+	settle(j);
+}
+
+static void
+start_reclaim(struct ejob *j)
+{
+	j->held = 0;
+	if (ops_of(j)->reclaim(ctx_of(j), j->stream_id, after_reclaim, j) < 0) {
+		struct ejob_moved none = {0};
+		reclaimed(j, &none);
+		return;
+	}
+	j->refs++;
+	j->wait = W_RECLAIM;
+}
+
+/* ------------------------------------------------------------------ */
 /* loading an entry                                                     */
 
 /* token = exchange sends the record itself as the subject: kept then, as
@@ -1291,7 +1394,9 @@ doing(const struct ejob *j)
 	default:
 		break;
 	}
-	return j->timer_kind == T_REDIS_RETRY ? JOB_DOING_WRITE_AGAIN : JOB_DOING_NOTHING;
+	/* R20: a held write, or its reclaim, carries a result in hand too */
+	return j->timer_kind == T_REDIS_RETRY || j->timer_kind == T_RECLAIM_RETRY || j->held ||
+	    j->wait == W_RECLAIM ? JOB_DOING_WRITE_AGAIN : JOB_DOING_NOTHING;
 }
 
 /* R15: the core says who runs on (job_runs_on_at_stop); the rest is let go. */
@@ -1306,7 +1411,8 @@ static void
 ejob_redis_up(struct ejob *j)
 {
 	if (j->finished || (j->timer_kind != T_REDIS_RETRY && j->timer_kind != T_LOAD_RETRY &&
-	    j->timer_kind != T_REDISPATCH_RETRY && j->timer_kind != T_HANDBACK_RETRY))
+	    j->timer_kind != T_REDISPATCH_RETRY && j->timer_kind != T_HANDBACK_RETRY &&
+	    j->timer_kind != T_RECLAIM_RETRY))
 		return;
 	consumer_err_redis_up(&j->errs);
 	ejob_arm(j, j->timer_kind, 0);
@@ -1362,6 +1468,39 @@ void
 ejobs_redis_up(struct ejobs *s)
 {
 	each(s, ejob_redis_up);
+}
+
+static void
+ejob_auth_ready(struct ejob *j)
+{
+	if (!j->finished && j->held)
+		start_reclaim(j);
+}
+
+/* A write waiting on R17's backoff failed before the credential was known
+ * to be lost (a connection closed early, by a revocation): it is held too,
+ * and reclaimed before it goes again. */
+static void
+ejob_auth_lost(struct ejob *j)
+{
+	if (j->finished || j->timer_kind != T_REDIS_RETRY)
+		return;
+	ejob_timer_stop(j);
+	hold(j);
+}
+
+void
+ejobs_redis_auth_lost(struct ejobs *s)
+{
+	s->auth_lost = 1;
+	each(s, ejob_auth_lost);
+}
+
+void
+ejobs_redis_auth_ready(struct ejobs *s)
+{
+	s->auth_lost = 0;
+	each(s, ejob_auth_ready);
 }
 
 void

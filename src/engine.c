@@ -1441,6 +1441,10 @@ on_redis_token(void *arg, const char *secret, int64_t expires_at_ms)
 		return;
 	}
 	reauth_all(eng, secret, expires_at_ms);
+	/* R20: the writes held meanwhile go after the AUTH just queued, each
+	 * entry reclaimed to us first */
+	for (size_t i = 0; i < eng->nshards; i++)
+		ejobs_redis_auth_ready(eng->shards[i].jobs);
 	for (size_t i = 0; i < eng->nshards; i++)
 		read_more(&eng->shards[i]);
 }
@@ -1468,8 +1472,13 @@ on_redis_auth(void *arg, int ok, const char *kind)
 	    ok < 0, redis_token_state(eng));
 	/* a command sent before its connection's latest AUTH met an older
 	 * token: the newest is not to blame */
-	if (ok == 0 && !rtoken_is_static(eng->rt))
+	if (ok == 0 && !rtoken_is_static(eng->rt)) {
+		/* R20: the refused writes are held until the new token is in
+		 * (a static password has none coming: R17's retries) */
+		for (size_t i = 0; i < eng->nshards; i++)
+			ejobs_redis_auth_lost(eng->shards[i].jobs);
 		rtoken_refused(eng->rt, rtoken_generation(eng->rt));
+	}
 }
 
 /* Cluster: the seeds and an empty map (the first connect fills it). */

@@ -201,6 +201,59 @@ op_redispatch(void *ctx, const char *stream_id, long long expected, ejob_moved_c
 	return 0;
 }
 
+static void
+reclaim_lost(void *arg, const char *stream_id)
+{
+	(void)stream_id;
+	((struct ejob_moved *)arg)->owner = 0;
+}
+
+static void
+reclaim_gone(void *arg, const char *stream_id)
+{
+	(void)stream_id;
+	((struct ejob_moved *)arg)->owner = -1;
+}
+
+static void
+after_reclaim(struct rconn *rc, const struct sreply *r, void *arg)
+{
+	struct eops_reply p = *(struct eops_reply *)arg;
+	struct ejob_moved out = {.owner = 1};	/* named in neither list: ours */
+	(void)rc;
+
+	free(arg);
+	if (sreply_renew(r, reclaim_lost, reclaim_gone, &out) < 0) {
+		out.owner = 0;
+		out.error = sreply_error_text(r);
+	} else {
+		out.ok = 1;
+	}
+	p.moved(p.arg, &out);
+}
+
+/* R20: R10's renewal of this one entry (lua/renew.lua). */
+static int
+op_reclaim(void *ctx, const char *stream_id, ejob_moved_cb *cb, void *arg)
+{
+	const struct eops *e = ctx;
+	struct eops_reply *p = reply_new(arg);
+	struct store_args a;
+	const char *ids[1] = {stream_id};
+
+	if (p == NULL)
+		return -1;
+	p->moved = cb;
+	store_args_init(&a, STORE_RENEW);
+	store_args_consumer(&a, e->keys, e->cfg->redis.group, e->cfg->daemon.consumer);
+	store_arg_rest(&a, ids, 1);
+	if (script_send(e->cmd, e->scripts, &a, after_reclaim, p) < 0) {
+		free(p);
+		return -1;
+	}
+	return 0;
+}
+
 /* A stream id's room (engine.c's and ejob.c's STREAM_ID_MAX). */
 #define EOPS_STREAM_ID_MAX 48
 
@@ -472,6 +525,7 @@ const struct ejob_ops eops_ops = {
 	.exchange = op_exchange,
 	.redispatch = op_redispatch,
 	.handback = op_handback,
+	.reclaim = op_reclaim,
 	.cancel = op_cancel,
 	.auth = op_auth,
 	.bearer = op_bearer,

@@ -21,6 +21,12 @@
  * (commands already forwarded are answered by Redis); with close, the
  * connection is closed, as Azure does.
  *
+ * GATE.REVOKE (no AUTH needed) revokes every token seen so far, as an IdP
+ * that disables a principal does: each connection authenticated with one is
+ * enforced at once (the same -NOAUTH or close), and an AUTH with a token
+ * whose exp is not later than the latest seen before it is -WRONGPASS. A
+ * token issued afterwards (a later exp) is good. Answers +OK.
+ *
  * GATE.STATS (no AUTH needed) answers a bulk string "conns=N auths=N
  * reauths=N enforced=N wrongpass=N noauth=N": connections accepted, first
  * AUTHs, AUTHs on an authenticated connection, expiries enforced, AUTHs
@@ -65,6 +71,7 @@ struct entry {
 };
 
 struct conn {
+	struct conn *prev, *next;	/* in g.all */
 	int id, cfd, ufd;
 	ev_io cio, uio;
 	ev_timer exp_timer;
@@ -80,6 +87,9 @@ static struct {
 	const char *upstream;
 	int close_on_expiry;
 	long long conns, auths, reauths, enforced, wrongpass, noauth;
+	int64_t max_exp;	/* the latest exp of a good AUTH */
+	int64_t revoked_exp;	/* GATE.REVOKE: tokens whose exp <= this are dead */
+	struct conn *all;	/* every open connection */
 	struct ev_loop *loop;
 } g;
 
@@ -129,6 +139,12 @@ static void
 conn_close(struct conn *c, const char *why)
 {
 	log_info("gate.closed", "conn=%d why=\"%s\"", c->id, why);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		g.all = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
 	ev_io_stop(g.loop, &c->cio);
 	ev_io_stop(g.loop, &c->uio);
 	ev_timer_stop(g.loop, &c->exp_timer);
@@ -353,26 +369,43 @@ take_command(struct conn *c, const char *cmd, size_t len, const char **a, const 
 		snprintf(reply, sizeof reply, "$%zu\r\n%s\r\n", strlen(stats), stats);
 		return push(c, 1, reply, 0) ? 0 : -1;
 	}
+	if (is(a[0], al[0], "GATE.REVOKE")) {
+		g.revoked_exp = g.max_exp;
+		for (struct conn *o = g.all, *next; o != NULL; o = next) {
+			next = o->next;
+			if (o == c || !o->authed || o->queued_exp > g.revoked_exp)
+				continue;
+			g.enforced++;
+			log_warn("gate.enforced", "conn=%d action=%s why=revoked", o->id,
+			    g.close_on_expiry ? "close" : "noauth");
+			if (g.close_on_expiry)
+				conn_close(o, "token revoked");
+		}
+		return push(c, 1, "+OK\r\n", 0) ? 0 : -1;
+	}
 	if (is(a[0], al[0], "AUTH")) {
 		if (argc != 2 && argc != 3)
 			return push(c, 1, "-ERR wrong number of arguments for 'auth' command\r\n",
 			    0) ? 0 : -1;
 		int i = argc == 3 ? 2 : 1;
 		int64_t exp = token_exp_ms(a[i], al[i]);
-		if (exp <= wtime_now_ms()) {
+		if (exp <= wtime_now_ms() || exp <= g.revoked_exp) {
 			g.wrongpass++;
 			log_info("gate.wrongpass", "conn=%d why=%s", c->id, exp < 0 ? "not-a-jwt" :
-			    "expired");
+			    exp <= g.revoked_exp ? "revoked" : "expired");
 			return push(c, 1, "-WRONGPASS invalid username-password pair or user is "
 			    "disabled.\r\n", 0) ? 0 : -1;
 		}
 		c->queued_exp = exp;
+		if (exp > g.max_exp)
+			g.max_exp = exp;
 		return push(c, 1, "+OK\r\n", exp) ? 0 : -1;
 	}
 	/* As Redis would see it when it comes to this command: after every
 	 * AUTH taken before it. */
 	int64_t now = wtime_now_ms();
-	if (c->queued_exp <= now || (c->expired && c->queued_exp <= c->expires_ms)) {
+	if (c->queued_exp <= now || c->queued_exp <= g.revoked_exp ||
+	    (c->expired && c->queued_exp <= c->expires_ms)) {
 		g.noauth++;
 		return push(c, 1, "-NOAUTH Authentication required.\r\n", 0) ? 0 : -1;
 	}
@@ -476,6 +509,10 @@ on_accept(struct ev_loop *loop, ev_io *w, int revents)
 		return;
 	}
 	c->id = (int)++g.conns;
+	c->next = g.all;
+	if (g.all)
+		g.all->prev = c;
+	g.all = c;
 	c->cfd = cfd;
 	c->ufd = ufd;
 	ev_io_init(&c->cio, on_client, cfd, EV_READ);

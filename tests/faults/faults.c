@@ -30,6 +30,12 @@
  *                 it takes back its own PEL while its peer could claim it (R11, R14)
  *   queue-twice   a second stream entry for up to 3 records already queued, as
  *                 a decider that retried its XADD does (R4: run once)
+ *   redis-token   the Redis token expired or revoked (R20): every token issued
+ *                 so far is revoked at fake_redisgate, which the workers reach
+ *                 Redis through ([redis] auth = oauth, fake_idp's 6 s Redis
+ *                 tokens; a connection whose token died is closed or answered
+ *                 -NOAUTH, by the seed); writes refused meanwhile are held,
+ *                 their entries reclaimed before they go again
  *
  * Then, with every fault undone, it waits (bounded) until each job is
  * terminal and the PEL is empty, stops the workers, and checks:
@@ -80,10 +86,10 @@
 
 enum fkind { F_KILL, F_REDIS_KILL, F_REDIS_FREEZE, F_IDP_DOWN, F_PDP_DOWN, F_TARGET_SLOW,
 	F_REVOKE, F_SIGHUP, F_SIGTERM, F_REDIS_STALL, F_REFUSE_WRITES, F_RESTART_LATE,
-	F_QUEUE_TWICE, F_N };
+	F_QUEUE_TWICE, F_REDIS_TOKEN, F_N };
 static const char *const fault_name[F_N] = { "kill", "redis-kill", "redis-freeze",
 	"idp-down", "pdp-down", "target-slow", "revoke", "sighup", "sigterm", "redis-stall",
-	"refuse-writes", "restart-late", "queue-twice" };
+	"refuse-writes", "restart-late", "queue-twice", "redis-token" };
 
 enum jkind { J_OK, J_SHORT, J_DENY, J_FAIL, J_DEAD, J_N };
 static const char *const kind_name[J_N] = { "ok", "short", "deny", "4xx", "poison" };
@@ -243,7 +249,8 @@ world_for(struct run *r)
 
 	r->target_delay_ms = (int)w_between(&r->rng, 20, 200);
 	if (w_up(&r->w, (int)w_between(&r->rng, 10, 20), 1) != 0 || script_target(r) != 0 ||
-	    w_post(&r->w.pdp, "/_policy", r->deny) != 0)
+	    w_post(&r->w.pdp, "/_policy", r->deny) != 0 ||
+	    w_gate_up(&r->w, w_between(&r->rng, 0, 1) ? "close" : "noauth") != 0)
 		return -1;
 	for (int i = 0; i < NWORKERS; i++) {
 		char name[16];
@@ -421,6 +428,7 @@ inject(struct run *r, enum fkind k)
 	case F_REFUSE_WRITES: rc = redis_stall(r, 1); break;
 	case F_RESTART_LATE: rc = restart_late(r, i); break;
 	case F_QUEUE_TWICE: rc = queue_twice(r); break;
+	case F_REDIS_TOKEN: rc = w_gate_revoke(&r->w); break;
 	default: break;
 	}
 	if (rc != 0)

@@ -73,8 +73,11 @@ w_up(struct world *w, int token_life_s, int check_tokens)
 	snprintf(life, sizeof life, "%d", token_life_s);
 	if ((w->secret_path = h_write_file("faults-client-secret", CLIENT_SECRET "\n")) == NULL)
 		return -1;
+	char rlife[16];
+	snprintf(rlife, sizeof rlife, "%d", W_REDIS_TOKEN_S);
 	const char *idp_args[] = { "--jwt-secret-file", hs, "--client-id", W_CLIENT_ID,
-	    "--client-secret-file", w->secret_path, "--lifetime-s", life, NULL };
+	    "--client-secret-file", w->secret_path, "--lifetime-s", life,
+	    "--redis-scope", W_REDIS_SCOPE, "--redis-lifetime-s", rlife, NULL };
 	const char *target_args[] = { "--jwt-secret-file", hs, NULL };
 	if (h_redis_start(&w->redis, 1) != 0 || w_rc(w) == NULL ||
 	    h_fake_start(&w->idp, "fake_idp", idp_args) != 0 ||
@@ -93,6 +96,8 @@ w_down(struct world *w)
 		redisFree(w->rc);
 	w->rc = NULL;
 	h_fake_stop(&w->target);
+	if (w->gated)
+		h_fake_stop(&w->gate);
 	h_fake_stop(&w->pdp);
 	h_fake_stop(&w->idp);
 	if (w->redis.pid > 0)
@@ -123,6 +128,30 @@ w_reconnect(struct world *w)
 	w->rc = NULL;
 }
 
+int
+w_gate_up(struct world *w, const char *on_expiry)
+{
+	const char *args[] = { "--upstream-socket", w->redis.sock, "--on-expiry", on_expiry, NULL };
+
+	if (h_fake_start(&w->gate, "fake_redisgate", args) != 0)
+		return -1;
+	w->gated = 1;
+	return 0;
+}
+
+int
+w_gate_revoke(struct world *w)
+{
+	redisContext *g = w->gated ? h_redis_connect_tcp(w->gate.port) : NULL;
+	char *ok = g ? h_redis_str(g, "GATE.REVOKE") : NULL;
+	int rc = ok != NULL && strcmp(ok, "OK") == 0 ? 0 : -1;
+
+	free(ok);
+	if (g != NULL)
+		redisFree(g);
+	return rc;
+}
+
 /* ---- workers ---- */
 
 int
@@ -139,19 +168,39 @@ w_add_worker(struct world *w, const char *consumer, const struct w_params *p)
 
 #define OR(v, d) ((v) ? (v) : (d))
 
+/* The INI text with redis' socket replaced by the gate's TCP address;
+ * text is freed. NULL when out of memory or without the socket line. */
+static char *
+through_gate(struct world *w, char *text)
+{
+	char sock[300], tcp[64];
+
+	snprintf(sock, sizeof sock, "socket = %s\n", w->redis.sock);
+	snprintf(tcp, sizeof tcp, "host = 127.0.0.1\nport = %d\n", w->gate.port);
+	char *at = strstr(text, sock);
+	char *t = at ? malloc(strlen(text) - strlen(sock) + strlen(tcp) + 1) : NULL;
+	if (t != NULL)
+		sprintf(t, "%.*s%s%s", (int)(at - text), text, tcp, at + strlen(sock));
+	free(text);
+	return t;
+}
+
 char *
 w_ini(struct world *w, int i)
 {
 	const struct w_params *p = &w->w[i].p;
-	char daemon[64], redis[512], action[64], sections[2048];
+	char daemon[64], redis[1024], action[64], sections[2048], gate[256] = "";
 	int n = 0;
 
 	snprintf(daemon, sizeof daemon, "max_in_flight = %d\n", OR(p->max_in_flight, 16));
+	if (w->gated)	/* the token's user: the principal's object id, as Azure's */
+		snprintf(gate, sizeof gate, "auth = oauth\nusername = "
+		    "00000000-0000-0000-0000-00000000fa17\ntoken_scope = " W_REDIS_SCOPE "\n");
 	if (p->lease_renew_ms)
-		snprintf(redis, sizeof redis, "lease_renew_ms = %d\n%s", p->lease_renew_ms,
-		    OR(p->redis_extra, ""));
+		snprintf(redis, sizeof redis, "lease_renew_ms = %d\n%s%s", p->lease_renew_ms,
+		    OR(p->redis_extra, ""), gate);
 	else
-		snprintf(redis, sizeof redis, "%s", OR(p->redis_extra, ""));
+		snprintf(redis, sizeof redis, "%s%s", OR(p->redis_extra, ""), gate);
 	snprintf(action, sizeof action, "[action %s]\n", OR(p->action_name, "gate.open"));
 	sections[0] = '\0';
 	if (p->oauth)
@@ -182,7 +231,7 @@ w_ini(struct world *w, int i)
 		free(text);
 		text = t;
 	}
-	return text;
+	return w->gated && text ? through_gate(w, text) : text;
 }
 
 static int

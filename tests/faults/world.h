@@ -25,6 +25,8 @@
 #define W_GROUP		"workers"
 #define W_CLIENT_ID	"warrantd-faults"
 #define W_PDP_PATH	"/v1/data/warrant/allow"
+#define W_REDIS_SCOPE	"https://redis.example/.default"
+#define W_REDIS_TOKEN_S	6	/* fake_idp's Redis tokens: managed Redis' hour, shrunk */
 #define W_MAX_WORKERS	4
 #define W_MAX_INC	256
 
@@ -70,6 +72,8 @@ struct w_worker {
 struct world {
 	struct h_redis redis;
 	struct h_fake idp, pdp, target;
+	struct h_fake gate;		/* fake_redisgate, when gated */
+	int gated;
 	redisContext *rc;
 	char *secret_path;
 	int nworkers;
@@ -81,6 +85,14 @@ struct world {
 /* Redis (appendonly), fake_pdp, fake_idp (tokens live token_life_s) and
  * fake_target; the target checks tokens when check_tokens. 0 or -1. */
 int w_up(struct world *w, int token_life_s, int check_tokens);
+/* fake_redisgate in front of redis (on_expiry "close" or "noauth"): the
+ * workers started afterwards connect through it with [redis] auth = oauth
+ * (fake_idp's Redis tokens, W_REDIS_TOKEN_S long; they need the params'
+ * oauth). The checks' own connection stays on redis' socket. 0 or -1. */
+int w_gate_up(struct world *w, const char *on_expiry);
+/* GATE.REVOKE: every Redis token issued so far dies now (R20). 0 or -1. */
+int w_gate_revoke(struct world *w);
+
 /* Stops every worker (SIGKILL), the fakes and redis; frees the logs. */
 void w_down(struct world *w);
 

@@ -520,10 +520,93 @@ test_idp_down_across_expiry(void **state)
 	assert_int_equal(h_daemon_stop_clean(&dmn), 1);
 }
 
+/* The target has received at least `n` calls (its delayed answers are
+ * still to come). */
+static int
+target_got(void *arg)
+{
+	json_t *s = h_fake_json(&target, "/_stats");
+	long long total = s ? (long long)json_integer_value(json_object_get(s, "total")) : -1;
+
+	json_decref(s);
+	return total >= *(const long long *)arg;
+}
+
+/*
+ * R20: the Redis token is revoked early (GATE.REVOKE) while 50 calls are in
+ * flight at a slow target, and the next token cannot be had until they have
+ * all answered: their completions meet the revoked credential (-NOAUTH, or
+ * connections closed and AUTH refused), are held, and once a token is back
+ * each entry is claimed back to this consumer before its write goes again.
+ * Every call made once (counted by Idempotency-Key = record id), every job
+ * done, the PEL empty.
+ */
+static void
+revoked_in_flight(const char *on_expiry)
+{
+	char extra[1024];
+	const long long n = 50;
+
+	world_up(on_expiry);
+	char *script = write_tok_script();
+	/* 120 s tokens: no refresh of their own during the test */
+	snprintf(extra, sizeof extra, "auth = command\nusername = warrantd\n"
+	    "token_command = %s 120\n", script);
+	free(script);
+	assert_int_equal(h_fake_script(&target, "{\"default\": {\"status\": 204, "
+	    "\"delay_ms\": 1500}}"), 0);	/* the action timeout is 2 s */
+	daemon_up(extra, NULL, 1000);
+	decide_n("rv-", (int)n);
+	if (h_wait_until(target_got, (void *)&n, WAIT_MS) != 0)
+		fail_msg("the target did not get %lld calls (log %s)", n, dmn.log);
+	set_mode("fail");	/* no new token until every completion has met the old one */
+	redisContext *g = h_redis_connect_tcp(gate.port);
+	assert_non_null(g);
+	char *ok = h_redis_str(g, "GATE.REVOKE");
+	redisFree(g);
+	assert_non_null(ok);
+	free(ok);
+	/* every completion was refused and is held; nothing written meanwhile */
+	wait_log_count("event=job.redis_auth_held ", (int)n);
+	assert_int_equal(h_pending_count(rc, JOBS, GROUP), n);
+	set_mode("ok");
+	wait_done("rv-", (int)n);
+	assert_each_called_once(n);
+	assert_int_equal(h_pending_count(rc, JOBS, GROUP), 0);
+	/* each entry claimed back to us before its write went again */
+	if (log_count("event=job.redis_auth_reclaim ") < n || log_count("owner=another") > 0)
+		fail_msg("%d reclaims, want %lld, none another's (log %s)",
+		    log_count("event=job.redis_auth_reclaim "), n, dmn.log);
+	wait_hb("redispatched", n);
+	assert_true(hb_int("redisAuthFailures") > 0);
+	printf("itest_redis_auth: revoked (%s) with %lld calls in flight: %d held, %d reclaimed, "
+	    "gate noauth=%lld wrongpass=%lld enforced=%lld\n", on_expiry, n,
+	    log_count("event=job.redis_auth_held "), log_count("event=job.redis_auth_reclaim "),
+	    gate_stat("noauth"), gate_stat("wrongpass"), gate_stat("enforced"));
+	assert_true(gate_stat("enforced") > 0);
+	assert_int_equal(h_daemon_stop_clean(&dmn), 1);
+}
+
+static void
+test_revoked_in_flight_noauth(void **state)
+{
+	(void)state;
+	revoked_in_flight("noauth");
+}
+
+static void
+test_revoked_in_flight_close(void **state)
+{
+	(void)state;
+	revoked_in_flight("close");
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_revoked_in_flight_noauth, world_down),
+		cmocka_unit_test_teardown(test_revoked_in_flight_close, world_down),
 		cmocka_unit_test_teardown(test_command_fails_old_token_kept, world_down),
 		cmocka_unit_test_teardown(test_idp_down_across_expiry, world_down),
 		cmocka_unit_test_teardown(test_command_tokens_under_load, world_down),

@@ -411,6 +411,61 @@ test_retry_ms(void **state)
 	assert_int_equal(consumer_retry_ms(1, 0), CONSUMER_ERR_RETRY_MIN_MS);
 }
 
+/* R20: a write refused for the credential is held while it is lost, and
+ * reclaimed at once when the refusal met a token already replaced; other
+ * failures stay R17's. */
+static void
+test_auth_write(void **state)
+{
+	(void)state;
+	assert_int_equal(consumer_auth_write(CONSUMER_ERR_AUTH, 1), CONSUMER_AUTH_HOLD);
+	/* the connection closed as its token died: no reply, still R20 */
+	assert_int_equal(consumer_auth_write(CONSUMER_ERR_LOST, 1), CONSUMER_AUTH_HOLD);
+	assert_int_equal(consumer_auth_write(CONSUMER_ERR_AUTH, 0), CONSUMER_AUTH_RECLAIM);
+	assert_int_equal(consumer_auth_write(CONSUMER_ERR_LOST, 0), CONSUMER_AUTH_R17);
+	for (int c = CONSUMER_ERR_TRANSIENT; c < CONSUMER_ERR_COUNT; c++) {
+		if (c == CONSUMER_ERR_AUTH)
+			continue;
+		assert_int_equal(consumer_auth_write((enum consumer_err)c, 1), CONSUMER_AUTH_R17);
+		assert_int_equal(consumer_auth_write((enum consumer_err)c, 0), CONSUMER_AUTH_R17);
+	}
+	/* the replies Redis writes are classed so */
+	assert_int_equal(consumer_auth_write(consumer_err_classify("NOAUTH Authentication "
+	    "required."), 1), CONSUMER_AUTH_HOLD);
+	assert_int_equal(consumer_auth_write(consumer_err_classify("WRONGPASS invalid "
+	    "username-password pair or user is disabled."), 1), CONSUMER_AUTH_HOLD);
+	assert_int_equal(consumer_auth_write(consumer_err_classify(NULL), 1), CONSUMER_AUTH_HOLD);
+}
+
+/* R20, R10: the held write goes out only after the entry was found ours
+ * (or nobody's); another's is abandoned; a failed reclaim never writes. */
+static void
+test_reclaim_next(void **state)
+{
+	(void)state;
+	for (int lost = 0; lost <= 1; lost++) {
+		assert_int_equal(consumer_reclaim_next(CONSUMER_RECLAIM_OURS, CONSUMER_ERR_NONE,
+		    lost), CONSUMER_RS_WRITE);
+		assert_int_equal(consumer_reclaim_next(CONSUMER_RECLAIM_GONE, CONSUMER_ERR_NONE,
+		    lost), CONSUMER_RS_WRITE_UNPENDING);
+		assert_int_equal(consumer_reclaim_next(CONSUMER_RECLAIM_LOST, CONSUMER_ERR_NONE,
+		    lost), CONSUMER_RS_ABANDON);
+		for (int c = CONSUMER_ERR_LOST; c < CONSUMER_ERR_COUNT; c++) {
+			enum consumer_reclaim_step st = consumer_reclaim_next(
+			    CONSUMER_RECLAIM_FAILED, (enum consumer_err)c, lost);
+			assert_true(st == CONSUMER_RS_HOLD || st == CONSUMER_RS_RETRY);
+		}
+	}
+	assert_int_equal(consumer_reclaim_next(CONSUMER_RECLAIM_FAILED, CONSUMER_ERR_AUTH, 1),
+	    CONSUMER_RS_HOLD);
+	assert_int_equal(consumer_reclaim_next(CONSUMER_RECLAIM_FAILED, CONSUMER_ERR_LOST, 1),
+	    CONSUMER_RS_HOLD);
+	assert_int_equal(consumer_reclaim_next(CONSUMER_RECLAIM_FAILED, CONSUMER_ERR_AUTH, 0),
+	    CONSUMER_RS_RETRY);
+	assert_int_equal(consumer_reclaim_next(CONSUMER_RECLAIM_FAILED, CONSUMER_ERR_TRANSIENT, 1),
+	    CONSUMER_RS_RETRY);
+}
+
 int
 main(void)
 {
@@ -428,6 +483,8 @@ main(void)
 		cmocka_unit_test(test_next_claim),
 		cmocka_unit_test(test_claim_calls),
 		cmocka_unit_test(test_retry_ms),
+		cmocka_unit_test(test_auth_write),
+		cmocka_unit_test(test_reclaim_next),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

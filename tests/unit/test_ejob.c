@@ -205,6 +205,16 @@ f_handback(void *ctx, const char *hash_key, const char *stream_id, const char *r
 	return 0;
 }
 
+static int
+f_reclaim(void *ctx, const char *stream_id, ejob_moved_cb *cb, void *arg)
+{
+	(void)ctx;
+	struct pend *p = pend_new(P_MOVE, arg);
+	p->moved = cb;
+	trace("reclaim(%s)", stream_id);
+	return 0;
+}
+
 static void
 f_cancel(void *ctx, enum ejob_op kind, void *h)
 {
@@ -280,7 +290,8 @@ f_released(void *ctx)
 static const struct ejob_ops fake_ops = {
 	.now_ms = f_now, .timer = f_timer, .load = f_load, .verify = f_verify,
 	.write = f_write, .call = f_call, .exchange = f_exchange,
-	.redispatch = f_redispatch, .handback = f_handback, .cancel = f_cancel,
+	.redispatch = f_redispatch, .handback = f_handback, .reclaim = f_reclaim,
+	.cancel = f_cancel,
 	.auth = f_auth, .bearer = f_bearer, .token_verdict = f_token_verdict, .notified = f_notified,
 	.call_done = f_call_done, .outcome = f_outcome, .released = f_released,
 };
@@ -361,6 +372,26 @@ answer_write_lost(struct pend *p)
 
 	p->live = 0;
 	p->write(p->arg, &r);
+}
+
+/* Redis refused the write: an error reply. */
+static void
+answer_write_error(struct pend *p, const char *error)
+{
+	struct ejob_written r = {.ok = 0, .error = error, .fence = -1};
+
+	p->live = 0;
+	p->write(p->arg, &r);
+}
+
+/* The reclaim's answer: owner 1 ours, 0 another's, -1 nobody's. */
+static void
+answer_reclaim(struct pend *p, int owner)
+{
+	struct ejob_moved r = {.ok = 1, .owner = owner};
+
+	p->live = 0;
+	p->moved(p->arg, &r);
 }
 
 static void
@@ -666,6 +697,111 @@ test_lost_write_reply(void **state)
 	assert_int_equal(live_count(), 0);
 }
 
+/* R20: the done write meets an expired Redis credential: held (no timer,
+ * no resend) while no token is there, reclaimed to us once one is, and
+ * only then written again -- the same step, the same fence; one call. */
+static void
+test_redis_auth_held_then_reclaimed(void **state)
+{
+	struct fixture *f = *state;
+
+	to_call_step(f, "1-1", "gate.open", NULL);
+	answer_write(pending(P_WRITE, NULL), "ok", 1);
+	answer_call(pending(P_CALL, NULL), 204);
+	w.trace[0] = '\0';
+	ejobs_redis_auth_lost(f->jobs);
+	answer_write_error(pending(P_WRITE, NULL), "NOAUTH Authentication required.");
+	/* the connection closed as the token died: no reply either */
+	EXPECT_TRACE("");
+	assert_int_equal(live_count(), 0);
+	ejobs_redis_up(f->jobs);	/* Redis answers, but the credential is not back */
+	EXPECT_TRACE("");
+	ejobs_redis_auth_ready(f->jobs);
+	EXPECT_TRACE("reclaim(1-1)");
+	answer_reclaim(pending(P_MOVE, NULL), 1);
+	EXPECT_TRACE("write(done,f=1,own,ack,keep)");
+	answer_write(pending(P_WRITE, NULL), "ok", 1);
+	EXPECT_TRACE("released");
+	assert_int_equal(f->n.done, 1);
+	assert_int_equal(f->n.redispatched, 1);
+	assert_int_equal(live_count(), 0);
+}
+
+/* R20: a write left without a reply while the credential is lost is held
+ * too; a reclaim refused again is held again; an entry another consumer
+ * took meanwhile is abandoned, its write never sent (R10). */
+static void
+test_redis_auth_reclaim_lost(void **state)
+{
+	struct fixture *f = *state;
+
+	to_call_step(f, "1-1", "gate.open", NULL);
+	answer_write(pending(P_WRITE, NULL), "ok", 1);
+	answer_call(pending(P_CALL, NULL), 204);
+	w.trace[0] = '\0';
+	ejobs_redis_auth_lost(f->jobs);
+	answer_write_lost(pending(P_WRITE, NULL));
+	EXPECT_TRACE("");
+	ejobs_redis_auth_ready(f->jobs);
+	ejobs_redis_auth_lost(f->jobs);
+	struct pend *p = pending(P_MOVE, NULL);
+	struct ejob_moved refused = {.ok = 0, .error = "WRONGPASS invalid username-password pair"};
+	p->live = 0;
+	p->moved(p->arg, &refused);
+	EXPECT_TRACE("reclaim(1-1)");
+	ejobs_redis_auth_ready(f->jobs);
+	answer_reclaim(pending(P_MOVE, NULL), 0);
+	EXPECT_TRACE("reclaim(1-1) released");
+	assert_int_equal(f->n.done, 0);
+	assert_int_equal(live_count(), 0);
+}
+
+/* R20: a write that waits on R17's backoff when the credential is found
+ * lost (its connection was closed early: a revocation) is held as well,
+ * and reclaimed before it goes again. */
+static void
+test_redis_auth_retry_becomes_held(void **state)
+{
+	struct fixture *f = *state;
+
+	to_call_step(f, "1-1", "gate.open", NULL);
+	answer_write(pending(P_WRITE, NULL), "ok", 1);
+	answer_call(pending(P_CALL, NULL), 204);
+	answer_write_lost(pending(P_WRITE, NULL));
+	w.trace[0] = '\0';
+	ejobs_redis_auth_lost(f->jobs);
+	EXPECT_TRACE("cancel:timer");
+	ejobs_redis_up(f->jobs);
+	EXPECT_TRACE("");
+	ejobs_redis_auth_ready(f->jobs);
+	answer_reclaim(pending(P_MOVE, NULL), 1);
+	answer_write(pending(P_WRITE, NULL), "ok", 1);
+	EXPECT_TRACE("reclaim(1-1) write(done,f=1,own,ack,keep) released");
+	assert_int_equal(live_count(), 0);
+}
+
+/* R20: a refusal that met a token already replaced (the write left before
+ * its connection's latest AUTH) is reclaimed at once, no wait; a stop in
+ * between keeps the result to write (R15). */
+static void
+test_redis_auth_stale_reclaims_now(void **state)
+{
+	struct fixture *f = *state;
+
+	to_call_step(f, "1-1", "gate.open", NULL);
+	answer_write(pending(P_WRITE, NULL), "ok", 1);
+	answer_call(pending(P_CALL, NULL), 204);
+	w.trace[0] = '\0';
+	answer_write_error(pending(P_WRITE, NULL), "NOAUTH Authentication required.");
+	EXPECT_TRACE("reclaim(1-1)");
+	ejobs_stop(f->jobs);
+	answer_reclaim(pending(P_MOVE, NULL), -1);
+	EXPECT_TRACE("write(done,f=1,own,ack,keep)");
+	answer_write(pending(P_WRITE, NULL), "ok", 1);
+	EXPECT_TRACE("released");
+	assert_int_equal(live_count(), 0);
+}
+
 /* R15: a stop while the closing write of a call waits on its backoff keeps
  * the job: the result is written once Redis is back. */
 static void
@@ -770,6 +906,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_stop_then_5xx, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lost_write_reply, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stop_keeps_result_to_write, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_redis_auth_held_then_reclaimed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_redis_auth_reclaim_lost, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_redis_auth_stale_reclaims_now, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_redis_auth_retry_becomes_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_redis_error_three_times, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_id, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deleted, setup, teardown),
