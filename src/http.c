@@ -271,9 +271,15 @@ body_reserve(struct http_call *c, size_t extra)
 		return 0;
 	while (cap < need)
 		cap *= 2;
-	p = realloc(c->body, cap);
-	if (p == NULL)
+	/* Not realloc: a token response moved by it would stay behind,
+	 * unwiped, in the memory it left. */
+	if ((p = malloc(cap)) == NULL)
 		return -1;
+	if (c->body != NULL) {
+		memcpy(p, c->body, c->body_len);
+		explicit_bzero(c->body, c->body_len);
+		free(c->body);
+	}
 	c->body = p;
 	c->body_cap = cap;
 	return 0;
@@ -408,6 +414,8 @@ call_destroy(struct http_call *c)
 		curl_easy_cleanup(c->easy);
 	free(c->hdr);
 	free(c->req_body);
+	if (c->body != NULL)
+		explicit_bzero(c->body, c->body_len);	/* a token response, perhaps */
 	free(c->body);
 	free(c->retry_after);
 	free(c->www_authenticate);
@@ -493,6 +501,8 @@ call_free(struct http_call *c)
 		call_destroy(c);
 		return;
 	}
+	if (c->body != NULL)
+		explicit_bzero(c->body, c->body_len);	/* a token response, perhaps */
 	buf_trim(&c->hdr, &c->hdr_cap);
 	buf_trim(&c->req_body, &c->req_body_cap);
 	buf_trim(&c->body, &c->body_cap);

@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* proc: the process's own limits (proc.h). */
-#define _DEFAULT_SOURCE
+#define _DEFAULT_SOURCE	/* explicit_bzero */
 #include "proc.h"
 
 #include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+
+#include <jansson.h>
 
 /* Mirrors http.c's HTTP_MAX_IDLE and metrics.c's client cap, with room for
  * the IdP, PDP, webhook, sentinels, logs and the odd pipe. */
@@ -52,4 +56,60 @@ proc_harden(long fds_needed, char *msg, size_t n)
 		return 1;
 	}
 	return 0;
+}
+
+/* Each block carries its size in front, aligned for any type. */
+union wipe_head {
+	size_t n;
+	max_align_t align;
+};
+
+static void *
+wipe_malloc(size_t n)
+{
+	union wipe_head *h = malloc(sizeof *h + n);
+
+	if (h == NULL)
+		return NULL;
+	h->n = n;
+	return h + 1;
+}
+
+/* Zeroes the block; returns its head, for free. */
+static union wipe_head *
+wipe_block(void *p)
+{
+	union wipe_head *h = (union wipe_head *)p - 1;
+
+	explicit_bzero(p, h->n);
+	return h;
+}
+
+static void
+wipe_free(void *p)
+{
+	if (p != NULL)
+		free(wipe_block(p));
+}
+
+void
+proc_wipe_json(void)
+{
+	json_set_alloc_funcs(wipe_malloc, wipe_free);
+}
+
+int
+proc_wipe_json_check(size_t n, int c)
+{
+	unsigned char *p = wipe_malloc(n);
+	int zero = 1;
+
+	if (p == NULL)
+		return 0;
+	memset(p, c, n);
+	union wipe_head *h = wipe_block(p);
+	for (size_t i = 0; i < n; i++)
+		zero &= p[i] == 0;
+	free(h);
+	return zero;
 }

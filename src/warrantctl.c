@@ -1753,6 +1753,7 @@ main(int argc, char **argv)
 	};
 
 	char why[160];
+	proc_wipe_json();
 	if (proc_harden(0, why, sizeof why) < 0) {	/* it reads keys and passwords */
 		say("%s", why);
 		return EX_OSERR;

@@ -306,6 +306,7 @@ main(int argc, char **argv)
 	int check = 0, opt;
 
 	log_init("warrantd");
+	proc_wipe_json();	/* before any JSON: token responses pass through it */
 	while ((opt = getopt(argc, argv, "c:tThV")) != -1) {
 		switch (opt) {
 		case 'c':

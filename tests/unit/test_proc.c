@@ -10,6 +10,8 @@
 #include <sys/resource.h>
 #include <cmocka.h>
 
+#include <jansson.h>
+
 #include "proc.h"
 
 static void
@@ -58,6 +60,22 @@ test_descriptor_limit(void **state)
 	    "and the connection pools may need: raise LimitNOFILE");
 }
 
+/* jansson's blocks are zeroed on free: a token response does not stay in
+ * freed memory. The check wipes a block of each size as free would. */
+static void
+test_json_wiped(void **state)
+{
+	(void)state;
+	assert_true(proc_wipe_json_check(1, 0xAA));
+	assert_true(proc_wipe_json_check(4096, 'e'));
+	proc_wipe_json();
+	json_t *o = json_loads("{\"access_token\": \"eyJhbGciOi.secret.sig\"}", 0, NULL);
+	assert_non_null(o);
+	assert_string_equal(json_string_value(json_object_get(o, "access_token")),
+	    "eyJhbGciOi.secret.sig");
+	json_decref(o);		/* under ASan: the sizes kept in front are right */
+}
+
 int
 main(void)
 {
@@ -65,6 +83,7 @@ main(void)
 		cmocka_unit_test(test_fds_needed),
 		cmocka_unit_test(test_no_core),
 		cmocka_unit_test(test_descriptor_limit),
+		cmocka_unit_test(test_json_wiped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
