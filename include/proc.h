@@ -32,15 +32,16 @@ int proc_harden(long fds_needed, char *msg, size_t n) __attribute__((warn_unused
 /*
  * jansson's memory wiped when it is freed: token responses, exchanged tokens
  * and webhook bodies pass through jansson, and its parse buffers and strings
- * would otherwise stay in freed memory. Installs an allocator that keeps
- * each block's size before it and zeroes the block on free. Call once,
- * before any jansson value exists (warrantd and warrantctl's main).
+ * would otherwise stay in freed memory. Installs a free that zeroes the
+ * block (malloc_usable_size bytes) first; blocks stay malloc's, so a
+ * json_dumps string freed with free() is fine. Call once, before any jansson
+ * value exists (warrantd and warrantctl's main).
  */
 void proc_wipe_json(void);
 
-/* For the test: the block jansson would get for n bytes, filled with c, and
- * whether the installed free zeroes it (1) -- checked on a copy of the
- * allocator's bookkeeping, so no freed memory is read. */
+/* For the test: a block of n bytes filled with c is zeroed over its whole
+ * usable size as the installed free does (1), checked before the free, so
+ * no freed memory is read. */
 int proc_wipe_json_check(size_t n, int c);
 
 #endif

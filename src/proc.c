@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -58,58 +59,37 @@ proc_harden(long fds_needed, char *msg, size_t n)
 	return 0;
 }
 
-/* Each block carries its size in front, aligned for any type. */
-union wipe_head {
-	size_t n;
-	max_align_t align;
-};
-
-static void *
-wipe_malloc(size_t n)
-{
-	union wipe_head *h = malloc(sizeof *h + n);
-
-	if (h == NULL)
-		return NULL;
-	h->n = n;
-	return h + 1;
-}
-
-/* Zeroes the block; returns its head, for free. */
-static union wipe_head *
-wipe_block(void *p)
-{
-	union wipe_head *h = (union wipe_head *)p - 1;
-
-	explicit_bzero(p, h->n);
-	return h;
-}
-
+/* jansson's free: zero the block first. Its size is malloc's own word
+ * (glibc's malloc_usable_size), so jansson's blocks stay plain malloc ones:
+ * a string from json_dumps that a caller frees with free() is fine. */
 static void
 wipe_free(void *p)
 {
-	if (p != NULL)
-		free(wipe_block(p));
+	if (p != NULL) {
+		explicit_bzero(p, malloc_usable_size(p));
+		free(p);
+	}
 }
 
 void
 proc_wipe_json(void)
 {
-	json_set_alloc_funcs(wipe_malloc, wipe_free);
+	json_set_alloc_funcs(malloc, wipe_free);
 }
 
 int
 proc_wipe_json_check(size_t n, int c)
 {
-	unsigned char *p = wipe_malloc(n);
+	unsigned char *p = malloc(n);
 	int zero = 1;
 
 	if (p == NULL)
 		return 0;
 	memset(p, c, n);
-	union wipe_head *h = wipe_block(p);
+	size_t usable = malloc_usable_size(p);
+	explicit_bzero(p, usable);	/* what wipe_free does before free */
 	for (size_t i = 0; i < n; i++)
 		zero &= p[i] == 0;
-	free(h);
-	return zero;
+	free(p);
+	return zero && usable >= n;
 }
