@@ -1148,6 +1148,14 @@ hash_read(struct ejob *j, const struct ejob_loaded *r)
 		loaded(j, &ev, "");
 		return;
 	}
+	if (r->withheld > 0) {	/* §3.1, not fetched: record_load's words */
+		char d[80];
+		snprintf(d, sizeof d, "record: longer than [records] max_bytes (%ld)",
+		    env_of(j)->cfg->records.max_bytes);
+		ev.record_status = RECORD_INVALID;
+		loaded(j, &ev, d);
+		return;
+	}
 	if (r->record == NULL) {
 		ev.record_status = RECORD_INVALID;
 		loaded(j, &ev, "hash has no record field");
@@ -1176,7 +1184,7 @@ after_load(void *arg, const struct ejob_loaded *r)
 	settle(j);
 }
 
-/* HGETALL of the record's hash, whose key the caller built (ejobs_admit
+/* The load of the record's hash, whose key the caller built (ejobs_admit
  * checks it while building it; a retry builds it again). */
 static void
 load_key(struct ejob *j, const char *key)
