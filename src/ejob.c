@@ -458,7 +458,9 @@ send_transition(struct ejob *j)
 		.attempt = j->core.calls,
 		/* kept: the webhook says the same `at` as P:notify */
 		.at = wtime_format_rfc3339(now_ms(j), j->written_at, sizeof j->written_at),
-		.retain_ms = terminal ? cfg->records.retain_s * 1000LL : 0,
+		/* §3.3: kept past the record's deadline, not only past now */
+		.retain_ms = terminal ? job_retain_ms(&j->core, cfg->records.clock_skew_s * 1000LL,
+		    cfg->records.retain_s * 1000LL, now_ms(j)) : 0,
 		.dead_maxlen = cfg->redis.dead_maxlen,
 		.notify_maxlen = cfg->redis.notify_maxlen,
 		.skip_lease = w->skip_lease,

@@ -468,6 +468,8 @@ test_done(void **state)
 	answer_call(pending(P_CALL, NULL), 204);
 	EXPECT_TRACE("write(done,f=1,own,ack,keep)");
 	assert_true(w.last_has_hash);
+	/* §3.3: kept retain_s (7 days) past the deadline plus clock_skew_s */
+	assert_int_equal(w.last.retain_ms, WINDOW + 60000 + 604800000LL);
 	assert_int_equal(ejobs_count(f->jobs), 1);
 	answer_write(pending(P_WRITE, NULL), "ok", 1);
 	EXPECT_TRACE("released");
