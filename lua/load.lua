@@ -1,5 +1,6 @@
 -- KEYS: hash
 -- ARGV: max_bytes
+-- BATCH: max_bytes
 -- SPDX-License-Identifier: BSD-2-Clause
 --
 -- A job's load (§3.1, §3.3): what the worker reads of a record's hash, its
@@ -11,6 +12,8 @@
 -- withheld the record's length when it is longer than max_bytes (record is
 -- nil then), else 0; a field the hash lacks is nil. HMGET of the three
 -- fields the worker reads, not HGETALL: the state fields stay in Redis.
+-- Batched (the loads of one turn of the loop in one call, as the
+-- transitions): a script call costs Redis about 25,000 instructions.
 local n = redis.call('HSTRLEN', K.hash, 'record')
 if n > tonumber(A.max_bytes) then
   local v = redis.call('HMGET', K.hash, 'state', 'attempts')

@@ -106,7 +106,8 @@ after_load(struct rconn *rc, const struct sreply *r, void *arg)
 }
 
 /* lua/load.lua: HSTRLEN before the record is sent, so one longer than
- * max_bytes never reaches this process (issue 23 item 1). */
+ * max_bytes never reaches this process (issue 23 item 1). Batched: the
+ * loads of an XREADGROUP's entries go as one call. */
 static int
 op_load(void *ctx, const char *hash_key, ejob_load_cb *cb, void *arg)
 {
@@ -120,7 +121,7 @@ op_load(void *ctx, const char *hash_key, ejob_load_cb *cb, void *arg)
 	store_args_init(&a, STORE_LOAD);
 	store_arg(&a, STORE_LOAD_HASH, hash_key);
 	store_arg_ll(&a, STORE_LOAD_MAX_BYTES, e->cfg->records.max_bytes);
-	if (script_send(e->cmd, e->scripts, &a, after_load, p) < 0) {
+	if (script_batch_send(e->batch, &a, after_load, p) < 0) {
 		free(p);
 		return -1;
 	}
