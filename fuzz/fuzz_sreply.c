@@ -148,6 +148,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)sreply_renew(sreply_of(r), on_id, on_id, NULL);
 	(void)sreply_group_lag(sreply_of(r), "workers");
 	(void)sreply_field(sreply_of(r), "id");
+	struct sreply_load l;
+	if (sreply_load(sreply_of(r), &l) == 0 && l.withheld > 0 && l.record != NULL)
+		abort();
 	struct sreply_transition t;
 	long long v;
 	size_t len;

@@ -50,12 +50,15 @@
  * connections, which answers them with a failure, before ejobs_free).
  */
 
-/* The HGETALL of a record's hash. */
+/* What a job reads of its record's hash (lua/load.lua). */
 struct ejob_loaded {
 	int ok;			/* 0: an error reply, or none came */
 	const char *error;	/* !ok: the error reply's text; NULL when none came */
 	int exists;		/* the hash has fields */
 	const char *state, *attempts, *record;	/* those fields, NULL when absent */
+	long long withheld;	/* the length of a `record` longer than [records]
+				   max_bytes, which was not fetched (record
+				   NULL); 0 when it fits or is absent */
 };
 typedef void ejob_load_cb(void *arg, const struct ejob_loaded *r);
 
@@ -118,7 +121,8 @@ struct ejob_ops {
 	 * A handle, or NULL when out of memory. */
 	void *(*timer)(void *ctx, int64_t delay_ms, ejob_timer_cb *cb, void *arg);
 
-	/* HGETALL hash_key. 0 or -1. */
+	/* The state, attempts and record of hash_key, the record only when
+	 * it is at most [records] max_bytes long. 0 or -1. */
 	int (*load)(void *ctx, const char *hash_key, ejob_load_cb *cb, void *arg);
 	/* Verifies raw, the record of `id`, by the running config and key:
 	 * 1 and a handle in *h when a worker does it (cb later); 0 when it

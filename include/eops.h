@@ -34,7 +34,7 @@
 struct eops {
 	struct ev_loop *loop;
 	struct rconn *cmd;			/* the command connection */
-	struct script_batch *batch;		/* its transitions, batched */
+	struct script_batch *batch;		/* its loads and transitions, batched */
 	struct http_client *http;
 	struct oauth *oauth;			/* NULL without [oauth]: the PDP's token */
 	struct webhook *webhook;		/* NULL without [notify] webhook_url */

@@ -247,6 +247,17 @@ int64_t job_retry_after_ms(const char *value, int64_t now_ms);
 long job_time_left(const struct job *job, long limit_ms, int64_t now_ms)
 	__attribute__((warn_unused_result));
 
+/*
+ * §3.3: how long a terminal hash and its P:final mark are kept, in ms from
+ * now_ms: until max(expiresAt + skew_ms, now_ms) + retain_ms, so neither is
+ * gone while a copy of the record could still run (a record recreated from
+ * the same JWS after that is past its deadline). A job with no deadline
+ * loaded (a record that did not verify or validate) gets retain_ms. At least
+ * 1; an overflow is capped.
+ */
+int64_t job_retain_ms(const struct job *job, int64_t skew_ms, int64_t retain_ms, int64_t now_ms)
+	__attribute__((warn_unused_result));
+
 /* 1 when a WWW-Authenticate value carries error="invalid_token". */
 int job_www_auth_invalid_token(const char *value);
 

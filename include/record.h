@@ -124,11 +124,6 @@ struct record {
 /* 1 when `id` is a valid recordId (1-64 of [A-Za-z0-9._-], not "." or ".."). */
 int record_id_valid(const char *id);
 
-/* 1 when a `record` value of `len` bytes is within pol->max_bytes, so that a
- * caller that can learn the length first (HSTRLEN) need not fetch a value
- * record_load would refuse unread. */
-int record_fits(const struct record_policy *pol, size_t len);
-
 /*
  * Verifies (§3.2) and validates (§3.1) `raw`, the hash's `record` field, for
  * the key suffix `expected_id` at time `now_ms`.

@@ -6,8 +6,8 @@
  * (which falls back to EVAL on NOSCRIPT).
  *
  * A script_batch gathers the calls of a script that has a batch form (the
- * transition) made in one turn of the event loop and sends them, just
- * before the loop waits again, as one call of the batch form per
+ * load, the transition) made in one turn of the event loop and sends them,
+ * just before the loop waits again, as one call of the batch form per
  * STORE_BATCH_MAX items: Redis spends about 25,000 instructions on a script
  * call itself and 800 on each argument, and a batch pays them once for all
  * its items and passes the shared arguments (key names, group, consumer,

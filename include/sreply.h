@@ -60,6 +60,21 @@ struct sreply_transition {
 /* Fills *t from r; any shape gives a result (written 0 for a wrong one). */
 void sreply_transition(const struct sreply *r, struct sreply_transition *t);
 
+/* The load script's reply (lua/load.lua): {exists, withheld, state,
+ * attempts, record}. */
+struct sreply_load {
+	int exists;		/* element 1 is the integer 1 */
+	long long withheld;	/* element 2: the length of a record longer than
+				   max_bytes, which was not sent; else 0 */
+	const char *state, *attempts, *record;	/* elements 3-5; NULL when not
+						   a string (nil: absent) */
+};
+
+/* Fills *out from r: 0, or -1 when r is not that shape (an error reply, no
+ * reply, a withheld record sent all the same). */
+int sreply_load(const struct sreply *r, struct sreply_load *out)
+	__attribute__((warn_unused_result));
+
 /* One stream entry delivered to this consumer. */
 struct sreply_entry {
 	const char *stream;	/* XREADGROUP: the stream key it came from; else NULL */

@@ -288,7 +288,8 @@ struct store_transition {
 	const char *schedule_score;	/* "" for no ZADD to P:scheduled */
 	long long deliveries, attempt;
 	const char *at;			/* RFC 3339 now */
-	long long retain_ms;		/* PEXPIRE of a terminal hash; 0 none */
+	long long retain_ms;		/* PEXPIRE of a terminal hash and its P:final
+					   mark (job_retain_ms, §3.3); 0 none */
 	long long dead_maxlen, notify_maxlen;	/* MAXLEN ~ of P:dead, P:notify */
 	int skip_lease;			/* no PEL check: the entry left it already */
 	int keep_unpending;		/* a call's result: written even when the

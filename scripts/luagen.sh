@@ -106,7 +106,7 @@ function end_script(   i, sk, sa, ik, ia, kv, av, fl, nik, nia, nsk, nsa, call) 
 			nia++; ia = ia (nia > 1 ? ", " : "") "A_" slotname[i]
 		}
 	}
-	if (nia == 0) die("a batch needs an argument that is not shared")
+	if (nik + nia == 0) die("a batch needs a key or an argument that is not shared")
 	printf "static const unsigned char %s_shared[] = {%s};\n", name, fl > C
 	printf "static const char %s_batch_body[] =\n", name > C
 	printf "\"%s%s%s\\n\"\n", (nsk ? "local " sk " = " kv : ""), (nsk && nsa ? " " : ""), (nsa ? "local " sa " = " av : "") > C

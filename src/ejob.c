@@ -462,7 +462,9 @@ send_transition(struct ejob *j)
 		.attempt = j->core.calls,
 		/* kept: the webhook says the same `at` as P:notify */
 		.at = wtime_format_rfc3339(now_ms(j), j->written_at, sizeof j->written_at),
-		.retain_ms = terminal ? cfg->records.retain_s * 1000LL : 0,
+		/* §3.3: kept past the record's deadline, not only past now */
+		.retain_ms = terminal ? job_retain_ms(&j->core, cfg->records.clock_skew_s * 1000LL,
+		    cfg->records.retain_s * 1000LL, now_ms(j)) : 0,
 		.dead_maxlen = cfg->redis.dead_maxlen,
 		.notify_maxlen = cfg->redis.notify_maxlen,
 		.skip_lease = w->skip_lease,
@@ -1255,6 +1257,14 @@ hash_read(struct ejob *j, const struct ejob_loaded *r)
 		loaded(j, &ev, "");
 		return;
 	}
+	if (r->withheld > 0) {	/* §3.1, not fetched: record_load's words */
+		char d[80];
+		snprintf(d, sizeof d, "record: longer than [records] max_bytes (%ld)",
+		    env_of(j)->cfg->records.max_bytes);
+		ev.record_status = RECORD_INVALID;
+		loaded(j, &ev, d);
+		return;
+	}
 	if (r->record == NULL) {
 		ev.record_status = RECORD_INVALID;
 		loaded(j, &ev, "hash has no record field");
@@ -1283,7 +1293,7 @@ after_load(void *arg, const struct ejob_loaded *r)
 	settle(j);
 }
 
-/* HGETALL of the record's hash, whose key the caller built (ejobs_admit
+/* The load of the record's hash, whose key the caller built (ejobs_admit
  * checks it while building it; a retry builds it again). */
 static void
 load_key(struct ejob *j, const char *key)

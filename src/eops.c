@@ -88,33 +88,40 @@ after_load(struct rconn *rc, const struct sreply *r, void *arg)
 {
 	struct eops_reply p = *(struct eops_reply *)arg;
 	struct ejob_loaded out = {0};
-	size_t nfields;
+	struct sreply_load l;
 	(void)rc;
 
 	free(arg);
-	if (sreply_array_len(r, &nfields) < 0) {
+	if (sreply_load(r, &l) < 0) {
 		out.error = sreply_error_text(r);
 	} else {
 		out.ok = 1;
-		out.exists = nfields > 0;
-		out.state = sreply_field(r, "state");
-		out.attempts = sreply_field(r, "attempts");
-		out.record = sreply_field(r, "record");
+		out.exists = l.exists;
+		out.state = l.state;
+		out.attempts = l.attempts;
+		out.record = l.record;
+		out.withheld = l.withheld;
 	}
 	p.load(p.arg, &out);
 }
 
+/* lua/load.lua: HSTRLEN before the record is sent, so one longer than
+ * max_bytes never reaches this process (issue 23 item 1). Batched: the
+ * loads of an XREADGROUP's entries go as one call. */
 static int
 op_load(void *ctx, const char *hash_key, ejob_load_cb *cb, void *arg)
 {
 	const struct eops *e = ctx;
-	const char *argv[] = {"HGETALL", hash_key};
 	struct eops_reply *p = reply_new(arg);
+	struct store_args a;
 
 	if (p == NULL)
 		return -1;
 	p->load = cb;
-	if (rconn_commandv(e->cmd, after_load, p, 2, argv, NULL) < 0) {
+	store_args_init(&a, STORE_LOAD);
+	store_arg(&a, STORE_LOAD_HASH, hash_key);
+	store_arg_ll(&a, STORE_LOAD_MAX_BYTES, e->cfg->records.max_bytes);
+	if (script_batch_send(e->batch, &a, after_load, p) < 0) {
 		free(p);
 		return -1;
 	}

@@ -653,6 +653,27 @@ job_time_left(const struct job *job, long limit_ms, int64_t now_ms)
 	return left < limit_ms ? (long)left : limit_ms;
 }
 
+int64_t
+job_retain_ms(const struct job *job, int64_t skew_ms, int64_t retain_ms, int64_t now_ms)
+{
+	/* 2^52 ms (142,000 years), beyond any window: no sum below overflows. */
+	const int64_t cap = INT64_C(1) << 52;
+	int64_t after = 0;
+
+	if (retain_ms < 1)
+		retain_ms = 1;
+	if (retain_ms > cap)
+		retain_ms = cap;
+	if (skew_ms < 0)
+		skew_ms = 0;
+	if (job->expires_at_ms > 0 && job->expires_at_ms < cap && skew_ms < cap &&
+	    job->expires_at_ms + skew_ms > now_ms)
+		after = job->expires_at_ms + skew_ms - now_ms;
+	if (after > cap)
+		after = cap;
+	return after + retain_ms;
+}
+
 /* R1, R9: the wait's timer fired with no token. At the deadline the job
  * expires; after auth_wait_max_ms the entry goes back to the group, so a
  * worker that has a token takes it; a timer that fired early is armed again. */

@@ -140,12 +140,6 @@ record_id_valid(const char *id)
 	return n > 0 && !dot_name(id, n);
 }
 
-int
-record_fits(const struct record_policy *pol, size_t len)
-{
-	return pol->max_bytes == 0 || len <= pol->max_bytes;
-}
-
 /* Writes the line for people and passes `st` through, so callers can
  * `return fail(...)`. */
 static enum record_status

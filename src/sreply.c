@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* sreply: the shapes of XREADGROUP, the claim, renew and transition scripts,
+/* sreply: the shapes of XREADGROUP, the claim, renew, load and transition scripts,
  * XINFO and the plain replies the consumer reads. */
 #include "sreply.h"
 
@@ -313,6 +313,37 @@ sreply_transition(const struct sreply *reply, struct sreply_transition *t)
 	t->written = ok != NULL && ok->integer == 1;
 	t->why = why != NULL ? why->str : NULL;
 	t->fence = fence != NULL && fence->str != NULL ? strtoll(fence->str, NULL, 10) : -1;
+}
+
+static const char *
+str_or_null(const redisReply *r, size_t i)
+{
+	const redisReply *e = elem(r, i, REDIS_REPLY_STRING);
+
+	return e != NULL ? e->str : NULL;
+}
+
+int
+sreply_load(const struct sreply *reply, struct sreply_load *out)
+{
+	const redisReply *r = tree(reply);
+	const redisReply *exists = elem(r, 0, REDIS_REPLY_INTEGER);
+	const redisReply *withheld = elem(r, 1, REDIS_REPLY_INTEGER);
+
+	memset(out, 0, sizeof *out);
+	if (exists == NULL || withheld == NULL || r->elements != 5 || withheld->integer < 0)
+		return -1;
+	out->exists = exists->integer == 1;
+	out->withheld = withheld->integer;
+	out->state = str_or_null(r, 2);
+	out->attempts = str_or_null(r, 3);
+	out->record = str_or_null(r, 4);
+	/* a record either fits or is withheld, never both */
+	if (out->withheld > 0 && out->record != NULL) {
+		memset(out, 0, sizeof *out);
+		return -1;
+	}
+	return 0;
 }
 
 const struct sreply *

@@ -694,6 +694,75 @@ test_hostile_records(void **state)
 	h_daemon_down(&D[0]);
 }
 
+/* The daemon's peak resident set (VmHWM), in KiB; -1 when unreadable. */
+static long long
+peak_rss_kb(pid_t pid)
+{
+	char path[64], line[256];
+	long long kb = -1;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	while (kb < 0 && fgets(line, sizeof line, f) != NULL)
+		if (sscanf(line, "VmHWM: %lld kB", &kb) != 1)
+			kb = -1;
+	fclose(f);
+	return kb;
+}
+
+#define BIG_BYTES	(8 << 20)
+#define BIG_IDS		8
+
+/* Issue 23 item 1: a record over max_bytes is refused before it is read.
+ * An 8 MiB `record` under 8 ids, all queued at once: each is dead
+ * record-invalid, and the worker's peak RSS grows by less than one such
+ * record (HGETALL, the load before lua/load.lua, held each reply whole:
+ * 8 entries took the peak from 12 MB to 61 MB). */
+static void
+test_oversized_not_loaded(void **state)
+{
+	const char *p = "hb8";
+	struct h_daemon_opts o = opts(p);
+	char *big = malloc(BIG_BYTES + 1), id[32];
+	(void)state;
+
+	assert_non_null(big);
+	memset(big, 'A', BIG_BYTES);
+	big[BIG_BYTES] = '\0';
+	fake_reset();
+	for (int i = 0; i < BIG_IDS; i++) {
+		snprintf(id, sizeof id, "hb8-%d", i);
+		assert_int_equal(h_store_record(S->c, p, id, big, 0), 0);
+	}
+	free(big);
+	h_daemon_up(&D[0], &o);
+	long long before = peak_rss_kb(D[0].pid);
+	assert_true(before > 0);
+	for (int i = 0; i < BIG_IDS; i++) {
+		snprintf(id, sizeof id, "hb8-%d", i);
+		free(xadd(p, "id", id));
+	}
+	for (int i = 0; i < BIG_IDS; i++) {
+		snprintf(id, sizeof id, "hb8-%d", i);
+		assert_entry("hb8:dead", "id", id, "reason", "record-invalid");
+		wait_state(p, id, "dead");
+		h_assert_record_field(S->c, p, id, "outcome", "record-invalid");
+	}
+	wait_pel_empty(p);
+	long long after = peak_rss_kb(D[0].pid);
+	printf("itest_engine: %d records of %d MiB: peak RSS %lld kB before, %lld kB after\n",
+	    BIG_IDS, BIG_BYTES >> 20, before, after);
+	if (after - before >= BIG_BYTES / 1024)
+		fail_msg("peak RSS grew by %lld kB, at least one record (%d kB): it was loaded",
+		    after - before, BIG_BYTES / 1024);
+	if (strstr(h_bin("warrantd"), "asan") == NULL && after >= 40 * 1024)
+		fail_msg("peak RSS %lld kB, not below 40 MB", after);
+	assert_int_equal(fake_total(), 0);
+	h_daemon_down(&D[0]);
+}
+
 struct log_wait {
 	const struct h_daemon *d;
 	const char *needle;
@@ -1850,6 +1919,7 @@ main(void)
 	const struct CMUnitTest input[] = {
 		cmocka_unit_test_teardown(test_r3_bad_input, test_teardown),
 		cmocka_unit_test_teardown(test_hostile_records, test_teardown),
+		cmocka_unit_test_teardown(test_oversized_not_loaded, test_teardown),
 		cmocka_unit_test_teardown(test_r4_duplicate, test_teardown),
 	};
 	const struct CMUnitTest schedule[] = {

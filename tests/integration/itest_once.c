@@ -365,6 +365,52 @@ test_terminal_reset_not_run(void **state)
 }
 
 /* ------------------------------------------------------------------ */
+/* §3.3: a record cannot outlive its hash                                */
+
+/* PTTL of P:<key>, between lo and hi ms; fails naming both. */
+static void
+assert_pttl(const char *p, const char *key, long long lo, long long hi)
+{
+	long long ttl = h_redis_int(S->c, "PTTL %s", h_key(p, "%s", key));
+
+	if (ttl < lo || ttl > hi)
+		fail_msg("PTTL %s:%s is %lld, expected %lld..%lld", p, key, ttl, lo, hi);
+}
+
+/* Issue 23 item 3, retain_s = 1: a record due in an hour is done, one due
+ * half a second ago expired. The hash and the P:final mark of each are kept
+ * until expiresAt + clock_skew_s (60 s) + retain_s: an hour and a minute,
+ * and a minute -- not the one second after the terminal write they had, after
+ * which a copy of the record, stored again, would run again. */
+static void
+test_kept_past_deadline(void **state)
+{
+	const char *p = "kd";
+	char sid[48];
+	struct h_daemon_opts o = opts(p, "w1");
+	long long now = h_now_ms(), slack = 30000;
+	(void)state;
+
+	o.records_extra = "retain_s = 1\n";
+	fake_reset(0);
+	h_store_signed(S->c, p, "kd-0000", ACTION, RESOURCE, now + 3600000, 0);
+	h_store_signed(S->c, p, "kd-0001", ACTION, RESOURCE, now - 500, 0);
+	enqueue(p, "kd-0000", sid, sizeof sid);
+	enqueue(p, "kd-0001", sid, sizeof sid);
+	h_daemon_up(&D[0], &o);
+	wait_settled(p, 0, NULL, sid);
+	h_assert_record_field(S->c, p, "kd-0000", "state", "done");
+	h_assert_record_field(S->c, p, "kd-0001", "state", "expired");
+	assert_pttl(p, "decision:kd-0000", 3661000 - slack, 3661000);
+	assert_pttl(p, "final:kd-0000", 3661000 - slack, 3661000);
+	assert_pttl(p, "decision:kd-0001", 60500 - slack, 60500);
+	assert_pttl(p, "final:kd-0001", 60500 - slack, 60500);
+	assert_int_equal(ncalls("kd-0000"), 1);
+	assert_int_equal(ncalls("kd-0001"), 0);
+	h_daemon_down(&D[0]);
+}
+
+/* ------------------------------------------------------------------ */
 /* R4: an `entry` pending nowhere is taken over                          */
 
 /* Three records whose hash names an entry that is pending nowhere: one
@@ -481,6 +527,7 @@ main(void)
 		cmocka_unit_test_teardown(test_queued_twice_two_workers, test_teardown),
 		cmocka_unit_test_teardown(test_queued_twice_one_batch, test_teardown),
 		cmocka_unit_test_teardown(test_terminal_reset_not_run, test_teardown),
+		cmocka_unit_test_teardown(test_kept_past_deadline, test_teardown),
 		cmocka_unit_test_teardown(test_stale_entry_taken_over, test_teardown),
 		cmocka_unit_test_teardown(test_requeue_removes_mark, test_teardown),
 	};

@@ -509,6 +509,8 @@ test_done(void **state)
 	answer_call(pending(P_CALL, NULL), 204);
 	EXPECT_TRACE("write(done,f=1,own,ack,keep)");
 	assert_true(w.last_has_hash);
+	/* §3.3: kept retain_s (7 days) past the deadline plus clock_skew_s */
+	assert_int_equal(w.last.retain_ms, WINDOW + 60000 + 604800000LL);
 	assert_int_equal(ejobs_count(f->jobs), 1);
 	answer_write(pending(P_WRITE, NULL), "ok", 1);
 	EXPECT_TRACE("released");
@@ -849,6 +851,28 @@ test_redis_error_three_times(void **state)
 	assert_int_equal(live_count(), 0);
 }
 
+/* Issue 23 item 1: a record the load withheld (longer than max_bytes) is
+ * record-invalid without a verification: dead, in its hash, and acked. */
+static void
+test_withheld_record(void **state)
+{
+	struct fixture *f = *state;
+	struct ejob_loaded r = {.ok = 1, .exists = 1, .state = "queued", .withheld = 50331648};
+
+	ejobs_admit(f->jobs, "1-1", "gate-14", 1);
+	struct pend *p = pending(P_LOAD, NULL);
+	p->live = 0;
+	p->load(p->arg, &r);
+	EXPECT_TRACE("load(P:decision:gate-14) write(dead,f=-1,ack,dead)");
+	assert_true(w.last_has_hash);
+	assert_string_equal(w.last.outcome, "record-invalid");
+	assert_string_equal(w.last.dead_reason, "record-invalid");
+	answer_write(pending(P_WRITE, NULL), "ok", -1);
+	EXPECT_TRACE("released");
+	assert_int_equal(f->n.dead, 1);
+	assert_int_equal(live_count(), 0);
+}
+
 /* An entry without an id: its dead letter, acked, without a hash. */
 static void
 test_no_id(void **state)
@@ -911,6 +935,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_redis_auth_stale_reclaims_now, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_redis_auth_retry_becomes_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_redis_error_three_times, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_withheld_record, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_id, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deleted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_abandon, setup, teardown),

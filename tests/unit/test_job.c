@@ -880,6 +880,28 @@ test_time_left(void **state)
 	assert_int_equal(job_time_left(&j, 10000, NOW), 10000);
 }
 
+/* §3.3: a terminal hash is kept retain past the later of its deadline
+ * (plus the skew) and now; retain alone without a deadline; never 0, never
+ * an overflow. */
+static void
+test_retain(void **state)
+{
+	(void)state;
+	struct job j = {0};
+
+	assert_int_equal(job_retain_ms(&j, 60000, 1000, NOW), 1000);
+	j.expires_at_ms = NOW + 3600000;
+	assert_int_equal(job_retain_ms(&j, 60000, 1000, NOW), 3600000 + 60000 + 1000);
+	assert_int_equal(job_retain_ms(&j, 60000, 1000, NOW + 3600000), 60000 + 1000);
+	assert_int_equal(job_retain_ms(&j, 60000, 1000, NOW + 3660000), 1000);
+	assert_int_equal(job_retain_ms(&j, 60000, 1000, NOW + 99999999), 1000);
+	assert_int_equal(job_retain_ms(&j, 0, 0, NOW + 99999999), 1);
+	j.expires_at_ms = INT64_MAX;
+	assert_true(job_retain_ms(&j, INT64_MAX, INT64_MAX, 0) > 0);
+	j.expires_at_ms = NOW + 1000;
+	assert_true(job_retain_ms(&j, INT64_MAX, INT64_MAX, NOW) > 0);
+}
+
 /* R1: a call, a PDP question or an exchange cut at the deadline ends the
  * job as expired -- not retried, and not dead for its last attempt -- and
  * one that has no time left at all is not sent (JOB_NOCALL_DEADLINE). */
@@ -1580,6 +1602,7 @@ main(void)
 		cmocka_unit_test_setup(test_token_wait_hands_back, setup),
 		cmocka_unit_test_setup(test_token_wait_ends_at_deadline, setup),
 		cmocka_unit_test(test_time_left),
+		cmocka_unit_test(test_retain),
 		cmocka_unit_test_setup(test_call_cut_at_deadline, setup),
 		cmocka_unit_test_setup(test_http_2xx_done, setup),
 		cmocka_unit_test_setup(test_http_503_503_200, setup),

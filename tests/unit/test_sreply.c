@@ -378,6 +378,51 @@ test_transition(void **state)
 	tree_free(no);
 }
 
+/* lua/load.lua's reply: the fields as strings, nil (or anything but a
+ * string) as NULL; a withheld record is only its length, and a reply that
+ * says both is refused. */
+static void
+test_load(void **state)
+{
+	(void)state;
+	struct sreply_load l;
+	redisReply *ok = arr(5, num(1), num(0), str("queued"), node(REDIS_REPLY_NIL),
+	    str("eyJ"));
+	redisReply *big = arr(5, num(1), num(8388608), str("queued"), str("2"),
+	    num(0));
+	redisReply *none = arr(5, num(0), num(0), node(REDIS_REPLY_NIL),
+	    node(REDIS_REPLY_NIL), node(REDIS_REPLY_NIL));
+	redisReply *odd[] = {arr(5, num(1), num(9), str("queued"), str("2"), str("eyJ")),
+	    arr(4, num(1), num(0), str("queued"), str("2")), arr(5, num(1), num(-1),
+	    str("a"), str("b"), str("c")), arr(5, str("1"), num(0), str("a"), str("b"), str("c")),
+	    num(1), err("WRONGTYPE Operation against a key holding the wrong kind of value")};
+
+	assert_int_equal(sreply_load(sreply_of(ok), &l), 0);
+	assert_true(l.exists);
+	assert_int_equal(l.withheld, 0);
+	assert_string_equal(l.state, "queued");
+	assert_null(l.attempts);
+	assert_string_equal(l.record, "eyJ");
+	assert_int_equal(sreply_load(sreply_of(big), &l), 0);
+	assert_true(l.exists);
+	assert_int_equal(l.withheld, 8388608);
+	assert_string_equal(l.attempts, "2");
+	assert_null(l.record);
+	assert_int_equal(sreply_load(sreply_of(none), &l), 0);
+	assert_false(l.exists);
+	assert_null(l.state);
+	assert_null(l.record);
+	for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+		assert_int_equal(sreply_load(sreply_of(odd[i]), &l), -1);
+		assert_null(l.record);
+		tree_free(odd[i]);
+	}
+	assert_int_equal(sreply_load(NULL, &l), -1);
+	tree_free(ok);
+	tree_free(big);
+	tree_free(none);
+}
+
 /* A batch's reply (store.h): item i gets element i of an array of exactly
  * n, every item the error of a failed call, and NULL (tried again) for any
  * other shape -- never a neighbour's element. */
@@ -473,6 +518,7 @@ main(void)
 		cmocka_unit_test(test_redis_version),
 		cmocka_unit_test(test_plain_replies),
 		cmocka_unit_test(test_transition),
+		cmocka_unit_test(test_load),
 		cmocka_unit_test(test_batch_item),
 		cmocka_unit_test(test_any_reply),
 	};

@@ -690,6 +690,51 @@ test_batch_layout(void **state)
 		store_vec_free(&one[i]);
 }
 
+/* The load's batch form: an item has a key and no argument of its own, so
+ * each item's arguments are the count 0 alone; three loads are the three
+ * hashes, max_bytes once, and three zeros. */
+static void
+test_load_batch_layout(void **state)
+{
+	const struct store_script *sc = &store_scripts[STORE_LOAD];
+	static const char *const hashes[] = {"P:decision:a", "P:decision:b", "P:decision:c"};
+	static const char *const want[] = {"P:decision:a", "P:decision:b", "P:decision:c",
+	    "16384", "0", "0", "0"};
+	struct store_batch b = {0};
+	struct store_args a;
+	struct iovec parts[STORE_BATCH_PARTS];
+	static char buf[1 << 12];
+	char *argv[16], err[160];
+	int nkeys, argc;
+
+	(void)state;
+	assert_non_null(sc->batch);
+	assert_int_equal(sc->shared[STORE_LOAD_HASH & 0xff], 0);
+	assert_int_equal(sc->shared[STORE_LOAD_MAX_BYTES & 0xff], 1);
+	for (int i = 0; i < 3; i++) {
+		store_args_init(&a, STORE_LOAD);
+		store_arg(&a, STORE_LOAD_HASH, hashes[i]);
+		store_arg_ll(&a, STORE_LOAD_MAX_BYTES, 16384);
+		assert_int_equal(store_batch_add(&b, &a, err, sizeof err), 0);
+	}
+	size_t np = store_batch_parts(&b, parts, &nkeys, &argc);
+	assert_int_equal(nkeys, 3);
+	assert_int_equal(argc, 7);
+	assert_int_equal(parts_read(parts, np, buf, sizeof buf, argv, 16), argc);
+	for (int i = 0; i < argc; i++)
+		assert_string_equal(argv[i], want[i]);
+	/* alone: the plain script's key and argument */
+	store_batch_clear(&b);
+	assert_int_equal(store_batch_add(&b, &a, err, sizeof err), 0);
+	np = store_batch_parts(&b, parts, &nkeys, &argc);
+	assert_int_equal(nkeys, 1);
+	assert_int_equal(argc, 2);
+	assert_int_equal(parts_read(parts, np, buf, sizeof buf, argv, 16), argc);
+	assert_string_equal(argv[0], "P:decision:c");
+	assert_string_equal(argv[1], "16384");
+	store_batch_release(&b);
+}
+
 /* The batch form's Lua: the shared names as locals on line 1, the rest as
  * the parameters of the per-item function on line 2, then the script's own
  * lines from line 3 (so an error's line number is the file's), each item
@@ -991,6 +1036,7 @@ main(void)
 		cmocka_unit_test(test_transition_args),
 		cmocka_unit_test(test_transition_flags_match_script),
 		cmocka_unit_test(test_batch_layout),
+		cmocka_unit_test(test_load_batch_layout),
 		cmocka_unit_test(test_batch_body),
 		cmocka_unit_test(test_batch_refusals),
 		cmocka_unit_test(test_batch_copies),

@@ -1,0 +1,26 @@
+-- KEYS: hash
+-- ARGV: max_bytes
+-- BATCH: max_bytes
+-- SPDX-License-Identifier: BSD-2-Clause
+--
+-- A job's load (§3.1, §3.3): what the worker reads of a record's hash, its
+-- `record` only when that is at most max_bytes long ([records] max_bytes).
+-- HSTRLEN first, so a longer one never crosses the wire: it fills neither
+-- Redis' output buffer nor the worker's memory, and the job is
+-- record-invalid unread (issue 23 item 1).
+-- Returns {exists, withheld, state, attempts, record}: exists 1 or 0;
+-- withheld the record's length when it is longer than max_bytes (record is
+-- nil then), else 0; a field the hash lacks is nil. HMGET of the three
+-- fields the worker reads, not HGETALL: the state fields stay in Redis.
+-- Batched (the loads of one turn of the loop in one call, as the
+-- transitions): a script call costs Redis about 25,000 instructions.
+local n = redis.call('HSTRLEN', K.hash, 'record')
+if n > tonumber(A.max_bytes) then
+  local v = redis.call('HMGET', K.hash, 'state', 'attempts')
+  return {1, n, v[1], v[2], false}
+end
+local v = redis.call('HMGET', K.hash, 'state', 'attempts', 'record')
+-- A hash has a record (the decider writes it): EXISTS only when it has none.
+local e = 1
+if not v[3] and redis.call('EXISTS', K.hash) == 0 then e = 0 end
+return {e, 0, v[1], v[2], v[3]}
