@@ -169,6 +169,32 @@ op_write(void *ctx, const struct store_transition *t, ejob_write_cb *cb, void *a
 	return 0;
 }
 
+/* The arguments of a script that moves the entry (re-dispatch, reclaim,
+ * hand-back): its table entry, then this group and consumer. */
+static void
+moved_args(const struct eops *e, struct store_args *a, enum store_script_id id)
+{
+	store_args_init(a, id);
+	store_args_consumer(a, e->keys, e->cfg->redis.group, e->cfg->daemon.consumer);
+}
+
+/* Sends it on the command connection; `after` reads the reply for cb. */
+static int
+send_moved(const struct eops *e, const struct store_args *a, rconn_reply_cb *after,
+	   ejob_moved_cb *cb, void *arg)
+{
+	struct eops_reply *p = reply_new(arg);
+
+	if (p == NULL)
+		return -1;
+	p->moved = cb;
+	if (script_send(e->cmd, e->scripts, a, after, p) < 0) {
+		free(p);
+		return -1;
+	}
+	return 0;
+}
+
 static void
 after_redispatch(struct rconn *rc, const struct sreply *r, void *arg)
 {
@@ -191,21 +217,12 @@ op_redispatch(void *ctx, const char *stream_id, long long expected, ejob_moved_c
 	      void *arg)
 {
 	const struct eops *e = ctx;
-	struct eops_reply *p = reply_new(arg);
 	struct store_args a;
 
-	if (p == NULL)
-		return -1;
-	p->moved = cb;
-	store_args_init(&a, STORE_REDISPATCH);
-	store_args_consumer(&a, e->keys, e->cfg->redis.group, e->cfg->daemon.consumer);
+	moved_args(e, &a, STORE_REDISPATCH);
 	store_arg(&a, STORE_REDISPATCH_ID, stream_id);
 	store_arg_ll(&a, STORE_REDISPATCH_EXPECTED, expected);
-	if (script_send(e->cmd, e->scripts, &a, after_redispatch, p) < 0) {
-		free(p);
-		return -1;
-	}
-	return 0;
+	return send_moved(e, &a, after_redispatch, cb, arg);
 }
 
 static void
@@ -244,21 +261,12 @@ static int
 op_reclaim(void *ctx, const char *stream_id, ejob_moved_cb *cb, void *arg)
 {
 	const struct eops *e = ctx;
-	struct eops_reply *p = reply_new(arg);
 	struct store_args a;
 	const char *ids[1] = {stream_id};
 
-	if (p == NULL)
-		return -1;
-	p->moved = cb;
-	store_args_init(&a, STORE_RENEW);
-	store_args_consumer(&a, e->keys, e->cfg->redis.group, e->cfg->daemon.consumer);
+	moved_args(e, &a, STORE_RENEW);
 	store_arg_rest(&a, ids, 1);
-	if (script_send(e->cmd, e->scripts, &a, after_reclaim, p) < 0) {
-		free(p);
-		return -1;
-	}
-	return 0;
+	return send_moved(e, &a, after_reclaim, cb, arg);
 }
 
 /* A stream id's room (engine.c's and ejob.c's STREAM_ID_MAX). */
@@ -289,22 +297,13 @@ op_handback(void *ctx, const char *hash_key, const char *stream_id, const char *
 	    ejob_moved_cb *cb, void *arg)
 {
 	const struct eops *e = ctx;
-	struct eops_reply *p = reply_new(arg);
 	struct store_args a;
 
-	if (p == NULL)
-		return -1;
-	p->moved = cb;
-	store_args_init(&a, STORE_HANDBACK);
-	store_args_consumer(&a, e->keys, e->cfg->redis.group, e->cfg->daemon.consumer);
+	moved_args(e, &a, STORE_HANDBACK);
 	store_arg(&a, STORE_HANDBACK_HASH, hash_key);
 	store_arg(&a, STORE_HANDBACK_ID, stream_id);
 	store_arg(&a, STORE_HANDBACK_RECORD_ID, record_id);
-	if (script_send(e->cmd, e->scripts, &a, after_handback, p) < 0) {
-		free(p);
-		return -1;
-	}
-	return 0;
+	return send_moved(e, &a, after_handback, cb, arg);
 }
 
 /* ------------------------------------------------------------------ */
