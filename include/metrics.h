@@ -86,6 +86,9 @@ struct metrics_sample {
 	int redis_up;
 	const char *version;
 	long long start_time_s;
+	/* the standard process_* metrics; a negative value is left out */
+	double cpu_s;
+	long long rss_bytes, open_fds, max_fds;
 };
 
 /* A label value in the text format: quoted, with \\, \" and \n escaped.

@@ -29,6 +29,15 @@ long proc_fds_needed(long max_in_flight, long shards);
  */
 int proc_harden(long fds_needed, char *msg, size_t n) __attribute__((warn_unused_result));
 
+/* This process's use of the machine, for the process_* metrics; a value
+ * that cannot be read is -1. */
+struct proc_usage {
+	double cpu_s;			/* user + system */
+	long long rss_bytes, open_fds, max_fds;
+};
+
+void proc_usage(struct proc_usage *u);
+
 /*
  * jansson's memory wiped when it is freed: token responses, exchanged tokens
  * and webhook bodies pass through jansson, and its parse buffers and strings

@@ -468,6 +468,31 @@ put_outcomes(struct out *o, const struct metrics_hist *h)
 	}
 }
 
+/* The process_* metrics every Prometheus client library exports, so the
+ * usual dashboards and alerts (memory, descriptors near the limit) work. */
+static void
+put_process(struct out *o, const struct metrics_sample *s)
+{
+	static const struct {
+		const char *name, *type, *help;
+	} m[] = {
+		{"process_cpu_seconds_total", "counter", "User and system CPU time, seconds."},
+		{"process_resident_memory_bytes", "gauge", "Resident memory size, bytes."},
+		{"process_open_fds", "gauge", "Open file descriptors."},
+		{"process_max_fds", "gauge", "The file descriptor limit (soft)."},
+		{"process_start_time_seconds", "gauge", "Start time of the process, Unix seconds."},
+	};
+	const double v[] = {s->cpu_s, (double)s->rss_bytes, (double)s->open_fds,
+	    (double)s->max_fds, (double)s->start_time_s};
+
+	for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+		if (v[i] < 0)
+			continue;
+		put(o, "# HELP %s %s\n# TYPE %s %s\n", m[i].name, m[i].help, m[i].name, m[i].type);
+		put(o, i == 0 ? "%s %.3f\n" : "%s %.0f\n", m[i].name, v[i]);
+	}
+}
+
 /* A token's state (one gauge per state, 1 for the current one) and life. */
 static void
 put_token(struct out *o, const char *prefix, const char *what, const char *none,
@@ -515,6 +540,7 @@ metrics_format(const struct metrics_sample *s, const struct metrics_hist *h, siz
 	    s->redis_token_state, s->redis_token_expires_in_s);
 	put_head(&o, "redis_up", "gauge", "1 while the command connection to Redis is up.");
 	put(&o, "warrantd_redis_up %d\n", s->redis_up ? 1 : 0);
+	put_process(&o, s);
 	put_hists(&o, h);
 	put_outcomes(&o, h);
 	if (o.nomem) {

@@ -3,6 +3,7 @@
 #define _DEFAULT_SOURCE	/* explicit_bzero */
 #include "proc.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stddef.h>
 #include <malloc.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -92,4 +94,34 @@ proc_wipe_json_check(size_t n, int c)
 		zero &= p[i] == 0;
 	free(p);
 	return zero && usable >= n;
+}
+
+void
+proc_usage(struct proc_usage *u)
+{
+	struct rusage ru;
+	struct rlimit fds;
+	long long pages = -1, rss = -1;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	u->cpu_s = getrusage(RUSAGE_SELF, &ru) == 0 ?
+	    (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	    (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6 : -1;
+	if (f != NULL) {
+		if (fscanf(f, "%lld %lld", &pages, &rss) != 2)
+			rss = -1;
+		fclose(f);
+	}
+	u->rss_bytes = rss >= 0 ? rss * sysconf(_SC_PAGESIZE) : -1;
+	u->open_fds = -1;
+	DIR *d = opendir("/proc/self/fd");
+	if (d != NULL) {
+		long long n = 0;
+		for (struct dirent *e; (e = readdir(d)) != NULL;)
+			n += e->d_name[0] != '.';
+		closedir(d);
+		u->open_fds = n - 1;	/* the directory's own descriptor */
+	}
+	u->max_fds = getrlimit(RLIMIT_NOFILE, &fds) == 0 && fds.rlim_cur != RLIM_INFINITY ?
+	    (long long)fds.rlim_cur : -1;
 }

@@ -185,6 +185,12 @@ metrics_sample_engine(void *arg, struct metrics_sample *out)
 	out->redis_up = g.redis_up;
 	out->version = WARRANTD_VERSION;
 	out->start_time_s = g.started_at_ms / 1000;
+	struct proc_usage u;
+	proc_usage(&u);
+	out->cpu_s = u.cpu_s;
+	out->rss_bytes = u.rss_bytes;
+	out->open_fds = u.open_fds;
+	out->max_fds = u.max_fds;
 }
 
 static void

@@ -364,6 +364,8 @@ test_scrape(void **state)
 	assert_has(resp, "\nwarrantd_call_duration_seconds_count{action=\"gate.open\"} 3\n");
 	assert_has(resp, "\nwarrantd_queue_delay_seconds_count{action=\"gate.open\"} 3\n");
 	assert_has(resp, "\nwarrantd_jobs_total{action=\"gate.open\",outcome=\"done\"} 3\n");
+	assert_has(resp, "\n# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes ");
+	assert_has(resp, "\nprocess_open_fds ");
 	char *body = body_of(resp);
 	char *file = h_write_file("daemon.prom", body);
 	assert_int_equal(promtool_accepts(file), 1);

@@ -132,7 +132,8 @@ sample(void)
 {
 	struct metrics_sample s = {.in_flight = 3, .token_state = "refreshing",
 	    .token_expires_in_s = 42, .redis_up = 1, .version = "0.1.0",
-	    .start_time_s = 1784800000};
+	    .start_time_s = 1784800000, .cpu_s = 12.345, .rss_bytes = 9437184, .open_fds = 17,
+	    .max_fds = -1};
 	int i = 0;
 
 	for (const struct counter_field *f = counter_fields; f->name; f++, i++)
@@ -244,6 +245,24 @@ test_outcomes(void **state)
 	metrics_hist_free(h);
 }
 
+/* The standard process_* metrics; one that cannot be read (-1) is left out. */
+static void
+test_process_metrics(void **state)
+{
+	struct metrics_sample s = sample();
+	size_t len;
+	(void)state;
+
+	char *t = metrics_format(&s, NULL, &len);
+	assert_non_null(t);
+	assert_has(t, "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 12.345\n");
+	assert_has(t, "\nprocess_resident_memory_bytes 9437184\n");
+	assert_has(t, "\nprocess_open_fds 17\n");
+	assert_has(t, "\nprocess_start_time_seconds 1784800000\n");
+	assert_null(strstr(t, "process_max_fds"));
+	free(t);
+}
+
 static void
 test_hist_bounded(void **state)
 {
@@ -266,6 +285,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_listen),
 		cmocka_unit_test(test_outcomes),
+		cmocka_unit_test(test_process_metrics),
 		cmocka_unit_test(test_http_parse),
 		cmocka_unit_test(test_snake_case),
 		cmocka_unit_test(test_format_sample),

@@ -79,6 +79,21 @@ test_json_wiped(void **state)
 	json_decref(o);
 }
 
+static void
+test_usage(void **state)
+{
+	(void)state;
+	struct proc_usage u;
+	struct rlimit fds;
+
+	proc_usage(&u);
+	assert_true(u.cpu_s >= 0);
+	assert_true(u.rss_bytes > 0);
+	assert_true(u.open_fds >= 3);	/* stdin, stdout, stderr at least */
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &fds), 0);
+	assert_int_equal(u.max_fds, (long long)fds.rlim_cur);
+}
+
 int
 main(void)
 {
@@ -87,6 +102,7 @@ main(void)
 		cmocka_unit_test(test_no_core),
 		cmocka_unit_test(test_descriptor_limit),
 		cmocka_unit_test(test_json_wiped),
+		cmocka_unit_test(test_usage),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
