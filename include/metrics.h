@@ -89,6 +89,7 @@ struct metrics_sample {
 	/* the standard process_* metrics; a negative value is left out */
 	double cpu_s;
 	long long rss_bytes, open_fds, max_fds;
+	long long reloads_ok, reloads_failed;	/* SIGHUPs applied, refused (R16) */
 };
 
 /* A label value in the text format: quoted, with \\, \" and \n escaped.

@@ -540,6 +540,10 @@ metrics_format(const struct metrics_sample *s, const struct metrics_hist *h, siz
 	    s->redis_token_state, s->redis_token_expires_in_s);
 	put_head(&o, "redis_up", "gauge", "1 while the command connection to Redis is up.");
 	put(&o, "warrantd_redis_up %d\n", s->redis_up ? 1 : 0);
+	put_head(&o, "config_reloads_total", "counter",
+	    "Reloads (SIGHUP, R16) since start, by result: a refused one keeps the running config.");
+	put(&o, "warrantd_config_reloads_total{result=\"ok\"} %lld\n", s->reloads_ok);
+	put(&o, "warrantd_config_reloads_total{result=\"failed\"} %lld\n", s->reloads_failed);
 	put_process(&o, s);
 	put_hists(&o, h);
 	put_outcomes(&o, h);

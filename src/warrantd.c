@@ -75,6 +75,9 @@ load_config(const char *path)
 
 static const char *config_path;
 
+/* Reloads applied and refused since start, for the metrics. */
+static long long reloads_ok, reloads_failed;
+
 /* [metrics] as the daemon started: a reload cannot move the listener. */
 static char *metrics_listen;
 static int metrics_allow_remote;
@@ -149,13 +152,17 @@ on_reload(struct ev_loop *loop, ev_signal *w, int revents)
 	for (size_t i = 0; i < errs.n; i++)
 		log_error("config.reload_failed", "error=%s", log_quote(q, sizeof q, errs.msgs[i]));
 	cfg_errors_clear(&errs);
-	if (cfg == NULL)
+	if (cfg == NULL) {
+		reloads_failed++;
 		return;
+	}
 	if (engine_reload(w->data, cfg, err, sizeof err) < 0) {
 		log_error("config.reload_failed", "error=%s", log_quote(q, sizeof q, err));
 		cfg_free(cfg);
+		reloads_failed++;
 		return;
 	}
+	reloads_ok++;
 	if (!same_str(cfg->metrics.listen, metrics_listen) ||
 	    cfg->metrics.allow_remote != metrics_allow_remote)
 		log_warn("config.restart_needed", "key=\"[metrics] listen\" detail=\"[metrics] "
@@ -191,6 +198,8 @@ metrics_sample_engine(void *arg, struct metrics_sample *out)
 	out->rss_bytes = u.rss_bytes;
 	out->open_fds = u.open_fds;
 	out->max_fds = u.max_fds;
+	out->reloads_ok = reloads_ok;
+	out->reloads_failed = reloads_failed;
 }
 
 static void

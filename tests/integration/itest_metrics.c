@@ -509,7 +509,10 @@ test_unix_socket_and_reload(void **state)
 	free(ini);
 	kill(D.pid, SIGHUP);
 	assert_int_equal(h_daemon_wait_log(&D, "event=config.restart_needed", WAIT_MS), 0);
+	assert_int_equal(h_daemon_wait_log(&D, "event=config.reloaded", WAIT_MS), 0);
 	r = scrape(sock, 0);
+	assert_has(r, "\nwarrantd_config_reloads_total{result=\"ok\"} 1\n");
+	assert_has(r, "\nwarrantd_config_reloads_total{result=\"failed\"} 0\n");
 	free(r);
 
 	/* warrantctl metrics, written atomically for the textfile collector. */

@@ -260,6 +260,7 @@ test_process_metrics(void **state)
 	assert_has(t, "\nprocess_open_fds 17\n");
 	assert_has(t, "\nprocess_start_time_seconds 1784800000\n");
 	assert_null(strstr(t, "process_max_fds"));
+	assert_has(t, "\nwarrantd_config_reloads_total{result=\"ok\"} 0\n");
 	free(t);
 }
 
