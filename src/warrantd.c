@@ -322,6 +322,11 @@ main(int argc, char **argv)
 
 	log_init("warrantd");
 	proc_wipe_json();	/* before any JSON: token responses pass through it */
+	char why[256];
+	if (proc_harden(0, why, sizeof why) < 0) {	/* before -t reads a secret */
+		fprintf(stderr, "warrantd: %s\n", why);
+		return EX_OSERR;
+	}
 	while ((opt = getopt(argc, argv, "c:tThV")) != -1) {
 		switch (opt) {
 		case 'c':
