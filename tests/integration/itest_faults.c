@@ -20,6 +20,7 @@
 
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1117,6 +1118,237 @@ test_r17_error_reply_backoff(void **state)
 	wait_log(w1, "event=redis.errors_ended");
 	assert_true(dmn_running(w1));
 	assert_exit0(dmn_signal_wait(w1, SIGTERM, 15000, NULL));
+}
+
+/* ---- R17: BUSY and MISCONF, error replies on live connections ---- */
+
+#define EPISODE_MS	3000	/* how long each episode is held */
+#define EPISODE_JOBS	10
+#define EPISODE_IN_FLIGHT	4
+
+/* errorstat_<kind>:count=N of INFO errorstats: the error replies Redis
+ * sent of that kind, to every client (only the worker meets them here). */
+static long long
+errorstat(const char *kind)
+{
+	char *info = h_redis_str(C, "INFO errorstats"), key[64];
+	long long n = 0;
+
+	assert_non_null(info);
+	snprintf(key, sizeof key, "errorstat_%s:count=", kind);
+	char *p = strstr(info, key);
+	if (p)
+		n = strtoll(p + strlen(key), NULL, 10);
+	free(info);
+	return n;
+}
+
+/* Lines of d's log holding both a and b. */
+static int
+log_lines_with(const struct h_daemon *d, const char *a, const char *b)
+{
+	char *text = h_read_file(d->log), *save = NULL;
+	int n = 0;
+
+	assert_non_null(text);
+	for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+		n += strstr(l, a) != NULL && strstr(l, b) != NULL;
+	free(text);
+	return n;
+}
+
+/* The distinct name= values of d's event=redis.error lines of kind, into
+ * names (space-separated); how many lines there were. */
+static int
+error_lines(const struct h_daemon *d, const char *kind, char *names, size_t n)
+{
+	char *text = h_read_file(d->log), *save = NULL, needle[64];
+	int lines = 0;
+
+	assert_non_null(text);
+	names[0] = '\0';
+	snprintf(needle, sizeof needle, "kind=%s ", kind);
+	for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		char *p = strstr(l, "name=");
+		if (strstr(l, "event=redis.error ") == NULL || strstr(l, needle) == NULL || !p)
+			continue;
+		lines++;
+		char name[64];
+		if (sscanf(p, "name=%63s", name) == 1 && strstr(names, name) == NULL &&
+		    strlen(names) + strlen(name) + 2 < n) {
+			strcat(names, " ");
+			strcat(names, name);
+		}
+	}
+	free(text);
+	return lines;
+}
+
+/* The jobs that run across an episode: EPISODE_IN_FLIGHT calls held 1.5 s
+ * at the target (their results come back while Redis refuses, and must be
+ * written when it accepts again), the rest still in the stream, unread
+ * (max_in_flight), to be read once it is over. */
+static struct h_daemon *
+episode_start_jobs(const char *prefix)
+{
+	fake_script("{\"default\": {\"delay_ms\": 1500}}");
+	struct opts o = {.consumer = "w1", .max_in_flight = EPISODE_IN_FLIGHT};
+	struct h_daemon *w1 = dmn_start(&o, 1);
+	enqueue_many(prefix, EPISODE_JOBS);
+	wait_fake_total(EPISODE_IN_FLIGHT, NULL);
+	return w1;
+}
+
+/* Holds the episode EPISODE_MS from the worker's first error line of kind:
+ * the scenario's length, not a guess at how long anything takes. */
+static void
+episode_hold(struct h_daemon *w1, const char *kind)
+{
+	char needle[64];
+
+	snprintf(needle, sizeof needle, "kind=%s ", kind);
+	wait_log(w1, needle);
+	struct elapsed e = {mono_ms() + EPISODE_MS};
+	assert_int_equal(h_wait_until(time_reached, &e, EPISODE_MS + 10000), 0);
+}
+
+/*
+ * After the episode: every job done, each called once (the results obtained
+ * during the episode written, not re-run), one event=redis.error line of
+ * kind per connection that met it, redis.errors_ended, and the worker still
+ * reading. Backoff: the worker's own timers (claim every 200 ms, heartbeat
+ * every 500 ms, a lease renewal per job in hand) each send a command per
+ * tick whatever the episode, about 15 + 6 + EPISODE_IN_FLIGHT * 3 over 3 s;
+ * the retries of the refused commands (reads, result writes) back off from
+ * 100 ms doubling, a few more each. 150 leaves room for all of that on a
+ * slow machine; a tight re-send loop makes tens of thousands in 3 s.
+ */
+static void
+episode_check(struct h_daemon *w1, const char *prefix, const char *kind)
+{
+	char id[64], names[256];
+
+	wait_all_in_state(prefix, EPISODE_JOBS, "done");
+	for (int i = 0; i < EPISODE_JOBS; i++) {
+		job_id(id, sizeof id, prefix, i);
+		long long calls = h_count_calls(&F, id);
+		if (calls != 1)
+			fail_msg("%s: %lld calls across a %s episode", id, calls, kind);
+	}
+	wait_log(w1, "event=redis.errors_ended");
+	long long refused = errorstat(kind);
+	int lines = error_lines(w1, kind, names, sizeof names);
+	int conns = 0;
+	for (const char *p = names; (p = strchr(p, ' ')) != NULL; p++)
+		conns++;
+	printf("    %d s of %s: %lld refused commands, %d redis.error lines (connections:%s)\n",
+	    EPISODE_MS / 1000, kind, refused, lines, names);
+	assert_true(refused >= 1);
+	assert_true(refused <= 150);
+	if (lines != conns)
+		fail_msg("%d event=redis.error lines of kind %s for %d connections (%s): want one "
+		    "per connection per episode", lines, kind, conns, names);
+	assert_true(log_lines_with(w1, "event=redis.errors_ended", "name=") >= 1);
+	/* reading resumed: a job queued now runs */
+	char more[16];
+	snprintf(more, sizeof more, "%s2", prefix);
+	enqueue_many(more, 2);
+	wait_all_in_state(more, 2, "done");
+	assert_true(dmn_running(w1));
+}
+
+struct busy_script {
+	pthread_t thread;
+	redisContext *c;
+};
+
+static void *
+busy_run(void *arg)
+{
+	struct busy_script *b = arg;
+	/* read-only, so SCRIPT KILL may end it */
+	freeReplyObject(redisCommand(b->c, "EVAL %s 0",
+	    "local i = 0 while true do i = i + 1 end"));
+	return NULL;
+}
+
+/* R17: -BUSY (a script from another client past busy-reply-threshold). */
+static void
+test_r17_busy_episode(void **state)
+{
+	(void)state;
+	struct h_daemon *w1 = episode_start_jobs("bz");
+	struct busy_script b = {.c = h_redis_connect(&R)};
+
+	assert_non_null(b.c);
+	free(h_redis_str(C, "CONFIG SET busy-reply-threshold 50"));
+	assert_int_equal(pthread_create(&b.thread, NULL, busy_run, &b), 0);
+	episode_hold(w1, "BUSY");
+	redisContext *k = h_redis_connect(&R);
+	assert_non_null(k);
+	char *ok = h_redis_str(k, "SCRIPT KILL");
+	redisFree(k);
+	assert_int_equal(pthread_join(b.thread, NULL), 0);
+	redisFree(b.c);
+	if (ok == NULL)
+		fail_msg("SCRIPT KILL did not answer OK");
+	free(ok);
+	episode_check(w1, "bz", "BUSY");
+}
+
+static int
+bgsave_is(void *arg)
+{
+	char *info = h_redis_str(C, "INFO persistence"), want[64];
+	int yes;
+
+	snprintf(want, sizeof want, "rdb_last_bgsave_status:%s", (const char *)arg);
+	yes = info != NULL && strstr(info, want) != NULL &&
+	    strstr(info, "rdb_bgsave_in_progress:0") != NULL;
+	free(info);
+	return yes;
+}
+
+static int
+setup_protected(void **state)
+{
+	(void)state;
+	ND = 0;
+	/* CONFIG SET dir is refused unless protected configs may be changed */
+	if (h_redis_start_conf(&R, 1, "enable-protected-configs yes\n") != 0)
+		return -1;
+	if (h_fake_start(&F, "fake_target", NULL) != 0)
+		return -1;
+	C = h_redis_connect(&R);
+	return C ? 0 : -1;
+}
+
+/* R17: -MISCONF (a failed RDB save with stop-writes-on-bgsave-error yes:
+ * its dir removed under it, so even root cannot write the file). */
+static void
+test_r17_misconf_episode(void **state)
+{
+	(void)state;
+	char gone[512];
+	struct h_daemon *w1 = episode_start_jobs("mc");
+
+	snprintf(gone, sizeof gone, "%s/misconf-gone", h_tmpdir());
+	assert_int_equal(mkdir(gone, 0700), 0);
+	free(h_redis_str(C, "CONFIG SET save %s", "3600 1"));
+	free(h_redis_str(C, "CONFIG SET stop-writes-on-bgsave-error yes"));
+	char *ok = h_redis_str(C, "CONFIG SET dir %s", gone);
+	assert_non_null(ok);
+	free(ok);
+	assert_int_equal(rmdir(gone), 0);
+	free(h_redis_str(C, "BGSAVE SCHEDULE"));
+	assert_int_equal(h_wait_until(bgsave_is, "err", WAIT_MS), 0);
+	episode_hold(w1, "MISCONF");
+	ok = h_redis_str(C, "CONFIG SET dir %s", R.dir);
+	assert_non_null(ok);
+	free(ok);
+	free(h_redis_str(C, "BGSAVE SCHEDULE"));
+	assert_int_equal(h_wait_until(bgsave_is, "ok", WAIT_MS), 0);
+	episode_check(w1, "mc", "MISCONF");
 }
 
 /* R16: lowering claim_idle_ms by SIGHUP re-arms the lease timer at once, so
@@ -2235,6 +2467,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_r11_fresh_worker_takes_silent_owner,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_r17_readonly_reconnects, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_r17_busy_episode, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_r17_misconf_episode, setup_protected, teardown),
 		cmocka_unit_test_setup_teardown(test_r14_nogroup_at_capacity, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_r11_redis_frozen_no_duplicate, setup,
 		    teardown),
