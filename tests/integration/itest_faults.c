@@ -1389,6 +1389,170 @@ test_r16_reload_rearms_lease(void **state)
 	assert_exit0(dmn_signal_wait(w1, SIGTERM, 15000, NULL));
 }
 
+/* ---- R16: the heartbeat and claim timers after a reload ---- */
+
+enum tick_kind { TICK_NONE, TICK_HEARTBEAT, TICK_CLAIM };
+
+/* One MONITOR line: its Redis timestamp (ms) and which of w1's timers sent
+ * it: a heartbeat (the script with P:clock and not P:jobs) or a claim
+ * tick (the claim script in mode auto). Commands scripts run ("[0 lua]")
+ * are not ticks. */
+static enum tick_kind
+monitor_tick(redisContext *m, long long *at_ms, char *line, size_t n)
+{
+	redisReply *r = NULL;
+	long long sec, usec;
+
+	if (redisGetReply(m, (void **)&r) != REDIS_OK || r == NULL)
+		fail_msg("MONITOR: %s", m->errstr);
+	snprintf(line, n, "%s", r->type == REDIS_REPLY_STATUS ? r->str : "");
+	freeReplyObject(r);
+	if (sscanf(line, "%lld.%lld", &sec, &usec) != 2)
+		return TICK_NONE;
+	*at_ms = sec * 1000 + usec / 1000;
+	if (strstr(line, " lua]") != NULL || strstr(line, "\"EVALSHA\"") == NULL)
+		return TICK_NONE;
+	if (strstr(line, "\"" PREFIX ":clock\"") && !strstr(line, "\"" JOBS "\""))
+		return TICK_HEARTBEAT;
+	if (strstr(line, "\"auto\""))
+		return TICK_CLAIM;
+	return TICK_NONE;
+}
+
+#define R16_OLD_HB_MS	1500
+#define R16_OLD_CLAIM_MS	2000
+#define R16_NEW_HB_MS	200
+#define R16_NEW_CLAIM_MS	300
+/* From SIGHUP to re-armed timers: the reload re-reads the config and key
+ * files on the loop, then re-arms in the same iteration; 250 ms covers that
+ * on 2 loaded cores under ASan. The test sends SIGHUP when each old timer's
+ * next tick is at least 1,000 ms away, so a daemon that keeps the old timers
+ * until they fire cannot meet new interval + this. */
+#define R16_REARM_SLACK_MS	250
+#define R16_WINDOW_MS	3000
+
+struct r16_ticks {
+	long long at[2][64];
+	int n[2];
+};
+
+static void
+r16_add(struct r16_ticks *t, enum tick_kind k, long long at)
+{
+	int i = k == TICK_HEARTBEAT ? 0 : 1;
+
+	/* one tick may send more than one command: 50 ms apart is one tick */
+	if (t->n[i] > 0 && at - t->at[i][t->n[i] - 1] < 50)
+		return;
+	if (t->n[i] < 64)
+		t->at[i][t->n[i]++] = at;
+}
+
+static void
+r16_gaps(const struct r16_ticks *t, int i, char *out, size_t n)
+{
+	size_t used = 0;
+
+	out[0] = '\0';
+	for (int j = 1; j < t->n[i] && used < n; j++)
+		used += (size_t)snprintf(out + used, n - used, " %lld", t->at[i][j] - t->at[i][j - 1]);
+}
+
+/*
+ * R16: "every timer whose interval changed is re-armed at once". A worker
+ * heartbeating every 1.5 s and claiming every 2 s is reloaded to 200 ms and
+ * 300 ms. Each timer's ticks are read from Redis' own MONITOR stamps: from
+ * SIGHUP on no gap is longer than the new interval + slack, and over
+ * the next 3 s each timer ticks at its new cadence: libev never fires a
+ * repeating timer early, and one late tick delays only itself, so 3000 /
+ * interval ticks, less two for lateness, plus one for where the window
+ * starts.
+ */
+static void
+test_r16_reload_rearms_heartbeat_and_claim(void **state)
+{
+	(void)state;
+	struct opts o = {.consumer = "w1", .claim_idle_ms = 6000,
+	    .heartbeat_ms = R16_OLD_HB_MS, .claim_interval_ms = R16_OLD_CLAIM_MS};
+	struct h_daemon *w1 = dmn_start(&o, 1);
+	struct r16_ticks before = {0}, after = {0};
+	char line[1024], gaps[2][512];
+	long long at = 0;
+
+	o.heartbeat_ms = R16_NEW_HB_MS;
+	o.claim_interval_ms = R16_NEW_CLAIM_MS;
+	char *changed = ini_text(&o);
+	free(h_write_file(strrchr(w1->ini, '/') + 1, changed));
+	free(changed);
+
+	redisContext *m = h_redis_connect(&R);
+	assert_non_null(m);
+	char *ok = h_redis_str(m, "MONITOR");
+	assert_non_null(ok);
+	free(ok);
+	/* the old cadence, then SIGHUP just after a tick of one timer while the
+	 * other's last tick is under 1 s old: both old timers are then at least
+	 * 1 s from firing (with both periods >= 1.5 s and different, one of
+	 * the two always qualifies within a few periods) */
+	long long t_hup = 0, give_up = h_now_ms() + WAIT_MS;
+	while (t_hup == 0) {
+		enum tick_kind k = monitor_tick(m, &at, line, sizeof line);
+		if (h_now_ms() > give_up)
+			fail_msg("no moment to reload: %d heartbeats, %d claims seen", before.n[0],
+			    before.n[1]);
+		if (k == TICK_NONE)
+			continue;
+		r16_add(&before, k, at);
+		int me = k == TICK_HEARTBEAT ? 0 : 1, other = 1 - me;
+		if (before.n[0] >= 2 && before.n[1] >= 2 &&
+		    at - before.at[other][before.n[other] - 1] < 1000 &&
+		    at == before.at[me][before.n[me] - 1]) {
+			t_hup = h_now_ms();
+			assert_int_equal(kill(w1->pid, SIGHUP), 0);
+		}
+	}
+	for (;;) {
+		enum tick_kind k = monitor_tick(m, &at, line, sizeof line);
+		if (at > t_hup + R16_WINDOW_MS)
+			break;
+		if (k != TICK_NONE && at >= t_hup)
+			r16_add(&after, k, at);
+	}
+	redisFree(m);
+	wait_log_count(w1, "event=config.reloaded", 1);
+	r16_gaps(&before, 0, gaps[0], sizeof gaps[0]);
+	r16_gaps(&before, 1, gaps[1], sizeof gaps[1]);
+	printf("    before: heartbeat gaps%s, claim gaps%s (ms)\n", gaps[0], gaps[1]);
+	r16_gaps(&after, 0, gaps[0], sizeof gaps[0]);
+	r16_gaps(&after, 1, gaps[1], sizeof gaps[1]);
+	printf("    after SIGHUP: first heartbeat +%lld ms, gaps%s; first claim +%lld ms, "
+	    "gaps%s\n", after.n[0] ? after.at[0][0] - t_hup : -1, gaps[0],
+	    after.n[1] ? after.at[1][0] - t_hup : -1, gaps[1]);
+
+	const long every[2] = {R16_NEW_HB_MS, R16_NEW_CLAIM_MS};
+	const char *name[2] = {"heartbeat", "claim"};
+	for (int i = 0; i < 2; i++) {
+		if (after.n[i] == 0)
+			fail_msg("no %s tick within %d ms of SIGHUP", name[i], R16_WINDOW_MS);
+		/* from SIGHUP on, no gap is longer than the new interval: the
+		 * reload may tick at once (it publishes the new heartbeat_ms),
+		 * but the old timer's next tick must not be waited for */
+		long long prev = t_hup;
+		for (int j = 0; j < after.n[i]; j++) {
+			if (after.at[i][j] - prev > every[i] + R16_REARM_SLACK_MS)
+				fail_msg("%s tick %d after SIGHUP came %lld ms after the one before "
+				    "(new interval %ld ms): not re-armed at once", name[i], j,
+				    after.at[i][j] - prev, every[i]);
+			prev = after.at[i][j];
+		}
+		int want = (int)(R16_WINDOW_MS / every[i]);
+		if (after.n[i] < want - 2 || after.n[i] > want + 1)
+			fail_msg("%d %s ticks in the %d ms after SIGHUP: want %d-%d at %ld ms",
+			    after.n[i], name[i], R16_WINDOW_MS, want - 2, want + 1, every[i]);
+	}
+	assert_exit0(dmn_signal_wait(w1, SIGTERM, 15000, NULL));
+}
+
 /* Signs with tests/data/<key>, writes and enqueues, as decide() does. */
 static void
 decide_with(const char *id, const char *key)
@@ -2459,6 +2623,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_r11_deep_pel_cursor, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_r17_error_reply_backoff, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_r16_reload_rearms_lease, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_r16_reload_rearms_heartbeat_and_claim, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_r16_reload_removes_action, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_r16_reload_key_while_verifying, setup,
 		    teardown),
