@@ -1086,6 +1086,20 @@ test_r14_nogroup_at_capacity(void **state)
 	freeReplyObject(r);
 }
 
+/* Lines of d's log holding both a and b. */
+static int
+log_lines_with(const struct h_daemon *d, const char *a, const char *b)
+{
+	char *text = h_read_file(d->log), *save = NULL;
+	int n = 0;
+
+	assert_non_null(text);
+	for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+		n += strstr(l, a) != NULL && strstr(l, b) != NULL;
+	free(text);
+	return n;
+}
+
 static void
 test_r17_error_reply_backoff(void **state)
 {
@@ -1108,7 +1122,9 @@ test_r17_error_reply_backoff(void **state)
 	assert_true(rejected >= 1);
 	assert_true(rejected <= 40);	/* a tight loop makes thousands */
 	wait_log(w1, "kind=NOPERM");
-	assert_int_equal(log_count(w1->log, "kind=NOPERM"), 1);
+	/* one warning for the episode: the redis.error line (a debug line per
+	 * refusal is fine, the harness runs at log_level debug) */
+	assert_int_equal(log_lines_with(w1, "level=warn", "kind=NOPERM"), 1);
 
 	ok = h_redis_str(C, "ACL SETUSER default +xreadgroup");
 	assert_non_null(ok);
@@ -1140,20 +1156,6 @@ errorstat(const char *kind)
 	if (p)
 		n = strtoll(p + strlen(key), NULL, 10);
 	free(info);
-	return n;
-}
-
-/* Lines of d's log holding both a and b. */
-static int
-log_lines_with(const struct h_daemon *d, const char *a, const char *b)
-{
-	char *text = h_read_file(d->log), *save = NULL;
-	int n = 0;
-
-	assert_non_null(text);
-	for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
-		n += strstr(l, a) != NULL && strstr(l, b) != NULL;
-	free(text);
 	return n;
 }
 
