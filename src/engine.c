@@ -1468,8 +1468,14 @@ on_redis_auth(void *arg, int ok, const char *kind)
 	if (rtoken_is_static(eng->rt) && strncmp(kind, "NOPERM", 6) == 0)
 		return;
 	eng->n.redis_auth_failures++;
-	log_warn("redis.auth_refused", "kind=%s stale=%d redis_token_state=%s", LOG_Q(kind),
-	    ok < 0, redis_token_state(eng));
+	/* R17: with a fixed credential nothing is fetched, and rconn's
+	 * redis.error already said the kind once for the episode */
+	if (rtoken_is_static(eng->rt))
+		log_debug("redis.auth_refused", "kind=%s stale=%d redis_token_state=%s",
+		    LOG_Q(kind), ok < 0, redis_token_state(eng));
+	else
+		log_warn("redis.auth_refused", "kind=%s stale=%d redis_token_state=%s",
+		    LOG_Q(kind), ok < 0, redis_token_state(eng));
 	/* a command sent before its connection's latest AUTH met an older
 	 * token: the newest is not to blame */
 	if (ok == 0 && !rtoken_is_static(eng->rt)) {

@@ -434,6 +434,80 @@ test_pdp_unavailable_then_allowed(void **state)
 	free(json);
 }
 
+struct trail {
+	const char *id;
+	char text[1024];
+	size_t used;
+	long long n;
+};
+
+static int
+trail_add(const redisReply *fields, void *arg)
+{
+	struct trail *t = arg;
+	const char *id = h_entry_str(fields, "id"), *to = h_entry_str(fields, "to");
+
+	if (id == NULL || strcmp(id, t->id) != 0)
+		return 0;
+	t->n++;
+	if (t->used < sizeof t->text)
+		t->used += (size_t)snprintf(t->text + t->used, sizeof t->text - t->used, " %s",
+		    to ? to : "?");
+	return 0;
+}
+
+/* The P:audit entries of id: how many, and their `to` states in order. */
+static long long
+audit_of(const char *id, struct trail *t)
+{
+	memset(t, 0, sizeof *t);
+	t->id = id;
+	h_stream_each(rc, H_AUDIT, trail_add, t);
+	return t->n;
+}
+
+/*
+ * warrantd(7) §6: a wait that repeats (a PDP that stays down) writes one
+ * P:audit entry when it begins and one when it ends, not one per try. The
+ * job's entries must not grow between its 3rd and its 12th refused query,
+ * and at the end it has at most two more than a job the PDP allowed at
+ * once (the same path plus the wait's begin and end).
+ */
+static void
+test_pdp_outage_audit_coalesced(void **state)
+{
+	const char *ok = "az-aud-ok", *id = "az-aud-out";
+	char *json_ok = record(ok, "gate/13", NULL, NULL), *json = record(id, "gate/14", NULL, NULL);
+	struct unavailable_wait w3 = { id, 3 }, w12 = { id, 12 };
+	struct trail t_ok, t1, t2, t3;
+
+	(void)state;
+	decide(ok, json_ok);
+	wait_final(ok, "done", "ok");
+	long long n_ok = audit_of(ok, &t_ok);
+
+	pdp_policy("{\"mode\": \"status\", \"status\": 503}");
+	decide(id, json);
+	assert_int_equal(h_wait_until(retrying_after, &w3, H_WAIT_MS), 0);
+	long long a1 = audit_of(id, &t1);
+	assert_int_equal(h_wait_until(retrying_after, &w12, H_WAIT_MS), 0);
+	long long a2 = audit_of(id, &t2), queries = h_pdp_count(&pdp, id);
+	pdp_policy("{}");
+	wait_final(id, "done", "ok");
+	long long a3 = audit_of(id, &t3);
+	printf("    allowed at once:%s (%lld); outage: after 3 queries%s (%lld), after %lld%s "
+	    "(%lld), done%s (%lld)\n", t_ok.text, n_ok, t1.text, a1, queries, t2.text, a2,
+	    t3.text, a3);
+	assert_true(n_ok >= 1);
+	if (a2 != a1)
+		fail_msg("P:audit grew from %lld to %lld entries for %s during one PDP outage",
+		    a1, a2, id);
+	assert_true(a3 <= n_ok + 2);
+	assert_int_equal(target_count(id), 1);
+	free(json_ok);
+	free(json);
+}
+
 /* PDP unavailable until the deadline: `expired`, told, acked, never called,
  * and no PDP query after the deadline. */
 static void
@@ -511,6 +585,7 @@ main(void)
 		cmocka_unit_test_setup(test_missing_result_denies, reset_fakes),
 		cmocka_unit_test_setup(test_pdp_unavailable_then_allowed, reset_fakes),
 		cmocka_unit_test_setup(test_pdp_unavailable_past_deadline, reset_fakes),
+		cmocka_unit_test_setup(test_pdp_outage_audit_coalesced, reset_fakes),
 		cmocka_unit_test_setup(test_pdp_asked_before_every_retry, reset_fakes),
 		cmocka_unit_test(test_daemon_stops_clean),
 	};

@@ -1029,6 +1029,101 @@ test_target_refuses_every_token(void **state)
 }
 
 /* ------------------------------------------------------------------ */
+/* 5b. R9's spacing, measured at the IdP                                 */
+
+#define SPACING_MIN_MS	400	/* [oauth] min_refresh_interval_ms below */
+#define SPACING_JOBS	20
+#define SPACING_MAX_DELIVERIES	5
+/* The gaps are read from the IdP's log stamps, taken as it answers, while
+ * the worker spaces its requests from when it sent the previous one: each
+ * measured gap is off by the difference of two answer times on loopback, a
+ * few ms even under ASan. 50 ms covers that with room. */
+#define SPACING_SLACK_MS	50
+
+/* When fake_idp issued each token (its log: event=fake.token status=200),
+ * Unix ms, in order, into at[]; the count. */
+static int
+idp_issue_times(long long *at, int max)
+{
+	char *text = h_read_file(idp.log);
+	int n = 0;
+
+	assert_non_null(text);
+	for (char *line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+		int64_t ms;
+		char ts[64];
+		if (strstr(line, "event=fake.token status=200") == NULL ||
+		    sscanf(line, "ts=%63s", ts) != 1 || wtime_parse_rfc3339(ts, &ms) != 0)
+			continue;
+		if (n < max)
+			at[n] = ms;
+		n++;
+	}
+	free(text);
+	return n;
+}
+
+/*
+ * R9: many calls refused at once start one refresh, and refreshes caused by
+ * 401s are at least min_refresh_interval_ms apart; when the token fetched
+ * after a 401 is refused too, the next waits with exponential backoff. With
+ * 20 jobs refused by every token, the gaps between the IdP's issue times
+ * must be: gap 1 (first refresh) >= min, gap 2 (its token refused: the
+ * backoff's first step, never below min) >= min, and each later gap at least
+ * double the bound before it (min * 2^(k-2)). A worker that refreshes once
+ * per 401 fails gap 1 (20 requests within ms); one spaced by min but
+ * without backoff fails gap 3.
+ */
+static void
+test_refresh_spacing_gaps(void **state)
+{
+	long long at[64];
+	char id[ID_LEN];
+	(void)state;
+
+	world_up(3600);	/* no proactive refresh within the test */
+	struct dcfg c = { .consumer = "w1", .secret_file = secret_path,
+	    .max_deliveries = SPACING_MAX_DELIVERIES,
+	    .oauth_extra = "min_refresh_interval_ms = 400\n" };
+	daemon_up(&dmn[0], &c);
+	assert_int_equal(h_fake_script(&target, "{\"default\":{\"status\":401,"
+	    "\"www_authenticate\":\"Bearer error=\\\"invalid_token\\\"\"}}"), 0);
+	for (int i = 0; i < SPACING_JOBS; i++) {
+		snprintf(id, sizeof id, "gap-%02d", i);
+		decide(id);
+	}
+	for (int i = 0; i < SPACING_JOBS; i++) {
+		snprintf(id, sizeof id, "gap-%02d", i);
+		wait_state(id, "dead");	/* too-many-deliveries: each token ran it once */
+	}
+	int n = idp_issue_times(at, 64);
+	char line[1024];
+	size_t used = 0;
+	line[0] = '\0';
+	for (int i = 1; i < n && i < 64; i++)
+		used += (size_t)snprintf(line + used, used < sizeof line ? sizeof line - used : 0,
+		    " %lld", at[i] - at[i - 1]);
+	printf("    %d jobs refused by every token: %d tokens issued, gaps (ms):%s\n",
+	    SPACING_JOBS, n, line);
+	/* the first token, then one per delivery: each re-dispatch waits for a
+	 * new token, and the last one finds the delivery count over the limit */
+	assert_true(n >= SPACING_MAX_DELIVERIES + 1);
+	assert_true(n <= 64);
+	long long bound = SPACING_MIN_MS;
+	for (int k = 1; k < n; k++) {
+		if (k >= 3)
+			bound *= 2;
+		if (bound > 60000)
+			bound = 60000;	/* R9's cap */
+		long long gap = at[k] - at[k - 1];
+		if (gap < bound - SPACING_SLACK_MS)
+			fail_msg("token %d came %lld ms after token %d; R9 wants at least %lld ms "
+			    "(gaps:%s)", k, gap, k - 1, bound, line);
+	}
+	h_daemon_down(&dmn[0]);
+}
+
+/* ------------------------------------------------------------------ */
 /* 5c. per-action scopes (issue 12)                                      */
 
 /* Each call's token scope, by the path's action, must be `want_*`: an
@@ -1448,6 +1543,7 @@ main(void)
 		cmocka_unit_test_teardown(test_bad_secret_worker_takes_nothing, world_down),
 		cmocka_unit_test_teardown(test_401_in_hand_redispatch_then_handback, world_down),
 		cmocka_unit_test_teardown(test_target_refuses_every_token, world_down),
+		cmocka_unit_test_teardown(test_refresh_spacing_gaps, world_down),
 		cmocka_unit_test_teardown(test_per_action_scopes, world_down),
 		cmocka_unit_test_teardown(test_token_exchange, world_down),
 		cmocka_unit_test_teardown(test_wall_clock_step, world_down),
