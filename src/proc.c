@@ -101,15 +101,22 @@ proc_usage(struct proc_usage *u)
 {
 	struct rusage ru;
 	struct rlimit fds;
-	long long pages = -1, rss = -1;
+	long long rss = -1;
+	char line[128];
 	FILE *f = fopen("/proc/self/statm", "r");
 
 	u->cpu_s = getrusage(RUSAGE_SELF, &ru) == 0 ?
 	    (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
 	    (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6 : -1;
-	if (f != NULL) {
-		if (fscanf(f, "%lld %lld", &pages, &rss) != 2)
-			rss = -1;
+	if (f != NULL) {	/* "size resident shared ...", in pages */
+		if (fgets(line, sizeof line, f) != NULL) {
+			char *end, *p = line;
+			(void)strtoll(p, &end, 10);
+			p = end;
+			rss = strtoll(p, &end, 10);
+			if (end == p || rss < 0)
+				rss = -1;
+		}
 		fclose(f);
 	}
 	u->rss_bytes = rss >= 0 ? rss * sysconf(_SC_PAGESIZE) : -1;
