@@ -408,4 +408,14 @@ void h_store_signed(redisContext *c, const char *prefix, const char *id, const c
  * fails when there is none. */
 void h_stream_id_of(redisContext *c, const char *stream, const char *id, char *out, size_t n);
 
+/*
+ * After a run with failovers (issue 30): every recordId starting with
+ * id_pre got a 2xx at `target` (jobs of them), and one with more than one
+ * had its first call before killed_at_ms (0: no failover, so none may have
+ * two; a result is lost only with a primary that died). Fails the test
+ * otherwise; returns the number of extra 2xx (the allowed duplicates).
+ */
+long long h_assert_each_once(const struct h_fake *target, const char *id_pre, long jobs,
+			     long long killed_at_ms);
+
 #endif

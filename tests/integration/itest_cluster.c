@@ -288,61 +288,6 @@ worker_ini(const char *consumer, const char *prefix, int shards, int max_in_flig
 	return ini;
 }
 
-/*
- * warrantd(7) R17's closing paragraph names what may still run twice; of
- * it, only "a result lost in an asynchronous failover of Redis" can happen
- * here (no worker is frozen or killed). Such a result was obtained from a
- * call that reached the target before the primary died: a call started
- * after the kill wrote its attempt to the new primary first, so its result
- * cannot be lost with the old one. So every recordId starting with id_pre
- * must have at least one 2xx at the target, and one with more than one must
- * have had its first call before killed_at_ms (0: no failover, so none may
- * have two). Returns the number of extra 2xx seen (the allowed duplicates).
- */
-static long long
-assert_each_once(const char *id_pre, long jobs, long long killed_at_ms)
-{
-	json_t *all = h_get_ok(&target, "/_requests"), *r, *first = json_object();
-	size_t i, pre = strlen(id_pre);
-	long long extra = 0;
-
-	assert_non_null(first);
-	json_array_foreach(all, i, r) {
-		const char *key = json_string_value(json_object_get(r, "idempotency_key"));
-		json_int_t status = json_integer_value(json_object_get(r, "status"));
-		json_int_t at = json_integer_value(json_object_get(r, "arrival_ms"));
-		if (key == NULL || strncmp(key, id_pre, pre) != 0)
-			continue;
-		json_t *seen = json_object_get(first, key);
-		if (seen == NULL) {
-			/* [first arrival, 2xx answers] */
-			json_object_set_new(first, key, json_pack("[I, I]", at, (json_int_t)0));
-			seen = json_object_get(first, key);
-		}
-		if (status < 200 || status >= 300)
-			continue;
-		json_int_t n = json_integer_value(json_array_get(seen, 1)) + 1;
-		json_array_set_new(seen, 1, json_integer(n));
-		if (n < 2)
-			continue;
-		extra++;
-		json_int_t first_at = json_integer_value(json_array_get(seen, 0));
-		if (killed_at_ms == 0 || first_at >= killed_at_ms)
-			fail_msg("%s got %lld 2xx answers; its first call came at %lld, %s", key,
-			    (long long)n, (long long)first_at, killed_at_ms == 0 ?
-			    "and no primary was lost" : "after the primary was killed");
-	}
-	const char *key;
-	json_t *v;
-	long with_2xx = 0;
-	json_object_foreach(first, key, v)
-		with_2xx += json_integer_value(json_array_get(v, 1)) > 0;
-	json_decref(first);
-	json_decref(all);
-	if (with_2xx != jobs)
-		fail_msg("%ld of %ld recordIds %s* got a 2xx at the target", with_2xx, jobs, id_pre);
-	return extra;
-}
 
 static long long
 target_stat(const char *name)
@@ -532,7 +477,7 @@ test_tagged_prefix(void **state)
 		fail_msg("%d of %d jobs terminal", k.terminal, TAG_JOBS);
 	assert_int_equal(k.done, TAG_JOBS);
 	assert_int_equal(pel_total(&k), 0);
-	assert_int_equal(assert_each_once("tg-", TAG_JOBS, 0), 0);
+	assert_int_equal(h_assert_each_once(&target, "tg-", TAG_JOBS, 0), 0);
 	assert_true(h_daemon_stop_clean(&w));
 	router_close(&r);
 }
@@ -763,7 +708,7 @@ test_ask_mid_migration(void **state)
 	assert_int_equal(k.done, ASK_JOBS);
 	assert_int_equal(pel_total(&k), 0);
 	/* a migration loses nothing: no failover, so nothing may run twice */
-	assert_int_equal(assert_each_once("ak-", ASK_JOBS, 0), 0);
+	assert_int_equal(h_assert_each_once(&target, "ak-", ASK_JOBS, 0), 0);
 	assert_true(h_daemon_stop_clean(&w));
 	redisFree(dc);
 	router_close(&r);
@@ -884,7 +829,7 @@ test_shards_reshard_failover(void **state)
 	/* every record's deadline is an hour away and the target answers 200:
 	 * anything but done is a defect */
 	assert_int_equal(k.done, JOBS);
-	assert_each_once("sh-", JOBS, killed_at);
+	h_assert_each_once(&target, "sh-", JOBS, killed_at);
 	int seen_moved = 0;
 	for (int i = 0; i < NWORKERS; i++) {
 		seen_moved |= h_daemon_log_has(&w[i], "MOVED");
