@@ -951,20 +951,31 @@ xlen(const char *key)
 	return h_redis_int(C, "XLEN %s", key);
 }
 
+/* The number after `field` on the line of INFO `section` that starts with
+ * `line` ("cmdstat_xack:", "calls="); 0 when there is none. */
+static long long
+info_number(const char *section, const char *line, const char *field)
+{
+	char *info = h_redis_str(C, "INFO %s", section);
+	long long n = 0;
+
+	assert_non_null(info);
+	char *p = strstr(info, line);
+	char *q = p ? strstr(p, field) : NULL;
+	if (q)
+		n = strtoll(q + strlen(field), NULL, 10);
+	free(info);
+	return n;
+}
+
 /* calls of `cmd` in INFO commandstats (also those scripts made) */
 static long long
 cmd_calls(const char *cmd)
 {
-	char *info = h_redis_str(C, "INFO commandstats"), key[64];
-	long long n = 0;
+	char line[64];
 
-	assert_non_null(info);
-	snprintf(key, sizeof key, "cmdstat_%s:calls=", cmd);
-	char *p = strstr(info, key);
-	if (p)
-		n = strtoll(p + strlen(key), NULL, 10);
-	free(info);
-	return n;
+	snprintf(line, sizeof line, "cmdstat_%s:", cmd);
+	return info_number("commandstats", line, "calls=");
 }
 
 struct calls_since {
@@ -1025,16 +1036,7 @@ test_r11_deep_pel_cursor(void **state)
 static long long
 xreadgroup_rejected(void)
 {
-	char *info = h_redis_str(C, "INFO commandstats");
-	long long n = 0;
-
-	assert_non_null(info);
-	char *p = strstr(info, "cmdstat_xreadgroup:");
-	char *q = p ? strstr(p, "rejected_calls=") : NULL;
-	if (q)
-		n = strtoll(q + strlen("rejected_calls="), NULL, 10);
-	free(info);
-	return n;
+	return info_number("commandstats", "cmdstat_xreadgroup:", "rejected_calls=");
 }
 
 static int
@@ -1147,16 +1149,10 @@ test_r17_error_reply_backoff(void **state)
 static long long
 errorstat(const char *kind)
 {
-	char *info = h_redis_str(C, "INFO errorstats"), key[64];
-	long long n = 0;
+	char line[64];
 
-	assert_non_null(info);
-	snprintf(key, sizeof key, "errorstat_%s:count=", kind);
-	char *p = strstr(info, key);
-	if (p)
-		n = strtoll(p + strlen(key), NULL, 10);
-	free(info);
-	return n;
+	snprintf(line, sizeof line, "errorstat_%s:", kind);
+	return info_number("errorstats", line, "count=");
 }
 
 /* The distinct name= values of d's event=redis.error lines of kind, into
