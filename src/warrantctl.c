@@ -61,6 +61,10 @@ struct ctx {
 	redisContext *redis;
 	int json;		/* --json */
 	const char *as;		/* --as ROLE; NULL: [redis]'s user */
+	/* The role made for the command (status and metrics: monitor;
+	 * decide: decider), used without --as when the file has its section:
+	 * a timer that reads gauges needs no write access. NULL: none. */
+	const char *role_of_cmd;
 	/* The Redis user it logs in as: [redis.ROLE]'s with --as, else
 	 * [redis]'s (either may be NULL: no AUTH); borrowed from cfg. */
 	const char *username, *password_file;
@@ -95,7 +99,9 @@ static const char usage_text[] =
 "\n"
 "  -c, --config FILE   the daemon's INI file (default " CFG_DEFAULT_PATH ")\n"
 "      --as ROLE       log in to Redis as the user of [redis.ROLE]: operator,\n"
-"                      monitor or decider (default: [redis]'s user)\n"
+"                      monitor or decider (default: the command's own role\n"
+"                      when its section exists -- decide: decider; status,\n"
+"                      metrics, inspect: monitor -- else [redis]'s user)\n"
 "  -h, --help          this help\n"
 "  -V, --version       the version\n"
 "\n"
@@ -180,6 +186,9 @@ load_config(struct ctx *c)
 	c->username = c->cfg->redis.username;
 	c->password_file = c->cfg->redis.password_file;
 	snprintf(c->user_section, sizeof c->user_section, "redis");
+	if (c->as == NULL && c->role_of_cmd != NULL &&
+	    c->cfg->roles[cfg_role_find(c->role_of_cmd)].username != NULL)
+		c->as = c->role_of_cmd;
 	if (c->as != NULL) {
 		const struct cfg_role *r = &c->cfg->roles[cfg_role_find(c->as)];	/* main checked it */
 		snprintf(c->user_section, sizeof c->user_section, "redis.%s", c->as);
@@ -1720,15 +1729,17 @@ dispatch(struct ctx *c, int argc, char **argv)
 	static const struct {
 		const char *name;
 		int (*fn)(struct ctx *, int, char **);
+		const char *role;	/* without --as, when configured */
 	} cmds[] = {
-		{"decide", cmd_decide}, {"status", cmd_status}, {"metrics", cmd_metrics},
-		{"inspect", cmd_inspect},
-		{"dead", cmd_dead},
+		{"decide", cmd_decide, "decider"}, {"status", cmd_status, "monitor"},
+		{"metrics", cmd_metrics, "monitor"}, {"inspect", cmd_inspect, "monitor"},
+		{"dead", cmd_dead, NULL},
 	};
 
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
 		if (strcmp(argv[0], cmds[i].name) == 0) {
 			optind = 0;	/* glibc: start over on the command's own argv */
+			c->role_of_cmd = cmds[i].role;
 			return cmds[i].fn(c, argc, argv);
 		}
 	if (strcmp(argv[0], "help") == 0) {

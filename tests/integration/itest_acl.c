@@ -14,7 +14,8 @@
  *     `decider`: a job and a scheduled job are done, with no NOPERM logged;
  *   - `warrantctl --as operator dead requeue` puts a dead record back and the
  *     worker runs it again; `--as monitor` runs status, metrics, inspect and
- *     dead list, and cannot requeue;
+ *     dead list, and cannot requeue; without --as, status, metrics and
+ *     inspect log in as the monitor (the metrics timer passes no --as);
  *   - per user, what it can NOT do, each a NOPERM: the worker cannot expire
  *     or trim the queue, the audit or the dead letters, overwrite a key with
  *     SET, delete a record's field or write a stream that is not its own;
@@ -484,11 +485,28 @@ test_as_errors(void **state)
 	if (out == NULL || strstr(out, "no [redis.operator] section") == NULL)
 		fail_msg("--as without its section: %s", out ? out : "");
 	free(out);
-	/* without --as: [redis]'s user, the worker's, which reads no XLEN */
-	assert_int_equal(ctl(&out, D->ini, "status", (char *)NULL), 1);
+	/* without --as and without [redis.monitor]: [redis]'s user, the
+	 * worker's, which reads no XLEN */
+	assert_int_equal(ctl(&out, D->ini_no_roles, "status", (char *)NULL), 1);
 	if (out == NULL || strstr(out, "NOPERM") == NULL)
 		fail_msg("status as the worker: %s", out ? out : "");
 	free(out);
+}
+
+/* Without --as, the read-only commands log in as [redis.monitor] when the
+ * file has it (the metrics timer passes no --as): as the worker, XLEN is
+ * refused (test_as_errors). */
+static void
+test_default_role(void **state)
+{
+	(void)state;
+
+	CTL_OK("status");
+	if (D->shards)
+		CTL_OK("metrics", "--shard", "0");
+	else
+		CTL_OK("metrics");
+	CTL_OK("inspect", "acl-now");
 }
 
 static void
@@ -686,6 +704,7 @@ main(void)
 		cmocka_unit_test(test_worker_and_decider_work),
 		cmocka_unit_test(test_operator_requeues),
 		cmocka_unit_test(test_monitor_reads),
+		cmocka_unit_test(test_default_role),
 		cmocka_unit_test(test_as_errors),
 		cmocka_unit_test(test_worker_limits),
 		cmocka_unit_test(test_worker_needs),
