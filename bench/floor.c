@@ -12,10 +12,12 @@
  *             start's HINCRBY attempts (R13), HSET running and audit XADD
  *             (§6), the end's HSET done, PEXPIRE (retain_s), audit XADD and
  *             XACK -- no check of anything;
- *   commands  every redis.call transition.lua makes per job, in order, as
- *             plain pipelined commands (no Lua, no atomicity): the start's
- *             XPENDING, HGET state, HINCRBY, HSET, XADD and the end's
- *             XPENDING, three HGETs, HSET, PEXPIRE, XADD, XACK.
+ *   commands  every redis.call load.lua and transition.lua make per job,
+ *             in order, as plain pipelined commands (no Lua, no atomicity):
+ *             the load's HSTRLEN and HMGET (in place of HGETALL); the
+ *             start's XPENDING, GET of the final mark, HMGET state entry,
+ *             HINCRBY, HSET, XADD and the end's XPENDING, GET, HMGET of four
+ *             fields, HSET, PEXPIRE, SET of the mark, XADD, XACK.
  * Prints "jobs wall_ms redis_cpu_us" on stdout: the wall time and Redis' own
  * CPU time (INFO cpu, user + sys) across the run. Sync hiredis; not part of
  * the daemon.
@@ -96,22 +98,28 @@ append_transition(redisContext *c, const char *jobs, const char *prefix, const r
 
 	if (mode == MODE_COMMANDS) {
 		redisAppendCommand(c, "XPENDING %s floor %s %s 1", jobs, sid, sid);
-		redisAppendCommand(c, "HGET %s:decision:%s state", prefix, rid);
-		n += 2;
-		if (end) {
-			redisAppendCommand(c, "HGET %s:decision:%s owner", prefix, rid);
-			redisAppendCommand(c, "HGET %s:decision:%s attempts", prefix, rid);
-			n += 2;
-		}
+		redisAppendCommand(c, "GET %s:final:%s", prefix, rid);
+		if (end)
+			redisAppendCommand(c, "HMGET %s:decision:%s state entry owner attempts", prefix,
+			    rid);
+		else
+			redisAppendCommand(c, "HMGET %s:decision:%s state entry", prefix, rid);
+		n += 3;
 	}
 	if (end) {
 		redisAppendCommand(c, "HSET %s:decision:%s state done owner f updatedAt "
-		    "2026-12-02T03:00:00.001Z outcome done detail %s httpStatus 204", prefix, rid, "");
+		    "2026-12-02T03:00:00.001Z outcome done detail %s entry %s httpStatus 204", prefix,
+		    rid, "", sid);
 		redisAppendCommand(c, "PEXPIRE %s:decision:%s 604800000", prefix, rid);
+		if (mode == MODE_COMMANDS) {
+			redisAppendCommand(c, "SET %s:final:%s done PX 604800000", prefix, rid);
+			n++;
+		}
 	} else {
 		redisAppendCommand(c, "HINCRBY %s:decision:%s attempts 1", prefix, rid);
 		redisAppendCommand(c, "HSET %s:decision:%s state running owner f updatedAt "
-		    "2026-12-02T03:00:00.000Z outcome %s detail %s", prefix, rid, "", "");
+		    "2026-12-02T03:00:00.000Z outcome %s detail %s entry %s", prefix, rid, "", "",
+		    sid);
 	}
 	redisAppendCommand(c, "XADD %s:audit MAXLEN ~ 100000 * id %s from %s to %s "
 	    "consumer f attempt 1 at 2026-12-02T03:00:00.00%dZ detail %s", prefix, rid,
@@ -140,10 +148,20 @@ one_batch(redisContext *c, const char *jobs, const char *prefix, enum mode mode)
 		return 0;
 	}
 	entries = r->element[0]->element[1];
-	for (size_t i = 0; i < entries->elements; i++)
-		redisAppendCommand(c, "HGETALL %s:decision:%s", prefix,
-		    entries->element[i]->element[1]->element[1]->str);
-	size_t replies = entries->elements;
+	size_t replies = 0;
+	for (size_t i = 0; i < entries->elements; i++) {
+		const char *rid = entries->element[i]->element[1]->element[1]->str;
+
+		if (mode == MODE_COMMANDS) {
+			redisAppendCommand(c, "HSTRLEN %s:decision:%s record", prefix, rid);
+			redisAppendCommand(c, "HMGET %s:decision:%s state attempts record", prefix,
+			    rid);
+			replies += 2;
+		} else {
+			redisAppendCommand(c, "HGETALL %s:decision:%s", prefix, rid);
+			replies++;
+		}
+	}
 	if (mode == MODE_FLOOR) {
 		for (size_t i = 0; i < entries->elements; i++)
 			redisAppendCommand(c, "HSET %s:decision:%s state done", prefix,

@@ -18,7 +18,7 @@
 # plain commands: what Redis spends on the commands themselves, without
 # Lua), then warrantd.
 # Modes: off (unsigned records, auth none), hs256 (HS256 records, auth none),
-# es256 (ES256 records, auth none),
+# es256 (ES256 records, auth none), es256-2t (the same, verify_threads = 2),
 # oauth (ES256 records, the worker's own OAuth token from fake_idp, checked
 # by the target on every call), exchange (ES256 records, a token exchanged
 # for each job, RFC 8693: one more IdP round trip per job).
@@ -28,7 +28,7 @@
 # the range of jobs/s and of p99 beside it.
 #
 # Environment: BENCH_JOBS [20000], BENCH_IN_FLIGHT ["1 64 256"], BENCH_REPEAT [3],
-# BENCH_MODES ["off hs256 es256 oauth exchange"], BENCH_TIMEOUT_S [600, per run], BENCH_VERIFY_THREADS [1, the default; the ES256
+# BENCH_MODES ["off hs256 es256 es256-2t oauth exchange"], BENCH_TIMEOUT_S [600, per run], BENCH_VERIFY_THREADS [1, the default; the ES256
 # modes' [records] verify_threads],
 # BENCH_OUT [bench/results.txt], BENCH_KEEP_TMP (keep the temp dir).
 # Everything it starts is stopped by PID; it exits non-zero when a run does
@@ -40,7 +40,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "$1" && pwd)
 JOBS=${BENCH_JOBS:-20000}
 FLIGHTS=${BENCH_IN_FLIGHT:-"1 64 256"}
-MODES=${BENCH_MODES:-"off hs256 es256 oauth exchange"}
+MODES=${BENCH_MODES:-"off hs256 es256 es256-2t oauth exchange"}
 TIMEOUT_S=${BENCH_TIMEOUT_S:-600}
 OUT=${BENCH_OUT:-$root/bench/results.txt}
 REPEAT=${BENCH_REPEAT:-3}
@@ -132,7 +132,7 @@ target_of() {
 # the same machine did); "" for the fake target.
 latency_nginx() {
 	case $1 in
-	off|hs256|es256) echo "${nginx_lat_url:-}" ;;
+	off|hs256|es256|es256-2t) echo "${nginx_lat_url:-}" ;;
 	*) echo "" ;;
 	esac
 }
@@ -283,10 +283,10 @@ make_jobs() {
 	off)	"$tmp/mkrecords" "$JOBS" "$PREFIX" >"$tmp/jobs-$1.resp" ;;
 	hs256)	"$tmp/mkrecords" "$JOBS" "$PREFIX" "$root/tests/data/test-hs256.secret" \
 		    >"$tmp/jobs-$1.resp" ;;
-	es256|oauth|exchange)
+	es256|es256-2t|oauth|exchange)
 		"$tmp/mkrecords" "$JOBS" "$PREFIX" "$root/tests/data/test-es256.key" \
 		    >"$tmp/jobs-$1.resp" ;;
-	*)	die "unknown mode $1 (off, hs256, es256, oauth or exchange)" ;;
+	*)	die "unknown mode $1 (off, hs256, es256, es256-2t, oauth or exchange)" ;;
 	esac || die "mkrecords failed"
 }
 
@@ -301,7 +301,7 @@ verify_key_file = $root/tests/data/test-hs256.secret"
 		records="signature = required
 algorithm = ES256
 verify_key_file = $root/tests/data/test-es256.pub
-verify_threads = $VERIFY_THREADS"
+verify_threads = $( [ "$1" = es256-2t ] && echo 2 || echo "$VERIFY_THREADS")"
 	fi
 	auth="auth = none
 url = ${ini_target:-$target_url}/gates/{resource}/open"
@@ -485,7 +485,7 @@ cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 	echo "# host: $(nproc) CPU(s), ${cpu:-unknown CPU}; $(redis-server --version | cut -d' ' -f1-3)"
 	echo "# build: ${build#"$root"/}; jobs enqueued before start; redis on a unix socket;"
 	if [ -n "${nginx_url:-}" ]; then
-		echo "# target (off, hs256, es256): $nginx_name, keep-alive, no access log;"
+		echo "# target (off, hs256, es256, es256-2t): $nginx_name, keep-alive, no access log;"
 		echo "# the latency lines of those: the same nginx, logging each arrival; the token modes:"
 		echo "# fake_target. log_level = warn; batch = 64; no [authz]."
 	else
