@@ -666,6 +666,10 @@ static const struct key action_keys[] = {
 	{"audience", set_str, A(audience), 0, 0},
 	{"resource", set_str, A(resource), 0, 0},
 	{"token", set_action_token, A(token_exchange), 0, 0},
+	{"max_in_flight", set_long, A(max_in_flight), 1, VAL_MAX},
+	{"rate_per_s", set_long, A(rate_per_s), 1, VAL_MAX},
+	{"breaker_failures", set_long, A(breaker_failures), 1, VAL_MAX},
+	{"breaker_open_ms", set_long, A(breaker_open_ms), 1, VAL_MAX},
 	{NULL, NULL, 0, 0, 0},
 };
 
@@ -849,7 +853,7 @@ open_action(struct ctx *c, const char *name)
 	cfg->actions = acts;
 	struct cfg_action *a = &acts[cfg->nactions];
 	*a = (struct cfg_action){.name = strdup(name), .method = strdup("POST"),
-	    .timeout_ms = 10000, .auth = CFG_AUTH_OAUTH};
+	    .timeout_ms = 10000, .auth = CFG_AUTH_OAUTH, .breaker_open_ms = 30000};
 	cfg->nactions++;	/* counted even half made, so cfg_free frees it */
 	if (!a->name || !a->method || !(c->secname = record_line(c, full, NULL))) {
 		c->nomem = 1;
