@@ -1176,22 +1176,20 @@ consumer_fields(struct ctx *c, json_t *st, int have_group)
 	return rc;
 }
 
-/* §13: P:paused (shard 0's, where pause writes) as "paused": {name: who
- * and when}; "*" is the whole queue. */
+/* §13: P:paused as "paused": {name: who and when}; "*" is the whole
+ * queue. Shard 0's only, where pause writes them for every worker (another
+ * shard's slot may be on another cluster node). */
 static int
 paused_fields(struct ctx *c, json_t *st)
 {
-	char prefix[STORE_KEY_MAX];
-	struct store_keys k;
 	redisReply *r;
-	json_t *o = json_object();
+	json_t *o;
 
-	if (o == NULL || cluster_shard_prefix(prefix, sizeof prefix, c->cfg->redis.prefix, 0,
-	    (unsigned)c->cfg->redis.shards) != 0 || store_keys_init(&k, prefix, PROG) != 0) {
-		json_decref(o);
+	if (c->shard != 0)
+		return 0;
+	if ((o = json_object()) == NULL)
 		return EX_REFUSED;
-	}
-	int rc = run(c, &r, "HGETALL", k.paused, (char *)NULL);
+	int rc = run(c, &r, "HGETALL", c->keys.paused, (char *)NULL);
 	if (rc != 0) {
 		json_decref(o);
 		return rc;
