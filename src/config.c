@@ -229,6 +229,17 @@ set_long(struct ctx *c, const struct key *k, void *field, const char *v)
 	return 0;
 }
 
+/* A count, or `off` (0): [action NAME] breaker_failures. */
+static int
+set_long_off(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	if (strcmp(v, "off") == 0) {
+		*(long *)field = 0;
+		return 0;
+	}
+	return set_long(c, k, field, v);
+}
+
 static int
 set_int(struct ctx *c, const struct key *k, void *field, const char *v)
 {
@@ -668,7 +679,7 @@ static const struct key action_keys[] = {
 	{"token", set_action_token, A(token_exchange), 0, 0},
 	{"max_in_flight", set_long, A(max_in_flight), 1, VAL_MAX},
 	{"rate_per_s", set_long, A(rate_per_s), 1, VAL_MAX},
-	{"breaker_failures", set_long, A(breaker_failures), 1, VAL_MAX},
+	{"breaker_failures", set_long_off, A(breaker_failures), 1, VAL_MAX},
 	{"breaker_open_ms", set_long, A(breaker_open_ms), 1, VAL_MAX},
 	{NULL, NULL, 0, 0, 0},
 };
@@ -1722,9 +1733,11 @@ dump_key(const struct key *k, const void *base, FILE *out)
 	const void *field = (const char *)base + k->off;
 	const struct name_val *tbl = names_of_setter(k->set);
 
-	if (k->set == set_long && *(const long *)field < k->min)
+	if (k->set == set_long_off && *(const long *)field < k->min)
+		fprintf(out, "%s = off\n", k->name);
+	else if (k->set == set_long && *(const long *)field < k->min)
 		fprintf(out, ";%s =\n", k->name);	/* 0 for "off", e.g. shards */
-	else if (k->set == set_long)
+	else if (k->set == set_long || k->set == set_long_off)
 		fprintf(out, "%s = %ld\n", k->name, *(const long *)field);
 	else if (k->set == set_int)
 		fprintf(out, "%s = %d\n", k->name, *(const int *)field);
