@@ -55,6 +55,8 @@ struct cfg_action {
 	 * onBehalfOf, act = the worker; 0: the worker's own token */
 	int token_exchange;
 	int allow_http;		/* http:// to a host that is not loopback */
+	/* §13, on this worker (gate.h); 0: no limit, breaker off */
+	long max_in_flight, rate_per_s, breaker_failures, breaker_open_ms;
 };
 
 /* warrantctl --as ROLE (warrantd(7) §11): the Redis user of [redis.ROLE]

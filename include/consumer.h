@@ -145,6 +145,9 @@ struct consumer_view {
 	int reading;			/* a read for this shard is outstanding */
 	int claiming;			/* a claim for this shard is outstanding */
 	int backing_off;		/* R17: an error reply on the read path waits */
+	long held;			/* §13, R6: entries in hand held back by a
+					   pause, a limit or an open breaker */
+	int queue_paused;		/* §13: `warrantctl pause` of the whole queue */
 };
 
 /* What may go out for a shard now. */
@@ -171,7 +174,10 @@ long consumer_read_count(const struct consumer_view *v, size_t streams);
 /* R6, R14, R17: a read of new entries may be sent: the group is there,
  * the own PEL was read first, both connections are up, no error reply is
  * being waited out, no read is outstanding, there is room and a usable
- * token, and the worker is not stopping. */
+ * token, and the worker is not stopping. §13: nor while the whole queue is
+ * paused (its entries stay unread), nor while entries held back by their
+ * action's pause, limits or breaker fill half of max_in_flight (R6: one
+ * stuck action does not starve the others). */
 int consumer_may_read(const struct consumer_view *v);
 
 /* Which claim may be sent now; `tick`: a claim interval's timer fired

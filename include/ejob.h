@@ -30,6 +30,7 @@
 
 #include "config.h"
 #include "counters.h"
+#include "gate.h"
 #include "http.h"
 #include "oauth.h"
 #include "record.h"
@@ -193,6 +194,9 @@ struct ejob_env {
 	const struct cfg *cfg;			/* the running config */
 	const struct store_keys *keys;		/* the shard's key names */
 	struct engine_counters *n;		/* outcomes are counted here */
+	struct gate *gate;			/* §13: pauses, limits, breakers of
+						   this worker (shared by every
+						   shard's set); NULL: none */
 };
 
 struct ejobs;	/* opaque: the entries in hand */
@@ -246,6 +250,13 @@ void ejobs_redis_auth_ready(struct ejobs *s);
 
 /* R6, R9: a token arrived; jobs waiting for one go on. */
 void ejobs_token_ready(struct ejobs *s);
+
+/* §13: the gate may let held jobs start (a pause ended, a reload): each
+ * held job asks it again from the loop. */
+void ejobs_gate_wake(struct ejobs *s);
+
+/* §13, R6: entries held at the gate (a pause, a limit, an open breaker). */
+size_t ejobs_held(const struct ejobs *s);
 
 /* R15: no new call and no new wait from now on; jobs the core does not
  * let run on (job_runs_on_at_stop) are let go (they stay pending). */

@@ -13,6 +13,8 @@
 #include "config.h"
 #include "counters.h"
 
+struct gate;
+
 struct engine;
 
 
@@ -55,6 +57,7 @@ struct engine_gauges {
 	long long redis_token_expires_in_s, redis_auth_refreshes;
 	int redis_up;			/* the command connection */
 	long long started_at_ms;
+	const struct gate *gate;	/* §13: pauses, limits, breakers (gate.h) */
 };
 
 void engine_gauges(const struct engine *eng, struct engine_gauges *out);

@@ -92,6 +92,9 @@ enum job_event_kind {
 	JOB_EV_REDIS_ERROR,	/* R17: a Redis step of this entry met an error
 				   that belongs to its data, and retrying gave
 				   up (consumer_err_next): in any state, once */
+	JOB_EV_GATE,		/* §13: a job held at the gate (JOB_FX_GATE_WAIT)
+				   may try again: the gate may have opened, or
+				   its deadline came */
 };
 
 enum job_authz { JOB_AUTHZ_ALLOW, JOB_AUTHZ_DENY, JOB_AUTHZ_UNAVAILABLE };
@@ -112,6 +115,9 @@ struct job_event {
 	enum job_event_kind kind;
 	uint64_t rnd;		/* a random word, for jitter */
 	int token_ok;		/* a token with life > timeout + 1 s is held now */
+	int gate_shut;		/* §13: the gate (gate.h) holds the action's
+				   attempts back now: a pause, a limit, an open
+				   breaker; 0 when it lets one start */
 
 	/* JOB_EV_LOADED */
 	int hash_exists;
@@ -157,6 +163,11 @@ enum job_effect {
 	JOB_FX_END = 1 << 13,		/* after the write, the entry leaves the hand */
 	JOB_FX_EXCHANGE = 1 << 14,	/* exchange for this job's token (RFC 8693) */
 	JOB_FX_HANDBACK = 1 << 15,	/* R9: a new stream entry for the record, ours acked */
+	JOB_FX_GATE_WAIT = 1 << 16,	/* §13: held at the gate, no state change, no
+					   attempt: wait for it (JOB_EV_GATE), at the
+					   latest until step.at_ms (the deadline). An
+					   attempt that passed holds a place there while
+					   `awaiting` is the PDP, the exchange or the call */
 };
 
 /*
@@ -257,6 +268,9 @@ long job_time_left(const struct job *job, long limit_ms, int64_t now_ms)
  */
 int64_t job_retain_ms(const struct job *job, int64_t skew_ms, int64_t retain_ms, int64_t now_ms)
 	__attribute__((warn_unused_result));
+
+/* R8: 1 when an HTTP status (0: no answer) is a retryable failure. */
+int job_status_retryable(int status);
 
 /* 1 when a WWW-Authenticate value carries error="invalid_token". */
 int job_www_auth_invalid_token(const char *value);

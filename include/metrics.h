@@ -29,6 +29,7 @@
 #include <sys/socket.h>
 
 #include "counters.h"
+#include "gate.h"
 
 #define METRICS_REQ_MAX		4096	/* bytes of a request head */
 #define METRICS_IDLE_MS		10000	/* a connection without a full request */
@@ -90,6 +91,10 @@ struct metrics_sample {
 	double cpu_s;
 	long long rss_bytes, open_fds, max_fds;
 	long long reloads_ok, reloads_failed;	/* SIGHUPs applied, refused (R16) */
+	/* §13: pauses, breakers and limits per action, as they stand at
+	 * now_ms (wall clock); NULL: none shown */
+	const struct gate *gate;
+	long long now_ms;
 };
 
 /* A label value in the text format: quoted, with \\, \" and \n escaped.

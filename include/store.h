@@ -19,6 +19,7 @@ struct store_keys {
 	char consumers[STORE_KEY_MAX], clock[STORE_KEY_MAX];	/* R11's liveness */
 	char decision_prefix[STORE_KEY_MAX];	/* "P:decision:" */
 	char final_prefix[STORE_KEY_MAX];	/* "P:final:" (R4's terminal mark) */
+	char paused[STORE_KEY_MAX];		/* "P:paused" (§13's pauses) */
 	/* The transition's `terminal` (job_terminal_list, with a space at
 	 * each end): made once here, not for each of the two transitions of
 	 * every job. */

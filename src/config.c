@@ -229,6 +229,17 @@ set_long(struct ctx *c, const struct key *k, void *field, const char *v)
 	return 0;
 }
 
+/* A count, or `off` (0): [action NAME] breaker_failures. */
+static int
+set_long_off(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	if (strcmp(v, "off") == 0) {
+		*(long *)field = 0;
+		return 0;
+	}
+	return set_long(c, k, field, v);
+}
+
 static int
 set_int(struct ctx *c, const struct key *k, void *field, const char *v)
 {
@@ -666,6 +677,10 @@ static const struct key action_keys[] = {
 	{"audience", set_str, A(audience), 0, 0},
 	{"resource", set_str, A(resource), 0, 0},
 	{"token", set_action_token, A(token_exchange), 0, 0},
+	{"max_in_flight", set_long, A(max_in_flight), 1, VAL_MAX},
+	{"rate_per_s", set_long, A(rate_per_s), 1, VAL_MAX},
+	{"breaker_failures", set_long_off, A(breaker_failures), 1, VAL_MAX},
+	{"breaker_open_ms", set_long, A(breaker_open_ms), 1, VAL_MAX},
 	{NULL, NULL, 0, 0, 0},
 };
 
@@ -849,7 +864,7 @@ open_action(struct ctx *c, const char *name)
 	cfg->actions = acts;
 	struct cfg_action *a = &acts[cfg->nactions];
 	*a = (struct cfg_action){.name = strdup(name), .method = strdup("POST"),
-	    .timeout_ms = 10000, .auth = CFG_AUTH_OAUTH};
+	    .timeout_ms = 10000, .auth = CFG_AUTH_OAUTH, .breaker_open_ms = 30000};
 	cfg->nactions++;	/* counted even half made, so cfg_free frees it */
 	if (!a->name || !a->method || !(c->secname = record_line(c, full, NULL))) {
 		c->nomem = 1;
@@ -1718,9 +1733,11 @@ dump_key(const struct key *k, const void *base, FILE *out)
 	const void *field = (const char *)base + k->off;
 	const struct name_val *tbl = names_of_setter(k->set);
 
-	if (k->set == set_long && *(const long *)field < k->min)
+	if (k->set == set_long_off && *(const long *)field < k->min)
+		fprintf(out, "%s = off\n", k->name);
+	else if (k->set == set_long && *(const long *)field < k->min)
 		fprintf(out, ";%s =\n", k->name);	/* 0 for "off", e.g. shards */
-	else if (k->set == set_long)
+	else if (k->set == set_long || k->set == set_long_off)
 		fprintf(out, "%s = %ld\n", k->name, *(const long *)field);
 	else if (k->set == set_int)
 		fprintf(out, "%s = %d\n", k->name, *(const int *)field);

@@ -211,7 +211,8 @@ int
 consumer_may_read(const struct consumer_view *v)
 {
 	return v->group_ready && v->own_done && !v->draining && !v->reading && v->blk_up &&
-	    v->cmd_up && !v->backing_off && v->tokens_usable && consumer_room(v) > 0;
+	    v->cmd_up && !v->backing_off && v->tokens_usable && consumer_room(v) > 0 &&
+	    !v->queue_paused && 2 * v->held < v->max_in_flight;
 }
 
 enum consumer_claim

@@ -27,6 +27,7 @@
 #include "authz.h"
 #include "consumer.h"
 #include "cred.h"
+#include "gate.h"
 #include "job.h"
 #include "log.h"
 #include "dec.h"
@@ -38,7 +39,7 @@
 
 /* What the job's one timer is armed for. */
 enum ejob_timer { T_NONE, T_RETRY, T_TOKEN_WAIT, T_REDIS_RETRY, T_REDISPATCH_RETRY, T_LOAD_RETRY,
-	T_HANDBACK_RETRY, T_RECLAIM_RETRY };
+	T_HANDBACK_RETRY, T_RECLAIM_RETRY, T_GATE_WAIT };
 /* Which operation's answer the job waits for. */
 enum ejob_wait { W_NONE, W_WRITE, W_LOAD, W_VERIFY, W_AUTHZ, W_EXCHANGE, W_CALL, W_REDISPATCH,
 	W_HANDBACK, W_RECLAIM };
@@ -47,6 +48,10 @@ enum ejob_wait { W_NONE, W_WRITE, W_LOAD, W_VERIFY, W_AUTHZ, W_EXCHANGE, W_CALL,
  * (a walk of the list with strcmp cost 5,000 instructions a job at 256 in
  * flight, 3 %). Chains stay short up to thousands in hand. A power of two. */
 #define EJOB_BUCKETS 1024
+
+/* §13: a job held at the gate asks again at least this often, whatever
+ * else wakes it: a place given back on another shard's set, a probe's end. */
+#define GATE_POLL_MS 1000
 
 TAILQ_HEAD(ejob_list, ejob);
 SLIST_HEAD(ejob_chain, ejob);
@@ -90,6 +95,10 @@ struct ejob {
 	uint64_t token_gen;		/* generation of the token the call used */
 	char written_at[WTIME_RFC3339_LEN];	/* `at` of the last transition sent */
 	long long attempt_started_ms;
+	/* §13: a place at the gate, from the attempt's start to its call's
+	 * answer; whether it is the breaker's probe; and a held job's timer
+	 * set to go at once (a place came free) */
+	int gate_held, gate_probe, gate_kicked;
 };
 
 static void apply(struct ejob *j);
@@ -267,9 +276,13 @@ ejob_release(struct ejob *j)
 /* Marks j finished and cancels what can be cancelled; frees nothing (the
  * answers of loads and writes still come, and settle() frees it after the
  * last). */
+static void gate_give_back(struct ejob *j, enum gate_result r);
+
 static void
 ejob_finish(struct ejob *j)
 {
+	if (j->gate_held)
+		gate_give_back(j, GATE_NO_CALL);
 	j->finished = 1;
 	ejob_timer_stop(j);
 	cancel_op(j, EJOB_OP_CALL, &j->call);
@@ -489,6 +502,7 @@ static void start_call(struct ejob *j);
 static void start_redispatch(struct ejob *j);
 static void start_handback(struct ejob *j);
 static void start_exchange(struct ejob *j);
+static void gate_hold(struct ejob *j);
 
 static void
 continue_effects(struct ejob *j)
@@ -512,6 +526,8 @@ continue_effects(struct ejob *j)
 		start_exchange(j);
 	else if (fx & JOB_FX_CALL)
 		start_call(j);
+	else if (fx & JOB_FX_GATE_WAIT)
+		gate_hold(j);
 	else if (fx & JOB_FX_RETRY_AT)
 		ejob_arm(j, T_RETRY, j->step.at_ms - now_ms(j));
 	else if (fx & JOB_FX_REDISPATCH)
@@ -609,6 +625,108 @@ apply(struct ejob *j)
 		continue_effects(j);
 }
 
+/* ------------------------------------------------------------------ */
+/* §13: the gate -- pauses, limits, the breaker (gate.h decides)        */
+
+static struct gate *
+gate_of(const struct ejob *j)
+{
+	return j->rec ? env_of(j)->gate : NULL;
+}
+
+static int
+gate_shut(const struct ejob *j)
+{
+	struct gate *g = gate_of(j);
+
+	return g != NULL && gate_check(g, j->rec->action, now_ms(j), NULL) != GATE_GO;
+}
+
+/* The oldest job held at the gate that it would let start now goes on from
+ * the loop: one per place that came free, and each that starts wakes the
+ * next (a pause that ends wakes all: ejobs_gate_wake). */
+static void
+gate_wake_one(struct ejobs *s)
+{
+	struct ejob *j;
+
+	if (s->draining)
+		return;
+	for (j = TAILQ_LAST(&s->all, ejob_list); j != NULL; j = TAILQ_PREV(j, ejob_list, link)) {
+		if (j->finished || j->timer_kind != T_GATE_WAIT || j->gate_kicked || gate_shut(j))
+			continue;
+		j->gate_kicked = 1;
+		ejob_arm(j, T_GATE_WAIT, 0);
+		return;
+	}
+}
+
+static void
+gate_give_back(struct ejob *j, enum gate_result r)
+{
+	struct gate *g = gate_of(j);
+	int64_t now = now_ms(j);
+
+	j->gate_held = 0;
+	if (g == NULL)
+		return;
+	enum gate_breaker before = gate_breaker_at(g, j->rec->action, now);
+	gate_done(g, j->rec->action, j->gate_probe, r, now);
+	enum gate_breaker after = gate_breaker_at(g, j->rec->action, now);
+	const struct cfg_action *a = job_action(j);
+	if (after == GATE_BROKEN && before != GATE_BROKEN)
+		log_warn("breaker.open", "action=%s open_ms=%ld detail=%s", LOG_Q(j->rec->action),
+		    a ? a->breaker_open_ms : 0L, j->gate_probe ? "\"the probe failed\"" :
+		    "\"retryable failures in a row\"");
+	else if (after == GATE_CLOSED && before != GATE_CLOSED)
+		log_info("breaker.closed", "action=%s detail=\"the probe got an answer\"",
+		    LOG_Q(j->rec->action));
+	j->gate_probe = 0;
+	gate_wake_one(j->set);
+}
+
+/* The place at the gate follows the core: held while an attempt that
+ * passed it (job_next checked gate_shut) awaits the PDP, the exchange or
+ * the call; given back when it ends without a call (denied, a PDP or token
+ * wait, the deadline). A call's answer gives it back itself, with the
+ * outcome. */
+static void
+gate_follow(struct ejob *j)
+{
+	unsigned a = j->core.awaiting;
+	int attempt = a == JOB_FX_AUTHZ || a == JOB_FX_EXCHANGE || a == JOB_FX_CALL;
+	struct gate *g = gate_of(j);
+
+	if (j->gate_held && !attempt)
+		gate_give_back(j, GATE_NO_CALL);
+	if (g != NULL && attempt && !j->gate_held) {
+		j->gate_probe = gate_take(g, j->rec->action, now_ms(j));
+		j->gate_held = 1;
+		if (j->gate_probe)
+			log_info("breaker.probe", "id=%s action=%s", j->id, LOG_Q(j->rec->action));
+		gate_wake_one(j->set);
+	}
+}
+
+/* Held: the gate's own time (the next start rate_per_s allows, the end of
+ * an open interval), the deadline, or GATE_POLL_MS, whichever is first. */
+static void
+gate_hold(struct ejob *j)
+{
+	struct gate *g = gate_of(j);
+	int64_t now = now_ms(j), at = INT64_MAX;
+	enum gate_verdict v = g ? gate_check(g, j->rec->action, now, &at) : GATE_GO;
+
+	if (at > now + GATE_POLL_MS)
+		at = now + GATE_POLL_MS;
+	if (at > j->step.at_ms)
+		at = j->step.at_ms;
+	log_debug("job.held", "id=%s action=%s why=%s", j->id, j->rec ? LOG_Q(j->rec->action) :
+	    "-", gate_verdict_name(v));
+	j->gate_kicked = 0;
+	ejob_arm(j, T_GATE_WAIT, at - now);
+}
+
 static void
 feed(struct ejob *j, struct job_event *ev)
 {
@@ -616,7 +734,9 @@ feed(struct ejob *j, struct job_event *ev)
 
 	ev->rnd = rnd_u64();
 	ev->token_ok = token_ok(j);
+	ev->gate_shut = gate_shut(j);
 	j->step = job_next(&pol, &j->core, ev, now_ms(j));
+	gate_follow(j);
 	if (j->step.effects == 0 && !job_state_terminal(j->step.next)) {
 		log_debug("job.ignored", "id=%s detail=%s", j->id, LOG_Q(j->step.detail));
 		return;
@@ -641,6 +761,11 @@ on_timer(void *arg)
 		break;
 	case T_TOKEN_WAIT:
 		ev.kind = token_ok(j) ? JOB_EV_TOKEN_READY : JOB_EV_TOKEN_TIMEOUT;
+		feed(j, &ev);
+		break;
+	case T_GATE_WAIT:
+		j->gate_kicked = 0;
+		ev.kind = JOB_EV_GATE;
 		feed(j, &ev);
 		break;
 	case T_REDIS_RETRY:
@@ -678,6 +803,9 @@ call_answered(struct ejob *j, const struct http_response *resp)
 	    job_www_auth_invalid_token(resp->www_authenticate);
 	ev.retry_after_ms = job_retry_after_ms(resp->retry_after, now);
 	j->last_status = (int)resp->status;
+	if (j->gate_held)
+		gate_give_back(j, job_status_retryable((int)resp->status) ? GATE_CALL_FAILED :
+		    GATE_CALL_OK);
 	if (resp->status >= 200 && resp->status <= 299 &&
 	    (job_auth(j, job_action(j)) & EJOB_AUTH_TOKEN))
 		ops_of(j)->token_verdict(ctx_of(j), j->rec->action, j->token_gen, 1);
@@ -1517,6 +1645,33 @@ void
 ejobs_token_ready(struct ejobs *s)
 {
 	each(s, ejob_token_ready);
+}
+
+static void
+ejob_gate_wake(struct ejob *j)
+{
+	if (j->finished || j->timer_kind != T_GATE_WAIT || j->gate_kicked)
+		return;
+	j->gate_kicked = 1;
+	ejob_arm(j, T_GATE_WAIT, 0);
+}
+
+void
+ejobs_gate_wake(struct ejobs *s)
+{
+	if (!s->draining)
+		each(s, ejob_gate_wake);
+}
+
+size_t
+ejobs_held(const struct ejobs *s)
+{
+	size_t n = 0;
+	const struct ejob *j;
+
+	for (j = TAILQ_FIRST(&s->all); j != NULL; j = TAILQ_NEXT(j, link))
+		n += !j->finished && j->timer_kind == T_GATE_WAIT;
+	return n;
 }
 
 void

@@ -26,6 +26,7 @@
 #include "cred.h"
 #include "ejob.h"
 #include "eops.h"
+#include "gate.h"
 #include "http.h"
 #include "log.h"
 #include "oauth.h"
@@ -138,6 +139,8 @@ struct engine {
 
 	int64_t started_at;
 	struct engine_counters n;	/* every shard's jobs count here */
+	struct gate *gate;		/* §13: pauses, limits, breakers (all shards') */
+	int paused_unreadable;		/* P:paused could not be read: logged once */
 };
 
 static void read_more(struct shard *sh);
@@ -215,6 +218,17 @@ in_hand(const struct engine *eng)
 	return n;
 }
 
+/* §13, R6: entries held at the gate over every shard. */
+static size_t
+held(const struct engine *eng)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < eng->nshards; i++)
+		n += eng->shards[i].jobs ? ejobs_held(eng->shards[i].jobs) : 0;
+	return n;
+}
+
 /* Room freed by one shard may be another's to read: each shard that may
  * read does, this one first. */
 static void
@@ -251,6 +265,7 @@ worker_view(const struct engine *eng)
 		.max_in_flight = eng->cfg->daemon.max_in_flight, .batch = eng->cfg->redis.batch,
 		.in_hand = (long)in_hand(eng), .draining = eng->draining,
 		.tokens_usable = creds_tokens_usable(eng->sec.creds),
+		.held = (long)held(eng), .queue_paused = gate_paused(eng->gate, NULL),
 	};
 }
 
@@ -922,7 +937,7 @@ check_stalled(struct shard *sh)
 	best_effort(rconn_command(sh->cmd, after_lag, sh, "XINFO GROUPS %s", sh->keys.jobs));
 }
 
-#define HB_FIELDS	(11 + 16)	/* fixed fields + room for counter_fields */
+#define HB_FIELDS	(12 + 16)	/* fixed fields + room for counter_fields */
 
 static long long
 total_outages(const struct engine *eng)
@@ -985,6 +1000,7 @@ heartbeat_shard(struct shard *sh)
 	struct engine *eng = sh->eng;
 	char host[256] = "", pid[16], started[WTIME_RFC3339_LEN], now[WTIME_RFC3339_LEN];
 	char last_read[WTIME_RFC3339_LEN] = "", in_flight[24], expires[24], rexpires[24];
+	char paused[256];
 	char nums[HB_FIELDS][24];
 	const char *argv[2 + 2 * HB_FIELDS];
 	int argc = 0, k = 0;
@@ -1002,12 +1018,13 @@ heartbeat_shard(struct shard *sh)
 	eng->n.redis_auth_refreshes = eng->rt ? rtoken_refreshes(eng->rt) : 0;
 	eng->n.token_refreshes = eng->oauth ? oauth_refreshes(eng->oauth) : 0;
 	eng->n.redis_outages = total_outages(eng);
+	gate_paused_list(eng->gate, paused, sizeof paused);
 	const char *fixed[] = {"host", host, "pid", pid, "version", WARRANTD_VERSION,
 	    "startedAt", wtime_format_rfc3339(eng->started_at, started, sizeof started),
 	    "heartbeatAt", wtime_format_rfc3339(wtime_now_ms(), now, sizeof now),
 	    "lastReadAt", last_read, "inFlight", in_flight, "tokenState", token_state(eng),
 	    "tokenExpiresIn", expires, "redisTokenState", redis_token_state(eng),
-	    "redisTokenExpiresIn", rexpires};
+	    "redisTokenExpiresIn", rexpires, "paused", paused};
 	argv[argc++] = "HSET";
 	argv[argc++] = sh->keys.consumer;
 	for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
@@ -1023,6 +1040,80 @@ heartbeat_shard(struct shard *sh)
 	check_stalled(sh);
 }
 
+/* §13: the pauses in P:paused (shard 0's, where warrantctl writes them),
+ * read beside every heartbeat: every worker sees one within heartbeat_ms. */
+#define PAUSES_MAX 64
+
+static void
+after_paused(struct rconn *rc, const struct sreply *r, void *arg)
+{
+	struct engine *eng = arg;
+	const char *names[PAUSES_MAX];
+	size_t n = 0, len = 0;
+	char list[256];
+	(void)rc;
+
+	if (r == NULL)
+		return;	/* the connection went: the next heartbeat asks again */
+	if (sreply_array_len(r, &len) != 0) {
+		if (!eng->paused_unreadable)
+			log_warn("gate.unreadable", "key=%s error=%s detail=\"pauses are not "
+			    "seen until it can be read (conf/redis-acl.conf)\"",
+			    eng->shards[0].keys.paused, LOG_Q(sreply_error_text(r) ?
+			    sreply_error_text(r) : "not a hash"));
+		eng->paused_unreadable = 1;
+		return;
+	}
+	eng->paused_unreadable = 0;
+	for (size_t i = 0; i + 1 < len && n < PAUSES_MAX; i += 2) {
+		const char *f = sreply_string(sreply_element(r, i));
+		if (f != NULL && f[0] != '\0')
+			names[n++] = f;
+	}
+	int changed = gate_set_paused(eng->gate, names, n);
+	if (changed <= 0)
+		return;	/* the same, or out of memory: the old pauses hold */
+	gate_paused_list(eng->gate, list, sizeof list);
+	log_info("gate.pauses", "paused=%s", list[0] ? LOG_Q(list) : "-");
+	for (size_t i = 0; i < eng->nshards; i++)
+		ejobs_gate_wake(eng->shards[i].jobs);
+	if (!eng->draining)
+		read_all(&eng->shards[0]);
+}
+
+static void
+read_pauses(struct engine *eng)
+{
+	struct shard *sh = &eng->shards[0];
+
+	if (rconn_is_up(sh->cmd))
+		best_effort(rconn_command(sh->cmd, after_paused, eng, "HGETALL %s",
+		    sh->keys.paused));
+}
+
+/* The actions' limits (§13) into the gate: at the start and each reload. */
+static int
+configure_gate(struct engine *eng, const struct cfg *cfg)
+{
+	size_t n = cfg->nactions;
+	const char **names = calloc(n ? n : 1, sizeof *names);
+	struct gate_limits *lim = calloc(n ? n : 1, sizeof *lim);
+	int rc = -1;
+
+	if (names != NULL && lim != NULL) {
+		for (size_t i = 0; i < n; i++) {
+			const struct cfg_action *a = &cfg->actions[i];
+			names[i] = a->name;
+			lim[i] = (struct gate_limits){a->max_in_flight, a->rate_per_s,
+			    a->breaker_failures, a->breaker_open_ms};
+		}
+		rc = gate_configure(eng->gate, names, lim, n);
+	}
+	free(names);
+	free(lim);
+	return rc;
+}
+
 static void
 heartbeat_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
@@ -1031,6 +1122,7 @@ heartbeat_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	for (size_t i = 0; i < eng->nshards; i++)
 		heartbeat_shard(&eng->shards[i]);
+	read_pauses(eng);
 }
 
 /* §12: systemd's WatchdogSec sets the pace, not heartbeat_ms, and the
@@ -1073,8 +1165,11 @@ on_cmd_state(struct rconn *rc, int up, void *arg)
 	snprintf(sh->own_cursor, sizeof sh->own_cursor, "0");
 	/* Writes that failed while down are retried by their own timers. The
 	 * heartbeat goes before the scan of our PEL that the group's reply
-	 * starts: Redis sees us alive before we take our entries back. */
+	 * starts: Redis sees us alive before we take our entries back. The
+	 * pauses go first too: no job loaded after them starts unseen. */
 	heartbeat_shard(sh);
+	if (sh->index == 0)
+		read_pauses(sh->eng);
 	ensure_group(sh);
 }
 
@@ -1268,6 +1363,7 @@ lend_env(struct shard *sh)
 	sh->env.cfg = eng->cfg;
 	sh->env.keys = &sh->keys;
 	sh->env.n = &eng->n;
+	sh->env.gate = eng->gate;
 }
 
 static void
@@ -1695,6 +1791,10 @@ engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
 	if (eng->webhook == NULL && err[0] != '\0')
 		goto fail;
 	init_timers(eng);
+	if ((eng->gate = gate_new()) == NULL || configure_gate(eng, cfg) < 0) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
 	size_t n = cfg->redis.shards > 0 ? (size_t)cfg->redis.shards : 1;
 	if ((eng->shards = calloc(n, sizeof *eng->shards)) == NULL) {
 		snprintf(err, errlen, "out of memory");
@@ -1873,6 +1973,11 @@ engine_reload(struct engine *eng, struct cfg *cfg, char *err, size_t errlen)
 		free_secrets(&s);
 		return -1;
 	}
+	if (configure_gate(eng, cfg) < 0) {
+		snprintf(err, errlen, "out of memory");
+		free_secrets(&s);
+		return -1;
+	}
 	log_restart_needed(old, cfg);
 	free_secrets(&eng->sec);
 	eng->sec = s;
@@ -1885,6 +1990,8 @@ engine_reload(struct engine *eng, struct cfg *cfg, char *err, size_t errlen)
 	log_set_format(cfg->daemon.log_format);
 	rearm_timers(eng, old, cfg);
 	cfg_free(old);
+	for (size_t i = 0; i < eng->nshards; i++)
+		ejobs_gate_wake(eng->shards[i].jobs);	/* limits may be wider now */
 	return 0;
 }
 
@@ -1910,6 +2017,7 @@ engine_gauges(const struct engine *eng, struct engine_gauges *out)
 	for (size_t i = 0; i < eng->nshards; i++)
 		out->redis_up &= rconn_is_up(eng->shards[i].cmd);
 	out->started_at_ms = eng->started_at;
+	out->gate = eng->gate;
 }
 
 void
@@ -1962,6 +2070,7 @@ engine_free(struct engine *eng)
 	for (size_t i = 0; i < eng->nshards; i++)
 		ejobs_free(eng->shards[i].jobs);
 	vpool_free(eng->vpool);	/* after the jobs: they cancelled their tickets */
+	gate_free(eng->gate);	/* after the jobs: they give their places back */
 	free(eng->shards);
 	free_secrets(&eng->sec);
 	if (eng->sentinel_password)

@@ -54,6 +54,7 @@ static const char *const event_names[] = {
 	[JOB_EV_LEASE_LOST] = "lease-lost",
 	[JOB_EV_HANDED_BACK] = "handed-back",
 	[JOB_EV_REDIS_ERROR] = "redis-error",
+	[JOB_EV_GATE] = "gate",
 };
 
 const char *
@@ -390,10 +391,11 @@ calls_used_up(const struct job_policy *pol, const struct job *job)
 	return pol->max_attempts > 0 && job->calls >= pol->max_attempts;
 }
 
-/* R1 -> R8 -> R6 -> R5 -> the call, in that order, before every attempt. */
+/* R1 -> R8 -> §13 gate -> R6 -> R5 -> the call, in that order, before every
+ * attempt. */
 static void
 start_attempt(struct job_step *st, const struct job_policy *pol, struct job *job,
-	      int token_ok, int64_t now)
+	      int token_ok, int gate_shut, int64_t now)
 {
 	if (now >= job->expires_at_ms) {
 		expire(st, job);
@@ -402,6 +404,15 @@ start_attempt(struct job_step *st, const struct job_policy *pol, struct job *job
 	if (calls_used_up(pol, job)) {
 		dead(st, job, REASON_MAX_ATTEMPTS);
 		detail(st, "%d of %d calls already made", job->calls, pol->max_attempts);
+		return;
+	}
+	if (gate_shut) {
+		/* §13: a pause, a limit or an open breaker spends no attempt
+		 * and writes nothing; R1 still ends the wait (at_ms). */
+		job->awaiting = JOB_FX_GATE_WAIT;
+		st->effects = JOB_FX_GATE_WAIT;
+		st->at_ms = job->expires_at_ms;
+		detail(st, "held back by a pause, a limit or an open breaker");
 		return;
 	}
 	if (pol->token_needed && !token_ok) {
@@ -486,7 +497,7 @@ on_loaded(struct job_step *st, const struct job_policy *pol, struct job *job,
 		    wtime_format_rfc3339(job->not_before_ms, t, sizeof t));
 		return;
 	}
-	start_attempt(st, pol, job, ev->token_ok, now);
+	start_attempt(st, pol, job, ev->token_ok, ev->gate_shut, now);
 }
 
 static void
@@ -519,8 +530,8 @@ on_authz(struct job_step *st, const struct job_policy *pol, struct job *job,
 	detail(st, "unknown authority answer %d; ignored", (int)ev->authz);
 }
 
-static int
-retryable(int status)
+int
+job_status_retryable(int status)
 {
 	return status == 0 || status == 408 || status == 425 || status == 429 ||
 	    (status >= 500 && status <= 599);
@@ -558,7 +569,7 @@ on_http(struct job_step *st, const struct job_policy *pol, struct job *job,
 		job->redispatch = 1;
 		enter_token_wait(st, pol, job, JOB_FX_WRITE_STATE | JOB_FX_DROP_TOKEN, now);
 		detail(st, "%s: token rejected; refresh, then re-dispatch", why);
-	} else if (retryable(s)) {
+	} else if (job_status_retryable(s)) {
 		if (now >= job->expires_at_ms) {
 			/* R1: a call cut at the deadline (job_time_left) is
 			 * not retried, whatever calls are left */
@@ -587,7 +598,7 @@ on_http(struct job_step *st, const struct job_policy *pol, struct job *job,
 
 static void
 on_token_ready(struct job_step *st, const struct job_policy *pol, struct job *job,
-	       int64_t now)
+	       int gate_shut, int64_t now)
 {
 	if (job->redispatch) {
 		/* R9: take the entry again (delivery count +1) before running it. */
@@ -595,7 +606,7 @@ on_token_ready(struct job_step *st, const struct job_policy *pol, struct job *jo
 		detail(st, "token ready; re-dispatching");
 		return;
 	}
-	start_attempt(st, pol, job, 1, now);
+	start_attempt(st, pol, job, 1, gate_shut, now);
 }
 
 /* R9: the XCLAIM counted a delivery; R12 is checked before the run. */
@@ -611,7 +622,7 @@ on_redispatched(struct job_step *st, const struct job_policy *pol, struct job *j
 		    job->deliveries, pol->max_deliveries);
 		return;
 	}
-	start_attempt(st, pol, job, ev->token_ok, now);
+	start_attempt(st, pol, job, ev->token_ok, ev->gate_shut, now);
 }
 
 /* RFC 8693: the job's own token came, the IdP refused it, or it was down. */
@@ -747,6 +758,9 @@ accepts(const struct job *job, enum job_event_kind k)
 		return !job->redis_broken;
 	if (job_state_terminal(job->state))
 		return 0;
+	/* §13: held at the gate, the job waits for the gate alone */
+	if (job->awaiting == JOB_FX_GATE_WAIT)
+		return k == JOB_EV_GATE || k == JOB_EV_LEASE_LOST;
 	switch (k) {
 	case JOB_EV_LOADED:
 	case JOB_EV_NO_ID:
@@ -773,6 +787,7 @@ accepts(const struct job *job, enum job_event_kind k)
 		return job->state == JOB_RUNNING && job->awaiting == JOB_FX_EXCHANGE;
 	case JOB_EV_LEASE_LOST:
 		return 1;
+	case JOB_EV_GATE:	/* only while held: above */
 	case JOB_EV_REDIS_ERROR:
 		break;	/* answered above */
 	}
@@ -799,10 +814,11 @@ job_next(const struct job_policy *pol, struct job *job, const struct job_event *
 		on_loaded(&st, pol, job, ev, now_ms);
 		break;
 	case JOB_EV_TIMER:
-		start_attempt(&st, pol, job, ev->token_ok, now_ms);
+	case JOB_EV_GATE:
+		start_attempt(&st, pol, job, ev->token_ok, ev->gate_shut, now_ms);
 		break;
 	case JOB_EV_TOKEN_READY:
-		on_token_ready(&st, pol, job, now_ms);
+		on_token_ready(&st, pol, job, ev->gate_shut, now_ms);
 		break;
 	case JOB_EV_REDISPATCHED:
 		on_redispatched(&st, pol, job, ev, now_ms);

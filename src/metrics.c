@@ -512,6 +512,56 @@ put_token(struct out *o, const char *prefix, const char *what, const char *none,
 	put(o, "warrantd_%s %lld\n", name, expires_in_s);
 }
 
+/* §13: the whole queue's pause, and each action's pause, breaker and
+ * limit (one gauge per breaker state, 1 for the current one, as tokens). */
+static void
+put_gate(struct out *o, const struct gate *g, long long now)
+{
+	static const enum gate_breaker states[] = {GATE_CLOSED, GATE_HALF_OPEN, GATE_BROKEN};
+	size_t n = g ? gate_count(g) : 0;
+	struct gate_view v;
+
+	put_head(o, "queue_paused", "gauge", "1 while the whole queue is paused (warrantctl pause).");
+	put(o, "warrantd_queue_paused %d\n", g && gate_paused(g, NULL));
+	if (n == 0)
+		return;
+	put_head(o, "action_paused", "gauge",
+	    "1 while the action is paused, by name or with the whole queue.");
+	for (size_t i = 0; i < n; i++) {
+		gate_view(g, i, now, &v);
+		put(o, "warrantd_action_paused{action=");
+		put_label(o, v.action);
+		put(o, "} %d\n", v.paused);
+	}
+	put_head(o, "breaker_state", "gauge",
+	    "1 for the current state of the action's circuit breaker on this worker.");
+	for (size_t i = 0; i < n; i++) {
+		gate_view(g, i, now, &v);
+		for (size_t k = 0; k < sizeof states / sizeof states[0]; k++) {
+			put(o, "warrantd_breaker_state{action=");
+			put_label(o, v.action);
+			put(o, ",state=\"%s\"} %d\n", gate_breaker_name(states[k]),
+			    v.breaker == states[k]);
+		}
+	}
+	put_head(o, "action_max_in_flight", "gauge",
+	    "The action's max_in_flight on this worker (0: no limit).");
+	for (size_t i = 0; i < n; i++) {
+		gate_view(g, i, now, &v);
+		put(o, "warrantd_action_max_in_flight{action=");
+		put_label(o, v.action);
+		put(o, "} %ld\n", v.max_in_flight);
+	}
+	put_head(o, "action_in_flight", "gauge",
+	    "Attempts of the action under way on this worker (its places at the gate).");
+	for (size_t i = 0; i < n; i++) {
+		gate_view(g, i, now, &v);
+		put(o, "warrantd_action_in_flight{action=");
+		put_label(o, v.action);
+		put(o, "} %ld\n", v.in_flight);
+	}
+}
+
 char *
 metrics_format(const struct metrics_sample *s, const struct metrics_hist *h, size_t *len)
 {
@@ -545,6 +595,7 @@ metrics_format(const struct metrics_sample *s, const struct metrics_hist *h, siz
 	put(&o, "warrantd_config_reloads_total{result=\"ok\"} %lld\n", s->reloads_ok);
 	put(&o, "warrantd_config_reloads_total{result=\"failed\"} %lld\n", s->reloads_failed);
 	put_process(&o, s);
+	put_gate(&o, s->gate, s->now_ms);
 	put_hists(&o, h);
 	put_outcomes(&o, h);
 	if (o.nomem) {

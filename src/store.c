@@ -23,7 +23,7 @@ store_keys_init(struct store_keys *k, const char *prefix, const char *consumer)
 		{k->jobs, "jobs"}, {k->scheduled, "scheduled"}, {k->dead, "dead"},
 		{k->notify, "notify"}, {k->audit, "audit"}, {k->decision_prefix, "decision:"},
 		{k->consumers, "consumers"}, {k->clock, "clock"},
-		{k->final_prefix, "final:"},
+		{k->final_prefix, "final:"}, {k->paused, "paused"},
 	};
 
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {

@@ -96,6 +96,10 @@ static const char usage_text[] =
 "                         dead letters, one per line (of every shard)\n"
 "  dead requeue ID        put a dead record back on the queue (not past its deadline)\n"
 "  dead drop ID           delete the dead letters of a record\n"
+"  pause [ACTION]         no new call of ACTION (or of any action) on every\n"
+"                         worker within a heartbeat; entries wait in hand,\n"
+"                         no attempt spent, deadlines still hold\n"
+"  resume [ACTION]        end that pause\n"
 "\n"
 "  -c, --config FILE   the daemon's INI file (default " CFG_DEFAULT_PATH ")\n"
 "      --as ROLE       log in to Redis as the user of [redis.ROLE]: operator,\n"
@@ -1181,6 +1185,30 @@ consumer_fields(struct ctx *c, json_t *st, int have_group)
 	return rc;
 }
 
+/* §13: P:paused as "paused": {name: who and when}; "*" is the whole
+ * queue. Shard 0's only, where pause writes them for every worker (another
+ * shard's slot may be on another cluster node). */
+static int
+paused_fields(struct ctx *c, json_t *st)
+{
+	redisReply *r;
+	json_t *o;
+
+	if (c->shard != 0)
+		return 0;
+	if ((o = json_object()) == NULL)
+		return EX_REFUSED;
+	int rc = run(c, &r, "HGETALL", c->keys.paused, (char *)NULL);
+	if (rc != 0) {
+		json_decref(o);
+		return rc;
+	}
+	add_flat(o, sreply_of(r), NULL, NULL);
+	freeReplyObject(r);
+	json_object_set_new(st, "paused", o);
+	return 0;
+}
+
 static int
 status_json(struct ctx *c, json_t *st)
 {
@@ -1203,7 +1231,8 @@ status_json(struct ctx *c, json_t *st)
 	if ((rc = pending_fields(c, st, g != NULL)) != 0 ||
 	    (rc = length_of(c, "ZCARD", c->keys.scheduled, st, "scheduled")) != 0 ||
 	    (rc = length_of(c, "XLEN", c->keys.dead, st, "dead")) != 0 ||
-	    (rc = length_of(c, "XLEN", c->keys.notify, st, "notify")) != 0)
+	    (rc = length_of(c, "XLEN", c->keys.notify, st, "notify")) != 0 ||
+	    (rc = paused_fields(c, st)) != 0)
 		goto done;
 	rc = consumer_fields(c, st, g != NULL);
 done:
@@ -1721,6 +1750,82 @@ cmd_dead(struct ctx *c, int argc, char **argv)
 	return dead_with_id(c, argv[0], id);
 }
 
+/* ---- pause, resume (§13) ---- */
+
+/* Who asks, for the record in P:paused: the login behind sudo, else the
+ * user; and the role it connects as. */
+static void
+who_asks(const struct ctx *c, char *buf, size_t n, int64_t now)
+{
+	const char *u = getenv("SUDO_USER");
+	char at[WTIME_RFC3339_LEN];
+
+	if (u == NULL || u[0] == '\0')
+		u = getenv("USER");
+	snprintf(buf, n, "by=%s%s%s at=%s", u && u[0] ? u : "?", c->as ? " as=" : "",
+	    c->as ? c->as : "", wtime_format_rfc3339(now, at, sizeof at));
+}
+
+static int
+cmd_pause(struct ctx *c, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"config", required_argument, NULL, 'c'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int resume = strcmp(argv[0], "resume") == 0, ch, rc;
+	const char *name = "*";
+	char who[256];
+	redisReply *r;
+
+	while ((ch = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
+		if (ch == 'h') {
+			fputs(usage_text, stdout);
+			return 0;
+		}
+		if (ch != 'c')
+			return unknown_option(argv[0], argv);
+		c->cfg_path = optarg;
+	}
+	if (argc - optind > 1)
+		return usage_error("%s: at most one ACTION", argv[0]);
+	if (argc - optind == 1)
+		name = argv[optind];
+	if ((rc = load_config(c)) != 0)
+		return rc;
+	/* A typo must not look like a pause: only what the config names. */
+	if (strcmp(name, "*") != 0 && cfg_action_find(c->cfg, name) == NULL) {
+		say("%s: %s has no [action %s]", argv[0], c->cfg_path, name);
+		return EX_REFUSED;
+	}
+	/* every worker reads shard 0's P:paused */
+	if ((rc = use_shard(c, 0)) != 0 || (rc = connect_redis(c)) != 0)
+		return rc;
+	const char *what = strcmp(name, "*") == 0 ? "the whole queue" : name;
+	if (resume) {
+		if ((rc = run(c, &r, "HDEL", c->keys.paused, name, (char *)NULL)) != 0)
+			return rc;
+		long long gone = 0;
+		if (sreply_integer(sreply_of(r), &gone) != 0)
+			gone = 0;
+		freeReplyObject(r);
+		if (gone)
+			printf("resumed %s: workers start its calls again within a heartbeat "
+			    "(%ld ms)\n", what, c->cfg->daemon.heartbeat_ms);
+		else
+			printf("%s was not paused\n", what);
+		return 0;
+	}
+	who_asks(c, who, sizeof who, wtime_now_ms());
+	if ((rc = run(c, &r, "HSET", c->keys.paused, name, who, (char *)NULL)) != 0)
+		return rc;
+	freeReplyObject(r);
+	printf("paused %s: every worker starts no new call of it within a heartbeat (%ld ms); "
+	    "entries wait in hand, deadlines still hold\n", what, c->cfg->daemon.heartbeat_ms);
+	return 0;
+}
+
 /* ---- main ---- */
 
 static int
@@ -1734,6 +1839,7 @@ dispatch(struct ctx *c, int argc, char **argv)
 		{"decide", cmd_decide, "decider"}, {"status", cmd_status, "monitor"},
 		{"metrics", cmd_metrics, "monitor"}, {"inspect", cmd_inspect, "monitor"},
 		{"dead", cmd_dead, NULL},
+		{"pause", cmd_pause, NULL}, {"resume", cmd_pause, NULL},
 	};
 
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)

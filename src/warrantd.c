@@ -20,6 +20,7 @@
 #include "secrets.h"
 #include "proc.h"
 #include "version.h"
+#include "wtime.h"
 
 static void
 usage(FILE *f)
@@ -192,6 +193,8 @@ metrics_sample_engine(void *arg, struct metrics_sample *out)
 	out->redis_up = g.redis_up;
 	out->version = WARRANTD_VERSION;
 	out->start_time_s = g.started_at_ms / 1000;
+	out->gate = g.gate;
+	out->now_ms = wtime_now_ms();
 	struct proc_usage u;
 	proc_usage(&u);
 	out->cpu_s = u.cpu_s;

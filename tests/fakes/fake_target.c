@@ -43,6 +43,9 @@ static struct {
 	struct fake_blob secret;	/* data NULL: no token check */
 	long long revoked_at_ms;	/* tokens issued at or before this are dead */
 	json_t *revoked_scopes;		/* scope -> ms: that scope's tokens issued before die */
+	/* action calls being answered now, and the most at once since the
+	 * last reset (§13's max_in_flight, seen from the target) */
+	long long in_flight, max_concurrent;
 } st = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 static long long
@@ -75,6 +78,7 @@ reset_locked(void)
 	st.revoked_scopes = json_object();
 	st.ok_keys = json_object();
 	st.records_dropped = st.total = st.duplicates = 0;
+	st.max_concurrent = st.in_flight;	/* calls under way go on counting */
 }
 
 static void
@@ -220,8 +224,10 @@ stats_locked(void)
 	json_object_foreach(st.keys, key, n)
 		if (json_integer_value(n) > max)
 			max = json_integer_value(n);
-	json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:O, s:O}",
-	    "total", (json_int_t)st.total, "distinct_keys", (json_int_t)json_object_size(st.keys),
+	json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:O, s:O}",
+	    "total", (json_int_t)st.total, "in_flight", (json_int_t)st.in_flight,
+	    "max_concurrent", (json_int_t)st.max_concurrent,
+	    "distinct_keys", (json_int_t)json_object_size(st.keys),
 	    "max_per_key", (json_int_t)max, "duplicates", (json_int_t)st.duplicates,
 	    "records_dropped", (json_int_t)st.records_dropped,
 	    "by_status", st.by_status, "keys", st.keys);
@@ -291,11 +297,17 @@ handle_action(struct MHD_Connection *c, const struct fake_req *r, const char *me
 		next_reply_locked(key, &rp);
 	}
 	record_locked(c, r, method, key, &rp);
+	if (++st.in_flight > st.max_concurrent)
+		st.max_concurrent = st.in_flight;
 	pthread_mutex_unlock(&st.mu);
 	log_call(method, r->uri, key, rp.status);
 	fake_delay(rp.delay_ms);
 	snprintf(body, sizeof body, "{\"status\":%d}", rp.status);
-	return send_reply(c, &rp, body);
+	enum MHD_Result res = send_reply(c, &rp, body);
+	pthread_mutex_lock(&st.mu);
+	st.in_flight--;
+	pthread_mutex_unlock(&st.mu);
+	return res;
 }
 
 /* A script is an object whose "default" is an object and whose "per_key"

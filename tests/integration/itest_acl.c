@@ -457,6 +457,34 @@ test_operator_requeues(void **state)
 	    sizeof dead)), 0);
 }
 
+/* §13: the operator pauses and resumes an action, the worker reads the
+ * pause (no NOPERM), the monitor sees it in status and cannot pause. */
+static void
+test_operator_pauses(void **state)
+{
+	char *out;
+	(void)state;
+
+	assert_int_equal(ctl(&out, D->ini, "--as", "monitor", "pause", "gate.open",
+	    (char *)NULL), 1);
+	if (out == NULL || strstr(out, "NOPERM") == NULL)
+		fail_msg("[%s] monitor's pause: %s", D->tag, out ? out : "");
+	free(out);
+	CTL_OK("--as", "operator", "pause", "gate.open");
+	if (h_daemon_wait_log(&D->dmn, "event=gate.pauses paused=gate.open", 30000) != 0)
+		fail_msg("[%s] the worker did not see the pause (log %s)", D->tag, D->dmn.log);
+	assert_int_equal(ctl(&out, D->ini, "--as", "monitor", "status", "--json", (char *)NULL),
+	    0);
+	if (out == NULL || strstr(out, "\"gate.open\":\"by=") == NULL)
+		fail_msg("[%s] status shows no pause: %s", D->tag, out ? out : "");
+	free(out);
+	CTL_OK("--as", "operator", "resume", "gate.open");
+	if (h_daemon_wait_log(&D->dmn, "event=gate.pauses paused=-", 30000) != 0)
+		fail_msg("[%s] the worker did not see the resume (log %s)", D->tag, D->dmn.log);
+	if (h_daemon_log_has(&D->dmn, "event=gate.unreadable"))
+		fail_msg("[%s] the worker could not read the pauses (log %s)", D->tag, D->dmn.log);
+}
+
 /* The monitor runs what a timer and a person on duty read. */
 static void
 test_monitor_reads(void **state)
@@ -703,6 +731,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_worker_and_decider_work),
 		cmocka_unit_test(test_operator_requeues),
+		cmocka_unit_test(test_operator_pauses),
 		cmocka_unit_test(test_monitor_reads),
 		cmocka_unit_test(test_default_role),
 		cmocka_unit_test(test_as_errors),

@@ -364,6 +364,11 @@ test_scrape(void **state)
 	assert_has(resp, "\nwarrantd_call_duration_seconds_count{action=\"gate.open\"} 3\n");
 	assert_has(resp, "\nwarrantd_queue_delay_seconds_count{action=\"gate.open\"} 3\n");
 	assert_has(resp, "\nwarrantd_jobs_total{action=\"gate.open\",outcome=\"done\"} 3\n");
+	/* §13: pause, breaker and limit gauges per action */
+	assert_has(resp, "\nwarrantd_queue_paused 0\n");
+	assert_has(resp, "\nwarrantd_action_paused{action=\"gate.open\"} 0\n");
+	assert_has(resp, "\nwarrantd_breaker_state{action=\"gate.open\",state=\"closed\"} 1\n");
+	assert_has(resp, "\nwarrantd_action_max_in_flight{action=\"gate.open\"} 0\n");
 	assert_has(resp, "\n# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes ");
 	assert_has(resp, "\nprocess_open_fds ");
 	char *body = body_of(resp);

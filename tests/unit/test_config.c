@@ -705,6 +705,35 @@ dump_text(const struct cfg *cfg)
 	return text;
 }
 
+/* §13: the action's limits and breaker; breaker_failures may say `off`,
+ * and -T shows what holds. */
+static void
+test_action_gate_keys(void **state)
+{
+	(void)state;
+	struct cfg *cfg = load_ok(MIN_RECORDS MIN_ACTION "max_in_flight = 4\nrate_per_s = 20\n"
+	    "breaker_failures = 5\n[action b]\nurl = http://127.0.0.1/y\nauth = none\n"
+	    "breaker_failures = off\n");
+	const struct cfg_action *a = cfg_action_find(cfg, "a"), *b = cfg_action_find(cfg, "b");
+
+	assert_int_equal(a->max_in_flight, 4);
+	assert_int_equal(a->rate_per_s, 20);
+	assert_int_equal(a->breaker_failures, 5);
+	assert_int_equal(a->breaker_open_ms, 30000);	/* the default */
+	assert_int_equal(b->max_in_flight, 0);		/* unset: no limit */
+	assert_int_equal(b->breaker_failures, 0);
+	char *text = dump_text(cfg);
+	assert_non_null(strstr(text, "\nmax_in_flight = 4\nrate_per_s = 20\nbreaker_failures = 5\n"
+	    "breaker_open_ms = 30000\n"));
+	assert_non_null(strstr(text, "\n;max_in_flight =\n;rate_per_s =\nbreaker_failures = off\n"));
+	free(text);
+	cfg_free(cfg);
+	EXPECT(MIN_RECORDS MIN_ACTION "max_in_flight = 0\n",
+	    "t.ini:6: max_in_flight: 0 is out of range");
+	EXPECT(MIN_RECORDS MIN_ACTION "breaker_failures = never\n",
+	    "t.ini:6: breaker_failures: 'never' is not an integer");
+}
+
 /* -T: every key shown (none as '?'), defaults and derived values filled in,
  * and the text loads back to the same configuration. */
 static void
@@ -1355,6 +1384,7 @@ main(void)
 		cmocka_unit_test(test_redis_password_plaintext),
 		cmocka_unit_test(test_did_you_mean),
 		cmocka_unit_test(test_dump_round_trip),
+		cmocka_unit_test(test_action_gate_keys),
 		cmocka_unit_test(test_warnings),
 		cmocka_unit_test(test_example_has_every_key),
 		cmocka_unit_test(test_every_error_reported),

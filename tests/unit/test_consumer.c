@@ -334,7 +334,12 @@ test_may_read(void **state)
 	WITHOUT(cmd_up, 0);
 	WITHOUT(backing_off, 1);	/* R17: an error reply waits */
 	WITHOUT(tokens_usable, 0);	/* R6 */
+	WITHOUT(queue_paused, 1);	/* §13: the whole queue paused */
+	WITHOUT(held, v.max_in_flight / 2);	/* §13, R6: half held back */
 #undef WITHOUT
+	/* held back, but less than half: still reading for the others */
+	v.held = v.max_in_flight / 2 - 1;
+	assert_true(consumer_may_read(&v));
 }
 
 /* R14 before R11: the own PEL, at any time; another's entries only on a

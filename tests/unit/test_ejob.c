@@ -18,6 +18,7 @@
 #include "config.h"
 #include "counters.h"
 #include "ejob.h"
+#include "gate.h"
 #include "log.h"
 #include "store.h"
 
@@ -549,6 +550,61 @@ test_5xx_then_retry(void **state)
 	assert_int_equal(live_count(), 0);
 }
 
+/* §13: with max_in_flight 1 a second entry is held at the gate -- no
+ * write, no call, a timer bounded by the poll -- until the first call's
+ * answer gives its place back; a pause holds it until ejobs_gate_wake. */
+static void
+test_gate_holds_and_wakes(void **state)
+{
+	struct fixture *f = *state;
+	struct gate *g = gate_new();
+	const char *names[] = {"gate.open"}, *paused[] = {"gate.open"};
+	struct gate_limits lim[] = {{1, 0, 0, 0}};
+
+	assert_non_null(g);
+	assert_int_equal(gate_configure(g, names, lim, 1), 0);
+	f->env.gate = g;
+	to_call_step(f, "1-1", "gate.open", NULL);
+	answer_write(pending(P_WRITE, NULL), "ok", 1);
+	EXPECT_TRACE("load(P:decision:gate-14) verify(gate-14) write(running,f=0,+1) call");
+	struct pend *first = pending(P_CALL, NULL);
+	to_call_step(f, "2-1", "gate.open", NULL);
+	EXPECT_TRACE("load(P:decision:gate-14) verify(gate-14) timer");	/* held */
+	struct pend *held = pending(P_TIMER, NULL);
+	assert_true(held->delay_ms > 0 && held->delay_ms <= 1000);
+	assert_int_equal(ejobs_held(f->jobs), 1);
+	/* its timer fires while the place is still taken: held again */
+	fire(held);
+	EXPECT_TRACE("timer");
+	held = pending(P_TIMER, NULL);
+	/* the first call's answer gives the place back: the held one goes on
+	 * from the loop (a timer at once), and starts when it fires */
+	answer_call(first, 204);
+	EXPECT_TRACE("cancel:timer timer write(done,f=1,own,ack,keep)");
+	assert_false(held->live);	/* replaced by the one at once */
+	held = pending(P_TIMER, NULL);
+	assert_int_equal(held->delay_ms, 0);
+	fire(held);
+	EXPECT_TRACE("write(running,f=0,+1)");
+	assert_int_equal(ejobs_held(f->jobs), 0);
+	answer_write(pending(P_WRITE, NULL), "ok", 1);
+	EXPECT_TRACE("call");
+	/* a pause holds a third one; the pause's end wakes it */
+	assert_int_equal(gate_set_paused(g, paused, 1), 1);
+	to_call_step(f, "3-1", "gate.open", NULL);
+	EXPECT_TRACE("load(P:decision:gate-14) verify(gate-14) timer");
+	assert_int_equal(gate_set_paused(g, NULL, 0), 1);
+	ejobs_gate_wake(f->jobs);
+	EXPECT_TRACE("cancel:timer timer");
+	assert_int_equal(pending(P_TIMER, NULL)->delay_ms, 0);
+	ejobs_abandon(f->jobs);
+	struct gate_view v;
+	gate_view(g, 0, NOW, &v);
+	assert_int_equal(v.in_flight, 0);	/* abandoned jobs gave theirs back */
+	f->env.gate = NULL;
+	gate_free(g);
+}
+
 /* R9: a 401 with an OAuth token: refused, written as auth_wait, a wait
  * for a token; when one comes the entry is re-dispatched (its delivery
  * count from before), then runs again. */
@@ -939,6 +995,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_no_id, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deleted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_abandon, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gate_holds_and_wakes, setup, teardown),
 	};
 
 	log_set_level(LOG_ERROR);	/* the jobs' log lines are not what is tested */

@@ -1585,6 +1585,105 @@ test_runs_on_at_stop(void **state)
 	assert_int_equal(job_runs_on_at_stop(&j3, &s, JOB_DOING_WRITE_AGAIN), 0);
 }
 
+/* ---- §13: the gate (a pause, a limit, an open breaker) ---- */
+
+static struct job_event
+shut(struct job_event ev)
+{
+	ev.gate_shut = 1;
+	return ev;
+}
+
+/* Held at the gate: no state written, no attempt counted, only the gate's
+ * event (or a lost lease) moves it, and R1 still ends it. */
+static void
+test_gate_holds(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j;
+
+	memset(&j, 0, sizeof j);
+	struct job_step s = step(&p, &j, shut(ev_loaded()), NOW);
+	assert_int_equal(s.effects, JOB_FX_GATE_WAIT);
+	assert_false(job_step_writes(&s));
+	assert_int_equal(s.at_ms, NOW + WINDOW);	/* the wait ends at the deadline */
+	assert_int_equal(s.next, JOB_NONE);		/* no state change */
+	assert_int_equal(j.calls, 0);
+	/* only the gate moves it: a timer or a token is not its business */
+	assert_int_equal(step(&p, &j, ev_of(JOB_EV_TIMER), NOW).effects, 0);
+	assert_int_equal(step(&p, &j, ev_of(JOB_EV_TOKEN_READY), NOW).effects, 0);
+	assert_int_equal(step(&p, &j, ev_loaded(), NOW).effects, 0);
+	/* still shut: held again, quietly */
+	s = step(&p, &j, shut(ev_of(JOB_EV_GATE)), NOW + 1000);
+	assert_int_equal(s.effects, JOB_FX_GATE_WAIT);
+	assert_int_equal(j.calls, 0);
+	/* open: the attempt starts as it would have */
+	s = step(&p, &j, ev_of(JOB_EV_GATE), NOW + 2000);
+	assert_int_equal(s.next, JOB_RUNNING);
+	assert_int_equal(s.effects, JOB_FX_START_ATTEMPT | JOB_FX_WRITE_STATE | JOB_FX_CALL);
+	assert_int_equal(j.calls, 1);
+	/* the gate's event means nothing to a job it does not hold */
+	assert_int_equal(step(&p, &j, ev_of(JOB_EV_GATE), NOW + 2000).effects, 0);
+}
+
+static void
+test_gate_hold_ends_at_deadline(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j;
+
+	load_running(&p, &j);
+	/* a retryable failure; its retry meets an open breaker */
+	struct job_step s = step(&p, &j, ev_http(503), NOW + 10);
+	assert_int_equal(s.next, JOB_RETRYING);
+	s = step(&p, &j, shut(ev_of(JOB_EV_TIMER)), NOW + 5000);
+	assert_int_equal(s.effects, JOB_FX_GATE_WAIT);
+	assert_int_equal(s.next, JOB_RETRYING);	/* the hash keeps saying so */
+	assert_int_equal(j.calls, 1);		/* no attempt spent */
+	/* the deadline passes while held: expired (R1), whatever the gate says */
+	s = step(&p, &j, shut(ev_of(JOB_EV_GATE)), NOW + WINDOW);
+	assert_int_equal(s.next, JOB_EXPIRED);
+	assert_int_equal(s.effects, FX_TERMINAL_NOTIFY);
+	assert_int_equal(s.reason, REASON_DEADLINE_PASSED);
+	assert_int_equal(j.calls, 1);
+}
+
+static void
+test_gate_hold_and_lease_lost(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j;
+
+	memset(&j, 0, sizeof j);
+	(void)step(&p, &j, shut(ev_loaded()), NOW);
+	struct job_step s = step(&p, &j, ev_of(JOB_EV_LEASE_LOST), NOW);
+	assert_int_equal(s.effects, JOB_FX_RELEASE);
+	/* the gate checks before the token: a paused job does not go
+	 * auth_wait (nothing written while held) */
+	memset(&j, 0, sizeof j);
+	struct job_event ev = shut(ev_loaded());
+	ev.token_ok = 0;
+	s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.effects, JOB_FX_GATE_WAIT);
+	ev = ev_of(JOB_EV_GATE);
+	ev.token_ok = 0;
+	s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_AUTH_WAIT);
+	/* R8's budget comes first: a job with no calls left is dead, not held */
+	memset(&j, 0, sizeof j);
+	ev = shut(ev_loaded());
+	ev.attempts = p.max_attempts;
+	s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.effects, FX_DEAD);
+	assert_int_equal(job_status_retryable(503), 1);
+	assert_int_equal(job_status_retryable(0), 1);
+	assert_int_equal(job_status_retryable(404), 0);
+	assert_int_equal(job_status_retryable(401), 0);
+}
+
 int
 main(void)
 {
@@ -1636,6 +1735,9 @@ main(void)
 		cmocka_unit_test_setup(test_write_fence_kept_for_a_resend, setup),
 		cmocka_unit_test_setup(test_write_fencing_without_a_call, setup),
 		cmocka_unit_test_setup(test_runs_on_at_stop, setup),
+		cmocka_unit_test_setup(test_gate_holds, setup),
+		cmocka_unit_test_setup(test_gate_hold_ends_at_deadline, setup),
+		cmocka_unit_test_setup(test_gate_hold_and_lease_lost, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

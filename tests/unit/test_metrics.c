@@ -246,6 +246,48 @@ test_outcomes(void **state)
 }
 
 /* The standard process_* metrics; one that cannot be read (-1) is left out. */
+/* §13: the pauses, the breakers and the limits of the gate, per action. */
+static void
+test_format_gate(void **state)
+{
+	struct metrics_sample s = sample();
+	struct gate *g = gate_new();
+	const char *names[] = {"gate.open", "gate.close"}, *paused[] = {"gate.close"};
+	struct gate_limits lim[] = {{4, 0, 1, 1000}, {0, 0, 0, 0}};
+	size_t len;
+	(void)state;
+
+	char *t = metrics_format(&s, NULL, &len);	/* no gate: the queue's pause only */
+	assert_has(t, "# TYPE warrantd_queue_paused gauge\nwarrantd_queue_paused 0\n");
+	assert_null(strstr(t, "warrantd_breaker_state"));
+	free(t);
+	assert_non_null(g);
+	assert_int_equal(gate_configure(g, names, lim, 2), 0);
+	assert_int_equal(gate_set_paused(g, paused, 1), 1);
+	gate_take(g, "gate.open", 1000);
+	gate_done(g, "gate.open", 0, GATE_CALL_FAILED, 1000);	/* opens it */
+	gate_take(g, "gate.close", 1000);
+	s.gate = g;
+	s.now_ms = 1500;
+	t = metrics_format(&s, NULL, &len);
+	assert_has(t, "\nwarrantd_queue_paused 0\n");
+	assert_has(t, "\nwarrantd_action_paused{action=\"gate.open\"} 0\n");
+	assert_has(t, "\nwarrantd_action_paused{action=\"gate.close\"} 1\n");
+	assert_has(t, "# TYPE warrantd_breaker_state gauge\n");
+	assert_has(t, "\nwarrantd_breaker_state{action=\"gate.open\",state=\"open\"} 1\n");
+	assert_has(t, "\nwarrantd_breaker_state{action=\"gate.open\",state=\"closed\"} 0\n");
+	assert_has(t, "\nwarrantd_breaker_state{action=\"gate.close\",state=\"closed\"} 1\n");
+	assert_has(t, "\nwarrantd_action_max_in_flight{action=\"gate.open\"} 4\n");
+	assert_has(t, "\nwarrantd_action_max_in_flight{action=\"gate.close\"} 0\n");
+	assert_has(t, "\nwarrantd_action_in_flight{action=\"gate.close\"} 1\n");
+	free(t);
+	s.now_ms = 2000;	/* the open interval ran out */
+	t = metrics_format(&s, NULL, &len);
+	assert_has(t, "\nwarrantd_breaker_state{action=\"gate.open\",state=\"half-open\"} 1\n");
+	free(t);
+	gate_free(g);
+}
+
 static void
 test_process_metrics(void **state)
 {
@@ -291,6 +333,7 @@ main(void)
 		cmocka_unit_test(test_snake_case),
 		cmocka_unit_test(test_format_sample),
 		cmocka_unit_test(test_format_hist),
+		cmocka_unit_test(test_format_gate),
 		cmocka_unit_test(test_hist_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
