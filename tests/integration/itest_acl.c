@@ -509,6 +509,27 @@ test_operator_job_ops(void **state)
 	    sizeof dead)), 0);
 }
 
+/* warrantctl doctor logs in as each of the four users; none of them may ask
+ * ACL DRYRUN, so their commands go unchecked, and that is no failure. */
+static void
+test_doctor(void **state)
+{
+	static const char *const lines[] = {"redis version: ok 7.",
+	    "redis user warrantd [redis]: ok", "redis user operator [redis.operator]: ok",
+	    "redis user monitor [redis.monitor]: ok", "redis user decider [redis.decider]: ok",
+	    "action gate.open url host: ok"};
+	char *out;
+	(void)state;
+
+	int rc = ctl(&out, D->ini, "doctor", (char *)NULL);
+	for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+		if (out == NULL || strstr(out, lines[i]) == NULL)
+			fail_msg("[%s] doctor: no \"%s\" in: %s", D->tag, lines[i], out ? out : "");
+	if (rc != 0)
+		fail_msg("[%s] doctor: exit %d: %s", D->tag, rc, out);
+	free(out);
+}
+
 /* --as names one of three roles, and the file must define it. */
 static void
 test_as_errors(void **state)
@@ -732,6 +753,7 @@ main(void)
 		cmocka_unit_test(test_operator_requeues),
 		cmocka_unit_test(test_monitor_reads),
 		cmocka_unit_test(test_operator_job_ops),
+		cmocka_unit_test(test_doctor),
 		cmocka_unit_test(test_as_errors),
 		cmocka_unit_test(test_worker_limits),
 		cmocka_unit_test(test_worker_needs),
