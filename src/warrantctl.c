@@ -1615,10 +1615,11 @@ requeue_write(struct ctx *c, const char *cmd, const char *id, const char *hash,
 	const char *attempts = sreply_string(sreply_element(res, 2));
 	long long done = 0;
 	if (said != NULL && sreply_integer(sreply_element(res, 0), &done) == 0 && done == 1) {
-		printf("%s %s: queued as %s entry %s with a fresh budget of %ld calls "
-		    "(attempts %s, attemptsBase %s)\n", strcmp(cmd, "retry") == 0 ? "retried" :
-		    "requeued", id, c->keys.jobs, said, c->cfg->retry.max_attempts,
-		    attempts ? attempts : "?", attempts ? attempts : "?");
+		/* the entry id last: scripts read "... entry <id>" up to the end */
+		printf("%s %s with a fresh budget of %ld calls (attempts %s, attemptsBase %s) "
+		    "as %s entry %s\n", strcmp(cmd, "retry") == 0 ? "retried" : "requeued", id,
+		    c->cfg->retry.max_attempts, attempts ? attempts : "?", attempts ? attempts : "?",
+		    c->keys.jobs, said);
 	} else {
 		say("%s: refused: %s: %s", cmd, id, said != NULL ? said : "unexpected reply");
 		rc = EX_REFUSED;
