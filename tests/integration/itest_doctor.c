@@ -54,8 +54,10 @@ setup(void **state)
 static int
 teardown(void **state)
 {
+	static struct h_daemon none;	/* no daemon here; h_world_down wants one */
+
 	(void)state;
-	h_world_down(NULL, 0, &C, &redis, &idp, &pdp, (struct h_fake *)NULL);
+	h_world_down(&none, 0, &C, &redis, &idp, &pdp, (struct h_fake *)NULL);
 	free(secret);
 	free(pw_op);
 	free(pw_mon);
