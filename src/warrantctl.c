@@ -52,6 +52,7 @@
 #include "sreply.h"
 #include "store.h"
 #include "version.h"
+#include "webhook.h"
 #include "wtime.h"
 
 #define PROG		"warrantctl"
@@ -1831,6 +1832,70 @@ cmd_retry(struct ctx *c, int argc, char **argv)
 	return rc < 0 ? 0 : rc;
 }
 
+static void doctor_run(struct ev_loop *loop, const int *done, long timeout_ms);
+
+/* The webhook's token with [notify] auth = oauth: the worker's client's, as
+ * the daemon sends it (webhook.h). */
+static int
+cancel_hook_token(void *arg, const char **token)
+{
+	const struct oauth *o = arg;
+
+	*token = o != NULL ? oauth_token(o, wtime_mono_ms(), 0) : NULL;
+	return o != NULL && *token == NULL ? -1 : 0;
+}
+
+/* §6: the owner is told through the webhook too, as for any drop, after
+ * P:notify has it (cancel.lua). Sent from here, on a loop of its own, with
+ * the webhook's retries, for at most a few of its timeouts. 0 when sent (or
+ * there is no webhook), -1 when it was not taken. */
+static int
+cancel_webhook(const struct ctx *c, const char *id, const char *owner, const char *at,
+	       const struct record *rec)
+{
+	const struct cfg *cfg = c->cfg;
+	struct ev_loop *loop;
+	struct http_client *http = NULL;
+	struct oauth *o = NULL;
+	struct webhook *wh = NULL;
+	char err[256] = "";
+	int rc = -1;
+
+	if (cfg->notify.webhook_url == NULL || *owner == '\0')
+		return 0;
+	json_t *n = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "id", id, "owner", owner,
+	    "kind", "cancelled", "reason", "cancelled", "onBehalfOf", rec->on_behalf_of, "action",
+	    rec->action, "resource", rec->resource, "at", at);
+	char *body = n ? json_dumps(n, JSON_COMPACT) : NULL;
+
+	if (body != NULL && (loop = ev_loop_new(EVFLAG_AUTO)) != NULL) {
+		if ((http = http_client_new(loop)) != NULL && cfg->notify.auth == CFG_AUTH_OAUTH &&
+		    (o = oauth_new(loop, http, cfg, err, sizeof err)) != NULL)
+			oauth_start(o);
+		if (http != NULL && (cfg->notify.auth != CFG_AUTH_OAUTH || o != NULL))
+			wh = webhook_from_cfg(loop, http, cfg, cancel_hook_token, o, err, sizeof err);
+		if (wh != NULL) {
+			webhook_post(wh, body);
+			for (int64_t end = wtime_mono_ms() + 3 * cfg->notify.timeout_ms + 5000;
+			    webhook_queued(wh) > 0 && wtime_mono_ms() < end;) {
+				int never = 0;
+				doctor_run(loop, &never, 100);
+			}
+			rc = webhook_queued(wh) == 0 ? 0 : -1;
+		}
+		webhook_free(wh);
+		oauth_free(o);
+		http_client_free(http);
+		ev_loop_destroy(loop);
+	}
+	if (rc != 0)
+		say("cancel: %s: the webhook did not take the notification%s%s (P:notify has it)",
+		    id, err[0] ? ": " : "", err);
+	free(body);
+	json_decref(n);
+	return rc;
+}
+
 static int
 cancel_write(struct ctx *c, const char *id, const char *hash, const char *raw,
 	     const struct record *rec)
@@ -1882,6 +1947,8 @@ cancel_write(struct ctx *c, const char *id, const char *hash, const char *raw,
 		    *owner ? "; notified " : "; nobody to notify", owner,
 		    strcmp(said, "running") == 0 ? "; a call in flight finishes and its result "
 		    "goes to lateOutcome" : "");
+		fflush(stdout);
+		(void)cancel_webhook(c, id, owner, at, rec);	/* it said why */
 	} else {
 		say("cancel: refused: %s: %s", id, said != NULL ? said : "unexpected reply");
 		rc = EX_REFUSED;

@@ -173,6 +173,28 @@ pel_empty(void *arg)
 	return h_pending_count(S->c, h_key(arg, "jobs"), H_GROUP) == 0;
 }
 
+/* The webhook POSTs (path /hook) about record id with kind cancelled. */
+static int
+hook_posts(const char *id)
+{
+	json_t *all = h_get_ok(&S->target, "/_requests"), *r;
+	char want[128];
+	size_t i;
+	int n = 0;
+
+	snprintf(want, sizeof want, "\"id\":\"%s\"", id);
+	json_array_foreach(all, i, r) {
+		const char *path = json_string_value(json_object_get(r, "path"));
+		const char *body = json_string_value(json_object_get(r, "body"));
+		if (path != NULL && strcmp(path, "/hook") == 0 && body != NULL &&
+		    strstr(body, want) != NULL && strstr(body, "\"kind\":\"cancelled\"") != NULL &&
+		    strstr(body, "\"owner\":\"ops\"") != NULL)
+			n++;
+	}
+	json_decref(all);
+	return n;
+}
+
 /* ---- with the daemon ---- */
 
 /* §11, R8: a record dead after max_attempts calls, retried, runs again --
@@ -271,8 +293,13 @@ test_cancel_waiting(void **state)
 {
 	const char *p = "jw";
 	struct h_daemon_opts o = opts(p);
+	char hook[256];
 	(void)state;
 
+	/* §6: the webhook hears of a cancel as of any drop (the fake target
+	 * stands in for the sink) */
+	snprintf(hook, sizeof hook, "webhook_url = %s/hook\n", S->target.url);
+	o.notify_extra = hook;
 	h_fake_reset(&S->target);
 	assert_int_equal(h_fake_script(&S->target, "{\"default\": {\"status\": 200}, "
 	    "\"per_key\": {\"jw-retry\": [{\"status\": 503, \"retry_after\": \"2\"}]}}"), 0);
@@ -287,6 +314,7 @@ test_cancel_waiting(void **state)
 	h_assert_record_field(S->c, p, "jw-retry", "state", "cancelled");
 	char *late = h_record_field(S->c, p, "jw-retry", "lateOutcome");
 	assert_null(late);
+	assert_int_equal(hook_posts("jw-retry"), 1);
 
 	/* scheduled an hour ahead */
 	decide(p, "jw-later", 600000, NULL, 0);
