@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "store.h"
 
 #define ACTION		"gate.open"
 #define WAIT_MS		H_WAIT_MS
@@ -326,6 +327,74 @@ test_cancel_waiting(void **state)
 	free(ini);
 }
 
+/* lua/transition.lua alone (plain EVAL, as the worker's batch would run
+ * it): a call's answer that finds the record terminal is kept as
+ * lateOutcome only when the terminal state is not its own -- a cancel --
+ * and only for the attempt in flight; the same terminal write sent again
+ * after its reply was lost is not a late outcome. */
+static void
+test_late_outcome_script(void **state)
+{
+	const char *p = "ls";
+	struct store_keys k;
+	char key[STORE_KEY_MAX + 64], err[160], sid[64];
+	(void)state;
+
+	assert_int_equal(store_keys_init(&k, p, "w1"), 0);
+	free(h_redis_str(S->c, "XGROUP CREATE %s %s 0 MKSTREAM", h_key(p, "jobs"), H_GROUP));
+	char *e = h_redis_str(S->c, "XADD %s * id ls-1", h_key(p, "jobs"));
+	assert_non_null(e);
+	snprintf(sid, sizeof sid, "%s", e);
+	free(e);
+	redisReply *rd = redisCommand(S->c, "XREADGROUP GROUP %s w1 COUNT 1 STREAMS %s >", H_GROUP,
+	    h_key(p, "jobs"));
+	freeReplyObject(rd);
+	snprintf(key, sizeof key, "%s:decision:ls-1", p);
+	struct store_transition t = {
+		.hash_key = key, .stream_id = sid, .record_id = "ls-1", .state = "done",
+		.outcome = "ok", .detail = "200 from target after 1 call(s)", .http_status = "200",
+		.fence_attempts = 1, .require_owner = 1, .ack = 0, .dead_reason = "",
+		.notify_owner = "", .notify_kind = "", .on_behalf_of = "", .action = "",
+		.resource = "", .schedule_score = "", .at = "2026-12-02T10:00:00Z",
+		.dead_maxlen = 10, .notify_maxlen = 10, .keep_unpending = 1, .call_result = 1,
+	};
+	static const struct {
+		const char *mark, *owner, *attempts, *late;
+	} cases[] = {
+		{"done", "w1", "1", NULL},		/* its own write, sent again */
+		{"cancelled", "w2", "1", NULL},		/* another consumer's attempt */
+		{"cancelled", "w1", "2", NULL},		/* a newer attempt */
+		{"cancelled", "w1", "1", "done"},	/* the call in flight at the cancel */
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct store_args a;
+		struct store_vec v;
+		assert_true(h_redis_int(S->c, "HSET %s state %s owner %s attempts %s entry %s", key,
+		    cases[i].mark, cases[i].owner, cases[i].attempts, sid) >= 0);
+		free(h_redis_str(S->c, "SET %s %s", h_key(p, "final:ls-1"), cases[i].mark));
+		free(h_redis_str(S->c, "HDEL %s lateOutcome lateHttpStatus", key));
+		store_transition_args(&k, H_GROUP, "w1", 100, &t, &a);
+		assert_int_equal(store_args_vec(&a, &v, err, sizeof err), 0);
+		redisReply *r = redisCommandArgv(S->c, v.argc, v.argv, v.len);
+		store_vec_free(&v);
+		assert_non_null(r);
+		if (r->type != REDIS_REPLY_ARRAY || r->elements < 2)
+			fail_msg("case %zu: the transition answered %s", i,
+			    r->type == REDIS_REPLY_ERROR ? r->str : "another shape");
+		assert_string_equal(r->element[1]->str, "terminal");
+		freeReplyObject(r);
+		char *late = h_record_field(S->c, p, "ls-1", "lateOutcome");
+		if ((late == NULL) != (cases[i].late == NULL) ||
+		    (late != NULL && strcmp(late, cases[i].late) != 0))
+			fail_msg("case %zu (mark %s, owner %s, attempts %s): lateOutcome %s, want %s",
+			    i, cases[i].mark, cases[i].owner, cases[i].attempts, late ? late : "(nil)",
+			    cases[i].late ? cases[i].late : "(nil)");
+		free(late);
+	}
+	h_assert_record_field(S->c, p, "ls-1", "lateHttpStatus", "200");
+	h_assert_record_field(S->c, p, "ls-1", "state", "cancelled");
+}
+
 /* ---- the CLI alone ---- */
 
 /* What each command refuses, with exit 1 (or 64 for its usage). */
@@ -508,6 +577,7 @@ main(void)
 		cmocka_unit_test_teardown(test_retry_fresh_budget, test_teardown),
 		cmocka_unit_test_teardown(test_cancel_in_flight, test_teardown),
 		cmocka_unit_test_teardown(test_cancel_waiting, test_teardown),
+		cmocka_unit_test(test_late_outcome_script),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_dead_bulk),
 		cmocka_unit_test(test_jobs),
