@@ -27,6 +27,23 @@
 int ctl_parse_time(const char *s, int64_t now_ms, int64_t *out_ms)
 	__attribute__((warn_unused_result));
 
+/* A duration on the command line (--older-than): N followed by s, m, h or
+ * d (no unit: seconds), a leading '+' allowed. 0 and *out_ms, or -1. */
+int ctl_parse_duration(const char *s, int64_t *out_ms) __attribute__((warn_unused_result));
+
+/* The milliseconds of a stream entry id "MS-SEQ" (when Redis added it), or
+ * -1 when id is not one. */
+int64_t ctl_stream_id_ms(const char *id);
+
+/*
+ * dead requeue and dead drop in bulk (§11): 1 when the dead letter with
+ * entry id `entry_id` and reason `reason_field` (NULL: none) is chosen --
+ * its reason is `reason` (NULL: any) and it was added before `before_ms`
+ * (0: any time; an entry id that is not one is never older).
+ */
+int ctl_dead_match(const char *entry_id, const char *reason_field, const char *reason,
+		   int64_t before_ms);
+
 /* Writes a recordId made from CTL_ID_LEN random bytes `rnd` into out (at
  * least CTL_ID_LEN + 1 bytes), NUL-terminated. Each byte gives 5 bits. */
 void ctl_make_id(const unsigned char rnd[CTL_ID_LEN], char *out);

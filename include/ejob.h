@@ -57,6 +57,7 @@ struct ejob_loaded {
 	const char *error;	/* !ok: the error reply's text; NULL when none came */
 	int exists;		/* the hash has fields */
 	const char *state, *attempts, *record;	/* those fields, NULL when absent */
+	const char *attempts_base;	/* `attemptsBase` (§11), NULL when absent */
 	long long withheld;	/* the length of a `record` longer than [records]
 				   max_bytes, which was not fetched (record
 				   NULL); 0 when it fits or is absent */

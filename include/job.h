@@ -32,13 +32,14 @@ enum job_state {
 	JOB_DENIED,
 	JOB_FAILED,
 	JOB_DEAD,
+	JOB_CANCELLED,	/* warrantctl cancel (§11): written by the operator, never here */
 };
 
 /* "queued", "running", ... ("" for JOB_NONE). Static. */
 const char *job_state_name(enum job_state st);
 /* The inverse; unknown text -> -1. */
 int job_state_parse(const char *s, enum job_state *out) __attribute__((warn_unused_result));
-/* 1 for done, expired, denied, failed and dead: never executed again. */
+/* 1 for done, expired, denied, failed, dead and cancelled: never executed again. */
 int job_state_terminal(enum job_state st);
 /* The names of the terminal states, space-separated, into buf (the set the
  * Lua transition refuses to overwrite). -1 when it does not fit. */
@@ -60,6 +61,9 @@ struct job {
 	enum job_state state;
 	int64_t expires_at_ms, not_before_ms;
 	int calls;		/* calls of the action made: the hash's `attempts` (R8) */
+	int calls_base;		/* the hash's `attemptsBase` (warrantctl retry): R8
+				   counts calls - calls_base; `attempts` itself
+				   never decreases, R13's fence needs it */
 	int waits;		/* PDP-unavailable retries, for their backoff */
 	int deliveries;		/* from XREADGROUP/XPENDING/XCLAIM data (Redis' count) */
 	int redispatch;		/* set by a 401: XCLAIM once a token is there */
@@ -126,6 +130,7 @@ struct job_event {
 	const struct record *record;	/* with RECORD_OK; read, not kept */
 	int deliveries;		/* also JOB_EV_REDISPATCHED: the count after the XCLAIM */
 	int attempts;		/* the hash's `attempts`: calls made by every worker */
+	int attempts_base;	/* the hash's `attemptsBase` (0 when absent) */
 
 	/* JOB_EV_AUTHZ */
 	enum job_authz authz;
@@ -188,6 +193,9 @@ struct job_write {
 	int skip_lease;		/* the entry left the PEL already (entry-deleted) */
 	int keep_unpending;	/* a call's outcome: written even when Redis
 				   forgot the PEL entry (owner and fence ours) */
+	int call_result;	/* the step follows a call's answer: when the
+				   record was cancelled meanwhile (§11), the
+				   result goes to lateOutcome/lateHttpStatus */
 };
 
 struct job_step {

@@ -61,13 +61,14 @@ struct sreply_transition {
 void sreply_transition(const struct sreply *r, struct sreply_transition *t);
 
 /* The load script's reply (lua/load.lua): {exists, withheld, state,
- * attempts, record}. */
+ * attempts, record, attemptsBase}. */
 struct sreply_load {
 	int exists;		/* element 1 is the integer 1 */
 	long long withheld;	/* element 2: the length of a record longer than
 				   max_bytes, which was not sent; else 0 */
 	const char *state, *attempts, *record;	/* elements 3-5; NULL when not
 						   a string (nil: absent) */
+	const char *attempts_base;	/* element 6, the same way */
 };
 
 /* Fills *out from r: 0, or -1 when r is not that shape (an error reply, no

@@ -64,8 +64,11 @@ int store_final_key(const struct store_keys *k, const char *id, char *buf, size_
  * STORE_PROMOTE     due ids from P:scheduled onto P:jobs (Redis' TIME).
  * STORE_TRIM        XTRIM MINID of P:jobs below what is undelivered or pending.
  * STORE_DECIDE      warrantctl decide: the hash and the enqueue, once per id.
- * STORE_REQUEUE     warrantctl dead requeue: the record queued again, its
- *                   P:final mark removed.
+ * STORE_REQUEUE     warrantctl retry and dead requeue: the record queued
+ *                   again with a fresh budget (attemptsBase), its P:final
+ *                   mark and dead letters removed.
+ * STORE_CANCEL      warrantctl cancel: `cancelled`, terminal, P:final, audit
+ *                   and the owner's notification at once.
  */
 #include "store_scripts.h"
 
@@ -295,6 +298,9 @@ struct store_transition {
 	int skip_lease;			/* no PEL check: the entry left it already */
 	int keep_unpending;		/* a call's result: written even when the
 					   PEL forgot the entry (owner and fence ours) */
+	int call_result;		/* a call's answer: on a record cancelled
+					   meanwhile (§11) it is kept as
+					   lateOutcome/lateHttpStatus */
 };
 
 /* The transition's `flags` argument: the sum of those that hold (one
@@ -308,6 +314,7 @@ enum store_tflag {
 	STORE_TF_CHECK_LEASE = 32,
 	STORE_TF_KEEP_UNPENDING = 64,
 	STORE_TF_FINAL_WRITE = 128,	/* a terminal state: P:final too */
+	STORE_TF_CALL_RESULT = 256,	/* a call's answer: late on a cancelled record */
 };
 
 /* The transition's keys and arguments from t; every slot is set (strings

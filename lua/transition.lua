@@ -7,8 +7,8 @@
 -- notification, reschedule and XACK at once (R4, R10, R13).
 -- fence: the hash's `attempts` must equal it ('-1': no check). flags: the
 -- sum of 1 has_hash, 2 ack, 4 notify_write, 8 require_owner, 16
--- incr_attempts, 32 check_lease, 64 keep_unpending, 128 final_write (store.h's
--- STORE_TF_*), one number and not eight arguments. '' means none for state,
+-- incr_attempts, 32 check_lease, 64 keep_unpending, 128 final_write, 256
+-- call_result (store.h's STORE_TF_*), one number and not nine arguments. '' means none for state,
 -- http_status, dead_reason, schedule_score and retain_ms (no PEXPIRE).
 -- terminal: the terminal states (from job.c's table: job_terminal_list),
 -- each with a space before and after it (' done expired ... dead '). The
@@ -53,6 +53,24 @@ local incr_attempts = f % 32 >= 16
 local check_lease = f % 64 >= 32
 local keep_unpending = f % 128 >= 64
 local final_write = f % 256 >= 128
+local call_result = f % 512 >= 256
+-- §11: warrantctl cancel made the record terminal while this attempt's
+-- call was out. Its answer is kept beside the state, which stays
+-- `cancelled`: lateOutcome (the state it would have led to) and
+-- lateHttpStatus, with an audit entry -- only for the attempt that was in
+-- flight (owner and attempts still this one's), and not when the terminal
+-- state is this very write's, sent again after its reply was lost. (No
+-- worker writes `cancelled`, and the states come from job.c's table: the
+-- name is not written here.)
+local function late(now)
+  if not call_result or A.state == '' or now == A.state then return end
+  local v = redis.call('HMGET', h, 'owner', 'attempts')
+  if v[1] ~= A.consumer or (A.fence ~= '-1' and v[2] ~= A.fence) then return end
+  redis.call('HSET', h, 'lateOutcome', A.state, 'lateHttpStatus', A.http_status)
+  redis.call('XADD', K.audit, 'MAXLEN', '~', A.audit_maxlen, '*', 'id', A.record_id, 'from', now,
+    'to', now, 'consumer', A.consumer, 'attempt', v[2] or '0', 'at', A.at,
+    'detail', 'late outcome ' .. A.state .. ': ' .. A.detail)
+end
 local pending = true
 if check_lease then
   local p = redis.call('XPENDING', jobs, A.group, A.stream_id, A.stream_id, '1')
@@ -68,6 +86,7 @@ if has_hash then
   -- back to 'queued' by hand does not make a terminal record run again.
   local fin = redis.call('GET', K.final)
   if fin then
+    late(fin)
     redis.call('XACK', jobs, A.group, A.stream_id)
     return {0, 'terminal', fin}
   end
@@ -91,6 +110,7 @@ if has_hash then
   -- One plain find in ' done expired ... ': building a set with gmatch on
   -- every call cost Redis 7 % of the script.
   if from ~= '' and string.find(A.terminal, ' ' .. from .. ' ', 1, true) then
+    late(from)
     redis.call('XACK', jobs, A.group, A.stream_id)
     return {0, 'terminal', from}
   end

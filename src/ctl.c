@@ -81,6 +81,44 @@ ctl_parse_time(const char *s, int64_t now_ms, int64_t *out_ms)
 	return wtime_parse_rfc3339(s, out_ms);
 }
 
+int
+ctl_parse_duration(const char *s, int64_t *out_ms)
+{
+	if (s == NULL)
+		return -1;
+	return parse_relative(s[0] == '+' ? s + 1 : s, 0, out_ms);
+}
+
+int64_t
+ctl_stream_id_ms(const char *id)
+{
+	int64_t n = 0;
+	const char *p = id;
+
+	if (p == NULL || !isdigit((unsigned char)*p))
+		return -1;
+	for (; isdigit((unsigned char)*p); p++) {
+		if (n > (INT64_MAX - 9) / 10)
+			return -1;
+		n = n * 10 + (*p - '0');
+	}
+	return *p == '-' && isdigit((unsigned char)p[1]) ? n : -1;
+}
+
+int
+ctl_dead_match(const char *entry_id, const char *reason_field, const char *reason,
+	       int64_t before_ms)
+{
+	if (reason != NULL && (reason_field == NULL || strcmp(reason, reason_field) != 0))
+		return 0;
+	if (before_ms > 0) {
+		int64_t at = ctl_stream_id_ms(entry_id);
+		if (at < 0 || at >= before_ms)
+			return 0;
+	}
+	return 1;
+}
+
 void
 ctl_make_id(const unsigned char rnd[CTL_ID_LEN], char *out)
 {

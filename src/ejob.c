@@ -482,6 +482,7 @@ send_transition(struct ejob *j)
 		.notify_maxlen = cfg->redis.notify_maxlen,
 		.skip_lease = w->skip_lease,
 		.keep_unpending = w->keep_unpending,
+		.call_result = w->call_result,
 	};
 
 	if (j->last_status > 0)	/* no snprintf for every job */
@@ -1378,6 +1379,10 @@ hash_read(struct ejob *j, const struct ejob_loaded *r)
 	if (r->attempts != NULL) {
 		long long n = strtoll(r->attempts, NULL, 10);
 		ev.attempts = n < 0 ? 0 : n > INT32_MAX ? INT32_MAX : (int)n;
+	}
+	if (r->attempts_base != NULL) {
+		long long n = strtoll(r->attempts_base, NULL, 10);
+		ev.attempts_base = n < 0 ? 0 : n > INT32_MAX ? INT32_MAX : (int)n;
 	}
 	if (r->state == NULL || job_state_parse(r->state, &ev.stored_state) < 0)
 		ev.stored_state = JOB_NONE;

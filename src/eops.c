@@ -99,6 +99,7 @@ after_load(struct rconn *rc, const struct sreply *r, void *arg)
 		out.exists = l.exists;
 		out.state = l.state;
 		out.attempts = l.attempts;
+		out.attempts_base = l.attempts_base;
 		out.record = l.record;
 		out.withheld = l.withheld;
 	}

@@ -35,6 +35,7 @@ static const struct {
 	[JOB_DENIED] = {"denied", 1},
 	[JOB_FAILED] = {"failed", 1},
 	[JOB_DEAD] = {"dead", 1},
+	[JOB_CANCELLED] = {"cancelled", 1},
 };
 
 #define NSTATES ((int)(sizeof states / sizeof states[0]))
@@ -358,6 +359,16 @@ wait_token(struct job_step *st, const struct job_policy *pol, struct job *job, i
 	detail(st, "no token with enough life; waiting for one");
 }
 
+/* R8's count: the calls since the last warrantctl retry (§11), which
+ * gives a fresh budget without making `attempts` go down. */
+static int
+calls_used(const struct job *job)
+{
+	int n = job->calls - job->calls_base;
+
+	return n > 0 ? n : 0;
+}
+
 static void
 call(struct job_step *st, struct job *job, const struct job_policy *pol)
 {
@@ -365,7 +376,7 @@ call(struct job_step *st, struct job *job, const struct job_policy *pol)
 	job->awaiting = JOB_FX_CALL;
 	st->effects |= JOB_FX_CALL;
 	size_t at = detail_put(st, 0, "call ");
-	at = detail_put_int(st, at, job->calls);
+	at = detail_put_int(st, at, calls_used(job));
 	at = detail_put(st, at, " of ");
 	detail_put_int(st, at, pol->max_attempts);
 }
@@ -388,7 +399,7 @@ proceed(struct job_step *st, const struct job_policy *pol, struct job *job)
 static int
 calls_used_up(const struct job_policy *pol, const struct job *job)
 {
-	return pol->max_attempts > 0 && job->calls >= pol->max_attempts;
+	return pol->max_attempts > 0 && calls_used(job) >= pol->max_attempts;
 }
 
 /* R1 -> R8 -> §13 gate -> R6 -> R5 -> the call, in that order, before every
@@ -403,7 +414,7 @@ start_attempt(struct job_step *st, const struct job_policy *pol, struct job *job
 	}
 	if (calls_used_up(pol, job)) {
 		dead(st, job, REASON_MAX_ATTEMPTS);
-		detail(st, "%d of %d calls already made", job->calls, pol->max_attempts);
+		detail(st, "%d of %d calls already made", calls_used(job), pol->max_attempts);
 		return;
 	}
 	if (gate_shut) {
@@ -462,6 +473,9 @@ on_loaded(struct job_step *st, const struct job_policy *pol, struct job *job,
 	job->deliveries = ev->deliveries;
 	if (ev->attempts > job->calls)
 		job->calls = ev->attempts;
+	/* a base above attempts (a hash edited by hand) is no budget of its own */
+	if (ev->attempts_base > 0)
+		job->calls_base = ev->attempts_base < job->calls ? ev->attempts_base : job->calls;
 	if (!ev->hash_exists) {
 		/* Nothing to write a state into: only the dead letter tells. */
 		finish(st, job, JOB_NONE, JOB_FX_DEAD_LETTER | JOB_FX_ACK, REASON_RECORD_MISSING);
@@ -549,7 +563,7 @@ on_http(struct job_step *st, const struct job_policy *pol, struct job *job,
 		finish(st, job, JOB_DONE, JOB_FX_WRITE_STATE | JOB_FX_ACK, REASON_OK);
 		size_t at = detail_put_int(st, 0, s);
 		at = detail_put(st, at, " from target after ");
-		at = detail_put_int(st, at, job->calls);
+		at = detail_put_int(st, at, calls_used(job));
 		detail_put(st, at, " call(s)");
 		return;
 	}
@@ -581,12 +595,13 @@ on_http(struct job_step *st, const struct job_policy *pol, struct job *job,
 		}
 		if (calls_used_up(pol, job)) {
 			dead(st, job, REASON_MAX_ATTEMPTS);
-			detail(st, "%s; %d of %d calls made", why, job->calls, pol->max_attempts);
+			detail(st, "%s; %d of %d calls made", why, calls_used(job),
+			    pol->max_attempts);
 			return;
 		}
 		int64_t delay = ev->retry_after_ms >= 0 ? ev->retry_after_ms :
-		    backoff_ms(0, pol->retry_base_ms, pol->retry_cap_ms, job->calls, ev->rnd);
-		snprintf(why + strlen(why), sizeof why - strlen(why), "; retry %d", job->calls);
+		    backoff_ms(0, pol->retry_base_ms, pol->retry_cap_ms, calls_used(job), ev->rnd);
+		snprintf(why + strlen(why), sizeof why - strlen(why), "; retry %d", calls_used(job));
 		retry_in(st, job, delay, now, why, 0);
 	} else {
 		/* Also a 401 on an action without an OAuth token: no refresh can fix it. */
@@ -871,6 +886,7 @@ job_next(const struct job_policy *pol, struct job *job, const struct job_event *
 	if (job_state_terminal(st.next) || (st.effects & (JOB_FX_ACK | JOB_FX_RESCHEDULE)))
 		st.effects |= JOB_FX_END;
 	fence(&st, job);
+	st.write.call_result = ev->kind == JOB_EV_HTTP && job_step_writes(&st);
 	return st;
 }
 

@@ -331,13 +331,16 @@ sreply_load(const struct sreply *reply, struct sreply_load *out)
 	const redisReply *withheld = elem(r, 1, REDIS_REPLY_INTEGER);
 
 	memset(out, 0, sizeof *out);
-	if (exists == NULL || withheld == NULL || r->elements != 5 || withheld->integer < 0)
+	/* 6 since attemptsBase (§11); 5 from a script loaded before it */
+	if (exists == NULL || withheld == NULL || (r->elements != 5 && r->elements != 6) ||
+	    withheld->integer < 0)
 		return -1;
 	out->exists = exists->integer == 1;
 	out->withheld = withheld->integer;
 	out->state = str_or_null(r, 2);
 	out->attempts = str_or_null(r, 3);
 	out->record = str_or_null(r, 4);
+	out->attempts_base = r->elements > 5 ? str_or_null(r, 5) : NULL;
 	/* a record either fits or is withheld, never both */
 	if (out->withheld > 0 && out->record != NULL) {
 		memset(out, 0, sizeof *out);

@@ -568,7 +568,8 @@ transition_flags(const struct store_keys *k, const struct store_transition *t)
 	    (t->incr_attempts ? STORE_TF_INCR_ATTEMPTS : 0) |
 	    (t->skip_lease ? 0 : STORE_TF_CHECK_LEASE) |
 	    (t->keep_unpending ? STORE_TF_KEEP_UNPENDING : 0) |
-	    (final ? STORE_TF_FINAL_WRITE : 0);
+	    (final ? STORE_TF_FINAL_WRITE : 0) |
+	    (t->call_result ? STORE_TF_CALL_RESULT : 0);
 }
 
 void

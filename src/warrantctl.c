@@ -6,7 +6,9 @@
  *   warrantctl [-c FILE] status         group lag, PEL, consumers, queue sizes
  *   warrantctl [-c FILE] metrics        the same as Prometheus gauges (textfile collector)
  *   warrantctl [-c FILE] inspect ID     state, verified record, audit trail
- *   warrantctl [-c FILE] dead list|requeue ID|drop ID
+ *   warrantctl [-c FILE] dead list|requeue ID|drop ID  (or in bulk)
+ *   warrantctl [-c FILE] jobs|retry ID|cancel ID   job operations
+ *   warrantctl [-c FILE] doctor         what a deployment needs, end to end
  *
  * Exit codes: 0 ok, 1 not found or refused, 64 usage, 69 Redis unreachable,
  * 78 config error. Every error is one line on stderr. A CLI runs one command
@@ -17,21 +19,30 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <netdb.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sysexits.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+#include <ev.h>
 #include <hiredis/hiredis.h>
 #include <jansson.h>
 
+#include "authz.h"
 #include "cfgfile.h"
 #include "cluster.h"
 #include "config.h"
 #include "ctl.h"
+#include "http.h"
+#include "job.h"
+#include "oauth.h"
 #include "record.h"
 #include "rnd.h"
 #include "rtoken.h"
@@ -41,6 +52,7 @@
 #include "sreply.h"
 #include "store.h"
 #include "version.h"
+#include "webhook.h"
 #include "wtime.h"
 
 #define PROG		"warrantctl"
@@ -94,12 +106,25 @@ static const char usage_text[] =
 "  inspect ID [--json]    state fields, the verified record, its audit trail\n"
 "  dead list [--json] [--shard N]\n"
 "                         dead letters, one per line (of every shard)\n"
-"  dead requeue ID        put a dead record back on the queue (not past its deadline)\n"
-"  dead drop ID           delete the dead letters of a record\n"
+"  dead requeue ID|--all|--reason R\n"
+"                         put dead records back on the queue with a fresh budget\n"
+"                         (each verified and before its deadline)\n"
+"  dead drop ID|--all|--reason R|--older-than D\n"
+"                         delete dead letters (D: N[smhd])\n"
 "  pause [ACTION]         no new call of ACTION (or of any action) on every\n"
 "                         worker within a heartbeat; entries wait in hand,\n"
 "                         no attempt spent, deadlines still hold\n"
 "  resume [ACTION]        end that pause\n"
+"  jobs [--state S] [--action A] [--limit N] [--json] [--shard N]\n"
+"                         records by state: pending, queued, scheduled, then the\n"
+"                         dead letters and the audit trail, newest first (N: 100)\n"
+"  retry ID               a failed or dead record before its deadline: queued\n"
+"                         again with a fresh budget of calls (attemptsBase)\n"
+"  cancel ID              a record not yet terminal ends as cancelled, its owner\n"
+"                         notified; a call in flight finishes (lateOutcome)\n"
+"  doctor                 checks, one line each: every Redis user's login and ACL,\n"
+"                         the Redis version, an IdP token, a PDP question, each\n"
+"                         action's host; exit 1 when one fails\n"
 "\n"
 "  -c, --config FILE   the daemon's INI file (default " CFG_DEFAULT_PATH ")\n"
 "      --as ROLE       log in to Redis as the user of [redis.ROLE]: operator,\n"
@@ -600,7 +625,7 @@ scan_stream(struct ctx *c, const char *key, const char *want, const char *const 
 enum {
 	OPT_ON_BEHALF_OF = 256, OPT_ACTION, OPT_RESOURCE, OPT_PARAM, OPT_PARAMS, OPT_BASIS,
 	OPT_EXPIRES, OPT_NOT_BEFORE, OPT_NOTIFY, OPT_ID, OPT_KID, OPT_KEY, OPT_ISSUER, OPT_JSON,
-	OPT_SHARD,
+	OPT_SHARD, OPT_ALL, OPT_REASON, OPT_OLDER_THAN, OPT_STATE, OPT_LIMIT,
 };
 
 struct decide_opts {
@@ -1515,6 +1540,13 @@ cmd_inspect(struct ctx *c, int argc, char **argv)
 
 /* ---- dead letters ---- */
 
+/* --all, --reason R, --older-than D: which dead letters. */
+struct dead_filter {
+	int all;
+	const char *reason;	/* NULL: any */
+	int64_t before_ms;	/* added before this; 0: any time */
+};
+
 /* Every shard's dead letters in turn (or --shard N's). */
 static int
 dead_list(struct ctx *c)
@@ -1551,11 +1583,34 @@ dead_entries(struct ctx *c, const char *id, json_t *entries)
 	return rc;
 }
 
-static int
-requeue_write(struct ctx *c, const char *id, const char *hash, const char *raw,
-	      json_t *entries)
+/* Who asked, for the audit entry (§11): the login (and the one behind sudo)
+ * and the Redis user. */
+static void
+who_asked(const struct ctx *c, char *buf, size_t n)
 {
-	char at[WTIME_RFC3339_LEN], final[STORE_KEY_MAX + RECORD_ID_MAX];
+	const struct passwd *pw = getpwuid(getuid());
+	const char *sudo = getenv("SUDO_USER");
+	char uid[32];
+
+	snprintf(uid, sizeof uid, "uid %u", (unsigned)getuid());
+	snprintf(buf, n, "%s%s%s%s, redis user %s", pw != NULL ? pw->pw_name : uid,
+	    sudo != NULL && *sudo ? " (sudo from " : "", sudo != NULL && *sudo ? sudo : "",
+	    sudo != NULL && *sudo ? ")" : "", c->username != NULL ? c->username : "default");
+	for (char *p = buf; *p; p++)	/* one line in the audit */
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+}
+
+/*
+ * lua/requeue.lua for retry and dead requeue: the record queued again with a
+ * fresh budget, from one of `states`, its dead letters `entries` deleted.
+ * Says what it did. 0 or an exit code.
+ */
+static int
+requeue_write(struct ctx *c, const char *cmd, const char *id, const char *hash,
+	      const char *raw, json_t *entries, const char *states)
+{
+	char at[WTIME_RFC3339_LEN], final[STORE_KEY_MAX + RECORD_ID_MAX], who[256];
 	size_t n = json_array_size(entries), i;
 	const char **ids = calloc(n ? n : 1, sizeof *ids);
 	struct store_args a;
@@ -1568,13 +1623,14 @@ requeue_write(struct ctx *c, const char *id, const char *hash, const char *raw,
 		return EX_REFUSED;
 	}
 	if (store_final_key(&c->keys, id, final, sizeof final) != 0) {
-		say("dead requeue: %s: key name too long", id);
+		say("%s: %s: key name too long", cmd, id);
 		free(ids);
 		return EX_REFUSED;
 	}
 	json_array_foreach(entries, i, e)
 		ids[i] = json_string_value(json_object_get(e, "entryId"));
 	wtime_format_rfc3339(wtime_now_ms(), at, sizeof at);
+	who_asked(c, who, sizeof who);
 	store_args_init(&a, STORE_REQUEUE);
 	store_arg(&a, STORE_REQUEUE_HASH, hash);
 	store_arg(&a, STORE_REQUEUE_FINAL, final);
@@ -1585,22 +1641,26 @@ requeue_write(struct ctx *c, const char *id, const char *hash, const char *raw,
 	store_arg(&a, STORE_REQUEUE_AT, at);
 	store_arg_ll(&a, STORE_REQUEUE_AUDIT_MAXLEN, c->cfg->records.audit_maxlen);
 	store_arg(&a, STORE_REQUEUE_RECORD, raw);
+	store_arg(&a, STORE_REQUEUE_STATES, states);
+	store_arg(&a, STORE_REQUEUE_WHO, who);
 	store_arg_rest(&a, ids, n);
 	rc = run_script(c, &r, &a);
 	free(ids);
 	if (rc != 0)
 		return rc;
-	/* lua/requeue.lua: {1, new entry id} or {0, why}. */
+	/* {1, new entry id, attempts} or {0, why}. */
 	const struct sreply *res = sreply_of(r);
 	const char *said = sreply_string(sreply_element(res, 1));
+	const char *attempts = sreply_string(sreply_element(res, 2));
 	long long done = 0;
-	size_t len = 0;
-	if (sreply_array_len(res, &len) != 0 || len != 2 || said == NULL)
-		said = NULL;
 	if (said != NULL && sreply_integer(sreply_element(res, 0), &done) == 0 && done == 1) {
-		printf("requeued %s as %s entry %s\n", id, c->keys.jobs, said);
+		/* the entry id last: scripts read "... entry <id>" up to the end */
+		printf("%s %s with a fresh budget of %ld calls (attempts %s, attemptsBase %s) "
+		    "as %s entry %s\n", strcmp(cmd, "retry") == 0 ? "retried" : "requeued", id,
+		    c->cfg->retry.max_attempts, attempts ? attempts : "?", attempts ? attempts : "?",
+		    c->keys.jobs, said);
 	} else {
-		say("dead requeue: refused: %s: %s", id, said != NULL ? said : "unexpected reply");
+		say("%s: refused: %s: %s", cmd, id, said != NULL ? said : "unexpected reply");
 		rc = EX_REFUSED;
 	}
 	freeReplyObject(r);
@@ -1608,10 +1668,11 @@ requeue_write(struct ctx *c, const char *id, const char *hash, const char *raw,
 }
 
 /* The record as the worker would take it now: verified, and before its
- * deadline. */
+ * deadline; refusals said as "CMD: refused: ...". With out, the record
+ * (record_free). 0 or EX_REFUSED. */
 static int
-requeue_check(struct ctx *c, const char *id, const char *raw, const char *key,
-	      size_t key_len)
+record_check(struct ctx *c, const char *cmd, const char *id, const char *raw, const char *key,
+	     size_t key_len, struct record **out)
 {
 	struct record_policy pol;
 	struct record *rec;
@@ -1620,46 +1681,60 @@ requeue_check(struct ctx *c, const char *id, const char *raw, const char *key,
 	enum record_status st;
 
 	if (raw == NULL) {
-		say("dead requeue: refused: %s: no record (record-missing)", id);
+		say("%s: refused: %s: no record (record-missing)", cmd, id);
 		return EX_REFUSED;
 	}
 	ctl_policy_init(&pol, c->cfg, (const unsigned char *)key, key_len);
 	st = record_load(&pol, id, raw, now, &rec, NULL, detail, sizeof detail);
 	if (st != RECORD_OK) {
-		say("dead requeue: refused: %s: %s: %s", id, record_status_code(st), detail);
+		say("%s: refused: %s: %s: %s", cmd, id, record_status_code(st), detail);
 		return EX_REFUSED;
 	}
 	int expired = now >= rec->expires_at_ms;
 	wtime_format_rfc3339(rec->expires_at_ms, at, sizeof at);
-	record_free(rec);
 	if (expired) {
-		say("dead requeue: refused: %s is past its deadline (expiresAt %s)", id, at);
+		record_free(rec);
+		say("%s: refused: %s is past its deadline (expiresAt %s)", cmd, id, at);
 		return EX_REFUSED;
 	}
+	if (out != NULL)
+		*out = rec;
+	else
+		record_free(rec);
 	return 0;
+}
+
+/* retry and dead requeue of one record whose dead letters (none for a
+ * failed record, or trimmed) are `entries`. */
+static int
+requeue_one(struct ctx *c, const char *cmd, const char *id, const char *key, size_t key_len,
+	    json_t *entries, const char *states)
+{
+	char hash[STORE_KEY_MAX + RECORD_ID_MAX];
+	redisReply *r = NULL;
+	int rc;
+
+	if (store_decision_key(&c->keys, id, hash, sizeof hash) != 0) {
+		say("%s: %s: key name too long", cmd, id);
+		return EX_REFUSED;
+	}
+	if ((rc = run(c, &r, "HGET", hash, "record", (char *)NULL)) != 0)
+		return rc;
+	const char *raw = sreply_string(sreply_of(r));
+	if ((rc = record_check(c, cmd, id, raw, key, key_len, NULL)) == 0)
+		rc = requeue_write(c, cmd, id, hash, raw, entries, states);
+	freeReplyObject(r);
+	return rc;
 }
 
 static int
 dead_requeue(struct ctx *c, const char *id, const char *key, size_t key_len)
 {
-	char hash[STORE_KEY_MAX + RECORD_ID_MAX];
 	json_t *entries = json_array();
-	redisReply *r = NULL;
 	int rc;
 
-	if ((rc = dead_entries(c, id, entries)) != 0)
-		goto done;
-	if (store_decision_key(&c->keys, id, hash, sizeof hash) != 0) {
-		rc = EX_REFUSED;
-		goto done;
-	}
-	if ((rc = run(c, &r, "HGET", hash, "record", (char *)NULL)) != 0)
-		goto done;
-	const char *raw = sreply_string(sreply_of(r));
-	if ((rc = requeue_check(c, id, raw, key, key_len)) == 0)
-		rc = requeue_write(c, id, hash, raw, entries);
-done:
-	freeReplyObject(r);
+	if ((rc = dead_entries(c, id, entries)) == 0)
+		rc = requeue_one(c, "dead requeue", id, key, key_len, entries, " dead ");
 	json_decref(entries);
 	return rc;
 }
@@ -1724,14 +1799,19 @@ dead_with_id(struct ctx *c, const char *sub, const char *id)
 	return rc;
 }
 
+static int dead_bulk(struct ctx *c, const char *sub, const struct dead_filter *f);
+static int parse_dead_change(struct ctx *c, int argc, char **argv, char **id,
+			     struct dead_filter *f);
+
 static int
 cmd_dead(struct ctx *c, int argc, char **argv)
 {
+	struct dead_filter f = {0};
 	char *id;
 	int rc;
 
 	if (argc < 2)
-		return usage_error("dead: expected list, requeue ID or drop ID");
+		return usage_error("dead: expected list, requeue or drop");
 	argc--;
 	argv++;
 	if (strcmp(argv[0], "list") == 0) {
@@ -1743,11 +1823,1162 @@ cmd_dead(struct ctx *c, int argc, char **argv)
 	}
 	if (strcmp(argv[0], "requeue") != 0 && strcmp(argv[0], "drop") != 0)
 		return usage_error("dead: unknown subcommand '%s'", argv[0]);
-	if ((rc = parse_simple(c, argc, argv, 0, 1, &id)) == 1)
+	if ((rc = parse_dead_change(c, argc, argv, &id, &f)) == 1)
 		fputs(usage_text, stdout);
 	if (rc != 0)
 		return rc == 1 ? 0 : rc;
-	return dead_with_id(c, argv[0], id);
+	return id != NULL ? dead_with_id(c, argv[0], id) : dead_bulk(c, argv[0], &f);
+}
+
+/* ---- job operations (§11): retry, cancel ---- */
+
+/* retry ID and cancel ID: the options, the config, the record's shard, the
+ * key and the connection. 0, -1 for -h (usage printed), or an exit code. */
+static int
+id_command(struct ctx *c, int argc, char **argv, char **id, char **key, size_t *key_len)
+{
+	int rc = parse_simple(c, argc, argv, 0, 1, id);
+
+	if (rc == 1) {
+		fputs(usage_text, stdout);
+		return -1;
+	}
+	if (rc != 0)
+		return rc;
+	if (*id == NULL || !record_id_valid(*id))
+		return usage_error("%s: '%s' is not a recordId", argv[0], *id ? *id : "");
+	if ((rc = load_config(c)) != 0 || (rc = use_shard_of(c, *id)) != 0 ||
+	    (rc = read_verify_key(c, key, key_len)) != 0)
+		return rc;
+	return connect_redis(c);
+}
+
+/* A failed or dead record before its deadline: a fresh budget (requeue.lua),
+ * its dead letters answered. */
+static int
+cmd_retry(struct ctx *c, int argc, char **argv)
+{
+	char *id = NULL, *key = NULL;
+	size_t key_len = 0;
+	json_t *entries = json_array();
+	int rc = id_command(c, argc, argv, &id, &key, &key_len);
+
+	if (rc == 0 && (rc = scan_stream(c, c->keys.dead, id, dead_order, entries)) == 0)
+		rc = requeue_one(c, "retry", id, key, key_len, entries, " failed dead ");
+	json_decref(entries);
+	secrets_free(key, key_len);
+	return rc < 0 ? 0 : rc;
+}
+
+static void doctor_run(struct ev_loop *loop, const int *done, long timeout_ms);
+
+/* The webhook's token with [notify] auth = oauth: the worker's client's, as
+ * the daemon sends it (webhook.h). */
+static int
+cancel_hook_token(void *arg, const char **token)
+{
+	const struct oauth *o = arg;
+
+	*token = o != NULL ? oauth_token(o, wtime_mono_ms(), 0) : NULL;
+	return o != NULL && *token == NULL ? -1 : 0;
+}
+
+/* §6: the owner is told through the webhook too, as for any drop, after
+ * P:notify has it (cancel.lua). Sent from here, on a loop of its own, with
+ * the webhook's retries, for at most a few of its timeouts. 0 when sent (or
+ * there is no webhook), -1 when it was not taken. */
+static int
+cancel_webhook(const struct ctx *c, const char *id, const char *owner, const char *at,
+	       const struct record *rec)
+{
+	const struct cfg *cfg = c->cfg;
+	struct ev_loop *loop;
+	struct http_client *http = NULL;
+	struct oauth *o = NULL;
+	struct webhook *wh = NULL;
+	char err[256] = "";
+	int rc = -1;
+
+	if (cfg->notify.webhook_url == NULL || *owner == '\0')
+		return 0;
+	json_t *n = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "id", id, "owner", owner,
+	    "kind", "cancelled", "reason", "cancelled", "onBehalfOf", rec->on_behalf_of, "action",
+	    rec->action, "resource", rec->resource, "at", at);
+	char *body = n ? json_dumps(n, JSON_COMPACT) : NULL;
+
+	if (body != NULL && (loop = ev_loop_new(EVFLAG_AUTO)) != NULL) {
+		if ((http = http_client_new(loop)) != NULL && cfg->notify.auth == CFG_AUTH_OAUTH &&
+		    (o = oauth_new(loop, http, cfg, err, sizeof err)) != NULL)
+			oauth_start(o);
+		if (http != NULL && (cfg->notify.auth != CFG_AUTH_OAUTH || o != NULL))
+			wh = webhook_from_cfg(loop, http, cfg, cancel_hook_token, o, err, sizeof err);
+		if (wh != NULL) {
+			webhook_post(wh, body);
+			for (int64_t end = wtime_mono_ms() + 3 * cfg->notify.timeout_ms + 5000;
+			    webhook_queued(wh) > 0 && wtime_mono_ms() < end;) {
+				int never = 0;
+				doctor_run(loop, &never, 100);
+			}
+			rc = webhook_queued(wh) == 0 ? 0 : -1;
+		}
+		webhook_free(wh);
+		oauth_free(o);
+		http_client_free(http);
+		ev_loop_destroy(loop);
+	}
+	if (rc != 0)
+		say("cancel: %s: the webhook did not take the notification%s%s (P:notify has it)",
+		    id, err[0] ? ": " : "", err);
+	free(body);
+	json_decref(n);
+	return rc;
+}
+
+static int
+cancel_write(struct ctx *c, const char *id, const char *hash, const char *raw,
+	     const struct record *rec)
+{
+	char at[WTIME_RFC3339_LEN], final[STORE_KEY_MAX + RECORD_ID_MAX], who[256];
+	const struct cfg *cfg = c->cfg;
+	const char *owner = rec->notify_on_denial ? rec->notify_on_denial :
+	    cfg->notify.default_owner ? cfg->notify.default_owner : "";
+	struct job core = {.expires_at_ms = rec->expires_at_ms};
+	int64_t now = wtime_now_ms();
+	struct store_args a;
+	redisReply *r;
+	int rc;
+
+	if (store_final_key(&c->keys, id, final, sizeof final) != 0) {
+		say("cancel: %s: key name too long", id);
+		return EX_REFUSED;
+	}
+	wtime_format_rfc3339(now, at, sizeof at);
+	who_asked(c, who, sizeof who);
+	store_args_init(&a, STORE_CANCEL);
+	store_arg(&a, STORE_CANCEL_HASH, hash);
+	store_arg(&a, STORE_CANCEL_FINAL, final);
+	store_arg(&a, STORE_CANCEL_NOTIFY, c->keys.notify);
+	store_arg(&a, STORE_CANCEL_AUDIT, c->keys.audit);
+	store_arg(&a, STORE_CANCEL_SCHEDULED, c->keys.scheduled);
+	store_arg(&a, STORE_CANCEL_RECORD_ID, id);
+	store_arg(&a, STORE_CANCEL_AT, at);
+	store_arg_ll(&a, STORE_CANCEL_AUDIT_MAXLEN, cfg->records.audit_maxlen);
+	store_arg_ll(&a, STORE_CANCEL_NOTIFY_MAXLEN, cfg->redis.notify_maxlen);
+	store_arg(&a, STORE_CANCEL_RECORD, raw);
+	store_arg(&a, STORE_CANCEL_TERMINAL, c->keys.terminal);
+	/* §3.3: kept as the worker keeps a terminal hash and its mark */
+	store_arg_ll(&a, STORE_CANCEL_RETAIN_MS, job_retain_ms(&core,
+	    cfg->records.clock_skew_s * 1000LL, cfg->records.retain_s * 1000LL, now));
+	store_arg(&a, STORE_CANCEL_WHO, who);
+	store_arg(&a, STORE_CANCEL_NOTIFY_OWNER, owner);
+	store_arg(&a, STORE_CANCEL_ON_BEHALF_OF, rec->on_behalf_of);
+	store_arg(&a, STORE_CANCEL_ACTION, rec->action);
+	store_arg(&a, STORE_CANCEL_RESOURCE, rec->resource);
+	if ((rc = run_script(c, &r, &a)) != 0)
+		return rc;
+	/* {1, from} or {0, why} */
+	const struct sreply *res = sreply_of(r);
+	const char *said = sreply_string(sreply_element(res, 1));
+	long long done = 0;
+	if (said != NULL && sreply_integer(sreply_element(res, 0), &done) == 0 && done == 1) {
+		printf("cancelled %s (was %s)%s%s%s\n", id, *said ? said : "without a state",
+		    *owner ? "; notified " : "; nobody to notify", owner,
+		    strcmp(said, "running") == 0 ? "; a call in flight finishes and its result "
+		    "goes to lateOutcome" : "");
+		fflush(stdout);
+		(void)cancel_webhook(c, id, owner, at, rec);	/* it said why */
+	} else {
+		say("cancel: refused: %s: %s", id, said != NULL ? said : "unexpected reply");
+		rc = EX_REFUSED;
+	}
+	freeReplyObject(r);
+	return rc;
+}
+
+/* A record not yet terminal, verified and before its deadline (past it, the
+ * worker expires it on its own): `cancelled`, terminal. */
+static int
+cmd_cancel(struct ctx *c, int argc, char **argv)
+{
+	char *id = NULL, *key = NULL, hash[STORE_KEY_MAX + RECORD_ID_MAX];
+	size_t key_len = 0;
+	struct record *rec = NULL;
+	redisReply *r = NULL;
+	int rc = id_command(c, argc, argv, &id, &key, &key_len);
+
+	if (rc == 0 && store_decision_key(&c->keys, id, hash, sizeof hash) != 0) {
+		say("cancel: %s: key name too long", id);
+		rc = EX_REFUSED;
+	}
+	if (rc == 0)
+		rc = run(c, &r, "HGET", hash, "record", (char *)NULL);
+	if (rc == 0) {
+		const char *raw = sreply_string(sreply_of(r));
+		if ((rc = record_check(c, "cancel", id, raw, key, key_len, &rec)) == 0)
+			rc = cancel_write(c, id, hash, raw, rec);
+	}
+	record_free(rec);
+	freeReplyObject(r);
+	secrets_free(key, key_len);
+	return rc < 0 ? 0 : rc;
+}
+
+/* ---- dead letters in bulk (§11) ---- */
+
+/*
+ * Adds every dead letter of the shard in use that f chooses to by_id:
+ * recordId -> [{"entryId": id}, ...], in the stream's order, read in pages
+ * (only the ids are kept, however long P:dead is). A letter without a
+ * usable id (no-id) is kept under "". 0 or an exit code.
+ */
+static int
+dead_matching(struct ctx *c, const struct dead_filter *f, json_t *by_id)
+{
+	char start[128] = "-";
+	redisReply *r;
+	int rc;
+
+	for (;;) {
+		if ((rc = run(c, &r, "XRANGE", c->keys.dead, start, "+", "COUNT", PAGE_S,
+		    (char *)NULL)) != 0)
+			return rc;
+		const struct sreply *page = sreply_of(r);
+		size_t n = 0;
+		if (sreply_array_len(page, &n) != 0)
+			n = 0;
+		for (size_t i = 0; i < n; i++) {
+			const struct sreply *e = sreply_element(page, i);
+			const char *eid = entry_id(e);
+			if (eid == NULL)
+				continue;
+			snprintf(start, sizeof start, "(%s", eid);
+			const struct sreply *fields = sreply_element(e, 1);
+			if (!ctl_dead_match(eid, sreply_field(fields, "reason"), f->reason,
+			    f->before_ms))
+				continue;
+			const char *id = sreply_field(fields, "id");
+			if (id == NULL)
+				id = "";
+			json_t *list = json_object_get(by_id, id);
+			if (list == NULL) {
+				list = json_array();
+				json_object_set_new(by_id, id, list);
+			}
+			json_array_append_new(list, json_pack("{s:s}", "entryId", eid));
+		}
+		freeReplyObject(r);
+		if (n < PAGE)
+			return 0;
+	}
+}
+
+/* XDEL of the letters in by_id, some at a time. *n: how many went. */
+static int
+dead_drop_matching(struct ctx *c, json_t *by_id, long long *n)
+{
+	enum { CHUNK = 500 };
+	const char *argv[CHUNK + 2];
+	const char *id;
+	json_t *list, *e;
+	size_t i;
+	int argc = 2, rc = 0;
+	redisReply *r;
+
+	argv[0] = "XDEL";
+	argv[1] = c->keys.dead;
+	json_object_foreach(by_id, id, list) {
+		json_array_foreach(list, i, e) {
+			argv[argc++] = json_string_value(json_object_get(e, "entryId"));
+			if (argc < CHUNK + 2)
+				continue;
+			if ((rc = runv(c, &r, argc, argv)) != 0)
+				return rc;
+			long long k = 0;
+			*n += sreply_integer(sreply_of(r), &k) == 0 ? k : 0;
+			freeReplyObject(r);
+			argc = 2;
+		}
+	}
+	if (argc > 2 && (rc = runv(c, &r, argc, argv)) == 0) {
+		long long k = 0;
+		*n += sreply_integer(sreply_of(r), &k) == 0 ? k : 0;
+		freeReplyObject(r);
+	}
+	return rc;
+}
+
+/* dead requeue|drop --all|--reason R[|--older-than D] over every shard (or
+ * --shard N's). Each record is requeued or refused on its own line; the
+ * last line counts them. Exit 1 when something was refused or nothing
+ * matched. */
+static int
+dead_bulk(struct ctx *c, const char *sub, const struct dead_filter *f)
+{
+	int requeue = strcmp(sub, "requeue") == 0;
+	char *key = NULL, cmd[32];
+	size_t key_len = 0, records = 0, refused = 0;
+	long long letters = 0, done = 0;
+	unsigned first, end;
+	int rc;
+
+	snprintf(cmd, sizeof cmd, "dead %s", sub);
+	if ((rc = load_config(c)) != 0 ||
+	    (requeue && (rc = read_verify_key(c, &key, &key_len)) != 0))
+		return rc;
+	shard_range(c, &first, &end);
+	for (unsigned sh = first; rc == 0 && sh < end; sh++) {
+		json_t *by_id = json_object(), *list;
+		const char *id;
+		if ((rc = use_shard(c, sh)) == 0 && (rc = connect_redis(c)) == 0)
+			rc = dead_matching(c, f, by_id);
+		json_object_foreach(by_id, id, list) {
+			if (rc != 0)
+				break;
+			records++;
+			letters += (long long)json_array_size(list);
+			if (!requeue)
+				continue;
+			if (!record_id_valid(id)) {
+				say("%s: refused: '%s' is not a recordId", cmd, id);
+				refused++;
+				continue;
+			}
+			int one = requeue_one(c, cmd, id, key, key_len, list, " dead ");
+			if (one == EX_REFUSED)
+				refused++;
+			else if (one != 0)
+				rc = one;	/* Redis went: stop */
+			else
+				done++;
+		}
+		if (rc == 0 && !requeue)
+			rc = dead_drop_matching(c, by_id, &done);
+		json_decref(by_id);
+	}
+	secrets_free(key, key_len);
+	if (rc != 0)
+		return rc;
+	if (requeue)
+		printf("requeued %lld of %zu record%s (%zu refused)\n", done, records,
+		    records == 1 ? "" : "s", refused);
+	else
+		printf("dropped %lld dead letter%s of %zu record%s\n", done, done == 1 ? "" : "s",
+		    records, records == 1 ? "" : "s");
+	if (letters == 0) {
+		say("%s: no dead letter matches", cmd);
+		return EX_REFUSED;
+	}
+	return refused > 0 ? EX_REFUSED : 0;
+}
+
+/*
+ * dead requeue|drop: ID, or the bulk options. 0 with *id or f set, 1 for -h,
+ * or an exit code.
+ */
+static int
+parse_dead_change(struct ctx *c, int argc, char **argv, char **id, struct dead_filter *f)
+{
+	static const struct option longopts[] = {
+		{"all", no_argument, NULL, OPT_ALL},
+		{"reason", required_argument, NULL, OPT_REASON},
+		{"older-than", required_argument, NULL, OPT_OLDER_THAN},
+		{"shard", required_argument, NULL, OPT_SHARD},
+		{"config", required_argument, NULL, 'c'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int drop = strcmp(argv[0], "drop") == 0, ch, rc;
+	int64_t age;
+
+	*id = NULL;
+	while ((ch = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
+		if (ch == 'h')
+			return 1;
+		else if (ch == 'c')
+			c->cfg_path = optarg;
+		else if (ch == OPT_ALL)
+			f->all = 1;
+		else if (ch == OPT_REASON)
+			f->reason = optarg;
+		else if (ch == OPT_OLDER_THAN && !drop)
+			return usage_error("dead requeue: --older-than is dead drop's: a record's "
+			    "age is not a reason to run it");
+		else if (ch == OPT_OLDER_THAN) {
+			if (ctl_parse_duration(optarg, &age) != 0 || age <= 0)
+				return usage_error("dead drop: --older-than: '%s' is not a "
+				    "duration (N[smhd])", optarg);
+			f->before_ms = wtime_now_ms() - age;
+		} else if (ch == OPT_SHARD) {
+			if ((rc = shard_option(c, optarg)) != 0)
+				return rc;
+		} else
+			return unknown_option(argv[0], argv);
+	}
+	int bulk = f->all || f->reason != NULL || f->before_ms != 0;
+	if (f->all && (f->reason != NULL || f->before_ms != 0))
+		return usage_error("dead %s: --all chooses every dead letter: no filter with it",
+		    argv[0]);
+	if (bulk && argc - optind == 0)
+		return 0;
+	if (!bulk && argc - optind == 1 && c->shard_opt < 0) {
+		*id = argv[optind];
+		return 0;
+	}
+	return usage_error("dead %s: expected ID or %s", argv[0], drop ?
+	    "--all, --reason R or --older-than D" : "--all or --reason R");
+}
+
+/* ---- jobs (§11) ---- */
+
+struct jobs_query {
+	const char *state;	/* --state: NULL any */
+	const char *action;	/* --action: NULL any */
+	long limit;		/* --limit [100]; 0: no limit */
+	char *key;		/* the verification key (secrets_free) */
+	size_t key_len;
+	json_t *seen;		/* recordIds listed or passed over: each once */
+	json_t *out;		/* the list */
+};
+
+static int
+jobs_full(const struct jobs_query *q)
+{
+	return q->limit > 0 && (long)json_array_size(q->out) >= q->limit;
+}
+
+/*
+ * One recordId found in `where` (pending, stream, scheduled, dead, audit):
+ * its hash is what says its state now; a hash gone (its retention ended)
+ * leaves the state the source gives (`fallback`: the audit's last `to`, or
+ * "dead" for a letter, "" when unknown). Listed when it passes the filters.
+ * `extra` (consumed) adds the source's own fields. 0 or an exit code.
+ */
+/* The filters: --state and --action. */
+static int
+jobs_wanted(const struct jobs_query *q, const json_t *o)
+{
+	const char *st = json_string_value(json_object_get(o, "state"));
+	const char *act = json_string_value(json_object_get(o, "action"));
+
+	return (q->state == NULL || (st != NULL && strcmp(st, q->state) == 0)) &&
+	    (q->action == NULL || (act != NULL && strcmp(act, q->action) == 0));
+}
+
+/* The hash's fields into o: the verified record's action and resource (or
+ * "verified": false), and the state fields. */
+static void
+jobs_fields(const struct jobs_query *q, const struct cfg *cfg, json_t *o, const char *id,
+	    const struct sreply *fields)
+{
+	static const char *const shown[] = {"attempts", "attemptsBase", "owner", "updatedAt",
+	    "outcome", "lateOutcome", "lateHttpStatus", NULL};
+	const char *raw = sreply_field(fields, "record");
+
+	if (raw != NULL) {
+		struct record_policy pol;
+		struct record *rec;
+		char detail[DETAIL_MAX];
+		ctl_policy_init(&pol, cfg, (const unsigned char *)q->key, q->key_len);
+		if (record_load(&pol, id, raw, wtime_now_ms(), &rec, NULL, detail,
+		    sizeof detail) == RECORD_OK) {
+			json_object_set_new(o, "action", json_string(rec->action));
+			json_object_set_new(o, "resource", json_string(rec->resource));
+			record_free(rec);
+		} else {
+			json_object_set_new(o, "verified", json_false());
+		}
+	}
+	for (const char *const *k = shown; *k != NULL; k++) {
+		const struct sreply *v = sreply_field_reply(fields, *k);
+		if (v != NULL && sreply_string(v) != NULL)
+			json_object_set_new(o, *k, reply_json(v));
+	}
+}
+
+/*
+ * One recordId found in `where` (pending, stream, scheduled, dead, audit):
+ * its hash is what says its state now; a hash gone (its retention ended)
+ * leaves the state the source gives (`fallback`: the audit's last `to`, or
+ * "dead" for a letter, "" when unknown). Listed when it passes the filters.
+ * `extra` (consumed; may be NULL) adds the source's own fields. 0 or an
+ * exit code.
+ */
+static int
+jobs_consider(struct ctx *c, struct jobs_query *q, const char *id, const char *where,
+	      const char *fallback, json_t *extra)
+{
+	char hash[STORE_KEY_MAX + RECORD_ID_MAX];
+	redisReply *h = NULL;
+	int rc = 0;
+
+	if (id == NULL || json_object_get(q->seen, id) != NULL || jobs_full(q)) {
+		json_decref(extra);
+		return 0;
+	}
+	json_object_set_new(q->seen, id, json_true());
+	if (record_id_valid(id) && store_decision_key(&c->keys, id, hash, sizeof hash) == 0 &&
+	    (rc = run(c, &h, "HGETALL", hash, (char *)NULL)) != 0) {
+		json_decref(extra);
+		return rc;
+	}
+	const char *state = h != NULL ? sreply_field(sreply_of(h), "state") : NULL;
+	json_t *o = json_pack("{s:s, s:s}", "id", id, "state", state ? state :
+	    fallback ? fallback : "");
+	if (o == NULL) {	/* an id that is not UTF-8 (a hand-made entry) */
+		json_decref(extra);
+		freeReplyObject(h);
+		return 0;
+	}
+	if (h != NULL)
+		jobs_fields(q, c->cfg, o, id, sreply_of(h));
+	json_object_set_new(o, "source", json_string(where));
+	if (extra != NULL)
+		json_object_update(o, extra);
+	if (jobs_wanted(q, o))
+		json_array_append(q->out, o);
+	json_decref(extra);
+	json_decref(o);
+	freeReplyObject(h);
+	return 0;
+}
+
+/* The pending entries: running, retrying, waiting for a token -- or held by
+ * a consumer that died. */
+static int
+jobs_pending(struct ctx *c, struct jobs_query *q)
+{
+	char start[128] = "-";
+	redisReply *r, *e;
+	int rc;
+
+	for (;;) {
+		const char *argv[] = {"XPENDING", c->keys.jobs, c->cfg->redis.group, start, "+",
+		    PAGE_S};
+		r = run_argv(c, 6, argv);
+		const char *why = sreply_error_text(sreply_of(r));
+		if (why != NULL && (strstr(why, "no such key") || strstr(why, "NOGROUP"))) {
+			freeReplyObject(r);
+			return 0;	/* no stream or no group yet: nothing pending */
+		}
+		if ((rc = checked(c, r, "XPENDING", &r)) != 0)
+			return rc;
+		size_t n = 0;
+		if (sreply_array_len(sreply_of(r), &n) != 0)
+			n = 0;
+		for (size_t i = 0; rc == 0 && i < n && !jobs_full(q); i++) {
+			const struct sreply *p = sreply_element(sreply_of(r), i);
+			const char *eid = sreply_string(sreply_element(p, 0));
+			long long idle = 0, deliveries = 0;
+			if (eid == NULL)
+				continue;
+			snprintf(start, sizeof start, "(%s", eid);
+			if (sreply_integer(sreply_element(p, 2), &idle) != 0)
+				idle = 0;
+			if (sreply_integer(sreply_element(p, 3), &deliveries) != 0)
+				deliveries = 0;
+			if ((rc = run(c, &e, "XRANGE", c->keys.jobs, eid, eid, (char *)NULL)) != 0)
+				break;
+			const struct sreply *one = sreply_element(sreply_of(e), 0);
+			const char *id = one ? sreply_field(sreply_element(one, 1), "id") : NULL;
+			json_t *extra = json_pack("{s:s, s:s?, s:I, s:I}", "entryId", eid,
+			    "consumer", sreply_string(sreply_element(p, 1)), "idleMs",
+			    (json_int_t)idle, "deliveries", (json_int_t)deliveries);
+			rc = jobs_consider(c, q, id, "pending", "", extra);
+			freeReplyObject(e);
+		}
+		freeReplyObject(r);
+		if (rc != 0 || n < PAGE || jobs_full(q))
+			return rc;
+	}
+}
+
+/* The entries no consumer has read yet: after the group's last-delivered-id
+ * (all of the stream when there is no group). */
+static int
+jobs_undelivered(struct ctx *c, struct jobs_query *q)
+{
+	char start[128] = "-";
+	redisReply *groups, *r;
+	const struct sreply *g;
+	int rc;
+
+	if ((rc = find_group(c, &groups, &g)) != 0)
+		return rc;
+	const char *last = g ? sreply_field(g, "last-delivered-id") : NULL;
+	if (last != NULL)
+		snprintf(start, sizeof start, "(%s", last);
+	freeReplyObject(groups);
+	for (;;) {
+		if ((rc = run(c, &r, "XRANGE", c->keys.jobs, start, "+", "COUNT", PAGE_S,
+		    (char *)NULL)) != 0)
+			return rc;
+		size_t n = 0;
+		if (sreply_array_len(sreply_of(r), &n) != 0)
+			n = 0;
+		for (size_t i = 0; rc == 0 && i < n && !jobs_full(q); i++) {
+			const struct sreply *e = sreply_element(sreply_of(r), i);
+			const char *eid = entry_id(e);
+			if (eid == NULL)
+				continue;
+			snprintf(start, sizeof start, "(%s", eid);
+			rc = jobs_consider(c, q, sreply_field(sreply_element(e, 1), "id"), "stream",
+			    "", json_pack("{s:s}", "entryId", eid));
+		}
+		freeReplyObject(r);
+		if (rc != 0 || n < PAGE || jobs_full(q))
+			return rc;
+	}
+}
+
+/* P:scheduled, soonest first. */
+static int
+jobs_scheduled(struct ctx *c, struct jobs_query *q)
+{
+	char at[WTIME_RFC3339_LEN], lo[32], hi[32];
+	redisReply *r;
+	int rc;
+
+	for (long from = 0;; from += PAGE) {
+		snprintf(lo, sizeof lo, "%ld", from);
+		snprintf(hi, sizeof hi, "%ld", from + PAGE - 1);
+		if ((rc = run(c, &r, "ZRANGE", c->keys.scheduled, lo, hi, "WITHSCORES",
+		    (char *)NULL)) != 0)
+			return rc;
+		size_t n = 0;
+		if (sreply_array_len(sreply_of(r), &n) != 0)
+			n = 0;
+		for (size_t i = 0; rc == 0 && i + 1 < n && !jobs_full(q); i += 2) {
+			const char *id = sreply_string(sreply_element(sreply_of(r), i));
+			const char *score = sreply_string(sreply_element(sreply_of(r), i + 1));
+			rc = jobs_consider(c, q, id, "scheduled", "", json_pack("{s:s}",
+			    "scheduledAt", wtime_format_rfc3339(score ? (int64_t)strtod(score,
+			    NULL) : 0, at, sizeof at)));
+		}
+		freeReplyObject(r);
+		if (rc != 0 || n < 2 * PAGE || jobs_full(q))
+			return rc;
+	}
+}
+
+/* A stream from the newest entry back: P:dead (its letters are dead), or
+ * P:audit (each record's latest state change, as far back as audit_maxlen
+ * reaches). With a --state, only entries that could be it are looked up. */
+static int
+jobs_history(struct ctx *c, struct jobs_query *q, const char *key, const char *where)
+{
+	char end[128] = "+";
+	int audit = strcmp(where, "audit") == 0;
+	redisReply *r;
+	int rc;
+
+	for (;;) {
+		if ((rc = run(c, &r, "XREVRANGE", key, end, "-", "COUNT", PAGE_S,
+		    (char *)NULL)) != 0)
+			return rc;
+		size_t n = 0;
+		if (sreply_array_len(sreply_of(r), &n) != 0)
+			n = 0;
+		for (size_t i = 0; rc == 0 && i < n && !jobs_full(q); i++) {
+			const struct sreply *e = sreply_element(sreply_of(r), i);
+			const char *eid = entry_id(e);
+			if (eid == NULL)
+				continue;
+			snprintf(end, sizeof end, "(%s", eid);
+			const struct sreply *f = sreply_element(e, 1);
+			const char *to = audit ? sreply_field(f, "to") : "dead";
+			if (q->state != NULL && (to == NULL || strcmp(to, q->state) != 0))
+				continue;
+			rc = jobs_consider(c, q, sreply_field(f, "id"), where, to, NULL);
+		}
+		freeReplyObject(r);
+		if (rc != 0 || n < PAGE || jobs_full(q))
+			return rc;
+	}
+}
+
+/* 1 when --state S names a state that is never terminal: only the queue's
+ * sources can hold it; a terminal one only the history's. */
+static int
+jobs_live_state(const char *s)
+{
+	enum job_state st;
+
+	return job_state_parse(s, &st) == 0 && !job_state_terminal(st);
+}
+
+static int
+jobs_of_shard(struct ctx *c, struct jobs_query *q)
+{
+	int live = q->state == NULL || jobs_live_state(q->state);
+	int done = q->state == NULL || !jobs_live_state(q->state);
+	int rc = 0;
+
+	if (live && rc == 0)
+		rc = jobs_pending(c, q);
+	if (live && rc == 0 && !jobs_full(q))
+		rc = jobs_undelivered(c, q);
+	if (live && rc == 0 && !jobs_full(q))
+		rc = jobs_scheduled(c, q);
+	if (done && rc == 0 && !jobs_full(q))
+		rc = jobs_history(c, q, c->keys.dead, "dead");
+	if (done && rc == 0 && !jobs_full(q))
+		rc = jobs_history(c, q, c->keys.audit, "audit");
+	return rc;
+}
+
+static int
+cmd_jobs(struct ctx *c, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"state", required_argument, NULL, OPT_STATE},
+		{"action", required_argument, NULL, OPT_ACTION},
+		{"limit", required_argument, NULL, OPT_LIMIT},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"shard", required_argument, NULL, OPT_SHARD},
+		{"config", required_argument, NULL, 'c'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct jobs_query q = {.limit = 100};
+	enum job_state st;
+	unsigned first, end;
+	char *e;
+	int ch, rc = 0;
+
+	while ((ch = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
+		if (ch == 'h') {
+			fputs(usage_text, stdout);
+			return 0;
+		} else if (ch == 'c')
+			c->cfg_path = optarg;
+		else if (ch == OPT_STATE)
+			q.state = optarg;
+		else if (ch == OPT_ACTION)
+			q.action = optarg;
+		else if (ch == OPT_JSON)
+			c->json = 1;
+		else if (ch == OPT_LIMIT) {
+			q.limit = strtol(optarg, &e, 10);
+			if (*optarg < '0' || *optarg > '9' || *e != '\0' || q.limit > 1000000)
+				return usage_error("jobs: --limit: '%s' is not a number (0: "
+				    "no limit)", optarg);
+		} else if (ch == OPT_SHARD) {
+			if ((rc = shard_option(c, optarg)) != 0)
+				return rc;
+		} else
+			return unknown_option(argv[0], argv);
+	}
+	if (argc != optind)
+		return usage_error("jobs: no argument expected, got '%s'", argv[optind]);
+	if (q.state != NULL && (job_state_parse(q.state, &st) != 0 || st == JOB_NONE))
+		return usage_error("jobs: --state: '%s' is not a state (queued, running, "
+		    "retrying, auth_wait, done, expired, denied, failed, dead, cancelled)",
+		    q.state);
+	if ((rc = load_config(c)) != 0 || (rc = read_verify_key(c, &q.key, &q.key_len)) != 0)
+		return rc;
+	q.seen = json_object();
+	q.out = json_array();
+	shard_range(c, &first, &end);
+	for (unsigned sh = first; rc == 0 && sh < end && !jobs_full(&q); sh++)
+		if ((rc = use_shard(c, sh)) == 0 && (rc = connect_redis(c)) == 0)
+			rc = jobs_of_shard(c, &q);
+	if (rc == 0 && c->json)
+		rc = print_json(q.out);
+	else if (rc == 0) {
+		size_t i;
+		json_t *o;
+		json_array_foreach(q.out, i, o)
+			ctl_print_line(stdout, o, 0);
+	}
+	json_decref(q.seen);
+	json_decref(q.out);
+	secrets_free(q.key, q.key_len);
+	return rc;
+}
+
+/* ---- doctor ---- */
+
+/* What a deployment needs, checked end to end: one line per check, "ok" or
+ * "FAIL: why"; any failure makes the exit 1. */
+struct doctor {
+	int failed;
+	int version_done;
+	redisContext *admin;	/* the first connection ACL DRYRUN worked on */
+};
+
+static void doctor_line(struct doctor *d, int ok, const char *what, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void
+doctor_line(struct doctor *d, int ok, const char *what, const char *fmt, ...)
+{
+	char why[512] = "";
+	va_list ap;
+
+	if (fmt != NULL) {
+		va_start(ap, fmt);
+		vsnprintf(why, sizeof why, fmt, ap);
+		va_end(ap);
+	}
+	for (char *p = why; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = ' ';
+	if (!ok)
+		d->failed = 1;
+	printf("%s: %s%s%s\n", what, ok ? "ok" : "FAIL: ", ok && *why ? " " : "", why);
+	fflush(stdout);
+}
+
+/* The commands each Redis user needs, "{jobs}"-style names for the keys
+ * (shard 0's), as ACL DRYRUN is asked them. */
+static const char *const needs_daemon[] = {
+	"XREADGROUP GROUP {group} w COUNT 1 STREAMS {jobs} >", "XACK {jobs} {group} 0-1",
+	"XCLAIM {jobs} {group} w 0 0-1", "XPENDING {jobs} {group}", "XADD {jobs} * id x",
+	"XTRIM {jobs} MINID 0", "XGROUP CREATE {jobs} {group} 0 MKSTREAM",
+	"HSET {decision} state running", "HINCRBY {decision} attempts 1",
+	"PEXPIRE {decision} 1000", "GET {final}", "SET {final} done PX 1000",
+	"ZADD {scheduled} 1 x", "ZREM {scheduled} x", "XADD {dead} * id x",
+	"XADD {notify} * id x", "XADD {audit} * id x", "HSET {consumers} w 1",
+	"HSET {clock} last 1", "TIME", "EVAL return 0 0", NULL,
+};
+static const char *const needs_operator[] = {
+	"XRANGE {dead} - +", "XREVRANGE {audit} + -", "XPENDING {jobs} {group}",
+	"XINFO GROUPS {jobs}", "HGETALL {decision}", "ZRANGE {scheduled} 0 -1",
+	"HSET {decision} state queued", "PEXPIRE {decision} 1000", "PERSIST {decision}",
+	"DEL {final}", "SET {final} cancelled PX 1000", "XADD {jobs} * id x",
+	"XDEL {dead} 0-1", "XADD {notify} * id x", "ZREM {scheduled} x", "EVAL return 0 0",
+	NULL,
+};
+static const char *const needs_monitor[] = {
+	"XINFO GROUPS {jobs}", "XPENDING {jobs} {group}", "XRANGE {dead} - +",
+	"XREVRANGE {audit} + -", "HGETALL {decision}", "ZRANGE {scheduled} 0 -1",
+	"XLEN {notify}", "ZCARD {scheduled}", NULL,
+};
+static const char *const needs_decider[] = {
+	"HSET {decision} record r", "XADD {jobs} * id x", "ZADD {scheduled} 1 x",
+	"EVAL return 0 0", NULL,
+};
+
+/* One word of a needs_* line: a key's name for "{jobs}" and the like. */
+static const char *
+doctor_word(const struct ctx *c, const char *w, char *buf, size_t n)
+{
+	if (strcmp(w, "{jobs}") == 0) return c->keys.jobs;
+	if (strcmp(w, "{dead}") == 0) return c->keys.dead;
+	if (strcmp(w, "{audit}") == 0) return c->keys.audit;
+	if (strcmp(w, "{notify}") == 0) return c->keys.notify;
+	if (strcmp(w, "{scheduled}") == 0) return c->keys.scheduled;
+	if (strcmp(w, "{consumers}") == 0) return c->keys.consumers;
+	if (strcmp(w, "{clock}") == 0) return c->keys.clock;
+	if (strcmp(w, "{group}") == 0) return c->cfg->redis.group;
+	if (strcmp(w, "{decision}") == 0 || strcmp(w, "{final}") == 0) {
+		snprintf(buf, n, "%sdoctor", strcmp(w, "{final}") == 0 ? c->keys.final_prefix :
+		    c->keys.decision_prefix);
+		return buf;
+	}
+	return w;
+}
+
+/* ACL DRYRUN of each command `user` needs: "" when all are allowed, else
+ * the refused ones; -1 when DRYRUN itself is refused (an older Redis, or a
+ * user without +acl|dryrun). */
+static int
+doctor_dryrun(struct ctx *c, const char *user, const char *const *needs, char *refused,
+	      size_t n)
+{
+	refused[0] = '\0';
+	for (const char *const *l = needs; *l != NULL; l++) {
+		char line[256], keybuf[16][STORE_KEY_MAX + 16], *save = NULL;
+		const char *argv[16] = {"ACL", "DRYRUN", user};
+		int argc = 3;
+
+		snprintf(line, sizeof line, "%s", *l);
+		for (char *w = strtok_r(line, " ", &save); w != NULL && argc < 16;
+		    w = strtok_r(NULL, " ", &save)) {
+			argv[argc] = doctor_word(c, w, keybuf[argc], sizeof keybuf[0]);
+			argc++;
+		}
+		redisReply *r = run_argv(c, argc, argv);
+		if (r == NULL)
+			return -1;
+		const char *why = sreply_error_text(sreply_of(r));
+		int plain = r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0;
+		if (why != NULL && l == needs) {	/* DRYRUN itself */
+			freeReplyObject(r);
+			return -1;
+		}
+		if (!plain) {
+			char cmd[64];
+			snprintf(cmd, sizeof cmd, "%s", *l);
+			cmd[strcspn(cmd, " ")] = '\0';
+			size_t len = strlen(refused);
+			snprintf(refused + len, n - len, "%s%s", len ? ", " : "", cmd);
+		}
+		freeReplyObject(r);
+	}
+	return 0;
+}
+
+/* "7.0.15" from INFO server, or HELLO's; NULL when both are refused. */
+static int
+doctor_version(struct ctx *c, char *out, size_t n)
+{
+	const char *info[] = {"INFO", "server"}, *hello[] = {"HELLO", "2"};
+	redisReply *r = run_argv(c, 2, info);
+	const char *s;
+
+	out[0] = '\0';
+	if (r != NULL && r->type == REDIS_REPLY_STRING &&
+	    (s = strstr(r->str, "redis_version:")) != NULL) {
+		snprintf(out, n, "%.*s", (int)strcspn(s + 14, "\r\n"), s + 14);
+	} else {
+		freeReplyObject(r);
+		r = run_argv(c, 2, hello);
+		const char *v = r ? sreply_field(sreply_of(r), "version") : NULL;
+		if (v != NULL)
+			snprintf(out, n, "%s", v);
+	}
+	freeReplyObject(r);
+	return out[0] ? 0 : -1;
+}
+
+/* One Redis user: AUTH, the version (once), the commands its role needs. */
+static void
+doctor_user(struct ctx *c, struct doctor *d, const char *role, const char *const *needs)
+{
+	char what[96], ver[64], refused[512];
+	const char *user;
+
+	redisFree(c->redis);
+	c->redis = NULL;
+	c->as = role;
+	if (role == NULL) {
+		c->username = c->cfg->redis.username;
+		c->password_file = c->cfg->redis.password_file;
+		snprintf(c->user_section, sizeof c->user_section, "redis");
+	} else {
+		const struct cfg_role *r = &c->cfg->roles[cfg_role_find(role)];
+		c->username = r->username;
+		c->password_file = r->password_file;
+		snprintf(c->user_section, sizeof c->user_section, "redis.%s", role);
+	}
+	user = c->username != NULL ? c->username : "default";
+	snprintf(what, sizeof what, "redis user %s [%s]", user, c->user_section);
+	if (connect_redis(c) != 0) {
+		doctor_line(d, 0, what, "cannot connect or log in (see above)");
+		return;
+	}
+	if (!d->version_done && doctor_version(c, ver, sizeof ver) == 0) {
+		long major = strtol(ver, NULL, 10);
+		d->version_done = 1;
+		doctor_line(d, major >= 7, "redis version", major >= 7 ? "%s" :
+		    "%s: 7.0 or later is needed (ACL selectors, XAUTOCLAIM)", ver);
+	}
+	/* a user may not ask about itself: then ask from one that may */
+	int rc = doctor_dryrun(c, user, needs, refused, sizeof refused);
+	if (rc < 0 && d->admin != NULL) {
+		redisContext *own = c->redis;
+		c->redis = d->admin;
+		rc = doctor_dryrun(c, user, needs, refused, sizeof refused);
+		c->redis = own;
+	} else if (rc == 0 && d->admin == NULL) {
+		d->admin = c->redis;	/* kept: the next user's connection is new */
+		c->redis = NULL;
+	}
+	if (rc < 0)
+		doctor_line(d, 1, what, "(logged in; ACL DRYRUN refused to this user: the "
+		    "commands of its role not checked)");
+	else if (refused[0])
+		doctor_line(d, 0, what, "its ACL refuses %s", refused);
+	else
+		doctor_line(d, 1, what, NULL);
+}
+
+/* The loop of a synchronous check: runs until *done or timeout_ms. */
+static void
+doctor_tick(EV_P_ ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)w;
+	(void)revents;
+}
+
+static void
+doctor_run(struct ev_loop *loop, const int *done, long timeout_ms)
+{
+	ev_timer tick;
+
+	ev_timer_init(&tick, doctor_tick, 0.05, 0.05);
+	ev_timer_start(loop, &tick);
+	for (int64_t end = wtime_mono_ms() + timeout_ms; !*done && wtime_mono_ms() < end;)
+		ev_run(loop, EVRUN_ONCE);
+	ev_timer_stop(loop, &tick);
+}
+
+/* A token from the IdP for [oauth]'s client. */
+static void
+doctor_idp(const struct ctx *c, struct doctor *d, struct ev_loop *loop,
+	   struct http_client *http)
+{
+	char err[256], what[300];
+	int have = 0;
+	struct oauth *o = oauth_new(loop, http, c->cfg, err, sizeof err);
+
+	snprintf(what, sizeof what, "idp token from %s", c->cfg->oauth.token_url);
+	if (o == NULL) {
+		doctor_line(d, 0, what, "%s", err);
+		return;
+	}
+	oauth_start(o);
+	for (int64_t end = wtime_mono_ms() + c->cfg->oauth.timeout_ms + 2000;
+	    wtime_mono_ms() < end;) {
+		int done = 0;
+		doctor_run(loop, &done, 100);
+		if (oauth_token(o, wtime_mono_ms(), 0) != NULL) {
+			have = 1;
+			break;
+		}
+		if (strcmp(oauth_state_name(o), "error") == 0)
+			break;
+	}
+	if (have)
+		doctor_line(d, 1, what, "(lives %lld s)", (long long)((oauth_expires_at_ms(o) -
+		    wtime_mono_ms()) / 1000));
+	else
+		doctor_line(d, 0, what, "no token (%s; the IdP's answer is in the line above)",
+		    oauth_state_name(o));
+	oauth_free(o);
+}
+
+struct doctor_call {
+	int done;
+	long status;
+	char error[200], body[200];
+};
+
+static void
+doctor_answer(const struct http_response *resp, void *arg)
+{
+	struct doctor_call *dc = arg;
+
+	dc->status = resp->status;
+	snprintf(dc->error, sizeof dc->error, "%s", resp->error ? resp->error : "");
+	snprintf(dc->body, sizeof dc->body, "%.*s", (int)(resp->body_len < 199 ?
+	    resp->body_len : 199), resp->body);
+	dc->done = 1;
+}
+
+/* One question to the PDP (§7) about a record that does not exist: any 2xx
+ * with an answer is a PDP that works, allow or deny. */
+static void
+doctor_pdp(const struct ctx *c, struct doctor *d, struct ev_loop *loop,
+	   struct http_client *http)
+{
+	static const char *const headers[] = {"Content-Type: application/json",
+	    "Accept: application/json", NULL};
+	char at[WTIME_RFC3339_LEN], what[300];
+	struct doctor_call dc = {0};
+	json_t *q = json_pack("{s:{s:s, s:s, s:s, s:{}, s:s, s:s, s:s}}", "input", "subject",
+	    "warrantctl-doctor", "action", c->cfg->nactions ? c->cfg->actions[0].name : "doctor",
+	    "resource", "doctor", "parameters", "basis", "warrantctl doctor", "recordId",
+	    "doctor", "decidedAt", wtime_format_rfc3339(wtime_now_ms(), at, sizeof at));
+	char *body = q ? json_dumps(q, JSON_COMPACT) : NULL;
+	struct http_request rq = {.method = "POST", .url = c->cfg->authz.url,
+	    .headers = headers, .body = body, .body_len = body ? strlen(body) : 0,
+	    .timeout_ms = c->cfg->authz.timeout_ms};
+
+	snprintf(what, sizeof what, "pdp %s", c->cfg->authz.url);
+	if (body == NULL || http_start(http, &rq, doctor_answer, &dc, NULL) != 0) {
+		doctor_line(d, 0, what, "cannot send the question");
+	} else {
+		doctor_run(loop, &dc.done, c->cfg->authz.timeout_ms + 2000);
+		if (!dc.done)
+			doctor_line(d, 0, what, "no answer");
+		else if (dc.status >= 200 && dc.status <= 299)
+			doctor_line(d, 1, what, "(answered %s)", authz_name(authz_parse_answer(
+			    dc.status, dc.body, strlen(dc.body))));
+		else if (dc.status == 0)
+			doctor_line(d, 0, what, "%s", dc.error);
+		else
+			doctor_line(d, 0, what, "HTTP %ld: %s", dc.status, dc.body);
+	}
+	free(body);
+	json_decref(q);
+}
+
+/* Each action's host resolves (getaddrinfo), as the call will need. */
+static void
+doctor_actions(const struct ctx *c, struct doctor *d)
+{
+	for (size_t i = 0; i < c->cfg->nactions; i++) {
+		const struct cfg_action *a = &c->cfg->actions[i];
+		char what[300], *host = NULL;
+		CURLU *u = curl_url();
+		struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+
+		snprintf(what, sizeof what, "action %s url host", a->name);
+		/* placeholders are in the path and query only (R7) */
+		if (u == NULL || curl_url_set(u, CURLUPART_URL, a->url, CURLU_ALLOW_SPACE) != CURLUE_OK ||
+		    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK) {
+			doctor_line(d, 0, what, "cannot read the host of %s", a->url);
+		} else {
+			size_t n = strlen(host);
+			if (n > 1 && host[0] == '[' && host[n - 1] == ']') {	/* IPv6 */
+				memmove(host, host + 1, n - 2);
+				host[n - 2] = '\0';
+			}
+			int rc = getaddrinfo(host, NULL, &hints, &res);
+			if (rc == 0)
+				doctor_line(d, 1, what, "(%s resolves)", host);
+			else
+				doctor_line(d, 0, what, "%s: %s", host, gai_strerror(rc));
+		}
+		if (res != NULL)
+			freeaddrinfo(res);
+		curl_free(host);
+		curl_url_cleanup(u);
+	}
+}
+
+static int
+cmd_doctor(struct ctx *c, int argc, char **argv)
+{
+	static const char *const roles[CFG_NROLES] = {"operator", "monitor", "decider"};
+	static const char *const *const needs[CFG_NROLES] = {needs_operator, needs_monitor,
+	    needs_decider};
+	struct doctor d = {0};
+	int rc = parse_simple(c, argc, argv, 0, 0, NULL);
+
+	if (rc == 1) {
+		fputs(usage_text, stdout);
+		return 0;
+	}
+	if (rc != 0 || (rc = load_config(c)) != 0)
+		return rc;
+	doctor_line(&d, 1, "config", "(%s)", c->cfg_path);
+	doctor_user(c, &d, NULL, needs_daemon);
+	for (int i = 0; i < CFG_NROLES; i++)
+		if (cfg_role_find(roles[i]) == i && c->cfg->roles[i].username != NULL)
+			doctor_user(c, &d, roles[i], needs[i]);
+	if (!d.version_done)
+		doctor_line(&d, 0, "redis version", "no user could ask (INFO and HELLO refused)");
+
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	struct http_client *http = loop ? http_client_new(loop) : NULL;
+	if (http == NULL) {
+		doctor_line(&d, 0, "http", "cannot set up an event loop");
+	} else {
+		if (c->cfg->oauth.present)
+			doctor_idp(c, &d, loop, http);
+		if (c->cfg->authz.url != NULL)
+			doctor_pdp(c, &d, loop, http);
+	}
+	http_client_free(http);
+	if (loop != NULL)
+		ev_loop_destroy(loop);
+	doctor_actions(c, &d);
+	redisFree(d.admin);
+	return d.failed ? EX_REFUSED : 0;
 }
 
 /* ---- pause, resume (§13) ---- */
@@ -1838,8 +3069,10 @@ dispatch(struct ctx *c, int argc, char **argv)
 	} cmds[] = {
 		{"decide", cmd_decide, "decider"}, {"status", cmd_status, "monitor"},
 		{"metrics", cmd_metrics, "monitor"}, {"inspect", cmd_inspect, "monitor"},
-		{"dead", cmd_dead, NULL},
+		{"jobs", cmd_jobs, "monitor"}, {"dead", cmd_dead, NULL},
 		{"pause", cmd_pause, NULL}, {"resume", cmd_pause, NULL},
+		{"retry", cmd_retry, NULL}, {"cancel", cmd_cancel, NULL},
+		{"doctor", cmd_doctor, NULL},
 	};
 
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)

@@ -15,7 +15,9 @@
  *   - `warrantctl --as operator dead requeue` puts a dead record back and the
  *     worker runs it again; `--as monitor` runs status, metrics, inspect and
  *     dead list, and cannot requeue; without --as, status, metrics and
- *     inspect log in as the monitor (the metrics timer passes no --as);
+ *     inspect log in as the monitor (the metrics timer passes no --as); the
+ *     operator runs §11's job operations (jobs, retry, cancel, dead
+ *     requeue/drop --all) and pause/resume, the monitor only jobs;
  *   - per user, what it can NOT do, each a NOPERM: the worker cannot expire
  *     or trim the queue, the audit or the dead letters, overwrite a key with
  *     SET, delete a record's field or write a stream that is not its own;
@@ -500,6 +502,64 @@ test_monitor_reads(void **state)
 	CTL_OK("--as", "monitor", "dead", "list");
 }
 
+/* The job operations of §11 as the operator (retry, cancel, bulk dead
+ * letters); the monitor lists jobs but changes nothing. */
+static void
+test_operator_job_ops(void **state)
+{
+	char *out, dead[128];
+	(void)state;
+
+	CTL_OK("--as", "monitor", "jobs");
+	CTL_OK("--as", "operator", "jobs", "--state", "done");
+	/* acl-later: dead, its letter dropped */
+	assert_int_equal(ctl(&out, D->ini, "--as", "monitor", "retry", "acl-later",
+	    (char *)NULL), 1);
+	if (out == NULL || strstr(out, "NOPERM") == NULL)
+		fail_msg("[%s] monitor's retry: %s", D->tag, out ? out : "");
+	free(out);
+	CTL_OK("--as", "operator", "retry", "acl-later");
+	wait_state("acl-later", "done");
+	/* scheduled an hour ahead: cancelled, and off the schedule */
+	decide("acl-cancel", "+30m");
+	assert_int_equal(ctl(&out, D->ini, "--as", "monitor", "cancel", "acl-cancel",
+	    (char *)NULL), 1);
+	if (out == NULL || strstr(out, "NOPERM") == NULL)
+		fail_msg("[%s] monitor's cancel: %s", D->tag, out ? out : "");
+	free(out);
+	CTL_OK("--as", "operator", "cancel", "acl-cancel");
+	wait_state("acl-cancel", "cancelled");
+	/* in bulk */
+	make_dead("acl-now");
+	CTL_OK("--as", "operator", "dead", "requeue", "--all");
+	wait_state("acl-now", "done");
+	make_dead("acl-cancel");
+	CTL_OK("--as", "operator", "dead", "drop", "--all");
+	assert_int_equal(h_redis_int(D->C, "XLEN %s", key_of("acl-cancel", "dead", dead,
+	    sizeof dead)), 0);
+}
+
+/* warrantctl doctor logs in as each of the four users; none of them may ask
+ * ACL DRYRUN, so their commands go unchecked, and that is no failure. */
+static void
+test_doctor(void **state)
+{
+	static const char *const lines[] = {"redis version: ok 7.",
+	    "redis user warrantd [redis]: ok", "redis user operator [redis.operator]: ok",
+	    "redis user monitor [redis.monitor]: ok", "redis user decider [redis.decider]: ok",
+	    "action gate.open url host: ok"};
+	char *out;
+	(void)state;
+
+	int rc = ctl(&out, D->ini, "doctor", (char *)NULL);
+	for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+		if (out == NULL || strstr(out, lines[i]) == NULL)
+			fail_msg("[%s] doctor: no \"%s\" in: %s", D->tag, lines[i], out ? out : "");
+	if (rc != 0)
+		fail_msg("[%s] doctor: exit %d: %s", D->tag, rc, out);
+	free(out);
+}
+
 /* --as names one of three roles, and the file must define it. */
 static void
 test_as_errors(void **state)
@@ -686,8 +746,8 @@ test_operator_limits(void **state)
 		{0, "XTRIM jobs", "XTRIM P:jobs MAXLEN 0"},
 		{0, "XTRIM audit", "XTRIM P:audit MAXLEN 0"},
 		{0, "PEXPIRE jobs", "PEXPIRE P:jobs 1"},
-		{0, "PEXPIRE record", "PEXPIRE P:decision:acl-now 1"},
-		{0, "SET final", "SET P:final:acl-x dead"},
+		{0, "ZADD scheduled", "ZADD P:scheduled 1 x"},
+		{0, "XDEL notify", "XDEL P:notify 0-1"},
 		{0, "XADD dead", "XADD P:dead * id x"},
 		{0, "XDEL audit", "XDEL P:audit 0-1"},
 		{0, "XACK", "XACK P:jobs workers 0-1"},
@@ -698,6 +758,13 @@ test_operator_limits(void **state)
 		{1, "XPENDING", "XPENDING P:jobs workers"},
 		{2, "XDEL dead", "XDEL P:dead 0-1"},
 		{2, "DEL final", "DEL P:final:acl-now"},
+		/* cancel (§11): the terminal mark and the retention of both, as
+		 * the worker writes them, the owner's notification, and the
+		 * schedule left */
+		{2, "SET final", "SET P:final:acl-x cancelled PX 1000"},
+		{2, "PEXPIRE record", "PEXPIRE P:decision:acl-now 1000"},
+		{2, "XADD notify", "XADD P:notify MAXLEN ~ 100 * id x"},
+		{2, "ZREM scheduled", "ZREM P:scheduled x"},
 	};
 	(void)state;
 	expect_cases("operator", cases, sizeof cases / sizeof cases[0]);
@@ -734,6 +801,8 @@ main(void)
 		cmocka_unit_test(test_operator_pauses),
 		cmocka_unit_test(test_monitor_reads),
 		cmocka_unit_test(test_default_role),
+		cmocka_unit_test(test_operator_job_ops),
+		cmocka_unit_test(test_doctor),
 		cmocka_unit_test(test_as_errors),
 		cmocka_unit_test(test_worker_limits),
 		cmocka_unit_test(test_worker_needs),

@@ -502,7 +502,7 @@ test_requeue_removes_mark(void **state)
 	int rc = h_run(argv, 30000, &out);
 	if (rc != 0)
 		fail_msg("warrantctl dead requeue: exit %d: %s", rc, out ? out : "");
-	/* "requeued rq-0000 as rq:jobs entry <id>" */
+	/* "requeued rq-0000 with a fresh budget ... as rq:jobs entry <id>" */
 	const char *at = strstr(out, "entry ");
 	assert_non_null(at);
 	snprintf(sid, sizeof sid, "%.*s", (int)strcspn(at + 6, "\n"), at + 6);

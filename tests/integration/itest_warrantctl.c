@@ -801,7 +801,11 @@ test_dead_requeue(void **state)
 	attempts = h_redis_str(C, "HGET t:decision:rq-1 attempts");
 	owner = h_redis_str(C, "HGET t:decision:rq-1 owner");
 	assert_string_equal(st, "queued");
-	assert_string_equal(attempts, "0");
+	/* §11: a fresh budget, `attempts` never going down (R13's fence) */
+	assert_string_equal(attempts, "10");
+	free(attempts);
+	attempts = h_redis_str(C, "HGET t:decision:rq-1 attemptsBase");
+	assert_string_equal(attempts, "10");
 	assert_null(owner);
 	assert_int_equal(h_redis_int(C, "TTL t:decision:rq-1"), -1);	/* retention undone */
 	job = only_job_id();

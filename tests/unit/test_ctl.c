@@ -646,11 +646,72 @@ test_queue_metrics(void **state)
 	free(t);
 }
 
+/* dead drop --older-than D */
+static void
+test_duration(void **state)
+{
+	int64_t d;
+
+	(void)state;
+	assert_int_equal(ctl_parse_duration("7d", &d), 0);
+	assert_int_equal(d, INT64_C(7) * 86400000);
+	assert_int_equal(ctl_parse_duration("+90m", &d), 0);
+	assert_int_equal(d, INT64_C(90) * 60000);
+	assert_int_equal(ctl_parse_duration("30", &d), 0);
+	assert_int_equal(d, 30000);
+	assert_int_equal(ctl_parse_duration("", &d), -1);
+	assert_int_equal(ctl_parse_duration("7w", &d), -1);
+	assert_int_equal(ctl_parse_duration("-1d", &d), -1);
+	assert_int_equal(ctl_parse_duration("1dd", &d), -1);
+	assert_int_equal(ctl_parse_duration("99999999999999999999d", &d), -1);
+	assert_int_equal(ctl_parse_duration(NULL, &d), -1);
+}
+
+/* When Redis added an entry, from its id. */
+static void
+test_stream_id_ms(void **state)
+{
+	(void)state;
+	assert_int_equal(ctl_stream_id_ms("1700000000123-0"), INT64_C(1700000000123));
+	assert_int_equal(ctl_stream_id_ms("5-17"), 5);
+	assert_int_equal(ctl_stream_id_ms("5"), -1);
+	assert_int_equal(ctl_stream_id_ms("5-"), -1);
+	assert_int_equal(ctl_stream_id_ms("-5-1"), -1);
+	assert_int_equal(ctl_stream_id_ms("x-1"), -1);
+	assert_int_equal(ctl_stream_id_ms(NULL), -1);
+}
+
+/* Which dead letters dead requeue/drop in bulk choose. */
+static void
+test_dead_match(void **state)
+{
+	(void)state;
+	/* --all */
+	assert_int_equal(ctl_dead_match("100-0", "max-attempts", NULL, 0), 1);
+	assert_int_equal(ctl_dead_match("100-0", NULL, NULL, 0), 1);
+	/* --reason */
+	assert_int_equal(ctl_dead_match("100-0", "max-attempts", "max-attempts", 0), 1);
+	assert_int_equal(ctl_dead_match("100-0", "bad-signature", "max-attempts", 0), 0);
+	assert_int_equal(ctl_dead_match("100-0", NULL, "max-attempts", 0), 0);
+	assert_int_equal(ctl_dead_match("100-0", "max-attempts-x", "max-attempts", 0), 0);
+	/* --older-than: added strictly before the cutoff */
+	assert_int_equal(ctl_dead_match("99-5", "x", NULL, 100), 1);
+	assert_int_equal(ctl_dead_match("100-0", "x", NULL, 100), 0);
+	assert_int_equal(ctl_dead_match("101-0", "x", NULL, 100), 0);
+	assert_int_equal(ctl_dead_match("junk", "x", NULL, 100), 0);
+	/* both */
+	assert_int_equal(ctl_dead_match("99-0", "a", "a", 100), 1);
+	assert_int_equal(ctl_dead_match("99-0", "b", "a", 100), 0);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_time_rfc3339),
+		cmocka_unit_test(test_duration),
+		cmocka_unit_test(test_stream_id_ms),
+		cmocka_unit_test(test_dead_match),
 		cmocka_unit_test(test_time_relative_units),
 		cmocka_unit_test(test_time_relative_refused),
 		cmocka_unit_test(test_id_syntax),

@@ -115,8 +115,8 @@ test_state_names(void **state)
 {
 	(void)state;
 	static const char *const names[] = {"", "queued", "running", "retrying", "auth_wait",
-	    "done", "expired", "denied", "failed", "dead"};
-	for (int i = JOB_NONE; i <= JOB_DEAD; i++) {
+	    "done", "expired", "denied", "failed", "dead", "cancelled"};
+	for (int i = JOB_NONE; i <= JOB_CANCELLED; i++) {
 		enum job_state st;
 		assert_string_equal(job_state_name((enum job_state)i), names[i]);
 		assert_int_equal(job_state_parse(names[i], &st), 0);
@@ -140,7 +140,7 @@ test_terminal_list(void **state)
 
 	(void)state;
 	assert_int_equal(job_terminal_list(buf, sizeof buf), 0);
-	assert_string_equal(buf, "done expired denied failed dead");
+	assert_string_equal(buf, "done expired denied failed dead cancelled");
 	assert_int_equal(job_terminal_list(small, sizeof small), -1);
 }
 
@@ -171,7 +171,7 @@ test_loaded_terminal_acked_only(void **state)
 {
 	(void)state;
 	struct job_policy p = policy();
-	for (int st = JOB_DONE; st <= JOB_DEAD; st++) {
+	for (int st = JOB_DONE; st <= JOB_CANCELLED; st++) {
 		for (int variant = 0; variant < 4; variant++) {
 			struct job j = {0};
 			struct job_event ev = ev_loaded();
@@ -544,6 +544,87 @@ test_http_max_attempts_dead(void **state)
 	s = step(&p, &j, ev_http(429), NOW);
 	assert_int_equal(s.next, JOB_DEAD);
 	assert_string_equal(reason_name(s.reason), "max-attempts");
+}
+
+/* §11: warrantctl retry set attemptsBase to attempts; R8 counts the calls
+ * since, and `calls` (the fence) goes on from attempts, never down. */
+static void
+test_attempts_base_fresh_budget(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();	/* max_attempts 3 */
+	struct job j = {0};
+	struct job_event ev = ev_loaded();
+	ev.attempts = 3;
+
+	/* without a base: 3 of 3 calls made, dead before any call */
+	struct job_step s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_DEAD);
+	assert_string_equal(reason_name(s.reason), "max-attempts");
+
+	/* with attemptsBase 3: three more calls, fenced from 3 up */
+	memset(&j, 0, sizeof j);
+	ev.attempts_base = 3;
+	s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_RUNNING);
+	assert_true(s.effects & JOB_FX_CALL);
+	assert_int_equal(j.calls, 4);
+	assert_int_equal(s.write.fence_attempts, 3);
+	assert_string_equal(s.detail, "call 1 of 3");
+	for (int i = 2; i <= 3; i++) {
+		job_written(&j, &s, j.calls);
+		s = step(&p, &j, ev_http(503), NOW);
+		assert_int_equal(s.next, JOB_RETRYING);
+		s = step(&p, &j, ev_of(JOB_EV_TIMER), s.at_ms);
+		assert_int_equal(s.next, JOB_RUNNING);
+		assert_int_equal(s.write.fence_attempts, 3 + i - 1);
+	}
+	assert_int_equal(j.calls, 6);
+	job_written(&j, &s, j.calls);
+	s = step(&p, &j, ev_http(503), NOW);
+	assert_int_equal(s.next, JOB_DEAD);
+	assert_string_equal(reason_name(s.reason), "max-attempts");
+	assert_non_null(strstr(s.detail, "3 of 3 calls made"));
+
+	/* a base above attempts (a hash edited by hand) is no budget of its own */
+	memset(&j, 0, sizeof j);
+	ev.attempts = 1;
+	ev.attempts_base = 9;
+	s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_RUNNING);
+	assert_string_equal(s.detail, "call 1 of 3");
+}
+
+/* §11 cancel: a call's answer is marked as one, so that the script keeps it
+ * as lateOutcome when the record was cancelled while it was out; no other
+ * step is. */
+static void
+test_call_result_marked(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j;
+	static const int statuses[] = {200, 503, 400, 401};
+
+	for (size_t i = 0; i < sizeof statuses / sizeof statuses[0]; i++) {
+		struct job_step s = load_running(&p, &j);
+		assert_int_equal(s.write.call_result, 0);	/* the call step itself */
+		job_written(&j, &s, j.calls);
+		s = step(&p, &j, ev_http(statuses[i]), NOW);
+		assert_true(job_step_writes(&s));
+		assert_int_equal(s.write.call_result, 1);
+		if (s.next == JOB_RETRYING) {
+			s = step(&p, &j, ev_of(JOB_EV_TIMER), s.at_ms);
+			assert_int_equal(s.write.call_result, 0);
+		}
+	}
+	/* the PDP's answer is not the action's */
+	p.authz_enabled = 1;
+	memset(&j, 0, sizeof j);
+	struct job_step s = step(&p, &j, ev_loaded(), NOW);
+	s = step(&p, &j, ev_authz(JOB_AUTHZ_DENY), NOW);
+	assert_int_equal(s.next, JOB_DENIED);
+	assert_int_equal(s.write.call_result, 0);
 }
 
 static void
@@ -1707,6 +1788,8 @@ main(void)
 		cmocka_unit_test_setup(test_http_503_503_200, setup),
 		cmocka_unit_test_setup(test_details_of_every_job, setup),
 		cmocka_unit_test_setup(test_http_max_attempts_dead, setup),
+		cmocka_unit_test_setup(test_attempts_base_fresh_budget, setup),
+		cmocka_unit_test_setup(test_call_result_marked, setup),
 		cmocka_unit_test_setup(test_http_retryable_statuses, setup),
 		cmocka_unit_test_setup(test_http_permanent_failed, setup),
 		cmocka_unit_test_setup(test_http_retry_uses_backoff, setup),

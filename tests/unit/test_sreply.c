@@ -418,6 +418,17 @@ test_load(void **state)
 		tree_free(odd[i]);
 	}
 	assert_int_equal(sreply_load(NULL, &l), -1);
+	assert_null(l.attempts_base);
+	/* since attemptsBase (§11): a sixth element, read the same way */
+	redisReply *based = arr(6, num(1), num(0), str("queued"), str("12"), str("eyJ"),
+	    str("10"));
+	assert_int_equal(sreply_load(sreply_of(based), &l), 0);
+	assert_string_equal(l.attempts, "12");
+	assert_string_equal(l.attempts_base, "10");
+	assert_string_equal(l.record, "eyJ");
+	assert_int_equal(sreply_load(sreply_of(ok), &l), 0);
+	assert_null(l.attempts_base);
+	tree_free(based);
 	tree_free(ok);
 	tree_free(big);
 	tree_free(none);
