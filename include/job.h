@@ -52,6 +52,7 @@ struct job_policy {
 	int token_needed;	/* the action's auth = oauth */
 	int exchange_needed;	/* the action's token = exchange: one token per job */
 	int64_t auth_wait_max_ms;	/* [oauth] auth_wait_max_ms: then the entry is handed back */
+	int wait_replicas;	/* R19: [redis] wait_replicas (0: no WAIT) */
 };
 
 /* One entry in hand. The shell zeroes it, sets `id`, and passes it to every
@@ -92,6 +93,8 @@ enum job_event_kind {
 	JOB_EV_REDIS_ERROR,	/* R17: a Redis step of this entry met an error
 				   that belongs to its data, and retrying gave
 				   up (consumer_err_next): in any state, once */
+	JOB_EV_UNREPLICATED,	/* R19: the call step's WAIT saw too few
+				   replicas (job_replicated said NO_CALL) */
 };
 
 enum job_authz { JOB_AUTHZ_ALLOW, JOB_AUTHZ_DENY, JOB_AUTHZ_UNAVAILABLE };
@@ -130,6 +133,10 @@ struct job_event {
 	/* JOB_EV_CANNOT_CALL */
 	enum job_no_call no_call;
 
+	/* JOB_EV_UNREPLICATED: the replicas that acknowledged (-1: WAIT
+	 * got no answer) */
+	long long replicas;
+
 	/* JOB_EV_REDIS_ERROR: the reply, one line (consumer_err_line); borrowed */
 	const char *redis_error;
 
@@ -157,6 +164,9 @@ enum job_effect {
 	JOB_FX_END = 1 << 13,		/* after the write, the entry leaves the hand */
 	JOB_FX_EXCHANGE = 1 << 14,	/* exchange for this job's token (RFC 8693) */
 	JOB_FX_HANDBACK = 1 << 15,	/* R9: a new stream entry for the record, ours acked */
+	JOB_FX_WAIT_REPLICAS = 1 << 16,	/* R19: WAIT step.write.wait_replicas right
+					   after the write, before what follows it
+					   (job_replicated reads the answer) */
 };
 
 /*
@@ -177,6 +187,7 @@ struct job_write {
 	int skip_lease;		/* the entry left the PEL already (entry-deleted) */
 	int keep_unpending;	/* a call's outcome: written even when Redis
 				   forgot the PEL entry (owner and fence ours) */
+	int wait_replicas;	/* R19, with JOB_FX_WAIT_REPLICAS: WAIT for this many */
 };
 
 struct job_step {
@@ -210,6 +221,24 @@ struct job_step job_next(const struct job_policy *pol, struct job *job,
  * steps' writes are fenced with (struct job_write).
  */
 void job_written(struct job *job, const struct job_step *st, long long fence);
+
+/* R19: what the WAIT after a step's write decides. */
+enum job_repl {
+	JOB_REPL_GO,		/* enough replicas (or no WAIT): carry on as decided */
+	JOB_REPL_NO_CALL,	/* a call step short of replicas: no call; the
+				   shell feeds JOB_EV_UNREPLICATED */
+	JOB_REPL_SHORT,		/* a final write short of replicas: logged, and the
+				   notification still goes */
+};
+
+/*
+ * R19: st's write was answered and its WAIT saw `replicas` acknowledge (-1:
+ * the WAIT got no answer). A call is made only on replicas the write
+ * reached; a final state was written either way, so what follows it
+ * (the webhook) goes on. A step without JOB_FX_WAIT_REPLICAS: JOB_REPL_GO.
+ */
+enum job_repl job_replicated(const struct job_step *st, long long replicas)
+	__attribute__((warn_unused_result));
 
 /* What the shell is doing for a job when the worker stops (R15). */
 enum job_doing {
