@@ -801,19 +801,25 @@ static redisReply *
 run_asking(struct ctx *c, int argc, const char **argv, const size_t *len)
 {
 	redisReply *r = redisCommandArgv(c->redis, argc, argv, len), *a;
-	char host[SENTINEL_HOST_MAX];
-	unsigned slot;
-	int port;
+	char host[SENTINEL_HOST_MAX], *end;
+	const char *h, *colon;
 
-	if (r == NULL || r->type != REDIS_REPLY_ERROR ||
-	    sscanf(r->str, "ASK %u %255[^:]:%d", &slot, host, &port) != 3)
+	/* "ASK <slot> <host>:<port>" */
+	if (r == NULL || r->type != REDIS_REPLY_ERROR || strncmp(r->str, "ASK ", 4) != 0 ||
+	    (h = strchr(r->str + 4, ' ')) == NULL || (colon = strrchr(++h, ':')) == NULL ||
+	    (size_t)(colon - h) >= sizeof host)
 		return r;
+	long port = strtol(colon + 1, &end, 10);
+	if (*end != '\0' || port <= 0 || port > 65535)
+		return r;
+	memcpy(host, h, (size_t)(colon - h));
+	host[colon - h] = '\0';
 	freeReplyObject(r);
 	struct timeval tv = {TIMEOUT_S, 0};
-	redisContext *home = c->redis, *side = redisConnectWithTimeout(host, port, tv);
+	redisContext *home = c->redis, *side = redisConnectWithTimeout(host, (int)port, tv);
 	r = NULL;
 	if (side == NULL || side->err || redisSetTimeout(side, tv) != REDIS_OK) {
-		say("cannot connect to Redis at %s:%d (ASK)", host, port);
+		say("cannot connect to Redis at %s:%ld (ASK)", host, port);
 	} else {
 		c->redis = side;	/* AUTH as on the main connection */
 		if (authenticate(c) == 0 && (a = redisCommand(side, "ASKING")) != NULL) {
