@@ -32,10 +32,12 @@ wait_for() {
 # A private redis-server on the unix socket $sock (no persistence, its log
 # in $tmp/redis.log), run under the command in "$@" when one is given
 # (callgrind: valgrind ...); sets redis_pid and waits up to $REDIS_WAIT tenths
-# of a second (100) for its PONG.
+# of a second (100) for its PONG. $REDIS_PORT (0: none) opens 127.0.0.1:PORT
+# too, for replicas.
 redis_up() { [ "$(redis-cli -s "$sock" PING 2>/dev/null)" = PONG ]; }
 start_private_redis() {
-	"$@" redis-server --port 0 --unixsocket "$sock" --unixsocketperm 700 --save '' \
+	"$@" redis-server --port "${REDIS_PORT:-0}" --bind 127.0.0.1 --unixsocket "$sock" \
+	    --unixsocketperm 700 --save '' \
 	    --appendonly no --dir "$tmp" --logfile "$tmp/redis.log" --daemonize no &
 	redis_pid=$!
 	wait_for "${REDIS_WAIT:-100}" redis_up || die "redis-server did not start (see $tmp/redis.log)"

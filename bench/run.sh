@@ -30,7 +30,10 @@
 # Environment: BENCH_JOBS [20000], BENCH_IN_FLIGHT ["1 64 256"], BENCH_REPEAT [3],
 # BENCH_MODES ["off hs256 es256 es256-2t oauth exchange"], BENCH_TIMEOUT_S [600, per run], BENCH_VERIFY_THREADS [1, the default; the ES256
 # modes' [records] verify_threads],
-# BENCH_OUT [bench/results.txt], BENCH_KEEP_TMP (keep the temp dir).
+# BENCH_OUT [bench/results.txt], BENCH_KEEP_TMP (keep the temp dir),
+# BENCH_WAIT_REPLICAS [0]: that many replicas of the private redis (on
+# 127.0.0.1) and [redis] wait_replicas set to it (R19: a WAIT after each call
+# step and each final write); the rows' mode gets "+wN".
 # Everything it starts is stopped by PID; it exits non-zero when a run does
 # not finish in time or a check fails (results.txt is then left unchanged).
 set -eu
@@ -45,6 +48,7 @@ TIMEOUT_S=${BENCH_TIMEOUT_S:-600}
 OUT=${BENCH_OUT:-$root/bench/results.txt}
 REPEAT=${BENCH_REPEAT:-3}
 VERIFY_THREADS=${BENCH_VERIFY_THREADS:-1}
+WAIT_REPLICAS=${BENCH_WAIT_REPLICAS:-0}
 PREFIX=bench
 PKGS="hiredis libcurl jansson inih openssl"
 
@@ -58,10 +62,12 @@ done
 case $JOBS in ''|*[!0-9]*|0) echo "bench: BENCH_JOBS must be a positive integer" >&2; exit 64;; esac
 case $REPEAT in ''|*[!0-9]*|0) echo "bench: BENCH_REPEAT must be a positive integer" >&2; exit 64;; esac
 case $VERIFY_THREADS in ''|*[!0-9]*) echo "bench: BENCH_VERIFY_THREADS must be 0-16" >&2; exit 64;; esac
+case $WAIT_REPLICAS in ''|*[!0-9]*) echo "bench: BENCH_WAIT_REPLICAS must be a number" >&2; exit 64;; esac
 
 tmp=$(mktemp -d /tmp/warrantd-bench.XXXXXX)
 sock=$tmp/redis.sock
 redis_pid=
+replica_pids=
 target_pid=
 tok_target_pid=
 idp_pid=
@@ -74,6 +80,8 @@ cleanup() {
 	stop_pid "$target_pid"
 	stop_pid "$tok_target_pid"
 	stop_pid "$idp_pid"
+	for p in $replica_pids; do stop_pid "$p"; done
+	replica_pids=''
 	stop_pid "$redis_pid"
 	daemon_pid=''
 	target_pid=''
@@ -98,7 +106,39 @@ now_ms() { date +%s%3N; }
 
 rcli() { redis-cli -s "$sock" "$@"; }
 
-start_redis() { start_private_redis; }
+# A free TCP port on 127.0.0.1 from $1 up (none listening there).
+free_port() {
+	p=$1
+	while ss -ltn 2>/dev/null | awk '{ print $4 }' | grep -q ":$p\$"; do p=$((p + 1)); done
+	echo "$p"
+}
+
+# With BENCH_WAIT_REPLICAS: the primary on a TCP port too, and its replicas
+# on their own sockets, each one connected before any run.
+start_redis() {
+	[ "$WAIT_REPLICAS" -gt 0 ] && REDIS_PORT=$(free_port 17379)
+	start_private_redis
+	k=0
+	while [ "$k" -lt "$WAIT_REPLICAS" ]; do
+		mkdir -p "$tmp/replica$k"
+		redis-server --port 0 --unixsocket "$tmp/replica$k/redis.sock" --save '' \
+		    --appendonly no --dir "$tmp/replica$k" --logfile "$tmp/replica$k/redis.log" \
+		    --daemonize no --replicaof 127.0.0.1 "$REDIS_PORT" &
+		replica_pids="$replica_pids $!"
+		k=$((k + 1))
+	done
+	[ "$WAIT_REPLICAS" -eq 0 ] || wait_for 100 replicas_up ||
+	    die "the replicas did not connect (see $tmp/replica*/redis.log)"
+}
+
+replicas_up() {
+	rcli INFO replication | tr -d '\r' | grep -qx "connected_slaves:$WAIT_REPLICAS"
+}
+
+# The rows' name of a mode: "+wN" with BENCH_WAIT_REPLICAS.
+label() {
+	if [ "$WAIT_REPLICAS" -gt 0 ]; then echo "$1+w$WAIT_REPLICAS"; else echo "$1"; fi
+}
 
 start_target() { start_fake_target; }
 
@@ -328,6 +368,7 @@ shutdown_grace_ms = 5000
 [redis]
 socket = $sock
 prefix = $PREFIX
+wait_replicas = $WAIT_REPLICAS
 [records]
 $records
 $oauth
@@ -437,7 +478,7 @@ row() {	# mode in_flight
 	range=$(awk -v n="$JOBS" '{ if ($1 < 1) $1 = 1; j = n * 1000 / $1
 		if (NR == 1 || j < lo) lo = j; if (NR == 1 || j > hi) hi = j }
 		END { printf "%.0f-%.0f", lo, hi }' "$tmp/runs")
-	awk -v mode="$1" -v f="$2" -v n="$JOBS" -v ms="$ms" \
+	awk -v mode="$(label "$1")" -v f="$2" -v n="$JOBS" -v ms="$ms" \
 	    -v ticks="$ticks" -v hz="$(getconf CLK_TCK)" -v kb="$hwm" -v rus="$rcpu" \
 	    -v floor="$floor_jps" -v range="$range" 'BEGIN {
 		if (ms < 1) ms = 1
@@ -484,6 +525,8 @@ cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 	echo "# warrantd benchmark ($(date -u +%Y-%m-%dT%H:%M:%SZ), bench/run.sh)"
 	echo "# host: $(nproc) CPU(s), ${cpu:-unknown CPU}; $(redis-server --version | cut -d' ' -f1-3)"
 	echo "# build: ${build#"$root"/}; jobs enqueued before start; redis on a unix socket;"
+	[ "$WAIT_REPLICAS" -eq 0 ] ||
+	    echo "# +w$WAIT_REPLICAS: $WAIT_REPLICAS replica(s) on 127.0.0.1, wait_replicas = $WAIT_REPLICAS (R19)."
 	if [ -n "${nginx_url:-}" ]; then
 		echo "# target (off, hs256, es256, es256-2t): $nginx_name, keep-alive, no access log;"
 		echo "# the latency lines of those: the same nginx, logging each arrival; the token modes:"

@@ -97,6 +97,8 @@ struct cfg {
 		long lease_renew_ms;	/* default claim_idle_ms / 3 */
 		long max_deliveries;
 		long dead_maxlen, notify_maxlen;	/* XADD MAXLEN ~ of P:dead, P:notify */
+		/* R19: WAIT for this many replicas (0: no WAIT), at most this long */
+		long wait_replicas, wait_timeout_ms;
 		/* Sentinel: "host:port, ..." and the primary's name; NULL: none */
 		char *sentinels, *master_name, *sentinel_password_file;
 		/* Redis Cluster: seed nodes "host:port, ..."; NULL: not a cluster */

@@ -61,6 +61,7 @@ struct ejob_loaded {
 	long long withheld;	/* the length of a `record` longer than [records]
 				   max_bytes, which was not fetched (record
 				   NULL); 0 when it fits or is absent */
+	const char *final;	/* R4: the record's P:final mark, NULL when none */
 };
 typedef void ejob_load_cb(void *arg, const struct ejob_loaded *r);
 
@@ -82,6 +83,8 @@ struct ejob_written {
 	int written;		/* the step was written (else why says why not) */
 	const char *why;	/* "ok", "again", "terminal", "duplicate", ...; or NULL */
 	long long fence;	/* the `attempts` written: the next call's fence; -1 */
+	long long replicas;	/* R19, a write sent with a WAIT: the replicas that
+				   acknowledged it; -1 when the WAIT got no answer */
 };
 typedef void ejob_write_cb(void *arg, const struct ejob_written *r);
 
@@ -124,16 +127,22 @@ struct ejob_ops {
 	void *(*timer)(void *ctx, int64_t delay_ms, ejob_timer_cb *cb, void *arg);
 
 	/* The state, attempts and record of hash_key, the record only when
-	 * it is at most [records] max_bytes long. 0 or -1. */
-	int (*load)(void *ctx, const char *hash_key, ejob_load_cb *cb, void *arg);
+	 * it is at most [records] max_bytes long, and the mark final_key
+	 * (R4) -- read on its own: a call naming a key that does not exist
+	 * stalls while its slot migrates. 0 or -1. */
+	int (*load)(void *ctx, const char *hash_key, const char *final_key, ejob_load_cb *cb,
+		    void *arg);
 	/* Verifies raw, the record of `id`, by the running config and key:
 	 * 1 and a handle in *h when a worker does it (cb later); 0 when it
 	 * was done now, into *now (no callback). Never fails: out of memory
 	 * for a worker means inline. */
 	int (*verify)(void *ctx, const char *id, const char *raw, int64_t now_ms,
 		      struct ejob_verified *now, ejob_verify_cb *cb, void *arg, void **h);
-	/* The transition t (store.h), batched. 0 or -1. */
-	int (*write)(void *ctx, const struct store_transition *t, ejob_write_cb *cb, void *arg);
+	/* The transition t (store.h), batched. With wait_replicas > 0 (R19)
+	 * `WAIT wait_replicas [redis] wait_timeout_ms` follows it on the same
+	 * connection, and the callback comes once both answered. 0 or -1. */
+	int (*write)(void *ctx, const struct store_transition *t, int wait_replicas,
+		     ejob_write_cb *cb, void *arg);
 	/* An HTTP request (the action, or the PDP). 0 and a handle in *h, or
 	 * -1. The response is http.h's. */
 	int (*call)(void *ctx, const struct http_request *req, http_done_cb *cb, void *arg,

@@ -53,6 +53,7 @@ struct job_policy {
 	int token_needed;	/* the action's auth = oauth */
 	int exchange_needed;	/* the action's token = exchange: one token per job */
 	int64_t auth_wait_max_ms;	/* [oauth] auth_wait_max_ms: then the entry is handed back */
+	int wait_replicas;	/* R19: [redis] wait_replicas (0: no WAIT) */
 };
 
 /* One entry in hand. The shell zeroes it, sets `id`, and passes it to every
@@ -99,6 +100,8 @@ enum job_event_kind {
 	JOB_EV_GATE,		/* §13: a job held at the gate (JOB_FX_GATE_WAIT)
 				   may try again: the gate may have opened, or
 				   its deadline came */
+	JOB_EV_UNREPLICATED,	/* R19: the call step's WAIT saw too few
+				   replicas (job_replicated said NO_CALL) */
 };
 
 enum job_authz { JOB_AUTHZ_ALLOW, JOB_AUTHZ_DENY, JOB_AUTHZ_UNAVAILABLE };
@@ -141,6 +144,10 @@ struct job_event {
 	/* JOB_EV_CANNOT_CALL */
 	enum job_no_call no_call;
 
+	/* JOB_EV_UNREPLICATED: the replicas that acknowledged (-1: WAIT
+	 * got no answer) */
+	long long replicas;
+
 	/* JOB_EV_REDIS_ERROR: the reply, one line (consumer_err_line); borrowed */
 	const char *redis_error;
 
@@ -173,6 +180,9 @@ enum job_effect {
 					   latest until step.at_ms (the deadline). An
 					   attempt that passed holds a place there while
 					   `awaiting` is the PDP, the exchange or the call */
+	JOB_FX_WAIT_REPLICAS = 1 << 17,	/* R19: WAIT step.write.wait_replicas right
+					   after the write, before what follows it
+					   (job_replicated reads the answer) */
 };
 
 /*
@@ -196,6 +206,7 @@ struct job_write {
 	int call_result;	/* the step follows a call's answer: when the
 				   record was cancelled meanwhile (§11), the
 				   result goes to lateOutcome/lateHttpStatus */
+	int wait_replicas;	/* R19, with JOB_FX_WAIT_REPLICAS: WAIT for this many */
 };
 
 struct job_step {
@@ -229,6 +240,24 @@ struct job_step job_next(const struct job_policy *pol, struct job *job,
  * steps' writes are fenced with (struct job_write).
  */
 void job_written(struct job *job, const struct job_step *st, long long fence);
+
+/* R19: what the WAIT after a step's write decides. */
+enum job_repl {
+	JOB_REPL_GO,		/* enough replicas (or no WAIT): carry on as decided */
+	JOB_REPL_NO_CALL,	/* a call step short of replicas: no call; the
+				   shell feeds JOB_EV_UNREPLICATED */
+	JOB_REPL_SHORT,		/* a final write short of replicas: logged, and the
+				   notification still goes */
+};
+
+/*
+ * R19: st's write was answered and its WAIT saw `replicas` acknowledge (-1:
+ * the WAIT got no answer). A call is made only on replicas the write
+ * reached; a final state was written either way, so what follows it
+ * (the webhook) goes on. A step without JOB_FX_WAIT_REPLICAS: JOB_REPL_GO.
+ */
+enum job_repl job_replicated(const struct job_step *st, long long replicas)
+	__attribute__((warn_unused_result));
 
 /* What the shell is doing for a job when the worker stops (R15). */
 enum job_doing {

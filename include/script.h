@@ -65,4 +65,16 @@ int script_batch_send(struct script_batch *b, const struct store_args *a, rconn_
 		      void *arg)
 	__attribute__((warn_unused_result));
 
+/*
+ * R19: `WAIT replicas timeout_ms` on b's connection, sent when the batch is
+ * (just before the loop waits), after every call gathered until then: one
+ * WAIT for all that asked in one turn (with the largest numbers asked), its
+ * reply given to each. The same contract as script_batch_send: 0 and exactly
+ * one callback (NULL when it could not be sent or the connection went), or
+ * -1 and none (rc not up, replicas or timeout_ms not positive, out of memory).
+ */
+int script_batch_wait(struct script_batch *b, long replicas, long timeout_ms, rconn_reply_cb *cb,
+		      void *arg)
+	__attribute__((warn_unused_result));
+
 #endif

@@ -5,6 +5,10 @@
 -- warrantctl decide: the EXISTS check and the writes are one step, so two
 -- deciders racing on one id cannot both succeed. score '' enqueues at once,
 -- else the id goes to P:scheduled. Returns 1, or 0 when the decision exists.
+-- The key it does not touch (P:scheduled, or P:jobs for a scheduled id) is
+-- the other one named again (warrantctl.c): a call naming a missing key is
+-- refused while its slot migrates (issue 27 item 5), and an empty schedule
+-- does not exist.
 if redis.call('EXISTS', K.hash) == 1 then return 0 end
 redis.call('HSET', K.hash, 'record', A.record, 'state', 'queued', 'createdAt', A.created_at)
 if A.score ~= '' then

@@ -84,11 +84,19 @@ local from = ''
 if has_hash then
   -- First the mark, which the decider's ACL user cannot write: a hash set
   -- back to 'queued' by hand does not make a terminal record run again.
-  local fin = redis.call('GET', K.final)
-  if fin then
-    late(fin)
-    redis.call('XACK', jobs, A.group, A.stream_id)
-    return {0, 'terminal', fin}
+  -- The job's load read it (a GET of its own); here it is named, and read
+  -- again, only with the terminal write that sets it: a key a call does
+  -- not touch is not named (K.final, K.dead, K.notify and K.scheduled are
+  -- then the stream: store.c), as a slot migration refuses a call naming
+  -- a missing key for as long as it lasts (-TRYAGAIN). A cancel sets the
+  -- hash's state too, so a non-terminal write sees it below.
+  if final_write then
+    local fin = redis.call('GET', K.final)
+    if fin then
+      late(fin)
+      redis.call('XACK', jobs, A.group, A.stream_id)
+      return {0, 'terminal', fin}
+    end
   end
   -- The fields the checks need, in one call: owner and attempts only when
   -- a check below reads them (a field the hash lacks is a scan of all of

@@ -593,6 +593,9 @@ static const struct key redis_keys[] = {
 	{"max_deliveries", set_long, C(redis.max_deliveries), 1, VAL_MAX},
 	{"dead_maxlen", set_long, C(redis.dead_maxlen), 1, VAL_MAX},
 	{"notify_maxlen", set_long, C(redis.notify_maxlen), 1, VAL_MAX},
+	{"wait_replicas", set_long, C(redis.wait_replicas), 0, 64},
+	/* WAIT's 0 is "for ever": a worker never blocks on a replica */
+	{"wait_timeout_ms", set_long, C(redis.wait_timeout_ms), 1, VAL_MAX},
 	{"allow_plaintext", set_yes_no, C(redis.allow_plaintext), 0, 0},
 	{"auth", set_redis_auth, C(redis.auth), 0, 0},
 	{"token_scope", set_str, C(redis.token_scope), 0, 0},
@@ -755,6 +758,7 @@ set_defaults(struct cfg *cfg)
 	cfg->redis.max_deliveries = 16;
 	cfg->redis.dead_maxlen = 100000;
 	cfg->redis.notify_maxlen = 100000;
+	cfg->redis.wait_timeout_ms = 1000;
 
 	cfg->records.signature_required = 1;
 	cfg->records.algorithm = JWA_ES256;

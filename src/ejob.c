@@ -139,6 +139,16 @@ struct hash_key {
 	char s[STORE_KEY_MAX + RECORD_ID_MAX + 1];
 };
 
+/* R4: the record's P:final mark, into key->s ("" when it does not fit:
+ * then the load is refused, and retried, rather than read without it). */
+static const char *
+final_key_of(const struct ejob *j, struct hash_key *key)
+{
+	if (store_final_key(env_of(j)->keys, j->id, key->s, sizeof key->s) < 0)
+		key->s[0] = '\0';
+	return key->s;
+}
+
 /* key->s for an entry with an id (ejobs_admit checked that it fits). */
 static const char *
 hash_key_of(const struct ejob *j, struct hash_key *key)
@@ -198,6 +208,7 @@ policy(const struct ejob *j)
 		.token_needed = (auth & EJOB_AUTH_TOKEN) != 0,
 		.exchange_needed = (auth & EJOB_AUTH_EXCHANGE) != 0,
 		.auth_wait_max_ms = c->oauth.auth_wait_max_ms,
+		.wait_replicas = (int)c->redis.wait_replicas,
 	};
 	return p;
 }
@@ -489,7 +500,8 @@ send_transition(struct ejob *j)
 		*dec_put(status, (size_t)j->last_status) = '\0';
 	if (fx & JOB_FX_RESCHEDULE)
 		snprintf(score, sizeof score, "%" PRId64, s->at_ms);
-	if (env->ops->write(env->ctx, &t, after_transition, j) < 0) {
+	if (env->ops->write(env->ctx, &t, (fx & JOB_FX_WAIT_REPLICAS) ? w->wait_replicas : 0,
+	    after_transition, j) < 0) {
 		write_failed(j, NULL);
 		return;
 	}
@@ -590,7 +602,21 @@ written(struct ejob *j, const struct ejob_written *r)
 		log_info("job.again", "id=%s stream_id=%s attempt=%lld detail=\"the call step "
 		    "was written already, its reply lost: counted once\"", j->id, j->stream_id,
 		    r->fence);
+	/* R19: the core says what too few replicas mean for this step */
+	enum job_repl rp = job_replicated(&j->step, r->replicas);
+	if (rp != JOB_REPL_GO)
+		log_warn("job.unreplicated", "id=%s stream_id=%s state=%s replicas=%lld wanted=%d "
+		    "detail=%s", j->id[0] ? j->id : "-", j->stream_id,
+		    job_state_name(j->step.next)[0] ? job_state_name(j->step.next) : "-",
+		    r->replicas, j->step.write.wait_replicas, rp == JOB_REPL_NO_CALL ?
+		    "\"the call step may be lost in a failover: not called\"" :
+		    "\"a failover may lose this state: notified all the same\"");
 	transition_written(j, r);
+	if (rp == JOB_REPL_NO_CALL) {
+		struct job_event ev = {.kind = JOB_EV_UNREPLICATED, .replicas = r->replicas};
+		feed(j, &ev);
+		return;
+	}
 	continue_effects(j);
 }
 
@@ -1386,6 +1412,18 @@ hash_read(struct ejob *j, const struct ejob_loaded *r)
 	}
 	if (r->state == NULL || job_state_parse(r->state, &ev.stored_state) < 0)
 		ev.stored_state = JOB_NONE;
+	if (r->final != NULL) {
+		/* R4: terminal whatever the hash says now (a hash set back
+		 * by hand, or gone): acked, not run, not even verified */
+		if (job_state_parse(r->final, &ev.stored_state) < 0 ||
+		    !job_state_terminal(ev.stored_state))
+			ev.stored_state = JOB_DONE;
+		/* as the transition script's refusal is logged (written()) */
+		log_info("job.duplicate", "id=%s stream_id=%s reason=terminal", j->id, j->stream_id);
+		ev.hash_exists = 1;
+		loaded(j, &ev, "");
+		return;
+	}
 	if (!ev.hash_exists) {
 		loaded(j, &ev, "");
 		return;
@@ -1431,7 +1469,9 @@ after_load(void *arg, const struct ejob_loaded *r)
 static void
 load_key(struct ejob *j, const char *key)
 {
-	if (ops_of(j)->load(ctx_of(j), key, after_load, j) < 0) {
+	struct hash_key fin;
+
+	if (ops_of(j)->load(ctx_of(j), key, final_key_of(j, &fin), after_load, j) < 0) {
 		redis_failed(j, T_LOAD_RETRY, NULL, 0);	/* stays in hand: reads wait too */
 		return;
 	}

@@ -693,18 +693,35 @@ after_autoclaim(struct rconn *rc, const struct sreply *r, void *arg)
 	}
 }
 
-/* §5: promote due scheduled ids; every worker may, the script makes each
- * promotion happen once, by Redis' own clock. */
+/* §5: the schedule holds something (the probe below answered): promote
+ * the due ids; every worker may, the script makes each promotion happen
+ * once, by Redis' own clock. */
 static void
-promote_due(struct shard *sh)
+after_schedule_probe(struct rconn *rc, const struct sreply *r, void *arg)
 {
+	struct shard *sh = arg;
 	struct engine *eng = sh->eng;
 	struct store_args a;
+	size_t n = 0;
+
+	if (r == NULL || sreply_array_len(r, &n) < 0 || n == 0)
+		return;
 	store_args_init(&a, STORE_PROMOTE);
 	store_arg(&a, STORE_PROMOTE_SCHEDULED, sh->keys.scheduled);
 	store_arg(&a, STORE_PROMOTE_JOBS, sh->keys.jobs);
 	store_arg_ll(&a, STORE_PROMOTE_LIMIT, eng->cfg->redis.batch);
-	best_effort(script_send(sh->cmd, &eng->scripts, &a, ignore_reply, NULL));
+	best_effort(script_send(rc, &eng->scripts, &a, ignore_reply, NULL));
+}
+
+/* Issue 27 item 5: the script names P:scheduled, which does not exist once
+ * empty, and a call naming a missing key stalls (-TRYAGAIN) while its slot
+ * migrates: so it runs only when a one-key read found the schedule holds
+ * an id. */
+static void
+promote_due(struct shard *sh)
+{
+	best_effort(rconn_command(sh->cmd, after_schedule_probe, sh,
+	    "ZRANGEBYSCORE %s -inf +inf LIMIT 0 1", sh->keys.scheduled));
 }
 
 /* §2: P:jobs is trimmed below the oldest entry some group has not been
@@ -1656,7 +1673,9 @@ connect_redis(struct engine *eng, char *err, size_t errlen)
 		return -1;
 	int64_t now = wtime_mono_ms();
 	struct rconn_opts o = redis_opts(cfg, rtoken_secret(eng->rt, now),
-	    rtoken_is_static(eng->rt) ? 0 : rtoken_expires_at_ms(eng->rt), 10000);
+	    rtoken_is_static(eng->rt) ? 0 : rtoken_expires_at_ms(eng->rt),
+	    /* R19: a WAIT holds its connection's replies that long */
+	    10000 + (cfg->redis.wait_replicas > 0 ? cfg->redis.wait_timeout_ms : 0));
 	o.auth_seen = on_redis_auth;
 	o.auth_arg = eng;
 	eng->redis_connected = 1;

@@ -71,6 +71,21 @@ struct eops_reply {
 	ejob_write_cb *write;
 	ejob_moved_cb *moved;
 	void *arg;
+	/* R19: a write with a WAIT after it: the write's answer is kept
+	 * here until the WAIT's comes. The WAIT may answer first -- rconn
+	 * sends a script again after NOSCRIPT, behind the WAIT -- and then
+	 * counted nothing of the write: one more is sent once it is in. */
+	const struct eops *e;
+	int wait_sent, wait_replicas, written, waited_early;
+	/* R4: a load and its mark's GET: the answers still due, what the
+	 * GET said (0 no mark, 1 final holds it, -1 no answer), the load's */
+	int due, final_state;
+	char final[16];
+	struct ejob_loaded l;
+	char *l_copy[5];
+	struct ejob_written w;
+	char why[16];
+	char error[160];	/* w.error's text, cut (R17 reads its first word) */
 };
 
 static struct eops_reply *
@@ -83,34 +98,103 @@ reply_new(void *arg)
 	return p;
 }
 
+/* A load and its mark's GET both answered: the job gets the load's answer
+ * with the mark (a GET with no answer fails the load: it is sent again). */
+static void
+load_deliver(struct eops_reply *p)
+{
+	if (p->final_state < 0) {
+		p->l.ok = 0;
+		p->l.error = p->error[0] ? p->error : NULL;
+	} else if (p->final_state > 0) {
+		p->l.final = p->final;
+	}
+	p->load(p->arg, &p->l);
+	for (size_t i = 0; i < sizeof p->l_copy / sizeof p->l_copy[0]; i++)
+		free(p->l_copy[i]);
+	free(p);
+}
+
+/* R4: the mark's GET answered (NULL: no answer). Its answer and the
+ * load's come in either order: an ASK sends one of them to another node. */
+static void
+after_final(struct rconn *rc, const struct sreply *r, void *arg)
+{
+	struct eops_reply *p = arg;
+	const char *v = r != NULL && !sreply_error(r, NULL) ? sreply_string(r) : NULL;
+	(void)rc;
+
+	if (r == NULL || sreply_error(r, NULL)) {
+		/* its text for R17, as a load's own error would be */
+		const char *e = sreply_error_text(r);
+		size_t n = e ? strnlen(e, sizeof p->error - 1) : 0;
+		memcpy(p->error, e ? e : "", n);
+		p->error[n] = '\0';
+		p->final_state = -1;
+	} else if (v != NULL) {
+		size_t n = strnlen(v, sizeof p->final - 1);
+		memcpy(p->final, v, n);
+		p->final[n] = '\0';
+		p->final_state = 1;
+	}
+	if (--p->due == 0)
+		load_deliver(p);
+}
+
+/* *s copied into p (slot i), for a load answered before its mark's GET;
+ * -1 when out of memory. */
+static int
+keep_str(struct eops_reply *p, size_t i, const char **s)
+{
+	if (*s == NULL)
+		return 0;
+	if ((p->l_copy[i] = strdup(*s)) == NULL)
+		return -1;
+	*s = p->l_copy[i];
+	return 0;
+}
+
 static void
 after_load(struct rconn *rc, const struct sreply *r, void *arg)
 {
-	struct eops_reply p = *(struct eops_reply *)arg;
-	struct ejob_loaded out = {0};
+	struct eops_reply *p = arg;
+	struct ejob_loaded *out = &p->l;
 	struct sreply_load l;
 	(void)rc;
 
-	free(arg);
+	memset(out, 0, sizeof *out);
 	if (sreply_load(r, &l) < 0) {
-		out.error = sreply_error_text(r);
+		out->error = sreply_error_text(r);
 	} else {
-		out.ok = 1;
-		out.exists = l.exists;
-		out.state = l.state;
-		out.attempts = l.attempts;
-		out.attempts_base = l.attempts_base;
-		out.record = l.record;
-		out.withheld = l.withheld;
+		out->ok = 1;
+		out->exists = l.exists;
+		out->state = l.state;
+		out->attempts = l.attempts;
+		out->attempts_base = l.attempts_base;
+		out->record = l.record;
+		out->withheld = l.withheld;
 	}
-	p.load(p.arg, &out);
+	if (--p->due == 0) {
+		load_deliver(p);
+		return;
+	}
+	/* the mark's answer is still due (ASKed elsewhere): what the load
+	 * said must outlive r */
+	if (keep_str(p, 0, &out->error) < 0 || keep_str(p, 1, &out->state) < 0 ||
+	    keep_str(p, 2, &out->attempts) < 0 || keep_str(p, 3, &out->record) < 0 ||
+	    keep_str(p, 4, &out->attempts_base) < 0) {
+		out->ok = 0;
+		out->error = NULL;
+	}
 }
 
 /* lua/load.lua: HSTRLEN before the record is sent, so one longer than
  * max_bytes never reaches this process (issue 23 item 1). Batched: the
- * loads of an XREADGROUP's entries go as one call. */
+ * loads of an XREADGROUP's entries go as one call. R4's mark is a GET of
+ * its own, sent first: a script naming it would stall while its slot
+ * migrates, as it does not exist before the record is terminal. */
 static int
-op_load(void *ctx, const char *hash_key, ejob_load_cb *cb, void *arg)
+op_load(void *ctx, const char *hash_key, const char *final_key, ejob_load_cb *cb, void *arg)
 {
 	const struct eops *e = ctx;
 	struct eops_reply *p = reply_new(arg);
@@ -118,40 +202,99 @@ op_load(void *ctx, const char *hash_key, ejob_load_cb *cb, void *arg)
 
 	if (p == NULL)
 		return -1;
-	p->load = cb;
-	store_args_init(&a, STORE_LOAD);
-	store_arg(&a, STORE_LOAD_HASH, hash_key);
-	store_arg_ll(&a, STORE_LOAD_MAX_BYTES, e->cfg->records.max_bytes);
-	if (script_batch_send(e->batch, &a, after_load, p) < 0) {
+	if (final_key[0] == '\0' || rconn_command(e->cmd, after_final, p, "GET %s",
+	    final_key) < 0) {
 		free(p);
 		return -1;
 	}
+	p->load = cb;
+	p->due = 2;
+	store_args_init(&a, STORE_LOAD);
+	store_arg(&a, STORE_LOAD_HASH, hash_key);
+	store_arg_ll(&a, STORE_LOAD_MAX_BYTES, e->cfg->records.max_bytes);
+	if (script_batch_send(e->batch, &a, after_load, p) < 0)
+		p->due = 1;	/* the GET's answer ends it: a load with no answer */
 	return 0;
+}
+
+static void after_wait(struct rconn *rc, const struct sreply *r, void *arg);
+
+/* The write's answer as ejob reads it; out.why may point into r. */
+static void
+read_written(const struct sreply *r, struct ejob_written *out)
+{
+	*out = (struct ejob_written){.fence = -1, .replicas = -1};
+	if (r == NULL || sreply_error(r, NULL)) {
+		out->error = sreply_error_text(r);
+	} else {
+		struct sreply_transition t;
+		sreply_transition(r, &t);
+		out->ok = 1;
+		out->written = t.written;
+		out->why = t.why;
+		out->fence = t.fence;
+	}
 }
 
 static void
 after_write(struct rconn *rc, const struct sreply *r, void *arg)
 {
-	struct eops_reply p = *(struct eops_reply *)arg;
-	struct ejob_written out = {.fence = -1};
+	struct eops_reply *pp = arg;
+	struct ejob_written out;
 	(void)rc;
 
-	free(arg);
-	if (r == NULL || sreply_error(r, NULL)) {
-		out.error = sreply_error_text(r);
-	} else {
-		struct sreply_transition t;
-		sreply_transition(r, &t);
-		out.ok = 1;
-		out.written = t.written;
-		out.why = t.why;
-		out.fence = t.fence;
+	read_written(r, &out);
+	if (pp->wait_sent && pp->waited_early) {
+		/* the WAIT answered before this write was applied: again */
+		pp->waited_early = 0;
+		if (script_batch_wait(pp->e->batch, pp->wait_replicas,
+		    pp->e->cfg->redis.wait_timeout_ms, after_wait, pp) < 0)
+			pp->wait_sent = 0;	/* delivered below, as unanswered */
 	}
+	if (pp->wait_sent) {
+		pp->written = 1;
+		/* kept for the WAIT's answer, the strings copied */
+		pp->w = out;
+		if (out.error != NULL) {
+			size_t n = strnlen(out.error, sizeof pp->error - 1);
+			memcpy(pp->error, out.error, n);
+			pp->error[n] = '\0';
+			pp->w.error = pp->error;
+		}
+		if (out.why != NULL) {
+			size_t n = strnlen(out.why, sizeof pp->why - 1);
+			memcpy(pp->why, out.why, n);
+			pp->why[n] = '\0';
+			pp->w.why = pp->why;
+		}
+		return;
+	}
+	struct eops_reply p = *pp;
+	free(pp);
 	p.write(p.arg, &out);
 }
 
+/* R19: the WAIT after the write answered (NULL: it did not). */
+static void
+after_wait(struct rconn *rc, const struct sreply *r, void *arg)
+{
+	struct eops_reply *p = arg;
+	long long n;
+	(void)rc;
+
+	if (!p->written) {
+		p->waited_early = 1;	/* after_write sends it again */
+		return;
+	}
+	/* freed after the callback: p->w's strings are in p */
+	p->w.replicas = r != NULL && sreply_integer(r, &n) == 0 ? n : -1;
+	p->write(p->arg, &p->w);
+	free(p);
+}
+
 static int
-op_write(void *ctx, const struct store_transition *t, ejob_write_cb *cb, void *arg)
+op_write(void *ctx, const struct store_transition *t, int wait_replicas, ejob_write_cb *cb,
+	 void *arg)
 {
 	const struct eops *e = ctx;
 	const struct cfg *cfg = e->cfg;
@@ -166,6 +309,15 @@ op_write(void *ctx, const struct store_transition *t, ejob_write_cb *cb, void *a
 	if (script_batch_send(e->batch, &a, after_write, p) < 0) {
 		free(p);
 		return -1;
+	}
+	/* Pipelined right behind the write; no callback comes before this
+	 * returns, so the flag is set in time. Not sent: the write's answer
+	 * comes alone, as a WAIT that got none (replicas -1). */
+	if (wait_replicas > 0 && script_batch_wait(e->batch, wait_replicas,
+	    cfg->redis.wait_timeout_ms, after_wait, p) == 0) {
+		p->wait_sent = 1;
+		p->e = e;
+		p->wait_replicas = wait_replicas;
 	}
 	return 0;
 }

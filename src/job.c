@@ -56,6 +56,7 @@ static const char *const event_names[] = {
 	[JOB_EV_HANDED_BACK] = "handed-back",
 	[JOB_EV_REDIS_ERROR] = "redis-error",
 	[JOB_EV_GATE] = "gate",
+	[JOB_EV_UNREPLICATED] = "unreplicated",
 };
 
 const char *
@@ -748,6 +749,57 @@ on_cannot_call(struct job_step *st, const struct job_policy *pol, struct job *jo
 	detail(st, "unknown cannot-call reason %d; ignored", (int)ev->no_call);
 }
 
+/* R19: the call step reached too few replicas, so no call was made. The
+ * attempt was counted with the step (R13), as a call that got no answer
+ * would be: the same backoff, the same budget, the same deadline. */
+static void
+on_unreplicated(struct job_step *st, const struct job_policy *pol, struct job *job,
+		const struct job_event *ev, int64_t now)
+{
+	char why[96];
+
+	job->awaiting = 0;
+	snprintf(why, sizeof why, "%lld of %d replica(s) acknowledged the call step; not called",
+	    ev->replicas < 0 ? 0 : ev->replicas, pol->wait_replicas);
+	if (now >= job->expires_at_ms) {
+		char dl[WTIME_RFC3339_LEN];
+		expire(st, job);
+		detail(st, "%s; deadline %s passed", why,
+		    wtime_format_rfc3339(job->expires_at_ms, dl, sizeof dl));
+		return;
+	}
+	if (calls_used_up(pol, job)) {
+		dead(st, job, REASON_MAX_ATTEMPTS);
+		detail(st, "%s; %d of %d attempts spent", why, job->calls, pol->max_attempts);
+		return;
+	}
+	retry_in(st, job, backoff_ms(0, pol->retry_base_ms, pol->retry_cap_ms, job->calls, ev->rnd),
+	    now, why, 0);
+}
+
+/* R19: the writes a failover must not lose are waited for -- the one that
+ * starts a call (its counted attempt is the fence of everything after it)
+ * and a final one (state, dead letter, ack) -- when the policy asks. */
+static void
+wait_replicas(struct job_step *st, const struct job_policy *pol)
+{
+	if (pol->wait_replicas <= 0 || !job_step_writes(st))
+		return;
+	if (!(st->effects & JOB_FX_CALL) && !job_state_terminal(st->next) &&
+	    !(st->effects & JOB_FX_DEAD_LETTER))
+		return;
+	st->effects |= JOB_FX_WAIT_REPLICAS;
+	st->write.wait_replicas = pol->wait_replicas;
+}
+
+enum job_repl
+job_replicated(const struct job_step *st, long long replicas)
+{
+	if (!(st->effects & JOB_FX_WAIT_REPLICAS) || replicas >= st->write.wait_replicas)
+		return JOB_REPL_GO;
+	return (st->effects & JOB_FX_CALL) ? JOB_REPL_NO_CALL : JOB_REPL_SHORT;
+}
+
 /* How st's transition is fenced (struct job_write), from what this hand
  * wrote before: the job as job_next left it. */
 static void
@@ -803,6 +855,9 @@ accepts(const struct job *job, enum job_event_kind k)
 	case JOB_EV_LEASE_LOST:
 		return 1;
 	case JOB_EV_GATE:	/* only while held: above */
+		break;
+	case JOB_EV_UNREPLICATED:
+		return job->state == JOB_RUNNING && job->awaiting == JOB_FX_CALL;
 	case JOB_EV_REDIS_ERROR:
 		break;	/* answered above */
 	}
@@ -882,11 +937,15 @@ job_next(const struct job_policy *pol, struct job *job, const struct job_event *
 		finish(&st, job, JOB_DEAD, JOB_FX_DEAD_LETTER | JOB_FX_ACK, REASON_REDIS_ERROR);
 		detail_put(&st, 0, ev->redis_error ? ev->redis_error : "");
 		break;
+	case JOB_EV_UNREPLICATED:
+		on_unreplicated(&st, pol, job, ev, now_ms);
+		break;
 	}
 	if (job_state_terminal(st.next) || (st.effects & (JOB_FX_ACK | JOB_FX_RESCHEDULE)))
 		st.effects |= JOB_FX_END;
 	fence(&st, job);
 	st.write.call_result = ev->kind == JOB_EV_HTTP && job_step_writes(&st);
+	wait_replicas(&st, pol);
 	return st;
 }
 

@@ -78,6 +78,11 @@ struct script_batch {
 	struct run_list gathered;	/* in order; only the last takes more */
 	struct run_list spare;		/* emptied, SPARE_MAX at most */
 	int nspare;
+	/* R19: whom the WAIT after this turn's calls answers; its numbers
+	 * are the largest asked (a reload may change them mid-turn) */
+	struct reply_to *wait_to;
+	size_t nwait, wait_cap;
+	long wait_replicas, wait_timeout_ms;
 };
 
 /* The callbacks of one batch call sent: item i's is to[i]. Freed by the
@@ -175,21 +180,66 @@ run_put(struct script_batch *b, struct run *r)
 	b->nspare++;
 }
 
-/* Sends everything gathered so far. Callbacks run from here (a batch that
- * could not be sent) may gather new calls: they wait for the next turn,
- * which `again` keeps from waiting on the loop. */
+/* The WAIT's reply (NULL: not sent, or the connection went), to each of
+ * those that asked for it. */
+static void
+on_wait_reply(struct rconn *rc, const struct sreply *r, void *arg)
+{
+	struct sent *s = arg;
+
+	for (size_t i = 0; i < s->n; i++)
+		s->to[i].cb(rc, r, s->to[i].arg);
+	free(s);
+}
+
+/* One WAIT for the n waiters in to (taken: freed here), after the calls
+ * sent before it on the same connection: Redis counts the replicas that
+ * have every write of this connection so far. */
+static void
+send_wait(struct script_batch *b, struct reply_to *to, size_t n, long replicas, long timeout_ms)
+{
+	struct sent *s = malloc(sizeof *s + n * sizeof s->to[0]);
+
+	if (s != NULL) {
+		s->n = n;
+		memcpy(s->to, to, n * sizeof s->to[0]);
+		if (rconn_command(b->rc, on_wait_reply, s, "WAIT %ld %ld", replicas,
+		    timeout_ms) == 0) {
+			free(to);
+			return;
+		}
+		free(s);
+	}
+	for (size_t i = 0; i < n; i++)
+		to[i].cb(b->rc, NULL, to[i].arg);
+	free(to);
+}
+
+/* Sends everything gathered so far, then the WAIT asked for with it.
+ * Callbacks run from here (a batch that could not be sent) may gather new
+ * calls: they wait for the next turn, which `again` keeps from waiting on
+ * the loop. */
 static void
 flush(struct script_batch *b)
 {
 	struct run_list list = TAILQ_HEAD_INITIALIZER(list);
 	struct run *r;
+	struct reply_to *wait_to = b->wait_to;
+	size_t nwait = b->nwait;
+	long replicas = b->wait_replicas, timeout_ms = b->wait_timeout_ms;
 
 	TAILQ_CONCAT(&list, &b->gathered, link);
+	b->wait_to = NULL;
+	b->nwait = b->wait_cap = 0;
 	while ((r = TAILQ_FIRST(&list)) != NULL) {
 		TAILQ_REMOVE(&list, r, link);
 		send_run(b, r);
 		run_put(b, r);
 	}
+	if (nwait > 0)
+		send_wait(b, wait_to, nwait, replicas, timeout_ms);
+	else
+		free(wait_to);
 }
 
 static void
@@ -200,7 +250,7 @@ on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
 
 	ev_idle_stop(loop, &b->again);
 	flush(b);
-	if (TAILQ_EMPTY(&b->gathered))
+	if (TAILQ_EMPTY(&b->gathered) && b->nwait == 0)
 		ev_prepare_stop(loop, &b->flush);
 	else
 		ev_idle_start(loop, &b->again);
@@ -253,6 +303,17 @@ script_batch_free(struct script_batch *b)
 			run_free(r);
 		}
 	}
+	/* after the calls, as their WAIT would have answered */
+	while (b->nwait > 0) {
+		struct reply_to *to = b->wait_to;
+		size_t n = b->nwait;
+
+		b->wait_to = NULL;
+		b->nwait = b->wait_cap = 0;
+		for (size_t i = 0; i < n; i++)
+			to[i].cb(b->rc, NULL, to[i].arg);
+		free(to);
+	}
 	while ((r = TAILQ_FIRST(&b->spare)) != NULL) {
 		TAILQ_REMOVE(&b->spare, r, link);
 		run_free(r);
@@ -295,6 +356,29 @@ script_batch_send(struct script_batch *b, const struct store_args *a, rconn_repl
 		return -1;	/* as rconn_eval: refused now, not a NULL later */
 	if (gather(b, a, cb, arg) < 0)
 		return -1;
+	ev_prepare_start(b->loop, &b->flush);
+	return 0;
+}
+
+int
+script_batch_wait(struct script_batch *b, long replicas, long timeout_ms, rconn_reply_cb *cb,
+		  void *arg)
+{
+	if (!rconn_is_up(b->rc) || replicas <= 0 || timeout_ms <= 0)
+		return -1;
+	if (b->nwait == b->wait_cap) {
+		size_t cap = b->wait_cap ? b->wait_cap * 2 : 16;
+		struct reply_to *to = realloc(b->wait_to, cap * sizeof *to);
+		if (to == NULL)
+			return -1;
+		b->wait_to = to;
+		b->wait_cap = cap;
+	}
+	if (b->nwait == 0 || replicas > b->wait_replicas)
+		b->wait_replicas = replicas;
+	if (b->nwait == 0 || timeout_ms > b->wait_timeout_ms)
+		b->wait_timeout_ms = timeout_ms;
+	b->wait_to[b->nwait++] = (struct reply_to){cb, arg};
 	ev_prepare_start(b->loop, &b->flush);
 	return 0;
 }

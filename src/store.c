@@ -577,14 +577,21 @@ store_transition_args(const struct store_keys *k, const char *group, const char 
 		      long long audit_maxlen, const struct store_transition *t,
 		      struct store_args *a)
 {
+	long long flags = transition_flags(k, t);
+
 	store_args_init(a, STORE_TRANSITION);
-	/* A script must name its keys; with no hash, the (absent) key of an
-	 * empty id stands in and is never touched. */
-	store_arg(a, STORE_TRANSITION_HASH, t->hash_key ? t->hash_key : k->decision_prefix);
-	/* Its mark, made here so no caller can leave it out; an id too long
-	 * for it leaves the slot unset, and the call is refused. */
-	if (t->hash_key == NULL)
-		store_arg(a, STORE_TRANSITION_FINAL, k->final_prefix);
+	/* Issue 27 item 5: a key the call does not touch is not named -- the
+	 * stream, which always exists, stands in for it (the script reads the
+	 * flags, never the stand-in). Redis refuses a call that names a key
+	 * missing on its node while its slot migrates (-TRYAGAIN), for as long
+	 * as the migration lasts: an empty P:scheduled, a P:dead or P:notify
+	 * before its first entry, the mark of a record not yet terminal. */
+	store_arg(a, STORE_TRANSITION_HASH, t->hash_key ? t->hash_key : k->jobs);
+	/* R4's mark, named only with the terminal write that sets it (the
+	 * load reads it: eops.c); made here so no caller can leave it out --
+	 * an id too long for it leaves the slot unset, and the call is refused. */
+	if (!(flags & STORE_TF_FINAL_WRITE))
+		store_arg(a, STORE_TRANSITION_FINAL, k->jobs);
 	else
 		store_arg(a, STORE_TRANSITION_FINAL, store_final_key(k, opt(t->record_id), a->key,
 		    sizeof a->key) == 0 ? a->key : NULL);
@@ -594,13 +601,14 @@ store_transition_args(const struct store_keys *k, const char *group, const char 
 	store_arg(a, STORE_TRANSITION_GROUP, group);
 	store_arg(a, STORE_TRANSITION_CONSUMER, consumer);
 	store_arg(a, STORE_TRANSITION_AUDIT, k->audit);
-	store_arg(a, STORE_TRANSITION_DEAD, k->dead);
-	store_arg(a, STORE_TRANSITION_NOTIFY, k->notify);
-	store_arg(a, STORE_TRANSITION_SCHEDULED, k->scheduled);
+	store_arg(a, STORE_TRANSITION_DEAD, t->dead_reason && t->dead_reason[0] ? k->dead : k->jobs);
+	store_arg(a, STORE_TRANSITION_NOTIFY, t->notify ? k->notify : k->jobs);
+	store_arg(a, STORE_TRANSITION_SCHEDULED, t->schedule_score && t->schedule_score[0] ?
+	    k->scheduled : k->jobs);
 
 	store_arg(a, STORE_TRANSITION_STREAM_ID, opt(t->stream_id));
 	store_arg_ll(a, STORE_TRANSITION_FENCE, t->fence_attempts);
-	store_arg_ll(a, STORE_TRANSITION_FLAGS, transition_flags(k, t));
+	store_arg_ll(a, STORE_TRANSITION_FLAGS, flags);
 	store_arg(a, STORE_TRANSITION_STATE, opt(t->state));
 	store_arg(a, STORE_TRANSITION_OUTCOME, opt(t->outcome));
 	store_arg(a, STORE_TRANSITION_DETAIL, opt(t->detail));

@@ -858,6 +858,148 @@ sc_rolling_reload(struct world *w)
 	return reload_under_calls(w, "roll", 6, 1);
 }
 
+/* ------------------------------------------------------------------ */
+/* issue 27 item 4: a failover with a lagging replica (R19)            */
+
+#define LAG_JOBS	10
+
+struct lag {
+	struct world *w;
+	int port;		/* the primary's TCP port (the replication link) */
+	struct h_redis rep;	/* its replica */
+	int rep_port;
+	redisContext *rc;	/* to the replica */
+};
+
+static int
+lag_link_up(void *arg)
+{
+	struct lag *l = arg;
+	char *info = h_redis_str(l->rc, "INFO replication");
+	int up = info != NULL && strstr(info, "master_link_status:up") != NULL;
+
+	free(info);
+	return up;
+}
+
+/* A replica of the world's redis (which listens on l->port), in sync. */
+static int
+lag_replica_up(struct lag *l)
+{
+	char extra[160];
+
+	l->rep_port = h_free_port();
+	snprintf(extra, sizeof extra, "port %d\nbind 127.0.0.1\nreplicaof 127.0.0.1 %d\n"
+	    "repl-diskless-sync-delay 0\n", l->rep_port, l->port);
+	if (l->rep_port <= 0 || h_redis_start_conf(&l->rep, 1, extra) != 0 ||
+	    (l->rc = h_redis_connect(&l->rep)) == NULL)
+		return -1;
+	return h_wait_until(lag_link_up, l, 30000);
+}
+
+/*
+ * One round: LAG_JOBS records decided and replicated, the replica frozen
+ * (SIGSTOP: it lags), worker `consumer` (wait_replicas = wait) started on
+ * the primary until `busy` holds -- every job done, or every job tried --
+ * then the primary SIGKILLed, the replica resumed and promoted, and a
+ * worker started on it. Each job must end done; the target's 2xx count per
+ * job must be `runs`. The promoted replica is the world's redis afterwards.
+ */
+static int
+lag_round(struct world *w, struct lag *l, const char *prefix, int wait, int runs)
+{
+	struct w_params p = base_params();
+	char extra[96], id[64];
+
+	snprintf(extra, sizeof extra, "wait_replicas = %d\nwait_timeout_ms = 200\n", wait);
+	p.redis_extra = extra;
+	p.max_attempts = 1000;
+	p.base_ms = 50;
+	p.cap_ms = 200;
+	if (lag_replica_up(l) != 0 || enqueue_n(w, prefix, LAG_JOBS, h_now_ms() + 600000) != 0 ||
+	    h_redis_int(w_rc(w), "WAIT 1 10000") != 1)
+		return SKIP;
+	kill(l->rep.pid, SIGSTOP);
+	/* and its link cut: else the kernel holds what the primary sends the
+	 * stopped replica, which reads it once resumed -- no lag at all */
+	check(h_redis_int(w_rc(w), "CLIENT KILL TYPE replica") == 1, "the replica's link not cut");
+	long long calls_before = w_fake_stat(&w->target, "total");
+	int i = w_add_worker(w, prefix, &p);
+	if (i < 0 || w_start(w, i) != 0)
+		return SKIP;
+	if (wait == 0) {
+		check(wait_terminal(w, prefix, LAG_JOBS, 60000) == 0, "not all done on the primary");
+	} else {
+		struct log_wait lw = { w, i, "event=job.unreplicated", 2 * LAG_JOBS };
+		check(h_wait_until(logged_n, &lw, 60000) == 0, "fewer than %d unreplicated tries",
+		    2 * LAG_JOBS);
+		check(w_fake_stat(&w->target, "total") == calls_before,
+		    "%lld calls with the replica frozen", w_fake_stat(&w->target, "total") -
+		    calls_before);
+	}
+	/* the failover */
+	w_kill(w, i);
+	h_stop(w->redis.pid, SIGKILL, 5000);
+	w->redis.pid = 0;
+	h_redis_stop(&w->redis);	/* its dir stays; nothing runs */
+	kill(l->rep.pid, SIGCONT);
+	char *ok = h_redis_str(l->rc, "REPLICAOF NO ONE");
+	check(ok != NULL, "REPLICAOF NO ONE refused");
+	free(ok);
+	redisFree(l->rc);
+	l->rc = NULL;
+	w->redis = l->rep;
+	l->port = l->rep_port;
+	memset(&l->rep, 0, sizeof l->rep);
+	w_reconnect(w);
+	w->w[i].p.redis_extra = "wait_replicas = 0\n";	/* the new primary has no replica */
+	if (w_start(w, i) != 0)
+		return SKIP;
+	check(wait_terminal(w, prefix, LAG_JOBS, 60000) == 0, "not all terminal after the failover");
+	check(count_in(w, prefix, LAG_JOBS, "done") == LAG_JOBS, "%d of %d done",
+	    count_in(w, prefix, LAG_JOBS, "done"), LAG_JOBS);
+	for (int k = 0; k < LAG_JOBS; k++)
+		check(w_target_ok(w, job_id(id, sizeof id, prefix, k)) == runs,
+		    "%s: %lld 2xx, want %d", id, w_target_ok(w, id), runs);
+	w_kill(w, i);
+	return PASS;
+}
+
+/*
+ * The README's failover table, measured: with wait_replicas = 0 a failover
+ * to a replica that lagged runs every acknowledged job again (each of the
+ * ten exactly twice); with wait_replicas = 1 no call is made while the
+ * replica cannot acknowledge its call step, and after the failover each
+ * job runs once.
+ */
+static int
+sc_failover_lag(struct world *w)
+{
+	struct lag l = { .w = w };
+	char port[16];
+	int r;
+
+	/* the world's redis on TCP too, for its replica */
+	l.port = h_free_port();
+	snprintf(port, sizeof port, "%d", l.port);
+	redisReply *rep = redisCommand(w_rc(w), "CONFIG SET port %s repl-diskless-sync-delay 0",
+	    port);
+	int ok = rep != NULL && rep->type == REDIS_REPLY_STATUS;
+	freeReplyObject(rep);
+	if (!ok)
+		return SKIP;
+	r = lag_round(w, &l, "lag0", 0, 2);
+	if (r == PASS)
+		r = lag_round(w, &l, "lag1", 1, 1);
+	if (l.rc != NULL)
+		redisFree(l.rc);
+	if (l.rep.pid > 0) {
+		kill(l.rep.pid, SIGCONT);
+		h_redis_stop(&l.rep);
+	}
+	return r;
+}
+
 struct scenario {
 	const char *name, *item;
 	int (*run)(struct world *w);
@@ -880,6 +1022,7 @@ static const struct scenario all[] = {
 	{ "queued-twice", "22.4 (R4)", sc_queued_twice, 0 },
 	{ "poisoned-hash", "22.6 (R17)", sc_poisoned_hash, 0 },
 	{ "rolling-reload", "22.8 (R11, R16)", sc_rolling_reload, 0 },
+	{ "failover-lag", "27.4 (R19, WAIT)", sc_failover_lag, 0 },
 };
 
 static int

@@ -20,10 +20,13 @@
  *
  * test_ask_mid_migration: shards = 6, one worker; one shard's keys are moved
  *   to another primary while its slot stays IMPORTING/MIGRATING: that
- *   shard's entries are read and loaded only because the worker follows -ASK
- *   (rconn's side connection), and wait on -TRYAGAIN (their P:final marks
- *   are on neither node); then the migration ends, they run, and no PEL is
- *   left.
+ *   shard's entries are read, loaded and called only because the worker
+ *   follows -ASK (rconn's side connection) and no call names a key that
+ *   does not exist (issue 27 item 5; P:scheduled, P:dead and P:notify are
+ *   not made beforehand); their final writes, which create the P:final
+ *   marks, and the dead letter of an entry with no id added mid-migration,
+ *   wait on -TRYAGAIN until the migration ends; then all are done, the
+ *   entry dead-lettered, and no PEL is left.
  *
  * The jobs' keys are placed on the node the slot map names (the module under
  * test, cluster.h: a wrong slot would be answered with MOVED and fail here).
@@ -600,15 +603,53 @@ others_terminal(void *arg)
 	return w->k->terminal >= w->want;
 }
 
+/* One record called at the target. */
+struct id_called {
+	const char *id;
+};
+
+static int
+id_called(void *arg)
+{
+	return h_count_calls(&target, ((struct id_called *)arg)->id) > 0;
+}
+
+/* Every job of the moving shard called at the target (whatever its state). */
+struct moved_calls {
+	const char *id_pre;
+	int jobs;
+	unsigned shard;
+	int called;
+};
+
+static int
+moved_called(void *arg)
+{
+	struct moved_calls *m = arg;
+	int want = 0;
+	char id[32];
+
+	m->called = 0;
+	for (int i = 0; i < m->jobs; i++) {
+		snprintf(id, sizeof id, "%s%05d", m->id_pre, i);
+		if (spec_shard(id) != m->shard)
+			continue;
+		want++;
+		m->called += h_count_calls(&target, id) > 0;
+	}
+	return m->called == want;
+}
+
 /* One shard's keys all moved to another primary while its slot stays
  * IMPORTING there and MIGRATING on the source: the source answers -ASK for
  * every one of them, and only a worker that follows it (ASKING, then the
- * command on the importing node) reads and loads that shard's jobs. The
- * transition names seven keys, the claim and heartbeat scripts two more;
- * the importing node answers -TRYAGAIN when one of them is missing: the
- * test makes all of them exist before the move but a record's P:final mark
- * (R4), which exists only once it is terminal, so that shard's jobs wait
- * until the migration ends (SETSLOT NODE); then every job is done, no PEL. */
+ * command on the importing node) reads, loads and calls that shard's jobs.
+ * The importing node answers -TRYAGAIN to a call naming several keys when
+ * one of them is missing: so the calls must name none that is missing --
+ * not an empty schedule, dead-letter or notify stream, nor a record's
+ * P:final mark before its terminal write. That write, which creates the
+ * mark, waits for the migration's end (SETSLOT NODE); then every job is
+ * done, once, and no PEL is left. */
 static void
 test_ask_mid_migration(void **state)
 {
@@ -638,15 +679,12 @@ test_ask_mid_migration(void **state)
 	redisContext *dc = connect_port(dst->port);
 	assert_non_null(dc);
 
-	/* every key the job scripts name exists, so none is missing there */
-	static const char *const streams[] = {"audit", "dead", "notify"};
-	for (size_t i = 0; i < 3; i++)
-		freeReplyObject(cmd_ok(sc, "XADD", redisCommand(sc, "XADD %s:%s * itest ask", sp,
-		    streams[i])));
-	freeReplyObject(cmd_ok(sc, "ZADD", redisCommand(sc,
-	    "ZADD %s:scheduled 999999999999999 itest-never-due", sp)));
-	/* and the liveness keys the heartbeat and claim scripts name (R11),
-	 * with fields neither script reads */
+	/* The keys that exist on a shard any worker has run on: the audit
+	 * stream and the liveness keys the heartbeat and claim scripts name
+	 * (R11), with fields neither reads. Not P:scheduled, P:dead nor
+	 * P:notify (issue 27 item 5): no script may name them while they do
+	 * not exist, nor a record's P:final mark before it is terminal. */
+	freeReplyObject(cmd_ok(sc, "XADD", redisCommand(sc, "XADD %s:audit * itest ask", sp)));
 	freeReplyObject(cmd_ok(sc, "HSET", redisCommand(sc, "HSET %s:consumers itest ask", sp)));
 	freeReplyObject(cmd_ok(sc, "HSET", redisCommand(sc, "HSET %s:clock itest ask", sp)));
 	freeReplyObject(cmd_ok(dc, "IMPORTING", redisCommand(dc, "CLUSTER SETSLOT %u IMPORTING %s",
@@ -669,10 +707,12 @@ test_ask_mid_migration(void **state)
 	k.ask_dst = dc;
 	k.ask_shard = shard;
 	/* Mid-migration the moved shard's entries are read and loaded through
-	 * the ASK, but a transition also names the record's P:final mark (R4),
-	 * which exists on neither node before the record is terminal: both
-	 * answer -TRYAGAIN, retried (R17, no attempt spent) until the migration
-	 * ends. The other shards' jobs run meanwhile. */
+	 * the ASK, and every call step names only keys that exist (issue 27
+	 * item 5): each of them is called while the slot still migrates. Only
+	 * a write that creates a key -- a record's P:final mark with its
+	 * terminal state, the shard's first dead letter -- waits for the
+	 * migration's end (-TRYAGAIN, retried: R17, no attempt spent). The
+	 * other shards' jobs run meanwhile. */
 	int moved_jobs = 0;
 	for (int i = 0; i < ASK_JOBS; i++) {
 		char id[32];
@@ -684,9 +724,42 @@ test_ask_mid_migration(void **state)
 		fail_msg("mid-migration: %d of %d jobs terminal, %d held", k.terminal, ASK_JOBS,
 		    moved_jobs);
 	assert_int_equal(h_daemon_wait_log(&w, "redis.ask", 30000), 0);
-	assert_int_equal(h_daemon_wait_log(&w, "TRYAGAIN", 30000), 0);
+	/* a stream entry with no id, into the moving shard (on the importing
+	 * node: its stream moved there) */
+	freeReplyObject(cmd_ok(dc, "ASKING", redisCommand(dc, "ASKING")));
+	freeReplyObject(cmd_ok(dc, "XADD", redisCommand(dc, "XADD %s:jobs * itest no-id", sp)));
+	/* and the real decider, into the moving shard: its record and entry
+	 * land on the importing node (it follows -ASK, and writes the new
+	 * hash by a call naming it alone when the one-step write is refused
+	 * with -TRYAGAIN) */
+	char ctl_id[32];
+	for (int i = 0;; i++) {
+		snprintf(ctl_id, sizeof ctl_id, "ac-%05d", i);
+		if (spec_shard(ctl_id) == shard)
+			break;
+	}
+	ini = worker_ini("a1", "ask", 1, 16);
+	char *ctl_ini = h_write_file("ask-ctl.ini", ini);
+	free(ini);
+	assert_non_null(ctl_ini);
+	char *argv[] = {(char *)h_bin("warrantctl"), "-c", ctl_ini, "decide", "--on-behalf-of",
+	    "operator:4417", "--action", "gate.open", "--resource", "north/1", "--basis",
+	    "role:canal-operator", "--expires", "+1h", "--id", ctl_id, NULL};
+	char *out = NULL;
+	int rc = h_run(argv, 20000, &out);
+	if (rc != 0)
+		fail_msg("warrantctl decide mid-migration: %d %s", rc, out ? out : "");
+	free(out);
+	free(ctl_ini);
+	struct moved_calls mc = {"ak-", ASK_JOBS, shard, 0};
+	if (h_wait_until(moved_called, &mc, 30000) != 0)
+		fail_msg("mid-migration: %d of the moving shard's %d jobs called", mc.called,
+		    moved_jobs);
+	struct id_called ic = {ctl_id};
+	if (h_wait_until(id_called, &ic, 30000) != 0)
+		fail_msg("mid-migration: %s (warrantctl decide) not called", ctl_id);
 	all_terminal(&k);
-	assert_int_equal(k.terminal, ASK_JOBS - moved_jobs);	/* held, not lost */
+	assert_true(k.terminal >= ASK_JOBS - moved_jobs);	/* none lost */
 
 	/* the migration ends: the slot is the importing node's */
 	k.ask_dst = NULL;
@@ -709,6 +782,12 @@ test_ask_mid_migration(void **state)
 	assert_int_equal(pel_total(&k), 0);
 	/* a migration loses nothing: no failover, so nothing may run twice */
 	assert_int_equal(h_assert_each_once(&target, "ak-", ASK_JOBS, 0), 0);
+	assert_int_equal(h_count_calls(&target, ctl_id), 1);
+	snprintf(key, sizeof key, "%s:decision:%s", sp, ctl_id);
+	h_wait_hash_field(dc, key, "state", "done", WAIT_MS);
+	/* the entry with no id is a dead letter of its shard, now on dst */
+	snprintf(key, sizeof key, "%s:dead", sp);
+	assert_int_equal(h_stream_count(dc, key, "reason", "no-id"), 1);
 	assert_true(h_daemon_stop_clean(&w));
 	redisFree(dc);
 	router_close(&r);

@@ -126,9 +126,10 @@ f_timer(void *ctx, int64_t delay_ms, ejob_timer_cb *cb, void *arg)
 }
 
 static int
-f_load(void *ctx, const char *hash_key, ejob_load_cb *cb, void *arg)
+f_load(void *ctx, const char *hash_key, const char *final_key, ejob_load_cb *cb, void *arg)
 {
 	(void)ctx;
+	assert_string_equal(final_key, "P:final:gate-14");	/* R4's mark, read with it */
 	struct pend *p = pend_new(P_LOAD, arg);
 	p->load = cb;
 	trace("load(%s)", hash_key);
@@ -148,7 +149,8 @@ f_verify(void *ctx, const char *id, const char *raw, int64_t now_ms, struct ejob
 }
 
 static int
-f_write(void *ctx, const struct store_transition *t, ejob_write_cb *cb, void *arg)
+f_write(void *ctx, const struct store_transition *t, int wait_replicas, ejob_write_cb *cb,
+	void *arg)
 {
 	(void)ctx;
 	struct pend *p = pend_new(P_WRITE, arg);
@@ -161,6 +163,9 @@ f_write(void *ctx, const struct store_transition *t, ejob_write_cb *cb, void *ar
 	    t->require_owner ? ",own" : "", t->ack ? ",ack" : "",
 	    t->keep_unpending ? ",keep" : "", t->skip_lease ? ",nolease" : "",
 	    t->hash_key ? "" : ",nohash", t->dead_reason[0] ? ",dead" : "");
+	if (wait_replicas > 0)	/* R19: the WAIT that follows it */
+		snprintf(flags + strlen(flags), sizeof flags - strlen(flags), ",wait%d",
+		    wait_replicas);
 	trace("write(%s,f=%lld%s)", t->state[0] ? t->state : "-", t->fence_attempts, flags);
 	return 0;
 }
@@ -310,6 +315,17 @@ answer_load(struct pend *p, const char *attempts)
 	p->load(p->arg, &r);
 }
 
+/* R4: the record's P:final mark is there (its hash says `queued`). */
+static void
+answer_load_final(struct pend *p, const char *final)
+{
+	struct ejob_loaded r = {.ok = 1, .exists = 1, .state = "queued", .record = "raw bytes",
+	    .final = final};
+
+	p->live = 0;
+	p->load(p->arg, &r);
+}
+
 static void
 answer_load_error(struct pend *p, const char *error)
 {
@@ -360,6 +376,17 @@ static void
 answer_write(struct pend *p, const char *why, long long fence)
 {
 	struct ejob_written r = {.ok = 1, .written = 1, .why = why, .fence = fence};
+
+	p->live = 0;
+	p->write(p->arg, &r);
+}
+
+/* R19: a write sent with a WAIT, answered with `replicas` acknowledging. */
+static void
+answer_write_wait(struct pend *p, long long fence, long long replicas)
+{
+	struct ejob_written r = {.ok = 1, .written = 1, .why = "ok", .fence = fence,
+	    .replicas = replicas};
 
 	p->live = 0;
 	p->write(p->arg, &r);
@@ -973,6 +1000,53 @@ test_abandon(void **state)
 	assert_int_equal(ejobs_count(f->jobs), 0);
 }
 
+/* R4 at the load: a record whose P:final mark exists is acked, neither
+ * verified nor run, whatever its hash says; the ack names no hash (and so
+ * no key that may be missing). */
+static void
+test_final_mark_at_load(void **state)
+{
+	struct fixture *f = *state;
+
+	ejobs_admit(f->jobs, "1-1", "gate-14", 1);
+	answer_load_final(pending(P_LOAD, NULL), "done");
+	EXPECT_TRACE("load(P:decision:gate-14) write(-,f=-1,ack,nohash)");
+	answer_write(pending(P_WRITE, NULL), "ok", -1);
+	EXPECT_TRACE("released");
+	assert_int_equal(f->n.done, 0);
+	assert_int_equal(live_count(), 0);
+}
+
+/* R19: with wait_replicas the call step and the final write carry the WAIT;
+ * a call step too few replicas acknowledged is not called but retried (the
+ * attempt spent); a final write too few acknowledged is notified anyway. */
+static void
+test_wait_replicas(void **state)
+{
+	struct fixture *f = *state;
+
+	f->cfg->redis.wait_replicas = 1;
+	f->cfg->notify.default_owner = strdup("ops");
+	assert_non_null(f->cfg->notify.default_owner);
+	to_call_step(f, "1-1", "gate.open", NULL);
+	EXPECT_TRACE("load(P:decision:gate-14) verify(gate-14) write(running,f=0,+1,wait1)");
+	answer_write_wait(pending(P_WRITE, NULL), 1, 0);
+	EXPECT_TRACE("write(retrying,f=1,own)");
+	answer_write(pending(P_WRITE, NULL), "ok", 1);
+	EXPECT_TRACE("timer");
+	w.now += 1000;
+	fire(pending(P_TIMER, NULL));
+	EXPECT_TRACE("write(running,f=1,+1,own,wait1)");
+	answer_write_wait(pending(P_WRITE, NULL), 2, 1);
+	EXPECT_TRACE("call");
+	answer_call(pending(P_CALL, NULL), 404);
+	EXPECT_TRACE("write(failed,f=2,own,ack,keep,wait1)");
+	answer_write_wait(pending(P_WRITE, NULL), 2, -1);
+	EXPECT_TRACE("notified(failed) released");
+	assert_int_equal(f->n.failed, 1);
+	assert_int_equal(live_count(), 0);
+}
+
 int
 main(void)
 {
@@ -996,6 +1070,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_deleted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_abandon, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gate_holds_and_wakes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wait_replicas, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_final_mark_at_load, setup, teardown),
 	};
 
 	log_set_level(LOG_ERROR);	/* the jobs' log lines are not what is tested */

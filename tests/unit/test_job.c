@@ -1631,6 +1631,137 @@ test_write_fencing_without_a_call(void **state)
 	assert_false(job_step_writes(&s));
 }
 
+
+/* ---- R19: WAIT after the writes a failover must not lose ---- */
+
+/* The call step and every final write carry the WAIT; a retrying or
+ * running write does not; wait_replicas 0 means none anywhere. */
+static void
+test_wait_replicas_steps(void **state)
+{
+	struct job_policy p = policy();
+	struct job j;
+	(void)state;
+
+	p.wait_replicas = 2;
+	struct job_step s = load_running(&p, &j);
+	assert_true(s.effects & JOB_FX_CALL);
+	assert_true(s.effects & JOB_FX_WAIT_REPLICAS);
+	assert_int_equal(s.write.wait_replicas, 2);
+	job_written(&j, &s, 1);
+	s = step(&p, &j, ev_http(503), NOW);
+	assert_int_equal(s.next, JOB_RETRYING);
+	assert_false(s.effects & JOB_FX_WAIT_REPLICAS);
+	job_written(&j, &s, 1);
+	s = step(&p, &j, ev_of(JOB_EV_TIMER), s.at_ms);
+	assert_true(s.effects & JOB_FX_WAIT_REPLICAS);
+	job_written(&j, &s, 2);
+	s = step(&p, &j, ev_http(204), NOW);
+	assert_int_equal(s.next, JOB_DONE);
+	assert_int_equal(s.effects, JOB_FX_WRITE_STATE | JOB_FX_ACK | JOB_FX_END |
+	    JOB_FX_WAIT_REPLICAS);
+	assert_int_equal(s.write.wait_replicas, 2);
+
+	/* with the PDP: `running` goes unwaited, the call step after it waits */
+	p.authz_enabled = 1;
+	memset(&j, 0, sizeof j);
+	s = step(&p, &j, ev_loaded(), NOW);
+	assert_true(s.effects & JOB_FX_AUTHZ);
+	assert_false(s.effects & JOB_FX_WAIT_REPLICAS);
+	s = step(&p, &j, ev_authz(JOB_AUTHZ_ALLOW), NOW);
+	assert_true(s.effects & JOB_FX_CALL);
+	assert_true(s.effects & JOB_FX_WAIT_REPLICAS);
+	s = step(&p, &j, ev_http(404), NOW);
+	assert_int_equal(s.next, JOB_FAILED);
+	assert_true(s.effects & JOB_FX_WAIT_REPLICAS);
+
+	/* a dead letter without a hash is a final write too */
+	memset(&j, 0, sizeof j);
+	s = step(&p, &j, ev_of(JOB_EV_NO_ID), NOW);
+	assert_true(s.effects & JOB_FX_DEAD_LETTER);
+	assert_true(s.effects & JOB_FX_WAIT_REPLICAS);
+
+	/* none asked: no WAIT */
+	p.wait_replicas = 0;
+	p.authz_enabled = 0;
+	s = load_running(&p, &j);
+	assert_false(s.effects & JOB_FX_WAIT_REPLICAS);
+	assert_int_equal(job_replicated(&s, -1), JOB_REPL_GO);
+	s = step(&p, &j, ev_http(200), NOW);
+	assert_false(s.effects & JOB_FX_WAIT_REPLICAS);
+}
+
+/* What the WAIT's answer decides: a call only on enough replicas (a WAIT
+ * without an answer is not enough); a final state notified either way. */
+static void
+test_replicated(void **state)
+{
+	struct job_policy p = policy();
+	struct job j;
+	(void)state;
+
+	p.wait_replicas = 2;
+	struct job_step s = load_running(&p, &j);
+	assert_int_equal(job_replicated(&s, 2), JOB_REPL_GO);
+	assert_int_equal(job_replicated(&s, 3), JOB_REPL_GO);
+	assert_int_equal(job_replicated(&s, 1), JOB_REPL_NO_CALL);
+	assert_int_equal(job_replicated(&s, 0), JOB_REPL_NO_CALL);
+	assert_int_equal(job_replicated(&s, -1), JOB_REPL_NO_CALL);
+	s = step(&p, &j, ev_http(200), NOW);
+	assert_int_equal(job_replicated(&s, 2), JOB_REPL_GO);
+	assert_int_equal(job_replicated(&s, 1), JOB_REPL_SHORT);
+	assert_int_equal(job_replicated(&s, -1), JOB_REPL_SHORT);
+}
+
+/* Too few replicas had the call step: no call, the attempt spent (R13
+ * counted it), a retry with backoff fenced by that step; then dead at
+ * max_attempts, or expired past the deadline. */
+static void
+test_unreplicated_retries(void **state)
+{
+	struct job_policy p = policy();
+	struct job j;
+	(void)state;
+
+	p.wait_replicas = 1;
+	struct job_step s = load_running(&p, &j);
+	job_written(&j, &s, 1);
+	struct job_event ev = ev_of(JOB_EV_UNREPLICATED);
+	ev.replicas = 0;
+	s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_RETRYING);
+	assert_int_equal(s.effects, JOB_FX_WRITE_STATE | JOB_FX_RETRY_AT);
+	assert_int_equal(s.at_ms, NOW + backoff_ms(0, p.retry_base_ms, p.retry_cap_ms, 1, 0));
+	assert_int_equal(j.calls, 1);
+	assert_int_equal(s.write.fence_attempts, 1);
+	assert_int_equal(s.write.incr_attempts, 0);
+	assert_non_null(strstr(s.detail, "0 of 1 replica(s)"));
+	/* not awaiting a call any more: a second one means nothing */
+	assert_int_equal(step(&p, &j, ev, NOW).effects, 0);
+
+	/* the last attempt: dead */
+	s = step(&p, &j, ev_of(JOB_EV_TIMER), s.at_ms);
+	job_written(&j, &s, 2);
+	s = step(&p, &j, ev_of(JOB_EV_TIMER), NOW);	/* retrying only */
+	assert_int_equal(s.effects, 0);
+	ev.replicas = -1;
+	s = step(&p, &j, ev, NOW);
+	job_written(&j, &s, 2);
+	s = step(&p, &j, ev_of(JOB_EV_TIMER), s.at_ms);
+	assert_int_equal(j.calls, 3);
+	job_written(&j, &s, 3);
+	s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_DEAD);
+	assert_int_equal(s.reason, REASON_MAX_ATTEMPTS);
+	assert_true(s.effects & JOB_FX_WAIT_REPLICAS);
+
+	/* past the deadline: expired */
+	s = load_running(&p, &j);
+	job_written(&j, &s, 1);
+	s = step(&p, &j, ev, NOW + WINDOW);
+	assert_int_equal(s.next, JOB_EXPIRED);
+}
+
 /* R15: who runs on at a stop. */
 static void
 test_runs_on_at_stop(void **state)
@@ -1821,6 +1952,9 @@ main(void)
 		cmocka_unit_test_setup(test_gate_holds, setup),
 		cmocka_unit_test_setup(test_gate_hold_ends_at_deadline, setup),
 		cmocka_unit_test_setup(test_gate_hold_and_lease_lost, setup),
+		cmocka_unit_test_setup(test_wait_replicas_steps, setup),
+		cmocka_unit_test_setup(test_replicated, setup),
+		cmocka_unit_test_setup(test_unreplicated_retries, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -427,7 +427,11 @@ test_transition_args(void **state)
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_HASH), "w:decision:r1");
 	/* R4's mark of the record, made by store.c from the record id */
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_FINAL), "w:final:r1");
-	assert_string_equal(arg_of(&v, STORE_TRANSITION_SCHEDULED), "w:scheduled");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_DEAD), "w:dead");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_NOTIFY), "w:notify");
+	/* issue 27 item 5: a key the call does not touch is not named (a
+	 * missing one stalls a slot migration): the stream stands in */
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_SCHEDULED), "w:jobs");
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_FENCE), "7");
 	/* has_hash, ack, notify_write, require_owner, keep_unpending and
 	 * final_write (dead is terminal); no lease check, no HINCRBY */
@@ -459,7 +463,15 @@ test_transition_args(void **state)
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_ACTION), "");
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_RESOURCE), "");
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_STATE), "dead");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_DEAD), "w:jobs");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_NOTIFY), "w:jobs");
 	store_vec_free(&v);
+	t.schedule_score = "1700000000000";
+	store_transition_args(&k, "g", "c1", 99, &t, &a);
+	assert_int_equal(store_args_vec(&a, &v, err, sizeof err), 0);
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_SCHEDULED), "w:scheduled");
+	store_vec_free(&v);
+	t.schedule_score = "";
 
 	/* Only a terminal state is written as P:final: not "retrying", nor a
 	 * name that is part of one ("don"), nor no state at all. */
@@ -479,6 +491,9 @@ test_transition_args(void **state)
 		assert_int_equal(store_args_vec(&a, &v, err, sizeof err), 0);
 		assert_string_equal(arg_of(&v, STORE_TRANSITION_FLAGS),
 		    states[i].final ? "161" : "33");	/* has_hash, check_lease */
+		/* the mark is named only with the write that sets it */
+		assert_string_equal(arg_of(&v, STORE_TRANSITION_FINAL),
+		    states[i].final ? "w:final:r1" : "w:jobs");
 		store_vec_free(&v);
 	}
 
@@ -488,17 +503,20 @@ test_transition_args(void **state)
 	memset(longid, 'i', sizeof longid - 1);
 	longid[sizeof longid - 1] = '\0';
 	t.record_id = longid;
+	t.state = "done";
 	store_transition_args(&k, "g", "c1", 99, &t, &a);
 	assert_int_equal(store_args_vec(&a, &v, err, sizeof err), -1);
 	assert_non_null(strstr(err, "key final is missing"));
 
-	/* No hash: the prefixes stand in, has_hash is 0, NULL strings are "". */
+	/* No hash: the stream stands in (never a key that may not exist),
+	 * has_hash is 0, NULL strings are "". */
 	memset(&t, 0, sizeof t);
 	t.fence_attempts = -1;
 	store_transition_args(&k, "g", "c1", 99, &t, &a);
 	assert_int_equal(store_args_vec(&a, &v, err, sizeof err), 0);
-	assert_string_equal(arg_of(&v, STORE_TRANSITION_HASH), "w:decision:");
-	assert_string_equal(arg_of(&v, STORE_TRANSITION_FINAL), "w:final:");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_HASH), "w:jobs");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_FINAL), "w:jobs");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_DEAD), "w:jobs");
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_FENCE), "-1");
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_STATE), "");
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_FLAGS), "32");	/* the lease check */
