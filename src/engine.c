@@ -1946,6 +1946,13 @@ engine_gauges(const struct engine *eng, struct engine_gauges *out)
 	for (size_t i = 0; i < eng->nshards; i++)
 		out->redis_up &= rconn_is_up(eng->shards[i].cmd);
 	out->started_at_ms = eng->started_at;
+	struct creds_scope sc[ENGINE_SCOPES_MAX];
+	out->nscopes = creds_scopes(eng->sec.creds, sc, ENGINE_SCOPES_MAX);
+	for (size_t i = 0; i < out->nscopes; i++) {
+		out->scopes[i].name = sc[i].name;
+		out->scopes[i].state = sc[i].state;
+		out->scopes[i].expires_in_s = seconds_until(sc[i].expires_at_ms);
+	}
 }
 
 void
