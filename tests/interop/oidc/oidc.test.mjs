@@ -84,6 +84,7 @@ const calls = [];
 const seenJti = new Set();
 let rsNonce = `rs-${crypto.randomUUID()}`;
 let rsChallenges = 0;
+let lastToken;
 
 function rsHandle(req, res) {
   const refuse = (error) => {
@@ -124,6 +125,7 @@ function rsHandle(req, res) {
     path: req.url, status: 200, key: req.headers['idempotency-key'],
     token: at.payload, proofJkt: thumbprint(p.header.jwk),
   });
+  lastToken = token;	// what a thief on the wire would see
   res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
 }
 
@@ -299,6 +301,29 @@ test('a new resource-server nonce: one more challenge, no attempt', async () => 
   await waitState(id, 'done');
   assert.equal(field(id, 'attempts'), '1');
   assert.equal(rsChallenges, before + 1);
+});
+
+// What a stolen token is worth: nothing without the key that never left the
+// worker -- neither as a bearer nor with a proof signed by another key.
+test('a stolen DPoP-bound token is refused without the worker\'s key', async () => {
+  assert.ok(lastToken, 'a token was seen');
+  const url = `${rsOrigin}/gates/lock%2F7/open`;
+  const asBearer = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${lastToken}` } });
+  assert.equal(asBearer.status, 401);
+  const thief = crypto.generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const jwk = thief.publicKey.export({ format: 'jwk' });
+  const header = b64u(JSON.stringify({ typ: 'dpop+jwt', alg: 'ES256', jwk }));
+  const claims = b64u(JSON.stringify({
+    jti: crypto.randomUUID(), htm: 'POST', htu: url.split('?')[0], iat: Math.floor(Date.now() / 1000),
+    ath: b64u(sha256(lastToken)), nonce: rsNonce,
+  }));
+  const sig = crypto.sign('sha256', Buffer.from(`${header}.${claims}`), { key: thief.privateKey, dsaEncoding: 'ieee-p1363' });
+  const withThiefKey = await fetch(url, {
+    method: 'POST',
+    headers: { authorization: `DPoP ${lastToken}`, dpop: `${header}.${claims}.${b64u(sig)}` },
+  });
+  assert.equal(withThiefKey.status, 401);
+  assert.match(withThiefKey.headers.get('www-authenticate'), /error="invalid_token"/);
 });
 
 test('per-record (RAR): the granted authorization_details name this action on this resource', async () => {
