@@ -170,6 +170,10 @@ int cred_proof(const struct cred *c, const char *method, const char *url, const 
 /* Keeps a resource server's DPoP-Nonce for url's origin (RFC 9449 §9). */
 void cred_dpop_nonce(const struct cred *c, const char *url, const char *nonce);
 
+/* §9: the IdP's error code when it refused the action's token for good
+ * (oauth_refused), else NULL. */
+const char *cred_refused_code(const struct cred *c);
+
 /* The target refused (R9: 401) or accepted the token of generation gen. */
 void cred_refused(const struct cred *c, uint64_t gen);
 void cred_accepted(const struct cred *c, uint64_t gen);

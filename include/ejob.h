@@ -180,6 +180,9 @@ struct ejob_ops {
 			    int64_t lifetime_ms, uint64_t *gen);
 	/* RFC 9449 §9: a DPoP-Nonce a target sent, kept for url's origin. */
 	void (*dpop_nonce)(void *ctx, const char *action, const char *url, const char *nonce);
+	/* §9: the IdP's error code when it refused `action`'s token for good
+	 * (cred_refused_code), else NULL. NULL op: never. */
+	const char *(*token_refused)(void *ctx, const char *action);
 	/* R9: the target accepted (1) or refused (0: refresh, single-flight)
 	 * the token of generation gen. */
 	void (*token_verdict)(void *ctx, const char *action, uint64_t gen, int accepted);

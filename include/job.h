@@ -120,6 +120,9 @@ struct job_event {
 	enum job_event_kind kind;
 	uint64_t rnd;		/* a random word, for jitter */
 	int token_ok;		/* a token with life > timeout + 1 s is held now */
+	enum reason token_refused;	/* with !token_ok: the IdP refused the action's
+					   token for good (REASON_IDP_*, §9): no wait,
+					   failed; REASON_NONE otherwise */
 
 	/* JOB_EV_LOADED */
 	int hash_exists;

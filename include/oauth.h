@@ -73,6 +73,12 @@ void oauth_start(struct oauth *o);
  */
 const char *oauth_token(const struct oauth *o, int64_t now_ms, long timeout_ms);
 
+/* §9: with no token held, the IdP's error code when its last answer was one
+ * no retry mends (invalid_scope, invalid_target, ...: token_idp_classify's
+ * TOKEN_IDP_FATAL), else NULL. Owned by the manager. Fetches go on (the
+ * IdP may be mended), and a token that comes clears it. */
+const char *oauth_refused(const struct oauth *o);
+
 /* When the token held dies (wtime_mono_ms), or 0 when none is held. */
 int64_t oauth_expires_at_ms(const struct oauth *o);
 

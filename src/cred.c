@@ -553,3 +553,9 @@ cred_dpop_nonce(const struct cred *c, const char *url, const char *nonce)
 	if (d != NULL)
 		(void)dpop_nonce_keep(d, url, nonce);
 }
+
+const char *
+cred_refused_code(const struct cred *c)
+{
+	return cred_is_oauth(c) && !c->per_record ? oauth_refused(c->oauth) : NULL;
+}

@@ -620,6 +620,13 @@ feed(struct ejob *j, struct job_event *ev)
 
 	ev->rnd = rnd_u64();
 	ev->token_ok = token_ok(j);
+	/* §9: a token the IdP refused for good fails the job, no wait mends it */
+	const struct cfg_action *a = ev->token_ok ? NULL : job_action(j);
+	const char *code = a && ops_of(j)->token_refused ?
+	    ops_of(j)->token_refused(ctx_of(j), a->name) : NULL;
+	if (code != NULL && (reason_parse(code, &ev->token_refused) != 0 ||
+	    ev->token_refused < REASON_IDP_INVALID_GRANT))
+		ev->token_refused = REASON_IDP_REFUSED;
 	j->step = job_next(&pol, &j->core, ev, now_ms(j));
 	if (j->step.effects == 0 && !job_state_terminal(j->step.next)) {
 		log_debug("job.ignored", "id=%s detail=%s", j->id, LOG_Q(j->step.detail));

@@ -481,6 +481,14 @@ op_record_keep(void *ctx, const char *action, const char *resource, const char *
 	cred_record_keep(creds_find(e->creds, action), resource, token, lifetime_ms, gen);
 }
 
+static const char *
+op_token_refused(void *ctx, const char *action)
+{
+	const struct eops *e = ctx;
+
+	return cred_refused_code(creds_find(e->creds, action));
+}
+
 static int
 op_proof(void *ctx, const char *action, const char *method, const char *url, const char *token,
 	 char **proof)
@@ -574,6 +582,7 @@ const struct ejob_ops eops_ops = {
 	.bearer = op_bearer,
 	.record_token = op_record_token,
 	.record_keep = op_record_keep,
+	.token_refused = op_token_refused,
 	.proof = op_proof,
 	.dpop_nonce = op_dpop_nonce,
 	.token_verdict = op_token_verdict,

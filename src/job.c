@@ -888,6 +888,17 @@ job_next(const struct job_policy *pol, struct job *job, const struct job_event *
 		detail_put(&st, 0, ev->redis_error ? ev->redis_error : "");
 		break;
 	}
+	/* §9: no token because the IdP refused it for good (invalid_scope,
+	 * invalid_target...): a wait would not mend it, and neither would a
+	 * hand-back to another worker of the same client */
+	if (ev->token_refused != REASON_NONE && !ev->token_ok && pol->token_needed &&
+	    st.next == JOB_AUTH_WAIT && (st.effects & (JOB_FX_WAIT_TOKEN | JOB_FX_HANDBACK))) {
+		st.effects &= JOB_FX_DROP_TOKEN;
+		job->redispatch = 0;
+		finish(&st, job, JOB_FAILED, JOB_FX_WRITE_STATE | JOB_FX_NOTIFY | JOB_FX_ACK,
+		    ev->token_refused);
+		detail(&st, "no token: the IdP refused it (%s)", reason_name(ev->token_refused));
+	}
 	if (job_state_terminal(st.next) || (st.effects & (JOB_FX_ACK | JOB_FX_RESCHEDULE)))
 		st.effects |= JOB_FX_END;
 	fence(&st, job);

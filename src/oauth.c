@@ -59,6 +59,8 @@ struct oauth {
 	int failures;		/* fetches failed since the last success */
 	int started;
 	int nonce_retry;	/* RFC 9449 §8: the fetch in flight answers a nonce challenge */
+	char refused_code[64];	/* §9: the last fetch's error, when no retry mends it
+				   (invalid_scope, invalid_target...); "" otherwise */
 	long lead_ms;		/* oauth_set_refresh_lead */
 
 	struct http_call *call;	/* the one fetch in flight, or NULL */
@@ -435,6 +437,7 @@ install_token(struct oauth *o, char *token, int64_t lifetime_ms, long elapsed_ms
 	o->generation++;
 	o->refreshes++;
 	o->failures = 0;
+	o->refused_code[0] = '\0';
 	o->after_refusal = o->refused > 0;
 	arm(o, &o->fetch_timer, refresh_at - now);
 	arm(o, &o->expiry_timer, o->expires_at_ms - now);
@@ -451,6 +454,9 @@ fetch_failed(struct oauth *o, long status, const char *detail)
 
 	if (o->failures < 1000000)
 		o->failures++;
+	if (token_idp_classify(status, detail, o->refused_code,
+	    sizeof o->refused_code) != TOKEN_IDP_FATAL)
+		o->refused_code[0] = '\0';
 	delay = backoff_ms(0, TOKEN_RETRY_BASE_MS, TOKEN_RETRY_CAP_MS, o->failures, rnd_u64());
 	arm(o, &o->fetch_timer, delay);
 	log_warn("token.error", "status=%ld detail=%s failures=%d retry_ms=%lld held=%d",
@@ -682,6 +688,12 @@ oauth_token(const struct oauth *o, int64_t now_ms, long timeout_ms)
 	if (o->token == NULL || !token_usable(o->expires_at_ms, now_ms, timeout_ms))
 		return NULL;
 	return o->token;
+}
+
+const char *
+oauth_refused(const struct oauth *o)
+{
+	return o->token == NULL && o->refused_code[0] ? o->refused_code : NULL;
 }
 
 int64_t

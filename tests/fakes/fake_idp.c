@@ -57,7 +57,8 @@
  * "last_authorization_details".
  *
  * POST /_deny_scope (body: a scope; "" for none) answers every client
- * credentials request for that scope 400 invalid_scope.
+ * credentials request for that scope 400 invalid_scope, POST /_down_scope
+ * 503 temporarily_unavailable.
  *
  * Control: POST /_down (every /token gets 503 until POST /_up), POST /_up,
  * POST /_lifetime (body: seconds), POST /_reset (counters and last_*),
@@ -105,6 +106,7 @@ static struct {
 	long long rar_issued;
 	int rar_deny;
 	char deny_scope[128];	/* "": none refused */
+	char down_scope[128];	/* "": none down */
 	char dpop_nonce[64];	/* "": no nonce required */
 	char token_url[512];	/* http://127.0.0.1:PORT/token: a proof's htu */
 	int exchange_deny;
@@ -688,6 +690,15 @@ handle_token(struct MHD_Connection *c, const struct fake_req *r)
 		    strcmp(problem, "unsupported_grant_type") == 0 ? problem : "invalid_request",
 		    problem);
 	}
+	if (scope != NULL && st.down_scope[0] && strcmp(scope, st.down_scope) == 0) {
+		free(scope);
+		free(resource);
+		free(rar_text);
+		st.unavailable++;
+		pthread_mutex_unlock(&st.mu);
+		return send_error(c, 503, "temporarily_unavailable", "this scope is down (POST "
+		    "/_down_scope)");
+	}
 	if (scope != NULL && st.deny_scope[0] && strcmp(scope, st.deny_scope) == 0) {
 		free(scope);
 		free(resource);
@@ -790,11 +801,12 @@ handle_control(struct MHD_Connection *c, const struct fake_req *r, const char *m
 		pthread_mutex_unlock(&st.mu);
 		return fake_send(c, 200, "{\"ok\":true}", NULL);
 	}
-	if (post && fake_path_is(r, "/_deny_scope")) {
+	if (post && (fake_path_is(r, "/_deny_scope") || fake_path_is(r, "/_down_scope"))) {
 		pthread_mutex_lock(&st.mu);
+		char *to = fake_path_is(r, "/_deny_scope") ? st.deny_scope : st.down_scope;
 		size_t n = r->len < sizeof st.deny_scope - 1 ? r->len : sizeof st.deny_scope - 1;
-		memcpy(st.deny_scope, r->body, n);
-		st.deny_scope[n] = '\0';
+		memcpy(to, r->body, n);
+		to[n] = '\0';
 		pthread_mutex_unlock(&st.mu);
 		return fake_send(c, 200, "{\"ok\":true}", NULL);
 	}

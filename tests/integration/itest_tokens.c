@@ -1467,25 +1467,42 @@ test_scope_trouble_is_its_own(void **state)
 	(void)state;
 
 	world_up(60);
-	/* the IdP refuses gates.close's scope from the start */
+	/* §9: the IdP refuses gates.close's scope for good from the start: its
+	 * job fails with that code, no wait */
 	h_post_ok(&idp, "/_deny_scope", "gates.close");
 	snprintf(more, sizeof more, "[action gate.close]\nurl = %s/close/{resource}\n"
 	    "auth = oauth\nscope = gates.close\n", target.url);
 	struct dcfg c = { .consumer = "w1", .secret_file = secret_path, .more_sections = more };
 	daemon_up(&dmn[0], &c);
+	decide_action("sc-refused", "gate.close");
+	wait_state("sc-refused", "failed");
+	char *outcome = hash_field("sc-refused", "outcome");
+	assert_string_equal(outcome, "invalid_scope");
+	free(outcome);
+
+	/* now the scope is only down (503): its job waits in hand while the
+	 * other actions go on, and the heartbeat says whose trouble it is */
+	long long down = h_fake_stat(&idp, NULL, "unavailable");
+	h_post_ok(&idp, "/_down_scope", "gates.close");
+	h_post_ok(&idp, "/_deny_scope", "");
+	/* the scope's next fetch (its backoff) meets the 503: no longer refused */
+	long long end = h_now_ms() + H_WAIT_MS;
+	while (h_fake_stat(&idp, NULL, "unavailable") == down) {
+		if (h_now_ms() > end)
+			fail_msg("the scope's token was not asked for again");
+		pause_ms(50);	/* polls a condition, with a deadline */
+	}
 	decide_action("sc-close", "gate.close");
 	for (int i = 0; i < 3; i++) {
 		char id[ID_LEN];
 		snprintf(id, sizeof id, "sc-open-%d", i);
 		decide(id);
 	}
-	/* the other actions go on */
 	for (int i = 0; i < 3; i++) {
 		char id[ID_LEN];
 		snprintf(id, sizeof id, "sc-open-%d", i);
 		wait_done(id, &dmn[0]);
 	}
-	/* that scope's job waits in hand, and the heartbeat says whose trouble it is */
 	wait_state("sc-close", "auth_wait");
 	assert_int_equal(target_calls("sc-close"), 0);
 	h_wait_hash_field(rc, h_key(H_PREFIX, "consumer:%s", "w1"), "tokenState.gates.close",
@@ -1493,8 +1510,8 @@ test_scope_trouble_is_its_own(void **state)
 	char *ts = hb_str("w1", "tokenState");
 	assert_string_equal(ts, "valid");
 	free(ts);
-	/* the IdP takes it again: the waiting job runs */
-	h_post_ok(&idp, "/_deny_scope", "");
+	/* the IdP is back: the waiting job runs */
+	h_post_ok(&idp, "/_down_scope", "");
 	wait_done("sc-close", &dmn[0]);
 	h_daemon_down(&dmn[0]);
 }

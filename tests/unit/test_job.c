@@ -1298,6 +1298,38 @@ test_exchange(void **state)
 	assert_int_equal(s.next, JOB_EXPIRED);
 }
 
+/* §9 (issue 26): no token because the IdP refused it for good
+ * (invalid_scope...): failed at once with that code, not a wait; a job
+ * already waiting fails at its wait's timer; a refusal that is not known
+ * to be for good keeps the wait. */
+static void
+test_token_refused_for_good(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j = {0};
+	struct job_event ev = ev_loaded();
+	struct job_step s;
+
+	ev.token_ok = 0;
+	ev.token_refused = REASON_IDP_INVALID_SCOPE;
+	s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_FAILED);
+	assert_int_equal(s.effects, FX_TERMINAL_NOTIFY);
+	assert_string_equal(reason_name(s.reason), "invalid_scope");
+
+	memset(&j, 0, sizeof j);
+	ev.token_refused = REASON_NONE;
+	s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_AUTH_WAIT);
+	struct job_event to = ev_of(JOB_EV_TOKEN_TIMEOUT);
+	to.token_ok = 0;
+	to.token_refused = REASON_IDP_INVALID_TARGET;
+	s = step(&p, &j, to, NOW + 10);
+	assert_int_equal(s.next, JOB_FAILED);
+	assert_string_equal(reason_name(s.reason), "invalid_target");
+}
+
 /* ---- releases and nonsense ---- */
 
 static void
@@ -1660,6 +1692,7 @@ main(void)
 		cmocka_unit_test_setup(test_shell_events, setup),
 		cmocka_unit_test_setup(test_authz_wait_ends_written, setup),
 		cmocka_unit_test_setup(test_exchange, setup),
+		cmocka_unit_test_setup(test_token_refused_for_good, setup),
 		cmocka_unit_test_setup(test_http_401_without_oauth_fails, setup),
 		cmocka_unit_test_setup(test_authz_allow_deny, setup),
 		cmocka_unit_test_setup(test_authz_allow_token_gone, setup),
