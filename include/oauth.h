@@ -157,6 +157,8 @@ struct oauth_exchange_req {
 	const char *authorization_details;	/* JSON text; NULL: not sent */
 	long max_ms;	/* > 0: the request's timeout is at most this ([oauth]
 			   timeout_ms otherwise): the job's time left (R1) */
+	long delay_ms;	/* > 0: sent only this much later (R9's spacing of
+			   refreshes a refusal caused); the answer comes as usual */
 };
 
 enum oauth_xch {

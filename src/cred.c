@@ -25,6 +25,10 @@ struct rcache {
 	struct rtok v[RCACHE_MAX];
 	size_t n;
 	uint64_t gen;		/* the last generation handed out */
+	/* R9 for per-record tokens: requests that refusals cause are spaced */
+	long min_interval_ms;
+	int refused_in_row;
+	int64_t last_fetch_ms, next_fetch_ms;	/* monotonic */
 };
 
 struct cred {
@@ -134,6 +138,7 @@ per_record_init(struct cred *c, const struct cfg *cfg, const struct cfg_action *
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	c->cache->min_interval_ms = cfg->oauth.min_refresh_interval_ms;
 	return 0;
 }
 
@@ -475,6 +480,13 @@ record_refused(const struct cred *c, uint64_t gen)
 	for (size_t i = 0; gen != 0 && c->cache != NULL && i < c->cache->n; i++)
 		if (c->cache->v[i].gen == gen)
 			rtok_clear(&c->cache->v[i]);	/* a free slot */
+	if (gen != 0 && c->cache != NULL) {
+		struct rcache *rc = c->cache;
+		if (rc->refused_in_row < 1000)
+			rc->refused_in_row++;
+		rc->next_fetch_ms = token_refused_fetch_at_ms(rc->last_fetch_ms, rc->min_interval_ms,
+		    rc->refused_in_row);
+	}
 }
 
 struct oauth_xch_call *
@@ -496,7 +508,13 @@ cred_exchange(const struct cred *c, const char *record, const char *scope, const
 	struct oauth_exchange_req rr = {.scope = c->scope, .resource = c->resource,
 	    .authorization_details = details, .max_ms = max_ms};
 	*gen = 0;
-	x = details ? oauth_exchange(c->oauth, &rr, cb, arg, wtime_mono_ms(), timeout_ms) : NULL;
+	/* R9: after a refusal the next request waits its turn */
+	int64_t now = wtime_mono_ms();
+	if (c->cache->next_fetch_ms > now)
+		rr.delay_ms = (long)(c->cache->next_fetch_ms - now);
+	x = details ? oauth_exchange(c->oauth, &rr, cb, arg, now, timeout_ms) : NULL;
+	if (x != NULL)
+		c->cache->last_fetch_ms = now + rr.delay_ms;
 	free(details);
 	return x;
 }
@@ -513,6 +531,8 @@ cred_refused(const struct cred *c, uint64_t gen)
 void
 cred_accepted(const struct cred *c, uint64_t gen)
 {
+	if (cred_per_record(c) && gen != 0)
+		c->cache->refused_in_row = 0;	/* R9's backoff ends */
 	if (cred_is_oauth(c) && !c->per_record)
 		oauth_token_accepted(c->oauth, gen);
 }

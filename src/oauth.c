@@ -811,6 +811,7 @@ struct oauth_xch_call {
 	long max_ms, call_timeout_ms;
 	int nonce_retry;
 	int64_t sent_wall_ms;	/* a JWT exp becomes a lifetime against it */
+	ev_timer delay;		/* delay_ms: armed until the request goes */
 };
 
 /* §9: what the IdP's answer means for the job, one mapping for every mode
@@ -836,6 +837,7 @@ xch_free(struct oauth_xch_call *x)
 {
 	if (x == NULL)
 		return;
+	ev_timer_stop(x->o->loop, &x->delay);
 	wipe_free(x->subject);
 	free(x->subject_type);
 	free(x->scope);
@@ -924,6 +926,22 @@ xch_send(struct oauth_xch_call *x)
 	return rc == 0 ? 0 : -1;
 }
 
+/* R9: a request held back by delay_ms goes now; when it cannot, the
+ * answer is "unavailable" (the job retries within its deadline). */
+static void
+on_xch_delay(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct oauth_xch_call *x = w->data;
+	struct oauth_xch_answer a = {OAUTH_XCH_UNAVAILABLE, NULL, "cannot start the request", "",
+	    -1};
+
+	(void)loop, (void)revents;
+	if (xch_send(x) == 0)
+		return;
+	x->cb(x->arg, &a);
+	xch_free(x);
+}
+
 static int
 dup_into(char **dst, const char *src)
 {
@@ -945,13 +963,19 @@ oauth_exchange(struct oauth *o, const struct oauth_exchange_req *rq, oauth_excha
 	x->arg = arg;
 	x->max_ms = rq->max_ms;
 	x->call_timeout_ms = call_timeout_ms;
+	ev_timer_init(&x->delay, on_xch_delay, rq->delay_ms > 0 ? (double)rq->delay_ms / 1000.0 :
+	    0.0, 0.0);
+	x->delay.data = x;
 	if (dup_into(&x->subject, rq->subject_token) != 0 ||
 	    dup_into(&x->subject_type, rq->subject_token_type) != 0 ||
 	    dup_into(&x->scope, rq->scope) != 0 || dup_into(&x->resource, rq->resource) != 0 ||
-	    dup_into(&x->details, rq->authorization_details) != 0 || xch_send(x) != 0) {
+	    dup_into(&x->details, rq->authorization_details) != 0 ||
+	    (rq->delay_ms <= 0 && xch_send(x) != 0)) {
 		xch_free(x);
 		return NULL;
 	}
+	if (rq->delay_ms > 0)
+		ev_timer_start(o->loop, &x->delay);
 	return x;
 }
 

@@ -1454,6 +1454,23 @@ test_per_record(void **state)
 	assert_string_equal(outcome, "invalid_authorization_details");
 	free(outcome);
 	assert_int_equal(target_calls("rar-denied"), 0);
+
+	/* R9 for per-record tokens: a target that refuses every token gets a
+	 * new one per re-dispatch, but the requests are spaced (1 s, then
+	 * doubling), not one per delivery as fast as they come */
+	h_post_ok(&idp, "/_rar_allow", NULL);
+	h_post_ok(&target, "/_default", "{\"status\": 401}");
+	long long before = h_fake_stat(&idp, NULL, "rar_issued");
+	long long t0 = h_now_ms();
+	decide_on("rar-refused", "gate.rar", "lock/4");
+	while (h_now_ms() - t0 < 3500)
+		pause_ms(100);	/* a span of time is what is measured */
+	long long asked = h_fake_stat(&idp, NULL, "rar_issued") - before;
+	printf("    per-record tokens asked for in 3.5 s of refusals: %lld\n", asked);
+	assert_true(asked >= 2 && asked <= 3);	/* at 0, 1 and 3 s; the next at 7 s */
+	char *st = hash_field("rar-refused", "state");
+	assert_string_not_equal(st, "dead");	/* not 16 deliveries burnt in a moment */
+	free(st);
 	h_daemon_down(&dmn[0]);
 }
 
