@@ -198,6 +198,11 @@ build_mkrecords() {
 	    $(pkg-config --cflags $PKGS) -o "$tmp/mkrecords" "$root/bench/mkrecords.c" \
 	    "$build/libwarrant.a" $(pkg-config --libs $PKGS) -lev -lm ||
 	    die "cannot build bench/mkrecords.c"
+	# shellcheck disable=SC2046,SC2086
+	cc -std=c11 -O2 -Wall -Wextra -D_FILE_OFFSET_BITS=64 $san -I"$root/include" \
+	    $(pkg-config --cflags $PKGS) -o "$tmp/dpopcost" "$root/bench/dpopcost.c" \
+	    "$build/libwarrant.a" $(pkg-config --libs $PKGS) -lev -lm ||
+	    die "cannot build bench/dpopcost.c"
 	# shellcheck disable=SC2046
 	cc -std=c11 -O2 -Wall -Wextra -o "$tmp/floor" "$root/bench/floor.c" \
 	    $(pkg-config --cflags --libs hiredis) || die "cannot build bench/floor.c"
@@ -536,6 +541,7 @@ cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 	fi
 	echo "# oauth: the worker's token (fake_idp), checked by the target per call (HS256);"
 	echo "# exchange: one RFC 8693 exchange per job at fake_idp, then the call."
+	echo "# $("$tmp/dpopcost" "$root/tests/data/test-es256.key") (bench/dpopcost.c: RFC 9449, per DPoP call)"
 	echo "# wall_s: daemon start -> last terminal write; cpu_s, rss_MiB: the daemon only (VmHWM)."
 	echo "# floor×: jobs/s over the floor's; redis_us/job: Redis' own CPU (INFO cpu) per job."
 	echo "# Every number: the median of $REPEAT runs (each column on its own); jobs/s_range: their lowest and highest."

@@ -41,6 +41,8 @@ enum cfg_client_auth {
 	CFG_PRIVATE_KEY_JWT,
 };
 
+enum cfg_token_mode { CFG_TOKEN_WORKER = 0, CFG_TOKEN_EXCHANGE = 1, CFG_TOKEN_PER_RECORD = 2 };
+
 struct cfg_action {
 	char *name;		/* the record's `action`, e.g. "gate.open" */
 	char *url;		/* template of warrantd(7) R7 */
@@ -51,8 +53,10 @@ struct cfg_action {
 	/* With CFG_AUTH_OAUTH: a token of its own, narrowed to this action
 	 * (NULL: [oauth]'s value). */
 	char *scope, *audience, *resource;
-	/* token = exchange: a token for each job (RFC 8693), sub = the record's
-	 * onBehalfOf, act = the worker; 0: the worker's own token */
+	/* CFG_TOKEN_EXCHANGE: a token for each job (RFC 8693), sub = the
+	 * record's onBehalfOf, act = the worker; CFG_TOKEN_PER_RECORD: a token
+	 * for this action on this resource (RFC 9396), kept until it expires;
+	 * CFG_TOKEN_WORKER (0): the worker's own token */
 	int token_exchange;
 	int allow_http;		/* http:// to a host that is not loopback */
 	/* §13, on this worker (gate.h); 0: no limit, breaker off */
@@ -136,12 +140,17 @@ struct cfg {
 		double refresh_ratio;
 		long timeout_ms, auth_wait_max_ms;
 		long min_refresh_interval_ms;	/* R9: spacing of refreshes 401s cause */
+		char *dpop_key_file;	/* RFC 9449: a P-256 key binds every token; NULL: bearer */
+		char *rar_type;		/* RFC 9396 authorization_details type [warrant] */
 		int allow_http;
 	} oauth;
 
 	struct {
 		char *url;	/* NULL: no re-check */
 		long timeout_ms;
+		enum cfg_auth auth;	/* default CFG_AUTH_NONE; never an action's token */
+		char *bearer_file;	/* with CFG_AUTH_STATIC */
+		char *scope, *resource, *audience;	/* with CFG_AUTH_OAUTH: the PDP's own */
 		int allow_http;
 	} authz;
 
@@ -154,6 +163,7 @@ struct cfg {
 		long timeout_ms;
 		enum cfg_auth auth;	/* default CFG_AUTH_NONE: a sink is not a target */
 		char *bearer_file;	/* with CFG_AUTH_STATIC */
+		char *scope, *resource, *audience;	/* with CFG_AUTH_OAUTH: the sink's own */
 		int allow_http;
 	} notify;
 

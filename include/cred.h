@@ -47,9 +47,22 @@ struct creds *creds_new(const struct cfg *cfg, const struct creds_ctx *ctx, char
 /* Starts fetching the narrowed tokens the set owns. */
 void creds_start(struct creds *cs);
 
-/* R6: 1 when every OAuth action's token outlives that action's timeout by
- * 1 s; then entries may be read. 1 also when no action uses OAuth. */
+/* R6: 1 when every action that calls with the worker's own token has one
+ * that outlives its timeout by 1 s; then entries may be read. An action's
+ * narrowed token holds up that action's entries alone (they wait in hand).
+ * 1 also when no action uses OAuth. */
 int creds_tokens_usable(const struct creds *cs);
+
+/* One narrowed token (an action's own scope, audience or resource), for
+ * warrantd(7) §8 tokenState.<scope>: its name, oauth_state_name, and when it
+ * dies (wtime_mono_ms; 0: none held). Borrowed: valid as long as cs. */
+struct creds_scope {
+	const char *name, *state;
+	int64_t expires_at_ms;
+};
+
+/* Fills out with at most max of them; returns how many. */
+size_t creds_scopes(const struct creds *cs, struct creds_scope *out, size_t max);
 
 /* Wipes every secret and frees. NULL is a no-op. */
 void creds_free(struct creds *cs);
@@ -57,6 +70,13 @@ void creds_free(struct creds *cs);
 /* The credential of the action called `name`, or NULL when there is no such
  * action. Valid as long as cs. */
 const struct cred *creds_find(const struct creds *cs, const char *name);
+
+/* The PDP's credential ([authz] auth: none, static or a token of the PDP's
+ * own audience, §7) and the webhook's ([notify] auth, §6); never an
+ * action's. NULL when there is no [authz] url / webhook_url. Valid as
+ * long as cs. */
+const struct cred *creds_pdp(const struct creds *cs);
+const struct cred *creds_webhook(const struct creds *cs);
 
 /* 1 when the action calls with the worker's OAuth token (R6 and R9 apply). */
 int cred_is_oauth(const struct cred *c);
@@ -91,12 +111,32 @@ void cred_auth_line_free(char *line);
  * (token = exchange), not the worker's own. */
 int cred_exchanges(const struct cred *c);
 
+/* 1 when the action's calls carry a token for this action on the record's
+ * resource alone (token = per-record, RFC 9396); cred_exchanges is 1 too. */
+int cred_per_record(const struct cred *c);
+
+/* token = per-record: the token kept for `resource` when it outlives
+ * timeout_ms by 1 s (R6), else NULL. *gen: its generation, for
+ * cred_refused. Valid until control returns to the loop; never log it. */
+const char *cred_record_token(const struct cred *c, const char *resource, long timeout_ms,
+			      uint64_t *gen);
+
+/* Keeps a per-record token received for `resource`, living lifetime_ms
+ * from now (<= 0: not kept), in place of the one held; *gen its generation
+ * (0 when not kept). At most 1024 resources per action: then the one that
+ * dies first goes. */
+void cred_record_keep(const struct cred *c, const char *resource, const char *token,
+		      int64_t lifetime_ms, uint64_t *gen);
+
 /* RFC 8693: the subject_token_type of a decision record. */
 #define CRED_DECISION_TOKEN_TYPE "urn:warrant:params:oauth:token-type:decision"
 
 /*
  * Exchanges the worker's token (the actor) and `record` (the verified
- * decision record as stored: the subject) for a token for this one job,
+ * decision record as stored: the subject) for a token for this one job --
+ * or, with token = per-record, asks for a token with authorization_details
+ * naming this action, its URL's origin and `record`, which is then the
+ * record's resource (scope and resource are the action's own then) --
  * asking for `scope` and `resource` (the target URL). Same contract as
  * oauth_exchange (NULL: no worker token outlives timeout_ms + 1 s, or the
  * request could not start; else cb exactly once unless cancelled with
@@ -108,6 +148,31 @@ struct oauth_xch_call *cred_exchange(const struct cred *c, const char *record, c
 				     const char *resource, long timeout_ms, long max_ms,
 				     uint64_t *gen, oauth_exchange_cb *cb, void *arg)
 	__attribute__((warn_unused_result));
+
+/* ---- DPoP (RFC 9449, warrantd(7) §9) ---- */
+
+struct dpop;
+/* The key the action's tokens are bound to, or NULL (bearer tokens, or no
+ * OAuth). Borrowed: valid until control returns to the loop. */
+struct dpop *cred_dpop(const struct cred *c);
+
+/* As cred_auth_line, for a DPoP-bound token: "Authorization: DPoP <token>"
+ * (never longer than the Bearer line: CRED_AUTH_LINE_SIZE holds it). */
+#define CRED_DPOP_PREFIX "Authorization: DPoP "
+size_t cred_dpop_auth_line(char *buf, const char *token, size_t token_len);
+
+/* A fresh proof for a call of `method` to `url` carrying `token`: 0 with
+ * *proof NULL when the action's tokens are bearer tokens, 0 with a new
+ * string (free with dpop_proof_free; never log it), or -1. */
+int cred_proof(const struct cred *c, const char *method, const char *url, const char *token,
+	       char **proof) __attribute__((warn_unused_result));
+
+/* Keeps a resource server's DPoP-Nonce for url's origin (RFC 9449 §9). */
+void cred_dpop_nonce(const struct cred *c, const char *url, const char *nonce);
+
+/* §9: the IdP's error code when it refused the action's token for good
+ * (oauth_refused), else NULL. */
+const char *cred_refused_code(const struct cred *c);
 
 /* The target refused (R9: 401) or accepted the token of generation gen. */
 void cred_refused(const struct cred *c, uint64_t gen);

@@ -101,10 +101,11 @@ typedef void ejob_moved_cb(void *arg, const struct ejob_moved *r);
 
 typedef void ejob_timer_cb(void *arg);
 
-/* A token exchange for one job (RFC 8693, cred_exchange). Borrowed. */
+/* A token for one job (RFC 8693 or RFC 9396, cred_exchange). Borrowed. */
 struct ejob_exchange_req {
 	const char *action;	/* whose credential acts */
-	const char *record;	/* the subject: the record as stored */
+	const char *record;	/* the subject: the record as stored; per-record:
+				   the record's resource */
 	const char *scope, *resource;
 	long timeout_ms;	/* the action's */
 	long max_ms;		/* the exchange's own request: the job's time left (R1) */
@@ -113,7 +114,8 @@ struct ejob_exchange_req {
 /* ejob_ops.auth's answer. */
 enum {
 	EJOB_AUTH_TOKEN = 1,	/* the worker's OAuth token: R6 and R9 apply */
-	EJOB_AUTH_EXCHANGE = 2,	/* a token exchanged for each job (token = exchange) */
+	EJOB_AUTH_EXCHANGE = 2,	/* a token for each job (token = exchange, per-record) */
+	EJOB_AUTH_PER_RECORD = 4,	/* token = per-record: kept per (action, resource) */
 };
 
 /* What can be cancelled. */
@@ -167,14 +169,31 @@ struct ejob_ops {
 	void (*cancel)(void *ctx, enum ejob_op kind, void *h);
 
 	/* How the calls of `action` authenticate (EJOB_AUTH_*, or-ed; 0 for
-	 * none, a static bearer or an unknown action): the kind of credential
-	 * is the credentials' business (cred.h). Synchronous. */
+	 * none, a static bearer or an unknown action; NULL: the PDP's): the
+	 * kind of credential is the credentials' business (cred.h). Synchronous. */
 	unsigned (*auth)(void *ctx, const char *action);
 	/* R6: the bearer for a call of `action` that may take timeout_ms, or
 	 * NULL (auth = none; or no token outlives the call by 1 s); action
-	 * NULL: the worker's own token, for the PDP. *gen: its generation.
+	 * NULL: the PDP's own ([authz] auth, §7). *gen: its generation.
 	 * Valid until control returns to the loop. Synchronous. */
 	const char *(*bearer)(void *ctx, const char *action, long timeout_ms, uint64_t *gen);
+	/* RFC 9449: a DPoP proof for a call of `action` (cred_proof): 0 with
+	 * *proof NULL for a bearer token, 0 with a new string (the caller
+	 * frees it with dpop_proof_free), or -1. NULL op: bearer always. */
+	int (*proof)(void *ctx, const char *action, const char *method, const char *url,
+		     const char *token, char **proof);
+	/* token = per-record: the token kept for (action, resource) that
+	 * outlives timeout_ms by 1 s, or NULL; *gen its generation. And
+	 * keeping one received (cred_record_token, cred_record_keep). */
+	const char *(*record_token)(void *ctx, const char *action, const char *resource,
+				    long timeout_ms, uint64_t *gen);
+	void (*record_keep)(void *ctx, const char *action, const char *resource, const char *token,
+			    int64_t lifetime_ms, uint64_t *gen);
+	/* RFC 9449 §9: a DPoP-Nonce a target sent, kept for url's origin. */
+	void (*dpop_nonce)(void *ctx, const char *action, const char *url, const char *nonce);
+	/* §9: the IdP's error code when it refused `action`'s token for good
+	 * (cred_refused_code), else NULL. NULL op: never. */
+	const char *(*token_refused)(void *ctx, const char *action);
 	/* R9: the target accepted (1) or refused (0: refresh, single-flight)
 	 * the token of generation gen. */
 	void (*token_verdict)(void *ctx, const char *action, uint64_t gen, int accepted);
@@ -221,6 +240,10 @@ void ejobs_free(struct ejobs *s);
 
 /* Entries in hand, finished or not. */
 size_t ejobs_count(const struct ejobs *s);
+
+/* R6: entries in hand that wait for a token (their scope's, or a fresh one
+ * after a 401). */
+size_t ejobs_waiting_token(const struct ejobs *s);
 
 /* An entry delivered to us (XREADGROUP, our PEL, XAUTOCLAIM): taken in hand
  * unless it already is, and its record loaded. `id` is the entry's `id`

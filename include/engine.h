@@ -50,6 +50,8 @@ int engine_reload(struct engine *eng, struct cfg *cfg, char *err, size_t errlen)
 const struct engine_counters *engine_counters(const struct engine *eng);
 
 /* Plain data: the rest of what the heartbeat hash shows (warrantd(7) §8). */
+#define ENGINE_SCOPES_MAX	16
+
 struct engine_gauges {
 	long long in_flight, token_expires_in_s, token_refreshes, redis_outages;
 	const char *token_state;	/* static: valid, refreshing, none, error */
@@ -58,6 +60,13 @@ struct engine_gauges {
 	int redis_up;			/* the command connection */
 	long long started_at_ms;
 	const struct gate *gate;	/* §13: pauses, limits, breakers (gate.h) */
+	/* R6, §8: each action's own narrowed token; names and states borrowed
+	 * until the next reload */
+	struct engine_scope {
+		const char *name, *state;
+		long long expires_in_s;
+	} scopes[ENGINE_SCOPES_MAX];
+	size_t nscopes;
 };
 
 void engine_gauges(const struct engine *eng, struct engine_gauges *out);

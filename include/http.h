@@ -54,6 +54,7 @@ struct http_response {
 	const char *body; size_t body_len;	/* never NULL, NUL-terminated, <= HTTP_BODY_MAX */
 	const char *retry_after;	/* last Retry-After value (trimmed) or NULL */
 	const char *www_authenticate;	/* last WWW-Authenticate value (trimmed) or NULL */
+	const char *dpop_nonce;		/* last DPoP-Nonce value (trimmed) or NULL */
 	long elapsed_ms;		/* from http_start to completion */
 	long connects;			/* connections this call opened: 0 when it reused one */
 };

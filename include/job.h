@@ -78,6 +78,8 @@ struct job {
 	int fenced;		/* a call step was written; fence is its `attempts` */
 	long long fence;
 	int deleted;		/* JOB_EV_ENTRY_DELETED: the entry left the PEL */
+	int idp_refused;	/* §9: refusals of this job's token (invalid_grant...)
+				   in this hand; the second ends it failed */
 };
 
 enum job_event_kind {
@@ -106,9 +108,15 @@ enum job_event_kind {
 
 enum job_authz { JOB_AUTHZ_ALLOW, JOB_AUTHZ_DENY, JOB_AUTHZ_UNAVAILABLE };
 
-/* RFC 8693 token exchange for one job: a token, a refusal (invalid_grant and
- * the like: the IdP no longer allows it), or no usable answer (5xx, timeout). */
-enum job_exchange { JOB_XCH_OK, JOB_XCH_DENIED, JOB_XCH_UNAVAILABLE };
+/* A token for one job (RFC 8693 exchange, RFC 9396 per-record): what the
+ * IdP's answer means (warrantd(7) §9, token_idp_classify). */
+enum job_exchange {
+	JOB_XCH_OK,		/* the job's token is there */
+	JOB_XCH_UNAVAILABLE,	/* no answer, 5xx, temporarily_unavailable: backoff */
+	JOB_XCH_REFRESH,	/* invalid_client, 401: R9 (refresh, re-dispatch) */
+	JOB_XCH_REFUSED,	/* invalid_grant and the like: R9 once, then failed */
+	JOB_XCH_FAILED,		/* invalid_scope, invalid_target, ...: failed now */
+};
 
 /* Why a decided call could not be sent (JOB_EV_CANNOT_CALL). */
 enum job_no_call {
@@ -125,6 +133,9 @@ struct job_event {
 	int gate_shut;		/* §13: the gate (gate.h) holds the action's
 				   attempts back now: a pause, a limit, an open
 				   breaker; 0 when it lets one start */
+	enum reason token_refused;	/* with !token_ok: the IdP refused the action's
+					   token for good (REASON_IDP_*, §9): no wait,
+					   failed; REASON_NONE otherwise */
 
 	/* JOB_EV_LOADED */
 	int hash_exists;
@@ -140,6 +151,8 @@ struct job_event {
 
 	/* JOB_EV_EXCHANGED */
 	enum job_exchange exchange;
+	enum reason idp_reason;	/* the IdP's error as a reason code
+				   (REASON_IDP_*), for REFUSED and FAILED */
 
 	/* JOB_EV_CANNOT_CALL */
 	enum job_no_call no_call;
@@ -154,6 +167,7 @@ struct job_event {
 	/* JOB_EV_HTTP */
 	int http_status;	/* 0 on a transport error or timeout */
 	int invalid_token;	/* a 403 whose WWW-Authenticate says invalid_token */
+	int dpop_proof_refused;	/* a 401 with DPoP error="invalid_dpop_proof": R8, not R9 */
 	int64_t retry_after_ms;	/* delay from Retry-After, or -1 */
 };
 

@@ -55,6 +55,16 @@ enum jwa_alg jws_key_alg(const struct jws_key *key);
 char *jws_sign(const struct jws_key *key, const json_t *header, const json_t *payload)
 	__attribute__((warn_unused_result));
 
+/* The public half of an ES256 key as a JWK (RFC 7517, RFC 7518 §6.2.1):
+ * {"kty": "EC", "crv": "P-256", "x", "y"}, a new object (caller decrefs),
+ * or NULL for another algorithm or on error. For a DPoP proof's header. */
+json_t *jws_key_public_jwk(const struct jws_key *key) __attribute__((warn_unused_result));
+
+/* The RFC 7638 thumbprint of a public JWK (EC: crv, kty, x, y; RSA: e, kty,
+ * n; oct: k, kty) -- base64url SHA-256 of those members, sorted, compact --
+ * as a new string (caller frees), or NULL when a member is missing. */
+char *jws_jwk_thumbprint(const json_t *jwk) __attribute__((warn_unused_result));
+
 /* ---- what verifying shares ---- */
 
 /* A compact JWS taken apart: each segment decoded (strictly: b64url.h), and

@@ -75,6 +75,8 @@ int metrics_http_parse(const char *buf, size_t len);
 int metrics_snake_case(const char *camel, char *out, size_t n)
 	__attribute__((warn_unused_result));
 
+#define METRICS_SCOPES_MAX	16	/* narrowed tokens served; more are left out */
+
 /* Plain data: what the daemon is at one moment. Strings are borrowed. Each
  * counter of counters.h's table is served as warrantd_<snake_case>_total. */
 struct metrics_sample {
@@ -95,6 +97,12 @@ struct metrics_sample {
 	 * now_ms (wall clock); NULL: none shown */
 	const struct gate *gate;
 	long long now_ms;
+	/* R6, §8: each action's own narrowed token (cred.h creds_scopes) */
+	struct metrics_scope {
+		const char *name, *state;	/* borrowed; state as token_state */
+		long long expires_in_s;
+	} scopes[METRICS_SCOPES_MAX];
+	size_t nscopes;
 };
 
 /* A label value in the text format: quoted, with \\, \" and \n escaped.

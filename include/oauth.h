@@ -45,6 +45,8 @@ struct oauth *oauth_new(struct ev_loop *loop, struct http_client *http, const st
  * keep [oauth]'s. Borrowed during the call. */
 struct oauth_scope {
 	const char *scope, *audience, *resource;
+	int bearer_only;	/* no DPoP even with dpop_key_file: for a party whose
+				   calls carry no proof (the webhook, the PDP) */
 };
 
 /* As oauth_new, for a token narrowed to one action's needs: the same client,
@@ -70,6 +72,12 @@ void oauth_start(struct oauth *o);
  * into the request at once.
  */
 const char *oauth_token(const struct oauth *o, int64_t now_ms, long timeout_ms);
+
+/* §9: with no token held, the IdP's error code when its last answer was one
+ * no retry mends (invalid_scope, invalid_target, ...: token_idp_classify's
+ * TOKEN_IDP_FATAL), else NULL. Owned by the manager. Fetches go on (the
+ * IdP may be mended), and a token that comes clears it. */
+const char *oauth_refused(const struct oauth *o);
 
 /* When the token held dies (wtime_mono_ms), or 0 when none is held. */
 int64_t oauth_expires_at_ms(const struct oauth *o);
@@ -135,27 +143,43 @@ int oauth_reload(struct oauth *o, const struct cfg *cfg, char *err, size_t errle
 	__attribute__((warn_unused_result));
 
 /*
- * RFC 8693 token exchange for one job: the worker's own token as the actor,
- * `subject_token` (the verified decision record) as the subject, and the
- * client authenticated as for its own token. Nothing is cached.
+ * A token for one job, never cached here. With subject_token set: RFC 8693
+ * token exchange -- the worker's own token as the actor, subject_token (the
+ * verified decision record) as the subject. Without: a client credentials
+ * request narrowed by authorization_details (RFC 9396, token = per-record).
+ * The client is authenticated as for its own token, and with
+ * [oauth] dpop_key_file the request carries a proof (a nonce challenge is
+ * answered by one immediate retry).
  */
 struct oauth_exchange_req {
-	const char *subject_token, *subject_token_type;
+	const char *subject_token, *subject_token_type;	/* NULL: per-record */
 	const char *scope, *resource;		/* NULL: not sent */
+	const char *authorization_details;	/* JSON text; NULL: not sent */
 	long max_ms;	/* > 0: the request's timeout is at most this ([oauth]
 			   timeout_ms otherwise): the job's time left (R1) */
+	long delay_ms;	/* > 0: sent only this much later (R9's spacing of
+			   refreshes a refusal caused); the answer comes as usual */
 };
 
 enum oauth_xch {
 	OAUTH_XCH_OK,		/* token holds the job's token */
-	OAUTH_XCH_DENIED,	/* invalid_grant and the like: the IdP does not allow it */
-	OAUTH_XCH_UNAVAILABLE,	/* no answer, 5xx, or one that cannot be read */
+	OAUTH_XCH_UNAVAILABLE,	/* no answer, 5xx, or one that cannot be read (§9) */
+	OAUTH_XCH_REFRESH,	/* invalid_client or a 401: the actor token's R9 */
+	OAUTH_XCH_REFUSED,	/* invalid_grant and the like: one more refresh, then failed */
+	OAUTH_XCH_FAILED,	/* invalid_scope, invalid_target, ...: failed at once */
 };
 
-/* token is valid only during the callback (copy it, never log it); detail is
- * one line for people that never holds a token. Called from the loop. */
-typedef void oauth_exchange_cb(void *arg, enum oauth_xch r, const char *token,
-			       const char *detail);
+/* What came back. token is valid only during the callback (copy it, never
+ * log it); detail is one line for people that never holds a token; code
+ * the IdP's OAuth error code ("" when none). */
+struct oauth_xch_answer {
+	enum oauth_xch r;
+	const char *token, *detail, *code;
+	int64_t lifetime_ms;	/* OK: the token's life from the request, -1 unknown */
+};
+
+/* Called from the loop. */
+typedef void oauth_exchange_cb(void *arg, const struct oauth_xch_answer *a);
 
 struct oauth_xch_call;
 
@@ -174,5 +198,11 @@ struct oauth_xch_call *oauth_exchange(struct oauth *o, const struct oauth_exchan
 /* Cancels an exchange in flight: cb is not called. NULL is a no-op. Not
  * from inside its own callback. */
 void oauth_exchange_cancel(struct oauth_xch_call *x);
+
+struct dpop;
+/* The DPoP key the manager's tokens are bound to (RFC 9449), or NULL for
+ * bearer tokens (or o NULL). Owned by the manager; replaced by a reload:
+ * do not keep it past the current loop iteration. */
+struct dpop *oauth_dpop(const struct oauth *o);
 
 #endif

@@ -27,6 +27,17 @@ enum reason {
 					   per-job token exchange (RFC 8693) */
 	REASON_REDIS_ERROR,		/* "redis-error" (R17): an error reply that
 					   belongs to the entry, three times */
+	/* §9: the IdP refused a token for this job (exchange, per-record, a
+	 * scope): the IdP's own error code is the reason */
+	REASON_IDP_INVALID_GRANT,	/* "invalid_grant" */
+	REASON_IDP_UNAUTHORIZED_CLIENT,	/* "unauthorized_client" */
+	REASON_IDP_ACCESS_DENIED,	/* "access_denied" */
+	REASON_IDP_INVALID_REQUEST,	/* "invalid_request" */
+	REASON_IDP_INVALID_SCOPE,	/* "invalid_scope" */
+	REASON_IDP_INVALID_TARGET,	/* "invalid_target" */
+	REASON_IDP_INVALID_AUTHORIZATION_DETAILS, /* "invalid_authorization_details" */
+	REASON_IDP_UNSUPPORTED_GRANT_TYPE, /* "unsupported_grant_type" */
+	REASON_IDP_REFUSED,		/* "idp-refused": any other refusal */
 	REASON_COUNT			/* not a code: the number of them */
 };
 

@@ -104,6 +104,39 @@ int token_parse_response(const char *body, size_t len, char **access_token,
 	__attribute__((warn_unused_result));
 
 /*
+ * What an IdP's answer to a token request means (warrantd(7) §9), for the
+ * worker's token, an action's scope, an exchange and a per-record token
+ * alike. status is the HTTP status (0: no answer), detail what
+ * token_parse_response said ("idp error: <code>..." for an OAuth error body).
+ */
+enum token_idp_error {
+	TOKEN_IDP_TRANSIENT,	/* no answer, 5xx, 408, 429, temporarily_unavailable, an
+				   unreadable answer: retry with backoff */
+	TOKEN_IDP_REFRESH,	/* invalid_client or a 401: R9's spaced refreshes */
+	TOKEN_IDP_REFUSED,	/* invalid_grant, unauthorized_client, access_denied,
+				   invalid_request and other 4xx: one more refresh after
+				   R9's spacing, then failed */
+	TOKEN_IDP_FATAL,	/* invalid_scope, invalid_target,
+				   invalid_authorization_details, unsupported_grant_type:
+				   failed at once, no retry mends them */
+};
+
+/* The class of an answer, and into code (codelen bytes, at least 1) the
+ * OAuth error code when detail carries one ("" otherwise; at most 63
+ * characters of [a-z_] kept, so it can be a reason code). Pure. */
+enum token_idp_error token_idp_classify(long status, const char *detail, char *code,
+					size_t codelen);
+
+/* "transient", "refresh", "refused", "fatal". Static. */
+const char *token_idp_error_name(enum token_idp_error e);
+
+/* As token_parse_response; with dpop set the token_type must be DPoP
+ * (RFC 9449 §5: the token is bound to our key), not Bearer. */
+int token_parse_bound(const char *body, size_t len, int dpop, char **access_token,
+		      long long *expires_in_s, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+
+/*
  * [redis] token_command (warrantd(7) §9) as an argument vector, for execv: split on
  * spaces and tabs; '...' keeps everything inside as it is, "..." too except
  * that \" and \\ stand for " and \. No shell: no variables, globs,

@@ -422,7 +422,8 @@ set_action_auth(struct ctx *c, const struct key *k, void *field, const char *v)
 	return 0;
 }
 
-static const struct name_val action_tokens[] = {{"worker", 0}, {"exchange", 1}, {NULL, 0}};
+static const struct name_val action_tokens[] = {{"worker", CFG_TOKEN_WORKER},
+	{"exchange", CFG_TOKEN_EXCHANGE}, {"per-record", CFG_TOKEN_PER_RECORD}, {NULL, 0}};
 
 static int
 set_action_token(struct ctx *c, const struct key *k, void *field, const char *v)
@@ -635,6 +636,8 @@ static const struct key oauth_keys[] = {
 	{"timeout_ms", set_long, C(oauth.timeout_ms), 1, VAL_MAX},
 	{"auth_wait_max_ms", set_long, C(oauth.auth_wait_max_ms), 1, VAL_MAX},
 	{"min_refresh_interval_ms", set_long, C(oauth.min_refresh_interval_ms), 0, VAL_MAX},
+	{"dpop_key_file", set_str, C(oauth.dpop_key_file), 0, 0},
+	{"rar_type", set_str, C(oauth.rar_type), 0, 0},
 	{"allow_http", set_yes_no, C(oauth.allow_http), 0, 0},
 	{NULL, NULL, 0, 0, 0},
 };
@@ -642,6 +645,11 @@ static const struct key oauth_keys[] = {
 static const struct key authz_keys[] = {
 	{"url", set_url, C(authz.url), 0, 0},
 	{"timeout_ms", set_long, C(authz.timeout_ms), 1, VAL_MAX},
+	{"auth", set_action_auth, C(authz.auth), 0, 0},
+	{"bearer_file", set_str, C(authz.bearer_file), 0, 0},
+	{"scope", set_str, C(authz.scope), 0, 0},
+	{"resource", set_str, C(authz.resource), 0, 0},
+	{"audience", set_str, C(authz.audience), 0, 0},
 	{"allow_http", set_yes_no, C(authz.allow_http), 0, 0},
 	{NULL, NULL, 0, 0, 0},
 };
@@ -659,6 +667,9 @@ static const struct key notify_keys[] = {
 	{"timeout_ms", set_long, C(notify.timeout_ms), 1, VAL_MAX},
 	{"auth", set_action_auth, C(notify.auth), 0, 0},
 	{"bearer_file", set_str, C(notify.bearer_file), 0, 0},
+	{"scope", set_str, C(notify.scope), 0, 0},
+	{"resource", set_str, C(notify.resource), 0, 0},
+	{"audience", set_str, C(notify.audience), 0, 0},
 	{"allow_http", set_yes_no, C(notify.allow_http), 0, 0},
 	{NULL, NULL, 0, 0, 0},
 };
@@ -782,11 +793,14 @@ set_defaults(struct cfg *cfg)
 	cfg->retry.max_attempts = 10;
 	cfg->notify.timeout_ms = 2000;
 	cfg->notify.auth = CFG_AUTH_NONE;
+	cfg->authz.auth = CFG_AUTH_NONE;
 
 	cfg->redis.host = strdup("127.0.0.1");
 	cfg->redis.prefix = strdup("warrant");
 	cfg->redis.group = strdup("workers");
-	return cfg->redis.host && cfg->redis.prefix && cfg->redis.group ? 0 : -1;
+	cfg->oauth.rar_type = strdup("warrant");
+	return cfg->redis.host && cfg->redis.prefix && cfg->redis.group && cfg->oauth.rar_type ?
+	    0 : -1;
 }
 
 /* ---- the line reader ---- */
@@ -1399,6 +1413,25 @@ finish_auth(struct ctx *c, const char *sec, enum cfg_auth auth, const char *bear
 		    "[%s] has auth = oauth%s but there is no [oauth] section", sec, dflt);
 }
 
+/* §6, §7: the PDP's and the webhook's OAuth tokens are minted for them
+ * alone, so neither can replay what it receives against a target. */
+static void
+check_own_audience(struct ctx *c, const char *sec, enum cfg_auth auth, const char *scope,
+		   const char *resource, const char *audience)
+{
+	static const char *const keys[] = {"scope", "resource", "audience"};
+	const char *const vals[] = {scope, resource, audience};
+
+	if (auth == CFG_AUTH_OAUTH && c->cfg->oauth.present && scope == NULL && resource == NULL &&
+	    audience == NULL)
+		fail(c, cfg_line_of(c->cfg, sec, "auth"), "[%s] auth = oauth needs a scope, resource "
+		    "or audience of its own: the worker's token could call every action", sec);
+	for (size_t k = 0; k < 3; k++)
+		if (vals[k] != NULL && auth != CFG_AUTH_OAUTH)
+			fail(c, cfg_line_of(c->cfg, sec, keys[k]), "%s is only used with auth = oauth",
+			    keys[k]);
+}
+
 /* scope, audience and resource narrow the worker's token: oauth only. */
 static void
 check_narrowing(struct ctx *c, const char *sec, const struct cfg_action *a)
@@ -1412,7 +1445,9 @@ check_narrowing(struct ctx *c, const char *sec, const struct cfg_action *a)
 			    "%s narrows the worker's OAuth token: only with auth = oauth", keys[k]);
 	if (a->token_exchange && a->auth != CFG_AUTH_OAUTH)
 		fail(c, cfg_line_of(c->cfg, sec, "token"),
-		    "token = exchange trades the worker's OAuth token: only with auth = oauth");
+		    "token = %s %s: only with auth = oauth", a->token_exchange == CFG_TOKEN_EXCHANGE ?
+		    "exchange" : "per-record", a->token_exchange == CFG_TOKEN_EXCHANGE ?
+		    "trades the worker's OAuth token" : "asks the [oauth] client for a token");
 }
 
 /* R15: unset, the grace lets the longest call in flight at SIGTERM end and
@@ -1447,6 +1482,11 @@ finish_actions(struct ctx *c)
 		check_narrowing(c, sec, a);
 	}
 	finish_auth(c, "notify", cfg->notify.auth, cfg->notify.bearer_file, "");
+	finish_auth(c, "authz", cfg->authz.auth, cfg->authz.bearer_file, "");
+	check_own_audience(c, "notify", cfg->notify.auth, cfg->notify.scope, cfg->notify.resource,
+	    cfg->notify.audience);
+	check_own_audience(c, "authz", cfg->authz.auth, cfg->authz.scope, cfg->authz.resource,
+	    cfg->authz.audience);
 }
 
 /* ---- clear-text HTTP ---- */
@@ -1661,10 +1701,18 @@ cfg_free(struct cfg *cfg)
 	char **oauth_strs[] = {&cfg->oauth.token_url, &cfg->oauth.client_id,
 	    &cfg->oauth.client_secret_file, &cfg->oauth.private_key_file,
 	    &cfg->oauth.assertion_audience, &cfg->oauth.key_id, &cfg->oauth.certificate_file,
-	    &cfg->oauth.scope, &cfg->oauth.resource, &cfg->oauth.audience};
+	    &cfg->oauth.scope, &cfg->oauth.resource, &cfg->oauth.audience,
+	    &cfg->oauth.dpop_key_file, &cfg->oauth.rar_type};
 	for (size_t i = 0; i < sizeof oauth_strs / sizeof oauth_strs[0]; i++)
 		free(*oauth_strs[i]);
 	free(cfg->authz.url);
+	free(cfg->authz.bearer_file);
+	free(cfg->authz.scope);
+	free(cfg->authz.resource);
+	free(cfg->authz.audience);
+	free(cfg->notify.scope);
+	free(cfg->notify.resource);
+	free(cfg->notify.audience);
 	free(cfg->notify.default_owner);
 	free(cfg->notify.webhook_url);
 	free(cfg->notify.bearer_file);
@@ -1817,9 +1865,7 @@ cfg_warnings(const struct cfg *cfg, struct cfg_errors *warns)
 		    "decisions; prefer ES256 or RS256");
 	if (!cfg->authz.url)
 		WARN("authz", NULL, "[authz] url is unset: authority is not re-checked before a call");
-	else if (cfg->oauth.present)
-		WARN("authz", "url", "the PDP is sent the worker's own token, which can call every "
-		    "action: give the PDP an audience of its own");
+
 	for (size_t i = 0; i < cfg->nactions; i++) {
 		char sec[300];
 		snprintf(sec, sizeof sec, "action %s", cfg->actions[i].name);

@@ -28,6 +28,7 @@
 #include "consumer.h"
 #include "cred.h"
 #include "gate.h"
+#include "dpop.h"
 #include "job.h"
 #include "log.h"
 #include "dec.h"
@@ -92,6 +93,7 @@ struct ejob {
 	enum ejob_wait wait;
 	enum ejob_timer timer_kind;
 	int last_status;
+	int nonce_retried;		/* RFC 9449: this call answered a nonce challenge */
 	uint64_t token_gen;		/* generation of the token the call used */
 	char written_at[WTIME_RFC3339_LEN];	/* `at` of the last transition sent */
 	long long attempt_started_ms;
@@ -537,8 +539,10 @@ continue_effects(struct ejob *j)
 		start_authz(j);
 	else if (fx & JOB_FX_EXCHANGE)
 		start_exchange(j);
-	else if (fx & JOB_FX_CALL)
+	else if (fx & JOB_FX_CALL) {
+		j->nonce_retried = 0;	/* a new call: it may answer one challenge */
 		start_call(j);
+	}
 	else if (fx & JOB_FX_GATE_WAIT)
 		gate_hold(j);
 	else if (fx & JOB_FX_RETRY_AT)
@@ -762,6 +766,13 @@ feed(struct ejob *j, struct job_event *ev)
 	ev->rnd = rnd_u64();
 	ev->token_ok = token_ok(j);
 	ev->gate_shut = gate_shut(j);
+	/* §9: a token the IdP refused for good fails the job, no wait mends it */
+	const struct cfg_action *a = ev->token_ok ? NULL : job_action(j);
+	const char *code = a && ops_of(j)->token_refused ?
+	    ops_of(j)->token_refused(ctx_of(j), a->name) : NULL;
+	if (code != NULL && (reason_parse(code, &ev->token_refused) != 0 ||
+	    ev->token_refused < REASON_IDP_INVALID_GRANT))
+		ev->token_refused = REASON_IDP_REFUSED;
 	j->step = job_next(&pol, &j->core, ev, now_ms(j));
 	gate_follow(j);
 	if (j->step.effects == 0 && !job_state_terminal(j->step.next)) {
@@ -819,12 +830,51 @@ on_timer(void *arg)
 /* ------------------------------------------------------------------ */
 /* HTTP: the action call and the authority check                        */
 
+/* RFC 9449 §9: keeps a target's DPoP-Nonce; 1 when the answer is its
+ * use_dpop_nonce challenge, 2 when it refused the proof itself
+ * (invalid_dpop_proof: a clock off for iat, an htu a proxy rewrote). */
+static int
+dpop_answer(struct ejob *j, const struct http_response *resp)
+{
+	const struct cfg_action *a = job_action(j);
+	char err[32], uerr[160];
+
+	if (a == NULL || ops_of(j)->dpop_nonce == NULL)
+		return 0;
+	if (resp->dpop_nonce != NULL) {
+		struct urltpl_vars vars = {j->rec->resource, j->rec->action, j->rec->id,
+		    j->rec->on_behalf_of};
+		char *url = urltpl_expand(a->url, &vars, uerr, sizeof uerr);
+		if (url != NULL)
+			ops_of(j)->dpop_nonce(ctx_of(j), a->name, url, resp->dpop_nonce);
+		free(url);
+	}
+	if (resp->status != 401 || dpop_challenge_error(resp->www_authenticate, err,
+	    sizeof err) != 0)
+		return 0;
+	if (strcmp(err, "use_dpop_nonce") == 0 && resp->dpop_nonce != NULL)
+		return 1;
+	return strcmp(err, "invalid_dpop_proof") == 0 ? 2 : 0;
+}
+
 static void
 call_answered(struct ejob *j, const struct http_response *resp)
 {
 	struct job_event ev = {.kind = JOB_EV_HTTP};
 	int64_t now = now_ms(j);
+	int dp = (job_auth(j, job_action(j)) & EJOB_AUTH_TOKEN) ? dpop_answer(j, resp) : 0;
 
+	if (dp == 1 && !j->nonce_retried) {
+		/* one immediate retry with the nonce: no attempt (R8), no R9 */
+		j->nonce_retried = 1;
+		log_info("job.dpop_nonce", "id=%s action=%s status=401 retry=1", j->id,
+		    LOG_Q(j->rec->action));
+		start_call(j);
+		return;
+	}
+	j->nonce_retried = 0;
+	drop_xtoken(j);	/* cached across nothing: the next call exchanges again */
+	ev.dpop_proof_refused = dp == 2;
 	ev.http_status = (int)resp->status;
 	ev.invalid_token = resp->status == 403 && resp->www_authenticate &&
 	    job_www_auth_invalid_token(resp->www_authenticate);
@@ -882,15 +932,18 @@ put_line(char **p, const char *name, size_t nl, const char *value, size_t vl)
 	return line;
 }
 
+/* proof: a DPoP proof (RFC 9449) when the bearer is a DPoP-bound token,
+ * else NULL. */
 static int
-call_headers_fill(struct call_headers *h, const struct record *r, const char *bearer)
+call_headers_fill(struct call_headers *h, const struct record *r, const char *bearer,
+		  const char *proof)
 {
 	static const char idem[] = "Idempotency-Key", obo[] = "Warrant-On-Behalf-Of",
-	    basis[] = "Warrant-Basis";
+	    basis[] = "Warrant-Basis", dpop[] = "DPoP";
 	size_t il = strlen(r->id), ol = strlen(r->on_behalf_of), bl = strlen(r->basis);
-	size_t tl = bearer ? strlen(bearer) : 0;
+	size_t tl = bearer ? strlen(bearer) : 0, pl = proof ? strlen(proof) : 0;
 	size_t need = sizeof idem + 2 + il + sizeof obo + 2 + ol + sizeof basis + 2 + bl +
-	    (bearer ? CRED_AUTH_LINE_SIZE(tl) : 0);
+	    (bearer ? CRED_AUTH_LINE_SIZE(tl) : 0) + (proof ? sizeof dpop + 2 + pl : 0);
 	int nh = 0;
 	char *p;
 
@@ -905,8 +958,10 @@ call_headers_fill(struct call_headers *h, const struct record *r, const char *be
 	h->list[nh++] = put_line(&p, basis, sizeof basis - 1, r->basis, bl);
 	if (bearer) {
 		h->list[nh++] = p;
-		p += cred_auth_line(p, bearer, tl) + 1;
+		p += (proof ? cred_dpop_auth_line(p, bearer, tl) : cred_auth_line(p, bearer, tl)) + 1;
 	}
+	if (proof)
+		h->list[nh++] = put_line(&p, dpop, sizeof dpop - 1, proof, pl);
 	h->list[nh] = NULL;
 	h->len = (size_t)(p - h->buf);
 	return 0;
@@ -974,11 +1029,19 @@ start_call(struct ejob *j)
 		cannot_call(j, JOB_NOCALL_TOKEN_GONE);	/* R6: wait for one */
 		return;
 	}
+	/* RFC 9449: a DPoP-bound token travels with a fresh proof */
+	char *proof = NULL;
+	if (bearer != NULL && ops->proof != NULL &&
+	    ops->proof(ctx_of(j), a->name, a->method, url, bearer, &proof) != 0) {
+		free(url);
+		call_not_started(j, "cannot sign the DPoP proof");
+		return;
+	}
 	/* R7: the verified payload's own bytes (equal as JSON, never re-serialised) */
 	const char *body = j->rec->body;
 	struct call_headers h;
 	int rc = -1;
-	if (body != NULL && call_headers_fill(&h, j->rec, bearer) == 0) {
+	if (body != NULL && call_headers_fill(&h, j->rec, bearer, proof) == 0) {
 		struct http_request req = {
 			.method = a->method, .url = url, .headers = h.list,
 			.body = body, .body_len = j->rec->body_len,
@@ -993,7 +1056,7 @@ start_call(struct ejob *j)
 	}
 	if (body != NULL)
 		call_headers_free(&h);
-	drop_xtoken(j);	/* cached across nothing: the next call exchanges again */
+	dpop_proof_free(proof);
 	free(url);
 	if (rc < 0) {
 		j->call = NULL;
@@ -1008,30 +1071,52 @@ start_call(struct ejob *j)
 /* ------------------------------------------------------------------ */
 /* RFC 8693: a token for this one job                                   */
 
-static void
-exchange_answered(struct ejob *j, enum oauth_xch r, const char *token, const char *detail)
+static const char *
+xch_answer_name(enum job_exchange x)
 {
-	struct job_event ev = {.kind = JOB_EV_EXCHANGED};
+	static const char *const n[] = {[JOB_XCH_OK] = "token",
+	    [JOB_XCH_UNAVAILABLE] = "unavailable", [JOB_XCH_REFRESH] = "refresh",
+	    [JOB_XCH_REFUSED] = "refused", [JOB_XCH_FAILED] = "failed"};
+	return (unsigned)x < sizeof n / sizeof n[0] ? n[x] : "unknown";
+}
+
+static void
+exchange_answered(struct ejob *j, const struct oauth_xch_answer *a)
+{
+	static const enum job_exchange map[] = {[OAUTH_XCH_OK] = JOB_XCH_OK,
+	    [OAUTH_XCH_UNAVAILABLE] = JOB_XCH_UNAVAILABLE, [OAUTH_XCH_REFRESH] = JOB_XCH_REFRESH,
+	    [OAUTH_XCH_REFUSED] = JOB_XCH_REFUSED, [OAUTH_XCH_FAILED] = JOB_XCH_FAILED};
+	struct job_event ev = {.kind = JOB_EV_EXCHANGED, .exchange = JOB_XCH_UNAVAILABLE};
 	char q[256];
 
-	ev.exchange = r == OAUTH_XCH_OK ? JOB_XCH_OK : r == OAUTH_XCH_DENIED ? JOB_XCH_DENIED :
-	    JOB_XCH_UNAVAILABLE;
-	if (r == OAUTH_XCH_OK && (j->xtoken = strdup(token)) == NULL)
+	if ((unsigned)a->r < sizeof map / sizeof map[0])
+		ev.exchange = map[a->r];
+	/* §9: the IdP's own code is the reason; one we do not name is idp-refused */
+	if (reason_parse(a->code, &ev.idp_reason) != 0 || a->code[0] == '\0' ||
+	    ev.idp_reason < REASON_IDP_INVALID_GRANT)
+		ev.idp_reason = REASON_IDP_REFUSED;
+	drop_xtoken(j);	/* one a call that never went out left behind */
+	if (a->r == OAUTH_XCH_OK && (j->xtoken = strdup(a->token)) == NULL)
 		ev.exchange = JOB_XCH_UNAVAILABLE;
+	/* per-record: kept for the next job on this resource (RFC 9396) */
+	const struct cfg_action *act = job_action(j);
+	if (ev.exchange == JOB_XCH_OK && act != NULL && a->lifetime_ms > 0 &&
+	    (job_auth(j, act) & EJOB_AUTH_PER_RECORD) && ops_of(j)->record_keep != NULL)
+		ops_of(j)->record_keep(ctx_of(j), act->name, j->rec->resource, a->token,
+		    a->lifetime_ms, &j->token_gen);
 	log_info("job.exchange", "id=%s answer=%s detail=%s", j->id,
-	    ev.exchange == JOB_XCH_OK ? "token" : ev.exchange == JOB_XCH_DENIED ? "denied" :
-	    "unavailable", log_quote(q, sizeof q, detail));
+	    xch_answer_name(ev.exchange), log_quote(q, sizeof q, a->detail));
 	feed(j, &ev);
 }
 
 static void
-on_exchanged(void *arg, enum oauth_xch r, const char *token, const char *detail)
+on_exchanged(void *arg, const struct oauth_xch_answer *a)
 {
 	struct ejob *j = arg;
 
 	j->xch = NULL;
 	if (answered(j))
-		exchange_answered(j, r, token, detail);
+		exchange_answered(j, a);
 	settle(j);
 }
 
@@ -1057,10 +1142,22 @@ start_exchange(struct ejob *j)
 		cannot_call(j, JOB_NOCALL_BAD_REQUEST);
 		return;
 	}
+	/* per-record: a token kept for this (action, resource) serves */
+	unsigned auth = job_auth(j, a);
+	const char *kept = (auth & EJOB_AUTH_PER_RECORD) && ops_of(j)->record_token != NULL ?
+	    ops_of(j)->record_token(ctx_of(j), a->name, j->rec->resource, a->timeout_ms,
+	    &j->token_gen) : NULL;
+	if (kept != NULL) {
+		struct oauth_xch_answer hit = {OAUTH_XCH_OK, kept, "kept", "", -1};
+		free(url);
+		exchange_answered(j, &hit);
+		return;
+	}
 	/* scope = the action (or the scope it names), resource = the target;
 	 * the exchange's own request ends by the deadline (R1) */
 	struct ejob_exchange_req rq = {
-		.action = a->name, .record = j->raw ? j->raw : "",
+		.action = a->name, .record = (auth & EJOB_AUTH_PER_RECORD) ? j->rec->resource :
+		    j->raw ? j->raw : "",
 		.scope = a->scope ? a->scope : a->name, .resource = url,
 		.timeout_ms = a->timeout_ms, .max_ms = left,
 	};
@@ -1080,6 +1177,8 @@ authz_answered(struct ejob *j, const struct http_response *resp)
 	struct job_event ev = {.kind = JOB_EV_AUTHZ};
 
 	ev.authz = authz_parse_answer(resp->status, resp->body, resp->body_len);
+	if (resp->status == 401)	/* §7: the PDP's token is refreshed, the question asked again */
+		ops_of(j)->token_verdict(ctx_of(j), NULL, j->token_gen, 0);
 	log_info("job.authz", "id=%s status=%ld answer=%s ms=%ld", j->id, resp->status,
 	    authz_name(ev.authz), resp->elapsed_ms);
 	feed(j, &ev);
@@ -1110,15 +1209,18 @@ start_authz(struct ejob *j)
 	}
 	char *body = authz_request_body(j->rec);
 	struct job_event ev = {.kind = JOB_EV_AUTHZ, .authz = JOB_AUTHZ_UNAVAILABLE};
-	/* the PDP gets the worker's own token, when there is one */
+	/* the PDP's own token ([authz] auth, §7), never the worker's */
 	const char *tok = env->ops->bearer(env->ctx, NULL, env->cfg->authz.timeout_ms, &gen);
+	j->token_gen = gen;
 	char *h_auth = cred_auth_line_new(tok);
 	const char *headers[] = {"Content-Type: application/json", h_auth, NULL};
 	struct http_request req = {
 		.method = "POST", .url = env->cfg->authz.url, .headers = headers,
 		.body = body, .body_len = body ? strlen(body) : 0, .timeout_ms = left,
 	};
-	int rc = body && (!tok || h_auth) ?
+	/* no PDP token yet: asked again later, like a PDP that is down (R5) */
+	int no_token = tok == NULL && (env->ops->auth(env->ctx, NULL) & EJOB_AUTH_TOKEN);
+	int rc = body && !no_token && (!tok || h_auth) ?
 	    env->ops->call(env->ctx, &req, on_authz_done, j, &j->call) : -1;
 	cred_auth_line_free(h_auth);
 	free(body);
@@ -1630,6 +1732,17 @@ size_t
 ejobs_count(const struct ejobs *s)
 {
 	return s->n;
+}
+
+size_t
+ejobs_waiting_token(const struct ejobs *s)
+{
+	const struct ejob *j;
+	size_t n = 0;
+
+	TAILQ_FOREACH(j, &s->all, link)
+		n += !j->finished && j->core.state == JOB_AUTH_WAIT;
+	return n;
 }
 
 /* f on each job of the set, then settle(): the next one is read first, as

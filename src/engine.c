@@ -185,14 +185,6 @@ token_expires_in_s(const struct engine *eng)
 	return seconds_until(eng->oauth ? oauth_expires_at_ms(eng->oauth) : 0);
 }
 
-/* The worker's token for a call of timeout_ms, or NULL (R6). Valid until
- * the next oauth refresh; never log it. */
-static const char *
-worker_token(const struct engine *eng, long timeout_ms)
-{
-	return eng->oauth ? oauth_token(eng->oauth, wtime_mono_ms(), timeout_ms) : NULL;
-}
-
 static void
 ignore_reply(struct rconn *rc, const struct sreply *r, void *arg)
 {
@@ -257,6 +249,19 @@ job_released(void *arg)
 /* ------------------------------------------------------------------ */
 /* reading: XREADGROUP, own PEL, claims, promotion                       */
 
+/* R6: entries that wait for a token stay in hand, up to half of
+ * max_in_flight; past that, or with the worker's own token unusable, the
+ * worker reads nothing new (one scope's trouble stays its own). */
+static int
+tokens_let_read(const struct engine *eng)
+{
+	size_t waiting = 0, cap = (size_t)(eng->cfg->daemon.max_in_flight / 2);
+
+	for (size_t i = 0; i < eng->nshards; i++)
+		waiting += eng->shards[i].jobs ? ejobs_waiting_token(eng->shards[i].jobs) : 0;
+	return creds_tokens_usable(eng->sec.creds) && waiting < (cap > 0 ? cap : 1);
+}
+
 /* What the consumer core (consumer.h) is told of the worker as a whole. */
 static struct consumer_view
 worker_view(const struct engine *eng)
@@ -264,7 +269,7 @@ worker_view(const struct engine *eng)
 	return (struct consumer_view){
 		.max_in_flight = eng->cfg->daemon.max_in_flight, .batch = eng->cfg->redis.batch,
 		.in_hand = (long)in_hand(eng), .draining = eng->draining,
-		.tokens_usable = creds_tokens_usable(eng->sec.creds),
+		.tokens_usable = tokens_let_read(eng),
 		.held = (long)held(eng), .queue_paused = gate_paused(eng->gate, NULL),
 	};
 }
@@ -444,7 +449,7 @@ token_blocks_reading(struct engine *eng)
 	}
 	if (redis_blocked)
 		return 1;
-	int blocked = !creds_tokens_usable(eng->sec.creds);
+	int blocked = !tokens_let_read(eng);
 
 	if (blocked != eng->paused_for_token) {
 		eng->paused_for_token = blocked;
@@ -1011,6 +1016,34 @@ beat_shard(struct shard *sh)
 /* warrantd(7) §8: the heartbeat hash, built from one table of fields; with shards
  * one per shard (its own entries in hand and last read), so that an
  * operator sees every shard's consumers where that shard's keys are. */
+/* §8, R6: tokenState.<scope> and tokenExpiresIn.<scope> of each action's
+ * own narrowed token, beside the worker's tokenState. */
+#define HB_SCOPES	16
+static void
+heartbeat_scopes(struct shard *sh)
+{
+	struct creds_scope sc[HB_SCOPES];
+	size_t n = creds_scopes(sh->eng->sec.creds, sc, HB_SCOPES);
+	char names[HB_SCOPES][2][160], secs[HB_SCOPES][24];
+	const char *argv[2 + 4 * HB_SCOPES];
+	int argc = 0;
+
+	if (n == 0)
+		return;
+	argv[argc++] = "HSET";
+	argv[argc++] = sh->keys.consumer;
+	for (size_t i = 0; i < n; i++) {
+		snprintf(names[i][0], sizeof names[i][0], "tokenState.%s", sc[i].name);
+		snprintf(names[i][1], sizeof names[i][1], "tokenExpiresIn.%s", sc[i].name);
+		snprintf(secs[i], sizeof secs[i], "%lld", seconds_until(sc[i].expires_at_ms));
+		argv[argc++] = names[i][0];
+		argv[argc++] = sc[i].state;
+		argv[argc++] = names[i][1];
+		argv[argc++] = secs[i];
+	}
+	best_effort(rconn_commandv(sh->cmd, ignore_reply, NULL, argc, argv, NULL));
+}
+
 static void
 heartbeat_shard(struct shard *sh)
 {
@@ -1052,6 +1085,7 @@ heartbeat_shard(struct shard *sh)
 		argv[argc++] = nums[k];
 	}
 	best_effort(rconn_commandv(sh->cmd, ignore_reply, NULL, argc, argv, NULL));
+	heartbeat_scopes(sh);
 	best_effort(rconn_command(sh->cmd, ignore_reply, NULL, "PEXPIRE %s %ld", sh->keys.consumer,
 	    3 * eng->cfg->daemon.heartbeat_ms));
 	check_stalled(sh);
@@ -1253,15 +1287,17 @@ on_token(void *arg, int have_token)
 		read_more(&eng->shards[i]);
 }
 
-/* With [notify] auth = oauth, notifications go out with the worker's token
- * or wait for one; never unauthenticated. */
+/* With [notify] auth = oauth, notifications go out with a token for the
+ * sink's own audience (§6) or wait for one; never unauthenticated. */
 static int
 webhook_token(void *arg, const char **token)
 {
 	struct engine *eng = arg;
+	const struct cred *c = creds_webhook(eng->sec.creds);
+	uint64_t gen;
 
-	*token = worker_token(eng, eng->cfg->notify.timeout_ms);
-	return eng->oauth && *token == NULL ? -1 : 0;
+	*token = c ? cred_bearer(c, eng->cfg->notify.timeout_ms, &gen) : NULL;
+	return cred_is_oauth(c) && *token == NULL ? -1 : 0;
 }
 
 static void
@@ -2037,6 +2073,13 @@ engine_gauges(const struct engine *eng, struct engine_gauges *out)
 		out->redis_up &= rconn_is_up(eng->shards[i].cmd);
 	out->started_at_ms = eng->started_at;
 	out->gate = eng->gate;
+	struct creds_scope sc[ENGINE_SCOPES_MAX];
+	out->nscopes = creds_scopes(eng->sec.creds, sc, ENGINE_SCOPES_MAX);
+	for (size_t i = 0; i < out->nscopes; i++) {
+		out->scopes[i].name = sc[i].name;
+		out->scopes[i].state = sc[i].state;
+		out->scopes[i].expires_in_s = seconds_until(sc[i].expires_at_ms);
+	}
 }
 
 void

@@ -596,10 +596,11 @@ static unsigned
 op_auth(void *ctx, const char *action)
 {
 	const struct eops *e = ctx;
-	const struct cred *c = creds_find(e->creds, action);
+	const struct cred *c = action == NULL ? creds_pdp(e->creds) : creds_find(e->creds, action);
 
 	return (cred_is_oauth(c) ? EJOB_AUTH_TOKEN : 0U) |
-	    (cred_exchanges(c) ? EJOB_AUTH_EXCHANGE : 0U);
+	    (cred_exchanges(c) ? EJOB_AUTH_EXCHANGE : 0U) |
+	    (cred_per_record(c) ? EJOB_AUTH_PER_RECORD : 0U);
 }
 
 static const char *
@@ -609,17 +610,61 @@ op_bearer(void *ctx, const char *action, long timeout_ms, uint64_t *gen)
 	const struct cred *c;
 
 	*gen = 0;
-	if (action == NULL)	/* the worker's own, for the PDP */
-		return e->oauth ? oauth_token(e->oauth, wtime_mono_ms(), timeout_ms) : NULL;
-	c = creds_find(e->creds, action);
+	/* the PDP's own (§7: never the worker's, never an action's) */
+	c = action == NULL ? creds_pdp(e->creds) : creds_find(e->creds, action);
 	return c ? cred_bearer(c, timeout_ms, gen) : NULL;
+}
+
+static const char *
+op_record_token(void *ctx, const char *action, const char *resource, long timeout_ms,
+		uint64_t *gen)
+{
+	const struct eops *e = ctx;
+
+	*gen = 0;
+	return cred_record_token(creds_find(e->creds, action), resource, timeout_ms, gen);
+}
+
+static void
+op_record_keep(void *ctx, const char *action, const char *resource, const char *token,
+	       int64_t lifetime_ms, uint64_t *gen)
+{
+	const struct eops *e = ctx;
+
+	cred_record_keep(creds_find(e->creds, action), resource, token, lifetime_ms, gen);
+}
+
+static const char *
+op_token_refused(void *ctx, const char *action)
+{
+	const struct eops *e = ctx;
+
+	return cred_refused_code(creds_find(e->creds, action));
+}
+
+static int
+op_proof(void *ctx, const char *action, const char *method, const char *url, const char *token,
+	 char **proof)
+{
+	const struct eops *e = ctx;
+
+	*proof = NULL;
+	return cred_proof(creds_find(e->creds, action), method, url, token, proof);
+}
+
+static void
+op_dpop_nonce(void *ctx, const char *action, const char *url, const char *nonce)
+{
+	const struct eops *e = ctx;
+
+	cred_dpop_nonce(creds_find(e->creds, action), url, nonce);
 }
 
 static void
 op_token_verdict(void *ctx, const char *action, uint64_t gen, int accepted)
 {
 	const struct eops *e = ctx;
-	const struct cred *c = creds_find(e->creds, action);
+	const struct cred *c = action == NULL ? creds_pdp(e->creds) : creds_find(e->creds, action);
 
 	if (accepted)
 		cred_accepted(c, gen);
@@ -688,6 +733,11 @@ const struct ejob_ops eops_ops = {
 	.cancel = op_cancel,
 	.auth = op_auth,
 	.bearer = op_bearer,
+	.record_token = op_record_token,
+	.record_keep = op_record_keep,
+	.token_refused = op_token_refused,
+	.proof = op_proof,
+	.dpop_nonce = op_dpop_nonce,
 	.token_verdict = op_token_verdict,
 	.notified = op_notified,
 	.call_done = op_call_done,

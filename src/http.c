@@ -122,6 +122,7 @@ struct http_call {
 	size_t body_len, body_cap;
 	int body_too_large;
 	char *retry_after, *www_authenticate;
+	char *dpop_nonce;	/* RFC 9449 §8: DPoP-Nonce */
 	CURLcode result;
 	long status, connects;
 	int64_t started_ms, elapsed_ms;
@@ -345,11 +346,13 @@ header_cb(char *data, size_t size, size_t nitems, void *userp)
 	if (n >= 5 && memcmp(data, "HTTP/", 5) == 0) {
 		free(c->retry_after);
 		free(c->www_authenticate);
-		c->retry_after = c->www_authenticate = NULL;
+		free(c->dpop_nonce);
+		c->retry_after = c->www_authenticate = c->dpop_nonce = NULL;
 		return n;
 	}
 	if (capture_header(data, n, "Retry-After", &c->retry_after) < 0 ||
-	    capture_header(data, n, "WWW-Authenticate", &c->www_authenticate) < 0)
+	    capture_header(data, n, "WWW-Authenticate", &c->www_authenticate) < 0 ||
+	    capture_header(data, n, "DPoP-Nonce", &c->dpop_nonce) < 0)
 		return 0;
 	return n;
 }
@@ -419,6 +422,7 @@ call_destroy(struct http_call *c)
 	free(c->body);
 	free(c->retry_after);
 	free(c->www_authenticate);
+	free(c->dpop_nonce);
 	free(c);
 }
 
@@ -496,7 +500,8 @@ call_free(struct http_call *c)
 	call_detach_curl(c);
 	free(c->retry_after);
 	free(c->www_authenticate);
-	c->retry_after = c->www_authenticate = NULL;
+	free(c->dpop_nonce);
+	c->retry_after = c->www_authenticate = c->dpop_nonce = NULL;
 	if (hc->nidle >= HTTP_EASY_POOL) {
 		call_destroy(c);
 		return;
@@ -763,6 +768,7 @@ run_callback(struct http_call *c)
 		.body_len = c->result == CURLE_OK ? c->body_len : 0,
 		.retry_after = c->retry_after,
 		.www_authenticate = c->www_authenticate,
+		.dpop_nonce = c->dpop_nonce,
 		.elapsed_ms = (long)c->elapsed_ms,
 		.connects = c->connects,
 	};

@@ -545,6 +545,24 @@ on_authz(struct job_step *st, const struct job_policy *pol, struct job *job,
 	detail(st, "unknown authority answer %d; ignored", (int)ev->authz);
 }
 
+/* R9 for a token the IdP or the target refused: drop it (one refresh
+ * however many jobs saw it), wait for a new one, re-dispatch. */
+static void
+refresh_and_redispatch(struct job_step *st, const struct job_policy *pol, struct job *job,
+		       int64_t now, const char *why)
+{
+	if (now >= job->expires_at_ms) {
+		/* R1: no wait begins past the deadline; the token is
+		 * refused all the same */
+		expire(st, job);
+		st->effects |= JOB_FX_DROP_TOKEN;
+		return;
+	}
+	job->redispatch = 1;
+	enter_token_wait(st, pol, job, JOB_FX_WRITE_STATE | JOB_FX_DROP_TOKEN, now);
+	detail(st, "%s; refresh, then re-dispatch", why);
+}
+
 int
 job_status_retryable(int status)
 {
@@ -572,19 +590,15 @@ on_http(struct job_step *st, const struct job_policy *pol, struct job *job,
 		snprintf(why, sizeof why, "no answer from target");
 	else
 		snprintf(why, sizeof why, "%d from target", s);
-	if ((s == 401 || (s == 403 && ev->invalid_token)) && pol->token_needed) {
+	if (ev->dpop_proof_refused)
+		snprintf(why + strlen(why), sizeof why - strlen(why), " (invalid_dpop_proof)");
+	if ((s == 401 || (s == 403 && ev->invalid_token)) && pol->token_needed &&
+	    !ev->dpop_proof_refused) {
 		/* R9: refresh and re-dispatch; R12 and R8 bound how often. */
-		if (now >= job->expires_at_ms) {
-			/* R1: no wait begins past the deadline; the token is
-			 * refused all the same */
-			expire(st, job);
-			st->effects |= JOB_FX_DROP_TOKEN;
-			return;
-		}
-		job->redispatch = 1;
-		enter_token_wait(st, pol, job, JOB_FX_WRITE_STATE | JOB_FX_DROP_TOKEN, now);
-		detail(st, "%s: token rejected; refresh, then re-dispatch", why);
-	} else if (job_status_retryable(s)) {
+		snprintf(why + strlen(why), sizeof why - strlen(why), ": token rejected");
+		refresh_and_redispatch(st, pol, job, now, why);
+	} else if (job_status_retryable(s) || ev->dpop_proof_refused) {
+		/* §9: a refused proof is retried (R8); a new token would not help */
 		if (now >= job->expires_at_ms) {
 			/* R1: a call cut at the deadline (job_time_left) is
 			 * not retried, whatever calls are left */
@@ -641,7 +655,16 @@ on_redispatched(struct job_step *st, const struct job_policy *pol, struct job *j
 	start_attempt(st, pol, job, ev->token_ok, ev->gate_shut, now);
 }
 
-/* RFC 8693: the job's own token came, the IdP refused it, or it was down. */
+static void
+idp_failed(struct job_step *st, struct job *job, enum reason why, const char *what)
+{
+	finish(st, job, JOB_FAILED, JOB_FX_WRITE_STATE | JOB_FX_NOTIFY | JOB_FX_ACK,
+	    why != REASON_NONE ? why : REASON_IDP_REFUSED);
+	detail(st, "the IdP refused this job's token (%s)%s", reason_name(st->reason), what);
+}
+
+/* §9: the job's own token (exchange, per-record) came, or the IdP's
+ * answer says what to do instead -- the same rules as for the worker's. */
 static void
 on_exchanged(struct job_step *st, const struct job_policy *pol, struct job *job,
 	     const struct job_event *ev, int64_t now)
@@ -654,16 +677,29 @@ on_exchanged(struct job_step *st, const struct job_policy *pol, struct job *job,
 		job->waits = 0;
 		call(st, job, pol);
 		return;
-	case JOB_XCH_DENIED:
-		finish(st, job, JOB_DENIED, JOB_FX_WRITE_STATE | JOB_FX_NOTIFY | JOB_FX_ACK,
-		    REASON_EXCHANGE_DENIED);
-		detail(st, "the IdP refused to exchange for this job's token");
+	case JOB_XCH_REFRESH:
+		job->awaiting = 0;
+		job->waits = 0;
+		refresh_and_redispatch(st, pol, job, now, "the IdP refused the client");
+		return;
+	case JOB_XCH_REFUSED:
+		job->awaiting = 0;
+		job->waits = 0;
+		if (job->idp_refused++ == 0) {
+			refresh_and_redispatch(st, pol, job, now, "the IdP refused this job's token");
+			return;
+		}
+		idp_failed(st, job, ev->idp_reason, ", again after a refresh");
+		return;
+	case JOB_XCH_FAILED:
+		job->awaiting = 0;
+		idp_failed(st, job, ev->idp_reason, "");
 		return;
 	case JOB_XCH_UNAVAILABLE:
 		/* Like the PDP: not a call, bounded by the deadline alone. */
 		job->waits++;
 		retry_in(st, job, backoff_ms(0, pol->retry_base_ms, pol->retry_cap_ms,
-		    job->waits, ev->rnd), now, "token exchange unavailable", job->waits > 1);
+		    job->waits, ev->rnd), now, "token for this job unavailable", job->waits > 1);
 		return;
 	}
 	detail(st, "unknown exchange answer %d; ignored", (int)ev->exchange);
@@ -940,6 +976,17 @@ job_next(const struct job_policy *pol, struct job *job, const struct job_event *
 	case JOB_EV_UNREPLICATED:
 		on_unreplicated(&st, pol, job, ev, now_ms);
 		break;
+	}
+	/* §9: no token because the IdP refused it for good (invalid_scope,
+	 * invalid_target...): a wait would not mend it, and neither would a
+	 * hand-back to another worker of the same client */
+	if (ev->token_refused != REASON_NONE && !ev->token_ok && pol->token_needed &&
+	    st.next == JOB_AUTH_WAIT && (st.effects & (JOB_FX_WAIT_TOKEN | JOB_FX_HANDBACK))) {
+		st.effects &= JOB_FX_DROP_TOKEN;
+		job->redispatch = 0;
+		finish(&st, job, JOB_FAILED, JOB_FX_WRITE_STATE | JOB_FX_NOTIFY | JOB_FX_ACK,
+		    ev->token_refused);
+		detail(&st, "no token: the IdP refused it (%s)", reason_name(ev->token_refused));
 	}
 	if (job_state_terminal(st.next) || (st.effects & (JOB_FX_ACK | JOB_FX_RESCHEDULE)))
 		st.effects |= JOB_FX_END;

@@ -170,6 +170,79 @@ jws_key_alg(const struct jws_key *k)
 	return k->alg;
 }
 
+/* ---- the public key as a JWK ---- */
+
+/* A big number as base64url of exactly `len` bytes (RFC 7518 §6.2.1.2: the
+ * coordinates keep their leading zeros). */
+static json_t *
+bn_b64(const BIGNUM *bn, int len)
+{
+	unsigned char buf[66];
+	char *s;
+	json_t *v;
+
+	if (bn == NULL || len > (int)sizeof buf || BN_bn2binpad(bn, buf, len) != len ||
+	    (s = b64url_encode(buf, (size_t)len)) == NULL)
+		return NULL;
+	v = json_string(s);
+	free(s);
+	return v;
+}
+
+json_t *
+jws_key_public_jwk(const struct jws_key *k)
+{
+	BIGNUM *x = NULL, *y = NULL;
+	json_t *jwk = NULL, *jx = NULL, *jy = NULL;
+
+	if (k == NULL || k->alg != JWA_ES256 || k->pk == NULL)
+		return NULL;
+	if (EVP_PKEY_get_bn_param(k->pk, OSSL_PKEY_PARAM_EC_PUB_X, &x) == 1 &&
+	    EVP_PKEY_get_bn_param(k->pk, OSSL_PKEY_PARAM_EC_PUB_Y, &y) == 1 &&
+	    (jx = bn_b64(x, ES256_HALF)) != NULL && (jy = bn_b64(y, ES256_HALF)) != NULL) {
+		/* "o" steals both, also when the pack fails */
+		jwk = json_pack("{s:s, s:s, s:o, s:o}", "kty", "EC", "crv", "P-256", "x", jx, "y", jy);
+		jx = jy = NULL;
+	}
+	json_decref(jx);
+	json_decref(jy);
+	BN_free(x);
+	BN_free(y);
+	ERR_clear_error();
+	return jwk;
+}
+
+char *
+jws_jwk_thumbprint(const json_t *jwk)
+{
+	static const char *const ec[] = {"crv", "kty", "x", "y", NULL},
+	    *const rsa[] = {"e", "kty", "n", NULL}, *const oct[] = {"k", "kty", NULL};
+	const char *kty = json_string_value(json_object_get(jwk, "kty"));
+	const char *const *names = kty == NULL ? NULL : strcmp(kty, "EC") == 0 ? ec :
+	    strcmp(kty, "RSA") == 0 ? rsa : strcmp(kty, "oct") == 0 ? oct : NULL;
+	json_t *req = names ? json_object() : NULL;
+	unsigned char md[32];
+	unsigned md_len = 0;
+	char *text = NULL, *out = NULL;
+
+	for (size_t i = 0; req != NULL && names[i] != NULL; i++) {
+		json_t *v = json_object_get(jwk, names[i]);
+		if (!json_is_string(v) || json_object_set(req, names[i], v) != 0) {
+			json_decref(req);
+			req = NULL;
+		}
+	}
+	/* RFC 7638 §3: the required members only, in lexicographic order, no
+	 * white space -- what JSON_COMPACT | JSON_SORT_KEYS writes */
+	if (req != NULL && (text = json_dumps(req, JSON_COMPACT | JSON_SORT_KEYS)) != NULL &&
+	    EVP_Digest(text, strlen(text), md, &md_len, EVP_sha256(), NULL) == 1 &&
+	    md_len == sizeof md)
+		out = b64url_encode(md, sizeof md);
+	free(text);
+	json_decref(req);
+	return out;
+}
+
 /* ---- ECDSA: JWS carries R || S (RFC 7518 §3.4), OpenSSL speaks DER ---- */
 
 int

@@ -562,6 +562,31 @@ put_gate(struct out *o, const struct gate *g, long long now)
 	}
 }
 
+/* R6, §8: one scope's trouble is its own, so each narrowed token has its
+ * state and life under its scope's label. */
+static void
+put_scopes(struct out *o, const struct metrics_sample *s)
+{
+	if (s->nscopes == 0)
+		return;
+	put_head(o, "scope_token_state", "gauge",
+	    "1 for the current state of an action's own token, by scope.");
+	for (size_t i = 0; i < s->nscopes && i < METRICS_SCOPES_MAX; i++)
+		for (size_t k = 0; k < sizeof token_states / sizeof token_states[0]; k++) {
+			put(o, "warrantd_scope_token_state{scope=");
+			put_label(o, s->scopes[i].name ? s->scopes[i].name : "");
+			put(o, ",state=\"%s\"} %d\n", token_states[k], s->scopes[i].state &&
+			    strcmp(s->scopes[i].state, token_states[k]) == 0);
+		}
+	put_head(o, "scope_token_expires_in_seconds", "gauge",
+	    "Seconds until an action's own token expires (0: none), by scope.");
+	for (size_t i = 0; i < s->nscopes && i < METRICS_SCOPES_MAX; i++) {
+		put(o, "warrantd_scope_token_expires_in_seconds{scope=");
+		put_label(o, s->scopes[i].name ? s->scopes[i].name : "");
+		put(o, "} %lld\n", s->scopes[i].expires_in_s);
+	}
+}
+
 char *
 metrics_format(const struct metrics_sample *s, const struct metrics_hist *h, size_t *len)
 {
@@ -588,6 +613,7 @@ metrics_format(const struct metrics_sample *s, const struct metrics_hist *h, siz
 	    s->token_expires_in_s);
 	put_token(&o, "redis_token", "the Redis token", "(0: none, or a static password)",
 	    s->redis_token_state, s->redis_token_expires_in_s);
+	put_scopes(&o, s);
 	put_head(&o, "redis_up", "gauge", "1 while the command connection to Redis is up.");
 	put(&o, "warrantd_redis_up %d\n", s->redis_up ? 1 : 0);
 	put_head(&o, "config_reloads_total", "counter",

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "backoff.h"
+#include "dpop.h"
 #include "jws.h"
 #include "log.h"
 #include "rnd.h"
@@ -40,6 +41,7 @@ struct settings {
 	size_t secret_len;
 	struct jws_key *key;	/* private_key_jwt: the private key, parsed */
 	char *x5t;		/* base64url SHA-256 of the DER certificate, or NULL */
+	struct dpop *dpop;	/* dpop_key_file, parsed; NULL: bearer tokens */
 };
 
 struct oauth {
@@ -56,6 +58,9 @@ struct oauth {
 	long long refreshes;
 	int failures;		/* fetches failed since the last success */
 	int started;
+	int nonce_retry;	/* RFC 9449 §8: the fetch in flight answers a nonce challenge */
+	char refused_code[64];	/* §9: the last fetch's error, when no retry mends it
+				   (invalid_scope, invalid_target...); "" otherwise */
 	long lead_ms;		/* oauth_set_refresh_lead */
 
 	struct http_call *call;	/* the one fetch in flight, or NULL */
@@ -105,6 +110,7 @@ settings_clear(struct settings *s)
 	free(s->x5t);
 	secrets_free(s->secret, s->secret_len);
 	jws_key_free(s->key);
+	dpop_free(s->dpop);
 	memset(s, 0, sizeof *s);
 }
 
@@ -128,7 +134,7 @@ copy_strings(struct settings *s, const struct cfg *cfg, const struct oauth_scope
 {
 	const char *aud = cfg->oauth.assertion_audience ? cfg->oauth.assertion_audience :
 	    cfg->oauth.token_url;
-	const struct oauth_scope none = {NULL, NULL, NULL};
+	const struct oauth_scope none = {NULL, NULL, NULL, 0};
 
 	if (sc == NULL)
 		sc = &none;
@@ -216,6 +222,30 @@ read_secrets(struct settings *s, const struct cfg *cfg, char *err, size_t errlen
 	return 0;
 }
 
+/* RFC 9449: the key every token is bound to, parsed once (per manager and
+ * reload); the PEM is wiped at once. */
+static int
+read_dpop_key(struct settings *s, const struct cfg *cfg, char *err, size_t errlen)
+{
+	char *pem = NULL, why[256];
+	size_t pem_len = 0;
+
+	if (cfg->oauth.dpop_key_file == NULL)
+		return 0;
+	if (secrets_read_cfg(cfg, cfg->oauth.dpop_key_file, SECRETS_PRIVATE_PEM, &pem, &pem_len,
+	    why, sizeof why) != 0) {
+		snprintf(err, errlen, "oauth: %s", why);
+		return -1;
+	}
+	s->dpop = dpop_new((const unsigned char *)pem, pem_len, why, sizeof why);
+	secrets_free(pem, pem_len);
+	if (s->dpop == NULL) {
+		snprintf(err, errlen, "oauth: %s (%s)", why, cfg->oauth.dpop_key_file);
+		return -1;
+	}
+	return 0;
+}
+
 /* 0: *s holds everything; -1: *s is empty and err says why. */
 static int
 settings_load(struct settings *s, const struct cfg *cfg, const struct oauth_scope *sc,
@@ -236,7 +266,8 @@ settings_load(struct settings *s, const struct cfg *cfg, const struct oauth_scop
 		settings_clear(s);
 		return -1;
 	}
-	if (read_secrets(s, cfg, err, errlen) != 0) {
+	if (read_secrets(s, cfg, err, errlen) != 0 ||
+	    ((sc == NULL || !sc->bearer_only) && read_dpop_key(s, cfg, err, errlen) != 0)) {
 		settings_clear(s);
 		return -1;
 	}
@@ -255,7 +286,8 @@ same_identity(const struct settings *a, const struct settings *b)
 {
 	return same_str(a->token_url, b->token_url) && same_str(a->client_id, b->client_id) &&
 	    a->auth_method == b->auth_method && same_str(a->scope, b->scope) &&
-	    same_str(a->resource, b->resource) && same_str(a->audience, b->audience);
+	    same_str(a->resource, b->resource) && same_str(a->audience, b->audience) &&
+	    same_str(a->dpop ? dpop_jkt(a->dpop) : NULL, b->dpop ? dpop_jkt(b->dpop) : NULL);
 }
 
 /* ---- the request ---- */
@@ -333,6 +365,45 @@ oom:
 	return -1;
 }
 
+/* RFC 9449 §4: the "DPoP: <proof>" line of a request, a new string (wipe
+ * with wipe_free), or NULL (out of memory, or no key: check s->dpop). */
+static char *
+dpop_line(const struct settings *s, const char *method, const char *url, const char *token,
+	  int64_t now_ms)
+{
+	char *proof, *line = NULL;
+	size_t n;
+
+	if (s->dpop == NULL || (proof = dpop_proof(s->dpop, method, url, token, now_ms)) == NULL)
+		return NULL;
+	n = strlen(proof) + sizeof "DPoP: ";
+	if ((line = malloc(n)) != NULL)
+		snprintf(line, n, "DPoP: %s", proof);
+	dpop_proof_free(proof);
+	return line;
+}
+
+/* RFC 9449 §8: keeps a DPoP-Nonce the token endpoint sent; 1 when the
+ * answer is its use_dpop_nonce challenge (400), which one immediate retry
+ * with that nonce answers. */
+static int
+nonce_challenge(const struct settings *s, const struct http_response *resp)
+{
+	json_t *o;
+	int is;
+
+	if (s->dpop == NULL || resp->dpop_nonce == NULL)
+		return 0;
+	(void)dpop_nonce_keep(s->dpop, s->token_url, resp->dpop_nonce);
+	if (resp->status != 400)
+		return 0;
+	o = json_loadb(resp->body ? resp->body : "", resp->body ? resp->body_len : 0, 0, NULL);
+	is = json_is_string(json_object_get(o, "error")) &&
+	    strcmp(json_string_value(json_object_get(o, "error")), "use_dpop_nonce") == 0;
+	json_decref(o);
+	return is;
+}
+
 /* ---- token life cycle ---- */
 
 static void fetch(struct oauth *o);
@@ -366,6 +437,7 @@ install_token(struct oauth *o, char *token, int64_t lifetime_ms, long elapsed_ms
 	o->generation++;
 	o->refreshes++;
 	o->failures = 0;
+	o->refused_code[0] = '\0';
 	o->after_refusal = o->refused > 0;
 	arm(o, &o->fetch_timer, refresh_at - now);
 	arm(o, &o->expiry_timer, o->expires_at_ms - now);
@@ -382,6 +454,9 @@ fetch_failed(struct oauth *o, long status, const char *detail)
 
 	if (o->failures < 1000000)
 		o->failures++;
+	if (token_idp_classify(status, detail, o->refused_code,
+	    sizeof o->refused_code) != TOKEN_IDP_FATAL)
+		o->refused_code[0] = '\0';
 	delay = backoff_ms(0, TOKEN_RETRY_BASE_MS, TOKEN_RETRY_CAP_MS, o->failures, rnd_u64());
 	arm(o, &o->fetch_timer, delay);
 	log_warn("token.error", "status=%ld detail=%s failures=%d retry_ms=%lld held=%d",
@@ -429,13 +504,21 @@ on_response(const struct http_response *resp, void *arg)
 	long long expires_in;
 
 	o->call = NULL;
+	if (nonce_challenge(&o->set, resp) && !o->nonce_retry) {
+		/* neither a failure nor a refusal: ask again at once, with it */
+		o->nonce_retry = 1;
+		log_debug("token.dpop_nonce", "retry=1");
+		arm(o, &o->fetch_timer, 0);
+		return;
+	}
+	o->nonce_retry = 0;
 	if (resp->status < 200 || resp->status > 299) {
 		describe_failure(resp, detail, sizeof detail);
 		fetch_failed(o, resp->status, detail);
 		return;
 	}
-	if (token_parse_response(resp->body, resp->body_len, &tok, &expires_in, detail,
-	    sizeof detail) != 0) {
+	if (token_parse_bound(resp->body, resp->body_len, o->set.dpop != NULL, &tok, &expires_in,
+	    detail, sizeof detail) != 0) {
 		fetch_failed(o, resp->status, detail);
 		return;
 	}
@@ -452,17 +535,23 @@ static void
 fetch(struct oauth *o)
 {
 	char err[256], *body = NULL, *userpwd = NULL;
+	int64_t now = wtime_now_ms();	/* the assertion's iat and exp, the proof's iat */
+	char *proof = dpop_line(&o->set, "POST", o->set.token_url, NULL, now);
 	const char *headers[] = {"Content-Type: application/x-www-form-urlencoded",
-	    "Accept: application/json", NULL};
-	int64_t now = wtime_now_ms();	/* the assertion's iat and exp */
+	    "Accept: application/json", proof, NULL};
 	int rc;
 
 	ev_timer_stop(o->loop, &o->fetch_timer);
-	if (o->call != NULL)
+	if (o->call != NULL) {
+		wipe_free(proof);
 		return;
+	}
 	const char *grant[] = {"grant_type", "client_credentials", "scope", o->set.scope,
 	    "resource", o->set.resource, "audience", o->set.audience, NULL};
-	rc = build_request(&o->set, now, grant, &body, &userpwd, err, sizeof err);
+	rc = o->set.dpop != NULL && proof == NULL ? -1 :
+	    build_request(&o->set, now, grant, &body, &userpwd, err, sizeof err);
+	if (rc != 0 && proof == NULL && o->set.dpop != NULL)
+		snprintf(err, sizeof err, "cannot sign the DPoP proof");
 	if (rc == 0) {
 		struct http_request rq = {
 			.method = "POST", .url = o->set.token_url, .headers = headers,
@@ -475,6 +564,7 @@ fetch(struct oauth *o)
 	}
 	wipe_free(body);
 	wipe_free(userpwd);
+	wipe_free(proof);
 	if (rc != 0) {
 		o->call = NULL;
 		fetch_failed(o, 0, err);
@@ -600,6 +690,12 @@ oauth_token(const struct oauth *o, int64_t now_ms, long timeout_ms)
 	return o->token;
 }
 
+const char *
+oauth_refused(const struct oauth *o)
+{
+	return o->token == NULL && o->refused_code[0] ? o->refused_code : NULL;
+}
+
 int64_t
 oauth_expires_at_ms(const struct oauth *o)
 {
@@ -700,96 +796,186 @@ oauth_reload(struct oauth *o, const struct cfg *cfg, char *err, size_t errlen)
 	return 0;
 }
 
-/* ---- RFC 8693 token exchange, one per job ---- */
+/* ---- a token for one job: RFC 8693 exchange, RFC 9396 per-record ---- */
 
 #define TOKEN_EXCHANGE_GRANT	"urn:ietf:params:oauth:grant-type:token-exchange"
 #define ACCESS_TOKEN_TYPE	"urn:ietf:params:oauth:token-type:access_token"
 
 struct oauth_xch_call {
+	struct oauth *o;
 	struct http_call *call;
 	oauth_exchange_cb *cb;
 	void *arg;
+	/* the request, kept to send it again for a DPoP nonce challenge */
+	char *subject, *subject_type, *scope, *resource, *details;
+	long max_ms, call_timeout_ms;
+	int nonce_retry;
+	int64_t sent_wall_ms;	/* a JWT exp becomes a lifetime against it */
+	ev_timer delay;		/* delay_ms: armed until the request goes */
 };
 
-/* RFC 6749 §5.2 errors that mean "not allowed", not "not now". */
-static int
-refusal(const char *detail)
+/* §9: what the IdP's answer means for the job, one mapping for every mode
+ * (token_idp_classify). */
+static enum oauth_xch
+xch_of(enum token_idp_error e)
 {
-	static const char *const codes[] = {"invalid_grant", "unauthorized_client",
-	    "invalid_scope", "access_denied", "invalid_target"};
-
-	if (strncmp(detail, "idp error: ", 11) != 0)
-		return 0;
-	for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
-		size_t n = strlen(codes[i]);
-		if (strncmp(detail + 11, codes[i], n) == 0 &&
-		    (detail[11 + n] == '\0' || detail[11 + n] == ':'))
-			return 1;
+	switch (e) {
+	case TOKEN_IDP_REFRESH:
+		return OAUTH_XCH_REFRESH;
+	case TOKEN_IDP_REFUSED:
+		return OAUTH_XCH_REFUSED;
+	case TOKEN_IDP_FATAL:
+		return OAUTH_XCH_FAILED;
+	case TOKEN_IDP_TRANSIENT:
+		break;
 	}
-	return 0;
+	return OAUTH_XCH_UNAVAILABLE;
 }
+
+static void
+xch_free(struct oauth_xch_call *x)
+{
+	if (x == NULL)
+		return;
+	ev_timer_stop(x->o->loop, &x->delay);
+	wipe_free(x->subject);
+	free(x->subject_type);
+	free(x->scope);
+	free(x->resource);
+	free(x->details);
+	free(x);
+}
+
+static int xch_send(struct oauth_xch_call *x);
 
 static void
 on_exchange(const struct http_response *resp, void *arg)
 {
 	struct oauth_xch_call *x = arg;
-	char detail[512] = "", *tok = NULL;
-	long long expires_in;
-	enum oauth_xch r = OAUTH_XCH_UNAVAILABLE;
+	char detail[512] = "", code[64] = "", *tok = NULL;
+	long long expires_in = -1;
+	struct oauth_xch_answer a = {OAUTH_XCH_UNAVAILABLE, NULL, detail, code, -1};
+	int dpop = x->o->set.dpop != NULL;
 
 	x->call = NULL;
-	if (resp->status >= 200 && resp->status <= 299) {
-		if (token_parse_response(resp->body, resp->body_len, &tok, &expires_in, detail,
-		    sizeof detail) == 0)
-			r = OAUTH_XCH_OK;
+	if (nonce_challenge(&x->o->set, resp) && !x->nonce_retry) {
+		x->nonce_retry = 1;	/* RFC 9449 §8: not a failure, not an attempt */
+		if (xch_send(x) == 0)
+			return;
+		snprintf(detail, sizeof detail, "cannot send the request again");
+	} else if (resp->status >= 200 && resp->status <= 299) {
+		if (token_parse_bound(resp->body, resp->body_len, dpop, &tok, &expires_in, detail,
+		    sizeof detail) == 0) {
+			a.r = OAUTH_XCH_OK;
+			a.lifetime_ms = token_lifetime_ms(expires_in, tok, x->sent_wall_ms);
+		}
 	} else if (resp->status == 0) {
 		snprintf(detail, sizeof detail, "%s", resp->timed_out ? "timeout" : "transport error");
 	} else {
 		if (token_parse_response(resp->body, resp->body_len, &tok, &expires_in, detail,
 		    sizeof detail) == 0)
 			snprintf(detail, sizeof detail, "http %ld", resp->status);
-		if (resp->status >= 400 && resp->status <= 499 && refusal(detail))
-			r = OAUTH_XCH_DENIED;
+		wipe_free(tok);
+		tok = NULL;
+		a.r = xch_of(token_idp_classify(resp->status, detail, code, sizeof code));
 	}
-	x->cb(x->arg, r, r == OAUTH_XCH_OK ? tok : NULL, detail);
+	a.token = a.r == OAUTH_XCH_OK ? tok : NULL;
+	x->cb(x->arg, &a);
 	wipe_free(tok);
-	free(x);
+	xch_free(x);
+}
+
+/* Builds and starts x's request: 0, or -1 (nothing in flight). */
+static int
+xch_send(struct oauth_xch_call *x)
+{
+	struct oauth *o = x->o;
+	const char *actor = NULL;
+	char err[256], *body = NULL, *userpwd = NULL, *proof = NULL;
+	int64_t now = wtime_now_ms();
+	int rc;
+
+	if (x->subject != NULL &&
+	    (actor = oauth_token(o, wtime_mono_ms(), x->call_timeout_ms)) == NULL)
+		return -1;
+	const char *xgrant[] = {"grant_type", TOKEN_EXCHANGE_GRANT,
+	    "subject_token", x->subject, "subject_token_type", x->subject_type,
+	    "actor_token", actor, "actor_token_type", ACCESS_TOKEN_TYPE,
+	    "scope", x->scope, "resource", x->resource, NULL};
+	/* RFC 9396 §2: the client credentials grant, narrowed by the details */
+	const char *rgrant[] = {"grant_type", "client_credentials", "scope", x->scope,
+	    "resource", x->resource, "authorization_details", x->details, NULL};
+	proof = dpop_line(&o->set, "POST", o->set.token_url, NULL, now);
+	const char *headers[] = {"Content-Type: application/x-www-form-urlencoded",
+	    "Accept: application/json", proof, NULL};
+	rc = o->set.dpop != NULL && proof == NULL ? -1 : build_request(&o->set, now,
+	    x->subject ? xgrant : rgrant, &body, &userpwd, err, sizeof err);
+	if (rc == 0) {
+		struct http_request req = {
+			.method = "POST", .url = o->set.token_url, .headers = headers,
+			.body = body, .body_len = strlen(body),
+			.timeout_ms = x->max_ms > 0 && x->max_ms < o->set.timeout_ms ?
+			    x->max_ms : o->set.timeout_ms, .userpwd = userpwd,
+		};
+		rc = http_start(o->http, &req, on_exchange, x, &x->call);
+	}
+	wipe_free(body);
+	wipe_free(userpwd);
+	wipe_free(proof);
+	x->sent_wall_ms = now;
+	return rc == 0 ? 0 : -1;
+}
+
+/* R9: a request held back by delay_ms goes now; when it cannot, the
+ * answer is "unavailable" (the job retries within its deadline). */
+static void
+on_xch_delay(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct oauth_xch_call *x = w->data;
+	struct oauth_xch_answer a = {OAUTH_XCH_UNAVAILABLE, NULL, "cannot start the request", "",
+	    -1};
+
+	(void)loop, (void)revents;
+	if (xch_send(x) == 0)
+		return;
+	x->cb(x->arg, &a);
+	xch_free(x);
+}
+
+static int
+dup_into(char **dst, const char *src)
+{
+	return src != NULL && (*dst = strdup(src)) == NULL ? -1 : 0;
 }
 
 struct oauth_xch_call *
 oauth_exchange(struct oauth *o, const struct oauth_exchange_req *rq, oauth_exchange_cb *cb,
 	       void *arg, int64_t now_mono_ms, long call_timeout_ms)
 {
-	const char *actor = oauth_token(o, now_mono_ms, call_timeout_ms);
-	const char *headers[] = {"Content-Type: application/x-www-form-urlencoded",
-	    "Accept: application/json", NULL};
-	char err[256], *body = NULL, *userpwd = NULL;
 	struct oauth_xch_call *x;
 
-	if (actor == NULL || (x = calloc(1, sizeof *x)) == NULL)
+	/* R6: an exchange needs an actor that outlives the call */
+	if ((rq->subject_token != NULL && oauth_token(o, now_mono_ms, call_timeout_ms) == NULL) ||
+	    (x = calloc(1, sizeof *x)) == NULL)
 		return NULL;
-	const char *grant[] = {"grant_type", TOKEN_EXCHANGE_GRANT,
-	    "subject_token", rq->subject_token, "subject_token_type", rq->subject_token_type,
-	    "actor_token", actor, "actor_token_type", ACCESS_TOKEN_TYPE,
-	    "scope", rq->scope, "resource", rq->resource, NULL};
+	x->o = o;
 	x->cb = cb;
 	x->arg = arg;
-	int rc = build_request(&o->set, wtime_now_ms(), grant, &body, &userpwd, err, sizeof err);
-	if (rc == 0) {
-		struct http_request req = {
-			.method = "POST", .url = o->set.token_url, .headers = headers,
-			.body = body, .body_len = strlen(body),
-			.timeout_ms = rq->max_ms > 0 && rq->max_ms < o->set.timeout_ms ?
-			    rq->max_ms : o->set.timeout_ms, .userpwd = userpwd,
-		};
-		rc = http_start(o->http, &req, on_exchange, x, &x->call);
-	}
-	wipe_free(body);
-	wipe_free(userpwd);
-	if (rc != 0) {
-		free(x);
+	x->max_ms = rq->max_ms;
+	x->call_timeout_ms = call_timeout_ms;
+	ev_timer_init(&x->delay, on_xch_delay, rq->delay_ms > 0 ? (double)rq->delay_ms / 1000.0 :
+	    0.0, 0.0);
+	x->delay.data = x;
+	if (dup_into(&x->subject, rq->subject_token) != 0 ||
+	    dup_into(&x->subject_type, rq->subject_token_type) != 0 ||
+	    dup_into(&x->scope, rq->scope) != 0 || dup_into(&x->resource, rq->resource) != 0 ||
+	    dup_into(&x->details, rq->authorization_details) != 0 ||
+	    (rq->delay_ms <= 0 && xch_send(x) != 0)) {
+		xch_free(x);
 		return NULL;
 	}
+	if (rq->delay_ms > 0)
+		ev_timer_start(o->loop, &x->delay);
 	return x;
 }
 
@@ -799,5 +985,11 @@ oauth_exchange_cancel(struct oauth_xch_call *x)
 	if (x == NULL)
 		return;
 	http_cancel(x->call);
-	free(x);
+	xch_free(x);
+}
+
+struct dpop *
+oauth_dpop(const struct oauth *o)
+{
+	return o != NULL ? o->set.dpop : NULL;
 }

@@ -20,6 +20,15 @@ static const char *const names[REASON_COUNT] = {
 	[REASON_REQUEST_INVALID] = "request-invalid",
 	[REASON_EXCHANGE_DENIED] = "exchange-denied",
 	[REASON_REDIS_ERROR] = "redis-error",
+	[REASON_IDP_INVALID_GRANT] = "invalid_grant",
+	[REASON_IDP_UNAUTHORIZED_CLIENT] = "unauthorized_client",
+	[REASON_IDP_ACCESS_DENIED] = "access_denied",
+	[REASON_IDP_INVALID_REQUEST] = "invalid_request",
+	[REASON_IDP_INVALID_SCOPE] = "invalid_scope",
+	[REASON_IDP_INVALID_TARGET] = "invalid_target",
+	[REASON_IDP_INVALID_AUTHORIZATION_DETAILS] = "invalid_authorization_details",
+	[REASON_IDP_UNSUPPORTED_GRANT_TYPE] = "unsupported_grant_type",
+	[REASON_IDP_REFUSED] = "idp-refused",
 };
 
 const char *

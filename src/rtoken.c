@@ -476,8 +476,9 @@ rtoken_new(struct ev_loop *loop, struct http_client *http, const struct cfg *cfg
 			goto fail;
 		break;
 	case CFG_REDIS_OAUTH: {
+		/* a Redis AUTH password carries no DPoP proof: a bearer token */
 		struct oauth_scope sc = {.scope = cfg->redis.token_scope,
-		    .resource = cfg->redis.token_resource};
+		    .resource = cfg->redis.token_resource, .bearer_only = 1};
 		if ((rt->oauth = oauth_new_scoped(loop, http, cfg, &sc, err, errlen)) == NULL)
 			goto fail;
 		oauth_set_refresh_lead(rt->oauth, lead_ms);

@@ -270,6 +270,8 @@ secrets_check_cfg(const struct cfg *cfg, struct cfg_errors *errs)
 	    SECRETS_PRIVATE_PEM, errs);
 	rc |= check_file(cfg, "oauth", "certificate_file", cfg->oauth.certificate_file,
 	    SECRETS_PUBLIC, errs);
+	rc |= check_file(cfg, "oauth", "dpop_key_file", cfg->oauth.dpop_key_file,
+	    SECRETS_PRIVATE_PEM, errs);
 	rc |= check_file(cfg, "redis", "sentinel_password_file", cfg->redis.sentinel_password_file,
 	    SECRETS_TRIMMED, errs);
 	for (size_t i = 0; i < cfg->nactions; i++) {
@@ -278,6 +280,8 @@ secrets_check_cfg(const struct cfg *cfg, struct cfg_errors *errs)
 		    SECRETS_TRIMMED, errs);
 	}
 	rc |= check_file(cfg, "notify", "bearer_file", cfg->notify.bearer_file, SECRETS_TRIMMED,
+	    errs);
+	rc |= check_file(cfg, "authz", "bearer_file", cfg->authz.bearer_file, SECRETS_TRIMMED,
 	    errs);
 	return rc;
 }

@@ -277,6 +277,13 @@ int
 token_parse_response(const char *body, size_t len, char **access_token,
 		     long long *expires_in_s, char *err, size_t errlen)
 {
+	return token_parse_bound(body, len, 0, access_token, expires_in_s, err, errlen);
+}
+
+int
+token_parse_bound(const char *body, size_t len, int dpop, char **access_token,
+		  long long *expires_in_s, char *err, size_t errlen)
+{
 	json_t *o = json_loadb(body ? body : "", body ? len : 0, 0, NULL);
 	const char *tok, *type;
 	long long expires;
@@ -295,10 +302,15 @@ token_parse_response(const char *body, size_t len, char **access_token,
 		rc = fail(err, errlen, "access_token holds characters a header cannot carry");
 	else if (strlen(tok) > TOKEN_MAX_BYTES)
 		rc = fail(err, errlen, "access_token is longer than " TOKEN_MAX_STR " bytes");
-	else if (json_object_get(o, "token_type") != NULL &&
+	else if (!dpop && json_object_get(o, "token_type") != NULL &&
 	    ((type = json_string_value(json_object_get(o, "token_type"))) == NULL ||
 	    strcasecmp(type, "Bearer") != 0))
 		rc = fail(err, errlen, "token_type is not Bearer");
+	/* RFC 9449 §5: a server that ignored the proof answers Bearer, and that
+	 * token would be refused (or worse, work unbound): not taken */
+	else if (dpop && ((type = json_string_value(json_object_get(o, "token_type"))) == NULL ||
+	    strcasecmp(type, "DPoP") != 0))
+		rc = fail(err, errlen, "token_type is not DPoP: the server did not bind the token");
 	else if (read_expires_in(json_object_get(o, "expires_in"), &expires) != 0)
 		rc = fail(err, errlen, "expires_in is not a non-negative number");
 	else if ((*access_token = strdup(tok)) == NULL)
@@ -315,6 +327,72 @@ token_parse_response(const char *body, size_t len, char **access_token,
 	return rc;
 }
 
+
+/* ---- what an IdP's error means (warrantd(7) §9) ---- */
+
+static const struct {
+	const char *code;
+	enum token_idp_error e;
+} idp_codes[] = {
+	{"invalid_client", TOKEN_IDP_REFRESH},
+	{"invalid_grant", TOKEN_IDP_REFUSED},
+	{"unauthorized_client", TOKEN_IDP_REFUSED},
+	{"access_denied", TOKEN_IDP_REFUSED},
+	/* a revoked actor_token is refused so by some servers: a refresh mends it */
+	{"invalid_request", TOKEN_IDP_REFUSED},
+	{"invalid_scope", TOKEN_IDP_FATAL},
+	{"invalid_target", TOKEN_IDP_FATAL},
+	{"invalid_authorization_details", TOKEN_IDP_FATAL},
+	{"unsupported_grant_type", TOKEN_IDP_FATAL},
+	{"temporarily_unavailable", TOKEN_IDP_TRANSIENT},
+	/* RFC 9449: a proof refused (a clock off, a nonce challenged twice) is
+	 * asked again, not an answer about the client */
+	{"use_dpop_nonce", TOKEN_IDP_TRANSIENT},
+	{"invalid_dpop_proof", TOKEN_IDP_TRANSIENT},
+	{"server_error", TOKEN_IDP_TRANSIENT},
+};
+
+enum token_idp_error
+token_idp_classify(long status, const char *detail, char *code, size_t codelen)
+{
+	static const char pfx[] = "idp error: ";
+	size_t n = 0;
+
+	code[0] = '\0';
+	if (detail != NULL && strncmp(detail, pfx, sizeof pfx - 1) == 0) {
+		const char *c = detail + sizeof pfx - 1;
+		while (n + 1 < codelen && n < 63 && ((c[n] >= 'a' && c[n] <= 'z') || c[n] == '_'))
+			n++;
+		/* a code is the whole word: "invalid_grant2" is no invalid_grant */
+		if (c[n] != '\0' && c[n] != ':')
+			n = 0;
+		memcpy(code, c, n);
+		code[n] = '\0';
+	}
+	if (status == 0 || status >= 500 || status == 408 || status == 429 ||
+	    (status >= 200 && status <= 299))
+		return TOKEN_IDP_TRANSIENT;
+	for (size_t i = 0; n > 0 && i < sizeof idp_codes / sizeof idp_codes[0]; i++)
+		if (strcmp(code, idp_codes[i].code) == 0)
+			return idp_codes[i].e;
+	return status == 401 ? TOKEN_IDP_REFRESH : TOKEN_IDP_REFUSED;
+}
+
+const char *
+token_idp_error_name(enum token_idp_error e)
+{
+	switch (e) {
+	case TOKEN_IDP_TRANSIENT:
+		return "transient";
+	case TOKEN_IDP_REFRESH:
+		return "refresh";
+	case TOKEN_IDP_REFUSED:
+		return "refused";
+	case TOKEN_IDP_FATAL:
+		return "fatal";
+	}
+	return "unknown";
+}
 
 /* ---- token_command (warrantd(7) §9: the Redis token from a program) ---- */
 

@@ -190,6 +190,12 @@ metrics_sample_engine(void *arg, struct metrics_sample *out)
 	out->in_flight = g.in_flight;
 	out->token_state = g.token_state;
 	out->token_expires_in_s = g.token_expires_in_s;
+	for (size_t i = 0; i < g.nscopes && i < METRICS_SCOPES_MAX; i++) {
+		out->scopes[i].name = g.scopes[i].name;
+		out->scopes[i].state = g.scopes[i].state;
+		out->scopes[i].expires_in_s = g.scopes[i].expires_in_s;
+	}
+	out->nscopes = g.nscopes < METRICS_SCOPES_MAX ? g.nscopes : METRICS_SCOPES_MAX;
 	out->redis_up = g.redis_up;
 	out->version = WARRANTD_VERSION;
 	out->start_time_s = g.started_at_ms / 1000;

@@ -13,6 +13,12 @@
 #include <string.h>
 #include <time.h>
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+
+#include "b64url.h"
+#include "jws.h"
 #include "log.h"
 
 /* One per request: created by the URI log callback, freed when MHD is done. */
@@ -322,4 +328,142 @@ fake_wait(struct MHD_Daemon *d)
 	pthread_mutex_unlock(&fk.mu);
 	MHD_stop_daemon(d);
 	return sig;
+}
+
+/* ---- RFC 9449 §4.3: a DPoP proof as a server checks it ---- */
+
+/* Segment `which` (0 header, 1 payload) of a compact JWS as JSON. */
+static json_t *
+jws_segment(const char *jws, int which)
+{
+	const char *p = jws, *end;
+	unsigned char *raw = NULL;
+	size_t n = 0;
+	json_t *j;
+
+	for (int i = 0; i < which; i++)
+		if ((p = strchr(p, '.')) == NULL)
+			return NULL;
+		else
+			p++;
+	if ((end = strchr(p, '.')) == NULL ||
+	    b64url_decode(p, (size_t)(end - p), &raw, &n) != 0)
+		return NULL;
+	j = json_loadb((const char *)raw, n, 0, NULL);
+	free(raw);
+	return j;
+}
+
+/* The ES256 signature of jws verifies with the public jwk (a JWKS of one
+ * key, read by the verifier's own reader). */
+static int
+es256_verifies(const char *jws, const json_t *jwk)
+{
+	json_t *set = json_pack("{s:[O]}", "keys", jwk);
+	char *text = set ? json_dumps(set, JSON_COMPACT) : NULL, err[160];
+	struct jws_vkey *keys = NULL;
+	int n = text ? jws_vkeys_read((const unsigned char *)text, strlen(text), JWA_ES256, &keys,
+	    err, sizeof err) : -1;
+	const char *dot = strrchr(jws, '.');
+	unsigned char *sig = NULL, *der = NULL;
+	size_t sig_len = 0;
+	int der_len = 0, ok = 0;
+
+	if (n == 1 && dot != NULL && b64url_decode(dot + 1, strlen(dot + 1), &sig, &sig_len) == 0 &&
+	    jws_es256_to_der(sig, sig_len, &der, &der_len) == 0) {
+		EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+		ok = ctx != NULL && EVP_DigestVerifyInit(ctx, NULL, EVP_sha256(), NULL, keys[0].pk) == 1 &&
+		    EVP_DigestVerify(ctx, der, (size_t)der_len, (const unsigned char *)jws,
+		    (size_t)(dot - jws)) == 1;
+		EVP_MD_CTX_free(ctx);
+	}
+	OPENSSL_free(der);
+	free(sig);
+	if (n > 0)
+		jws_vkeys_free(keys, (size_t)n);
+	free(text);
+	json_decref(set);
+	return ok;
+}
+
+static const char *
+str_of(const json_t *o, const char *name)
+{
+	return json_string_value(json_object_get(o, name));
+}
+
+const char *
+fake_dpop_check(const char *proof, const char *htm, const char *htu, const char *token,
+		const char *nonce, char *jkt, size_t jktlen, char *jti, size_t jtilen)
+{
+	json_t *h = proof ? jws_segment(proof, 0) : NULL, *c = proof ? jws_segment(proof, 1) : NULL;
+	const json_t *jwk = json_object_get(h, "jwk"), *iat = json_object_get(c, "iat");
+	const char *why = NULL;
+	char canon[400];
+	unsigned char md[SHA256_DIGEST_LENGTH];
+	char *b = NULL;
+	long long now = (long long)time(NULL);
+
+	jkt[0] = jti[0] = '\0';
+	if (h == NULL || c == NULL)
+		why = "the DPoP proof is not a JWS";
+	else if (str_of(h, "typ") == NULL || strcmp(str_of(h, "typ"), "dpop+jwt") != 0)
+		why = "typ is not dpop+jwt";
+	else if (str_of(h, "alg") == NULL || strcmp(str_of(h, "alg"), "ES256") != 0)
+		why = "alg is not ES256";
+	else if (!json_is_object(jwk) || json_object_get(jwk, "d") != NULL ||
+	    str_of(jwk, "x") == NULL || str_of(jwk, "y") == NULL)
+		why = "no public jwk";
+	else if (!es256_verifies(proof, jwk))
+		why = "the signature does not verify with the jwk";
+	else if (str_of(c, "htm") == NULL || strcmp(str_of(c, "htm"), htm) != 0)
+		why = "htm is not the method";
+	else if (str_of(c, "htu") == NULL || strcmp(str_of(c, "htu"), htu) != 0)
+		why = "htu is not the URL";
+	else if (!json_is_integer(iat) || json_integer_value(iat) < now - 60 ||
+	    json_integer_value(iat) > now + 60)
+		why = "iat is not within 60 s";
+	else if (str_of(c, "jti") == NULL || strlen(str_of(c, "jti")) < 8 ||
+	    strlen(str_of(c, "jti")) >= jtilen)
+		why = "no jti";
+	else if (nonce != NULL && (str_of(c, "nonce") == NULL ||
+	    strcmp(str_of(c, "nonce"), nonce) != 0))
+		why = "use_dpop_nonce";
+	if (why == NULL && token != NULL) {
+		SHA256((const unsigned char *)token, strlen(token), md);
+		b = b64url_encode(md, sizeof md);
+		if (b == NULL || str_of(c, "ath") == NULL || strcmp(str_of(c, "ath"), b) != 0)
+			why = "ath is not the token's hash";
+		free(b);
+	} else if (why == NULL && json_object_get(c, "ath") != NULL) {
+		why = "ath without a token";
+	}
+	if (why == NULL) {
+		snprintf(jti, jtilen, "%s", str_of(c, "jti"));
+		/* RFC 7638 by hand: the required members, sorted, no blanks */
+		snprintf(canon, sizeof canon, "{\"crv\":\"%s\",\"kty\":\"%s\",\"x\":\"%s\",\"y\":\"%s\"}",
+		    str_of(jwk, "crv") ? str_of(jwk, "crv") : "", str_of(jwk, "kty") ?
+		    str_of(jwk, "kty") : "", str_of(jwk, "x"), str_of(jwk, "y"));
+		SHA256((const unsigned char *)canon, strlen(canon), md);
+		if ((b = b64url_encode(md, sizeof md)) != NULL)
+			snprintf(jkt, jktlen, "%s", b);
+		free(b);
+	}
+	json_decref(h);
+	json_decref(c);
+	return why;
+}
+
+json_t *
+fake_unverified_claim(const char *authorization, const char *claim)
+{
+	const char *tok = authorization == NULL ? NULL :
+	    strncmp(authorization, "Bearer ", 7) == 0 ? authorization + 7 :
+	    strncmp(authorization, "DPoP ", 5) == 0 ? authorization + 5 : NULL;
+	json_t *payload = tok && strchr(tok, '.') ? jws_segment(tok, 1) : NULL;
+	json_t *v = json_object_get(payload, claim);
+
+	v = v ? json_incref(v) : json_null();
+	json_decref(payload);
+	return v;
 }

@@ -110,4 +110,23 @@ json_t *fake_header_json(struct MHD_Connection *c, const char *name);
 /* 1 when r's path (the request-target before any '?') is exactly path. */
 int fake_path_is(const struct fake_req *r, const char *path);
 
+/*
+ * RFC 9449 §4.3: checks a DPoP proof as a server does -- one JWS with typ
+ * dpop+jwt, alg ES256, a public P-256 jwk and a signature that verifies
+ * with it; htm and htu equal to what was asked (htu without query), iat
+ * within 60 s of now, a jti (copied into jti), ath = the token's SHA-256
+ * when token is set, nonce equal to `nonce` when that is set. The jwk's
+ * RFC 7638 thumbprint, computed here by hand, goes into jkt. NULL when
+ * it holds, else what is wrong (static). Replay (the jti seen before) is
+ * the caller's to refuse.
+ */
+const char *fake_dpop_check(const char *proof, const char *htm, const char *htu,
+			    const char *token, const char *nonce, char *jkt, size_t jktlen,
+			    char *jti, size_t jtilen);
+
+/* A claim of the JWT in an Authorization value (Bearer or DPoP), read
+ * without verifying it -- for a fake to tell whose token came -- as a new
+ * reference; JSON null when there is none. */
+json_t *fake_unverified_claim(const char *authorization, const char *claim);
+
 #endif

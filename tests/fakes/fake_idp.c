@@ -35,8 +35,30 @@
  * whose sub is the record's onBehalfOf, act {"sub": client id}, scope the
  * requested scope and resource the requested resource; a bad actor or
  * record, or POST /_exchange_deny, gets 400 invalid_grant (POST
- * /_exchange_allow undoes it). /_stats adds "exchanges" and
- * "exchanges_denied".
+ * /_exchange_allow undoes it; a body names another error code, e.g.
+ * invalid_scope). POST /_revoke_actors refuses every actor token issued
+ * until then (400 invalid_grant), as an IdP that revoked them does.
+ * /_stats adds "exchanges" and "exchanges_denied".
+ *
+ * DPoP (RFC 9449): a request with a DPoP header has its proof checked
+ * (fake_dpop_check: htm POST, htu this /token, a jti never seen) and gets
+ * {"token_type": "DPoP"} with the token bound by a `cnf.jkt` claim; a bad
+ * proof gets 400 invalid_dpop_proof. POST /_dpop_nonce (body: a nonce, ""
+ * for none) makes it require that nonce: a proof without it gets 400
+ * use_dpop_nonce and a DPoP-Nonce header. /_stats adds "dpop_issued",
+ * "dpop_challenges", "dpop_refused" and "last_jkt".
+ *
+ * RAR (RFC 9396): a client credentials request with authorization_details
+ * (a JSON array of objects with type "warrant", "actions" and "locations"
+ * arrays of strings and an "identifier") gets a token whose
+ * authorization_details claim is what was asked; anything else, or any
+ * request after POST /_rar_deny (POST /_rar_allow undoes it), gets 400
+ * invalid_authorization_details. /_stats adds "rar_issued" and
+ * "last_authorization_details".
+ *
+ * POST /_deny_scope (body: a scope; "" for none) answers every client
+ * credentials request for that scope 400 invalid_scope, POST /_down_scope
+ * 503 temporarily_unavailable.
  *
  * Control: POST /_down (every /token gets 503 until POST /_up), POST /_up,
  * POST /_lifetime (body: seconds), POST /_reset (counters and last_*),
@@ -80,7 +102,16 @@ static struct {
 	long long redis_issued;
 	long long issued, requests, rejected, unavailable;
 	long long exchanges, exchanges_denied;
+	long long dpop_issued, dpop_challenges, dpop_refused;
+	long long rar_issued;
+	int rar_deny;
+	char deny_scope[128];	/* "": none refused */
+	char down_scope[128];	/* "": none down */
+	char dpop_nonce[64];	/* "": no nonce required */
+	char token_url[512];	/* http://127.0.0.1:PORT/token: a proof's htu */
 	int exchange_deny;
+	char deny_code[64];	/* the error /_exchange_deny answers with */
+	long long revoked_before_ms;	/* actor tokens issued before: refused */
 	struct record_key *decision_key;	/* NULL: no token exchange */
 	json_t *last;		/* last_* fields of /_stats */
 	json_t *seen_jti;	/* jti -> true, for replay checks; never reset */
@@ -95,7 +126,8 @@ static void
 reset_locked(void)
 {
 	static const char *const fields[] = {"last_scope", "last_resource", "last_audience",
-	    "last_auth", "last_alg", "last_kid", "last_x5t"};
+	    "last_auth", "last_alg", "last_kid", "last_x5t", "last_jkt",
+	    "last_authorization_details"};
 
 	json_decref(st.last);
 	st.last = json_object();
@@ -103,6 +135,7 @@ reset_locked(void)
 		json_object_set_new(st.last, fields[i], json_null());
 	st.issued = st.requests = st.rejected = st.unavailable = st.redis_issued = 0;
 	st.exchanges = st.exchanges_denied = 0;
+	st.dpop_issued = st.dpop_challenges = st.dpop_refused = st.rar_issued = 0;
 }
 
 static void
@@ -123,6 +156,19 @@ send_error(struct MHD_Connection *c, int status, const char *code, const char *d
 
 	free(s);
 	log_info("fake.token", "status=%d error=%s", status, code);
+	return ret;
+}
+
+/* RFC 9449 §8: a DPoP error, with the nonce to use when there is one. */
+static enum MHD_Result
+send_dpop_error(struct MHD_Connection *c, const char *code, const char *desc, const char *nonce)
+{
+	const char *const extra[] = { "DPoP-Nonce", nonce, NULL };
+	char *s = fake_dump(json_pack("{s:s, s:s}", "error", code, "error_description", desc));
+	enum MHD_Result ret = fake_send(c, 400, s ? s : "{\"error\":\"server_error\"}", extra);
+
+	free(s);
+	log_info("fake.token", "status=400 error=%s", code);
 	return ret;
 }
 
@@ -357,7 +403,8 @@ authenticate_locked(struct MHD_Connection *c, const json_t *form, int *status)
 /* ---- issuing ---- */
 
 static char *issue_token_locked(const char *scope, const struct record *rec,
-				const char *resource);
+				const char *resource, const char *jkt, const json_t *details);
+static const char *issue_aud;	/* the audience asked for, while st.mu is held */
 
 /* RFC 8693 §4.1: the worker acts for the record's subject. */
 static int
@@ -387,6 +434,10 @@ actor_ok_locked(const char *tok)
 	long exp = jwt_get_grant_int(jwt, "exp");
 	ok = jwt_get_alg(jwt) == JWT_ALG_HS256 && errno == 0 && exp > (long)time(NULL) &&
 	    sub != NULL && strcmp(sub, st.client_id) == 0;
+	errno = 0;
+	long iat_ms = jwt_get_grant_int(jwt, "iat_ms");
+	if (ok && st.revoked_before_ms > 0 && (errno != 0 || iat_ms < st.revoked_before_ms))
+		ok = 0;	/* revoked */
 	char *act = ok ? jwt_get_grants_json(jwt, "act") : NULL;
 	if (act != NULL)
 		ok = 0;	/* an exchanged token is no actor token */
@@ -429,7 +480,7 @@ decision_of(const char *raw)
 /* RFC 8693 token exchange; called with st.mu held and the client
  * authenticated. The answer (caller frees) or NULL with *problem set. */
 static char *
-exchange_locked(const json_t *form, const char **problem)
+exchange_locked(const json_t *form, const char *jkt, const char **problem)
 {
 	const char *type = json_string_value(json_object_get(form, "subject_token_type"));
 	const char *subject = json_string_value(json_object_get(form, "subject_token"));
@@ -447,15 +498,64 @@ exchange_locked(const json_t *form, const char **problem)
 		*problem = "subject_token is not a decision record signed by the decider";
 	else
 		answer = issue_token_locked(json_string_value(json_object_get(form, "scope")), rec,
-		    json_string_value(json_object_get(form, "resource")));
+		    json_string_value(json_object_get(form, "resource")), jkt, NULL);
 	if (answer == NULL)
 		st.exchanges_denied++;
 	record_free(rec);
 	return answer;
 }
 
+/* RFC 9449 §6.1: cnf.jkt binds the token to the proof's key. */
+static int
+add_cnf(jwt_t *jwt, const char *jkt)
+{
+	json_t *cnf = json_pack("{s:{s:s}}", "cnf", "jkt", jkt);
+	char *text = cnf ? json_dumps(cnf, JSON_COMPACT) : NULL;
+	int rc = text ? jwt_add_grants_json(jwt, text) : -1;
+
+	free(text);
+	json_decref(cnf);
+	return rc;
+}
+
+/* RFC 9396 §2: what this fake grants, else NULL. */
+static json_t *
+rar_details(const char *text)
+{
+	json_t *d = text ? json_loads(text, 0, NULL) : NULL, *e;
+	size_t i;
+	int ok = json_is_array(d) && json_array_size(d) > 0;
+
+	json_array_foreach(d, i, e) {
+		const char *type = json_string_value(json_object_get(e, "type"));
+		ok = ok && type != NULL && strcmp(type, "warrant") == 0 &&
+		    json_is_array(json_object_get(e, "actions")) &&
+		    json_is_string(json_array_get(json_object_get(e, "actions"), 0)) &&
+		    json_is_array(json_object_get(e, "locations")) &&
+		    json_is_string(json_object_get(e, "identifier"));
+	}
+	if (!ok) {
+		json_decref(d);
+		return NULL;
+	}
+	return d;
+}
+
+static int
+add_details(jwt_t *jwt, const json_t *details)
+{
+	json_t *o = json_pack("{s:O}", "authorization_details", details);
+	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	int rc = text ? jwt_add_grants_json(jwt, text) : -1;
+
+	free(text);
+	json_decref(o);
+	return rc;
+}
+
 static char *
-issue_token_locked(const char *scope, const struct record *rec, const char *resource)
+issue_token_locked(const char *scope, const struct record *rec, const char *resource,
+		   const char *jkt, const json_t *details)
 {
 	long now = (long)time(NULL);
 	jwt_t *jwt = NULL;
@@ -476,12 +576,17 @@ issue_token_locked(const char *scope, const struct record *rec, const char *reso
 	    (scope != NULL && jwt_add_grant(jwt, "scope", scope)) ||
 	    (resource != NULL && jwt_add_grant(jwt, "resource", resource)) ||
 	    (rec != NULL && add_exchange_claims(jwt, rec) != 0) ||
+	    (jkt != NULL && add_cnf(jwt, jkt) != 0) ||
+	    (issue_aud != NULL && jwt_add_grant(jwt, "aud", issue_aud) != 0) ||
+	    (details != NULL && add_details(jwt, details) != 0) ||
 	    jwt_set_alg(jwt, JWT_ALG_HS256, (const unsigned char *)st.jwt_secret.data,
 	    (int)st.jwt_secret.len) || (tok = jwt_encode_str(jwt)) == NULL)
 		goto done;
-	out = fake_dump(json_pack("{s:s, s:s, s:I}", "access_token", tok, "token_type", "Bearer",
-	    "expires_in", (json_int_t)lifetime_s));
+	out = fake_dump(json_pack("{s:s, s:s, s:I}", "access_token", tok, "token_type",
+	    jkt ? "DPoP" : "Bearer", "expires_in", (json_int_t)lifetime_s));
 	st.issued++;
+	st.dpop_issued += jkt != NULL;
+	st.rar_issued += details != NULL;
 	st.redis_issued += for_redis;
 done:
 	free(tok);
@@ -510,6 +615,35 @@ handle_token(struct MHD_Connection *c, const struct fake_req *r)
 		pthread_mutex_unlock(&st.mu);
 		return send_error(c, 400, "invalid_request", "not a well-formed form body");
 	}
+	/* RFC 9449 §4.3, before anything else is looked at */
+	const char *proof = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "DPoP");
+	char jkt_buf[64] = "", jti[128];
+	const char *jkt = NULL;
+	if (proof != NULL) {
+		const char *why = fake_dpop_check(proof, "POST", st.token_url, NULL,
+		    st.dpop_nonce[0] ? st.dpop_nonce : NULL, jkt_buf, sizeof jkt_buf, jti,
+		    sizeof jti);
+		if (why == NULL && json_object_get(st.seen_jti, jti) != NULL)
+			why = "the proof's jti was seen before";
+		if (why != NULL) {
+			int challenge = strcmp(why, "use_dpop_nonce") == 0;
+			char nonce[64];
+			snprintf(nonce, sizeof nonce, "%s", st.dpop_nonce);
+			if (challenge)
+				st.dpop_challenges++;
+			else
+				st.dpop_refused++;
+			json_decref(form);
+			pthread_mutex_unlock(&st.mu);
+			return send_dpop_error(c, challenge ? "use_dpop_nonce" : "invalid_dpop_proof",
+			    why, challenge ? nonce : NULL);
+		}
+		json_object_set_new(st.seen_jti, jti, json_true());
+		jkt = jkt_buf;
+		set_last("last_jkt", jkt);
+	}
+	set_last("last_authorization_details",
+	    json_string_value(json_object_get(form, "authorization_details")));
 	set_last("last_scope", json_string_value(json_object_get(form, "scope")));
 	set_last("last_resource", json_string_value(json_object_get(form, "resource")));
 	set_last("last_audience", json_string_value(json_object_get(form, "audience")));
@@ -523,12 +657,14 @@ handle_token(struct MHD_Connection *c, const struct fake_req *r)
 		problem = authenticate_locked(c, form, &status);
 	}
 	if (problem == NULL && exchange) {
-		char *answer = exchange_locked(form, &problem);
+		char *answer = exchange_locked(form, jkt, &problem);
 		json_decref(form);
 		pthread_mutex_unlock(&st.mu);
 		if (answer == NULL) {
 			log_info("fake.exchange", "status=400 detail=\"%s\"", problem);
-			return send_error(c, 400, "invalid_grant", problem);
+			return send_error(c, 400, st.exchange_deny && st.deny_code[0] &&
+			    strstr(problem, "/_exchange_deny") ? st.deny_code : "invalid_grant",
+			    problem);
 		}
 		enum MHD_Result ret = fake_send(c, 200, answer, NULL);
 		free(answer);
@@ -541,8 +677,11 @@ handle_token(struct MHD_Connection *c, const struct fake_req *r)
 	const char *res = json_string_value(json_object_get(form, "resource"));
 	char *resource = res && st.redis_scope && strcmp(res, st.redis_scope) == 0 ?
 	    strdup(res) : NULL;
+	const char *rt = json_string_value(json_object_get(form, "authorization_details"));
+	char *rar_text = rt ? strdup(rt) : NULL;
 	json_decref(form);
 	if (problem != NULL) {
+		free(rar_text);
 		free(scope);
 		free(resource);
 		st.rejected++;
@@ -551,7 +690,38 @@ handle_token(struct MHD_Connection *c, const struct fake_req *r)
 		    strcmp(problem, "unsupported_grant_type") == 0 ? problem : "invalid_request",
 		    problem);
 	}
-	char *answer = issue_token_locked(scope, NULL, resource);
+	if (scope != NULL && st.down_scope[0] && strcmp(scope, st.down_scope) == 0) {
+		free(scope);
+		free(resource);
+		free(rar_text);
+		st.unavailable++;
+		pthread_mutex_unlock(&st.mu);
+		return send_error(c, 503, "temporarily_unavailable", "this scope is down (POST "
+		    "/_down_scope)");
+	}
+	if (scope != NULL && st.deny_scope[0] && strcmp(scope, st.deny_scope) == 0) {
+		free(scope);
+		free(resource);
+		free(rar_text);
+		st.rejected++;
+		pthread_mutex_unlock(&st.mu);
+		return send_error(c, 400, "invalid_scope", "this scope is refused (POST /_deny_scope)");
+	}
+	json_t *details = NULL;
+	if (rar_text != NULL && (st.rar_deny || (details = rar_details(rar_text)) == NULL)) {
+		free(scope);
+		free(resource);
+		free(rar_text);
+		st.rejected++;
+		pthread_mutex_unlock(&st.mu);
+		return send_error(c, 400, "invalid_authorization_details",
+		    "not what this server grants");
+	}
+	issue_aud = json_string_value(json_object_get(st.last, "last_audience"));
+	char *answer = issue_token_locked(scope, NULL, resource, jkt, details);
+	issue_aud = NULL;
+	json_decref(details);
+	free(rar_text);
 	free(scope);
 	free(resource);
 	pthread_mutex_unlock(&st.mu);
@@ -569,7 +739,11 @@ static enum MHD_Result
 send_stats(struct MHD_Connection *c)
 {
 	pthread_mutex_lock(&st.mu);
-	json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "issued",
+	json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	    "dpop_issued", (json_int_t)st.dpop_issued,
+	    "dpop_challenges", (json_int_t)st.dpop_challenges,
+	    "dpop_refused", (json_int_t)st.dpop_refused, "rar_issued", (json_int_t)st.rar_issued,
+	    "issued",
 	    (json_int_t)st.issued, "redis_issued", (json_int_t)st.redis_issued,
 	    "requests", (json_int_t)st.requests, "rejected", (json_int_t)st.rejected,
 	    "unavailable", (json_int_t)st.unavailable, "lifetime_s", (json_int_t)st.lifetime_s,
@@ -611,6 +785,42 @@ handle_control(struct MHD_Connection *c, const struct fake_req *r, const char *m
 	if (post && (fake_path_is(r, "/_exchange_deny") || fake_path_is(r, "/_exchange_allow"))) {
 		pthread_mutex_lock(&st.mu);
 		st.exchange_deny = fake_path_is(r, "/_exchange_deny");
+		/* a body of [a-z_] names the error; "{}" (the harness' empty
+		 * body) or nothing keeps invalid_grant */
+		size_t n = strspn(r->body, "abcdefghijklmnopqrstuvwxyz_");
+		if (n != r->len || n >= sizeof st.deny_code)
+			n = 0;
+		memcpy(st.deny_code, r->body, n);
+		st.deny_code[n] = '\0';
+		pthread_mutex_unlock(&st.mu);
+		return fake_send(c, 200, "{\"ok\":true}", NULL);
+	}
+	if (post && (fake_path_is(r, "/_rar_deny") || fake_path_is(r, "/_rar_allow"))) {
+		pthread_mutex_lock(&st.mu);
+		st.rar_deny = fake_path_is(r, "/_rar_deny");
+		pthread_mutex_unlock(&st.mu);
+		return fake_send(c, 200, "{\"ok\":true}", NULL);
+	}
+	if (post && (fake_path_is(r, "/_deny_scope") || fake_path_is(r, "/_down_scope"))) {
+		pthread_mutex_lock(&st.mu);
+		char *to = fake_path_is(r, "/_deny_scope") ? st.deny_scope : st.down_scope;
+		size_t n = r->len < sizeof st.deny_scope - 1 ? r->len : sizeof st.deny_scope - 1;
+		memcpy(to, r->body, n);
+		to[n] = '\0';
+		pthread_mutex_unlock(&st.mu);
+		return fake_send(c, 200, "{\"ok\":true}", NULL);
+	}
+	if (post && fake_path_is(r, "/_dpop_nonce")) {
+		pthread_mutex_lock(&st.mu);
+		size_t n = r->len < sizeof st.dpop_nonce - 1 ? r->len : sizeof st.dpop_nonce - 1;
+		memcpy(st.dpop_nonce, r->body, n);
+		st.dpop_nonce[n] = '\0';
+		pthread_mutex_unlock(&st.mu);
+		return fake_send(c, 200, "{\"ok\":true}", NULL);
+	}
+	if (post && fake_path_is(r, "/_revoke_actors")) {
+		pthread_mutex_lock(&st.mu);
+		st.revoked_before_ms = wtime_now_ms();
 		pthread_mutex_unlock(&st.mu);
 		return fake_send(c, 200, "{\"ok\":true}", NULL);
 	}
@@ -643,6 +853,7 @@ static void
 set_audience(unsigned port)
 {
 	pthread_mutex_lock(&st.mu);
+	snprintf(st.token_url, sizeof st.token_url, "http://127.0.0.1:%u/token", port);
 	if (audience_option != NULL)
 		snprintf(st.audience_url, sizeof st.audience_url, "%s", audience_option);
 	else

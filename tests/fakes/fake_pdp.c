@@ -276,6 +276,10 @@ record_locked(struct MHD_Connection *c, const struct fake_req *r, const json_t *
 	    "content_type", fake_header_json(c, "Content-Type"),
 	    "arrival_ms", (json_int_t)wtime_now_ms(), "status", a->status,
 	    "decision", a->decision));
+	/* whose token asked (issue 26: the PDP's own audience) */
+	json_object_set_new(json_array_get(st.queries, json_array_size(st.queries) - 1),
+	    "token_aud", fake_unverified_claim(MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+	    "Authorization"), "aud"));
 }
 
 static void

@@ -5,6 +5,18 @@
  * is an action call, recorded and answered as the script says; /_script,
  * /_default (replaces only the default answer), /_reset, /_revoke, /_stats
  * and /_requests drive it (/work/notes/harness_api.md).
+ *
+ * DPoP (RFC 9449 §7): a token with a cnf.jkt claim (fake_idp binds one to
+ * a proof's key) is taken only as "Authorization: DPoP <token>" with a DPoP
+ * proof that fake_dpop_check accepts for this method and URL, carries the
+ * token's ath, a jti never seen before and the key cnf.jkt names; anything
+ * else is 401 with WWW-Authenticate: DPoP error="invalid_token" (a bound
+ * token sent as a bearer: a thief's replay) or "invalid_dpop_proof". POST
+ * /_dpop_nonce (body: the nonce; "" for none) demands a nonce: 401
+ * error="use_dpop_nonce" with a DPoP-Nonce header. POST /_dpop_refuse
+ * (body: N) refuses the next N proofs as invalid. /_stats adds
+ * "dpop_ok", "dpop_challenges" and "dpop_refused"; each request's record
+ * "dpop" (its proof held) and "dpop_jkt".
  * One thread per connection, so a delayed answer holds up no other request.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -29,6 +41,7 @@ struct reply {
 	long delay_ms;
 	char retry_after[64];
 	char www_authenticate[256];
+	char dpop_nonce[64];
 };
 
 static struct {
@@ -46,6 +59,10 @@ static struct {
 	/* action calls being answered now, and the most at once since the
 	 * last reset (§13's max_in_flight, seen from the target) */
 	long long in_flight, max_concurrent;
+	json_t *seen_jti;		/* DPoP proofs' jti, never reset */
+	char dpop_nonce[64];		/* "": none demanded */
+	long dpop_refuse;		/* proofs still to refuse */
+	long long dpop_ok, dpop_challenges, dpop_refused;
 } st = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 static long long
@@ -79,6 +96,7 @@ reset_locked(void)
 	st.ok_keys = json_object();
 	st.records_dropped = st.total = st.duplicates = 0;
 	st.max_concurrent = st.in_flight;	/* calls under way go on counting */
+	st.dpop_ok = st.dpop_challenges = st.dpop_refused = 0;
 }
 
 static void
@@ -119,15 +137,26 @@ next_reply_locked(const char *key, struct reply *out)
 	reply_from_spec(json_object_get(st.script, "default"), out);
 }
 
+/* The token of an Authorization value, Bearer or DPoP; NULL for another. */
+static const char *
+token_of(const char *authorization)
+{
+	if (authorization != NULL && strncmp(authorization, "Bearer ", 7) == 0)
+		return authorization + 7;
+	if (authorization != NULL && strncmp(authorization, "DPoP ", 5) == 0)
+		return authorization + 5;
+	return NULL;
+}
+
 static int
 token_ok_locked(const char *authorization)
 {
 	jwt_t *jwt = NULL;
 	int ok = 0;
 
-	if (authorization == NULL || strncmp(authorization, "Bearer ", 7) != 0)
+	if (token_of(authorization) == NULL)
 		return 0;
-	if (jwt_decode(&jwt, authorization + 7, (const unsigned char *)st.secret.data,
+	if (jwt_decode(&jwt, token_of(authorization), (const unsigned char *)st.secret.data,
 	    (int)st.secret.len) != 0)
 		return 0;
 	if (jwt_get_alg(jwt) == JWT_ALG_HS256) {
@@ -162,17 +191,25 @@ token_claim_json(struct MHD_Connection *c, const char *claim)
 	jwt_t *jwt = NULL;
 	json_t *sub = NULL;
 
-	if (st.secret.data == NULL || a == NULL || strncmp(a, "Bearer ", 7) != 0 ||
-	    jwt_decode(&jwt, a + 7, (const unsigned char *)st.secret.data, (int)st.secret.len) != 0)
+	if (st.secret.data == NULL || token_of(a) == NULL ||
+	    jwt_decode(&jwt, token_of(a), (const unsigned char *)st.secret.data,
+	    (int)st.secret.len) != 0)
 		return json_null();
 	if (jwt_get_alg(jwt) == JWT_ALG_HS256 && jwt_get_grant(jwt, claim))
 		sub = json_string(jwt_get_grant(jwt, claim));
-	else if (jwt_get_alg(jwt) == JWT_ALG_HS256 && strcmp(claim, "act") == 0) {
-		/* an object: its `sub` (RFC 8693 §4.1) */
-		char *act = jwt_get_grants_json(jwt, "act");
+	else if (jwt_get_alg(jwt) == JWT_ALG_HS256 && strcmp(claim, "authorization_details") == 0) {
+		/* RFC 9396: the granted details, as they are */
+		char *d = jwt_get_grants_json(jwt, claim);
+		sub = d ? json_loads(d, 0, NULL) : NULL;
+		free(d);
+	} else if (jwt_get_alg(jwt) == JWT_ALG_HS256 && (strcmp(claim, "act") == 0 ||
+	    strcmp(claim, "cnf") == 0)) {
+		/* an object: its `sub` (RFC 8693 §4.1), its `jkt` (RFC 9449 §6.1) */
+		char *act = jwt_get_grants_json(jwt, claim);
 		json_t *o = act ? json_loads(act, 0, NULL) : NULL;
-		if (json_is_string(json_object_get(o, "sub")))
-			sub = json_incref(json_object_get(o, "sub"));
+		const char *member = strcmp(claim, "act") == 0 ? "sub" : "jkt";
+		if (json_is_string(json_object_get(o, member)))
+			sub = json_incref(json_object_get(o, member));
 		json_decref(o);
 		free(act);
 	}
@@ -182,7 +219,7 @@ token_claim_json(struct MHD_Connection *c, const char *claim)
 
 static void
 record_locked(struct MHD_Connection *c, const struct fake_req *r, const char *method,
-	      const char *key, const struct reply *rp)
+	      const char *key, const struct reply *rp, const char *dpop_jkt)
 {
 	int status = rp->status;
 	char code[16];
@@ -212,6 +249,12 @@ record_locked(struct MHD_Connection *c, const struct fake_req *r, const char *me
 	    "body", body ? body : json_null(),
 	    "arrival_ms", (json_int_t)wtime_now_ms(), "status", status,
 	    "delay_ms", (json_int_t)rp->delay_ms));
+	json_t *last = json_array_get(st.records, json_array_size(st.records) - 1);
+	json_object_set_new(last, "dpop", json_boolean(dpop_jkt != NULL));
+	json_object_set_new(last, "token_rar", token_claim_json(c, "authorization_details"));
+	json_object_set_new(last, "token_aud", fake_unverified_claim(MHD_lookup_connection_value(c,
+	    MHD_HEADER_KIND, "Authorization"), "aud"));
+	json_object_set_new(last, "dpop_jkt", dpop_jkt ? json_string(dpop_jkt) : json_null());
 }
 
 static char *
@@ -224,7 +267,9 @@ stats_locked(void)
 	json_object_foreach(st.keys, key, n)
 		if (json_integer_value(n) > max)
 			max = json_integer_value(n);
-	json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:O, s:O}",
+	json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:O, s:O}",
+	    "dpop_ok", (json_int_t)st.dpop_ok, "dpop_challenges", (json_int_t)st.dpop_challenges,
+	    "dpop_refused", (json_int_t)st.dpop_refused,
 	    "total", (json_int_t)st.total, "in_flight", (json_int_t)st.in_flight,
 	    "max_concurrent", (json_int_t)st.max_concurrent,
 	    "distinct_keys", (json_int_t)json_object_size(st.keys),
@@ -238,7 +283,7 @@ static enum MHD_Result
 send_reply(struct MHD_Connection *c, const struct reply *rp, const char *body)
 {
 	const char *const extra[] = { "Retry-After", rp->retry_after,
-	    "WWW-Authenticate", rp->www_authenticate, NULL };
+	    "WWW-Authenticate", rp->www_authenticate, "DPoP-Nonce", rp->dpop_nonce, NULL };
 
 	return fake_send(c, rp->status, body, extra);
 }
@@ -278,6 +323,47 @@ exchanged_token_fits(struct MHD_Connection *c, const char *path)
 	return ok;
 }
 
+/* RFC 9449 §7.1: NULL when the request may go on (a bearer token that is
+ * not bound, or a bound one with a good proof, its key's thumbprint then
+ * in jkt), else "invalid_token", "use_dpop_nonce" or what is wrong with
+ * the proof. */
+static const char *
+dpop_problem_locked(struct MHD_Connection *c, const struct fake_req *r, const char *method,
+		    const char *auth, char *jkt, size_t jktlen)
+{
+	json_t *cnf = token_claim_json(c, "cnf");
+	const char *proof = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "DPoP");
+	const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+	int scheme_dpop = strncmp(auth, "DPoP ", 5) == 0;
+	const char *why = NULL;
+	char htu[1024], jti[128];
+
+	if (!json_is_string(cnf)) {
+		json_decref(cnf);
+		return scheme_dpop ? "invalid_token" : NULL;	/* DPoP with a token not bound */
+	}
+	snprintf(htu, sizeof htu, "http://%s%.*s", host ? host : "", (int)strcspn(r->uri, "?#"),
+	    r->uri);
+	if (!scheme_dpop || proof == NULL)
+		why = "invalid_token";	/* a bound token as a bearer: a thief's replay */
+	else if (st.dpop_refuse > 0) {
+		st.dpop_refuse--;
+		why = "refused for a test (POST /_dpop_refuse)";
+	} else if ((why = fake_dpop_check(proof, method, htu, auth + 5,
+	    st.dpop_nonce[0] ? st.dpop_nonce : NULL, jkt, jktlen, jti, sizeof jti)) == NULL) {
+		if (json_object_get(st.seen_jti, jti) != NULL)
+			why = "jti replayed";
+		else if (strcmp(jkt, json_string_value(cnf)) != 0)
+			why = "the proof's key is not the token's cnf.jkt";
+		else {
+			json_object_set_new(st.seen_jti, jti, json_true());
+			st.dpop_ok++;
+		}
+	}
+	json_decref(cnf);
+	return why;
+}
+
 static enum MHD_Result
 handle_action(struct MHD_Connection *c, const struct fake_req *r, const char *method)
 {
@@ -286,17 +372,35 @@ handle_action(struct MHD_Connection *c, const struct fake_req *r, const char *me
 	struct reply rp;
 	char body[64];
 
+	const char *dpop_problem = NULL;
+	char jkt[64] = "";
+
 	pthread_mutex_lock(&st.mu);
+	if (st.secret.data != NULL && token_ok_locked(auth))
+		dpop_problem = dpop_problem_locked(c, r, method, auth, jkt, sizeof jkt);
 	if (st.secret.data != NULL && !token_ok_locked(auth)) {
 		rp = (struct reply){ .status = 401 };
 		snprintf(rp.www_authenticate, sizeof rp.www_authenticate,
 		    "Bearer error=\"invalid_token\"");
+	} else if (dpop_problem != NULL) {
+		rp = (struct reply){ .status = 401 };
+		int challenge = strcmp(dpop_problem, "use_dpop_nonce") == 0;
+		int refused = strcmp(dpop_problem, "invalid_token") != 0 && !challenge;
+		snprintf(rp.www_authenticate, sizeof rp.www_authenticate,
+		    "DPoP algs=\"ES256\", error=\"%s\"", challenge ? "use_dpop_nonce" :
+		    refused ? "invalid_dpop_proof" : "invalid_token");
+		if (challenge) {
+			snprintf(rp.dpop_nonce, sizeof rp.dpop_nonce, "%s", st.dpop_nonce);
+			st.dpop_challenges++;
+		} else {
+			st.dpop_refused++;
+		}
 	} else if (st.secret.data != NULL && !exchanged_token_fits(c, r->uri)) {
 		rp = (struct reply){ .status = 403 };	/* a token for someone or something else */
 	} else {
 		next_reply_locked(key, &rp);
 	}
-	record_locked(c, r, method, key, &rp);
+	record_locked(c, r, method, key, &rp, jkt[0] && dpop_problem == NULL ? jkt : NULL);
 	if (++st.in_flight > st.max_concurrent)
 		st.max_concurrent = st.in_flight;
 	pthread_mutex_unlock(&st.mu);
@@ -386,6 +490,18 @@ handle_control(struct MHD_Connection *c, const struct fake_req *r, const char *m
 		return set_default(c, r);
 	if (get && (fake_path_is(r, "/_stats") || requests))
 		return send_dump(c, requests);
+	if (post && (fake_path_is(r, "/_dpop_nonce") || fake_path_is(r, "/_dpop_refuse"))) {
+		pthread_mutex_lock(&st.mu);
+		if (fake_path_is(r, "/_dpop_refuse")) {
+			st.dpop_refuse = strtol(r->body, NULL, 10);
+		} else {
+			size_t n = r->len < sizeof st.dpop_nonce - 1 ? r->len : sizeof st.dpop_nonce - 1;
+			memcpy(st.dpop_nonce, r->body, n);
+			st.dpop_nonce[n] = '\0';
+		}
+		pthread_mutex_unlock(&st.mu);
+		return fake_send(c, 200, "{\"ok\":true}", NULL);
+	}
 	if (post && (reset || fake_path_is(r, "/_revoke"))) {
 		pthread_mutex_lock(&st.mu);
 		json_t *body = reset ? NULL : json_loadb(r->body, r->len, 0, NULL);
@@ -445,11 +561,13 @@ main(int argc, char **argv)
 		return 1;
 	}
 	reset_locked();
+	st.seen_jti = json_object();
 	if ((d = fake_start(&server, &args.port, args.port_file)) == NULL)
 		return 1;
 	log_info("fake.listening", "port=%u jwt=%s", args.port, st.secret.data ? "on" : "off");
 	sig = fake_wait(d);
 	drop_state();
+	json_decref(st.seen_jti);
 	free(st.secret.data);
 	log_info("fake.stopped", "signal=%d", sig);
 	return 0;

@@ -628,6 +628,8 @@ test_webhook_down_never_blocks(void **state)
 /* group "oauth": the worker's token on the webhook and the PDP         */
 
 #define HOOK_STATIC_TOKEN "static-hook-token-6b1f0c"
+#define HOOK_AUD "urn:test:webhook"	/* the audiences of the sink's and the PDP's tokens */
+#define PDP_AUD "urn:test:pdp"
 
 /* [oauth] for the actions and the PDP; the webhook authenticated as
  * `notify_auth` says ("oauth", "none", or "static" with a bearer_file). */
@@ -659,12 +661,13 @@ oauth_up_with(const char *notify_auth)
 		    "auth = static\nbearer_file = %s\n", tok);
 		free(tok);
 	} else if (notify_auth != NULL) {
-		snprintf(notify + strlen(notify), sizeof notify - strlen(notify), "auth = %s\n",
-		    notify_auth);
+		/* §6: a token for the sink's own audience, never the worker's */
+		snprintf(notify + strlen(notify), sizeof notify - strlen(notify), "auth = %s\n%s",
+		    notify_auth, strcmp(notify_auth, "oauth") == 0 ? "audience = " HOOK_AUD "\n" : "");
 	}
 	snprintf(sections, sizeof sections,
 	    "[oauth]\ntoken_url = %s/token\nclient_id = %s\nclient_secret_file = %s\n"
-	    "[authz]\nurl = %s" PDP_PATH "\ntimeout_ms = 2000\n",
+	    "[authz]\nurl = %s" PDP_PATH "\ntimeout_ms = 2000\nauth = oauth\naudience = " PDP_AUD "\n",
 	    idp.url, CLIENT_ID, secret_path, pdp.url);
 	struct h_daemon_opts o = { .redis_sock = redis.sock, .target_url = target.url,
 	    .action_auth = "oauth", .notify_extra = notify, .sections = sections };
@@ -702,6 +705,9 @@ assert_pdp_saw_token(const char *id, const char *decision)
 	assert_string_equal(str_of(json_array_get(q, 0), "decision"), decision);
 	if (!json_is_true(json_object_get(json_array_get(q, 0), "authorization")))
 		fail_msg("%s: the PDP query had no Authorization", id);
+	/* issue 26, §7: the PDP's own token, never the worker's (which the PDP
+	 * could replay against every target) */
+	assert_string_equal(str_of(json_array_get(q, 0), "token_aud"), PDP_AUD);
 	json_decref(q);
 }
 
@@ -751,8 +757,8 @@ assert_target_called_with_token(const char *allowed, const char *denied)
 	json_decref(calls);
 }
 
-/* A job the PDP denies: the PDP was asked with a bearer, and the webhook
- * POST (to default_owner) carries the worker's own token. */
+/* A job the PDP denies: the PDP was asked with a token of its own audience,
+ * and the webhook POST (to default_owner) carries one of the sink's. */
 static void
 test_oauth_webhook_and_pdp_carry_token(void **state)
 {
@@ -768,6 +774,8 @@ test_oauth_webhook_and_pdp_carry_token(void **state)
 	json_t *reqs = one_hook_request(denied);
 	const json_t *r = json_array_get(reqs, 0);
 	assert_string_equal(str_of(r, "token_sub"), CLIENT_ID);
+	/* issue 26: the sink's token was minted for the sink alone */
+	assert_string_equal(str_of(r, "token_aud"), HOOK_AUD);
 	assert_int_equal(json_integer_value(json_object_get(r, "status")), 200);
 	json_t *body = hook_body(r);
 	assert_string_equal(str_of(body, "owner"), "ops");

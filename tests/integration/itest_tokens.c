@@ -300,6 +300,19 @@ wait_hb_str(const char *consumer, const char *name, const char *want, int negate
 /* ------------------------------------------------------------------ */
 /* records, states, the PEL                                            */
 
+/* A signed record for `action` on `resource`, its deadline an hour away. */
+static void
+decide_on(const char *id, const char *action, const char *resource)
+{
+	long long now = h_now_ms();
+	char *json = h_record_json(id, action, resource, now - 1000, now + 3600 * 1000LL, 0,
+	    NULL);
+
+	assert_non_null(json);
+	assert_int_equal(h_decide(rc, H_PREFIX, id, json, 1), 0);
+	free(json);
+}
+
 /* A signed record for `action`, its deadline an hour away. */
 static void
 decide_action(const char *id, const char *action)
@@ -1210,6 +1223,20 @@ test_per_action_scopes(void **state)
 /* ------------------------------------------------------------------ */
 /* 5d. token exchange: a token for each job (RFC 8693, issue 12)        */
 
+/* The heartbeat's counter `name` passes `than` (it is written every
+ * heartbeat_ms, so it lags the job's own state). */
+static void
+wait_hb_above(const char *consumer, const char *name, long long than)
+{
+	long long end = h_now_ms() + H_WAIT_MS;
+
+	while (hb_int(consumer, name) <= than) {
+		if (h_now_ms() > end)
+			fail_msg("heartbeat %s of %s stayed at %lld", name, consumer, than);
+		pause_ms(50);	/* polls a condition, with a deadline */
+	}
+}
+
 static void
 test_token_exchange(void **state)
 {
@@ -1244,15 +1271,36 @@ test_token_exchange(void **state)
 	json_decref(all);
 	assert_int_equal(stat_int(&idp, "exchanges"), 5);
 
-	/* The IdP no longer allows it: denied, and the owner told. */
+	/* §9 (issue 26): a revoked actor token is no denial. The IdP's
+	 * invalid_grant refreshes the worker's token (R9) and re-dispatches;
+	 * the job is done with one call. */
+	long long redispatched = hb_int("w1", "redispatched");
+	h_post_ok(&idp, "/_revoke_actors", NULL);
+	decide_action("xch-revoked", "gate.exchange");
+	wait_done("xch-revoked", &dmn[0]);
+	assert_int_equal(target_calls("xch-revoked"), 1);
+	wait_hb_above("w1", "redispatched", redispatched);
+
+	/* The IdP refuses it again after the refresh: failed with its error
+	 * as the reason, the owner told, no call. */
 	h_post_ok(&idp, "/_exchange_deny", NULL);
 	decide_action("xch-refused", "gate.exchange");
-	wait_state("xch-refused", "denied");
+	wait_state("xch-refused", "failed");
 	char *outcome = hash_field("xch-refused", "outcome");
-	assert_string_equal(outcome, "exchange-denied");
+	assert_string_equal(outcome, "invalid_grant");
 	free(outcome);
 	assert_int_equal(target_calls("xch-refused"), 0);
 	assert_true(h_stream_count(rc, H_PREFIX ":notify", "id", "xch-refused") == 1);
+
+	/* invalid_scope: a configuration matter, failed at once. */
+	long long exchanges = stat_int(&idp, "exchanges");
+	h_post_ok(&idp, "/_exchange_deny", "invalid_scope");
+	decide_action("xch-scope", "gate.exchange");
+	wait_state("xch-scope", "failed");
+	outcome = hash_field("xch-scope", "outcome");
+	assert_string_equal(outcome, "invalid_scope");
+	free(outcome);
+	assert_int_equal(stat_int(&idp, "exchanges") - exchanges, 1);
 
 	/* An IdP that is down (503) is waited for within the deadline. */
 	h_post_ok(&idp, "/_exchange_allow", NULL);
@@ -1263,6 +1311,225 @@ test_token_exchange(void **state)
 	wait_done("xch-later", &dmn[0]);
 	assert_int_equal(target_calls("xch-later"), 1);
 	assert_false(h_daemon_log_has(&dmn[0], "eyJ"));	/* no token in the log */
+	h_daemon_down(&dmn[0]);
+}
+
+/* ------------------------------------------------------------------ */
+/* 5d'. DPoP: tokens bound to a key that never leaves (RFC 9449, issue 26) */
+
+static long long
+attempts_of(const char *id)
+{
+	char *v = hash_field(id, "attempts");
+	long long n = v ? strtoll(v, NULL, 10) : -1;
+
+	free(v);
+	return n;
+}
+
+static void
+test_dpop(void **state)
+{
+	char extra[512], id[ID_LEN];
+	(void)state;
+
+	world_up(60);
+	/* both servers demand a nonce from the start */
+	h_post_ok(&idp, "/_dpop_nonce", "idp-n1");
+	h_post_ok(&target, "/_dpop_nonce", "rs-n1");
+	snprintf(extra, sizeof extra, "dpop_key_file = %s\n", h_data("test-es256.key"));
+	struct dcfg c = { .consumer = "w1", .secret_file = secret_path, .oauth_extra = extra };
+	daemon_up(&dmn[0], &c);
+	for (int i = 0; i < 5; i++) {
+		snprintf(id, sizeof id, "dpop-%d", i);
+		decide(id);
+	}
+	for (int i = 0; i < 5; i++) {
+		snprintf(id, sizeof id, "dpop-%d", i);
+		wait_done(id, &dmn[0]);
+		/* a nonce challenge is answered by one immediate retry: no attempt */
+		assert_int_equal(attempts_of(id), 1);
+	}
+	/* the IdP bound the token to the key (cnf.jkt = the proof's key), after
+	 * one nonce challenge; the target saw a good proof with every call,
+	 * challenged once, and the nonce was kept for the next calls */
+	json_t *st = h_get_ok(&idp, "/_stats");
+	const char *jkt = json_string_value(json_object_get(st, "last_jkt"));
+	assert_non_null(jkt);
+	assert_true(json_integer_value(json_object_get(st, "dpop_issued")) >= 1);
+	assert_int_equal(json_integer_value(json_object_get(st, "dpop_challenges")), 1);
+	assert_int_equal(json_integer_value(json_object_get(st, "dpop_refused")), 0);
+	json_t *all = h_get_ok(&target, "/_requests"), *r;
+	size_t i, ok = 0;
+	json_array_foreach(all, i, r) {
+		if (json_integer_value(json_object_get(r, "status")) != 200)
+			continue;
+		assert_true(json_is_true(json_object_get(r, "dpop")));
+		assert_string_equal(json_string_value(json_object_get(r, "dpop_jkt")), jkt);
+		ok++;
+	}
+	assert_int_equal(ok, 5);
+	/* calls that left together before the first challenge came back were
+	 * each challenged once; none twice */
+	long long challenged = h_fake_stat(&target, NULL, "dpop_challenges");
+	assert_true(challenged >= 1 && challenged <= 5);
+	assert_int_equal(h_fake_stat(&target, NULL, "dpop_ok"), 5);
+	json_decref(all);
+	json_decref(st);
+
+	/* A proof the target refuses (invalid_dpop_proof) is a retry (R8),
+	 * not R9: no refresh, no re-dispatch */
+	long long redispatched = hb_int("w1", "redispatched");
+	long long issued = h_fake_stat(&idp, NULL, "issued");
+	h_post_ok(&target, "/_dpop_refuse", "1");
+	decide("dpop-refused");
+	wait_done("dpop-refused", &dmn[0]);
+	assert_int_equal(attempts_of("dpop-refused"), 2);
+	assert_int_equal(hb_int("w1", "redispatched"), redispatched);
+	assert_int_equal(h_fake_stat(&idp, NULL, "issued"), issued);
+
+	/* a new nonce: one more challenge, still no attempt */
+	h_post_ok(&target, "/_dpop_nonce", "rs-n2");
+	decide("dpop-rotated");
+	wait_done("dpop-rotated", &dmn[0]);
+	assert_int_equal(attempts_of("dpop-rotated"), 1);
+	assert_int_equal(h_fake_stat(&target, NULL, "dpop_challenges"), challenged + 1);
+	assert_false(h_daemon_log_has(&dmn[0], "eyJ"));	/* no token, no proof in the log */
+	h_daemon_down(&dmn[0]);
+}
+
+/* ------------------------------------------------------------------ */
+/* 5d''. one action on one resource: RAR (RFC 9396, issue 26)          */
+
+static void
+test_per_record(void **state)
+{
+	char more[512], extra[512];
+	(void)state;
+
+	world_up(60);
+	snprintf(more, sizeof more, "[action gate.rar]\nurl = %s/act/{action}/{resource}\n"
+	    "auth = oauth\ntoken = per-record\n", target.url);
+	/* with DPoP: per-record tokens are bound too */
+	snprintf(extra, sizeof extra, "dpop_key_file = %s\n", h_data("test-es256.key"));
+	struct dcfg c = { .consumer = "w1", .secret_file = secret_path, .more_sections = more,
+	    .oauth_extra = extra };
+	daemon_up(&dmn[0], &c);
+	long long rar0 = h_fake_stat(&idp, NULL, "rar_issued");
+	decide_on("rar-a1", "gate.rar", "lock/1");
+	wait_done("rar-a1", &dmn[0]);
+	decide_on("rar-a2", "gate.rar", "lock/1");
+	decide_on("rar-b1", "gate.rar", "lock/2");
+	wait_done("rar-a2", &dmn[0]);
+	wait_done("rar-b1", &dmn[0]);
+	/* one token per (action, resource), kept until it expires */
+	assert_int_equal(h_fake_stat(&idp, NULL, "rar_issued") - rar0, 2);
+	/* each call's token names this action, its origin and this resource alone */
+	json_t *all = h_get_ok(&target, "/_requests"), *r;
+	size_t i, n = 0;
+	json_array_foreach(all, i, r) {
+		const char *key = json_string_value(json_object_get(r, "idempotency_key"));
+		if (key == NULL || strncmp(key, "rar-", 4) != 0)
+			continue;
+		json_t *d = json_array_get(json_object_get(r, "token_rar"), 0);
+		assert_int_equal(json_array_size(json_object_get(r, "token_rar")), 1);
+		assert_string_equal(json_string_value(json_object_get(d, "type")), "warrant");
+		assert_string_equal(json_string_value(json_array_get(json_object_get(d, "actions"),
+		    0)), "gate.rar");
+		assert_string_equal(json_string_value(json_array_get(json_object_get(d,
+		    "locations"), 0)), target.url);
+		assert_string_equal(json_string_value(json_object_get(d, "identifier")),
+		    key[4] == 'a' ? "lock/1" : "lock/2");
+		assert_true(json_is_true(json_object_get(r, "dpop")));
+		n++;
+	}
+	assert_int_equal(n, 3);
+	json_decref(all);
+
+	/* invalid_authorization_details: failed with that reason, no call */
+	h_post_ok(&idp, "/_rar_deny", NULL);
+	decide_on("rar-denied", "gate.rar", "lock/3");
+	wait_state("rar-denied", "failed");
+	char *outcome = hash_field("rar-denied", "outcome");
+	assert_string_equal(outcome, "invalid_authorization_details");
+	free(outcome);
+	assert_int_equal(target_calls("rar-denied"), 0);
+
+	/* R9 for per-record tokens: a target that refuses every token gets a
+	 * new one per re-dispatch, but the requests are spaced (1 s, then
+	 * doubling), not one per delivery as fast as they come */
+	h_post_ok(&idp, "/_rar_allow", NULL);
+	h_post_ok(&target, "/_default", "{\"status\": 401}");
+	long long before = h_fake_stat(&idp, NULL, "rar_issued");
+	long long t0 = h_now_ms();
+	decide_on("rar-refused", "gate.rar", "lock/4");
+	while (h_now_ms() - t0 < 3500)
+		pause_ms(100);	/* a span of time is what is measured */
+	long long asked = h_fake_stat(&idp, NULL, "rar_issued") - before;
+	printf("    per-record tokens asked for in 3.5 s of refusals: %lld\n", asked);
+	assert_true(asked >= 2 && asked <= 3);	/* at 0, 1 and 3 s; the next at 7 s */
+	char *st = hash_field("rar-refused", "state");
+	assert_string_not_equal(st, "dead");	/* not 16 deliveries burnt in a moment */
+	free(st);
+	h_daemon_down(&dmn[0]);
+}
+
+/* ------------------------------------------------------------------ */
+/* 5d-3. one scope's trouble stays its own (issue 26 item 5)           */
+
+static void
+test_scope_trouble_is_its_own(void **state)
+{
+	char more[512];
+	(void)state;
+
+	world_up(60);
+	/* §9: the IdP refuses gates.close's scope for good from the start: its
+	 * job fails with that code, no wait */
+	h_post_ok(&idp, "/_deny_scope", "gates.close");
+	snprintf(more, sizeof more, "[action gate.close]\nurl = %s/close/{resource}\n"
+	    "auth = oauth\nscope = gates.close\n", target.url);
+	struct dcfg c = { .consumer = "w1", .secret_file = secret_path, .more_sections = more };
+	daemon_up(&dmn[0], &c);
+	decide_action("sc-refused", "gate.close");
+	wait_state("sc-refused", "failed");
+	char *outcome = hash_field("sc-refused", "outcome");
+	assert_string_equal(outcome, "invalid_scope");
+	free(outcome);
+
+	/* now the scope is only down (503): its job waits in hand while the
+	 * other actions go on, and the heartbeat says whose trouble it is */
+	long long down = h_fake_stat(&idp, NULL, "unavailable");
+	h_post_ok(&idp, "/_down_scope", "gates.close");
+	h_post_ok(&idp, "/_deny_scope", "");
+	/* the scope's next fetch (its backoff) meets the 503: no longer refused */
+	long long end = h_now_ms() + H_WAIT_MS;
+	while (h_fake_stat(&idp, NULL, "unavailable") == down) {
+		if (h_now_ms() > end)
+			fail_msg("the scope's token was not asked for again");
+		pause_ms(50);	/* polls a condition, with a deadline */
+	}
+	decide_action("sc-close", "gate.close");
+	for (int i = 0; i < 3; i++) {
+		char id[ID_LEN];
+		snprintf(id, sizeof id, "sc-open-%d", i);
+		decide(id);
+	}
+	for (int i = 0; i < 3; i++) {
+		char id[ID_LEN];
+		snprintf(id, sizeof id, "sc-open-%d", i);
+		wait_done(id, &dmn[0]);
+	}
+	wait_state("sc-close", "auth_wait");
+	assert_int_equal(target_calls("sc-close"), 0);
+	h_wait_hash_field(rc, h_key(H_PREFIX, "consumer:%s", "w1"), "tokenState.gates.close",
+	    "error", H_WAIT_MS);
+	char *ts = hb_str("w1", "tokenState");
+	assert_string_equal(ts, "valid");
+	free(ts);
+	/* the IdP is back: the waiting job runs */
+	h_post_ok(&idp, "/_down_scope", "");
+	wait_done("sc-close", &dmn[0]);
 	h_daemon_down(&dmn[0]);
 }
 
@@ -1546,6 +1813,9 @@ main(void)
 		cmocka_unit_test_teardown(test_refresh_spacing_gaps, world_down),
 		cmocka_unit_test_teardown(test_per_action_scopes, world_down),
 		cmocka_unit_test_teardown(test_token_exchange, world_down),
+		cmocka_unit_test_teardown(test_dpop, world_down),
+		cmocka_unit_test_teardown(test_per_record, world_down),
+		cmocka_unit_test_teardown(test_scope_trouble_is_its_own, world_down),
 		cmocka_unit_test_teardown(test_wall_clock_step, world_down),
 		cmocka_unit_test_teardown(test_promoter_uses_redis_time, world_down),
 		cmocka_unit_test_teardown(test_no_secret_in_logs, world_down),

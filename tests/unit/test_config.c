@@ -854,8 +854,9 @@ test_warnings(void **state)
 	snprintf(text, sizeof text, "%s" MIN_RECORDS MIN_ACTION "method = FROB\n", pdp);
 	assert_int_equal(count_warnings(text, "t.ini:8: warning: method FROB"), 1);
 	snprintf(text, sizeof text, "%s%s" MIN_RECORDS MIN_ACTION, pdp, idp);
+	/* issue 26: the PDP no longer gets the worker's token, so no warning */
 	assert_int_equal(count_warnings(text, "t.ini:2: warning: the PDP is sent the worker's "
-	    "own token"), 1);
+	    "own token"), 0);
 }
 
 static void
@@ -1129,7 +1130,15 @@ test_missing_keys(void **state)
 	EXPECT(MIN_RECORDS "[action a]\nurl = https://h/\nauth = none\ntoken = exchange\n"
 	    "[action b]\nurl = https://h/\nauth = none\ntoken = mine\n",
 	    "t.ini:6: token = exchange trades the worker's OAuth token: only with auth = oauth",
-	    "t.ini:10: token: 'mine' is not one of worker|exchange");
+	    "t.ini:10: token: 'mine' is not one of worker|exchange|per-record");
+	/* issue 26, §6, §7: the PDP's and the sink's tokens are their own */
+	EXPECT(MIN_RECORDS MIN_ACTION MIN_OAUTH "[authz]\nurl = https://pdp/\nauth = oauth\n"
+	    "[notify]\nwebhook_url = https://hook/\nauth = static\nbearer_file = b\nscope = x\n",
+	    "t.ini:12: [authz] auth = oauth needs a scope, resource or audience of its own: the "
+	    "worker's token could call every action",
+	    "t.ini:17: scope is only used with auth = oauth");
+	EXPECT(MIN_RECORDS "[action a]\nurl = https://h/\nauth = none\ntoken = per-record\n",
+	    "t.ini:6: token = per-record asks the [oauth] client for a token: only with auth = oauth");
 	/* an empty value is its own error, not also a missing key */
 	EXPECT(MIN_RECORDS MIN_ACTION "[oauth]\ntoken_url =\nclient_id = c\nclient_secret_file = s\n",
 	    "t.ini:7: token_url: empty value");

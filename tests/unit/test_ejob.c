@@ -237,7 +237,7 @@ static unsigned
 f_auth(void *ctx, const char *action)
 {
 	(void)ctx;
-	return strcmp(action, "gate.oauth") == 0 ? EJOB_AUTH_TOKEN : 0;
+	return action != NULL && strcmp(action, "gate.oauth") == 0 ? EJOB_AUTH_TOKEN : 0;
 }
 
 static const char *

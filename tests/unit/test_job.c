@@ -1280,8 +1280,8 @@ ev_exchanged(enum job_exchange x)
 	return ev;
 }
 
-/* R5 first, then the job's own token, then the call; a refusal is denied
- * and told; an IdP that is down is waited for within the deadline, written
+/* R5 first, then the job's own token, then the call; a refusal is R9 once,
+ * then failed and told (§9); an IdP that is down is waited for within the deadline, written
  * once when the wait begins and once when it ends, and never counts as a call. */
 static void
 test_exchange(void **state)
@@ -1306,16 +1306,53 @@ test_exchange(void **state)
 	s = step(&p, &j, ev_http(200), NOW);
 	assert_int_equal(s.next, JOB_DONE);
 
-	/* refused: denied and told, no call */
+	/* §9 (issue 26): a refusal is no denial. The first refresh and
+	 * re-dispatch (R9); the same refusal again: failed with the IdP's
+	 * code as the reason, and told; no call */
 	memset(&j, 0, sizeof j);
 	p.authz_enabled = 0;
 	s = step(&p, &j, ev_loaded(), NOW);
 	assert_int_equal(s.effects, JOB_FX_START_ATTEMPT | JOB_FX_WRITE_STATE | JOB_FX_EXCHANGE);
-	s = step(&p, &j, ev_exchanged(JOB_XCH_DENIED), NOW);
-	assert_int_equal(s.next, JOB_DENIED);
+	struct job_event rf = ev_exchanged(JOB_XCH_REFUSED);
+	rf.idp_reason = REASON_IDP_INVALID_GRANT;
+	s = step(&p, &j, rf, NOW);
+	assert_int_equal(s.next, JOB_AUTH_WAIT);
+	assert_int_equal(s.effects, JOB_FX_WRITE_STATE | JOB_FX_DROP_TOKEN | JOB_FX_WAIT_TOKEN);
+	s = step(&p, &j, ev_of(JOB_EV_TOKEN_READY), NOW + 10);
+	assert_int_equal(s.effects, JOB_FX_REDISPATCH);
+	struct job_event rd = ev_of(JOB_EV_REDISPATCHED);
+	rd.deliveries = 2;
+	rd.token_ok = 1;
+	s = step(&p, &j, rd, NOW + 20);
+	assert_true(s.effects & JOB_FX_EXCHANGE);
+	s = step(&p, &j, rf, NOW + 30);
+	assert_int_equal(s.next, JOB_FAILED);
 	assert_int_equal(s.effects, FX_TERMINAL_NOTIFY);
-	assert_string_equal(reason_name(s.reason), "exchange-denied");
+	assert_string_equal(reason_name(s.reason), "invalid_grant");
 	assert_int_equal(j.calls, 0);
+
+	/* invalid_client: R9 every time, never failed by itself */
+	memset(&j, 0, sizeof j);
+	(void)step(&p, &j, ev_loaded(), NOW);
+	for (int i = 0; i < 3; i++) {
+		s = step(&p, &j, ev_exchanged(JOB_XCH_REFRESH), NOW + i * 100);
+		assert_int_equal(s.next, JOB_AUTH_WAIT);
+		assert_true(s.effects & JOB_FX_DROP_TOKEN);
+		(void)step(&p, &j, ev_of(JOB_EV_TOKEN_READY), NOW + i * 100 + 10);
+		rd.deliveries = 2 + i;
+		s = step(&p, &j, rd, NOW + i * 100 + 20);
+		assert_true(s.effects & JOB_FX_EXCHANGE);
+	}
+
+	/* invalid_scope, invalid_authorization_details: failed at once */
+	memset(&j, 0, sizeof j);
+	(void)step(&p, &j, ev_loaded(), NOW);
+	struct job_event fe = ev_exchanged(JOB_XCH_FAILED);
+	fe.idp_reason = REASON_IDP_INVALID_AUTHORIZATION_DETAILS;
+	s = step(&p, &j, fe, NOW);
+	assert_int_equal(s.next, JOB_FAILED);
+	assert_int_equal(s.effects, FX_TERMINAL_NOTIFY);
+	assert_string_equal(reason_name(s.reason), "invalid_authorization_details");
 
 	/* unavailable: retried, written once, then the call */
 	memset(&j, 0, sizeof j);
@@ -1340,6 +1377,38 @@ test_exchange(void **state)
 	ev.rnd = UINT64_MAX;
 	s = step(&p, &j, ev, rec.expires_at_ms - 1);
 	assert_int_equal(s.next, JOB_EXPIRED);
+}
+
+/* §9 (issue 26): no token because the IdP refused it for good
+ * (invalid_scope...): failed at once with that code, not a wait; a job
+ * already waiting fails at its wait's timer; a refusal that is not known
+ * to be for good keeps the wait. */
+static void
+test_token_refused_for_good(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j = {0};
+	struct job_event ev = ev_loaded();
+	struct job_step s;
+
+	ev.token_ok = 0;
+	ev.token_refused = REASON_IDP_INVALID_SCOPE;
+	s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_FAILED);
+	assert_int_equal(s.effects, FX_TERMINAL_NOTIFY);
+	assert_string_equal(reason_name(s.reason), "invalid_scope");
+
+	memset(&j, 0, sizeof j);
+	ev.token_refused = REASON_NONE;
+	s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_AUTH_WAIT);
+	struct job_event to = ev_of(JOB_EV_TOKEN_TIMEOUT);
+	to.token_ok = 0;
+	to.token_refused = REASON_IDP_INVALID_TARGET;
+	s = step(&p, &j, to, NOW + 10);
+	assert_int_equal(s.next, JOB_FAILED);
+	assert_string_equal(reason_name(s.reason), "invalid_target");
 }
 
 /* ---- releases and nonsense ---- */
@@ -1936,6 +2005,7 @@ main(void)
 		cmocka_unit_test_setup(test_shell_events, setup),
 		cmocka_unit_test_setup(test_authz_wait_ends_written, setup),
 		cmocka_unit_test_setup(test_exchange, setup),
+		cmocka_unit_test_setup(test_token_refused_for_good, setup),
 		cmocka_unit_test_setup(test_http_401_without_oauth_fails, setup),
 		cmocka_unit_test_setup(test_authz_allow_deny, setup),
 		cmocka_unit_test_setup(test_authz_allow_token_gone, setup),

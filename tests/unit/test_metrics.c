@@ -179,6 +179,20 @@ test_format_sample(void **state)
 		assert_has(t, want);
 	}
 	assert_true(i >= 12);
+	assert_null(strstr(t, "scope_token"));	/* no narrowed token: no family */
+	free(t);
+
+	/* issue 26 item 5: each action's own token under its scope's label */
+	s.nscopes = 2;
+	s.scopes[0] = (struct metrics_scope){"gates.close", "error", 0};
+	s.scopes[1] = (struct metrics_scope){"a\"b", "valid", 30};
+	t = metrics_format(&s, NULL, &len);
+	assert_has(t, "# TYPE warrantd_scope_token_state gauge\n");
+	assert_has(t, "warrantd_scope_token_state{scope=\"gates.close\",state=\"error\"} 1\n");
+	assert_has(t, "warrantd_scope_token_state{scope=\"gates.close\",state=\"valid\"} 0\n");
+	assert_has(t, "warrantd_scope_token_state{scope=\"a\\\"b\",state=\"valid\"} 1\n");
+	assert_has(t, "warrantd_scope_token_expires_in_seconds{scope=\"a\\\"b\"} 30\n");
+	assert_has(t, "warrantd_token_state{state=\"refreshing\"} 1\n");	/* the worker's own */
 	free(t);
 }
 

@@ -484,6 +484,58 @@ test_command_parse(void **state)
 	free(big);
 }
 
+/* §9 (issue 26): one meaning per IdP answer, for every token mode. */
+static void
+test_idp_classify(void **state)
+{
+	static const struct {
+		long status;
+		const char *detail;
+		enum token_idp_error want;
+		const char *code;
+	} cases[] = {
+		{0, "timeout", TOKEN_IDP_TRANSIENT, ""},
+		{503, "http 503", TOKEN_IDP_TRANSIENT, ""},
+		{429, "http 429", TOKEN_IDP_TRANSIENT, ""},
+		{200, "token response has no access_token", TOKEN_IDP_TRANSIENT, ""},
+		{400, "idp error: temporarily_unavailable", TOKEN_IDP_TRANSIENT,
+		    "temporarily_unavailable"},
+		{401, "idp error: invalid_client: bad secret", TOKEN_IDP_REFRESH, "invalid_client"},
+		{400, "idp error: invalid_client", TOKEN_IDP_REFRESH, "invalid_client"},
+		{401, "http 401", TOKEN_IDP_REFRESH, ""},
+		{400, "idp error: invalid_grant: revoked", TOKEN_IDP_REFUSED, "invalid_grant"},
+		{400, "idp error: unauthorized_client", TOKEN_IDP_REFUSED, "unauthorized_client"},
+		{403, "idp error: access_denied", TOKEN_IDP_REFUSED, "access_denied"},
+		{400, "idp error: invalid_request: actor_token", TOKEN_IDP_REFUSED,
+		    "invalid_request"},
+		{400, "http 400", TOKEN_IDP_REFUSED, ""},
+		{400, "idp error: invalid_scope", TOKEN_IDP_FATAL, "invalid_scope"},
+		{400, "idp error: invalid_target: no such", TOKEN_IDP_FATAL, "invalid_target"},
+		{400, "idp error: invalid_authorization_details", TOKEN_IDP_FATAL,
+		    "invalid_authorization_details"},
+		{400, "idp error: unsupported_grant_type", TOKEN_IDP_FATAL,
+		    "unsupported_grant_type"},
+		/* a code is a whole word of [a-z_]; anything else is no code */
+		{400, "idp error: invalid_grant2", TOKEN_IDP_REFUSED, ""},
+		{400, "idp error: Invalid_Scope", TOKEN_IDP_REFUSED, ""},
+		{400, "idp error: (not a string)", TOKEN_IDP_REFUSED, ""},
+	};
+	char code[64];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		enum token_idp_error e = token_idp_classify(cases[i].status, cases[i].detail, code,
+		    sizeof code);
+		if (e != cases[i].want || strcmp(code, cases[i].code) != 0)
+			fail_msg("case %zu (%ld %s): %s \"%s\"", i, cases[i].status,
+			    cases[i].detail, token_idp_error_name(e), code);
+	}
+	/* a short buffer cuts the code to nothing rather than to another code */
+	char small[8];
+	(void)token_idp_classify(400, "idp error: invalid_scope", small, sizeof small);
+	assert_string_equal(small, "");
+}
+
 int
 main(void)
 {
@@ -503,6 +555,7 @@ main(void)
 		cmocka_unit_test(test_parse_ok),
 		cmocka_unit_test(test_parse_refused),
 		cmocka_unit_test(test_parse_error_bodies),
+		cmocka_unit_test(test_idp_classify),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
