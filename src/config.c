@@ -411,6 +411,20 @@ set_action_auth(struct ctx *c, const struct key *k, void *field, const char *v)
 	return 0;
 }
 
+static const struct name_val authz_apis[] = {{"opa", CFG_AUTHZ_OPA},
+	{"authzen", CFG_AUTHZ_AUTHZEN}, {NULL, 0}};
+
+static int
+set_authz_api(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	int n;
+
+	if (lookup(c, k, authz_apis, v, &n) < 0)
+		return -1;
+	*(enum cfg_authz_api *)field = (enum cfg_authz_api)n;
+	return 0;
+}
+
 static const struct name_val action_tokens[] = {{"worker", 0}, {"exchange", 1}, {NULL, 0}};
 
 static int
@@ -629,6 +643,9 @@ static const struct key authz_keys[] = {
 	{"url", set_url, C(authz.url), 0, 0},
 	{"timeout_ms", set_long, C(authz.timeout_ms), 1, VAL_MAX},
 	{"allow_http", set_yes_no, C(authz.allow_http), 0, 0},
+	{"api", set_authz_api, C(authz.api), 0, 0},
+	{"subject_type", set_word, C(authz.subject_type), 0, 0},
+	{"resource_type", set_word, C(authz.resource_type), 0, 0},
 	{NULL, NULL, 0, 0, 0},
 };
 
@@ -758,6 +775,8 @@ set_defaults(struct cfg *cfg)
 	cfg->oauth.min_refresh_interval_ms = 1000;
 
 	cfg->authz.timeout_ms = 2000;
+	cfg->authz.subject_type = strdup("user");
+	cfg->authz.resource_type = strdup("resource");
 	cfg->retry.base_ms = 500;
 	cfg->retry.cap_ms = 60000;
 	cfg->retry.max_attempts = 10;
@@ -767,7 +786,8 @@ set_defaults(struct cfg *cfg)
 	cfg->redis.host = strdup("127.0.0.1");
 	cfg->redis.prefix = strdup("warrant");
 	cfg->redis.group = strdup("workers");
-	return cfg->redis.host && cfg->redis.prefix && cfg->redis.group ? 0 : -1;
+	return cfg->redis.host && cfg->redis.prefix && cfg->redis.group &&
+	    cfg->authz.subject_type && cfg->authz.resource_type ? 0 : -1;
 }
 
 /* ---- the line reader ---- */
@@ -1646,6 +1666,8 @@ cfg_free(struct cfg *cfg)
 	for (size_t i = 0; i < sizeof oauth_strs / sizeof oauth_strs[0]; i++)
 		free(*oauth_strs[i]);
 	free(cfg->authz.url);
+	free(cfg->authz.subject_type);
+	free(cfg->authz.resource_type);
 	free(cfg->notify.default_owner);
 	free(cfg->notify.webhook_url);
 	free(cfg->notify.bearer_file);
@@ -1701,6 +1723,7 @@ names_of_setter(setter set)
 		{set_signature, signatures}, {set_alg, algorithms},
 		{set_assertion_alg, assertion_algs}, {set_client_auth, client_auths},
 		{set_yes_no, yes_no}, {set_action_auth, auths}, {set_action_token, action_tokens},
+		{set_authz_api, authz_apis},
 	};
 
 	for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)

@@ -924,7 +924,8 @@ authz_answered(struct ejob *j, const struct http_response *resp)
 {
 	struct job_event ev = {.kind = JOB_EV_AUTHZ};
 
-	ev.authz = authz_parse_answer(resp->status, resp->body, resp->body_len);
+	ev.authz = authz_parse_answer(env_of(j)->cfg->authz.api, resp->status, resp->body,
+	    resp->body_len);
 	log_info("job.authz", "id=%s status=%ld answer=%s ms=%ld", j->id, resp->status,
 	    authz_name(ev.authz), resp->elapsed_ms);
 	feed(j, &ev);
@@ -953,7 +954,10 @@ start_authz(struct ejob *j)
 		cannot_call(j, JOB_NOCALL_DEADLINE);
 		return;
 	}
-	char *body = authz_request_body(j->rec);
+	const struct authz_shape shape = {.api = env->cfg->authz.api,
+	    .subject_type = env->cfg->authz.subject_type,
+	    .resource_type = env->cfg->authz.resource_type};
+	char *body = authz_request_body(j->rec, &shape);
 	struct job_event ev = {.kind = JOB_EV_AUTHZ, .authz = JOB_AUTHZ_UNAVAILABLE};
 	/* the PDP gets the worker's own token, when there is one */
 	const char *tok = env->ops->bearer(env->ctx, NULL, env->cfg->authz.timeout_ms, &gen);
