@@ -294,6 +294,8 @@ struct store_transition {
 	int skip_lease;			/* no PEL check: the entry left it already */
 	int keep_unpending;		/* a call's result: written even when the
 					   PEL forgot the entry (owner and fence ours) */
+	const char *traceparent;	/* §13: into the audit entries; NULL or ""
+					   when the stream entry carried none */
 };
 
 /* The transition's `flags` argument: the sum of those that hold (one

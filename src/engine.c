@@ -333,7 +333,7 @@ admit(void *arg, const struct sreply_entry *e)
 {
 	struct shard *sh = arg;
 
-	ejobs_admit(sh->jobs, e->stream_id, e->id, e->deliveries);
+	ejobs_admit(sh->jobs, e->stream_id, e->id, e->deliveries, e->traceparent);
 	/* R10's renewals run while something is in hand (lease_cb stops them) */
 	if (!ev_is_active(&sh->eng->lease))
 		ev_timer_start(sh->eng->loop, &sh->eng->lease);

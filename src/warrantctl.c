@@ -40,6 +40,7 @@
 #include "proc.h"
 #include "sreply.h"
 #include "store.h"
+#include "trace.h"
 #include "version.h"
 #include "wtime.h"
 
@@ -72,12 +73,13 @@ static const char usage_text[] =
 "\n"
 "  decide --on-behalf-of S --action A --resource R [--param K=V]... [--params JSON]\n"
 "         --basis B --expires T [--not-before T] [--notify OWNER] [--id ID]\n"
-"         [--issuer ISS] [--kid KID] --key FILE\n"
+"         [--issuer ISS] [--kid KID] [--traceparent TP] --key FILE\n"
 "      write a decision record and enqueue its id (or schedule it when\n"
 "      --not-before is in the future); prints the recordId.\n"
 "      T: RFC 3339 UTC (2026-11-30T04:00:00Z) or +N[smhd] from now.\n"
 "      --key: the PEM private key (ES256, RS256) or the HMAC secret (HS256);\n"
 "      not needed with [records] signature = off.\n"
+"      --traceparent: a W3C Trace Context the job's calls carry (§13).\n"
 "  status [--json] [--shard N]\n"
 "                         group lag, pending entries, consumers, queue sizes\n"
 "                         (with [redis] shards: of shard N, else of each);\n"
@@ -587,7 +589,7 @@ scan_stream(struct ctx *c, const char *key, const char *want, const char *const 
 enum {
 	OPT_ON_BEHALF_OF = 256, OPT_ACTION, OPT_RESOURCE, OPT_PARAM, OPT_PARAMS, OPT_BASIS,
 	OPT_EXPIRES, OPT_NOT_BEFORE, OPT_NOTIFY, OPT_ID, OPT_KID, OPT_KEY, OPT_ISSUER, OPT_JSON,
-	OPT_SHARD,
+	OPT_SHARD, OPT_TRACEPARENT,
 };
 
 struct decide_opts {
@@ -595,6 +597,8 @@ struct decide_opts {
 	char id_buf[CTL_ID_LEN + 1];	/* d.id when --id is not given */
 	const char **params;	/* --param values, d.params points here */
 	const char *expires, *not_before, *key_path, *kid, *issuer;
+	char traceparent[TRACE_LEN + 1];	/* --traceparent, checked; "" none */
+	const char *traceparent_arg;
 };
 
 /* After getopt returned '?' or an option the command does not take; cmd is
@@ -630,6 +634,7 @@ decide_option(struct ctx *c, struct decide_opts *o, int ch)
 	case OPT_KID: o->kid = optarg; break;
 	case OPT_KEY: o->key_path = optarg; break;
 	case OPT_ISSUER: o->issuer = optarg; break;
+	case OPT_TRACEPARENT: o->traceparent_arg = optarg; break;
 	default: return -1;
 	}
 	return 0;
@@ -653,6 +658,7 @@ parse_decide(struct ctx *c, int argc, char **argv, struct decide_opts *o)
 		{"kid", required_argument, NULL, OPT_KID},
 		{"key", required_argument, NULL, OPT_KEY},
 		{"issuer", required_argument, NULL, OPT_ISSUER},
+		{"traceparent", required_argument, NULL, OPT_TRACEPARENT},
 		{"config", required_argument, NULL, 'c'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -701,6 +707,14 @@ complete_decision(struct ctx *c, struct decide_opts *o, int64_t now, char *id_bu
 	    ctl_parse_time(o->not_before, now, &o->d.not_before_ms) != 0)
 		return usage_error("decide: --not-before: not RFC 3339 UTC or +N[smhd]: '%s'",
 		    o->not_before);
+	/* §13: checked as the worker will; P:scheduled holds ids only */
+	if (o->traceparent_arg != NULL && trace_parse(o->traceparent_arg,
+	    strlen(o->traceparent_arg), o->traceparent) != 0)
+		return usage_error("decide: --traceparent: not a W3C traceparent: '%s'",
+		    o->traceparent_arg);
+	if (o->traceparent[0] && o->d.not_before_ms > now)
+		return usage_error("decide: --traceparent goes into the stream entry: not with "
+		    "a --not-before in the future (P:scheduled holds ids only)");
 	if (cfg_iss != NULL && o->issuer != NULL && strcmp(cfg_iss, o->issuer) != 0)
 		return usage_error("decide: --issuer differs from [records] issuer");
 	o->d.iss = cfg_iss != NULL ? cfg_iss : o->issuer != NULL ? o->issuer : PROG;
@@ -793,7 +807,8 @@ encode_record(struct ctx *c, struct decide_opts *o, const json_t *content, const
 }
 
 static int
-store_decision(struct ctx *c, const struct ctl_decision *d, const char *record, int64_t now)
+store_decision(struct ctx *c, const struct ctl_decision *d, const char *record, int64_t now,
+	       const char *traceparent)
 {
 	char hash[STORE_KEY_MAX + RECORD_ID_MAX], at[WTIME_RFC3339_LEN], score[32] = "";
 	struct store_args a;
@@ -815,6 +830,7 @@ store_decision(struct ctx *c, const struct ctl_decision *d, const char *record, 
 	store_arg(&a, STORE_DECIDE_CREATED_AT, at);
 	store_arg(&a, STORE_DECIDE_RECORD_ID, d->id);
 	store_arg(&a, STORE_DECIDE_SCORE, score);
+	store_arg(&a, STORE_DECIDE_TRACEPARENT, traceparent);
 	if ((rc = run_script(c, &r, &a)) != 0)
 		return rc;
 	long long stored = 0;
@@ -855,7 +871,7 @@ decide_with(struct ctx *c, struct decide_opts *o)
 	if (rc == 0)
 		rc = connect_redis(c);
 	if (rc == 0)
-		rc = store_decision(c, &o->d, record, now);
+		rc = store_decision(c, &o->d, record, now, o->traceparent);
 	free(record);
 	free(json);
 	json_decref(content);

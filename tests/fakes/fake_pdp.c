@@ -35,6 +35,7 @@
  *                  {"path", "input" (the object, or null), "authorization"
  *                   (bool: header present; its value is never kept),
  *                   "authzen" (an AuthZEN request as it came, or null),
+ *                   "traceparent" (the header, or null),
  *                   "content_type", "arrival_ms", "status" (answered),
  *                   "decision" ("allow", "deny" or "unavailable")}
  *   GET  /_stats   {"total", "allow", "deny", "unavailable" (also counts
@@ -310,8 +311,9 @@ record_locked(struct MHD_Connection *c, const struct fake_req *r, const json_t *
 		st.dropped++;
 		return;
 	}
-	json_array_append_new(st.queries, json_pack("{s:s, s:O?, s:O?, s:b, s:o, s:I, s:i, s:s}",
+	json_array_append_new(st.queries, json_pack("{s:s, s:O?, s:O?, s:o, s:b, s:o, s:I, s:i, s:s}",
 	    "path", r->uri, "input", input, "authzen", authzen,
+	    "traceparent", fake_header_json(c, "traceparent"),
 	    "authorization", MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization") != NULL,
 	    "content_type", fake_header_json(c, "Content-Type"),
 	    "arrival_ms", (json_int_t)wtime_now_ms(), "status", a->status,
