@@ -945,6 +945,8 @@ authz_answered(struct ejob *j, const struct http_response *resp)
 
 	ev.authz = authz_parse_answer(env_of(j)->cfg->authz.api, resp->status, resp->body,
 	    resp->body_len);
+	if (ev.authz == JOB_AUTHZ_UNAVAILABLE)
+		env_of(j)->n->pdp_failures++;
 	log_info("job.authz", "id=%s status=%ld answer=%s ms=%ld", lid(j), resp->status,
 	    authz_name(ev.authz), resp->elapsed_ms);
 	feed(j, &ev);
@@ -994,6 +996,7 @@ start_authz(struct ejob *j)
 	free(body);
 	if (rc < 0) {
 		j->call = NULL;
+		env->n->pdp_failures++;
 		feed(j, &ev);
 		return;
 	}

@@ -55,6 +55,7 @@ struct oauth {
 	uint64_t generation;
 	long long refreshes;
 	int failures;		/* fetches failed since the last success */
+	long long *failed_total;	/* oauth_count_failures_into; may be NULL */
 	int started;
 	long lead_ms;		/* oauth_set_refresh_lead */
 
@@ -382,6 +383,8 @@ fetch_failed(struct oauth *o, long status, const char *detail)
 
 	if (o->failures < 1000000)
 		o->failures++;
+	if (o->failed_total != NULL)
+		(*o->failed_total)++;
 	delay = backoff_ms(0, TOKEN_RETRY_BASE_MS, TOKEN_RETRY_CAP_MS, o->failures, rnd_u64());
 	arm(o, &o->fetch_timer, delay);
 	log_warn("token.error", "status=%ld detail=%s failures=%d retry_ms=%lld held=%d",
@@ -677,6 +680,12 @@ long long
 oauth_refreshes(const struct oauth *o)
 {
 	return o->refreshes;
+}
+
+void
+oauth_count_failures_into(struct oauth *o, long long *failed)
+{
+	o->failed_total = failed;
 }
 
 int

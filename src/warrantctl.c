@@ -1055,6 +1055,26 @@ pending_fields(struct ctx *c, json_t *st, int have_group)
 	return 0;
 }
 
+/* §13: the oldest entry not yet delivered to the group (the first after
+ * its last-delivered-id; the worker never trims one), whose age is the
+ * queue's latency; null when every entry was delivered. */
+static int
+undelivered_field(struct ctx *c, json_t *st)
+{
+	const char *last = json_string_value(json_object_get(st, "lastDeliveredId"));
+	char from[64];
+	redisReply *r;
+	int rc;
+
+	snprintf(from, sizeof from, "(%s", last ? last : "0-0");
+	if ((rc = run(c, &r, "XRANGE", c->keys.jobs, from, "+", "COUNT", "1", (char *)NULL)) != 0)
+		return rc;
+	const struct sreply *id = sreply_element(sreply_element(sreply_of(r), 0), 0);
+	json_object_set_new(st, "oldestUndelivered", id ? reply_json(id) : json_null());
+	freeReplyObject(r);
+	return 0;
+}
+
 static json_t *
 consumer_entry(json_t *consumers, const char *name)
 {
@@ -1208,6 +1228,7 @@ status_json(struct ctx *c, json_t *st)
 	len = json_integer_value(json_object_get(st, "streamLength"));
 	group_fields(st, g, len);
 	if ((rc = pending_fields(c, st, g != NULL)) != 0 ||
+	    (rc = undelivered_field(c, st)) != 0 ||
 	    (rc = length_of(c, "ZCARD", c->keys.scheduled, st, "scheduled")) != 0 ||
 	    (rc = length_of(c, "XLEN", c->keys.dead, st, "dead")) != 0 ||
 	    (rc = length_of(c, "XLEN", c->keys.notify, st, "notify")) != 0)

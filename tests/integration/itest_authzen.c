@@ -155,6 +155,30 @@ test_denied_never_called(void **state)
 	assert_int_equal(h_pending_count(rc, H_JOBS, H_GROUP), 0);
 }
 
+struct hb_wait {
+	const char *field;
+	long long min;
+};
+
+static int
+hb_at_least(void *arg)
+{
+	const struct hb_wait *w = arg;
+	char *v = h_hget(rc, H_PREFIX ":consumer:w1", w->field);
+	int ok = v != NULL && atoll(v) >= w->min;
+
+	free(v);
+	return ok;
+}
+
+static void
+wait_hb_min(const char *field, long long min)
+{
+	struct hb_wait w = { field, min };
+
+	h_wait_for(hb_at_least, &w, H_WAIT_MS, field);
+}
+
 struct garbage_wait {
 	const char *id;
 };
@@ -184,6 +208,8 @@ test_unreadable_answer_waits(void **state)
 	h_post_ok(&pdp, "/_policy", "{\"mode\": \"garbage\"}");
 	json_decref(decide(id, "canal/lateral-3/gate-7"));
 	h_wait_for(asked_thrice_retrying, &w, H_WAIT_MS, "three unreadable answers");
+	/* §13: each counted as a PDP failure (the heartbeat carries it) */
+	wait_hb_min("pdpFailures", 3);
 	assert_int_equal(h_count_calls(&target, id), 0);
 	assert_int_equal(h_stream_count(rc, H_NOTIFY, "id", id), 0);
 	h_post_ok(&pdp, "/_policy", "{}");
