@@ -49,7 +49,7 @@ ITEST_BIN := $(ITEST_SRC:tests/integration/%.c=$(BUILD)/tests/%)
 .PHONY: all bins unit modes deps test test-unit test-asan test-integration demo bench bench-scale \
 	interop interop-oidc \
 	install clean lint-man \
-	deb test-deb faults soak fuzz fuzz-build lint scan-objs valgrind
+	deb test-deb faults soak fuzz fuzz-build lint scan-objs valgrind interop interop-cerbos
 .SUFFIXES:
 
 all: bins modes
@@ -158,6 +158,15 @@ bench: deps all unit
 	@sh bench/run.sh $(BUILD)
 	@BENCH_OUT=bench/results.txt sh bench/idle.sh $(BUILD)
 	@sh bench/scale.sh $(BUILD)
+
+# ---- interop (tests/README.md "Against real services"): the real warrantd
+# against real servers, installed from the npm registry at pinned versions
+# into build/interop/ by the scripts themselves; everything on 127.0.0.1.
+interop: interop-cerbos
+
+# Cerbos 0.55 as the AuthZEN PDP (warrantd(7) §7), examples/policy/cerbos/.
+interop-cerbos: all $(BUILD)/tests/fake_target
+	@bash tests/interop/cerbos.sh $(BUILD)
 
 # Only the scaling part of make bench (workers x one Redis, x a cluster).
 bench-scale: deps all unit
@@ -270,6 +279,9 @@ install: all $(BUILD)/warrantd.ini.dist
 	install -m 0644 conf/stunnel-redis.conf $(DESTDIR)$(DOCDIR)/stunnel-redis.conf.example
 	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/
 	install -m 0644 examples/policy/*.rego examples/policy/*.json $(DESTDIR)$(DOCDIR)/policy/
+	install -d $(DESTDIR)$(DOCDIR)/policy/cerbos/tests
+	install -m 0644 examples/policy/cerbos/*.yaml $(DESTDIR)$(DOCDIR)/policy/cerbos/
+	install -m 0644 examples/policy/cerbos/tests/*.yaml $(DESTDIR)$(DOCDIR)/policy/cerbos/tests/
 	install -d $(DESTDIR)$(DOCDIR)/prometheus
 	install -m 0644 examples/prometheus/warrantd.rules.yml examples/grafana-dashboard.json \
 		$(DESTDIR)$(DOCDIR)/prometheus/

@@ -35,6 +35,9 @@ enum cfg_redis_auth {
 	CFG_REDIS_COMMAND,	/* token_command prints {"token", "expires_in"} */
 };
 
+/* [authz] api (warrantd(7) §7): the shape of the PDP's question and answer. */
+enum cfg_authz_api { CFG_AUTHZ_OPA = 0, CFG_AUTHZ_AUTHZEN };
+
 enum cfg_client_auth {
 	CFG_CLIENT_SECRET_BASIC = 0,
 	CFG_CLIENT_SECRET_POST,
@@ -152,6 +155,8 @@ struct cfg {
 		char *bearer_file;	/* with CFG_AUTH_STATIC */
 		char *scope, *resource, *audience;	/* with CFG_AUTH_OAUTH: the PDP's own */
 		int allow_http;
+		enum cfg_authz_api api;
+		char *subject_type, *resource_type;	/* AuthZEN's; default user, resource */
 	} authz;
 
 	struct {

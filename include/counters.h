@@ -19,6 +19,10 @@ struct engine_counters {
 	 * WRONGPASS, NOPERM, an AUTH refused, a connection closed as its
 	 * token died: rconn_opts.auth_seen) */
 	long long redis_auth_refreshes, redis_auth_failures;
+	/* §13's alerts: the worker token's failed fetches (IdP), PDP
+	 * questions that decided nothing (R5), webhook tries that failed and
+	 * notifications it dropped (§6) */
+	long long idp_failures, pdp_failures, webhook_failures, notify_dropped;
 };
 
 /* Each counter's name in the heartbeat hash (warrantd(7) §8) and where it is; the

@@ -247,9 +247,12 @@ size_t ejobs_waiting_token(const struct ejobs *s);
 
 /* An entry delivered to us (XREADGROUP, our PEL, XAUTOCLAIM): taken in hand
  * unless it already is, and its record loaded. `id` is the entry's `id`
- * field (NULL when it has none: a dead letter, no-id); both strings are read
- * only during the call. */
-void ejobs_admit(struct ejobs *s, const char *stream_id, const char *id, int deliveries);
+ * field (NULL when it has none: a dead letter, no-id), `traceparent` its
+ * `traceparent` field (NULL: none; one that is not W3C Trace Context is
+ * logged and replaced by a new trace, §13); the strings are read only
+ * during the call. */
+void ejobs_admit(struct ejobs *s, const char *stream_id, const char *id, int deliveries,
+		 const char *traceparent);
 
 /* R11: an entry deleted from the stream while pending: dead-lettered
  * (entry-deleted). Skipped (0) when in hand already; -1 when out of memory. */

@@ -121,13 +121,18 @@ struct metrics_hist *metrics_hist_new(void)
 void metrics_hist_free(struct metrics_hist *h);
 
 /*
- * One finished action call: its duration and its delay from the XADD (the
- * stream id's milliseconds) to the start of the call; a negative value (clock
- * skew) counts as 0. `action` is copied. -1 when the action is new and
+ * One finished action call: its duration, by its HTTP status's class
+ * (metrics_status_class), and its delay from the XADD (the stream id's
+ * milliseconds) to the start of the call; a negative value (clock skew)
+ * counts as 0. `action` is copied. -1 when the action is new and
  * METRICS_ACTIONS_MAX are kept already, or out of memory: nothing is counted.
  */
-int metrics_hist_observe(struct metrics_hist *h, const char *action, long long duration_ms,
-			 long long queue_delay_ms);
+int metrics_hist_observe(struct metrics_hist *h, const char *action, long status,
+			 long long duration_ms, long long queue_delay_ms);
+
+/* "1xx" to "5xx" for a status from 100 to 599, else "error" (0: no answer).
+ * Static. */
+const char *metrics_status_class(long status);
 
 /*
  * A job reached `outcome` (done, expired, denied, failed or dead; any other
@@ -165,8 +170,8 @@ struct metrics *metrics_new(struct ev_loop *loop, const struct metrics_addr *add
 
 /* As metrics_hist_observe on the server's own histograms; a failure is
  * logged once. */
-void metrics_observe_call(struct metrics *m, const char *action, long long duration_ms,
-			  long long queue_delay_ms);
+void metrics_observe_call(struct metrics *m, const char *action, long status,
+			  long long duration_ms, long long queue_delay_ms);
 
 /* As metrics_hist_outcome on the server's own counters; a failure is
  * logged once. */

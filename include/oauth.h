@@ -132,6 +132,10 @@ void oauth_set_refresh_lead(struct oauth *o, long lead_ms);
 /* Tokens received since oauth_new (warrantd(7) §8 tokenRefreshes). */
 long long oauth_refreshes(const struct oauth *o);
 
+/* From now on each failed fetch of the worker's token adds 1 to *failed
+ * (borrowed, outlives o; NULL: none). */
+void oauth_count_failures_into(struct oauth *o, long long *failed);
+
 /*
  * SIGHUP (R16): takes cfg's [oauth] settings and re-reads its secret files.
  * The token held is kept; when token_url, client_id, auth_method, scope,

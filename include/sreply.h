@@ -81,6 +81,8 @@ struct sreply_entry {
 	const char *stream;	/* XREADGROUP: the stream key it came from; else NULL */
 	const char *stream_id;
 	const char *id;		/* its `id` field; NULL when missing or not a string */
+	const char *traceparent;	/* its `traceparent` field as it is (trace.h
+					   checks it); NULL when missing */
 	/* The record's delivery count (R12): Redis' count for this entry (1
 	 * when the reply does not say) plus the entry's `priorDeliveries`
 	 * field, the count an entry handed back (lua/handback.lua) had

@@ -301,6 +301,8 @@ struct store_transition {
 	int call_result;		/* a call's answer: on a record cancelled
 					   meanwhile (§11) it is kept as
 					   lateOutcome/lateHttpStatus */
+	const char *traceparent;	/* §13: into the audit entries; NULL or ""
+					   when the stream entry carried none */
 };
 
 /* The transition's `flags` argument: the sum of those that hold (one

@@ -57,4 +57,9 @@ size_t webhook_queued(const struct webhook *wh);
  * callback. NULL is a no-op. */
 void webhook_free(struct webhook *wh);
 
+/* From now on each failed try adds 1 to *failures, each notification given
+ * up (tries spent, or the queue full) 1 to *dropped (either may be NULL);
+ * both are borrowed and must outlive wh. NULL wh is a no-op. */
+void webhook_count_into(struct webhook *wh, long long *failures, long long *dropped);
+
 #endif

@@ -1,5 +1,5 @@
 -- KEYS: hash final jobs audit dead notify scheduled
--- ARGV: group consumer audit_maxlen dead_maxlen notify_maxlen terminal stream_id fence flags state record_id at outcome detail attempt http_status retain_ms schedule_score dead_reason deliveries notify_owner notify_kind on_behalf_of action resource
+-- ARGV: group consumer audit_maxlen dead_maxlen notify_maxlen terminal stream_id fence flags state record_id at outcome detail attempt http_status retain_ms schedule_score dead_reason deliveries notify_owner notify_kind on_behalf_of action resource traceparent
 -- BATCH: jobs audit dead notify scheduled group consumer audit_maxlen dead_maxlen notify_maxlen terminal
 -- SPDX-License-Identifier: BSD-2-Clause
 --
@@ -15,8 +15,9 @@
 -- arguments are in the order of how often they are needed: store.c leaves
 -- out an item's trailing empty ones (each argument costs Redis about 0.1
 -- us), and luagen.sh makes them ''. attempt is read only without
--- incr_attempts, deliveries only with dead_reason, the last five only with
--- notify_write.
+-- incr_attempts, deliveries only with dead_reason, the five before the
+-- last only with notify_write. traceparent (the stream entry's, §13) goes
+-- into the audit entries; '' when the entry carried none.
 -- R4, one decision, one execution: `final` (P:final:<id>) holds the
 -- terminal state the record reached, written with the terminal write
 -- (final_write) and with the hash's TTL; while it exists the record is
@@ -130,8 +131,14 @@ if has_hash then
     if type(p) == 'table' and p[1] then
       redis.call('XACK', jobs, A.group, A.stream_id)
       local n = v[4] or redis.call('HGET', h, 'attempts') or '0'
-      redis.call('XADD', K.audit, 'MAXLEN', '~', A.audit_maxlen, '*', 'id', A.record_id, 'from', from,
-        'to', from, 'consumer', A.consumer, 'attempt', n, 'at', A.at, 'detail', 'duplicate of entry ' .. held)
+      if A.traceparent == '' then
+        redis.call('XADD', K.audit, 'MAXLEN', '~', A.audit_maxlen, '*', 'id', A.record_id, 'from', from,
+          'to', from, 'consumer', A.consumer, 'attempt', n, 'at', A.at, 'detail', 'duplicate of entry ' .. held)
+      else
+        redis.call('XADD', K.audit, 'MAXLEN', '~', A.audit_maxlen, '*', 'id', A.record_id, 'from', from,
+          'to', from, 'consumer', A.consumer, 'attempt', n, 'at', A.at, 'detail', 'duplicate of entry ' .. held,
+          'traceparent', A.traceparent)
+      end
       return {0, 'duplicate', from}
     end
   end
@@ -174,9 +181,13 @@ if has_hash and A.state ~= '' then
   elseif final_write then
     redis.call('SET', K.final, A.state)
   end
-  if A.state ~= from then
+  if A.state ~= from and A.traceparent == '' then
     redis.call('XADD', K.audit, 'MAXLEN', '~', A.audit_maxlen, '*', 'id', A.record_id, 'from', from,
       'to', A.state, 'consumer', A.consumer, 'attempt', attempt, 'at', A.at, 'detail', A.detail)
+  elseif A.state ~= from then
+    redis.call('XADD', K.audit, 'MAXLEN', '~', A.audit_maxlen, '*', 'id', A.record_id, 'from', from,
+      'to', A.state, 'consumer', A.consumer, 'attempt', attempt, 'at', A.at, 'detail', A.detail,
+      'traceparent', A.traceparent)
   end
 end
 if A.schedule_score ~= '' then redis.call('ZADD', K.scheduled, A.schedule_score, A.record_id) end

@@ -422,6 +422,20 @@ set_action_auth(struct ctx *c, const struct key *k, void *field, const char *v)
 	return 0;
 }
 
+static const struct name_val authz_apis[] = {{"opa", CFG_AUTHZ_OPA},
+	{"authzen", CFG_AUTHZ_AUTHZEN}, {NULL, 0}};
+
+static int
+set_authz_api(struct ctx *c, const struct key *k, void *field, const char *v)
+{
+	int n;
+
+	if (lookup(c, k, authz_apis, v, &n) < 0)
+		return -1;
+	*(enum cfg_authz_api *)field = (enum cfg_authz_api)n;
+	return 0;
+}
+
 static const struct name_val action_tokens[] = {{"worker", CFG_TOKEN_WORKER},
 	{"exchange", CFG_TOKEN_EXCHANGE}, {"per-record", CFG_TOKEN_PER_RECORD}, {NULL, 0}};
 
@@ -651,6 +665,9 @@ static const struct key authz_keys[] = {
 	{"resource", set_str, C(authz.resource), 0, 0},
 	{"audience", set_str, C(authz.audience), 0, 0},
 	{"allow_http", set_yes_no, C(authz.allow_http), 0, 0},
+	{"api", set_authz_api, C(authz.api), 0, 0},
+	{"subject_type", set_word, C(authz.subject_type), 0, 0},
+	{"resource_type", set_word, C(authz.resource_type), 0, 0},
 	{NULL, NULL, 0, 0, 0},
 };
 
@@ -788,6 +805,8 @@ set_defaults(struct cfg *cfg)
 	cfg->oauth.min_refresh_interval_ms = 1000;
 
 	cfg->authz.timeout_ms = 2000;
+	cfg->authz.subject_type = strdup("user");
+	cfg->authz.resource_type = strdup("resource");
 	cfg->retry.base_ms = 500;
 	cfg->retry.cap_ms = 60000;
 	cfg->retry.max_attempts = 10;
@@ -799,8 +818,8 @@ set_defaults(struct cfg *cfg)
 	cfg->redis.prefix = strdup("warrant");
 	cfg->redis.group = strdup("workers");
 	cfg->oauth.rar_type = strdup("warrant");
-	return cfg->redis.host && cfg->redis.prefix && cfg->redis.group && cfg->oauth.rar_type ?
-	    0 : -1;
+	return cfg->redis.host && cfg->redis.prefix && cfg->redis.group && cfg->oauth.rar_type &&
+	    cfg->authz.subject_type && cfg->authz.resource_type ? 0 : -1;
 }
 
 /* ---- the line reader ---- */
@@ -1713,6 +1732,8 @@ cfg_free(struct cfg *cfg)
 	free(cfg->notify.scope);
 	free(cfg->notify.resource);
 	free(cfg->notify.audience);
+	free(cfg->authz.subject_type);
+	free(cfg->authz.resource_type);
 	free(cfg->notify.default_owner);
 	free(cfg->notify.webhook_url);
 	free(cfg->notify.bearer_file);
@@ -1768,6 +1789,7 @@ names_of_setter(setter set)
 		{set_signature, signatures}, {set_alg, algorithms},
 		{set_assertion_alg, assertion_algs}, {set_client_auth, client_auths},
 		{set_yes_no, yes_no}, {set_action_auth, auths}, {set_action_token, action_tokens},
+		{set_authz_api, authz_apis},
 	};
 
 	for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)

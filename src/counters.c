@@ -13,6 +13,8 @@ const struct counter_field counter_fields[] = {
 	F("tokenRefreshes", token_refreshes), F("claimed", claimed),
 	F("redisOutages", redis_outages),
 	F("redisAuthRefreshes", redis_auth_refreshes), F("redisAuthFailures", redis_auth_failures),
+	F("idpFailures", idp_failures), F("pdpFailures", pdp_failures),
+	F("webhookFailures", webhook_failures), F("notifyDropped", notify_dropped),
 	{NULL, 0},
 };
 

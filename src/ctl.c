@@ -599,11 +599,12 @@ queue_number(const json_t *v, int ms)
 	return ms ? d / 1000.0 : d;
 }
 
-/* Age of the oldest pending entry from its id "<ms>-<seq>"; 0 when none. */
+/* Age of an entry from its id "<ms>-<seq>" (status's member `which`); 0
+ * when none. */
 static double
-oldest_age_s(const json_t *status, int64_t now_ms)
+oldest_age_s(const json_t *status, const char *which, int64_t now_ms)
 {
-	const char *id = json_string_value(json_object_get(status, "oldestPendingId"));
+	const char *id = json_string_value(json_object_get(status, which));
 	long long ms = id ? strtoll(id, NULL, 10) : 0;
 
 	return ms > 0 && now_ms > ms ? (double)(now_ms - ms) / 1000.0 : 0;
@@ -643,7 +644,12 @@ ctl_queue_metrics(FILE *out, const json_t *status, int64_t now_ms)
 	queue_head(out, "oldest_pending_age_seconds",
 	    "Age of the oldest pending entry since its XADD (0: none).");
 	fprintf(out, "warrantd_queue_oldest_pending_age_seconds{%s} %.3f\n", labels,
-	    oldest_age_s(status, now_ms));
+	    oldest_age_s(status, "oldestPendingId", now_ms));
+	queue_head(out, "oldest_undelivered_age_seconds",
+	    "Age of the oldest entry not yet delivered to the group, since its XADD: the "
+	    "queue's latency (0: none).");
+	fprintf(out, "warrantd_queue_oldest_undelivered_age_seconds{%s} %.3f\n", labels,
+	    oldest_age_s(status, "oldestUndelivered", now_ms));
 	queue_head(out, "consumer_pending", "Pending entries per consumer of the group.");
 	json_object_foreach((json_t *)consumers, name, o) {
 		alive += json_is_true(json_object_get(o, "alive"));

@@ -33,6 +33,7 @@
 #include "log.h"
 #include "dec.h"
 #include "rnd.h"
+#include "trace.h"
 #include "urltpl.h"
 #include "wtime.h"
 
@@ -101,6 +102,12 @@ struct ejob {
 	 * answer; whether it is the breaker's probe; and a held job's timer
 	 * set to go at once (a place came free) */
 	int gate_held, gate_probe, gate_kicked;
+	/* §13: the entry's traceparent (trace_given) or a new trace; "" for
+	 * an entry not admitted (deleted while pending) */
+	char trace[TRACE_LEN + 1];
+	int trace_given;
+	/* "id traceparent=..." as every log line about the job shows it */
+	char lid[RECORD_ID_MAX + sizeof " traceparent=" + TRACE_LEN + 1];
 };
 
 static void apply(struct ejob *j);
@@ -110,6 +117,14 @@ static void on_timer(void *arg);
 
 /* ------------------------------------------------------------------ */
 /* small helpers                                                        */
+
+/* The job's `id` value in its log lines: its id, then its trace (§13), so
+ * that every line about it carries both. */
+static const char *
+lid(const struct ejob *j)
+{
+	return j->lid[0] ? j->lid : j->id[0] ? j->id : "-";
+}
 
 static const struct ejob_env *
 env_of(const struct ejob *j)
@@ -354,7 +369,7 @@ ejob_arm(struct ejob *j, enum ejob_timer kind, int64_t delay_ms)
 	j->timer = ops_of(j)->timer(ctx_of(j), delay_ms > 0 ? delay_ms : 0, on_timer, j);
 	if (j->timer == NULL) {
 		log_error("job.timer", "id=%s stream_id=%s error=\"out of memory\"",
-		    j->id[0] ? j->id : "-", j->stream_id);
+		    lid(j), j->stream_id);
 		ejob_finish(j);
 		return;
 	}
@@ -377,7 +392,7 @@ redis_failed(struct ejob *j, enum ejob_timer kind, const char *text, int entry_d
 	 * few (three at most) and name it, so each is logged with its id. */
 	if (c == CONSUMER_ERR_ENTRY && entry_data)
 		log_warn("job.redis_error", "id=%s stream_id=%s try=%u of %d error=%s",
-		    j->id[0] ? j->id : "-", j->stream_id, j->errs.entry, CONSUMER_ERR_ENTRY_TRIES,
+		    lid(j), j->stream_id, j->errs.entry, CONSUMER_ERR_ENTRY_TRIES,
 		    LOG_Q(text));
 	if (st.verdict == CONSUMER_RETRY) {
 		ejob_arm(j, kind, st.delay_ms);
@@ -441,7 +456,7 @@ log_step(const struct ejob *j, const struct job_step *s)
 	if (lvl > log_get_level())
 		return;	/* before the LOG_Qs format anything */
 	log_msg(lvl, ev, "id=%s stream_id=%s state=%s action=%s resource=%s attempt=%d "
-	    "reason=%s detail=%s", j->id[0] ? j->id : "-", j->stream_id,
+	    "reason=%s detail=%s", lid(j), j->stream_id,
 	    job_state_name(s->next)[0] ? job_state_name(s->next) : "-",
 	    j->rec ? LOG_Q(j->rec->action) : "-", j->rec ? LOG_Q(j->rec->resource) : "-",
 	    j->core.calls, reason_name(s->reason), LOG_Q(s->detail));
@@ -467,6 +482,7 @@ send_transition(struct ejob *j)
 		.hash_key = writes_hash(j) ? hash_key_of(j, &key) : NULL,
 		.stream_id = j->stream_id,
 		.record_id = j->id,
+		.traceparent = j->trace_given ? j->trace : "",
 		.state = (fx & JOB_FX_WRITE_STATE) ? job_state_name(s->next) : "",
 		.outcome = reason_name(s->reason),
 		.detail = s->detail,
@@ -598,19 +614,19 @@ written(struct ejob *j, const struct ejob_written *r)
 		int dup = r->why && (store_reply_is(r->why, STORE_REPLY_TERMINAL) ||
 		    store_reply_is(r->why, STORE_REPLY_DUPLICATE));
 		log_info(dup ? "job.duplicate" : "job.abandon", "id=%s stream_id=%s reason=%s",
-		    j->id[0] ? j->id : "-", j->stream_id, r->why ? LOG_Q(r->why) : "bad-reply");
+		    lid(j), j->stream_id, r->why ? LOG_Q(r->why) : "bad-reply");
 		ejob_finish(j);
 		return;
 	}
 	if (r->why && store_reply_is(r->why, STORE_REPLY_AGAIN))
 		log_info("job.again", "id=%s stream_id=%s attempt=%lld detail=\"the call step "
-		    "was written already, its reply lost: counted once\"", j->id, j->stream_id,
+		    "was written already, its reply lost: counted once\"", lid(j), j->stream_id,
 		    r->fence);
 	/* R19: the core says what too few replicas mean for this step */
 	enum job_repl rp = job_replicated(&j->step, r->replicas);
 	if (rp != JOB_REPL_GO)
 		log_warn("job.unreplicated", "id=%s stream_id=%s state=%s replicas=%lld wanted=%d "
-		    "detail=%s", j->id[0] ? j->id : "-", j->stream_id,
+		    "detail=%s", lid(j), j->stream_id,
 		    job_state_name(j->step.next)[0] ? job_state_name(j->step.next) : "-",
 		    r->replicas, j->step.write.wait_replicas, rp == JOB_REPL_NO_CALL ?
 		    "\"the call step may be lost in a failover: not called\"" :
@@ -734,7 +750,7 @@ gate_follow(struct ejob *j)
 		j->gate_probe = gate_take(g, j->rec->action, now_ms(j));
 		j->gate_held = 1;
 		if (j->gate_probe)
-			log_info("breaker.probe", "id=%s action=%s", j->id, LOG_Q(j->rec->action));
+			log_info("breaker.probe", "id=%s action=%s", lid(j), LOG_Q(j->rec->action));
 		gate_wake_one(j->set);
 	}
 }
@@ -752,7 +768,7 @@ gate_hold(struct ejob *j)
 		at = now + GATE_POLL_MS;
 	if (at > j->step.at_ms)
 		at = j->step.at_ms;
-	log_debug("job.held", "id=%s action=%s why=%s", j->id, j->rec ? LOG_Q(j->rec->action) :
+	log_debug("job.held", "id=%s action=%s why=%s", lid(j), j->rec ? LOG_Q(j->rec->action) :
 	    "-", gate_verdict_name(v));
 	j->gate_kicked = 0;
 	ejob_arm(j, T_GATE_WAIT, at - now);
@@ -776,7 +792,7 @@ feed(struct ejob *j, struct job_event *ev)
 	j->step = job_next(&pol, &j->core, ev, now_ms(j));
 	gate_follow(j);
 	if (j->step.effects == 0 && !job_state_terminal(j->step.next)) {
-		log_debug("job.ignored", "id=%s detail=%s", j->id, LOG_Q(j->step.detail));
+		log_debug("job.ignored", "id=%s detail=%s", lid(j), LOG_Q(j->step.detail));
 		return;
 	}
 	apply(j);
@@ -867,7 +883,7 @@ call_answered(struct ejob *j, const struct http_response *resp)
 	if (dp == 1 && !j->nonce_retried) {
 		/* one immediate retry with the nonce: no attempt (R8), no R9 */
 		j->nonce_retried = 1;
-		log_info("job.dpop_nonce", "id=%s action=%s status=401 retry=1", j->id,
+		log_info("job.dpop_nonce", "id=%s action=%s status=401 retry=1", lid(j),
 		    LOG_Q(j->rec->action));
 		start_call(j);
 		return;
@@ -887,7 +903,7 @@ call_answered(struct ejob *j, const struct http_response *resp)
 	    (job_auth(j, job_action(j)) & EJOB_AUTH_TOKEN))
 		ops_of(j)->token_verdict(ctx_of(j), j->rec->action, j->token_gen, 1);
 	log_info("job.call", "id=%s action=%s resource=%s attempt=%d status=%ld ms=%ld%s%s",
-	    j->id, LOG_Q(j->rec->action), LOG_Q(j->rec->resource), j->core.calls, resp->status,
+	    lid(j), LOG_Q(j->rec->action), LOG_Q(j->rec->resource), j->core.calls, resp->status,
 	    resp->elapsed_ms, resp->status == 0 ? " error=" : "",
 	    resp->status == 0 ? (resp->timed_out ? "timeout" : "transport") : "");
 	/* a stream id starts with its XADD's ms */
@@ -936,14 +952,16 @@ put_line(char **p, const char *name, size_t nl, const char *value, size_t vl)
  * else NULL. */
 static int
 call_headers_fill(struct call_headers *h, const struct record *r, const char *bearer,
-		  const char *proof)
+		  const char *proof, const char *trace)
 {
 	static const char idem[] = "Idempotency-Key", obo[] = "Warrant-On-Behalf-Of",
-	    basis[] = "Warrant-Basis", dpop[] = "DPoP";
+	    basis[] = "Warrant-Basis", dpop[] = "DPoP", tp[] = "traceparent";
 	size_t il = strlen(r->id), ol = strlen(r->on_behalf_of), bl = strlen(r->basis);
 	size_t tl = bearer ? strlen(bearer) : 0, pl = proof ? strlen(proof) : 0;
+	size_t trl = strlen(trace);
 	size_t need = sizeof idem + 2 + il + sizeof obo + 2 + ol + sizeof basis + 2 + bl +
-	    (bearer ? CRED_AUTH_LINE_SIZE(tl) : 0) + (proof ? sizeof dpop + 2 + pl : 0);
+	    sizeof tp + 2 + trl + (bearer ? CRED_AUTH_LINE_SIZE(tl) : 0) +
+	    (proof ? sizeof dpop + 2 + pl : 0);
 	int nh = 0;
 	char *p;
 
@@ -956,6 +974,8 @@ call_headers_fill(struct call_headers *h, const struct record *r, const char *be
 	h->list[nh++] = put_line(&p, idem, sizeof idem - 1, r->id, il);
 	h->list[nh++] = put_line(&p, obo, sizeof obo - 1, r->on_behalf_of, ol);
 	h->list[nh++] = put_line(&p, basis, sizeof basis - 1, r->basis, bl);
+	if (trl > 0)	/* §13 */
+		h->list[nh++] = put_line(&p, tp, sizeof tp - 1, trace, trl);
 	if (bearer) {
 		h->list[nh++] = p;
 		p += (proof ? cred_dpop_auth_line(p, bearer, tl) : cred_auth_line(p, bearer, tl)) + 1;
@@ -992,7 +1012,7 @@ call_not_started(struct ejob *j, const char *why)
 {
 	struct job_event ev = {.kind = JOB_EV_HTTP, .http_status = 0, .retry_after_ms = -1};
 
-	log_error("job.call", "id=%s error=%s", j->id, LOG_Q(why));
+	log_error("job.call", "id=%s error=%s", lid(j), LOG_Q(why));
 	feed(j, &ev);
 }
 
@@ -1016,7 +1036,7 @@ start_call(struct ejob *j)
 	    j->rec->on_behalf_of};
 	char *url = urltpl_expand(a->url, &vars, err, sizeof err);
 	if (url == NULL) {
-		log_warn("job.call", "id=%s error=%s", j->id, LOG_Q(err));
+		log_warn("job.call", "id=%s error=%s", lid(j), LOG_Q(err));
 		cannot_call(j, JOB_NOCALL_BAD_REQUEST);
 		return;
 	}
@@ -1041,7 +1061,7 @@ start_call(struct ejob *j)
 	const char *body = j->rec->body;
 	struct call_headers h;
 	int rc = -1;
-	if (body != NULL && call_headers_fill(&h, j->rec, bearer, proof) == 0) {
+	if (body != NULL && call_headers_fill(&h, j->rec, bearer, proof, j->trace) == 0) {
 		struct http_request req = {
 			.method = a->method, .url = url, .headers = h.list,
 			.body = body, .body_len = j->rec->body_len,
@@ -1104,7 +1124,7 @@ exchange_answered(struct ejob *j, const struct oauth_xch_answer *a)
 	    (job_auth(j, act) & EJOB_AUTH_PER_RECORD) && ops_of(j)->record_keep != NULL)
 		ops_of(j)->record_keep(ctx_of(j), act->name, j->rec->resource, a->token,
 		    a->lifetime_ms, &j->token_gen);
-	log_info("job.exchange", "id=%s answer=%s detail=%s", j->id,
+	log_info("job.exchange", "id=%s answer=%s detail=%s", lid(j),
 	    xch_answer_name(ev.exchange), log_quote(q, sizeof q, a->detail));
 	feed(j, &ev);
 }
@@ -1176,10 +1196,13 @@ authz_answered(struct ejob *j, const struct http_response *resp)
 {
 	struct job_event ev = {.kind = JOB_EV_AUTHZ};
 
-	ev.authz = authz_parse_answer(resp->status, resp->body, resp->body_len);
+	ev.authz = authz_parse_answer(env_of(j)->cfg->authz.api, resp->status, resp->body,
+	    resp->body_len);
+	if (ev.authz == JOB_AUTHZ_UNAVAILABLE)
+		env_of(j)->n->pdp_failures++;
 	if (resp->status == 401)	/* §7: the PDP's token is refreshed, the question asked again */
 		ops_of(j)->token_verdict(ctx_of(j), NULL, j->token_gen, 0);
-	log_info("job.authz", "id=%s status=%ld answer=%s ms=%ld", j->id, resp->status,
+	log_info("job.authz", "id=%s status=%ld answer=%s ms=%ld", lid(j), resp->status,
 	    authz_name(ev.authz), resp->elapsed_ms);
 	feed(j, &ev);
 }
@@ -1207,13 +1230,18 @@ start_authz(struct ejob *j)
 		cannot_call(j, JOB_NOCALL_DEADLINE);
 		return;
 	}
-	char *body = authz_request_body(j->rec);
+	const struct authz_shape shape = {.api = env->cfg->authz.api,
+	    .subject_type = env->cfg->authz.subject_type,
+	    .resource_type = env->cfg->authz.resource_type};
+	char *body = authz_request_body(j->rec, &shape);
 	struct job_event ev = {.kind = JOB_EV_AUTHZ, .authz = JOB_AUTHZ_UNAVAILABLE};
 	/* the PDP's own token ([authz] auth, §7), never the worker's */
 	const char *tok = env->ops->bearer(env->ctx, NULL, env->cfg->authz.timeout_ms, &gen);
 	j->token_gen = gen;
 	char *h_auth = cred_auth_line_new(tok);
-	const char *headers[] = {"Content-Type: application/json", h_auth, NULL};
+	char h_trace[sizeof "traceparent: " + TRACE_LEN];
+	snprintf(h_trace, sizeof h_trace, "traceparent: %s", j->trace);	/* §13 */
+	const char *headers[] = {"Content-Type: application/json", h_trace, h_auth, NULL};
 	struct http_request req = {
 		.method = "POST", .url = env->cfg->authz.url, .headers = headers,
 		.body = body, .body_len = body ? strlen(body) : 0, .timeout_ms = left,
@@ -1226,6 +1254,7 @@ start_authz(struct ejob *j)
 	free(body);
 	if (rc < 0) {
 		j->call = NULL;
+		env->n->pdp_failures++;
 		feed(j, &ev);
 		return;
 	}
@@ -1254,7 +1283,7 @@ redispatched(struct ejob *j, const struct ejob_moved *r)
 		/* R12: the count Redis keeps, checked by the core before the run */
 		ev.deliveries = r->deliveries > INT32_MAX ? INT32_MAX : (int)r->deliveries;
 		env_of(j)->n->redispatched++;
-		log_info("job.redispatch", "id=%s stream_id=%s deliveries=%lld", j->id,
+		log_info("job.redispatch", "id=%s stream_id=%s deliveries=%lld", lid(j),
 		    j->stream_id, r->deliveries);
 	}
 	feed(j, &ev);
@@ -1303,7 +1332,7 @@ handed_back(struct ejob *j, const struct ejob_moved *r)
 		ev.kind = JOB_EV_LEASE_LOST;
 	} else {
 		env_of(j)->n->redispatched++;
-		log_info("job.handback", "id=%s stream_id=%s new_stream_id=%s", j->id,
+		log_info("job.handback", "id=%s stream_id=%s new_stream_id=%s", lid(j),
 		    j->stream_id, r->new_stream_id ? r->new_stream_id : "-");
 	}
 	feed(j, &ev);
@@ -1344,7 +1373,7 @@ hold(struct ejob *j)
 	if (!j->held)
 		log_warn("job.redis_auth_held", "id=%s stream_id=%s state=%s detail=\"the write "
 		    "met an expired Redis credential: reclaimed and written again once a new "
-		    "token is in\"", j->id[0] ? j->id : "-", j->stream_id,
+		    "token is in\"", lid(j), j->stream_id,
 		    job_state_name(j->step.next)[0] ? job_state_name(j->step.next) : "-");
 	j->held = 1;
 }
@@ -1379,7 +1408,7 @@ reclaimed(struct ejob *j, const struct ejob_moved *r)
 
 	if (got != CONSUMER_RECLAIM_FAILED)
 		log_info("job.redis_auth_reclaim", "id=%s stream_id=%s owner=%s",
-		    j->id[0] ? j->id : "-", j->stream_id, got == CONSUMER_RECLAIM_OURS ? "us" :
+		    lid(j), j->stream_id, got == CONSUMER_RECLAIM_OURS ? "us" :
 		    got == CONSUMER_RECLAIM_GONE ? "nobody" : "another");
 	switch (st) {
 	case CONSUMER_RS_WRITE_UNPENDING:
@@ -1455,7 +1484,7 @@ loaded(struct ejob *j, struct job_event *ev, const char *detail)
 	ev->record = j->rec;
 	feed(j, ev);
 	if (ev->record_status != RECORD_OK && detail[0]) {
-		log_warn("record.rejected", "id=%s reason=%s detail=%s", j->id,
+		log_warn("record.rejected", "id=%s reason=%s detail=%s", lid(j),
 		    record_status_code(ev->record_status), LOG_Q(detail));
 	}
 }
@@ -1521,7 +1550,7 @@ hash_read(struct ejob *j, const struct ejob_loaded *r)
 		    !job_state_terminal(ev.stored_state))
 			ev.stored_state = JOB_DONE;
 		/* as the transition script's refusal is logged (written()) */
-		log_info("job.duplicate", "id=%s stream_id=%s reason=terminal", j->id, j->stream_id);
+		log_info("job.duplicate", "id=%s stream_id=%s reason=terminal", lid(j), j->stream_id);
 		ev.hash_exists = 1;
 		loaded(j, &ev, "");
 		return;
@@ -1589,8 +1618,23 @@ start_load(struct ejob *j)
 	load_key(j, hash_key_of(j, &key));
 }
 
+/* §13: the entry's traceparent when it is one, else a new trace. */
+static void
+trace_of(struct ejob *j, const char *given)
+{
+	j->trace_given = given != NULL && trace_parse(given, strlen(given), j->trace) == 0;
+	if (!j->trace_given) {
+		if (given != NULL)
+			log_warn("job.traceparent", "stream_id=%s value=%s detail=\"not a W3C "
+			    "traceparent: the job starts a new trace\"", j->stream_id, LOG_Q(given));
+		trace_new(rnd_u64(), rnd_u64(), rnd_u64(), j->trace);
+	}
+	snprintf(j->lid, sizeof j->lid, "%s traceparent=%s", j->id[0] ? j->id : "-", j->trace);
+}
+
 void
-ejobs_admit(struct ejobs *s, const char *stream_id, const char *id, int deliveries)
+ejobs_admit(struct ejobs *s, const char *stream_id, const char *id, int deliveries,
+	    const char *traceparent)
 {
 	if (ejob_find(s, stream_id))
 		return;	/* already in hand: a renewal or a second scan */
@@ -1601,12 +1645,15 @@ ejobs_admit(struct ejobs *s, const char *stream_id, const char *id, int deliveri
 		return;
 	}
 	s->env->n->received++;
-	if (id == NULL || !record_id_valid(id) ||
-	    store_decision_key(s->env->keys, id, key.s, sizeof key.s) < 0) {
+	int named = id != NULL && record_id_valid(id) &&
+	    store_decision_key(s->env->keys, id, key.s, sizeof key.s) == 0;
+	if (named)
+		copy_cut(j->id, sizeof j->id, id);
+	trace_of(j, traceparent);
+	if (!named) {
 		struct job_event ev = {.kind = JOB_EV_NO_ID};
 		feed(j, &ev);
 	} else {
-		copy_cut(j->id, sizeof j->id, id);
 		load_key(j, key.s);
 	}
 	settle(j);
@@ -1637,7 +1684,7 @@ ejobs_lease_lost(struct ejobs *s, const char *stream_id)
 
 	if (j == NULL || j->finished)
 		return;
-	log_warn("job.lease_lost", "id=%s stream_id=%s", j->id, j->stream_id);
+	log_warn("job.lease_lost", "id=%s stream_id=%s", lid(j), j->stream_id);
 	j->lost = 1;
 	struct job_event ev = {.kind = JOB_EV_LEASE_LOST};
 	feed(j, &ev);
@@ -1652,7 +1699,7 @@ ejobs_unpending(struct ejobs *s, const char *stream_id)
 	if (j == NULL || j->finished || j->unpending)
 		return;
 	log_warn("job.unpending", "id=%s stream_id=%s detail=\"pending for nobody: a result "
-	    "obtained is still written\"", j->id, j->stream_id);
+	    "obtained is still written\"", lid(j), j->stream_id);
 	j->unpending = 1;
 }
 

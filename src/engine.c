@@ -353,7 +353,7 @@ admit(void *arg, const struct sreply_entry *e)
 {
 	struct shard *sh = arg;
 
-	ejobs_admit(sh->jobs, e->stream_id, e->id, e->deliveries);
+	ejobs_admit(sh->jobs, e->stream_id, e->id, e->deliveries, e->traceparent);
 	/* R10's renewals run while something is in hand (lease_cb stops them) */
 	if (!ev_is_active(&sh->eng->lease))
 		ev_timer_start(sh->eng->loop, &sh->eng->lease);
@@ -959,7 +959,7 @@ check_stalled(struct shard *sh)
 	best_effort(rconn_command(sh->cmd, after_lag, sh, "XINFO GROUPS %s", sh->keys.jobs));
 }
 
-#define HB_FIELDS	(12 + 16)	/* fixed fields + room for counter_fields */
+#define HB_FIELDS	(12 + 32)	/* fixed fields + room for counter_fields */
 
 static long long
 total_outages(const struct engine *eng)
@@ -1079,7 +1079,9 @@ heartbeat_shard(struct shard *sh)
 	argv[argc++] = sh->keys.consumer;
 	for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
 		argv[argc++] = fixed[i];
-	for (const struct counter_field *f = counter_fields; f->name && k < HB_FIELDS; f++, k++) {
+	/* bounded by argv's room, which the fixed fields share */
+	for (const struct counter_field *f = counter_fields;
+	    f->name && k < HB_FIELDS && argc + 2 <= (int)(sizeof argv / sizeof argv[0]); f++, k++) {
 		snprintf(nums[k], sizeof nums[k], "%lld", counter_value(&eng->n, f));
 		argv[argc++] = f->name;
 		argv[argc++] = nums[k];
@@ -1828,6 +1830,7 @@ engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
 		if (eng->oauth == NULL)
 			goto fail;
 		oauth_set_listener(eng->oauth, on_token, eng);
+		oauth_count_failures_into(eng->oauth, &eng->n.idp_failures);
 	}
 	if (load_secrets(eng, cfg, &eng->sec, err, errlen) < 0)
 		goto fail;
@@ -1845,6 +1848,7 @@ engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
 	eng->webhook = webhook_from_cfg(loop, eng->http, cfg, webhook_token, eng, err, errlen);
 	if (eng->webhook == NULL && err[0] != '\0')
 		goto fail;
+	webhook_count_into(eng->webhook, &eng->n.webhook_failures, &eng->n.notify_dropped);
 	init_timers(eng);
 	if ((eng->gate = gate_new()) == NULL || configure_gate(eng, cfg) < 0) {
 		snprintf(err, errlen, "out of memory");

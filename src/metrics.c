@@ -166,9 +166,13 @@ static const char *const outcomes[] = {"done", "expired", "denied", "failed", "d
 #define NOUTCOME (sizeof outcomes / sizeof outcomes[0])
 #define DEAD_REASONS_MAX 64	/* reason.h has fewer: no cap is ever met */
 
+/* The status classes call durations are kept by ("error": no answer). */
+static const char *const status_classes[] = {"1xx", "2xx", "3xx", "4xx", "5xx", "error"};
+#define NCLASS (sizeof status_classes / sizeof status_classes[0])
+
 struct action_hist {
 	char *action;
-	struct series duration, delay;
+	struct series duration[NCLASS], delay;
 	long long outcome[NOUTCOME];
 };
 
@@ -235,15 +239,27 @@ action_of(struct metrics_hist *h, const char *action)
 	return a;
 }
 
+static size_t
+class_of(long status)
+{
+	return status >= 100 && status <= 599 ? (size_t)(status / 100 - 1) : NCLASS - 1;
+}
+
+const char *
+metrics_status_class(long status)
+{
+	return status_classes[class_of(status)];
+}
+
 int
-metrics_hist_observe(struct metrics_hist *h, const char *action, long long duration_ms,
-		     long long queue_delay_ms)
+metrics_hist_observe(struct metrics_hist *h, const char *action, long status,
+		     long long duration_ms, long long queue_delay_ms)
 {
 	struct action_hist *a = action_of(h, action);
 
 	if (!a)
 		return -1;
-	series_add(&a->duration, duration_le_ms, NDUR, duration_ms);
+	series_add(&a->duration[class_of(status)], duration_le_ms, NDUR, duration_ms);
 	series_add(&a->delay, delay_le_ms, NDELAY, queue_delay_ms);
 	return 0;
 }
@@ -298,6 +314,10 @@ static const struct {
 	{"redisOutages", "Connections to Redis lost (R17)."},
 	{"redisAuthRefreshes", "Tokens fetched for Redis itself ([redis] auth = oauth or command)."},
 	{"redisAuthFailures", "Redis refused its credential (NOAUTH, WRONGPASS, closed at expiry)."},
+	{"idpFailures", "Token requests for the worker's token that failed (IdP down, refused)."},
+	{"pdpFailures", "Questions to the policy decision point that decided nothing (no 2xx, no JSON)."},
+	{"webhookFailures", "Webhook POSTs that failed (each try)."},
+	{"notifyDropped", "Notifications the webhook gave up on (tries spent, or its queue full)."},
 };
 
 static const char *
@@ -406,40 +426,55 @@ put_head(struct out *o, const char *name, const char *type, const char *help)
 	put(o, "# HELP warrantd_%s %s\n# TYPE warrantd_%s %s\n", name, help, name, type);
 }
 
+/* {action="…"} or {action="…",status="…"}, then more when le is not NULL. */
 static void
-put_series(struct out *o, const char *name, const char *action, const struct series *s,
-	   const long long *le, size_t nle)
+put_labels(struct out *o, const char *action, const char *status, const char *le)
+{
+	put(o, "{action=");
+	put_label(o, action);
+	if (status)
+		put(o, ",status=\"%s\"", status);
+	put(o, "%s%s%s} ", le ? ",le=\"" : "", le ? le : "", le ? "\"" : "");
+}
+
+static void
+put_series(struct out *o, const char *name, const char *action, const char *status,
+	   const struct series *s, const long long *le, size_t nle)
 {
 	long long cum = 0;
+	char v[32];
 
 	for (size_t i = 0; i < nle; i++) {
 		cum += s->bucket[i];
-		put(o, "warrantd_%s_bucket{action=", name);
-		put_label(o, action);
-		put(o, ",le=\"%g\"} %lld\n", (double)le[i] / 1000.0, cum);
+		snprintf(v, sizeof v, "%g", (double)le[i] / 1000.0);
+		put(o, "warrantd_%s_bucket", name);
+		put_labels(o, action, status, v);
+		put(o, "%lld\n", cum);
 	}
-	put(o, "warrantd_%s_bucket{action=", name);
-	put_label(o, action);
-	put(o, ",le=\"+Inf\"} %lld\nwarrantd_%s_sum{action=", s->count, name);
-	put_label(o, action);
-	put(o, "} %.3f\nwarrantd_%s_count{action=", (double)s->sum_ms / 1000.0, name);
-	put_label(o, action);
-	put(o, "} %lld\n", s->count);
+	put(o, "warrantd_%s_bucket", name);
+	put_labels(o, action, status, "+Inf");
+	put(o, "%lld\nwarrantd_%s_sum", s->count, name);
+	put_labels(o, action, status, NULL);
+	put(o, "%.3f\nwarrantd_%s_count", (double)s->sum_ms / 1000.0, name);
+	put_labels(o, action, status, NULL);
+	put(o, "%lld\n", s->count);
 }
 
 static void
 put_hists(struct out *o, const struct metrics_hist *h)
 {
-	put_head(o, "call_duration_seconds", "histogram", "Duration of action calls, by action.");
+	put_head(o, "call_duration_seconds", "histogram", "Duration of action calls, by action "
+	    "and status class (1xx to 5xx, or error: no answer).");
 	for (size_t i = 0; h && i < h->n; i++)
-		if (h->a[i].duration.count > 0)
-			put_series(o, "call_duration_seconds", h->a[i].action,
-			    &h->a[i].duration, duration_le_ms, NDUR);
+		for (size_t c = 0; c < NCLASS; c++)
+			if (h->a[i].duration[c].count > 0)
+				put_series(o, "call_duration_seconds", h->a[i].action,
+				    status_classes[c], &h->a[i].duration[c], duration_le_ms, NDUR);
 	put_head(o, "queue_delay_seconds", "histogram",
 	    "Delay from the XADD of an entry to the start of each of its calls, by action.");
 	for (size_t i = 0; h && i < h->n; i++)
 		if (h->a[i].delay.count > 0)
-			put_series(o, "queue_delay_seconds", h->a[i].action, &h->a[i].delay,
+			put_series(o, "queue_delay_seconds", h->a[i].action, NULL, &h->a[i].delay,
 			    delay_le_ms, NDELAY);
 }
 
@@ -932,10 +967,10 @@ metrics_new(struct ev_loop *loop, const struct metrics_addr *addr, metrics_sampl
 }
 
 void
-metrics_observe_call(struct metrics *m, const char *action, long long duration_ms,
+metrics_observe_call(struct metrics *m, const char *action, long status, long long duration_ms,
 		     long long queue_delay_ms)
 {
-	if (metrics_hist_observe(m->hist, action, duration_ms, queue_delay_ms) < 0 &&
+	if (metrics_hist_observe(m->hist, action, status, duration_ms, queue_delay_ms) < 0 &&
 	    !m->observe_failed) {
 		m->observe_failed = 1;
 		log_warn("metrics.dropped", "detail=\"more than %d actions or out of memory: "

@@ -57,6 +57,7 @@ struct oauth {
 	uint64_t generation;
 	long long refreshes;
 	int failures;		/* fetches failed since the last success */
+	long long *failed_total;	/* oauth_count_failures_into; may be NULL */
 	int started;
 	int nonce_retry;	/* RFC 9449 §8: the fetch in flight answers a nonce challenge */
 	char refused_code[64];	/* §9: the last fetch's error, when no retry mends it
@@ -457,6 +458,8 @@ fetch_failed(struct oauth *o, long status, const char *detail)
 	if (token_idp_classify(status, detail, o->refused_code,
 	    sizeof o->refused_code) != TOKEN_IDP_FATAL)
 		o->refused_code[0] = '\0';
+	if (o->failed_total != NULL)
+		(*o->failed_total)++;
 	delay = backoff_ms(0, TOKEN_RETRY_BASE_MS, TOKEN_RETRY_CAP_MS, o->failures, rnd_u64());
 	arm(o, &o->fetch_timer, delay);
 	log_warn("token.error", "status=%ld detail=%s failures=%d retry_ms=%lld held=%d",
@@ -773,6 +776,12 @@ long long
 oauth_refreshes(const struct oauth *o)
 {
 	return o->refreshes;
+}
+
+void
+oauth_count_failures_into(struct oauth *o, long long *failed)
+{
+	o->failed_total = failed;
 }
 
 int

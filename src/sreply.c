@@ -96,6 +96,7 @@ entry_of(const redisReply *e, struct sreply_entry *out)
 	out->stream = NULL;
 	out->stream_id = sid->str;
 	out->id = field(e->element[1], "id");
+	out->traceparent = field(e->element[1], "traceparent");
 	if (n != NULL && n->integer > 0)
 		count = n->integer > DELIVERIES_MAX ? DELIVERIES_MAX : n->integer;
 	/* R12 across a hand-back: the count the record had reached before */

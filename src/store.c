@@ -640,4 +640,5 @@ store_transition_args(const struct store_keys *k, const char *group, const char 
 	store_arg_ll(a, STORE_TRANSITION_DEAD_MAXLEN, t->dead_maxlen);
 	store_arg_ll(a, STORE_TRANSITION_NOTIFY_MAXLEN, t->notify_maxlen);
 	store_arg(a, STORE_TRANSITION_TERMINAL, k->terminal);
+	store_arg(a, STORE_TRANSITION_TRACEPARENT, opt(t->traceparent));
 }

@@ -51,6 +51,7 @@
 #include "proc.h"
 #include "sreply.h"
 #include "store.h"
+#include "trace.h"
 #include "version.h"
 #include "webhook.h"
 #include "wtime.h"
@@ -88,12 +89,13 @@ static const char usage_text[] =
 "\n"
 "  decide --on-behalf-of S --action A --resource R [--param K=V]... [--params JSON]\n"
 "         --basis B --expires T [--not-before T] [--notify OWNER] [--id ID]\n"
-"         [--issuer ISS] [--kid KID] --key FILE\n"
+"         [--issuer ISS] [--kid KID] [--traceparent TP] --key FILE\n"
 "      write a decision record and enqueue its id (or schedule it when\n"
 "      --not-before is in the future); prints the recordId.\n"
 "      T: RFC 3339 UTC (2026-11-30T04:00:00Z) or +N[smhd] from now.\n"
 "      --key: the PEM private key (ES256, RS256) or the HMAC secret (HS256);\n"
 "      not needed with [records] signature = off.\n"
+"      --traceparent: a W3C Trace Context the job's calls carry (§13).\n"
 "  status [--json] [--shard N]\n"
 "                         group lag, pending entries, consumers, queue sizes\n"
 "                         (with [redis] shards: of shard N, else of each);\n"
@@ -626,6 +628,7 @@ enum {
 	OPT_ON_BEHALF_OF = 256, OPT_ACTION, OPT_RESOURCE, OPT_PARAM, OPT_PARAMS, OPT_BASIS,
 	OPT_EXPIRES, OPT_NOT_BEFORE, OPT_NOTIFY, OPT_ID, OPT_KID, OPT_KEY, OPT_ISSUER, OPT_JSON,
 	OPT_SHARD, OPT_ALL, OPT_REASON, OPT_OLDER_THAN, OPT_STATE, OPT_LIMIT,
+	OPT_TRACEPARENT,
 };
 
 struct decide_opts {
@@ -633,6 +636,8 @@ struct decide_opts {
 	char id_buf[CTL_ID_LEN + 1];	/* d.id when --id is not given */
 	const char **params;	/* --param values, d.params points here */
 	const char *expires, *not_before, *key_path, *kid, *issuer;
+	char traceparent[TRACE_LEN + 1];	/* --traceparent, checked; "" none */
+	const char *traceparent_arg;
 };
 
 /* After getopt returned '?' or an option the command does not take; cmd is
@@ -668,6 +673,7 @@ decide_option(struct ctx *c, struct decide_opts *o, int ch)
 	case OPT_KID: o->kid = optarg; break;
 	case OPT_KEY: o->key_path = optarg; break;
 	case OPT_ISSUER: o->issuer = optarg; break;
+	case OPT_TRACEPARENT: o->traceparent_arg = optarg; break;
 	default: return -1;
 	}
 	return 0;
@@ -691,6 +697,7 @@ parse_decide(struct ctx *c, int argc, char **argv, struct decide_opts *o)
 		{"kid", required_argument, NULL, OPT_KID},
 		{"key", required_argument, NULL, OPT_KEY},
 		{"issuer", required_argument, NULL, OPT_ISSUER},
+		{"traceparent", required_argument, NULL, OPT_TRACEPARENT},
 		{"config", required_argument, NULL, 'c'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -739,6 +746,14 @@ complete_decision(struct ctx *c, struct decide_opts *o, int64_t now, char *id_bu
 	    ctl_parse_time(o->not_before, now, &o->d.not_before_ms) != 0)
 		return usage_error("decide: --not-before: not RFC 3339 UTC or +N[smhd]: '%s'",
 		    o->not_before);
+	/* §13: checked as the worker will; P:scheduled holds ids only */
+	if (o->traceparent_arg != NULL && trace_parse(o->traceparent_arg,
+	    strlen(o->traceparent_arg), o->traceparent) != 0)
+		return usage_error("decide: --traceparent: not a W3C traceparent: '%s'",
+		    o->traceparent_arg);
+	if (o->traceparent[0] && o->d.not_before_ms > now)
+		return usage_error("decide: --traceparent goes into the stream entry: not with "
+		    "a --not-before in the future (P:scheduled holds ids only)");
 	if (cfg_iss != NULL && o->issuer != NULL && strcmp(cfg_iss, o->issuer) != 0)
 		return usage_error("decide: --issuer differs from [records] issuer");
 	o->d.iss = cfg_iss != NULL ? cfg_iss : o->issuer != NULL ? o->issuer : PROG;
@@ -887,7 +902,8 @@ checked_asking(struct ctx *c, redisReply *r, const char *what, redisReply **out)
  * that never runs (`warrantctl inspect` shows it queued, in no stream). */
 static int
 store_decision_split(struct ctx *c, const struct ctl_decision *d, const char *hash,
-		     const char *record, const char *at, const char *score, redisReply **out)
+		     const char *record, const char *at, const char *score, const char *traceparent,
+		     redisReply **out)
 {
 	struct store_args a;
 	struct store_vec v;
@@ -913,12 +929,13 @@ store_decision_split(struct ctx *c, const struct ctl_decision *d, const char *ha
 		return 0;
 	}
 	freeReplyObject(r);
-	const char *xadd[] = {"XADD", c->keys.jobs, "*", "id", d->id};
+	const char *xadd[] = {"XADD", c->keys.jobs, "*", "id", d->id, "traceparent", traceparent};
 	const char *zadd[] = {"ZADD", c->keys.scheduled, score, d->id};
 	if (score[0])
 		rc = checked_asking(c, run_asking(c, 4, zadd, NULL), "ZADD", &r);
 	else
-		rc = checked_asking(c, run_asking(c, 5, xadd, NULL), "XADD", &r);
+		rc = checked_asking(c, run_asking(c, traceparent && traceparent[0] ? 7 : 5, xadd,
+		    NULL), "XADD", &r);
 	if (rc != 0) {
 		say("decide: decision %s written but not queued: run `warrantctl inspect %s`",
 		    d->id, d->id);
@@ -930,7 +947,8 @@ store_decision_split(struct ctx *c, const struct ctl_decision *d, const char *ha
 }
 
 static int
-store_decision(struct ctx *c, const struct ctl_decision *d, const char *record, int64_t now)
+store_decision(struct ctx *c, const struct ctl_decision *d, const char *record, int64_t now,
+	       const char *traceparent)
 {
 	char hash[STORE_KEY_MAX + RECORD_ID_MAX], at[WTIME_RFC3339_LEN], score[32] = "";
 	struct store_args a;
@@ -954,6 +972,7 @@ store_decision(struct ctx *c, const struct ctl_decision *d, const char *record, 
 	store_arg(&a, STORE_DECIDE_CREATED_AT, at);
 	store_arg(&a, STORE_DECIDE_RECORD_ID, d->id);
 	store_arg(&a, STORE_DECIDE_SCORE, score);
+	store_arg(&a, STORE_DECIDE_TRACEPARENT, traceparent);
 	struct store_vec v;
 	char err[160];
 	if (store_args_vec(&a, &v, err, sizeof err) < 0) {
@@ -965,7 +984,8 @@ store_decision(struct ctx *c, const struct ctl_decision *d, const char *record, 
 	if (r != NULL && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "TRYAGAIN", 8) == 0) {
 		/* the shard's slot migrates: in two steps */
 		freeReplyObject(r);
-		if ((rc = store_decision_split(c, d, hash, record, at, score, &r)) != 0)
+		if ((rc = store_decision_split(c, d, hash, record, at, score, traceparent,
+		    &r)) != 0)
 			return rc;
 	} else if ((rc = checked_asking(c, r, "EVAL", &r)) != 0) {
 		return rc;
@@ -1009,7 +1029,7 @@ decide_with(struct ctx *c, struct decide_opts *o)
 	if (rc == 0)
 		rc = connect_redis(c);
 	if (rc == 0)
-		rc = store_decision(c, &o->d, record, now);
+		rc = store_decision(c, &o->d, record, now, o->traceparent);
 	free(record);
 	free(json);
 	json_decref(content);
@@ -1193,6 +1213,26 @@ pending_fields(struct ctx *c, json_t *st, int have_group)
 	return 0;
 }
 
+/* §13: the oldest entry not yet delivered to the group (the first after
+ * its last-delivered-id; the worker never trims one), whose age is the
+ * queue's latency; null when every entry was delivered. */
+static int
+undelivered_field(struct ctx *c, json_t *st)
+{
+	const char *last = json_string_value(json_object_get(st, "lastDeliveredId"));
+	char from[64];
+	redisReply *r;
+	int rc;
+
+	snprintf(from, sizeof from, "(%s", last ? last : "0-0");
+	if ((rc = run(c, &r, "XRANGE", c->keys.jobs, from, "+", "COUNT", "1", (char *)NULL)) != 0)
+		return rc;
+	const struct sreply *id = sreply_element(sreply_element(sreply_of(r), 0), 0);
+	json_object_set_new(st, "oldestUndelivered", id ? reply_json(id) : json_null());
+	freeReplyObject(r);
+	return 0;
+}
+
 static json_t *
 consumer_entry(json_t *consumers, const char *name)
 {
@@ -1370,6 +1410,7 @@ status_json(struct ctx *c, json_t *st)
 	len = json_integer_value(json_object_get(st, "streamLength"));
 	group_fields(st, g, len);
 	if ((rc = pending_fields(c, st, g != NULL)) != 0 ||
+	    (rc = undelivered_field(c, st)) != 0 ||
 	    (rc = length_of(c, "ZCARD", c->keys.scheduled, st, "scheduled")) != 0 ||
 	    (rc = length_of(c, "XLEN", c->keys.dead, st, "dead")) != 0 ||
 	    (rc = length_of(c, "XLEN", c->keys.notify, st, "notify")) != 0 ||
@@ -2994,11 +3035,20 @@ doctor_pdp(const struct ctx *c, struct doctor *d, struct ev_loop *loop,
 	    "Accept: application/json", NULL};
 	char at[WTIME_RFC3339_LEN], what[300];
 	struct doctor_call dc = {0};
-	json_t *q = json_pack("{s:{s:s, s:s, s:s, s:{}, s:s, s:s, s:s}}", "input", "subject",
-	    "warrantctl-doctor", "action", c->cfg->nactions ? c->cfg->actions[0].name : "doctor",
-	    "resource", "doctor", "parameters", "basis", "warrantctl doctor", "recordId",
-	    "doctor", "decidedAt", wtime_format_rfc3339(wtime_now_ms(), at, sizeof at));
-	char *body = q ? json_dumps(q, JSON_COMPACT) : NULL;
+	char payload[128];
+	struct record r = {.on_behalf_of = "warrantctl-doctor", .resource = "doctor",
+	    .basis = "warrantctl doctor", .body = payload,
+	    .action = c->cfg->nactions ? c->cfg->actions[0].name : "doctor"};
+	const struct authz_shape shape = {.api = c->cfg->authz.api,
+	    .subject_type = c->cfg->authz.subject_type,
+	    .resource_type = c->cfg->authz.resource_type};
+
+	strcpy(r.id, "doctor");
+	r.body_len = (size_t)snprintf(payload, sizeof payload,
+	    "{\"decidedAt\":\"%s\",\"parameters\":{}}",
+	    wtime_format_rfc3339(wtime_now_ms(), at, sizeof at));
+	/* the question as the daemon puts it, in [authz] api's shape */
+	char *body = authz_request_body(&r, &shape);
 	struct http_request rq = {.method = "POST", .url = c->cfg->authz.url,
 	    .headers = headers, .body = body, .body_len = body ? strlen(body) : 0,
 	    .timeout_ms = c->cfg->authz.timeout_ms};
@@ -3012,14 +3062,13 @@ doctor_pdp(const struct ctx *c, struct doctor *d, struct ev_loop *loop,
 			doctor_line(d, 0, what, "no answer");
 		else if (dc.status >= 200 && dc.status <= 299)
 			doctor_line(d, 1, what, "(answered %s)", authz_name(authz_parse_answer(
-			    dc.status, dc.body, strlen(dc.body))));
+			    c->cfg->authz.api, dc.status, dc.body, strlen(dc.body))));
 		else if (dc.status == 0)
 			doctor_line(d, 0, what, "%s", dc.error);
 		else
 			doctor_line(d, 0, what, "HTTP %ld: %s", dc.status, dc.body);
 	}
 	free(body);
-	json_decref(q);
 }
 
 /* Each action's host resolves (getaddrinfo), as the call will need. */

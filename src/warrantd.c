@@ -215,8 +215,7 @@ static void
 metrics_on_call(void *arg, const char *action, long status, long long duration_ms,
 		long long queue_delay_ms)
 {
-	(void)status;
-	metrics_observe_call(arg, action, duration_ms, queue_delay_ms);
+	metrics_observe_call(arg, action, status, duration_ms, queue_delay_ms);
 }
 
 static void

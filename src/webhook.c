@@ -34,7 +34,15 @@ struct webhook {
 	size_t n;
 	struct http_call *call;
 	ev_timer retry;
+	long long *failures, *dropped;	/* webhook_count_into; may be NULL */
 };
+
+static void
+count(long long *c)
+{
+	if (c != NULL)
+		(*c)++;
+}
 
 static void send_head(struct webhook *wh);
 
@@ -56,7 +64,9 @@ try_failed(struct webhook *wh, long status)
 {
 	struct wh_item *it = STAILQ_FIRST(&wh->queue);
 
+	count(wh->failures);
 	if (++it->tries >= WEBHOOK_TRIES) {
+		count(wh->dropped);
 		log_warn("webhook.dropped", "status=%ld tries=%d", status, it->tries);
 		pop(wh);
 		send_head(wh);
@@ -176,6 +186,7 @@ webhook_post(struct webhook *wh, const char *json)
 	struct wh_item *it;
 
 	if (wh->n >= WEBHOOK_QUEUE_MAX) {
+		count(wh->dropped);
 		log_warn("webhook.dropped", "detail=\"queue full\" queued=%zu", wh->n);
 		return;
 	}
@@ -207,4 +218,13 @@ webhook_free(struct webhook *wh)
 	free(wh->url);
 	secrets_free(wh->bearer, wh->bearer_len);
 	free(wh);
+}
+
+void
+webhook_count_into(struct webhook *wh, long long *failures, long long *dropped)
+{
+	if (wh == NULL)
+		return;
+	wh->failures = failures;
+	wh->dropped = dropped;
 }

@@ -47,6 +47,8 @@ for f in /usr/bin/warrantd /usr/bin/warrantctl \
 	/usr/share/doc/warrantd/README.md /usr/share/doc/warrantd/warrantd.ini.example \
 	/usr/share/doc/warrantd/stunnel-redis.conf.example \
 	/usr/share/doc/warrantd/policy/warrant.rego /usr/share/doc/warrantd/copyright \
+	/usr/share/doc/warrantd/policy/cerbos/canal_gate.yaml \
+	/usr/share/doc/warrantd/policy/cerbos/tests/canal_gate_test.yaml \
 	/usr/share/doc/warrantd/prometheus/warrantd.rules.yml \
 	/usr/share/doc/warrantd/prometheus/grafana-dashboard.json \
 	/usr/share/bash-completion/completions/warrantctl \

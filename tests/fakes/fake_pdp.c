@@ -7,7 +7,12 @@
  *
  * A POST to any path not starting with "/_" is a query: its body is
  * {"input": {"subject", "action", "resource", "parameters", "basis",
- * "recordId", "decidedAt"}}. The answer follows the policy:
+ * "recordId", "decidedAt"}} (OPA), or an OpenID AuthZEN 1.0 Access
+ * Evaluation request {"subject": {"type", "id"}, "action": {"name"},
+ * "resource": {"type", "id"}, "context": {...}}, which is read as the input
+ * {"subject": subject.id, "action": action.name, "resource": resource.id,
+ * and context's members} and answered {"decision": true|false}. The answer
+ * follows the policy:
  *   POST /_policy {"deny_resources": [...], "deny_subjects": [...],
  *                  "mode": "bool"|"object"|"missing"|"status",
  *                  "status": 503, "delay_ms": 0}
@@ -15,6 +20,7 @@
  *     mode object  -> {"result": {"allow": true|false}}
  *     mode missing -> {} (no result: the worker must deny)
  *     mode status  -> HTTP `status` (default 503) with an empty body
+ *     mode garbage -> 200 with a body that is not JSON (an HTML page)
  *   A query is denied when its input.resource is in deny_resources or its
  *   input.subject is in deny_subjects. With "canal_duty": {"LATERAL":
  *   "SUBJECT", ...} the canal rule of examples/policy/warrant.rego applies
@@ -22,12 +28,14 @@
  *   operator of LATERAL, with parameters.percent (a number or a numeric
  *   string) from 0 to 60. Missing fields take the defaults:
  *   allow everything, mode bool, no delay. Each POST replaces the policy.
- *   A body that is not {"input": {...}} gets 400 (and is still recorded).
+ *   A body that is neither gets 400 (and is still recorded).
  * Control:
  *   POST /_reset   policy back to the default, queries forgotten
  *   GET  /_queries JSON array, one object per query in arrival order:
  *                  {"path", "input" (the object, or null), "authorization"
  *                   (bool: header present; its value is never kept),
+ *                   "authzen" (an AuthZEN request as it came, or null),
+ *                   "traceparent" (the header, or null),
  *                   "content_type", "arrival_ms", "status" (answered),
  *                   "decision" ("allow", "deny" or "unavailable")}
  *   GET  /_stats   {"total", "allow", "deny", "unavailable" (also counts
@@ -48,7 +56,7 @@
 #define MAX_QUERIES	200000		/* bounds memory under a long benchmark */
 #define MAX_BODY	(1u << 20)
 
-enum mode { MODE_BOOL, MODE_OBJECT, MODE_MISSING, MODE_STATUS };
+enum mode { MODE_BOOL, MODE_OBJECT, MODE_MISSING, MODE_STATUS, MODE_GARBAGE };
 
 struct policy {
 	json_t *deny_resources;		/* array of strings */
@@ -114,7 +122,7 @@ all_strings(const json_t *a)
 static int
 parse_mode(const json_t *v, enum mode *out)
 {
-	static const char *const names[] = { "bool", "object", "missing", "status" };
+	static const char *const names[] = { "bool", "object", "missing", "status", "garbage" };
 
 	if (v == NULL) {
 		*out = MODE_BOOL;
@@ -224,9 +232,10 @@ allowed_locked(const json_t *input)
 	    (!st.pol.canal_duty || canal_allows(st.pol.canal_duty, input));
 }
 
-/* The answer to a well-formed query under the current policy. */
+/* The answer to a well-formed query under the current policy; AuthZEN's
+ * has one shape whatever the mode asks of OPA's. */
 static void
-decide_locked(const json_t *input, struct answer *a)
+decide_locked(const json_t *input, int authzen, struct answer *a)
 {
 	int allow = allowed_locked(input);
 
@@ -235,9 +244,15 @@ decide_locked(const json_t *input, struct answer *a)
 	a->decision = allow ? "allow" : "deny";
 	switch (st.pol.mode) {
 	case MODE_BOOL:
-		a->body = strdup(allow ? "{\"result\":true}" : "{\"result\":false}");
-		break;
 	case MODE_OBJECT:
+		if (authzen) {
+			a->body = strdup(allow ? "{\"decision\":true}" : "{\"decision\":false}");
+			break;
+		}
+		if (st.pol.mode == MODE_BOOL) {
+			a->body = strdup(allow ? "{\"result\":true}" : "{\"result\":false}");
+			break;
+		}
 		a->body = strdup(allow ? "{\"result\":{\"allow\":true}}" :
 		    "{\"result\":{\"allow\":false}}");
 		break;
@@ -250,12 +265,38 @@ decide_locked(const json_t *input, struct answer *a)
 		a->decision = "unavailable";
 		a->body = strdup("");
 		break;
+	case MODE_GARBAGE:
+		a->decision = "unavailable";
+		a->body = strdup("<html><body>502 Bad Gateway</body></html>");
+		break;
 	}
+}
+
+/* An AuthZEN request read as the OPA input it stands for (new reference),
+ * or NULL when doc is not one. */
+static json_t *
+authzen_input(const json_t *doc)
+{
+	const json_t *sub = json_object_get(doc, "subject");
+	const json_t *act = json_object_get(doc, "action");
+	const json_t *res = json_object_get(doc, "resource");
+	const json_t *ctx = json_object_get(doc, "context");
+
+	if (!json_is_object(sub) || !json_is_object(act) || !json_is_object(res) ||
+	    (ctx && !json_is_object(ctx)))
+		return NULL;
+	json_t *in = ctx ? json_deep_copy(ctx) : json_object();
+	if (in == NULL)
+		return NULL;
+	json_object_set(in, "subject", json_object_get(sub, "id"));
+	json_object_set(in, "action", json_object_get(act, "name"));
+	json_object_set(in, "resource", json_object_get(res, "id"));
+	return in;
 }
 
 static void
 record_locked(struct MHD_Connection *c, const struct fake_req *r, const json_t *input,
-	      const struct answer *a)
+	      const json_t *authzen, const struct answer *a)
 {
 	char code[16];
 	long long *counter = strcmp(a->decision, "allow") == 0 ? &st.allowed :
@@ -270,8 +311,9 @@ record_locked(struct MHD_Connection *c, const struct fake_req *r, const json_t *
 		st.dropped++;
 		return;
 	}
-	json_array_append_new(st.queries, json_pack("{s:s, s:O?, s:b, s:o, s:I, s:i, s:s}",
-	    "path", r->uri, "input", input,
+	json_array_append_new(st.queries, json_pack("{s:s, s:O?, s:O?, s:o, s:b, s:o, s:I, s:i, s:s}",
+	    "path", r->uri, "input", input, "authzen", authzen,
+	    "traceparent", fake_header_json(c, "traceparent"),
 	    "authorization", MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization") != NULL,
 	    "content_type", fake_header_json(c, "Content-Type"),
 	    "arrival_ms", (json_int_t)wtime_now_ms(), "status", a->status,
@@ -300,22 +342,25 @@ static enum MHD_Result
 handle_query(struct MHD_Connection *c, const struct fake_req *r, const char *method)
 {
 	json_t *doc = json_loadb(r->body, r->len, 0, NULL);
-	json_t *input = json_object_get(doc, "input");
+	json_t *az = json_object_get(doc, "input") ? NULL : authzen_input(doc);
+	json_t *input = az ? az : json_object_get(doc, "input");
 	struct answer a = { .status = 400, .decision = "bad-request" };
 	enum MHD_Result ret;
 
 	if (strcmp(method, "POST") != 0) {
+		json_decref(az);
 		json_decref(doc);
 		return fake_send(c, 405, "{\"error\":\"queries are POSTed\"}", NULL);
 	}
 	pthread_mutex_lock(&st.mu);
 	if (json_is_object(input))
-		decide_locked(input, &a);
+		decide_locked(input, az != NULL, &a);
 	else
 		a.body = strdup("{\"error\":\"body is not {\\\"input\\\": {...}}\"}");
-	record_locked(c, r, json_is_object(input) ? input : NULL, &a);
+	record_locked(c, r, json_is_object(input) ? input : NULL, az ? doc : NULL, &a);
 	pthread_mutex_unlock(&st.mu);
 	log_query(r->uri, input, &a);
+	json_decref(az);
 	json_decref(doc);
 	fake_delay(a.delay_ms);
 	ret = a.body ? fake_send(c, a.status, a.body, NULL) : MHD_NO;

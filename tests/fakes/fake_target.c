@@ -237,7 +237,7 @@ record_locked(struct MHD_Connection *c, const struct fake_req *r, const char *me
 		return;
 	}
 	json_t *body = json_stringn(r->body, r->len);
-	json_array_append_new(st.records, json_pack("{s:s, s:s, s:o, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:i, s:I}",
+	json_array_append_new(st.records, json_pack("{s:s, s:s, s:o, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:i, s:I}",
 	    "method", method, "path", r->uri,
 	    "idempotency_key", key ? json_string(key) : json_null(),
 	    "authorization", MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization") != NULL,
@@ -246,6 +246,7 @@ record_locked(struct MHD_Connection *c, const struct fake_req *r, const char *me
 	    "on_behalf_of", fake_header_json(c, "Warrant-On-Behalf-Of"),
 	    "basis", fake_header_json(c, "Warrant-Basis"),
 	    "content_type", fake_header_json(c, "Content-Type"),
+	    "traceparent", fake_header_json(c, "traceparent"),
 	    "body", body ? body : json_null(),
 	    "arrival_ms", (json_int_t)wtime_now_ms(), "status", status,
 	    "delay_ms", (json_int_t)rp->delay_ms));

@@ -516,8 +516,9 @@ test_token_wait_hands_back(void **state)
 	assert_string_equal(prior, "1");
 	free(prior);
 	assert_int_equal(pending_deliveries(old_sid, NULL, 0), 0);
-	snprintf(line, sizeof line, "event=job.handback id=dl-back stream_id=%s new_stream_id=%s",
-	    old_sid, new_sid);
+	/* the job's trace (§13) stands between its id and the rest */
+	assert_true(h_daemon_log_has(&dmn[0], "event=job.handback id=dl-back traceparent="));
+	snprintf(line, sizeof line, " stream_id=%s new_stream_id=%s", old_sid, new_sid);
 	assert_true(h_daemon_log_has(&dmn[0], line));
 	wait_hb_min("w1", "redispatched", 1);
 	assert_int_equal(hb_int("w1", "redispatched"), 1);

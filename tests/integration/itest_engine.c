@@ -680,7 +680,8 @@ test_hostile_records(void **state)
 
 	assert_entry("hx:dead", "id", "hx-big", "reason", "record-invalid");
 	wait_state(p, "hx-big", "dead");
-	assert_true(h_daemon_log_has(&D[0], "id=hx-big reason=record-invalid "
+	assert_true(h_daemon_log_has(&D[0], "id=hx-big traceparent="));	/* §13 */
+	assert_true(h_daemon_log_has(&D[0], " reason=record-invalid "
 	    "detail=\"record: longer than [records] max_bytes (16384)\""));
 	assert_entry("hx:dead", "id", "hx-dots", "reason", "record-invalid");
 	wait_state(p, "hx-inject", "done");

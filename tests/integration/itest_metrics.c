@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE	/* prlimit */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -256,7 +257,7 @@ test_alert_rules(void **state)
 	int rc = h_run(check, 30000, &out);
 	if (rc != 0)
 		fail_msg("promtool check rules: exit %d\n%s", rc, out);
-	assert_non_null(strstr(out, "SUCCESS: 7 rules found"));
+	assert_non_null(strstr(out, "SUCCESS: 14 rules found"));
 	free(out);
 	char cmd[512];
 	snprintf(cmd, sizeof cmd, "cd tests/prometheus && %s test rules warrantd.rules.test.yml",
@@ -345,6 +346,59 @@ scraped_by_prometheus(int metrics_port)
 	free(prom);
 }
 
+/* Each warrantd_* and process_* name in file (the dashboard, the rules),
+ * less a histogram's _bucket/_count/_sum, has a "# TYPE name " line in
+ * served: a renamed metric must not leave an empty panel or a silent alert.
+ * The dashboard also has its instance, stream and action variables. */
+static void
+assert_names_served(const char *file, const char *served)
+{
+	char *text = h_read_file(file);
+	int names = 0;
+
+	assert_non_null(text);
+	if (strstr(file, ".json") != NULL) {
+		json_t *doc = json_loads(text, 0, NULL);
+		const json_t *vars = json_object_get(json_object_get(doc, "templating"), "list");
+		const char *want[] = {"datasource", "instance", "stream", "action"};
+		assert_non_null(doc);
+		for (size_t w = 0; w < sizeof want / sizeof want[0]; w++) {
+			int found = 0;
+			for (size_t i = 0; i < json_array_size(vars); i++) {
+				const char *nm = json_string_value(json_object_get(
+				    json_array_get(vars, i), "name"));
+				found |= nm != NULL && strcmp(nm, want[w]) == 0;
+			}
+			if (!found)
+				fail_msg("%s: no $%s variable", file, want[w]);
+		}
+		json_decref(doc);
+	}
+	for (const char *p = text; (p = strpbrk(p, "wp")) != NULL; p++) {
+		if ((strncmp(p, "warrantd_", 9) != 0 && strncmp(p, "process_", 8) != 0) ||
+		    (p > text && (isalnum((unsigned char)p[-1]) || p[-1] == '_')))
+			continue;
+		size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789_");
+		char name[128], type[160];
+		snprintf(name, sizeof name, "%.*s", (int)n, p);
+		static const char *const sfx[] = {"_bucket", "_count", "_sum"};
+		for (size_t k = 0; k < 3; k++) {
+			size_t l = strlen(name), sl = strlen(sfx[k]);
+			if (l > sl && strcmp(name + l - sl, sfx[k]) == 0)
+				name[l - sl] = '\0';
+		}
+		snprintf(type, sizeof type, "# TYPE %s ", name);
+		if (strstr(served, type) == NULL)
+			fail_msg("%s names %s, which neither warrantd nor warrantctl metrics serves",
+			    file, name);
+		names++;
+		p += n - 1;
+	}
+	printf("    %s: %d metric names, each served\n", file, names);
+	assert_true(names >= 10);
+	free(text);
+}
+
 /* ---- the tests ---- */
 
 static void
@@ -361,7 +415,11 @@ test_scrape(void **state)
 	assert_has(resp, "\nwarrantd_in_flight 0\n");
 	assert_has(resp, "\nwarrantd_token_state{state=\"valid\"} 1\n");
 	assert_has(resp, "\nwarrantd_redis_up 1\n");
-	assert_has(resp, "\nwarrantd_call_duration_seconds_count{action=\"gate.open\"} 3\n");
+	assert_has(resp, "\nwarrantd_call_duration_seconds_count{action=\"gate.open\",status=\"2xx\"} 3\n");
+	assert_has(resp, "\nwarrantd_pdp_failures_total 0\n");
+	assert_has(resp, "\nwarrantd_idp_failures_total 0\n");
+	assert_has(resp, "\nwarrantd_webhook_failures_total 0\n");
+	assert_has(resp, "\nwarrantd_notify_dropped_total 0\n");
 	assert_has(resp, "\nwarrantd_queue_delay_seconds_count{action=\"gate.open\"} 3\n");
 	assert_has(resp, "\nwarrantd_jobs_total{action=\"gate.open\",outcome=\"done\"} 3\n");
 	/* §13: pause, breaker and limit gauges per action */
@@ -376,6 +434,18 @@ test_scrape(void **state)
 	assert_int_equal(promtool_accepts(file), 1);
 	free(file);
 	free(body);
+
+	/* every metric the dashboard and the alert rules name is one warrantd
+	 * or warrantctl metrics serves */
+	char *ctl[] = {(char *)h_bin("warrantctl"), "-c", D.ini, "metrics", NULL}, *queue = NULL;
+	assert_int_equal(h_run(ctl, 20000, &queue), 0);
+	assert_has(queue, "\nwarrantd_queue_oldest_undelivered_age_seconds{");
+	char *served = NULL;
+	assert_true(asprintf(&served, "%s\n%s", resp, queue) > 0);
+	assert_names_served("examples/grafana-dashboard.json", served);
+	assert_names_served("examples/prometheus/warrantd.rules.yml", served);
+	free(served);
+	free(queue);
 	free(resp);
 
 	scraped_by_prometheus(port);

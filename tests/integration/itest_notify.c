@@ -502,6 +502,23 @@ hook_503s(void *arg)
 	return by_status(&hook, "503") >= *(const long long *)arg;
 }
 
+struct hb_wait {
+	const char *field;
+	long long min;
+};
+
+/* The heartbeat counter w->field of w1 is at least w->min. */
+static int
+hb_at_least(void *arg)
+{
+	const struct hb_wait *w = arg;
+	char *v = h_hget(rc, H_PREFIX ":consumer:w1", w->field);
+	int ok = v != NULL && atoll(v) >= w->min;
+
+	free(v);
+	return ok;
+}
+
 /* A webhook answering 503 twice: the same body a third time, then 200. */
 static void
 test_webhook_retried_until_2xx(void **state)
@@ -535,6 +552,9 @@ test_webhook_retried_until_2xx(void **state)
 	}
 	json_decref(reqs);
 	assert_true(h_daemon_log_has(&dmn, "event=webhook.retry"));
+	/* §13: each failed try counted (the heartbeat carries the counters) */
+	struct hb_wait failures = { "webhookFailures", 2 };
+	h_wait_for(hb_at_least, &failures, H_WAIT_MS, "webhookFailures >= 2");
 	json_t *entry = notify_entry(id);
 	assert_string_equal(str_of(entry, "owner"), OWNER);
 	json_decref(entry);
@@ -622,6 +642,11 @@ test_webhook_down_never_blocks(void **state)
 		fail_msg("the webhook dropped all %lld notifications before the good jobs were "
 		    "done: it held them up (log %s)", dropped, dmn.log);
 	assert_int_equal(h_pending_count(rc, H_JOBS, H_GROUP), 0);
+	/* §13: a notification given up is counted (after WEBHOOK_TRIES tries) */
+	if (h_daemon_wait_log(&dmn, "event=webhook.dropped", H_WAIT_MS) != 0)
+		fail_msg("no webhook.dropped in %s", dmn.log);
+	struct hb_wait gone = { "notifyDropped", 1 };
+	h_wait_for(hb_at_least, &gone, H_WAIT_MS, "notifyDropped >= 1");
 }
 
 /* ------------------------------------------------------------------ */

@@ -864,6 +864,8 @@ test_bad_secret_worker_takes_nothing(void **state)
 	assert_int_equal(hb_int("w-bad", "done"), 0);
 	assert_true(h_daemon_log_has(&dmn[1], "event=job.handback"));
 	assert_true(h_daemon_log_has(&dmn[1], "event=token.error"));
+	wait_hb_min("w-bad", "idpFailures", 1);	/* §13's counter of them */
+	assert_int_equal(hb_int("w-good", "idpFailures"), 0);
 	assert_log_lacks(&dmn[1], "S3cr3t", "the (wrong) client secret");
 	assert_log_lacks(&dmn[1], "eyJ", "a JWT");
 	h_daemon_down(&dmn[0]);

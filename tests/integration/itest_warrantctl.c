@@ -634,6 +634,12 @@ test_status_reports_group_and_consumers(void **state)
 	st = parse_json(out);
 	assert_true(json_is_true(json_object_get(st, "groupExists")));
 	assert_int_equal(jint(st, "lag"), 1);
+	/* §13: the one entry not delivered yet is the second one queued */
+	redisReply *last = redisCommand(C, "XREVRANGE t:jobs + - COUNT 1");
+	assert_non_null(last);
+	assert_int_equal(last->type, REDIS_REPLY_ARRAY);
+	assert_string_equal(jstr(st, "oldestUndelivered"), last->element[0]->element[0]->str);
+	freeReplyObject(last);
 	assert_int_equal(jint(st, "entriesRead"), 1);
 	assert_int_equal(jint(st, "pending"), 1);
 	assert_true(jint(st, "oldestPendingIdleMs") >= 0);

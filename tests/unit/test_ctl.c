@@ -610,11 +610,12 @@ test_queue_metrics(void **state)
 	snprintf(status, sizeof status, "{\"stream\": \"warrant:jobs\", \"group\": \"workers\","
 	    "\"groupExists\": true, \"streamLength\": 12, \"lag\": 4, \"pending\": 2,"
 	    "\"oldestPendingId\": \"%lld-0\", \"oldestPendingIdleMs\": 1500,"
+	    "\"oldestUndelivered\": \"%lld-3\","
 	    "\"scheduled\": 3, \"dead\": 1, \"notify\": 5, \"consumers\": {"
 	    "\"w1\": {\"inGroup\": true, \"pending\": 2, \"alive\": true},"
 	    "\"w\\\"2\": {\"inGroup\": true, \"pending\": 0, \"alive\": false},"
 	    "\"w3\": {\"inGroup\": false, \"pending\": 0, \"alive\": true}}}",
-	    NOW - 90000);
+	    NOW - 90000, NOW - 42500);
 	char *t = queue_metrics(status);
 	const char *l = "{stream=\"warrant:jobs\",group=\"workers\"}";
 	char want[256];
@@ -622,6 +623,7 @@ test_queue_metrics(void **state)
 	    {"lag", "4"}, {"pending", "2"}, {"oldest_pending_idle_seconds", "1.5"},
 	    {"scheduled", "3"}, {"dead", "1"}, {"notify", "5"},
 	    {"oldest_pending_age_seconds", "90.000"}, {"consumers", "2"},
+	    {"oldest_undelivered_age_seconds", "42.500"},	/* §13: the queue's latency */
 	    {"consumers_alive", "2"}};
 	for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
 		snprintf(want, sizeof want, "\nwarrantd_queue_%s%s %s\n", lines[i][0], l,
@@ -643,6 +645,7 @@ test_queue_metrics(void **state)
 	assert_in(t, "\nwarrantd_queue_group_exists{stream=\"p:jobs\",group=\"g\"} 0\n");
 	assert_in(t, "\nwarrantd_queue_oldest_pending_idle_seconds{stream=\"p:jobs\",group=\"g\"} 0\n");
 	assert_in(t, "\nwarrantd_queue_oldest_pending_age_seconds{stream=\"p:jobs\",group=\"g\"} 0.000\n");
+	assert_in(t, "\nwarrantd_queue_oldest_undelivered_age_seconds{stream=\"p:jobs\",group=\"g\"} 0.000\n");
 	free(t);
 }
 

@@ -21,6 +21,7 @@
 #include "gate.h"
 #include "log.h"
 #include "store.h"
+#include "trace.h"
 
 #define NOW	INT64_C(1800000000000)	/* 2027-01-15T08:00:00Z */
 #define WINDOW	INT64_C(600000)		/* the records' deadline: 10 min after NOW */
@@ -56,6 +57,8 @@ static struct {
 	struct store_transition last;	/* the last write's scalars */
 	int last_has_hash;
 	char outcomes[256];	/* "action:state:reason " for each outcome told */
+	char call_traceparent[128];	/* the last call's traceparent header, "" none */
+	char last_traceparent[128];	/* the last write's traceparent, "" none */
 } w;
 
 static void
@@ -159,6 +162,8 @@ f_write(void *ctx, const struct store_transition *t, int wait_replicas, ejob_wri
 	p->write = cb;
 	w.last = *t;
 	w.last_has_hash = t->hash_key != NULL;
+	snprintf(w.last_traceparent, sizeof w.last_traceparent, "%s",
+	    t->traceparent ? t->traceparent : "");
 	snprintf(flags, sizeof flags, "%s%s%s%s%s%s%s", t->incr_attempts ? ",+1" : "",
 	    t->require_owner ? ",own" : "", t->ack ? ",ack" : "",
 	    t->keep_unpending ? ",keep" : "", t->skip_lease ? ",nolease" : "",
@@ -173,8 +178,12 @@ f_write(void *ctx, const struct store_transition *t, int wait_replicas, ejob_wri
 static int
 f_call(void *ctx, const struct http_request *req, http_done_cb *cb, void *arg, void **h)
 {
-	(void)ctx, (void)req;
+	(void)ctx;
 	struct pend *p = pend_new(P_CALL, arg);
+	w.call_traceparent[0] = '\0';
+	for (const char *const *hd = req->headers; hd && *hd; hd++)
+		if (strncmp(*hd, "traceparent: ", 13) == 0)
+			snprintf(w.call_traceparent, sizeof w.call_traceparent, "%s", *hd + 13);
 	p->call = cb;
 	*h = p;
 	trace("call");
@@ -513,7 +522,7 @@ teardown(void **state)
 static void
 to_call_step(struct fixture *f, const char *stream_id, const char *action, const char *attempts)
 {
-	ejobs_admit(f->jobs, stream_id, "gate-14", 1);
+	ejobs_admit(f->jobs, stream_id, "gate-14", 1, NULL);
 	struct pend *p = pending(P_LOAD, NULL);
 	answer_load(p, attempts);
 	answer_verify(pending(P_VERIFY, p->arg), action);
@@ -546,6 +555,50 @@ test_done(void **state)
 	assert_int_equal(f->n.received, 1);
 	assert_int_equal(f->n.done, 1);
 	assert_string_equal(w.outcomes, "gate.open:done:ok ");	/* for metrics, once */
+	assert_int_equal(live_count(), 0);
+}
+
+/* §13: the entry's traceparent goes to the target as the `traceparent`
+ * header and into every write (for P:audit); one that is not W3C Trace
+ * Context, or none, gives the call a new valid trace and the writes none. */
+static void
+test_traceparent(void **state)
+{
+	struct fixture *f = *state;
+	static const char tp[] = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+	char first[128];
+	char out[TRACE_LEN + 1];
+
+	ejobs_admit(f->jobs, "1-1", "gate-14", 1, tp);
+	struct pend *p = pending(P_LOAD, NULL);
+	answer_load(p, NULL);
+	answer_verify(pending(P_VERIFY, p->arg), "gate.open");
+	assert_string_equal(w.last_traceparent, tp);
+	answer_write(pending(P_WRITE, NULL), "ok", 1);
+	assert_string_equal(w.call_traceparent, tp);
+	answer_call(pending(P_CALL, NULL), 204);
+	assert_string_equal(w.last_traceparent, tp);
+	answer_write(pending(P_WRITE, NULL), "ok", 1);
+
+	for (int i = 0; i < 2; i++) {
+		char sid[8];
+		snprintf(sid, sizeof sid, "2-%d", i);
+		ejobs_admit(f->jobs, sid, "gate-14", 1, i ? NULL : "00-not-a-trace");
+		p = pending(P_LOAD, NULL);
+		answer_load(p, NULL);
+		answer_verify(pending(P_VERIFY, p->arg), "gate.open");
+		assert_string_equal(w.last_traceparent, "");
+		answer_write(pending(P_WRITE, NULL), "ok", 1);
+		assert_int_equal(trace_parse(w.call_traceparent, strlen(w.call_traceparent), out),
+		    0);
+		assert_string_not_equal(w.call_traceparent, tp);
+		if (i == 0)
+			snprintf(first, sizeof first, "%s", w.call_traceparent);
+		else	/* a new trace per job */
+			assert_string_not_equal(w.call_traceparent, first);
+		answer_call(pending(P_CALL, NULL), 204);
+		answer_write(pending(P_WRITE, NULL), "ok", 1);
+	}
 	assert_int_equal(live_count(), 0);
 }
 
@@ -918,7 +971,7 @@ test_redis_error_three_times(void **state)
 	static const char wrongtype[] =
 		"WRONGTYPE Operation against a key holding the wrong kind of value";
 
-	ejobs_admit(f->jobs, "1-1", "gate-14", 1);
+	ejobs_admit(f->jobs, "1-1", "gate-14", 1, NULL);
 	for (int i = 0; i < 2; i++) {
 		answer_load_error(pending(P_LOAD, NULL), wrongtype);
 		fire(pending(P_TIMER, NULL));
@@ -942,7 +995,7 @@ test_withheld_record(void **state)
 	struct fixture *f = *state;
 	struct ejob_loaded r = {.ok = 1, .exists = 1, .state = "queued", .withheld = 50331648};
 
-	ejobs_admit(f->jobs, "1-1", "gate-14", 1);
+	ejobs_admit(f->jobs, "1-1", "gate-14", 1, NULL);
 	struct pend *p = pending(P_LOAD, NULL);
 	p->live = 0;
 	p->load(p->arg, &r);
@@ -962,7 +1015,7 @@ test_no_id(void **state)
 {
 	struct fixture *f = *state;
 
-	ejobs_admit(f->jobs, "1-1", NULL, 1);
+	ejobs_admit(f->jobs, "1-1", NULL, 1, NULL);
 	EXPECT_TRACE("write(-,f=-1,ack,nohash,dead)");
 	answer_write(pending(P_WRITE, NULL), "ok", -1);
 	EXPECT_TRACE("released");
@@ -1008,7 +1061,7 @@ test_final_mark_at_load(void **state)
 {
 	struct fixture *f = *state;
 
-	ejobs_admit(f->jobs, "1-1", "gate-14", 1);
+	ejobs_admit(f->jobs, "1-1", "gate-14", 1, NULL);
 	answer_load_final(pending(P_LOAD, NULL), "done");
 	EXPECT_TRACE("load(P:decision:gate-14) write(-,f=-1,ack,nohash)");
 	answer_write(pending(P_WRITE, NULL), "ok", -1);
@@ -1052,6 +1105,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_done, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_traceparent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_5xx_then_retry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_401_redispatch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_token_wait_hands_back, setup, teardown),

@@ -205,21 +205,36 @@ test_format_hist(void **state)
 	(void)state;
 
 	assert_non_null(h);
-	assert_int_equal(metrics_hist_observe(h, "gate.open", 3, 50), 0);
-	assert_int_equal(metrics_hist_observe(h, "gate.open", 7, 700), 0);
-	assert_int_equal(metrics_hist_observe(h, "gate.open", 70000, -5), 0);	/* skew: 0 */
-	assert_int_equal(metrics_hist_observe(h, "odd\"na\\me", 10, 100000000), 0);
+	assert_int_equal(metrics_hist_observe(h, "gate.open", 200, 3, 50), 0);
+	assert_int_equal(metrics_hist_observe(h, "gate.open", 204, 7, 700), 0);
+	assert_int_equal(metrics_hist_observe(h, "gate.open", 299, 70000, -5), 0);	/* skew: 0 */
+	assert_int_equal(metrics_hist_observe(h, "odd\"na\\me", 200, 10, 100000000), 0);
+	/* by status class: 5xx, no answer (0), 4xx; the delay by action alone */
+	assert_int_equal(metrics_hist_observe(h, "gate.open", 503, 20, 50), 0);
+	assert_int_equal(metrics_hist_observe(h, "gate.open", 0, 30000, 50), 0);
+	assert_int_equal(metrics_hist_observe(h, "gate.open", 404, 4, 50), 0);
 	char *t = metrics_format(&s, h, &len);
 	assert_non_null(t);
-	assert_has(t, "warrantd_call_duration_seconds_bucket{action=\"gate.open\",le=\"0.005\"} 1\n");
-	assert_has(t, "warrantd_call_duration_seconds_bucket{action=\"gate.open\",le=\"0.01\"} 2\n");
-	assert_has(t, "warrantd_call_duration_seconds_bucket{action=\"gate.open\",le=\"60\"} 2\n");
-	assert_has(t, "warrantd_call_duration_seconds_bucket{action=\"gate.open\",le=\"+Inf\"} 3\n");
-	assert_has(t, "warrantd_call_duration_seconds_sum{action=\"gate.open\"} 70.010\n");
-	assert_has(t, "warrantd_call_duration_seconds_count{action=\"gate.open\"} 3\n");
-	assert_has(t, "warrantd_queue_delay_seconds_bucket{action=\"gate.open\",le=\"0.1\"} 2\n");
-	assert_has(t, "warrantd_queue_delay_seconds_bucket{action=\"gate.open\",le=\"1\"} 3\n");
-	assert_has(t, "warrantd_queue_delay_seconds_sum{action=\"gate.open\"} 0.750\n");
+	assert_has(t, "warrantd_call_duration_seconds_bucket{action=\"gate.open\",status=\"2xx\",le=\"0.005\"} 1\n");
+	assert_has(t, "warrantd_call_duration_seconds_bucket{action=\"gate.open\",status=\"2xx\",le=\"0.01\"} 2\n");
+	assert_has(t, "warrantd_call_duration_seconds_bucket{action=\"gate.open\",status=\"2xx\",le=\"60\"} 2\n");
+	assert_has(t, "warrantd_call_duration_seconds_bucket{action=\"gate.open\",status=\"2xx\",le=\"+Inf\"} 3\n");
+	assert_has(t, "warrantd_call_duration_seconds_sum{action=\"gate.open\",status=\"2xx\"} 70.010\n");
+	assert_has(t, "warrantd_call_duration_seconds_count{action=\"gate.open\",status=\"2xx\"} 3\n");
+	assert_has(t, "warrantd_call_duration_seconds_count{action=\"gate.open\",status=\"5xx\"} 1\n");
+	assert_has(t, "warrantd_call_duration_seconds_sum{action=\"gate.open\",status=\"error\"} 30.000\n");
+	assert_has(t, "warrantd_call_duration_seconds_count{action=\"gate.open\",status=\"4xx\"} 1\n");
+	assert_null(strstr(t, "status=\"3xx\""));	/* no call, no series */
+	assert_has(t, "warrantd_queue_delay_seconds_count{action=\"gate.open\"} 6\n");
+	assert_string_equal(metrics_status_class(100), "1xx");
+	assert_string_equal(metrics_status_class(399), "3xx");
+	assert_string_equal(metrics_status_class(599), "5xx");
+	assert_string_equal(metrics_status_class(600), "error");
+	assert_string_equal(metrics_status_class(99), "error");
+	assert_string_equal(metrics_status_class(-1), "error");
+	assert_has(t, "warrantd_queue_delay_seconds_bucket{action=\"gate.open\",le=\"0.1\"} 5\n");
+	assert_has(t, "warrantd_queue_delay_seconds_bucket{action=\"gate.open\",le=\"1\"} 6\n");
+	assert_has(t, "warrantd_queue_delay_seconds_sum{action=\"gate.open\"} 0.900\n");
 	assert_has(t, "warrantd_queue_delay_seconds_bucket{action=\"odd\\\"na\\\\me\",le=\"86400\"} 0\n");
 	assert_has(t, "warrantd_queue_delay_seconds_bucket{action=\"odd\\\"na\\\\me\",le=\"+Inf\"} 1\n");
 	free(t);
@@ -254,7 +269,7 @@ test_outcomes(void **state)
 	assert_has(t, "warrantd_dead_letters_total{reason=\"no-id\"} 2\n");
 	assert_has(t, "warrantd_dead_letters_total{reason=\"max-attempts\"} 1\n");
 	/* an action with outcomes and no call has no empty histogram */
-	assert_null(strstr(t, "warrantd_call_duration_seconds_count{action=\"gate.close\"}"));
+	assert_null(strstr(t, "warrantd_call_duration_seconds_count{action=\"gate.close\""));
 	free(t);
 	metrics_hist_free(h);
 }
@@ -329,10 +344,10 @@ test_hist_bounded(void **state)
 
 	for (int i = 0; i < METRICS_ACTIONS_MAX; i++) {
 		snprintf(name, sizeof name, "a%d", i);
-		assert_int_equal(metrics_hist_observe(h, name, 1, 1), 0);
+		assert_int_equal(metrics_hist_observe(h, name, 200, 1, 1), 0);
 	}
-	assert_int_equal(metrics_hist_observe(h, "one.more", 1, 1), -1);
-	assert_int_equal(metrics_hist_observe(h, "a0", 1, 1), 0);	/* known: counted */
+	assert_int_equal(metrics_hist_observe(h, "one.more", 200, 1, 1), -1);
+	assert_int_equal(metrics_hist_observe(h, "a0", 500, 1, 1), 0);	/* known: counted */
 	metrics_hist_free(h);
 }
 

@@ -415,6 +415,7 @@ test_transition_args(void **state)
 		.action = "a", .resource = "r", .schedule_score = "", .deliveries = 3,
 		.attempt = 7, .at = "2026-01-01T00:00:00Z", .retain_ms = 1000, .dead_maxlen = 10,
 		.notify_maxlen = 20, .skip_lease = 1, .keep_unpending = 1,
+		.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
 	};
 	struct store_args a;
 	struct store_vec v;
@@ -443,6 +444,9 @@ test_transition_args(void **state)
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_ATTEMPT), "7");
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_DELIVERIES), "3");
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_RESOURCE), "r");
+	/* §13: the entry's trace goes into the audit entries */
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_TRACEPARENT),
+	    "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
 	store_vec_free(&v);
 
 	/* What the script will not read is "" (a batch leaves trailing ones
@@ -452,6 +456,7 @@ test_transition_args(void **state)
 	t.dead_reason = "";
 	t.notify = 0;
 	t.retain_ms = 0;
+	t.traceparent = NULL;
 	store_transition_args(&k, "g", "c1", 99, &t, &a);
 	assert_int_equal(store_args_vec(&a, &v, err, sizeof err), 0);
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_ATTEMPT), "");
@@ -465,6 +470,7 @@ test_transition_args(void **state)
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_STATE), "dead");
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_DEAD), "w:jobs");
 	assert_string_equal(arg_of(&v, STORE_TRANSITION_NOTIFY), "w:jobs");
+	assert_string_equal(arg_of(&v, STORE_TRANSITION_TRACEPARENT), "");
 	store_vec_free(&v);
 	t.schedule_score = "1700000000000";
 	store_transition_args(&k, "g", "c1", 99, &t, &a);
