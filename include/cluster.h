@@ -86,6 +86,12 @@ const struct cluster_node *cluster_map_owner(const struct cluster_map *m, unsign
  * Returns how many. */
 size_t cluster_map_nodes(const struct cluster_map *m, struct cluster_node *out, size_t max);
 
+/* Keeps only the nodes for which keep(arg, node) is 1: the slots of the
+ * others become unknown (allow_hosts: a CLUSTER SHARDS reply named a host
+ * outside it). Returns how many nodes went. */
+size_t cluster_map_keep(struct cluster_map *m,
+			int (*keep)(void *arg, const struct cluster_node *n), void *arg);
+
 /* ---- redirects ---- */
 
 enum cluster_redirect_kind { CLUSTER_NO_REDIRECT, CLUSTER_MOVED, CLUSTER_ASK };
