@@ -19,6 +19,9 @@ struct engine_counters {
 	 * WRONGPASS, NOPERM, an AUTH refused, a connection closed as its
 	 * token died: rconn_opts.auth_seen) */
 	long long redis_auth_refreshes, redis_auth_failures;
+	/* [redis] allow_hosts: redirects, CLUSTER SHARDS endpoints and
+	 * sentinel answers refused for naming a host outside it (issue 27) */
+	long long redis_hosts_refused;
 };
 
 /* Each counter's name in the heartbeat hash (warrantd(7) §8) and where it is; the

@@ -13,6 +13,7 @@ const struct counter_field counter_fields[] = {
 	F("tokenRefreshes", token_refreshes), F("claimed", claimed),
 	F("redisOutages", redis_outages),
 	F("redisAuthRefreshes", redis_auth_refreshes), F("redisAuthFailures", redis_auth_failures),
+	F("redisHostsRefused", redis_hosts_refused),
 	{NULL, 0},
 };
 

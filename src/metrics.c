@@ -298,6 +298,7 @@ static const struct {
 	{"redisOutages", "Connections to Redis lost (R17)."},
 	{"redisAuthRefreshes", "Tokens fetched for Redis itself ([redis] auth = oauth or command)."},
 	{"redisAuthFailures", "Redis refused its credential (NOAUTH, WRONGPASS, closed at expiry)."},
+	{"redisHostsRefused", "Redis hosts refused: named outside [redis] allow_hosts."},
 };
 
 static const char *
