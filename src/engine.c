@@ -505,6 +505,25 @@ shared_read_over(struct engine *eng, int ok)
 	}
 }
 
+/* The shard whose stream a NOGROUP names ("NOGROUP No such key 'K' or
+ * consumer group 'G' in XREADGROUP with GROUP option"), or NULL when the
+ * text does not say (another server's wording). */
+static struct shard *
+nogroup_shard(struct engine *eng, const char *text)
+{
+	const char *open = text != NULL ? strstr(text, "key '") : NULL;
+	const char *close = open != NULL ? strstr(open + 5, "' or consumer group") : NULL;
+
+	if (close == NULL)
+		return NULL;
+	size_t n = (size_t)(close - (open + 5));
+	for (size_t i = 0; i < eng->nshards; i++)
+		if (strlen(eng->shards[i].keys.jobs) == n &&
+		    memcmp(eng->shards[i].keys.jobs, open + 5, n) == 0)
+			return &eng->shards[i];
+	return NULL;
+}
+
 static void
 after_shared_read(struct rconn *rc, const struct sreply *r, void *arg)
 {
@@ -512,10 +531,11 @@ after_shared_read(struct rconn *rc, const struct sreply *r, void *arg)
 	(void)rc;
 
 	if (sreply_error(r, "NOGROUP")) {
-		/* Some stream or group is gone; which one the error text says
-		 * only in words: ask for each group read, BUSYGROUP is fine. */
+		/* Some stream or group is gone: the one the error names
+		 * (nogroup_shard), else each group read (BUSYGROUP is fine). */
+		struct shard *gone = nogroup_shard(eng, sreply_error_text(r));
 		for (size_t i = 0; i < eng->nshards; i++)
-			if (eng->shards[i].reading) {
+			if (eng->shards[i].reading && (gone == NULL || gone == &eng->shards[i])) {
 				eng->shards[i].group_ready = 0;
 				ensure_group(&eng->shards[i]);
 			}

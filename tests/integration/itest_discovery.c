@@ -16,7 +16,7 @@
  * and while Redis drops its connections again and again (each reconnect
  * asks the sentinels again) the metrics listener keeps answering at once.
  */
-#define _DEFAULT_SOURCE
+#define _GNU_SOURCE	/* strcasestr */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -307,6 +307,63 @@ test_stuck_sentinel_does_not_stop_the_loop(void **state)
 	h_redis_stop(&redis);
 }
 
+/* ---- a shared read's NOGROUP (item 7) ---- */
+
+static int
+stream_back(void *arg)
+{
+	return h_redis_int(arg, "EXISTS {warrant:2}:jobs") == 1;
+}
+
+/* Four shards on one Redis share one blocking read; one shard's stream is
+ * deleted under it: only that shard's group is made again (MONITOR sees
+ * no XGROUP CREATE for the other three). */
+static void
+test_shared_read_nogroup_one_shard(void **state)
+{
+	struct h_stack st;
+	struct h_daemon w;
+
+	(void)state;
+	assert_int_equal(h_stack_start(&st), 0);
+	struct h_daemon_opts o = {
+		.redis_sock = st.redis.sock, .target_url = st.target.url, .signature_off = 1,
+		.redis_extra = "shards = 4\n", .claim_interval_ms = 30000,
+	};
+	char *ini = h_daemon_ini(&o);
+	assert_non_null(ini);
+	assert_int_equal(h_daemon_start(&w, ini), 0);
+	free(ini);
+	assert_int_equal(h_daemon_wait_log(&w, "event=consumer.group stream={warrant:3}:jobs",
+	    WAIT_MS), 0);
+	redisContext *m = h_redis_connect(&st.redis);
+	assert_non_null(m);
+	freeReplyObject(redisCommand(m, "MONITOR"));
+	assert_true(h_redis_int(st.c, "DEL {warrant:2}:jobs") == 1);
+	assert_int_equal(h_wait_until(stream_back, st.c, WAIT_MS), 0);
+	int mine = 0, others = 0;
+	/* a read of block_ms (1 s) more: nothing else is made meanwhile */
+	for (long long end = h_now_ms() + 2500; h_now_ms() < end;) {
+		redisReply *r = NULL;
+		if (redisGetReply(m, (void **)&r) != REDIS_OK || r == NULL)
+			break;
+		if (r->type == REDIS_REPLY_STATUS && strcasestr(r->str, "\"XGROUP\" \"CREATE\"")) {
+			if (strstr(r->str, "{warrant:2}:jobs"))
+				mine++;
+			else
+				others++;
+		}
+		freeReplyObject(r);
+	}
+	redisFree(m);
+	printf("    XGROUP CREATE after shard 2's stream went: %d for it, %d for the others\n",
+	    mine, others);
+	assert_true(mine >= 1);
+	assert_int_equal(others, 0);
+	assert_true(h_daemon_stop_clean(&w));
+	h_stack_stop(&st);
+}
+
 int
 main(void)
 {
@@ -316,6 +373,7 @@ main(void)
 		cmocka_unit_test(test_moved_to_a_stranger),
 		cmocka_unit_test(test_ask_to_a_stranger),
 		cmocka_unit_test(test_stuck_sentinel_does_not_stop_the_loop),
+		cmocka_unit_test(test_shared_read_nogroup_one_shard),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
