@@ -14,6 +14,7 @@
  *   ask       the same with -ASK <slot> TARGET
  *   shards    a cluster node whose CLUSTER SHARDS names TARGET as the
  *             primary of every slot
+ *   replica   a node whose ROLE says "slave" (of TARGET)
  *   silent    accepts connections and never answers
  * Anything else is -ERR. Every command's name goes to stderr (its log).
  * SIGTERM or SIGINT ends it.
@@ -119,6 +120,9 @@ answer(int fd, const redisReply *r)
 	} else if (strcasecmp(cmd, "ROLE") == 0) {
 		if (strcmp(mode, "sentinel") == 0)
 			sayf(fd, "*2\r\n$8\r\nsentinel\r\n*0\r\n");
+		else if (strcmp(mode, "replica") == 0)
+			sayf(fd, "*5\r\n$5\r\nslave\r\n$%zu\r\n%s\r\n:%d\r\n$9\r\nconnected\r\n"
+			    ":0\r\n", strlen(thost), thost, tport);
 		else
 			sayf(fd, "*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n");
 	} else if (strcmp(mode, "sentinel") == 0 && strcasecmp(cmd, "SENTINEL") == 0) {

@@ -210,6 +210,38 @@ test_ask_to_a_stranger(void **state)
 	hostile("ask", "cluster", "", "ask");
 }
 
+/* An ASK to an allowed node that is a replica: the side connection's ROLE
+ * check refuses it before any command goes there. */
+static void
+test_ask_to_a_replica(void **state)
+{
+	struct h_fake replica, node, target;
+	struct h_daemon w;
+	char redis_extra[256], tgt[64];
+
+	(void)state;
+	const char *rargs[] = {"--mode", "replica", "--target", "127.0.0.1:1", NULL};
+	assert_int_equal(h_fake_start(&replica, "fake_rnode", rargs), 0);
+	snprintf(tgt, sizeof tgt, "127.0.0.1:%d", replica.port);
+	const char *args[] = {"--mode", "ask", "--target", tgt, NULL};
+	assert_int_equal(h_fake_start(&node, "fake_rnode", args), 0);
+	assert_int_equal(h_fake_start(&target, "fake_target", NULL), 0);
+	snprintf(redis_extra, sizeof redis_extra, "cluster = 127.0.0.1:%d\n", node.port);
+	char *ini = worker_ini(target.url, "{warrant}", redis_extra, NULL);
+	assert_int_equal(h_daemon_spawn(&w, ini), 0);
+	free(ini);
+	assert_int_equal(h_daemon_wait_log(&w, "event=redis.not_primary name=cmd.ask", WAIT_MS),
+	    0);
+	assert_true(h_daemon_stop_clean(&w));
+	/* it was asked ROLE, and nothing was sent after it */
+	assert_true(h_file_contains(replica.log, "fake_rnode: ROLE"));
+	assert_false(h_file_contains(replica.log, "fake_rnode: ASKING"));
+	assert_false(h_file_contains(replica.log, "fake_rnode: EVAL"));
+	h_fake_stop(&replica);
+	h_fake_stop(&node);
+	h_fake_stop(&target);
+}
+
 /* ---- asynchronous discovery ---- */
 
 static int
@@ -372,6 +404,7 @@ main(void)
 		cmocka_unit_test(test_shards_name_a_stranger),
 		cmocka_unit_test(test_moved_to_a_stranger),
 		cmocka_unit_test(test_ask_to_a_stranger),
+		cmocka_unit_test(test_ask_to_a_replica),
 		cmocka_unit_test(test_stuck_sentinel_does_not_stop_the_loop),
 		cmocka_unit_test(test_shared_read_nogroup_one_shard),
 	};
