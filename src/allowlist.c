@@ -251,7 +251,16 @@ int
 allowlist_match(const struct allowlist *a, const char *host)
 {
 	struct entry h;
+	char bare[NAME_MAX_LEN + 1];
+	size_t n = host != NULL ? strlen(host) : 0;
 
+	/* "[::1]", as a redirect may write an IPv6 address (only one) */
+	if (n > 2 && n - 2 <= NAME_MAX_LEN && host[0] == '[' && host[n - 1] == ']' &&
+	    memchr(host, ':', n) != NULL) {
+		memcpy(bare, host + 1, n - 2);
+		bare[n - 2] = '\0';
+		host = bare;
+	}
 	if (a == NULL || host == NULL || parse_entry(host, &h) < 0 || strchr(host, '/'))
 		return 0;
 	for (size_t i = 0; i < a->n; i++) {

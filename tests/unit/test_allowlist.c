@@ -42,6 +42,8 @@ test_match(void **state)
 	assert_false(allowlist_match(a, "redis-2.internal"));
 	assert_false(allowlist_match(a, "evil.redis-1.internal"));
 	assert_true(allowlist_match(a, "fd00:1::5"));
+	assert_true(allowlist_match(a, "[fd00:1::5]"));	/* as a redirect may write it */
+	assert_false(allowlist_match(a, "[redis-1.internal]"));
 	assert_true(allowlist_match(a, "fd00:1:0:0:ffff::1"));
 	assert_false(allowlist_match(a, "fd00:2::5"));
 	/* a name that spells an address is not the address, nor the reverse */
