@@ -5,9 +5,9 @@
  * one shard of it -- carries one hash tag, so each shard lives in one slot
  * and the worker needs only: the slot of a key (CRC16, the hash-tag rule),
  * the slot map (CLUSTER SHARDS), the node owning a slot, and what a -MOVED
- * or -ASK reply says. Those are pure. cluster_refresh asks the nodes for
- * the map over the network, synchronously with a timeout per node, like the
- * Sentinel lookup (sentinel.h): only when a connection is (re)made.
+ * or -ASK reply says. Those are pure. The daemon asks for the map
+ * asynchronously (disc.h); cluster_refresh asks synchronously, with a
+ * timeout per node: for warrantctl, a command that may wait.
  *
  * The shard of a record (`[redis] shards`, warrantd(7) §2):
  * shard = FNV-1a-32(recordId) mod N, its prefix "{P:shard}".
