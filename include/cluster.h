@@ -5,9 +5,9 @@
  * one shard of it -- carries one hash tag, so each shard lives in one slot
  * and the worker needs only: the slot of a key (CRC16, the hash-tag rule),
  * the slot map (CLUSTER SHARDS), the node owning a slot, and what a -MOVED
- * or -ASK reply says. Those are pure. cluster_refresh asks the nodes for
- * the map over the network, synchronously with a timeout per node, like the
- * Sentinel lookup (sentinel.h): only when a connection is (re)made.
+ * or -ASK reply says. Those are pure. The daemon asks for the map
+ * asynchronously (disc.h); cluster_refresh asks synchronously, with a
+ * timeout per node: for warrantctl, a command that may wait.
  *
  * The shard of a record (`[redis] shards`, warrantd(7) §2):
  * shard = FNV-1a-32(recordId) mod N, its prefix "{P:shard}".
@@ -85,6 +85,12 @@ const struct cluster_node *cluster_map_owner(const struct cluster_map *m, unsign
 /* The known primaries, up to max, into out (to ask for the next refresh).
  * Returns how many. */
 size_t cluster_map_nodes(const struct cluster_map *m, struct cluster_node *out, size_t max);
+
+/* Keeps only the nodes for which keep(arg, node) is 1: the slots of the
+ * others become unknown (allow_hosts: a CLUSTER SHARDS reply named a host
+ * outside it). Returns how many nodes went. */
+size_t cluster_map_keep(struct cluster_map *m,
+			int (*keep)(void *arg, const struct cluster_node *n), void *arg);
 
 /* ---- redirects ---- */
 

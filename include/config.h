@@ -110,6 +110,9 @@ struct cfg {
 		char *sentinels, *master_name, *sentinel_password_file;
 		/* Redis Cluster: seed nodes "host:port, ..."; NULL: not a cluster */
 		char *cluster;
+		/* hosts a redirect or a sentinel may name (allowlist.h); NULL:
+		 * warrantd(7) §10's default */
+		char *allow_hosts;
 		/* 0 (unset): one stream under prefix; N: N shards "{prefix:i}" */
 		long shards;
 		/* 1: a password may cross a network to a host that is not

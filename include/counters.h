@@ -23,6 +23,9 @@ struct engine_counters {
 	 * questions that decided nothing (R5), webhook tries that failed and
 	 * notifications it dropped (§6) */
 	long long idp_failures, pdp_failures, webhook_failures, notify_dropped;
+	/* [redis] allow_hosts: redirects, CLUSTER SHARDS endpoints and
+	 * sentinel answers refused for naming a host outside it (issue 27) */
+	long long redis_hosts_refused;
 };
 
 /* Each counter's name in the heartbeat hash (warrantd(7) §8) and where it is; the

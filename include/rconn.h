@@ -31,6 +31,8 @@
 
 #include "sreply.h"
 
+struct allowlist;
+
 /* Plain data; rconn_new() copies the strings, the caller keeps its own. */
 struct rconn_opts {
 	const char *host; int port;	/* used when socket is NULL */
@@ -44,7 +46,8 @@ struct rconn_opts {
 					   passes block_ms + margin. */
 	long backoff_min_ms, backoff_max_ms;	/* reconnect backoff (backoff.h), from min */
 	/* Sentinel (sentinel.h): when set, asked for host and port before
-	 * every connect attempt (-1: this attempt fails, with backoff). With
+	 * every connect attempt (-1: this attempt fails, with backoff; 1: the
+	 * answer comes later, rconn_resolved()). With
 	 * or without it, the node must answer ROLE with "master" at connect,
 	 * and a -READONLY reply drops the connection, so a failover is
 	 * followed at the next connect (through the sentinels, or a fresh
@@ -83,6 +86,16 @@ struct rconn_opts {
 	 * It runs inside rconn's callbacks: it must not call rconn_free(). */
 	void (*auth_seen)(void *arg, int ok, const char *kind);
 	void *auth_arg;
+	/* [redis] allow_hosts (allowlist.h, borrowed; NULL: any host): a TCP
+	 * host outside it -- from resolve, or an -ASK's -- is never connected
+	 * to, so no AUTH goes there; the attempt fails like a refused connect. */
+	struct allowlist *allow;
+	/* What ROLE must answer at connect: a primary (the default), a
+	 * sentinel, or anything (a cluster node asked for its map). */
+	enum rconn_role { RCONN_ROLE_PRIMARY, RCONN_ROLE_SENTINEL, RCONN_ROLE_ANY } role;
+	/* One attempt only, for a question to one node (discovery): no
+	 * reconnect, and state_cb(rc, 0) also when it never came up. */
+	int once;
 };
 
 #define RCONN_AUTH_CLOSE_MARGIN_MS	1000
@@ -118,6 +131,26 @@ void rconn_free(struct rconn *rc);
 
 /* 1 when connected and the handshake succeeded, else 0. */
 int rconn_is_up(const struct rconn *rc);
+
+/*
+ * Asynchronous discovery (issue 27): opts.resolve may answer 1, "asked,
+ * the answer comes later": the attempt then waits -- within the connect
+ * timeout, without blocking the loop -- until rconn_resolved(), which makes
+ * it call resolve again at the next loop iteration. Anywhere but inside
+ * resolve itself; a no-op when rc is not waiting.
+ */
+void rconn_resolved(struct rconn *rc);
+
+/* The host and port of the current or last attempt (NULL and 0 before the
+ * first, or on a unix socket). Valid until the next attempt. */
+const char *rconn_host(const struct rconn *rc);
+int rconn_port(const struct rconn *rc);
+
+/* Drops the connection at the next loop iteration (why: logged) and
+ * reconnects, asking resolve afresh: the node is no longer the one to talk
+ * to (a failover, a slot moved). Safe from inside callbacks. No-op without
+ * a connection. */
+void rconn_reconnect(struct rconn *rc, const char *why);
 
 /* Queues a command (pipelined); fmt is hiredis's format (%s, %b, ...).
  * 0 when accepted: cb (not NULL) is then called exactly once. -1 when not

@@ -6,9 +6,9 @@
  * the connection then confirms the node is a primary (ROLE) and drops it on
  * -READONLY, so a failover is followed by the next connect.
  *
- * Parsing is pure; sentinel_master asks over the network, synchronously,
- * with a timeout per sentinel -- like the host name lookup hiredis itself
- * does when it connects -- and only when a connection is (re)made.
+ * Parsing is pure. The daemon asks asynchronously (disc.h); sentinel_master
+ * asks over the network, synchronously, with a timeout per sentinel: for
+ * warrantctl, a command that may wait.
  */
 #ifndef WARRANTD_SENTINEL_H
 #define WARRANTD_SENTINEL_H

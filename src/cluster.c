@@ -139,6 +139,32 @@ node_index(struct cluster_map *m, const char *host, int port)
 	return (int)m->nnodes++;
 }
 
+size_t
+cluster_map_keep(struct cluster_map *m, int (*keep)(void *arg, const struct cluster_node *n),
+		 void *arg)
+{
+	uint16_t to[CLUSTER_NODES_MAX];
+	size_t k = 0;
+
+	for (size_t i = 0; i < m->nnodes; i++) {
+		if (!keep(arg, &m->nodes[i])) {
+			to[i] = NO_NODE;
+			continue;
+		}
+		to[i] = (uint16_t)k;
+		if (k != i)
+			m->nodes[k] = m->nodes[i];
+		k++;
+	}
+	size_t gone = m->nnodes - k;
+	m->nnodes = k;
+	if (gone > 0)
+		for (size_t s = 0; s < CLUSTER_SLOTS; s++)
+			if (m->owner[s] != NO_NODE)
+				m->owner[s] = to[m->owner[s]];
+	return gone;
+}
+
 /* In a flat field/value array, the value of field, or NULL. */
 static const redisReply *
 field(const redisReply *r, const char *name)

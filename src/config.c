@@ -3,6 +3,7 @@
  * Pure: the text and what it needs of the host come from the caller. */
 #define _DEFAULT_SOURCE
 #include "config.h"
+#include "allowlist.h"
 #include "cluster.h"
 #include "sentinel.h"
 
@@ -597,6 +598,7 @@ static const struct key redis_keys[] = {
 	{"sentinel_password_file", set_str, C(redis.sentinel_password_file), 0, 0},
 	{"cluster", set_str, C(redis.cluster), 0, 0},
 	{"shards", set_long, C(redis.shards), 1, CLUSTER_SHARDS_MAX},
+	{"allow_hosts", set_str, C(redis.allow_hosts), 0, 0},
 	{"db", set_int, C(redis.db), 0, VAL_MAX},
 	{"prefix", set_word, C(redis.prefix), 0, 0},
 	{"group", set_word, C(redis.group), 0, 0},
@@ -1244,6 +1246,20 @@ finish_daemon(struct ctx *c, const char *host)
 		c->nomem = 1;
 }
 
+/* allow_hosts: names, addresses and CIDR blocks (allowlist.h). */
+static void
+finish_allow_hosts(struct ctx *c)
+{
+	struct allowlist *a;
+	char why[160];
+
+	if (c->cfg->redis.allow_hosts == NULL || (a = allowlist_new()) == NULL)
+		return;
+	if (allowlist_add_list(a, c->cfg->redis.allow_hosts, why, sizeof why) < 0)
+		fail(c, cfg_line_of(c->cfg, "redis", "allow_hosts"), "%s", why);
+	allowlist_free(a);
+}
+
 /* Sentinel: a list that parses, with a master name; a socket is then
  * meaningless (sentinels name TCP addresses). */
 static void
@@ -1366,6 +1382,7 @@ finish_redis(struct ctx *c)
 		    cfg->daemon.heartbeat_ms, cfg->redis.claim_idle_ms);
 	finish_sentinel(c);
 	finish_cluster(c);
+	finish_allow_hosts(c);
 	/* a role is a Redis user: a section without one is a slip */
 	for (int r = 0; r < CFG_NROLES; r++) {
 		char sec[32];
@@ -1706,6 +1723,7 @@ cfg_free(struct cfg *cfg)
 	free(cfg->redis.master_name);
 	free(cfg->redis.sentinel_password_file);
 	free(cfg->redis.cluster);
+	free(cfg->redis.allow_hosts);
 	free(cfg->redis.token_scope);
 	free(cfg->redis.token_resource);
 	free(cfg->redis.token_command);

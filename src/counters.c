@@ -15,6 +15,7 @@ const struct counter_field counter_fields[] = {
 	F("redisAuthRefreshes", redis_auth_refreshes), F("redisAuthFailures", redis_auth_failures),
 	F("idpFailures", idp_failures), F("pdpFailures", pdp_failures),
 	F("webhookFailures", webhook_failures), F("notifyDropped", notify_dropped),
+	F("redisHostsRefused", redis_hosts_refused),
 	{NULL, 0},
 };
 

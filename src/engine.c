@@ -24,6 +24,7 @@
 #include "cluster.h"
 #include "consumer.h"
 #include "cred.h"
+#include "disc.h"
 #include "ejob.h"
 #include "eops.h"
 #include "gate.h"
@@ -51,10 +52,10 @@
  * the blocking connection's AUTH is answered when its read ends, and the
  * token_command or the IdP takes its time too (README "Tokens for Redis"). */
 #define REDIS_TOKEN_MARGIN_MS 2000
-/* Cluster: the slot map is asked for at most this often (every shard's
- * connections reconnect at once when a node goes; one answer serves all),
- * unless a MOVED said it is out of date. */
-#define MAP_REFRESH_MS 1000
+/* Sentinel, Cluster: the sentinels or the slot map are asked again, and
+ * the command connections asked ROLE, this often (disc.h: a deposed
+ * primary is left within about this time). */
+#define DISC_POLL_MS 2000
 
 /* The verification key and the credentials of one config: replaced whole
  * on reload. */
@@ -122,16 +123,10 @@ struct engine {
 	int draining;
 	int exit_status;		/* engine_exit_status: 0, or why the loop broke */
 	ev_timer heartbeat, claim, lease, grace, watchdog;
-	/* Sentinel: where to ask for the primary before each connect */
-	struct sentinel_addr sentinels[SENTINEL_MAX];
-	size_t nsentinels;
+	/* Sentinel, Cluster: where to connect (disc.h), and allow_hosts */
+	struct disc *disc;
 	char *sentinel_password;
 	size_t sentinel_password_len;
-	/* Cluster: the seeds, the slot map, and the password to ask nodes with */
-	struct sentinel_addr seeds[SENTINEL_MAX];
-	size_t nseeds;
-	struct cluster_map *map;
-	int64_t map_at;			/* mono ms of its last refresh; 0: refresh at once */
 	/* [redis] auth: the password or the token of every connection */
 	struct rtoken *rt;
 	int redis_connected;		/* connect_redis ran (with a token: at the first) */
@@ -530,6 +525,25 @@ shared_read_over(struct engine *eng, int ok)
 	}
 }
 
+/* The shard whose stream a NOGROUP names ("NOGROUP No such key 'K' or
+ * consumer group 'G' in XREADGROUP with GROUP option"), or NULL when the
+ * text does not say (another server's wording). */
+static struct shard *
+nogroup_shard(struct engine *eng, const char *text)
+{
+	const char *open = text != NULL ? strstr(text, "key '") : NULL;
+	const char *close = open != NULL ? strstr(open + 5, "' or consumer group") : NULL;
+
+	if (close == NULL)
+		return NULL;
+	size_t n = (size_t)(close - (open + 5));
+	for (size_t i = 0; i < eng->nshards; i++)
+		if (strlen(eng->shards[i].keys.jobs) == n &&
+		    memcmp(eng->shards[i].keys.jobs, open + 5, n) == 0)
+			return &eng->shards[i];
+	return NULL;
+}
+
 static void
 after_shared_read(struct rconn *rc, const struct sreply *r, void *arg)
 {
@@ -537,10 +551,11 @@ after_shared_read(struct rconn *rc, const struct sreply *r, void *arg)
 	(void)rc;
 
 	if (sreply_error(r, "NOGROUP")) {
-		/* Some stream or group is gone; which one the error text says
-		 * only in words: ask for each group read, BUSYGROUP is fine. */
+		/* Some stream or group is gone: the one the error names
+		 * (nogroup_shard), else each group read (BUSYGROUP is fine). */
+		struct shard *gone = nogroup_shard(eng, sreply_error_text(r));
 		for (size_t i = 0; i < eng->nshards; i++)
-			if (eng->shards[i].reading) {
+			if (eng->shards[i].reading && (gone == NULL || gone == &eng->shards[i])) {
 				eng->shards[i].group_ready = 0;
 				ensure_group(&eng->shards[i]);
 			}
@@ -1455,73 +1470,77 @@ sentinel_secret(const struct engine *eng)
 	return rtoken_secret(eng->rt, wtime_mono_ms());
 }
 
-/* rconn_opts.resolve: the primary, as the sentinels see it now. */
+/* rconn_opts.resolve: the primary, as the sentinels see it now, or on a
+ * cluster the node that owns the shard's slot; asked without blocking the
+ * loop (disc.h: 1, the answer comes later). */
 static int
-resolve_primary(void *arg, char *host, size_t hostlen, int *port)
-{
-	struct engine *eng = ((struct shard *)arg)->eng;
-	char err[256];
-
-	if (sentinel_master(eng->sentinels, eng->nsentinels, eng->cfg->redis.master_name,
-	    sentinel_secret(eng), SENTINEL_TIMEOUT_MS, host, hostlen, port, err,
-	    sizeof err) == 0)
-		return 0;
-	log_warn("redis.sentinel", "error=\"%s\"", err);
-	return -1;
-}
-
-/* rconn_opts.resolve on a cluster: the node that owns the shard's slot.
- * The map is asked for afresh when a connect follows a MOVED (the
- * connection was dropped), and otherwise when it is older than
- * MAP_REFRESH_MS (a node that went away, a failover, a start); when no node
- * answers, the map as it stands (with the last MOVED's word) still names a
- * node to try. */
-static int
-resolve_slot(void *arg, char *host, size_t hostlen, int *port)
+resolve_node(void *arg, char *host, size_t hostlen, int *port)
 {
 	struct shard *sh = arg;
-	struct engine *eng = sh->eng;
-	char err[300];
-	int64_t now = wtime_mono_ms();
 
-	if (eng->map_at == 0 || now - eng->map_at >= MAP_REFRESH_MS) {
-		if (cluster_refresh(eng->map, eng->seeds, eng->nseeds, eng->cfg->redis.username,
-		    rtoken_secret(eng->rt, now), SENTINEL_TIMEOUT_MS, err, sizeof err) < 0)
-			log_warn("redis.cluster", "stream=%s error=%s", sh->keys.jobs, LOG_Q(err));
-		eng->map_at = now;	/* a failed ask too: no storm of them */
+	return disc_resolve(sh->eng->disc, sh->slot, host, hostlen, port);
+}
+
+/* rconn_opts.error_seen: a MOVED says where the slot is now, a READONLY
+ * that the primary is not (disc_error_seen). An ASK -- keys mid-migration
+ * -- changes no map: rconn follows it on a side connection (ASKING + the
+ * command), and only the first ASK of a migration (or one rconn could not
+ * follow) reaches the caller, which backs off and retries (HACKING.md
+ * "Redis Cluster routing"). */
+static void
+node_error_seen(void *arg, const char *error)
+{
+	disc_error_seen(((struct shard *)arg)->eng->disc, error);
+}
+
+/* disc_opts.secret */
+static const char *
+disc_secret(void *arg, int sentinel)
+{
+	struct engine *eng = arg;
+
+	return sentinel ? sentinel_secret(eng) : rtoken_secret(eng->rt, wtime_mono_ms());
+}
+
+/* disc_opts.each_conn: every connection that exists now. */
+static void
+each_conn(void *arg, disc_conn_fn *fn, void *fnarg)
+{
+	struct engine *eng = arg;
+
+	for (size_t i = 0; i < eng->nshards; i++) {
+		struct shard *sh = &eng->shards[i];
+		if (sh->cmd != NULL)
+			fn(sh->cmd, sh->slot, 0, fnarg);
+		if (sh->blk != NULL)
+			fn(sh->blk, sh->slot, 1, fnarg);
 	}
-	const struct cluster_node *n = cluster_map_owner(eng->map, sh->slot);
-	if (n == NULL || strlen(n->host) >= hostlen) {
-		log_warn("redis.cluster", "stream=%s slot=%u error=\"no node owns the slot\"",
-		    sh->keys.jobs, sh->slot);
+	if (eng->blk != NULL)
+		fn(eng->blk, eng->shards[0].slot, 1, fnarg);
+}
+
+/* Where to connect and where not: made once, at the first connect. */
+static int
+setup_disc(struct engine *eng, char *err, size_t errlen)
+{
+	const struct cfg *cfg = eng->cfg;
+	struct disc_opts o = {
+		.loop = eng->loop, .sentinels = cfg->redis.sentinels,
+		.master_name = cfg->redis.master_name, .cluster = cfg->redis.cluster,
+		.username = cfg->redis.username,
+		.host = cfg->redis.socket == NULL ? cfg->redis.host : NULL,
+		.allow_hosts = cfg->redis.allow_hosts, .secret = disc_secret,
+		.each_conn = each_conn, .arg = eng,
+		.timeout_ms = SENTINEL_TIMEOUT_MS, .poll_ms = DISC_POLL_MS,
+	};
+
+	if ((eng->disc = disc_new(&o, err, errlen)) == NULL)
 		return -1;
-	}
-	snprintf(host, hostlen, "%s", n->host);
-	*port = n->port;
+	disc_count_refused_in(eng->disc, &eng->n.redis_hosts_refused);
 	return 0;
 }
 
-/* rconn_opts.error_seen on a cluster: a MOVED says where the slot is now
- * (rconn drops the connection; the next connect asks the map again). An
- * ASK -- keys mid-migration -- changes no map: rconn follows it on a side
- * connection (ASKING + the command), and only the first ASK of a migration
- * (or one rconn could not follow) reaches the caller, which backs off and
- * retries (HACKING.md "Redis Cluster routing"). */
-static void
-cluster_error_seen(void *arg, const char *error)
-{
-	struct shard *sh = arg;
-	struct cluster_redirect rd;
-
-	if (cluster_parse_redirect(error, &rd) != CLUSTER_MOVED)
-		return;
-	sh->eng->map_at = 0;	/* the next connect asks the cluster again */
-	if (cluster_map_apply(sh->eng->map, &rd))
-		log_info("redis.moved", "stream=%s slot=%u host=%s port=%d", sh->keys.jobs, rd.slot,
-		    LOG_Q(rd.to.host), rd.to.port);	/* a hostile Redis names the host */
-}
-
-/* Sentinel: the list and the sentinels' password, kept for every connect. */
+/* Sentinel: the sentinels' password, kept for every lookup. */
 static int
 setup_sentinels(struct engine *eng, char *err, size_t errlen)
 {
@@ -1529,9 +1548,6 @@ setup_sentinels(struct engine *eng, char *err, size_t errlen)
 
 	if (cfg->redis.sentinels == NULL)
 		return 0;
-	if (sentinel_parse_list(cfg->redis.sentinels, eng->sentinels, &eng->nsentinels, err,
-	    errlen) < 0)
-		return -1;
 	if (cfg->redis.sentinel_password_file &&
 	    secrets_read_cfg(cfg, cfg->redis.sentinel_password_file, SECRETS_TRIMMED,
 	    &eng->sentinel_password, &eng->sentinel_password_len, err, errlen) < 0)
@@ -1638,22 +1654,6 @@ on_redis_auth(void *arg, int ok, const char *kind)
 	}
 }
 
-/* Cluster: the seeds and an empty map (the first connect fills it). */
-static int
-setup_cluster(struct engine *eng, char *err, size_t errlen)
-{
-	if (eng->cfg->redis.cluster == NULL)
-		return 0;
-	if (sentinel_parse_list(eng->cfg->redis.cluster, eng->seeds, &eng->nseeds, err,
-	    errlen) < 0)
-		return -1;
-	if ((eng->map = cluster_map_new()) == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	return 0;
-}
-
 /* A shard's connections, named after it when there are shards: its
  * blocking one only when it reads alone. */
 static int
@@ -1662,13 +1662,10 @@ connect_shard(struct shard *sh, struct rconn_opts o)
 	const struct cfg *cfg = sh->eng->cfg;
 	char name[32];
 
-	if (cfg->redis.sentinels) {
-		o.resolve = resolve_primary;
-		o.resolve_arg = sh;
-	} else if (cfg->redis.cluster) {
-		o.resolve = resolve_slot;
-		o.error_seen = cluster_error_seen;
-		o.cluster = 1;
+	if (cfg->redis.sentinels || cfg->redis.cluster) {
+		o.resolve = resolve_node;
+		o.error_seen = node_error_seen;
+		o.cluster = cfg->redis.cluster != NULL;
 		o.resolve_arg = sh;
 	}
 	snprintf(name, sizeof name, cfg->redis.shards ? "cmd.%u" : "cmd", sh->index);
@@ -1692,7 +1689,8 @@ static int
 connect_shared_read(struct engine *eng, struct rconn_opts o)
 {
 	if (eng->cfg->redis.sentinels) {
-		o.resolve = resolve_primary;
+		o.resolve = resolve_node;
+		o.error_seen = node_error_seen;
 		o.resolve_arg = &eng->shards[0];
 	}
 	o.command_timeout_ms = eng->cfg->redis.block_ms + 5000;
@@ -1707,7 +1705,7 @@ connect_redis(struct engine *eng, char *err, size_t errlen)
 
 	if (eng->redis_connected)
 		return 0;
-	if (setup_sentinels(eng, err, errlen) < 0 || setup_cluster(eng, err, errlen) < 0)
+	if (setup_sentinels(eng, err, errlen) < 0 || setup_disc(eng, err, errlen) < 0)
 		return -1;
 	int64_t now = wtime_mono_ms();
 	struct rconn_opts o = redis_opts(cfg, rtoken_secret(eng->rt, now),
@@ -1716,6 +1714,7 @@ connect_redis(struct engine *eng, char *err, size_t errlen)
 	    10000 + (cfg->redis.wait_replicas > 0 ? cfg->redis.wait_timeout_ms : 0));
 	o.auth_seen = on_redis_auth;
 	o.auth_arg = eng;
+	o.allow = disc_allowlist(eng->disc);
 	eng->redis_connected = 1;
 	/* A cluster refuses one read over several slots (CROSSSLOT). */
 	eng->one_read = eng->nshards > 1 && cfg->redis.cluster == NULL;
@@ -1728,6 +1727,7 @@ connect_redis(struct engine *eng, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot create the Redis connections");
 		return -1;
 	}
+	disc_start(eng->disc);
 	return 0;
 }
 
@@ -1980,6 +1980,7 @@ log_restart_needed(const struct cfg *old, const struct cfg *cfg)
 		{"password_file", same_str(old->redis.password_file, cfg->redis.password_file)},
 		{"sentinels", same_str(old->redis.sentinels, cfg->redis.sentinels)},
 		{"master_name", same_str(old->redis.master_name, cfg->redis.master_name)},
+		{"allow_hosts", same_str(old->redis.allow_hosts, cfg->redis.allow_hosts)},
 		{"sentinel_password_file", same_str(old->redis.sentinel_password_file,
 		    cfg->redis.sentinel_password_file)},
 		{"auth", old->redis.auth == cfg->redis.auth},
@@ -2141,7 +2142,7 @@ engine_free(struct engine *eng)
 	free_secrets(&eng->sec);
 	if (eng->sentinel_password)
 		secrets_free(eng->sentinel_password, eng->sentinel_password_len);
-	cluster_map_free(eng->map);
+	disc_free(eng->disc);	/* after the connections: no callback asks it */
 	cfg_free(eng->cfg);
 	free(eng);
 }

@@ -318,6 +318,7 @@ static const struct {
 	{"pdpFailures", "Questions to the policy decision point that decided nothing (no 2xx, no JSON)."},
 	{"webhookFailures", "Webhook POSTs that failed (each try)."},
 	{"notifyDropped", "Notifications the webhook gave up on (tries spent, or its queue full)."},
+	{"redisHostsRefused", "Redis hosts refused: named outside [redis] allow_hosts."},
 };
 
 static const char *

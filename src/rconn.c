@@ -45,6 +45,7 @@
 #include "wtime.h"
 #include "cluster.h"
 #include "sentinel.h"
+#include "allowlist.h"
 
 /* The handshake's own commands read hiredis's reply; a user's callback sees
  * it through sreply only. */
@@ -82,6 +83,11 @@ struct rconn {
 	void (*error_seen)(void *arg, const char *error);
 	void (*auth_seen)(void *arg, int ok, const char *kind);
 	void *auth_arg;
+	struct allowlist *allow;	/* borrowed */
+	enum rconn_role role;
+	int once;		/* one attempt, no reconnect */
+	int resolving;		/* waiting for rconn_resolved() */
+	int resumed;		/* this start_connect follows rconn_resolved() */
 	int64_t password_expires;	/* of password; 0: never */
 	int64_t auth_expires;		/* of the one this connection was last
 					   authenticated with; 0: never */
@@ -279,6 +285,13 @@ conn_gone(struct rconn *rc, const char *why)
 	else
 		close_side(rc);
 
+	rc->resolving = 0;
+	if (rc->once) {		/* the asker moves on: no retry of its own */
+		log_debug("redis.down", "name=%s attempt=%u was_up=%d err=%s", rc->qname,
+		    rc->attempt, was_up, log_quote(qwhy, sizeof(qwhy), why));
+		notify_state(rc, 0);
+		return;
+	}
 	unsigned failures = rc->attempt > 0 ? rc->attempt : 1;
 	long delay = (long)backoff_ms(rc->backoff_min_ms, rc->backoff_min_ms,
 	    rc->backoff_max_ms, failures > INT32_MAX ? INT32_MAX : (int)failures, rnd_u64());
@@ -296,7 +309,10 @@ became_up(struct rconn *rc)
 	ev_timer_stop(rc->loop, &rc->conn_timer);
 	rc->up = 1;
 	rc->announced = 1;
-	log_info("redis.up", "name=%s attempt=%u", rc->qname, rc->attempt);
+	if (rc->once)	/* a discovery question, every few seconds: not news */
+		log_debug("redis.up", "name=%s attempt=%u", rc->qname, rc->attempt);
+	else
+		log_info("redis.up", "name=%s attempt=%u", rc->qname, rc->attempt);
 	rc->attempt = 0;
 	notify_state(rc, 1);
 }
@@ -508,8 +524,13 @@ open_side(struct rconn *rc, const struct cluster_redirect *rd, const char *host)
 		.connect_timeout_ms = rc->connect_timeout_ms,
 		.command_timeout_ms = rc->command_timeout_ms,
 		.backoff_min_ms = rc->backoff_min_ms, .backoff_max_ms = rc->backoff_max_ms,
+		.allow = rc->allow,
 	};
 
+	/* the importing node is whoever the answer named: checked before a
+	 * connection (and its AUTH) exists; ROLE is checked at its connect */
+	if (!allowlist_check(rc->allow, host, rd->to.port, "ask"))
+		return -1;
 	snprintf(name, sizeof name, "%s.ask", rc->qname);
 	rc->side = rconn_new(rc->loop, &o, name, NULL, NULL);
 	if (rc->side == NULL)
@@ -733,6 +754,22 @@ can_send(const struct rconn *rc, rconn_reply_cb *cb)
 
 /* Handshake. */
 
+/* ROLE's answer is the one rc expects. */
+static int
+role_ok(const struct rconn *rc, const redisReply *reply)
+{
+	switch (rc->role) {
+	case RCONN_ROLE_SENTINEL:
+		return reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1 &&
+		    reply->element[0]->type == REDIS_REPLY_STRING &&
+		    strcmp(reply->element[0]->str, "sentinel") == 0;
+	case RCONN_ROLE_ANY:
+		return 1;
+	default:
+		return sentinel_is_master(reply);
+	}
+}
+
 static void
 on_handshake(struct rconn *rc, const redisReply *reply, void *arg)
 {
@@ -760,7 +797,7 @@ on_handshake(struct rconn *rc, const redisReply *reply, void *arg)
 		    "ROLE failed" : "SELECT failed");
 		return;
 	}
-	if (step == step_role && !sentinel_is_master(reply)) {
+	if (step == step_role && !role_ok(rc, reply)) {
 		rc->handshake_failed = 1;
 		log_warn("redis.not_primary", "name=%s host=%s port=%d", rc->qname,
 		    rc->host ? LOG_Q(rc->host) : "-", rc->port);
@@ -943,15 +980,19 @@ drop(struct rconn *rc, const char *why)
 		conn_gone(rc, why);
 }
 
-/* Sentinel: where the primary is now. */
+/* Sentinel or Cluster: where to connect now; 1: asked, answer later. */
 static int
 resolve_primary(struct rconn *rc, char *why, size_t whylen)
 {
 	char host[256];
 	int port;
 
-	if (rc->resolve(rc->resolve_arg, host, sizeof host, &port) < 0) {
-		snprintf(why, whylen, "no primary from the sentinels");
+	int r = rc->resolve(rc->resolve_arg, host, sizeof host, &port);
+	if (r > 0)
+		return 1;
+	if (r < 0) {
+		snprintf(why, whylen, rc->cluster ? "no node for the slot" :
+		    "no primary from the sentinels");
 		return -1;
 	}
 	if (rc->host == NULL || strcmp(rc->host, host) != 0 || rc->port != port) {
@@ -970,14 +1011,40 @@ resolve_primary(struct rconn *rc, char *why, size_t whylen)
 }
 
 static void
+arm_conn_timer(struct rconn *rc)
+{
+	if (rc->connect_timeout_ms <= 0)
+		return;
+	ev_timer_stop(rc->loop, &rc->conn_timer);
+	ev_timer_set(&rc->conn_timer, (double)rc->connect_timeout_ms / 1000.0, 0.0);
+	ev_timer_start(rc->loop, &rc->conn_timer);
+}
+
+static void
 start_connect(struct rconn *rc)
 {
 	redisAsyncContext *ac;
 	char why[160];
 
-	rc->attempt++;
-	if (rc->resolve != NULL && resolve_primary(rc, why, sizeof why) < 0) {
-		conn_gone(rc, why);
+	if (!rc->resumed)
+		rc->attempt++;
+	rc->resumed = 0;
+	/* a slow lookup or a long callback before: timers from the real now */
+	ev_now_update(rc->loop);
+	if (rc->resolve != NULL) {
+		int r = resolve_primary(rc, why, sizeof why);
+		if (r > 0) {	/* asked: rconn_resolved() calls again */
+			rc->resolving = 1;
+			arm_conn_timer(rc);
+			return;
+		}
+		if (r < 0) {
+			conn_gone(rc, why);
+			return;
+		}
+	}
+	if (rc->socket == NULL && !allowlist_check(rc->allow, rc->host, rc->port, "connect")) {
+		conn_gone(rc, "host not in allow_hosts");
 		return;
 	}
 	ac = rc->socket != NULL ? redisAsyncConnectUnix(rc->socket) :
@@ -1003,10 +1070,7 @@ start_connect(struct rconn *rc)
 		return;
 	}
 	rc->ac = ac;
-	if (rc->connect_timeout_ms > 0) {
-		ev_timer_set(&rc->conn_timer, (double)rc->connect_timeout_ms / 1000.0, 0.0);
-		ev_timer_start(rc->loop, &rc->conn_timer);
-	}
+	arm_conn_timer(rc);
 }
 
 /* Timers. */
@@ -1022,9 +1086,15 @@ on_retry_timer(struct ev_loop *loop, ev_timer *w, int revents)
 static void
 on_conn_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
+	struct rconn *rc = w->data;
+
 	(void)loop;
 	(void)revents;
-	drop(w->data, "connect timeout");
+	if (rc->resolving) {
+		conn_gone(rc, "no answer from discovery in time");
+		return;
+	}
+	drop(rc, "connect timeout");
 }
 
 static void
@@ -1125,6 +1195,9 @@ rconn_new(struct ev_loop *loop, const struct rconn_opts *opts, const char *name,
 	rc->auth_arg = opts->auth_arg;
 	rc->password_expires = opts->password_expires_at_ms;
 	rc->cluster = opts->resolve != NULL && opts->cluster;
+	rc->allow = opts->allow;
+	rc->role = opts->role;
+	rc->once = opts->once;
 	log_quote(rc->qname, sizeof(rc->qname), name != NULL ? name : "redis");
 	init_timer(rc, &rc->retry_timer, on_retry_timer);
 	init_timer(rc, &rc->conn_timer, on_conn_timer);
@@ -1184,6 +1257,41 @@ rconn_reauth(struct rconn *rc, const char *password, int64_t expires_at_ms)
 		return 0;
 	}
 	return 0;
+}
+
+void
+rconn_resolved(struct rconn *rc)
+{
+	if (rc == NULL || !rc->resolving || rc->freeing)
+		return;
+	rc->resolving = 0;
+	rc->resumed = 1;
+	ev_timer_stop(rc->loop, &rc->conn_timer);
+	ev_timer_stop(rc->loop, &rc->retry_timer);
+	ev_timer_set(&rc->retry_timer, 0.0, 0.0);
+	ev_timer_start(rc->loop, &rc->retry_timer);
+}
+
+const char *
+rconn_host(const struct rconn *rc)
+{
+	return rc != NULL && rc->socket == NULL ? rc->host : NULL;
+}
+
+int
+rconn_port(const struct rconn *rc)
+{
+	return rc != NULL && rc->socket == NULL && rc->host != NULL ? rc->port : 0;
+}
+
+void
+rconn_reconnect(struct rconn *rc, const char *why)
+{
+	if (rc == NULL || rc->ac == NULL || rc->freeing)
+		return;
+	log_info("redis.reconnect", "name=%s host=%s port=%d why=%s", rc->qname,
+	    rc->host ? LOG_Q(rc->host) : "-", rc->port, LOG_Q(why));
+	schedule_drop(rc, why);
 }
 
 int

@@ -35,11 +35,13 @@
 #include <hiredis/hiredis.h>
 #include <jansson.h>
 
+#include "allowlist.h"
 #include "authz.h"
 #include "cfgfile.h"
 #include "cluster.h"
 #include "config.h"
 #include "ctl.h"
+#include "disc.h"
 #include "http.h"
 #include "job.h"
 #include "oauth.h"
@@ -439,6 +441,29 @@ sentinel_primary(const struct ctx *c, char *host, size_t hostlen, int *port)
 	return 0;
 }
 
+/* [redis] allow_hosts, as the daemon applies it: a host a sentinel or the
+ * cluster named outside it gets no connection, so no AUTH. 0, or an exit
+ * code. */
+static int
+host_allowed(const struct cfg *cfg, const char *host, int port)
+{
+	char err[256];
+	struct allowlist *a = disc_allowlist_of(cfg->redis.allow_hosts, NULL,
+	    cfg->redis.sentinels, cfg->redis.cluster, err, sizeof err);
+
+	if (a == NULL) {
+		say("%s", err);
+		return EX_CONFIG;
+	}
+	int ok = allowlist_match(a, host);
+	allowlist_free(a);
+	if (!ok) {
+		say("%s:%d is outside [redis] allow_hosts: not connected to", host, port);
+		return EX_UNAVAILABLE;
+	}
+	return 0;
+}
+
 static int
 connect_redis(struct ctx *c)
 {
@@ -456,8 +481,11 @@ connect_redis(struct ctx *c)
 		return rc;
 	if (cfg->redis.cluster && (rc = cluster_owner(c, host, sizeof host, &port)) != 0)
 		return rc;
-	if (cfg->redis.sentinels || cfg->redis.cluster)
+	if (cfg->redis.sentinels || cfg->redis.cluster) {
 		where = host;
+		if ((rc = host_allowed(cfg, host, port)) != 0)
+			return rc;
+	}
 	if (cfg->redis.socket != NULL)
 		c->redis = redisConnectUnixWithTimeout(cfg->redis.socket, tv);
 	else

@@ -608,6 +608,49 @@ h_redis_tcp_pings(int port)
 	return ok;
 }
 
+static int
+rnode_pings(void *arg)
+{
+	return h_redis_tcp_pings(((const struct h_rnode *)arg)->port);
+}
+
+int
+h_rnode_start(struct h_rnode *n, const char *name, const char *conf, int flags)
+{
+	char path[640], log[640];
+
+	memset(n, 0, sizeof *n);
+	for (int tries = 0; tries < 100; tries++) {
+		n->port = h_free_port();
+		if (n->port > 0 && (!(flags & H_RNODE_CLUSTER) ||
+		    (n->port <= 55000 && h_port_free(n->port + 10000))))
+			break;
+		n->port = -1;
+	}
+	snprintf(n->dir, sizeof n->dir, "%s/%s", h_tmpdir(), name);
+	if (n->port <= 0 || mkdir(n->dir, 0700) != 0)
+		return -1;
+	snprintf(path, sizeof path, "%s/redis.conf", n->dir);
+	snprintf(log, sizeof log, "%s/out.log", n->dir);
+	FILE *f = fopen(path, "w");
+	if (f == NULL)
+		return -1;
+	fprintf(f, "port %d\nbind 127.0.0.1\ndir %s\n%s", n->port, n->dir, conf ? conf : "");
+	if (fclose(f) != 0)
+		return -1;
+	char *argv[] = {"/usr/bin/redis-server", path,
+	    (flags & H_RNODE_SENTINEL) ? "--sentinel" : NULL, NULL};
+	if ((n->pid = h_spawn(log, argv)) <= 0)
+		return -1;
+	if (h_wait_until(rnode_pings, n, 20000) != 0) {
+		fprintf(stderr, "harness: %s did not answer; see %s\n", name, log);
+		h_stop(n->pid, SIGKILL, STOP_TIMEOUT_MS);
+		n->pid = 0;
+		return -1;
+	}
+	return 0;
+}
+
 long long
 h_redis_int(redisContext *c, const char *fmt, ...)
 {

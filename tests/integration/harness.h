@@ -80,6 +80,22 @@ redisContext *h_redis_connect(const struct h_redis *r);
 redisContext *h_redis_connect_tcp(int port);
 /* 1 when 127.0.0.1:port answers PING, else 0 (a condition to wait on). */
 int h_redis_tcp_pings(int port);
+
+/* A node of a Sentinel or Cluster test: redis-server (or, with
+ * H_RNODE_SENTINEL, in sentinel mode) on 127.0.0.1 at a free port -- with
+ * H_RNODE_CLUSTER one at most 55000 whose bus port (+10000) is free too --
+ * in its own directory h_tmpdir()/name, its redis.conf "port, bind, dir"
+ * and then `conf`; waits (20 s) until it answers PING. Stop it with
+ * h_stop(n->pid, ...). 0, or -1 (what was started is stopped). */
+struct h_rnode {
+	pid_t pid;
+	int port;
+	char dir[512];
+};
+#define H_RNODE_SENTINEL	1
+#define H_RNODE_CLUSTER		2
+int h_rnode_start(struct h_rnode *n, const char *name, const char *conf, int flags)
+	__attribute__((warn_unused_result));
 /* Integer reply, or -1 on any error or other reply type. */
 long long h_redis_int(redisContext *c, const char *fmt, ...);
 /* String or status reply, caller frees; NULL for nil, error or other types. */

@@ -85,40 +85,21 @@ connect_port(int port)
 	return c;
 }
 
-static int
-node_answers(void *arg)
-{
-	return h_redis_tcp_pings(((const struct node *)arg)->port);
-}
-
 static void
 start_node(struct node *n, int i)
 {
-	char conf[640], log[640], text[1024];
+	struct h_rnode r;
+	char name[32];
 
-	/* the cluster bus listens on port + 10000: keep that below 65536, and
-	 * free too (h_free_port checks only the port itself) */
-	for (int tries = 0; tries < 100; tries++)
-		if ((n->port = h_free_port()) <= 55000 && n->port > 0 && h_port_free(n->port + 10000))
-			break;
-	assert_true(n->port > 0 && n->port <= 55000 && h_port_free(n->port + 10000));
-	snprintf(n->dir, sizeof n->dir, "%s/cluster-%d", h_tmpdir(), i);
-	assert_int_equal(mkdir(n->dir, 0700), 0);
-	snprintf(conf, sizeof conf, "%s/redis.conf", n->dir);
-	snprintf(log, sizeof log, "%s/out.log", n->dir);
 	/* require-full-coverage no: a primary that is down stops its own slots
 	 * only, which is what the workers' per-shard R17 is about */
-	snprintf(text, sizeof text, "port %d\nbind 127.0.0.1\ndir %s\nsave \"\"\n"
-	    "appendonly no\ncluster-enabled yes\ncluster-config-file nodes.conf\n"
-	    "cluster-node-timeout 1000\ncluster-require-full-coverage no\n", n->port, n->dir);
-	FILE *f = fopen(conf, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-	char *argv[] = {"/usr/bin/redis-server", conf, NULL};
-	n->pid = h_spawn(log, argv);
-	assert_true(n->pid > 0);
-	assert_int_equal(h_wait_until(node_answers, n, 20000), 0);
+	snprintf(name, sizeof name, "cluster-%d", i);
+	assert_int_equal(h_rnode_start(&r, name, "save \"\"\nappendonly no\n"
+	    "cluster-enabled yes\ncluster-config-file nodes.conf\ncluster-node-timeout 1000\n"
+	    "cluster-require-full-coverage no\n", H_RNODE_CLUSTER), 0);
+	n->pid = r.pid;
+	n->port = r.port;
+	snprintf(n->dir, sizeof n->dir, "%s", r.dir);
 	redisContext *c = connect_port(n->port);
 	assert_non_null(c);
 	char *id = h_redis_str(c, "CLUSTER MYID");

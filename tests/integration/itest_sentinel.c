@@ -27,6 +27,7 @@
 #include <hiredis/hiredis.h>
 #include <jansson.h>
 
+#include "cluster.h"
 #include "harness.h"
 
 #define WAIT_MS		120000	/* a failover takes seconds; 2 cores, ASan */
@@ -41,26 +42,9 @@ struct node {
 };
 
 static struct node primary, replica, sent[NSENT];
+static const char *run = "";	/* each test's nodes in their own directories */
 static struct h_fake target;
 static struct h_daemon workers[2];
-
-static void
-node_spawn(struct node *n, const char *name, const char *conf_text, int sentinel)
-{
-	char conf[640], log[640];
-
-	snprintf(n->dir, sizeof n->dir, "%s/%s", h_tmpdir(), name);
-	assert_int_equal(mkdir(n->dir, 0700), 0);
-	snprintf(conf, sizeof conf, "%s/redis.conf", n->dir);
-	snprintf(log, sizeof log, "%s/out.log", n->dir);
-	FILE *f = fopen(conf, "w");
-	assert_non_null(f);
-	fputs(conf_text, f);
-	fclose(f);
-	char *argv[] = {"/usr/bin/redis-server", conf, sentinel ? "--sentinel" : NULL, NULL};
-	n->pid = h_spawn(log, argv);
-	assert_true(n->pid > 0);
-}
 
 static redisContext *
 node_connect(const struct node *n)
@@ -68,42 +52,42 @@ node_connect(const struct node *n)
 	return h_redis_connect_tcp(n->port);
 }
 
-static int
-node_answers(void *arg)
+/* One node through the harness's helper (shared with itest_cluster). */
+static void
+node_start(struct node *n, const char *name, const char *conf, int flags)
 {
-	return h_redis_tcp_pings(((const struct node *)arg)->port);
+	struct h_rnode r;
+
+	assert_int_equal(h_rnode_start(&r, name, conf, flags), 0);
+	n->pid = r.pid;
+	n->port = r.port;
+	snprintf(n->dir, sizeof n->dir, "%s", r.dir);
 }
 
 static void
 start_data_node(struct node *n, const char *name, int replica_of)
 {
-	char text[1024], extra[64] = "";
+	char text[512], extra[64] = "";
 
-	n->port = h_free_port();
-	assert_true(n->port > 0);
 	if (replica_of > 0)
 		snprintf(extra, sizeof extra, "replicaof 127.0.0.1 %d\n", replica_of);
-	snprintf(text, sizeof text, "port %d\nbind 127.0.0.1\ndir %s/%s\nsave \"\"\n"
-	    "appendonly yes\nappendfsync no\n%s", n->port, h_tmpdir(), name, extra);
-	node_spawn(n, name, text, 0);
-	assert_int_equal(h_wait_until(node_answers, n, 20000), 0);
+	/* the worker's own ACL user: test_deposed_primary turns `default` off */
+	snprintf(text, sizeof text, "save \"\"\nappendonly yes\nappendfsync no\n"
+	    "user worker on >worker-pass ~* &* +@all\n%s", extra);
+	node_start(n, name, text, 0);
 }
 
 static void
 start_sentinel(struct node *n, int i)
 {
-	char text[1024], name[32];
+	char text[512], name[32];
 
-	snprintf(name, sizeof name, "sentinel-%d", i);
-	n->port = h_free_port();
-	assert_true(n->port > 0);
-	snprintf(text, sizeof text, "port %d\nbind 127.0.0.1\ndir %s/%s\n"
-	    "sentinel monitor mymaster 127.0.0.1 %d 2\n"
+	snprintf(name, sizeof name, "%ssentinel-%d", run, i);
+	snprintf(text, sizeof text, "sentinel monitor mymaster 127.0.0.1 %d 2\n"
 	    "sentinel down-after-milliseconds mymaster 1000\n"
 	    "sentinel failover-timeout mymaster 10000\n"
-	    "sentinel parallel-syncs mymaster 1\n", n->port, h_tmpdir(), name, primary.port);
-	node_spawn(n, name, text, 1);
-	assert_int_equal(h_wait_until(node_answers, n, 20000), 0);
+	    "sentinel parallel-syncs mymaster 1\n", primary.port);
+	node_start(n, name, text, H_RNODE_SENTINEL);
 }
 
 /* The primary's port according to sentinel i, or -1. */
@@ -275,11 +259,145 @@ test_failover(void **state)
 	h_stop(primary.pid, SIGTERM, 1000);
 }
 
+struct job_wait {
+	const struct node *n;
+	const char *id;
+};
+
+/* test_deposed_primary runs Sentinel with shards: a record's prefix is
+ * its shard's, {warrant:s} (warrantd(7) §2). */
+#define DP_SHARDS	2
+
+static void
+shard_prefix(const char *id, char *buf, size_t n)
+{
+	assert_int_equal(cluster_shard_prefix(buf, n, PREFIX,
+	    cluster_shard_of(id, strlen(id), DP_SHARDS), DP_SHARDS), 0);
+}
+
+static int
+job_done(void *arg)
+{
+	struct job_wait *w = arg;
+	char key[96];
+	redisContext *c = node_connect(w->n);
+	char *st;
+
+	if (c == NULL)
+		return 0;
+	char prefix[64];
+	shard_prefix(w->id, prefix, sizeof prefix);
+	snprintf(key, sizeof key, "%s:decision:%s", prefix, w->id);
+	st = h_hget(c, key, "state");
+	int done = st != NULL && strcmp(st, "done") == 0;
+	free(st);
+	redisFree(c);
+	return done;
+}
+
+static void
+decide_on(const struct node *n, const char *id)
+{
+	redisContext *c = node_connect(n);
+	long long now = h_now_ms();
+
+	assert_non_null(c);
+	char *js = h_record_json(id, "gate.open", "north/1", now - 1000, now + 600000, 0, NULL);
+	char prefix[64];
+	shard_prefix(id, prefix, sizeof prefix);
+	assert_int_equal(h_decide(c, prefix, id, js, 0), 0);
+	free(js);
+	redisFree(c);
+}
+
+/*
+ * Issue 27 item 3: a primary the sentinels lose while the worker does not.
+ * The sentinels are locked out of the primary (its `default` user off and
+ * its clients killed) while the worker's own ACL user still works there:
+ * they fail over to the replica and cannot demote the old primary, which
+ * goes on answering ROLE "master". The worker must leave it (it asks the
+ * sentinels every 2 s) and run a job queued on the new primary, in bounded
+ * time; it never hears READONLY. With shards (2 on one Redis: one shared
+ * blocking read), the Sentinel + shards case.
+ */
+static void
+test_deposed_primary(void **state)
+{
+	char *path = h_which("redis-sentinel");
+	(void)state;
+
+	if (path == NULL)
+		h_skip("redis-sentinel is not installed (Debian package redis-sentinel)");
+	free(path);
+	run = "dp-";
+	start_data_node(&primary, "dp-primary", 0);
+	start_data_node(&replica, "dp-replica", primary.port);
+	for (int i = 0; i < NSENT; i++)
+		start_sentinel(&sent[i], i);
+	assert_int_equal(h_wait_until(sentinels_see_replica, NULL, WAIT_MS), 0);
+	assert_int_equal(h_fake_start(&target, "fake_target", NULL), 0);
+	char *pw = h_write_file("worker-pass", "worker-pass\n");
+	assert_non_null(pw);
+	char redis_extra[512];
+	snprintf(redis_extra, sizeof redis_extra, "sentinels = 127.0.0.1:%d, 127.0.0.1:%d, "
+	    "127.0.0.1:%d\nmaster_name = mymaster\nusername = worker\npassword_file = %s\n"
+	    "shards = %d\n", sent[0].port, sent[1].port, sent[2].port, pw, DP_SHARDS);
+	free(pw);
+	struct h_daemon_opts o = {
+		.redis_sock = "unused", .target_url = target.url, .consumer = "w1",
+		.signature_off = 1, .redis_extra = redis_extra, .claim_idle_ms = 3000,
+	};
+	char *ini = h_daemon_ini(&o);
+	assert_non_null(ini);
+	char *s = strstr(ini, "socket = unused\n");
+	assert_non_null(s);
+	memmove(s, s + strlen("socket = unused\n"), strlen(s + strlen("socket = unused\n")) + 1);
+	assert_int_equal(h_daemon_start(&workers[0], ini), 0);
+	free(ini);
+	decide_on(&primary, "dp-before");
+	struct job_wait before = {&primary, "dp-before"};
+	assert_int_equal(h_wait_until(job_done, &before, WAIT_MS), 0);
+
+	/* the partition, as the sentinels see it */
+	redisContext *p = node_connect(&primary);
+	assert_non_null(p);
+	freeReplyObject(redisCommand(p, "ACL SETUSER default off"));
+	freeReplyObject(redisCommand(p, "CLIENT KILL USER default"));
+	redisFree(p);
+	assert_int_equal(h_wait_until(failed_over, NULL, WAIT_MS), 0);
+	int64_t failed_at = h_now_ms();
+	/* the old primary still thinks it is one */
+	p = node_connect(&primary);
+	assert_non_null(p);
+	freeReplyObject(redisCommand(p, "AUTH worker worker-pass"));
+	redisReply *role = redisCommand(p, "ROLE");
+	assert_true(role != NULL && role->type == REDIS_REPLY_ARRAY &&
+	    strcmp(role->element[0]->str, "master") == 0);
+	freeReplyObject(role);
+	redisFree(p);
+
+	decide_on(&replica, "dp-after");
+	struct job_wait after = {&replica, "dp-after"};
+	if (h_wait_until(job_done, &after, 20000) != 0)
+		fail_msg("the worker stayed on the deposed primary");
+	printf("    a job queued on the new primary ran %lld ms after the sentinels named it\n",
+	    h_now_ms() - failed_at);
+	assert_true(h_daemon_log_has(&workers[0], "event=redis.reconnect"));
+	int stc = h_daemon_stop(&workers[0]);
+	assert_true(WIFEXITED(stc) && WEXITSTATUS(stc) == 0);
+	h_fake_stop(&target);
+	for (int i = 0; i < NSENT; i++)
+		h_stop(sent[i].pid, SIGTERM, 5000);
+	h_stop(replica.pid, SIGTERM, 5000);
+	h_stop(primary.pid, SIGTERM, 5000);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_failover),
+		cmocka_unit_test(test_deposed_primary),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -167,6 +167,41 @@ test_map(void **state)
 	cluster_map_free(NULL);
 }
 
+/* allow_hosts on a CLUSTER SHARDS reply: the refused node's slots become
+ * unknown and it is no longer asked for the next map. */
+static int
+not_10(void *arg, const struct cluster_node *n)
+{
+	(*(int *)arg)++;
+	return strncmp(n->host, "10.", 3) != 0;
+}
+
+static void
+test_keep(void **state)
+{
+	struct cluster_map *m = cluster_map_new();
+	struct cluster_node nodes[CLUSTER_NODES_MAX];
+	int asked = 0;
+
+	(void)state;
+	assert_non_null(m);
+	redisReply *r = shards3();
+	assert_int_equal(cluster_map_parse_shards(m, r, "seed.example"), 0);
+	tree_free(r);
+	assert_int_equal(cluster_map_keep(m, not_10, &asked), 1);
+	assert_int_equal(asked, 3);
+	assert_null(cluster_map_owner(m, 5461));	/* 10.0.0.2's */
+	assert_null(cluster_map_owner(m, 10002));
+	assert_int_equal(cluster_map_owner(m, 0)->port, 7001);
+	assert_int_equal(cluster_map_owner(m, 10001)->port, 7003);	/* renumbered */
+	assert_int_equal(cluster_map_owner(m, 16383)->port, 7003);
+	assert_int_equal(cluster_map_nodes(m, nodes, CLUSTER_NODES_MAX), 2);
+	assert_int_equal(nodes[0].port, 7001);
+	assert_int_equal(nodes[1].port, 7003);
+	assert_int_equal(cluster_map_keep(m, not_10, &asked), 0);
+	cluster_map_free(m);
+}
+
 static void
 test_redirect(void **state)
 {
@@ -223,6 +258,7 @@ main(void)
 		cmocka_unit_test(test_key_slot),
 		cmocka_unit_test(test_shard),
 		cmocka_unit_test(test_map),
+		cmocka_unit_test(test_keep),
 		cmocka_unit_test(test_redirect),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

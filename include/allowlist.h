@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * allowlist: the hosts a Redis connection may go to ([redis] allow_hosts,
+ * warrantd(7) §10, issue 27). A MOVED or ASK redirect, a CLUSTER SHARDS
+ * endpoint or a Sentinel answer names a host chosen by whoever answers;
+ * only a host of the configured topology is ever connected to, so no
+ * credential is sent anywhere else.
+ *
+ * Entries are host names (matched without case, a trailing dot ignored),
+ * IPv4 or IPv6 addresses, and CIDR blocks (a.b.c.d/n, x::y/n). An address
+ * matches an address or a block; a name matches only the same name (its
+ * address is whatever DNS says at connect, so a name is trusted as such).
+ * An IPv4-mapped IPv6 address (::ffff:a.b.c.d) is matched as its IPv4.
+ *
+ * allowlist_match is pure. allowlist_check is the shell every connect and
+ * redirect goes through: it counts a refusal and logs it (event
+ * redis.host_refused) once per host:port.
+ */
+#ifndef WARRANTD_ALLOWLIST_H
+#define WARRANTD_ALLOWLIST_H
+
+#include <stddef.h>
+
+struct allowlist;
+
+/* An empty list (nothing matches). Free with allowlist_free. NULL when out
+ * of memory. */
+struct allowlist *allowlist_new(void) __attribute__((warn_unused_result));
+
+/* NULL is a no-op. */
+void allowlist_free(struct allowlist *a);
+
+/* Adds "entry, entry, ..." (names, addresses, CIDR blocks). 0, or -1 with
+ * one line for people in err (a is then partly extended). */
+int allowlist_add_list(struct allowlist *a, const char *list, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+
+/* Adds loopback: 127.0.0.0/8, ::1 and "localhost". 0, or -1 (out of memory). */
+int allowlist_add_loopback(struct allowlist *a) __attribute__((warn_unused_result));
+
+/* Adds a configured host: the host itself and, with widen, its /24 (IPv4)
+ * or /64 (IPv6) -- of the address itself when it is one, else of each
+ * address the name resolves to now (a blocking getaddrinfo: at start
+ * only). 0, or -1 (out of memory). A name that does not resolve is still
+ * added as a name. */
+int allowlist_add_host(struct allowlist *a, const char *host, int widen)
+	__attribute__((warn_unused_result));
+
+/* 1 when host (a name or an address, as a redirect or a sentinel wrote it)
+ * is in a, else 0. NULL host: 0. Pure. */
+int allowlist_match(const struct allowlist *a, const char *host);
+
+/* Where refusals are counted (borrowed; NULL: not counted). */
+void allowlist_count_in(struct allowlist *a, long long *counter);
+
+/*
+ * The shell: 1 when host may be connected to. A NULL list allows every
+ * host (no allowlist configured: the tests' own rconns). Otherwise a host
+ * outside is counted and logged once per host:port (event
+ * redis.host_refused, with `via`: what named it -- "moved", "ask",
+ * "shards", "sentinel", "connect") and 0 is returned.
+ */
+int allowlist_check(struct allowlist *a, const char *host, int port, const char *via);
+
+#endif

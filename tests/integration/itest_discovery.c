@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * itest_discovery: where warrantd connects, against hostile and stuck
+ * nodes (issue 27, items 1 and 2).
+ *
+ * allow_hosts: a sentinel that names a foreign primary, a cluster node
+ * whose CLUSTER SHARDS names a foreign owner, one that answers -MOVED and
+ * one that answers -ASK to a foreign node (fake_rnode). The foreign node is
+ * a listening socket on 127.0.0.2 that is never accepted from: after the
+ * worker refused the host (event=redis.host_refused, once; the counter
+ * warrantd_redis_hosts_refused_total), no connection -- so no AUTH -- is
+ * queued on it.
+ *
+ * Asynchronous discovery: a sentinel that accepts and never answers comes
+ * first in the list; the worker reaches the primary through the second,
+ * and while Redis drops its connections again and again (each reconnect
+ * asks the sentinels again) the metrics listener keeps answering at once.
+ */
+#define _GNU_SOURCE	/* strcasestr */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+#include "harness.h"
+
+#define WAIT_MS		30000
+
+/* A listening socket on 127.0.0.2 that nobody accepts from: the kernel
+ * queues whatever connects. */
+struct trap {
+	int fd, port;
+	char addr[32];
+};
+
+static void
+trap_open(struct trap *t)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t len = sizeof a;
+
+	assert_int_equal(inet_pton(AF_INET, "127.0.0.2", &a.sin_addr), 1);
+	t->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	assert_true(t->fd >= 0);
+	assert_int_equal(bind(t->fd, (struct sockaddr *)&a, sizeof a), 0);
+	assert_int_equal(listen(t->fd, 16), 0);
+	assert_int_equal(getsockname(t->fd, (struct sockaddr *)&a, &len), 0);
+	t->port = ntohs(a.sin_port);
+	snprintf(t->addr, sizeof t->addr, "127.0.0.2:%d", t->port);
+}
+
+/* Connections queued on the trap since it opened (each accepted and closed). */
+static int
+trap_close(struct trap *t)
+{
+	int n = 0, fd;
+
+	while ((fd = accept(t->fd, NULL, NULL)) >= 0) {
+		n++;
+		close(fd);
+	}
+	close(t->fd);
+	return n;
+}
+
+/* A worker's INI without the harness's socket line. */
+static char *
+worker_ini(const char *target_url, const char *prefix, const char *redis_extra,
+	   const char *sections)
+{
+	struct h_daemon_opts o = {
+		.redis_sock = "unused", .target_url = target_url, .signature_off = 1,
+		.prefix = prefix, .redis_extra = redis_extra, .sections = sections,
+	};
+	char *ini = h_daemon_ini(&o), *s;
+
+	assert_non_null(ini);
+	s = strstr(ini, "socket = unused\n");
+	assert_non_null(s);
+	memmove(s, s + strlen("socket = unused\n"), strlen(s + strlen("socket = unused\n")) + 1);
+	return ini;
+}
+
+static long long
+metric(int port, const char *name)
+{
+	char url[128], line[128];
+	long status = 0;
+
+	snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", port);
+	snprintf(line, sizeof line, "\n%s ", name);	/* the sample, not its HELP */
+	char *body = h_http("GET", url, NULL, &status);
+	long long v = -1;
+	const char *p = body ? strstr(body, line) : NULL;
+	if (status == 200 && p != NULL)
+		v = atoll(p + strlen(line));
+	free(body);
+	return v;
+}
+
+struct refused_wait {
+	int port;
+	long long want;
+};
+
+static int
+refused_at_least(void *arg)
+{
+	struct refused_wait *w = arg;
+
+	return metric(w->port, "warrantd_redis_hosts_refused_total") >= w->want;
+}
+
+static int
+count_lines(const char *path, const char *needle)
+{
+	char *s = h_read_file(path);
+	int n = 0;
+
+	for (const char *p = s; p != NULL && (p = strstr(p, needle)) != NULL; p++)
+		n++;
+	free(s);
+	return n;
+}
+
+/*
+ * One hostile node: fake_rnode in `mode`, aimed at the trap; the worker
+ * configured with `key` = the fake's address and `extra`, a password (so AUTH
+ * would go wherever it connects) and allow_hosts = 127.0.0.1. The refusal
+ * is logged once with `via`, counted at least three times, and the trap
+ * saw nothing.
+ */
+static void
+hostile(const char *mode, const char *key, const char *extra, const char *via)
+{
+	struct trap t;
+	struct h_fake node, target;
+	struct h_daemon w;
+	char redis_extra[512], sections[128], needle[96];
+
+	trap_open(&t);
+	const char *args[] = {"--mode", mode, "--target", t.addr, NULL};
+	assert_int_equal(h_fake_start(&node, "fake_rnode", args), 0);
+	assert_int_equal(h_fake_start(&target, "fake_target", NULL), 0);
+	char *pw = h_write_file("redis-password", "not-for-strangers\n");
+	assert_non_null(pw);
+	snprintf(redis_extra, sizeof redis_extra, "%s = 127.0.0.1:%d\n%s"
+	    "password_file = %s\nallow_hosts = 127.0.0.1\n", key, node.port, extra, pw);
+	free(pw);
+	int mport = h_free_port();
+	snprintf(sections, sizeof sections, "[metrics]\nlisten = 127.0.0.1:%d\n", mport);
+	char *ini = worker_ini(target.url, strcmp(key, "cluster") == 0 ? "{warrant}" : NULL,
+	    redis_extra, sections);
+	assert_int_equal(h_daemon_spawn(&w, ini), 0);
+	free(ini);
+
+	snprintf(needle, sizeof needle, "event=redis.host_refused host=127.0.0.2 port=%d via=%s",
+	    t.port, via);
+	assert_int_equal(h_daemon_wait_log(&w, needle, WAIT_MS), 0);
+	struct refused_wait rw = {mport, 3};
+	assert_int_equal(h_wait_until(refused_at_least, &rw, WAIT_MS), 0);
+	assert_int_equal(count_lines(w.log, "event=redis.host_refused"), 1);
+	assert_false(h_daemon_log_has(&w, "not-for-strangers"));
+	assert_true(h_daemon_stop_clean(&w));
+	assert_int_equal(trap_close(&t), 0);	/* never connected to: no AUTH went there */
+	h_fake_stop(&node);
+	h_fake_stop(&target);
+}
+
+static void
+test_sentinel_names_a_stranger(void **state)
+{
+	(void)state;
+	hostile("sentinel", "sentinels", "master_name = mymaster\n", "sentinel");
+}
+
+static void
+test_shards_name_a_stranger(void **state)
+{
+	(void)state;
+	hostile("shards", "cluster", "", "shards");
+}
+
+static void
+test_moved_to_a_stranger(void **state)
+{
+	(void)state;
+	hostile("moved", "cluster", "", "moved");
+}
+
+static void
+test_ask_to_a_stranger(void **state)
+{
+	(void)state;
+	hostile("ask", "cluster", "", "ask");
+}
+
+/* An ASK to an allowed node that is a replica: the side connection's ROLE
+ * check refuses it before any command goes there. */
+static void
+test_ask_to_a_replica(void **state)
+{
+	struct h_fake replica, node, target;
+	struct h_daemon w;
+	char redis_extra[256], tgt[64];
+
+	(void)state;
+	const char *rargs[] = {"--mode", "replica", "--target", "127.0.0.1:1", NULL};
+	assert_int_equal(h_fake_start(&replica, "fake_rnode", rargs), 0);
+	snprintf(tgt, sizeof tgt, "127.0.0.1:%d", replica.port);
+	const char *args[] = {"--mode", "ask", "--target", tgt, NULL};
+	assert_int_equal(h_fake_start(&node, "fake_rnode", args), 0);
+	assert_int_equal(h_fake_start(&target, "fake_target", NULL), 0);
+	snprintf(redis_extra, sizeof redis_extra, "cluster = 127.0.0.1:%d\n", node.port);
+	char *ini = worker_ini(target.url, "{warrant}", redis_extra, NULL);
+	assert_int_equal(h_daemon_spawn(&w, ini), 0);
+	free(ini);
+	assert_int_equal(h_daemon_wait_log(&w, "event=redis.not_primary name=cmd.ask", WAIT_MS),
+	    0);
+	assert_true(h_daemon_stop_clean(&w));
+	/* it was asked ROLE, and nothing was sent after it */
+	assert_true(h_file_contains(replica.log, "fake_rnode: ROLE"));
+	assert_false(h_file_contains(replica.log, "fake_rnode: ASKING"));
+	assert_false(h_file_contains(replica.log, "fake_rnode: EVAL"));
+	h_fake_stop(&replica);
+	h_fake_stop(&node);
+	h_fake_stop(&target);
+}
+
+/* ---- asynchronous discovery ---- */
+
+static int
+redis_tcp_start(struct h_redis *r, int *port)
+{
+	char extra[96];
+
+	*port = h_free_port();
+	snprintf(extra, sizeof extra, "port %d\nbind 127.0.0.1\n", *port);
+	return h_redis_start_conf(r, 0, extra);
+}
+
+/* The longest /metrics answer, in ms, over `for_ms`, asking every 20 ms. */
+static long long
+slowest_metrics(int port, long long for_ms)
+{
+	char url[128];
+	long long worst = 0, end = h_now_ms() + for_ms;
+
+	snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", port);
+	while (h_now_ms() < end) {
+		long status = 0;
+		long long t0 = h_now_ms();
+		free(h_http("GET", url, NULL, &status));
+		long long took = h_now_ms() - t0;
+		if (status == 200 && took > worst)
+			worst = took;
+		usleep(20000);
+	}
+	return worst;
+}
+
+static void
+test_stuck_sentinel_does_not_stop_the_loop(void **state)
+{
+	struct h_redis redis;
+	struct h_fake stuck, good, target;
+	struct h_daemon w;
+	int rport;
+	char redis_extra[256], sections[128], tgt[64];
+
+	(void)state;
+	assert_int_equal(redis_tcp_start(&redis, &rport), 0);
+	snprintf(tgt, sizeof tgt, "127.0.0.1:%d", rport);
+	const char *stuck_args[] = {"--mode", "silent", NULL};
+	const char *good_args[] = {"--mode", "sentinel", "--target", tgt, NULL};
+	assert_int_equal(h_fake_start(&stuck, "fake_rnode", stuck_args), 0);
+	assert_int_equal(h_fake_start(&good, "fake_rnode", good_args), 0);
+	assert_int_equal(h_fake_start(&target, "fake_target", NULL), 0);
+	snprintf(redis_extra, sizeof redis_extra, "sentinels = 127.0.0.1:%d, 127.0.0.1:%d\n"
+	    "master_name = mymaster\n", stuck.port, good.port);
+	int mport = h_free_port();
+	snprintf(sections, sizeof sections, "[metrics]\nlisten = 127.0.0.1:%d\n", mport);
+	char *ini = worker_ini(target.url, NULL, redis_extra, sections);
+	assert_int_equal(h_daemon_start(&w, ini), 0);	/* through the second sentinel */
+	free(ini);
+
+	/* every kill makes each connection ask the sentinels again, the stuck
+	 * one first (500 ms each); the loop must not wait for it */
+	redisContext *c = h_redis_connect_tcp(rport);
+	assert_non_null(c);
+	long long worst = 0;
+	for (int i = 0; i < 4; i++) {
+		freeReplyObject(redisCommand(c, "CLIENT KILL TYPE normal SKIPME yes"));
+		long long s = slowest_metrics(mport, 1500);
+		if (s > worst)
+			worst = s;
+	}
+	printf("    slowest /metrics answer while the worker asked a stuck sentinel: %lld ms\n",
+	    worst);
+	assert_true(worst < 300);
+	assert_int_equal(h_daemon_wait_log(&w, "event=redis.up name=cmd", WAIT_MS), 0);
+	/* and it still works: a job goes through on the primary */
+	long long now = h_now_ms();
+	char *js = h_record_json("stuck-1", "gate.open", "north/1", now - 1000, now + 600000, 0,
+	    NULL);
+	assert_int_equal(h_decide(c, "warrant", "stuck-1", js, 0), 0);
+	free(js);
+	for (long long end = h_now_ms() + WAIT_MS; h_now_ms() < end; usleep(50000)) {
+		char *s = h_hget(c, "warrant:decision:stuck-1", "state");
+		int done = s != NULL && strcmp(s, "done") == 0;
+		free(s);
+		if (done)
+			break;
+	}
+	char *s = h_hget(c, "warrant:decision:stuck-1", "state");
+	assert_non_null(s);
+	assert_string_equal(s, "done");
+	free(s);
+	redisFree(c);
+	assert_true(h_daemon_stop_clean(&w));
+	h_fake_stop(&stuck);
+	h_fake_stop(&good);
+	h_fake_stop(&target);
+	h_redis_stop(&redis);
+}
+
+/* ---- a shared read's NOGROUP (item 7) ---- */
+
+static int
+stream_back(void *arg)
+{
+	return h_redis_int(arg, "EXISTS {warrant:2}:jobs") == 1;
+}
+
+/* Four shards on one Redis share one blocking read; one shard's stream is
+ * deleted under it: only that shard's group is made again (MONITOR sees
+ * no XGROUP CREATE for the other three). */
+static void
+test_shared_read_nogroup_one_shard(void **state)
+{
+	struct h_stack st;
+	struct h_daemon w;
+
+	(void)state;
+	assert_int_equal(h_stack_start(&st), 0);
+	struct h_daemon_opts o = {
+		.redis_sock = st.redis.sock, .target_url = st.target.url, .signature_off = 1,
+		.redis_extra = "shards = 4\n", .claim_interval_ms = 30000,
+	};
+	char *ini = h_daemon_ini(&o);
+	assert_non_null(ini);
+	assert_int_equal(h_daemon_start(&w, ini), 0);
+	free(ini);
+	assert_int_equal(h_daemon_wait_log(&w, "event=consumer.group stream={warrant:3}:jobs",
+	    WAIT_MS), 0);
+	redisContext *m = h_redis_connect(&st.redis);
+	assert_non_null(m);
+	freeReplyObject(redisCommand(m, "MONITOR"));
+	assert_true(h_redis_int(st.c, "DEL {warrant:2}:jobs") == 1);
+	assert_int_equal(h_wait_until(stream_back, st.c, WAIT_MS), 0);
+	int mine = 0, others = 0;
+	/* a read of block_ms (1 s) more: nothing else is made meanwhile */
+	for (long long end = h_now_ms() + 2500; h_now_ms() < end;) {
+		redisReply *r = NULL;
+		if (redisGetReply(m, (void **)&r) != REDIS_OK || r == NULL)
+			break;
+		if (r->type == REDIS_REPLY_STATUS && strcasestr(r->str, "\"XGROUP\" \"CREATE\"")) {
+			if (strstr(r->str, "{warrant:2}:jobs"))
+				mine++;
+			else
+				others++;
+		}
+		freeReplyObject(r);
+	}
+	redisFree(m);
+	printf("    XGROUP CREATE after shard 2's stream went: %d for it, %d for the others\n",
+	    mine, others);
+	assert_true(mine >= 1);
+	assert_int_equal(others, 0);
+	assert_true(h_daemon_stop_clean(&w));
+	h_stack_stop(&st);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sentinel_names_a_stranger),
+		cmocka_unit_test(test_shards_name_a_stranger),
+		cmocka_unit_test(test_moved_to_a_stranger),
+		cmocka_unit_test(test_ask_to_a_stranger),
+		cmocka_unit_test(test_ask_to_a_replica),
+		cmocka_unit_test(test_stuck_sentinel_does_not_stop_the_loop),
+		cmocka_unit_test(test_shared_read_nogroup_one_shard),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Unit tests for [redis] allow_hosts (allowlist.h): the pure matcher, the
+ * list's syntax, the default of warrantd(7) §10, and the shell's count. */
+#define _DEFAULT_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "allowlist.h"
+#include "testlib.h"
+
+static struct allowlist *
+list_of(const char *s)
+{
+	struct allowlist *a = allowlist_new();
+	char err[160];
+
+	assert_non_null(a);
+	assert_int_equal(allowlist_add_list(a, s, err, sizeof err), 0);
+	return a;
+}
+
+static void
+test_match(void **state)
+{
+	(void)state;
+	struct allowlist *a = list_of("10.0.0.0/24, 192.168.7.9, redis-1.Internal., fd00:1::/64");
+
+	assert_true(allowlist_match(a, "10.0.0.1"));
+	assert_true(allowlist_match(a, "10.0.0.255"));
+	assert_false(allowlist_match(a, "10.0.1.0"));
+	assert_false(allowlist_match(a, "11.0.0.1"));
+	assert_true(allowlist_match(a, "192.168.7.9"));
+	assert_false(allowlist_match(a, "192.168.7.8"));
+	assert_true(allowlist_match(a, "::ffff:10.0.0.7"));	/* mapped: as IPv4 */
+	assert_true(allowlist_match(a, "REDIS-1.internal"));
+	assert_true(allowlist_match(a, "redis-1.internal."));
+	assert_false(allowlist_match(a, "redis-2.internal"));
+	assert_false(allowlist_match(a, "evil.redis-1.internal"));
+	assert_true(allowlist_match(a, "fd00:1::5"));
+	assert_true(allowlist_match(a, "[fd00:1::5]"));	/* as a redirect may write it */
+	assert_false(allowlist_match(a, "[redis-1.internal]"));
+	assert_true(allowlist_match(a, "fd00:1:0:0:ffff::1"));
+	assert_false(allowlist_match(a, "fd00:2::5"));
+	/* a name that spells an address is not the address, nor the reverse */
+	assert_false(allowlist_match(a, "10.0.0.1.nip.io"));
+	assert_false(allowlist_match(a, NULL));
+	assert_false(allowlist_match(a, ""));
+	assert_false(allowlist_match(a, "10.0.0.1/8"));	/* not a host */
+	assert_false(allowlist_match(NULL, "10.0.0.1"));
+	allowlist_free(a);
+
+	a = list_of("0.0.0.0/0");
+	assert_true(allowlist_match(a, "203.0.113.7"));
+	assert_false(allowlist_match(a, "2001:db8::1"));	/* IPv4 blocks hold no IPv6 */
+	allowlist_free(a);
+	a = list_of("10.1.2.3/23");
+	assert_true(allowlist_match(a, "10.1.3.200"));
+	assert_false(allowlist_match(a, "10.1.4.0"));
+	allowlist_free(a);
+}
+
+static void
+test_syntax(void **state)
+{
+	const char *const bad[] = {"", "10.0.0.0/33", "10.0.0.0/", "::1/129", "a b", "host:6379",
+	    "10.0.0.0/24,,x", "x/8", "10.0.0.0/2x", "h\xc3\xa9"};
+	char err[160];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		struct allowlist *a = allowlist_new();
+		assert_non_null(a);
+		if (allowlist_add_list(a, bad[i], err, sizeof err) == 0)
+			fail_msg("'%s' was accepted", bad[i]);
+		allowlist_free(a);
+	}
+	allowlist_free(NULL);
+}
+
+static void
+test_default(void **state)
+{
+	struct allowlist *a = allowlist_new();
+
+	(void)state;
+	assert_non_null(a);
+	assert_int_equal(allowlist_add_loopback(a), 0);
+	assert_int_equal(allowlist_add_host(a, "10.9.8.7", 1), 0);	/* Sentinel, Cluster */
+	assert_int_equal(allowlist_add_host(a, "2001:db8:1:2::9", 1), 0);
+	assert_int_equal(allowlist_add_host(a, "192.0.2.10", 0), 0);	/* one Redis */
+	assert_true(allowlist_match(a, "127.0.0.1"));
+	assert_true(allowlist_match(a, "127.3.2.1"));
+	assert_true(allowlist_match(a, "::1"));
+	assert_true(allowlist_match(a, "localhost"));
+	assert_true(allowlist_match(a, "10.9.8.200"));	/* its /24 */
+	assert_false(allowlist_match(a, "10.9.9.1"));
+	assert_true(allowlist_match(a, "2001:db8:1:2:ffff::1"));	/* its /64 */
+	assert_false(allowlist_match(a, "2001:db8:1:3::1"));
+	assert_true(allowlist_match(a, "192.0.2.10"));
+	assert_false(allowlist_match(a, "192.0.2.11"));	/* no widening */
+	allowlist_free(a);
+}
+
+static void
+test_check_counts(void **state)
+{
+	struct allowlist *a = list_of("10.0.0.0/24");
+	long long refused = 0;
+
+	(void)state;
+	allowlist_count_in(a, &refused);
+	assert_int_equal(allowlist_check(a, "10.0.0.3", 6379, "moved"), 1);
+	assert_int_equal(refused, 0);
+	assert_int_equal(allowlist_check(a, "203.0.113.9", 6379, "moved"), 0);
+	assert_int_equal(allowlist_check(a, "203.0.113.9", 6379, "ask"), 0);
+	assert_int_equal(allowlist_check(a, NULL, 6379, "sentinel"), 0);
+	assert_int_equal(refused, 3);	/* logged once per host:port, counted each time */
+	assert_int_equal(allowlist_check(NULL, "203.0.113.9", 6379, "connect"), 1);
+	allowlist_free(a);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_match),
+		cmocka_unit_test(test_syntax),
+		cmocka_unit_test(test_default),
+		cmocka_unit_test(test_check_counts),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
