@@ -57,6 +57,9 @@ struct http_response {
 	const char *dpop_nonce;		/* last DPoP-Nonce value (trimmed) or NULL */
 	long elapsed_ms;		/* from http_start to completion */
 	long connects;			/* connections this call opened: 0 when it reused one */
+	int no_descriptor;		/* a transport error because this process had no
+					   descriptor left (EMFILE, ENFILE): nothing
+					   left this host */
 };
 
 /* `resp` and everything it points to are valid only during the callback.

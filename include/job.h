@@ -168,6 +168,8 @@ struct job_event {
 	int http_status;	/* 0 on a transport error or timeout */
 	int invalid_token;	/* a 403 whose WWW-Authenticate says invalid_token */
 	int dpop_proof_refused;	/* a 401 with DPoP error="invalid_dpop_proof": R8, not R9 */
+	int no_descriptor;	/* with http_status 0: the call never left the host
+				   (EMFILE): a retry that spends no attempt */
 	int64_t retry_after_ms;	/* delay from Retry-After, or -1 */
 };
 

@@ -891,21 +891,23 @@ call_answered(struct ejob *j, const struct http_response *resp)
 	j->nonce_retried = 0;
 	drop_xtoken(j);	/* cached across nothing: the next call exchanges again */
 	ev.dpop_proof_refused = dp == 2;
+	ev.no_descriptor = resp->no_descriptor;
 	ev.http_status = (int)resp->status;
 	ev.invalid_token = resp->status == 403 && resp->www_authenticate &&
 	    job_www_auth_invalid_token(resp->www_authenticate);
 	ev.retry_after_ms = job_retry_after_ms(resp->retry_after, now);
 	j->last_status = (int)resp->status;
 	if (j->gate_held)
-		gate_give_back(j, job_status_retryable((int)resp->status) ? GATE_CALL_FAILED :
-		    GATE_CALL_OK);
+		gate_give_back(j, resp->no_descriptor ? GATE_NO_CALL :
+		    job_status_retryable((int)resp->status) ? GATE_CALL_FAILED : GATE_CALL_OK);
 	if (resp->status >= 200 && resp->status <= 299 &&
 	    (job_auth(j, job_action(j)) & EJOB_AUTH_TOKEN))
 		ops_of(j)->token_verdict(ctx_of(j), j->rec->action, j->token_gen, 1);
 	log_info("job.call", "id=%s action=%s resource=%s attempt=%d status=%ld ms=%ld%s%s",
 	    lid(j), LOG_Q(j->rec->action), LOG_Q(j->rec->resource), j->core.calls, resp->status,
 	    resp->elapsed_ms, resp->status == 0 ? " error=" : "",
-	    resp->status == 0 ? (resp->timed_out ? "timeout" : "transport") : "");
+	    resp->status == 0 ? (resp->no_descriptor ? "no-descriptor" : resp->timed_out ?
+	    "timeout" : "transport") : "");
 	/* a stream id starts with its XADD's ms */
 	ops_of(j)->call_done(ctx_of(j), j->rec->action, resp->status, resp->elapsed_ms,
 	    j->attempt_started_ms - strtoll(j->stream_id, NULL, 10));

@@ -14,11 +14,13 @@
 #include "http.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <sys/queue.h>
 #include <time.h>
 
@@ -125,6 +127,7 @@ struct http_call {
 	char *dpop_nonce;	/* RFC 9449 §8: DPoP-Nonce */
 	CURLcode result;
 	long status, connects;
+	int no_descriptor;	/* a socket() of this call met EMFILE or ENFILE */
 	int64_t started_ms, elapsed_ms;
 };
 
@@ -378,6 +381,23 @@ wipe_request(struct http_call *c)
  * timeout, method, body, headers -- is set by every http_start (and the
  * headers and body are taken back from curl when the call ends), so nothing
  * of one call is left for the next. */
+
+/* curl's own socket(), noting the process' descriptor limit (EMFILE, or the
+ * system's: ENFILE): such a call never left this host, and the job must not
+ * pay an attempt for it (issue 23 item 8). Close-on-exec as every other
+ * descriptor of the daemon. */
+static curl_socket_t
+open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	struct http_call *c = arg;
+	int fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+
+	(void)purpose;
+	if (fd < 0 && (errno == EMFILE || errno == ENFILE))
+		c->no_descriptor = 1;
+	return fd < 0 ? CURL_SOCKET_BAD : fd;
+}
+
 static int
 easy_setup(struct http_call *c)
 {
@@ -396,6 +416,8 @@ easy_setup(struct http_call *c)
 	ok &= curl_easy_setopt(e, CURLOPT_BUFFERSIZE, HTTP_RECV_BUFFER) == CURLE_OK;
 	ok &= curl_easy_setopt(e, CURLOPT_ERRORBUFFER, c->errbuf) == CURLE_OK;
 	ok &= curl_easy_setopt(e, CURLOPT_PRIVATE, c) == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket) == CURLE_OK;
+	ok &= curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, c) == CURLE_OK;
 	ok &= curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb) == CURLE_OK;
 	ok &= curl_easy_setopt(e, CURLOPT_WRITEDATA, c) == CURLE_OK;
 	ok &= curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_cb) == CURLE_OK;
@@ -771,6 +793,7 @@ run_callback(struct http_call *c)
 		.dpop_nonce = c->dpop_nonce,
 		.elapsed_ms = (long)c->elapsed_ms,
 		.connects = c->connects,
+		.no_descriptor = c->result != CURLE_OK && c->no_descriptor,
 	};
 
 	c->cb(&r, c->arg);
@@ -916,6 +939,7 @@ http_start(struct http_client *hc, const struct http_request *req, http_done_cb 
 	c->body_too_large = 0;
 	c->result = CURLE_OK;
 	c->status = c->connects = 0;
+	c->no_descriptor = 0;
 	c->elapsed_ms = 0;
 	if (set_options(c, req) < 0) {
 		/* a handle half set up is not kept */

@@ -586,7 +586,13 @@ on_http(struct job_step *st, const struct job_policy *pol, struct job *job,
 		detail_put(st, at, " call(s)");
 		return;
 	}
-	if (s == 0)
+	if (s == 0 && ev->no_descriptor && job->calls_base < job->calls) {
+		/* R8 counts calls made: this one never left the host (no
+		 * descriptor), so its attempt is given back -- on this
+		 * worker; `attempts` in Redis, R13's fence, still counts it */
+		job->calls_base++;
+		snprintf(why, sizeof why, "not sent: no descriptor left (EMFILE)");
+	} else if (s == 0)
 		snprintf(why, sizeof why, "no answer from target");
 	else
 		snprintf(why, sizeof why, "%d from target", s);

@@ -9,8 +9,7 @@
  * condition with a generous timeout; the few timing assertions are rules
  * (Retry-After, notBefore, expiresAt), measured on the fake's clock.
  */
-#define _XOPEN_SOURCE 700
-#define _DEFAULT_SOURCE
+#define _GNU_SOURCE	/* prlimit */
 #include <jansson.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -22,6 +21,7 @@
 #include <string.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -820,6 +820,61 @@ log_count(const struct h_daemon *d, const char *needle)
 		n++;
 	free(text);
 	return n;
+}
+
+struct nofd_wait {
+	const struct h_daemon *d;
+	int want;
+};
+
+static int
+nofd_seen(void *arg)
+{
+	const struct nofd_wait *w = arg;
+	char *st = h_record_field(S->c, "r8e", "r8-nofd", "state");
+	int dead = st != NULL && strcmp(st, "dead") == 0;
+
+	free(st);
+	return dead || log_count(w->d, "error=no-descriptor") >= w->want;
+}
+
+/* Issue 23 item 8: out of descriptors (EMFILE) a call never leaves the
+ * host; it is retried and spends no attempt (R8 counts calls made), so a
+ * worker that runs short of descriptors kills no job. With max_attempts 2,
+ * the job meets EMFILE four times, stays retrying, and is done once
+ * descriptors are free: one call reached the target. */
+static void
+test_r8_no_descriptor_no_attempt(void **state)
+{
+	struct h_daemon_opts o = opts("r8e");
+	struct rlimit tight, was;
+	(void)state;
+
+	fake_reset();
+	o.max_attempts = 2;
+	h_daemon_up(&D[0], &o);
+	assert_int_equal(prlimit(D[0].pid, RLIMIT_NOFILE, NULL, &was), 0);
+	tight = was;
+	/* below the descriptors already open: every new one fails, and the
+	 * daemon goes on with its Redis connections; no call has opened one
+	 * to the target yet */
+	tight.rlim_cur = 8;
+	assert_int_equal(prlimit(D[0].pid, RLIMIT_NOFILE, &tight, NULL), 0);
+	decide("r8e", "r8-nofd", NULL);
+	struct nofd_wait w = {&D[0], 4};
+	wait_for(nofd_seen, &w, "four calls not sent for want of a descriptor");
+	char *st = h_record_field(S->c, "r8e", "r8-nofd", "state");
+	assert_non_null(st);
+	if (strcmp(st, "dead") == 0)
+		fprintf(stderr, "itest_engine: r8-nofd went dead at EMFILE\n");
+	assert_string_not_equal(st, "dead");
+	free(st);
+	assert_int_equal(ncalls("r8-nofd"), 0);
+	assert_int_equal(prlimit(D[0].pid, RLIMIT_NOFILE, &was, NULL), 0);
+	wait_state("r8e", "r8-nofd", "done");
+	assert_int_equal(ncalls("r8-nofd"), 1);
+	wait_pel_empty("r8e");
+	h_daemon_down(&D[0]);
 }
 
 /* R17: the entry `id` met an error of its own data three times, and is
@@ -1911,6 +1966,7 @@ main(void)
 		cmocka_unit_test_teardown(test_r8_permanent_failure, test_teardown),
 		cmocka_unit_test_teardown(test_r8_retry_after, test_teardown),
 		cmocka_unit_test_teardown(test_r8_max_attempts, test_teardown),
+		cmocka_unit_test_teardown(test_r8_no_descriptor_no_attempt, test_teardown),
 	};
 	const struct CMUnitTest deadline[] = {
 		cmocka_unit_test_teardown(test_r1_already_expired, test_teardown),

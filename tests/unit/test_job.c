@@ -627,6 +627,41 @@ test_call_result_marked(void **state)
 	assert_int_equal(s.write.call_result, 0);
 }
 
+/* issue 23 item 8: a call that never left the host (EMFILE) is retried and
+ * spends no attempt, however often it happens; a transport error that did
+ * leave still does. */
+static void
+test_http_no_descriptor_spends_no_attempt(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();	/* max_attempts 3 */
+	struct job j;
+	struct job_step s;
+	struct job_event nofd = ev_http(0);
+
+	nofd.no_descriptor = 1;
+	load_running(&p, &j);
+	for (int i = 0; i < 5 * p.max_attempts; i++) {
+		s = step(&p, &j, nofd, NOW);
+		assert_int_equal(s.next, JOB_RETRYING);
+		assert_non_null(strstr(s.detail, "not sent: no descriptor left"));
+		s = step(&p, &j, ev_of(JOB_EV_TIMER), s.at_ms);
+		assert_int_equal(s.next, JOB_RUNNING);
+	}
+	for (int i = 1; i < p.max_attempts; i++) {
+		s = step(&p, &j, ev_http(0), NOW);
+		assert_int_equal(s.next, JOB_RETRYING);
+		s = step(&p, &j, ev_of(JOB_EV_TIMER), s.at_ms);
+	}
+	s = step(&p, &j, ev_http(0), NOW);
+	assert_int_equal(s.next, JOB_DEAD);
+	assert_string_equal(reason_name(s.reason), "max-attempts");
+	/* past the deadline it expires, not sent or not */
+	load_running(&p, &j);
+	s = step(&p, &j, nofd, j.expires_at_ms);
+	assert_int_equal(s.next, JOB_EXPIRED);
+}
+
 static void
 test_http_retryable_statuses(void **state)
 {
@@ -1988,6 +2023,7 @@ main(void)
 		cmocka_unit_test_setup(test_http_503_503_200, setup),
 		cmocka_unit_test_setup(test_details_of_every_job, setup),
 		cmocka_unit_test_setup(test_http_max_attempts_dead, setup),
+		cmocka_unit_test_setup(test_http_no_descriptor_spends_no_attempt, setup),
 		cmocka_unit_test_setup(test_attempts_base_fresh_budget, setup),
 		cmocka_unit_test_setup(test_call_result_marked, setup),
 		cmocka_unit_test_setup(test_http_retryable_statuses, setup),
