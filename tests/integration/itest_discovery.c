@@ -210,6 +210,35 @@ test_ask_to_a_stranger(void **state)
 	hostile("ask", "cluster", "", "ask");
 }
 
+/* Issue 23 item 9: a hostile node's MOVED names a "host" made to forge log
+ * fields; the refusal logs it as one quoted value, so no line of the log
+ * gains an event=... of Redis' making. */
+static void
+test_moved_host_cannot_forge_log_fields(void **state)
+{
+	struct h_fake node, target;
+	struct h_daemon w;
+	char redis_extra[256];
+	(void)state;
+
+	const char *args[] = {"--mode", "moved", "--target", "x level=error event=forged:6379",
+	    NULL};
+	assert_int_equal(h_fake_start(&node, "fake_rnode", args), 0);
+	assert_int_equal(h_fake_start(&target, "fake_target", NULL), 0);
+	snprintf(redis_extra, sizeof redis_extra, "cluster = 127.0.0.1:%d\n"
+	    "allow_hosts = 127.0.0.1\n", node.port);
+	char *ini = worker_ini(target.url, "{warrant}", redis_extra, "");
+	assert_int_equal(h_daemon_spawn(&w, ini), 0);
+	free(ini);
+	assert_int_equal(h_daemon_wait_log(&w,
+	    "event=redis.host_refused host=\"x level=error event=forged\" port=6379", WAIT_MS), 0);
+	assert_false(h_daemon_log_has(&w, "event=forged port"));
+	assert_false(h_daemon_log_has(&w, "event=forged\n"));
+	assert_true(h_daemon_stop_clean(&w));
+	h_fake_stop(&node);
+	h_fake_stop(&target);
+}
+
 /* An ASK to an allowed node that is a replica: the side connection's ROLE
  * check refuses it before any command goes there. */
 static void
@@ -403,6 +432,7 @@ main(void)
 		cmocka_unit_test(test_sentinel_names_a_stranger),
 		cmocka_unit_test(test_shards_name_a_stranger),
 		cmocka_unit_test(test_moved_to_a_stranger),
+		cmocka_unit_test(test_moved_host_cannot_forge_log_fields),
 		cmocka_unit_test(test_ask_to_a_stranger),
 		cmocka_unit_test(test_ask_to_a_replica),
 		cmocka_unit_test(test_stuck_sentinel_does_not_stop_the_loop),
