@@ -47,9 +47,9 @@ ITEST_SRC := $(wildcard tests/integration/itest_*.c)
 ITEST_BIN := $(ITEST_SRC:tests/integration/%.c=$(BUILD)/tests/%)
 
 .PHONY: all bins unit modes deps test test-unit test-asan test-integration demo bench bench-scale \
-	interop interop-oidc \
+	interop interop-oidc interop-cerbos \
 	install clean lint-man \
-	deb test-deb faults soak fuzz fuzz-build lint scan-objs valgrind interop interop-cerbos
+	deb test-deb faults soak fuzz fuzz-build lint scan-objs valgrind
 .SUFFIXES:
 
 all: bins modes
@@ -145,10 +145,15 @@ faults: all $(FAKE_BIN) $(FAULTS_BIN)
 soak: all $(FAKE_BIN) $(FAULTS_BIN)
 	@$(FAULTS_ENV) nice $(BUILD)/tests/soak $(SOAK_SECONDS)
 
-# Against real servers (issue 26), each installed by its own script from
-# the npm registry at pinned versions, everything on 127.0.0.1.
-# interop-oidc: node-oidc-provider (tests/interop/oidc/package-lock.json).
-interop: interop-oidc
+# Against real servers (tests/README.md "Against real services"), each
+# installed from the npm registry at pinned versions, everything on
+# 127.0.0.1. interop-oidc: node-oidc-provider (DPoP, RAR, private_key_jwt;
+# tests/interop/oidc/package-lock.json); interop-cerbos: Cerbos 0.55 as the
+# AuthZEN PDP (warrantd(7) §7), examples/policy/cerbos/.
+interop: interop-oidc interop-cerbos
+
+interop-cerbos: all $(BUILD)/tests/fake_target
+	@bash tests/interop/cerbos.sh $(BUILD)
 
 interop-oidc: all
 	cd tests/interop/oidc && npm ci --no-audit --no-fund --loglevel=error
@@ -158,15 +163,6 @@ bench: deps all unit
 	@sh bench/run.sh $(BUILD)
 	@BENCH_OUT=bench/results.txt sh bench/idle.sh $(BUILD)
 	@sh bench/scale.sh $(BUILD)
-
-# ---- interop (tests/README.md "Against real services"): the real warrantd
-# against real servers, installed from the npm registry at pinned versions
-# into build/interop/ by the scripts themselves; everything on 127.0.0.1.
-interop: interop-cerbos
-
-# Cerbos 0.55 as the AuthZEN PDP (warrantd(7) §7), examples/policy/cerbos/.
-interop-cerbos: all $(BUILD)/tests/fake_target
-	@bash tests/interop/cerbos.sh $(BUILD)
 
 # Only the scaling part of make bench (workers x one Redis, x a cluster).
 bench-scale: deps all unit
