@@ -2577,25 +2577,25 @@ jobs_pending(struct ctx *c, struct jobs_query *q)
 	}
 }
 
-/* The entries no consumer has read yet: after the group's last-delivered-id
- * (all of the stream when there is no group). */
+/* One entry of a stream walk: its id and its fields; non-zero stops it. */
+typedef int jobs_entry_fn(struct ctx *c, struct jobs_query *q, const char *eid,
+			  const struct sreply *fields, void *arg);
+
+/* Each entry of `key` a page at a time, after `from` ("-" or "(ID") upwards,
+ * or with `rev` before it ("+" or "(ID") downwards, until `each` says stop,
+ * the stream ends or the query is full. */
 static int
-jobs_undelivered(struct ctx *c, struct jobs_query *q)
+jobs_walk(struct ctx *c, struct jobs_query *q, const char *key, const char *from, int rev,
+	  jobs_entry_fn *each, void *arg)
 {
-	char start[128] = "-";
-	redisReply *groups, *r;
-	const struct sreply *g;
+	char at[128];
+	redisReply *r;
 	int rc;
 
-	if ((rc = find_group(c, &groups, &g)) != 0)
-		return rc;
-	const char *last = g ? sreply_field(g, "last-delivered-id") : NULL;
-	if (last != NULL)
-		snprintf(start, sizeof start, "(%s", last);
-	freeReplyObject(groups);
+	snprintf(at, sizeof at, "%s", from);
 	for (;;) {
-		if ((rc = run(c, &r, "XRANGE", c->keys.jobs, start, "+", "COUNT", PAGE_S,
-		    (char *)NULL)) != 0)
+		if ((rc = run(c, &r, rev ? "XREVRANGE" : "XRANGE", key, at, rev ? "-" : "+",
+		    "COUNT", PAGE_S, (char *)NULL)) != 0)
 			return rc;
 		size_t n = 0;
 		if (sreply_array_len(sreply_of(r), &n) != 0)
@@ -2605,14 +2605,41 @@ jobs_undelivered(struct ctx *c, struct jobs_query *q)
 			const char *eid = entry_id(e);
 			if (eid == NULL)
 				continue;
-			snprintf(start, sizeof start, "(%s", eid);
-			rc = jobs_consider(c, q, sreply_field(sreply_element(e, 1), "id"), "stream",
-			    "", json_pack("{s:s}", "entryId", eid));
+			snprintf(at, sizeof at, "(%s", eid);
+			rc = each(c, q, eid, sreply_element(e, 1), arg);
 		}
 		freeReplyObject(r);
 		if (rc != 0 || n < PAGE || jobs_full(q))
 			return rc;
 	}
+}
+
+static int
+jobs_undelivered_one(struct ctx *c, struct jobs_query *q, const char *eid,
+		     const struct sreply *fields, void *arg)
+{
+	(void)arg;
+	return jobs_consider(c, q, sreply_field(fields, "id"), "stream", "",
+	    json_pack("{s:s}", "entryId", eid));
+}
+
+/* The entries no consumer has read yet: after the group's last-delivered-id
+ * (all of the stream when there is no group). */
+static int
+jobs_undelivered(struct ctx *c, struct jobs_query *q)
+{
+	char start[128] = "-";
+	redisReply *groups;
+	const struct sreply *g;
+	int rc;
+
+	if ((rc = find_group(c, &groups, &g)) != 0)
+		return rc;
+	const char *last = g ? sreply_field(g, "last-delivered-id") : NULL;
+	if (last != NULL)
+		snprintf(start, sizeof start, "(%s", last);
+	freeReplyObject(groups);
+	return jobs_walk(c, q, c->keys.jobs, start, 0, jobs_undelivered_one, NULL);
 }
 
 /* P:scheduled, soonest first. */
@@ -2645,40 +2672,26 @@ jobs_scheduled(struct ctx *c, struct jobs_query *q)
 	}
 }
 
+static int
+jobs_history_one(struct ctx *c, struct jobs_query *q, const char *eid,
+		 const struct sreply *fields, void *arg)
+{
+	const char *where = arg;
+	const char *to = strcmp(where, "audit") == 0 ? sreply_field(fields, "to") : "dead";
+
+	(void)eid;
+	if (q->state != NULL && (to == NULL || strcmp(to, q->state) != 0))
+		return 0;
+	return jobs_consider(c, q, sreply_field(fields, "id"), where, to, NULL);
+}
+
 /* A stream from the newest entry back: P:dead (its letters are dead), or
  * P:audit (each record's latest state change, as far back as audit_maxlen
  * reaches). With a --state, only entries that could be it are looked up. */
 static int
 jobs_history(struct ctx *c, struct jobs_query *q, const char *key, const char *where)
 {
-	char end[128] = "+";
-	int audit = strcmp(where, "audit") == 0;
-	redisReply *r;
-	int rc;
-
-	for (;;) {
-		if ((rc = run(c, &r, "XREVRANGE", key, end, "-", "COUNT", PAGE_S,
-		    (char *)NULL)) != 0)
-			return rc;
-		size_t n = 0;
-		if (sreply_array_len(sreply_of(r), &n) != 0)
-			n = 0;
-		for (size_t i = 0; rc == 0 && i < n && !jobs_full(q); i++) {
-			const struct sreply *e = sreply_element(sreply_of(r), i);
-			const char *eid = entry_id(e);
-			if (eid == NULL)
-				continue;
-			snprintf(end, sizeof end, "(%s", eid);
-			const struct sreply *f = sreply_element(e, 1);
-			const char *to = audit ? sreply_field(f, "to") : "dead";
-			if (q->state != NULL && (to == NULL || strcmp(to, q->state) != 0))
-				continue;
-			rc = jobs_consider(c, q, sreply_field(f, "id"), where, to, NULL);
-		}
-		freeReplyObject(r);
-		if (rc != 0 || n < PAGE || jobs_full(q))
-			return rc;
-	}
+	return jobs_walk(c, q, key, "+", 1, jobs_history_one, (void *)where);
 }
 
 /* 1 when --state S names a state that is never terminal: only the queue's
