@@ -1453,6 +1453,39 @@ h_stack_stop(struct h_stack *s)
 	h_redis_stop(&s->redis);
 }
 
+int
+h_pdp_world_start(struct h_pdp_world *w, const char *path, const char *authz_extra)
+{
+	char text[1024];
+
+	memset(w, 0, sizeof *w);
+	if (h_stack_start(&w->s) != 0 || h_fake_start(&w->pdp, "fake_pdp", NULL) != 0)
+		return -1;
+	snprintf(text, sizeof text, "[authz]\nurl = %s%s\n%s", w->pdp.url, path, authz_extra);
+	struct h_daemon_opts o = { .redis_sock = w->s.redis.sock, .target_url = w->s.target.url,
+	    .sections = text };
+	char *ini = h_daemon_ini(&o);
+	int r = ini != NULL ? h_daemon_start(&w->d, ini) : -1;
+
+	free(ini);
+	return r;
+}
+
+void
+h_pdp_world_stop(struct h_pdp_world *w)
+{
+	h_daemon_kill(&w->d);
+	h_fake_stop(&w->pdp);
+	h_stack_stop(&w->s);
+}
+
+void
+h_pdp_world_reset(const struct h_pdp_world *w)
+{
+	h_post_ok(&w->pdp, "/_reset", "{}");
+	h_post_ok(&w->s.target, "/_reset", "{}");
+}
+
 /* ---- checks shared by the itest_* programs ---- */
 
 struct h_stack h_group;

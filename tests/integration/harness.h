@@ -327,6 +327,22 @@ int h_daemon_log_clean(const struct h_daemon *d);
 #define H_WAIT_MS	60000
 #define H_PREFIX	"warrant"
 #define H_GROUP		"workers"
+/* A worker that asks a PDP: an h_stack, a fake_pdp and one warrantd whose
+ * [authz] url is the PDP's url + `path`, with the lines `authz_extra`. */
+struct h_pdp_world {
+	struct h_stack s;
+	struct h_fake pdp;
+	struct h_daemon d;
+};
+
+/* 0, or -1 (whatever started is stopped again by h_pdp_world_stop). */
+int h_pdp_world_start(struct h_pdp_world *w, const char *path, const char *authz_extra)
+	__attribute__((warn_unused_result));
+/* SIGKILLs the daemon (a no-op once it stopped) and stops the rest. */
+void h_pdp_world_stop(struct h_pdp_world *w);
+/* POST /_reset to the PDP and the target. */
+void h_pdp_world_reset(const struct h_pdp_world *w);
+
 #define H_JOBS		H_PREFIX ":jobs"
 #define H_NOTIFY	H_PREFIX ":notify"
 #define H_DEAD		H_PREFIX ":dead"

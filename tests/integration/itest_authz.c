@@ -31,17 +31,14 @@
 #define SUBJECT		"operator:4417"		/* h_record_json's onBehalfOf */
 #define BASIS		"role:canal-operator"	/* and its basis */
 
-static struct h_redis redis;
-static struct h_fake target, pdp;
-static struct h_daemon daemon_;
-static redisContext *rc;
+static struct h_pdp_world W;
 
 /* ---- the fakes ---- */
 
 static void
 pdp_policy(const char *json)
 {
-	h_post_ok(&pdp, "/_policy", json);
+	h_post_ok(&W.pdp, "/_policy", json);
 }
 
 /* The PDP queries whose input.recordId is id, in arrival order; caller
@@ -49,20 +46,20 @@ pdp_policy(const char *json)
 static json_t *
 pdp_queries(const char *id)
 {
-	return h_pdp_queries(&pdp, id);
+	return h_pdp_queries(&W.pdp, id);
 }
 
 /* Calls of the action that carried Idempotency-Key: key, in arrival order. */
 static json_t *
 target_calls(const char *key)
 {
-	return h_calls_with_key(&target, key);
+	return h_calls_with_key(&W.s.target, key);
 }
 
 static size_t
 target_count(const char *key)
 {
-	return (size_t)h_count_calls(&target, key);
+	return (size_t)h_count_calls(&W.s.target, key);
 }
 
 static long long
@@ -97,7 +94,7 @@ record(const char *id, const char *resource, const char *subject, const char *no
 static void
 decide(const char *id, const char *json)
 {
-	assert_int_equal(h_decide(rc, H_PREFIX, id, json, 1), 0);
+	assert_int_equal(h_decide(W.s.c, H_PREFIX, id, json, 1), 0);
 }
 
 static char *
@@ -106,7 +103,7 @@ field(const char *id, const char *name)
 	char key[256];
 
 	snprintf(key, sizeof key, H_PREFIX ":decision:%s", id);
-	return h_hget(rc, key, name);
+	return h_hget(W.s.c, key, name);
 }
 
 struct state_wait {
@@ -144,7 +141,7 @@ wait_final(const char *id, const char *state, const char *outcome)
 	if (h_wait_until(has_state, &w, H_WAIT_MS) != 0) {
 		char *s = field(id, "state");
 		fail_msg("%s: state \"%s\" after %d ms, want \"%s\" (log %s)", id,
-		    s ? s : "(nil)", H_WAIT_MS, state, daemon_.log);
+		    s ? s : "(nil)", H_WAIT_MS, state, W.d.log);
 	}
 	assert_field(id, "outcome", outcome);
 }
@@ -154,7 +151,7 @@ wait_final(const char *id, const char *state, const char *outcome)
 static void
 assert_pel_empty(void)
 {
-	assert_int_equal(h_pending_count(rc, H_JOBS, H_GROUP), 0);
+	assert_int_equal(h_pending_count(W.s.c, H_JOBS, H_GROUP), 0);
 }
 
 static void
@@ -165,9 +162,9 @@ assert_notified(const char *id, const char *owner, const char *kind, const char 
 	    "resource" };
 	const char *want[] = { owner, kind, reason, subject, "gate.open", resource };
 
-	assert_int_equal(h_stream_count(rc, H_NOTIFY, "id", id), 1);
+	assert_int_equal(h_stream_count(W.s.c, H_NOTIFY, "id", id), 1);
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-		char *v = h_stream_field(rc, H_NOTIFY, "id", id, names[i]);
+		char *v = h_stream_field(W.s.c, H_NOTIFY, "id", id, names[i]);
 		if (v == NULL || strcmp(v, want[i]) != 0)
 			fail_msg("%s: notify %s \"%s\", want \"%s\"", id, names[i],
 			    v ? v : "(nil)", want[i]);
@@ -180,33 +177,15 @@ assert_notified(const char *id, const char *owner, const char *kind, const char 
 static int
 group_setup(void **state)
 {
-	char sections[512];
-
 	(void)state;
-	if (h_redis_start(&redis, 0) != 0 || h_fake_start(&target, "fake_target", NULL) != 0 ||
-	    h_fake_start(&pdp, "fake_pdp", NULL) != 0 || (rc = h_redis_connect(&redis)) == NULL)
-		return -1;
-	snprintf(sections, sizeof sections, "[authz]\nurl = %s" PDP_PATH "\ntimeout_ms = 2000\n",
-	    pdp.url);
-	struct h_daemon_opts o = { .redis_sock = redis.sock, .target_url = target.url,
-	    .sections = sections };
-	char *ini = h_daemon_ini(&o);
-	int r = ini != NULL ? h_daemon_start(&daemon_, ini) : -1;
-
-	free(ini);
-	return r;
+	return h_pdp_world_start(&W, PDP_PATH, "timeout_ms = 2000\n");
 }
 
 static int
 group_teardown(void **state)
 {
 	(void)state;
-	h_daemon_kill(&daemon_);	/* no-op after test_daemon_stops_clean */
-	if (rc != NULL)
-		redisFree(rc);
-	h_fake_stop(&pdp);
-	h_fake_stop(&target);
-	h_redis_stop(&redis);
+	h_pdp_world_stop(&W);	/* the daemon: a no-op after test_daemon_stops_clean */
 	return 0;
 }
 
@@ -214,8 +193,7 @@ static int
 reset_fakes(void **state)
 {
 	(void)state;
-	h_post_ok(&pdp, "/_reset", "{}");
-	h_post_ok(&target, "/_reset", "{}");
+	h_pdp_world_reset(&W);
 	return 0;
 }
 
@@ -300,7 +278,7 @@ test_decided_at_same_instant(void **state)
 static int
 counter_at_least_one(void *arg)
 {
-	char *v = h_hget(rc, H_PREFIX ":consumer:w1", arg);
+	char *v = h_hget(W.s.c, H_PREFIX ":consumer:w1", arg);
 	int ok = v != NULL && atoll(v) >= 1;
 
 	free(v);
@@ -333,7 +311,7 @@ test_denied_resource_never_called(void **state)
 	json_decref(q);
 	assert_notified(denied, "gate-owner", "denied", "authority-denied", SUBJECT,
 	    "gate/forbidden");
-	assert_int_equal(h_stream_count(rc, H_NOTIFY, "id", other), 0);
+	assert_int_equal(h_stream_count(W.s.c, H_NOTIFY, "id", other), 0);
 	assert_int_equal(h_wait_until(counter_at_least_one, (void *)"denied", H_WAIT_MS), 0);
 	free(jd);
 	free(jo);
@@ -358,8 +336,8 @@ test_object_result_by_subject(void **state)
 
 	assert_int_equal(target_count(denied), 0);
 	assert_int_equal(target_count(allowed), 1);
-	assert_int_equal(h_pdp_count(&pdp, denied), 1);
-	assert_int_equal(h_pdp_count(&pdp, allowed), 1);
+	assert_int_equal(h_pdp_count(&W.pdp, denied), 1);
+	assert_int_equal(h_pdp_count(&W.pdp, allowed), 1);
 	/* no notifyOnDenial: [notify] default_owner */
 	assert_notified(denied, "ops", "denied", "authority-denied", "operator:9999", "gate/9");
 	free(jd);
@@ -379,7 +357,7 @@ test_missing_result_denies(void **state)
 	wait_final(id, "denied", "authority-denied");
 	assert_pel_empty();
 	assert_int_equal(target_count(id), 0);
-	assert_int_equal(h_pdp_count(&pdp, id), 1);
+	assert_int_equal(h_pdp_count(&W.pdp, id), 1);
 	assert_notified(id, "ops", "denied", "authority-denied", SUBJECT, "gate/10");
 	free(json);
 }
@@ -396,7 +374,7 @@ retrying_after(void *arg)
 	const struct unavailable_wait *w = arg;
 	struct state_wait sw = { w->id, "retrying" };
 
-	return h_pdp_count(&pdp, w->id) >= (long long)w->queries && has_state(&sw);
+	return h_pdp_count(&W.pdp, w->id) >= (long long)w->queries && has_state(&sw);
 }
 
 /* PDP 503: the job waits (`retrying`), more times than max_attempts (5)
@@ -413,7 +391,7 @@ test_pdp_unavailable_then_allowed(void **state)
 	decide(id, json);
 	assert_int_equal(h_wait_until(retrying_after, &w, H_WAIT_MS), 0);
 	assert_int_equal(target_count(id), 0);
-	assert_int_equal(h_stream_count(rc, H_NOTIFY, "id", id), 0);
+	assert_int_equal(h_stream_count(W.s.c, H_NOTIFY, "id", id), 0);
 
 	pdp_policy("{}");
 	wait_final(id, "done", "ok");
@@ -462,7 +440,7 @@ audit_of(const char *id, struct trail *t)
 {
 	memset(t, 0, sizeof *t);
 	t->id = id;
-	h_stream_each(rc, H_AUDIT, trail_add, t);
+	h_stream_each(W.s.c, H_AUDIT, trail_add, t);
 	return t->n;
 }
 
@@ -491,7 +469,7 @@ test_pdp_outage_audit_coalesced(void **state)
 	assert_int_equal(h_wait_until(retrying_after, &w3, H_WAIT_MS), 0);
 	long long a1 = audit_of(id, &t1);
 	assert_int_equal(h_wait_until(retrying_after, &w12, H_WAIT_MS), 0);
-	long long a2 = audit_of(id, &t2), queries = h_pdp_count(&pdp, id);
+	long long a2 = audit_of(id, &t2), queries = h_pdp_count(&W.pdp, id);
 	pdp_policy("{}");
 	wait_final(id, "done", "ok");
 	long long a3 = audit_of(id, &t3);
@@ -544,7 +522,7 @@ test_pdp_asked_before_every_retry(void **state)
 	char *json = record(id, "gate/13", NULL, NULL);
 
 	(void)state;
-	assert_int_equal(h_fake_script(&target, "{\"per_key\": {\"az-retry\": "
+	assert_int_equal(h_fake_script(&W.s.target, "{\"per_key\": {\"az-retry\": "
 	    "[{\"status\": 503}, {\"status\": 200}]}}"), 0);
 	decide(id, json);
 	wait_final(id, "done", "ok");
@@ -568,10 +546,10 @@ static void
 test_daemon_stops_clean(void **state)
 {
 	(void)state;
-	int status = h_daemon_stop(&daemon_);
+	int status = h_daemon_stop(&W.d);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
-	assert_true(h_daemon_log_clean(&daemon_));
+	assert_true(h_daemon_log_clean(&W.d));
 }
 
 int
