@@ -570,6 +570,33 @@ job_status_retryable(int status)
 	    (status >= 500 && status <= 599);
 }
 
+/* R8 after a call that got no usable answer, or none that went out: at the
+ * deadline expired (R1: a call cut there, job_time_left, is not retried,
+ * whatever calls are left), with the calls spent dead, else retrying after
+ * `retry_after_ms` (-1: none) or the backoff. `why` begins the detail. */
+static void
+retry_or_end(struct job_step *st, const struct job_policy *pol, struct job *job,
+	     int64_t retry_after_ms, uint64_t rnd, int64_t now, const char *why)
+{
+	char dl[WTIME_RFC3339_LEN], retry[160];
+
+	if (now >= job->expires_at_ms) {
+		expire(st, job);
+		detail(st, "%s; deadline %s passed", why,
+		    wtime_format_rfc3339(job->expires_at_ms, dl, sizeof dl));
+		return;
+	}
+	if (calls_used_up(pol, job)) {
+		dead(st, job, REASON_MAX_ATTEMPTS);
+		detail(st, "%s; %d of %d calls made", why, calls_used(job), pol->max_attempts);
+		return;
+	}
+	int64_t delay = retry_after_ms >= 0 ? retry_after_ms :
+	    backoff_ms(0, pol->retry_base_ms, pol->retry_cap_ms, calls_used(job), rnd);
+	snprintf(retry, sizeof retry, "%s; retry %d", why, calls_used(job));
+	retry_in(st, job, delay, now, retry, 0);
+}
+
 static void
 on_http(struct job_step *st, const struct job_policy *pol, struct job *job,
 	const struct job_event *ev, int64_t now)
@@ -605,25 +632,7 @@ on_http(struct job_step *st, const struct job_policy *pol, struct job *job,
 		refresh_and_redispatch(st, pol, job, now, why);
 	} else if (job_status_retryable(s) || ev->dpop_proof_refused) {
 		/* §9: a refused proof is retried (R8); a new token would not help */
-		if (now >= job->expires_at_ms) {
-			/* R1: a call cut at the deadline (job_time_left) is
-			 * not retried, whatever calls are left */
-			char dl[WTIME_RFC3339_LEN];
-			expire(st, job);
-			detail(st, "%s; deadline %s passed", why,
-			    wtime_format_rfc3339(job->expires_at_ms, dl, sizeof dl));
-			return;
-		}
-		if (calls_used_up(pol, job)) {
-			dead(st, job, REASON_MAX_ATTEMPTS);
-			detail(st, "%s; %d of %d calls made", why, calls_used(job),
-			    pol->max_attempts);
-			return;
-		}
-		int64_t delay = ev->retry_after_ms >= 0 ? ev->retry_after_ms :
-		    backoff_ms(0, pol->retry_base_ms, pol->retry_cap_ms, calls_used(job), ev->rnd);
-		snprintf(why + strlen(why), sizeof why - strlen(why), "; retry %d", calls_used(job));
-		retry_in(st, job, delay, now, why, 0);
+		retry_or_end(st, pol, job, ev->retry_after_ms, ev->rnd, now, why);
 	} else {
 		/* Also a 401 on an action without an OAuth token: no refresh can fix it. */
 		finish(st, job, JOB_FAILED, JOB_FX_WRITE_STATE | JOB_FX_NOTIFY | JOB_FX_ACK,
@@ -803,20 +812,7 @@ on_unreplicated(struct job_step *st, const struct job_policy *pol, struct job *j
 	job->awaiting = 0;
 	snprintf(why, sizeof why, "%lld of %d replica(s) acknowledged the call step; not called",
 	    ev->replicas < 0 ? 0 : ev->replicas, pol->wait_replicas);
-	if (now >= job->expires_at_ms) {
-		char dl[WTIME_RFC3339_LEN];
-		expire(st, job);
-		detail(st, "%s; deadline %s passed", why,
-		    wtime_format_rfc3339(job->expires_at_ms, dl, sizeof dl));
-		return;
-	}
-	if (calls_used_up(pol, job)) {
-		dead(st, job, REASON_MAX_ATTEMPTS);
-		detail(st, "%s; %d of %d attempts spent", why, job->calls, pol->max_attempts);
-		return;
-	}
-	retry_in(st, job, backoff_ms(0, pol->retry_base_ms, pol->retry_cap_ms, job->calls, ev->rnd),
-	    now, why, 0);
+	retry_or_end(st, pol, job, -1, ev->rnd, now, why);
 }
 
 /* R19: the writes a failover must not lose are waited for -- the one that
