@@ -1486,6 +1486,24 @@ h_pdp_world_reset(const struct h_pdp_world *w)
 	h_post_ok(&w->s.target, "/_reset", "{}");
 }
 
+struct h_pdp_world h_pdp;
+
+int
+h_pdp_group_teardown(void **state)
+{
+	(void)state;
+	h_pdp_world_stop(&h_pdp);
+	return 0;
+}
+
+int
+h_pdp_reset(void **state)
+{
+	(void)state;
+	h_pdp_world_reset(&h_pdp);
+	return 0;
+}
+
 /* ---- checks shared by the itest_* programs ---- */
 
 struct h_stack h_group;

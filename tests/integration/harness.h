@@ -343,6 +343,13 @@ void h_pdp_world_stop(struct h_pdp_world *w);
 /* POST /_reset to the PDP and the target. */
 void h_pdp_world_reset(const struct h_pdp_world *w);
 
+/* cmocka fixtures over one h_pdp_world, h_pdp, for programs whose tests
+ * share it (each starts it in its own group setup): the group's teardown,
+ * and a reset of both fakes before a test. */
+extern struct h_pdp_world h_pdp;
+int h_pdp_group_teardown(void **state);
+int h_pdp_reset(void **state);
+
 #define H_JOBS		H_PREFIX ":jobs"
 #define H_NOTIFY	H_PREFIX ":notify"
 #define H_DEAD		H_PREFIX ":dead"

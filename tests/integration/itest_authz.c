@@ -31,14 +31,13 @@
 #define SUBJECT		"operator:4417"		/* h_record_json's onBehalfOf */
 #define BASIS		"role:canal-operator"	/* and its basis */
 
-static struct h_pdp_world W;
 
 /* ---- the fakes ---- */
 
 static void
 pdp_policy(const char *json)
 {
-	h_post_ok(&W.pdp, "/_policy", json);
+	h_post_ok(&h_pdp.pdp, "/_policy", json);
 }
 
 /* The PDP queries whose input.recordId is id, in arrival order; caller
@@ -46,20 +45,20 @@ pdp_policy(const char *json)
 static json_t *
 pdp_queries(const char *id)
 {
-	return h_pdp_queries(&W.pdp, id);
+	return h_pdp_queries(&h_pdp.pdp, id);
 }
 
 /* Calls of the action that carried Idempotency-Key: key, in arrival order. */
 static json_t *
 target_calls(const char *key)
 {
-	return h_calls_with_key(&W.s.target, key);
+	return h_calls_with_key(&h_pdp.s.target, key);
 }
 
 static size_t
 target_count(const char *key)
 {
-	return (size_t)h_count_calls(&W.s.target, key);
+	return (size_t)h_count_calls(&h_pdp.s.target, key);
 }
 
 static long long
@@ -94,7 +93,7 @@ record(const char *id, const char *resource, const char *subject, const char *no
 static void
 decide(const char *id, const char *json)
 {
-	assert_int_equal(h_decide(W.s.c, H_PREFIX, id, json, 1), 0);
+	assert_int_equal(h_decide(h_pdp.s.c, H_PREFIX, id, json, 1), 0);
 }
 
 static char *
@@ -103,7 +102,7 @@ field(const char *id, const char *name)
 	char key[256];
 
 	snprintf(key, sizeof key, H_PREFIX ":decision:%s", id);
-	return h_hget(W.s.c, key, name);
+	return h_hget(h_pdp.s.c, key, name);
 }
 
 struct state_wait {
@@ -141,7 +140,7 @@ wait_final(const char *id, const char *state, const char *outcome)
 	if (h_wait_until(has_state, &w, H_WAIT_MS) != 0) {
 		char *s = field(id, "state");
 		fail_msg("%s: state \"%s\" after %d ms, want \"%s\" (log %s)", id,
-		    s ? s : "(nil)", H_WAIT_MS, state, W.d.log);
+		    s ? s : "(nil)", H_WAIT_MS, state, h_pdp.d.log);
 	}
 	assert_field(id, "outcome", outcome);
 }
@@ -151,7 +150,7 @@ wait_final(const char *id, const char *state, const char *outcome)
 static void
 assert_pel_empty(void)
 {
-	assert_int_equal(h_pending_count(W.s.c, H_JOBS, H_GROUP), 0);
+	assert_int_equal(h_pending_count(h_pdp.s.c, H_JOBS, H_GROUP), 0);
 }
 
 static void
@@ -162,9 +161,9 @@ assert_notified(const char *id, const char *owner, const char *kind, const char 
 	    "resource" };
 	const char *want[] = { owner, kind, reason, subject, "gate.open", resource };
 
-	assert_int_equal(h_stream_count(W.s.c, H_NOTIFY, "id", id), 1);
+	assert_int_equal(h_stream_count(h_pdp.s.c, H_NOTIFY, "id", id), 1);
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-		char *v = h_stream_field(W.s.c, H_NOTIFY, "id", id, names[i]);
+		char *v = h_stream_field(h_pdp.s.c, H_NOTIFY, "id", id, names[i]);
 		if (v == NULL || strcmp(v, want[i]) != 0)
 			fail_msg("%s: notify %s \"%s\", want \"%s\"", id, names[i],
 			    v ? v : "(nil)", want[i]);
@@ -178,23 +177,7 @@ static int
 group_setup(void **state)
 {
 	(void)state;
-	return h_pdp_world_start(&W, PDP_PATH, "timeout_ms = 2000\n");
-}
-
-static int
-group_teardown(void **state)
-{
-	(void)state;
-	h_pdp_world_stop(&W);	/* the daemon: a no-op after test_daemon_stops_clean */
-	return 0;
-}
-
-static int
-reset_fakes(void **state)
-{
-	(void)state;
-	h_pdp_world_reset(&W);
-	return 0;
+	return h_pdp_world_start(&h_pdp, PDP_PATH, "timeout_ms = 2000\n");
 }
 
 /* ---- tests ---- */
@@ -278,7 +261,7 @@ test_decided_at_same_instant(void **state)
 static int
 counter_at_least_one(void *arg)
 {
-	char *v = h_hget(W.s.c, H_PREFIX ":consumer:w1", arg);
+	char *v = h_hget(h_pdp.s.c, H_PREFIX ":consumer:w1", arg);
 	int ok = v != NULL && atoll(v) >= 1;
 
 	free(v);
@@ -311,7 +294,7 @@ test_denied_resource_never_called(void **state)
 	json_decref(q);
 	assert_notified(denied, "gate-owner", "denied", "authority-denied", SUBJECT,
 	    "gate/forbidden");
-	assert_int_equal(h_stream_count(W.s.c, H_NOTIFY, "id", other), 0);
+	assert_int_equal(h_stream_count(h_pdp.s.c, H_NOTIFY, "id", other), 0);
 	assert_int_equal(h_wait_until(counter_at_least_one, (void *)"denied", H_WAIT_MS), 0);
 	free(jd);
 	free(jo);
@@ -336,8 +319,8 @@ test_object_result_by_subject(void **state)
 
 	assert_int_equal(target_count(denied), 0);
 	assert_int_equal(target_count(allowed), 1);
-	assert_int_equal(h_pdp_count(&W.pdp, denied), 1);
-	assert_int_equal(h_pdp_count(&W.pdp, allowed), 1);
+	assert_int_equal(h_pdp_count(&h_pdp.pdp, denied), 1);
+	assert_int_equal(h_pdp_count(&h_pdp.pdp, allowed), 1);
 	/* no notifyOnDenial: [notify] default_owner */
 	assert_notified(denied, "ops", "denied", "authority-denied", "operator:9999", "gate/9");
 	free(jd);
@@ -357,7 +340,7 @@ test_missing_result_denies(void **state)
 	wait_final(id, "denied", "authority-denied");
 	assert_pel_empty();
 	assert_int_equal(target_count(id), 0);
-	assert_int_equal(h_pdp_count(&W.pdp, id), 1);
+	assert_int_equal(h_pdp_count(&h_pdp.pdp, id), 1);
 	assert_notified(id, "ops", "denied", "authority-denied", SUBJECT, "gate/10");
 	free(json);
 }
@@ -374,7 +357,7 @@ retrying_after(void *arg)
 	const struct unavailable_wait *w = arg;
 	struct state_wait sw = { w->id, "retrying" };
 
-	return h_pdp_count(&W.pdp, w->id) >= (long long)w->queries && has_state(&sw);
+	return h_pdp_count(&h_pdp.pdp, w->id) >= (long long)w->queries && has_state(&sw);
 }
 
 /* PDP 503: the job waits (`retrying`), more times than max_attempts (5)
@@ -391,7 +374,7 @@ test_pdp_unavailable_then_allowed(void **state)
 	decide(id, json);
 	assert_int_equal(h_wait_until(retrying_after, &w, H_WAIT_MS), 0);
 	assert_int_equal(target_count(id), 0);
-	assert_int_equal(h_stream_count(W.s.c, H_NOTIFY, "id", id), 0);
+	assert_int_equal(h_stream_count(h_pdp.s.c, H_NOTIFY, "id", id), 0);
 
 	pdp_policy("{}");
 	wait_final(id, "done", "ok");
@@ -440,7 +423,7 @@ audit_of(const char *id, struct trail *t)
 {
 	memset(t, 0, sizeof *t);
 	t->id = id;
-	h_stream_each(W.s.c, H_AUDIT, trail_add, t);
+	h_stream_each(h_pdp.s.c, H_AUDIT, trail_add, t);
 	return t->n;
 }
 
@@ -469,7 +452,7 @@ test_pdp_outage_audit_coalesced(void **state)
 	assert_int_equal(h_wait_until(retrying_after, &w3, H_WAIT_MS), 0);
 	long long a1 = audit_of(id, &t1);
 	assert_int_equal(h_wait_until(retrying_after, &w12, H_WAIT_MS), 0);
-	long long a2 = audit_of(id, &t2), queries = h_pdp_count(&W.pdp, id);
+	long long a2 = audit_of(id, &t2), queries = h_pdp_count(&h_pdp.pdp, id);
 	pdp_policy("{}");
 	wait_final(id, "done", "ok");
 	long long a3 = audit_of(id, &t3);
@@ -522,7 +505,7 @@ test_pdp_asked_before_every_retry(void **state)
 	char *json = record(id, "gate/13", NULL, NULL);
 
 	(void)state;
-	assert_int_equal(h_fake_script(&W.s.target, "{\"per_key\": {\"az-retry\": "
+	assert_int_equal(h_fake_script(&h_pdp.s.target, "{\"per_key\": {\"az-retry\": "
 	    "[{\"status\": 503}, {\"status\": 200}]}}"), 0);
 	decide(id, json);
 	wait_final(id, "done", "ok");
@@ -546,27 +529,27 @@ static void
 test_daemon_stops_clean(void **state)
 {
 	(void)state;
-	int status = h_daemon_stop(&W.d);
+	int status = h_daemon_stop(&h_pdp.d);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
-	assert_true(h_daemon_log_clean(&W.d));
+	assert_true(h_daemon_log_clean(&h_pdp.d));
 }
 
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(test_allowed_job_pdp_sees_exact_input, reset_fakes),
-		cmocka_unit_test_setup(test_decided_at_same_instant, reset_fakes),
-		cmocka_unit_test_setup(test_denied_resource_never_called, reset_fakes),
-		cmocka_unit_test_setup(test_object_result_by_subject, reset_fakes),
-		cmocka_unit_test_setup(test_missing_result_denies, reset_fakes),
-		cmocka_unit_test_setup(test_pdp_unavailable_then_allowed, reset_fakes),
-		cmocka_unit_test_setup(test_pdp_unavailable_past_deadline, reset_fakes),
-		cmocka_unit_test_setup(test_pdp_outage_audit_coalesced, reset_fakes),
-		cmocka_unit_test_setup(test_pdp_asked_before_every_retry, reset_fakes),
+		cmocka_unit_test_setup(test_allowed_job_pdp_sees_exact_input, h_pdp_reset),
+		cmocka_unit_test_setup(test_decided_at_same_instant, h_pdp_reset),
+		cmocka_unit_test_setup(test_denied_resource_never_called, h_pdp_reset),
+		cmocka_unit_test_setup(test_object_result_by_subject, h_pdp_reset),
+		cmocka_unit_test_setup(test_missing_result_denies, h_pdp_reset),
+		cmocka_unit_test_setup(test_pdp_unavailable_then_allowed, h_pdp_reset),
+		cmocka_unit_test_setup(test_pdp_unavailable_past_deadline, h_pdp_reset),
+		cmocka_unit_test_setup(test_pdp_outage_audit_coalesced, h_pdp_reset),
+		cmocka_unit_test_setup(test_pdp_asked_before_every_retry, h_pdp_reset),
 		cmocka_unit_test(test_daemon_stops_clean),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, group_setup, h_pdp_group_teardown);
 }

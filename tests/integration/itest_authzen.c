@@ -30,30 +30,13 @@
 #define SUBJECT		"operator:4417"		/* h_record_json's onBehalfOf */
 #define BASIS		"role:canal-operator"	/* and its basis */
 
-static struct h_pdp_world W;
 
 static int
 group_setup(void **state)
 {
 	(void)state;
-	return h_pdp_world_start(&W, PDP_PATH, "timeout_ms = 2000\napi = authzen\n"
+	return h_pdp_world_start(&h_pdp, PDP_PATH, "timeout_ms = 2000\napi = authzen\n"
 	    "subject_type = operator\nresource_type = canal_gate\n");
-}
-
-static int
-group_teardown(void **state)
-{
-	(void)state;
-	h_pdp_world_stop(&W);	/* the daemon: a no-op after test_daemon_stops_clean */
-	return 0;
-}
-
-static int
-reset_fakes(void **state)
-{
-	(void)state;
-	h_pdp_world_reset(&W);
-	return 0;
 }
 
 /* A record valid for the next minute, queued. */
@@ -64,7 +47,7 @@ decide(const char *id, const char *resource)
 	char *s = h_record_json(id, "gate.open", resource, now - 1000, now + 60000, 0, NULL);
 
 	assert_non_null(s);
-	assert_int_equal(h_decide(W.s.c, H_PREFIX, id, s, 1), 0);
+	assert_int_equal(h_decide(h_pdp.s.c, H_PREFIX, id, s, 1), 0);
 	json_t *o = json_loads(s, 0, NULL);
 	free(s);
 	assert_non_null(o);
@@ -77,9 +60,9 @@ wait_state(const char *id, const char *state, const char *outcome)
 	char key[256];
 
 	snprintf(key, sizeof key, H_PREFIX ":decision:%s", id);
-	h_wait_hash_field(W.s.c, key, "state", state, H_WAIT_MS);
+	h_wait_hash_field(h_pdp.s.c, key, "state", state, H_WAIT_MS);
 	if (outcome != NULL)
-		h_assert_hash_field(W.s.c, key, "outcome", outcome);
+		h_assert_hash_field(h_pdp.s.c, key, "outcome", outcome);
 }
 
 /* §7: exactly the AuthZEN request, with the configured types. */
@@ -91,9 +74,9 @@ test_allowed_exact_request(void **state)
 
 	(void)state;
 	wait_state(id, "done", "ok");
-	json_t *q = h_pdp_queries(&W.pdp, id);
+	json_t *q = h_pdp_queries(&h_pdp.pdp, id);
 	assert_int_equal(json_array_size(q), 1);
-	assert_int_equal(h_count_calls(&W.s.target, id), 1);
+	assert_int_equal(h_count_calls(&h_pdp.s.target, id), 1);
 	const json_t *query = json_array_get(q, 0);
 	json_t *want = json_pack("{s:{s:s,s:s}, s:{s:s}, s:{s:s,s:s}, s:{s:s,s:s,s:O,s:O}}",
 	    "subject", "type", "operator", "id", SUBJECT,
@@ -122,16 +105,16 @@ test_denied_never_called(void **state)
 	const char *denied = "azn-deny", *other = "azn-deny-other";
 
 	(void)state;
-	h_post_ok(&W.pdp, "/_policy", "{\"deny_resources\": [\"canal/lateral-3/gate-9\"]}");
+	h_post_ok(&h_pdp.pdp, "/_policy", "{\"deny_resources\": [\"canal/lateral-3/gate-9\"]}");
 	json_decref(decide(denied, "canal/lateral-3/gate-9"));
 	json_decref(decide(other, "canal/lateral-3/gate-8"));
 	wait_state(denied, "denied", "authority-denied");
 	wait_state(other, "done", "ok");
-	assert_int_equal(h_count_calls(&W.s.target, denied), 0);
-	assert_int_equal(h_count_calls(&W.s.target, other), 1);
-	assert_int_equal(h_pdp_count(&W.pdp, denied), 1);
-	assert_int_equal(h_stream_count(W.s.c, H_NOTIFY, "id", denied), 1);
-	assert_int_equal(h_pending_count(W.s.c, H_JOBS, H_GROUP), 0);
+	assert_int_equal(h_count_calls(&h_pdp.s.target, denied), 0);
+	assert_int_equal(h_count_calls(&h_pdp.s.target, other), 1);
+	assert_int_equal(h_pdp_count(&h_pdp.pdp, denied), 1);
+	assert_int_equal(h_stream_count(h_pdp.s.c, H_NOTIFY, "id", denied), 1);
+	assert_int_equal(h_pending_count(h_pdp.s.c, H_JOBS, H_GROUP), 0);
 }
 
 struct hb_wait {
@@ -143,7 +126,7 @@ static int
 hb_at_least(void *arg)
 {
 	const struct hb_wait *w = arg;
-	char *v = h_hget(W.s.c, H_PREFIX ":consumer:w1", w->field);
+	char *v = h_hget(h_pdp.s.c, H_PREFIX ":consumer:w1", w->field);
 	int ok = v != NULL && atoll(v) >= w->min;
 
 	free(v);
@@ -169,8 +152,8 @@ asked_thrice_retrying(void *arg)
 	char key[256];
 
 	snprintf(key, sizeof key, H_PREFIX ":decision:%s", w->id);
-	char *s = h_hget(W.s.c, key, "state");
-	int ok = h_pdp_count(&W.pdp, w->id) >= 3 && s != NULL && strcmp(s, "retrying") == 0;
+	char *s = h_hget(h_pdp.s.c, key, "state");
+	int ok = h_pdp_count(&h_pdp.pdp, w->id) >= 3 && s != NULL && strcmp(s, "retrying") == 0;
 	free(s);
 	return ok;
 }
@@ -184,34 +167,34 @@ test_unreadable_answer_waits(void **state)
 	struct garbage_wait w = { id };
 
 	(void)state;
-	h_post_ok(&W.pdp, "/_policy", "{\"mode\": \"garbage\"}");
+	h_post_ok(&h_pdp.pdp, "/_policy", "{\"mode\": \"garbage\"}");
 	json_decref(decide(id, "canal/lateral-3/gate-7"));
 	h_wait_for(asked_thrice_retrying, &w, H_WAIT_MS, "three unreadable answers");
 	/* §13: each counted as a PDP failure (the heartbeat carries it) */
 	wait_hb_min("pdpFailures", 3);
-	assert_int_equal(h_count_calls(&W.s.target, id), 0);
-	assert_int_equal(h_stream_count(W.s.c, H_NOTIFY, "id", id), 0);
-	h_post_ok(&W.pdp, "/_policy", "{}");
+	assert_int_equal(h_count_calls(&h_pdp.s.target, id), 0);
+	assert_int_equal(h_stream_count(h_pdp.s.c, H_NOTIFY, "id", id), 0);
+	h_post_ok(&h_pdp.pdp, "/_policy", "{}");
 	wait_state(id, "done", "ok");
-	assert_int_equal(h_count_calls(&W.s.target, id), 1);
+	assert_int_equal(h_count_calls(&h_pdp.s.target, id), 1);
 }
 
 static void
 test_daemon_stops_clean(void **state)
 {
 	(void)state;
-	h_daemon_down(&W.d);
+	h_daemon_down(&h_pdp.d);
 }
 
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(test_allowed_exact_request, reset_fakes),
-		cmocka_unit_test_setup(test_denied_never_called, reset_fakes),
-		cmocka_unit_test_setup(test_unreadable_answer_waits, reset_fakes),
+		cmocka_unit_test_setup(test_allowed_exact_request, h_pdp_reset),
+		cmocka_unit_test_setup(test_denied_never_called, h_pdp_reset),
+		cmocka_unit_test_setup(test_unreadable_answer_waits, h_pdp_reset),
 		cmocka_unit_test(test_daemon_stops_clean),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, group_setup, h_pdp_group_teardown);
 }

@@ -28,21 +28,12 @@
 
 #define TP "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
-static struct h_pdp_world W;
 
 static int
 group_setup(void **state)
 {
 	(void)state;
-	return h_pdp_world_start(&W, "/v1/data/warrant/allow", "");
-}
-
-static int
-group_teardown(void **state)
-{
-	(void)state;
-	h_pdp_world_stop(&W);
-	return 0;
+	return h_pdp_world_start(&h_pdp, "/v1/data/warrant/allow", "");
 }
 
 /* A signed record stored, and a stream entry for it with `traceparent`
@@ -52,10 +43,10 @@ enqueue(const char *id, const char *traceparent)
 {
 	long long now = h_now_ms();
 
-	h_store_signed(W.s.c, H_PREFIX, id, "gate.open", "gate/1", now + 60000, 0);
+	h_store_signed(h_pdp.s.c, H_PREFIX, id, "gate.open", "gate/1", now + 60000, 0);
 	redisReply *r = traceparent ?
-	    redisCommand(W.s.c, "XADD %s * id %s traceparent %s", H_JOBS, id, traceparent) :
-	    redisCommand(W.s.c, "XADD %s * id %s", H_JOBS, id);
+	    redisCommand(h_pdp.s.c, "XADD %s * id %s traceparent %s", H_JOBS, id, traceparent) :
+	    redisCommand(h_pdp.s.c, "XADD %s * id %s", H_JOBS, id);
 	assert_non_null(r);
 	assert_int_equal(r->type, REDIS_REPLY_STRING);
 	freeReplyObject(r);
@@ -67,7 +58,7 @@ wait_done(const char *id)
 	char key[256];
 
 	snprintf(key, sizeof key, H_PREFIX ":decision:%s", id);
-	h_wait_hash_field(W.s.c, key, "state", "done", H_WAIT_MS);
+	h_wait_hash_field(h_pdp.s.c, key, "state", "done", H_WAIT_MS);
 }
 
 /* The `traceparent` header of the one PDP query and the one call for id;
@@ -86,13 +77,13 @@ header_at(json_t *list, const char *what, const char *id)
 static char *
 pdp_traceparent(const char *id)
 {
-	return header_at(h_pdp_queries(&W.pdp, id), "PDP queries", id);
+	return header_at(h_pdp_queries(&h_pdp.pdp, id), "PDP queries", id);
 }
 
 static char *
 target_traceparent(const char *id)
 {
-	return header_at(h_calls_with_key(&W.s.target, id), "calls", id);
+	return header_at(h_calls_with_key(&h_pdp.s.target, id), "calls", id);
 }
 
 struct audit_scan {
@@ -122,7 +113,7 @@ audit_add(const redisReply *fields, void *arg)
 static void
 log_lines_of(const char *id, const char *want, int *lines, int *with)
 {
-	char *log = h_read_file(W.d.log), needle[128], tpneedle[160];
+	char *log = h_read_file(h_pdp.d.log), needle[128], tpneedle[160];
 
 	assert_non_null(log);
 	snprintf(needle, sizeof needle, " id=%s ", id);
@@ -156,7 +147,7 @@ test_entry_traceparent_carried(void **state)
 	assert_string_equal(t, TP);
 	free(p);
 	free(t);
-	h_stream_each(W.s.c, H_AUDIT, audit_add, &a);
+	h_stream_each(h_pdp.s.c, H_AUDIT, audit_add, &a);
 	assert_true(a.entries >= 2);	/* running, done */
 	assert_int_equal(a.with, a.entries);
 	assert_string_equal(a.seen, TP);
@@ -190,12 +181,12 @@ test_new_trace_per_job(void **state)
 		assert_int_equal(trace_parse(seen[i], strlen(seen[i]), out), 0);
 		assert_string_not_equal(seen[i], TP);
 		free(p);
-		h_stream_each(W.s.c, H_AUDIT, audit_add, &a);
+		h_stream_each(h_pdp.s.c, H_AUDIT, audit_add, &a);
 		assert_true(a.entries >= 2);
 		assert_int_equal(a.with, 0);
 	}
 	assert_string_not_equal(seen[0], seen[1]);
-	assert_true(h_daemon_log_has(&W.d, "event=job.traceparent"));
+	assert_true(h_daemon_log_has(&h_pdp.d, "event=job.traceparent"));
 	free(seen[0]);
 	free(seen[1]);
 }
@@ -203,7 +194,7 @@ test_new_trace_per_job(void **state)
 static int
 ctl_decide(const char *id, const char *traceparent)
 {
-	char *const argv[] = { (char *)h_bin("warrantctl"), "-c", W.d.ini, "decide",
+	char *const argv[] = { (char *)h_bin("warrantctl"), "-c", h_pdp.d.ini, "decide",
 	    "--on-behalf-of", "operator:4417", "--action", "gate.open", "--resource", "gate/2",
 	    "--basis", "role:canal-operator", "--expires", "+1m", "--id", (char *)id,
 	    "--traceparent", (char *)traceparent, "--key", (char *)h_data("test-es256.key"),
@@ -228,7 +219,7 @@ test_warrantctl_decide_traceparent(void **state)
 	assert_string_equal(t, TP);
 	free(t);
 	assert_int_equal(ctl_decide("tr-ctl-bad", "00-xyz"), 64);
-	char *state_ = h_hget(W.s.c, H_PREFIX ":decision:tr-ctl-bad", "state");
+	char *state_ = h_hget(h_pdp.s.c, H_PREFIX ":decision:tr-ctl-bad", "state");
 	assert_null(state_);
 }
 
@@ -236,7 +227,7 @@ static void
 test_daemon_stops_clean(void **state)
 {
 	(void)state;
-	h_daemon_down(&W.d);
+	h_daemon_down(&h_pdp.d);
 }
 
 int
@@ -249,5 +240,5 @@ main(void)
 		cmocka_unit_test(test_daemon_stops_clean),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, group_setup, h_pdp_group_teardown);
 }
