@@ -697,6 +697,7 @@ h_write_file(const char *name, const char *content)
 		return NULL;
 	snprintf(path, len, "%s/%s", h_tmpdir(), name);
 	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
+		fprintf(stderr, "harness: %s: %s\n", path, strerror(errno));
 		free(path);
 		return NULL;
 	}
