@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * scenarios: one named scenario per item of issue 7 that can be seen from
+ * scenarios: one named scenario per item of issues 7, 22 and 27 that can be seen from
  * outside, each written to fail where the code has the defect and to pass
  * once it is fixed. `faults --scenario NAME` (make faults SCENARIO=NAME);
  * "all" runs each, "list" names them.
@@ -17,7 +17,9 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "cluster.h"
 #include "faults.h"
+#include "wtime.h"
 
 enum { PASS, FAIL, SKIP };
 
@@ -1000,6 +1002,692 @@ sc_failover_lag(struct world *w)
 	return r;
 }
 
+/* ------------------------------------------------------------------ */
+/* issue 27, "done means": a Sentinel failover with replica lag (R19)  */
+
+#define SL_JOBS		10
+#define SL_NSENT	3
+
+struct sl {
+	struct world *w;
+	struct h_redis rep, fresh;	/* the replica; one made for the new primary */
+	int port, rep_port;		/* TCP: the primary's, the replica's */
+	struct h_rnode sent[SL_NSENT];
+	char name[16];			/* the master's name at the sentinels */
+	char at[256];			/* the workers' [redis] lines */
+};
+
+/* redis-server (appendonly) on 127.0.0.1:*port too; `replicaof` 0: none. */
+static int
+sl_node(struct h_redis *r, int *port, int replicaof)
+{
+	char extra[160];
+	int n;
+
+	*port = h_free_port();
+	n = snprintf(extra, sizeof extra, "port %d\nbind 127.0.0.1\nrepl-diskless-sync-delay 0\n",
+	    *port);
+	if (replicaof > 0)
+		snprintf(extra + n, sizeof extra - (size_t)n, "replicaof 127.0.0.1 %d\n", replicaof);
+	return *port > 0 ? h_redis_start_conf(r, 1, extra) : -1;
+}
+
+static int
+sl_link_up(void *arg)
+{
+	redisContext *c = h_redis_connect(arg);
+	char *info = c ? h_redis_str(c, "INFO replication") : NULL;
+	int up = info != NULL && strstr(info, "master_link_status:up") != NULL;
+
+	free(info);
+	if (c != NULL)
+		redisFree(c);
+	return up;
+}
+
+/* A reply array's length from sentinel i, -1 when none. */
+static long long
+sl_ask(const struct sl *l, int i, const char *what)
+{
+	redisContext *c = h_redis_connect_tcp(l->sent[i].port);
+	redisReply *r = c ? redisCommand(c, "SENTINEL %s %s", what, l->name) : NULL;
+	long long n = r != NULL && r->type == REDIS_REPLY_ARRAY ? (long long)r->elements : -1;
+
+	freeReplyObject(r);
+	if (c != NULL)
+		redisFree(c);
+	return n;
+}
+
+/* Every sentinel knows the replica and the two other sentinels: a
+ * failover can then be agreed on. */
+static int
+sl_sentinels_ready(void *arg)
+{
+	const struct sl *l = arg;
+
+	w_pause_ms(100);
+	for (int i = 0; i < SL_NSENT; i++)
+		if (sl_ask(l, i, "replicas") != 1 || sl_ask(l, i, "sentinels") != SL_NSENT - 1)
+			return 0;
+	return 1;
+}
+
+/* The primary's port according to sentinel i, or -1. */
+static int
+sl_primary(const struct sl *l, int i)
+{
+	redisContext *c = h_redis_connect_tcp(l->sent[i].port);
+	redisReply *r = c ? redisCommand(c, "SENTINEL get-master-addr-by-name %s", l->name) : NULL;
+	int port = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 ?
+	    atoi(r->element[1]->str) : -1;
+
+	freeReplyObject(r);
+	if (c != NULL)
+		redisFree(c);
+	return port;
+}
+
+static int
+sl_failed_over(void *arg)
+{
+	const struct sl *l = arg;
+
+	w_pause_ms(50);
+	return sl_primary(l, 0) == l->rep_port && sl_primary(l, 1) == l->rep_port;
+}
+
+/* The world's redis becomes a new primary (TCP too) with a replica in sync
+ * and three sentinels that know both and each other. */
+static int
+sl_up(struct sl *l, int round)
+{
+	struct world *w = l->w;
+	char conf[256], name[32];
+
+	h_redis_stop(&w->redis);
+	w_reconnect(w);
+	if (sl_node(&w->redis, &l->port, 0) != 0 || w_rc(w) == NULL ||
+	    sl_node(&l->rep, &l->rep_port, l->port) != 0 ||
+	    h_wait_until(sl_link_up, &l->rep, 30000) != 0)
+		return -1;
+	snprintf(l->name, sizeof l->name, "lag%d", round);
+	snprintf(conf, sizeof conf, "sentinel monitor %s 127.0.0.1 %d 2\n"
+	    "sentinel down-after-milliseconds %s 1000\n"
+	    "sentinel failover-timeout %s 10000\n", l->name, l->port, l->name, l->name);
+	for (int i = 0; i < SL_NSENT; i++) {
+		snprintf(name, sizeof name, "sl%d-sentinel-%d", round, i);
+		if (h_rnode_start(&l->sent[i], name, conf, H_RNODE_SENTINEL) != 0)
+			return -1;
+	}
+	snprintf(l->at, sizeof l->at, "sentinels = 127.0.0.1:%d, 127.0.0.1:%d, 127.0.0.1:%d\n"
+	    "master_name = %s\n", l->sent[0].port, l->sent[1].port, l->sent[2].port, l->name);
+	return h_wait_until(sl_sentinels_ready, l, 60000);
+}
+
+/* Stops what sl_up started but the world's redis (w_down stops that). */
+static void
+sl_down(struct sl *l)
+{
+	for (int i = 0; i < SL_NSENT; i++)
+		if (l->sent[i].pid > 0)
+			h_stop(l->sent[i].pid, SIGTERM, 5000);
+	if (l->rep.pid > 0)
+		kill(l->rep.pid, SIGCONT);
+	h_redis_stop(&l->rep);
+	h_redis_stop(&l->fresh);
+	memset(l->sent, 0, sizeof l->sent);
+}
+
+/* Lines holding needle in the logs of workers a and b. */
+static int
+sl_logged(struct world *w, int a, int b, const char *needle)
+{
+	return log_count(w, a, needle) + log_count(w, b, needle);
+}
+
+struct sl_wait {
+	struct world *w;
+	int a, b, min;
+};
+
+static int
+sl_unreplicated(void *arg)
+{
+	struct sl_wait *s = arg;
+
+	w_pause_ms(50);
+	return sl_logged(s->w, s->a, s->b, "event=job.unreplicated") >= s->min;
+}
+
+/*
+ * One round: SL_JOBS jobs decided and replicated; the replica frozen
+ * (SIGSTOP, its link cut: it lags); two workers in Sentinel mode with
+ * wait_replicas = wait run on the primary until every job is done (0) or
+ * every job has been refused its call step twice (1); the primary
+ * SIGKILLed, the replica resumed, the sentinels promote it, and the same
+ * workers follow it. With 1 the new primary is given a replica of its own
+ * (WAIT has something to count). Each job must end done, its 2xx count
+ * `runs`; a second 2xx must be explained: its first came before the kill.
+ */
+static int
+sl_round(struct sl *l, int round, int wait, int runs)
+{
+	struct world *w = l->w;
+	struct w_params p = base_params();
+	char extra[96], prefix[16], id[64], name[32];
+	int a = w->nworkers, b = a + 1;
+
+	snprintf(prefix, sizeof prefix, "sl%d", round);
+	snprintf(extra, sizeof extra, "wait_replicas = %d\nwait_timeout_ms = 200\n", wait);
+	p.redis_extra = extra;
+	p.redis_at = l->at;
+	p.max_attempts = 1000;
+	p.base_ms = 50;
+	p.cap_ms = 200;
+	long long t0 = w_mono_ms();
+	if (sl_up(l, round) != 0 || enqueue_n(w, prefix, SL_JOBS, h_now_ms() + 600000) != 0 ||
+	    h_redis_int(w_rc(w), "WAIT 1 10000") != 1)
+		return SKIP;
+	kill(l->rep.pid, SIGSTOP);
+	/* and its link cut: else the kernel holds what the primary sends the
+	 * stopped replica, which reads it once resumed -- no lag at all */
+	check(h_redis_int(w_rc(w), "CLIENT KILL TYPE replica") == 1, "the replica's link not cut");
+	long long calls_before = w_fake_stat(&w->target, "total");
+	snprintf(name, sizeof name, "%s-a", prefix);
+	if (w_add_worker(w, name, &p) != a)
+		return SKIP;
+	snprintf(name, sizeof name, "%s-b", prefix);
+	if (w_add_worker(w, name, &p) != b || w_start(w, a) != 0 || w_start(w, b) != 0)
+		return SKIP;
+	if (wait == 0) {
+		check(wait_terminal(w, prefix, SL_JOBS, 60000) == 0, "not all done on the primary");
+		check(count_in(w, prefix, SL_JOBS, "done") == SL_JOBS, "%d of %d done on the primary",
+		    count_in(w, prefix, SL_JOBS, "done"), SL_JOBS);
+	} else {
+		struct sl_wait sw = { w, a, b, 2 * SL_JOBS };
+		check(h_wait_until(sl_unreplicated, &sw, 60000) == 0,
+		    "fewer than %d unreplicated tries", 2 * SL_JOBS);
+		check(w_fake_stat(&w->target, "total") == calls_before,
+		    "%lld calls with the replica frozen", w_fake_stat(&w->target, "total") -
+		    calls_before);
+	}
+	/* the failover, by the sentinels */
+	long long killed_at = h_now_ms();
+	h_stop(w->redis.pid, SIGKILL, 5000);
+	w->redis.pid = 0;
+	kill(l->rep.pid, SIGCONT);
+	long long k0 = w_mono_ms();
+	if (h_wait_until(sl_failed_over, l, 60000) != 0) {
+		check(0, "the sentinels did not promote the replica within 60 s");
+		return PASS;
+	}
+	long long failover_ms = w_mono_ms() - k0;
+	h_redis_stop(&w->redis);	/* its dir stays; nothing runs */
+	w->redis = l->rep;
+	memset(&l->rep, 0, sizeof l->rep);
+	w_reconnect(w);
+	int fresh_port;
+	if (wait > 0 && sl_node(&l->fresh, &fresh_port, l->rep_port) != 0)
+		return SKIP;
+	check(wait_terminal(w, prefix, SL_JOBS, 60000) == 0, "not all terminal after the failover");
+	check(count_in(w, prefix, SL_JOBS, "done") == SL_JOBS, "%d of %d done after the failover",
+	    count_in(w, prefix, SL_JOBS, "done"), SL_JOBS);
+	int reruns = 0, unexplained = 0;
+	for (int k = 0; k < SL_JOBS; k++) {
+		json_t *calls = h_calls_with_key(&w->target, job_id(id, sizeof id, prefix, k)), *c;
+		long long ok = 0, first = 0;
+		size_t i;
+		json_array_foreach(calls, i, c) {
+			json_int_t st = json_integer_value(json_object_get(c, "status"));
+			if (st < 200 || st >= 300)
+				continue;
+			if (ok++ == 0)
+				first = json_integer_value(json_object_get(c, "arrival_ms"));
+		}
+		json_decref(calls);
+		check(ok == runs, "%s: %lld 2xx, want %d", id, ok, runs);
+		reruns += ok > 1 ? (int)ok - 1 : 0;
+		/* a re-run is the failover's only when the job's first call came
+		 * before the primary died (its result was not replicated) */
+		unexplained += ok > 1 && first >= killed_at;
+	}
+	check(unexplained == 0, "%d re-runs whose first call came after the kill", unexplained);
+	w_say("    wait_replicas = %d: %d jobs, %d re-run (%d first called after the kill), "
+	    "%d unreplicated tries, the sentinels promoted the replica in %lld ms, "
+	    "round %.1f s\n", wait, SL_JOBS, reruns, unexplained,
+	    sl_logged(w, a, b, "event=job.unreplicated"), failover_ms,
+	    (w_mono_ms() - t0) / 1000.0);
+	w_kill(w, a);
+	w_kill(w, b);
+	sl_down(l);
+	return PASS;
+}
+
+/*
+ * The README's failover row through Sentinel (make faults' 27.4 promotes
+ * by hand): wait_replicas = 0 loses nothing and re-runs each job whose
+ * result the replica missed; wait_replicas = 1 makes no call while the
+ * replica lags and runs each job once.
+ */
+static int
+sc_sentinel_lag(struct world *w)
+{
+	struct sl l;
+	char *path = h_which("redis-sentinel");
+
+	if (path == NULL) {
+		printf("    redis-sentinel is not installed (Debian package redis-sentinel)\n");
+		return SKIP;
+	}
+	free(path);
+	memset(&l, 0, sizeof l);
+	l.w = w;
+	int r = sl_round(&l, 0, 0, 2);
+	if (r == PASS) {
+		memset(&l, 0, sizeof l);
+		l.w = w;
+		r = sl_round(&l, 1, 1, 1);
+	}
+	sl_down(&l);
+	return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* issue 27, "done means": a slot migration without pre-created keys   */
+
+#define MG_NODES	3
+#define MG_SHARDS	3
+#define MG_JOBS		60
+#define MG_LATE		10	/* decided into the moving shard mid-migration */
+#define MG_SHARD	0	/* the moving shard */
+
+struct mg {
+	struct world *w;
+	struct h_rnode n[MG_NODES];
+	redisContext *c[MG_NODES];
+	char id[MG_NODES][64];
+	char at[256];		/* the workers' [redis] lines */
+	char late[MG_LATE][32];
+};
+
+static redisReply *
+mg_on(redisContext *c, int asking, const char *fmt, va_list ap)
+{
+	if (asking)
+		freeReplyObject(redisCommand(c, "ASKING"));
+	return redisvCommand(c, fmt, ap);
+}
+
+/* The command answered where the cluster keeps its key now: first asked of
+ * every node plainly (the owner, or a migrating source that still holds the
+ * key, answers), then with ASKING (the importing node). NULL when none
+ * answered without an error. */
+static redisReply *
+mg_any(struct mg *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static redisReply *
+mg_any(struct mg *m, const char *fmt, ...)
+{
+	for (int asking = 0; asking < 2; asking++)
+		for (int i = 0; i < MG_NODES; i++) {
+			va_list ap;
+			va_start(ap, fmt);
+			redisReply *r = m->c[i] ? mg_on(m->c[i], asking, fmt, ap) : NULL;
+			va_end(ap);
+			if (r != NULL && r->type != REDIS_REPLY_ERROR)
+				return r;
+			freeReplyObject(r);
+		}
+	return NULL;
+}
+
+static const char *
+mg_prefix(char *buf, size_t n, const char *id)
+{
+	unsigned s = cluster_shard_of(id, strlen(id), MG_SHARDS);
+
+	return cluster_shard_prefix(buf, n, W_PREFIX, s, MG_SHARDS) == 0 ? buf : NULL;
+}
+
+/* The decider: the record and its entry into the record's shard. */
+static int
+mg_decide(struct mg *m, const char *id)
+{
+	char p[64], created[WTIME_RFC3339_LEN];
+	long long now = h_now_ms();
+	char *json = h_record_json(id, "gate.open", "canal/gate/1", now - 1000, now + 600000, 0,
+	    NULL);
+	char *jws = json ? h_sign(json, h_data("test-es256.key")) : NULL;
+	redisReply *a = NULL, *b = NULL;
+
+	wtime_format_rfc3339(now, created, sizeof created);
+	if (jws != NULL && mg_prefix(p, sizeof p, id) != NULL &&
+	    (a = mg_any(m, "HSET %s:decision:%s record %s state queued createdAt %s", p, id, jws,
+	    created)) != NULL)
+		b = mg_any(m, "XADD %s:jobs * id %s", p, id);
+	int ok = b != NULL;
+	freeReplyObject(a);
+	freeReplyObject(b);
+	free(json);
+	free(jws);
+	return ok ? 0 : -1;
+}
+
+static char *
+mg_state(struct mg *m, const char *id)
+{
+	char p[64];
+	redisReply *r = mg_prefix(p, sizeof p, id) ?
+	    mg_any(m, "HGET %s:decision:%s state", p, id) : NULL;
+	char *s = r != NULL && r->type == REDIS_REPLY_STRING ? strdup(r->str) : NULL;
+
+	freeReplyObject(r);
+	return s;
+}
+
+/* Jobs of the run not yet terminal: mg-0 .. mg-(MG_JOBS-1) and the late. */
+static int
+mg_open(struct mg *m, int *done)
+{
+	char id[64];
+	int open = 0;
+
+	*done = 0;
+	for (int i = 0; i < MG_JOBS + MG_LATE; i++) {
+		const char *j = i < MG_JOBS ? job_id(id, sizeof id, "mg", i) : m->late[i - MG_JOBS];
+		char *s = mg_state(m, j);
+		open += !w_terminal(s);
+		*done += s != NULL && strcmp(s, "done") == 0;
+		free(s);
+	}
+	return open;
+}
+
+static int
+mg_all_terminal(void *arg)
+{
+	int done;
+
+	w_pause_ms(200);
+	return mg_open(arg, &done) == 0;
+}
+
+/* Jobs of the shards that do not move not yet terminal. */
+static int
+mg_others_open(struct mg *m)
+{
+	char id[64];
+	int open = 0;
+
+	for (int i = 0; i < MG_JOBS; i++) {
+		job_id(id, sizeof id, "mg", i);
+		if (cluster_shard_of(id, strlen(id), MG_SHARDS) == MG_SHARD)
+			continue;
+		char *s = mg_state(m, id);
+		open += !w_terminal(s);
+		free(s);
+	}
+	return open;
+}
+
+static int
+mg_others_terminal(void *arg)
+{
+	w_pause_ms(200);
+	return mg_others_open(arg) == 0;
+}
+
+/* Every job of the moving shard called at the target. */
+static int
+mg_moving_called(void *arg)
+{
+	struct mg *m = arg;
+	char id[64];
+
+	w_pause_ms(200);
+	for (int i = 0; i < MG_JOBS + MG_LATE; i++) {
+		const char *j = i < MG_JOBS ? job_id(id, sizeof id, "mg", i) : m->late[i - MG_JOBS];
+		if (cluster_shard_of(j, strlen(j), MG_SHARDS) == MG_SHARD &&
+		    w_target_ok(m->w, j) == 0)
+			return 0;
+	}
+	return 1;
+}
+
+static int
+mg_cluster_ok(void *arg)
+{
+	struct mg *m = arg;
+
+	w_pause_ms(100);
+	for (int i = 0; i < MG_NODES; i++) {
+		char *info = h_redis_str(m->c[i], "CLUSTER INFO");
+		int ok = info && strstr(info, "cluster_state:ok") &&
+		    strstr(info, "cluster_known_nodes:3");
+		free(info);
+		if (!ok)
+			return 0;
+	}
+	return 1;
+}
+
+/* Three primaries, no replicas, joined by redis-cli --cluster create. */
+static int
+mg_up(struct mg *m)
+{
+	char name[32], addr[MG_NODES][32], seeds[160] = "";
+	char *argv[16], *out = NULL;
+	int argc = 0;
+
+	argv[argc++] = "redis-cli";
+	argv[argc++] = "--cluster";
+	argv[argc++] = "create";
+	for (int i = 0; i < MG_NODES; i++) {
+		snprintf(name, sizeof name, "mg-node-%d", i);
+		if (h_rnode_start(&m->n[i], name, "save \"\"\nappendonly no\ncluster-enabled yes\n"
+		    "cluster-config-file nodes.conf\ncluster-node-timeout 1000\n", H_RNODE_CLUSTER) != 0 ||
+		    (m->c[i] = h_redis_connect_tcp(m->n[i].port)) == NULL)
+			return -1;
+		char *myid = h_redis_str(m->c[i], "CLUSTER MYID");
+		if (myid == NULL)
+			return -1;
+		snprintf(m->id[i], sizeof m->id[i], "%s", myid);
+		free(myid);
+		snprintf(addr[i], sizeof addr[i], "127.0.0.1:%d", m->n[i].port);
+		argv[argc++] = addr[i];
+		size_t l = strlen(seeds);
+		snprintf(seeds + l, sizeof seeds - l, "%s%s", i ? ", " : "", addr[i]);
+	}
+	argv[argc++] = "--cluster-replicas";
+	argv[argc++] = "0";
+	argv[argc++] = "--cluster-yes";
+	argv[argc] = NULL;
+	int rc = h_run(argv, 60000, &out);
+	if (rc != 0)
+		printf("    redis-cli --cluster create: %d\n%s\n", rc, out ? out : "");
+	free(out);
+	snprintf(m->at, sizeof m->at, "cluster = %s\nshards = %d\n", seeds, MG_SHARDS);
+	return rc == 0 ? h_wait_until(mg_cluster_ok, m, 60000) : -1;
+}
+
+static void
+mg_down(struct mg *m)
+{
+	for (int i = 0; i < MG_NODES; i++) {
+		if (m->c[i] != NULL)
+			redisFree(m->c[i]);
+		if (m->n[i].pid > 0)
+			h_stop(m->n[i].pid, SIGTERM, 5000);
+	}
+}
+
+/*
+ * A cluster of three primaries, shards = 3, two workers, 60 jobs of 2 s
+ * calls, and nothing made beforehand but what the decider writes (no
+ * P:scheduled, P:dead, P:notify, no liveness key). Mid-run one shard's
+ * slot is set IMPORTING on another primary and MIGRATING on its own, and
+ * its keys are moved one by one (MIGRATE, as redis-cli --cluster reshard
+ * does) while its calls are in flight; then, the slot still mid-migration,
+ * 10 more jobs are decided into that shard (on the importing node, as a
+ * decider that follows -ASK writes them). Every job of that shard must be
+ * called during the migration; then it ends (SETSLOT NODE) and every job
+ * is done, each called once, no PEL left.
+ */
+static int
+sc_migration(struct world *w)
+{
+	struct mg m;
+	struct w_params p = base_params();
+	char id[64], sp[64], key[128];
+	int done = 0;
+	char *path = h_which("redis-cli");
+
+	if (path == NULL) {
+		printf("    redis-cli is not installed (Debian package redis-tools)\n");
+		return SKIP;
+	}
+	free(path);
+	memset(&m, 0, sizeof m);
+	m.w = w;
+	long long t0 = w_mono_ms();
+	int r = SKIP;
+	p.redis_at = m.at;
+	/* room for every job the moving shard holds until the migration's end
+	 * (its final write waits: README "Redis"); with 4 the held ones fill
+	 * both workers and the other shards wait for the end too */
+	p.max_in_flight = 24;
+	p.claim_idle_ms = 3000;
+	p.action_timeout_ms = 20000;
+	p.max_attempts = 1000;
+	p.base_ms = 50;
+	p.cap_ms = 500;
+	if (mg_up(&m) != 0 || script(w, "{\"default\":{\"delay_ms\":2000}}") != 0 ||
+	    w_add_worker(w, "mg-a", &p) < 0 || w_add_worker(w, "mg-b", &p) < 0 ||
+	    w_start(w, 0) != 0 || w_start(w, 1) != 0)
+		goto out;
+	for (int i = 0; i < MG_JOBS; i++)
+		if (mg_decide(&m, job_id(id, sizeof id, "mg", i)) != 0)
+			goto out;
+	for (int i = 0, k = 0; k < MG_LATE; i++) {
+		snprintf(id, sizeof id, "mgl-%d", i);
+		if (cluster_shard_of(id, strlen(id), MG_SHARDS) == MG_SHARD)
+			snprintf(m.late[k++], sizeof m.late[0], "%s", id);
+	}
+	if (wait_calls(w, 8, 30000) != 0)
+		goto out;
+	/* the migration: the moving shard's slot, from its owner to the next */
+	if (cluster_shard_prefix(sp, sizeof sp, W_PREFIX, MG_SHARD, MG_SHARDS) != 0)
+		goto out;
+	unsigned slot = cluster_key_slot(sp, strlen(sp));
+	int src = -1;
+	snprintf(key, sizeof key, "%s:jobs", sp);
+	for (int i = 0; i < MG_NODES && src < 0; i++)
+		if (h_redis_int(m.c[i], "EXISTS %s", key) == 1)
+			src = i;
+	if (src < 0)
+		goto out;
+	int dst = (src + 1) % MG_NODES;
+	r = PASS;
+	/* the point of the scenario: keys a script might name and that do not
+	 * exist yet (issue 27 item 5) */
+	static const char *const absent[] = { "scheduled", "dead", "notify" };
+	for (size_t i = 0; i < sizeof absent / sizeof absent[0]; i++)
+		check(h_redis_int(m.c[src], "EXISTS %s:%s", sp, absent[i]) == 0,
+		    "%s:%s exists before the migration", sp, absent[i]);
+	long long calls_at_start = w_fake_stat(&w->target, "total"), mig_start = h_now_ms();
+	char *ok1 = h_redis_str(m.c[dst], "CLUSTER SETSLOT %u IMPORTING %s", slot, m.id[src]);
+	char *ok2 = h_redis_str(m.c[src], "CLUSTER SETSLOT %u MIGRATING %s", slot, m.id[dst]);
+	check(ok1 && ok2, "SETSLOT IMPORTING/MIGRATING refused");
+	free(ok1);
+	free(ok2);
+	int moved = 0, batches = 0;
+	for (; batches < 1000; batches++) {
+		redisReply *keys = redisCommand(m.c[src], "CLUSTER GETKEYSINSLOT %u 1", slot);
+		size_t n = keys && keys->type == REDIS_REPLY_ARRAY ? keys->elements : 0;
+		for (size_t i = 0; i < n; i++) {
+			/* NOKEY when a worker's write changed it meanwhile: asked again */
+			redisReply *mr = redisCommand(m.c[src], "MIGRATE 127.0.0.1 %d %s 0 5000",
+			    m.n[dst].port, keys->element[i]->str);
+			moved += mr && mr->type == REDIS_REPLY_STATUS && strcmp(mr->str, "OK") == 0;
+			freeReplyObject(mr);
+		}
+		freeReplyObject(keys);
+		if (n == 0)
+			break;
+		w_pause_ms(50);	/* a reshard's pace: the shard is split meanwhile */
+	}
+	check(batches < 1000, "the slot's keys never left the source");
+	for (int k = 0; k < MG_LATE; k++)
+		check(mg_decide(&m, m.late[k]) == 0, "%s not decided mid-migration", m.late[k]);
+	check(h_wait_until(mg_moving_called, &m, 60000) == 0,
+	    "not every job of the moving shard called during the migration");
+	/* and the other shards are not held up by it */
+	check(h_wait_until(mg_others_terminal, &m, 30000) == 0, "%d jobs of the other shards "
+	    "not terminal while the slot migrated", mg_others_open(&m));
+	long long mig_end = h_now_ms(), mid_calls = 0;
+	int moving = 0, held = 0, called_mid = 0;
+	for (int i = 0; i < MG_JOBS + MG_LATE; i++) {
+		const char *j = i < MG_JOBS ? job_id(id, sizeof id, "mg", i) : m.late[i - MG_JOBS];
+		if (cluster_shard_of(j, strlen(j), MG_SHARDS) != MG_SHARD)
+			continue;
+		moving++;
+		char *st = mg_state(&m, j);
+		held += !w_terminal(st);	/* its final write waits for the end */
+		free(st);
+		json_t *calls = h_calls_with_key(&w->target, j), *c;
+		size_t ci;
+		long long before = mid_calls;
+		json_array_foreach(calls, ci, c) {
+			long long at = json_integer_value(json_object_get(c, "arrival_ms"));
+			mid_calls += at >= mig_start && at <= mig_end;
+		}
+		called_mid += mid_calls > before;
+		json_decref(calls);
+	}
+	check(mid_calls >= MG_LATE, "%lld of the moving shard's calls during the migration "
+	    "(at least the %d decided in it)", mid_calls, MG_LATE);
+	/* the migration ends: the slot is the importing node's */
+	for (int i = 0; i < MG_NODES; i++) {
+		char *ok = h_redis_str(m.c[i], "CLUSTER SETSLOT %u NODE %s", slot, m.id[dst]);
+		check(ok != NULL || i != src, "SETSLOT NODE refused by the source");
+		free(ok);
+	}
+	long long ended = w_mono_ms();
+	check(h_wait_until(mg_all_terminal, &m, 60000) == 0, "%d jobs not terminal 60 s after "
+	    "the migration", mg_open(&m, &done));
+	mg_open(&m, &done);
+	check(done == MG_JOBS + MG_LATE, "%d of %d done", done, MG_JOBS + MG_LATE);
+	int twice = executed_twice(w, "mg", MG_JOBS);
+	for (int k = 0; k < MG_LATE; k++)
+		twice += w_target_ok(w, m.late[k]) != 1;
+	check(twice == 0, "%d jobs not called exactly once", twice);
+	long long pel = 0;
+	for (unsigned s = 0; s < MG_SHARDS; s++) {
+		char pp[64];
+		if (cluster_shard_prefix(pp, sizeof pp, W_PREFIX, s, MG_SHARDS) != 0)
+			continue;
+		redisReply *x = mg_any(&m, "XPENDING %s:jobs " W_GROUP, pp);
+		pel += x && x->type == REDIS_REPLY_ARRAY && x->elements > 0 &&
+		    x->element[0]->type == REDIS_REPLY_INTEGER ? x->element[0]->integer : 1;
+		freeReplyObject(x);
+	}
+	check(pel == 0, "%lld entries left pending", pel);
+	w_say("    slot %u (%s) :%d -> :%d after %lld calls: %d keys moved in %d steps; %d of "
+	    "the %d jobs in the moving shard (%d decided mid-migration) called while it "
+	    "migrated (%lld calls, %.1f s), %d of them held for their final write; all done "
+	    "%.1f s after its end; %d TRYAGAIN, %d ASK log lines; %.1f s in all\n", slot, sp,
+	    m.n[src].port, m.n[dst].port, calls_at_start, moved, batches, called_mid, moving,
+	    MG_LATE, mid_calls, (mig_end - mig_start) / 1000.0, held,
+	    (w_mono_ms() - ended) / 1000.0,
+	    log_count(w, 0, "TRYAGAIN") + log_count(w, 1, "TRYAGAIN"),
+	    log_count(w, 0, "redis.ask") + log_count(w, 1, "redis.ask"),
+	    (w_mono_ms() - t0) / 1000.0);
+out:
+	mg_down(&m);
+	return r;
+}
+
 struct scenario {
 	const char *name, *item;
 	int (*run)(struct world *w);
@@ -1023,6 +1711,8 @@ static const struct scenario all[] = {
 	{ "poisoned-hash", "22.6 (R17)", sc_poisoned_hash, 0 },
 	{ "rolling-reload", "22.8 (R11, R16)", sc_rolling_reload, 0 },
 	{ "failover-lag", "27.4 (R19, WAIT)", sc_failover_lag, 0 },
+	{ "sentinel-lag", "27 (R19, Sentinel)", sc_sentinel_lag, 0 },
+	{ "migration", "27.5 (no pre-created keys)", sc_migration, 0 },
 };
 
 static int

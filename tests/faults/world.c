@@ -168,21 +168,30 @@ w_add_worker(struct world *w, const char *consumer, const struct w_params *p)
 
 #define OR(v, d) ((v) ? (v) : (d))
 
-/* The INI text with redis' socket replaced by the gate's TCP address;
- * text is freed. NULL when out of memory or without the socket line. */
+/* The INI text with redis' socket line replaced by `by`; text is freed.
+ * NULL when out of memory or without the socket line. */
+static char *
+socket_replaced(struct world *w, char *text, const char *by)
+{
+	char sock[300];
+
+	snprintf(sock, sizeof sock, "socket = %s\n", w->redis.sock);
+	char *at = strstr(text, sock);
+	char *t = at ? malloc(strlen(text) - strlen(sock) + strlen(by) + 1) : NULL;
+	if (t != NULL)
+		sprintf(t, "%.*s%s%s", (int)(at - text), text, by, at + strlen(sock));
+	free(text);
+	return t;
+}
+
+/* The INI text with redis' socket replaced by the gate's TCP address. */
 static char *
 through_gate(struct world *w, char *text)
 {
-	char sock[300], tcp[64];
+	char tcp[64];
 
-	snprintf(sock, sizeof sock, "socket = %s\n", w->redis.sock);
 	snprintf(tcp, sizeof tcp, "host = 127.0.0.1\nport = %d\n", w->gate.port);
-	char *at = strstr(text, sock);
-	char *t = at ? malloc(strlen(text) - strlen(sock) + strlen(tcp) + 1) : NULL;
-	if (t != NULL)
-		sprintf(t, "%.*s%s%s", (int)(at - text), text, tcp, at + strlen(sock));
-	free(text);
-	return t;
+	return socket_replaced(w, text, tcp);
 }
 
 char *
@@ -231,6 +240,8 @@ w_ini(struct world *w, int i)
 		free(text);
 		text = t;
 	}
+	if (text != NULL && p->redis_at != NULL)
+		return socket_replaced(w, text, p->redis_at);
 	return w->gated && text ? through_gate(w, text) : text;
 }
 

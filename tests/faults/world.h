@@ -47,6 +47,8 @@ struct w_params {
 	int oauth;			/* action auth = oauth with [oauth] to fake_idp */
 	int authz;			/* [authz] url = fake_pdp */
 	const char *redis_extra;	/* more "key = value\n" lines in [redis] */
+	const char *redis_at;		/* lines naming the nodes (sentinels = ..., cluster
+					 * = ...) instead of the world's socket; NULL: it */
 	const char *oauth_extra;	/* ... in [oauth] */
 	const char *action_name;	/* [gate.open] */
 };

@@ -27,6 +27,10 @@
  *   - and, asked with ACL DRYRUN so that nothing is erased, what ACLs cannot
  *     forbid (README): XADD's MAXLEN trims a stream the user may write, SET
  *     PX expires a mark, and a record's hash is writable whole.
+ * A fourth time (test_cluster_users, issue 27 item 7) on a cluster of three
+ * primaries with `shards = 3`: the worker and the decider work in every
+ * shard and follow -ASK into a slot mid-migration (ASKING), the operator
+ * pauses and resumes, the monitor reads; no NOPERM.
  * $WARRANTD_ACL_FILE replaces conf/redis-acl.conf (to show the cases red on
  * an older file).
  */
@@ -41,8 +45,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
 
+#include "cluster.h"
 #include "harness.h"
 
 #define NUSERS 4
@@ -791,6 +797,243 @@ test_monitor_limits(void **state)
 	expect_cases("monitor", cases, sizeof cases / sizeof cases[0]);
 }
 
+/* ---- the shipped users on a cluster (issue 27 item 7) ---- */
+
+#define CL_NODES	3
+#define CL_SHARDS	3
+#define CL_JOBS		6
+
+static struct deployment clustered = {.tag = "cluster", .pattern = "~{warrant:*}:",
+    .prefix = "{warrant:0}", .ini_prefix = "warrant", .shards = CL_SHARDS};
+static struct h_rnode cl_node[CL_NODES];
+static redisContext *cl_c[CL_NODES];	/* `default`, unrestricted here */
+static char cl_id[CL_NODES][64];
+
+/* The command answered where the cluster keeps its key: asked of every
+ * node plainly, then with ASKING (a slot's importing node). */
+static redisReply *
+cl_any(const char *fmt, ...)
+{
+	for (int asking = 0; asking < 2; asking++)
+		for (int i = 0; i < CL_NODES; i++) {
+			va_list ap;
+			if (asking)
+				freeReplyObject(redisCommand(cl_c[i], "ASKING"));
+			va_start(ap, fmt);
+			redisReply *r = redisvCommand(cl_c[i], fmt, ap);
+			va_end(ap);
+			if (r != NULL && r->type != REDIS_REPLY_ERROR)
+				return r;
+			freeReplyObject(r);
+		}
+	return NULL;
+}
+
+static int
+cl_done(void *arg)
+{
+	const char *id = arg;
+	char p[64];
+
+	assert_int_equal(cluster_shard_prefix(p, sizeof p, "warrant",
+	    cluster_shard_of(id, strlen(id), CL_SHARDS), CL_SHARDS), 0);
+	redisReply *r = cl_any("HGET %s:decision:%s state", p, id);
+	int done = r != NULL && r->type == REDIS_REPLY_STRING && strcmp(r->str, "done") == 0;
+	freeReplyObject(r);
+	return done;
+}
+
+static void
+cl_wait_done(const char *id)
+{
+	if (h_wait_until(cl_done, (void *)id, 30000) != 0)
+		fail_msg("[cluster] %s is not done (log %s)", id, D->dmn.log);
+}
+
+static int
+cl_called(void *arg)
+{
+	return h_count_calls(&target, arg) > 0;
+}
+
+static int
+cl_ok(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < CL_NODES; i++) {
+		char *info = h_redis_str(cl_c[i], "CLUSTER INFO");
+		int ok = info && strstr(info, "cluster_state:ok") &&
+		    strstr(info, "cluster_known_nodes:3");
+		free(info);
+		if (!ok)
+			return 0;
+	}
+	return 1;
+}
+
+static void
+cl_decide(const char *id)
+{
+	CTL_OK("--as", "decider", "decide", "--on-behalf-of", "operator:4417", "--action",
+	    "gate.open", "--resource", "canal/gate-1", "--basis", "rule:acl", "--expires", "+1h",
+	    "--key", h_data("test-es256.key"), "--id", id);
+}
+
+/*
+ * conf/redis-acl.conf rewritten for `shards` (`~{warrant:*}:`) on a cluster
+ * of three primaries, each with the file: warrantd as `warrantd` (CLUSTER
+ * SHARDS to find the nodes) runs what `warrantctl --as decider decide`
+ * writes into every shard; then one shard's slot is left mid-migration, its
+ * keys moved, and a record decided into it: the decider and the worker
+ * follow -ASK (ASKING) and it is called before the migration ends; the
+ * operator pauses and resumes, the monitor reads status, metrics and a
+ * record; no NOPERM anywhere.
+ */
+static void
+test_cluster_users(void **state)
+{
+	char *argv[16], addr[CL_NODES][32], seeds[160] = "", conf[PATH_MAX + 160], id[32];
+	int argc = 0;
+	(void)state;
+
+	char *cli = h_which("redis-cli");
+	if (cli == NULL)
+		h_skip("redis-cli is not installed (Debian redis-tools)");
+	free(cli);
+	D = &clustered;
+	if (target.pid == 0)
+		assert_int_equal(h_fake_start(&target, "fake_target", NULL), 0);
+	for (int i = 0; i < NUSERS; i++)
+		if (pw_file[i] == NULL) {
+			char pw[64], name[64];
+			snprintf(pw, sizeof pw, "%s-pw\n", users[i]);
+			snprintf(name, sizeof name, "%s.password", users[i]);
+			assert_non_null(pw_file[i] = h_write_file(name, pw));
+		}
+	char *acl = test_acl_file(D);
+	assert_non_null(acl);
+	snprintf(conf, sizeof conf, "aclfile %s\nsave \"\"\nappendonly no\ncluster-enabled yes\n"
+	    "cluster-config-file nodes.conf\ncluster-node-timeout 1000\n", acl);
+	free(acl);
+	argv[argc++] = "redis-cli";
+	argv[argc++] = "--cluster";
+	argv[argc++] = "create";
+	for (int i = 0; i < CL_NODES; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "acl-cluster-%d", i);
+		assert_int_equal(h_rnode_start(&cl_node[i], name, conf, H_RNODE_CLUSTER), 0);
+		assert_non_null(cl_c[i] = h_redis_connect_tcp(cl_node[i].port));
+		char *myid = h_redis_str(cl_c[i], "CLUSTER MYID");
+		assert_non_null(myid);
+		snprintf(cl_id[i], sizeof cl_id[i], "%s", myid);
+		free(myid);
+		snprintf(addr[i], sizeof addr[i], "127.0.0.1:%d", cl_node[i].port);
+		argv[argc++] = addr[i];
+		snprintf(seeds + strlen(seeds), sizeof seeds - strlen(seeds), "%s%s", i ? ", " : "",
+		    addr[i]);
+	}
+	argv[argc++] = "--cluster-replicas";
+	argv[argc++] = "0";
+	argv[argc++] = "--cluster-yes";
+	argv[argc] = NULL;
+	char *out = NULL;
+	int rc = h_run(argv, 60000, &out);
+	if (rc != 0)
+		fail_msg("redis-cli --cluster create: %d %s", rc, out ? out : "");
+	free(out);
+	assert_int_equal(h_wait_until(cl_ok, NULL, H_WAIT_MS), 0);
+
+	/* the worker's INI: the cluster's seeds instead of a socket, a
+	 * [redis.ROLE] section per other user */
+	char redis[PATH_MAX + 256];
+	snprintf(redis, sizeof redis, "username = warrantd\npassword_file = %s\ncluster = %s\n"
+	    "shards = %d\n", pw_file[0], seeds, CL_SHARDS);
+	struct h_daemon_opts o = {.redis_sock = "unused", .target_url = target.url,
+	    .redis_extra = redis};
+	char *text = h_daemon_ini(&o);
+	assert_non_null(text);
+	char *s = strstr(text, "socket = unused\n");
+	assert_non_null(s);
+	memmove(s, s + strlen("socket = unused\n"), strlen(s + strlen("socket = unused\n")) + 1);
+	size_t n = strlen(text) + 3 * (PATH_MAX + 96);
+	char *all = calloc(1, n);
+	assert_non_null(all);
+	strcpy(all, text);
+	free(text);
+	for (int i = 1; i < NUSERS; i++)
+		snprintf(all + strlen(all), n - strlen(all),
+		    "\n[redis.%s]\nusername = %s\npassword_file = %s\n", users[i], users[i],
+		    pw_file[i]);
+	assert_non_null(D->ini = h_write_file("cluster.ini", all));
+	assert_int_equal(h_daemon_start(&D->dmn, all), 0);
+	free(all);
+
+	/* the decider writes into every shard, the worker runs each */
+	int in_shard[CL_SHARDS] = {0};
+	for (int i = 0; i < CL_JOBS; i++) {
+		snprintf(id, sizeof id, "acl-cl-%d", i);
+		in_shard[cluster_shard_of(id, strlen(id), CL_SHARDS)]++;
+		cl_decide(id);
+	}
+	for (int i = 0; i < CL_JOBS; i++) {
+		snprintf(id, sizeof id, "acl-cl-%d", i);
+		cl_wait_done(id);
+	}
+	for (int i = 0; i < CL_SHARDS; i++)
+		if (in_shard[i] == 0)
+			fail_msg("[cluster] no job in shard %d: the ids no longer spread", i);
+
+	/* a slot mid-migration: its keys on the importing node, -ASK for all */
+	const char *mid = "acl-cl-ask";
+	char sp[64];
+	unsigned shard = cluster_shard_of(mid, strlen(mid), CL_SHARDS);
+	assert_int_equal(cluster_shard_prefix(sp, sizeof sp, "warrant", shard, CL_SHARDS), 0);
+	unsigned slot = cluster_key_slot(sp, strlen(sp));
+	int src = -1;
+	for (int i = 0; i < CL_NODES && src < 0; i++)
+		if (h_redis_int(cl_c[i], "EXISTS %s:jobs", sp) == 1)
+			src = i;
+	assert_true(src >= 0);
+	int dst = (src + 1) % CL_NODES;
+	free(h_redis_str(cl_c[dst], "CLUSTER SETSLOT %u IMPORTING %s", slot, cl_id[src]));
+	free(h_redis_str(cl_c[src], "CLUSTER SETSLOT %u MIGRATING %s", slot, cl_id[dst]));
+	redisReply *keys = redisCommand(cl_c[src], "CLUSTER GETKEYSINSLOT %u 1000", slot);
+	assert_true(keys != NULL && keys->type == REDIS_REPLY_ARRAY && keys->elements > 0);
+	for (size_t i = 0; i < keys->elements; i++)
+		free(h_redis_str(cl_c[src], "MIGRATE 127.0.0.1 %d %s 0 5000", cl_node[dst].port,
+		    keys->element[i]->str));
+	freeReplyObject(keys);
+	cl_decide(mid);
+	if (h_wait_until(cl_called, (void *)mid, 30000) != 0)
+		fail_msg("[cluster] %s not called mid-migration (log %s)", mid, D->dmn.log);
+	for (int i = 0; i < CL_NODES; i++)
+		free(h_redis_str(cl_c[i], "CLUSTER SETSLOT %u NODE %s", slot, cl_id[dst]));
+	cl_wait_done(mid);
+	assert_true(h_daemon_log_has(&D->dmn, "event=redis.ask"));
+
+	/* the operator and the monitor */
+	CTL_OK("--as", "operator", "pause", "gate.open");
+	if (h_daemon_wait_log(&D->dmn, "event=gate.pauses paused=gate.open", 30000) != 0)
+		fail_msg("[cluster] the worker did not see the pause (log %s)", D->dmn.log);
+	CTL_OK("--as", "operator", "resume", "gate.open");
+	if (h_daemon_wait_log(&D->dmn, "event=gate.pauses paused=-", 30000) != 0)
+		fail_msg("[cluster] the worker did not see the resume (log %s)", D->dmn.log);
+	CTL_OK("--as", "monitor", "status", "--shard", "0");
+	CTL_OK("--as", "monitor", "metrics", "--shard", "0");
+	CTL_OK("--as", "monitor", "inspect", "acl-cl-0");
+	if (h_daemon_log_has(&D->dmn, "NOPERM") || h_daemon_log_has(&D->dmn, "can't run") ||
+	    h_daemon_log_has(&D->dmn, "can't access") || h_daemon_log_has(&D->dmn, "no permissions"))
+		fail_msg("[cluster] warrantd ran a command its ACL user may not (log %s)",
+		    D->dmn.log);
+	assert_true(h_daemon_stop_clean(&D->dmn));
+	free(D->ini);
+	D->ini = NULL;
+	for (int i = 0; i < CL_NODES; i++) {
+		redisFree(cl_c[i]);
+		h_stop(cl_node[i].pid, SIGTERM, 5000);
+	}
+}
+
 int
 main(void)
 {
@@ -815,6 +1058,10 @@ main(void)
 	failed += cmocka_run_group_tests_name("prefix {warrant}", tests, setup_tagged, teardown);
 	failed += cmocka_run_group_tests_name("shards {warrant:0..1}", tests, setup_sharded,
 	    teardown);
+	const struct CMUnitTest on_cluster[] = {
+		cmocka_unit_test(test_cluster_users),
+	};
+	failed += cmocka_run_group_tests_name("cluster {warrant:0..2}", on_cluster, NULL, NULL);
 	h_fake_stop(&target);
 	for (int i = 0; i < NUSERS; i++)
 		free(pw_file[i]);

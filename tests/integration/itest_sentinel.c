@@ -8,6 +8,8 @@
  * primary, none is lost, the PEL is empty; duplicate executions are counted
  * and printed (replication is asynchronous: a result the old primary
  * acknowledged but had not yet sent to the replica is executed again).
+ * test_shards_failover does the same with `[redis] shards = 3` (900 jobs):
+ * each job once, but for results the dead primary had not replicated.
  * Skips, saying why, when redis-sentinel is not installed.
  */
 #define _DEFAULT_SOURCE
@@ -392,12 +394,140 @@ test_deposed_primary(void **state)
 	h_stop(primary.pid, SIGTERM, 5000);
 }
 
+/* ---- issue 27 item 7: Sentinel with shards, a failover under load ---- */
+
+#define SS_SHARDS	3
+#define SS_JOBS		900
+
+static void
+ss_prefix(const char *id, char *buf, size_t n)
+{
+	assert_int_equal(cluster_shard_prefix(buf, n, PREFIX,
+	    cluster_shard_of(id, strlen(id), SS_SHARDS), SS_SHARDS), 0);
+}
+
+static int
+ss_all_terminal(void *arg)
+{
+	struct states *s = arg;
+	char id[32], p[64], key[128];
+
+	s->terminal = s->done = 0;
+	for (int i = 0; i < SS_JOBS; i++) {
+		snprintf(id, sizeof id, "ss-%04d", i);
+		ss_prefix(id, p, sizeof p);
+		snprintf(key, sizeof key, "%s:decision:%s", p, id);
+		char *st = h_hget(s->c, key, "state");
+		if (st && (!strcmp(st, "done") || !strcmp(st, "expired") || !strcmp(st, "denied") ||
+		    !strcmp(st, "failed") || !strcmp(st, "dead")))
+			s->terminal++;
+		s->done += st && !strcmp(st, "done");
+		free(st);
+	}
+	return s->terminal == SS_JOBS;
+}
+
+/*
+ * `[redis] shards = 3` behind Sentinel (one Redis holds every shard's
+ * keys, one blocking read over their streams): 900 jobs replicated, two
+ * workers, the primary SIGKILLed a quarter of the way in and the replica
+ * promoted by the sentinels. Every job ends done on the new primary, every
+ * shard's PEL is empty, and a job called twice is only one whose first call
+ * came before the kill (h_assert_each_once).
+ */
+static void
+test_shards_failover(void **state)
+{
+	char *path = h_which("redis-sentinel");
+	(void)state;
+
+	if (path == NULL)
+		h_skip("redis-sentinel is not installed (Debian package redis-sentinel)");
+	free(path);
+	run = "ss-";
+	start_data_node(&primary, "ss-primary", 0);
+	start_data_node(&replica, "ss-replica", primary.port);
+	for (int i = 0; i < NSENT; i++)
+		start_sentinel(&sent[i], i);
+	assert_int_equal(h_wait_until(sentinels_see_replica, NULL, WAIT_MS), 0);
+	assert_int_equal(h_fake_start(&target, "fake_target", NULL), 0);
+	assert_int_equal(h_fake_script(&target, "{\"default\": {\"delay_ms\": 5}}"), 0);
+
+	redisContext *p = node_connect(&primary);
+	assert_non_null(p);
+	long long now = h_now_ms();
+	for (int i = 0; i < SS_JOBS; i++) {
+		char id[32], pre[64];
+		snprintf(id, sizeof id, "ss-%04d", i);
+		ss_prefix(id, pre, sizeof pre);
+		char *js = h_record_json(id, "gate.open", "north/1", now - 1000, now + 3600 * 1000LL,
+		    0, NULL);
+		assert_int_equal(h_decide(p, pre, id, js, 0), 0);
+		free(js);
+	}
+	assert_true(h_redis_int(p, "WAIT 1 10000") == 1);
+	redisFree(p);
+
+	char redis_extra[256];
+	snprintf(redis_extra, sizeof redis_extra, "sentinels = 127.0.0.1:%d, 127.0.0.1:%d, "
+	    "127.0.0.1:%d\nmaster_name = mymaster\nshards = %d\n", sent[0].port, sent[1].port,
+	    sent[2].port, SS_SHARDS);
+	for (int w = 0; w < 2; w++) {
+		struct h_daemon_opts o = {
+			.redis_sock = "unused", .target_url = target.url,
+			.consumer = w == 0 ? "w1" : "w2", .signature_off = 1,
+			.redis_extra = redis_extra, .claim_idle_ms = 3000,
+			.daemon_extra = "max_in_flight = 16\n",
+		};
+		char *ini = h_daemon_ini(&o);
+		assert_non_null(ini);
+		char *s = strstr(ini, "socket = unused\n");
+		assert_non_null(s);
+		memmove(s, s + strlen("socket = unused\n"), strlen(s + strlen("socket = unused\n")) + 1);
+		assert_int_equal(h_daemon_start(&workers[w], ini), 0);
+		free(ini);
+	}
+
+	long long mid = SS_JOBS / 4;
+	assert_int_equal(h_wait_until(target_reached, &mid, WAIT_MS), 0);
+	assert_int_equal(kill(primary.pid, SIGKILL), 0);
+	int64_t killed_at = h_now_ms();
+	assert_int_equal(h_wait_until(failed_over, NULL, WAIT_MS), 0);
+	printf("    shards = %d: primary SIGKILLed after %lld calls; the sentinels named the "
+	    "replica after %lld ms\n", SS_SHARDS, target_total(), h_now_ms() - killed_at);
+
+	struct states s = {node_connect(&replica), 0, 0};
+	assert_non_null(s.c);
+	if (h_wait_until(ss_all_terminal, &s, WAIT_MS) != 0)
+		fail_msg("%d of %d jobs terminal on the new primary", s.terminal, SS_JOBS);
+	assert_int_equal(s.done, SS_JOBS);
+	for (int i = 0; i < SS_SHARDS; i++) {
+		char pre[64];
+		assert_int_equal(cluster_shard_prefix(pre, sizeof pre, PREFIX, (unsigned)i,
+		    SS_SHARDS), 0);
+		assert_int_equal(h_pending_count(s.c, h_key(pre, "jobs"), "workers"), 0);
+	}
+	long long extra = h_assert_each_once(&target, "ss-", SS_JOBS, killed_at);
+	printf("    after the failover: %d of %d done, %lld re-run (each first called before "
+	    "the kill: results the old primary had not replicated), %lld s in all\n", s.done,
+	    SS_JOBS, extra, (h_now_ms() - killed_at) / 1000);
+	redisFree(s.c);
+	for (int w = 0; w < 2; w++)
+		assert_true(h_daemon_stop_clean(&workers[w]));
+	h_fake_stop(&target);
+	for (int i = 0; i < NSENT; i++)
+		h_stop(sent[i].pid, SIGTERM, 5000);
+	h_stop(replica.pid, SIGTERM, 5000);
+	h_stop(primary.pid, SIGTERM, 1000);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_failover),
 		cmocka_unit_test(test_deposed_primary),
+		cmocka_unit_test(test_shards_failover),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
