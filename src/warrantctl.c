@@ -277,10 +277,15 @@ checked(struct ctx *c, redisReply *r, const char *what, redisReply **out)
 	return 0;
 }
 
+static redisReply *run_asking(struct ctx *c, int argc, const char **argv, const size_t *len);
+static int checked_asking(struct ctx *c, redisReply *r, const char *what, redisReply **out);
+
+/* Every command follows one -ASK: mid-migration a record's keys answer on
+ * the importing node (issue 27 item 7). */
 static int
 runv(struct ctx *c, redisReply **out, int argc, const char **argv)
 {
-	return checked(c, run_argv(c, argc, argv), argv[0], out);
+	return checked_asking(c, run_asking(c, argc, argv, NULL), argv[0], out);
 }
 
 /* A script of lua/ (lua/decide.lua, lua/requeue.lua) by EVAL, its
@@ -296,7 +301,7 @@ run_script(struct ctx *c, redisReply **out, const struct store_args *a)
 		say("%s", err);
 		return EX_REFUSED;
 	}
-	int rc = checked(c, redisCommandArgv(c->redis, v.argc, v.argv, v.len), "EVAL", out);
+	int rc = checked_asking(c, run_asking(c, v.argc, v.argv, v.len), "EVAL", out);
 	store_vec_free(&v);
 	return rc;
 }
@@ -896,6 +901,8 @@ run_asking(struct ctx *c, int argc, const char **argv, const size_t *len)
 	memcpy(host, h, (size_t)(colon - h));
 	host[colon - h] = '\0';
 	freeReplyObject(r);
+	if (host_allowed(c->cfg, host, (int)port) != 0)
+		return NULL;	/* said; no connection, so no AUTH, goes there */
 	struct timeval tv = {TIMEOUT_S, 0};
 	redisContext *home = c->redis, *side = redisConnectWithTimeout(host, (int)port, tv);
 	r = NULL;
@@ -1146,7 +1153,7 @@ static int
 find_group(struct ctx *c, redisReply **all, const struct sreply **group)
 {
 	const char *argv[] = {"XINFO", "GROUPS", c->keys.jobs};
-	redisReply *r = run_argv(c, 3, argv);
+	redisReply *r = run_asking(c, 3, argv, NULL);
 	const char *why = sreply_error_text(sreply_of(r));
 	size_t n = 0;
 
@@ -2539,7 +2546,7 @@ jobs_pending(struct ctx *c, struct jobs_query *q)
 	for (;;) {
 		const char *argv[] = {"XPENDING", c->keys.jobs, c->cfg->redis.group, start, "+",
 		    PAGE_S};
-		r = run_argv(c, 6, argv);
+		r = run_asking(c, 6, argv, NULL);
 		const char *why = sreply_error_text(sreply_of(r));
 		if (why != NULL && (strstr(why, "no such key") || strstr(why, "NOGROUP"))) {
 			freeReplyObject(r);

@@ -1006,6 +1006,12 @@ test_cluster_users(void **state)
 	cl_decide(mid);
 	if (h_wait_until(cl_called, (void *)mid, 30000) != 0)
 		fail_msg("[cluster] %s not called mid-migration (log %s)", mid, D->dmn.log);
+	/* still migrating (its final write waits for the end): the monitor
+	 * and the operator read it through -ASK, on the importing node */
+	char shard_s[16];
+	snprintf(shard_s, sizeof shard_s, "%u", shard);
+	CTL_OK("--as", "monitor", "inspect", mid);
+	CTL_OK("--as", "operator", "jobs", "--shard", shard_s);
 	for (int i = 0; i < CL_NODES; i++)
 		free(h_redis_str(cl_c[i], "CLUSTER SETSLOT %u NODE %s", slot, cl_id[dst]));
 	cl_wait_done(mid);

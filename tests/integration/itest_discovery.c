@@ -239,6 +239,42 @@ test_moved_host_cannot_forge_log_fields(void **state)
 	h_fake_stop(&target);
 }
 
+/* warrantctl too (issue 27 item 2): an -ASK naming a host outside
+ * allow_hosts gets no connection, so no AUTH; decide says why and fails. */
+static void
+test_ctl_ask_to_a_stranger(void **state)
+{
+	struct trap t;
+	struct h_fake node;
+	char redis_extra[512];
+	(void)state;
+
+	trap_open(&t);
+	const char *args[] = {"--mode", "ask", "--target", t.addr, NULL};
+	assert_int_equal(h_fake_start(&node, "fake_rnode", args), 0);
+	char *pw = h_write_file("ctl-redis-password", "not-for-strangers\n");
+	assert_non_null(pw);
+	snprintf(redis_extra, sizeof redis_extra, "cluster = 127.0.0.1:%d\npassword_file = %s\n"
+	    "allow_hosts = 127.0.0.1\n", node.port, pw);
+	free(pw);
+	char *ini = worker_ini("http://127.0.0.1:9/", "{warrant}", redis_extra, "");
+	char *path = h_write_file("ctl-ask.ini", ini);
+	free(ini);
+	assert_non_null(path);
+	char *argv[] = {(char *)h_bin("warrantctl"), "-c", path, "decide", "--on-behalf-of",
+	    "operator:4417", "--action", "gate.open", "--resource", "north/1", "--basis",
+	    "role:canal-operator", "--expires", "+1h", "--id", "ctl-ask-1", NULL};
+	char *out = NULL;
+	int rc = h_run(argv, 20000, &out);
+	if (rc == 0 || out == NULL || strstr(out, "outside [redis] allow_hosts") == NULL)
+		fail_msg("warrantctl decide after -ASK to %s: exit %d: %s", t.addr, rc,
+		    out ? out : "");
+	free(out);
+	free(path);
+	assert_int_equal(trap_close(&t), 0);	/* never connected to: no AUTH went there */
+	h_fake_stop(&node);
+}
+
 /* An ASK to an allowed node that is a replica: the side connection's ROLE
  * check refuses it before any command goes there. */
 static void
@@ -434,6 +470,7 @@ main(void)
 		cmocka_unit_test(test_moved_to_a_stranger),
 		cmocka_unit_test(test_moved_host_cannot_forge_log_fields),
 		cmocka_unit_test(test_ask_to_a_stranger),
+		cmocka_unit_test(test_ctl_ask_to_a_stranger),
 		cmocka_unit_test(test_ask_to_a_replica),
 		cmocka_unit_test(test_stuck_sentinel_does_not_stop_the_loop),
 		cmocka_unit_test(test_shared_read_nogroup_one_shard),
