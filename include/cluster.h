@@ -126,4 +126,11 @@ int cluster_refresh(struct cluster_map *m, const struct sentinel_addr *seeds, si
 		    size_t errlen)
 	__attribute__((warn_unused_result));
 
+/* The same, over TLS with tls ([redis] tls, rtls.h); NULL: clear text. */
+struct rtls_ctx;
+int cluster_refresh_tls(struct rtls_ctx *tls, struct cluster_map *m,
+			const struct sentinel_addr *seeds, size_t nseeds, const char *username,
+			const char *password, long timeout_ms, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+
 #endif

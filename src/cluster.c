@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "rtls.h"
+
 #define NO_NODE 0xffff
 
 struct cluster_map {
@@ -324,11 +326,11 @@ cluster_map_apply(struct cluster_map *m, const struct cluster_redirect *rd)
 /* ---- the shell: asking a node for the map ---- */
 
 static int
-ask(struct cluster_map *m, const char *host, int port, const char *username,
-    const char *password, long timeout_ms, char *why, size_t whylen)
+ask(struct rtls_ctx *tls, struct cluster_map *m, const char *host, int port,
+    const char *username, const char *password, long timeout_ms, char *why, size_t whylen)
 {
 	struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-	redisContext *c = redisConnectWithTimeout(host, port, tv);
+	redisContext *c = rtls_redis_connect(tls, host, port, timeout_ms);
 	redisReply *r = NULL;
 	int rc = -1;
 
@@ -363,16 +365,25 @@ cluster_refresh(struct cluster_map *m, const struct sentinel_addr *seeds, size_t
 		const char *username, const char *password, long timeout_ms, char *err,
 		size_t errlen)
 {
+	return cluster_refresh_tls(NULL, m, seeds, nseeds, username, password, timeout_ms, err,
+	    errlen);
+}
+
+int
+cluster_refresh_tls(struct rtls_ctx *tls, struct cluster_map *m,
+		    const struct sentinel_addr *seeds, size_t nseeds, const char *username,
+		    const char *password, long timeout_ms, char *err, size_t errlen)
+{
 	struct cluster_node known[CLUSTER_NODES_MAX];
 	size_t nknown = cluster_map_nodes(m, known, CLUSTER_NODES_MAX);
 	char why[200] = "no node to ask";
 
 	for (size_t i = 0; i < nknown; i++)
-		if (ask(m, known[i].host, known[i].port, username, password, timeout_ms, why,
+		if (ask(tls, m, known[i].host, known[i].port, username, password, timeout_ms, why,
 		    sizeof why) == 0)
 			return 0;
 	for (size_t i = 0; i < nseeds; i++)
-		if (ask(m, seeds[i].host, seeds[i].port, username, password, timeout_ms, why,
+		if (ask(tls, m, seeds[i].host, seeds[i].port, username, password, timeout_ms, why,
 		    sizeof why) == 0)
 			return 0;
 	snprintf(err, errlen, "no cluster node answered CLUSTER SHARDS (last: %s)", why);

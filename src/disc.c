@@ -140,7 +140,7 @@ ask_one(struct disc *d, const struct sentinel_addr *a)
 		.password = d->o.secret != NULL ? d->o.secret(d->o.arg, sentinel) : NULL,
 		.connect_timeout_ms = d->o.timeout_ms, .command_timeout_ms = d->o.timeout_ms,
 		.backoff_min_ms = 1000, .backoff_max_ms = 1000,
-		.allow = d->allow, .once = 1,
+		.allow = d->allow, .once = 1, .tls = d->o.tls,
 		.role = sentinel ? RCONN_ROLE_SENTINEL : RCONN_ROLE_ANY,
 	};
 

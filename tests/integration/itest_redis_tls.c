@@ -1,15 +1,21 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * itest_redis_tls: warrantd against a Redis that speaks only TLS, through the
- * stunnel client of systemd/warrantd-redis-tls.service (hiredis 0.14 has no
- * TLS). A throwaway CA is made with openssl at test time; redis-server gets
- * a tls-port with client certificates required; stunnel (Debian stunnel4)
- * verifies the server's chain and host name and shows its own certificate;
- * warrantd's [redis] socket is stunnel's unix socket. Jobs are done; with a
- * wrong CA, or a wrong host name, stunnel refuses the server.
+ * itest_redis_tls: warrantd against a Redis that speaks only TLS. A
+ * throwaway CA is made with openssl at test time; redis-server gets a
+ * tls-port with client certificates required.
  *
- * Skips with a printed reason when stunnel is not installed or redis-server
- * is built without TLS.
+ * Native ([redis] tls = yes, rtls.c): jobs are done and `warrantctl
+ * status` answers over TLS; a certificate for another name, one from
+ * another CA, or no client certificate where the server requires one is a
+ * failed connect, and no AUTH reaches the server (its commandstats say).
+ *
+ * Through the stunnel client of systemd/warrantd-redis-tls.service (Debian
+ * stunnel4): stunnel verifies the server's chain and host name and shows
+ * its own certificate; warrantd's [redis] socket is stunnel's unix socket.
+ * Jobs are done; with a wrong CA, or a wrong host name, stunnel refuses.
+ *
+ * Skips with a printed reason when redis-server is built without TLS (and
+ * the stunnel cases when stunnel is not installed).
  */
 #define _DEFAULT_SOURCE
 #include <setjmp.h>
@@ -35,7 +41,9 @@ static struct h_stack S;
 #define C (S.c)
 static int tls_port;
 static char *stunnel_bin;
+static int have_tls;
 static char dir[512];
+static char pwfile[600];
 
 /* Makes a CA, a server certificate for redis.test / 127.0.0.1, a client
  * certificate, and a second CA that signed nothing here. */
@@ -60,10 +68,8 @@ group_setup(void **state)
 	char script[600], *out;
 	(void)state;
 
-	if (!(stunnel_bin = h_which("stunnel4")) && !(stunnel_bin = h_which("stunnel"))) {
+	if (!(stunnel_bin = h_which("stunnel4")) && !(stunnel_bin = h_which("stunnel")))
 		printf("itest_redis_tls: SKIP: stunnel not installed (Debian package stunnel4)\n");
-		return 0;
-	}
 	snprintf(dir, sizeof dir, "%s/pki", h_tmpdir());
 	if (mkdir(dir, 0700) != 0)
 		return -1;
@@ -95,6 +101,18 @@ group_setup(void **state)
 		stunnel_bin = NULL;
 	}
 	freeReplyObject(r);
+	have_tls = ok;
+	/* the native cases' user: an AUTH is counted in its commandstats */
+	if (ok) {
+		r = redisCommand(C, "ACL SETUSER tlsd on >tls-secret-pw ~* &* +@all");
+		ok = r && r->type == REDIS_REPLY_STATUS;
+		freeReplyObject(r);
+		char *path = h_write_file("redis-tls.pw", "tls-secret-pw\n");
+		if (!ok || path == NULL)
+			return -1;
+		snprintf(pwfile, sizeof pwfile, "%s", path);
+		free(path);
+	}
 	return 0;
 }
 
@@ -259,10 +277,188 @@ test_wrong_host_refused(void **state)
 	    "a certificate for another host name");
 }
 
+/* ---- native TLS: [redis] tls = yes ---- */
+
+/* AUTH commands the server has run since the last CONFIG RESETSTAT. */
+static long long
+auths_seen(void)
+{
+	char *info = h_redis_str(C, "INFO commandstats");
+	const char *p = info ? strstr(info, "cmdstat_auth:calls=") : NULL;
+	long long n = p ? atoll(p + strlen("cmdstat_auth:calls=")) : 0;
+	free(info);
+	return n;
+}
+
+static void
+reset_stats(void)
+{
+	redisReply *r = redisCommand(C, "CONFIG RESETSTAT");
+	assert_non_null(r);
+	freeReplyObject(r);
+}
+
+/* The daemon's ini for the TLS port: [redis] host/port and `tls`, what
+ * extra says. The CA, certificates and password file are absolute paths. */
+static char *
+native_ini(const char *extra)
+{
+	char redis_extra[2048];
+
+	snprintf(redis_extra, sizeof redis_extra, "host = 127.0.0.1\nport = %d\ntls = yes\n"
+	    "username = tlsd\npassword_file = %s\n%s", tls_port, pwfile, extra);
+	struct h_daemon_opts o = {.redis_sock = "unused", .target_url = S.target.url,
+	    .prefix = PREFIX, .redis_extra = redis_extra};
+	char *ini = h_daemon_ini(&o);
+	assert_non_null(ini);
+	char *sl = strstr(ini, "socket = unused\n");
+	assert_non_null(sl);
+	memmove(sl, sl + strlen("socket = unused\n"), strlen(sl + strlen("socket = unused\n")) + 1);
+	return ini;
+}
+
+static char *
+ctl_status(const char *ini_path, int *rc)
+{
+	char *out = NULL;
+	char *argv[] = {(char *)h_bin("warrantctl"), "-c", (char *)ini_path, "status", NULL};
+	*rc = h_run(argv, 60000, &out);
+	return out;
+}
+
+static void
+test_native_jobs(void **state)
+{
+	struct h_daemon d = {0};
+	char extra[2048];
+	(void)state;
+
+	if (!have_tls)
+		skip();
+	reset_stats();
+	/* the name checked is the host, 127.0.0.1: the server's IP SAN */
+	snprintf(extra, sizeof extra, "tls_ca_file = %s/ca.crt\ntls_cert_file = %s/client.crt\n"
+	    "tls_key_file = %s/client.key\n", dir, dir, dir);
+	char *ini = native_ini(extra);
+	if (h_daemon_start(&d, ini) != 0)
+		fail_msg("warrantd did not start over TLS; log %s", d.log);
+	free(ini);
+	const char *ids[] = {"ntls-1", "ntls-2", "ntls-3"};
+	long long now = h_now_ms();
+	for (size_t i = 0; i < 3; i++) {
+		char *json = h_record_json(ids[i], "gate.open", "canal/lateral-3/gate-14",
+		    now - 1000, now + 60000, 0, NULL);
+		assert_int_equal(h_decide(C, PREFIX, ids[i], json, 1), 0);
+		free(json);
+	}
+	for (size_t i = 0; i < 3; i++)
+		if (h_wait_until(job_done, (void *)ids[i], WAIT_MS) != 0)
+			fail_msg("%s not done; log %s", ids[i], d.log);
+	assert_true(auths_seen() > 0);
+	assert_false(h_daemon_log_has(&d, "event=redis.down"));
+
+	/* warrantctl with the same file: its own TLS connection */
+	int rc;
+	char *out = ctl_status(d.ini, &rc);
+	if (rc != 0)
+		fail_msg("warrantctl status over TLS exited %d: %s", rc, out);
+	free(out);
+	assert_true(h_daemon_stop_clean(&d));
+}
+
+struct down_count {
+	const struct h_daemon *d;
+	const char *needle;
+};
+
+/* Two refused attempts: the backoff ran, and each one was refused. */
+static int
+refused_twice(void *arg)
+{
+	const struct down_count *dc = arg;
+	char *text = h_read_file(dc->d->log);
+	int n = 0;
+
+	for (const char *p = text; p && (p = strstr(p, dc->needle)) != NULL; p++)
+		n++;
+	free(text);
+	return n >= 2;
+}
+
+/* warrantd with `extra` never gets a session: the log names why (needle,
+ * in event=redis.down lines), no AUTH reaches the server, and warrantctl
+ * is refused too. */
+static void
+assert_native_refused(const char *extra, const char *needle, const char *what)
+{
+	struct h_daemon d = {0};
+
+	if (!have_tls)
+		skip();
+	reset_stats();
+	char *ini = native_ini(extra);
+	assert_int_equal(h_daemon_spawn(&d, ini), 0);
+	free(ini);
+	struct down_count dc = {&d, needle};
+	if (h_wait_until(refused_twice, &dc, WAIT_MS) != 0)
+		fail_msg("no two refusals (%s) in %s", needle, d.log);
+	assert_false(h_daemon_log_has(&d, "event=redis.up"));
+	assert_int_equal(auths_seen(), 0);
+	int rc;
+	char *out = ctl_status(d.ini, &rc);
+	assert_int_not_equal(rc, 0);
+	free(out);
+	assert_int_equal(auths_seen(), 0);
+	assert_true(h_daemon_stop_clean(&d));
+	printf("itest_redis_tls: native: refused: %s\n", what);
+}
+
+static void
+test_native_wrong_host(void **state)
+{
+	char extra[2048];
+	(void)state;
+	snprintf(extra, sizeof extra, "tls_ca_file = %s/ca.crt\ntls_cert_file = %s/client.crt\n"
+	    "tls_key_file = %s/client.key\ntls_server_name = redis.elsewhere.test\n", dir, dir,
+	    dir);
+	assert_native_refused(extra, "certificate verify failed", "a certificate for another "
+	    "host name");
+}
+
+static void
+test_native_wrong_ca(void **state)
+{
+	char extra[2048];
+	(void)state;
+	snprintf(extra, sizeof extra, "tls_ca_file = %s/other-ca.crt\ntls_cert_file = "
+	    "%s/client.crt\ntls_key_file = %s/client.key\ntls_server_name = redis.test\n", dir,
+	    dir, dir);
+	assert_native_refused(extra, "certificate verify failed", "a server certificate from "
+	    "another CA");
+}
+
+/* tls-auth-clients yes: without a client certificate the server ends the
+ * session (TLS 1.3: after the client's side of the handshake is done, so
+ * the failure comes with the first read). */
+static void
+test_native_no_client_cert(void **state)
+{
+	char extra[2048];
+	(void)state;
+	snprintf(extra, sizeof extra, "tls_ca_file = %s/ca.crt\ntls_server_name = redis.test\n",
+	    dir);
+	assert_native_refused(extra, "certificate required", "no client certificate where the "
+	    "server requires one");
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_native_jobs),
+		cmocka_unit_test(test_native_wrong_host),
+		cmocka_unit_test(test_native_wrong_ca),
+		cmocka_unit_test(test_native_no_client_cert),
 		cmocka_unit_test(test_jobs_through_tls),
 		cmocka_unit_test(test_wrong_ca_refused),
 		cmocka_unit_test(test_wrong_host_refused),
