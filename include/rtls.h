@@ -13,7 +13,7 @@
  * checked as an IP SAN), an optional client certificate. Its files are read
  * through secrets (a key that group or others may read is refused).
  *
- * Shell: sockets, OpenSSL, libev (rtls_conn_new) or a thread (rtls_dial).
+ * Shell: sockets, OpenSSL, libev (rtls_conn_new) or a process (rtls_dial).
  */
 #ifndef WARRANTD_RTLS_H
 #define WARRANTD_RTLS_H
@@ -82,7 +82,8 @@ void rtls_trampoline_drain(void);
 /*
  * Blocking, for warrantctl: connects and handshakes within timeout_ms and
  * returns a blocking fd that speaks plain RESP (hand it to redisConnectFd);
- * a detached thread pumps it until either side closes. -1 with why.
+ * a process of its own (forked twice: never waited for) pumps it until
+ * either side closes, so the caller may exit at any time. -1 with why.
  */
 int rtls_dial(struct rtls_ctx *ctx, const char *host, int port, long timeout_ms, char *why,
 	      size_t whylen)

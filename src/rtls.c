@@ -5,7 +5,7 @@
  * pump; it only says which fd it waits on for what. On the daemon's loop
  * two ev_io watchers follow that; in warrantctl a thread polls.
  */
-#define _DEFAULT_SOURCE		/* mkdtemp, explicit_bzero */
+#define _GNU_SOURCE		/* close_range, mkdtemp, explicit_bzero */
 #include "rtls.h"
 
 #include <arpa/inet.h>
@@ -13,12 +13,14 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <time.h>
@@ -688,11 +690,25 @@ poll_ev(int want)
 	return (short)((want & W_READ ? POLLIN : 0) | (want & W_WRITE ? POLLOUT : 0));
 }
 
-static void *
-pump_thread(void *arg)
+/* Closes every fd but a and b: the pump holds no other end open (the
+ * caller's stdout, another pump's socketpair). */
+static void
+keep_only(int a, int b)
 {
-	struct rtls_conn *t = arg;
+	int lo = a < b ? a : b, hi = a < b ? b : a;
 
+	if (lo > 0)
+		(void)close_range(0, (unsigned)lo - 1, 0);
+	if (hi > lo + 1)
+		(void)close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
+	(void)close_range((unsigned)hi + 1, ~0U, 0);
+}
+
+/* The pump of rtls_dial, in a grandchild: never returns. */
+static void
+pump_process(struct rtls_conn *t)
+{
+	signal(SIGPIPE, SIG_IGN);	/* a closed side is read as the end */
 	while (t->st == ST_PUMP) {
 		struct pollfd p[2] = {
 			{.fd = t->want_fd ? t->fd : -1, .events = poll_ev(t->want_fd)},
@@ -702,8 +718,7 @@ pump_thread(void *arg)
 			break;
 		rtls_step(t);
 	}
-	rtls_conn_free(t);
-	return NULL;
+	_exit(0);	/* none of the parent's atexit work, nor its buffers */
 }
 
 int
@@ -713,8 +728,6 @@ rtls_dial(struct rtls_ctx *ctx, const char *host, int port, long timeout_ms, cha
 	struct rtls_conn *t = conn_alloc(ctx, host, port, why, whylen);
 	long deadline = mono_ms() + timeout_ms;
 	int sp[2];
-	pthread_t th;
-
 	if (t == NULL)
 		return -1;
 	while (t->st < ST_READY) {
@@ -749,19 +762,34 @@ rtls_dial(struct rtls_ctx *ctx, const char *host, int port, long timeout_ms, cha
 		close(sp[1]);
 		goto fail;
 	}
-	t->plain = sp[0];
-	t->st = ST_PUMP;
-	rtls_step(t);
-	pthread_attr_t at;
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	int e = pthread_create(&th, &at, pump_thread, t);
-	pthread_attr_destroy(&at);
-	if (e != 0) {
-		snprintf(why, whylen, "pthread_create: %s", strerror(e));
+	/* A process, not a thread: warrantctl may exit at any point, and
+	 * OpenSSL's cleanup at exit must not run under a pump that is still
+	 * reading. The child forks the pump and exits at once, so no zombie
+	 * is left behind and none is waited for. */
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		snprintf(why, whylen, "fork: %s", strerror(errno));
+		close(sp[0]);
 		close(sp[1]);
 		goto fail;
 	}
+	if (pid == 0) {
+		if (fork() != 0)
+			_exit(0);
+		keep_only(t->fd, sp[0]);
+		t->plain = sp[0];
+		t->st = ST_PUMP;
+		rtls_step(t);
+		pump_process(t);
+	}
+	close(sp[0]);
+	int status;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	/* the session is the grandchild's now: freed here without a word
+	 * to the server (no SSL_shutdown) */
+	rtls_conn_free(t);
 	return sp[1];
 fail:
 	rtls_conn_free(t);
