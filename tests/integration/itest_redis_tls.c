@@ -451,6 +451,156 @@ test_native_no_client_cert(void **state)
 	    "server requires one");
 }
 
+/* ---- Sentinel over TLS ---- */
+
+/* A node's TLS lines: a tls-port beside its plain port (the harness's PING
+ * and the test's own look; the daemon is given TLS ports only), TLS for
+ * replication and for the sentinels' own connections. */
+static void
+tls_lines(char *buf, size_t n, int port, const char *more)
+{
+	snprintf(buf, n, "tls-port %d\ntls-cert-file %s/server.crt\ntls-key-file %s/server.key\n"
+	    "tls-ca-cert-file %s/ca.crt\ntls-auth-clients no\ntls-replication yes\n%s", port, dir,
+	    dir, dir, more);
+}
+
+struct on_node {
+	int port;	/* plain */
+	const char *id;
+};
+
+static int
+done_on(void *arg)
+{
+	const struct on_node *o = arg;
+	char key[128];
+	redisContext *c = h_redis_connect_tcp(o->port);
+	if (c == NULL)
+		return 0;
+	snprintf(key, sizeof key, PREFIX ":decision:%s", o->id);
+	char *st = h_hget(c, key, "state");
+	int ok = st && strcmp(st, "done") == 0;
+	free(st);
+	redisFree(c);
+	return ok;
+}
+
+static void
+decide_and_wait(int port, const char *prefix, int n, const struct h_daemon *d)
+{
+	redisContext *c = h_redis_connect_tcp(port);
+	long long now = h_now_ms();
+	char id[64];
+
+	assert_non_null(c);
+	for (int i = 0; i < n; i++) {
+		snprintf(id, sizeof id, "%s-%d", prefix, i);
+		char *json = h_record_json(id, "gate.open", "canal/lateral-3/gate-14", now - 1000,
+		    now + 120000, 0, NULL);
+		assert_int_equal(h_decide(c, PREFIX, id, json, 1), 0);
+		free(json);
+	}
+	redisFree(c);
+	for (int i = 0; i < n; i++) {
+		snprintf(id, sizeof id, "%s-%d", prefix, i);
+		struct on_node o = {port, id};
+		if (h_wait_until(done_on, &o, 120000) != 0)
+			fail_msg("%s not done; log %s", id, d->log);
+	}
+}
+
+struct sent_ask {
+	int sentinel_port, want;
+};
+
+static int
+sentinel_names(void *arg)
+{
+	const struct sent_ask *a = arg;
+	redisContext *c = h_redis_connect_tcp(a->sentinel_port);
+	redisReply *r = c ? redisCommand(c, "SENTINEL get-master-addr-by-name mymaster") : NULL;
+	int ok = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	    atoi(r->element[1]->str) == a->want;
+	freeReplyObject(r);
+	if (c)
+		redisFree(c);
+	return ok;
+}
+
+static int
+sentinel_sees_replica(void *arg)
+{
+	redisContext *c = h_redis_connect_tcp(*(int *)arg);
+	redisReply *r = c ? redisCommand(c, "SENTINEL replicas mymaster") : NULL;
+	int ok = r && r->type == REDIS_REPLY_ARRAY && r->elements == 1;
+	freeReplyObject(r);
+	if (c)
+		redisFree(c);
+	return ok;
+}
+
+/* A primary, a replica and a sentinel, all TLS (tls-replication): the
+ * daemon knows only the sentinel's TLS port, asks it over TLS, connects
+ * over TLS to the primary it names, does jobs; the primary is killed, the
+ * sentinel promotes the replica, and jobs are done there. warrantctl finds
+ * the primary through the sentinel over TLS as well. */
+static void
+test_sentinel_tls(void **state)
+{
+	struct h_rnode pri, rep, sen;
+	struct h_daemon d = {0};
+	char conf[2048], more[256], extra[1024];
+	int pri_tls = h_free_port(), rep_tls = h_free_port(), sen_tls = h_free_port();
+	(void)state;
+
+	if (!have_tls)
+		skip();
+	tls_lines(conf, sizeof conf, pri_tls, "save \"\"\n");
+	assert_int_equal(h_rnode_start(&pri, "tls-primary", conf, 0), 0);
+	snprintf(more, sizeof more, "save \"\"\nreplicaof 127.0.0.1 %d\n", pri_tls);
+	tls_lines(conf, sizeof conf, rep_tls, more);
+	assert_int_equal(h_rnode_start(&rep, "tls-replica", conf, 0), 0);
+	snprintf(more, sizeof more, "sentinel monitor mymaster 127.0.0.1 %d 1\n"
+	    "sentinel down-after-milliseconds mymaster 1000\n"
+	    "sentinel failover-timeout mymaster 10000\n", pri_tls);
+	tls_lines(conf, sizeof conf, sen_tls, more);
+	assert_int_equal(h_rnode_start(&sen, "tls-sentinel", conf, H_RNODE_SENTINEL), 0);
+	assert_int_equal(h_wait_until(sentinel_sees_replica, &sen.port, 60000), 0);
+
+	snprintf(extra, sizeof extra, "sentinels = 127.0.0.1:%d\nmaster_name = mymaster\n"
+	    "tls = yes\ntls_ca_file = %s/ca.crt\n", sen_tls, dir);
+	struct h_daemon_opts o = {.redis_sock = "unused", .target_url = S.target.url,
+	    .prefix = PREFIX, .redis_extra = extra};
+	char *ini = h_daemon_ini(&o);
+	assert_non_null(ini);
+	char *sl = strstr(ini, "socket = unused\n");
+	assert_non_null(sl);
+	memmove(sl, sl + strlen("socket = unused\n"), strlen(sl + strlen("socket = unused\n")) + 1);
+	if (h_daemon_start(&d, ini) != 0)
+		fail_msg("warrantd did not start through a TLS sentinel; log %s", d.log);
+	free(ini);
+	char want[64];
+	snprintf(want, sizeof want, "host=127.0.0.1 port=%d", pri_tls);
+	assert_true(h_daemon_log_has(&d, want));
+	decide_and_wait(pri.port, "sen-a", 5, &d);
+	int rc;
+	char *out = ctl_status(d.ini, &rc);
+	if (rc != 0)
+		fail_msg("warrantctl status through a TLS sentinel exited %d: %s", rc, out);
+	free(out);
+
+	assert_int_equal(kill(pri.pid, SIGKILL), 0);
+	(void)h_stop(pri.pid, SIGKILL, 10000);
+	struct sent_ask a = {sen.port, rep_tls};
+	assert_int_equal(h_wait_until(sentinel_names, &a, 120000), 0);
+	decide_and_wait(rep.port, "sen-b", 5, &d);
+	snprintf(want, sizeof want, "host=127.0.0.1 port=%d", rep_tls);
+	assert_true(h_daemon_log_has(&d, want));
+	assert_true(h_daemon_stop_clean(&d));
+	(void)h_stop(sen.pid, SIGTERM, 10000);
+	(void)h_stop(rep.pid, SIGTERM, 10000);
+}
+
 int
 main(void)
 {
@@ -459,6 +609,7 @@ main(void)
 		cmocka_unit_test(test_native_wrong_host),
 		cmocka_unit_test(test_native_wrong_ca),
 		cmocka_unit_test(test_native_no_client_cert),
+		cmocka_unit_test(test_sentinel_tls),
 		cmocka_unit_test(test_jobs_through_tls),
 		cmocka_unit_test(test_wrong_ca_refused),
 		cmocka_unit_test(test_wrong_host_refused),
