@@ -65,6 +65,11 @@ struct cluster_map;
  * out of memory. */
 struct cluster_map *cluster_map_new(void) __attribute__((warn_unused_result));
 
+/* [redis] tls: a node's "tls-port" in CLUSTER SHARDS is the one to connect
+ * to (a node with tls-port and port reports both); 0: its "port". Kept by
+ * every parse. Redirects already name the TLS port (tls-cluster yes). */
+void cluster_map_use_tls(struct cluster_map *m, int tls);
+
 /* NULL is a no-op. */
 void cluster_map_free(struct cluster_map *m);
 

@@ -449,6 +449,8 @@ disc_new(const struct disc_opts *o, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
+	if (d->map != NULL)
+		cluster_map_use_tls(d->map, o->tls != NULL);
 	if ((d->allow = disc_allowlist_of(o->allow_hosts, o->host, o->sentinels, o->cluster, err,
 	    errlen)) == NULL)
 		goto fail;
