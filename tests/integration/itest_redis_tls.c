@@ -32,6 +32,7 @@
 
 #include <cmocka.h>
 
+#include "cluster.h"
 #include "harness.h"
 
 #define WAIT_MS		60000
@@ -549,7 +550,7 @@ test_sentinel_tls(void **state)
 {
 	struct h_rnode pri, rep, sen;
 	struct h_daemon d = {0};
-	char conf[2048], more[256], extra[1024];
+	char conf[4096], more[256], extra[1024];
 	int pri_tls = h_free_port(), rep_tls = h_free_port(), sen_tls = h_free_port();
 	(void)state;
 
@@ -601,6 +602,160 @@ test_sentinel_tls(void **state)
 	(void)h_stop(rep.pid, SIGTERM, 10000);
 }
 
+struct on_node_p {
+	int port;
+	const char *prefix, *id;
+};
+
+static int
+done_on_p(void *arg)
+{
+	const struct on_node_p *o = arg;
+	char key[160];
+	redisContext *c = h_redis_connect_tcp(o->port);
+	if (c == NULL)
+		return 0;
+	snprintf(key, sizeof key, "%s:decision:%s", o->prefix, o->id);
+	char *st = h_hget(c, key, "state");
+	int ok = st && strcmp(st, "done") == 0;
+	free(st);
+	redisFree(c);
+	return ok;
+}
+
+/* ---- Cluster over TLS ---- */
+
+#define CNODES	3
+
+struct cnode {
+	struct h_rnode n;
+	int tls, bus;
+};
+
+static int
+tls_cluster_ok(void *arg)
+{
+	const struct cnode *c = arg;
+	for (int i = 0; i < CNODES; i++) {
+		redisContext *rc = h_redis_connect_tcp(c[i].n.port);
+		char *info = rc ? h_redis_str(rc, "CLUSTER INFO") : NULL;
+		int ok = info && strstr(info, "cluster_state:ok") &&
+		    strstr(info, "cluster_known_nodes:3");
+		free(info);
+		if (rc)
+			redisFree(rc);
+		if (!ok)
+			return 0;
+	}
+	return 1;
+}
+
+/* Three primaries with tls-cluster yes (the bus and the ports they announce
+ * are TLS), joined by hand: CLUSTER MEET names the TLS ports. The daemon
+ * knows only the TLS ports (cluster = ..., shards = 3); the test routes
+ * its own writes by the plain ports' map. Jobs of every shard are done,
+ * and warrantctl status reaches every shard over TLS. */
+static void
+test_cluster_tls(void **state)
+{
+	struct cnode c[CNODES];
+	struct h_daemon d = {0};
+	char conf[4096], more[512], extra[1024], seeds_tls[256] = "";
+	struct sentinel_addr seeds[CNODES];
+	(void)state;
+
+	if (!have_tls)
+		skip();
+	for (int i = 0; i < CNODES; i++) {
+		char name[32];
+		c[i].tls = h_free_port();
+		c[i].bus = h_free_port();
+		snprintf(more, sizeof more, "save \"\"\nappendonly no\ncluster-enabled yes\n"
+		    "cluster-config-file nodes.conf\ncluster-node-timeout 1000\ntls-cluster yes\n"
+		    "cluster-port %d\n", c[i].bus);
+		tls_lines(conf, sizeof conf, c[i].tls, more);
+		snprintf(name, sizeof name, "tls-cluster-%d", i);
+		assert_int_equal(h_rnode_start(&c[i].n, name, conf, 0), 0);
+		redisContext *rc = h_redis_connect_tcp(c[i].n.port);
+		assert_non_null(rc);
+		long long lo = i * 5462, hi = i == CNODES - 1 ? 16383 : lo + 5461;
+		char *ok = h_redis_str(rc, "CLUSTER ADDSLOTSRANGE %lld %lld", lo, hi);
+		assert_non_null(ok);
+		free(ok);
+		redisFree(rc);
+		snprintf(seeds[i].host, sizeof seeds[i].host, "127.0.0.1");
+		seeds[i].port = c[i].n.port;
+		size_t l = strlen(seeds_tls);
+		snprintf(seeds_tls + l, sizeof seeds_tls - l, "%s127.0.0.1:%d", i ? ", " : "",
+		    c[i].tls);
+	}
+	redisContext *rc = h_redis_connect_tcp(c[0].n.port);
+	assert_non_null(rc);
+	for (int i = 1; i < CNODES; i++) {
+		char *ok = h_redis_str(rc, "CLUSTER MEET 127.0.0.1 %d %d", c[i].tls, c[i].bus);
+		assert_non_null(ok);
+		free(ok);
+	}
+	redisFree(rc);
+	assert_int_equal(h_wait_until(tls_cluster_ok, c, 60000), 0);
+
+	snprintf(extra, sizeof extra, "cluster = %s\nshards = 3\ntls = yes\ntls_ca_file = "
+	    "%s/ca.crt\n", seeds_tls, dir);
+	struct h_daemon_opts o = {.redis_sock = "unused", .target_url = S.target.url,
+	    .prefix = "tlsc", .redis_extra = extra};
+	char *ini = h_daemon_ini(&o);
+	assert_non_null(ini);
+	char *sl = strstr(ini, "socket = unused\n");
+	assert_non_null(sl);
+	memmove(sl, sl + strlen("socket = unused\n"), strlen(sl + strlen("socket = unused\n")) + 1);
+	if (h_daemon_start(&d, ini) != 0)
+		fail_msg("warrantd did not start on a TLS cluster; log %s", d.log);
+	free(ini);
+
+	/* the test's own routing, over the plain ports */
+	struct cluster_map *map = cluster_map_new();
+	char err[300];
+	assert_non_null(map);
+	if (cluster_refresh(map, seeds, CNODES, NULL, NULL, 2000, err, sizeof err) != 0)
+		fail_msg("%s", err);
+	int used[CNODES] = {0};
+	long long now = h_now_ms();
+	for (int i = 0; i < 12; i++) {
+		char id[32], prefix[64];
+		snprintf(id, sizeof id, "cl-%d", i);
+		unsigned sh = cluster_shard_of(id, strlen(id), 3);
+		assert_int_equal(cluster_shard_prefix(prefix, sizeof prefix, "tlsc", sh, 3), 0);
+		const struct cluster_node *own = cluster_map_owner(map,
+		    cluster_key_slot(prefix, strlen(prefix)));
+		assert_non_null(own);
+		for (int k = 0; k < CNODES; k++)
+			if (c[k].n.port == own->port)
+				used[k] = 1;
+		redisContext *nc = h_redis_connect_tcp(own->port);
+		assert_non_null(nc);
+		char *json = h_record_json(id, "gate.open", "canal/lateral-3/gate-14", now - 1000,
+		    now + 120000, 0, NULL);
+		assert_int_equal(h_decide(nc, prefix, id, json, 1), 0);
+		free(json);
+		redisFree(nc);
+		struct on_node_p w = {own->port, prefix, id};
+		if (h_wait_until(done_on_p, &w, 120000) != 0)
+			fail_msg("%s not done; log %s", id, d.log);
+	}
+	cluster_map_free(map);
+	int nodes_used = used[0] + used[1] + used[2];
+	printf("itest_redis_tls: cluster: 12 jobs over %d of 3 TLS primaries\n", nodes_used);
+	assert_true(nodes_used >= 2);
+	int rcode;
+	char *out = ctl_status(d.ini, &rcode);
+	if (rcode != 0)
+		fail_msg("warrantctl status on a TLS cluster exited %d: %s", rcode, out);
+	free(out);
+	assert_true(h_daemon_stop_clean(&d));
+	for (int i = 0; i < CNODES; i++)
+		(void)h_stop(c[i].n.pid, SIGTERM, 10000);
+}
+
 int
 main(void)
 {
@@ -610,6 +765,7 @@ main(void)
 		cmocka_unit_test(test_native_wrong_ca),
 		cmocka_unit_test(test_native_no_client_cert),
 		cmocka_unit_test(test_sentinel_tls),
+		cmocka_unit_test(test_cluster_tls),
 		cmocka_unit_test(test_jobs_through_tls),
 		cmocka_unit_test(test_wrong_ca_refused),
 		cmocka_unit_test(test_wrong_host_refused),
