@@ -71,7 +71,8 @@ void rtls_conn_free(struct rtls_conn *t);
 /*
  * hiredis 0.14 has no asynchronous context for a given fd: its context is
  * made by connecting to this unix socket, private to the process (a 0700
- * directory under $TMPDIR or /tmp, made at first use, removed at exit),
+ * directory under $RUNTIME_DIRECTORY, $TMPDIR or /tmp, made at first use,
+ * made again when its path is gone, removed at exit),
  * and its fd is then replaced by rtls_conn_attach. Nothing is ever sent to
  * it; rtls_trampoline_drain() closes what it accepted. NULL (why set) when
  * it cannot be made.

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <netinet/in.h>
@@ -605,7 +606,8 @@ rtls_conn_free(struct rtls_conn *t)
 /* ---- the trampoline ---- */
 
 static char tramp_dir[100], tramp_path[104];
-static int tramp_fd = -1;
+static int tramp_fd = -1, tramp_atexit;
+static ino_t tramp_ino;
 static pthread_mutex_t tramp_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void
@@ -617,18 +619,55 @@ tramp_cleanup(void)
 		(void)rmdir(tramp_dir);
 }
 
+/* The listener is there, and its path still names it: a /tmp cleaner
+ * (systemd-tmpfiles ages out what it does not see used) may have taken
+ * it away, and then a new one is made. */
+static int
+tramp_alive(void)
+{
+	struct stat st;
+
+	return tramp_fd >= 0 && lstat(tramp_path, &st) == 0 && S_ISSOCK(st.st_mode) &&
+	    st.st_ino == tramp_ino;
+}
+
+static void
+tramp_drop(void)
+{
+	if (tramp_fd >= 0)
+		close(tramp_fd);
+	tramp_fd = -1;
+	tramp_cleanup();
+	tramp_dir[0] = tramp_path[0] = '\0';
+}
+
+/* $RUNTIME_DIRECTORY (the unit's, not aged out), else $TMPDIR, else /tmp;
+ * into buf. */
+static const char *
+tramp_base(char *buf, size_t n)
+{
+	const char *run = getenv("RUNTIME_DIRECTORY"), *tmp = getenv("TMPDIR");
+
+	if (run != NULL && *run == '/') {	/* several: "a:b", the first */
+		snprintf(buf, n, "%.*s", (int)strcspn(run, ":"), run);
+		return buf;
+	}
+	return tmp != NULL && *tmp == '/' ? tmp : "/tmp";
+}
+
 const char *
 rtls_trampoline(char *why, size_t whylen)
 {
-	const char *tmp = getenv("TMPDIR");
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct stat st;
+	char base[sizeof tramp_dir];
 	const char *r = tramp_path;
 
 	pthread_mutex_lock(&tramp_mu);
-	if (tramp_fd >= 0)
+	if (tramp_alive())
 		goto out;
-	if (tmp == NULL || *tmp == '\0')
-		tmp = "/tmp";
+	tramp_drop();
+	const char *tmp = tramp_base(base, sizeof base);
 	if (snprintf(tramp_dir, sizeof tramp_dir, "%s/warrantd-tls.XXXXXX", tmp) >=
 	    (int)sizeof tramp_dir || mkdtemp(tramp_dir) == NULL) {
 		snprintf(why, whylen, "tls: cannot make a private directory in %s: %s", tmp,
@@ -639,25 +678,23 @@ rtls_trampoline(char *why, size_t whylen)
 	}
 	snprintf(tramp_path, sizeof tramp_path, "%s/t", tramp_dir);
 	if (strlen(tramp_path) >= sizeof sa.sun_path) {
-		snprintf(why, whylen, "tls: TMPDIR too long for a unix socket");
-		tramp_cleanup();
-		tramp_dir[0] = tramp_path[0] = '\0';
+		snprintf(why, whylen, "tls: %s too long for a unix socket", tmp);
+		tramp_drop();
 		r = NULL;
 		goto out;
 	}
 	memcpy(sa.sun_path, tramp_path, strlen(tramp_path) + 1);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 128) != 0) {
+	tramp_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (tramp_fd < 0 || bind(tramp_fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+	    listen(tramp_fd, 128) != 0 || lstat(tramp_path, &st) != 0) {
 		snprintf(why, whylen, "tls: cannot listen on %s: %s", tramp_path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		tramp_cleanup();
-		tramp_dir[0] = tramp_path[0] = '\0';
+		tramp_drop();
 		r = NULL;
 		goto out;
 	}
-	tramp_fd = fd;
-	atexit(tramp_cleanup);
+	tramp_ino = st.st_ino;
+	if (!tramp_atexit)
+		tramp_atexit = atexit(tramp_cleanup) == 0;
 out:
 	pthread_mutex_unlock(&tramp_mu);
 	return r;

@@ -18,6 +18,7 @@
  * the stunnel cases when stunnel is not installed).
  */
 #define _DEFAULT_SOURCE
+#include <dirent.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -327,6 +328,24 @@ ctl_status(const char *ini_path, int *rc)
 	return out;
 }
 
+/* The trampoline directory the daemon made under run, into buf; 0 or -1. */
+static int
+trampoline_in(const char *run, char *buf, size_t n)
+{
+	DIR *dp = opendir(run);
+	struct dirent *e;
+	int rc = -1;
+
+	while (dp != NULL && (e = readdir(dp)) != NULL)
+		if (strncmp(e->d_name, "warrantd-tls.", 13) == 0) {
+			snprintf(buf, n, "%s/%s", run, e->d_name);
+			rc = 0;
+		}
+	if (dp != NULL)
+		closedir(dp);
+	return rc;
+}
+
 static void
 test_native_jobs(void **state)
 {
@@ -341,7 +360,15 @@ test_native_jobs(void **state)
 	snprintf(extra, sizeof extra, "tls_ca_file = %s/ca.crt\ntls_cert_file = %s/client.crt\n"
 	    "tls_key_file = %s/client.key\n", dir, dir, dir);
 	char *ini = native_ini(extra);
-	if (h_daemon_start(&d, ini) != 0)
+	/* where the daemon puts its trampoline (rtls.h), as systemd's
+	 * RuntimeDirectory= would say */
+	char run[600];
+	snprintf(run, sizeof run, "%s/run", h_tmpdir());
+	assert_int_equal(mkdir(run, 0700), 0);
+	assert_int_equal(setenv("RUNTIME_DIRECTORY", run, 1), 0);
+	int started = h_daemon_start(&d, ini);
+	unsetenv("RUNTIME_DIRECTORY");
+	if (started != 0)
 		fail_msg("warrantd did not start over TLS; log %s", d.log);
 	free(ini);
 	const char *ids[] = {"ntls-1", "ntls-2", "ntls-3"};
@@ -357,6 +384,24 @@ test_native_jobs(void **state)
 			fail_msg("%s not done; log %s", ids[i], d.log);
 	assert_true(auths_seen() > 0);
 	assert_false(h_daemon_log_has(&d, "event=redis.down"));
+
+	/* A /tmp cleaner takes the trampoline away and the server drops the
+	 * connections: the reconnect over TLS makes a new one. */
+	char tramp[700];
+	assert_int_equal(trampoline_in(run, tramp, sizeof tramp), 0);
+	char sock[760];
+	snprintf(sock, sizeof sock, "%s/t", tramp);
+	assert_int_equal(unlink(sock), 0);
+	assert_int_equal(rmdir(tramp), 0);
+	assert_true(h_redis_int(C, "CLIENT KILL USER tlsd") > 0);
+	char *json = h_record_json("ntls-4", "gate.open", "canal/lateral-3/gate-14", now - 1000,
+	    now + 60000, 0, NULL);
+	assert_int_equal(h_decide(C, PREFIX, "ntls-4", json, 1), 0);
+	free(json);
+	if (h_wait_until(job_done, (void *)"ntls-4", WAIT_MS) != 0)
+		fail_msg("ntls-4 not done after the reconnect; log %s", d.log);
+	assert_true(h_daemon_log_has(&d, "event=redis.down"));
+	assert_int_equal(trampoline_in(run, tramp, sizeof tramp), 0);
 
 	/* warrantctl with the same file: its own TLS connection */
 	int rc;
