@@ -459,6 +459,53 @@ assert_native_refused(const char *extra, const char *needle, const char *what)
 	printf("itest_redis_tls: native: refused: %s\n", what);
 }
 
+/* warrantd -t loads the TLS files as the first connect would: a key that
+ * is not the certificate's, or one that others may read, is refused. */
+static void
+test_native_check(void **state)
+{
+	char extra[2048], *out = NULL;
+	(void)state;
+
+	if (!have_tls)
+		skip();
+	snprintf(extra, sizeof extra, "tls_ca_file = %s/ca.crt\ntls_cert_file = %s/client.crt\n"
+	    "tls_key_file = %s/server.key\n", dir, dir, dir);
+	char *ini = native_ini(extra);
+	char *path = h_write_file("check-tls.ini", ini);
+	free(ini);
+	assert_non_null(path);
+	char *argv[] = {(char *)h_bin("warrantd"), "-t", "-c", path, NULL};
+	assert_int_not_equal(h_run(argv, 60000, &out), 0);
+	if (strstr(out, "tls_key_file does not match tls_cert_file") == NULL)
+		fail_msg("warrantd -t said: %s", out);
+	free(out);
+	free(path);
+
+	char key[600], open_key[700];
+	snprintf(key, sizeof key, "%s/client.key", dir);
+	snprintf(open_key, sizeof open_key, "%s/client-open.key", dir);
+	char *text = h_read_file(key);
+	assert_non_null(text);
+	FILE *f = fopen(open_key, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	free(text);
+	assert_int_equal(chmod(open_key, 0644), 0);
+	snprintf(extra, sizeof extra, "tls_ca_file = %s/ca.crt\ntls_cert_file = %s/client.crt\n"
+	    "tls_key_file = %s\n", dir, dir, open_key);
+	ini = native_ini(extra);
+	path = h_write_file("check-tls-open.ini", ini);
+	free(ini);
+	argv[3] = path;
+	assert_int_not_equal(h_run(argv, 60000, &out), 0);
+	if (strstr(out, "client-open.key") == NULL || strstr(out, "refusing") == NULL)
+		fail_msg("warrantd -t said: %s", out);
+	free(out);
+	free(path);
+}
+
 static void
 test_native_wrong_host(void **state)
 {
@@ -806,6 +853,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_native_jobs),
+		cmocka_unit_test(test_native_check),
 		cmocka_unit_test(test_native_wrong_host),
 		cmocka_unit_test(test_native_wrong_ca),
 		cmocka_unit_test(test_native_no_client_cert),
