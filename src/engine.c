@@ -1707,7 +1707,8 @@ connect_redis(struct engine *eng, char *err, size_t errlen)
 
 	if (eng->redis_connected)
 		return 0;
-	if (cfg->redis.tls && (eng->tls = rtls_ctx_new(cfg, err, errlen)) == NULL)
+	if (cfg->redis.tls && eng->tls == NULL &&
+	    (eng->tls = rtls_ctx_new(cfg, err, errlen)) == NULL)
 		return -1;
 	if (setup_sentinels(eng, err, errlen) < 0 || setup_disc(eng, err, errlen) < 0)
 		return -1;
