@@ -33,12 +33,12 @@ wait_for() {
 # in $tmp/redis.log), run under the command in "$@" when one is given
 # (callgrind: valgrind ...); sets redis_pid and waits up to $REDIS_WAIT tenths
 # of a second (100) for its PONG. $REDIS_PORT (0: none) opens 127.0.0.1:PORT
-# too, for replicas.
+# too, for replicas; $REDIS_EXTRA, split at spaces, is added (a tls-port).
 redis_up() { [ "$(redis-cli -s "$sock" PING 2>/dev/null)" = PONG ]; }
 start_private_redis() {
 	"$@" redis-server --port "${REDIS_PORT:-0}" --bind 127.0.0.1 --unixsocket "$sock" \
 	    --unixsocketperm 700 --save '' \
-	    --appendonly no --dir "$tmp" --logfile "$tmp/redis.log" --daemonize no &
+	    --appendonly no --dir "$tmp" --logfile "$tmp/redis.log" --daemonize no ${REDIS_EXTRA:-} &
 	redis_pid=$!
 	wait_for "${REDIS_WAIT:-100}" redis_up || die "redis-server did not start (see $tmp/redis.log)"
 }

@@ -34,6 +34,9 @@
 # BENCH_WAIT_REPLICAS [0]: that many replicas of the private redis (on
 # 127.0.0.1) and [redis] wait_replicas set to it (R19: a WAIT after each call
 # step and each final write); the rows' mode gets "+wN".
+# BENCH_TRANSPORT [unix]: tcp (the daemon on 127.0.0.1:port) or tls (a
+# tls-port with a throwaway CA, [redis] tls = yes: rtls.c's cost); the rows'
+# mode gets "+tcp" or "+tls".
 # Everything it starts is stopped by PID; it exits non-zero when a run does
 # not finish in time or a check fails (results.txt is then left unchanged).
 set -eu
@@ -49,6 +52,7 @@ OUT=${BENCH_OUT:-$root/bench/results.txt}
 REPEAT=${BENCH_REPEAT:-3}
 VERIFY_THREADS=${BENCH_VERIFY_THREADS:-1}
 WAIT_REPLICAS=${BENCH_WAIT_REPLICAS:-0}
+TRANSPORT=${BENCH_TRANSPORT:-unix}
 PREFIX=bench
 PKGS="hiredis libcurl jansson inih openssl"
 
@@ -63,6 +67,7 @@ case $JOBS in ''|*[!0-9]*|0) echo "bench: BENCH_JOBS must be a positive integer"
 case $REPEAT in ''|*[!0-9]*|0) echo "bench: BENCH_REPEAT must be a positive integer" >&2; exit 64;; esac
 case $VERIFY_THREADS in ''|*[!0-9]*) echo "bench: BENCH_VERIFY_THREADS must be 0-16" >&2; exit 64;; esac
 case $WAIT_REPLICAS in ''|*[!0-9]*) echo "bench: BENCH_WAIT_REPLICAS must be a number" >&2; exit 64;; esac
+case $TRANSPORT in unix|tcp|tls) ;; *) echo "bench: BENCH_TRANSPORT is unix, tcp or tls" >&2; exit 64;; esac
 
 tmp=$(mktemp -d /tmp/warrantd-bench.XXXXXX)
 sock=$tmp/redis.sock
@@ -116,7 +121,21 @@ free_port() {
 # With BENCH_WAIT_REPLICAS: the primary on a TCP port too, and its replicas
 # on their own sockets, each one connected before any run.
 start_redis() {
-	[ "$WAIT_REPLICAS" -gt 0 ] && REDIS_PORT=$(free_port 17379)
+	{ [ "$WAIT_REPLICAS" -gt 0 ] || [ "$TRANSPORT" = tcp ]; } && REDIS_PORT=$(free_port 17379)
+	if [ "$TRANSPORT" = tls ]; then
+		mkdir -m 700 "$tmp/pki"
+		(cd "$tmp/pki" &&
+		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key \
+		    -out ca.crt -days 2 -subj /CN=bench-ca 2>/dev/null &&
+		openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout server.key \
+		    -out server.csr -subj /CN=127.0.0.1 2>/dev/null &&
+		printf 'subjectAltName=IP:127.0.0.1\n' >san.ext &&
+		openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
+		    -out server.crt -days 2 -extfile san.ext 2>/dev/null) || die "openssl failed"
+		TLS_PORT=$(free_port 18379)
+		REDIS_EXTRA="--tls-port $TLS_PORT --tls-cert-file $tmp/pki/server.crt \
+--tls-key-file $tmp/pki/server.key --tls-ca-cert-file $tmp/pki/ca.crt --tls-auth-clients no"
+	fi
 	start_private_redis
 	k=0
 	while [ "$k" -lt "$WAIT_REPLICAS" ]; do
@@ -137,7 +156,20 @@ replicas_up() {
 
 # The rows' name of a mode: "+wN" with BENCH_WAIT_REPLICAS.
 label() {
-	if [ "$WAIT_REPLICAS" -gt 0 ]; then echo "$1+w$WAIT_REPLICAS"; else echo "$1"; fi
+	l=$1
+	[ "$WAIT_REPLICAS" -eq 0 ] || l="$l+w$WAIT_REPLICAS"
+	[ "$TRANSPORT" = unix ] || l="$l+$TRANSPORT"
+	echo "$l"
+}
+
+# [redis]'s way to the private redis.
+redis_where() {
+	case $TRANSPORT in
+	unix) echo "socket = $sock" ;;
+	tcp) printf 'host = 127.0.0.1\nport = %s\n' "$REDIS_PORT" ;;
+	tls) printf 'host = 127.0.0.1\nport = %s\ntls = yes\ntls_ca_file = %s\n' "$TLS_PORT" \
+	    "$tmp/pki/ca.crt" ;;
+	esac
 }
 
 start_target() { start_fake_target; }
@@ -371,7 +403,7 @@ max_in_flight = $2
 heartbeat_ms = 1000
 shutdown_grace_ms = 5000
 [redis]
-socket = $sock
+$(redis_where)
 prefix = $PREFIX
 wait_replicas = $WAIT_REPLICAS
 [records]
@@ -530,6 +562,8 @@ cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 	echo "# warrantd benchmark ($(date -u +%Y-%m-%dT%H:%M:%SZ), bench/run.sh)"
 	echo "# host: $(nproc) CPU(s), ${cpu:-unknown CPU}; $(redis-server --version | cut -d' ' -f1-3)"
 	echo "# build: ${build#"$root"/}; jobs enqueued before start; redis on a unix socket;"
+	[ "$TRANSPORT" = unix ] ||
+	    echo "# +$TRANSPORT: the daemon reaches redis on 127.0.0.1 over $TRANSPORT (BENCH_TRANSPORT)."
 	[ "$WAIT_REPLICAS" -eq 0 ] ||
 	    echo "# +w$WAIT_REPLICAS: $WAIT_REPLICAS replica(s) on 127.0.0.1, wait_replicas = $WAIT_REPLICAS (R19)."
 	if [ -n "${nginx_url:-}" ]; then

@@ -65,6 +65,11 @@ struct cluster_map;
  * out of memory. */
 struct cluster_map *cluster_map_new(void) __attribute__((warn_unused_result));
 
+/* [redis] tls: a node's "tls-port" in CLUSTER SHARDS is the one to connect
+ * to (a node with tls-port and port reports both); 0: its "port". Kept by
+ * every parse. Redirects already name the TLS port (tls-cluster yes). */
+void cluster_map_use_tls(struct cluster_map *m, int tls);
+
 /* NULL is a no-op. */
 void cluster_map_free(struct cluster_map *m);
 
@@ -124,6 +129,13 @@ int cluster_map_apply(struct cluster_map *m, const struct cluster_redirect *rd);
 int cluster_refresh(struct cluster_map *m, const struct sentinel_addr *seeds, size_t nseeds,
 		    const char *username, const char *password, long timeout_ms, char *err,
 		    size_t errlen)
+	__attribute__((warn_unused_result));
+
+/* The same, over TLS with tls ([redis] tls, rtls.h); NULL: clear text. */
+struct rtls_ctx;
+int cluster_refresh_tls(struct rtls_ctx *tls, struct cluster_map *m,
+			const struct sentinel_addr *seeds, size_t nseeds, const char *username,
+			const char *password, long timeout_ms, char *err, size_t errlen)
 	__attribute__((warn_unused_result));
 
 #endif

@@ -116,8 +116,12 @@ struct cfg {
 		/* 0 (unset): one stream under prefix; N: N shards "{prefix:i}" */
 		long shards;
 		/* 1: a password may cross a network to a host that is not
-		 * loopback in clear text (no TLS in hiredis 0.14: stunnel) */
+		 * loopback in clear text (without tls) */
 		int allow_plaintext;
+		/* §10: every Redis connection over TLS (rtls.h); the files are
+		 * read through secrets; server_name NULL: the host connected to */
+		int tls;
+		char *tls_ca_file, *tls_cert_file, *tls_key_file, *tls_server_name;
 		/* warrantd(7) §9: a short-lived token as the AUTH password (rtoken.h) */
 		enum cfg_redis_auth auth;
 		char *token_scope, *token_resource;	/* with CFG_REDIS_OAUTH */

@@ -30,6 +30,7 @@
 
 struct rconn;
 struct allowlist;
+struct rtls_ctx;
 
 /* For each connection the engine holds: fn(rc, slot, blocking, fnarg);
  * slot is its shard's (cluster), blocking 1 for a blocking read's. */
@@ -47,6 +48,7 @@ struct disc_opts {
 	const char *(*secret)(void *arg, int sentinel);
 	void (*each_conn)(void *arg, disc_conn_fn *fn, void *fnarg);
 	void *arg;
+	struct rtls_ctx *tls;	/* [redis] tls for sentinels and nodes (borrowed) */
 	long timeout_ms;	/* per node asked: connect, handshake, answer */
 	long poll_ms;		/* asked again this often (0: only at connects) */
 };

@@ -32,6 +32,7 @@
 #include "sreply.h"
 
 struct allowlist;
+struct rtls_ctx;
 
 /* Plain data; rconn_new() copies the strings, the caller keeps its own. */
 struct rconn_opts {
@@ -90,6 +91,10 @@ struct rconn_opts {
 	 * host outside it -- from resolve, or an -ASK's -- is never connected
 	 * to, so no AUTH goes there; the attempt fails like a refused connect. */
 	struct allowlist *allow;
+	/* [redis] tls (rtls.h, borrowed: outlives rc): every connect to a
+	 * host -- and an -ASK's side connection -- is TLS, verified before
+	 * AUTH; a failed handshake is a failed connect. NULL: clear text. */
+	struct rtls_ctx *tls;
 	/* What ROLE must answer at connect: a primary (the default), a
 	 * sentinel, or anything (a cluster node asked for its map). */
 	enum rconn_role { RCONN_ROLE_PRIMARY, RCONN_ROLE_SENTINEL, RCONN_ROLE_ANY } role;

@@ -47,4 +47,11 @@ int sentinel_master(const struct sentinel_addr *s, size_t n, const char *master_
 		    char *err, size_t errlen)
 	__attribute__((warn_unused_result));
 
+/* The same, over TLS with tls ([redis] tls, rtls.h); NULL: clear text. */
+struct rtls_ctx;
+int sentinel_master_tls(struct rtls_ctx *tls, const struct sentinel_addr *s, size_t n,
+			const char *master_name, const char *password, long timeout_ms,
+			char *host, size_t hostlen, int *port, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+
 #endif

@@ -8,12 +8,15 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "rtls.h"
+
 #define NO_NODE 0xffff
 
 struct cluster_map {
 	uint16_t owner[CLUSTER_SLOTS];	/* index into nodes, NO_NODE: unknown */
 	struct cluster_node nodes[CLUSTER_NODES_MAX];
 	size_t nnodes;
+	int tls;	/* a node's "tls-port" wins over its "port" */
 };
 
 uint16_t
@@ -193,14 +196,22 @@ addr_of(const redisReply *r)
 	return r->str;
 }
 
+void
+cluster_map_use_tls(struct cluster_map *m, int tls)
+{
+	m->tls = tls != 0;
+}
+
 /* The primary of one shard's "nodes" into out. -1 when it has none. */
 static int
-shard_primary(const redisReply *nodes, const char *asked, struct cluster_node *out)
+shard_primary(const redisReply *nodes, const char *asked, int tls, struct cluster_node *out)
 {
 	if (nodes == NULL || nodes->type != REDIS_REPLY_ARRAY)
 		return -1;
 	for (size_t i = 0; i < nodes->elements; i++) {
 		const redisReply *nd = nodes->element[i], *port = field(nd, "port");
+		if (tls && field(nd, "tls-port") != NULL)
+			port = field(nd, "tls-port");
 		if (!is_str(field(nd, "role"), "master") || port == NULL ||
 		    port->type != REDIS_REPLY_INTEGER || port->integer < 1 || port->integer > 65535)
 			continue;
@@ -227,7 +238,7 @@ parse_shard(struct cluster_map *m, const redisReply *sh, const char *asked)
 		return -1;
 	if (slots->elements == 0)
 		return 0;	/* a primary without slots, or a shard being emptied */
-	if (shard_primary(field(sh, "nodes"), asked, &primary) < 0)
+	if (shard_primary(field(sh, "nodes"), asked, m->tls, &primary) < 0)
 		return 0;	/* no primary now (a failover): its slots stay unknown */
 	int idx = node_index(m, primary.host, primary.port);
 	if (idx < 0)
@@ -251,6 +262,7 @@ cluster_map_parse_shards(struct cluster_map *m, const redisReply *r, const char 
 	struct cluster_map *next = cluster_map_new();
 	if (next == NULL)
 		return -1;
+	next->tls = m->tls;
 	for (size_t i = 0; i < r->elements; i++)
 		if (parse_shard(next, r->element[i], asked) < 0) {
 			cluster_map_free(next);
@@ -324,11 +336,11 @@ cluster_map_apply(struct cluster_map *m, const struct cluster_redirect *rd)
 /* ---- the shell: asking a node for the map ---- */
 
 static int
-ask(struct cluster_map *m, const char *host, int port, const char *username,
-    const char *password, long timeout_ms, char *why, size_t whylen)
+ask(struct rtls_ctx *tls, struct cluster_map *m, const char *host, int port,
+    const char *username, const char *password, long timeout_ms, char *why, size_t whylen)
 {
 	struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-	redisContext *c = redisConnectWithTimeout(host, port, tv);
+	redisContext *c = rtls_redis_connect(tls, host, port, timeout_ms);
 	redisReply *r = NULL;
 	int rc = -1;
 
@@ -363,16 +375,27 @@ cluster_refresh(struct cluster_map *m, const struct sentinel_addr *seeds, size_t
 		const char *username, const char *password, long timeout_ms, char *err,
 		size_t errlen)
 {
+	return cluster_refresh_tls(NULL, m, seeds, nseeds, username, password, timeout_ms, err,
+	    errlen);
+}
+
+int
+cluster_refresh_tls(struct rtls_ctx *tls, struct cluster_map *m,
+		    const struct sentinel_addr *seeds, size_t nseeds, const char *username,
+		    const char *password, long timeout_ms, char *err, size_t errlen)
+{
 	struct cluster_node known[CLUSTER_NODES_MAX];
 	size_t nknown = cluster_map_nodes(m, known, CLUSTER_NODES_MAX);
+
+	cluster_map_use_tls(m, tls != NULL);
 	char why[200] = "no node to ask";
 
 	for (size_t i = 0; i < nknown; i++)
-		if (ask(m, known[i].host, known[i].port, username, password, timeout_ms, why,
+		if (ask(tls, m, known[i].host, known[i].port, username, password, timeout_ms, why,
 		    sizeof why) == 0)
 			return 0;
 	for (size_t i = 0; i < nseeds; i++)
-		if (ask(m, seeds[i].host, seeds[i].port, username, password, timeout_ms, why,
+		if (ask(tls, m, seeds[i].host, seeds[i].port, username, password, timeout_ms, why,
 		    sizeof why) == 0)
 			return 0;
 	snprintf(err, errlen, "no cluster node answered CLUSTER SHARDS (last: %s)", why);

@@ -614,6 +614,11 @@ static const struct key redis_keys[] = {
 	/* WAIT's 0 is "for ever": a worker never blocks on a replica */
 	{"wait_timeout_ms", set_long, C(redis.wait_timeout_ms), 1, VAL_MAX},
 	{"allow_plaintext", set_yes_no, C(redis.allow_plaintext), 0, 0},
+	{"tls", set_yes_no, C(redis.tls), 0, 0},
+	{"tls_ca_file", set_str, C(redis.tls_ca_file), 0, 0},
+	{"tls_cert_file", set_str, C(redis.tls_cert_file), 0, 0},
+	{"tls_key_file", set_str, C(redis.tls_key_file), 0, 0},
+	{"tls_server_name", set_str, C(redis.tls_server_name), 0, 0},
 	{"auth", set_redis_auth, C(redis.auth), 0, 0},
 	{"token_scope", set_str, C(redis.token_scope), 0, 0},
 	{"token_resource", set_str, C(redis.token_resource), 0, 0},
@@ -1545,8 +1550,36 @@ loopback_host(const char *h, size_t n)
 	return dots == 3;
 }
 
+/* tls: the tls_* keys need it, a unix socket excludes it, and a client
+ * certificate comes with its key. */
+static void
+finish_tls(struct ctx *c)
+{
+	const struct cfg *cfg = c->cfg;
+	static const char *const keys[] = {"tls_ca_file", "tls_cert_file", "tls_key_file",
+	    "tls_server_name"};
+
+	if (!cfg->redis.tls) {
+		for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+			if (find_line(cfg, "redis", keys[i]) != NULL)
+				fail(c, cfg_line_of(cfg, "redis", keys[i]),
+				    "%s is only used with tls = yes", keys[i]);
+		return;
+	}
+	if (cfg->redis.socket != NULL)
+		fail(c, cfg_line_of(cfg, "redis", "socket"),
+		    "socket and tls exclude each other: TLS is for a host and port");
+	if ((cfg->redis.tls_cert_file == NULL) != (cfg->redis.tls_key_file == NULL))
+		fail(c, cfg_line_of(cfg, "redis", cfg->redis.tls_cert_file ? "tls_cert_file" :
+		    "tls_key_file"), "tls_cert_file and tls_key_file go together");
+	if (cfg->redis.tls_server_name != NULL && (*cfg->redis.tls_server_name == '\0' ||
+	    strpbrk(cfg->redis.tls_server_name, " \t/:@") != NULL))
+		fail(c, cfg_line_of(cfg, "redis", "tls_server_name"),
+		    "tls_server_name: a host name or address, without port");
+}
+
 /* A Redis password sent to a host that is not loopback crosses a network
- * in clear text: refused without TLS (stunnel on loopback) unless
+ * in clear text: refused without tls = yes (or stunnel on loopback) unless
  * allow_plaintext = yes, as http:// is without allow_http. */
 static void
 finish_plaintext(struct ctx *c)
@@ -1556,7 +1589,7 @@ finish_plaintext(struct ctx *c)
 	char why[160];
 	size_t n = 0;
 
-	if (cfg->redis.allow_plaintext || cfg->redis.socket != NULL)
+	if (cfg->redis.allow_plaintext || cfg->redis.socket != NULL || cfg->redis.tls)
 		return;
 	const char *key = cfg->redis.cluster ? "cluster" : cfg->redis.sentinels ? "sentinels" :
 	    "host";
@@ -1578,7 +1611,7 @@ finish_plaintext(struct ctx *c)
 		if (loopback_host(a[i].host, len) || strcmp(a[i].host, "::1") == 0)
 			continue;
 		fail(c, cfg_line_of(cfg, "redis", key), "%s: the Redis password would cross the "
-		    "network to %.*s in clear text: reach Redis through TLS (stunnel on loopback), "
+		    "network to %.*s in clear text: set tls = yes (or use stunnel on loopback), "
 		    "or set allow_plaintext = yes", key, SHOW, a[i].host);
 		return;
 	}
@@ -1695,6 +1728,7 @@ cfg_parse(const char *name, const char *text, size_t len, const struct cfg_env *
 		finish_actions(&c);
 		finish_http(&c);
 		finish_plaintext(&c);
+		finish_tls(&c);
 		finish_metrics(&c);
 	}
 	if (c.nomem)
@@ -1724,6 +1758,10 @@ cfg_free(struct cfg *cfg)
 	free(cfg->redis.sentinel_password_file);
 	free(cfg->redis.cluster);
 	free(cfg->redis.allow_hosts);
+	free(cfg->redis.tls_ca_file);
+	free(cfg->redis.tls_cert_file);
+	free(cfg->redis.tls_key_file);
+	free(cfg->redis.tls_server_name);
 	free(cfg->redis.token_scope);
 	free(cfg->redis.token_resource);
 	free(cfg->redis.token_command);

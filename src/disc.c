@@ -140,7 +140,7 @@ ask_one(struct disc *d, const struct sentinel_addr *a)
 		.password = d->o.secret != NULL ? d->o.secret(d->o.arg, sentinel) : NULL,
 		.connect_timeout_ms = d->o.timeout_ms, .command_timeout_ms = d->o.timeout_ms,
 		.backoff_min_ms = 1000, .backoff_max_ms = 1000,
-		.allow = d->allow, .once = 1,
+		.allow = d->allow, .once = 1, .tls = d->o.tls,
 		.role = sentinel ? RCONN_ROLE_SENTINEL : RCONN_ROLE_ANY,
 	};
 
@@ -449,6 +449,8 @@ disc_new(const struct disc_opts *o, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
+	if (d->map != NULL)
+		cluster_map_use_tls(d->map, o->tls != NULL);
 	if ((d->allow = disc_allowlist_of(o->allow_hosts, o->host, o->sentinels, o->cluster, err,
 	    errlen)) == NULL)
 		goto fail;

@@ -35,6 +35,7 @@
 #include "record.h"
 #include "rnd.h"
 #include "rtoken.h"
+#include "rtls.h"
 #include "script.h"
 #include "sdnotify.h"
 #include "secrets.h"
@@ -125,6 +126,7 @@ struct engine {
 	ev_timer heartbeat, claim, lease, grace, watchdog;
 	/* Sentinel, Cluster: where to connect (disc.h), and allow_hosts */
 	struct disc *disc;
+	struct rtls_ctx *tls;	/* [redis] tls: made at the first connect, kept (R16) */
 	char *sentinel_password;
 	size_t sentinel_password_len;
 	/* [redis] auth: the password or the token of every connection */
@@ -1530,7 +1532,7 @@ setup_disc(struct engine *eng, char *err, size_t errlen)
 		.username = cfg->redis.username,
 		.host = cfg->redis.socket == NULL ? cfg->redis.host : NULL,
 		.allow_hosts = cfg->redis.allow_hosts, .secret = disc_secret,
-		.each_conn = each_conn, .arg = eng,
+		.each_conn = each_conn, .arg = eng, .tls = eng->tls,
 		.timeout_ms = SENTINEL_TIMEOUT_MS, .poll_ms = DISC_POLL_MS,
 	};
 
@@ -1705,6 +1707,9 @@ connect_redis(struct engine *eng, char *err, size_t errlen)
 
 	if (eng->redis_connected)
 		return 0;
+	if (cfg->redis.tls && eng->tls == NULL &&
+	    (eng->tls = rtls_ctx_new(cfg, err, errlen)) == NULL)
+		return -1;
 	if (setup_sentinels(eng, err, errlen) < 0 || setup_disc(eng, err, errlen) < 0)
 		return -1;
 	int64_t now = wtime_mono_ms();
@@ -1715,6 +1720,7 @@ connect_redis(struct engine *eng, char *err, size_t errlen)
 	o.auth_seen = on_redis_auth;
 	o.auth_arg = eng;
 	o.allow = disc_allowlist(eng->disc);
+	o.tls = eng->tls;
 	eng->redis_connected = 1;
 	/* A cluster refuses one read over several slots (CROSSSLOT). */
 	eng->one_read = eng->nshards > 1 && cfg->redis.cluster == NULL;
@@ -1987,13 +1993,19 @@ log_restart_needed(const struct cfg *old, const struct cfg *cfg)
 		{"token_scope", same_str(old->redis.token_scope, cfg->redis.token_scope)},
 		{"token_resource", same_str(old->redis.token_resource, cfg->redis.token_resource)},
 		{"token_command", same_str(old->redis.token_command, cfg->redis.token_command)},
+		{"tls", old->redis.tls == cfg->redis.tls},
+		{"tls_ca_file", same_str(old->redis.tls_ca_file, cfg->redis.tls_ca_file)},
+		{"tls_cert_file", same_str(old->redis.tls_cert_file, cfg->redis.tls_cert_file)},
+		{"tls_key_file", same_str(old->redis.tls_key_file, cfg->redis.tls_key_file)},
+		{"tls_server_name", same_str(old->redis.tls_server_name,
+		    cfg->redis.tls_server_name)},
 	};
 	char changed[256] = "";
 	size_t len = 0;
 
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
 		if (!keys[i].same) {
-			/* fits: every name above, with commas, is under 128 bytes */
+			/* fits: every name above, with commas, is under 256 bytes */
 			int w = snprintf(changed + len, sizeof changed - len, "%s%s",
 			    len > 0 ? "," : "", keys[i].name);
 			if (w < 0 || (size_t)w >= sizeof changed - len)
@@ -2143,6 +2155,7 @@ engine_free(struct engine *eng)
 	if (eng->sentinel_password)
 		secrets_free(eng->sentinel_password, eng->sentinel_password_len);
 	disc_free(eng->disc);	/* after the connections: no callback asks it */
+	rtls_ctx_free(eng->tls);	/* after every connection that borrowed it */
 	cfg_free(eng->cfg);
 	free(eng);
 }

@@ -46,6 +46,7 @@
 #include "cluster.h"
 #include "sentinel.h"
 #include "allowlist.h"
+#include "rtls.h"
 
 /* The handshake's own commands read hiredis's reply; a user's callback sees
  * it through sreply only. */
@@ -84,6 +85,8 @@ struct rconn {
 	void (*auth_seen)(void *arg, int ok, const char *kind);
 	void *auth_arg;
 	struct allowlist *allow;	/* borrowed */
+	struct rtls_ctx *tls_ctx;	/* borrowed; NULL: clear text */
+	struct rtls_conn *tls;		/* this attempt's TLS, until conn_gone() */
 	enum rconn_role role;
 	int once;		/* one attempt, no reconnect */
 	int resolving;		/* waiting for rconn_resolved() */
@@ -145,6 +148,8 @@ struct auth_sent {
 static const char *const expected_errors[] = {"BUSYGROUP", "NOSCRIPT"};
 
 static void start_connect(struct rconn *rc);
+static void on_tls_ready(void *arg, int ok, const char *err);
+static int open_context(struct rconn *rc, redisAsyncContext *ac);
 static void drop(struct rconn *rc, const char *why);
 static void close_side(struct rconn *rc);
 static void free_side(struct rconn *rc);
@@ -259,9 +264,14 @@ stop_conn_timers(struct rconn *rc)
 static void
 conn_gone(struct rconn *rc, const char *why)
 {
-	char qwhy[160];
+	char qwhy[160], wbuf[200];
 	int was_up = rc->announced;
 
+	/* why may be the TLS connection's, freed here */
+	snprintf(wbuf, sizeof wbuf, "%s", why);
+	why = wbuf;
+	rtls_conn_free(rc->tls);
+	rc->tls = NULL;
 	rc->ac = NULL;
 	rc->gen++;
 	rc->up = 0;
@@ -524,7 +534,7 @@ open_side(struct rconn *rc, const struct cluster_redirect *rd, const char *host)
 		.connect_timeout_ms = rc->connect_timeout_ms,
 		.command_timeout_ms = rc->command_timeout_ms,
 		.backoff_min_ms = rc->backoff_min_ms, .backoff_max_ms = rc->backoff_max_ms,
-		.allow = rc->allow,
+		.allow = rc->allow, .tls = rc->tls_ctx,
 	};
 
 	/* the importing node is whoever the answer named: checked before a
@@ -957,6 +967,8 @@ on_disconnect(const redisAsyncContext *ac, int status)
 	const char *why = rc->drop_reason;
 
 	(void)status;
+	if (why == NULL && rc->tls != NULL && rtls_conn_why(rc->tls)[0] != '\0')
+		why = rtls_conn_why(rc->tls);	/* the TLS side ended it */
 	if (why == NULL)
 		why = ac->err != 0 ? ac->errstr : "connection closed";
 	conn_gone(rc, why);		/* hiredis frees ac when we return */
@@ -969,8 +981,11 @@ drop(struct rconn *rc, const char *why)
 	redisAsyncContext *ac = rc->ac;
 	unsigned gen = rc->gen;
 
-	if (ac == NULL)
+	if (ac == NULL) {
+		if (rc->tls != NULL)	/* in the TLS handshake */
+			conn_gone(rc, why);
 		return;
+	}
 	rc->up = 0;
 	rc->drop_reason = why;
 	/* Outstanding callbacks get NULL, then on_disconnect() runs when the
@@ -1047,17 +1062,70 @@ start_connect(struct rconn *rc)
 		conn_gone(rc, "host not in allow_hosts");
 		return;
 	}
+	if (rc->tls_ctx != NULL && rc->socket == NULL) {
+		/* TLS first; on_tls_ready() makes the hiredis context */
+		rc->tls = rtls_conn_new(rc->loop, rc->tls_ctx, rc->host, rc->port, on_tls_ready,
+		    rc, why, sizeof why);
+		if (rc->tls == NULL) {
+			conn_gone(rc, why);
+			return;
+		}
+		arm_conn_timer(rc);
+		return;
+	}
 	ac = rc->socket != NULL ? redisAsyncConnectUnix(rc->socket) :
 	    redisAsyncConnect(rc->host, rc->port);
+	if (open_context(rc, ac) == 0)
+		arm_conn_timer(rc);
+}
+
+/* The TLS session is verified: hiredis gets a context on the trampoline
+ * (rtls.h), whose fd becomes the plain end of the pump before anything is
+ * sent or watched; then the handshake (AUTH, ...) runs over TLS as usual.
+ * conn_timer keeps running: it bounds connect, TLS and AUTH together. */
+static void
+on_tls_ready(void *arg, int ok, const char *err)
+{
+	struct rconn *rc = arg;
+	char why[200];
+
+	if (!ok) {
+		conn_gone(rc, err);
+		return;
+	}
+	const char *path = rtls_trampoline(why, sizeof why);
+	if (path == NULL) {
+		conn_gone(rc, why);
+		return;
+	}
+	redisAsyncContext *ac = redisAsyncConnectUnix(path);
+	if (ac != NULL && ac->err == 0 && rtls_conn_attach(rc->tls, ac->c.fd, why,
+	    sizeof why) != 0) {
+		rtls_trampoline_drain();
+		redisAsyncFree(ac);
+		conn_gone(rc, why);
+		return;
+	}
+	rtls_trampoline_drain();
+	(void)open_context(rc, ac);
+}
+
+/* A new hiredis context into rc, attached to the loop; 0, or -1 after
+ * conn_gone(). */
+static int
+open_context(struct rconn *rc, redisAsyncContext *ac)
+{
+	char why[160];
+
 	if (ac == NULL) {
 		conn_gone(rc, "out of memory");
-		return;
+		return -1;
 	}
 	if (ac->err != 0) {
 		snprintf(why, sizeof(why), "%s", ac->errstr);
 		redisAsyncFree(ac);
 		conn_gone(rc, why);
-		return;
+		return -1;
 	}
 	ac->data = rc;
 	/* every reply object in one allocation (rreply.h) */
@@ -1067,10 +1135,10 @@ start_connect(struct rconn *rc)
 	    redisAsyncSetDisconnectCallback(ac, on_disconnect) != REDIS_OK) {
 		redisAsyncFree(ac);
 		conn_gone(rc, "cannot attach to the event loop");
-		return;
+		return -1;
 	}
 	rc->ac = ac;
-	arm_conn_timer(rc);
+	return 0;
 }
 
 /* Timers. */
@@ -1143,6 +1211,7 @@ copy_opt(char **dst, const char *src)
 static void
 rc_release(struct rconn *rc)
 {
+	rtls_conn_free(rc->tls);
 	free(rc->host);
 	free(rc->socket);
 	free(rc->username);
@@ -1196,6 +1265,7 @@ rconn_new(struct ev_loop *loop, const struct rconn_opts *opts, const char *name,
 	rc->password_expires = opts->password_expires_at_ms;
 	rc->cluster = opts->resolve != NULL && opts->cluster;
 	rc->allow = opts->allow;
+	rc->tls_ctx = opts->tls;
 	rc->role = opts->role;
 	rc->once = opts->once;
 	log_quote(rc->qname, sizeof(rc->qname), name != NULL ? name : "redis");

@@ -274,6 +274,11 @@ secrets_check_cfg(const struct cfg *cfg, struct cfg_errors *errs)
 	    SECRETS_PRIVATE_PEM, errs);
 	rc |= check_file(cfg, "redis", "sentinel_password_file", cfg->redis.sentinel_password_file,
 	    SECRETS_TRIMMED, errs);
+	rc |= check_file(cfg, "redis", "tls_ca_file", cfg->redis.tls_ca_file, SECRETS_PUBLIC, errs);
+	rc |= check_file(cfg, "redis", "tls_cert_file", cfg->redis.tls_cert_file, SECRETS_PUBLIC,
+	    errs);
+	rc |= check_file(cfg, "redis", "tls_key_file", cfg->redis.tls_key_file,
+	    SECRETS_PRIVATE_PEM, errs);
 	for (size_t i = 0; i < cfg->nactions; i++) {
 		snprintf(sec, sizeof sec, "action %s", cfg->actions[i].name);
 		rc |= check_file(cfg, sec, "bearer_file", cfg->actions[i].bearer_file,

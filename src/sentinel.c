@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "rtls.h"
+
 static const char *
 skip_blank(const char *p)
 {
@@ -113,11 +115,12 @@ sentinel_is_master(const redisReply *r)
 
 /* One sentinel: 0 with the address, -1 with why. */
 static int
-ask(const struct sentinel_addr *a, const char *master, const char *password, long timeout_ms,
-    char *host, size_t hostlen, int *port, char *why, size_t whylen)
+ask(struct rtls_ctx *tls, const struct sentinel_addr *a, const char *master,
+    const char *password, long timeout_ms, char *host, size_t hostlen, int *port, char *why,
+    size_t whylen)
 {
 	struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-	redisContext *c = redisConnectWithTimeout(a->host, a->port, tv);
+	redisContext *c = rtls_redis_connect(tls, a->host, a->port, timeout_ms);
 	redisReply *r = NULL;
 	int rc = -1;
 
@@ -151,10 +154,19 @@ sentinel_master(const struct sentinel_addr *s, size_t n, const char *master_name
 		const char *password, long timeout_ms, char *host, size_t hostlen, int *port,
 		char *err, size_t errlen)
 {
+	return sentinel_master_tls(NULL, s, n, master_name, password, timeout_ms, host, hostlen,
+	    port, err, errlen);
+}
+
+int
+sentinel_master_tls(struct rtls_ctx *tls, const struct sentinel_addr *s, size_t n,
+		    const char *master_name, const char *password, long timeout_ms, char *host,
+		    size_t hostlen, int *port, char *err, size_t errlen)
+{
 	char why[160] = "no sentinel";
 
 	for (size_t i = 0; i < n; i++)
-		if (ask(&s[i], master_name, password, timeout_ms, host, hostlen, port, why,
+		if (ask(tls, &s[i], master_name, password, timeout_ms, host, hostlen, port, why,
 		    sizeof why) == 0)
 			return 0;
 	snprintf(err, errlen, "no sentinel answered for %s (last: %s)", master_name, why);

@@ -54,6 +54,7 @@
 #include "sreply.h"
 #include "store.h"
 #include "trace.h"
+#include "rtls.h"
 #include "version.h"
 #include "webhook.h"
 #include "wtime.h"
@@ -74,6 +75,7 @@ struct ctx {
 	unsigned shard;
 	long shard_opt;		/* --shard N; -1: every shard */
 	redisContext *redis;
+	struct rtls_ctx *tls;	/* [redis] tls: made at the first connect */
 	int json;		/* --json */
 	const char *as;		/* --as ROLE; NULL: [redis]'s user */
 	/* The role made for the command (status and metrics: monitor;
@@ -392,8 +394,8 @@ cluster_owner(struct ctx *c, char *host, size_t hostlen, int *port)
 	rc = EX_UNAVAILABLE;
 	if ((m = cluster_map_new()) == NULL)
 		say("out of memory");
-	else if (cluster_refresh(m, seeds, n, c->username, pw, TIMEOUT_S * 1000L, err,
-	    sizeof err) < 0)
+	else if (cluster_refresh_tls(c->tls, m, seeds, n, c->username, pw, TIMEOUT_S * 1000L,
+	    err, sizeof err) < 0)
 		say("%s", err);
 	else {
 		unsigned slot = cluster_key_slot(c->keys.jobs, strlen(c->keys.jobs));
@@ -435,8 +437,8 @@ sentinel_primary(const struct ctx *c, char *host, size_t hostlen, int *port)
 	if (!cfg->redis.sentinel_password_file && cfg->redis.auth != CFG_REDIS_PASSWORD &&
 	    (rc = redis_password(c, &pw, &len)) != 0)
 		return rc;
-	rc = sentinel_master(a, n, cfg->redis.master_name, pw, TIMEOUT_S * 1000L, host, hostlen,
-	    port, err, sizeof err);
+	rc = sentinel_master_tls(c->tls, a, n, cfg->redis.master_name, pw, TIMEOUT_S * 1000L,
+	    host, hostlen, port, err, sizeof err);
 	if (pw)
 		secrets_free(pw, len);
 	if (rc < 0) {
@@ -469,6 +471,22 @@ host_allowed(const struct cfg *cfg, const char *host, int port)
 	return 0;
 }
 
+/* [redis] tls: every connection of this run over it (rtls.h). 0, or an
+ * exit code. */
+static int
+make_tls(struct ctx *c)
+{
+	char err[512];
+
+	if (!c->cfg->redis.tls || c->tls != NULL)
+		return 0;
+	if ((c->tls = rtls_ctx_new(c->cfg, err, sizeof err)) == NULL) {
+		say("[redis] tls: %s", err);
+		return EX_CONFIG;
+	}
+	return 0;
+}
+
 static int
 connect_redis(struct ctx *c)
 {
@@ -482,6 +500,8 @@ connect_redis(struct ctx *c)
 
 	if (c->redis != NULL)
 		return 0;	/* connected to the shard's node already */
+	if ((rc = make_tls(c)) != 0)
+		return rc;
 	if (cfg->redis.sentinels && (rc = sentinel_primary(c, host, sizeof host, &port)) != 0)
 		return rc;
 	if (cfg->redis.cluster && (rc = cluster_owner(c, host, sizeof host, &port)) != 0)
@@ -494,7 +514,7 @@ connect_redis(struct ctx *c)
 	if (cfg->redis.socket != NULL)
 		c->redis = redisConnectUnixWithTimeout(cfg->redis.socket, tv);
 	else
-		c->redis = redisConnectWithTimeout(where, port, tv);
+		c->redis = rtls_redis_connect(c->tls, where, port, TIMEOUT_S * 1000L);
 	if (c->redis == NULL || c->redis->err) {
 		if (cfg->redis.socket != NULL)
 			say("cannot connect to Redis at %s: %s", cfg->redis.socket,
@@ -904,7 +924,8 @@ run_asking(struct ctx *c, int argc, const char **argv, const size_t *len)
 	if (host_allowed(c->cfg, host, (int)port) != 0)
 		return NULL;	/* said; no connection, so no AUTH, goes there */
 	struct timeval tv = {TIMEOUT_S, 0};
-	redisContext *home = c->redis, *side = redisConnectWithTimeout(host, (int)port, tv);
+	redisContext *home = c->redis, *side = rtls_redis_connect(c->tls, host, (int)port,
+	    TIMEOUT_S * 1000L);
 	r = NULL;
 	if (side == NULL || side->err || redisSetTimeout(side, tv) != REDIS_OK) {
 		say("cannot connect to Redis at %s:%ld (ASK)", host, port);
@@ -3350,7 +3371,8 @@ main(int argc, char **argv)
 		say("cannot write the output: %s", strerror(errno));
 		rc = EX_REFUSED;
 	}
-	redisFree(c.redis);
+	redisFree(c.redis);	/* its pump thread sees the end and stops */
+	rtls_ctx_free(c.tls);
 	cfg_free(c.cfg);
 	return rc;
 }

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "record.h"
+#include "rtls.h"
 #include "secrets.h"
 #include "proc.h"
 #include "version.h"
@@ -56,6 +57,22 @@ check_verify_key(const struct cfg *cfg, FILE *out)
 	return k ? 0 : -1;
 }
 
+/* [redis] tls: the CA, the client certificate and its key load and match
+ * (rtls_ctx_new), so -t finds what the first connect would. 0 or -1. */
+static int
+check_tls(const struct cfg *cfg, FILE *out)
+{
+	char err[512];
+
+	if (!cfg->redis.tls)
+		return 0;
+	struct rtls_ctx *t = rtls_ctx_new(cfg, err, sizeof err);
+	if (t == NULL)
+		fprintf(out, "%s:%d: tls: %s\n", cfg->path, cfg_line_of(cfg, "redis", "tls"), err);
+	rtls_ctx_free(t);
+	return t ? 0 : -1;
+}
+
 /* The config with every file it names readable, or NULL after printing each
  * error on its own line: an operator reads these, so no logfmt. */
 static struct cfg *
@@ -64,7 +81,8 @@ load_config(const char *path)
 	struct cfg_errors errs = {0};
 	struct cfg *cfg = cfgfile_load(path, &errs);
 
-	if (cfg && (secrets_check_cfg(cfg, &errs) < 0 || check_verify_key(cfg, stderr) < 0)) {
+	if (cfg && (secrets_check_cfg(cfg, &errs) < 0 || check_verify_key(cfg, stderr) < 0 ||
+	    check_tls(cfg, stderr) < 0)) {
 		cfg_free(cfg);
 		cfg = NULL;
 	}

@@ -176,6 +176,33 @@ not_10(void *arg, const struct cluster_node *n)
 	return strncmp(n->host, "10.", 3) != 0;
 }
 
+/* [redis] tls: a node with tls-cluster reports "port" (plain) and
+ * "tls-port"; with TLS the map names the TLS one, without it the plain one,
+ * and a node without "tls-port" keeps its "port". */
+static void
+test_map_tls(void **state)
+{
+	struct cluster_map *m = cluster_map_new();
+
+	(void)state;
+	assert_non_null(m);
+	for (int tls = 0; tls <= 1; tls++) {
+		redisReply *r = arr(2,
+		    arr(4, str("slots"), arr(2, num(0), num(8000)), str("nodes"),
+			arr(1, arr(14, str("id"), str("a"), str("port"), num(7001), str("tls-port"),
+			    num(8001), str("ip"), str("10.0.0.1"), str("endpoint"), str("10.0.0.1"),
+			    str("role"), str("master"), str("health"), str("online")))),
+		    arr(4, str("slots"), arr(2, num(8001), num(16383)), str("nodes"),
+			arr(1, cnode("10.0.0.2", "10.0.0.2", 7002, "master"))));
+		cluster_map_use_tls(m, tls);
+		assert_int_equal(cluster_map_parse_shards(m, r, "seed"), 0);
+		tree_free(r);
+		assert_int_equal(cluster_map_owner(m, 0)->port, tls ? 8001 : 7001);
+		assert_int_equal(cluster_map_owner(m, 9000)->port, 7002);
+	}
+	cluster_map_free(m);
+}
+
 static void
 test_keep(void **state)
 {
@@ -258,6 +285,7 @@ main(void)
 		cmocka_unit_test(test_key_slot),
 		cmocka_unit_test(test_shard),
 		cmocka_unit_test(test_map),
+		cmocka_unit_test(test_map_tls),
 		cmocka_unit_test(test_keep),
 		cmocka_unit_test(test_redirect),
 	};

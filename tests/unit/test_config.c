@@ -672,6 +672,43 @@ test_redis_password_plaintext(void **state)
 	cfg_free(load_ok("[redis]\nhost = 10.0.0.5\n" MIN_RECORDS MIN_ACTION));	/* no password */
 }
 
+static char *dump_text(const struct cfg *cfg);
+
+/* Issue 27 item 6: [redis] tls. A password may then cross the network; the
+ * tls_* keys need tls = yes; a unix socket excludes it; a client
+ * certificate comes with its key; a server name is a name, not a URL. */
+static void
+test_redis_tls(void **state)
+{
+	(void)state;
+	struct cfg *cfg = load_ok("[redis]\nhost = 10.0.0.5\npassword_file = pw\ntls = yes\n"
+	    "tls_ca_file = ca.crt\ntls_cert_file = c.crt\ntls_key_file = c.key\n"
+	    "tls_server_name = redis.example\n" MIN_RECORDS MIN_ACTION);
+	assert_int_equal(cfg->redis.tls, 1);
+	assert_string_equal(cfg->redis.tls_ca_file, "ca.crt");
+	assert_string_equal(cfg->redis.tls_server_name, "redis.example");
+	char *dump = dump_text(cfg);
+	assert_non_null(strstr(dump, "\ntls = yes\n"));
+	assert_non_null(strstr(dump, "\ntls_server_name = redis.example\n"));
+	free(dump);
+	cfg_free(cfg);
+	cfg_free(load_ok("[redis]\nsentinels = 10.0.0.1:26379\nmaster_name = m\n"
+	    "password_file = pw\ntls = yes\n" MIN_RECORDS MIN_ACTION));
+	EXPECT("[redis]\nhost = 10.0.0.5\ntls_ca_file = ca.crt\ntls_server_name = r\n"
+	    MIN_RECORDS MIN_ACTION,
+	    "t.ini:3: tls_ca_file is only used with tls = yes",
+	    "t.ini:4: tls_server_name is only used with tls = yes");
+	EXPECT("[redis]\nsocket = /run/r.sock\ntls = yes\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:2: socket and tls exclude each other");
+	EXPECT("[redis]\ntls = yes\ntls_cert_file = c.crt\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:3: tls_cert_file and tls_key_file go together");
+	EXPECT("[redis]\ntls = yes\ntls_key_file = c.key\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:3: tls_cert_file and tls_key_file go together");
+	EXPECT("[redis]\ntls = yes\ntls_server_name = redis.example:6380\n" MIN_RECORDS
+	    MIN_ACTION, "t.ini:3: tls_server_name: a host name or address, without port");
+	EXPECT("[redis]\ntls = maybe\n" MIN_RECORDS MIN_ACTION, "t.ini:2: ");
+}
+
 static void
 test_did_you_mean(void **state)
 {
@@ -1391,6 +1428,7 @@ main(void)
 		cmocka_unit_test(test_comments_indent_crlf_bom),
 		cmocka_unit_test(test_inline_hash_comments),
 		cmocka_unit_test(test_redis_password_plaintext),
+		cmocka_unit_test(test_redis_tls),
 		cmocka_unit_test(test_did_you_mean),
 		cmocka_unit_test(test_dump_round_trip),
 		cmocka_unit_test(test_action_gate_keys),
