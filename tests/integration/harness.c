@@ -1246,10 +1246,12 @@ default_heartbeat(const struct h_daemon_opts *o)
 char *
 h_daemon_ini(const struct h_daemon_opts *o)
 {
-	char records[PATH_MAX + 128];
+	char records[PATH_MAX + 128], sock[PATH_MAX + 16] = "";
 
-	if (o->redis_sock == NULL || o->target_url == NULL)
+	if (o->target_url == NULL)
 		return NULL;
+	if (o->redis_sock != NULL)	/* NULL: [redis] names sentinels or a cluster */
+		snprintf(sock, sizeof sock, "socket = %s\n", o->redis_sock);
 	if (o->signature_off)
 		snprintf(records, sizeof records, "signature = off\n");
 	else
@@ -1258,7 +1260,7 @@ h_daemon_ini(const struct h_daemon_opts *o)
 	return fmt_alloc(
 	    "[daemon]\nconsumer = %s\nlog_level = debug\nheartbeat_ms = %d\n"
 	    "shutdown_grace_ms = %d\n%s"
-	    "[redis]\nsocket = %s\nprefix = %s\nclaim_interval_ms = %d\nclaim_idle_ms = %d\n"
+	    "[redis]\n%sprefix = %s\nclaim_interval_ms = %d\nclaim_idle_ms = %d\n"
 	    "block_ms = %d\nmax_deliveries = %d\n%s"
 	    "[records]\n%s%s"
 	    "[retry]\nbase_ms = %d\ncap_ms = %d\nmax_attempts = %d\n%s"
@@ -1268,7 +1270,7 @@ h_daemon_ini(const struct h_daemon_opts *o)
 	    OR(o->consumer, "w1"), OR(o->heartbeat_ms, default_heartbeat(o)),
 	    OR(o->shutdown_grace_ms, 3000),
 	    OR(o->daemon_extra, ""),
-	    o->redis_sock, OR(o->prefix, "warrant"), OR(o->claim_interval_ms, 200),
+	    sock, OR(o->prefix, "warrant"), OR(o->claim_interval_ms, 200),
 	    OR(o->claim_idle_ms, 2000), OR(o->block_ms, 1000), OR(o->max_deliveries, 16),
 	    OR(o->redis_extra, ""),
 	    records, OR(o->records_extra, ""),

@@ -258,17 +258,13 @@ worker_ini(const char *consumer, const char *prefix, int shards, int max_in_flig
 	snprintf(redis_extra, sizeof redis_extra, "cluster = %s\n%s%s", seed_list,
 	    shards ? "shards = 6\n" : "", "batch = 16\n");
 	struct h_daemon_opts o = {
-		.redis_sock = "unused", .target_url = target.url, .consumer = consumer,
+		.target_url = target.url, .consumer = consumer,
 		.prefix = prefix, .signature_off = 1, .redis_extra = redis_extra,
 		.claim_idle_ms = 3000, .daemon_extra = daemon_extra,
 	};
 	snprintf(daemon_extra, sizeof daemon_extra, "max_in_flight = %d\n", max_in_flight);
 	char *ini = h_daemon_ini(&o);
 	assert_non_null(ini);
-	/* the harness writes a socket line; the cluster names the nodes */
-	char *s = strstr(ini, "socket = unused\n");
-	assert_non_null(s);
-	memmove(s, s + strlen("socket = unused\n"), strlen(s + strlen("socket = unused\n")) + 1);
 	return ini;
 }
 

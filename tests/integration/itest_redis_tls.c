@@ -309,13 +309,10 @@ native_ini(const char *extra)
 
 	snprintf(redis_extra, sizeof redis_extra, "host = 127.0.0.1\nport = %d\ntls = yes\n"
 	    "username = tlsd\npassword_file = %s\n%s", tls_port, pwfile, extra);
-	struct h_daemon_opts o = {.redis_sock = "unused", .target_url = S.target.url,
+	struct h_daemon_opts o = {.target_url = S.target.url,
 	    .prefix = PREFIX, .redis_extra = redis_extra};
 	char *ini = h_daemon_ini(&o);
 	assert_non_null(ini);
-	char *sl = strstr(ini, "socket = unused\n");
-	assert_non_null(sl);
-	memmove(sl, sl + strlen("socket = unused\n"), strlen(sl + strlen("socket = unused\n")) + 1);
 	return ini;
 }
 
@@ -662,13 +659,10 @@ test_sentinel_tls(void **state)
 
 	snprintf(extra, sizeof extra, "sentinels = 127.0.0.1:%d\nmaster_name = mymaster\n"
 	    "tls = yes\ntls_ca_file = %s/ca.crt\n", sen_tls, dir);
-	struct h_daemon_opts o = {.redis_sock = "unused", .target_url = S.target.url,
+	struct h_daemon_opts o = {.target_url = S.target.url,
 	    .prefix = PREFIX, .redis_extra = extra};
 	char *ini = h_daemon_ini(&o);
 	assert_non_null(ini);
-	char *sl = strstr(ini, "socket = unused\n");
-	assert_non_null(sl);
-	memmove(sl, sl + strlen("socket = unused\n"), strlen(sl + strlen("socket = unused\n")) + 1);
 	if (h_daemon_start(&d, ini) != 0)
 		fail_msg("warrantd did not start through a TLS sentinel; log %s", d.log);
 	free(ini);
@@ -793,13 +787,10 @@ test_cluster_tls(void **state)
 
 	snprintf(extra, sizeof extra, "cluster = %s\nshards = 3\ntls = yes\ntls_ca_file = "
 	    "%s/ca.crt\n", seeds_tls, dir);
-	struct h_daemon_opts o = {.redis_sock = "unused", .target_url = S.target.url,
+	struct h_daemon_opts o = {.target_url = S.target.url,
 	    .prefix = "tlsc", .redis_extra = extra};
 	char *ini = h_daemon_ini(&o);
 	assert_non_null(ini);
-	char *sl = strstr(ini, "socket = unused\n");
-	assert_non_null(sl);
-	memmove(sl, sl + strlen("socket = unused\n"), strlen(sl + strlen("socket = unused\n")) + 1);
 	if (h_daemon_start(&d, ini) != 0)
 		fail_msg("warrantd did not start on a TLS cluster; log %s", d.log);
 	free(ini);

@@ -205,17 +205,13 @@ test_failover(void **state)
 	    "127.0.0.1:%d\nmaster_name = mymaster\n", sent[0].port, sent[1].port, sent[2].port);
 	for (int w = 0; w < 2; w++) {
 		struct h_daemon_opts o = {
-			.redis_sock = "unused", .target_url = target.url,
+			.target_url = target.url,
 			.consumer = w == 0 ? "w1" : "w2", .signature_off = 1,
 			.redis_extra = redis_extra, .claim_idle_ms = 3000,
 			.daemon_extra = "max_in_flight = 16\n",
 		};
 		char *ini = h_daemon_ini(&o);
 		assert_non_null(ini);
-		/* the harness writes a socket line; sentinels replace it */
-		char *s = strstr(ini, "socket = unused\n");
-		assert_non_null(s);
-		memmove(s, s + strlen("socket = unused\n"), strlen(s + strlen("socket = unused\n")) + 1);
 		assert_int_equal(h_daemon_start(&workers[w], ini), 0);
 		free(ini);
 	}
@@ -346,14 +342,11 @@ test_deposed_primary(void **state)
 	    "shards = %d\n", sent[0].port, sent[1].port, sent[2].port, pw, DP_SHARDS);
 	free(pw);
 	struct h_daemon_opts o = {
-		.redis_sock = "unused", .target_url = target.url, .consumer = "w1",
+		.target_url = target.url, .consumer = "w1",
 		.signature_off = 1, .redis_extra = redis_extra, .claim_idle_ms = 3000,
 	};
 	char *ini = h_daemon_ini(&o);
 	assert_non_null(ini);
-	char *s = strstr(ini, "socket = unused\n");
-	assert_non_null(s);
-	memmove(s, s + strlen("socket = unused\n"), strlen(s + strlen("socket = unused\n")) + 1);
 	assert_int_equal(h_daemon_start(&workers[0], ini), 0);
 	free(ini);
 	decide_on(&primary, "dp-before");
@@ -474,16 +467,13 @@ test_shards_failover(void **state)
 	    sent[2].port, SS_SHARDS);
 	for (int w = 0; w < 2; w++) {
 		struct h_daemon_opts o = {
-			.redis_sock = "unused", .target_url = target.url,
+			.target_url = target.url,
 			.consumer = w == 0 ? "w1" : "w2", .signature_off = 1,
 			.redis_extra = redis_extra, .claim_idle_ms = 3000,
 			.daemon_extra = "max_in_flight = 16\n",
 		};
 		char *ini = h_daemon_ini(&o);
 		assert_non_null(ini);
-		char *s = strstr(ini, "socket = unused\n");
-		assert_non_null(s);
-		memmove(s, s + strlen("socket = unused\n"), strlen(s + strlen("socket = unused\n")) + 1);
 		assert_int_equal(h_daemon_start(&workers[w], ini), 0);
 		free(ini);
 	}
