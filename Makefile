@@ -29,8 +29,11 @@ CFLAGS  += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitiz
 LDFLAGS += -fsanitize=address,undefined
 endif
 
-MAINS     := src/warrantd.c src/warrantctl.c
-CORE_SRC  := $(filter-out $(MAINS),$(wildcard src/*.c))
+# src/ is grouped by layer (HACKING.md "Layout"); each folder's headers are
+# include/FOLDER/, named "FOLDER/x.h". The programs' mains stay out of the library.
+LAYERS    := base jose core conf http auth redis worker ctl
+MAINS     := src/warrantd.c src/ctl/warrantctl.c
+CORE_SRC  := $(filter-out $(MAINS),$(foreach l,$(LAYERS),$(wildcard src/$(l)/*.c)))
 CORE_OBJ  := $(CORE_SRC:src/%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/store_scripts.o
 # lua/*.lua embedded by scripts/luagen.sh: the table (.c) and its enums (.h)
 LUA_SRC   := $(sort $(wildcard lua/*.lua))
@@ -69,9 +72,10 @@ bins: $(BINS)
 DEPFLAGS = -MMD -MP
 
 $(BUILD)/obj/%.o: src/%.c | $(BUILD)/obj $(GEN_H)
+	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) $(PKG_CFLAGS) -c -o $@ $<
 
-$(BUILD)/obj/store_scripts.o: $(GEN_C) $(GEN_H) include/store.h | $(BUILD)/obj
+$(BUILD)/obj/store_scripts.o: $(GEN_C) $(GEN_H) include/core/store.h | $(BUILD)/obj
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(GEN_H) $(GEN_C) &: $(LUA_SRC) scripts/luagen.sh
@@ -85,9 +89,12 @@ $(LIB): $(CORE_OBJ)
 	$(AR) rcs $@ $^
 
 # Programs and tests link the whole library: any header may change them.
-HEADERS := $(wildcard include/*.h) $(GEN_H)
+HEADERS := $(wildcard include/*/*.h) $(GEN_H)
 
-$(BUILD)/bin/%: src/%.c $(LIB) $(HEADERS) | $(BUILD)/bin
+$(BUILD)/bin/warrantd: src/warrantd.c $(LIB) $(HEADERS) | $(BUILD)/bin
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS)
+
+$(BUILD)/bin/warrantctl: src/ctl/warrantctl.c $(LIB) $(HEADERS) | $(BUILD)/bin
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS)
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB) $(HEADERS) $(LUA_SRC) | $(BUILD)/tests
@@ -186,11 +193,11 @@ FUZZ_SRC     := $(wildcard fuzz/fuzz_*.c)
 FUZZ_BIN     := $(FUZZ_SRC:fuzz/%.c=$(FUZZ_DIR)/%)
 FUZZ_OBJ     := $(CORE_SRC:src/%.c=$(FUZZ_DIR)/obj/%.o) $(FUZZ_DIR)/obj/store_scripts.o
 
-$(FUZZ_DIR)/obj/%.o: src/%.c $(wildcard include/*.h) $(wildcard src/*.h) | $(GEN_H)
-	@mkdir -p $(FUZZ_DIR)/obj
+$(FUZZ_DIR)/obj/%.o: src/%.c $(wildcard include/*/*.h) | $(GEN_H)
+	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) -c -o $@ $<
 
-$(FUZZ_DIR)/obj/store_scripts.o: $(GEN_C) $(GEN_H) include/store.h
+$(FUZZ_DIR)/obj/store_scripts.o: $(GEN_C) $(GEN_H) include/core/store.h
 	@mkdir -p $(FUZZ_DIR)/obj
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(PKG_CFLAGS) -c -o $@ $(GEN_C)
 
@@ -214,7 +221,7 @@ valgrind: deps
 # (Debian 12's), configured by .cppcheck-suppressions and .clang-tidy; any
 # finding fails. scan-build (clang-tools) runs the analyzer over a full build;
 # without it lint fails rather than passing with one analyzer fewer.
-LINT_SRC   := $(wildcard src/*.c)
+LINT_SRC   := $(wildcard src/*.c src/*/*.c)
 TIDY_FLAGS := -std=c11 -D_FILE_OFFSET_BITS=64 -Iinclude -I$(BUILD)/gen $(PKG_CFLAGS)
 # The man pages: nothing at WARNING or above (STYLE notes such as "referenced
 # manual not found" depend on what the machine has installed).
@@ -241,7 +248,8 @@ lint-man:
 
 # What scan-build compiles: every source.
 SCAN_OBJ := $(CORE_OBJ) $(MAINS:src/%.c=$(BUILD)/obj/main-%.o)
-$(BUILD)/obj/main-%.o: src/%.c $(wildcard include/*.h) | $(BUILD)/obj $(GEN_H)
+$(BUILD)/obj/main-%.o: src/%.c $(wildcard include/*/*.h) | $(BUILD)/obj $(GEN_H)
+	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c -o $@ $<
 scan-objs: $(SCAN_OBJ)
 
@@ -310,4 +318,4 @@ test-deb: deps
 clean:
 	rm -rf build bin
 
--include $(wildcard $(BUILD)/obj/*.d)
+-include $(wildcard $(BUILD)/obj/*/*.d)

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "dpop.h"
+#include "jose/dpop.h"
 
 static double
 cpu_s(void)

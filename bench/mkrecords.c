@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jwa.h"
-#include "record.h"
-#include "wtime.h"
+#include "jose/jwa.h"
+#include "core/record.h"
+#include "base/wtime.h"
 
 /* One RESP bulk string. */
 static void

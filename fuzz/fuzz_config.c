@@ -2,7 +2,7 @@
 /* fuzz_config: the INI parser (cfg_parse: our line reader, inih, every key's
  * parser and the rules between keys). */
 #include "fuzz.h"
-#include "config.h"
+#include "conf/config.h"
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

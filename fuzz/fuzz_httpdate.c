@@ -2,8 +2,8 @@
 /* fuzz_httpdate: Retry-After (delay-seconds or IMF-fixdate), the HTTP-date
  * and RFC 3339 parsers, and WWW-Authenticate's error="invalid_token". */
 #include "fuzz.h"
-#include "job.h"
-#include "wtime.h"
+#include "core/job.h"
+#include "base/wtime.h"
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

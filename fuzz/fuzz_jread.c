@@ -9,7 +9,7 @@
  * `{"a":1<NUL>}` loads), so an input with a NUL only has to be refused by
  * jread (RFC 8259 has no place for one). */
 #include "fuzz.h"
-#include "jread.h"
+#include "base/jread.h"
 
 #include <jansson.h>
 

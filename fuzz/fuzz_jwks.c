@@ -12,7 +12,7 @@
  * the input holds that key (its x) as "k1", or as the one key without a kid,
  * or is its PEM. */
 #include "fuzz.h"
-#include "record.h"
+#include "core/record.h"
 
 #include <jansson.h>
 #include <openssl/bio.h>

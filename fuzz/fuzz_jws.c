@@ -11,7 +11,7 @@
  * keys record_key_new accepted are checked the same way at start: each must
  * verify a signature the harness made. */
 #include "fuzz.h"
-#include "record.h"
+#include "core/record.h"
 
 #include <jansson.h>
 #include <openssl/bn.h>

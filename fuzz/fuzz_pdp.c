@@ -4,7 +4,7 @@
  * that says allow in a documented shape of its own API may allow: the OPA
  * result (true or {"allow": true}), or AuthZEN's {"decision": true}. */
 #include "fuzz.h"
-#include "authz.h"
+#include "auth/authz.h"
 
 #include <jansson.h>
 

@@ -13,7 +13,7 @@
  * decidedAt and at most max_window_s after it; the record's fields are the
  * input's (no parser differential: what was checked is what runs). */
 #include "fuzz.h"
-#include "record.h"
+#include "core/record.h"
 
 #include <jansson.h>
 

@@ -6,7 +6,7 @@
  * must be freed (ASan's leak check). An array longer than
  * RREPLY_MAX_ELEMENTS is read by ours alone, which refuses it. */
 #include "fuzz.h"
-#include "rreply.h"
+#include "redis/rreply.h"
 
 #include <hiredis/hiredis.h>
 

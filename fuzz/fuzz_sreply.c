@@ -6,10 +6,10 @@
  * as redisReply trees from the fuzz bytes. None may crash, read out of
  * bounds or hand a callback a NULL stream id, every count must match the
  * callbacks made, and a slot map must name real ports. */
-#include "cluster.h"
+#include "redis/cluster.h"
 #include "fuzz.h"
-#include "sentinel.h"
-#include "sreply.h"
+#include "redis/sentinel.h"
+#include "redis/sreply.h"
 
 #define MAX_DEPTH	6
 #define MAX_ELEMS	8

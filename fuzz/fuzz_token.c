@@ -9,7 +9,7 @@
  * or exp - iat less a second when iat shows the clocks apart), and -1 when
  * neither gives one. A longer lifetime would keep a dead token in use. */
 #include "fuzz.h"
-#include "token.h"
+#include "core/token.h"
 
 #include <jansson.h>
 

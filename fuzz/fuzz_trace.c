@@ -3,7 +3,7 @@
  * accepted goes into log lines and headers: it must be 55 bytes of lower
  * hex and '-', version 00, and parse back to itself. */
 #include "fuzz.h"
-#include "trace.h"
+#include "core/trace.h"
 
 #include <string.h>
 

@@ -4,7 +4,7 @@
  * for the other placeholders. An expanded URL never gains a host the
  * template did not have. */
 #include "fuzz.h"
-#include "urltpl.h"
+#include "core/urltpl.h"
 
 /* The authority of a URL: after "://" up to the first '/', '?' or '#'. */
 static size_t

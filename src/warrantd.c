@@ -11,17 +11,17 @@
 
 #include <ev.h>
 
-#include "cfgfile.h"
-#include "config.h"
-#include "engine.h"
-#include "log.h"
-#include "metrics.h"
-#include "record.h"
-#include "rtls.h"
-#include "secrets.h"
-#include "proc.h"
-#include "version.h"
-#include "wtime.h"
+#include "conf/cfgfile.h"
+#include "conf/config.h"
+#include "worker/engine.h"
+#include "base/log.h"
+#include "worker/metrics.h"
+#include "core/record.h"
+#include "redis/rtls.h"
+#include "conf/secrets.h"
+#include "worker/proc.h"
+#include "base/version.h"
+#include "base/wtime.h"
 
 static void
 usage(FILE *f)

@@ -17,9 +17,9 @@
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 
-#include "b64url.h"
-#include "jws.h"
-#include "log.h"
+#include "jose/b64url.h"
+#include "jose/jws.h"
+#include "base/log.h"
 
 /* One per request: created by the URI log callback, freed when MHD is done. */
 struct conn_req {

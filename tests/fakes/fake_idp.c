@@ -77,13 +77,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "b64url.h"
+#include "jose/b64url.h"
 #include "common.h"
-#include "record.h"
-#include "wtime.h"
-#include "log.h"
-#include "rnd.h"
-#include "token.h"
+#include "core/record.h"
+#include "base/wtime.h"
+#include "base/log.h"
+#include "base/rnd.h"
+#include "core/token.h"
 
 #define MAX_BODY	(64u << 10)
 #define MAX_KEYS	4

@@ -50,8 +50,8 @@
 #include <string.h>
 
 #include "common.h"
-#include "log.h"
-#include "wtime.h"
+#include "base/log.h"
+#include "base/wtime.h"
 
 #define MAX_QUERIES	200000		/* bounds memory under a long benchmark */
 #define MAX_BODY	(1u << 20)

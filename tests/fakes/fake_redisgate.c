@@ -49,9 +49,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "b64url.h"
-#include "log.h"
-#include "wtime.h"
+#include "jose/b64url.h"
+#include "base/log.h"
+#include "base/wtime.h"
 
 #define BUF_MAX		(64u << 20)	/* a peer that sends more without a reply: dropped */
 

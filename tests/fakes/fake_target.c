@@ -30,8 +30,8 @@
 #include <time.h>
 
 #include "common.h"
-#include "log.h"
-#include "wtime.h"
+#include "base/log.h"
+#include "base/wtime.h"
 
 #define MAX_RECORDS	200000		/* bounds memory under a long benchmark */
 #define MAX_BODY	(16u << 20)

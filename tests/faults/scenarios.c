@@ -17,9 +17,9 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "cluster.h"
+#include "redis/cluster.h"
 #include "faults.h"
-#include "wtime.h"
+#include "base/wtime.h"
 
 enum { PASS, FAIL, SKIP };
 

@@ -34,8 +34,8 @@
 #endif
 #include <cmocka.h>
 
-#include "record.h"
-#include "wtime.h"
+#include "core/record.h"
+#include "base/wtime.h"
 
 #define MAX_CHILDREN	64
 #define MAX_PATHS	128

@@ -48,7 +48,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#include "cluster.h"
+#include "redis/cluster.h"
 #include "harness.h"
 
 #define NUSERS 4

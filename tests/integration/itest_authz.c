@@ -25,7 +25,7 @@
 #include <sys/wait.h>
 
 #include "harness.h"
-#include "wtime.h"
+#include "base/wtime.h"
 
 #define PDP_PATH	"/v1/data/warrant/allow"
 #define SUBJECT		"operator:4417"		/* h_record_json's onBehalfOf */

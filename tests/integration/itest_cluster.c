@@ -48,7 +48,7 @@
 #include <hiredis/hiredis.h>
 #include <jansson.h>
 
-#include "cluster.h"
+#include "redis/cluster.h"
 #include "harness.h"
 
 #define WAIT_MS		60000

@@ -43,8 +43,8 @@
 #include <jansson.h>
 
 #include "harness.h"
-#include "store.h"
-#include "wtime.h"
+#include "core/store.h"
+#include "base/wtime.h"
 
 #define CLIENT_ID	"warrantd-dl"
 #define SECRET		"dl-S3cr3t"

@@ -31,9 +31,9 @@
 #include <cmocka.h>
 
 #include "harness.h"
-#include "rconn.h"
-#include "store.h"
-#include "wtime.h"
+#include "redis/rconn.h"
+#include "core/store.h"
+#include "base/wtime.h"
 
 #define WAIT_MS		60000
 #define ACTION		"gate.open"

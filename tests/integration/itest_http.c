@@ -28,8 +28,8 @@
 #include <jansson.h>
 
 #include "harness.h"
-#include "http.h"
-#include "log.h"
+#include "http/http.h"
+#include "base/log.h"
 
 #define WAIT_MS 30000
 #define CONCURRENT 200

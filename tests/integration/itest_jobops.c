@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "store.h"
+#include "core/store.h"
 
 #define ACTION		"gate.open"
 #define WAIT_MS		H_WAIT_MS

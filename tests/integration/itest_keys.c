@@ -32,9 +32,9 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
-#include "b64url.h"
+#include "jose/b64url.h"
 #include "harness.h"
-#include "record.h"
+#include "core/record.h"
 
 #define PREFIX		"rot"
 #define OLD_KID		"decider-2026-06"

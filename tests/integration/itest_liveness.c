@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "store.h"
+#include "core/store.h"
 
 #define JOBS "lv:jobs"
 #define CONSUMERS "lv:consumers"

@@ -35,7 +35,7 @@
 #include <sys/wait.h>
 
 #include "harness.h"
-#include "wtime.h"
+#include "base/wtime.h"
 
 #define HOOK_PATH	"/warrant-notify"
 #define PDP_PATH	"/v1/data/warrant/allow"

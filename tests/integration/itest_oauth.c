@@ -23,12 +23,12 @@
 #include <jansson.h>
 #include <jwt.h>
 
-#include "config.h"
+#include "conf/config.h"
 #include "harness.h"
-#include "http.h"
-#include "log.h"
-#include "oauth.h"
-#include "wtime.h"
+#include "http/http.h"
+#include "base/log.h"
+#include "auth/oauth.h"
+#include "base/wtime.h"
 
 #define WAIT_MS		30000
 #define CLIENT_ID	"warrantd worker:1"

@@ -24,11 +24,11 @@
 #include <ev.h>
 
 #include "harness.h"
-#include "log.h"
-#include "rconn.h"
-#include "script.h"
-#include "sreply.h"
-#include "store.h"
+#include "base/log.h"
+#include "redis/rconn.h"
+#include "redis/script.h"
+#include "redis/sreply.h"
+#include "core/store.h"
 
 #define WAIT_S 20.0		/* generous: 2 cores, ASan, load */
 

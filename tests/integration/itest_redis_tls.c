@@ -33,7 +33,7 @@
 
 #include <cmocka.h>
 
-#include "cluster.h"
+#include "redis/cluster.h"
 #include "harness.h"
 
 #define WAIT_MS		60000

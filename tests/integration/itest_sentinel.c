@@ -29,7 +29,7 @@
 #include <hiredis/hiredis.h>
 #include <jansson.h>
 
-#include "cluster.h"
+#include "redis/cluster.h"
 #include "harness.h"
 
 #define WAIT_MS		120000	/* a failover takes seconds; 2 cores, ASan */

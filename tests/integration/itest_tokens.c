@@ -35,7 +35,7 @@
 #include <openssl/evp.h>
 
 #include "harness.h"
-#include "wtime.h"
+#include "base/wtime.h"
 
 #define ID_LEN		48
 #define CLIENT_ID	"warrantd-tok"

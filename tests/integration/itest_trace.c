@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "trace.h"
+#include "core/trace.h"
 
 #define TP "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 

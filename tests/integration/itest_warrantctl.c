@@ -23,8 +23,8 @@
 #include <jansson.h>
 
 #include "harness.h"
-#include "record.h"
-#include "wtime.h"
+#include "core/record.h"
+#include "base/wtime.h"
 
 #define RUN_TIMEOUT_MS 30000	/* one CLI run; generous for ASan under load */
 #define ES_PUB	"tests/data/test-es256.pub"

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "allowlist.h"
+#include "core/allowlist.h"
 #include "testlib.h"
 
 static struct allowlist *

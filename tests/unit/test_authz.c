@@ -10,7 +10,7 @@
 
 #include <jansson.h>
 
-#include "authz.h"
+#include "auth/authz.h"
 
 static enum job_authz
 answer(long status, const char *body)

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "b64url.h"
+#include "jose/b64url.h"
 
 static const char alphabet[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";

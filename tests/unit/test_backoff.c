@@ -8,9 +8,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "backoff.h"
-#include "rnd.h"
-#include "token.h"
+#include "base/backoff.h"
+#include "base/rnd.h"
+#include "core/token.h"
 #include "testlib.h"
 
 

@@ -11,7 +11,7 @@
 #include <limits.h>
 #include <sys/stat.h>
 
-#include "cfgfile.h"
+#include "conf/cfgfile.h"
 #include "tmpfiles.h"
 
 #define MIN_FILE "[records]\nverify_key_file = k.pub\n" \

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "cluster.h"
+#include "redis/cluster.h"
 #include "testlib.h"
 
 static unsigned

@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "jwa.h"
-#include "log.h"
+#include "conf/config.h"
+#include "jose/jwa.h"
+#include "base/log.h"
 
 /* The smallest valid file: a key to verify records and one action. */
 #define MIN_RECORDS "[records]\nverify_key_file = k.pub\n"

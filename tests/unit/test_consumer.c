@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "consumer.h"
+#include "core/consumer.h"
 
 #define TAIL " script: 7184caf6f6b2a3fc3f8081bb21aaac7a3e0c901b, on @user_script:58."
 

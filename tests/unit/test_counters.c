@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "counters.h"
+#include "base/counters.h"
 
 static void
 test_every_counter_once(void **state)

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "cred.h"
+#include "auth/cred.h"
 
 /* Exactly "Authorization: Bearer <token>", its NUL, in the size the macro
  * says; a token of any length, none cut short. */

@@ -12,10 +12,10 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "config.h"
-#include "ctl.h"
-#include "record.h"
-#include "wtime.h"
+#include "conf/config.h"
+#include "ctl/ctl.h"
+#include "core/record.h"
+#include "base/wtime.h"
 
 /* 2026-11-30T04:00:00.000Z */
 #define NOW 1796011200000LL

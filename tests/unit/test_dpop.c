@@ -14,9 +14,9 @@
 #include <openssl/pem.h>
 #include <openssl/sha.h>
 
-#include "b64url.h"
-#include "dpop.h"
-#include "jws.h"
+#include "jose/b64url.h"
+#include "jose/dpop.h"
+#include "jose/jws.h"
 #include "testlib.h"
 
 #define NOW 1795000000000LL

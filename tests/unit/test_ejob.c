@@ -15,13 +15,13 @@
 
 #include <cmocka.h>
 
-#include "config.h"
-#include "counters.h"
-#include "ejob.h"
-#include "gate.h"
-#include "log.h"
-#include "store.h"
-#include "trace.h"
+#include "conf/config.h"
+#include "base/counters.h"
+#include "worker/ejob.h"
+#include "core/gate.h"
+#include "base/log.h"
+#include "core/store.h"
+#include "core/trace.h"
 
 #define NOW	INT64_C(1800000000000)	/* 2027-01-15T08:00:00Z */
 #define WINDOW	INT64_C(600000)		/* the records' deadline: 10 min after NOW */

@@ -18,9 +18,9 @@
 #include <cmocka.h>
 #include <ev.h>
 
-#include "cfgfile.h"
-#include "config.h"
-#include "engine.h"
+#include "conf/cfgfile.h"
+#include "conf/config.h"
+#include "worker/engine.h"
 
 static char dir[] = "/tmp/warrantd-test-engine-key.XXXXXX";
 static struct ev_loop *loop;

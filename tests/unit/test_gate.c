@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "gate.h"
+#include "core/gate.h"
 
 static struct gate *
 gate_one(struct gate_limits lim)

@@ -26,7 +26,7 @@
 #include <curl/curl.h>
 #include <ev.h>
 
-#include "http.h"
+#include "http/http.h"
 
 #define SECRET "s3cr3t-Wipe-Me"
 

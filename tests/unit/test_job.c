@@ -8,9 +8,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "backoff.h"
-#include "job.h"
-#include "wtime.h"
+#include "base/backoff.h"
+#include "core/job.h"
+#include "base/wtime.h"
 
 #define NOW	INT64_C(1800000000000)	/* 2027-01-15T08:00:00Z */
 #define WINDOW	INT64_C(600000)		/* deadline 10 min after NOW */

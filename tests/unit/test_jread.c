@@ -14,7 +14,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "jread.h"
+#include "base/jread.h"
 
 struct text {
 	const char *s;

@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "jwa.h"
+#include "jose/jwa.h"
 
 static void
 test_names(void **state)

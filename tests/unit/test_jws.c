@@ -16,8 +16,8 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
-#include "b64url.h"
-#include "jws.h"
+#include "jose/b64url.h"
+#include "jose/jws.h"
 #include "testlib.h"
 
 struct blob {

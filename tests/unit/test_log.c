@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "log.h"
+#include "base/log.h"
 
 #define TS_MS	1784800000123LL	/* 2026-07-23T09:46:40.123Z */
 

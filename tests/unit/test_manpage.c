@@ -17,6 +17,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <ctype.h>
 #include <dirent.h>
+#include <sys/stat.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,7 +27,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "config.h"
+#include "conf/config.h"
 
 #define MAX_KEYS 256
 
@@ -249,6 +250,56 @@ source_file(const char *name)
 	    (n > 4 && strcmp(name + n - 4, ".lua") == 0);
 }
 
+/* Calls fn(path, arg) for each file under dir and one level of folders
+ * below it (src/ and include/ are grouped by layer). */
+static void
+walk_sources(const char *dir, void (*fn)(const char *, const char *, void *), void *arg)
+{
+	DIR *dp = opendir(dir);
+	if (!dp)
+		fail_msg("cannot open %s", dir);
+	for (struct dirent *e; (e = readdir(dp)) != NULL;) {
+		char path[1024];
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		struct stat st;
+		if (stat(path, &st) != 0)
+			fail_msg("cannot stat %s", path);
+		if (S_ISDIR(st.st_mode)) {
+			DIR *sub = opendir(path);
+			if (!sub)
+				fail_msg("cannot open %s", path);
+			for (struct dirent *f; (f = readdir(sub)) != NULL;) {
+				char file[1536];
+				struct stat fst;
+				snprintf(file, sizeof file, "%s/%s", path, f->d_name);
+				if (stat(file, &fst) == 0 && S_ISREG(fst.st_mode))
+					fn(file, f->d_name, arg);
+			}
+			closedir(sub);
+		} else if (S_ISREG(st.st_mode)) {
+			fn(path, e->d_name, arg);
+		}
+	}
+	closedir(dp);
+}
+
+struct cite_walk {
+	const struct nums *rules, *sections;
+	size_t files, missing;
+};
+
+static void
+cite_one(const char *path, const char *name, void *arg)
+{
+	struct cite_walk *w = arg;
+	if (!source_file(name))
+		return;
+	w->missing += cited_in_file(path, w->rules, w->sections);
+	w->files++;
+}
+
 static void
 test_contract_numbers_resolve(void **state)
 {
@@ -277,17 +328,10 @@ test_contract_numbers_resolve(void **state)
 	snprintf(root + strlen(root), sizeof root - strlen(root), "/..");
 	for (size_t d = 0; d < sizeof subdirs / sizeof subdirs[0]; d++) {
 		snprintf(path, sizeof path, "%s/%s", root, subdirs[d]);
-		DIR *dp = opendir(path);
-		if (!dp)
-			fail_msg("cannot open %s", path);
-		for (struct dirent *e; (e = readdir(dp)) != NULL;) {
-			if (!source_file(e->d_name))
-				continue;
-			snprintf(path, sizeof path, "%s/%s/%s", root, subdirs[d], e->d_name);
-			missing += cited_in_file(path, &rules, &sections);
-			files++;
-		}
-		closedir(dp);
+		struct cite_walk w = {&rules, &sections, 0, 0};
+		walk_sources(path, cite_one, &w);
+		files += w.files;
+		missing += w.missing;
 	}
 	printf("test_manpage: %zu files, %zu rules and %zu sections in warrantd(7)\n", files,
 	    rules.n, sections.n);
@@ -395,6 +439,16 @@ events_in_page(const char *path, struct events *ev)
 
 /* Every event the daemon logs is explained in warrantd(8), and the page
  * explains none the daemon no longer logs. */
+/* warrantctl (src/ctl/) prints; it does not log. */
+static void
+event_one(const char *path, const char *name, void *arg)
+{
+	size_t len = strlen(name);
+	if (len < 3 || strcmp(name + len - 2, ".c") != 0 || strstr(path, "/ctl/"))
+		return;
+	events_in_source(path, arg);
+}
+
 static void
 test_log_events_listed(void **state)
 {
@@ -409,18 +463,7 @@ test_log_events_listed(void **state)
 	snprintf(path, sizeof path, "%s/warrantd.8", dir ? dir : "man");
 	events_in_page(path, page);
 	snprintf(path, sizeof path, "%s/../src", dir ? dir : "man");
-	DIR *dp = opendir(path);
-	assert_non_null(dp);
-	for (struct dirent *e; (e = readdir(dp)) != NULL;) {
-		size_t len = strlen(e->d_name);
-		if (len < 3 || strcmp(e->d_name + len - 2, ".c") != 0 ||
-		    strcmp(e->d_name, "warrantctl.c") == 0)
-			continue;	/* warrantctl prints; it does not log */
-		char file[1024];
-		snprintf(file, sizeof file, "%s/%s", path, e->d_name);
-		events_in_source(file, code);
-	}
-	closedir(dp);
+	walk_sources(path, event_one, code);
 	for (size_t i = 0; i < code->n; i++)
 		if (!events_has(page, code->name[i])) {
 			print_message("event %s is logged but not in warrantd(8) LOG EVENTS\n",

@@ -13,7 +13,7 @@
 #include <sys/un.h>
 #include <cmocka.h>
 
-#include "metrics.h"
+#include "worker/metrics.h"
 
 static void
 assert_listen_ok(const char *s, int allow_remote, int family, int loopback)

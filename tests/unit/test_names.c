@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "names.h"
+#include "base/names.h"
 
 static void
 test_plain_array(void **state)

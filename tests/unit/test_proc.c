@@ -12,7 +12,7 @@
 
 #include <jansson.h>
 
-#include "proc.h"
+#include "worker/proc.h"
 
 static void
 test_fds_needed(void **state)

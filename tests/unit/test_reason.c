@@ -8,8 +8,8 @@
 
 #include <cmocka.h>
 
-#include "reason.h"
-#include "record.h"
+#include "core/reason.h"
+#include "core/record.h"
 
 /* Every value but REASON_NONE has a non-empty name, no two share one, and
  * each name parses back to its value. */

@@ -21,7 +21,7 @@
 #include <openssl/pem.h>
 #include <openssl/rsa.h>
 
-#include "record.h"
+#include "core/record.h"
 #include "testlib.h"
 
 #define NOW_MS		1796011200000LL	/* 2026-11-30T04:00:00Z */

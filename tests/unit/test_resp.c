@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "resp.h"
+#include "core/resp.h"
 
 static const size_t numbers[] = {
 	0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 65535, 1000000, 4294967295u,

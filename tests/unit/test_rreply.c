@@ -13,7 +13,7 @@
 #include <cmocka.h>
 #include <hiredis/hiredis.h>
 
-#include "rreply.h"
+#include "redis/rreply.h"
 
 static const struct {
 	const char *name, *resp;

@@ -10,8 +10,8 @@
 
 #include <limits.h>
 
-#include "cfgfile.h"
-#include "secrets.h"
+#include "conf/cfgfile.h"
+#include "conf/secrets.h"
 #include "tmpfiles.h"
 
 #define MIN_FILE "[records]\nverify_key_file = k.pub\n" \

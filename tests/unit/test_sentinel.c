@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "sentinel.h"
+#include "redis/sentinel.h"
 #include "testlib.h"
 
 static void

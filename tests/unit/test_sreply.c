@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "sreply.h"
+#include "redis/sreply.h"
 #include "testlib.h"
 
 /* ---- what the callbacks saw ---- */

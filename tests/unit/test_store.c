@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "job.h"
-#include "store.h"
+#include "core/job.h"
+#include "core/store.h"
 
 #ifndef LUA_DIR
 #define LUA_DIR "lua"

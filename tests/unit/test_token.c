@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "token.h"
+#include "core/token.h"
 #include "testlib.h"
 
 #define NOW_MS 1800000000123LL	/* 2027-01-15, with a fraction of a second */

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "urltpl.h"
+#include "core/urltpl.h"
 
 static char *
 expand(const char *tpl, const char *resource, const char *action, const char *record_id,

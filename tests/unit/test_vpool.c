@@ -24,11 +24,11 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
-#include "b64url.h"
-#include "record.h"
+#include "jose/b64url.h"
+#include "core/record.h"
 #include "testlib.h"
-#include "vpool.h"
-#include "wtime.h"
+#include "worker/vpool.h"
+#include "base/wtime.h"
 
 #define N 200			/* submissions a test */
 #define OWNER "owner@example"

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "wtime.h"
+#include "base/wtime.h"
 
 struct good {
 	const char *text;

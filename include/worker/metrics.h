@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * metrics: the daemon's own numbers in the Prometheus text format (0.0.4),
+ * served on [metrics] listen by a small HTTP/1.x responder on the libev loop.
+ *
+ * Pure core, unit-tested without sockets:
+ *   metrics_listen_parse   "127.0.0.1:9464", "[::1]:9464", "unix:/run/x.sock"
+ *   metrics_http_parse     one request head -> the status to answer
+ *   metrics_hist_*         the call-duration and queue-delay histograms
+ *   metrics_format         a sample and the histograms -> exposition text
+ *
+ * Shell: metrics_new listens, answers GET /metrics with metrics_format of a
+ * sample taken through a callback at that moment, anything else with 404
+ * (405 for another method on /metrics, 400 for a malformed head, 431 for one
+ * longer than METRICS_REQ_MAX), and closes every connection after its answer
+ * (Connection: close) or after METRICS_IDLE_MS without a full request. At most
+ * METRICS_CLIENTS connections are open at once; more wait in the kernel's
+ * backlog. Nothing blocks: every socket is non-blocking.
+ *
+ * The module reads nothing of the engine: warrantd.c fills a metrics_sample
+ * from engine_counters()/engine_gauges() and forwards the engine's call
+ * observer to metrics_observe_call().
+ */
+#ifndef WARRANTD_METRICS_H
+#define WARRANTD_METRICS_H
+
+#include <ev.h>
+#include <stddef.h>
+#include <sys/socket.h>
+
+#include "base/counters.h"
+#include "core/gate.h"
+
+#define METRICS_REQ_MAX		4096	/* bytes of a request head */
+#define METRICS_IDLE_MS		10000	/* a connection without a full request */
+#define METRICS_CLIENTS		32	/* connections open at once */
+#define METRICS_ACTIONS_MAX	256	/* distinct action labels kept */
+
+/* ---- listen addresses ---- */
+
+/* Plain data: a parsed [metrics] listen. */
+struct metrics_addr {
+	struct sockaddr_storage sa;
+	socklen_t salen;
+	int is_unix;
+	int is_loopback;	/* 127.0.0.0/8, ::1 or a unix socket */
+};
+
+/*
+ * "IPV4:PORT", "[IPV6]:PORT" (numeric addresses only, no names: a name could
+ * resolve elsewhere tomorrow) or "unix:/absolute/path". A non-loopback
+ * address is refused unless allow_remote. 0, or -1 with one line in err.
+ */
+int metrics_listen_parse(const char *s, int allow_remote, struct metrics_addr *out, char *err,
+			 size_t errlen)
+	__attribute__((warn_unused_result));
+
+/* ---- requests ---- */
+
+/*
+ * The first len bytes read on a connection. 0 while the head (up to the
+ * empty line) is incomplete and shorter than METRICS_REQ_MAX; else the status
+ * to answer: 200 for "GET /metrics" (a query string is ignored) over
+ * HTTP/1.0 or 1.1, 404 for another path, 405 for another method on /metrics,
+ * 400 for a malformed request line, 505 for another HTTP version, 431 when
+ * METRICS_REQ_MAX bytes hold no complete head.
+ */
+int metrics_http_parse(const char *buf, size_t len);
+
+/* ---- the sample ---- */
+
+/* A heartbeat counter name (warrantd(7) §8, counters.h) as a metric name part:
+ * "authFailures" -> "auth_failures". Writes at most n bytes with the NUL;
+ * 0, or -1 when it does not fit. */
+int metrics_snake_case(const char *camel, char *out, size_t n)
+	__attribute__((warn_unused_result));
+
+#define METRICS_SCOPES_MAX	16	/* narrowed tokens served; more are left out */
+
+/* Plain data: what the daemon is at one moment. Strings are borrowed. Each
+ * counter of counters.h's table is served as warrantd_<snake_case>_total. */
+struct metrics_sample {
+	struct engine_counters n;
+	long long in_flight;
+	const char *token_state;	/* "valid", "refreshing", "none" or "error" */
+	long long token_expires_in_s;
+	const char *redis_token_state;	/* the same, for [redis] auth's token */
+	long long redis_token_expires_in_s;
+	int redis_up;
+	const char *version;
+	long long start_time_s;
+	/* the standard process_* metrics; a negative value is left out */
+	double cpu_s;
+	long long rss_bytes, open_fds, max_fds;
+	long long reloads_ok, reloads_failed;	/* SIGHUPs applied, refused (R16) */
+	/* §13: pauses, breakers and limits per action, as they stand at
+	 * now_ms (wall clock); NULL: none shown */
+	const struct gate *gate;
+	long long now_ms;
+	/* R6, §8: each action's own narrowed token (cred.h creds_scopes) */
+	struct metrics_scope {
+		const char *name, *state;	/* borrowed; state as token_state */
+		long long expires_in_s;
+	} scopes[METRICS_SCOPES_MAX];
+	size_t nscopes;
+};
+
+/* A label value in the text format: quoted, with \\, \" and \n escaped.
+ * malloc'd (caller frees); NULL when out of memory. */
+char *metrics_label_value(const char *s)
+	__attribute__((warn_unused_result));
+
+/* ---- histograms ---- */
+
+struct metrics_hist;
+
+/* NULL when out of memory. */
+struct metrics_hist *metrics_hist_new(void)
+	__attribute__((warn_unused_result));
+/* NULL is a no-op. */
+void metrics_hist_free(struct metrics_hist *h);
+
+/*
+ * One finished action call: its duration, by its HTTP status's class
+ * (metrics_status_class), and its delay from the XADD (the stream id's
+ * milliseconds) to the start of the call; a negative value (clock skew)
+ * counts as 0. `action` is copied. -1 when the action is new and
+ * METRICS_ACTIONS_MAX are kept already, or out of memory: nothing is counted.
+ */
+int metrics_hist_observe(struct metrics_hist *h, const char *action, long status,
+			 long long duration_ms, long long queue_delay_ms);
+
+/* "1xx" to "5xx" for a status from 100 to 599, else "error" (0: no answer).
+ * Static. */
+const char *metrics_status_class(long status);
+
+/*
+ * A job reached `outcome` (done, expired, denied, failed or dead; any other
+ * state is ignored) for `action` ("" when no record names one); a dead one
+ * is counted under `reason` too. Strings are copied. -1 when the action or
+ * reason is new and no room is left, or out of memory: nothing is counted.
+ */
+int metrics_hist_outcome(struct metrics_hist *h, const char *action, const char *outcome,
+			 const char *reason);
+
+/*
+ * The exposition text of s and h (h may be NULL: empty histograms), ending
+ * in a newline. Returns a malloc'd NUL-terminated string (caller frees) and
+ * its length in *len, or NULL when out of memory.
+ */
+char *metrics_format(const struct metrics_sample *s, const struct metrics_hist *h, size_t *len)
+	__attribute__((warn_unused_result));
+
+/* ---- the server ---- */
+
+struct metrics;
+
+/* Fills *out for one scrape; called from the loop, never re-entered. */
+typedef void metrics_sample_fn(void *arg, struct metrics_sample *out);
+
+/*
+ * Listens on addr (a unix socket: a stale socket file there is replaced, and
+ * the new one is made 0666 -- it says no more than a loopback port -- and
+ * removed by metrics_free). sample and arg are borrowed and must outlive the
+ * server. NULL with a message in err (nothing left open).
+ */
+struct metrics *metrics_new(struct ev_loop *loop, const struct metrics_addr *addr,
+			    metrics_sample_fn *sample, void *arg, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+
+/* As metrics_hist_observe on the server's own histograms; a failure is
+ * logged once. */
+void metrics_observe_call(struct metrics *m, const char *action, long status,
+			  long long duration_ms, long long queue_delay_ms);
+
+/* As metrics_hist_outcome on the server's own counters; a failure is
+ * logged once. */
+void metrics_observe_outcome(struct metrics *m, const char *action, const char *outcome,
+			     const char *reason);
+
+/* Closes every connection and the listener. NULL is a no-op. */
+void metrics_free(struct metrics *m);
+
+#endif

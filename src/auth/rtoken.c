@@ -1,0 +1,679 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* rtoken: the Redis AUTH password -- a file, an OAuth token or a program's. */
+#define _GNU_SOURCE		/* pipe2, explicit_bzero */
+#include "auth/rtoken.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/backoff.h"
+#include "base/log.h"
+#include "auth/oauth.h"
+#include "base/rnd.h"
+#include "conf/secrets.h"
+#include "core/token.h"
+#include "base/wtime.h"
+
+extern char **environ;
+
+/* After the output ended, how often to look whether the program exited
+ * (a loop that is not libev's default one: the default loop reaps every
+ * child itself, so there an ev_child watcher hears of the exit). */
+#define REAP_POLL_MS	5
+
+struct rtoken {
+	struct ev_loop *loop;
+	enum cfg_redis_auth mode;
+	long lead_ms;
+	double ratio;
+	long min_refresh_interval_ms;
+
+	char *password;		/* password mode: password_file's, or NULL */
+	size_t password_len;
+
+	struct oauth *oauth;	/* oauth mode */
+
+	/* command mode */
+	char **argv;
+	char *token;		/* NULL: none held */
+	int64_t expires_at_ms;	/* monotonic; 0 when none held */
+	uint64_t generation;
+	long long refreshes;
+	int failures;		/* fetches failed since the last success */
+	int refused;		/* R20: tokens refused in a row (token_refused_fetch_at_ms) */
+	int after_refusal;	/* the token held was fetched because one was refused */
+	int started, warned_short;
+	pid_t pid;		/* the program running, or 0 */
+	int fd;			/* its stdout, or -1 */
+	char *out;		/* what it printed so far (RTOKEN_OUTPUT_MAX) */
+	size_t outlen;
+	int out_ended, exited, status;
+	char last_error[200];	/* run_failed's detail, for rtoken_fetch_once */
+	int64_t run_mono, run_wall, last_fetch_ms;
+	ev_io out_io;
+	ev_timer deadline;	/* RTOKEN_COMMAND_TIMEOUT_MS for one run */
+	ev_timer reap;		/* polls waitpid once the output ended */
+	ev_child child;		/* or hears the exit (the default loop) */
+	ev_timer fetch_timer;	/* proactive refresh, or a retry */
+	ev_timer expiry_timer;
+	ev_timer notify_timer;	/* 0 s: the listener runs from the loop */
+
+	rtoken_listener *listener;
+	void *listener_arg;
+	uint64_t notified_gen;
+	int notified_have;
+};
+
+static void
+arm(struct rtoken *rt, ev_timer *t, int64_t delay_ms)
+{
+	ev_timer_stop(rt->loop, t);
+	ev_timer_set(t, delay_ms > 0 ? (double)delay_ms / 1000.0 : 0.0, 0.0);
+	ev_timer_start(rt->loop, t);
+}
+
+static void
+wipe_free(char *s, size_t n)
+{
+	if (s != NULL)
+		explicit_bzero(s, n);
+	free(s);
+}
+
+static void
+drop_token(struct rtoken *rt)
+{
+	if (rt->token != NULL)
+		wipe_free(rt->token, strlen(rt->token));
+	rt->token = NULL;
+	rt->expires_at_ms = 0;
+	ev_timer_stop(rt->loop, &rt->expiry_timer);
+}
+
+static void
+schedule_notify(struct rtoken *rt)
+{
+	if (!ev_is_active(&rt->notify_timer))
+		arm(rt, &rt->notify_timer, 0);
+}
+
+/* ---- one run of token_command ---- */
+
+static void fetch(struct rtoken *rt);
+
+/* The run is over (its output read, the program reaped or killed). */
+static void
+end_run(struct rtoken *rt)
+{
+	ev_io_stop(rt->loop, &rt->out_io);
+	ev_timer_stop(rt->loop, &rt->deadline);
+	ev_timer_stop(rt->loop, &rt->reap);
+	if (ev_is_active(&rt->child))
+		ev_child_stop(rt->loop, &rt->child);
+	if (rt->fd >= 0)
+		close(rt->fd);
+	rt->fd = -1;
+	rt->pid = 0;
+	if (rt->out != NULL)
+		explicit_bzero(rt->out, rt->outlen);
+	rt->outlen = 0;
+	rt->out_ended = rt->exited = 0;
+}
+
+/* Its process group: a wrapper's children go too. Then reaped (SIGKILL
+ * cannot be caught, so the wait is short). */
+static void
+kill_run(struct rtoken *rt)
+{
+	if (rt->pid > 0 && !rt->exited) {
+		(void)kill(-rt->pid, SIGKILL);
+		(void)kill(rt->pid, SIGKILL);
+		/* ECHILD: libev's SIGCHLD handler reaped it first */
+		while (waitpid(rt->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	end_run(rt);
+}
+
+static void
+run_failed(struct rtoken *rt, const char *detail)
+{
+	char q[256];
+
+	if (rt->failures < 1000000)
+		rt->failures++;
+	int64_t delay = backoff_ms(0, TOKEN_RETRY_BASE_MS, TOKEN_RETRY_CAP_MS, rt->failures,
+	    rnd_u64());
+	int64_t left = rt->token ? rt->expires_at_ms - wtime_mono_ms() : 0;
+	snprintf(rt->last_error, sizeof rt->last_error, "%s", detail);
+	arm(rt, &rt->fetch_timer, delay);
+	/* detail is ours (token_command_parse's, or a status): never the output */
+	log_warn("redis.token_error", "source=command detail=%s failures=%d retry_ms=%lld "
+	    "held=%d held_expires_in_ms=%lld", log_quote(q, sizeof q, detail), rt->failures,
+	    (long long)delay, rt->token != NULL, (long long)(left > 0 ? left : 0));
+}
+
+static void
+install_token(struct rtoken *rt, char *tok, int64_t life)
+{
+	int64_t now = wtime_mono_ms();
+	int64_t refresh_at = token_refresh_before_ms(rt->run_mono, life, rt->ratio, rnd_u64(),
+	    rt->lead_ms);
+
+	drop_token(rt);
+	rt->token = tok;
+	rt->expires_at_ms = rt->run_mono + life;
+	rt->generation++;
+	rt->refreshes++;
+	rt->failures = 0;
+	rt->after_refusal = rt->refused > 0;
+	arm(rt, &rt->fetch_timer, refresh_at - now);
+	arm(rt, &rt->expiry_timer, rt->expires_at_ms - now);
+	log_info("redis.token_refreshed", "source=command expires_in_ms=%lld refresh_in_ms=%lld "
+	    "ms=%lld", (long long)life, (long long)(refresh_at - now), (long long)(now - rt->run_mono));
+	if (life <= rt->lead_ms && !rt->warned_short) {
+		rt->warned_short = 1;
+		log_warn("redis.token_short", "expires_in_ms=%lld lead_ms=%ld detail=\"the token "
+		    "dies before every connection can be re-authenticated (a blocking read holds "
+		    "AUTH up to block_ms): lower [redis] block_ms\"", (long long)life, rt->lead_ms);
+	}
+	schedule_notify(rt);
+}
+
+/* Output ended and the program exited with `status`. */
+static void
+run_done(struct rtoken *rt, int status)
+{
+	char detail[200], *tok = NULL;
+	long long expires_in;
+
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		if (WIFEXITED(status))
+			snprintf(detail, sizeof detail, "token_command exited with status %d",
+			    WEXITSTATUS(status));
+		else
+			snprintf(detail, sizeof detail, "token_command died of signal %d",
+			    WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+		end_run(rt);
+		run_failed(rt, detail);
+		return;
+	}
+	int parsed = token_command_parse(rt->out, rt->outlen, &tok, &expires_in, detail,
+	    sizeof detail);
+	end_run(rt);
+	if (parsed != 0) {
+		char why[240];
+		snprintf(why, sizeof why, "token_command printed garbage: %s", detail);
+		run_failed(rt, why);
+		return;
+	}
+	int64_t life = token_lifetime_ms(expires_in, tok, rt->run_wall);
+	if (life <= 0) {
+		wipe_free(tok, strlen(tok));
+		run_failed(rt, expires_in < 0 ? "token_command printed no expires_in and the token "
+		    "has no exp" : "the token printed has already expired");
+		return;
+	}
+	install_token(rt, tok, life);
+}
+
+static void
+try_reap(struct rtoken *rt)
+{
+	int status;
+
+	if (ev_is_default_loop(rt->loop)) {
+		if (rt->exited)	/* else on_child comes */
+			run_done(rt, rt->status);
+		return;
+	}
+	pid_t r = waitpid(rt->pid, &status, WNOHANG);
+	if (r == rt->pid) {
+		rt->pid = 0;
+		run_done(rt, status);
+	} else if (r < 0 && errno != EINTR) {
+		end_run(rt);
+		run_failed(rt, "token_command could not be waited for");
+	} else {
+		arm(rt, &rt->reap, REAP_POLL_MS);
+	}
+}
+
+static void
+on_out(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct rtoken *rt = w->data;
+	(void)loop, (void)revents;
+
+	for (;;) {
+		char extra;
+		size_t room = RTOKEN_OUTPUT_MAX - rt->outlen;
+		ssize_t n = room > 0 ? read(rt->fd, rt->out + rt->outlen, room) :
+		    read(rt->fd, &extra, 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (n > 0 && room == 0) {
+			kill_run(rt);
+			char why[80];
+			snprintf(why, sizeof why, "token_command printed more than %d bytes",
+			    RTOKEN_OUTPUT_MAX);
+			run_failed(rt, why);
+			return;
+		}
+		if (n > 0) {
+			rt->outlen += (size_t)n;
+			continue;
+		}
+		break;	/* EOF, or an error: the output ends here */
+	}
+	ev_io_stop(rt->loop, &rt->out_io);
+	rt->out_ended = 1;
+	try_reap(rt);
+}
+
+static void
+on_child(struct ev_loop *loop, ev_child *w, int revents)
+{
+	struct rtoken *rt = w->data;
+	(void)revents;
+
+	ev_child_stop(loop, w);
+	rt->exited = 1;
+	rt->status = w->rstatus;
+	if (rt->out_ended)
+		run_done(rt, rt->status);
+}
+
+static void
+on_reap(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop, (void)revents;
+	try_reap(w->data);
+}
+
+static void
+on_deadline(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct rtoken *rt = w->data;
+	char why[80];
+	(void)loop, (void)revents;
+
+	kill_run(rt);
+	snprintf(why, sizeof why, "token_command did not finish within %d ms (killed)",
+	    RTOKEN_COMMAND_TIMEOUT_MS);
+	run_failed(rt, why);
+}
+
+/* posix_spawn, not fork: the daemon has threads (curl, the verifiers).
+ * stdin is /dev/null, stdout a pipe, stderr the daemon's (the journal).
+ * Its own process group, so that a timeout stops everything it started. */
+static int
+spawn(struct rtoken *rt, char *why, size_t whylen)
+{
+	int p[2];
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		snprintf(why, whylen, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	posix_spawn_file_actions_init(&fa);
+	posix_spawnattr_init(&at);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+	posix_spawnattr_setpgroup(&at, 0);
+	sigset_t none;
+	sigemptyset(&none);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
+	int e = posix_spawn(&pid, rt->argv[0], &fa, &at, rt->argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	close(p[1]);
+	if (e != 0) {
+		close(p[0]);
+		snprintf(why, whylen, "cannot run token_command: %s", strerror(e));
+		return -1;
+	}
+	(void)fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK);
+	rt->pid = pid;
+	rt->fd = p[0];
+	return 0;
+}
+
+static void
+fetch(struct rtoken *rt)
+{
+	char why[200];
+
+	ev_timer_stop(rt->loop, &rt->fetch_timer);
+	if (rt->pid != 0)
+		return;		/* single flight */
+	rt->run_mono = rt->last_fetch_ms = wtime_mono_ms();
+	rt->run_wall = wtime_now_ms();
+	if (spawn(rt, why, sizeof why) < 0) {
+		run_failed(rt, why);
+		return;
+	}
+	ev_io_set(&rt->out_io, rt->fd, EV_READ);
+	ev_io_start(rt->loop, &rt->out_io);
+	if (ev_is_default_loop(rt->loop)) {
+		ev_child_set(&rt->child, rt->pid, 0);
+		ev_child_start(rt->loop, &rt->child);
+	}
+	arm(rt, &rt->deadline, RTOKEN_COMMAND_TIMEOUT_MS);
+	log_debug("redis.token_request", "source=command failures=%d held=%d", rt->failures,
+	    rt->token != NULL);
+}
+
+static void
+on_fetch_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct rtoken *rt = w->data;
+	(void)loop, (void)revents;
+
+	if (rt->token != NULL)
+		rt->refused = 0;	/* it lived to its refresh: nobody refused it */
+	fetch(rt);
+}
+
+static void
+on_expiry(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct rtoken *rt = w->data;
+	int64_t now = wtime_mono_ms();
+	(void)loop, (void)revents;
+
+	if (rt->token == NULL)
+		return;
+	if (now < rt->expires_at_ms) {	/* the loop's clock ran ahead */
+		arm(rt, &rt->expiry_timer, rt->expires_at_ms - now);
+		return;
+	}
+	drop_token(rt);
+	log_warn("redis.token_expired", "source=command failures=%d", rt->failures);
+	schedule_notify(rt);
+	if (rt->pid == 0 && !ev_is_active(&rt->fetch_timer))
+		fetch(rt);
+}
+
+static void
+on_notify(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct rtoken *rt = w->data;
+	int have = rt->token != NULL;
+	(void)loop, (void)revents;
+
+	if (have == rt->notified_have && (!have || rt->generation == rt->notified_gen))
+		return;
+	rt->notified_have = have;
+	rt->notified_gen = rt->generation;
+	if (rt->listener != NULL)
+		rt->listener(rt->listener_arg, rt->token, rt->expires_at_ms);
+}
+
+/* oauth mode: the manager's news, passed on with the token itself. */
+static void
+on_oauth(void *arg, int have_token)
+{
+	struct rtoken *rt = arg;
+	int64_t now = wtime_mono_ms();
+	const char *tok = have_token ? oauth_token(rt->oauth, now, -TOKEN_SAFETY_MS) : NULL;
+
+	if (rt->listener != NULL)
+		rt->listener(rt->listener_arg, tok, tok ? oauth_expires_at_ms(rt->oauth) : 0);
+}
+
+/* ---- public ---- */
+
+static void
+init_timer(struct rtoken *rt, ev_timer *t, void (*cb)(struct ev_loop *, ev_timer *, int))
+{
+	ev_init(t, cb);
+	t->data = rt;
+}
+
+struct rtoken *
+rtoken_new(struct ev_loop *loop, struct http_client *http, const struct cfg *cfg, long lead_ms,
+	   char *err, size_t errlen)
+{
+	struct rtoken *rt = calloc(1, sizeof *rt);
+
+	if (rt == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	rt->loop = loop;
+	rt->mode = cfg->redis.auth;
+	rt->lead_ms = lead_ms;
+	rt->ratio = cfg->oauth.refresh_ratio;
+	rt->min_refresh_interval_ms = cfg->oauth.min_refresh_interval_ms;
+	rt->fd = -1;
+	ev_io_init(&rt->out_io, on_out, -1, EV_READ);
+	rt->out_io.data = rt;
+	init_timer(rt, &rt->deadline, on_deadline);
+	init_timer(rt, &rt->reap, on_reap);
+	ev_child_init(&rt->child, on_child, 0, 0);
+	rt->child.data = rt;
+	init_timer(rt, &rt->fetch_timer, on_fetch_timer);
+	init_timer(rt, &rt->expiry_timer, on_expiry);
+	init_timer(rt, &rt->notify_timer, on_notify);
+	switch (rt->mode) {
+	case CFG_REDIS_PASSWORD:
+		if (cfg->redis.password_file && secrets_read_cfg(cfg, cfg->redis.password_file,
+		    SECRETS_TRIMMED, &rt->password, &rt->password_len, err, errlen) < 0)
+			goto fail;
+		break;
+	case CFG_REDIS_OAUTH: {
+		/* a Redis AUTH password carries no DPoP proof: a bearer token */
+		struct oauth_scope sc = {.scope = cfg->redis.token_scope,
+		    .resource = cfg->redis.token_resource, .bearer_only = 1};
+		if ((rt->oauth = oauth_new_scoped(loop, http, cfg, &sc, err, errlen)) == NULL)
+			goto fail;
+		oauth_set_refresh_lead(rt->oauth, lead_ms);
+		oauth_set_listener(rt->oauth, on_oauth, rt);
+		break;
+	}
+	case CFG_REDIS_COMMAND:
+		if ((rt->argv = token_command_argv(cfg->redis.token_command, err, errlen)) == NULL ||
+		    (rt->out = malloc(RTOKEN_OUTPUT_MAX)) == NULL) {
+			if (rt->argv != NULL)
+				snprintf(err, errlen, "out of memory");
+			goto fail;
+		}
+		break;
+	}
+	return rt;
+fail:
+	rtoken_free(rt);
+	return NULL;
+}
+
+void
+rtoken_free(struct rtoken *rt)
+{
+	if (rt == NULL)
+		return;
+	kill_run(rt);
+	ev_timer_stop(rt->loop, &rt->fetch_timer);
+	ev_timer_stop(rt->loop, &rt->notify_timer);
+	drop_token(rt);
+	oauth_free(rt->oauth);
+	if (rt->password != NULL)
+		secrets_free(rt->password, rt->password_len);
+	token_command_argv_free(rt->argv);
+	free(rt->out);
+	free(rt);
+}
+
+void
+rtoken_start(struct rtoken *rt)
+{
+	if (rt->started)
+		return;
+	rt->started = 1;
+	if (rt->oauth != NULL)
+		oauth_start(rt->oauth);
+	else if (rt->mode == CFG_REDIS_COMMAND)
+		fetch(rt);
+}
+
+int
+rtoken_is_static(const struct rtoken *rt)
+{
+	return rt->mode == CFG_REDIS_PASSWORD;
+}
+
+const char *
+rtoken_secret(const struct rtoken *rt, int64_t now_ms)
+{
+	switch (rt->mode) {
+	case CFG_REDIS_PASSWORD:
+		return rt->password;
+	case CFG_REDIS_OAUTH:
+		return oauth_token(rt->oauth, now_ms, -TOKEN_SAFETY_MS);
+	case CFG_REDIS_COMMAND:
+		return rt->token != NULL && rt->expires_at_ms > now_ms ? rt->token : NULL;
+	}
+	return NULL;
+}
+
+int64_t
+rtoken_expires_at_ms(const struct rtoken *rt)
+{
+	if (rt->oauth != NULL)
+		return oauth_expires_at_ms(rt->oauth);
+	return rt->token != NULL ? rt->expires_at_ms : 0;
+}
+
+int
+rtoken_usable(const struct rtoken *rt, int64_t now_ms)
+{
+	if (rt->mode == CFG_REDIS_PASSWORD)
+		return 1;
+	int64_t at = rtoken_expires_at_ms(rt);
+	return at != 0 && rtoken_secret(rt, now_ms) != NULL && at - now_ms > TOKEN_SAFETY_MS;
+}
+
+const char *
+rtoken_state_name(const struct rtoken *rt)
+{
+	if (rt->mode == CFG_REDIS_PASSWORD)
+		return "valid";
+	if (rt->oauth != NULL)
+		return oauth_state_name(rt->oauth);
+	if (rt->token != NULL)
+		return "valid";
+	if (rt->pid != 0 || (rt->failures == 0 && ev_is_active(&rt->fetch_timer)))
+		return "refreshing";
+	return rt->failures > 0 ? "error" : "none";
+}
+
+long long
+rtoken_refreshes(const struct rtoken *rt)
+{
+	return rt->oauth != NULL ? oauth_refreshes(rt->oauth) : rt->refreshes;
+}
+
+uint64_t
+rtoken_generation(const struct rtoken *rt)
+{
+	return rt->oauth != NULL ? oauth_generation(rt->oauth) : rt->generation;
+}
+
+void
+rtoken_set_listener(struct rtoken *rt, rtoken_listener *cb, void *arg)
+{
+	rt->listener = cb;
+	rt->listener_arg = arg;
+}
+
+void
+rtoken_refused(struct rtoken *rt, uint64_t gen)
+{
+	if (rt->oauth != NULL) {
+		oauth_invalidate_gen(rt->oauth, gen);
+		return;
+	}
+	if (rt->mode != CFG_REDIS_COMMAND || rt->token == NULL || gen != rt->generation)
+		return;
+	rt->refused = rt->after_refusal && rt->refused < 1000 ? rt->refused + 1 : 1;
+	drop_token(rt);
+	schedule_notify(rt);
+	if (rt->pid != 0)
+		return;
+	int64_t wait = token_refused_fetch_at_ms(rt->last_fetch_ms, rt->min_refresh_interval_ms,
+	    rt->refused) - wtime_mono_ms();
+	log_info("redis.token_refused", "refused_in_row=%d fetch_in_ms=%lld", rt->refused,
+	    (long long)(wait > 0 ? wait : 0));
+	if (wait > 0)
+		arm(rt, &rt->fetch_timer, wait);
+	else
+		fetch(rt);
+}
+
+static void
+on_wake(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop, (void)w, (void)revents;	/* only wakes the loop up */
+}
+
+int
+rtoken_fetch_once(const struct cfg *cfg, long timeout_ms, char **secret, size_t *len, char *err,
+		  size_t errlen)
+{
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	struct http_client *http = loop ? http_client_new(loop) : NULL;
+	struct rtoken *rt = NULL;
+	ev_timer wake;
+	int rc = -1;
+
+	*secret = NULL;
+	*len = 0;
+	if (http == NULL) {
+		snprintf(err, errlen, "cannot set up an event loop");
+		goto done;
+	}
+	if ((rt = rtoken_new(loop, http, cfg, 0, err, errlen)) == NULL)
+		goto done;
+	ev_timer_init(&wake, on_wake, 0.05, 0.05);
+	ev_timer_start(loop, &wake);
+	rtoken_start(rt);
+	for (int64_t end = wtime_mono_ms() + timeout_ms;;) {
+		int64_t now = wtime_mono_ms();
+		const char *s = rtoken_secret(rt, now);
+		if (s != NULL || rtoken_is_static(rt)) {
+			if (s != NULL && (*secret = strdup(s)) == NULL) {
+				snprintf(err, errlen, "out of memory");
+				break;
+			}
+			*len = s != NULL ? strlen(s) : 0;
+			rc = 0;
+			break;
+		}
+		if (strcmp(rtoken_state_name(rt), "error") == 0 || now >= end) {
+			snprintf(err, errlen, "no token for Redis: %s", rt->last_error[0] ?
+			    rt->last_error : now >= end ? "timed out" : "the IdP did not issue one");
+			break;
+		}
+		ev_run(loop, EVRUN_ONCE);
+	}
+	ev_timer_stop(loop, &wake);
+done:
+	rtoken_free(rt);
+	http_client_free(http);
+	if (loop != NULL)
+		ev_loop_destroy(loop);
+	return rc;
+}

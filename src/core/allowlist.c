@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* allowlist: the hosts a Redis connection may go to ([redis] allow_hosts). */
+#define _DEFAULT_SOURCE
+#include "core/allowlist.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include "base/log.h"
+
+#define NAME_MAX_LEN	255
+#define SEEN_MAX	32	/* refused host:port remembered for log-once */
+
+enum kind { K_NAME, K_V4, K_V6 };
+
+struct entry {
+	enum kind kind;
+	unsigned char addr[16];	/* K_V4: the first 4 bytes */
+	int bits;		/* prefix length */
+	char name[NAME_MAX_LEN + 1];
+};
+
+struct allowlist {
+	struct entry *e;
+	size_t n, cap;
+	long long *counter;
+	char seen[SEEN_MAX][NAME_MAX_LEN + 8];	/* "host port", logged already */
+	size_t nseen, next_seen;
+};
+
+struct allowlist *
+allowlist_new(void)
+{
+	return calloc(1, sizeof(struct allowlist));
+}
+
+void
+allowlist_free(struct allowlist *a)
+{
+	if (a == NULL)
+		return;
+	free(a->e);
+	free(a);
+}
+
+static int
+push(struct allowlist *a, const struct entry *x)
+{
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 8;
+		struct entry *ne = realloc(a->e, cap * sizeof *ne);
+		if (ne == NULL)
+			return -1;
+		a->e = ne;
+		a->cap = cap;
+	}
+	a->e[a->n++] = *x;
+	return 0;
+}
+
+/* An address (IPv4, IPv6, IPv4-mapped IPv6 as IPv4) into *x; -1 when s is
+ * not one. */
+static int
+parse_addr(const char *s, struct entry *x)
+{
+	unsigned char b[16];
+
+	memset(x->addr, 0, sizeof x->addr);
+	if (inet_pton(AF_INET, s, b) == 1) {
+		x->kind = K_V4;
+		memcpy(x->addr, b, 4);
+		x->bits = 32;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, s, b) == 1) {
+		static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+		if (memcmp(b, mapped, 12) == 0) {
+			x->kind = K_V4;
+			memcpy(x->addr, b + 12, 4);
+			x->bits = 32;
+		} else {
+			x->kind = K_V6;
+			memcpy(x->addr, b, 16);
+			x->bits = 128;
+		}
+		return 0;
+	}
+	return -1;
+}
+
+/* A host name as DNS allows it: letters, digits, '-', '.', '_'. */
+static int
+is_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > NAME_MAX_LEN)
+		return 0;
+	for (const char *p = s; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_'))
+			return 0;
+	return 1;
+}
+
+/* One entry: a name, an address or a CIDR block. */
+static int
+parse_entry(const char *s, struct entry *x)
+{
+	char buf[NAME_MAX_LEN + 1];
+	const char *slash = strchr(s, '/');
+
+	memset(x, 0, sizeof *x);
+	if (strlen(s) > NAME_MAX_LEN)
+		return -1;
+	if (slash == NULL) {
+		if (parse_addr(s, x) == 0)
+			return 0;
+		if (!is_name(s))
+			return -1;
+		x->kind = K_NAME;
+		snprintf(x->name, sizeof x->name, "%s", s);
+		size_t n = strlen(x->name);
+		if (n > 1 && x->name[n - 1] == '.')
+			x->name[n - 1] = '\0';
+		return 0;
+	}
+	memcpy(buf, s, (size_t)(slash - s));
+	buf[slash - s] = '\0';
+	if (parse_addr(buf, x) < 0)
+		return -1;
+	char *end;
+	long bits = strtol(slash + 1, &end, 10);
+	if (end == slash + 1 || *end != '\0' || bits < 0 || bits > (x->kind == K_V4 ? 32 : 128))
+		return -1;
+	x->bits = (int)bits;
+	return 0;
+}
+
+int
+allowlist_add_list(struct allowlist *a, const char *list, char *err, size_t errlen)
+{
+	const char *p = list;
+
+	if (list == NULL || list[strspn(list, " \t")] == '\0') {
+		snprintf(err, errlen, "allow_hosts: no host named");
+		return -1;
+	}
+	while (p != NULL && *p != '\0') {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+			len--;
+		char one[NAME_MAX_LEN + 1];
+		struct entry x;
+		if (len == 0 || len > NAME_MAX_LEN) {
+			snprintf(err, errlen, "allow_hosts: an empty or overlong entry");
+			return -1;
+		}
+		memcpy(one, p, len);
+		one[len] = '\0';
+		if (parse_entry(one, &x) < 0) {
+			snprintf(err, errlen, "allow_hosts: '%.80s' is not a host name, an address "
+			    "or a CIDR block", one);
+			return -1;
+		}
+		if (push(a, &x) < 0) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		p = end ? end + 1 : NULL;
+	}
+	return 0;
+}
+
+int
+allowlist_add_loopback(struct allowlist *a)
+{
+	char err[80];
+
+	return allowlist_add_list(a, "127.0.0.0/8, ::1, localhost", err, sizeof err);
+}
+
+/* x widened to its /24 or /64. */
+static void
+widen_entry(struct entry *x)
+{
+	x->bits = x->kind == K_V4 ? 24 : 64;
+}
+
+int
+allowlist_add_host(struct allowlist *a, const char *host, int widen)
+{
+	struct entry x;
+
+	if (host == NULL || parse_entry(host, &x) < 0)
+		return 0;	/* config.c refused what cannot be a host */
+	if (push(a, &x) < 0)
+		return -1;
+	if (!widen)
+		return 0;
+	if (x.kind != K_NAME) {
+		widen_entry(&x);
+		return push(a, &x);
+	}
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+	struct addrinfo *res = NULL;
+	if (getaddrinfo(host, NULL, &hints, &res) != 0)
+		return 0;
+	int rc = 0;
+	for (struct addrinfo *r = res; r != NULL && rc == 0; r = r->ai_next) {
+		struct entry y = {.kind = K_V4};
+		if (r->ai_family == AF_INET) {
+			memcpy(y.addr, &((struct sockaddr_in *)(void *)r->ai_addr)->sin_addr, 4);
+		} else if (r->ai_family == AF_INET6) {
+			y.kind = K_V6;
+			memcpy(y.addr, &((struct sockaddr_in6 *)(void *)r->ai_addr)->sin6_addr, 16);
+		} else {
+			continue;
+		}
+		widen_entry(&y);
+		rc = push(a, &y);
+	}
+	freeaddrinfo(res);
+	return rc;
+}
+
+/* The first bits of p and q are equal. */
+static int
+prefix_equal(const unsigned char *p, const unsigned char *q, int bits)
+{
+	int whole = bits / 8, rest = bits % 8;
+
+	if (memcmp(p, q, (size_t)whole) != 0)
+		return 0;
+	if (rest == 0)
+		return 1;
+	unsigned char mask = (unsigned char)(0xff << (8 - rest));
+	return (p[whole] & mask) == (q[whole] & mask);
+}
+
+int
+allowlist_match(const struct allowlist *a, const char *host)
+{
+	struct entry h;
+	char bare[NAME_MAX_LEN + 1];
+	size_t n = host != NULL ? strlen(host) : 0;
+
+	/* "[::1]", as a redirect may write an IPv6 address (only one) */
+	if (n > 2 && n - 2 <= NAME_MAX_LEN && host[0] == '[' && host[n - 1] == ']' &&
+	    memchr(host, ':', n) != NULL) {
+		memcpy(bare, host + 1, n - 2);
+		bare[n - 2] = '\0';
+		host = bare;
+	}
+	if (a == NULL || host == NULL || parse_entry(host, &h) < 0 || strchr(host, '/'))
+		return 0;
+	for (size_t i = 0; i < a->n; i++) {
+		const struct entry *x = &a->e[i];
+		if (x->kind != h.kind)
+			continue;
+		if (x->kind == K_NAME ? strcasecmp(x->name, h.name) == 0 :
+		    prefix_equal(x->addr, h.addr, x->bits))
+			return 1;
+	}
+	return 0;
+}
+
+void
+allowlist_count_in(struct allowlist *a, long long *counter)
+{
+	if (a != NULL)
+		a->counter = counter;
+}
+
+int
+allowlist_check(struct allowlist *a, const char *host, int port, const char *via)
+{
+	char key[sizeof a->seen[0]];
+
+	if (a == NULL || allowlist_match(a, host))
+		return 1;
+	if (a->counter != NULL)
+		(*a->counter)++;
+	snprintf(key, sizeof key, "%.255s %d", host != NULL ? host : "-", port);
+	for (size_t i = 0; i < a->nseen; i++)
+		if (strcmp(a->seen[i], key) == 0)
+			return 0;
+	memcpy(a->seen[a->next_seen], key, sizeof key);
+	a->next_seen = (a->next_seen + 1) % SEEN_MAX;
+	if (a->nseen < SEEN_MAX)
+		a->nseen++;
+	/* the host is what a redirect or a sentinel said: quoted */
+	log_warn("redis.host_refused", "host=%s port=%d via=%s", LOG_Q(host != NULL ? host : "-"),
+	    port, via);
+	return 0;
+}

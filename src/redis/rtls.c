@@ -1,0 +1,856 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * rtls: TLS under hiredis 0.14 (rtls.h). One state machine, rtls_step(),
+ * drives a connection from the TCP connect through the handshake to the
+ * pump; it only says which fd it waits on for what. On the daemon's loop
+ * two ev_io watchers follow that; in warrantctl a thread polls.
+ */
+#define _GNU_SOURCE		/* close_range, mkdtemp, explicit_bzero */
+#include "redis/rtls.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <hiredis/hiredis.h>
+
+#include "conf/secrets.h"
+
+#define PUMP_BUF	16384
+
+struct rtls_ctx {
+	SSL_CTX *ssl;
+	char *server_name;	/* NULL: the host connected to */
+};
+
+enum state { ST_CONNECT, ST_HANDSHAKE, ST_READY, ST_PUMP, ST_DONE };
+
+/* What a step waits for: on the TLS socket and on rtls's plain end. */
+enum { W_READ = 1, W_WRITE = 2 };
+
+struct rtls_conn {
+	enum state st;
+	struct rtls_ctx *ctx;	/* borrowed */
+	int fd;			/* the TCP socket TLS runs on */
+	int plain;		/* rtls's end of the pair; -1 before attach */
+	SSL *ssl;
+	char name[256];		/* what the certificate must name */
+	int want_fd, want_plain;
+	int tls_eof, plain_eof;
+	unsigned char t2p[PUMP_BUF], p2t[PUMP_BUF];	/* TLS to plain, plain to TLS */
+	size_t t2p_off, t2p_len, p2t_off, p2t_len;
+	char why[200];
+
+	/* the loop's driver */
+	struct ev_loop *loop;
+	ev_io io_fd, io_plain;
+	rtls_ready_cb *ready;
+	void *arg;
+};
+
+/* ---- the context ---- */
+
+static void
+ssl_why(char *why, size_t whylen, const char *what)
+{
+	unsigned long e = ERR_peek_last_error();
+	char buf[160];
+
+	if (e != 0) {
+		ERR_error_string_n(e, buf, sizeof buf);
+		snprintf(why, whylen, "%s: %s", what, buf);
+	} else {
+		snprintf(why, whylen, "%s", what);
+	}
+	ERR_clear_error();
+}
+
+static int
+load_pem(const struct cfg *cfg, const char *path, enum secrets_kind kind, BIO **bio,
+	 char **buf, size_t *len, char *err, size_t errlen)
+{
+	if (secrets_read_cfg(cfg, path, kind, buf, len, err, errlen) != 0)
+		return -1;
+	*bio = BIO_new_mem_buf(*buf, (int)*len);
+	if (*bio == NULL) {
+		secrets_free(*buf, *len);
+		*buf = NULL;
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+load_ca(SSL_CTX *ssl, const struct cfg *cfg, const char *path, char *err, size_t errlen)
+{
+	BIO *bio;
+	char *buf;
+	size_t len;
+	int n = 0;
+
+	if (path == NULL) {
+		if (SSL_CTX_set_default_verify_paths(ssl) != 1) {
+			ssl_why(err, errlen, "tls: the system's CAs");
+			return -1;
+		}
+		return 0;
+	}
+	if (load_pem(cfg, path, SECRETS_PUBLIC, &bio, &buf, &len, err, errlen) != 0)
+		return -1;
+	X509_STORE *store = SSL_CTX_get_cert_store(ssl);
+	X509 *x;
+	while ((x = PEM_read_bio_X509(bio, NULL, NULL, NULL)) != NULL) {
+		if (X509_STORE_add_cert(store, x) == 1)
+			n++;
+		X509_free(x);
+	}
+	ERR_clear_error();	/* the end of the file */
+	BIO_free(bio);
+	secrets_free(buf, len);
+	if (n == 0) {
+		snprintf(err, errlen, "tls_ca_file %s: no certificate in it", path);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+load_client(SSL_CTX *ssl, const struct cfg *cfg, char *err, size_t errlen)
+{
+	const char *certf = cfg->redis.tls_cert_file, *keyf = cfg->redis.tls_key_file;
+	BIO *bio;
+	char *buf;
+	size_t len;
+	int rc = -1;
+
+	if (certf == NULL)
+		return 0;
+	if (load_pem(cfg, certf, SECRETS_PUBLIC, &bio, &buf, &len, err, errlen) != 0)
+		return -1;
+	X509 *x = PEM_read_bio_X509(bio, NULL, NULL, NULL);
+	if (x == NULL || SSL_CTX_use_certificate(ssl, x) != 1) {
+		ssl_why(err, errlen, "tls_cert_file: not a certificate");
+		X509_free(x);
+		goto out_cert;
+	}
+	X509_free(x);
+	while ((x = PEM_read_bio_X509(bio, NULL, NULL, NULL)) != NULL)
+		if (SSL_CTX_add0_chain_cert(ssl, x) != 1)	/* takes x */
+			X509_free(x);
+	ERR_clear_error();
+	rc = 0;
+out_cert:
+	BIO_free(bio);
+	secrets_free(buf, len);
+	if (rc != 0)
+		return -1;
+	if (load_pem(cfg, keyf, SECRETS_PRIVATE_PEM, &bio, &buf, &len, err, errlen) != 0)
+		return -1;
+	EVP_PKEY *k = PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
+	BIO_free(bio);
+	secrets_free(buf, len);
+	rc = -1;
+	if (k == NULL)
+		snprintf(err, errlen, "tls_key_file: not a PEM private key");
+	else if (SSL_CTX_use_PrivateKey(ssl, k) != 1 || SSL_CTX_check_private_key(ssl) != 1)
+		snprintf(err, errlen, "tls_key_file does not match tls_cert_file");
+	else
+		rc = 0;
+	EVP_PKEY_free(k);
+	ERR_clear_error();
+	return rc;
+}
+
+struct rtls_ctx *
+rtls_ctx_new(const struct cfg *cfg, char *err, size_t errlen)
+{
+	struct rtls_ctx *ctx = calloc(1, sizeof *ctx);
+
+	if (ctx == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	ctx->ssl = SSL_CTX_new(TLS_client_method());
+	if (ctx->ssl == NULL) {
+		ssl_why(err, errlen, "tls");
+		goto fail;
+	}
+	if (cfg->redis.tls_server_name != NULL &&
+	    (ctx->server_name = strdup(cfg->redis.tls_server_name)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	SSL_CTX_set_min_proto_version(ctx->ssl, TLS1_2_VERSION);
+	SSL_CTX_set_verify(ctx->ssl, SSL_VERIFY_PEER, NULL);
+	/* the pump hands SSL_write what it has, from wherever it is */
+	SSL_CTX_set_mode(ctx->ssl, SSL_MODE_ENABLE_PARTIAL_WRITE |
+	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	if (load_ca(ctx->ssl, cfg, cfg->redis.tls_ca_file, err, errlen) != 0 ||
+	    load_client(ctx->ssl, cfg, err, errlen) != 0)
+		goto fail;
+	return ctx;
+fail:
+	rtls_ctx_free(ctx);
+	return NULL;
+}
+
+void
+rtls_ctx_free(struct rtls_ctx *ctx)
+{
+	if (ctx == NULL)
+		return;
+	SSL_CTX_free(ctx->ssl);
+	free(ctx->server_name);
+	free(ctx);
+}
+
+/* ---- the state machine ---- */
+
+static int
+set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ? -1 : 0;
+}
+
+static void
+fail_conn(struct rtls_conn *t, const char *what)
+{
+	if (t->why[0] == '\0')
+		snprintf(t->why, sizeof t->why, "%s", what);
+	t->st = ST_DONE;
+	t->want_fd = t->want_plain = 0;
+}
+
+/* The TLS session is over or broken: the plain side sees end of file. */
+static void
+end_pump(struct rtls_conn *t)
+{
+	if (t->plain >= 0) {
+		close(t->plain);
+		t->plain = -1;
+	}
+	t->st = ST_DONE;
+	t->want_fd = t->want_plain = 0;
+}
+
+static int
+ssl_wants(struct rtls_conn *t, int r, const char *what)
+{
+	int e = SSL_get_error(t->ssl, r);
+
+	if (e == SSL_ERROR_WANT_READ) {
+		t->want_fd |= W_READ;
+		return 0;
+	}
+	if (e == SSL_ERROR_WANT_WRITE) {
+		t->want_fd |= W_WRITE;
+		return 0;
+	}
+	if (e == SSL_ERROR_ZERO_RETURN)
+		return 1;
+	if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0)
+		snprintf(t->why, sizeof t->why, "%s: %s", what, errno != 0 ? strerror(errno) :
+		    "connection closed");
+	else
+		ssl_why(t->why, sizeof t->why, what);
+	return -1;
+}
+
+static void
+start_ssl(struct rtls_conn *t)
+{
+	unsigned char addr[16];
+
+	t->ssl = SSL_new(t->ctx->ssl);
+	if (t->ssl == NULL || SSL_set_fd(t->ssl, t->fd) != 1) {
+		fail_conn(t, "tls: out of memory");
+		return;
+	}
+	SSL_set_hostflags(t->ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+	if (inet_pton(AF_INET, t->name, addr) == 1 || inet_pton(AF_INET6, t->name, addr) == 1) {
+		/* an address: no SNI (RFC 6066), an IP SAN must match */
+		if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(t->ssl), t->name) != 1)
+			fail_conn(t, "tls: bad address in tls_server_name or host");
+	} else if (SSL_set_tlsext_host_name(t->ssl, t->name) != 1 ||
+	    SSL_set1_host(t->ssl, t->name) != 1) {
+		fail_conn(t, "tls: bad server name");
+	}
+	if (t->st != ST_DONE)
+		t->st = ST_HANDSHAKE;
+}
+
+static void
+step_handshake(struct rtls_conn *t)
+{
+	ERR_clear_error();
+	int r = SSL_connect(t->ssl);
+	if (r == 1) {
+		t->st = ST_READY;
+		t->want_fd = 0;
+		return;
+	}
+	long v = SSL_get_verify_result(t->ssl);
+	if (v != X509_V_OK) {
+		snprintf(t->why, sizeof t->why, "tls: certificate verify failed: %s",
+		    X509_verify_cert_error_string(v));
+		fail_conn(t, "");
+		return;
+	}
+	if (ssl_wants(t, r, "tls handshake") != 0)
+		fail_conn(t, "tls handshake: closed by the server");
+}
+
+/* Moves what can move, both ways, until nothing does. */
+static void
+step_pump(struct rtls_conn *t)
+{
+	int progress = 1;
+
+	while (progress && t->st == ST_PUMP) {
+		progress = 0;
+		t->want_fd = t->want_plain = 0;
+		if (t->t2p_len == 0 && !t->tls_eof) {
+			ERR_clear_error();
+			int n = SSL_read(t->ssl, t->t2p, sizeof t->t2p);
+			if (n > 0) {
+				t->t2p_off = 0;
+				t->t2p_len = (size_t)n;
+				progress = 1;
+			} else {
+				int r = ssl_wants(t, n, "tls read");
+				if (r < 0) {
+					end_pump(t);
+					return;
+				}
+				if (r > 0)
+					t->tls_eof = 1;
+			}
+		}
+		if (t->t2p_len > 0) {
+			ssize_t n = write(t->plain, t->t2p + t->t2p_off, t->t2p_len);
+			if (n > 0) {
+				t->t2p_off += (size_t)n;
+				t->t2p_len -= (size_t)n;
+				progress = 1;
+			} else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+				t->want_plain |= W_WRITE;
+			} else {
+				end_pump(t);	/* hiredis closed its end */
+				return;
+			}
+		}
+		if (t->tls_eof && t->t2p_len == 0) {
+			end_pump(t);
+			return;
+		}
+		if (t->p2t_len == 0 && !t->plain_eof) {
+			ssize_t n = read(t->plain, t->p2t, sizeof t->p2t);
+			if (n > 0) {
+				t->p2t_off = 0;
+				t->p2t_len = (size_t)n;
+				progress = 1;
+			} else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+				t->want_plain |= W_READ;
+			} else {
+				t->plain_eof = 1;
+			}
+		}
+		if (t->p2t_len > 0) {
+			ERR_clear_error();
+			int n = SSL_write(t->ssl, t->p2t + t->p2t_off, (int)t->p2t_len);
+			if (n > 0) {
+				t->p2t_off += (size_t)n;
+				t->p2t_len -= (size_t)n;
+				progress = 1;
+			} else if (ssl_wants(t, n, "tls write") != 0) {
+				end_pump(t);
+				return;
+			}
+		}
+		if (t->plain_eof && t->p2t_len == 0) {
+			(void)SSL_shutdown(t->ssl);	/* best effort: we are leaving */
+			end_pump(t);
+			return;
+		}
+	}
+}
+
+static void
+rtls_step(struct rtls_conn *t)
+{
+	if (t->st == ST_CONNECT) {
+		int e = 0;
+		socklen_t el = sizeof e;
+		if (getsockopt(t->fd, SOL_SOCKET, SO_ERROR, &e, &el) != 0)
+			e = errno;
+		if (e == EINPROGRESS || e == EALREADY) {
+			t->want_fd = W_WRITE;
+			return;
+		}
+		if (e != 0) {
+			snprintf(t->why, sizeof t->why, "connect: %s", strerror(e));
+			fail_conn(t, "");
+			return;
+		}
+		start_ssl(t);
+	}
+	if (t->st == ST_HANDSHAKE) {
+		t->want_fd = 0;
+		step_handshake(t);
+	}
+	if (t->st == ST_PUMP)
+		step_pump(t);
+}
+
+static struct rtls_conn *
+conn_alloc(struct rtls_ctx *ctx, const char *host, int port, char *why, size_t whylen)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *res, *ai;
+	char sport[16];
+	struct rtls_conn *t = calloc(1, sizeof *t);
+
+	if (t == NULL) {
+		snprintf(why, whylen, "out of memory");
+		return NULL;
+	}
+	t->fd = t->plain = -1;
+	t->ctx = ctx;
+	snprintf(t->name, sizeof t->name, "%s", ctx->server_name ? ctx->server_name : host);
+	snprintf(sport, sizeof sport, "%d", port);
+	int g = getaddrinfo(host, sport, &hints, &res);
+	if (g != 0) {
+		snprintf(why, whylen, "%s", gai_strerror(g));
+		free(t);
+		return NULL;
+	}
+	snprintf(why, whylen, "no address");
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    ai->ai_protocol);
+		if (fd < 0) {
+			snprintf(why, whylen, "socket: %s", strerror(errno));
+			continue;
+		}
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 || errno == EINPROGRESS) {
+			t->fd = fd;
+			break;
+		}
+		snprintf(why, whylen, "connect: %s", strerror(errno));
+		close(fd);
+	}
+	freeaddrinfo(res);
+	if (t->fd < 0) {
+		free(t);
+		return NULL;
+	}
+	int one = 1;
+	(void)setsockopt(t->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	t->st = ST_CONNECT;
+	t->want_fd = W_WRITE;
+	return t;
+}
+
+static void
+conn_close(struct rtls_conn *t)
+{
+	if (t->ssl != NULL)
+		SSL_free(t->ssl);
+	t->ssl = NULL;
+	if (t->fd >= 0)
+		close(t->fd);
+	if (t->plain >= 0)
+		close(t->plain);
+	t->fd = t->plain = -1;
+}
+
+/* ---- on the loop ---- */
+
+static void
+watch(struct ev_loop *loop, ev_io *w, int fd, int want)
+{
+	int ev = (want & W_READ ? EV_READ : 0) | (want & W_WRITE ? EV_WRITE : 0);
+
+	if (fd < 0 || ev == 0) {
+		ev_io_stop(loop, w);
+		return;
+	}
+	if (ev_is_active(w) && w->fd == fd && (w->events & (EV_READ | EV_WRITE)) == ev)
+		return;
+	ev_io_stop(loop, w);
+	ev_io_set(w, fd, ev);
+	ev_io_start(loop, w);
+}
+
+static void
+drive(struct rtls_conn *t)
+{
+	enum state before = t->st;
+
+	rtls_step(t);
+	watch(t->loop, &t->io_fd, t->fd, t->want_fd);
+	watch(t->loop, &t->io_plain, t->plain, t->want_plain);
+	if (before < ST_READY && (t->st == ST_READY || t->st == ST_DONE) && t->ready != NULL) {
+		rtls_ready_cb *cb = t->ready;
+		t->ready = NULL;
+		if (t->st == ST_READY)
+			cb(t->arg, 1, NULL);
+		else
+			cb(t->arg, 0, t->why);	/* last: it may free t */
+	}
+}
+
+static void
+on_io_fd(struct ev_loop *loop, ev_io *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	drive(w->data);
+}
+
+static void
+on_io_plain(struct ev_loop *loop, ev_io *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	drive(w->data);
+}
+
+struct rtls_conn *
+rtls_conn_new(struct ev_loop *loop, struct rtls_ctx *ctx, const char *host, int port,
+	      rtls_ready_cb *ready, void *arg, char *why, size_t whylen)
+{
+	struct rtls_conn *t = conn_alloc(ctx, host, port, why, whylen);
+
+	if (t == NULL)
+		return NULL;
+	t->loop = loop;
+	t->ready = ready;
+	t->arg = arg;
+	ev_io_init(&t->io_fd, on_io_fd, t->fd, EV_WRITE);
+	ev_io_init(&t->io_plain, on_io_plain, 0, EV_READ);
+	t->io_fd.data = t;
+	t->io_plain.data = t;
+	ev_io_start(loop, &t->io_fd);
+	return t;
+}
+
+int
+rtls_conn_attach(struct rtls_conn *t, int fd, char *why, size_t whylen)
+{
+	int sp[2];
+
+	if (t->st != ST_READY) {
+		snprintf(why, whylen, "tls: not ready");
+		return -1;
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sp) != 0) {
+		snprintf(why, whylen, "socketpair: %s", strerror(errno));
+		return -1;
+	}
+	if (fd >= 0 && dup2(sp[1], fd) < 0) {
+		snprintf(why, whylen, "dup2: %s", strerror(errno));
+		close(sp[0]);
+		close(sp[1]);
+		return -1;
+	}
+	close(sp[1]);
+	t->plain = sp[0];
+	t->st = ST_PUMP;
+	if (t->loop != NULL)
+		drive(t);
+	return 0;
+}
+
+const char *
+rtls_conn_why(const struct rtls_conn *t)
+{
+	return t != NULL ? t->why : "";
+}
+
+void
+rtls_conn_free(struct rtls_conn *t)
+{
+	if (t == NULL)
+		return;
+	if (t->loop != NULL) {
+		ev_io_stop(t->loop, &t->io_fd);
+		ev_io_stop(t->loop, &t->io_plain);
+	}
+	conn_close(t);
+	explicit_bzero(t->p2t, sizeof t->p2t);	/* it held an AUTH */
+	free(t);
+}
+
+/* ---- the trampoline ---- */
+
+static char tramp_dir[100], tramp_path[104];
+static int tramp_fd = -1, tramp_atexit;
+static ino_t tramp_ino;
+static pthread_mutex_t tramp_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void
+tramp_cleanup(void)
+{
+	if (tramp_path[0] != '\0')
+		(void)unlink(tramp_path);
+	if (tramp_dir[0] != '\0')
+		(void)rmdir(tramp_dir);
+}
+
+/* The listener is there, and its path still names it: a /tmp cleaner
+ * (systemd-tmpfiles ages out what it does not see used) may have taken
+ * it away, and then a new one is made. */
+static int
+tramp_alive(void)
+{
+	struct stat st;
+
+	return tramp_fd >= 0 && lstat(tramp_path, &st) == 0 && S_ISSOCK(st.st_mode) &&
+	    st.st_ino == tramp_ino;
+}
+
+static void
+tramp_drop(void)
+{
+	if (tramp_fd >= 0)
+		close(tramp_fd);
+	tramp_fd = -1;
+	tramp_cleanup();
+	tramp_dir[0] = tramp_path[0] = '\0';
+}
+
+/* $RUNTIME_DIRECTORY (the unit's, not aged out), else $TMPDIR, else /tmp;
+ * into buf. */
+static const char *
+tramp_base(char *buf, size_t n)
+{
+	const char *run = getenv("RUNTIME_DIRECTORY"), *tmp = getenv("TMPDIR");
+
+	if (run != NULL && *run == '/') {	/* several: "a:b", the first */
+		snprintf(buf, n, "%.*s", (int)strcspn(run, ":"), run);
+		return buf;
+	}
+	return tmp != NULL && *tmp == '/' ? tmp : "/tmp";
+}
+
+const char *
+rtls_trampoline(char *why, size_t whylen)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct stat st;
+	char base[sizeof tramp_dir];
+	const char *r = tramp_path;
+
+	pthread_mutex_lock(&tramp_mu);
+	if (tramp_alive())
+		goto out;
+	tramp_drop();
+	const char *tmp = tramp_base(base, sizeof base);
+	if (snprintf(tramp_dir, sizeof tramp_dir, "%s/warrantd-tls.XXXXXX", tmp) >=
+	    (int)sizeof tramp_dir || mkdtemp(tramp_dir) == NULL) {
+		snprintf(why, whylen, "tls: cannot make a private directory in %s: %s", tmp,
+		    strerror(errno));
+		tramp_dir[0] = '\0';
+		r = NULL;
+		goto out;
+	}
+	snprintf(tramp_path, sizeof tramp_path, "%s/t", tramp_dir);
+	if (strlen(tramp_path) >= sizeof sa.sun_path) {
+		snprintf(why, whylen, "tls: %s too long for a unix socket", tmp);
+		tramp_drop();
+		r = NULL;
+		goto out;
+	}
+	memcpy(sa.sun_path, tramp_path, strlen(tramp_path) + 1);
+	tramp_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (tramp_fd < 0 || bind(tramp_fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+	    listen(tramp_fd, 128) != 0 || lstat(tramp_path, &st) != 0) {
+		snprintf(why, whylen, "tls: cannot listen on %s: %s", tramp_path, strerror(errno));
+		tramp_drop();
+		r = NULL;
+		goto out;
+	}
+	tramp_ino = st.st_ino;
+	if (!tramp_atexit)
+		tramp_atexit = atexit(tramp_cleanup) == 0;
+out:
+	pthread_mutex_unlock(&tramp_mu);
+	return r;
+}
+
+void
+rtls_trampoline_drain(void)
+{
+	int fd;
+
+	pthread_mutex_lock(&tramp_mu);
+	while (tramp_fd >= 0 && (fd = accept(tramp_fd, NULL, NULL)) >= 0)
+		close(fd);
+	pthread_mutex_unlock(&tramp_mu);
+}
+
+/* ---- blocking, for warrantctl ---- */
+
+static long
+mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static short
+poll_ev(int want)
+{
+	return (short)((want & W_READ ? POLLIN : 0) | (want & W_WRITE ? POLLOUT : 0));
+}
+
+/* Closes every fd but a and b: the pump holds no other end open (the
+ * caller's stdout, another pump's socketpair). */
+static void
+keep_only(int a, int b)
+{
+	int lo = a < b ? a : b, hi = a < b ? b : a;
+
+	if (lo > 0)
+		(void)close_range(0, (unsigned)lo - 1, 0);
+	if (hi > lo + 1)
+		(void)close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
+	(void)close_range((unsigned)hi + 1, ~0U, 0);
+}
+
+/* The pump of rtls_dial, in a grandchild: never returns. */
+static void
+pump_process(struct rtls_conn *t)
+{
+	signal(SIGPIPE, SIG_IGN);	/* a closed side is read as the end */
+	while (t->st == ST_PUMP) {
+		struct pollfd p[2] = {
+			{.fd = t->want_fd ? t->fd : -1, .events = poll_ev(t->want_fd)},
+			{.fd = t->want_plain ? t->plain : -1, .events = poll_ev(t->want_plain)},
+		};
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		rtls_step(t);
+	}
+	_exit(0);	/* none of the parent's atexit work, nor its buffers */
+}
+
+int
+rtls_dial(struct rtls_ctx *ctx, const char *host, int port, long timeout_ms, char *why,
+	  size_t whylen)
+{
+	struct rtls_conn *t = conn_alloc(ctx, host, port, why, whylen);
+	long deadline = mono_ms() + timeout_ms;
+	int sp[2];
+	if (t == NULL)
+		return -1;
+	while (t->st < ST_READY) {
+		struct pollfd p = {.fd = t->fd, .events = poll_ev(t->want_fd)};
+		long left = deadline - mono_ms();
+		if (left <= 0) {
+			snprintf(why, whylen, "tls: timeout");
+			goto fail;
+		}
+		if (t->st == ST_CONNECT || t->want_fd) {
+			int n = poll(&p, 1, (int)left);
+			if (n < 0 && errno != EINTR) {
+				snprintf(why, whylen, "poll: %s", strerror(errno));
+				goto fail;
+			}
+			if (n == 0)
+				continue;
+		}
+		rtls_step(t);
+	}
+	if (t->st != ST_READY) {
+		snprintf(why, whylen, "%s", t->why);
+		goto fail;
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) != 0) {
+		snprintf(why, whylen, "socketpair: %s", strerror(errno));
+		goto fail;
+	}
+	if (set_nonblock(sp[0]) != 0) {
+		snprintf(why, whylen, "fcntl: %s", strerror(errno));
+		close(sp[0]);
+		close(sp[1]);
+		goto fail;
+	}
+	/* A process, not a thread: warrantctl may exit at any point, and
+	 * OpenSSL's cleanup at exit must not run under a pump that is still
+	 * reading. The child forks the pump and exits at once, so no zombie
+	 * is left behind and none is waited for. */
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		snprintf(why, whylen, "fork: %s", strerror(errno));
+		close(sp[0]);
+		close(sp[1]);
+		goto fail;
+	}
+	if (pid == 0) {
+		if (fork() != 0)
+			_exit(0);
+		keep_only(t->fd, sp[0]);
+		t->plain = sp[0];
+		t->st = ST_PUMP;
+		rtls_step(t);
+		pump_process(t);
+	}
+	close(sp[0]);
+	int status;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	/* the session is the grandchild's now: freed here without a word
+	 * to the server (no SSL_shutdown) */
+	rtls_conn_free(t);
+	return sp[1];
+fail:
+	rtls_conn_free(t);
+	return -1;
+}
+
+redisContext *
+rtls_redis_connect(struct rtls_ctx *ctx, const char *host, int port, long timeout_ms)
+{
+	struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+	char why[200];
+
+	if (ctx == NULL)
+		return redisConnectWithTimeout(host, port, tv);
+	int fd = rtls_dial(ctx, host, port, timeout_ms, why, sizeof why);
+	redisContext *c = redisConnectFd(fd);
+	if (c == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	if (fd < 0) {	/* as a failed connect reads in hiredis */
+		c->err = REDIS_ERR_IO;
+		snprintf(c->errstr, sizeof c->errstr, "%.120s", why);
+	}
+	return c;
+}
