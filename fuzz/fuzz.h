@@ -51,7 +51,7 @@ fuzz_data_file(const char *name, size_t *len)
 }
 
 /* The harness's own base64url decoder (RFC 4648 §5), kept apart from
- * src/b64url.c so that the properties the targets check do not rest on the
+ * src/jose/b64url.c so that the properties the targets check do not rest on the
  * code under test: NULL for any character outside the alphabet or a length
  * no encoding has. Trailing '=' are dropped when pad_ok, else refused; the
  * unused low bits of the last character are ignored. Caller frees;

@@ -7,7 +7,7 @@
  * itself and aborts unless its header is a JSON object (no duplicate member)
  * with `alg` the configured algorithm and `typ` exactly "decision+jwt", and
  * its signature verifies under OpenSSL, called here directly with keys the
- * harness loaded itself (src/record.c's verifier is not asked twice). The
+ * harness loaded itself (src/core/record.c's verifier is not asked twice). The
  * keys record_key_new accepted are checked the same way at start: each must
  * verify a signature the harness made. */
 #include "fuzz.h"

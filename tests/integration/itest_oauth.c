@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * itest_oauth: the token manager (src/oauth.c) on the test's own libev loop,
+ * itest_oauth: the token manager (src/auth/oauth.c) on the test's own libev loop,
  * against fake_idp, with fake_target checking that the tokens it hands out
  * are accepted. Every wait drives the loop with EVRUN_ONCE until a condition
  * holds or a generous deadline passes.

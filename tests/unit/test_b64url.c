@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Unit tests for src/b64url.c: RFC 4648 vectors, strict and lax decoding. */
+/* Unit tests for src/jose/b64url.c: RFC 4648 vectors, strict and lax decoding. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

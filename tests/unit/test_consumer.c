@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Unit tests for src/consumer.c, the consumer core. Section 1: what a Redis
+/* Unit tests for src/core/consumer.c, the consumer core. Section 1: what a Redis
  * error reply means (R17) and whether a step that met one is retried or the
  * entry given up. The reply texts are redis-server 7.0.15's, as it sent
  * them (to a command, and to the same command inside a script, which adds

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Unit tests for src/dec.c: decimal numbers against snprintf. */
+/* Unit tests for src/base/dec.c: decimal numbers against snprintf. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Unit tests for src/dpop.c and the JWK export of src/jws.c (RFC 9449,
+/* Unit tests for src/jose/dpop.c and the JWK export of src/jose/jws.c (RFC 9449,
  * RFC 7638): a proof is checked with OpenSSL called here by hand and the
  * public key file, never with dpop.c itself. */
 #include <setjmp.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* test_ejob: the jobs in hand (src/ejob.c) driven through fake operations
+/* test_ejob: the jobs in hand (src/worker/ejob.c) driven through fake operations
  * (ejob.h's struct ejob_ops): every load, verification, write, call, timer
  * and cancel a job asks for is written to a trace and held until the test
  * answers it, with the clock the test sets. Each test asserts the exact

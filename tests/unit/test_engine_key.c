@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Unit tests for the verification key in src/engine.c: it is parsed once per
+/* Unit tests for the verification key in src/worker/engine.c: it is parsed once per
  * config load, so a key that does not fit [records] algorithm fails
  * engine_new (start) and engine_reload (SIGHUP) instead of every record.
  * engine_new connects to nothing until engine_start, so no Redis is needed.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Unit test for src/http.c (warrantd(7) §9, issue 8): libcurl never holds its own
+ * Unit test for src/http/http.c (warrantd(7) §9, issue 8): libcurl never holds its own
  * copy of a request's secrets (no CURLOPT_USERPWD, no CURLOPT_COPYPOSTFIELDS),
  * and our copies — the header lines with the bearer or the Basic
  * credentials, the form body with the client secret — are wiped before the

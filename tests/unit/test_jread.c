@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Unit tests for src/jread.c: what it accepts and refuses, each case also
+/* Unit tests for src/base/jread.c: what it accepts and refuses, each case also
  * put to jansson (JSON_REJECT_DUPLICATES | JSON_DECODE_ANY), the reader the
  * record used before and still uses off the hot path: they must agree,
  * except on a NUL byte (jread.h, fuzz/fuzz_jread.c). */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Unit tests for src/jwa.c: the algorithms' names as JWS headers spell them. */
+/* Unit tests for src/jose/jwa.c: the algorithms' names as JWS headers spell them. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Unit tests for src/jws.c: what it signs is checked by two other
+/* Unit tests for src/jose/jws.c: what it signs is checked by two other
  * implementations, libjwt and OpenSSL called here by hand, never by jws.c
  * itself. */
 #include <setjmp.h>

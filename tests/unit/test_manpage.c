@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The key list of warrantd.ini(5) and the parser's key table (src/config.c,
+ * The key list of warrantd.ini(5) and the parser's key table (src/conf/config.c,
  * cfg_key_at) in step: a key added to one and not the other fails, naming
  * it. In the page, each key is an ".It Ic KEY" line under the ".Ss [SECTION]"
  * (".Ss [action NAME]" for the action keys).
@@ -92,7 +92,7 @@ test_page_lists_every_parser_key(void **state)
 	assert_true(nparser > 40);
 	for (size_t i = 0; i < nparser; i++)
 		if (!has(page, npage, parser[i].section, parser[i].key)) {
-			fprintf(stderr, "[%s] %s is in src/config.c but not in man/warrantd.ini.5: "
+			fprintf(stderr, "[%s] %s is in src/conf/config.c but not in man/warrantd.ini.5: "
 			    "add an \".It Ic %s\" entry under \".Ss [%s]\"\n", parser[i].section,
 			    parser[i].key, parser[i].key, parser[i].section);
 			missing++;
@@ -100,7 +100,7 @@ test_page_lists_every_parser_key(void **state)
 	for (size_t i = 0; i < npage; i++)
 		if (!has(parser, nparser, page[i].section, page[i].key)) {
 			fprintf(stderr, "[%s] %s is in man/warrantd.ini.5 but the parser "
-			    "(src/config.c) has no such key\n", page[i].section, page[i].key);
+			    "(src/conf/config.c) has no such key\n", page[i].section, page[i].key);
 			missing++;
 		}
 	assert_int_equal(missing, 0);

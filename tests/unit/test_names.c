@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Unit tests for src/names.c: the one name-to-index lookup. */
+/* Unit tests for src/base/names.c: the one name-to-index lookup. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

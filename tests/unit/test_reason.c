@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Unit tests for src/reason.c: every code has one name, and it parses back. */
+/* Unit tests for src/core/reason.c: every code has one name, and it parses back. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

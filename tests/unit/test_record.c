@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Unit tests for src/record.c: warrantd(7) §3.1 (content), §3.2 (integrity), R3 codes.
+/* Unit tests for src/core/record.c: warrantd(7) §3.1 (content), §3.2 (integrity), R3 codes.
  * Run from the repository root: the test keys are read from tests/data/. */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Unit tests for src/resp.c: bulk strings, against snprintf and the RESP
+/* Unit tests for src/core/resp.c: bulk strings, against snprintf and the RESP
  * framing Redis reads. */
 #include <setjmp.h>
 #include <stdarg.h>

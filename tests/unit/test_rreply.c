@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Unit tests for src/rreply.c: hiredis' reader with rreply's functions
+/* Unit tests for src/redis/rreply.c: hiredis' reader with rreply's functions
  * builds the same trees as with its own, from whole and from byte-at-a-time
  * input, and frees what a bad or cut-off reply left (ASan checks that). */
 #include <setjmp.h>

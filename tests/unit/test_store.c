@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Unit tests for src/store.c and the scripts embedded from lua/ by
+ * Unit tests for src/core/store.c and the scripts embedded from lua/ by
  * scripts/luagen.sh: the headers, the generated table and prologue, and
  * the arguments set by name. LUA_DIR is the source's lua/ (Makefile).
  */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Unit tests for src/wtime.c: RFC 3339 (UTC only), IMF-fixdate, civil days. */
+/* Unit tests for src/base/wtime.c: RFC 3339 (UTC only), IMF-fixdate, civil days. */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdarg.h>
