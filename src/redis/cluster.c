@@ -168,6 +168,15 @@ cluster_map_keep(struct cluster_map *m, int (*keep)(void *arg, const struct clus
 	return gone;
 }
 
+/* 1 when r is the string s, length included: every reply string is
+ * length-delimited, and one with a NUL byte is never another name. */
+static int
+is_str(const redisReply *r, const char *s)
+{
+	return r && r->type == REDIS_REPLY_STRING && r->len == strlen(s) &&
+	    memcmp(r->str, s, r->len) == 0;
+}
+
 /* In a flat field/value array, the value of field, or NULL. */
 static const redisReply *
 field(const redisReply *r, const char *name)
@@ -175,23 +184,18 @@ field(const redisReply *r, const char *name)
 	if (r == NULL || r->type != REDIS_REPLY_ARRAY)
 		return NULL;
 	for (size_t i = 0; i + 1 < r->elements; i += 2)
-		if (r->element[i]->type == REDIS_REPLY_STRING && strcmp(r->element[i]->str, name) == 0)
+		if (is_str(r->element[i], name))
 			return r->element[i + 1];
 	return NULL;
 }
 
-static int
-is_str(const redisReply *r, const char *s)
-{
-	return r && r->type == REDIS_REPLY_STRING && strcmp(r->str, s) == 0;
-}
 
 /* A usable address string: not absent, empty or "?" (unknown). */
 static const char *
 addr_of(const redisReply *r)
 {
 	if (r == NULL || r->type != REDIS_REPLY_STRING || r->len == 0 || is_str(r, "?") ||
-	    r->len >= CLUSTER_HOST_MAX)
+	    r->len >= CLUSTER_HOST_MAX || strlen(r->str) != r->len)
 		return NULL;
 	return r->str;
 }

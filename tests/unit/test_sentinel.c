@@ -55,7 +55,10 @@ test_reply(void **state)
 	assert_int_equal(port, 6380);
 	tree_free(r);
 	redisReply *bad[] = {arr(2, str("h"), str("0")), arr(2, str("h"), str("70000")),
-	    arr(2, str(""), str("1")), arr(2, str("h"), str("1x")), str("h:1")};
+	    arr(2, str(""), str("1")), arr(2, str("h"), str("1x")), str("h:1"),
+	    /* issue 37 item 6: a NUL inside would name another host or port */
+	    arr(2, strn("127.0.0.1\0.evil", 15), str("6380")),
+	    arr(2, str("10.0.0.7"), strn("6380\0", 5))};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		assert_int_equal(sentinel_parse_reply(bad[i], host, sizeof host, &port), -1);
 		tree_free(bad[i]);
