@@ -302,6 +302,8 @@ install: all $(BUILD)/warrantd.ini.dist
 	for u in $(UNITS); do \
 		sed -e 's|/usr/local/bin/|$(PREFIX)/bin/|g' \
 		    -e 's|/usr/local/share/doc/warrantd/|$(DOCDIR)/|g' \
+		    -e 's|/usr/local/lib/systemd/system/|$(UNITDIR)/|g' \
+		    -e 's|(make install)|(make install or the package)|' \
 		    systemd/$$u > $(DESTDIR)$(UNITDIR)/$$u; \
 		chmod 0644 $(DESTDIR)$(UNITDIR)/$$u; \
 	done

@@ -63,6 +63,9 @@ dpkg-deb -e "$deb" "$dir/DEBIAN"
 grep -qx /etc/warrantd/warrantd.ini "$dir/DEBIAN/conffiles" || fail "warrantd.ini is not a conffile"
 dpkg-deb -f "$deb" Depends | grep -q libhiredis || fail "Depends lacks the shared libraries"
 dpkg-deb -x "$deb" "$dir/root"
+# the units' comments and Documentation= name where the package put things
+grep -q '/usr/local' "$dir"/root/lib/systemd/system/* &&
+	fail "a packaged unit still names /usr/local: $(grep -l /usr/local "$dir"/root/lib/systemd/system/*)"
 # the LoadCredential= sources: a directory only root may enter
 [ "$(stat -c %a "$dir/root/etc/warrantd/credentials" 2>/dev/null)" = 700 ] ||
 	fail "/etc/warrantd/credentials is not a 0700 directory in the package"
