@@ -20,7 +20,8 @@ tmp=$out.tmp
 		*) echo "webassets.sh: $name: unknown type" >&2; exit 1 ;;
 		esac
 		printf '\t{"%s", "%s",\n' "$name" "$type"
-		awk '{ gsub(/\\/, "\\\\"); gsub(/"/, "\\\""); printf "\t\"%s\\n\"\n", $0 }' "$f"
+		# backslashes first, then quotes; each line a literal ending in \n
+		sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/\t"/' -e 's/$/\\n"/' "$f"
 		printf '\t, %s},\n' "$(wc -c < "$f" | tr -d ' ')"
 	done
 	echo '	{0, 0, 0, 0},'

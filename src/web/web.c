@@ -117,7 +117,9 @@ respond(struct MHD_Connection *conn, int status, const char *type, char *body, s
 	MHD_add_response_header(r, "Content-Security-Policy", csp);
 	MHD_add_response_header(r, "X-Frame-Options", "DENY");
 	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-	MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+	/* not no-referrer: with it a browser sends "Origin: null" on a form's
+	 * POST, and same_origin could no longer tell ours from another's */
+	MHD_add_response_header(r, "Referrer-Policy", "same-origin");
 	MHD_add_response_header(r, "Cross-Origin-Opener-Policy", "same-origin");
 	MHD_add_response_header(r, "Cache-Control", flags & R_CACHE ? "private, max-age=300" :
 	    "no-store");
@@ -342,14 +344,19 @@ page(struct MHD_Connection *conn, struct web *w, const struct wroute *rt,
 }
 
 /* A POST from another origin is refused whatever it carries: SameSite
- * keeps the cookie from it already, this keeps it from a login form too. */
+ * keeps the cookie from it already, this keeps it from a login form too.
+ * A browser says where a request came from (Sec-Fetch-Site, Origin);
+ * curl and scripts say nothing and have the token to show. */
 static int
 same_origin(struct MHD_Connection *conn)
 {
 	const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
 	const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host");
+	const char *site = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-Fetch-Site");
 	const char *p;
 
+	if (site != NULL && strcmp(site, "same-origin") != 0 && strcmp(site, "none") != 0)
+		return 0;
 	if (origin == NULL)
 		return 1;
 	if (host == NULL || (p = strstr(origin, "://")) == NULL)

@@ -562,6 +562,10 @@ jobs_consider(struct jobs *j, const char *id, const char *where, const char *fal
 	    (h = cmd(j->r, j->err, j->errlen, "HGETALL", hash, (char *)NULL)) == NULL)
 		return -1;
 	const char *state = h ? sreply_field(sreply_of(h), "state") : NULL;
+	/* decide writes "queued" for a record it schedules: the schedule says
+	 * what it waits for */
+	if (strcmp(where, "scheduled") == 0 && (state == NULL || strcmp(state, "queued") == 0))
+		state = "scheduled";
 	json_t *o = json_pack("{s:s, s:s, s:s}", "id", id, "state", state ? state : fallback,
 	    "source", where);
 	if (o == NULL) {	/* not UTF-8: a hand-made entry */

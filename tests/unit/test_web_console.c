@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "wasset.h"
 #include "wconf.h"
 #include "whtml.h"
 #include "wpage.h"
@@ -494,6 +495,26 @@ test_listen(void **state)
 	assert_int_equal(wconf_parse(&cfg, &w, err, sizeof err), -1);
 }
 
+/* ---- wasset ---- */
+
+/* The generated table holds each file whole: its length is the file's, and
+ * a backslash in the JavaScript is still one (scripts/webassets.sh). */
+static void
+test_assets(void **state)
+{
+	(void)state;
+	const struct wasset *js = wasset_find("console.js"), *css = wasset_find("console.css");
+
+	assert_non_null(js);
+	assert_non_null(css);
+	assert_null(wasset_find("nope.js"));
+	assert_string_equal(js->type, "text/javascript; charset=utf-8");
+	assert_int_equal(strlen(js->body), js->len);
+	assert_int_equal(strlen(css->body), css->len);
+	assert_non_null(strstr(js->body, "'\\u2014'"));
+	assert_non_null(strstr(js->body, "/api/overview"));
+}
+
 int
 main(void)
 {
@@ -512,6 +533,7 @@ main(void)
 		cmocka_unit_test(test_overview_page),
 		cmocka_unit_test(test_age),
 		cmocka_unit_test(test_listen),
+		cmocka_unit_test(test_assets),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
