@@ -47,7 +47,7 @@ ITEST_SRC := $(wildcard tests/integration/itest_*.c)
 ITEST_BIN := $(ITEST_SRC:tests/integration/%.c=$(BUILD)/tests/%)
 
 .PHONY: all bins unit modes deps test test-unit test-asan test-integration demo bench bench-scale \
-	interop interop-oidc interop-cerbos test-web \
+	interop interop-oidc interop-cerbos test-web lint-web \
 	install clean lint-man \
 	deb test-deb faults soak fuzz fuzz-build lint scan-objs valgrind
 .SUFFIXES:
@@ -159,6 +159,13 @@ $(BUILD)/tests/test_web%: tests/unit/test_web%.c $(WEB_LIB) $(LIB) $(HEADERS) $(
 		$(LIB) $(PKG_LIBS) $(WEB_LIBS) -lcmocka
 
 bins: $(WEB_BIN)
+
+# make lint covers the console too: clang-tidy with its own include path.
+lint: lint-web
+lint-web: $(GEN_H)
+	@fail=0; for f in $(WEB_SRC) $(WEB_MAIN); do \
+		clang-tidy --quiet $$f -- $(TIDY_FLAGS) $(WEB_CFLAGS) || fail=1; \
+	done; test $$fail = 0
 
 # The console in a real browser (tests/web/): Debian's chromium, headless,
 # driven by puppeteer-core pinned in tests/web/package-lock.json; nothing is

@@ -71,7 +71,7 @@ const struct wsess *
 wsess_create(struct wsess_table *t, const char *user, int64_t now_ms,
 	     const unsigned char rnd[WSESS_RAND])
 {
-	struct wsess *slot = NULL;
+	struct wsess *slot = &t->s[0];	/* wsess_new made max >= 1 */
 
 	if (!wpass_user_valid(user))
 		return NULL;
@@ -82,7 +82,7 @@ wsess_create(struct wsess_table *t, const char *user, int64_t now_ms,
 			slot = s;
 			break;
 		}
-		if (slot == NULL || s->last_ms < slot->last_ms)
+		if (s->last_ms < slot->last_ms)
 			slot = s;
 	}
 	memset(slot, 0, sizeof *slot);
