@@ -13,6 +13,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -51,6 +52,15 @@ function freePort() {
   });
 }
 
+// The console's footprint, for the issue's closing note: VmRSS (kB) and CPU
+// time (ms, user + system) of a process, from /proc.
+function footprint(pid) {
+  const rss = Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
+  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  const tick = 100;	// USER_HZ on Linux
+  return { rssKb: rss, cpuMs: (Number(f[11]) + Number(f[12])) * 1000 / tick };
+}
+
 function start(name, file, args) {
   const log = fs.openSync(path.join(tmp, `${name}.log`), 'w');
   const p = spawn(file, args, { stdio: ['ignore', log, log] });
@@ -62,7 +72,7 @@ const sock = path.join(tmp, 'redis.sock');
 const ini = path.join(tmp, 'warrantd.ini');
 const redisCli = (...a) => execFileSync('redis-cli', ['-s', sock, ...a], { encoding: 'utf8' }).trim();
 const ctl = (...a) => execFileSync(path.join(bin, 'warrantctl'), ['-c', ini, ...a], { encoding: 'utf8' });
-let base, browser, page;
+let base, browser, page, web;
 const consoleErrors = [];
 
 function decide(id, action, resource, extra = []) {
@@ -135,7 +145,7 @@ allow_http = yes
   await waitState('web-fail-1', 'failed');
   await waitState('web-dead-1', 'dead');
 
-  start('warrantd-web', path.join(bin, 'warrantd-web'), ['-c', ini]);
+  web = start('warrantd-web', path.join(bin, 'warrantd-web'), ['-c', ini]);
   await waitFor('warrantd-web', async () => {
     try { return (await fetch(`${base}/login`)).status === 200; } catch { return false; }
   });
@@ -184,6 +194,17 @@ test('without a session: every page sends to /login, the API and a POST are refu
     headers: { 'content-type': 'application/x-www-form-urlencoded' } });
   assert.equal(noToken.status, 403);
   assert.equal(noToken.headers.get('set-cookie')?.includes('wsid='), false);
+});
+
+test('the unix socket serves the same console, mode 0660', async () => {
+  const socketPath = path.join(tmp, 'web.sock');
+  assert.equal(fs.statSync(socketPath).mode & 0o777, 0o660);
+  const res = await new Promise((resolve, reject) => {
+    http.get({ socketPath, path: '/', headers: { host: 'localhost' } }, resolve).on('error', reject);
+  });
+  res.resume();
+  assert.equal(res.statusCode, 303);
+  assert.equal(res.headers.location, '/login');
 });
 
 test('a wrong password is refused; the right one logs in with a strict cookie', async () => {
@@ -288,6 +309,29 @@ test('log out ends the session', async () => {
   assert.equal(new URL(page.url()).pathname, '/login');
   const status = await page.evaluate(async () => (await fetch('/api/overview')).status);
   assert.equal(status, 401);
+});
+
+test('what a page load weighs, and what 100 overview refreshes cost', async (t) => {
+  await page.goto(`${base}/login`);
+  await page.type('input[name=user]', USER);
+  await page.type('input[name=password]', PASSWORD);
+  await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
+  // a fresh load with the cache off: every byte the overview costs
+  await page.setCacheEnabled(false);
+  await page.goto(`${base}/`);
+  await page.waitForFunction(() => performance.getEntriesByType('resource')
+    .some((e) => e.name.endsWith('/api/overview')), { timeout: 5000 });
+  const bytes = await page.evaluate(() => [...performance.getEntriesByType('navigation'),
+    ...performance.getEntriesByType('resource')].map((e) => [e.name.replace(location.origin, ''), e.transferSize]));
+  const total = bytes.reduce((a, [, n]) => a + n, 0);
+  t.diagnostic(`overview page load: ${total} bytes on the wire (${bytes.map(([n, b]) => `${n} ${b}`).join(', ')})`);
+  assert.ok(total < 64 * 1024, 'a page load stays small');
+  const before = footprint(web.pid);
+  await page.evaluate(async () => { for (let i = 0; i < 100; i++) await (await fetch('/api/overview')).json(); });
+  const afterRefresh = footprint(web.pid);
+  t.diagnostic(`warrantd-web: ${afterRefresh.rssKb} kB RSS; 100 /api/overview answers: ` +
+    `${afterRefresh.cpuMs - before.cpuMs} ms CPU`);
+  await page.setCacheEnabled(true);
 });
 
 test('no console errors (CSP violations included) on any page', () => {
