@@ -14,6 +14,7 @@ import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -205,6 +206,45 @@ test('the unix socket serves the same console, mode 0660', async () => {
   res.resume();
   assert.equal(res.statusCode, 303);
   assert.equal(res.headers.location, '/login');
+});
+
+// the [web] section of the file, replaced: another console on the same data
+function iniWith(name, web) {
+  const file = path.join(tmp, name);
+  fs.writeFileSync(file, fs.readFileSync(ini, 'utf8').replace(/\[web\][^[]*/, `[web]\n${web}\n`),
+    { mode: 0o600 });
+  return file;
+}
+
+test('off loopback only over TLS; over TLS the cookies are Secure', async () => {
+  const plain = iniWith('open.ini', 'listen = 0.0.0.0:1\nusers_file = users');
+  let err;
+  try {
+    execFileSync(path.join(bin, 'warrantd-web'), ['-t', '-c', plain], { stdio: 'pipe' });
+  } catch (e) {
+    err = e;
+  }
+  assert.equal(err?.status, 78);
+  assert.match(String(err.stderr), /not a loopback address.*set tls_cert_file and tls_key_file/);
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256',
+    '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1',
+    '-keyout', path.join(tmp, 'web.key'), '-out', path.join(tmp, 'web.crt')], { stdio: 'ignore' });
+  fs.chmodSync(path.join(tmp, 'web.key'), 0o600);
+  const port = await freePort();
+  const tls = iniWith('tls.ini', `listen = 127.0.0.1:${port}\nusers_file = users\n` +
+    'tls_cert_file = web.crt\ntls_key_file = web.key');
+  const p = start('warrantd-web-tls', path.join(bin, 'warrantd-web'), ['-c', tls]);
+  const ca = fs.readFileSync(path.join(tmp, 'web.crt'));
+  const get = () => new Promise((resolve, reject) => {
+    https.get({ host: '127.0.0.1', port, path: '/login', ca }, resolve).on('error', reject);
+  });
+  const res = await waitFor('warrantd-web over TLS', async () => { try { return await get(); } catch { return null; } });
+  res.resume();
+  assert.equal(res.statusCode, 200);
+  assert.match(res.headers['set-cookie'].join(';'), /wlogin=[0-9a-f]{64}; Path=\/login; HttpOnly; SameSite=Strict; Secure/);
+  assert.match(res.headers['strict-transport-security'], /max-age=/);
+  p.kill('SIGTERM');
+  await new Promise((r) => p.once('exit', r));
 });
 
 test('a wrong password is refused; the right one logs in with a strict cookie', async () => {
