@@ -32,6 +32,7 @@
 #include <arpa/inet.h>
 
 #include <microhttpd.h>
+#include <openssl/crypto.h>
 
 #include "cfgfile.h"
 #include "log.h"
@@ -395,13 +396,15 @@ route(struct MHD_Connection *conn, struct web *w, const char *method, const char
 		return redirect(conn, w, "/login", NULL, NULL);
 	}
 	if (rt.post) {
-		/* the one check of every POST's token, before any handler */
-		const char *want = rt.id == WR_LOGIN ? (ck && wroute_cookie_get(ck, LOGIN_COOKIE,
-		    login, sizeof login) == 0 ? login : NULL) : s ? s->csrf : NULL;
-		int ok = !q->too_big && same_origin(conn) && type != NULL &&
+		/* the one check of every POST's token, before any handler; both
+		 * compared in constant time */
+		int have = !q->too_big && same_origin(conn) && type != NULL &&
 		    strncmp(type, "application/x-www-form-urlencoded", 33) == 0 &&
-		    wroute_form_get(q->body, q->len, "csrf", csrf, sizeof csrf) == 0 &&
-		    want != NULL && strlen(want) == WSESS_ID_LEN && strcmp(csrf, want) == 0;
+		    wroute_form_get(q->body, q->len, "csrf", csrf, sizeof csrf) == 0;
+		int ok = have && (rt.id == WR_LOGIN ? ck != NULL &&
+		    wroute_cookie_get(ck, LOGIN_COOKIE, login, sizeof login) == 0 &&
+		    strlen(login) == WSESS_ID_LEN && strlen(csrf) == WSESS_ID_LEN &&
+		    CRYPTO_memcmp(csrf, login, WSESS_ID_LEN) == 0 : wsess_csrf_ok(s, csrf));
 		if (!ok) {
 			log_warn("web.csrf_refused", "path=%s", LOG_Q(url));
 			if (rt.id == WR_LOGIN)
