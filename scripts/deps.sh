@@ -6,13 +6,16 @@
 # cppcheck, clang-tidy, clang-tools (scan-build): `make lint`; valgrind:
 # `make valgrind`. libjwt-dev, cmocka, libmicrohttpd: the tests only (libjwt
 # checks what the daemon's own signer writes; the daemon does not link it).
+# libmicrohttpd also serves warrantd-web; chromium: the
+# console's browser test (make test-web; puppeteer-core drives the system
+# browser and downloads none).
 set -eu
 
 PKGS="build-essential pkg-config libhiredis-dev libev-dev libcurl4-openssl-dev
 libjansson-dev libjwt-dev libinih-dev libssl-dev libcmocka-dev
 libmicrohttpd-dev redis-server redis-tools redis-sentinel openssl curl libfaketime
 prometheus stunnel4 mandoc debhelper dpkg-dev fakeroot lintian bash-completion zsh
-clang libclang-rt-14-dev cppcheck clang-tidy clang-tools valgrind"
+clang libclang-rt-14-dev cppcheck clang-tidy clang-tools valgrind chromium"
 
 missing=""
 for p in $PKGS; do

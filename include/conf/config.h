@@ -184,6 +184,16 @@ struct cfg {
 		int allow_remote;	/* 1: a non-loopback listen is allowed */
 	} metrics;
 
+	/* warrantd-web's (src/web/): the daemon and warrantctl ignore them. The
+	 * listen rule (TLS off loopback) is warrantd-web's own (wconf.h). */
+	struct {
+		char *listen;		/* up to 4 addresses, as [metrics] listen's;
+					 * NULL: 127.0.0.1:8470 */
+		char *tls_cert_file, *tls_key_file;	/* both or neither */
+		char *users_file;	/* user:hash lines (warrantd-web passwd) */
+		long idle_timeout_s;	/* a session unused this long ends */
+	} web;
+
 	struct cfg_role roles[CFG_NROLES];
 
 	struct cfg_action *actions;

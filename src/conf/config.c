@@ -31,7 +31,7 @@ enum section {
 	SEC_NONE,	/* before the first header */
 	SEC_SKIP,	/* a header in error: its keys are not looked at */
 	SEC_DAEMON, SEC_REDIS, SEC_RECORDS, SEC_OAUTH, SEC_AUTHZ, SEC_RETRY, SEC_NOTIFY,
-	SEC_METRICS, SEC_ACTION, SEC_ROLE,
+	SEC_METRICS, SEC_WEB, SEC_ACTION, SEC_ROLE,
 };
 
 struct key;
@@ -704,6 +704,15 @@ static const struct key metrics_keys[] = {
 	{NULL, NULL, 0, 0, 0},
 };
 
+static const struct key web_keys[] = {
+	{"listen", set_str, C(web.listen), 0, 0},	/* checked by warrantd-web */
+	{"tls_cert_file", set_str, C(web.tls_cert_file), 0, 0},
+	{"tls_key_file", set_str, C(web.tls_key_file), 0, 0},
+	{"users_file", set_str, C(web.users_file), 0, 0},
+	{"idle_timeout_s", set_long, C(web.idle_timeout_s), 60, 86400},
+	{NULL, NULL, 0, 0, 0},
+};
+
 static const struct key action_keys[] = {
 	{"url", set_action_url, A(url), 0, 0},
 	{"method", set_method, A(method), 0, 0},
@@ -755,6 +764,7 @@ static const struct {
 	{"retry", SEC_RETRY, retry_keys},
 	{"notify", SEC_NOTIFY, notify_keys},
 	{"metrics", SEC_METRICS, metrics_keys},
+	{"web", SEC_WEB, web_keys},
 };
 
 const char *
@@ -817,6 +827,7 @@ set_defaults(struct cfg *cfg)
 	cfg->retry.base_ms = 500;
 	cfg->retry.cap_ms = 60000;
 	cfg->retry.max_attempts = 10;
+	cfg->web.idle_timeout_s = 900;
 	cfg->notify.timeout_ms = 2000;
 	cfg->notify.auth = CFG_AUTH_NONE;
 	cfg->authz.auth = CFG_AUTH_NONE;
@@ -1794,6 +1805,10 @@ cfg_free(struct cfg *cfg)
 	free(cfg->notify.webhook_url);
 	free(cfg->notify.bearer_file);
 	free(cfg->metrics.listen);
+	free(cfg->web.listen);
+	free(cfg->web.tls_cert_file);
+	free(cfg->web.tls_key_file);
+	free(cfg->web.users_file);
 	for (size_t i = 0; i < cfg->nactions; i++) {
 		free(cfg->actions[i].name);
 		free(cfg->actions[i].url);

@@ -27,7 +27,7 @@
 #include "harness.h"
 
 static const char *const pages[] = {"man/warrantd.8", "man/warrantctl.1", "man/warrantd.ini.5",
-    "man/warrantd.7"};
+    "man/warrantd.7", "man/warrantd-web.8"};
 
 static void
 test_mandoc_lint(void **state)

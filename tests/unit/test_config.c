@@ -989,6 +989,28 @@ test_metrics_section(void **state)
 	    "t.ini:7: allow_remote: 'true' is not one of yes|no");
 }
 
+/* [web]: parsed here for warrantd -t; warrantd-web checks the rest (wconf). */
+static void
+test_web_section(void **state)
+{
+	(void)state;
+	struct cfg *cfg = load_ok(MIN_RECORDS MIN_ACTION);
+	assert_null(cfg->web.listen);
+	assert_null(cfg->web.users_file);
+	assert_int_equal(cfg->web.idle_timeout_s, 900);
+	cfg_free(cfg);
+	cfg = load_ok(MIN_RECORDS MIN_ACTION "[web]\nlisten = 127.0.0.1:1 unix:/run/w.sock\n"
+	    "users_file = u\ntls_cert_file = c\ntls_key_file = k\nidle_timeout_s = 60\n");
+	assert_string_equal(cfg->web.listen, "127.0.0.1:1 unix:/run/w.sock");
+	assert_string_equal(cfg->web.users_file, "u");
+	assert_string_equal(cfg->web.tls_cert_file, "c");
+	assert_string_equal(cfg->web.tls_key_file, "k");
+	assert_int_equal(cfg->web.idle_timeout_s, 60);
+	cfg_free(cfg);
+	EXPECT(MIN_RECORDS MIN_ACTION "[web]\nidle_timeout_s = 59\n", "t.ini:7: idle_timeout_s: ");
+	EXPECT(MIN_RECORDS MIN_ACTION "[web]\nsession = 1\n", "t.ini:7: ");
+}
+
 #define MIN_OAUTH "[oauth]\ntoken_url = https://idp/t\nclient_id = c\nclient_secret_file = s\n"
 
 /* warrantd(7) §9: [redis] auth and the keys of each source. */
@@ -1440,6 +1462,7 @@ main(void)
 		cmocka_unit_test(test_bad_numbers),
 		cmocka_unit_test(test_bad_ratio),
 		cmocka_unit_test(test_metrics_section),
+		cmocka_unit_test(test_web_section),
 		cmocka_unit_test(test_redis_auth),
 		cmocka_unit_test(test_bad_enums),
 		cmocka_unit_test(test_bad_urls),
