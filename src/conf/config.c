@@ -4,8 +4,9 @@
 #define _DEFAULT_SOURCE
 #include "conf/config.h"
 #include "core/allowlist.h"
-#include "redis/cluster.h"
-#include "redis/sentinel.h"
+#include "core/hostport.h"
+#include "core/listen.h"
+#include "core/shard.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -19,7 +20,6 @@
 
 #include <ini.h>
 
-#include "worker/metrics.h"
 #include "core/token.h"
 #include "core/urltpl.h"
 
@@ -597,7 +597,7 @@ static const struct key redis_keys[] = {
 	{"master_name", set_str, C(redis.master_name), 0, 0},
 	{"sentinel_password_file", set_str, C(redis.sentinel_password_file), 0, 0},
 	{"cluster", set_str, C(redis.cluster), 0, 0},
-	{"shards", set_long, C(redis.shards), 1, CLUSTER_SHARDS_MAX},
+	{"shards", set_long, C(redis.shards), 1, SHARD_MAX},
 	{"allow_hosts", set_str, C(redis.allow_hosts), 0, 0},
 	{"db", set_int, C(redis.db), 0, VAL_MAX},
 	{"prefix", set_word, C(redis.prefix), 0, 0},
@@ -1271,7 +1271,7 @@ static void
 finish_sentinel(struct ctx *c)
 {
 	struct cfg *cfg = c->cfg;
-	struct sentinel_addr a[SENTINEL_MAX];
+	struct hostport a[HOSTPORT_MAX];
 	char why[160];
 	size_t n;
 
@@ -1282,7 +1282,7 @@ finish_sentinel(struct ctx *c)
 			    cfg->redis.master_name ? "master_name" : "sentinel_password_file");
 		return;
 	}
-	if (sentinel_parse_list(cfg->redis.sentinels, a, &n, why, sizeof why) < 0)
+	if (hostport_parse_list(cfg->redis.sentinels, a, &n, why, sizeof why) < 0)
 		fail(c, cfg_line_of(cfg, "redis", "sentinels"), "sentinels: %s", why);
 	if (cfg->redis.master_name == NULL)
 		fail(c, cfg_line_of(cfg, "redis", "sentinels"), "sentinels needs master_name");
@@ -1299,7 +1299,7 @@ static void
 finish_cluster(struct ctx *c)
 {
 	struct cfg *cfg = c->cfg;
-	struct sentinel_addr a[SENTINEL_MAX];
+	struct hostport a[HOSTPORT_MAX];
 	char why[160];
 	size_t n;
 
@@ -1309,14 +1309,14 @@ finish_cluster(struct ctx *c)
 		    "with shards the prefix takes no braces: shard i is {prefix:i}");
 	if (cfg->redis.cluster == NULL)
 		return;
-	if (sentinel_parse_list(cfg->redis.cluster, a, &n, why, sizeof why) < 0)
+	if (hostport_parse_list(cfg->redis.cluster, a, &n, why, sizeof why) < 0)
 		fail(c, cfg_line_of(cfg, "redis", "cluster"), "cluster: %s", why);
 	if (cfg->redis.socket != NULL || cfg->redis.sentinels != NULL)
 		fail(c, cfg_line_of(cfg, "redis", "cluster"),
 		    "cluster excludes socket and sentinels: the cluster names its nodes");
 	if (cfg->redis.db != 0)
 		fail(c, cfg_line_of(cfg, "redis", "db"), "a Redis Cluster has only db 0");
-	if (cfg->redis.shards == 0 && !cluster_has_tag(cfg->redis.prefix))
+	if (cfg->redis.shards == 0 && !shard_has_tag(cfg->redis.prefix))
 		fail(c, cfg_line_of(cfg, "redis", "prefix"),
 		    "on a cluster the prefix needs a hash tag (e.g. {%.*s}) or shards must be set: "
 		    "each script's keys must share one slot", SHOW, cfg->redis.prefix);
@@ -1585,7 +1585,7 @@ static void
 finish_plaintext(struct ctx *c)
 {
 	const struct cfg *cfg = c->cfg;
-	struct sentinel_addr a[SENTINEL_MAX];
+	struct hostport a[HOSTPORT_MAX];
 	char why[160];
 	size_t n = 0;
 
@@ -1599,7 +1599,7 @@ finish_plaintext(struct ctx *c)
 	if (pw == NULL)
 		return;
 	if (cfg->redis.cluster || cfg->redis.sentinels) {
-		if (sentinel_parse_list(cfg->redis.cluster ? cfg->redis.cluster :
+		if (hostport_parse_list(cfg->redis.cluster ? cfg->redis.cluster :
 		    cfg->redis.sentinels, a, &n, why, sizeof why) < 0)
 			return;	/* reported where the list is checked */
 	} else {
@@ -1670,11 +1670,11 @@ static void
 finish_metrics(struct ctx *c)
 {
 	struct cfg *cfg = c->cfg;
-	struct metrics_addr addr;
+	struct listen_addr addr;
 	char why[256];
 
 	if (cfg->metrics.listen &&
-	    metrics_listen_parse(cfg->metrics.listen, cfg->metrics.allow_remote, &addr, why,
+	    listen_parse(cfg->metrics.listen, cfg->metrics.allow_remote, &addr, why,
 		sizeof why) < 0)
 		fail(c, cfg_line_of(cfg, "metrics", "listen"), "listen: %s", why);
 }

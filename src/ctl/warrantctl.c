@@ -379,13 +379,13 @@ static int
 cluster_owner(struct ctx *c, char *host, size_t hostlen, int *port)
 {
 	const struct cfg *cfg = c->cfg;
-	struct sentinel_addr seeds[SENTINEL_MAX];
+	struct hostport seeds[HOSTPORT_MAX];
 	struct cluster_map *m = NULL;
 	char err[512], *pw = NULL;
 	size_t n, len = 0;
 	int rc = EX_UNAVAILABLE;
 
-	if (sentinel_parse_list(cfg->redis.cluster, seeds, &n, err, sizeof err) < 0) {
+	if (hostport_parse_list(cfg->redis.cluster, seeds, &n, err, sizeof err) < 0) {
 		say("%s", err);
 		return EX_CONFIG;
 	}
@@ -420,12 +420,12 @@ static int
 sentinel_primary(const struct ctx *c, char *host, size_t hostlen, int *port)
 {
 	const struct cfg *cfg = c->cfg;
-	struct sentinel_addr a[SENTINEL_MAX];
+	struct hostport a[HOSTPORT_MAX];
 	char err[256], *pw = NULL;
 	size_t n, len = 0;
 	int rc;
 
-	if (sentinel_parse_list(cfg->redis.sentinels, a, &n, err, sizeof err) < 0 ||
+	if (hostport_parse_list(cfg->redis.sentinels, a, &n, err, sizeof err) < 0 ||
 	    (cfg->redis.sentinel_password_file &&
 	    secrets_read_cfg(cfg, cfg->redis.sentinel_password_file, SECRETS_TRIMMED, &pw, &len,
 	    err, sizeof err) < 0)) {
@@ -492,7 +492,7 @@ connect_redis(struct ctx *c)
 {
 	const struct cfg *cfg = c->cfg;
 	struct timeval tv = {TIMEOUT_S, 0};
-	char db[16], host[SENTINEL_HOST_MAX];
+	char db[16], host[HOSTPORT_HOST_MAX];
 	const char *where = cfg->redis.host;
 	int port = cfg->redis.port;
 	redisReply *r;
@@ -907,7 +907,7 @@ static redisReply *
 run_asking(struct ctx *c, int argc, const char **argv, const size_t *len)
 {
 	redisReply *r = redisCommandArgv(c->redis, argc, argv, len), *a;
-	char host[SENTINEL_HOST_MAX], *end;
+	char host[HOSTPORT_HOST_MAX], *end;
 	const char *h, *colon;
 
 	/* "ASK <slot> <host>:<port>" */
@@ -1124,7 +1124,7 @@ shard_option(struct ctx *c, const char *v)
 	char *end;
 	long n = strtol(v, &end, 10);
 
-	if (*v < '0' || *v > '9' || *end != '\0' || n >= CLUSTER_SHARDS_MAX)
+	if (*v < '0' || *v > '9' || *end != '\0' || n >= SHARD_MAX)
 		return usage_error("--shard: '%s' is not a shard number", v);
 	c->shard_opt = n;
 	return 0;

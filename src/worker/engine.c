@@ -583,7 +583,7 @@ after_shared_read(struct rconn *rc, const struct sreply *r, void *arg)
 static void
 read_shared(struct engine *eng)
 {
-	const char *argv[9 + 2 * CLUSTER_SHARDS_MAX];
+	const char *argv[9 + 2 * SHARD_MAX];
 	size_t n = 0;
 
 	if (eng->reading || eng->draining || !rconn_is_up(eng->blk) ||
