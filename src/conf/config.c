@@ -1271,9 +1271,7 @@ static void
 finish_sentinel(struct ctx *c)
 {
 	struct cfg *cfg = c->cfg;
-	struct hostport a[HOSTPORT_MAX];
 	char why[160];
-	size_t n;
 
 	if (cfg->redis.sentinels == NULL) {
 		if (cfg->redis.master_name || cfg->redis.sentinel_password_file)
@@ -1282,8 +1280,11 @@ finish_sentinel(struct ctx *c)
 			    cfg->redis.master_name ? "master_name" : "sentinel_password_file");
 		return;
 	}
-	if (hostport_parse_list(cfg->redis.sentinels, a, &n, why, sizeof why) < 0)
+	if (hostport_parse_list(cfg->redis.sentinels, cfg->redis.sentinel_addr,
+	    &cfg->redis.n_sentinel_addr, why, sizeof why) < 0) {
+		cfg->redis.n_sentinel_addr = 0;
 		fail(c, cfg_line_of(cfg, "redis", "sentinels"), "sentinels: %s", why);
+	}
 	if (cfg->redis.master_name == NULL)
 		fail(c, cfg_line_of(cfg, "redis", "sentinels"), "sentinels needs master_name");
 	if (cfg->redis.socket != NULL)
@@ -1299,9 +1300,7 @@ static void
 finish_cluster(struct ctx *c)
 {
 	struct cfg *cfg = c->cfg;
-	struct hostport a[HOSTPORT_MAX];
 	char why[160];
-	size_t n;
 
 	if (cfg->redis.shards > 0 && (strchr(cfg->redis.prefix, '{') ||
 	    strchr(cfg->redis.prefix, '}')))
@@ -1309,8 +1308,11 @@ finish_cluster(struct ctx *c)
 		    "with shards the prefix takes no braces: shard i is {prefix:i}");
 	if (cfg->redis.cluster == NULL)
 		return;
-	if (hostport_parse_list(cfg->redis.cluster, a, &n, why, sizeof why) < 0)
+	if (hostport_parse_list(cfg->redis.cluster, cfg->redis.cluster_addr,
+	    &cfg->redis.n_cluster_addr, why, sizeof why) < 0) {
+		cfg->redis.n_cluster_addr = 0;
 		fail(c, cfg_line_of(cfg, "redis", "cluster"), "cluster: %s", why);
+	}
 	if (cfg->redis.socket != NULL || cfg->redis.sentinels != NULL)
 		fail(c, cfg_line_of(cfg, "redis", "cluster"),
 		    "cluster excludes socket and sentinels: the cluster names its nodes");
@@ -1585,9 +1587,9 @@ static void
 finish_plaintext(struct ctx *c)
 {
 	const struct cfg *cfg = c->cfg;
-	struct hostport a[HOSTPORT_MAX];
-	char why[160];
-	size_t n = 0;
+	struct hostport one;
+	const struct hostport *a = &one;
+	size_t n = 1;
 
 	if (cfg->redis.allow_plaintext || cfg->redis.socket != NULL || cfg->redis.tls)
 		return;
@@ -1598,13 +1600,15 @@ finish_plaintext(struct ctx *c)
 		pw = cfg->redis.sentinel_password_file;
 	if (pw == NULL)
 		return;
-	if (cfg->redis.cluster || cfg->redis.sentinels) {
-		if (hostport_parse_list(cfg->redis.cluster ? cfg->redis.cluster :
-		    cfg->redis.sentinels, a, &n, why, sizeof why) < 0)
-			return;	/* reported where the list is checked */
+	/* a list that did not parse has no entry: reported where it is checked */
+	if (cfg->redis.cluster) {
+		a = cfg->redis.cluster_addr;
+		n = cfg->redis.n_cluster_addr;
+	} else if (cfg->redis.sentinels) {
+		a = cfg->redis.sentinel_addr;
+		n = cfg->redis.n_sentinel_addr;
 	} else {
-		snprintf(a[0].host, sizeof a[0].host, "%s", cfg->redis.host);
-		n = 1;
+		snprintf(one.host, sizeof one.host, "%s", cfg->redis.host);
 	}
 	for (size_t i = 0; i < n; i++) {
 		size_t len = strlen(a[i].host);
@@ -1670,12 +1674,11 @@ static void
 finish_metrics(struct ctx *c)
 {
 	struct cfg *cfg = c->cfg;
-	struct listen_addr addr;
 	char why[256];
 
 	if (cfg->metrics.listen &&
-	    listen_parse(cfg->metrics.listen, cfg->metrics.allow_remote, &addr, why,
-		sizeof why) < 0)
+	    listen_parse(cfg->metrics.listen, cfg->metrics.allow_remote,
+		&cfg->metrics.listen_addr, why, sizeof why) < 0)
 		fail(c, cfg_line_of(cfg, "metrics", "listen"), "listen: %s", why);
 }
 

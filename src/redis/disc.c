@@ -373,12 +373,10 @@ disc_start(struct disc *d)
 }
 
 struct allowlist *
-disc_allowlist_of(const char *allow_hosts, const char *host, const char *sentinels,
-		  const char *cluster, char *err, size_t errlen)
+disc_allowlist_of(const char *allow_hosts, const char *host, const struct hostport *nodes,
+		  size_t n, char *err, size_t errlen)
 {
-	struct hostport a[HOSTPORT_MAX];
-	size_t n = 0;
-	int widen = (sentinels != NULL || cluster != NULL) && allow_hosts == NULL;
+	int widen = n > 0 && allow_hosts == NULL;
 	struct allowlist *al = allowlist_new();
 
 	if (al == NULL)
@@ -391,11 +389,8 @@ disc_allowlist_of(const char *allow_hosts, const char *host, const char *sentine
 	}
 	if (host != NULL && allowlist_add_host(al, host, 0) < 0)
 		goto oom;
-	if ((sentinels != NULL || cluster != NULL) &&
-	    hostport_parse_list(sentinels != NULL ? sentinels : cluster, a, &n, err, errlen) < 0)
-		goto fail;
 	for (size_t i = 0; i < n; i++)
-		if (allowlist_add_host(al, a[i].host, widen) < 0)
+		if (allowlist_add_host(al, nodes[i].host, widen) < 0)
 			goto oom;
 	return al;
 oom:
@@ -429,19 +424,24 @@ disc_new(const struct disc_opts *o, char *err, size_t errlen)
 		return NULL;
 	}
 	d->o = *o;
-	d->o.sentinels = d->o.cluster = d->o.master_name = d->o.username = NULL;
+	d->o.sentinels = d->o.seeds = NULL;
+	d->o.master_name = d->o.username = NULL;
 	d->o.host = d->o.allow_hosts = NULL;
 	init_timer(d, &d->step, on_step);
 	init_timer(d, &d->deadline, on_deadline);
 	init_timer(d, &d->poll, on_poll);
-	if (o->sentinels != NULL) {
+	if (o->nsentinels > HOSTPORT_MAX || o->nseeds > HOSTPORT_MAX) {
+		snprintf(err, errlen, "more than %d sentinels or seeds", HOSTPORT_MAX);
+		goto fail;
+	}
+	if (o->nsentinels > 0) {
 		d->mode = M_SENTINEL;
-		if (hostport_parse_list(o->sentinels, d->sentinels, &d->nsentinels, err, errlen) < 0)
-			goto fail;
-	} else if (o->cluster != NULL) {
+		d->nsentinels = o->nsentinels;
+		memcpy(d->sentinels, o->sentinels, o->nsentinels * sizeof d->sentinels[0]);
+	} else if (o->nseeds > 0) {
 		d->mode = M_CLUSTER;
-		if (hostport_parse_list(o->cluster, d->seeds, &d->nseeds, err, errlen) < 0)
-			goto fail;
+		d->nseeds = o->nseeds;
+		memcpy(d->seeds, o->seeds, o->nseeds * sizeof d->seeds[0]);
 	}
 	if (copy_str(&d->master_name, o->master_name) < 0 ||
 	    copy_str(&d->username, o->username) < 0 ||
@@ -451,8 +451,9 @@ disc_new(const struct disc_opts *o, char *err, size_t errlen)
 	}
 	if (d->map != NULL)
 		cluster_map_use_tls(d->map, o->tls != NULL);
-	if ((d->allow = disc_allowlist_of(o->allow_hosts, o->host, o->sentinels, o->cluster, err,
-	    errlen)) == NULL)
+	if ((d->allow = disc_allowlist_of(o->allow_hosts, o->host,
+	    d->mode == M_SENTINEL ? d->sentinels : d->seeds,
+	    d->mode == M_SENTINEL ? d->nsentinels : d->nseeds, err, errlen)) == NULL)
 		goto fail;
 	return d;
 fail:
