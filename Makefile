@@ -273,7 +273,8 @@ valgrind: deps
 	@$(MAKE) --no-print-directory all unit
 	@sh tests/valgrind.sh $(BUILD)
 
-# ---- static analysis (tests/README.md "Static analysis"): cppcheck and clang-tidy
+# ---- static analysis (tests/README.md "Static analysis"): the layering check
+# (scripts/layers.sh: includes point down, no circle), cppcheck and clang-tidy
 # (Debian 12's), configured by .cppcheck-suppressions and .clang-tidy; any
 # finding fails. scan-build (clang-tools) runs the analyzer over a full build;
 # without it lint fails rather than passing with one analyzer fewer.
@@ -287,6 +288,7 @@ MAN_PAGES := $(wildcard man/*.[1-8])
 QUEUE_H    := $(firstword $(wildcard /usr/include/*/sys/queue.h /usr/include/sys/queue.h))
 
 lint: $(GEN_H) lint-man
+	sh scripts/layers.sh
 	@echo "cppcheck $$(cppcheck --version | cut -d' ' -f2), clang-tidy $$(clang-tidy --version | sed -n 's/.*LLVM version \([0-9.]*\).*/\1/p')"
 	cppcheck --enable=warning,portability,performance --std=c11 --inline-suppr \
 		--error-exitcode=1 --quiet -Iinclude -I$(BUILD)/gen --include=/usr/include/jansson.h \

@@ -23,6 +23,8 @@
 
 #include "jose/jwa.h"
 #include "base/log.h"
+#include "core/hostport.h"
+#include "core/listen.h"
 
 #define CFG_DEFAULT_PATH "/etc/warrantd/warrantd.ini"
 
@@ -106,10 +108,17 @@ struct cfg {
 		long dead_maxlen, notify_maxlen;	/* XADD MAXLEN ~ of P:dead, P:notify */
 		/* R19: WAIT for this many replicas (0: no WAIT), at most this long */
 		long wait_replicas, wait_timeout_ms;
-		/* Sentinel: "host:port, ..." and the primary's name; NULL: none */
+		/* Sentinel: "host:port, ..." and the primary's name; NULL: none.
+		 * The text is kept to say whether it is set and what changed on
+		 * a reload; sentinel_addr is the list, parsed once. */
 		char *sentinels, *master_name, *sentinel_password_file;
-		/* Redis Cluster: seed nodes "host:port, ..."; NULL: not a cluster */
+		struct hostport sentinel_addr[HOSTPORT_MAX];
+		size_t n_sentinel_addr;		/* 0: no sentinels */
+		/* Redis Cluster: seed nodes "host:port, ..."; NULL: not a
+		 * cluster. cluster_addr: the seeds, parsed once. */
 		char *cluster;
+		struct hostport cluster_addr[HOSTPORT_MAX];
+		size_t n_cluster_addr;		/* 0: not a cluster */
 		/* hosts a redirect or a sentinel may name (allowlist.h); NULL:
 		 * warrantd(7) §10's default */
 		char *allow_hosts;
@@ -181,6 +190,7 @@ struct cfg {
 
 	struct {
 		char *listen;		/* NULL: no metrics endpoint */
+		struct listen_addr listen_addr;	/* listen, parsed (when listen is set) */
 		int allow_remote;	/* 1: a non-loopback listen is allowed */
 	} metrics;
 

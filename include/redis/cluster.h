@@ -20,12 +20,12 @@
 
 #include <hiredis/hiredis.h>
 
-#include "redis/sentinel.h"	/* struct sentinel_addr: a host and a port */
+#include "core/hostport.h"
+#include "core/shard.h"	/* SHARD_MAX, the hash-tag rule */
 
 #define CLUSTER_SLOTS		16384
 #define CLUSTER_NODES_MAX	64
-#define CLUSTER_HOST_MAX	SENTINEL_HOST_MAX
-#define CLUSTER_SHARDS_MAX	1024
+#define CLUSTER_HOST_MAX	HOSTPORT_HOST_MAX
 
 /* CRC16-CCITT (XMODEM: poly 0x1021, init 0), the cluster spec's. */
 uint16_t cluster_crc16(const char *buf, size_t len);
@@ -34,10 +34,6 @@ uint16_t cluster_crc16(const char *buf, size_t len);
  * '{' and the next '}', when there are some -- else of the whole key,
  * mod 16384. */
 unsigned cluster_key_slot(const char *key, size_t len);
-
-/* 1 when the key has a non-empty hash tag (so all keys built from it as a
- * prefix share its slot), else 0. */
-int cluster_has_tag(const char *key);
 
 /* FNV-1a, 32 bits: offset basis 2166136261, prime 16777619, per byte
  * h ^= byte; h *= prime (mod 2^32). */
@@ -126,7 +122,7 @@ int cluster_map_apply(struct cluster_map *m, const struct cluster_redirect *rd);
  * password is not NULL), for CLUSTER SHARDS, and replaces the map by the
  * first answer. 0, or -1 with err (never the password); the map is then
  * unchanged. */
-int cluster_refresh(struct cluster_map *m, const struct sentinel_addr *seeds, size_t nseeds,
+int cluster_refresh(struct cluster_map *m, const struct hostport *seeds, size_t nseeds,
 		    const char *username, const char *password, long timeout_ms, char *err,
 		    size_t errlen)
 	__attribute__((warn_unused_result));
@@ -134,7 +130,7 @@ int cluster_refresh(struct cluster_map *m, const struct sentinel_addr *seeds, si
 /* The same, over TLS with tls ([redis] tls, rtls.h); NULL: clear text. */
 struct rtls_ctx;
 int cluster_refresh_tls(struct rtls_ctx *tls, struct cluster_map *m,
-			const struct sentinel_addr *seeds, size_t nseeds, const char *username,
+			const struct hostport *seeds, size_t nseeds, const char *username,
 			const char *password, long timeout_ms, char *err, size_t errlen)
 	__attribute__((warn_unused_result));
 

@@ -4,8 +4,9 @@
 #define _DEFAULT_SOURCE
 #include "conf/config.h"
 #include "core/allowlist.h"
-#include "redis/cluster.h"
-#include "redis/sentinel.h"
+#include "core/hostport.h"
+#include "core/listen.h"
+#include "core/shard.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -19,7 +20,6 @@
 
 #include <ini.h>
 
-#include "worker/metrics.h"
 #include "core/token.h"
 #include "core/urltpl.h"
 
@@ -597,7 +597,7 @@ static const struct key redis_keys[] = {
 	{"master_name", set_str, C(redis.master_name), 0, 0},
 	{"sentinel_password_file", set_str, C(redis.sentinel_password_file), 0, 0},
 	{"cluster", set_str, C(redis.cluster), 0, 0},
-	{"shards", set_long, C(redis.shards), 1, CLUSTER_SHARDS_MAX},
+	{"shards", set_long, C(redis.shards), 1, SHARD_MAX},
 	{"allow_hosts", set_str, C(redis.allow_hosts), 0, 0},
 	{"db", set_int, C(redis.db), 0, VAL_MAX},
 	{"prefix", set_word, C(redis.prefix), 0, 0},
@@ -1282,9 +1282,7 @@ static void
 finish_sentinel(struct ctx *c)
 {
 	struct cfg *cfg = c->cfg;
-	struct sentinel_addr a[SENTINEL_MAX];
 	char why[160];
-	size_t n;
 
 	if (cfg->redis.sentinels == NULL) {
 		if (cfg->redis.master_name || cfg->redis.sentinel_password_file)
@@ -1293,8 +1291,11 @@ finish_sentinel(struct ctx *c)
 			    cfg->redis.master_name ? "master_name" : "sentinel_password_file");
 		return;
 	}
-	if (sentinel_parse_list(cfg->redis.sentinels, a, &n, why, sizeof why) < 0)
+	if (hostport_parse_list(cfg->redis.sentinels, cfg->redis.sentinel_addr,
+	    &cfg->redis.n_sentinel_addr, why, sizeof why) < 0) {
+		cfg->redis.n_sentinel_addr = 0;
 		fail(c, cfg_line_of(cfg, "redis", "sentinels"), "sentinels: %s", why);
+	}
 	if (cfg->redis.master_name == NULL)
 		fail(c, cfg_line_of(cfg, "redis", "sentinels"), "sentinels needs master_name");
 	if (cfg->redis.socket != NULL)
@@ -1310,9 +1311,7 @@ static void
 finish_cluster(struct ctx *c)
 {
 	struct cfg *cfg = c->cfg;
-	struct sentinel_addr a[SENTINEL_MAX];
 	char why[160];
-	size_t n;
 
 	if (cfg->redis.shards > 0 && (strchr(cfg->redis.prefix, '{') ||
 	    strchr(cfg->redis.prefix, '}')))
@@ -1320,14 +1319,17 @@ finish_cluster(struct ctx *c)
 		    "with shards the prefix takes no braces: shard i is {prefix:i}");
 	if (cfg->redis.cluster == NULL)
 		return;
-	if (sentinel_parse_list(cfg->redis.cluster, a, &n, why, sizeof why) < 0)
+	if (hostport_parse_list(cfg->redis.cluster, cfg->redis.cluster_addr,
+	    &cfg->redis.n_cluster_addr, why, sizeof why) < 0) {
+		cfg->redis.n_cluster_addr = 0;
 		fail(c, cfg_line_of(cfg, "redis", "cluster"), "cluster: %s", why);
+	}
 	if (cfg->redis.socket != NULL || cfg->redis.sentinels != NULL)
 		fail(c, cfg_line_of(cfg, "redis", "cluster"),
 		    "cluster excludes socket and sentinels: the cluster names its nodes");
 	if (cfg->redis.db != 0)
 		fail(c, cfg_line_of(cfg, "redis", "db"), "a Redis Cluster has only db 0");
-	if (cfg->redis.shards == 0 && !cluster_has_tag(cfg->redis.prefix))
+	if (cfg->redis.shards == 0 && !shard_has_tag(cfg->redis.prefix))
 		fail(c, cfg_line_of(cfg, "redis", "prefix"),
 		    "on a cluster the prefix needs a hash tag (e.g. {%.*s}) or shards must be set: "
 		    "each script's keys must share one slot", SHOW, cfg->redis.prefix);
@@ -1596,9 +1598,9 @@ static void
 finish_plaintext(struct ctx *c)
 {
 	const struct cfg *cfg = c->cfg;
-	struct sentinel_addr a[SENTINEL_MAX];
-	char why[160];
-	size_t n = 0;
+	struct hostport one;
+	const struct hostport *a = &one;
+	size_t n = 1;
 
 	if (cfg->redis.allow_plaintext || cfg->redis.socket != NULL || cfg->redis.tls)
 		return;
@@ -1609,13 +1611,15 @@ finish_plaintext(struct ctx *c)
 		pw = cfg->redis.sentinel_password_file;
 	if (pw == NULL)
 		return;
-	if (cfg->redis.cluster || cfg->redis.sentinels) {
-		if (sentinel_parse_list(cfg->redis.cluster ? cfg->redis.cluster :
-		    cfg->redis.sentinels, a, &n, why, sizeof why) < 0)
-			return;	/* reported where the list is checked */
+	/* a list that did not parse has no entry: reported where it is checked */
+	if (cfg->redis.cluster) {
+		a = cfg->redis.cluster_addr;
+		n = cfg->redis.n_cluster_addr;
+	} else if (cfg->redis.sentinels) {
+		a = cfg->redis.sentinel_addr;
+		n = cfg->redis.n_sentinel_addr;
 	} else {
-		snprintf(a[0].host, sizeof a[0].host, "%s", cfg->redis.host);
-		n = 1;
+		snprintf(one.host, sizeof one.host, "%s", cfg->redis.host);
 	}
 	for (size_t i = 0; i < n; i++) {
 		size_t len = strlen(a[i].host);
@@ -1681,12 +1685,11 @@ static void
 finish_metrics(struct ctx *c)
 {
 	struct cfg *cfg = c->cfg;
-	struct metrics_addr addr;
 	char why[256];
 
 	if (cfg->metrics.listen &&
-	    metrics_listen_parse(cfg->metrics.listen, cfg->metrics.allow_remote, &addr, why,
-		sizeof why) < 0)
+	    listen_parse(cfg->metrics.listen, cfg->metrics.allow_remote,
+		&cfg->metrics.listen_addr, why, sizeof why) < 0)
 		fail(c, cfg_line_of(cfg, "metrics", "listen"), "listen: %s", why);
 }
 

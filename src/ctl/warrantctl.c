@@ -379,22 +379,18 @@ static int
 cluster_owner(struct ctx *c, char *host, size_t hostlen, int *port)
 {
 	const struct cfg *cfg = c->cfg;
-	struct sentinel_addr seeds[SENTINEL_MAX];
 	struct cluster_map *m = NULL;
 	char err[512], *pw = NULL;
-	size_t n, len = 0;
+	size_t len = 0;
 	int rc = EX_UNAVAILABLE;
 
-	if (sentinel_parse_list(cfg->redis.cluster, seeds, &n, err, sizeof err) < 0) {
-		say("%s", err);
-		return EX_CONFIG;
-	}
 	if ((rc = redis_password(c, &pw, &len)) != 0)
 		return rc;
 	rc = EX_UNAVAILABLE;
 	if ((m = cluster_map_new()) == NULL)
 		say("out of memory");
-	else if (cluster_refresh_tls(c->tls, m, seeds, n, c->username, pw, TIMEOUT_S * 1000L,
+	else if (cluster_refresh_tls(c->tls, m, cfg->redis.cluster_addr,
+	    cfg->redis.n_cluster_addr, c->username, pw, TIMEOUT_S * 1000L,
 	    err, sizeof err) < 0)
 		say("%s", err);
 	else {
@@ -420,15 +416,13 @@ static int
 sentinel_primary(const struct ctx *c, char *host, size_t hostlen, int *port)
 {
 	const struct cfg *cfg = c->cfg;
-	struct sentinel_addr a[SENTINEL_MAX];
 	char err[256], *pw = NULL;
-	size_t n, len = 0;
+	size_t len = 0;
 	int rc;
 
-	if (sentinel_parse_list(cfg->redis.sentinels, a, &n, err, sizeof err) < 0 ||
-	    (cfg->redis.sentinel_password_file &&
+	if (cfg->redis.sentinel_password_file &&
 	    secrets_read_cfg(cfg, cfg->redis.sentinel_password_file, SECRETS_TRIMMED, &pw, &len,
-	    err, sizeof err) < 0)) {
+	    err, sizeof err) < 0) {
 		say("%s", err);
 		return EX_CONFIG;
 	}
@@ -437,7 +431,8 @@ sentinel_primary(const struct ctx *c, char *host, size_t hostlen, int *port)
 	if (!cfg->redis.sentinel_password_file && cfg->redis.auth != CFG_REDIS_PASSWORD &&
 	    (rc = redis_password(c, &pw, &len)) != 0)
 		return rc;
-	rc = sentinel_master_tls(c->tls, a, n, cfg->redis.master_name, pw, TIMEOUT_S * 1000L,
+	rc = sentinel_master_tls(c->tls, cfg->redis.sentinel_addr, cfg->redis.n_sentinel_addr,
+	    cfg->redis.master_name, pw, TIMEOUT_S * 1000L,
 	    host, hostlen, port, err, sizeof err);
 	if (pw)
 		secrets_free(pw, len);
@@ -455,8 +450,10 @@ static int
 host_allowed(const struct cfg *cfg, const char *host, int port)
 {
 	char err[256];
+	int sentinels = cfg->redis.n_sentinel_addr > 0;
 	struct allowlist *a = disc_allowlist_of(cfg->redis.allow_hosts, NULL,
-	    cfg->redis.sentinels, cfg->redis.cluster, err, sizeof err);
+	    sentinels ? cfg->redis.sentinel_addr : cfg->redis.cluster_addr,
+	    sentinels ? cfg->redis.n_sentinel_addr : cfg->redis.n_cluster_addr, err, sizeof err);
 
 	if (a == NULL) {
 		say("%s", err);
@@ -492,7 +489,7 @@ connect_redis(struct ctx *c)
 {
 	const struct cfg *cfg = c->cfg;
 	struct timeval tv = {TIMEOUT_S, 0};
-	char db[16], host[SENTINEL_HOST_MAX];
+	char db[16], host[HOSTPORT_HOST_MAX];
 	const char *where = cfg->redis.host;
 	int port = cfg->redis.port;
 	redisReply *r;
@@ -907,7 +904,7 @@ static redisReply *
 run_asking(struct ctx *c, int argc, const char **argv, const size_t *len)
 {
 	redisReply *r = redisCommandArgv(c->redis, argc, argv, len), *a;
-	char host[SENTINEL_HOST_MAX], *end;
+	char host[HOSTPORT_HOST_MAX], *end;
 	const char *h, *colon;
 
 	/* "ASK <slot> <host>:<port>" */
@@ -1124,7 +1121,7 @@ shard_option(struct ctx *c, const char *v)
 	char *end;
 	long n = strtol(v, &end, 10);
 
-	if (*v < '0' || *v > '9' || *end != '\0' || n >= CLUSTER_SHARDS_MAX)
+	if (*v < '0' || *v > '9' || *end != '\0' || n >= SHARD_MAX)
 		return usage_error("--shard: '%s' is not a shard number", v);
 	c->shard_opt = n;
 	return 0;

@@ -16,6 +16,7 @@
 #include "jose/b64url.h"
 #include "jose/jws.h"
 #include "base/rnd.h"
+#include "base/wwwauth.h"
 
 #define JTI_BYTES	16
 #define ORIGIN_MAX	300
@@ -246,80 +247,8 @@ dpop_proof_free(char *proof)
 
 /* ---- WWW-Authenticate: DPoP error="..." ---- */
 
-static int
-tchar(unsigned char c)
-{
-	return isalnum(c) || (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
-}
-
-/* A token or quoted-string at p into val (cut to n); returns what follows. */
-static const char *
-read_val(const char *p, char *val, size_t n)
-{
-	size_t k = 0;
-
-	if (*p == '"') {
-		for (p++; *p && *p != '"'; p++) {
-			if (*p == '\\' && p[1])
-				p++;
-			if (k + 1 < n)
-				val[k++] = *p;
-		}
-		if (*p == '"')
-			p++;
-	} else {
-		for (; tchar((unsigned char)*p); p++)
-			if (k + 1 < n)
-				val[k++] = *p;
-	}
-	val[k] = '\0';
-	return p;
-}
-
 int
 dpop_challenge_error(const char *value, char *out, size_t n)
 {
-	const char *p = value;
-	int in_dpop = 0;
-
-	if (value == NULL || n == 0)
-		return -1;
-	while (*p) {
-		const char *name = p;
-		size_t len;
-		char val[128];
-
-		if (*p == '"') {
-			p = read_val(p, val, sizeof val);
-			continue;
-		}
-		if (!tchar((unsigned char)*p)) {
-			p++;
-			continue;
-		}
-		while (tchar((unsigned char)*p))
-			p++;
-		len = (size_t)(p - name);
-		while (*p == ' ' || *p == '\t')
-			p++;
-		if (*p != '=') {
-			/* a scheme name starts a challenge */
-			in_dpop = len == 4 && strncasecmp(name, "DPoP", 4) == 0;
-			continue;
-		}
-		p++;
-		while (*p == ' ' || *p == '\t')
-			p++;
-		if (*p == '=' || *p == ',' || *p == '\0') {
-			while (*p == '=')
-				p++;
-			continue;
-		}
-		p = read_val(p, val, sizeof val);
-		if (in_dpop && len == 5 && strncasecmp(name, "error", 5) == 0) {
-			snprintf(out, n, "%s", val);
-			return 0;
-		}
-	}
-	return -1;
+	return wwwauth_param(value, "DPoP", "error", out, n);
 }

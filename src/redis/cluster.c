@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "core/shard.h"
 #include "redis/rtls.h"
 
 #define NO_NODE 0xffff
@@ -32,39 +33,14 @@ cluster_crc16(const char *buf, size_t len)
 	return crc;
 }
 
-/* The hash tag of key: *start and *n set when it has a non-empty one. */
-static int
-find_tag(const char *key, size_t len, size_t *start, size_t *n)
-{
-	const char *open = memchr(key, '{', len);
-
-	if (open == NULL)
-		return 0;
-	size_t s = (size_t)(open - key) + 1;
-	const char *close = memchr(key + s, '}', len - s);
-	if (close == NULL || close == key + s)
-		return 0;	/* no '}', or "{}": the whole key is hashed */
-	*start = s;
-	*n = (size_t)(close - (key + s));
-	return 1;
-}
-
 unsigned
 cluster_key_slot(const char *key, size_t len)
 {
 	size_t s, n;
 
-	if (find_tag(key, len, &s, &n))
+	if (shard_tag(key, len, &s, &n))
 		return cluster_crc16(key + s, n) & (CLUSTER_SLOTS - 1);
 	return cluster_crc16(key, len) & (CLUSTER_SLOTS - 1);
-}
-
-int
-cluster_has_tag(const char *key)
-{
-	size_t s, n;
-
-	return find_tag(key, strlen(key), &s, &n);
 }
 
 uint32_t
@@ -375,7 +351,7 @@ out:
 }
 
 int
-cluster_refresh(struct cluster_map *m, const struct sentinel_addr *seeds, size_t nseeds,
+cluster_refresh(struct cluster_map *m, const struct hostport *seeds, size_t nseeds,
 		const char *username, const char *password, long timeout_ms, char *err,
 		size_t errlen)
 {
@@ -385,7 +361,7 @@ cluster_refresh(struct cluster_map *m, const struct sentinel_addr *seeds, size_t
 
 int
 cluster_refresh_tls(struct rtls_ctx *tls, struct cluster_map *m,
-		    const struct sentinel_addr *seeds, size_t nseeds, const char *username,
+		    const struct hostport *seeds, size_t nseeds, const char *username,
 		    const char *password, long timeout_ms, char *err, size_t errlen)
 {
 	struct cluster_node known[CLUSTER_NODES_MAX];

@@ -68,7 +68,7 @@ struct node {
 
 static struct node nodes[NNODES];
 static struct h_fake target;
-static struct sentinel_addr seeds[NNODES];
+static struct hostport seeds[NNODES];
 static char seed_list[256];
 
 /* ---- the cluster ---- */

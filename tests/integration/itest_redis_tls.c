@@ -747,7 +747,7 @@ test_cluster_tls(void **state)
 	struct cnode c[CNODES];
 	struct h_daemon d = {0};
 	char conf[4096], more[512], extra[1024], seeds_tls[256] = "";
-	struct sentinel_addr seeds[CNODES];
+	struct hostport seeds[CNODES];
 	(void)state;
 
 	if (!have_tls)

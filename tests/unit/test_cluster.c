@@ -55,11 +55,11 @@ test_key_slot(void **state)
 	assert_int_equal(slot("{warrant:5}:rec:x"), 14880);
 	assert_int_equal(slot("{warrant}:decision:abc"), slot("{warrant}:scheduled"));
 
-	assert_true(cluster_has_tag("{warrant}"));
-	assert_true(cluster_has_tag("x{a}"));
-	assert_false(cluster_has_tag("warrant"));
-	assert_false(cluster_has_tag("{}warrant"));
-	assert_false(cluster_has_tag("{warrant"));
+	assert_true(shard_has_tag("{warrant}"));
+	assert_true(shard_has_tag("x{a}"));
+	assert_false(shard_has_tag("warrant"));
+	assert_false(shard_has_tag("{}warrant"));
+	assert_false(shard_has_tag("{warrant"));
 }
 
 static void

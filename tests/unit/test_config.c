@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "conf/config.h"
 #include "jose/jwa.h"
@@ -304,6 +305,19 @@ test_cluster_keys(void **state)
 	cfg = load_ok("[redis]\ncluster = 127.0.0.1:7001, 127.0.0.1:7002\nprefix = {warrant}\n"
 	    MIN_RECORDS MIN_ACTION);
 	assert_string_equal(cfg->redis.cluster, "127.0.0.1:7001, 127.0.0.1:7002");
+	/* the seeds are parsed once, here: every reader takes the typed list */
+	assert_int_equal(cfg->redis.n_cluster_addr, 2);
+	assert_string_equal(cfg->redis.cluster_addr[1].host, "127.0.0.1");
+	assert_int_equal(cfg->redis.cluster_addr[1].port, 7002);
+	assert_int_equal(cfg->redis.n_sentinel_addr, 0);
+	cfg_free(cfg);
+	cfg = load_ok("[redis]\nsentinels = s1:26379, [::1]:26380\nmaster_name = m\n"
+	    MIN_RECORDS MIN_ACTION);
+	assert_int_equal(cfg->redis.n_sentinel_addr, 2);
+	assert_string_equal(cfg->redis.sentinel_addr[0].host, "s1");
+	assert_int_equal(cfg->redis.sentinel_addr[0].port, 26379);
+	assert_string_equal(cfg->redis.sentinel_addr[1].host, "::1");
+	assert_int_equal(cfg->redis.n_cluster_addr, 0);
 	cfg_free(cfg);
 	cfg = load_ok("[redis]\ncluster = 127.0.0.1:7001\nshards = 6\n" MIN_RECORDS MIN_ACTION);
 	assert_int_equal(cfg->redis.shards, 6);
@@ -976,6 +990,9 @@ test_metrics_section(void **state)
 	cfg_free(cfg);
 	cfg = load_ok(MIN_RECORDS MIN_ACTION "[metrics]\nlisten = [::1]:9464\n");
 	assert_string_equal(cfg->metrics.listen, "[::1]:9464");
+	/* parsed once, here: the daemon binds the typed address */
+	assert_int_equal(cfg->metrics.listen_addr.sa.ss_family, AF_INET6);
+	assert_int_equal(cfg->metrics.listen_addr.is_loopback, 1);
 	cfg_free(cfg);
 	cfg = load_ok(MIN_RECORDS MIN_ACTION "[metrics]\nlisten = 0.0.0.0:9464\n"
 	    "allow_remote = yes\n");

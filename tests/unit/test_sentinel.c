@@ -16,16 +16,16 @@
 static void
 test_list(void **state)
 {
-	struct sentinel_addr a[SENTINEL_MAX];
+	struct hostport a[HOSTPORT_MAX];
 	char err[160];
 	size_t n;
 
 	(void)state;
-	assert_int_equal(sentinel_parse_list("127.0.0.1:26379", a, &n, err, sizeof err), 0);
+	assert_int_equal(hostport_parse_list("127.0.0.1:26379", a, &n, err, sizeof err), 0);
 	assert_int_equal(n, 1);
 	assert_string_equal(a[0].host, "127.0.0.1");
 	assert_int_equal(a[0].port, 26379);
-	assert_int_equal(sentinel_parse_list(" s1.example:1 ,s2:65535,\t[::1]:26380 ", a, &n,
+	assert_int_equal(hostport_parse_list(" s1.example:1 ,s2:65535,\t[::1]:26380 ", a, &n,
 	    err, sizeof err), 0);
 	assert_int_equal(n, 3);
 	assert_string_equal(a[0].host, "s1.example");
@@ -36,9 +36,9 @@ test_list(void **state)
 	const char *const bad[] = {"", " , ", "host", "host:", ":26379", "h:0", "h:65536",
 	    "h:12x", "[::1]26379", "[::1]", "h:1,,h:2", "a:1,b:2,c:3,d:4,e:5,f:6,g:7,h:8,i:9"};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-		if (sentinel_parse_list(bad[i], a, &n, err, sizeof err) == 0)
+		if (hostport_parse_list(bad[i], a, &n, err, sizeof err) == 0)
 			fail_msg("'%s' was accepted", bad[i]);
-	assert_int_equal(sentinel_parse_list("h:1,,h:2", a, &n, err, sizeof err), -1);
+	assert_int_equal(hostport_parse_list("h:1,,h:2", a, &n, err, sizeof err), -1);
 	assert_string_equal(err, "'' is not host:port");
 }
 
