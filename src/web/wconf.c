@@ -37,7 +37,7 @@ wconf_parse(const struct cfg *cfg, struct wconf *out, char *err, size_t errlen)
 		word[n] = '\0';
 		p += n;
 		/* off loopback only over TLS: the login's password is in the body */
-		if (metrics_listen_parse(word, out->tls, &out->addr[out->naddr], why,
+		if (listen_parse(word, out->tls, &out->addr[out->naddr], why,
 		    sizeof why) < 0) {
 			snprintf(err, errlen, "[web] listen: %s%s", why, out->tls ? "" :
 			    " (off loopback, set tls_cert_file and tls_key_file)");

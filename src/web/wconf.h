@@ -12,14 +12,14 @@
 #include <stddef.h>
 
 #include "conf/config.h"
-#include "worker/metrics.h"
+#include "core/listen.h"
 
 #define WCONF_LISTEN_MAX	4
 #define WCONF_DEFAULT_LISTEN	"127.0.0.1:8470"
 
 /* Plain data: the listen addresses and whether they are served over TLS. */
 struct wconf {
-	struct metrics_addr addr[WCONF_LISTEN_MAX];
+	struct listen_addr addr[WCONF_LISTEN_MAX];
 	size_t naddr;
 	int tls;		/* tls_cert_file and tls_key_file are set: TCP
 				 * addresses are served over TLS, a unix

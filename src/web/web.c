@@ -479,7 +479,7 @@ completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 /* ---- startup ---- */
 
 static int
-listen_on(const struct metrics_addr *a, char *err, size_t errlen)
+listen_on(const struct listen_addr *a, char *err, size_t errlen)
 {
 	const struct sockaddr_un *un = (const struct sockaddr_un *)(const void *)&a->sa;
 	struct stat st;
@@ -508,7 +508,7 @@ static int
 start(struct web *w, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < w->conf.naddr; i++) {
-		const struct metrics_addr *a = &w->conf.addr[i];
+		const struct listen_addr *a = &w->conf.addr[i];
 		unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
 		int tls = w->conf.tls && !a->is_unix;
 
