@@ -9,6 +9,7 @@
 #include <sysexits.h>
 
 #include "auth/rtoken.h"
+#include "base/log.h"
 #include "conf/config.h"
 #include "conf/secrets.h"
 #include "core/allowlist.h"
@@ -16,6 +17,7 @@
 #include "redis/cluster.h"
 #include "redis/disc.h"
 #include "redis/rtls.h"
+#include "redis/sentinel.h"
 
 /* The reply, even an error reply; NULL (and c->redis->err) when the
  * connection failed. */
@@ -138,79 +140,134 @@ clir_authenticate(struct cli *c)
 	return rc == 0 ? 0 : EX_UNAVAILABLE;
 }
 
-/* Cluster: the node owning the slot of the shard in use, from a fresh slot
- * map. 0, or an exit code. */
-static int
-cluster_owner(struct cli *c, char *host, size_t hostlen, int *port)
-{
-	const struct cfg *cfg = c->cfg;
-	struct sentinel_addr seeds[SENTINEL_MAX];
-	struct cluster_map *m = NULL;
-	char err[512], *pw = NULL;
-	size_t n, len = 0;
-	int rc = EX_UNAVAILABLE;
+/* ---- where to connect: the daemon's discovery (disc.h), run to its
+ * answer on a loop of its own ---- */
 
-	if (sentinel_parse_list(cfg->redis.cluster, seeds, &n, err, sizeof err) < 0) {
-		cli_say("%s", err);
-		return EX_CONFIG;
-	}
-	if ((rc = clir_password(c, &pw, &len)) != 0)
-		return rc;
-	rc = EX_UNAVAILABLE;
-	if ((m = cluster_map_new()) == NULL)
-		cli_say("out of memory");
-	else if (cluster_refresh_tls(c->tls, m, seeds, n, c->username, pw, TIMEOUT_S * 1000L,
-	    err, sizeof err) < 0)
-		cli_say("%s", err);
-	else {
-		unsigned slot = cluster_key_slot(c->keys.jobs, strlen(c->keys.jobs));
-		const struct cluster_node *o = cluster_map_owner(m, slot);
-		if (o == NULL || strlen(o->host) >= hostlen)
-			cli_say("no cluster node owns slot %u of %s", slot, c->keys.jobs);
-		else {
-			snprintf(host, hostlen, "%s", o->host);
-			*port = o->port;
-			rc = 0;
-		}
-	}
-	if (pw)
-		secrets_free(pw, len);
-	cluster_map_free(m);
-	return rc;
+struct locate {
+	char *pw, *sentinel_pw;	/* secrets: AUTH of a node, of a sentinel */
+	size_t pw_len, sentinel_pw_len;
+	int sentinel_own;	/* sentinel_pw is the sentinels' own file */
+	int done;		/* the lookup ended (disc's each_conn) */
+};
+
+/* disc_opts.secret: as the daemon, without a file of their own the
+ * sentinels get the Redis token (not a Redis password). */
+static const char *
+locate_secret(void *arg, int sentinel)
+{
+	const struct locate *l = arg;
+
+	return sentinel ? l->sentinel_pw : l->pw;
 }
 
-/* Sentinel: the primary's address, as the daemon finds it. 0, or an exit
- * code. */
+/* disc_opts.each_conn: no connection of ours waits on disc; its call at
+ * the end of a lookup says it ended. */
+static void
+locate_each(void *arg, disc_conn_fn *fn, void *fnarg)
+{
+	struct locate *l = arg;
+
+	(void)fn;
+	(void)fnarg;
+	l->done = 1;
+}
+
+/* The secrets the sentinels and nodes are asked with. 0 or an exit code. */
 static int
-sentinel_primary(const struct cli *c, char *host, size_t hostlen, int *port)
+locate_secrets(const struct cli *c, struct locate *l)
 {
 	const struct cfg *cfg = c->cfg;
-	struct sentinel_addr a[SENTINEL_MAX];
-	char err[256], *pw = NULL;
-	size_t n, len = 0;
+	char err[256];
 	int rc;
 
-	if (sentinel_parse_list(cfg->redis.sentinels, a, &n, err, sizeof err) < 0 ||
-	    (cfg->redis.sentinel_password_file &&
-	    secrets_read_cfg(cfg, cfg->redis.sentinel_password_file, SECRETS_TRIMMED, &pw, &len,
-	    err, sizeof err) < 0)) {
-		cli_say("%s", err);
-		return EX_CONFIG;
+	if (cfg->redis.sentinels && cfg->redis.sentinel_password_file) {
+		if (secrets_read_cfg(cfg, cfg->redis.sentinel_password_file, SECRETS_TRIMMED,
+		    &l->sentinel_pw, &l->sentinel_pw_len, err, sizeof err) < 0) {
+			cli_say("%s", err);
+			return EX_CONFIG;
+		}
+		l->sentinel_own = 1;
 	}
-	/* as the daemon: without a file of their own, the sentinels get the
-	 * Redis token */
-	if (!cfg->redis.sentinel_password_file && cfg->redis.auth != CFG_REDIS_PASSWORD &&
-	    (rc = clir_password(c, &pw, &len)) != 0)
+	if (cfg->redis.sentinels && (l->sentinel_own || cfg->redis.auth == CFG_REDIS_PASSWORD))
+		return 0;
+	if ((rc = clir_password(c, &l->pw, &l->pw_len)) != 0)
 		return rc;
-	rc = sentinel_master_tls(c->tls, a, n, cfg->redis.master_name, pw, TIMEOUT_S * 1000L,
-	    host, hostlen, port, err, sizeof err);
-	if (pw)
-		secrets_free(pw, len);
-	if (rc < 0) {
-		cli_say("%s", err);
+	if (!l->sentinel_own)
+		l->sentinel_pw = l->pw;
+	return 0;
+}
+
+/* Runs d's lookup on loop until it ends (within the timeout of every node
+ * asked) and takes its answer for slot. 0, or -1. */
+static int
+locate_run(struct disc *d, struct ev_loop *loop, struct locate *l, unsigned slot, char *host,
+	   size_t hostlen, int *port)
+{
+	int rc = disc_resolve(d, slot, host, hostlen, port);
+
+	if (rc != 1)
+		return rc;
+	/* each node asked costs at most 2 x its timeout (disc.c) */
+	cli_run_loop(loop, &l->done, (SENTINEL_MAX + CLUSTER_NODES_MAX) * 2L * TIMEOUT_S * 1000L);
+	return l->done ? disc_resolve(d, slot, host, hostlen, port) : -1;
+}
+
+/* Sentinel: the primary's address; cluster: the node owning the slot of
+ * the shard in use -- found as the daemon finds them (disc.h: the same
+ * connect, TLS, AUTH and allow_hosts check), a host outside [redis]
+ * allow_hosts never connected to. 0, or an exit code (said). */
+static int
+locate(struct cli *c, char *host, size_t hostlen, int *port)
+{
+	const struct cfg *cfg = c->cfg;
+	struct locate l = {0};
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	struct disc *d = NULL;
+	unsigned slot = cluster_key_slot(c->keys.jobs, strlen(c->keys.jobs));
+	enum log_level level = log_get_level();
+	char err[512];
+	int rc;
+
+	if (loop == NULL) {
+		cli_say("out of memory");
 		return EX_UNAVAILABLE;
 	}
-	return 0;
+	if ((rc = locate_secrets(c, &l)) != 0)
+		goto out;
+	struct disc_opts o = {
+		.loop = loop, .sentinels = cfg->redis.sentinels,
+		.master_name = cfg->redis.master_name, .cluster = cfg->redis.cluster,
+		.username = c->username, .allow_hosts = cfg->redis.allow_hosts,
+		.secret = locate_secret, .each_conn = locate_each, .arg = &l, .tls = c->tls,
+		.timeout_ms = TIMEOUT_S * 1000L,
+	};
+	if ((d = disc_new(&o, err, sizeof err)) == NULL) {
+		cli_say("%s", err);
+		rc = EX_CONFIG;
+		goto out;
+	}
+	log_set_level(LOG_ERROR);	/* the daemon's log lines: said once below */
+	rc = locate_run(d, loop, &l, slot, host, hostlen, port);
+	log_set_level(level);
+	if (rc != 0) {
+		const char *why = disc_error(d);
+		if (cfg->redis.sentinels)
+			cli_say("no sentinel answered for %s (last: %s)", cfg->redis.master_name,
+			    why[0] ? why : "no sentinel");
+		else if (why[0])
+			cli_say("no cluster node answered CLUSTER SHARDS (last: %s)", why);
+		else
+			cli_say("no cluster node owns slot %u of %s", slot, c->keys.jobs);
+		rc = EX_UNAVAILABLE;
+	}
+out:
+	disc_free(d);
+	ev_loop_destroy(loop);
+	if (l.sentinel_own)
+		secrets_free(l.sentinel_pw, l.sentinel_pw_len);
+	if (l.pw)
+		secrets_free(l.pw, l.pw_len);
+	return rc;
 }
 
 /* [redis] allow_hosts, as the daemon applies it: a host a sentinel or the
@@ -272,14 +329,10 @@ clir_connect(struct cli *c)
 	c->redis_slot = slot;
 	if ((rc = make_tls(c)) != 0)
 		return rc;
-	if (cfg->redis.sentinels && (rc = sentinel_primary(c, host, sizeof host, &port)) != 0)
-		return rc;
-	if (cfg->redis.cluster && (rc = cluster_owner(c, host, sizeof host, &port)) != 0)
-		return rc;
 	if (cfg->redis.sentinels || cfg->redis.cluster) {
-		where = host;
-		if ((rc = host_allowed(cfg, host, port)) != 0)
+		if ((rc = locate(c, host, sizeof host, &port)) != 0)
 			return rc;
+		where = host;
 	}
 	if (cfg->redis.socket != NULL)
 		c->redis = redisConnectUnixWithTimeout(cfg->redis.socket, tv);
