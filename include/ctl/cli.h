@@ -29,6 +29,7 @@
 #define DETAIL_MAX	512
 
 struct cfg;
+struct clir;
 struct rtls_ctx;
 
 struct cli {
@@ -38,10 +39,7 @@ struct cli {
 	char prefix[STORE_KEY_MAX];	/* the shard's: "{P:i}", or P */
 	unsigned shard;
 	long shard_opt;		/* --shard N; -1: every shard */
-	/* clir's: the connection, the slot it was made for (a cluster's shard
-	 * on another node gets a new one), and [redis] tls */
-	redisContext *redis;
-	unsigned redis_slot;
+	struct clir *redis;	/* clir's handle; NULL: not connected */
 	struct rtls_ctx *tls;	/* [redis] tls: made at the first connect */
 	int json;		/* --json */
 	const char *as;		/* --as ROLE; NULL: [redis]'s user */

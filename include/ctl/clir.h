@@ -3,8 +3,10 @@
  * clir: warrantctl's Redis handle, one per run, in struct cli (ctl/cli.h):
  * the node of the shard in use (through the sentinels or the cluster's map,
  * the host checked against [redis] allow_hosts), AUTH as the command's user,
- * SELECT, and every command following one -ASK. A CLI runs one command and
- * exits, so it waits for each reply (TIMEOUT_S at most).
+ * SELECT, and every command following one -ASK: the daemon's rconn and
+ * disc (one connect, one discovery, one allowlist, one TLS path for both
+ * programs) on a libev loop of the handle's own. A CLI runs one command and
+ * exits, so it waits for each reply (rconn's timeouts: TIMEOUT_S).
  *
  * Replies are hiredis's redisReply, read through sreply_of (sreply.h); the
  * caller frees them with freeReplyObject (NULL is a no-op).
@@ -23,18 +25,18 @@ struct store_args;
 /* Connects to the node of c's shard, unless connected to it already. 0 or
  * an exit code (said). */
 int clir_connect(struct cli *c) __attribute__((warn_unused_result));
-/* Closes the connection and frees [redis] tls (main, at the end). */
+/* Closes the connection (the next clir_connect makes a new one). */
+void clir_drop(struct cli *c);
+/* clir_drop, and frees [redis] tls (main, at the end). */
 void clir_close(struct cli *c);
 
 /* The AUTH password of c's user: with --as ROLE the role's password_file;
  * else as the daemon gets it ([redis] auth, rtoken.h). 0 with *pw NULL (no
  * AUTH) or a secret (caller frees with secrets_free), or an exit code. */
 int clir_password(const struct cli *c, char **pw, size_t *len);
-/* AUTH on c->redis as c's user: 0 or an exit code (said). */
-int clir_authenticate(struct cli *c);
 
-/* The reply, even an error reply; NULL (and c->redis->err) when the
- * connection failed. No -ASK followed. */
+/* The reply, even an error reply (c connected: caller frees); NULL when
+ * none came. No -ASK followed. */
 redisReply *clir_argv(struct cli *c, int argc, const char **argv);
 /* The reply to argv (len NULL: C strings), following one -ASK (a slot
  * mid-migration: the key is on the importing node, which serves it after

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * clir: warrantctl's Redis handle (clir.h).
+ * clir: warrantctl's Redis handle (clir.h) -- the daemon's transport and
+ * discovery, waited for: an rconn (one attempt) on a libev loop of its own,
+ * resolved through disc for Sentinel and Cluster, each command sent and the
+ * loop run until its reply (rconn's timeouts bound both). A reply lives only
+ * during rconn's callback: it is copied into a redisReply the caller frees.
  */
 #define _DEFAULT_SOURCE
 #include <stdio.h>
@@ -16,28 +20,420 @@
 #include "ctl/clir.h"
 #include "redis/cluster.h"
 #include "redis/disc.h"
+#include "redis/rconn.h"
 #include "redis/rtls.h"
 #include "redis/sentinel.h"
 
-/* The reply, even an error reply; NULL (and c->redis->err) when the
- * connection failed. */
+#define ASK_TRIES	50	/* an -ASK's side connection: 50 x 100 ms at most */
+
+struct clir {
+	struct ev_loop *loop;
+	struct disc *disc;	/* sentinels or cluster; NULL: the one node */
+	struct rconn *rc;
+	unsigned slot;		/* of the shard it was made for */
+	char *pw, *sentinel_pw;	/* secrets: a node's AUTH, a sentinel's */
+	size_t pw_len, sentinel_pw_len;
+	int sentinel_own;	/* sentinel_pw is the sentinels' own file */
+	int state;		/* 0 connecting, 1 up, -1 failed or lost */
+	char auth_kind[RCONN_ERR_KIND_LEN];	/* a refused AUTH's error code */
+	int said;		/* the last failure was said already */
+};
+
+/* One command waited for. */
+struct clir_wait {
+	int done;
+	redisReply *reply;	/* the copy; NULL: no reply (or out of memory) */
+};
+
+/* rconn's loop runs here only, with the daemon's log lines kept back:
+ * warrantctl says each failure once, in its own words. */
+static void
+run_quiet(struct clir *h, const int *done, long timeout_ms)
+{
+	enum log_level level = log_get_level();
+
+	log_set_level(LOG_ERROR);
+	cli_run_loop(h->loop, done, timeout_ms);
+	log_set_level(level);
+}
+
+/* A deep copy of an rconn reply (sreply views hiredis's tree, disc.c). */
+static redisReply *
+copy_reply(const redisReply *r)
+{
+	redisReply *o = calloc(1, sizeof *o);
+
+	if (o == NULL)
+		return NULL;
+	o->type = r->type;
+	o->integer = r->integer;
+	if (r->str != NULL) {
+		if ((o->str = malloc(r->len + 1)) == NULL)
+			goto oom;
+		memcpy(o->str, r->str, r->len);
+		o->str[r->len] = '\0';
+		o->len = r->len;
+	}
+	if (r->type == REDIS_REPLY_ARRAY && r->elements > 0) {
+		if ((o->element = calloc(r->elements, sizeof o->element[0])) == NULL)
+			goto oom;
+		o->elements = r->elements;
+		for (size_t i = 0; i < r->elements; i++)
+			if ((o->element[i] = copy_reply(r->element[i])) == NULL)
+				goto oom;
+	}
+	return o;
+oom:
+	freeReplyObject(o);
+	return NULL;
+}
+
+static void
+on_reply(struct rconn *rc, const struct sreply *reply, void *arg)
+{
+	struct clir_wait *w = arg;
+
+	(void)rc;
+	w->done = 1;
+	w->reply = reply != NULL ? copy_reply((const redisReply *)(const void *)reply) : NULL;
+}
+
+static void
+on_state(struct rconn *rc, int up, void *arg)
+{
+	struct clir *h = arg;
+
+	(void)rc;
+	h->state = up ? 1 : -1;
+}
+
+static void
+on_auth(void *arg, int ok, const char *kind)
+{
+	struct clir *h = arg;
+
+	if (ok == 0 && strcmp(kind, "closed") != 0)
+		snprintf(h->auth_kind, sizeof h->auth_kind, "%s", kind);
+}
+
+/* rconn_opts.resolve: disc's answer for the shard's slot. */
+static int
+resolve(void *arg, char *host, size_t hostlen, int *port)
+{
+	struct clir *h = arg;
+
+	return disc_resolve(h->disc, h->slot, host, hostlen, port);
+}
+
+static void
+error_seen(void *arg, const char *error)
+{
+	struct clir *h = arg;
+
+	disc_error_seen(h->disc, error);
+}
+
+/* disc_opts.secret: as the daemon, without a file of their own the
+ * sentinels get the Redis token (not a Redis password). */
+static const char *
+disc_secret(void *arg, int sentinel)
+{
+	const struct clir *h = arg;
+
+	return sentinel ? h->sentinel_pw : h->pw;
+}
+
+/* disc_opts.each_conn: our one connection. */
+static void
+each_conn(void *arg, disc_conn_fn *fn, void *fnarg)
+{
+	struct clir *h = arg;
+
+	if (h->rc != NULL)
+		fn(h->rc, h->slot, 0, fnarg);
+}
+
+static void
+clir_free(struct clir *h)
+{
+	if (h == NULL)
+		return;
+	rconn_free(h->rc);	/* outstanding callbacks: none (each was waited for) */
+	disc_free(h->disc);
+	if (h->loop != NULL)
+		ev_loop_destroy(h->loop);
+	if (h->sentinel_own)
+		secrets_free(h->sentinel_pw, h->sentinel_pw_len);
+	if (h->pw != NULL)
+		secrets_free(h->pw, h->pw_len);
+	free(h);
+}
+
+void
+clir_drop(struct cli *c)
+{
+	clir_free(c->redis);
+	c->redis = NULL;
+}
+
+/* The AUTH password: with --as ROLE the role's password_file; else as the
+ * daemon gets it ([redis] auth, rtoken.h). 0 with *pw NULL (no AUTH) or a
+ * secret (secrets_free), or an exit code. */
+int
+clir_password(const struct cli *c, char **pw, size_t *len)
+{
+	const struct cfg *cfg = c->cfg;
+	char err[512];
+
+	*pw = NULL;
+	*len = 0;
+	if (c->as != NULL) {
+		if (c->password_file == NULL ||
+		    secrets_read_cfg(cfg, c->password_file, SECRETS_TRIMMED, pw, len, err,
+		    sizeof err) == 0)
+			return 0;
+		cli_say("[%s] password_file: %s", c->user_section, err);
+		return EX_CONFIG;
+	}
+	if (rtoken_fetch_once(cfg, TIMEOUT_S * 1000L, pw, len, err, sizeof err) == 0)
+		return 0;
+	cli_say("[redis] %s: %s", cfg->redis.auth == CFG_REDIS_PASSWORD ? "password_file" : "auth",
+	    err);
+	return cfg->redis.auth == CFG_REDIS_PASSWORD ? EX_CONFIG : EX_UNAVAILABLE;
+}
+
+/* [redis] tls: every connection of this run over it (rtls.h). 0, or an
+ * exit code. */
+static int
+make_tls(struct cli *c)
+{
+	char err[512];
+
+	if (!c->cfg->redis.tls || c->tls != NULL)
+		return 0;
+	if ((c->tls = rtls_ctx_new(c->cfg, err, sizeof err)) == NULL) {
+		cli_say("[redis] tls: %s", err);
+		return EX_CONFIG;
+	}
+	return 0;
+}
+
+/* The secrets of h: a node's AUTH (also a sentinel's without a file of
+ * their own, unless [redis] auth is a password). 0 or an exit code. */
+static int
+read_secrets(const struct cli *c, struct clir *h)
+{
+	const struct cfg *cfg = c->cfg;
+	char err[256];
+	int rc;
+
+	if (cfg->redis.sentinels && cfg->redis.sentinel_password_file) {
+		if (secrets_read_cfg(cfg, cfg->redis.sentinel_password_file, SECRETS_TRIMMED,
+		    &h->sentinel_pw, &h->sentinel_pw_len, err, sizeof err) < 0) {
+			cli_say("%s", err);
+			return EX_CONFIG;
+		}
+		h->sentinel_own = 1;
+	}
+	if ((rc = clir_password(c, &h->pw, &h->pw_len)) != 0)
+		return rc;
+	if (!h->sentinel_own && cfg->redis.auth != CFG_REDIS_PASSWORD)
+		h->sentinel_pw = h->pw;
+	return 0;
+}
+
+/* Why h never came up, said once. */
+static int
+say_failure(const struct cli *c, struct clir *h)
+{
+	const struct cfg *cfg = c->cfg;
+	const char *why = disc_error(h->disc), *host = rconn_host(h->rc);
+
+	if (h->auth_kind[0])
+		cli_say("redis: AUTH: %s", h->auth_kind);
+	else if (h->disc != NULL && why[0] && cfg->redis.sentinels)
+		cli_say("no sentinel answered for %s (last: %s)", cfg->redis.master_name, why);
+	else if (h->disc != NULL && why[0])
+		cli_say("no cluster node answered CLUSTER SHARDS (last: %s)", why);
+	else if (h->disc != NULL && host == NULL && cfg->redis.cluster)
+		cli_say("no cluster node owns slot %u of %s", h->slot, c->keys.jobs);
+	else if (h->disc != NULL && host == NULL)
+		cli_say("no sentinel named the primary of %s", cfg->redis.master_name);
+	else if (cfg->redis.socket != NULL)
+		cli_say("cannot connect to Redis at %s: no connection", cfg->redis.socket);
+	else
+		cli_say("cannot connect to Redis at %s:%d: no connection", host ? host :
+		    cfg->redis.host, host ? rconn_port(h->rc) : cfg->redis.port);
+	return EX_UNAVAILABLE;
+}
+
+/* A new handle to the node of c's shard, up. 0 with *out, or an exit code
+ * (said). */
+static int
+open_handle(struct cli *c, struct clir **out)
+{
+	const struct cfg *cfg = c->cfg;
+	struct clir *h = calloc(1, sizeof *h);
+	char err[512];
+	int rc;
+
+	*out = NULL;
+	if (h == NULL || (h->loop = ev_loop_new(EVFLAG_AUTO)) == NULL) {
+		free(h);
+		cli_say("out of memory");
+		return EX_UNAVAILABLE;
+	}
+	h->slot = cluster_key_slot(c->keys.jobs, strlen(c->keys.jobs));
+	if ((rc = read_secrets(c, h)) != 0)
+		goto fail;
+	if (cfg->redis.sentinels || cfg->redis.cluster) {
+		struct disc_opts d = {
+			.loop = h->loop, .sentinels = cfg->redis.sentinels,
+			.master_name = cfg->redis.master_name, .cluster = cfg->redis.cluster,
+			.username = c->username, .allow_hosts = cfg->redis.allow_hosts,
+			.secret = disc_secret, .each_conn = each_conn, .arg = h, .tls = c->tls,
+			.timeout_ms = TIMEOUT_S * 1000L,
+		};
+		if ((h->disc = disc_new(&d, err, sizeof err)) == NULL) {
+			cli_say("%s", err);
+			rc = EX_CONFIG;
+			goto fail;
+		}
+	}
+	struct rconn_opts o = {
+		.host = cfg->redis.host, .port = cfg->redis.port, .socket = cfg->redis.socket,
+		.username = c->username, .password = h->pw, .db = cfg->redis.db,
+		.connect_timeout_ms = TIMEOUT_S * 1000L, .command_timeout_ms = TIMEOUT_S * 1000L,
+		.backoff_min_ms = 1000, .backoff_max_ms = 1000,
+		.resolve = h->disc != NULL ? resolve : NULL, .resolve_arg = h,
+		.error_seen = cfg->redis.cluster ? error_seen : NULL,
+		.cluster = cfg->redis.cluster != NULL, .auth_seen = on_auth, .auth_arg = h,
+		.allow = disc_allowlist(h->disc), .tls = c->tls, .once = 1,
+	};
+	enum log_level level = log_get_level();
+	log_set_level(LOG_ERROR);
+	h->rc = rconn_new(h->loop, &o, PROG, on_state, h);
+	log_set_level(level);
+	if (h->rc == NULL) {
+		cli_say("out of memory");
+		rc = EX_UNAVAILABLE;
+		goto fail;
+	}
+	/* discovery asks each node within 2 x its timeout (disc.c); rconn's
+	 * connect timer bounds the rest */
+	run_quiet(h, &h->state, (SENTINEL_MAX + CLUSTER_NODES_MAX + 1) * 2L * TIMEOUT_S * 1000L);
+	if (h->state != 1) {
+		rc = say_failure(c, h);
+		goto fail;
+	}
+	*out = h;
+	return 0;
+fail:
+	clir_free(h);
+	return rc;
+}
+
+int
+clir_connect(struct cli *c)
+{
+	unsigned slot = cluster_key_slot(c->keys.jobs, strlen(c->keys.jobs));
+	int rc;
+
+	if (c->redis != NULL && c->redis->state == 1 &&
+	    (!c->cfg->redis.cluster || slot == c->redis->slot))
+		return 0;	/* connected to the shard's node already */
+	clir_drop(c);	/* a cluster's shard on another node: asks the map */
+	if ((rc = make_tls(c)) != 0)
+		return rc;
+	return open_handle(c, &c->redis);
+}
+
+void
+clir_close(struct cli *c)
+{
+	clir_drop(c);
+	rtls_ctx_free(c->tls);
+	c->tls = NULL;
+}
+
+/* One command on h, waited for: the reply (caller frees), NULL when none
+ * came. */
+static redisReply *
+send_wait(struct clir *h, int argc, const char **argv, const size_t *len)
+{
+	struct clir_wait w = {0};
+
+	if (h->state != 1 || rconn_commandv(h->rc, on_reply, &w, argc, argv, len) < 0)
+		return NULL;
+	run_quiet(h, &w.done, 2L * TIMEOUT_S * 1000L);
+	if (!w.done) {	/* rconn's command timeout did not fire: its NULL now */
+		rconn_free(h->rc);
+		h->rc = NULL;
+		h->state = -1;
+	}
+	return w.reply;
+}
+
 redisReply *
 clir_argv(struct cli *c, int argc, const char **argv)
 {
-	return redisCommandArgv(c->redis, argc, argv, NULL);
+	c->redis->said = 0;
+	return send_wait(c->redis, argc, argv, NULL);
 }
 
-/*
- * Runs a command given as strings. 0 with *out (caller frees with
- * freeReplyObject), EX_UNAVAILABLE when the connection failed, EX_REFUSED on
- * an error reply; a message is printed in both cases.
- */
+/* "ASK <slot> <host>:<port>": 1 with the node, else 0. */
+static int
+ask_target(const redisReply *r, char *host, size_t hostlen, long *port)
+{
+	const char *h, *colon;
+	char *end;
+
+	if (r == NULL || r->type != REDIS_REPLY_ERROR || strncmp(r->str, "ASK ", 4) != 0 ||
+	    (h = strchr(r->str + 4, ' ')) == NULL || (colon = strrchr(++h, ':')) == NULL ||
+	    (size_t)(colon - h) >= hostlen)
+		return 0;
+	*port = strtol(colon + 1, &end, 10);
+	if (*end != '\0' || *port <= 0 || *port > 65535)
+		return 0;
+	memcpy(host, h, (size_t)(colon - h));
+	host[colon - h] = '\0';
+	return 1;
+}
+
+/* rconn follows an -ASK on a side connection of its own once that is up:
+ * the command is sent again until it is (a host outside allow_hosts gets
+ * none: said). */
+redisReply *
+clir_asking(struct cli *c, int argc, const char **argv, const size_t *len)
+{
+	struct clir *h = c->redis;
+	char host[SENTINEL_HOST_MAX];
+	long port;
+
+	h->said = 0;
+	for (int i = 0;; i++) {
+		redisReply *r = send_wait(h, argc, argv, len);
+		if (h->disc == NULL || !ask_target(r, host, sizeof host, &port) || i >= ASK_TRIES)
+			return r;
+		freeReplyObject(r);
+		if (!allowlist_match(disc_allowlist(h->disc), host)) {
+			cli_say("%s:%ld is outside [redis] allow_hosts: not connected to", host, port);
+			h->said = 1;
+			return NULL;	/* no connection, so no AUTH, goes there */
+		}
+		int never = 0;
+		run_quiet(h, &never, 100);
+	}
+}
+
 int
 clir_checked(struct cli *c, redisReply *r, const char *what, redisReply **out)
 {
 	*out = NULL;
 	if (r == NULL) {
-		cli_say("redis: %s: %s", what, c->redis->errstr[0] ? c->redis->errstr : "no reply");
+		if (!c->redis->said)
+			cli_say("redis: %s: %s", what, c->redis->state == 1 ? "no reply" :
+			    "connection lost");
 		return EX_UNAVAILABLE;
 	}
 	const char *why = sreply_error_text(sreply_of(r));
@@ -50,7 +446,11 @@ clir_checked(struct cli *c, redisReply *r, const char *what, redisReply **out)
 	return 0;
 }
 
-static int host_allowed(const struct cfg *cfg, const char *host, int port);
+int
+clir_checked_asking(struct cli *c, redisReply *r, const char *what, redisReply **out)
+{
+	return clir_checked(c, r, what, out);
+}
 
 /* Every command follows one -ASK: mid-migration a record's keys answer on
  * the importing node (issue 27 item 7). */
@@ -91,274 +491,6 @@ clir_run(struct cli *c, redisReply **out, const char *cmd, ...)
 		argc++;
 	va_end(ap);
 	return clir_runv(c, out, argc, argv);
-}
-
-/* The AUTH password: with --as ROLE the role's password_file; else as the
- * daemon gets it ([redis] auth, rtoken.h). 0 with *pw NULL (no AUTH) or a
- * secret (secrets_free), or an exit code. */
-int
-clir_password(const struct cli *c, char **pw, size_t *len)
-{
-	const struct cfg *cfg = c->cfg;
-	char err[512];
-
-	*pw = NULL;
-	*len = 0;
-	if (c->as != NULL) {
-		if (c->password_file == NULL ||
-		    secrets_read_cfg(cfg, c->password_file, SECRETS_TRIMMED, pw, len, err,
-		    sizeof err) == 0)
-			return 0;
-		cli_say("[%s] password_file: %s", c->user_section, err);
-		return EX_CONFIG;
-	}
-	if (rtoken_fetch_once(cfg, TIMEOUT_S * 1000L, pw, len, err, sizeof err) == 0)
-		return 0;
-	cli_say("[redis] %s: %s", cfg->redis.auth == CFG_REDIS_PASSWORD ? "password_file" : "auth",
-	    err);
-	return cfg->redis.auth == CFG_REDIS_PASSWORD ? EX_CONFIG : EX_UNAVAILABLE;
-}
-
-int
-clir_authenticate(struct cli *c)
-{
-	char *pw;
-	size_t len;
-	redisReply *r;
-	int rc;
-
-	if ((rc = clir_password(c, &pw, &len)) != 0)
-		return rc;
-	if (pw == NULL)
-		return 0;
-	if (c->username != NULL)
-		rc = clir_run(c, &r, "AUTH", c->username, pw, (char *)NULL);
-	else
-		rc = clir_run(c, &r, "AUTH", pw, (char *)NULL);
-	secrets_free(pw, len);
-	freeReplyObject(r);
-	return rc == 0 ? 0 : EX_UNAVAILABLE;
-}
-
-/* ---- where to connect: the daemon's discovery (disc.h), run to its
- * answer on a loop of its own ---- */
-
-struct locate {
-	char *pw, *sentinel_pw;	/* secrets: AUTH of a node, of a sentinel */
-	size_t pw_len, sentinel_pw_len;
-	int sentinel_own;	/* sentinel_pw is the sentinels' own file */
-	int done;		/* the lookup ended (disc's each_conn) */
-};
-
-/* disc_opts.secret: as the daemon, without a file of their own the
- * sentinels get the Redis token (not a Redis password). */
-static const char *
-locate_secret(void *arg, int sentinel)
-{
-	const struct locate *l = arg;
-
-	return sentinel ? l->sentinel_pw : l->pw;
-}
-
-/* disc_opts.each_conn: no connection of ours waits on disc; its call at
- * the end of a lookup says it ended. */
-static void
-locate_each(void *arg, disc_conn_fn *fn, void *fnarg)
-{
-	struct locate *l = arg;
-
-	(void)fn;
-	(void)fnarg;
-	l->done = 1;
-}
-
-/* The secrets the sentinels and nodes are asked with. 0 or an exit code. */
-static int
-locate_secrets(const struct cli *c, struct locate *l)
-{
-	const struct cfg *cfg = c->cfg;
-	char err[256];
-	int rc;
-
-	if (cfg->redis.sentinels && cfg->redis.sentinel_password_file) {
-		if (secrets_read_cfg(cfg, cfg->redis.sentinel_password_file, SECRETS_TRIMMED,
-		    &l->sentinel_pw, &l->sentinel_pw_len, err, sizeof err) < 0) {
-			cli_say("%s", err);
-			return EX_CONFIG;
-		}
-		l->sentinel_own = 1;
-	}
-	if (cfg->redis.sentinels && (l->sentinel_own || cfg->redis.auth == CFG_REDIS_PASSWORD))
-		return 0;
-	if ((rc = clir_password(c, &l->pw, &l->pw_len)) != 0)
-		return rc;
-	if (!l->sentinel_own)
-		l->sentinel_pw = l->pw;
-	return 0;
-}
-
-/* Runs d's lookup on loop until it ends (within the timeout of every node
- * asked) and takes its answer for slot. 0, or -1. */
-static int
-locate_run(struct disc *d, struct ev_loop *loop, struct locate *l, unsigned slot, char *host,
-	   size_t hostlen, int *port)
-{
-	int rc = disc_resolve(d, slot, host, hostlen, port);
-
-	if (rc != 1)
-		return rc;
-	/* each node asked costs at most 2 x its timeout (disc.c) */
-	cli_run_loop(loop, &l->done, (SENTINEL_MAX + CLUSTER_NODES_MAX) * 2L * TIMEOUT_S * 1000L);
-	return l->done ? disc_resolve(d, slot, host, hostlen, port) : -1;
-}
-
-/* Sentinel: the primary's address; cluster: the node owning the slot of
- * the shard in use -- found as the daemon finds them (disc.h: the same
- * connect, TLS, AUTH and allow_hosts check), a host outside [redis]
- * allow_hosts never connected to. 0, or an exit code (said). */
-static int
-locate(struct cli *c, char *host, size_t hostlen, int *port)
-{
-	const struct cfg *cfg = c->cfg;
-	struct locate l = {0};
-	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
-	struct disc *d = NULL;
-	unsigned slot = cluster_key_slot(c->keys.jobs, strlen(c->keys.jobs));
-	enum log_level level = log_get_level();
-	char err[512];
-	int rc;
-
-	if (loop == NULL) {
-		cli_say("out of memory");
-		return EX_UNAVAILABLE;
-	}
-	if ((rc = locate_secrets(c, &l)) != 0)
-		goto out;
-	struct disc_opts o = {
-		.loop = loop, .sentinels = cfg->redis.sentinels,
-		.master_name = cfg->redis.master_name, .cluster = cfg->redis.cluster,
-		.username = c->username, .allow_hosts = cfg->redis.allow_hosts,
-		.secret = locate_secret, .each_conn = locate_each, .arg = &l, .tls = c->tls,
-		.timeout_ms = TIMEOUT_S * 1000L,
-	};
-	if ((d = disc_new(&o, err, sizeof err)) == NULL) {
-		cli_say("%s", err);
-		rc = EX_CONFIG;
-		goto out;
-	}
-	log_set_level(LOG_ERROR);	/* the daemon's log lines: said once below */
-	rc = locate_run(d, loop, &l, slot, host, hostlen, port);
-	log_set_level(level);
-	if (rc != 0) {
-		const char *why = disc_error(d);
-		if (cfg->redis.sentinels)
-			cli_say("no sentinel answered for %s (last: %s)", cfg->redis.master_name,
-			    why[0] ? why : "no sentinel");
-		else if (why[0])
-			cli_say("no cluster node answered CLUSTER SHARDS (last: %s)", why);
-		else
-			cli_say("no cluster node owns slot %u of %s", slot, c->keys.jobs);
-		rc = EX_UNAVAILABLE;
-	}
-out:
-	disc_free(d);
-	ev_loop_destroy(loop);
-	if (l.sentinel_own)
-		secrets_free(l.sentinel_pw, l.sentinel_pw_len);
-	if (l.pw)
-		secrets_free(l.pw, l.pw_len);
-	return rc;
-}
-
-/* [redis] allow_hosts, as the daemon applies it: a host a sentinel or the
- * cluster named outside it gets no connection, so no AUTH. 0, or an exit
- * code. */
-static int
-host_allowed(const struct cfg *cfg, const char *host, int port)
-{
-	char err[256];
-	struct allowlist *a = disc_allowlist_of(cfg->redis.allow_hosts, NULL,
-	    cfg->redis.sentinels, cfg->redis.cluster, err, sizeof err);
-
-	if (a == NULL) {
-		cli_say("%s", err);
-		return EX_CONFIG;
-	}
-	int ok = allowlist_match(a, host);
-	allowlist_free(a);
-	if (!ok) {
-		cli_say("%s:%d is outside [redis] allow_hosts: not connected to", host, port);
-		return EX_UNAVAILABLE;
-	}
-	return 0;
-}
-
-/* [redis] tls: every connection of this run over it (rtls.h). 0, or an
- * exit code. */
-static int
-make_tls(struct cli *c)
-{
-	char err[512];
-
-	if (!c->cfg->redis.tls || c->tls != NULL)
-		return 0;
-	if ((c->tls = rtls_ctx_new(c->cfg, err, sizeof err)) == NULL) {
-		cli_say("[redis] tls: %s", err);
-		return EX_CONFIG;
-	}
-	return 0;
-}
-
-int
-clir_connect(struct cli *c)
-{
-	const struct cfg *cfg = c->cfg;
-	struct timeval tv = {TIMEOUT_S, 0};
-	char db[16], host[SENTINEL_HOST_MAX];
-	const char *where = cfg->redis.host;
-	int port = cfg->redis.port;
-	redisReply *r;
-	int rc;
-
-	unsigned slot = cluster_key_slot(c->keys.jobs, strlen(c->keys.jobs));
-
-	if (c->redis != NULL && (!cfg->redis.cluster || slot == c->redis_slot))
-		return 0;	/* connected to the shard's node already */
-	redisFree(c->redis);	/* a cluster's shard on another node: asks the map */
-	c->redis = NULL;
-	c->redis_slot = slot;
-	if ((rc = make_tls(c)) != 0)
-		return rc;
-	if (cfg->redis.sentinels || cfg->redis.cluster) {
-		if ((rc = locate(c, host, sizeof host, &port)) != 0)
-			return rc;
-		where = host;
-	}
-	if (cfg->redis.socket != NULL)
-		c->redis = redisConnectUnixWithTimeout(cfg->redis.socket, tv);
-	else
-		c->redis = rtls_redis_connect(c->tls, where, port, TIMEOUT_S * 1000L);
-	if (c->redis == NULL || c->redis->err) {
-		if (cfg->redis.socket != NULL)
-			cli_say("cannot connect to Redis at %s: %s", cfg->redis.socket,
-			    c->redis ? c->redis->errstr : "out of memory");
-		else
-			cli_say("cannot connect to Redis at %s:%d: %s", where, port,
-			    c->redis ? c->redis->errstr : "out of memory");
-		return EX_UNAVAILABLE;
-	}
-	if (redisSetTimeout(c->redis, tv) != REDIS_OK) {
-		cli_say("cannot set the Redis timeout");
-		return EX_UNAVAILABLE;
-	}
-	if ((rc = clir_authenticate(c)) != 0)
-		return rc;
-	if (cfg->redis.db == 0)
-		return 0;
-	snprintf(db, sizeof db, "%d", cfg->redis.db);
-	rc = clir_run(c, &r, "SELECT", db, (char *)NULL);
-	freeReplyObject(r);
-	return rc == 0 ? 0 : EX_UNAVAILABLE;
 }
 
 /* XINFO GROUPS: the flat reply of our group; *group NULL when absent. The
@@ -425,68 +557,4 @@ clir_scan_stream(struct cli *c, const char *key, const char *want, const char *c
 		if (n < PAGE)
 			return 0;
 	}
-}
-
-/*
- * The reply to argv, following one -ASK (a slot mid-migration: the key is
- * on the importing node, which serves it after ASKING, on a connection of
- * its own authenticated as this one). NULL when a connection failed (said).
- */
-redisReply *
-clir_asking(struct cli *c, int argc, const char **argv, const size_t *len)
-{
-	redisReply *r = redisCommandArgv(c->redis, argc, argv, len), *a;
-	char host[SENTINEL_HOST_MAX], *end;
-	const char *h, *colon;
-
-	/* "ASK <slot> <host>:<port>" */
-	if (r == NULL || r->type != REDIS_REPLY_ERROR || strncmp(r->str, "ASK ", 4) != 0 ||
-	    (h = strchr(r->str + 4, ' ')) == NULL || (colon = strrchr(++h, ':')) == NULL ||
-	    (size_t)(colon - h) >= sizeof host)
-		return r;
-	long port = strtol(colon + 1, &end, 10);
-	if (*end != '\0' || port <= 0 || port > 65535)
-		return r;
-	memcpy(host, h, (size_t)(colon - h));
-	host[colon - h] = '\0';
-	freeReplyObject(r);
-	if (host_allowed(c->cfg, host, (int)port) != 0)
-		return NULL;	/* said; no connection, so no AUTH, goes there */
-	struct timeval tv = {TIMEOUT_S, 0};
-	redisContext *home = c->redis, *side = rtls_redis_connect(c->tls, host, (int)port,
-	    TIMEOUT_S * 1000L);
-	r = NULL;
-	if (side == NULL || side->err || redisSetTimeout(side, tv) != REDIS_OK) {
-		cli_say("cannot connect to Redis at %s:%ld (ASK)", host, port);
-	} else {
-		c->redis = side;	/* AUTH as on the main connection */
-		if (clir_authenticate(c) == 0 && (a = redisCommand(side, "ASKING")) != NULL) {
-			freeReplyObject(a);
-			r = redisCommandArgv(side, argc, argv, len);
-		}
-		c->redis = home;
-	}
-	redisFree(side);
-	return r;
-}
-
-/* A reply of warrantctl's own asking: 0 with *out, or an exit code (said). */
-int
-clir_checked_asking(struct cli *c, redisReply *r, const char *what, redisReply **out)
-{
-	if (r == NULL && c->redis->err == 0) {
-		*out = NULL;
-		return EX_UNAVAILABLE;	/* the ASK's connection, said */
-	}
-	return clir_checked(c, r, what, out);
-}
-
-
-void
-clir_close(struct cli *c)
-{
-	redisFree(c->redis);	/* its pump thread sees the end and stops */
-	c->redis = NULL;
-	rtls_ctx_free(c->tls);
-	c->tls = NULL;
 }

@@ -26,7 +26,7 @@
 struct doctor {
 	int failed;
 	int version_done;
-	redisContext *admin;	/* the first connection ACL DRYRUN worked on */
+	struct clir *admin;	/* the first connection ACL DRYRUN worked on */
 };
 
 static void doctor_line(struct doctor *d, int ok, const char *what, const char *fmt, ...)
@@ -172,8 +172,7 @@ doctor_user(struct cli *c, struct doctor *d, const char *role, const char *const
 	char what[96], ver[64], refused[512];
 	const char *user;
 
-	redisFree(c->redis);
-	c->redis = NULL;
+	clir_drop(c);
 	c->as = role;
 	if (role == NULL) {
 		c->username = c->cfg->redis.username;
@@ -200,7 +199,7 @@ doctor_user(struct cli *c, struct doctor *d, const char *role, const char *const
 	/* a user may not ask about itself: then ask from one that may */
 	int rc = doctor_dryrun(c, user, needs, refused, sizeof refused);
 	if (rc < 0 && d->admin != NULL) {
-		redisContext *own = c->redis;
+		struct clir *own = c->redis;
 		c->redis = d->admin;
 		rc = doctor_dryrun(c, user, needs, refused, sizeof refused);
 		c->redis = own;
@@ -386,7 +385,8 @@ cmd_doctor(struct cli *c, int argc, char **argv)
 	if (loop != NULL)
 		ev_loop_destroy(loop);
 	doctor_actions(c, &d);
-	redisFree(d.admin);
+	clir_drop(c);	/* and the admin's: main frees none twice */
+	c->redis = d.admin;
 	return d.failed ? EX_REFUSED : 0;
 }
 
