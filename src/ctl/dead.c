@@ -386,10 +386,9 @@ cancel_webhook(const struct cli *c, const char *id, const char *owner, const cha
 
 	if (cfg->notify.webhook_url == NULL || *owner == '\0')
 		return 0;
-	json_t *n = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "id", id, "owner", owner,
-	    "kind", "cancelled", "reason", "cancelled", "onBehalfOf", rec->on_behalf_of, "action",
-	    rec->action, "resource", rec->resource, "at", at);
-	char *body = n ? json_dumps(n, JSON_COMPACT) : NULL;
+	const struct webhook_note n = {id, owner, "cancelled", "cancelled", rec->on_behalf_of,
+	    rec->action, rec->resource, at};
+	char *body = webhook_note_body(&n);
 
 	if (body != NULL && (loop = ev_loop_new(EVFLAG_AUTO)) != NULL) {
 		if ((http = http_client_new(loop)) != NULL && cfg->notify.auth == CFG_AUTH_OAUTH &&
@@ -415,7 +414,6 @@ cancel_webhook(const struct cli *c, const char *id, const char *owner, const cha
 		cli_say("cancel: %s: the webhook did not take the notification%s%s (P:notify has it)",
 		    id, err[0] ? ": " : "", err);
 	free(body);
-	json_decref(n);
 	return rc;
 }
 
