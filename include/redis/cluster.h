@@ -5,9 +5,8 @@
  * one shard of it -- carries one hash tag, so each shard lives in one slot
  * and the worker needs only: the slot of a key (CRC16, the hash-tag rule),
  * the slot map (CLUSTER SHARDS), the node owning a slot, and what a -MOVED
- * or -ASK reply says. Those are pure. The daemon asks for the map
- * asynchronously (disc.h); cluster_refresh asks synchronously, with a
- * timeout per node: for warrantctl, a command that may wait.
+ * or -ASK reply says. All of it pure: both programs ask for the map
+ * through disc.h (asynchronously, on a libev loop).
  *
  * The shard of a record (`[redis] shards`, warrantd(7) §2):
  * shard = FNV-1a-32(recordId) mod N, its prefix "{P:shard}".
@@ -114,24 +113,5 @@ enum cluster_redirect_kind cluster_parse_redirect(const char *error,
  * next refresh). ASK is one command's detour during a migration and changes
  * nothing. Returns 1 when the map changed, else 0. */
 int cluster_map_apply(struct cluster_map *m, const struct cluster_redirect *rd);
-
-/* ---- the shell ---- */
-
-/* Asks the map's known primaries, then the seeds, in turn (connect and
- * command each bounded by timeout_ms; AUTH with username/password when
- * password is not NULL), for CLUSTER SHARDS, and replaces the map by the
- * first answer. 0, or -1 with err (never the password); the map is then
- * unchanged. */
-int cluster_refresh(struct cluster_map *m, const struct hostport *seeds, size_t nseeds,
-		    const char *username, const char *password, long timeout_ms, char *err,
-		    size_t errlen)
-	__attribute__((warn_unused_result));
-
-/* The same, over TLS with tls ([redis] tls, rtls.h); NULL: clear text. */
-struct rtls_ctx;
-int cluster_refresh_tls(struct rtls_ctx *tls, struct cluster_map *m,
-			const struct hostport *seeds, size_t nseeds, const char *username,
-			const char *password, long timeout_ms, char *err, size_t errlen)
-	__attribute__((warn_unused_result));
 
 #endif

@@ -98,6 +98,11 @@ struct allowlist *disc_allowlist_of(const char *allow_hosts, const char *host,
 				    size_t errlen)
 	__attribute__((warn_unused_result));
 
+/* Why the latest lookup found nothing, for people ("host:port: no
+ * connection", the last node asked); "" when it found an answer or none
+ * ended yet. Borrowed from d, valid until the next lookup. NULL: "". */
+const char *disc_error(const struct disc *d);
+
 /* Starts polling (poll_ms): call once the connections exist. */
 void disc_start(struct disc *d);
 

@@ -6,10 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
+
 
 #include "core/shard.h"
-#include "redis/rtls.h"
 
 #define NO_NODE 0xffff
 
@@ -311,73 +310,4 @@ cluster_map_apply(struct cluster_map *m, const struct cluster_redirect *rd)
 		return 0;
 	m->owner[rd->slot] = (uint16_t)idx;
 	return 1;
-}
-
-/* ---- the shell: asking a node for the map ---- */
-
-static int
-ask(struct rtls_ctx *tls, struct cluster_map *m, const char *host, int port,
-    const char *username, const char *password, long timeout_ms, char *why, size_t whylen)
-{
-	struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-	redisContext *c = rtls_redis_connect(tls, host, port, timeout_ms);
-	redisReply *r = NULL;
-	int rc = -1;
-
-	if (c == NULL || c->err) {
-		snprintf(why, whylen, "%s:%d: %s", host, port, c ? c->errstr : "out of memory");
-		goto out;
-	}
-	redisSetTimeout(c, tv);
-	if (password != NULL) {
-		r = username ? redisCommand(c, "AUTH %s %s", username, password) :
-		    redisCommand(c, "AUTH %s", password);
-		if (r == NULL || r->type == REDIS_REPLY_ERROR) {
-			snprintf(why, whylen, "%s:%d: AUTH refused", host, port);
-			goto out;
-		}
-		freeReplyObject(r);
-	}
-	r = redisCommand(c, "CLUSTER SHARDS");
-	if (cluster_map_parse_shards(m, r, host) == 0)
-		rc = 0;
-	else
-		snprintf(why, whylen, "%s:%d: %s", host, port, r == NULL ? c->errstr :
-		    r->type == REDIS_REPLY_ERROR ? r->str : "unexpected CLUSTER SHARDS reply");
-out:
-	freeReplyObject(r);
-	redisFree(c);
-	return rc;
-}
-
-int
-cluster_refresh(struct cluster_map *m, const struct hostport *seeds, size_t nseeds,
-		const char *username, const char *password, long timeout_ms, char *err,
-		size_t errlen)
-{
-	return cluster_refresh_tls(NULL, m, seeds, nseeds, username, password, timeout_ms, err,
-	    errlen);
-}
-
-int
-cluster_refresh_tls(struct rtls_ctx *tls, struct cluster_map *m,
-		    const struct hostport *seeds, size_t nseeds, const char *username,
-		    const char *password, long timeout_ms, char *err, size_t errlen)
-{
-	struct cluster_node known[CLUSTER_NODES_MAX];
-	size_t nknown = cluster_map_nodes(m, known, CLUSTER_NODES_MAX);
-
-	cluster_map_use_tls(m, tls != NULL);
-	char why[200] = "no node to ask";
-
-	for (size_t i = 0; i < nknown; i++)
-		if (ask(tls, m, known[i].host, known[i].port, username, password, timeout_ms, why,
-		    sizeof why) == 0)
-			return 0;
-	for (size_t i = 0; i < nseeds; i++)
-		if (ask(tls, m, seeds[i].host, seeds[i].port, username, password, timeout_ms, why,
-		    sizeof why) == 0)
-			return 0;
-	snprintf(err, errlen, "no cluster node answered CLUSTER SHARDS (last: %s)", why);
-	return -1;
 }

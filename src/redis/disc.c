@@ -362,6 +362,12 @@ disc_count_refused_in(struct disc *d, long long *counter)
 		allowlist_count_in(d->allow, counter);
 }
 
+const char *
+disc_error(const struct disc *d)
+{
+	return d != NULL && !d->active && !d->found && d->answered_at != 0 ? d->why : "";
+}
+
 void
 disc_start(struct disc *d)
 {

@@ -799,7 +799,7 @@ test_cluster_tls(void **state)
 	struct cluster_map *map = cluster_map_new();
 	char err[300];
 	assert_non_null(map);
-	if (cluster_refresh(map, seeds, CNODES, NULL, NULL, 2000, err, sizeof err) != 0)
+	if (h_cluster_refresh(map, seeds, CNODES, 2000, err, sizeof err) != 0)
 		fail_msg("%s", err);
 	int used[CNODES] = {0};
 	long long now = h_now_ms();
