@@ -67,11 +67,13 @@ export function toMs(field, v, now) {
   throw new RecordError(field, 'not a time');
 }
 
+// not String.prototype.isWellFormed: Debian 12's Node is 18
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 const control = (c) => c < 0x20 || c === 0x7f; // record.c control_char
 
 function utf8(field, s) {
   if (typeof s !== 'string') throw new RecordError(field, 'not a string');
-  if (!s.isWellFormed()) throw new RecordError(field, 'not valid UTF-8');
+  if (LONE_SURROGATE.test(s)) throw new RecordError(field, 'not valid UTF-8');
   return Buffer.from(s, 'utf8');
 }
 function need(field, s) {
