@@ -60,7 +60,8 @@ export class Decider {
 
   _connect(username, password) {
     const s = this.s;
-    const opts = { username: username ?? undefined, password: password ?? undefined, db: s.db, lazyConnect: false, maxRetriesPerRequest: 2 };
+    // auto-pipelining: the commands of many decide() calls in flight go out in one write
+    const opts = { username: username ?? undefined, password: password ?? undefined, db: s.db, maxRetriesPerRequest: 2, enableAutoPipelining: true };
     if (s.tls) opts.tls = {};
     if (s.cluster) return new Redis.Cluster(s.cluster, { redisOptions: opts });
     return s.socket ? new Redis({ ...opts, path: s.socket }) : new Redis({ ...opts, host: s.host, port: s.port });

@@ -143,3 +143,16 @@ def test_as_the_decider_acl_user(redis_sock, rconn, tmp_path):
         d.decide(*ARGS[:1], "gate.close", *ARGS[2:], expires_at=dt.timedelta(hours=1))
     assert e.value.code == "unknown-action"
     d.close()
+
+
+def test_an_error_reply_keeps_the_connection_in_step(redis_sock, rconn):
+    rconn.execute_command("ACL", "SETUSER", "weak", "on", ">pw", "~*", "+multi", "+exec", "+hset")
+    d = decider(redis_sock, settings=dict(username="weak", password="pw"))
+    for _ in range(3):       # XADD refused: EXECABORT, every time, nothing written
+        with pytest.raises(redis.exceptions.ResponseError):
+            d.decide(*ARGS, expires_at=dt.timedelta(hours=1))
+    assert rconn.dbsize() == 0
+    rconn.execute_command("ACL", "SETUSER", "weak", "+xadd")
+    rid = d.decide(*ARGS, expires_at=dt.timedelta(hours=1))
+    assert rconn.hget(f"warrant:decision:{rid}", "state") == "queued"
+    d.close()

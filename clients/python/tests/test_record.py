@@ -100,3 +100,15 @@ def test_json_as_jansson_writes_it():
 def test_fmt_time():
     assert fmt_time(0) == "1970-01-01T00:00:00.000Z"
     assert fmt_time(parse_time("2026-02-28T23:59:59.5Z")) == "2026-02-28T23:59:59.500Z"
+
+
+def test_fast_json_path_equals_dumps():
+    from warrant.record import payload_bytes
+    r, _ = rec(parameters={"a": "x\x01\x1f\\u00ab\\\x02", "é": ["\n", {"k": None, "n": 3}],
+                           "t": True})
+    assert payload_bytes(r) == dumps(r).encode()
+    r, _ = rec(parameters={"f": 0.5})
+    assert payload_bytes(r) == dumps(r).encode() and b'"f":0.5' in payload_bytes(r)
+    r, _ = rec(parameters={"s": "\udc00"})
+    with pytest.raises(RecordError):
+        payload_bytes(r)

@@ -28,6 +28,29 @@ def shard_of(record_id, shards):
     return fnv1a32(record_id.encode()) % shards if shards else 0
 
 
+def _resp(*args):
+    """One command in RESP, by hand (redis-py's Pipeline costs more than the
+    signature)."""
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        b = a if isinstance(a, bytes) else str(a).encode("utf-8")
+        out.append(b"$%d\r\n%s\r\n" % (len(b), b))
+    return b"".join(out)
+
+
+_MULTI, _EXEC = _resp("MULTI"), _resp("EXEC")
+
+
+def _queue_resp(k, rid, text, at, score, tp):
+    """HSET of the hash and XADD (or ZADD) of the id, as _queue sends them."""
+    h = _resp("HSET", k.decision + rid, "record", text, "state", "queued", "createdAt", at)
+    if score is not None:
+        return h + _resp("ZADD", k.scheduled, score, rid)
+    if tp:
+        return h + _resp("XADD", k.jobs, "*", "id", rid, "traceparent", tp)
+    return h + _resp("XADD", k.jobs, "*", "id", rid)
+
+
 def _now_ms():
     return time.time_ns() // 1_000_000
 
@@ -152,6 +175,31 @@ class Decider:
         return (rid, shard_of(rid, self.s.shards), text, fmt_time(now),
                 nbf if nbf > now else None, traceparent)
 
+    def _transact(self, client, body, ncommands):
+        """MULTI, the commands of body, EXEC on one connection of client's
+        pool, every reply read (so the connection stays in step) before the
+        first error is raised."""
+        pool = client.connection_pool
+        conn = pool.get_connection("MULTI")
+        first = None
+        try:
+            conn.send_packed_command([_MULTI + body + _EXEC])
+            for _ in range(ncommands + 2):
+                try:
+                    reply = conn.read_response()
+                except ResponseError as e:
+                    first = first or e
+                    continue
+                if isinstance(reply, list):
+                    first = first or next((x for x in reply if isinstance(x, Exception)), None)
+        except BaseException:
+            conn.disconnect()
+            raise
+        finally:
+            pool.release(conn)
+        if first is not None:
+            raise first
+
     @staticmethod
     def _queue(pipe, k, rid, text, at, score, tp):
         pipe.hset(k.decision + rid, mapping={"record": text, "state": "queued", "createdAt": at})
@@ -172,6 +220,10 @@ class Decider:
         rid, shard, text, at, score, tp = p
         k = self._keys[shard]
         hash_key = k.decision + rid
+        if record_id is None and not self.s.cluster:
+            # a fresh random id (130 bits): nothing to check, one round trip
+            self._transact(self.redis, _queue_resp(k, rid, text, at, score, tp), 2)
+            return rid
         for attempt in (0, 1):
             try:
                 with self._node(hash_key).pipeline(transaction=True) as pipe:
@@ -214,10 +266,9 @@ class Decider:
             for p in items:
                 by_slot.setdefault(p[1] if self.s.cluster else 0, []).append(p)
             for slot_items in by_slot.values():
-                with target.pipeline(transaction=True) as pipe:
-                    for rid, shard, text, at, score, tp in slot_items:
-                        self._queue(pipe, self._keys[shard], rid, text, at, score, tp)
-                    pipe.execute()
+                body = b"".join(_queue_resp(self._keys[shard], rid, text, at, score, tp)
+                                for rid, shard, text, at, score, tp in slot_items)
+                self._transact(target, body, 2 * len(slot_items))
         return [p[0] for p in prepared]
 
     # ---- reading ----

@@ -11,7 +11,7 @@ import os
 
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
-from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+from cryptography.hazmat.primitives.asymmetric.utils import Prehashed, decode_dss_signature
 
 from .errors import KeyFileError
 
@@ -114,7 +114,8 @@ class Signer:
         self._head = b64u(json.dumps(header, separators=(",", ":"),
                                      ensure_ascii=False).encode()) + b"."
         if alg == "ES256":
-            self._ecdsa = ec.ECDSA(hashes.SHA256())
+            # hashed by hashlib: cryptography's hash objects cost more than the hash
+            self._ecdsa = ec.ECDSA(Prehashed(hashes.SHA256()))
         elif alg == "RS256":
             self._pad, self._hash = padding.PKCS1v15(), hashes.SHA256()
 
@@ -126,7 +127,8 @@ class Signer:
     def sign(self, payload):
         signing_input = self._head + b64u(payload)
         if self.alg == "ES256":
-            r, s = decode_dss_signature(self.key.sign(signing_input, self._ecdsa))
+            digest = hashlib.sha256(signing_input).digest()
+            r, s = decode_dss_signature(self.key.sign(digest, self._ecdsa))
             sig = r.to_bytes(32, "big") + s.to_bytes(32, "big")
         elif self.alg == "RS256":
             sig = self.key.sign(signing_input, self._pad, self._hash)

@@ -4,8 +4,10 @@ worker checks it (src/record.c, cited per check), before anything is signed.
 Pure: `now` is an argument."""
 
 import datetime as _dt
+import json
 import os
 import re
+import time
 
 from .errors import RecordError, UnknownActionError
 
@@ -18,17 +20,28 @@ _TRACE_RE = re.compile(r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}\Z")
 TERMINAL = frozenset(("done", "expired", "denied", "failed", "dead", "cancelled"))
 
 
+_ID_TABLE = bytes(ord(_ID_ALPHABET[b & 31]) for b in range(256))
+
+
 def new_id():
-    """26 random base32 characters (ctl_make_id): 130 bits, never a dot segment."""
-    return "".join(_ID_ALPHABET[b & 31] for b in os.urandom(ID_LEN))
+    """26 random base32 characters (ctl_make_id: each byte's low 5 bits, and
+    256 is a multiple of 32): 130 bits, never a dot segment."""
+    return os.urandom(ID_LEN).translate(_ID_TABLE).decode("ascii")
+
+
+_last_time = [None, None]
 
 
 def fmt_time(ms):
     """RFC 3339 UTC with milliseconds, as wtime_format_rfc3339."""
+    if _last_time[0] == ms:
+        return _last_time[1]
     secs, frac = divmod(int(ms), 1000)
-    t = _dt.datetime.fromtimestamp(secs, _dt.timezone.utc)
-    return "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ" % (
-        t.year, t.month, t.day, t.hour, t.minute, t.second, frac)
+    t = time.gmtime(secs)
+    out = "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ" % (
+        t.tm_year, t.tm_mon, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, frac)
+    _last_time[0], _last_time[1] = ms, out
+    return out
 
 
 _RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?Z\Z")
@@ -72,6 +85,9 @@ def _control(b):
     return b < 0x20 or b == 0x7F   # record.c control_char
 
 
+_CONTROL = re.compile(rb"[\x00-\x1f\x7f]")
+
+
 def _utf8(field, s):
     if not isinstance(s, str):
         raise RecordError(field, "not a string")
@@ -90,7 +106,7 @@ def _need(field, s):
 
 def _text(field, s):
     b = _need(field, s)
-    if len(b) > TEXT_FIELD_MAX or any(_control(c) for c in b):   # text_field_ok
+    if len(b) > TEXT_FIELD_MAX or _CONTROL.search(b):   # text_field_ok
         raise RecordError(field, "longer than 1024 bytes or has a control character")
 
 
@@ -232,5 +248,31 @@ def _jreal(v):
     return s
 
 
+def _plain(v):
+    """No float anywhere (json's repr of a float is not jansson's %.17g)."""
+    if isinstance(v, dict):
+        return all(_plain(x) for x in v.values())
+    if isinstance(v, list):
+        return all(_plain(x) for x in v)
+    return v is None or isinstance(v, (str, int))
+
+
+_LOWER_U = re.compile(r"(\\\\)|\\u00([0-9a-f]{2})")
+
+
 def payload_bytes(rec):
-    return dumps(rec, "record").encode("utf-8")
+    """The payload's bytes, as jansson writes them. The fast path is the json
+    module's C encoder, its lower-case \\u00xx made upper case as jansson's;
+    a float anywhere takes dumps()."""
+    if not _plain(rec["parameters"]):
+        return dumps(rec, "record").encode("utf-8")
+    try:
+        s = json.dumps(rec, ensure_ascii=False, separators=(",", ":"), check_circular=False)
+    except (TypeError, ValueError):
+        return dumps(rec, "record").encode("utf-8")       # raises the typed error
+    if "\\u00" in s:
+        s = _LOWER_U.sub(lambda m: m.group(1) or "\\u00" + m.group(2).upper(), s)
+    try:
+        return s.encode("utf-8")
+    except UnicodeEncodeError:
+        raise RecordError("parameters", "not valid UTF-8") from None
