@@ -5,7 +5,7 @@
 # clang + libclang-rt-14-dev: libFuzzer (-fsanitize=fuzzer) for `make fuzz`;
 # cppcheck, clang-tidy, clang-tools (scan-build): `make lint`; valgrind:
 # `make valgrind`. python3-redis, python3-cryptography, python3-pytest, python3-venv,
-# python3-pip, nodejs (and Debian's npm when no npm came with it): the decider
+# python3-pip, nodejs (python3-hiredis: redis-py reads replies in C; and Debian's npm when no npm came with it): the decider
 # libraries of clients/ and their tests (`make clients-test`). libjwt-dev, cmocka, libmicrohttpd: the tests only (libjwt
 # checks what the daemon's own signer writes; the daemon does not link it).
 set -eu
@@ -15,7 +15,7 @@ libjansson-dev libjwt-dev libinih-dev libssl-dev libcmocka-dev
 libmicrohttpd-dev redis-server redis-tools redis-sentinel openssl curl libfaketime
 prometheus stunnel4 mandoc debhelper dpkg-dev fakeroot lintian bash-completion zsh
 clang libclang-rt-14-dev cppcheck clang-tidy clang-tools valgrind
-python3-redis python3-cryptography python3-pytest python3-venv python3-pip nodejs"
+python3-redis python3-hiredis python3-cryptography python3-pytest python3-venv python3-pip nodejs"
 
 missing=""
 for p in $PKGS; do

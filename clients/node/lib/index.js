@@ -60,8 +60,9 @@ export class Decider {
 
   _connect(username, password) {
     const s = this.s;
-    // auto-pipelining: the commands of many decide() calls in flight go out in one write
-    const opts = { username: username ?? undefined, password: password ?? undefined, db: s.db, maxRetriesPerRequest: 2, enableAutoPipelining: true };
+    // autoResendUnfulfilledCommands off: after a reconnect no HSET or XADD of
+    // a transaction whose MULTI the old connection took is sent again on its own
+    const opts = { username: username ?? undefined, password: password ?? undefined, db: s.db, maxRetriesPerRequest: 2, autoResendUnfulfilledCommands: false };
     if (s.tls) opts.tls = {};
     if (s.cluster) return new Redis.Cluster(s.cluster, { redisOptions: opts });
     return s.socket ? new Redis({ ...opts, path: s.socket }) : new Redis({ ...opts, host: s.host, port: s.port });
@@ -109,6 +110,30 @@ export class Decider {
     else m.xadd(k.jobs, '*', 'id', p.id);
   }
 
+  /** The queueing commands as plain calls (ioredis' multi() costs twice the signature). */
+  static _calls(c, k, p) {
+    const out = [c.call('HSET', k.decision + p.id, 'record', p.text, 'state', 'queued', 'createdAt', p.createdAt)];
+    if (p.score != null) out.push(c.call('ZADD', k.scheduled, String(p.score), p.id));
+    else if (p.traceparent) out.push(c.call('XADD', k.jobs, '*', 'id', p.id, 'traceparent', p.traceparent));
+    else out.push(c.call('XADD', k.jobs, '*', 'id', p.id));
+    return out;
+  }
+
+  /**
+   * MULTI, the commands, EXEC as plain calls on the one connection, which
+   * ioredis sends in order: written in the same tick, no other call comes in
+   * between. Every reply is awaited; the first error is thrown.
+   */
+  async _transact(items) {
+    const c = this.redis;
+    const all = [c.call('MULTI')];
+    for (const p of items) all.push(...Decider._calls(c, this.keys[p.shard], p));
+    all.push(c.call('EXEC'));
+    const res = await Promise.all(all);
+    const bad = res[res.length - 1].find((x) => x instanceof Error);
+    if (bad) throw bad;
+  }
+
   static _check(res) {
     if (res === null) return false; // EXEC aborted by WATCH
     for (const [err] of res) if (err) throw err;
@@ -123,8 +148,12 @@ export class Decider {
   async decide(subject, action, resource, parameters, basis, expiresAt, o = {}) {
     const p = this.prepare({ subject, action, resource, parameters, basis, expiresAt, notBefore: o.notBefore, notify: o.notify, recordId: o.recordId, traceparent: o.traceparent, issuer: o.issuer });
     const k = this.keys[p.shard];
-    if (o.recordId == null) {
+    if (o.recordId == null && !this.s.cluster) {
       // a fresh random id (130 bits): nothing to check
+      await this._transact([p]);
+      return p.id;
+    }
+    if (o.recordId == null) {
       const m = this.redis.multi();
       Decider._queue(m, k, p);
       Decider._check(await m.exec());
@@ -161,6 +190,7 @@ export class Decider {
       by.get(g).push(p);
     }
     await Promise.all([...by.values()].map(async (ps) => {
+      if (!this.s.cluster) return this._transact(ps);
       const m = this.redis.multi();
       for (const p of ps) Decider._queue(m, this.keys[p.shard], p);
       Decider._check(await m.exec());

@@ -89,3 +89,14 @@ test('wait, cancel', async () => {
   await assert.rejects(d.retry(id), NotPermittedError);
   await d.close();
 });
+
+test('an error reply: nothing written, the connection in step', async () => {
+  await r.call('ACL', 'SETUSER', 'weak', 'on', '>pw', '~*', '+multi', '+exec', '+hset', '+hgetall', '+ping');
+  const d = decider({ username: 'weak', password: 'pw' });
+  for (let i = 0; i < 3; i++) await assert.rejects(d.decide(...ARGS));
+  assert.equal(await r.dbsize(), 0);
+  await r.call('ACL', 'SETUSER', 'weak', '+xadd');
+  const id = await d.decide(...ARGS);
+  assert.equal(await r.hget(`warrant:decision:${id}`, 'state'), 'queued');
+  await d.close();
+});
