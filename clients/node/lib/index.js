@@ -7,7 +7,7 @@ import Redis from 'ioredis';
 import { loadConfig, Settings } from './config.js';
 import { Signer } from './jws.js';
 import {
-  build, checkTraceparent, ConfigError, dumps, fmtTime, NotPermittedError, Policy, RecordError,
+  build, checkTraceparent, ConfigError, fmtTime, payloadText, NotPermittedError, Policy, RecordError,
   RecordExistsError, TERMINAL, WaitTimeout,
 } from './record.js';
 
@@ -95,7 +95,7 @@ export class Decider {
       tp = '00' + checkTraceparent(d.traceparent).slice(2);
       if (nbf > now) throw new RecordError('traceparent', 'goes into the stream entry: not with a notBefore in the future (P:scheduled holds ids only)');
     }
-    const payload = Buffer.from(dumps(rec, 'record'), 'utf8');
+    const payload = Buffer.from(payloadText(rec), 'utf8');
     const text = this.s.signature ? this.signer.sign(payload) : payload.toString('utf8');
     if (this.policy.maxBytes > 0 && Buffer.byteLength(text) > this.policy.maxBytes)
       throw new RecordError('record', `longer than [records] max_bytes (${this.policy.maxBytes})`);

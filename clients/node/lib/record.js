@@ -32,16 +32,28 @@ export class WaitTimeout extends WarrantError {
   constructor(id, status) { super(`${id}: not finished (state ${status ? status.state : null})`); this.recordId = id; this.status = status; }
 }
 
+// random bytes fetched 256 ids at a time: one read of the kernel's source
+// costs more than the rest of an id
+let pool = Buffer.alloc(0), used = 0;
+const ID_TABLE = Buffer.from(Array.from({ length: 256 }, (_, b) => ALPHABET.charCodeAt(b & 31)));
 export function newId() {
-  const raw = randomBytes(ID_LEN);
-  let s = '';
-  for (const b of raw) s += ALPHABET[b & 31];
-  return s;
+  if (used + ID_LEN > pool.length) { pool = randomBytes(ID_LEN * 256); used = 0; }
+  const out = Buffer.allocUnsafe(ID_LEN);
+  for (let i = 0; i < ID_LEN; i++) out[i] = ID_TABLE[pool[used + i]];
+  pool.fill(0, used, used + ID_LEN);
+  used += ID_LEN;
+  return out.toString('latin1');
 }
 
 const pad = (n, w) => String(n).padStart(w, '0');
 /** RFC 3339 UTC with milliseconds, as wtime_format_rfc3339. */
+let lastMs = null, lastText = null;
 export function fmtTime(ms) {
+  if (ms === lastMs) return lastText;
+  lastMs = ms;
+  return (lastText = fmtTime1(ms));
+}
+function fmtTime1(ms) {
   const d = new Date(ms);
   return `${pad(d.getUTCFullYear(), 4)}-${pad(d.getUTCMonth() + 1, 2)}-${pad(d.getUTCDate(), 2)}T` +
     `${pad(d.getUTCHours(), 2)}:${pad(d.getUTCMinutes(), 2)}:${pad(d.getUTCSeconds(), 2)}.${pad(d.getUTCMilliseconds(), 3)}Z`;
@@ -194,4 +206,25 @@ export function dumps(v, field = 'parameters') {
   if (typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype || (typeof v === 'object' && Object.getPrototypeOf(v) === null))
     return '{' + Object.entries(v).map(([k, x]) => { utf8(field, k); return str(k) + ':' + dumps(x, field); }).join(',') + '}';
   throw new RecordError(field, `a ${typeof v} is not JSON`);
+}
+
+/** No number but safe integers anywhere: JSON.stringify then writes what jansson does. */
+function plain(v) {
+  if (typeof v === 'number') return Number.isSafeInteger(v) && !Object.is(v, -0);
+  if (v === null || typeof v === 'string' || typeof v === 'boolean') return true;
+  if (Array.isArray(v)) return v.every(plain);
+  if (typeof v === 'object' && (Object.getPrototypeOf(v) === Object.prototype || Object.getPrototypeOf(v) === null))
+    return Object.values(v).every(plain);
+  return false;
+}
+const LOWER_U = /(\\\\)|\\u00([0-9a-f]{2})/g;
+
+/** The payload's text as jansson writes it: JSON.stringify (its lower-case
+ * \u00xx made upper case) unless a real or anything else needs dumps(). */
+export function payloadText(rec) {
+  if (!plain(rec.parameters)) return dumps(rec, 'record');
+  let s = JSON.stringify(rec);
+  if (/\\ud[89a-f]/.test(s)) return dumps(rec, 'record'); // a lone surrogate: refused there
+  if (s.includes('\\u00')) s = s.replace(LOWER_U, (m, bs, hex) => bs || '\\u00' + hex.toUpperCase());
+  return s;
 }

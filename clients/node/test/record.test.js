@@ -77,3 +77,13 @@ test('keygen: 0600 key, JWKS with kid', async () => {
   await keygen(join(d, 'h'), 'HS256');
   Signer.fromFile('HS256', join(d, 'h.secret'));
 });
+
+test('the JSON.stringify path writes what dumps writes', async () => {
+  const { payloadText } = await import('../lib/record.js');
+  for (const parameters of [{ a: 'x\u0001\u001f\\u00ab\\\u0002', é: ['\n', { k: null, n: 3 }], t: true }, { f: 0.5 }, { n: -0 }, { b: 2n ** 70n }]) {
+    const { rec: r } = rec({ parameters });
+    assert.equal(payloadText(r), dumps(r, 'record'));
+  }
+  const { rec: r } = rec({ parameters: { s: '\udc00' } });
+  assert.throws(() => payloadText(r), RecordError);
+});
