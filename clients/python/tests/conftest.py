@@ -53,3 +53,49 @@ def rconn(redis_sock):
     r = redis.Redis(unix_socket_path=redis_sock, decode_responses=True)
     r.flushall()
     return r
+
+
+def _free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def cluster_port():
+    """A one-node Redis Cluster owning every slot, on a free TCP port (and
+    its bus port + 10000); tried on another port if that one is taken."""
+    import redis
+    for _ in range(5):
+        port = _free_port()
+        if port > 55535:
+            continue
+        d = tempfile.mkdtemp(prefix="warrant-cl-")
+        p = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                              "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                              "--cluster-announce-ip", "127.0.0.1",
+                              "--save", "", "--appendonly", "no", "--dir", d],
+                             stdout=subprocess.DEVNULL)
+        r = redis.Redis(port=port)
+        deadline = time.monotonic() + 10
+        while p.poll() is None and time.monotonic() < deadline:
+            try:
+                r.ping()
+                break
+            except redis.exceptions.ConnectionError:
+                time.sleep(0.01)
+        if p.poll() is not None:
+            shutil.rmtree(d, ignore_errors=True)
+            continue
+        r.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
+        while b"cluster_state:ok" not in r.execute_command("CLUSTER", "INFO"):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the cluster did not come up")
+            time.sleep(0.01)
+        yield port
+        p.terminate()
+        p.wait(10)
+        shutil.rmtree(d, ignore_errors=True)
+        return
+    raise RuntimeError("no free port for the cluster node")

@@ -156,3 +156,21 @@ def test_an_error_reply_keeps_the_connection_in_step(redis_sock, rconn):
     rid = d.decide(*ARGS, expires_at=dt.timedelta(hours=1))
     assert rconn.hget(f"warrant:decision:{rid}", "state") == "queued"
     d.close()
+
+
+def test_cluster(cluster_port):
+    """[redis] cluster: each shard's transaction on the node owning its slot."""
+    d = Decider(settings=Settings(cluster=[("127.0.0.1", cluster_port)], shards=3, issuer="d",
+                                  actions=["gate.open"]), key_file=KEY, clock=lambda: NOW)
+    ids = [d.decide(*ARGS, expires_at=dt.timedelta(hours=1)) for _ in range(12)]
+    ids.append(d.decide(*ARGS, expires_at=dt.timedelta(hours=1), record_id="cl-1"))
+    with pytest.raises(RecordExistsError):
+        d.decide(*ARGS, expires_at=dt.timedelta(hours=1), record_id="cl-1")
+    ids += d.decide_many([dict(subject="s", action="gate.open", resource="g", parameters={},
+                               basis="b", expires_at=dt.timedelta(hours=1))] * 6)
+    r = redis.Redis(port=cluster_port, decode_responses=True)
+    for rid in ids:
+        assert r.hget(f"{{warrant:{shard_of(rid, 3)}}}:decision:{rid}", "state") == "queued"
+    assert sum(r.xlen(f"{{warrant:{s}}}:jobs") for s in range(3)) == len(ids)
+    assert d.status(ids[0])["state"] == "queued"
+    d.close()
