@@ -316,6 +316,35 @@ auth = none
               f"{label} case {i}: node payload differs from warrantctl's:\n {np}\n {cli_payload.get(rid)}")
     print(f"{label}: 1. {len(cases)} inputs, byte-equal payloads from the three writers", flush=True)
 
+    # ---- 1b. RS256 and HS256 sign deterministically: the whole record byte-equal
+    data = os.path.join(ROOT, "tests", "data")
+    for alg, key, pub in (("RS256", "test-rs256.key", "test-rs256.pub"),
+                          ("HS256", "test-hs256.secret", "test-hs256.secret")):
+        for n in (key, pub):
+            os.chmod(os.path.join(data, n), 0o600 if n.endswith((".key", ".secret")) else 0o644)
+        alg_ini = os.path.join(tmp, f"{alg}.ini")
+        with open(alg_ini, "w") as f:          # a prefix no worker reads, the default user
+            f.write(f"[redis]\nsocket = {sock}\nprefix = alg{alg}\n"
+                    f"{'shards = %d' % a.shards if a.shards else ''}\n[records]\nalgorithm = {alg}\n"
+                    f"verify_key_file = {os.path.join(data, pub)}\nissuer = decider.test\n"
+                    "[action gate.open]\nurl = http://127.0.0.1:1/{resource}\nauth = none\n")
+        kpath = os.path.join(data, key)
+        pa = warrant.Decider(alg_ini, key_file=kpath, kid="k-" + alg, clock=lambda: t0)
+        nres = run_node(tmp, alg_ini, kpath, "k-" + alg, t0,
+                        [dict(d, recordId=f"{alg}-{i}") for i, d in enumerate(cases)], False)
+        for i, d in enumerate(cases):
+            rid = f"{alg}-{i}"
+            res = run_cli(bin_dir, alg_ini, kpath, "k-" + alg, d, rid, t0)
+            ak = warrant.Keys(f"alg{alg}", warrant.shard_of(rid, a.shards), a.shards)
+            cli_text = r.hget(ak.decision + rid, "record") if res.returncode == 0 else None
+            check(cli_text is not None, f"{label} {alg} cli case {i}: {res.stderr.strip()}")
+            py_text = pa.prepare(**py_args(dict(d, recordId=rid)))[2]
+            check(py_text == cli_text, f"{label} {alg} case {i}: python record differs from warrantctl's")
+            check(nres[i].get("text") == cli_text, f"{label} {alg} case {i}: node record differs: {nres[i]}")
+        pa.close()
+    print(f"{label}: 1b. RS256 and HS256: the whole signed records byte-equal from the three writers",
+          flush=True)
+
     # ---- 2. each writer writes them; jose verifies; the worker runs them
     written = {f"eq-{i}": "cli" for i in range(len(cases))}
     for i, d in enumerate(cases):

@@ -25,7 +25,7 @@ if (mode === 'write') {
         out.push({ ok: id });
       } else {
         const p = d.prepare(x);
-        out.push({ ok: p.id, payload: payloadOf(p.text).toString('utf8') });
+        out.push({ ok: p.id, payload: payloadOf(p.text).toString('utf8'), text: p.text });
       }
     } catch (e) {
       out.push({ err: e.name, field: e.field ?? null, message: e.message });
