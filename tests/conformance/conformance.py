@@ -8,7 +8,8 @@ Starts a private redis-server on a unix socket (the decider and monitor ACL
 users of conf/redis-acl.conf, with passwords), the fake target of
 tests/fakes and the real warrantd, then for `warrantctl decide`, the Python
 library (clients/python) and the Node library (clients/node):
-  1. the same valid inputs, a fixed clock and id: byte-equal payloads;
+  1. the same valid inputs, a fixed clock and id: byte-equal payloads (ES256),
+     and with RS256 and HS256, which sign deterministically, byte-equal records;
   2. each writer writes them under its own ids: every record verifies with
      jose (an independent verifier) and the worker runs every one to done;
   3. the same invalid inputs: every writer refuses each (the libraries name
