@@ -28,6 +28,7 @@ export class Settings {
       passwordFile: null, prefix: 'warrant', shards: 0, cluster: null, tls: false, signature: true,
       algorithm: 'ES256', issuer: null, maxWindowS: 604800, clockSkewS: 60, maxBytes: 16384,
       actions: null, baseDir: '.', monitorUsername: null, monitorPasswordFile: null,
+      tlsCaFile: null, tlsCertFile: null, tlsKeyFile: null, tlsServerName: null,
     }, o);
     if (!(this.shards >= 0 && this.shards <= 1024)) throw new ConfigError('[redis] shards: 1 to 1024');
     if (!['ES256', 'RS256', 'HS256'].includes(this.algorithm)) throw new ConfigError('[records] algorithm: ES256, RS256 or HS256');
@@ -65,5 +66,7 @@ export function loadConfig(path) {
     actions: Object.keys(ini).filter((s) => s.startsWith('action ')).map((s) => s.slice(7).trim()),
     baseDir: dirname(resolve(path)),
     monitorUsername: mon ? mon.username : null, monitorPasswordFile: mon ? mon.password_file ?? null : null,
+    tlsCaFile: r.tls_ca_file ?? null, tlsCertFile: r.tls_cert_file ?? null, tlsKeyFile: r.tls_key_file ?? null,
+    tlsServerName: r.tls_server_name ?? null,
   });
 }

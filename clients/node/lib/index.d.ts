@@ -19,6 +19,7 @@ export interface SettingsInit {
   socket?: string | null; host?: string; port?: number; db?: number;
   username?: string | null; password?: string | null; passwordFile?: string | null;
   prefix?: string; shards?: number; cluster?: { host: string; port: number }[] | null; tls?: boolean;
+  tlsCaFile?: string | null; tlsCertFile?: string | null; tlsKeyFile?: string | null; tlsServerName?: string | null;
   signature?: boolean; algorithm?: 'ES256' | 'RS256' | 'HS256'; issuer?: string | null;
   maxWindowS?: number; clockSkewS?: number; maxBytes?: number; actions?: string[] | null;
   baseDir?: string; monitorUsername?: string | null; monitorPasswordFile?: string | null;

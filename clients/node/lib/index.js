@@ -3,6 +3,7 @@
 // A record is checked (build), signed (Signer), then its hash and queue
 // entry are written together with plain commands under MULTI/EXEC, in the
 // record's shard (FNV-1a-32 of the id mod [redis] shards).
+import { readFileSync } from 'node:fs';
 import Redis from 'ioredis';
 import { loadConfig, Settings } from './config.js';
 import { Signer } from './jws.js';
@@ -63,7 +64,11 @@ export class Decider {
     // autoResendUnfulfilledCommands off: after a reconnect no HSET or XADD of
     // a transaction whose MULTI the old connection took is sent again on its own
     const opts = { username: username ?? undefined, password: password ?? undefined, db: s.db, maxRetriesPerRequest: 2, autoResendUnfulfilledCommands: false };
-    if (s.tls) opts.tls = {};
+    if (s.tls) {
+      // [redis] tls and its files; the server's certificate checked against tls_ca_file, else the system's CAs
+      const f = (n) => (n ? readFileSync(s.path(n)) : undefined);
+      opts.tls = { ca: f(s.tlsCaFile), cert: f(s.tlsCertFile), key: f(s.tlsKeyFile), servername: s.tlsServerName ?? undefined, rejectUnauthorized: true };
+    }
     if (s.cluster) return new Redis.Cluster(s.cluster, { redisOptions: opts });
     return s.socket ? new Redis({ ...opts, path: s.socket }) : new Redis({ ...opts, host: s.host, port: s.port });
   }

@@ -101,18 +101,31 @@ class Decider:
 
     # ---- connections ----
 
+    def _tls(self):
+        """[redis] tls and its files, as redis-py's arguments (the server's
+        certificate checked against tls_ca_file, else the system's CAs)."""
+        s = self.s
+        if not s.tls:
+            return {}
+        t = {"ssl": True, "ssl_cert_reqs": "required", "ssl_ca_certs": s.path(s.tls_ca_file),
+             "ssl_certfile": s.path(s.tls_cert_file), "ssl_keyfile": s.path(s.tls_key_file)}
+        if s.tls_server_name:
+            raise ConfigError("[redis] tls_server_name: not supported by this library; "
+                              "connect by that name")
+        return t
+
     def _connect(self, username, password):
         s = self.s
         if s.cluster:
             from redis.cluster import ClusterNode, RedisCluster
             return RedisCluster(startup_nodes=[ClusterNode(h, p) for h, p in s.cluster],
-                                username=username, password=password, ssl=s.tls,
-                                decode_responses=True)
+                                username=username, password=password, decode_responses=True,
+                                **self._tls())
         if s.socket:
             return redis.Redis(unix_socket_path=s.socket, db=s.db, username=username,
                                password=password, decode_responses=True)
         return redis.Redis(host=s.host, port=s.port, db=s.db, username=username,
-                           password=password, ssl=s.tls, decode_responses=True)
+                           password=password, decode_responses=True, **self._tls())
 
     @property
     def redis(self):

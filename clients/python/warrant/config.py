@@ -20,7 +20,8 @@ class Settings:
                  password=None, password_file=None, prefix="warrant", shards=0, cluster=None,
                  tls=False, signature=True, algorithm="ES256", issuer=None, max_window_s=604800,
                  clock_skew_s=60, max_bytes=16384, actions=None, base_dir=".",
-                 monitor_username=None, monitor_password_file=None):
+                 monitor_username=None, monitor_password_file=None, tls_ca_file=None,
+                 tls_cert_file=None, tls_key_file=None, tls_server_name=None):
         self.socket, self.host, self.port, self.db = socket, host, int(port), int(db)
         self.username, self.password, self.password_file = username, password, password_file
         self.prefix, self.shards = prefix, int(shards or 0)
@@ -31,6 +32,8 @@ class Settings:
         self.actions = actions
         self.base_dir = base_dir
         self.monitor_username, self.monitor_password_file = monitor_username, monitor_password_file
+        self.tls_ca_file, self.tls_cert_file = tls_ca_file, tls_cert_file
+        self.tls_key_file, self.tls_server_name = tls_key_file, tls_server_name
         if not 0 <= self.shards <= 1024:
             raise ConfigError("[redis] shards: 1 to 1024")
         if algorithm not in ("ES256", "RS256", "HS256"):
@@ -95,6 +98,8 @@ def load(path):
             clock_skew_s=rec.get("clock_skew_s", 60), max_bytes=rec.get("max_bytes", 16384),
             actions=actions, base_dir=os.path.dirname(os.path.abspath(path)),
             monitor_username=mon["username"] if mon else None,
-            monitor_password_file=mon.get("password_file") if mon else None)
+            monitor_password_file=mon.get("password_file") if mon else None,
+            tls_ca_file=r.get("tls_ca_file"), tls_cert_file=r.get("tls_cert_file"),
+            tls_key_file=r.get("tls_key_file"), tls_server_name=r.get("tls_server_name"))
     except ValueError as e:
         raise ConfigError(f"{path}: {e}") from None
