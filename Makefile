@@ -49,7 +49,7 @@ FAKE_BIN  := $(FAKE_SRC:tests/fakes/%.c=$(BUILD)/tests/%)
 ITEST_SRC := $(wildcard tests/integration/itest_*.c)
 ITEST_BIN := $(ITEST_SRC:tests/integration/%.c=$(BUILD)/tests/%)
 
-.PHONY: all bins unit modes deps test test-unit test-asan test-integration demo bench bench-scale \
+.PHONY: all bins unit modes deps clients-deps clients-test bench-clients test test-unit test-asan test-integration demo bench bench-scale \
 	interop interop-oidc interop-cerbos test-web lint-web \
 	install clean lint-man \
 	deb test-deb faults soak fuzz fuzz-build lint scan-objs valgrind
@@ -221,6 +221,20 @@ interop-cerbos: all $(BUILD)/tests/fake_target
 interop-oidc: all
 	cd tests/interop/oidc && npm ci --no-audit --no-fund --loglevel=error
 	WARRANTD_BIN_DIR=$(CURDIR)/$(BUILD)/bin node --test tests/interop/oidc/oidc.test.mjs
+
+# The decider libraries (clients/, issue 40): their pinned Node dependencies,
+# then pytest, node's test runner, `pip install`/`npm install` from the tree,
+# and the conformance suite of the three writers (tests/conformance/) against
+# a real redis-server and the real worker, single node and shards = 2.
+clients-deps:
+	@sh scripts/clients.sh
+
+clients-test: deps all unit clients-deps
+	@sh tests/clients.sh $(BUILD)
+
+# The libraries' throughput with ES256 (bench/README.md "Decider libraries").
+bench-clients: deps all clients-deps
+	@sh bench/clients.sh
 
 bench: deps all unit
 	@sh bench/run.sh $(BUILD)
