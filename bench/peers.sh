@@ -136,9 +136,11 @@ run_warrantd() {	# round in_flight
 
 run_bullmq() {	# round concurrency
 	rcli FLUSHALL >/dev/null
+	t=$(now_ms)
 	added=$(BENCH_PEERS_VERIFY=$VERIFY node "$peers/preload.mjs" "$sock" "$QUEUE" \
 	    "$tmp/jobs.resp") || die "bench/peers/preload.mjs failed"
 	[ "$added" = "$JOBS" ] || die "preload added $added of $JOBS jobs"
+	echo "# bullmq: $JOBS jobs preloaded in $(( $(now_ms) - t )) ms" >&2
 	[ "$(rcli LLEN "bull:$QUEUE:wait")" = "$JOBS" ] ||
 	    die "bull:$QUEUE:wait does not hold $JOBS jobs"
 	l=$(load1)
