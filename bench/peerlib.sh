@@ -90,12 +90,16 @@ end
 return n" 0 "$PREFIX:decision:bench-" "$1"
 }
 
-# The ms of the oldest and of the newest P:audit id ("first last"): the first
-# job taken (its start's audit entry) and the last terminal write.
-audit_span() {
+# The ms of the oldest and of the newest P:audit id: the first job taken (its
+# start's audit entry) and the last terminal write. The oldest is read while
+# the run goes on, before audit_maxlen (100,000) trims it away.
+audit_first() {
 	a=$(rcli XRANGE "$PREFIX:audit" - + COUNT 1 | head -n 1)
+	echo "${a%%-*}"
+}
+audit_last() {
 	z=$(rcli XREVRANGE "$PREFIX:audit" + - COUNT 1 | head -n 1)
-	echo "${a%%-*} ${z%%-*}"
+	echo "${z%%-*}"
 }
 
 # $tmp/warrantd.ini: HS256 records, auth none, calls to $1/gates/{resource}/open,
@@ -136,7 +140,9 @@ run_daemon() {	# jobs log_name
 	deadline=$((t0 + TIMEOUT_S * 1000))
 	run_fds=0
 	next_fd=0
+	first=
 	while ! finished; do
+		[ -n "$first" ] || first=$(audit_first)
 		kill -0 "$daemon_pid" 2>/dev/null ||
 		    die "warrantd exited during the $2 run (see $tmp/warrantd-$2.log)"
 		now=$(now_ms)
@@ -152,10 +158,11 @@ run_daemon() {	# jobs log_name
 	run_redis_us=$(( $(redis_cpu_us) - rcpu0 ))
 	run_ticks=$(cpu_ticks "$daemon_pid")
 	run_hwm_kb=$(vm_hwm_kb "$daemon_pid")
-	# shellcheck disable=SC2046 # two numbers
-	set -- "$1" "$2" $(audit_span)
-	case "$3$4" in ''|*[!0-9]*) die "$2: no audit entries" ;; esac
-	run_ms=$(($4 - $3))
+	[ -n "$first" ] || first=$(audit_first)
+	last=$(audit_last)
+	case "$first" in ''|*[!0-9]*) die "$2: no audit entries" ;; esac
+	case "$last" in ''|*[!0-9]*) die "$2: no audit entries" ;; esac
+	run_ms=$((last - first))
 	[ "$run_ms" -gt 0 ] || run_ms=1
 	stop_pid "$daemon_pid"
 	daemon_pid=
