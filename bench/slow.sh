@@ -132,6 +132,7 @@ http {
 	server {
 		listen 127.0.0.1:$port backlog=65535;
 		location = /_status { stub_status; }
+		location /now/ { return 204; }
 		location / { echo_sleep $delay_s; echo_status 204; }
 	}
 }
@@ -161,13 +162,17 @@ start_slow_nginx || die "nginx did not start (see $tmp/nginx/)"
 build_mkrecords
 hz=$(getconf CLK_TCK)
 
-# One run at max_in_flight $1 over $2 jobs; appends its raw numbers to
-# $tmp/runs: "in_flight jobs ms ticks redis_us hwm_kb fds accepted most_writing load1".
+# One run at max_in_flight $1 over $2 jobs against the target's delay $3 (ms:
+# $DELAY_MS or 0, /now/); appends its raw numbers to $tmp/runs:
+# "in_flight jobs ms ticks redis_us hwm_kb fds accepted most_writing load1 delay_ms".
 slow_run() {
+	d=$3
+	url=$slow_url
+	[ "$d" != 0 ] || url=$slow_url/now
 	"$tmp/mkrecords" "$2" "$PREFIX" "$root/tests/data/test-hs256.secret" >"$tmp/jobs.resp" ||
 	    die "mkrecords failed"
 	load_resp "$tmp/jobs.resp" "$2"
-	write_ini "$slow_url" "$1"
+	write_ini "$url" "$1"
 	l=$(load1)
 	# shellcheck disable=SC2046 # two numbers
 	set -- "$1" "$2" $(status_read)
@@ -191,33 +196,43 @@ slow_run() {
 	# shellcheck disable=SC2046
 	set -- "$1" "$2" $(status_read)
 	acc=$(($3 - acc0 - polls - 1))	# less the samples' and this read's own
-	echo "$1 $2 $run_ms $run_ticks $run_redis_us $run_hwm_kb $run_fds $acc ${most_w:-0} $l" >>"$tmp/runs"
+	echo "$1 $2 $run_ms $run_ticks $run_redis_us $run_hwm_kb $run_fds $acc ${most_w:-0} $l $d" \
+	    >>"$tmp/runs"
 	echo "# slow $1 run: $(tail -n 1 "$tmp/runs")" >&2
 }
 
 : >"$tmp/runs"
-slow_run 1 "${BENCH_SLOW_BASE_JOBS:-20}"
+slow_run 1 "${BENCH_SLOW_BASE_JOBS:-20}" "$DELAY_MS"
 base_kb=$(awk '{ print $6 }' "$tmp/runs")
 for f in $FLIGHTS; do
 	n=${BENCH_SLOW_JOBS:-$((f * ROUNDS))}
 	[ -n "${BENCH_SLOW_JOBS:-}" ] || [ "$n" -le "$MAX_JOBS" ] || n=$MAX_JOBS
-	slow_run "$f" "$n"
+	slow_run "$f" "$n" "$DELAY_MS"
 done
+# What the machine allows: the same daemon against the same nginx answering
+# at once (BENCH_SLOW_BOUND_IN_FLIGHT [256], BENCH_SLOW_BOUND_JOBS [20000]; "" skips it).
+bound_f=${BENCH_SLOW_BOUND_IN_FLIGHT-256}
+[ -z "$bound_f" ] || slow_run "$bound_f" "${BENCH_SLOW_BOUND_JOBS:-20000}" 0
 
 header() {
-	printf "%9s %7s %7s %8s %8s %6s %8s %8s %9s %9s %6s %6s %9s %8s %8s %5s\n" in_flight jobs \
-	    wall_s jobs/s ideal of% at_once rss_MiB KiB/call KiB/held fds conns calls/conn \
-	    cpu_us redis_us load
+	printf "%9s %5s %7s %7s %8s %8s %6s %8s %8s %9s %9s %6s %6s %10s %8s %8s %5s\n" in_flight \
+	    delay jobs wall_s jobs/s ideal of% at_once rss_MiB KiB/call KiB/held fds conns \
+	    calls/conn cpu_us redis_us load
 }
 fmt() {
-	awk -v base="$base_kb" -v hz="$hz" -v d="$DELAY_MS" '{
+	awk -v base="$base_kb" -v hz="$hz" '{
 		f = $1; n = $2; ms = $3; jps = n * 1000 / ms
-		ideal = f * 1000 / d
-		if (ideal > n * 1000 / d) ideal = n * 1000 / d
+		d = $11
+		ideal = "-"; of = "-"
+		if (d > 0) {
+			ideal = (f < n ? f : n) * 1000 / d
+			of = sprintf("%.1f", 100 * jps / ideal)
+			ideal = sprintf("%.0f", ideal)
+		}
 		held = $9 > 0 ? $9 : 1
 		conns = $8 > 0 ? $8 : 0
-		printf "%9d %7d %7.2f %8.0f %8.0f %6.1f %8d %8.1f %9.2f %9.2f %6d %6d %9.1f %8.1f %8.1f %5s\n",
-		    f, n, ms / 1000, jps, ideal, 100 * jps / ideal, $9, $6 / 1024,
+		printf "%9d %5s %7d %7.2f %8.0f %8s %6s %8d %8.1f %9.2f %9.2f %6d %6d %10.1f %8.1f %8.1f %5s\n",
+		    f, d "ms", n, ms / 1000, jps, ideal, of, $9, $6 / 1024,
 		    ($6 - base) / f, ($6 - base) / held, $7, conns, (conns > 0 ? n / conns : 0),
 		    $4 * 1e6 / hz / n, $5 / n, $10
 	}'
@@ -228,7 +243,8 @@ cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 	echo "# warrantd against a slow target ($(date -u +%Y-%m-%dT%H:%M:%SZ), bench/slow.sh, commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown))"
 	echo "# host: $(nproc) CPU(s), ${cpu:-unknown CPU}; $(redis-server --version | cut -d' ' -f1-3); RLIMIT_NOFILE $nofile; somaxconn $(cat /proc/sys/net/core/somaxconn)"
 	echo "# target: $(nginx -v 2>&1 | cut -d/ -f2) with echo_sleep $delay_s s then 204, keep-alive, one process; HS256 records, auth none."
-	echo "# wall_s: first job taken -> last terminal write; ideal: min(in_flight, jobs) / ${DELAY_MS} ms; of%: jobs/s over it;"
+	echo "# delay: the target's (0: the same nginx answering at once, what the machine allows at that max_in_flight);"
+	echo "# wall_s: first job taken -> last terminal write; ideal: min(in_flight, jobs) / delay; of%: jobs/s over it;"
 	echo "# at_once: the most calls nginx held at once (stub_status Writing, sampled every ${SAMPLE_MS} ms);"
 	echo "# rss_MiB: the daemon's VmHWM; KiB/call: beyond the base run's (max_in_flight 1: $((base_kb)) KiB) per max_in_flight, KiB/held: per at_once;"
 	echo "# fds: the most descriptors the daemon held (sampled); conns: TCP connections nginx accepted in the run; cpu_us, redis_us: CPU per job."
