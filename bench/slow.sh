@@ -41,6 +41,7 @@ DELAY_MS=${BENCH_SLOW_DELAY_MS:-100}
 ROUNDS=${BENCH_SLOW_ROUNDS:-30}
 MAX_JOBS=${BENCH_SLOW_MAX_JOBS:-100000}
 SAMPLE_MS=${BENCH_SLOW_SAMPLE_MS:-200}
+HOLD_MS=${BENCH_SLOW_HOLD_MS:-20000}
 TIMEOUT_S=${BENCH_TIMEOUT_S:-600}
 OUT=${BENCH_OUT:-$root/bench/slow.txt}
 PREFIX=bench
@@ -51,7 +52,7 @@ done
 for tool in redis-server redis-cli curl cc pkg-config; do
 	command -v "$tool" >/dev/null || { echo "bench: $tool not found" >&2; exit 1; }
 done
-for v in "$DELAY_MS" "$ROUNDS" "$MAX_JOBS" "$SAMPLE_MS" $FLIGHTS ${BENCH_SLOW_JOBS:-1}; do
+for v in "$DELAY_MS" "$ROUNDS" "$MAX_JOBS" "$SAMPLE_MS" "$HOLD_MS" $FLIGHTS ${BENCH_SLOW_JOBS:-1}; do
 	case $v in ''|*[!0-9]*|0) echo "bench: BENCH_SLOW_* must be positive integers" >&2; exit 64;; esac
 done
 
@@ -109,6 +110,7 @@ for m in /usr/lib/nginx/modules/ngx_http_echo_module.so /usr/share/nginx/modules
 done
 [ -n "$echo_module" ] || die "the nginx echo module is missing (apt-get install libnginx-mod-http-echo)"
 delay_s=$(awk -v ms="$DELAY_MS" 'BEGIN { printf "%.3f", ms / 1000 }')
+hold_s=$(awk -v ms="$HOLD_MS" 'BEGIN { printf "%.3f", ms / 1000 }')
 start_slow_nginx() {
 	mkdir -p "$tmp/nginx"
 	mark=$(basename "$tmp")
@@ -133,6 +135,7 @@ http {
 		listen 127.0.0.1:$port backlog=65535;
 		location = /_status { stub_status; }
 		location /now/ { return 204; }
+		location /hold/ { echo_sleep $hold_s; echo_status 204; }
 		location / { echo_sleep $delay_s; echo_status 204; }
 	}
 }
@@ -163,12 +166,15 @@ build_mkrecords
 hz=$(getconf CLK_TCK)
 
 # One run at max_in_flight $1 over $2 jobs against the target's delay $3 (ms:
-# $DELAY_MS or 0, /now/); appends its raw numbers to $tmp/runs:
+# $DELAY_MS; 0, /now/; $HOLD_MS, /hold/); appends its raw numbers to $tmp/runs:
 # "in_flight jobs ms ticks redis_us hwm_kb fds accepted most_writing load1 delay_ms".
 slow_run() {
 	d=$3
-	url=$slow_url
-	[ "$d" != 0 ] || url=$slow_url/now
+	case $d in
+	"$DELAY_MS") url=$slow_url ;;
+	0) url=$slow_url/now ;;
+	*) url=$slow_url/hold ;;
+	esac
 	"$tmp/mkrecords" "$2" "$PREFIX" "$root/tests/data/test-hs256.secret" >"$tmp/jobs.resp" ||
 	    die "mkrecords failed"
 	load_resp "$tmp/jobs.resp" "$2"
@@ -179,19 +185,23 @@ slow_run() {
 	acc0=$3
 	polls=0
 	most_w=0
-	# the sampler: stub_status while the daemon runs (each poll is a
-	# connection of its own, counted out below)
+	# the sampler: stub_status while the daemon runs, until $tmp/stop (each
+	# poll is a connection of its own, counted out below)
+	rm -f "$tmp/stop"
+	: >"$tmp/polls"
 	(
-		while :; do
+		pause=$(awk -v ms="$SAMPLE_MS" 'BEGIN { print ms / 1000 }')
+		while [ ! -e "$tmp/stop" ]; do
+			echo poll >>"$tmp/polls"
 			curl -sf "$status_url" | awk '/Writing:/ { print $4 - 1 }'
-			sleep "$(awk -v ms="$SAMPLE_MS" 'BEGIN { print ms / 1000 }')"
+			sleep "$pause"
 		done
 	) >"$tmp/writing" 2>/dev/null &
 	sampler=$!
-	FD_SAMPLE_MS=$SAMPLE_MS run_daemon "$2" "slow-$1"
-	kill "$sampler" 2>/dev/null || true
+	FD_SAMPLE_MS=$SAMPLE_MS run_daemon "$2" "slow-$1-$d"
+	touch "$tmp/stop"
 	wait "$sampler" 2>/dev/null || true
-	polls=$(wc -l <"$tmp/writing")
+	polls=$(wc -l <"$tmp/polls")
 	most_w=$(sort -n "$tmp/writing" | tail -n 1)
 	# shellcheck disable=SC2046
 	set -- "$1" "$2" $(status_read)
@@ -213,9 +223,13 @@ done
 # at once (BENCH_SLOW_BOUND_IN_FLIGHT [256], BENCH_SLOW_BOUND_JOBS [20000]; "" skips it).
 bound_f=${BENCH_SLOW_BOUND_IN_FLIGHT-256}
 [ -z "$bound_f" ] || slow_run "$bound_f" "${BENCH_SLOW_BOUND_JOBS:-20000}" 0
+# All of the most in flight held at once: as many jobs, each answered after
+# BENCH_SLOW_HOLD_MS (20,000; longer than the daemon takes to start them all):
+# what each call in flight costs in memory and descriptors.
+[ "$HOLD_MS" = "$DELAY_MS" ] || slow_run "$most" "$most" "$HOLD_MS"
 
 header() {
-	printf "%9s %5s %7s %7s %8s %8s %6s %8s %8s %9s %9s %6s %6s %10s %8s %8s %5s\n" in_flight \
+	printf "%9s %6s %7s %7s %8s %8s %6s %8s %8s %9s %9s %6s %6s %10s %8s %8s %5s\n" in_flight \
 	    delay jobs wall_s jobs/s ideal of% at_once rss_MiB KiB/call KiB/held fds conns \
 	    calls/conn cpu_us redis_us load
 }
@@ -230,10 +244,11 @@ fmt() {
 			ideal = sprintf("%.0f", ideal)
 		}
 		held = $9 > 0 ? $9 : 1
+		perheld = d > 0 ? sprintf("%.2f", ($6 - base) / held) : "-"
 		conns = $8 > 0 ? $8 : 0
-		printf "%9d %5s %7d %7.2f %8.0f %8s %6s %8d %8.1f %9.2f %9.2f %6d %6d %10.1f %8.1f %8.1f %5s\n",
+		printf "%9d %6s %7d %7.2f %8.0f %8s %6s %8d %8.1f %9.2f %9s %6d %6d %10.1f %8.1f %8.1f %5s\n",
 		    f, d "ms", n, ms / 1000, jps, ideal, of, $9, $6 / 1024,
-		    ($6 - base) / f, ($6 - base) / held, $7, conns, (conns > 0 ? n / conns : 0),
+		    ($6 - base) / f, perheld, $7, conns, (conns > 0 ? n / conns : 0),
 		    $4 * 1e6 / hz / n, $5 / n, $10
 	}'
 }
