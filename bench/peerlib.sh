@@ -90,6 +90,15 @@ end
 return n" 0 "$PREFIX:decision:bench-" "$1"
 }
 
+# The calls made beyond one a job: the hashes' attempts (R13) less the jobs.
+count_retries() {	# jobs
+	rcli EVAL "local n = 0
+for i = 1, tonumber(ARGV[2]) do
+	n = n + (tonumber(redis.call('HGET', ARGV[1] .. i, 'attempts')) or 0)
+end
+return n - tonumber(ARGV[2])" 0 "$PREFIX:decision:bench-" "$1"
+}
+
 # The ms of the oldest and of the newest P:audit id: the first job taken (its
 # start's audit entry) and the last terminal write. The oldest is read while
 # the run goes on, before audit_maxlen (100,000) trims it away.
@@ -131,7 +140,7 @@ EOF
 # run_ms (first job taken -> last terminal write), run_ticks (its CPU, from
 # its start), run_hwm_kb (VmHWM), run_redis_us (Redis' CPU over its life),
 # run_fds (the most descriptors it held, sampled every $FD_SAMPLE_MS ms when
-# that is set).
+# that is set), run_retries (calls beyond one a job).
 run_daemon() {	# jobs log_name
 	rcpu0=$(redis_cpu_us)
 	t0=$(now_ms)
@@ -168,4 +177,5 @@ run_daemon() {	# jobs log_name
 	daemon_pid=
 	done_n=$(count_done "$1")
 	[ "$done_n" = "$1" ] || die "$2: $done_n of $1 hashes are done"
+	run_retries=$(count_retries "$1")
 }

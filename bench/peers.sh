@@ -260,7 +260,7 @@ cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 	echo "# warrantd against BullMQ ($(date -u +%Y-%m-%dT%H:%M:%SZ), bench/peers.sh, commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown))"
 	echo "# host: $ncpu CPU(s), ${cpu:-unknown CPU}; $(redis-server --version | cut -d' ' -f1-3); node $(node --version); $bullmq (ioredis $ioredis)"
 	echo "# $JOBS HS256 records preloaded per run; one private redis-server (unix socket, flushed between runs);"
-	echo "# $(nginx -v 2>&1 | cut -d/ -f2) answering 204 on 127.0.0.1 (keep-alive, no access log), one process."
+	echo "# nginx $(nginx -v 2>&1 | cut -d/ -f2) answering 204 on 127.0.0.1 (keep-alive, no access log), one process."
 	echo "# warrantd: auth none, log_level = warn; $verify_note."
 	echo "# wall_s: first job taken -> last finished; *_us: CPU µs per job (worker, redis-server, nginx, all three);"
 	echo "# busy%: all three's CPU over wall_s x $ncpu cores; rss_MiB: the worker's VmHWM; load: 1-min load average at the run's start."

@@ -17,9 +17,12 @@
 # saw); the most descriptors it held (/proc/PID/fd, sampled); the TCP
 # connections the target accepted during the run (stub_status "accepts",
 # less the samples' own) and calls per connection, which says whether
-# curl reuses its connections; the daemon's and Redis' CPU per job; the
-# 1-minute load average at the run's start. Every run checks every hash is
-# `done` (nothing lost).
+# curl reuses its connections; the calls made beyond one a job (attempts);
+# the daemon's and Redis' CPU per job; the 1-minute load average at the
+# run's start. Every run checks every hash is `done` (nothing lost).
+# Then a bound run (max_in_flight 256, the same nginx answering at once: what
+# the machine allows) and a hold run (the most in flight, as many jobs, each
+# answered after BENCH_SLOW_HOLD_MS, so that all are in flight at once).
 #
 # The descriptor limit is raised for the script (ulimit -n) to what 10,000
 # in flight needs on both sides; warrantd raises its own soft limit to
@@ -28,7 +31,8 @@
 # Environment: BENCH_SLOW_IN_FLIGHT ["64 1024 10000"], BENCH_SLOW_DELAY_MS
 # [100], BENCH_SLOW_ROUNDS [30]: jobs per run = max_in_flight x that, at most
 # BENCH_SLOW_MAX_JOBS [100000] (BENCH_SLOW_JOBS: one count for every run),
-# BENCH_SLOW_SAMPLE_MS [200], BENCH_TIMEOUT_S [600, per run],
+# BENCH_SLOW_SAMPLE_MS [200], BENCH_SLOW_HOLD_MS [20000], BENCH_SLOW_BOUND_IN_FLIGHT
+# [256; "" skips the run], BENCH_SLOW_BOUND_JOBS [20000], BENCH_TIMEOUT_S [600, per run],
 # BENCH_OUT [bench/slow.txt], BENCH_KEEP_TMP. Everything it starts is stopped
 # by PID. Benchmarks never fail `make test`.
 set -eu
@@ -167,7 +171,7 @@ hz=$(getconf CLK_TCK)
 
 # One run at max_in_flight $1 over $2 jobs against the target's delay $3 (ms:
 # $DELAY_MS; 0, /now/; $HOLD_MS, /hold/); appends its raw numbers to $tmp/runs:
-# "in_flight jobs ms ticks redis_us hwm_kb fds accepted most_writing load1 delay_ms".
+# "in_flight jobs ms ticks redis_us hwm_kb fds accepted most_writing load1 delay_ms retries".
 slow_run() {
 	d=$3
 	case $d in
@@ -206,7 +210,7 @@ slow_run() {
 	# shellcheck disable=SC2046
 	set -- "$1" "$2" $(status_read)
 	acc=$(($3 - acc0 - polls - 1))	# less the samples' and this read's own
-	echo "$1 $2 $run_ms $run_ticks $run_redis_us $run_hwm_kb $run_fds $acc ${most_w:-0} $l $d" \
+	echo "$1 $2 $run_ms $run_ticks $run_redis_us $run_hwm_kb $run_fds $acc ${most_w:-0} $l $d $run_retries" \
 	    >>"$tmp/runs"
 	echo "# slow $1 run: $(tail -n 1 "$tmp/runs")" >&2
 }
@@ -229,9 +233,9 @@ bound_f=${BENCH_SLOW_BOUND_IN_FLIGHT-256}
 [ "$HOLD_MS" = "$DELAY_MS" ] || slow_run "$most" "$most" "$HOLD_MS"
 
 header() {
-	printf "%9s %6s %7s %7s %8s %8s %6s %8s %8s %9s %9s %6s %6s %10s %8s %8s %5s\n" in_flight \
+	printf "%9s %6s %7s %7s %8s %8s %6s %8s %8s %9s %9s %6s %6s %10s %7s %8s %8s %5s\n" in_flight \
 	    delay jobs wall_s jobs/s ideal of% at_once rss_MiB KiB/call KiB/held fds conns \
-	    calls/conn cpu_us redis_us load
+	    calls/conn retries cpu_us redis_us load
 }
 fmt() {
 	awk -v base="$base_kb" -v hz="$hz" '{
@@ -246,9 +250,9 @@ fmt() {
 		held = $9 > 0 ? $9 : 1
 		perheld = d > 0 ? sprintf("%.2f", ($6 - base) / held) : "-"
 		conns = $8 > 0 ? $8 : 0
-		printf "%9d %6s %7d %7.2f %8.0f %8s %6s %8d %8.1f %9.2f %9s %6d %6d %10.1f %8.1f %8.1f %5s\n",
+		printf "%9d %6s %7d %7.2f %8.0f %8s %6s %8d %8.1f %9.2f %9s %6d %6d %10.1f %7d %8.1f %8.1f %5s\n",
 		    f, d "ms", n, ms / 1000, jps, ideal, of, $9, $6 / 1024,
-		    ($6 - base) / f, perheld, $7, conns, (conns > 0 ? n / conns : 0),
+		    ($6 - base) / f, perheld, $7, conns, (conns > 0 ? n / conns : 0), $12,
 		    $4 * 1e6 / hz / n, $5 / n, $10
 	}'
 }
@@ -257,12 +261,13 @@ cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 {
 	echo "# warrantd against a slow target ($(date -u +%Y-%m-%dT%H:%M:%SZ), bench/slow.sh, commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown))"
 	echo "# host: $(nproc) CPU(s), ${cpu:-unknown CPU}; $(redis-server --version | cut -d' ' -f1-3); RLIMIT_NOFILE $nofile; somaxconn $(cat /proc/sys/net/core/somaxconn)"
-	echo "# target: $(nginx -v 2>&1 | cut -d/ -f2) with echo_sleep $delay_s s then 204, keep-alive, one process; HS256 records, auth none."
+	echo "# target: nginx $(nginx -v 2>&1 | cut -d/ -f2) with echo_sleep $delay_s s then 204, keep-alive, one process; HS256 records, auth none."
 	echo "# delay: the target's (0: the same nginx answering at once, what the machine allows at that max_in_flight);"
 	echo "# wall_s: first job taken -> last terminal write; ideal: min(in_flight, jobs) / delay; of%: jobs/s over it;"
 	echo "# at_once: the most calls nginx held at once (stub_status Writing, sampled every ${SAMPLE_MS} ms);"
 	echo "# rss_MiB: the daemon's VmHWM; KiB/call: beyond the base run's (max_in_flight 1: $((base_kb)) KiB) per max_in_flight, KiB/held: per at_once;"
-	echo "# fds: the most descriptors the daemon held (sampled); conns: TCP connections nginx accepted in the run; cpu_us, redis_us: CPU per job."
+	echo "# fds: the most descriptors the daemon held (sampled); conns: TCP connections nginx accepted in the run;"
+	echo "# retries: calls beyond one a job (the hashes' attempts less the jobs); cpu_us, redis_us: CPU per job."
 	header
 	fmt <"$tmp/runs"
 } >"$tmp/slow.txt"
