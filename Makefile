@@ -50,6 +50,7 @@ ITEST_SRC := $(wildcard tests/integration/itest_*.c)
 ITEST_BIN := $(ITEST_SRC:tests/integration/%.c=$(BUILD)/tests/%)
 
 .PHONY: all bins unit modes deps clients-deps clients-test bench-clients test test-unit test-asan test-integration demo bench bench-scale \
+	bench-peers bench-slow \
 	interop interop-oidc interop-cerbos test-web lint-web \
 	install clean lint-man \
 	deb test-deb faults soak fuzz fuzz-build lint scan-objs valgrind
@@ -244,6 +245,15 @@ bench: deps all unit
 # Only the scaling part of make bench (workers x one Redis, x a cluster).
 bench-scale: deps all unit
 	@sh bench/scale.sh $(BUILD)
+
+# warrantd against BullMQ (pinned in bench/peers/package-lock.json) on the same
+# Redis and nginx, into bench/peers.txt; and against a target that answers
+# after 100 ms, 64 to 10,000 in flight, into bench/slow.txt (bench/README.md).
+bench-peers: all
+	@sh bench/peers.sh $(BUILD)
+
+bench-slow: all
+	@sh bench/slow.sh $(BUILD)
 
 demo: deps
 	@$(MAKE) --no-print-directory all unit
