@@ -14,7 +14,7 @@
 set -eu
 
 PKGS="build-essential pkg-config libhiredis-dev libev-dev libcurl4-openssl-dev
-libjansson-dev libjwt-dev libinih-dev libssl-dev libcmocka-dev
+libjansson-dev libjwt-dev libssl-dev libcmocka-dev
 libmicrohttpd-dev redis-server redis-tools redis-sentinel openssl curl libfaketime
 prometheus stunnel4 mandoc debhelper dpkg-dev fakeroot lintian bash-completion zsh
 clang libclang-rt-14-dev cppcheck clang-tidy clang-tools valgrind chromium

@@ -8,11 +8,11 @@
  * the text, the host name and the directory come from the caller (cfgfile
  * reads them), the files the config names are read by secrets.
  *
- * The file is read by inih through a reader of our own, which counts lines,
- * rejects a line longer than the library's buffer (Debian: 199 bytes) instead
- * of letting inih cut it in two, reports every syntax error (inih keeps only
- * the first) and strips leading white space, so an indented line is an
- * ordinary key and never a multi-line continuation. An action method is
+ * The file is read by a line reader of its own (no INI library: see
+ * HACKING.md "Libraries, and why each"), which counts lines, refuses a line
+ * longer than 199 bytes whole, reports every syntax error and strips leading
+ * white space, so an indented line is an ordinary key and never a
+ * multi-line continuation. An action method is
  * stored upper-cased ("get" becomes "GET").
  */
 #ifndef WARRANTD_CONFIG_H

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* config: the INI file of warrantd(7) §10, read through inih into a fresh struct cfg.
+/* config: the INI file of warrantd(7) §10, read by its own line reader into a fresh struct cfg.
  * Pure: the text and what it needs of the host come from the caller. */
 #define _DEFAULT_SOURCE
 #include "conf/config.h"
@@ -18,14 +18,13 @@
 #include <string.h>
 #include <strings.h>
 
-#include <ini.h>
-
 #include "core/token.h"
 #include "core/urltpl.h"
 
 #define CONSUMER_MAX	64
 #define VAL_MAX		INT_MAX		/* every count and duration fits an int (libev, curl) */
 #define SHOW		60		/* bytes of a bad value quoted back in a message */
+#define LINE_BUF	200		/* a line and its NUL: warrantd.ini(5)'s 199 bytes */
 
 enum section {
 	SEC_NONE,	/* before the first header */
@@ -36,8 +35,8 @@ enum section {
 
 struct key;
 
-/* The state of one load, shared by the line reader and the key handler: inih
- * calls the handler for a line before it asks the reader for the next one, so
+/* The state of one load, shared by the line reader and the key handler: the
+ * reader calls the handler for a line before it reads the next one, so
  * lineno and the section are always those of the key being handled. */
 struct ctx {
 	const char *name;		/* the file, for messages */
@@ -842,22 +841,6 @@ set_defaults(struct cfg *cfg)
 
 /* ---- the line reader ---- */
 
-/* inih's own scan, so we split lines exactly as it does: stops at one of
- * chars, or at an inline comment (a prefix right after white space). */
-static char *
-find_chars_or_comment(char *s, const char *chars)
-{
-	int was_space = 0;
-
-	while (*s && (!chars || !strchr(chars, *s)) &&
-	    !(INI_ALLOW_INLINE_COMMENTS && was_space &&
-		strchr(INI_INLINE_COMMENT_PREFIXES, *s))) {
-		was_space = isspace((unsigned char)*s);
-		s++;
-	}
-	return s;
-}
-
 static char *
 trim(char *s)
 {
@@ -870,8 +853,7 @@ trim(char *s)
 }
 
 /* An inline comment: a '#' or ';' right after white space ends the line
- * (`group = workers   # production` is the group `workers`). inih itself
- * knows only ';', and only when built to. */
+ * (`group = workers   # production` is the group `workers`). */
 static void
 cut_inline_comment(char *s)
 {
@@ -885,8 +867,7 @@ cut_inline_comment(char *s)
 static int
 is_comment_start(char ch)
 {
-	return ch != '\0' && (strchr(INI_START_COMMENT_PREFIXES, ch) ||
-	    strchr(INI_INLINE_COMMENT_PREFIXES, ch));
+	return ch == ';' || ch == '#';
 }
 
 static void
@@ -1071,7 +1052,7 @@ open_section(struct ctx *c, char *name)
 static void
 section_header(struct ctx *c, char *s)
 {
-	char *end = find_chars_or_comment(s + 1, "]");
+	char *end = s + 1 + strcspn(s + 1, "]");
 
 	c->sec = SEC_SKIP;
 	if (*end != ']') {
@@ -1111,48 +1092,6 @@ take_line(struct ctx *c, const char **line, size_t *n)
 	return 1;
 }
 
-/*
- * The ini_reader. Hands inih only "key = value" lines, left-trimmed so none
- * reads as a continuation; everything else it handles itself and passes on
- * as an empty line. A line too long for inih's buffer is reported and
- * skipped whole: inih would cut it and read the rest as a line of its own.
- */
-static char *
-next_line(char *buf, int size, void *stream)
-{
-	struct ctx *c = stream;
-	const char *line;
-	size_t n;
-
-	if (size < 2 || !take_line(c, &line, &n))
-		return NULL;
-	buf[0] = '\0';
-	if (n > (size_t)size - 1) {
-		fail(c, c->lineno, "line longer than %d bytes", size - 1);
-		return buf;
-	}
-	if (memchr(line, '\0', n)) {
-		fail(c, c->lineno, "NUL byte in line");
-		return buf;
-	}
-	memcpy(buf, line, n);
-	buf[n] = '\0';
-	cut_inline_comment(buf);
-	char *s = trim(buf);
-	memmove(buf, s, strlen(s) + 1);
-	if (*buf == '\0' || strchr(INI_START_COMMENT_PREFIXES, *buf))
-		buf[0] = '\0';
-	else if (*buf == '[') {
-		section_header(c, buf);
-		buf[0] = '\0';
-	} else if (*find_chars_or_comment(buf, "=:") == '\0' ||
-	    is_comment_start(*find_chars_or_comment(buf, "=:"))) {
-		fail(c, c->lineno, "expected 'key = value'");
-		buf[0] = '\0';
-	}
-	return buf;
-}
-
 /* ---- the key handler ---- */
 
 static const struct key *
@@ -1182,21 +1121,19 @@ removed_why(const char *section, const char *name)
 	return NULL;
 }
 
-static int
-on_key(void *user, const char *section, const char *name, const char *value)
+/* One "name = value" line of the current section. */
+static void
+on_key(struct ctx *c, const char *name, const char *value)
 {
-	struct ctx *c = user;
-
-	(void)section;	/* the reader's is exact; inih cuts names at 49 bytes */
 	if (c->sec == SEC_SKIP)
-		return 1;
+		return;
 	if (c->sec == SEC_NONE) {
 		fail(c, c->lineno, "key '%.*s' before any [section]", SHOW, name);
-		return 1;
+		return;
 	}
 	if (*name == '\0') {
 		fail(c, c->lineno, "missing key name before '='");
-		return 1;
+		return;
 	}
 	const struct key *k = find_key(c->keys, name);
 	if (!k) {
@@ -1211,23 +1148,68 @@ on_key(void *user, const char *section, const char *name, const char *value)
 			    c->secname, near);
 		else
 			fail(c, c->lineno, "unknown key '%.*s' in [%s]", SHOW, name, c->secname);
-		return 1;
+		return;
 	}
 	const struct cfg_keyline *first = find_line(c->cfg, c->secname, name);
 	if (first) {
 		fail(c, c->lineno, "duplicate key '%s' (first at line %d)", name, first->line);
-		return 1;
+		return;
 	}
 	if (!record_line(c, c->secname, name))
-		return 1;
+		return;
 	if (*value == '\0') {
 		fail(c, c->lineno, "%s: empty value", name);
-		return 1;
+		return;
 	}
 	char *base = c->sec == SEC_ACTION ? (char *)&c->cfg->actions[c->action] :
 	    c->sec == SEC_ROLE ? (char *)&c->cfg->roles[c->action] : (char *)c->cfg;
 	(void)k->set(c, k, base + k->off, value);
-	return 1;
+}
+
+/* ---- the line reader ---- */
+
+/*
+ * Every line of the text, in order: comments and blank lines skipped,
+ * section headers opened, each "key = value" (or "key: value") handed to
+ * on_key with both sides trimmed; anything else is an error at its line and
+ * reading goes on, so one pass reports every syntax error. A line is
+ * left-trimmed first, so an indented line is an ordinary key and never a
+ * continuation; one longer than LINE_BUF - 1 bytes is refused whole.
+ */
+static void
+read_lines(struct ctx *c)
+{
+	char buf[LINE_BUF];
+	const char *line;
+	size_t n;
+
+	while (!c->nomem && take_line(c, &line, &n)) {
+		if (n > sizeof buf - 1) {
+			fail(c, c->lineno, "line longer than %d bytes", (int)sizeof buf - 1);
+			continue;
+		}
+		if (memchr(line, '\0', n)) {
+			fail(c, c->lineno, "NUL byte in line");
+			continue;
+		}
+		memcpy(buf, line, n);
+		buf[n] = '\0';
+		cut_inline_comment(buf);
+		char *s = trim(buf);
+		if (*s == '\0' || is_comment_start(*s))
+			continue;
+		if (*s == '[') {
+			section_header(c, s);
+			continue;
+		}
+		char *eq = s + strcspn(s, "=:");
+		if (*eq == '\0') {
+			fail(c, c->lineno, "expected 'key = value'");
+			continue;
+		}
+		*eq = '\0';
+		on_key(c, trim(s), trim(eq + 1));
+	}
 }
 
 /* ---- rules between keys, once the file is read ---- */
@@ -1730,9 +1712,7 @@ cfg_parse(const char *name, const char *text, size_t len, const struct cfg_env *
 	    !(cfg->dir = strdup(env->dir ? env->dir : "."))) {
 		c.nomem = 1;
 	} else {
-		int rc = ini_parse_stream(next_line, &c, on_key, &c);
-		if (rc != 0 && errs->n == c.errs_before)	/* the reader missed one */
-			fail(&c, rc > 0 ? rc : 0, "cannot parse");
+		read_lines(&c);
 	}
 	if (!c.nomem) {	/* a half-made action has no name to check */
 		finish_daemon(&c, env->host);

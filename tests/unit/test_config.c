@@ -540,7 +540,7 @@ test_action_find_and_lines(void **state)
 	cfg_free(cfg);
 }
 
-/* inih limits a section name to 49 bytes; ours is read by our reader. */
+/* A long section name is read whole (inih, read before, cut one at 49 bytes). */
 static void
 test_long_action_name(void **state)
 {
@@ -626,7 +626,7 @@ test_every_error_reported(void **state)
 	    "libcurl; delete the line)",
 	    "t.ini:5: port: 70000 is out of range 1..65535",
 	    "t.ini:6: batch: 0 is out of range 1..");
-	/* syntax errors too: inih itself only keeps the first */
+	/* syntax errors too: every one, not only the first */
 	EXPECT("[redis\n"			/* 1 */
 	    "[redis]\n"				/* 2 */
 	    "just words\n"			/* 3 */
@@ -1066,7 +1066,7 @@ test_redis_auth(void **state)
 	    "password_file = p\ntoken_scope = s\n",
 	    "t.ini:9: password_file is only used with auth = password (auth = command fetches a token)",
 	    "t.ini:10: token_scope is only used with auth = oauth");
-	/* inih reads 199 bytes a line: a longer command is refused at its line,
+	/* a line is at most 199 bytes: a longer command is refused at its line,
 	 * never cut (README: put a long one in a wrapper script) */
 	char long_cmd[400];
 	snprintf(long_cmd, sizeof long_cmd, MIN_RECORDS MIN_ACTION "[redis]\nauth = command\n"
@@ -1343,7 +1343,7 @@ test_consumer(void **state)
 	EXPECT("[daemon]\nconsumer = a/b\n" MIN_RECORDS MIN_ACTION, "t.ini:2: consumer: 'a/b'");
 }
 
-/* A line longer than inih's buffer is reported with its number, and its
+/* A line longer than 199 bytes is reported with its number, and its
  * rest is not read as a line of its own. */
 /* The parser is told the host name and the directory; it asks nobody. */
 static struct cfg *
