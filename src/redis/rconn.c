@@ -1226,6 +1226,10 @@ on_io(struct ev_loop *loop, ev_io *w, int revents)
 		read_in(rc);
 		if (rc->gen != gen)
 			return;
+		/* what the replies' callbacks queued goes now, in one write,
+		 * not a loop iteration (and a watcher change) later */
+		if (rc->ooff < rc->olen && flush_out(rc) != 0)
+			return;
 	}
 	io_update(rc);
 }
@@ -1466,8 +1470,9 @@ rconn_free(struct rconn *rc)
 {
 	if (rc == NULL)
 		return;
-	/* Freeing rc inside its own callback chain would pull the context
-	 * out from under hiredis: a caller bug, caught loudly. */
+	/* Freeing rc inside its own callback chain would pull the reader
+	 * and the queue out from under the reply loop: a caller bug, caught
+	 * loudly. */
 	assert(rc->depth == 0);
 	rc->freeing = 1;
 	rc->up = 0;
@@ -1623,8 +1628,8 @@ eval_ok(const struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *cb
 
 /* The entry of an EVALSHA whose arguments after numkeys take rest_len
  * bytes: its head written, kept for NOSCRIPT; *p is where those bytes go.
- * The EVALSHA is written straight into the entry, and hiredis copies it
- * from there: no scratch copy between. NULL when out of memory. */
+ * The EVALSHA is written straight into the entry, and the output buffer
+ * takes it from there: no scratch copy between. NULL when out of memory. */
 static struct rc_cmd *
 eval_begin(struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *cb, void *arg,
 	   int nkeys, int argc, size_t rest_len, char **p)
