@@ -13,7 +13,7 @@
  * checked as an IP SAN), an optional client certificate. Its files are read
  * through secrets (a key that group or others may read is refused).
  *
- * Shell: sockets, OpenSSL, and a process (rtls_dial, warrantctl only).
+ * Shell: sockets and OpenSSL.
  */
 #ifndef WARRANTD_RTLS_H
 #define WARRANTD_RTLS_H
@@ -88,24 +88,5 @@ const char *rtls_conn_why(const struct rtls_conn *t);
 /* Closes the socket (no TLS close_notify: the server reads end of file).
  * NULL is a no-op. */
 void rtls_conn_free(struct rtls_conn *t);
-
-/*
- * Used only by warrantctl; goes when ctl runs on rconn.
- * Blocking, for warrantctl: connects and handshakes within timeout_ms and
- * returns a blocking fd that speaks plain RESP (hand it to redisConnectFd);
- * a process of its own (forked twice: never waited for) pumps it until
- * either side closes, so the caller may exit at any time. -1 with why.
- */
-int rtls_dial(struct rtls_ctx *ctx, const char *host, int port, long timeout_ms, char *why,
-	      size_t whylen)
-	__attribute__((warn_unused_result));
-
-/* As hiredis's redisConnectWithTimeout -- the same errors in c->err and
- * c->errstr -- over TLS when ctx is not NULL (rtls_dial, redisConnectFd).
- * For warrantctl and its sentinel and cluster questions. */
-struct redisContext;
-struct redisContext *rtls_redis_connect(struct rtls_ctx *ctx, const char *host, int port,
-					long timeout_ms)
-	__attribute__((warn_unused_result));
 
 #endif

@@ -3,9 +3,8 @@
  * rtls: the socket under rconn, clear or TLS (rtls.h). One state machine,
  * rtls_step(), drives a connection from the connect through the TLS
  * handshake; it only says what it waits on (want_fd). rconn's one ev_io
- * follows that, then reads and writes through rtls_link_read/_write.
- * warrantctl's blocking path (rtls_dial) still pumps a socketpair from a
- * process of its own: used only by warrantctl; goes when ctl runs on rconn.
+ * follows that, then reads and writes through rtls_link_read/_write. Both
+ * programs use it through rconn: nothing here forks or pumps.
  */
 #define _GNU_SOURCE		/* close_range, explicit_bzero */
 #include "redis/rtls.h"
@@ -221,13 +220,6 @@ rtls_ctx_free(struct rtls_ctx *ctx)
 }
 
 /* ---- the state machine ---- */
-
-static int
-set_nonblock(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-	return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ? -1 : 0;
-}
 
 static void
 fail_conn(struct rtls_conn *t, const char *what)
@@ -627,148 +619,4 @@ rtls_conn_free(struct rtls_conn *t)
 	conn_close(t);
 	explicit_bzero(t->p2t, sizeof t->p2t);	/* it held an AUTH */
 	free(t);
-}
-
-/* ---- blocking, for warrantctl ---- */
-
-static long
-mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static short
-poll_ev(int want)
-{
-	return (short)((want & W_READ ? POLLIN : 0) | (want & W_WRITE ? POLLOUT : 0));
-}
-
-/* Closes every fd but a and b: the pump holds no other end open (the
- * caller's stdout, another pump's socketpair). */
-static void
-keep_only(int a, int b)
-{
-	int lo = a < b ? a : b, hi = a < b ? b : a;
-
-	if (lo > 0)
-		(void)close_range(0, (unsigned)lo - 1, 0);
-	if (hi > lo + 1)
-		(void)close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
-	(void)close_range((unsigned)hi + 1, ~0U, 0);
-}
-
-/* The pump of rtls_dial, in a grandchild: never returns. */
-static void
-pump_process(struct rtls_conn *t)
-{
-	signal(SIGPIPE, SIG_IGN);	/* a closed side is read as the end */
-	while (t->st == ST_PUMP) {
-		struct pollfd p[2] = {
-			{.fd = t->want_fd ? t->fd : -1, .events = poll_ev(t->want_fd)},
-			{.fd = t->want_plain ? t->plain : -1, .events = poll_ev(t->want_plain)},
-		};
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
-			break;
-		rtls_step(t);
-	}
-	_exit(0);	/* none of the parent's atexit work, nor its buffers */
-}
-
-int
-rtls_dial(struct rtls_ctx *ctx, const char *host, int port, long timeout_ms, char *why,
-	  size_t whylen)
-{
-	struct rtls_conn *t = conn_alloc(ctx, host, port, why, whylen);
-	long deadline = mono_ms() + timeout_ms;
-	int sp[2];
-	if (t == NULL)
-		return -1;
-	while (t->st < ST_READY) {
-		struct pollfd p = {.fd = t->fd, .events = poll_ev(t->want_fd)};
-		long left = deadline - mono_ms();
-		if (left <= 0) {
-			snprintf(why, whylen, "tls: timeout");
-			goto fail;
-		}
-		if (t->st == ST_CONNECT || t->want_fd) {
-			int n = poll(&p, 1, (int)left);
-			if (n < 0 && errno != EINTR) {
-				snprintf(why, whylen, "poll: %s", strerror(errno));
-				goto fail;
-			}
-			if (n == 0)
-				continue;
-		}
-		rtls_step(t);
-	}
-	if (t->st != ST_READY) {
-		snprintf(why, whylen, "%s", t->why);
-		goto fail;
-	}
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) != 0) {
-		snprintf(why, whylen, "socketpair: %s", strerror(errno));
-		goto fail;
-	}
-	if (set_nonblock(sp[0]) != 0) {
-		snprintf(why, whylen, "fcntl: %s", strerror(errno));
-		close(sp[0]);
-		close(sp[1]);
-		goto fail;
-	}
-	/* A process, not a thread: warrantctl may exit at any point, and
-	 * OpenSSL's cleanup at exit must not run under a pump that is still
-	 * reading. The child forks the pump and exits at once, so no zombie
-	 * is left behind and none is waited for. */
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid < 0) {
-		snprintf(why, whylen, "fork: %s", strerror(errno));
-		close(sp[0]);
-		close(sp[1]);
-		goto fail;
-	}
-	if (pid == 0) {
-		if (fork() != 0)
-			_exit(0);
-		keep_only(t->fd, sp[0]);
-		t->plain = sp[0];
-		t->st = ST_PUMP;
-		rtls_step(t);
-		pump_process(t);
-	}
-	close(sp[0]);
-	int status;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	/* the session is the grandchild's now: freed here without a word
-	 * to the server (no SSL_shutdown) */
-	rtls_conn_free(t);
-	return sp[1];
-fail:
-	rtls_conn_free(t);
-	return -1;
-}
-
-redisContext *
-rtls_redis_connect(struct rtls_ctx *ctx, const char *host, int port, long timeout_ms)
-{
-	struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-	char why[200];
-
-	if (ctx == NULL)
-		return redisConnectWithTimeout(host, port, tv);
-	int fd = rtls_dial(ctx, host, port, timeout_ms, why, sizeof why);
-	redisContext *c = redisConnectFd(fd);
-	if (c == NULL) {
-		if (fd >= 0)
-			close(fd);
-		return NULL;
-	}
-	if (fd < 0) {	/* as a failed connect reads in hiredis */
-		c->err = REDIS_ERR_IO;
-		snprintf(c->errstr, sizeof c->errstr, "%.120s", why);
-	}
-	return c;
 }

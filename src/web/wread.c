@@ -10,7 +10,6 @@
 #include "redis/cluster.h"
 #include "ctl/ctl.h"
 #include "core/record.h"
-#include "redis/rtls.h"
 #include "auth/rtoken.h"
 #include "conf/secrets.h"
 #include "redis/sreply.h"
@@ -26,7 +25,6 @@
 struct wread {
 	const struct cfg *cfg;
 	redisContext *c;
-	struct rtls_ctx *tls;
 	char *key;		/* the verification key (secrets_free) */
 	size_t key_len;
 	unsigned nshards;
@@ -40,8 +38,11 @@ wread_new(const struct cfg *cfg, char *err, size_t errlen)
 {
 	struct wread *r;
 
-	if (cfg->redis.sentinels || cfg->redis.cluster) {
-		snprintf(err, errlen, "[redis] sentinels and cluster: warrantd-web does not "
+	/* It reads through its own blocking hiredis context until it moves onto
+	 * warrantctl's handle (clir: rconn and disc), which speaks TLS and
+	 * follows sentinels and the cluster's map. */
+	if (cfg->redis.sentinels || cfg->redis.cluster || cfg->redis.tls) {
+		snprintf(err, errlen, "[redis] sentinels, cluster and tls: warrantd-web does not "
 		    "follow them yet");
 		return NULL;
 	}
@@ -56,10 +57,6 @@ wread_new(const struct cfg *cfg, char *err, size_t errlen)
 		free(r);
 		return NULL;
 	}
-	if (cfg->redis.tls && (r->tls = rtls_ctx_new(cfg, err, errlen)) == NULL) {
-		wread_free(r);
-		return NULL;
-	}
 	return r;
 }
 
@@ -70,7 +67,6 @@ wread_free(struct wread *r)
 		return;
 	if (r->c)
 		redisFree(r->c);
-	rtls_ctx_free(r->tls);
 	if (r->key)
 		secrets_free(r->key, r->key_len);
 	free(r);
@@ -123,7 +119,7 @@ connect_redis(struct wread *r, char *err, size_t errlen)
 	if (cfg->redis.socket)
 		r->c = redisConnectUnixWithTimeout(cfg->redis.socket, tv);
 	else
-		r->c = rtls_redis_connect(r->tls, cfg->redis.host, cfg->redis.port, TIMEOUT_MS);
+		r->c = redisConnectWithTimeout(cfg->redis.host, cfg->redis.port, tv);
 	if (r->c == NULL || r->c->err) {
 		snprintf(err, errlen, "cannot connect to Redis: %s", r->c ? r->c->errstr :
 		    "out of memory");
