@@ -75,7 +75,8 @@ copy_reply(const redisReply *r)
 		o->len = r->len;
 	}
 	if (r->type == REDIS_REPLY_ARRAY && r->elements > 0) {
-		if ((o->element = calloc(r->elements, sizeof o->element[0])) == NULL)
+		/* an array of pointers: each element is a reply of its own */
+		if ((o->element = calloc(r->elements, sizeof(redisReply *))) == NULL)
 			goto oom;
 		o->elements = r->elements;
 		for (size_t i = 0; i < r->elements; i++)
