@@ -396,7 +396,7 @@ after_read(struct rconn *rc, const struct sreply *r, void *arg)
 	/* LOST: the connection went, on_blk_state reads again */
 	enum consumer_err c = rconn_err_class(r);
 	unsigned next = consumer_reply_next(CONSUMER_STEP_READ, c,
-	    c != CONSUMER_ERR_LOST && sreply_read(r, admit, sh) == 0);
+	    c != CONSUMER_ERR_LOST && sreply_read(r, admit, sh) >= 0);
 	if (next & CONSUMER_DO_GROUP)
 		group_gone(sh);
 	if (next & CONSUMER_DO_BACKOFF)
@@ -569,7 +569,7 @@ after_shared_read(struct rconn *rc, const struct sreply *r, void *arg)
 	/* LOST: the connection went, on_shared_blk_state reads again */
 	enum consumer_err c = rconn_err_class(r);
 	unsigned next = consumer_reply_next(CONSUMER_STEP_READ, c,
-	    c != CONSUMER_ERR_LOST && sreply_read(r, admit_to_shard, eng) == 0);
+	    c != CONSUMER_ERR_LOST && sreply_read(r, admit_to_shard, eng) >= 0);
 	if (next & CONSUMER_DO_GROUP) {
 		/* Some stream or group is gone: the one the error names
 		 * (nogroup_shard), else each group read (BUSYGROUP is fine). */
@@ -640,7 +640,7 @@ after_own(struct rconn *rc, const struct sreply *r, void *arg)
 	/* LOST: retried when the connection is back */
 	enum consumer_err c = rconn_err_class(r);
 	unsigned act = consumer_reply_next(CONSUMER_STEP_OWN, c, c != CONSUMER_ERR_LOST &&
-	    sreply_claim(r, next, sizeof next, admit, dead_deleted, sh) == 0);
+	    sreply_claim(r, next, sizeof next, admit, dead_deleted, sh) >= 0);
 	if (act & CONSUMER_DO_GROUP)
 		group_gone(sh);
 	if (act & CONSUMER_DO_BACKOFF)
@@ -713,7 +713,7 @@ after_autoclaim(struct rconn *rc, const struct sreply *r, void *arg)
 	sh->claiming = 0;
 	enum consumer_err c = rconn_err_class(r);
 	unsigned act = consumer_reply_next(CONSUMER_STEP_AUTO, c, c != CONSUMER_ERR_LOST &&
-	    sreply_claim(r, next, sizeof next, admit, dead_deleted, sh) == 0);
+	    sreply_claim(r, next, sizeof next, admit, dead_deleted, sh) >= 0);
 	if (act & CONSUMER_DO_GROUP)
 		group_gone(sh);
 	if (!(act & CONSUMER_DO_OK))
@@ -846,7 +846,7 @@ after_renew(struct rconn *rc, const struct sreply *r, void *arg)
 	/* LOST: on_cmd_state renews everything when it is back */
 	enum consumer_err c = rconn_err_class(r);
 	unsigned act = consumer_reply_next(CONSUMER_STEP_RENEW, c, c != CONSUMER_ERR_LOST &&
-	    sreply_renew(r, lease_lost, unpending, sh) == 0);
+	    sreply_renew(r, lease_lost, unpending, sh) >= 0);
 	if (act & CONSUMER_DO_GROUP)
 		group_gone(sh);
 	if (act & CONSUMER_DO_BACKOFF)
