@@ -1967,55 +1967,25 @@ engine_stop(struct engine *eng)
 	maybe_finish_stop(eng);
 }
 
-static int
-same_str(const char *a, const char *b)
-{
-	return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
-}
-
-/* R16: what a reload cannot change on live connections is named in the
- * log, never ignored silently; it takes effect at the next start. */
+/* R16: what a reload cannot change on live connections (cfg_restart_keys)
+ * is named in the log, never ignored silently; it takes effect at the
+ * next start. */
 static void
 log_restart_needed(const struct cfg *old, const struct cfg *cfg)
 {
-	const struct {
-		const char *name;
-		int same;
-	} keys[] = {
-		{"host", same_str(old->redis.host, cfg->redis.host)},
-		{"port", old->redis.port == cfg->redis.port},
-		{"socket", same_str(old->redis.socket, cfg->redis.socket)},
-		{"db", old->redis.db == cfg->redis.db},
-		{"username", same_str(old->redis.username, cfg->redis.username)},
-		{"password_file", same_str(old->redis.password_file, cfg->redis.password_file)},
-		{"sentinels", same_str(old->redis.sentinels, cfg->redis.sentinels)},
-		{"master_name", same_str(old->redis.master_name, cfg->redis.master_name)},
-		{"allow_hosts", same_str(old->redis.allow_hosts, cfg->redis.allow_hosts)},
-		{"sentinel_password_file", same_str(old->redis.sentinel_password_file,
-		    cfg->redis.sentinel_password_file)},
-		{"auth", old->redis.auth == cfg->redis.auth},
-		{"token_scope", same_str(old->redis.token_scope, cfg->redis.token_scope)},
-		{"token_resource", same_str(old->redis.token_resource, cfg->redis.token_resource)},
-		{"token_command", same_str(old->redis.token_command, cfg->redis.token_command)},
-		{"tls", old->redis.tls == cfg->redis.tls},
-		{"tls_ca_file", same_str(old->redis.tls_ca_file, cfg->redis.tls_ca_file)},
-		{"tls_cert_file", same_str(old->redis.tls_cert_file, cfg->redis.tls_cert_file)},
-		{"tls_key_file", same_str(old->redis.tls_key_file, cfg->redis.tls_key_file)},
-		{"tls_server_name", same_str(old->redis.tls_server_name,
-		    cfg->redis.tls_server_name)},
-	};
+	const char *keys[32];
+	size_t nkeys = cfg_restart_keys(old, cfg, keys, sizeof keys / sizeof keys[0]);
 	char changed[256] = "";
 	size_t len = 0;
 
-	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-		if (!keys[i].same) {
-			/* fits: every name above, with commas, is under 256 bytes */
-			int w = snprintf(changed + len, sizeof changed - len, "%s%s",
-			    len > 0 ? "," : "", keys[i].name);
-			if (w < 0 || (size_t)w >= sizeof changed - len)
-				break;
-			len += (size_t)w;
-		}
+	for (size_t i = 0; i < nkeys; i++) {
+		/* fits: every such name, with commas, is under 256 bytes */
+		int w = snprintf(changed + len, sizeof changed - len, "%s%s", len > 0 ? "," : "",
+		    keys[i]);
+		if (w < 0 || (size_t)w >= sizeof changed - len)
+			break;
+		len += (size_t)w;
+	}
 	if (changed[0])
 		log_warn("reload.restart_needed", "section=redis keys=%s detail=\"the running "
 		    "connections keep the old values until warrantd restarts\"", changed);
