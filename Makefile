@@ -12,7 +12,7 @@ DOCDIR  ?= $(PREFIX)/share/doc/warrantd
 BUILD   ?= build/release
 SAN     ?=
 
-PKGS    := hiredis libcurl jansson inih openssl
+PKGS    := hiredis libcurl jansson openssl
 # The tests' own libraries: libjwt is the independent implementation that
 # checks what jws.c signs (the daemon signs and verifies with libcrypto).
 TEST_PKGS := libjwt
@@ -49,8 +49,9 @@ FAKE_BIN  := $(FAKE_SRC:tests/fakes/%.c=$(BUILD)/tests/%)
 ITEST_SRC := $(wildcard tests/integration/itest_*.c)
 ITEST_BIN := $(ITEST_SRC:tests/integration/%.c=$(BUILD)/tests/%)
 
-.PHONY: all bins unit modes deps test test-unit test-asan test-integration demo bench bench-scale \
-	interop interop-oidc interop-cerbos \
+.PHONY: all bins unit modes deps clients-deps clients-test bench-clients test test-unit test-asan test-integration demo bench bench-scale \
+	bench-peers bench-slow \
+	interop interop-oidc interop-cerbos test-web lint-web \
 	install clean lint-man \
 	deb test-deb faults soak fuzz fuzz-build lint scan-objs valgrind
 .SUFFIXES:
@@ -124,6 +125,62 @@ $(BUILD)/tests/faults: tests/faults/faults.c tests/faults/scenarios.c $(FAULTS_D
 $(BUILD)/tests/soak: tests/faults/soak.c $(FAULTS_DEPS) | $(BUILD)/tests
 	$(CC) $(FAULTS_CFLAGS) -o $@ tests/faults/soak.c $(FAULTS_COMMON) $(LIB) $(PKG_LIBS) $(TEST_LIBS) -lcmocka
 
+# ---- warrantd-web (src/web/, HACKING.md "The web console"): a program of its
+# own on libmicrohttpd. Its modules are an archive of their own, linked by the
+# program and by tests/unit/test_web*.c (a pattern with a longer prefix, so it
+# wins over test_%); its assets (src/web/assets/) are compiled in.
+WEB_MAIN    := src/web/web.c
+WEB_SRC     := $(filter-out $(WEB_MAIN),$(wildcard src/web/*.c))
+WEB_ASSETS  := $(sort $(wildcard src/web/assets/*))
+WEB_GEN_C   := $(BUILD)/gen/web_assets.c
+WEB_OBJ     := $(WEB_SRC:src/web/%.c=$(BUILD)/obj/web/%.o) $(BUILD)/obj/web/web_assets.o
+WEB_LIB     := $(BUILD)/libwarrantweb.a
+WEB_BIN     := $(BUILD)/bin/warrantd-web
+WEB_HEADERS := $(wildcard src/web/*.h)
+WEB_CFLAGS   = -Isrc/web $(shell pkg-config --cflags libmicrohttpd)
+WEB_LIBS     = $(shell pkg-config --libs libmicrohttpd)
+BINS        += $(WEB_BIN)
+
+$(BUILD)/obj/web/%.o: src/web/%.c | $(BUILD)/obj/web $(GEN_H)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) $(PKG_CFLAGS) $(WEB_CFLAGS) -c -o $@ $<
+
+$(WEB_GEN_C): $(WEB_ASSETS) scripts/webassets.sh | $(BUILD)/obj/web
+	@mkdir -p $(BUILD)/gen
+	sh scripts/webassets.sh $@ $(WEB_ASSETS)
+
+$(BUILD)/obj/web/web_assets.o: $(WEB_GEN_C) src/web/wasset.h | $(BUILD)/obj/web
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WEB_CFLAGS) -c -o $@ $<
+
+$(BUILD)/obj/web:
+	@mkdir -p $@
+
+$(WEB_LIB): $(WEB_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(WEB_BIN): $(WEB_MAIN) $(WEB_LIB) $(LIB) $(HEADERS) $(WEB_HEADERS) | $(BUILD)/bin
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) $(WEB_CFLAGS) $(LDFLAGS) -o $@ $< $(WEB_LIB) $(LIB) \
+		$(PKG_LIBS) $(WEB_LIBS)
+
+$(BUILD)/tests/test_web%: tests/unit/test_web%.c $(WEB_LIB) $(LIB) $(HEADERS) $(WEB_HEADERS) | $(BUILD)/tests
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) $(WEB_CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(WEB_LIB) \
+		$(LIB) $(PKG_LIBS) $(WEB_LIBS) -lcmocka
+
+bins: $(WEB_BIN)
+
+# make lint covers the console too: clang-tidy with its own include path.
+lint: lint-web
+lint-web: $(GEN_H)
+	@fail=0; for f in $(WEB_SRC) $(WEB_MAIN); do \
+		clang-tidy --quiet $$f -- $(TIDY_FLAGS) $(WEB_CFLAGS) || fail=1; \
+	done; test $$fail = 0
+
+# The console in a real browser (tests/web/): Debian's chromium, headless,
+# driven by puppeteer-core pinned in tests/web/package-lock.json; nothing is
+# downloaded at test time but those packages (npm ci).
+test-web: all $(BUILD)/tests/fake_target
+	@sh tests/web/run.sh $(BUILD)
+
 unit: $(UNIT_BIN) $(FAKE_BIN) $(ITEST_BIN) $(BINS) $(FAULTS_BIN) modes
 
 deps:
@@ -166,6 +223,20 @@ interop-oidc: all
 	cd tests/interop/oidc && npm ci --no-audit --no-fund --loglevel=error
 	WARRANTD_BIN_DIR=$(CURDIR)/$(BUILD)/bin node --test tests/interop/oidc/oidc.test.mjs
 
+# The decider libraries (clients/, issue 40): their pinned Node dependencies,
+# then pytest, node's test runner, `pip install`/`npm install` from the tree,
+# and the conformance suite of the three writers (tests/conformance/) against
+# a real redis-server and the real worker, single node and shards = 2.
+clients-deps:
+	@sh scripts/clients.sh
+
+clients-test: deps all unit clients-deps
+	@sh tests/clients.sh $(BUILD)
+
+# The libraries' throughput with ES256 (bench/README.md "Decider libraries").
+bench-clients: deps all clients-deps
+	@sh bench/clients.sh
+
 bench: deps all unit
 	@sh bench/run.sh $(BUILD)
 	@BENCH_OUT=bench/results.txt sh bench/idle.sh $(BUILD)
@@ -174,6 +245,15 @@ bench: deps all unit
 # Only the scaling part of make bench (workers x one Redis, x a cluster).
 bench-scale: deps all unit
 	@sh bench/scale.sh $(BUILD)
+
+# warrantd against BullMQ (pinned in bench/peers/package-lock.json) on the same
+# Redis and nginx, into bench/peers.txt; and against a target that answers
+# after 100 ms, 64 to 10,000 in flight, into bench/slow.txt (bench/README.md).
+bench-peers: all
+	@sh bench/peers.sh $(BUILD)
+
+bench-slow: all
+	@sh bench/slow.sh $(BUILD)
 
 demo: deps
 	@$(MAKE) --no-print-directory all unit
@@ -217,7 +297,8 @@ valgrind: deps
 	@$(MAKE) --no-print-directory all unit
 	@sh tests/valgrind.sh $(BUILD)
 
-# ---- static analysis (tests/README.md "Static analysis"): cppcheck and clang-tidy
+# ---- static analysis (tests/README.md "Static analysis"): the layering check
+# (scripts/layers.sh: includes point down, no circle), cppcheck and clang-tidy
 # (Debian 12's), configured by .cppcheck-suppressions and .clang-tidy; any
 # finding fails. scan-build (clang-tools) runs the analyzer over a full build;
 # without it lint fails rather than passing with one analyzer fewer.
@@ -231,6 +312,7 @@ MAN_PAGES := $(wildcard man/*.[1-8])
 QUEUE_H    := $(firstword $(wildcard /usr/include/*/sys/queue.h /usr/include/sys/queue.h))
 
 lint: $(GEN_H) lint-man
+	sh scripts/layers.sh
 	@echo "cppcheck $$(cppcheck --version | cut -d' ' -f2), clang-tidy $$(clang-tidy --version | sed -n 's/.*LLVM version \([0-9.]*\).*/\1/p')"
 	cppcheck --enable=warning,portability,performance --std=c11 --inline-suppr \
 		--error-exitcode=1 --quiet -Iinclude -I$(BUILD)/gen --include=/usr/include/jansson.h \
@@ -253,7 +335,7 @@ $(BUILD)/obj/main-%.o: src/%.c $(wildcard include/*/*.h) | $(BUILD)/obj $(GEN_H)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c -o $@ $<
 scan-objs: $(SCAN_OBJ)
 
-UNITS := warrantd.service warrantd@.service warrantd-redis-tls.service \
+UNITS := warrantd.service warrantd@.service warrantd-redis-tls.service warrantd-web.service \
 	warrantctl-metrics.service warrantctl-metrics.timer
 
 # The configuration an installation starts with: the example, with a key
@@ -278,7 +360,7 @@ install: all $(BUILD)/warrantd.ini.dist
 		$(DESTDIR)$(BASHCOMPDIR)
 	# the LoadCredential= sources, also read by `warrantd -t` and warrantctl by hand
 	install -d -m 0700 $(DESTDIR)$(SYSCONFDIR)/warrantd/credentials
-	install -m 0755 bin/warrantd bin/warrantctl $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 bin/warrantd bin/warrantctl bin/warrantd-web $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 conf/warrantd.ini $(DESTDIR)$(DOCDIR)/warrantd.ini.example
 	install -m 0644 conf/stunnel-redis.conf $(DESTDIR)$(DOCDIR)/stunnel-redis.conf.example
 	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/
@@ -292,7 +374,7 @@ install: all $(BUILD)/warrantd.ini.dist
 	install -m 0644 man/warrantctl.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 man/warrantd.ini.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 man/warrantd.7 $(DESTDIR)$(MANDIR)/man7/
-	install -m 0644 man/warrantd.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 man/warrantd.8 man/warrantd-web.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 completion/warrantctl $(DESTDIR)$(BASHCOMPDIR)/warrantctl
 	install -d $(DESTDIR)$(ZSHCOMPDIR)
 	install -m 0644 completion/_warrantctl $(DESTDIR)$(ZSHCOMPDIR)/_warrantctl
@@ -302,6 +384,8 @@ install: all $(BUILD)/warrantd.ini.dist
 	for u in $(UNITS); do \
 		sed -e 's|/usr/local/bin/|$(PREFIX)/bin/|g' \
 		    -e 's|/usr/local/share/doc/warrantd/|$(DOCDIR)/|g' \
+		    -e 's|/usr/local/lib/systemd/system/|$(UNITDIR)/|g' \
+		    -e 's|(make install)|(make install or the package)|' \
 		    systemd/$$u > $(DESTDIR)$(UNITDIR)/$$u; \
 		chmod 0644 $(DESTDIR)$(UNITDIR)/$$u; \
 	done

@@ -33,7 +33,7 @@ set -- ${BENCH_CG_JOBS:-500 2500}
 N1=$1
 N2=$2
 PREFIX=bench
-PKGS="hiredis libcurl jansson inih openssl"
+PKGS="hiredis libcurl jansson openssl"
 
 tmp=$(mktemp -d /tmp/warrantd-cg.XXXXXX)
 sock=$tmp/redis.sock

@@ -54,7 +54,7 @@ VERIFY_THREADS=${BENCH_VERIFY_THREADS:-1}
 WAIT_REPLICAS=${BENCH_WAIT_REPLICAS:-0}
 TRANSPORT=${BENCH_TRANSPORT:-unix}
 PREFIX=bench
-PKGS="hiredis libcurl jansson inih openssl"
+PKGS="hiredis libcurl jansson openssl"
 
 for bin in "$build/bin/warrantd" "$build/tests/fake_target" "$build/tests/fake_idp"; do
 	[ -x "$bin" ] || { echo "bench: $bin missing (make BUILD=$1 unit)" >&2; exit 1; }

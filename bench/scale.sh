@@ -22,7 +22,7 @@ TIMEOUT_S=${BENCH_TIMEOUT_S:-600}
 OUT=${BENCH_OUT:-$root/bench/results.txt}
 PREFIX=bench
 SHARDS=6
-PKGS="hiredis libcurl jansson inih openssl"
+PKGS="hiredis libcurl jansson openssl"
 
 for bin in "$build/bin/warrantd" "$build/tests/fake_target"; do
 	[ -x "$bin" ] || { echo "bench: $bin missing (make BUILD=$1 unit)" >&2; exit 1; }

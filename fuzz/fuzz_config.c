@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* fuzz_config: the INI parser (cfg_parse: our line reader, inih, every key's
+/* fuzz_config: the INI parser (cfg_parse: its line reader, every key's
  * parser and the rules between keys). */
 #include "fuzz.h"
 #include "conf/config.h"

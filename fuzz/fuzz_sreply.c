@@ -134,7 +134,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct in in = {data, size};
 	redisReply *r = tree(&in, 0);
-	char next[48], host[SENTINEL_HOST_MAX];
+	char next[48], host[HOSTPORT_HOST_MAX];
 	int port, n;
 
 	calls = 0;

@@ -4,15 +4,21 @@
 # and only those that are missing. A no-op when everything is there.
 # clang + libclang-rt-14-dev: libFuzzer (-fsanitize=fuzzer) for `make fuzz`;
 # cppcheck, clang-tidy, clang-tools (scan-build): `make lint`; valgrind:
-# `make valgrind`. libjwt-dev, cmocka, libmicrohttpd: the tests only (libjwt
+# `make valgrind`. python3-redis, python3-cryptography, python3-pytest, python3-venv,
+# python3-pip, nodejs (python3-hiredis: redis-py reads replies in C; and Debian's npm when no npm came with it): the decider
+# libraries of clients/ and their tests (`make clients-test`). libjwt-dev, cmocka, libmicrohttpd: the tests only (libjwt
 # checks what the daemon's own signer writes; the daemon does not link it).
+# libmicrohttpd also serves warrantd-web; chromium: the
+# console's browser test (make test-web; puppeteer-core drives the system
+# browser and downloads none).
 set -eu
 
 PKGS="build-essential pkg-config libhiredis-dev libev-dev libcurl4-openssl-dev
-libjansson-dev libjwt-dev libinih-dev libssl-dev libcmocka-dev
+libjansson-dev libjwt-dev libssl-dev libcmocka-dev
 libmicrohttpd-dev redis-server redis-tools redis-sentinel openssl curl libfaketime
 prometheus stunnel4 mandoc debhelper dpkg-dev fakeroot lintian bash-completion zsh
-clang libclang-rt-14-dev cppcheck clang-tidy clang-tools valgrind"
+clang libclang-rt-14-dev cppcheck clang-tidy clang-tools valgrind chromium
+python3-redis python3-hiredis python3-cryptography python3-pytest python3-venv python3-pip nodejs"
 
 missing=""
 for p in $PKGS; do
@@ -22,6 +28,8 @@ for p in $PKGS; do
 	*) missing="$missing $p" ;;
 	esac
 done
+# NodeSource's nodejs brings its own npm, which Debian's npm would conflict with.
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
 [ -z "$missing" ] && exit 0
 
 if [ "$(id -u)" != 0 ]; then

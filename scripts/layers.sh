@@ -3,7 +3,7 @@
 # `make lint`'s layering check (HACKING.md "Layout"): src/ and include/ are
 # grouped by layer, and includes point down, never up, never sideways, never
 # in a circle.
-#   base 0 < jose 1 < core 2 < conf 3 < http 4 < auth 5, redis 5 < worker 6 < ctl 7
+#   base 0 < jose 1 < core 2 < conf 3 < http 4 < auth 5, redis 5 < worker 6 < ctl 7 < web 8 (the console reuses warrantctl's code)
 # A file in one folder may include a header of its own folder or of a lower
 # layer; auth and redis are side by side and include neither the other.
 # base, jose and core are pure: no Redis, HTTP or event-loop header.
@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 rank() {
 	case "$1" in
 	base) echo 0 ;; jose) echo 1 ;; core) echo 2 ;; conf) echo 3 ;; http) echo 4 ;;
-	auth | redis) echo 5 ;; worker) echo 6 ;; ctl) echo 7 ;; main) echo 8 ;;
+	auth | redis) echo 5 ;; worker) echo 6 ;; ctl) echo 7 ;; web) echo 8 ;; main) echo 9 ;;
 	*) echo -1 ;;
 	esac
 }

@@ -247,16 +247,14 @@ metrics_on_outcome(void *arg, const char *action, const char *state, const char 
 static struct metrics *
 start_metrics(struct ev_loop *loop, const struct cfg *cfg, struct engine *eng, int *failed)
 {
-	struct metrics_addr addr;
 	char err[256], q[300];
-	struct metrics *m = NULL;
+	struct metrics *m;
 
 	*failed = 0;
 	if (!cfg->metrics.listen)
 		return NULL;
-	if (metrics_listen_parse(cfg->metrics.listen, cfg->metrics.allow_remote, &addr, err,
-	    sizeof err) == 0)
-		m = metrics_new(loop, &addr, metrics_sample_engine, eng, err, sizeof err);
+	m = metrics_new(loop, &cfg->metrics.listen_addr, metrics_sample_engine, eng, err,
+	    sizeof err);
 	if (!m) {
 		log_error("fatal", "error=%s", log_quote(q, sizeof q, err));
 		*failed = 1;

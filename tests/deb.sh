@@ -37,9 +37,10 @@ tar -tf "$tarball" | grep -qE '^[^/]+/build/' && fail "$tarball holds build outp
 echo "deb: source $dsc, $(tar -tf "$tarball" | wc -l) files in $(basename "$tarball")"
 
 list=$(dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|')
-for f in /usr/bin/warrantd /usr/bin/warrantctl \
+for f in /usr/bin/warrantd /usr/bin/warrantctl /usr/bin/warrantd-web \
 	/usr/share/man/man8/warrantd.8.gz /usr/share/man/man1/warrantctl.1.gz \
 	/usr/share/man/man5/warrantd.ini.5.gz /usr/share/man/man7/warrantd.7.gz \
+	/usr/share/man/man8/warrantd-web.8.gz /lib/systemd/system/warrantd-web.service \
 	/lib/systemd/system/warrantd.service /lib/systemd/system/warrantd@.service \
 	/lib/systemd/system/warrantd-redis-tls.service \
 	/lib/systemd/system/warrantctl-metrics.service /lib/systemd/system/warrantctl-metrics.timer \
@@ -63,6 +64,9 @@ dpkg-deb -e "$deb" "$dir/DEBIAN"
 grep -qx /etc/warrantd/warrantd.ini "$dir/DEBIAN/conffiles" || fail "warrantd.ini is not a conffile"
 dpkg-deb -f "$deb" Depends | grep -q libhiredis || fail "Depends lacks the shared libraries"
 dpkg-deb -x "$deb" "$dir/root"
+# the units' comments and Documentation= name where the package put things
+grep -q '/usr/local' "$dir"/root/lib/systemd/system/* &&
+	fail "a packaged unit still names /usr/local: $(grep -l /usr/local "$dir"/root/lib/systemd/system/*)"
 # the LoadCredential= sources: a directory only root may enter
 [ "$(stat -c %a "$dir/root/etc/warrantd/credentials" 2>/dev/null)" = 700 ] ||
 	fail "/etc/warrantd/credentials is not a 0700 directory in the package"

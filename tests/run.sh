@@ -21,6 +21,7 @@ passed=0
 failed=0
 skipped=0
 failed_names=""
+failed_logs=""
 expected=tests/expected-skips
 SKIP_STATUS=77
 
@@ -69,12 +70,29 @@ run() {
 	if [ "$unexpected" = 1 ]; then
 		failed=$((failed + 1))
 		failed_names="$failed_names $name(unexpected-skip)"
+		failed_logs="$failed_logs $name|$log"
 	elif [ "$status" != 0 ] && [ "$status" != "$SKIP_STATUS" ]; then
 		failed=$((failed + 1))
 		failed_names="$failed_names $name"
-		echo "FAIL $name (${secs}s)"
+		failed_logs="$failed_logs $name|$log"
+		echo "FAIL $name (${secs}s, exit $status)"
 		tail -n 80 "$log"
 	fi
+}
+
+# The closing summary names each failed program, its failed cmocka tests with
+# their messages, and the end of its log, so that a CI failure says what broke
+# without a rerun (the full output above may be thousands of lines away).
+summary_failures() {
+	for f in $failed_logs; do
+		log=${f#*|}
+		echo "---- FAILED ${f%%|*} (log $log)"
+		tests=$(sed -n 's/^\[  FAILED  \] \([A-Za-z0-9_]*\)$/\1/p' "$log" | sort -u)
+		[ -n "$tests" ] && echo "failed tests:" $tests
+		grep -e '^\[  ERROR   \]' -e '^\[   LINE   \]' "$log" | head -n 20
+		echo "last lines of its log:"
+		tail -n 30 "$log" | sed 's/^/    /'
+	done
 }
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
@@ -99,6 +117,9 @@ if [ "$unit_only" = 0 ]; then
 	run tests/deb.sh sh tests/deb.sh build/deb
 fi
 echo
-[ -n "$failed_names" ] && echo "failed:$failed_names"
+if [ -n "$failed_names" ]; then
+	summary_failures
+	echo "failed:$failed_names"
+fi
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

@@ -71,6 +71,20 @@ str(const char *s)
 	return r;
 }
 
+/* A string of len bytes, NULs included: what Redis sends is length-delimited. */
+static inline redisReply *
+strn(const char *s, size_t len)
+{
+	redisReply *r = node(REDIS_REPLY_STRING);
+
+	r->len = len;
+	r->str = malloc(len + 1);
+	assert_non_null(r->str);
+	memcpy(r->str, s, len);
+	r->str[len] = '\0';
+	return r;
+}
+
 static inline redisReply *
 num(long long n)
 {

@@ -8,11 +8,11 @@
  * the text, the host name and the directory come from the caller (cfgfile
  * reads them), the files the config names are read by secrets.
  *
- * The file is read by inih through a reader of our own, which counts lines,
- * rejects a line longer than the library's buffer (Debian: 199 bytes) instead
- * of letting inih cut it in two, reports every syntax error (inih keeps only
- * the first) and strips leading white space, so an indented line is an
- * ordinary key and never a multi-line continuation. An action method is
+ * The file is read by a line reader of its own (no INI library: see
+ * HACKING.md "Libraries, and why each"), which counts lines, refuses a line
+ * longer than 199 bytes whole, reports every syntax error and strips leading
+ * white space, so an indented line is an ordinary key and never a
+ * multi-line continuation. An action method is
  * stored upper-cased ("get" becomes "GET").
  */
 #ifndef WARRANTD_CONFIG_H
@@ -23,6 +23,8 @@
 
 #include "jose/jwa.h"
 #include "base/log.h"
+#include "core/hostport.h"
+#include "core/listen.h"
 
 #define CFG_DEFAULT_PATH "/etc/warrantd/warrantd.ini"
 
@@ -106,10 +108,17 @@ struct cfg {
 		long dead_maxlen, notify_maxlen;	/* XADD MAXLEN ~ of P:dead, P:notify */
 		/* R19: WAIT for this many replicas (0: no WAIT), at most this long */
 		long wait_replicas, wait_timeout_ms;
-		/* Sentinel: "host:port, ..." and the primary's name; NULL: none */
+		/* Sentinel: "host:port, ..." and the primary's name; NULL: none.
+		 * The text is kept to say whether it is set and what changed on
+		 * a reload; sentinel_addr is the list, parsed once. */
 		char *sentinels, *master_name, *sentinel_password_file;
-		/* Redis Cluster: seed nodes "host:port, ..."; NULL: not a cluster */
+		struct hostport sentinel_addr[HOSTPORT_MAX];
+		size_t n_sentinel_addr;		/* 0: no sentinels */
+		/* Redis Cluster: seed nodes "host:port, ..."; NULL: not a
+		 * cluster. cluster_addr: the seeds, parsed once. */
 		char *cluster;
+		struct hostport cluster_addr[HOSTPORT_MAX];
+		size_t n_cluster_addr;		/* 0: not a cluster */
 		/* hosts a redirect or a sentinel may name (allowlist.h); NULL:
 		 * warrantd(7) §10's default */
 		char *allow_hosts;
@@ -181,8 +190,19 @@ struct cfg {
 
 	struct {
 		char *listen;		/* NULL: no metrics endpoint */
+		struct listen_addr listen_addr;	/* listen, parsed (when listen is set) */
 		int allow_remote;	/* 1: a non-loopback listen is allowed */
 	} metrics;
+
+	/* warrantd-web's (src/web/): the daemon and warrantctl ignore them. The
+	 * listen rule (TLS off loopback) is warrantd-web's own (wconf.h). */
+	struct {
+		char *listen;		/* up to 4 addresses, as [metrics] listen's;
+					 * NULL: 127.0.0.1:8470 */
+		char *tls_cert_file, *tls_key_file;	/* both or neither */
+		char *users_file;	/* user:hash lines (warrantd-web passwd) */
+		long idle_timeout_s;	/* a session unused this long ends */
+	} web;
 
 	struct cfg_role roles[CFG_NROLES];
 

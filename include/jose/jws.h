@@ -74,6 +74,19 @@ struct jws_parts {
 	size_t header_len, payload_len, sig_len, input_len;
 };
 
+/* The three segments of a compact JWS, not decoded: where each starts and
+ * how long it is (pointers into the string given). */
+struct jws_segments {
+	const char *at[3];
+	size_t len[3];
+};
+
+/* The one compact-form splitter (jws_split, token_lifetime_ms): 0 and `s`
+ * filled when `compact` has exactly two dots, else -1 (NULL, an opaque
+ * token, two segments or five, a JWE). Decodes nothing. */
+int jws_segments(const char *compact, struct jws_segments *s)
+	__attribute__((warn_unused_result));
+
 /* Exactly three base64url segments: 0 and `p` filled (caller clears with
  * jws_parts_clear), or -1 with `p` empty. A JWS JSON serialization, plain
  * JSON, two segments or five (JWE) are refused. */

@@ -5,9 +5,8 @@
  * one shard of it -- carries one hash tag, so each shard lives in one slot
  * and the worker needs only: the slot of a key (CRC16, the hash-tag rule),
  * the slot map (CLUSTER SHARDS), the node owning a slot, and what a -MOVED
- * or -ASK reply says. Those are pure. The daemon asks for the map
- * asynchronously (disc.h); cluster_refresh asks synchronously, with a
- * timeout per node: for warrantctl, a command that may wait.
+ * or -ASK reply says. All of it pure: both programs ask for the map
+ * through disc.h (asynchronously, on a libev loop).
  *
  * The shard of a record (`[redis] shards`, warrantd(7) §2):
  * shard = FNV-1a-32(recordId) mod N, its prefix "{P:shard}".
@@ -20,12 +19,12 @@
 
 #include <hiredis/hiredis.h>
 
-#include "redis/sentinel.h"	/* struct sentinel_addr: a host and a port */
+#include "core/hostport.h"
+#include "core/shard.h"	/* SHARD_MAX, the hash-tag rule */
 
 #define CLUSTER_SLOTS		16384
 #define CLUSTER_NODES_MAX	64
-#define CLUSTER_HOST_MAX	SENTINEL_HOST_MAX
-#define CLUSTER_SHARDS_MAX	1024
+#define CLUSTER_HOST_MAX	HOSTPORT_HOST_MAX
 
 /* CRC16-CCITT (XMODEM: poly 0x1021, init 0), the cluster spec's. */
 uint16_t cluster_crc16(const char *buf, size_t len);
@@ -34,10 +33,6 @@ uint16_t cluster_crc16(const char *buf, size_t len);
  * '{' and the next '}', when there are some -- else of the whole key,
  * mod 16384. */
 unsigned cluster_key_slot(const char *key, size_t len);
-
-/* 1 when the key has a non-empty hash tag (so all keys built from it as a
- * prefix share its slot), else 0. */
-int cluster_has_tag(const char *key);
 
 /* FNV-1a, 32 bits: offset basis 2166136261, prime 16777619, per byte
  * h ^= byte; h *= prime (mod 2^32). */
@@ -118,24 +113,5 @@ enum cluster_redirect_kind cluster_parse_redirect(const char *error,
  * next refresh). ASK is one command's detour during a migration and changes
  * nothing. Returns 1 when the map changed, else 0. */
 int cluster_map_apply(struct cluster_map *m, const struct cluster_redirect *rd);
-
-/* ---- the shell ---- */
-
-/* Asks the map's known primaries, then the seeds, in turn (connect and
- * command each bounded by timeout_ms; AUTH with username/password when
- * password is not NULL), for CLUSTER SHARDS, and replaces the map by the
- * first answer. 0, or -1 with err (never the password); the map is then
- * unchanged. */
-int cluster_refresh(struct cluster_map *m, const struct sentinel_addr *seeds, size_t nseeds,
-		    const char *username, const char *password, long timeout_ms, char *err,
-		    size_t errlen)
-	__attribute__((warn_unused_result));
-
-/* The same, over TLS with tls ([redis] tls, rtls.h); NULL: clear text. */
-struct rtls_ctx;
-int cluster_refresh_tls(struct rtls_ctx *tls, struct cluster_map *m,
-			const struct sentinel_addr *seeds, size_t nseeds, const char *username,
-			const char *password, long timeout_ms, char *err, size_t errlen)
-	__attribute__((warn_unused_result));
 
 #endif

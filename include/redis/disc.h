@@ -28,6 +28,8 @@
 
 #include <ev.h>
 
+#include "core/hostport.h"
+
 struct rconn;
 struct allowlist;
 struct rtls_ctx;
@@ -38,8 +40,11 @@ typedef void disc_conn_fn(struct rconn *rc, unsigned slot, int blocking, void *f
 
 struct disc_opts {
 	struct ev_loop *loop;
-	const char *sentinels, *master_name;	/* Sentinel mode: both set */
-	const char *cluster;			/* Cluster mode: the seeds */
+	/* Sentinel mode: nsentinels > 0 and master_name; Cluster mode:
+	 * nseeds > 0 (config's parsed lists: copied) */
+	const struct hostport *sentinels, *seeds;
+	size_t nsentinels, nseeds;
+	const char *master_name;
 	const char *username;			/* cluster nodes' ACL user */
 	const char *host;			/* neither: the one Redis */
 	const char *allow_hosts;		/* NULL: warrantd(7) §10's default */
@@ -55,7 +60,7 @@ struct disc_opts {
 
 struct disc;
 
-/* Parses the lists and builds the allowlist (a blocking host name lookup
+/* Copies the lists and builds the allowlist (a blocking host name lookup
  * of the configured hosts, at start only). Starts no lookup. NULL with
  * err on a bad list or out of memory. Free with disc_free. */
 struct disc *disc_new(const struct disc_opts *o, char *err, size_t errlen)
@@ -84,13 +89,19 @@ void disc_error_seen(struct disc *d, const char *error);
 
 /* warrantd(7) §10's allow_hosts for a config: allow_hosts (NULL: loopback
  * and, with sentinels or cluster, the /24 or /64 of each of those hosts)
- * and always the configured host, sentinels or seeds. A blocking host name
+ * and always the configured host and nodes -- the n sentinels or seeds
+ * ([redis] sentinels or cluster, parsed by config). A blocking host name
  * lookup of those: at start only (and in warrantctl). NULL with err on a
  * bad list or out of memory; free with allowlist_free. */
 struct allowlist *disc_allowlist_of(const char *allow_hosts, const char *host,
-				    const char *sentinels, const char *cluster, char *err,
+				    const struct hostport *nodes, size_t n, char *err,
 				    size_t errlen)
 	__attribute__((warn_unused_result));
+
+/* Why the latest lookup found nothing, for people ("host:port: no
+ * connection", the last node asked); "" when it found an answer or none
+ * ended yet. Borrowed from d, valid until the next lookup. NULL: "". */
+const char *disc_error(const struct disc *d);
 
 /* Starts polling (poll_ms): call once the connections exist. */
 void disc_start(struct disc *d);

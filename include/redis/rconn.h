@@ -235,6 +235,14 @@ int rconn_eval_resp(struct rconn *rc, const struct rconn_script *s, rconn_reply_
 #define RCONN_EPISODE_QUIET_MS	10000
 #define RCONN_ASK_IDLE_MS	10000
 
+/* The most one reply may make rconn hold: the bytes buffered for it, the
+ * objects built from it, or what a bulk string's header announces. A
+ * server that goes beyond (a broken or hostile "$999999999999") gets one
+ * event=redis.error kind=TOOBIG and its connection is dropped (and made
+ * again with backoff): no reply the daemon asks for comes near it. A reply
+ * that is not RESP gets kind=PROTOCOL, the same way. */
+#define RCONN_REPLY_MAX_BYTES	(64 * 1024 * 1024)
+
 /* R17 for an error found inside a reply (an item's error in the reply to
  * a batch, store.h): logged and counted as if it had come alone. text is
  * the error's text (sreply_error_text); NULL is a no-op. */

@@ -20,6 +20,8 @@
 #ifndef WARRANTD_RREPLY_H
 #define WARRANTD_RREPLY_H
 
+#include <stddef.h>
+
 struct redisReplyObjectFunctions;	/* hiredis' (read.h) */
 
 /* The most elements an array reply may announce: hiredis 0.14 allocates the
@@ -33,5 +35,10 @@ struct redisReplyObjectFunctions;	/* hiredis' (read.h) */
 /* The functions to put in a redisReader's `fn` (hiredis keeps the pointer:
  * static storage, never freed). */
 struct redisReplyObjectFunctions *rreply_functions(void);
+
+/* The bytes allocated so far for the reply whose root object is root (one
+ * made by these functions; whole or still being read): what rconn caps
+ * (RCONN_REPLY_MAX_BYTES). NULL: 0. */
+size_t rreply_size(const void *root);
 
 #endif

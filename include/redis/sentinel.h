@@ -6,9 +6,8 @@
  * the connection then confirms the node is a primary (ROLE) and drops it on
  * -READONLY, so a failover is followed by the next connect.
  *
- * Parsing is pure. The daemon asks asynchronously (disc.h); sentinel_master
- * asks over the network, synchronously, with a timeout per sentinel: for
- * warrantctl, a command that may wait.
+ * Pure: the list and the answers parsed. Both programs ask the sentinels
+ * through disc.h (asynchronously, on a libev loop).
  */
 #ifndef WARRANTD_SENTINEL_H
 #define WARRANTD_SENTINEL_H
@@ -17,19 +16,7 @@
 
 #include <hiredis/hiredis.h>
 
-#define SENTINEL_MAX		8
-#define SENTINEL_HOST_MAX	256
-
-struct sentinel_addr {
-	char host[SENTINEL_HOST_MAX];
-	int port;
-};
-
-/* "host:port, host:port, ..." (IPv6 as [addr]:port), 1 to SENTINEL_MAX of
- * them, into out. 0, or -1 with one line for people in err. */
-int sentinel_parse_list(const char *s, struct sentinel_addr *out, size_t *n, char *err,
-			size_t errlen)
-	__attribute__((warn_unused_result));
+#include "core/hostport.h"	/* the sentinels: [redis] sentinels, parsed by config */
 
 /* The reply to SENTINEL get-master-addr-by-name: [host, port]. 0, or -1
  * (nil: the sentinel does not know the name; anything else malformed). */
@@ -38,20 +25,5 @@ int sentinel_parse_reply(const redisReply *r, char *host, size_t hostlen, int *p
 
 /* The reply to ROLE: 1 when its first element is "master", else 0. */
 int sentinel_is_master(const redisReply *r);
-
-/* Asks each sentinel in turn (connect and command each bounded by
- * timeout_ms; AUTH with `password` when not NULL) for the primary of
- * `master_name`. 0 with host/port set, or -1 with err (never the password). */
-int sentinel_master(const struct sentinel_addr *s, size_t n, const char *master_name,
-		    const char *password, long timeout_ms, char *host, size_t hostlen, int *port,
-		    char *err, size_t errlen)
-	__attribute__((warn_unused_result));
-
-/* The same, over TLS with tls ([redis] tls, rtls.h); NULL: clear text. */
-struct rtls_ctx;
-int sentinel_master_tls(struct rtls_ctx *tls, const struct sentinel_addr *s, size_t n,
-			const char *master_name, const char *password, long timeout_ms,
-			char *host, size_t hostlen, int *port, char *err, size_t errlen)
-	__attribute__((warn_unused_result));
 
 #endif

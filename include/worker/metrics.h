@@ -4,7 +4,6 @@
  * served on [metrics] listen by a small HTTP/1.x responder on the libev loop.
  *
  * Pure core, unit-tested without sockets:
- *   metrics_listen_parse   "127.0.0.1:9464", "[::1]:9464", "unix:/run/x.sock"
  *   metrics_http_parse     one request head -> the status to answer
  *   metrics_hist_*         the call-duration and queue-delay histograms
  *   metrics_format         a sample and the histograms -> exposition text
@@ -29,31 +28,13 @@
 #include <sys/socket.h>
 
 #include "base/counters.h"
+#include "core/listen.h"
 #include "core/gate.h"
 
 #define METRICS_REQ_MAX		4096	/* bytes of a request head */
 #define METRICS_IDLE_MS		10000	/* a connection without a full request */
 #define METRICS_CLIENTS		32	/* connections open at once */
 #define METRICS_ACTIONS_MAX	256	/* distinct action labels kept */
-
-/* ---- listen addresses ---- */
-
-/* Plain data: a parsed [metrics] listen. */
-struct metrics_addr {
-	struct sockaddr_storage sa;
-	socklen_t salen;
-	int is_unix;
-	int is_loopback;	/* 127.0.0.0/8, ::1 or a unix socket */
-};
-
-/*
- * "IPV4:PORT", "[IPV6]:PORT" (numeric addresses only, no names: a name could
- * resolve elsewhere tomorrow) or "unix:/absolute/path". A non-loopback
- * address is refused unless allow_remote. 0, or -1 with one line in err.
- */
-int metrics_listen_parse(const char *s, int allow_remote, struct metrics_addr *out, char *err,
-			 size_t errlen)
-	__attribute__((warn_unused_result));
 
 /* ---- requests ---- */
 
@@ -164,7 +145,7 @@ typedef void metrics_sample_fn(void *arg, struct metrics_sample *out);
  * removed by metrics_free). sample and arg are borrowed and must outlive the
  * server. NULL with a message in err (nothing left open).
  */
-struct metrics *metrics_new(struct ev_loop *loop, const struct metrics_addr *addr,
+struct metrics *metrics_new(struct ev_loop *loop, const struct listen_addr *addr,
 			    metrics_sample_fn *sample, void *arg, char *err, size_t errlen)
 	__attribute__((warn_unused_result));
 

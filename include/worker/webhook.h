@@ -50,6 +50,20 @@ struct webhook *webhook_from_cfg(struct ev_loop *loop, struct http_client *http,
  * full. */
 void webhook_post(struct webhook *wh, const char *json);
 
+/* §6: one notification, the fields of its P:notify entry (lua/transition.lua,
+ * lua/cancel.lua write the entry; this is the one writer of its webhook body).
+ * Plain data; every string borrowed, none NULL. */
+struct webhook_note {
+	const char *id, *owner, *kind, *reason, *on_behalf_of, *action, *resource, *at;
+};
+
+/* The JSON body of n: {"id", "owner", "kind", "reason", "onBehalfOf",
+ * "action", "resource", "at"}. Caller frees; NULL out of memory. */
+char *webhook_note_body(const struct webhook_note *n) __attribute__((warn_unused_result));
+
+/* webhook_post of n's body. 0, or -1 out of memory (nothing queued). */
+int webhook_post_note(struct webhook *wh, const struct webhook_note *n);
+
 /* Bodies waiting or in flight. */
 size_t webhook_queued(const struct webhook *wh);
 

@@ -74,6 +74,10 @@ struct rtoken {
 static void
 arm(struct rtoken *rt, ev_timer *t, int64_t delay_ms)
 {
+	/* A timer counts from the loop's time of waking, which a long callback
+	 * before this one leaves behind: R20's spacing would fire that much
+	 * early (as oauth's did R9's: a 2 s gap 103 ms short, ASan under load). */
+	ev_now_update(rt->loop);
 	ev_timer_stop(rt->loop, t);
 	ev_timer_set(t, delay_ms > 0 ? (double)delay_ms / 1000.0 : 0.0, 0.0);
 	ev_timer_start(rt->loop, t);
@@ -313,9 +317,39 @@ on_deadline(struct ev_loop *loop, ev_timer *w, int revents)
 	run_failed(rt, why);
 }
 
+/* What the helper's environment holds (issue 37 item 4): a fixed PATH and
+ * the C locale, plus systemd's directories when the daemon has them (a
+ * helper may read a credential of its own); nothing else of the daemon's. */
+static const char *const env_passed[] = {
+	"CREDENTIALS_DIRECTORY", "RUNTIME_DIRECTORY", "STATE_DIRECTORY", "TZ",
+};
+#define ENV_MAX	(2 + sizeof env_passed / sizeof env_passed[0] + 1)
+
+/* envp (ENV_MAX slots) and the strings in buf: borrowed from the daemon's
+ * own environment, which nothing changes while the daemon runs. */
+static void
+helper_env(const char *envp[ENV_MAX])
+{
+	size_t n = 0;
+
+	envp[n++] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+	envp[n++] = "LC_ALL=C";
+	for (char **e = environ; e != NULL && *e != NULL; e++)
+		for (size_t i = 0; i < sizeof env_passed / sizeof env_passed[0]; i++) {
+			size_t len = strlen(env_passed[i]);
+			if (strncmp(*e, env_passed[i], len) == 0 && (*e)[len] == '=' &&
+			    n + 1 < ENV_MAX)
+				envp[n++] = *e;
+		}
+	envp[n] = NULL;
+}
+
 /* posix_spawn, not fork: the daemon has threads (curl, the verifiers).
- * stdin is /dev/null, stdout a pipe, stderr the daemon's (the journal).
- * Its own process group, so that a timeout stops everything it started. */
+ * stdin is /dev/null, stdout a pipe, stderr the daemon's (the journal); every
+ * other descriptor is closed in the child whatever its close-on-exec flag (a
+ * Redis connection the helper inherited could be written to), and the
+ * environment is helper_env's. Its own process group, so that a timeout
+ * stops everything it started. */
 static int
 spawn(struct rtoken *rt, char *why, size_t whylen)
 {
@@ -332,12 +366,15 @@ spawn(struct rtoken *rt, char *why, size_t whylen)
 	posix_spawnattr_init(&at);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
 	posix_spawnattr_setpgroup(&at, 0);
 	sigset_t none;
 	sigemptyset(&none);
 	posix_spawnattr_setsigmask(&at, &none);
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
-	int e = posix_spawn(&pid, rt->argv[0], &fa, &at, rt->argv, environ);
+	const char *envp[ENV_MAX];
+	helper_env(envp);
+	int e = posix_spawn(&pid, rt->argv[0], &fa, &at, rt->argv, (char *const *)envp);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
 	close(p[1]);

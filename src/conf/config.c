@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* config: the INI file of warrantd(7) §10, read through inih into a fresh struct cfg.
+/* config: the INI file of warrantd(7) §10, read by its own line reader into a fresh struct cfg.
  * Pure: the text and what it needs of the host come from the caller. */
 #define _DEFAULT_SOURCE
 #include "conf/config.h"
 #include "core/allowlist.h"
-#include "redis/cluster.h"
-#include "redis/sentinel.h"
+#include "core/hostport.h"
+#include "core/listen.h"
+#include "core/shard.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -17,27 +18,25 @@
 #include <string.h>
 #include <strings.h>
 
-#include <ini.h>
-
-#include "worker/metrics.h"
 #include "core/token.h"
 #include "core/urltpl.h"
 
 #define CONSUMER_MAX	64
 #define VAL_MAX		INT_MAX		/* every count and duration fits an int (libev, curl) */
 #define SHOW		60		/* bytes of a bad value quoted back in a message */
+#define LINE_BUF	200		/* a line and its NUL: warrantd.ini(5)'s 199 bytes */
 
 enum section {
 	SEC_NONE,	/* before the first header */
 	SEC_SKIP,	/* a header in error: its keys are not looked at */
 	SEC_DAEMON, SEC_REDIS, SEC_RECORDS, SEC_OAUTH, SEC_AUTHZ, SEC_RETRY, SEC_NOTIFY,
-	SEC_METRICS, SEC_ACTION, SEC_ROLE,
+	SEC_METRICS, SEC_WEB, SEC_ACTION, SEC_ROLE,
 };
 
 struct key;
 
-/* The state of one load, shared by the line reader and the key handler: inih
- * calls the handler for a line before it asks the reader for the next one, so
+/* The state of one load, shared by the line reader and the key handler: the
+ * reader calls the handler for a line before it reads the next one, so
  * lineno and the section are always those of the key being handled. */
 struct ctx {
 	const char *name;		/* the file, for messages */
@@ -597,7 +596,7 @@ static const struct key redis_keys[] = {
 	{"master_name", set_str, C(redis.master_name), 0, 0},
 	{"sentinel_password_file", set_str, C(redis.sentinel_password_file), 0, 0},
 	{"cluster", set_str, C(redis.cluster), 0, 0},
-	{"shards", set_long, C(redis.shards), 1, CLUSTER_SHARDS_MAX},
+	{"shards", set_long, C(redis.shards), 1, SHARD_MAX},
 	{"allow_hosts", set_str, C(redis.allow_hosts), 0, 0},
 	{"db", set_int, C(redis.db), 0, VAL_MAX},
 	{"prefix", set_word, C(redis.prefix), 0, 0},
@@ -711,6 +710,15 @@ static const struct key metrics_keys[] = {
 	{NULL, NULL, 0, 0, 0},
 };
 
+static const struct key web_keys[] = {
+	{"listen", set_str, C(web.listen), 0, 0},	/* checked by warrantd-web */
+	{"tls_cert_file", set_str, C(web.tls_cert_file), 0, 0},
+	{"tls_key_file", set_str, C(web.tls_key_file), 0, 0},
+	{"users_file", set_str, C(web.users_file), 0, 0},
+	{"idle_timeout_s", set_long, C(web.idle_timeout_s), 60, 86400},
+	{NULL, NULL, 0, 0, 0},
+};
+
 static const struct key action_keys[] = {
 	{"url", set_action_url, A(url), 0, 0},
 	{"method", set_method, A(method), 0, 0},
@@ -762,6 +770,7 @@ static const struct {
 	{"retry", SEC_RETRY, retry_keys},
 	{"notify", SEC_NOTIFY, notify_keys},
 	{"metrics", SEC_METRICS, metrics_keys},
+	{"web", SEC_WEB, web_keys},
 };
 
 const char *
@@ -824,6 +833,7 @@ set_defaults(struct cfg *cfg)
 	cfg->retry.base_ms = 500;
 	cfg->retry.cap_ms = 60000;
 	cfg->retry.max_attempts = 10;
+	cfg->web.idle_timeout_s = 900;
 	cfg->notify.timeout_ms = 2000;
 	cfg->notify.auth = CFG_AUTH_NONE;
 	cfg->authz.auth = CFG_AUTH_NONE;
@@ -838,22 +848,6 @@ set_defaults(struct cfg *cfg)
 
 /* ---- the line reader ---- */
 
-/* inih's own scan, so we split lines exactly as it does: stops at one of
- * chars, or at an inline comment (a prefix right after white space). */
-static char *
-find_chars_or_comment(char *s, const char *chars)
-{
-	int was_space = 0;
-
-	while (*s && (!chars || !strchr(chars, *s)) &&
-	    !(INI_ALLOW_INLINE_COMMENTS && was_space &&
-		strchr(INI_INLINE_COMMENT_PREFIXES, *s))) {
-		was_space = isspace((unsigned char)*s);
-		s++;
-	}
-	return s;
-}
-
 static char *
 trim(char *s)
 {
@@ -866,8 +860,7 @@ trim(char *s)
 }
 
 /* An inline comment: a '#' or ';' right after white space ends the line
- * (`group = workers   # production` is the group `workers`). inih itself
- * knows only ';', and only when built to. */
+ * (`group = workers   # production` is the group `workers`). */
 static void
 cut_inline_comment(char *s)
 {
@@ -881,8 +874,7 @@ cut_inline_comment(char *s)
 static int
 is_comment_start(char ch)
 {
-	return ch != '\0' && (strchr(INI_START_COMMENT_PREFIXES, ch) ||
-	    strchr(INI_INLINE_COMMENT_PREFIXES, ch));
+	return ch == ';' || ch == '#';
 }
 
 static void
@@ -1067,7 +1059,7 @@ open_section(struct ctx *c, char *name)
 static void
 section_header(struct ctx *c, char *s)
 {
-	char *end = find_chars_or_comment(s + 1, "]");
+	char *end = s + 1 + strcspn(s + 1, "]");
 
 	c->sec = SEC_SKIP;
 	if (*end != ']') {
@@ -1105,48 +1097,6 @@ take_line(struct ctx *c, const char **line, size_t *n)
 	*line = p;
 	*n = len;
 	return 1;
-}
-
-/*
- * The ini_reader. Hands inih only "key = value" lines, left-trimmed so none
- * reads as a continuation; everything else it handles itself and passes on
- * as an empty line. A line too long for inih's buffer is reported and
- * skipped whole: inih would cut it and read the rest as a line of its own.
- */
-static char *
-next_line(char *buf, int size, void *stream)
-{
-	struct ctx *c = stream;
-	const char *line;
-	size_t n;
-
-	if (size < 2 || !take_line(c, &line, &n))
-		return NULL;
-	buf[0] = '\0';
-	if (n > (size_t)size - 1) {
-		fail(c, c->lineno, "line longer than %d bytes", size - 1);
-		return buf;
-	}
-	if (memchr(line, '\0', n)) {
-		fail(c, c->lineno, "NUL byte in line");
-		return buf;
-	}
-	memcpy(buf, line, n);
-	buf[n] = '\0';
-	cut_inline_comment(buf);
-	char *s = trim(buf);
-	memmove(buf, s, strlen(s) + 1);
-	if (*buf == '\0' || strchr(INI_START_COMMENT_PREFIXES, *buf))
-		buf[0] = '\0';
-	else if (*buf == '[') {
-		section_header(c, buf);
-		buf[0] = '\0';
-	} else if (*find_chars_or_comment(buf, "=:") == '\0' ||
-	    is_comment_start(*find_chars_or_comment(buf, "=:"))) {
-		fail(c, c->lineno, "expected 'key = value'");
-		buf[0] = '\0';
-	}
-	return buf;
 }
 
 /* ---- the key handler ---- */
@@ -1206,21 +1156,19 @@ removed_why(const char *section, const char *name)
 	return NULL;
 }
 
-static int
-on_key(void *user, const char *section, const char *name, const char *value)
+/* One "name = value" line of the current section. */
+static void
+on_key(struct ctx *c, const char *name, const char *value)
 {
-	struct ctx *c = user;
-
-	(void)section;	/* the reader's is exact; inih cuts names at 49 bytes */
 	if (c->sec == SEC_SKIP)
-		return 1;
+		return;
 	if (c->sec == SEC_NONE) {
 		fail(c, c->lineno, "key '%.*s' before any [section]", SHOW, name);
-		return 1;
+		return;
 	}
 	if (*name == '\0') {
 		fail(c, c->lineno, "missing key name before '='");
-		return 1;
+		return;
 	}
 	const struct key *k = find_key(c->keys, name);
 	if (!k) {
@@ -1235,23 +1183,68 @@ on_key(void *user, const char *section, const char *name, const char *value)
 			    c->secname, near);
 		else
 			fail(c, c->lineno, "unknown key '%.*s' in [%s]", SHOW, name, c->secname);
-		return 1;
+		return;
 	}
 	const struct cfg_keyline *first = find_line(c->cfg, c->secname, name);
 	if (first) {
 		fail(c, c->lineno, "duplicate key '%s' (first at line %d)", name, first->line);
-		return 1;
+		return;
 	}
 	if (!record_line(c, c->secname, name))
-		return 1;
+		return;
 	if (*value == '\0') {
 		fail(c, c->lineno, "%s: empty value", name);
-		return 1;
+		return;
 	}
 	char *base = c->sec == SEC_ACTION ? (char *)&c->cfg->actions[c->action] :
 	    c->sec == SEC_ROLE ? (char *)&c->cfg->roles[c->action] : (char *)c->cfg;
 	(void)k->set(c, k, base + k->off, value);
-	return 1;
+}
+
+/* ---- the line reader ---- */
+
+/*
+ * Every line of the text, in order: comments and blank lines skipped,
+ * section headers opened, each "key = value" (or "key: value") handed to
+ * on_key with both sides trimmed; anything else is an error at its line and
+ * reading goes on, so one pass reports every syntax error. A line is
+ * left-trimmed first, so an indented line is an ordinary key and never a
+ * continuation; one longer than LINE_BUF - 1 bytes is refused whole.
+ */
+static void
+read_lines(struct ctx *c)
+{
+	char buf[LINE_BUF];
+	const char *line;
+	size_t n;
+
+	while (!c->nomem && take_line(c, &line, &n)) {
+		if (n > sizeof buf - 1) {
+			fail(c, c->lineno, "line longer than %d bytes", (int)sizeof buf - 1);
+			continue;
+		}
+		if (memchr(line, '\0', n)) {
+			fail(c, c->lineno, "NUL byte in line");
+			continue;
+		}
+		memcpy(buf, line, n);
+		buf[n] = '\0';
+		cut_inline_comment(buf);
+		char *s = trim(buf);
+		if (*s == '\0' || is_comment_start(*s))
+			continue;
+		if (*s == '[') {
+			section_header(c, s);
+			continue;
+		}
+		char *eq = s + strcspn(s, "=:");
+		if (*eq == '\0') {
+			fail(c, c->lineno, "expected 'key = value'");
+			continue;
+		}
+		*eq = '\0';
+		on_key(c, trim(s), trim(eq + 1));
+	}
 }
 
 /* ---- rules between keys, once the file is read ---- */
@@ -1306,9 +1299,7 @@ static void
 finish_sentinel(struct ctx *c)
 {
 	struct cfg *cfg = c->cfg;
-	struct sentinel_addr a[SENTINEL_MAX];
 	char why[160];
-	size_t n;
 
 	if (cfg->redis.sentinels == NULL) {
 		if (cfg->redis.master_name || cfg->redis.sentinel_password_file)
@@ -1317,8 +1308,11 @@ finish_sentinel(struct ctx *c)
 			    cfg->redis.master_name ? "master_name" : "sentinel_password_file");
 		return;
 	}
-	if (sentinel_parse_list(cfg->redis.sentinels, a, &n, why, sizeof why) < 0)
+	if (hostport_parse_list(cfg->redis.sentinels, cfg->redis.sentinel_addr,
+	    &cfg->redis.n_sentinel_addr, why, sizeof why) < 0) {
+		cfg->redis.n_sentinel_addr = 0;
 		fail(c, cfg_line_of(cfg, "redis", "sentinels"), "sentinels: %s", why);
+	}
 	if (cfg->redis.master_name == NULL)
 		fail(c, cfg_line_of(cfg, "redis", "sentinels"), "sentinels needs master_name");
 	if (cfg->redis.socket != NULL)
@@ -1334,9 +1328,7 @@ static void
 finish_cluster(struct ctx *c)
 {
 	struct cfg *cfg = c->cfg;
-	struct sentinel_addr a[SENTINEL_MAX];
 	char why[160];
-	size_t n;
 
 	if (cfg->redis.shards > 0 && (strchr(cfg->redis.prefix, '{') ||
 	    strchr(cfg->redis.prefix, '}')))
@@ -1344,14 +1336,17 @@ finish_cluster(struct ctx *c)
 		    "with shards the prefix takes no braces: shard i is {prefix:i}");
 	if (cfg->redis.cluster == NULL)
 		return;
-	if (sentinel_parse_list(cfg->redis.cluster, a, &n, why, sizeof why) < 0)
+	if (hostport_parse_list(cfg->redis.cluster, cfg->redis.cluster_addr,
+	    &cfg->redis.n_cluster_addr, why, sizeof why) < 0) {
+		cfg->redis.n_cluster_addr = 0;
 		fail(c, cfg_line_of(cfg, "redis", "cluster"), "cluster: %s", why);
+	}
 	if (cfg->redis.socket != NULL || cfg->redis.sentinels != NULL)
 		fail(c, cfg_line_of(cfg, "redis", "cluster"),
 		    "cluster excludes socket and sentinels: the cluster names its nodes");
 	if (cfg->redis.db != 0)
 		fail(c, cfg_line_of(cfg, "redis", "db"), "a Redis Cluster has only db 0");
-	if (cfg->redis.shards == 0 && !cluster_has_tag(cfg->redis.prefix))
+	if (cfg->redis.shards == 0 && !shard_has_tag(cfg->redis.prefix))
 		fail(c, cfg_line_of(cfg, "redis", "prefix"),
 		    "on a cluster the prefix needs a hash tag (e.g. {%.*s}) or shards must be set: "
 		    "each script's keys must share one slot", SHOW, cfg->redis.prefix);
@@ -1620,9 +1615,9 @@ static void
 finish_plaintext(struct ctx *c)
 {
 	const struct cfg *cfg = c->cfg;
-	struct sentinel_addr a[SENTINEL_MAX];
-	char why[160];
-	size_t n = 0;
+	struct hostport one;
+	const struct hostport *a = &one;
+	size_t n = 1;
 
 	if (cfg->redis.allow_plaintext || cfg->redis.socket != NULL || cfg->redis.tls)
 		return;
@@ -1633,13 +1628,15 @@ finish_plaintext(struct ctx *c)
 		pw = cfg->redis.sentinel_password_file;
 	if (pw == NULL)
 		return;
-	if (cfg->redis.cluster || cfg->redis.sentinels) {
-		if (sentinel_parse_list(cfg->redis.cluster ? cfg->redis.cluster :
-		    cfg->redis.sentinels, a, &n, why, sizeof why) < 0)
-			return;	/* reported where the list is checked */
+	/* a list that did not parse has no entry: reported where it is checked */
+	if (cfg->redis.cluster) {
+		a = cfg->redis.cluster_addr;
+		n = cfg->redis.n_cluster_addr;
+	} else if (cfg->redis.sentinels) {
+		a = cfg->redis.sentinel_addr;
+		n = cfg->redis.n_sentinel_addr;
 	} else {
-		snprintf(a[0].host, sizeof a[0].host, "%s", cfg->redis.host);
-		n = 1;
+		snprintf(one.host, sizeof one.host, "%s", cfg->redis.host);
 	}
 	for (size_t i = 0; i < n; i++) {
 		size_t len = strlen(a[i].host);
@@ -1705,12 +1702,11 @@ static void
 finish_metrics(struct ctx *c)
 {
 	struct cfg *cfg = c->cfg;
-	struct metrics_addr addr;
 	char why[256];
 
 	if (cfg->metrics.listen &&
-	    metrics_listen_parse(cfg->metrics.listen, cfg->metrics.allow_remote, &addr, why,
-		sizeof why) < 0)
+	    listen_parse(cfg->metrics.listen, cfg->metrics.allow_remote,
+		&cfg->metrics.listen_addr, why, sizeof why) < 0)
 		fail(c, cfg_line_of(cfg, "metrics", "listen"), "listen: %s", why);
 }
 
@@ -1751,9 +1747,7 @@ cfg_parse(const char *name, const char *text, size_t len, const struct cfg_env *
 	    !(cfg->dir = strdup(env->dir ? env->dir : "."))) {
 		c.nomem = 1;
 	} else {
-		int rc = ini_parse_stream(next_line, &c, on_key, &c);
-		if (rc != 0 && errs->n == c.errs_before)	/* the reader missed one */
-			fail(&c, rc > 0 ? rc : 0, "cannot parse");
+		read_lines(&c);
 	}
 	if (!c.nomem) {	/* a half-made action has no name to check */
 		finish_daemon(&c, env->host);
@@ -1829,6 +1823,10 @@ cfg_free(struct cfg *cfg)
 	free(cfg->notify.webhook_url);
 	free(cfg->notify.bearer_file);
 	free(cfg->metrics.listen);
+	free(cfg->web.listen);
+	free(cfg->web.tls_cert_file);
+	free(cfg->web.tls_key_file);
+	free(cfg->web.users_file);
 	for (size_t i = 0; i < cfg->nactions; i++) {
 		free(cfg->actions[i].name);
 		free(cfg->actions[i].url);

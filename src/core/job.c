@@ -15,6 +15,7 @@
 #include "base/dec.h"
 #include "base/names.h"
 #include "base/wtime.h"
+#include "base/wwwauth.h"
 
 #define RETRY_AFTER_MAX_S	86400	/* a day: longer is past any sane deadline */
 
@@ -206,96 +207,12 @@ job_retry_after_ms(const char *value, int64_t now_ms)
 	return at > now_ms ? at - now_ms : 0;
 }
 
-/* RFC 9110 §5.6.2 tchar. */
-static int
-tchar(unsigned char c)
-{
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-	    (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
-}
-
-static const char *
-skip_ows(const char *p)
-{
-	while (*p == ' ' || *p == '\t')
-		p++;
-	return p;
-}
-
-/*
- * Reads an auth-param value (token or quoted-string) at p into val (size n,
- * truncated) and returns the position after it.
- */
-static const char *
-read_value(const char *p, char *val, size_t n)
-{
-	size_t len = 0;
-
-	if (*p == '"') {
-		for (p++; *p && *p != '"'; p++) {
-			if (*p == '\\' && p[1])
-				p++;
-			if (len + 1 < n)
-				val[len++] = *p;
-		}
-		if (*p == '"')
-			p++;
-	} else {
-		for (; tchar((unsigned char)*p) || *p == '/' || *p == '='; p++)
-			if (len + 1 < n)
-				val[len++] = *p;
-	}
-	val[len] = '\0';
-	return p;
-}
-
-/*
- * Walks the challenges of a WWW-Authenticate value: a token not followed by
- * '=' opens a challenge (its scheme), a token followed by '=' is a parameter
- * of the current one. Quoted strings are read whole, so text inside them
- * never matches.
- */
+/* Bearer error="invalid_token" (RFC 6750 §3.1), read by the one
+ * WWW-Authenticate reader. */
 int
 job_www_auth_invalid_token(const char *value)
 {
-	const char *p = value;
-	int bearer = 0;
-
-	if (value == NULL)
-		return 0;
-	while (*p) {
-		const char *name = p;
-		size_t name_len;
-		char val[64];
-
-		if (*p == '"') {
-			p = read_value(p, val, sizeof val);	/* stray: skipped whole */
-			continue;
-		}
-		if (!tchar((unsigned char)*p)) {
-			p++;	/* commas, blanks, stray bytes */
-			continue;
-		}
-		while (tchar((unsigned char)*p))
-			p++;
-		name_len = (size_t)(p - name);
-		p = skip_ows(p);
-		if (*p != '=') {
-			bearer = name_len == 6 && strncasecmp(name, "Bearer", 6) == 0;
-			continue;
-		}
-		p = skip_ows(p + 1);
-		if (*p == '=' || *p == ',' || *p == '\0') {
-			while (*p == '=')
-				p++;	/* the padding of a token68 */
-			continue;
-		}
-		p = read_value(p, val, sizeof val);
-		if (bearer && name_len == 5 && strncasecmp(name, "error", 5) == 0 &&
-		    strcmp(val, "invalid_token") == 0)
-			return 1;
-	}
-	return 0;
+	return wwwauth_has(value, "Bearer", "error", "invalid_token");
 }
 
 /* ---- transitions ---- */

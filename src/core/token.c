@@ -15,6 +15,7 @@
 #include <sys/random.h>
 
 #include "jose/b64url.h"
+#include "jose/jws.h"
 
 /* Larger lifetimes are cut down to this (ten years): keeps ms in range. */
 #define LIFETIME_MAX_S	(10LL * 365 * 24 * 3600)
@@ -51,16 +52,16 @@ claim_s(const json_t *claims, const char *name)
 static int64_t
 jwt_exp_s(const char *token, int64_t *iat_s)
 {
-	const char *dot1 = token ? strchr(token, '.') : NULL;
-	const char *dot2 = dot1 ? strchr(dot1 + 1, '.') : NULL;
+	struct jws_segments seg;
 	unsigned char *payload;
 	size_t len;
 	int64_t exp = -1;
 
 	*iat_s = -1;
-	if (dot2 == NULL || strchr(dot2 + 1, '.') != NULL)
+	if (jws_segments(token, &seg) < 0)
 		return -1;
-	if (b64url_decode_lax(dot1 + 1, (size_t)(dot2 - dot1 - 1), &payload, &len) != 0)
+	/* lax: an IdP's token is read for its exp, not verified */
+	if (b64url_decode_lax(seg.at[1], seg.len[1], &payload, &len) != 0)
 		return -1;
 	json_t *claims = json_loadb((const char *)payload, len, 0, NULL);
 	exp = claim_s(claims, "exp");

@@ -16,6 +16,7 @@
 #include "jose/b64url.h"
 #include "jose/jws.h"
 #include "base/rnd.h"
+#include "base/wwwauth.h"
 
 #define JTI_BYTES	16
 #define ORIGIN_MAX	300
@@ -101,18 +102,45 @@ authority_end(const char *url, size_t *scheme_len)
 	return p + strcspn(p, "/?#");
 }
 
+/* Where the host starts: after "scheme://" and any userinfo ("user:pw@"),
+ * which is no part of an origin or an htu (RFC 9449 §4.2 compares scheme,
+ * host, port and path; a password must never reach a proof). */
+static const char *
+host_start(const char *url, size_t scheme_len, const char *end)
+{
+	const char *p = url + scheme_len + 3, *at = NULL;
+
+	for (const char *q = p; q < end; q++)
+		if (*q == '@')
+			at = q;
+	return at != NULL ? at + 1 : p;
+}
+
+/* scheme "://" host[:port] then `rest` bytes from end, into out. */
+static int
+without_userinfo(const char *url, size_t sl, const char *end, size_t rest, char *out, size_t n)
+{
+	const char *host = host_start(url, sl, end);
+	size_t head = sl + 3, len = head + (size_t)(end - host) + rest;
+
+	if (host == end || len + 1 > n)
+		return -1;
+	memcpy(out, url, head);
+	memcpy(out + head, host, (size_t)(end - host) + rest);
+	out[len] = '\0';
+	return 0;
+}
+
 int
 dpop_origin(const char *url, char *out, size_t n)
 {
 	size_t sl;
 	const char *end = url ? authority_end(url, &sl) : NULL;
-	size_t len = end ? (size_t)(end - url) : 0;
 
-	if (end == NULL || len + 1 > n)
+	if (end == NULL || without_userinfo(url, sl, end, 0, out, n) != 0)
 		return -1;
-	for (size_t i = 0; i < len; i++)
-		out[i] = (char)tolower((unsigned char)url[i]);
-	out[len] = '\0';
+	for (char *c = out; *c != '\0'; c++)
+		*c = (char)tolower((unsigned char)*c);
 	return 0;
 }
 
@@ -121,16 +149,10 @@ dpop_htu(const char *url, char *out, size_t n)
 {
 	size_t sl;
 	const char *end = url ? authority_end(url, &sl) : NULL;
-	size_t len;
 
 	if (end == NULL)
 		return -1;
-	len = (size_t)(end - url) + strcspn(end, "?#");
-	if (len + 1 > n)
-		return -1;
-	memcpy(out, url, len);
-	out[len] = '\0';
-	return 0;
+	return without_userinfo(url, sl, end, strcspn(end, "?#"), out, n);
 }
 
 char *
@@ -225,80 +247,8 @@ dpop_proof_free(char *proof)
 
 /* ---- WWW-Authenticate: DPoP error="..." ---- */
 
-static int
-tchar(unsigned char c)
-{
-	return isalnum(c) || (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
-}
-
-/* A token or quoted-string at p into val (cut to n); returns what follows. */
-static const char *
-read_val(const char *p, char *val, size_t n)
-{
-	size_t k = 0;
-
-	if (*p == '"') {
-		for (p++; *p && *p != '"'; p++) {
-			if (*p == '\\' && p[1])
-				p++;
-			if (k + 1 < n)
-				val[k++] = *p;
-		}
-		if (*p == '"')
-			p++;
-	} else {
-		for (; tchar((unsigned char)*p); p++)
-			if (k + 1 < n)
-				val[k++] = *p;
-	}
-	val[k] = '\0';
-	return p;
-}
-
 int
 dpop_challenge_error(const char *value, char *out, size_t n)
 {
-	const char *p = value;
-	int in_dpop = 0;
-
-	if (value == NULL || n == 0)
-		return -1;
-	while (*p) {
-		const char *name = p;
-		size_t len;
-		char val[128];
-
-		if (*p == '"') {
-			p = read_val(p, val, sizeof val);
-			continue;
-		}
-		if (!tchar((unsigned char)*p)) {
-			p++;
-			continue;
-		}
-		while (tchar((unsigned char)*p))
-			p++;
-		len = (size_t)(p - name);
-		while (*p == ' ' || *p == '\t')
-			p++;
-		if (*p != '=') {
-			/* a scheme name starts a challenge */
-			in_dpop = len == 4 && strncasecmp(name, "DPoP", 4) == 0;
-			continue;
-		}
-		p++;
-		while (*p == ' ' || *p == '\t')
-			p++;
-		if (*p == '=' || *p == ',' || *p == '\0') {
-			while (*p == '=')
-				p++;
-			continue;
-		}
-		p = read_val(p, val, sizeof val);
-		if (in_dpop && len == 5 && strncasecmp(name, "error", 5) == 0) {
-			snprintf(out, n, "%s", val);
-			return 0;
-		}
-	}
-	return -1;
+	return wwwauth_param(value, "DPoP", "error", out, n);
 }

@@ -414,18 +414,34 @@ jws_parts_clear(struct jws_parts *p)
 }
 
 int
-jws_split(const char *raw, struct jws_parts *p)
+jws_segments(const char *compact, struct jws_segments *s)
 {
 	const char *dot1, *dot2;
 
-	memset(p, 0, sizeof *p);
-	if (raw == NULL || (dot1 = strchr(raw, '.')) == NULL ||
+	if (compact == NULL || (dot1 = strchr(compact, '.')) == NULL ||
 	    (dot2 = strchr(dot1 + 1, '.')) == NULL || strchr(dot2 + 1, '.') != NULL)
 		return -1;
-	p->input_len = (size_t)(dot2 - raw);
-	if (b64url_decode(raw, (size_t)(dot1 - raw), &p->header, &p->header_len) != 0 ||
-	    b64url_decode(dot1 + 1, (size_t)(dot2 - dot1 - 1), &p->payload, &p->payload_len) != 0 ||
-	    b64url_decode(dot2 + 1, strlen(dot2 + 1), &p->sig, &p->sig_len) != 0) {
+	s->at[0] = compact;
+	s->len[0] = (size_t)(dot1 - compact);
+	s->at[1] = dot1 + 1;
+	s->len[1] = (size_t)(dot2 - dot1 - 1);
+	s->at[2] = dot2 + 1;
+	s->len[2] = strlen(dot2 + 1);
+	return 0;
+}
+
+int
+jws_split(const char *raw, struct jws_parts *p)
+{
+	struct jws_segments s;
+
+	memset(p, 0, sizeof *p);
+	if (jws_segments(raw, &s) < 0)
+		return -1;
+	p->input_len = s.len[0] + 1 + s.len[1];
+	if (b64url_decode(s.at[0], s.len[0], &p->header, &p->header_len) != 0 ||
+	    b64url_decode(s.at[1], s.len[1], &p->payload, &p->payload_len) != 0 ||
+	    b64url_decode(s.at[2], s.len[2], &p->sig, &p->sig_len) != 0) {
 		jws_parts_clear(p);
 		return -1;
 	}

@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 
-#include "redis/rtls.h"
+
+#include "core/shard.h"
 
 #define NO_NODE 0xffff
 
@@ -32,39 +32,14 @@ cluster_crc16(const char *buf, size_t len)
 	return crc;
 }
 
-/* The hash tag of key: *start and *n set when it has a non-empty one. */
-static int
-find_tag(const char *key, size_t len, size_t *start, size_t *n)
-{
-	const char *open = memchr(key, '{', len);
-
-	if (open == NULL)
-		return 0;
-	size_t s = (size_t)(open - key) + 1;
-	const char *close = memchr(key + s, '}', len - s);
-	if (close == NULL || close == key + s)
-		return 0;	/* no '}', or "{}": the whole key is hashed */
-	*start = s;
-	*n = (size_t)(close - (key + s));
-	return 1;
-}
-
 unsigned
 cluster_key_slot(const char *key, size_t len)
 {
 	size_t s, n;
 
-	if (find_tag(key, len, &s, &n))
+	if (shard_tag(key, len, &s, &n))
 		return cluster_crc16(key + s, n) & (CLUSTER_SLOTS - 1);
 	return cluster_crc16(key, len) & (CLUSTER_SLOTS - 1);
-}
-
-int
-cluster_has_tag(const char *key)
-{
-	size_t s, n;
-
-	return find_tag(key, strlen(key), &s, &n);
 }
 
 uint32_t
@@ -168,6 +143,15 @@ cluster_map_keep(struct cluster_map *m, int (*keep)(void *arg, const struct clus
 	return gone;
 }
 
+/* 1 when r is the string s, length included: every reply string is
+ * length-delimited, and one with a NUL byte is never another name. */
+static int
+is_str(const redisReply *r, const char *s)
+{
+	return r && r->type == REDIS_REPLY_STRING && r->len == strlen(s) &&
+	    memcmp(r->str, s, r->len) == 0;
+}
+
 /* In a flat field/value array, the value of field, or NULL. */
 static const redisReply *
 field(const redisReply *r, const char *name)
@@ -175,23 +159,18 @@ field(const redisReply *r, const char *name)
 	if (r == NULL || r->type != REDIS_REPLY_ARRAY)
 		return NULL;
 	for (size_t i = 0; i + 1 < r->elements; i += 2)
-		if (r->element[i]->type == REDIS_REPLY_STRING && strcmp(r->element[i]->str, name) == 0)
+		if (is_str(r->element[i], name))
 			return r->element[i + 1];
 	return NULL;
 }
 
-static int
-is_str(const redisReply *r, const char *s)
-{
-	return r && r->type == REDIS_REPLY_STRING && strcmp(r->str, s) == 0;
-}
 
 /* A usable address string: not absent, empty or "?" (unknown). */
 static const char *
 addr_of(const redisReply *r)
 {
 	if (r == NULL || r->type != REDIS_REPLY_STRING || r->len == 0 || is_str(r, "?") ||
-	    r->len >= CLUSTER_HOST_MAX)
+	    r->len >= CLUSTER_HOST_MAX || strlen(r->str) != r->len)
 		return NULL;
 	return r->str;
 }
@@ -331,73 +310,4 @@ cluster_map_apply(struct cluster_map *m, const struct cluster_redirect *rd)
 		return 0;
 	m->owner[rd->slot] = (uint16_t)idx;
 	return 1;
-}
-
-/* ---- the shell: asking a node for the map ---- */
-
-static int
-ask(struct rtls_ctx *tls, struct cluster_map *m, const char *host, int port,
-    const char *username, const char *password, long timeout_ms, char *why, size_t whylen)
-{
-	struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-	redisContext *c = rtls_redis_connect(tls, host, port, timeout_ms);
-	redisReply *r = NULL;
-	int rc = -1;
-
-	if (c == NULL || c->err) {
-		snprintf(why, whylen, "%s:%d: %s", host, port, c ? c->errstr : "out of memory");
-		goto out;
-	}
-	redisSetTimeout(c, tv);
-	if (password != NULL) {
-		r = username ? redisCommand(c, "AUTH %s %s", username, password) :
-		    redisCommand(c, "AUTH %s", password);
-		if (r == NULL || r->type == REDIS_REPLY_ERROR) {
-			snprintf(why, whylen, "%s:%d: AUTH refused", host, port);
-			goto out;
-		}
-		freeReplyObject(r);
-	}
-	r = redisCommand(c, "CLUSTER SHARDS");
-	if (cluster_map_parse_shards(m, r, host) == 0)
-		rc = 0;
-	else
-		snprintf(why, whylen, "%s:%d: %s", host, port, r == NULL ? c->errstr :
-		    r->type == REDIS_REPLY_ERROR ? r->str : "unexpected CLUSTER SHARDS reply");
-out:
-	freeReplyObject(r);
-	redisFree(c);
-	return rc;
-}
-
-int
-cluster_refresh(struct cluster_map *m, const struct sentinel_addr *seeds, size_t nseeds,
-		const char *username, const char *password, long timeout_ms, char *err,
-		size_t errlen)
-{
-	return cluster_refresh_tls(NULL, m, seeds, nseeds, username, password, timeout_ms, err,
-	    errlen);
-}
-
-int
-cluster_refresh_tls(struct rtls_ctx *tls, struct cluster_map *m,
-		    const struct sentinel_addr *seeds, size_t nseeds, const char *username,
-		    const char *password, long timeout_ms, char *err, size_t errlen)
-{
-	struct cluster_node known[CLUSTER_NODES_MAX];
-	size_t nknown = cluster_map_nodes(m, known, CLUSTER_NODES_MAX);
-
-	cluster_map_use_tls(m, tls != NULL);
-	char why[200] = "no node to ask";
-
-	for (size_t i = 0; i < nknown; i++)
-		if (ask(tls, m, known[i].host, known[i].port, username, password, timeout_ms, why,
-		    sizeof why) == 0)
-			return 0;
-	for (size_t i = 0; i < nseeds; i++)
-		if (ask(tls, m, seeds[i].host, seeds[i].port, username, password, timeout_ms, why,
-		    sizeof why) == 0)
-			return 0;
-	snprintf(err, errlen, "no cluster node answered CLUSTER SHARDS (last: %s)", why);
-	return -1;
 }

@@ -24,8 +24,8 @@
 #include "redis/sentinel.h"
 #include "base/wtime.h"
 
-#define ASK_MAX		(SENTINEL_MAX + CLUSTER_NODES_MAX)
-_Static_assert(CLUSTER_HOST_MAX == SENTINEL_HOST_MAX, "a node's host is a sentinel_addr's");
+#define ASK_MAX		(HOSTPORT_MAX + CLUSTER_NODES_MAX)
+_Static_assert(CLUSTER_HOST_MAX == HOSTPORT_HOST_MAX, "a node's host is a sentinel_addr's");
 #define FRESH_MS	1000	/* an answer this recent serves a connect */
 
 enum mode { M_NONE, M_SENTINEL, M_CLUSTER };
@@ -33,22 +33,22 @@ enum mode { M_NONE, M_SENTINEL, M_CLUSTER };
 struct disc {
 	struct disc_opts o;	/* the strings below are our copies */
 	enum mode mode;
-	struct sentinel_addr sentinels[SENTINEL_MAX], seeds[SENTINEL_MAX];
+	struct hostport sentinels[HOSTPORT_MAX], seeds[HOSTPORT_MAX];
 	size_t nsentinels, nseeds;
 	char *master_name, *username;
 	struct allowlist *allow;
 	struct cluster_map *map;
-	char primary[SENTINEL_HOST_MAX];	/* Sentinel: the answer; port 0: none */
+	char primary[HOSTPORT_HOST_MAX];	/* Sentinel: the answer; port 0: none */
 	int primary_port;
 	int64_t answered_at;	/* wtime_mono_ms of the last lookup's end; 0: stale */
 
 	/* the lookup under way */
 	int active;
-	struct sentinel_addr ask[ASK_MAX];
+	struct hostport ask[ASK_MAX];
 	size_t nask, iask;
 	struct rconn *rc;	/* the node being asked */
 	int decided, found;
-	char cand[SENTINEL_HOST_MAX];	/* a sentinel's answer, before it is taken */
+	char cand[HOSTPORT_HOST_MAX];	/* a sentinel's answer, before it is taken */
 	int cand_port;
 	char why[200];
 	ev_timer step, deadline, poll;
@@ -64,7 +64,7 @@ decide(struct disc *d, int found, const char *why)
 	d->decided = 1;
 	d->found = found;
 	if (!found && why != NULL) {
-		const struct sentinel_addr *a = &d->ask[d->iask - 1];
+		const struct hostport *a = &d->ask[d->iask - 1];
 		snprintf(d->why, sizeof d->why, "%s:%d: %s", a->host, a->port, why);
 	}
 	ev_timer_set(&d->step, 0.0, 0.0);
@@ -131,7 +131,7 @@ on_asked_state(struct rconn *rc, int up, void *arg)
 }
 
 static void
-ask_one(struct disc *d, const struct sentinel_addr *a)
+ask_one(struct disc *d, const struct hostport *a)
 {
 	int sentinel = d->mode == M_SENTINEL;
 	struct rconn_opts o = {
@@ -362,6 +362,12 @@ disc_count_refused_in(struct disc *d, long long *counter)
 		allowlist_count_in(d->allow, counter);
 }
 
+const char *
+disc_error(const struct disc *d)
+{
+	return d != NULL && !d->active && !d->found && d->answered_at != 0 ? d->why : "";
+}
+
 void
 disc_start(struct disc *d)
 {
@@ -373,12 +379,10 @@ disc_start(struct disc *d)
 }
 
 struct allowlist *
-disc_allowlist_of(const char *allow_hosts, const char *host, const char *sentinels,
-		  const char *cluster, char *err, size_t errlen)
+disc_allowlist_of(const char *allow_hosts, const char *host, const struct hostport *nodes,
+		  size_t n, char *err, size_t errlen)
 {
-	struct sentinel_addr a[SENTINEL_MAX];
-	size_t n = 0;
-	int widen = (sentinels != NULL || cluster != NULL) && allow_hosts == NULL;
+	int widen = n > 0 && allow_hosts == NULL;
 	struct allowlist *al = allowlist_new();
 
 	if (al == NULL)
@@ -391,11 +395,8 @@ disc_allowlist_of(const char *allow_hosts, const char *host, const char *sentine
 	}
 	if (host != NULL && allowlist_add_host(al, host, 0) < 0)
 		goto oom;
-	if ((sentinels != NULL || cluster != NULL) &&
-	    sentinel_parse_list(sentinels != NULL ? sentinels : cluster, a, &n, err, errlen) < 0)
-		goto fail;
 	for (size_t i = 0; i < n; i++)
-		if (allowlist_add_host(al, a[i].host, widen) < 0)
+		if (allowlist_add_host(al, nodes[i].host, widen) < 0)
 			goto oom;
 	return al;
 oom:
@@ -429,19 +430,24 @@ disc_new(const struct disc_opts *o, char *err, size_t errlen)
 		return NULL;
 	}
 	d->o = *o;
-	d->o.sentinels = d->o.cluster = d->o.master_name = d->o.username = NULL;
+	d->o.sentinels = d->o.seeds = NULL;
+	d->o.master_name = d->o.username = NULL;
 	d->o.host = d->o.allow_hosts = NULL;
 	init_timer(d, &d->step, on_step);
 	init_timer(d, &d->deadline, on_deadline);
 	init_timer(d, &d->poll, on_poll);
-	if (o->sentinels != NULL) {
+	if (o->nsentinels > HOSTPORT_MAX || o->nseeds > HOSTPORT_MAX) {
+		snprintf(err, errlen, "more than %d sentinels or seeds", HOSTPORT_MAX);
+		goto fail;
+	}
+	if (o->nsentinels > 0) {
 		d->mode = M_SENTINEL;
-		if (sentinel_parse_list(o->sentinels, d->sentinels, &d->nsentinels, err, errlen) < 0)
-			goto fail;
-	} else if (o->cluster != NULL) {
+		d->nsentinels = o->nsentinels;
+		memcpy(d->sentinels, o->sentinels, o->nsentinels * sizeof d->sentinels[0]);
+	} else if (o->nseeds > 0) {
 		d->mode = M_CLUSTER;
-		if (sentinel_parse_list(o->cluster, d->seeds, &d->nseeds, err, errlen) < 0)
-			goto fail;
+		d->nseeds = o->nseeds;
+		memcpy(d->seeds, o->seeds, o->nseeds * sizeof d->seeds[0]);
 	}
 	if (copy_str(&d->master_name, o->master_name) < 0 ||
 	    copy_str(&d->username, o->username) < 0 ||
@@ -451,8 +457,9 @@ disc_new(const struct disc_opts *o, char *err, size_t errlen)
 	}
 	if (d->map != NULL)
 		cluster_map_use_tls(d->map, o->tls != NULL);
-	if ((d->allow = disc_allowlist_of(o->allow_hosts, o->host, o->sentinels, o->cluster, err,
-	    errlen)) == NULL)
+	if ((d->allow = disc_allowlist_of(o->allow_hosts, o->host,
+	    d->mode == M_SENTINEL ? d->sentinels : d->seeds,
+	    d->mode == M_SENTINEL ? d->nsentinels : d->nseeds, err, errlen)) == NULL)
 		goto fail;
 	return d;
 fail:

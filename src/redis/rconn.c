@@ -1,29 +1,45 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * rconn: an asynchronous Redis connection on libev, over hiredis 0.14.1.
+ * rconn: an asynchronous Redis connection on libev. hiredis 0.14.1 gives
+ * only its reader (with rreply's objects) and its command formatter; rconn
+ * owns the socket: one link (rtls.h: clear text or TLS), one ev_io on it,
+ * an output buffer, and the FIFO of commands sent.
  *
- * Life of one hiredis context (rc->ac): start_connect() creates it; hiredis
- * calls on_connect(), we send AUTH/SELECT, their replies end in became_up().
- * It ends in exactly one call of conn_gone(): from on_connect() on a failed
- * connect, from on_disconnect() (hiredis frees the context right after), or
- * from drop() when hiredis had nothing to report. conn_gone() arms the
- * reconnect timer.
+ * Life of one connection (rc->link): start_connect() makes the link and
+ * watches it for writing; on_io() drives its connect and TLS handshake
+ * (link_up() then sends AUTH/SELECT/ROLE, whose replies end in
+ * became_up()). It ends in exactly one call of conn_gone(), which closes
+ * the link: from start_connect() or on_io() when the link failed or the
+ * server sent what is not RESP (or too much of it), or from drop() (our
+ * timers, rconn_free()). conn_gone() arms the reconnect timer.
  *
- * Every command handed to hiredis carries a struct rc_cmd as privdata and
- * sits in rc's queue until hiredis calls on_reply() for it, which hiredis
- * does exactly once: with the reply, or with NULL while it tears the
- * context down (__redisAsyncFree). So the user callback runs exactly once,
- * and never after rconn_free(), which frees the context before returning.
+ * Exactly once. A command accepted is appended to the output buffer and
+ * its struct rc_cmd to rc->sent, in the same order, in one step (cmd_send):
+ * so the n-th reply read belongs to the n-th entry. A reply is handed to
+ * on_reply() for the queue's head only, which finish() unlinks before the
+ * callback runs; a NOSCRIPT resend or an -ASK hand-over moves the entry
+ * (to the tail, or to the side connection, which then owes the callback)
+ * instead. conn_gone() runs finish(NULL) for every entry left, after the
+ * link is closed and before anything else can be queued on it (up is 0).
+ * rconn_free() drops the connection, so every callback ran before it
+ * returns, and none can after: the entries are gone with it. So each
+ * callback runs once: with its reply, or with NULL.
  *
- * hiredis 0.14 must not free a context from inside its own callbacks, so we
- * only ever call redisAsyncFree() from our own ev_timers (drop()) or from
- * rconn_free(); a reply callback that wants the connection gone arms
- * drop_timer at 0 instead.
+ * Callbacks nest (a reply's callback queues commands, re-AUTHs, asks for a
+ * reconnect); nothing is freed inside them: the reply loop checks rc->gen
+ * after each callback, a drop asked for inside one arms drop_timer at 0,
+ * the side connection is freed from its own timer, and rconn_free() inside
+ * a callback of its rconn is a caller bug (asserted: rc->depth).
+ *
+ * What a reply may make rconn buffer is capped (RCONN_REPLY_MAX_BYTES): a
+ * broken or hostile server announcing "$<huge>" or sending without end
+ * gets redis.error kind=TOOBIG and the connection is dropped.
  */
 #define _DEFAULT_SOURCE		/* strdup, strncasecmp */
 #include "redis/rconn.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -33,8 +49,6 @@
 #include <sys/queue.h>
 
 #include <hiredis/hiredis.h>
-#include <hiredis/async.h>
-#include <hiredis/adapters/libev.h>
 #include <openssl/evp.h>
 
 #include "base/backoff.h"
@@ -86,7 +100,6 @@ struct rconn {
 	void *auth_arg;
 	struct allowlist *allow;	/* borrowed */
 	struct rtls_ctx *tls_ctx;	/* borrowed; NULL: clear text */
-	struct rtls_conn *tls;		/* this attempt's TLS, until conn_gone() */
 	enum rconn_role role;
 	int once;		/* one attempt, no reconnect */
 	int resolving;		/* waiting for rconn_resolved() */
@@ -99,7 +112,15 @@ struct rconn {
 					   before the latest AUTH */
 	char qname[64];		/* the name, ready for a log line */
 
-	redisAsyncContext *ac;	/* NULL between connections */
+	/* The connection: its link (NULL between connections), the one
+	 * watcher on its socket, what is still to be written, the reader. */
+	struct rtls_conn *link;
+	int linked;		/* the link is ready: the handshake runs or ran */
+	int read_wants_write;	/* TLS: the last read waits for the socket to be writable */
+	ev_io io;
+	char *obuf;		/* owned; bytes [ooff, olen) are still to be written */
+	size_t olen, ooff, ocap;
+	redisReader *reader;	/* owned; NULL between connections */
 	unsigned gen;		/* bumped by every conn_gone() */
 	unsigned attempt;	/* connect attempts since the last success */
 	int up;			/* commands are accepted */
@@ -148,8 +169,8 @@ struct auth_sent {
 static const char *const expected_errors[] = {"BUSYGROUP", "NOSCRIPT"};
 
 static void start_connect(struct rconn *rc);
-static void on_tls_ready(void *arg, int ok, const char *err);
-static int open_context(struct rconn *rc, redisAsyncContext *ac);
+static void start_handshake(struct rconn *rc);
+static void on_reply(struct rconn *rc, struct rc_cmd *c, redisReply *reply);
 static void drop(struct rconn *rc, const char *why);
 static void close_side(struct rconn *rc);
 static void free_side(struct rconn *rc);
@@ -194,6 +215,71 @@ static void
 cmd_free(struct rc_cmd *c)
 {
 	free(c);
+}
+
+/* The socket. One ev_io watches it: for writing while the link connects
+ * (then for what its TLS handshake wants), then for reading always and for
+ * writing while the output buffer holds bytes. */
+
+#define RCONN_OBUF_KEEP	65536	/* more room than this is freed with the link */
+#define RCONN_READ_CHUNK 16384	/* a TLS record's most */
+
+static void
+io_watch(struct rconn *rc, int events)
+{
+	if (rc->link == NULL)
+		return;
+	if (ev_is_active(&rc->io) && (rc->io.events & (EV_READ | EV_WRITE)) == events)
+		return;
+	ev_io_stop(rc->loop, &rc->io);
+	ev_io_set(&rc->io, rtls_link_fd(rc->link), events);
+	if (events != 0)
+		ev_io_start(rc->loop, &rc->io);
+}
+
+static int
+wants_events(int wants)
+{
+	return (wants & RTLS_WANT_READ ? EV_READ : 0) | (wants & RTLS_WANT_WRITE ? EV_WRITE : 0);
+}
+
+static void
+io_update(struct rconn *rc)
+{
+	if (!rc->linked)
+		io_watch(rc, wants_events(rtls_link_wants(rc->link)));
+	else
+		io_watch(rc, EV_READ | (rc->ooff < rc->olen || rc->read_wants_write ? EV_WRITE : 0));
+}
+
+/* Appends n bytes to the output buffer; they are written when the socket
+ * is writable (one write for all a loop iteration queued). 0, or -1 when
+ * out of memory (nothing appended). */
+static int
+obuf_put(struct rconn *rc, const char *p, size_t n)
+{
+	if (rc->ocap - rc->olen < n && rc->ooff > 0) {	/* the written part goes first */
+		memmove(rc->obuf, rc->obuf + rc->ooff, rc->olen - rc->ooff);
+		rc->olen -= rc->ooff;
+		rc->ooff = 0;
+	}
+	if (rc->ocap - rc->olen < n) {
+		size_t cap = rc->ocap > 0 ? rc->ocap : 4096;
+		while (cap - rc->olen < n) {
+			if (cap > SIZE_MAX / 2)
+				return -1;
+			cap *= 2;
+		}
+		char *nb = realloc(rc->obuf, cap);
+		if (nb == NULL)
+			return -1;
+		rc->obuf = nb;
+		rc->ocap = cap;
+	}
+	memcpy(rc->obuf + rc->olen, p, n);
+	rc->olen += n;
+	io_update(rc);
+	return 0;
 }
 
 /* One command of argv as RESP into rc->fbuf (scratch, kept); its length,
@@ -258,21 +344,42 @@ stop_conn_timers(struct rconn *rc)
 	ev_timer_stop(rc->loop, &rc->drop_timer);
 }
 
-/* The current context is gone (or never came to be): account for it and
- * plan the next attempt. Runs inside hiredis callbacks, so it only touches
- * rc and timers, never a context. */
+/* Closes the socket and forgets what was unsent or unread (the output
+ * buffer may hold an AUTH: wiped). The entries in rc->sent stay. */
+static void
+link_close(struct rconn *rc)
+{
+	ev_io_stop(rc->loop, &rc->io);
+	rtls_conn_free(rc->link);
+	rc->link = NULL;
+	rc->linked = 0;
+	rc->read_wants_write = 0;
+	if (rc->reader != NULL)
+		redisReaderFree(rc->reader);	/* frees a reply half read */
+	rc->reader = NULL;
+	if (rc->obuf != NULL)
+		explicit_bzero(rc->obuf, rc->olen);
+	rc->olen = rc->ooff = 0;
+	if (rc->ocap > RCONN_OBUF_KEEP) {	/* a big batch's room: not kept idle */
+		free(rc->obuf);
+		rc->obuf = NULL;
+		rc->ocap = 0;
+	}
+}
+
+/* The current connection is gone (or never came to be): close it, give
+ * every outstanding command NULL, and plan the next attempt. Not from
+ * inside a reply's callback (drop_timer is for that). */
 static void
 conn_gone(struct rconn *rc, const char *why)
 {
 	char qwhy[160], wbuf[200];
 	int was_up = rc->announced;
 
-	/* why may be the TLS connection's, freed here */
+	/* why may be the link's, freed here */
 	snprintf(wbuf, sizeof wbuf, "%s", why);
 	why = wbuf;
-	rtls_conn_free(rc->tls);
-	rc->tls = NULL;
-	rc->ac = NULL;
+	link_close(rc);
 	rc->gen++;
 	rc->up = 0;
 	rc->announced = 0;
@@ -284,7 +391,7 @@ conn_gone(struct rconn *rc, const char *why)
 	    wtime_mono_ms() >= rc->auth_expires - RCONN_AUTH_CLOSE_MARGIN_MS)
 		rc->auth_seen(rc->auth_arg, 0, "closed");
 	rc->auth_expires = 0;
-	while (!TAILQ_EMPTY(&rc->sent))	/* hiredis answered them all already */
+	while (!TAILQ_EMPTY(&rc->sent))
 		finish(rc, TAILQ_FIRST(&rc->sent), NULL);
 	if (rc->freeing)
 		return;
@@ -327,7 +434,7 @@ became_up(struct rconn *rc)
 	notify_state(rc, 1);
 }
 
-/* From inside a hiredis callback: drop the connection once it returned. */
+/* From inside a callback: drop the connection once it returned. */
 static void
 schedule_drop(struct rconn *rc, const char *why)
 {
@@ -345,8 +452,6 @@ is_noscript(const redisReply *reply)
 	return reply->type == REDIS_REPLY_ERROR && reply->str != NULL &&
 	    strncmp(reply->str, "NOSCRIPT", 8) == 0;
 }
-
-static void on_reply(redisAsyncContext *ac, void *r, void *privdata);
 
 /* The EVAL of a kept EVALSHA, malloc'ed (the caller frees), its length in
  * *len; NULL when out of memory. */
@@ -372,16 +477,16 @@ eval_of(const struct rc_cmd *c, size_t *len)
 /* EVALSHA said NOSCRIPT: the same entry goes out again as EVAL, at the end
  * of the pipeline, so it moves to the tail of the queue. */
 static int
-resend_as_eval(struct rconn *rc, redisAsyncContext *ac, struct rc_cmd *c)
+resend_as_eval(struct rconn *rc, struct rc_cmd *c)
 {
 	size_t len;
 	char *cmd = eval_of(c, &len);
 
 	if (cmd == NULL)
 		return -1;
-	int r = redisAsyncFormattedCommand(ac, on_reply, c, cmd, len);
+	int r = obuf_put(rc, cmd, len);
 	free(cmd);
-	if (r != REDIS_OK)
+	if (r != 0)
 		return -1;
 	c->body = NULL;
 	q_unlink(rc, c);
@@ -645,18 +750,13 @@ free_side(struct rconn *rc)
 	rconn_free(side);
 }
 
-/* The privdata wrapper every command goes through. */
+/* The reply to c, the queue's head (never NULL: conn_gone() calls finish()
+ * itself); the caller frees reply afterwards. */
 static void
-on_reply(redisAsyncContext *ac, void *r, void *privdata)
+on_reply(struct rconn *rc, struct rc_cmd *c, redisReply *reply)
 {
-	struct rc_cmd *c = privdata;
-	struct rconn *rc = c->rc;
-	redisReply *reply = r;
-
-	if (reply == NULL)
-		rc->up = 0;	/* hiredis passes NULL only while freeing the context */
-	else if (c->body != NULL && is_noscript(reply)) {
-		if (resend_as_eval(rc, ac, c) == 0)
+	if (c->body != NULL && is_noscript(reply)) {
+		if (resend_as_eval(rc, c) == 0)
 			return;
 		reply = NULL;
 	} else if (c->hs == NULL && c->sha_len > 0 && follow_ask(rc, c, reply) == 0) {
@@ -714,14 +814,15 @@ cmd_keep(struct rc_cmd *c, const char *body, size_t len, size_t rest_off)
 	c->rest_off = rest_off;
 }
 
-/* Hands cmd (c's kept bytes or the caller's) to hiredis and queues c; c is
- * freed when hiredis did not take it. */
+/* Appends cmd (c's kept bytes or the caller's) to the output buffer and
+ * queues c, in one step: the queue's order is the order sent. c is freed
+ * when there is no connection or no memory. */
 static int
 cmd_send(struct rconn *rc, struct rc_cmd *c, const char *cmd, size_t len)
 {
 	c->sent_at = ev_now(rc->loop);
-	if (rc->ac == NULL || redisAsyncFormattedCommand(rc->ac, on_reply, c, cmd, len) != REDIS_OK) {
-		cmd_free(c);	/* hiredis did not keep it */
+	if (!rc->linked || obuf_put(rc, cmd, len) != 0) {
+		cmd_free(c);
 		return -1;
 	}
 	q_push(rc, c);
@@ -735,7 +836,7 @@ cmd_send(struct rconn *rc, struct rc_cmd *c, const char *cmd, size_t len)
 	return 0;
 }
 
-/* Hands a formatted command to hiredis: a user's (cb) or the handshake's
+/* Sends a formatted command: a user's (cb) or the handshake's
  * (hs); cmd stays the caller's. With body (an EVALSHA, whose numkeys begins
  * at rest_off) a copy is kept for NOSCRIPT. */
 static int
@@ -744,7 +845,7 @@ submit(struct rconn *rc, rconn_reply_cb *cb, handshake_cb *hs, void *arg, const 
 {
 	int keep = body != NULL || (cb != NULL && rc->cluster);
 
-	if (rc->ac == NULL || refused_command(cmd, len))
+	if (!rc->linked || refused_command(cmd, len))
 		return -1;
 	struct rc_cmd *c = cmd_new(rc, cb, hs, arg, keep ? len : 0);
 	if (c == NULL)
@@ -759,7 +860,7 @@ submit(struct rconn *rc, rconn_reply_cb *cb, handshake_cb *hs, void *arg, const 
 static int
 can_send(const struct rconn *rc, rconn_reply_cb *cb)
 {
-	return rc != NULL && cb != NULL && rc->up && rc->ac != NULL && !rc->freeing;
+	return rc != NULL && cb != NULL && rc->up && rc->linked && !rc->freeing;
 }
 
 /* Handshake. */
@@ -947,52 +1048,200 @@ fail:
 	schedule_drop(rc, "handshake not sent");
 }
 
-/* hiredis callbacks for the context itself. */
-
+/* The link ended under us (closed by the server, a read or write error). */
 static void
-on_connect(const redisAsyncContext *ac, int status)
+link_ended(struct rconn *rc)
 {
-	struct rconn *rc = ac->data;
-
-	if (status != REDIS_OK)
-		conn_gone(rc, ac->errstr);	/* hiredis frees ac when we return */
-	else
-		start_handshake(rc);
-}
-
-static void
-on_disconnect(const redisAsyncContext *ac, int status)
-{
-	struct rconn *rc = ac->data;
 	const char *why = rc->drop_reason;
 
-	(void)status;
-	if (why == NULL && rc->tls != NULL && rtls_conn_why(rc->tls)[0] != '\0')
-		why = rtls_conn_why(rc->tls);	/* the TLS side ended it */
 	if (why == NULL)
-		why = ac->err != 0 ? ac->errstr : "connection closed";
-	conn_gone(rc, why);		/* hiredis frees ac when we return */
+		why = rtls_conn_why(rc->link)[0] != '\0' ? rtls_conn_why(rc->link) :
+		    "connection closed";
+	conn_gone(rc, why);
 }
 
-/* Only from outside hiredis callbacks: our timers and rconn_free(). */
+/* Writes what the output buffer holds, as far as the socket takes it.
+ * 0, or -1 when the link ended (conn_gone() ran). */
+static int
+flush_out(struct rconn *rc)
+{
+	while (rc->ooff < rc->olen) {
+		ssize_t n = rtls_link_write(rc->link, rc->obuf + rc->ooff, rc->olen - rc->ooff);
+		if (n < 0) {
+			link_ended(rc);
+			return -1;
+		}
+		if (n == 0)
+			break;
+		rc->ooff += (size_t)n;
+	}
+	if (rc->ooff == rc->olen)
+		rc->ooff = rc->olen = 0;
+	return 0;
+}
+
+/* A server that breaks RESP, or sends more than rconn buffers: said once
+ * (R17's event, kind PROTOCOL or TOOBIG), then the connection goes. */
+static void
+reply_refused(struct rconn *rc, const char *kind, const char *what)
+{
+	char q[200];
+
+	log_warn("redis.error", "name=%s kind=%s error=%s", rc->qname, LOG_Q(kind),
+	    log_quote(q, sizeof q, what));
+	conn_gone(rc, what);
+}
+
+/* The reply being read holds (in the reader's buffer and the objects
+ * built so far) or announces (a bulk string's length, before its bytes)
+ * more than RCONN_REPLY_MAX_BYTES: that much into *n, and 1. */
+static int
+reply_too_big(const redisReader *r, unsigned long long *n)
+{
+	const char *p = r->buf + r->pos, *end = r->buf + r->len;
+
+	*n = r->len - r->pos;
+	if (r->ridx >= 0 && r->rstack[0].obj != NULL)	/* an array, part built */
+		*n += rreply_size(r->rstack[0].obj);
+	if (*n > RCONN_REPLY_MAX_BYTES)
+		return 1;
+	/* the reader took the '$' (the task's type) and waits for the rest */
+	if (r->ridx >= 0 && r->rstack[r->ridx].type == REDIS_REPLY_STRING) {
+		unsigned long long v = 0;
+		for (; p < end && *p >= '0' && *p <= '9' && v < 100000000000000000ULL; p++)
+			v = v * 10 + (unsigned)(*p - '0');
+		if (v > RCONN_REPLY_MAX_BYTES) {
+			*n = v;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Every whole reply the reader has, each to the queue's head, in order.
+ * 0, or -1 when the connection went. */
+static int
+take_replies(struct rconn *rc, unsigned gen)
+{
+	void *r;
+	unsigned long long n;
+	char what[160];
+
+	for (;;) {
+		if (redisReaderGetReply(rc->reader, &r) != REDIS_OK) {
+			snprintf(what, sizeof what, "%s", rc->reader->errstr);
+			reply_refused(rc, strcmp(what, "Out of memory") == 0 ? "TOOBIG" : "PROTOCOL",
+			    what);
+			return -1;
+		}
+		if (r == NULL)
+			break;
+		struct rc_cmd *c = TAILQ_FIRST(&rc->sent);
+		if (c == NULL) {
+			rreply_functions()->freeObject(r);
+			reply_refused(rc, "PROTOCOL", "a reply to no command");
+			return -1;
+		}
+		on_reply(rc, c, r);
+		rreply_functions()->freeObject(r);
+		if (rc->gen != gen)
+			return -1;
+	}
+	if (reply_too_big(rc->reader, &n)) {
+		snprintf(what, sizeof what, "a reply of %llu bytes or more: over the %d it may take",
+		    n, RCONN_REPLY_MAX_BYTES);
+		reply_refused(rc, "TOOBIG", what);
+		return -1;
+	}
+	return 0;
+}
+
+/* Reads what the socket has, feeding the reader, replies as they are
+ * whole. A short clear-text read means the socket is empty; TLS reads
+ * one record at a time, until it has none. */
+static void
+read_in(struct rconn *rc)
+{
+	char buf[RCONN_READ_CHUNK];
+	unsigned gen = rc->gen;
+	int tls = rc->socket == NULL && rc->tls_ctx != NULL;
+
+	rc->read_wants_write = 0;
+	for (;;) {
+		ssize_t n = rtls_link_read(rc->link, buf, sizeof buf);
+		if (n < 0) {
+			link_ended(rc);
+			return;
+		}
+		if (n == 0) {
+			rc->read_wants_write = (rtls_link_wants(rc->link) & RTLS_WANT_WRITE) != 0;
+			return;
+		}
+		if (redisReaderFeed(rc->reader, buf, (size_t)n) != REDIS_OK) {
+			conn_gone(rc, "out of memory");
+			return;
+		}
+		if (take_replies(rc, gen) != 0)
+			return;
+		if (!tls && (size_t)n < sizeof buf)
+			return;
+	}
+}
+
+/* The link is ready (connected; TLS verified): the reader, then AUTH,
+ * SELECT, ROLE. */
+static void
+link_up(struct rconn *rc)
+{
+	rc->linked = 1;
+	rc->reader = redisReaderCreateWithFunctions(rreply_functions());
+	if (rc->reader == NULL) {
+		conn_gone(rc, "out of memory");
+		return;
+	}
+	start_handshake(rc);
+	io_update(rc);
+}
+
+static void
+on_io(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct rconn *rc = w->data;
+	unsigned gen = rc->gen;
+
+	(void)loop;
+	if (!rc->linked) {
+		int r = rtls_link_connect(rc->link);
+		if (r < 0)
+			conn_gone(rc, rtls_conn_why(rc->link));
+		else if (r == 0)
+			io_update(rc);
+		else
+			link_up(rc);
+		return;
+	}
+	if (rc->ooff < rc->olen && flush_out(rc) != 0)
+		return;
+	if ((revents & EV_READ) || rc->read_wants_write) {
+		read_in(rc);
+		if (rc->gen != gen)
+			return;
+		/* what the replies' callbacks queued goes now, in one write,
+		 * not a loop iteration (and a watcher change) later */
+		if (rc->ooff < rc->olen && flush_out(rc) != 0)
+			return;
+	}
+	io_update(rc);
+}
+
+/* Only from outside callbacks: our timers and rconn_free(). */
 static void
 drop(struct rconn *rc, const char *why)
 {
-	redisAsyncContext *ac = rc->ac;
-	unsigned gen = rc->gen;
-
-	if (ac == NULL) {
-		if (rc->tls != NULL)	/* in the TLS handshake */
-			conn_gone(rc, why);
+	if (rc->link == NULL)
 		return;
-	}
 	rc->up = 0;
-	rc->drop_reason = why;
-	/* Outstanding callbacks get NULL, then on_disconnect() runs when the
-	 * context had connected; otherwise hiredis calls nothing at all. */
-	redisAsyncFree(ac);
-	if (rc->gen == gen)
-		conn_gone(rc, why);
+	conn_gone(rc, why);	/* closes the link: every outstanding command gets NULL */
 }
 
 /* Sentinel or Cluster: where to connect now; 1: asked, answer later. */
@@ -1038,8 +1287,7 @@ arm_conn_timer(struct rconn *rc)
 static void
 start_connect(struct rconn *rc)
 {
-	redisAsyncContext *ac;
-	char why[160];
+	char why[200];
 
 	if (!rc->resumed)
 		rc->attempt++;
@@ -1062,83 +1310,16 @@ start_connect(struct rconn *rc)
 		conn_gone(rc, "host not in allow_hosts");
 		return;
 	}
-	if (rc->tls_ctx != NULL && rc->socket == NULL) {
-		/* TLS first; on_tls_ready() makes the hiredis context */
-		rc->tls = rtls_conn_new(rc->loop, rc->tls_ctx, rc->host, rc->port, on_tls_ready,
-		    rc, why, sizeof why);
-		if (rc->tls == NULL) {
-			conn_gone(rc, why);
-			return;
-		}
-		arm_conn_timer(rc);
-		return;
-	}
-	ac = rc->socket != NULL ? redisAsyncConnectUnix(rc->socket) :
-	    redisAsyncConnect(rc->host, rc->port);
-	if (open_context(rc, ac) == 0)
-		arm_conn_timer(rc);
-}
-
-/* The TLS session is verified: hiredis gets a context on the trampoline
- * (rtls.h), whose fd becomes the plain end of the pump before anything is
- * sent or watched; then the handshake (AUTH, ...) runs over TLS as usual.
- * conn_timer keeps running: it bounds connect, TLS and AUTH together. */
-static void
-on_tls_ready(void *arg, int ok, const char *err)
-{
-	struct rconn *rc = arg;
-	char why[200];
-
-	if (!ok) {
-		conn_gone(rc, err);
-		return;
-	}
-	const char *path = rtls_trampoline(why, sizeof why);
-	if (path == NULL) {
+	rc->link = rtls_link_new(rc->socket == NULL ? rc->tls_ctx : NULL, rc->host, rc->port,
+	    rc->socket, why, sizeof why);
+	if (rc->link == NULL) {
 		conn_gone(rc, why);
 		return;
 	}
-	redisAsyncContext *ac = redisAsyncConnectUnix(path);
-	if (ac != NULL && ac->err == 0 && rtls_conn_attach(rc->tls, ac->c.fd, why,
-	    sizeof why) != 0) {
-		rtls_trampoline_drain();
-		redisAsyncFree(ac);
-		conn_gone(rc, why);
-		return;
-	}
-	rtls_trampoline_drain();
-	(void)open_context(rc, ac);
-}
-
-/* A new hiredis context into rc, attached to the loop; 0, or -1 after
- * conn_gone(). */
-static int
-open_context(struct rconn *rc, redisAsyncContext *ac)
-{
-	char why[160];
-
-	if (ac == NULL) {
-		conn_gone(rc, "out of memory");
-		return -1;
-	}
-	if (ac->err != 0) {
-		snprintf(why, sizeof(why), "%s", ac->errstr);
-		redisAsyncFree(ac);
-		conn_gone(rc, why);
-		return -1;
-	}
-	ac->data = rc;
-	/* every reply object in one allocation (rreply.h) */
-	ac->c.reader->fn = rreply_functions();
-	if (redisLibevAttach(rc->loop, ac) != REDIS_OK ||
-	    redisAsyncSetConnectCallback(ac, on_connect) != REDIS_OK ||
-	    redisAsyncSetDisconnectCallback(ac, on_disconnect) != REDIS_OK) {
-		redisAsyncFree(ac);
-		conn_gone(rc, "cannot attach to the event loop");
-		return -1;
-	}
-	rc->ac = ac;
-	return 0;
+	/* connected once writable; then TLS, then the handshake: on_io() */
+	ev_io_set(&rc->io, rtls_link_fd(rc->link), EV_WRITE);
+	ev_io_start(rc->loop, &rc->io);
+	arm_conn_timer(rc);
 }
 
 /* Timers. */
@@ -1211,7 +1392,8 @@ copy_opt(char **dst, const char *src)
 static void
 rc_release(struct rconn *rc)
 {
-	rtls_conn_free(rc->tls);
+	link_close(rc);
+	free(rc->obuf);
 	free(rc->host);
 	free(rc->socket);
 	free(rc->username);
@@ -1274,6 +1456,8 @@ rconn_new(struct ev_loop *loop, const struct rconn_opts *opts, const char *name,
 	init_timer(rc, &rc->cmd_timer, on_cmd_timer);
 	init_timer(rc, &rc->drop_timer, on_drop_timer);
 	init_timer(rc, &rc->side_timer, on_side_timer);
+	ev_io_init(&rc->io, on_io, 0, EV_WRITE);
+	rc->io.data = rc;
 	/* Called before the loop runs, ev_now() may be long past: timers
 	 * started from it would expire at once. */
 	ev_now_update(loop);
@@ -1286,8 +1470,9 @@ rconn_free(struct rconn *rc)
 {
 	if (rc == NULL)
 		return;
-	/* Freeing rc inside its own callback chain would pull the context
-	 * out from under hiredis: a caller bug, caught loudly. */
+	/* Freeing rc inside its own callback chain would pull the reader
+	 * and the queue out from under the reply loop: a caller bug, caught
+	 * loudly. */
 	assert(rc->depth == 0);
 	rc->freeing = 1;
 	rc->up = 0;
@@ -1316,7 +1501,7 @@ rconn_reauth(struct rconn *rc, const char *password, int64_t expires_at_ms)
 	if (rc->side != NULL && !rc->side_close && rconn_reauth(rc->side, password,
 	    expires_at_ms) < 0)
 		close_side(rc);
-	if (rc->ac == NULL || rc->freeing || rc->handshake_failed)
+	if (!rc->linked || rc->freeing || rc->handshake_failed)
 		return 0;	/* the next connect sends it */
 	struct auth_sent *a = malloc(sizeof *a);
 	if (a == NULL)
@@ -1357,7 +1542,7 @@ rconn_port(const struct rconn *rc)
 void
 rconn_reconnect(struct rconn *rc, const char *why)
 {
-	if (rc == NULL || rc->ac == NULL || rc->freeing)
+	if (rc == NULL || rc->link == NULL || rc->freeing)
 		return;
 	log_info("redis.reconnect", "name=%s host=%s port=%d why=%s", rc->qname,
 	    rc->host ? LOG_Q(rc->host) : "-", rc->port, LOG_Q(why));
@@ -1443,8 +1628,8 @@ eval_ok(const struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *cb
 
 /* The entry of an EVALSHA whose arguments after numkeys take rest_len
  * bytes: its head written, kept for NOSCRIPT; *p is where those bytes go.
- * The EVALSHA is written straight into the entry, and hiredis copies it
- * from there: no scratch copy between. NULL when out of memory. */
+ * The EVALSHA is written straight into the entry, and the output buffer
+ * takes it from there: no scratch copy between. NULL when out of memory. */
 static struct rc_cmd *
 eval_begin(struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *cb, void *arg,
 	   int nkeys, int argc, size_t rest_len, char **p)

@@ -35,6 +35,7 @@ union arena {
 	struct {
 		struct chunk_list chunks;	/* newest first; each freed with the root */
 		char *next, *end;	/* room left in the newest block */
+		size_t size;		/* bytes allocated for the reply so far */
 	} a;
 	max_align_t align;
 	char pad[32];
@@ -77,6 +78,7 @@ carve(union arena *ar, size_t size)
 		if (cap > SIZE_MAX - round_up(sizeof *c) || (c = malloc(round_up(sizeof *c) + cap)) == NULL)
 			return NULL;
 		SLIST_INSERT_HEAD(&ar->a.chunks, c, link);
+		ar->a.size += round_up(sizeof *c) + cap;
 		ar->a.next = (char *)c + round_up(sizeof *c);
 		ar->a.end = ar->a.next + cap;
 	}
@@ -99,6 +101,7 @@ root_new(size_t extra, size_t room)
 	if ((ar = malloc(sizeof *ar + body + room)) == NULL)
 		return NULL;
 	SLIST_INIT(&ar->a.chunks);
+	ar->a.size = sizeof *ar + body + room;
 	ar->a.next = (char *)(ar + 1) + body;
 	ar->a.end = ar->a.next + room;
 	return (redisReply *)(void *)(ar + 1);
@@ -206,4 +209,10 @@ redisReplyObjectFunctions *
 rreply_functions(void)
 {
 	return &functions;
+}
+
+size_t
+rreply_size(const void *root)
+{
+	return root != NULL ? ((const union arena *)root - 1)->a.size : 0;
 }

@@ -1,25 +1,25 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * rtls: TLS under hiredis 0.14 (rtls.h). One state machine, rtls_step(),
- * drives a connection from the TCP connect through the handshake to the
- * pump; it only says which fd it waits on for what. On the daemon's loop
- * two ev_io watchers follow that; in warrantctl a thread polls.
+ * rtls: the socket under rconn, clear or TLS (rtls.h). One state machine,
+ * rtls_step(), drives a connection from the connect through the TLS
+ * handshake; it only says what it waits on (want_fd). rconn's one ev_io
+ * follows that, then reads and writes through rtls_link_read/_write. Both
+ * programs use it through rconn: nothing here forks or pumps.
  */
-#define _GNU_SOURCE		/* close_range, mkdtemp, explicit_bzero */
+#define _GNU_SOURCE		/* close_range, explicit_bzero */
 #include "redis/rtls.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <poll.h>
 #include <signal.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <netinet/in.h>
@@ -53,19 +53,13 @@ struct rtls_conn {
 	struct rtls_ctx *ctx;	/* borrowed */
 	int fd;			/* the TCP socket TLS runs on */
 	int plain;		/* rtls's end of the pair; -1 before attach */
-	SSL *ssl;
+	SSL *ssl;		/* NULL: clear text (rtls_link_new without a ctx) */
 	char name[256];		/* what the certificate must name */
 	int want_fd, want_plain;
 	int tls_eof, plain_eof;
 	unsigned char t2p[PUMP_BUF], p2t[PUMP_BUF];	/* TLS to plain, plain to TLS */
 	size_t t2p_off, t2p_len, p2t_off, p2t_len;
 	char why[200];
-
-	/* the loop's driver */
-	struct ev_loop *loop;
-	ev_io io_fd, io_plain;
-	rtls_ready_cb *ready;
-	void *arg;
 };
 
 /* ---- the context ---- */
@@ -226,13 +220,6 @@ rtls_ctx_free(struct rtls_ctx *ctx)
 }
 
 /* ---- the state machine ---- */
-
-static int
-set_nonblock(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-	return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ? -1 : 0;
-}
 
 static void
 fail_conn(struct rtls_conn *t, const char *what)
@@ -414,6 +401,11 @@ rtls_step(struct rtls_conn *t)
 			fail_conn(t, "");
 			return;
 		}
+		if (t->ctx == NULL) {	/* clear text: connected is ready */
+			t->st = ST_READY;
+			t->want_fd = 0;
+			return;
+		}
 		start_ssl(t);
 	}
 	if (t->st == ST_HANDSHAKE) {
@@ -437,7 +429,7 @@ conn_alloc(struct rtls_ctx *ctx, const char *host, int port, char *why, size_t w
 	}
 	t->fd = t->plain = -1;
 	t->ctx = ctx;
-	snprintf(t->name, sizeof t->name, "%s", ctx->server_name ? ctx->server_name : host);
+	snprintf(t->name, sizeof t->name, "%s", ctx && ctx->server_name ? ctx->server_name : host);
 	snprintf(sport, sizeof sport, "%d", port);
 	int g = getaddrinfo(host, sport, &hints, &res);
 	if (g != 0) {
@@ -485,102 +477,132 @@ conn_close(struct rtls_conn *t)
 	t->fd = t->plain = -1;
 }
 
-/* ---- on the loop ---- */
+/* ---- a link: the socket rconn reads and writes itself ---- */
 
-static void
-watch(struct ev_loop *loop, ev_io *w, int fd, int want)
+/* A unix socket, connecting without blocking. */
+static struct rtls_conn *
+conn_alloc_unix(const char *path, char *why, size_t whylen)
 {
-	int ev = (want & W_READ ? EV_READ : 0) | (want & W_WRITE ? EV_WRITE : 0);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct rtls_conn *t;
 
-	if (fd < 0 || ev == 0) {
-		ev_io_stop(loop, w);
-		return;
-	}
-	if (ev_is_active(w) && w->fd == fd && (w->events & (EV_READ | EV_WRITE)) == ev)
-		return;
-	ev_io_stop(loop, w);
-	ev_io_set(w, fd, ev);
-	ev_io_start(loop, w);
-}
-
-static void
-drive(struct rtls_conn *t)
-{
-	enum state before = t->st;
-
-	rtls_step(t);
-	watch(t->loop, &t->io_fd, t->fd, t->want_fd);
-	watch(t->loop, &t->io_plain, t->plain, t->want_plain);
-	if (before < ST_READY && (t->st == ST_READY || t->st == ST_DONE) && t->ready != NULL) {
-		rtls_ready_cb *cb = t->ready;
-		t->ready = NULL;
-		if (t->st == ST_READY)
-			cb(t->arg, 1, NULL);
-		else
-			cb(t->arg, 0, t->why);	/* last: it may free t */
-	}
-}
-
-static void
-on_io_fd(struct ev_loop *loop, ev_io *w, int revents)
-{
-	(void)loop;
-	(void)revents;
-	drive(w->data);
-}
-
-static void
-on_io_plain(struct ev_loop *loop, ev_io *w, int revents)
-{
-	(void)loop;
-	(void)revents;
-	drive(w->data);
-}
-
-struct rtls_conn *
-rtls_conn_new(struct ev_loop *loop, struct rtls_ctx *ctx, const char *host, int port,
-	      rtls_ready_cb *ready, void *arg, char *why, size_t whylen)
-{
-	struct rtls_conn *t = conn_alloc(ctx, host, port, why, whylen);
-
-	if (t == NULL)
+	if (strlen(path) >= sizeof sa.sun_path) {
+		snprintf(why, whylen, "unix socket path too long");
 		return NULL;
-	t->loop = loop;
-	t->ready = ready;
-	t->arg = arg;
-	ev_io_init(&t->io_fd, on_io_fd, t->fd, EV_WRITE);
-	ev_io_init(&t->io_plain, on_io_plain, 0, EV_READ);
-	t->io_fd.data = t;
-	t->io_plain.data = t;
-	ev_io_start(loop, &t->io_fd);
+	}
+	if ((t = calloc(1, sizeof *t)) == NULL) {
+		snprintf(why, whylen, "out of memory");
+		return NULL;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	t->plain = -1;
+	t->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (t->fd < 0 || (connect(t->fd, (struct sockaddr *)&sa, sizeof sa) != 0 &&
+	    errno != EINPROGRESS)) {
+		snprintf(why, whylen, "%s: %s", t->fd < 0 ? "socket" : "connect", strerror(errno));
+		if (t->fd >= 0)
+			close(t->fd);
+		free(t);
+		return NULL;
+	}
+	t->st = ST_CONNECT;
+	t->want_fd = W_WRITE;
 	return t;
 }
 
-int
-rtls_conn_attach(struct rtls_conn *t, int fd, char *why, size_t whylen)
+struct rtls_conn *
+rtls_link_new(struct rtls_ctx *ctx, const char *host, int port, const char *path, char *why,
+	      size_t whylen)
 {
-	int sp[2];
+	if (path != NULL)
+		return conn_alloc_unix(path, why, whylen);
+	if (host == NULL) {
+		snprintf(why, whylen, "no host");
+		return NULL;
+	}
+	return conn_alloc(ctx, host, port, why, whylen);
+}
 
-	if (t->st != ST_READY) {
-		snprintf(why, whylen, "tls: not ready");
-		return -1;
+int
+rtls_link_fd(const struct rtls_conn *t)
+{
+	return t->fd;
+}
+
+int
+rtls_link_wants(const struct rtls_conn *t)
+{
+	return t->want_fd;
+}
+
+int
+rtls_link_connect(struct rtls_conn *t)
+{
+	if (t->st < ST_READY)
+		rtls_step(t);
+	return t->st == ST_READY ? 1 : t->st == ST_DONE ? -1 : 0;
+}
+
+/* errno's word on a failed read or write of the clear-text socket. */
+static ssize_t
+plain_failed(struct rtls_conn *t, ssize_t n, int dir, const char *what)
+{
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+		t->want_fd |= dir;
+		return 0;
 	}
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sp) != 0) {
-		snprintf(why, whylen, "socketpair: %s", strerror(errno));
+	if (n == 0)
+		snprintf(t->why, sizeof t->why, "connection closed");
+	else
+		snprintf(t->why, sizeof t->why, "%s: %s", what, strerror(errno));
+	t->st = ST_DONE;
+	return -1;
+}
+
+ssize_t
+rtls_link_read(struct rtls_conn *t, void *buf, size_t n)
+{
+	t->want_fd = 0;
+	if (t->st != ST_READY)
 		return -1;
+	if (t->ssl == NULL) {
+		ssize_t r = read(t->fd, buf, n);
+		return r > 0 ? r : plain_failed(t, r, W_READ, "read");
 	}
-	if (fd >= 0 && dup2(sp[1], fd) < 0) {
-		snprintf(why, whylen, "dup2: %s", strerror(errno));
-		close(sp[0]);
-		close(sp[1]);
+	ERR_clear_error();
+	int r = SSL_read(t->ssl, buf, n > INT_MAX ? INT_MAX : (int)n);
+	if (r > 0)
+		return r;
+	int w = ssl_wants(t, r, "tls read");
+	if (w == 0)
+		return 0;
+	if (w > 0)
+		snprintf(t->why, sizeof t->why, "tls: closed by the server");
+	t->st = ST_DONE;
+	return -1;
+}
+
+ssize_t
+rtls_link_write(struct rtls_conn *t, const void *buf, size_t n)
+{
+	t->want_fd = 0;
+	if (t->st != ST_READY)
 		return -1;
+	if (t->ssl == NULL) {
+		/* MSG_NOSIGNAL: a closed peer is an error here, not SIGPIPE */
+		ssize_t r = send(t->fd, buf, n, MSG_NOSIGNAL);
+		return r > 0 ? r : plain_failed(t, r < 0 ? r : -1, W_WRITE, "write");
 	}
-	close(sp[1]);
-	t->plain = sp[0];
-	t->st = ST_PUMP;
-	if (t->loop != NULL)
-		drive(t);
-	return 0;
+	ERR_clear_error();
+	int r = SSL_write(t->ssl, buf, n > INT_MAX ? INT_MAX : (int)n);
+	if (r > 0)
+		return r;
+	if (ssl_wants(t, r, "tls write") == 0)
+		return 0;
+	if (t->why[0] == '\0')
+		snprintf(t->why, sizeof t->why, "tls: closed by the server");
+	t->st = ST_DONE;
+	return -1;
 }
 
 const char *
@@ -594,263 +616,7 @@ rtls_conn_free(struct rtls_conn *t)
 {
 	if (t == NULL)
 		return;
-	if (t->loop != NULL) {
-		ev_io_stop(t->loop, &t->io_fd);
-		ev_io_stop(t->loop, &t->io_plain);
-	}
 	conn_close(t);
 	explicit_bzero(t->p2t, sizeof t->p2t);	/* it held an AUTH */
 	free(t);
-}
-
-/* ---- the trampoline ---- */
-
-static char tramp_dir[100], tramp_path[104];
-static int tramp_fd = -1, tramp_atexit;
-static ino_t tramp_ino;
-static pthread_mutex_t tramp_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static void
-tramp_cleanup(void)
-{
-	if (tramp_path[0] != '\0')
-		(void)unlink(tramp_path);
-	if (tramp_dir[0] != '\0')
-		(void)rmdir(tramp_dir);
-}
-
-/* The listener is there, and its path still names it: a /tmp cleaner
- * (systemd-tmpfiles ages out what it does not see used) may have taken
- * it away, and then a new one is made. */
-static int
-tramp_alive(void)
-{
-	struct stat st;
-
-	return tramp_fd >= 0 && lstat(tramp_path, &st) == 0 && S_ISSOCK(st.st_mode) &&
-	    st.st_ino == tramp_ino;
-}
-
-static void
-tramp_drop(void)
-{
-	if (tramp_fd >= 0)
-		close(tramp_fd);
-	tramp_fd = -1;
-	tramp_cleanup();
-	tramp_dir[0] = tramp_path[0] = '\0';
-}
-
-/* $RUNTIME_DIRECTORY (the unit's, not aged out), else $TMPDIR, else /tmp;
- * into buf. */
-static const char *
-tramp_base(char *buf, size_t n)
-{
-	const char *run = getenv("RUNTIME_DIRECTORY"), *tmp = getenv("TMPDIR");
-
-	if (run != NULL && *run == '/') {	/* several: "a:b", the first */
-		snprintf(buf, n, "%.*s", (int)strcspn(run, ":"), run);
-		return buf;
-	}
-	return tmp != NULL && *tmp == '/' ? tmp : "/tmp";
-}
-
-const char *
-rtls_trampoline(char *why, size_t whylen)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	struct stat st;
-	char base[sizeof tramp_dir];
-	const char *r = tramp_path;
-
-	pthread_mutex_lock(&tramp_mu);
-	if (tramp_alive())
-		goto out;
-	tramp_drop();
-	const char *tmp = tramp_base(base, sizeof base);
-	if (snprintf(tramp_dir, sizeof tramp_dir, "%s/warrantd-tls.XXXXXX", tmp) >=
-	    (int)sizeof tramp_dir || mkdtemp(tramp_dir) == NULL) {
-		snprintf(why, whylen, "tls: cannot make a private directory in %s: %s", tmp,
-		    strerror(errno));
-		tramp_dir[0] = '\0';
-		r = NULL;
-		goto out;
-	}
-	snprintf(tramp_path, sizeof tramp_path, "%s/t", tramp_dir);
-	if (strlen(tramp_path) >= sizeof sa.sun_path) {
-		snprintf(why, whylen, "tls: %s too long for a unix socket", tmp);
-		tramp_drop();
-		r = NULL;
-		goto out;
-	}
-	memcpy(sa.sun_path, tramp_path, strlen(tramp_path) + 1);
-	tramp_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (tramp_fd < 0 || bind(tramp_fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
-	    listen(tramp_fd, 128) != 0 || lstat(tramp_path, &st) != 0) {
-		snprintf(why, whylen, "tls: cannot listen on %s: %s", tramp_path, strerror(errno));
-		tramp_drop();
-		r = NULL;
-		goto out;
-	}
-	tramp_ino = st.st_ino;
-	if (!tramp_atexit)
-		tramp_atexit = atexit(tramp_cleanup) == 0;
-out:
-	pthread_mutex_unlock(&tramp_mu);
-	return r;
-}
-
-void
-rtls_trampoline_drain(void)
-{
-	int fd;
-
-	pthread_mutex_lock(&tramp_mu);
-	while (tramp_fd >= 0 && (fd = accept(tramp_fd, NULL, NULL)) >= 0)
-		close(fd);
-	pthread_mutex_unlock(&tramp_mu);
-}
-
-/* ---- blocking, for warrantctl ---- */
-
-static long
-mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static short
-poll_ev(int want)
-{
-	return (short)((want & W_READ ? POLLIN : 0) | (want & W_WRITE ? POLLOUT : 0));
-}
-
-/* Closes every fd but a and b: the pump holds no other end open (the
- * caller's stdout, another pump's socketpair). */
-static void
-keep_only(int a, int b)
-{
-	int lo = a < b ? a : b, hi = a < b ? b : a;
-
-	if (lo > 0)
-		(void)close_range(0, (unsigned)lo - 1, 0);
-	if (hi > lo + 1)
-		(void)close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
-	(void)close_range((unsigned)hi + 1, ~0U, 0);
-}
-
-/* The pump of rtls_dial, in a grandchild: never returns. */
-static void
-pump_process(struct rtls_conn *t)
-{
-	signal(SIGPIPE, SIG_IGN);	/* a closed side is read as the end */
-	while (t->st == ST_PUMP) {
-		struct pollfd p[2] = {
-			{.fd = t->want_fd ? t->fd : -1, .events = poll_ev(t->want_fd)},
-			{.fd = t->want_plain ? t->plain : -1, .events = poll_ev(t->want_plain)},
-		};
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
-			break;
-		rtls_step(t);
-	}
-	_exit(0);	/* none of the parent's atexit work, nor its buffers */
-}
-
-int
-rtls_dial(struct rtls_ctx *ctx, const char *host, int port, long timeout_ms, char *why,
-	  size_t whylen)
-{
-	struct rtls_conn *t = conn_alloc(ctx, host, port, why, whylen);
-	long deadline = mono_ms() + timeout_ms;
-	int sp[2];
-	if (t == NULL)
-		return -1;
-	while (t->st < ST_READY) {
-		struct pollfd p = {.fd = t->fd, .events = poll_ev(t->want_fd)};
-		long left = deadline - mono_ms();
-		if (left <= 0) {
-			snprintf(why, whylen, "tls: timeout");
-			goto fail;
-		}
-		if (t->st == ST_CONNECT || t->want_fd) {
-			int n = poll(&p, 1, (int)left);
-			if (n < 0 && errno != EINTR) {
-				snprintf(why, whylen, "poll: %s", strerror(errno));
-				goto fail;
-			}
-			if (n == 0)
-				continue;
-		}
-		rtls_step(t);
-	}
-	if (t->st != ST_READY) {
-		snprintf(why, whylen, "%s", t->why);
-		goto fail;
-	}
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) != 0) {
-		snprintf(why, whylen, "socketpair: %s", strerror(errno));
-		goto fail;
-	}
-	if (set_nonblock(sp[0]) != 0) {
-		snprintf(why, whylen, "fcntl: %s", strerror(errno));
-		close(sp[0]);
-		close(sp[1]);
-		goto fail;
-	}
-	/* A process, not a thread: warrantctl may exit at any point, and
-	 * OpenSSL's cleanup at exit must not run under a pump that is still
-	 * reading. The child forks the pump and exits at once, so no zombie
-	 * is left behind and none is waited for. */
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid < 0) {
-		snprintf(why, whylen, "fork: %s", strerror(errno));
-		close(sp[0]);
-		close(sp[1]);
-		goto fail;
-	}
-	if (pid == 0) {
-		if (fork() != 0)
-			_exit(0);
-		keep_only(t->fd, sp[0]);
-		t->plain = sp[0];
-		t->st = ST_PUMP;
-		rtls_step(t);
-		pump_process(t);
-	}
-	close(sp[0]);
-	int status;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	/* the session is the grandchild's now: freed here without a word
-	 * to the server (no SSL_shutdown) */
-	rtls_conn_free(t);
-	return sp[1];
-fail:
-	rtls_conn_free(t);
-	return -1;
-}
-
-redisContext *
-rtls_redis_connect(struct rtls_ctx *ctx, const char *host, int port, long timeout_ms)
-{
-	struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-	char why[200];
-
-	if (ctx == NULL)
-		return redisConnectWithTimeout(host, port, tv);
-	int fd = rtls_dial(ctx, host, port, timeout_ms, why, sizeof why);
-	redisContext *c = redisConnectFd(fd);
-	if (c == NULL) {
-		if (fd >= 0)
-			close(fd);
-		return NULL;
-	}
-	if (fd < 0) {	/* as a failed connect reads in hiredis */
-		c->err = REDIS_ERR_IO;
-		snprintf(c->errstr, sizeof c->errstr, "%.120s", why);
-	}
-	return c;
 }

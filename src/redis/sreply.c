@@ -32,6 +32,26 @@ elem(const redisReply *r, size_t i, int type)
 	return r->element[i];
 }
 
+/* A string reply as a C string, or NULL when it holds a NUL byte (issue 37
+ * item 6): every value is length-delimited on the wire, and a C string cut
+ * at an embedded NUL would name another record ("e-nul\0x" as "e-nul"). So
+ * nothing read from a reply becomes a C string but through here. */
+static const char *
+whole(const redisReply *r)
+{
+	if (r == NULL || r->str == NULL || memchr(r->str, '\0', r->len) != NULL)
+		return NULL;
+	return r->str;
+}
+
+/* 1 when the string reply r is exactly name (length included). */
+static int
+is_name(const redisReply *r, const char *name)
+{
+	const char *s = whole(r);
+	return s != NULL && strcmp(s, name) == 0;
+}
+
 static int
 is_array(const redisReply *r)
 {
@@ -44,8 +64,8 @@ field(const redisReply *arr, const char *name)
 	for (size_t i = 0; is_array(arr) && i + 1 < arr->elements; i += 2) {
 		const redisReply *k = elem(arr, i, REDIS_REPLY_STRING);
 		const redisReply *v = elem(arr, i + 1, REDIS_REPLY_STRING);
-		if (k && v && k->str && v->str && strcmp(k->str, name) == 0)
-			return v->str;
+		if (is_name(k, name))
+			return whole(v);
 	}
 	return NULL;
 }
@@ -91,7 +111,7 @@ entry_of(const redisReply *e, struct sreply_entry *out)
 	const redisReply *n = elem(e, 2, REDIS_REPLY_INTEGER);
 	long long count = 1;
 
-	if (sid == NULL || sid->str == NULL || e->elements < 2 || !sreply_stream_id_ok(sid->str))
+	if (whole(sid) == NULL || e->elements < 2 || !sreply_stream_id_ok(sid->str))
 		return -1;
 	out->stream = NULL;
 	out->stream_id = sid->str;
@@ -127,7 +147,7 @@ each_id(const redisReply *ids, sreply_id_cb *cb, void *arg)
 {
 	for (size_t i = 0; is_array(ids) && i < ids->elements; i++) {
 		const redisReply *id = elem(ids, i, REDIS_REPLY_STRING);
-		if (id != NULL && id->str != NULL && sreply_stream_id_ok(id->str))
+		if (whole(id) != NULL && sreply_stream_id_ok(id->str))
 			cb(arg, id->str);
 	}
 }
@@ -151,7 +171,7 @@ sreply_read(const struct sreply *reply, sreply_entry_cb *cb, void *arg)
 	for (size_t i = 0; i < r->elements; i++) {
 		const redisReply *s = elem(r, i, REDIS_REPLY_ARRAY);
 		const redisReply *key = elem(s, 0, REDIS_REPLY_STRING);
-		if (s != NULL && s->elements == 2 && key != NULL && key->str != NULL)
+		if (s != NULL && s->elements == 2 && whole(key) != NULL)
 			count += each_entry(elem(s, 1, REDIS_REPLY_ARRAY), key->str, cb, arg);
 	}
 	return count;
@@ -168,7 +188,7 @@ sreply_claim(const struct sreply *reply, char *next, size_t n, sreply_entry_cb *
 		snprintf(next, n, "0-0");
 	if (!is_array(r) || r->elements != 3)
 		return -1;
-	if (nx != NULL && nx->str != NULL && n > 0 && strlen(nx->str) < n)
+	if (whole(nx) != NULL && n > 0 && strlen(nx->str) < n)
 		snprintf(next, n, "%s", nx->str);
 	int count = each_entry(elem(r, 1, REDIS_REPLY_ARRAY), NULL, entry, arg);
 	each_id(elem(r, 2, REDIS_REPLY_ARRAY), deleted, arg);
@@ -186,7 +206,7 @@ sreply_handback(const struct sreply *reply, char *buf, size_t n)
 		return -1;
 	if (ok->integer == 0)
 		return 0;
-	if (ok->integer != 1 || sid == NULL || sid->str == NULL || strlen(sid->str) >= n)
+	if (ok->integer != 1 || whole(sid) == NULL || strlen(sid->str) >= n)
 		return -1;
 	memcpy(buf, sid->str, strlen(sid->str) + 1);
 	return 1;
@@ -217,7 +237,7 @@ sreply_group_lag(const struct sreply *reply, const char *group)
 		for (size_t k = 0; k + 1 < g->elements; k += 2) {
 			const redisReply *key = elem(g, k, REDIS_REPLY_STRING);
 			const redisReply *v = elem(g, k + 1, REDIS_REPLY_INTEGER);
-			if (key && key->str && strcmp(key->str, "lag") == 0)
+			if (is_name(key, "lag"))
 				return v ? v->integer : -1;
 		}
 		return -1;
@@ -233,7 +253,7 @@ sreply_redis_version(const struct sreply *reply, int *major, int *minor)
 	if (r != NULL && (r->type == REDIS_REPLY_NIL ||
 	    (r->type == REDIS_REPLY_STRING && r->len == 0)))
 		return 1;
-	if (r == NULL || r->type != REDIS_REPLY_STRING || r->str == NULL)
+	if (r == NULL || r->type != REDIS_REPLY_STRING || whole(r) == NULL)
 		return -1;
 	char *end;
 	long ma = strtol(r->str, &end, 10);
@@ -255,7 +275,9 @@ sreply_error_text(const struct sreply *reply)
 
 	if (r == NULL || r->type != REDIS_REPLY_ERROR)
 		return NULL;
-	return r->str ? r->str : "";
+	if (r->str == NULL)
+		return "";
+	return whole(r) != NULL ? r->str : "(an error text holding a NUL byte)";
 }
 
 const struct sreply *
@@ -312,16 +334,20 @@ sreply_transition(const struct sreply *reply, struct sreply_transition *t)
 	const redisReply *fence = elem(r, 3, REDIS_REPLY_STRING);
 
 	t->written = ok != NULL && ok->integer == 1;
-	t->why = why != NULL ? why->str : NULL;
-	t->fence = fence != NULL && fence->str != NULL ? strtoll(fence->str, NULL, 10) : -1;
+	t->why = whole(why);
+	t->fence = whole(fence) != NULL ? strtoll(fence->str, NULL, 10) : -1;
 }
 
+/* Element i as a C string: NULL when it is not a string (nil: absent); -1
+ * in *bad when it is one with a NUL byte in it (a malformed reply). */
 static const char *
-str_or_null(const redisReply *r, size_t i)
+str_or_null(const redisReply *r, size_t i, int *bad)
 {
 	const redisReply *e = elem(r, i, REDIS_REPLY_STRING);
 
-	return e != NULL ? e->str : NULL;
+	if (e != NULL && whole(e) == NULL)
+		*bad = -1;
+	return whole(e);
 }
 
 int
@@ -336,14 +362,15 @@ sreply_load(const struct sreply *reply, struct sreply_load *out)
 	if (exists == NULL || withheld == NULL || (r->elements != 5 && r->elements != 6) ||
 	    withheld->integer < 0)
 		return -1;
+	int bad = 0;
 	out->exists = exists->integer == 1;
 	out->withheld = withheld->integer;
-	out->state = str_or_null(r, 2);
-	out->attempts = str_or_null(r, 3);
-	out->record = str_or_null(r, 4);
-	out->attempts_base = r->elements > 5 ? str_or_null(r, 5) : NULL;
+	out->state = str_or_null(r, 2, &bad);
+	out->attempts = str_or_null(r, 3, &bad);
+	out->record = str_or_null(r, 4, &bad);
+	out->attempts_base = r->elements > 5 ? str_or_null(r, 5, &bad) : NULL;
 	/* a record either fits or is withheld, never both */
-	if (out->withheld > 0 && out->record != NULL) {
+	if (bad < 0 || (out->withheld > 0 && out->record != NULL)) {
 		memset(out, 0, sizeof *out);
 		return -1;
 	}
@@ -365,7 +392,7 @@ sreply_string(const struct sreply *reply)
 {
 	const redisReply *r = tree(reply);
 
-	return r != NULL && r->type == REDIS_REPLY_STRING ? r->str : NULL;
+	return r != NULL && r->type == REDIS_REPLY_STRING ? whole(r) : NULL;
 }
 
 const struct sreply *
@@ -375,7 +402,7 @@ sreply_field_reply(const struct sreply *arr, const char *name)
 
 	for (size_t i = 0; is_array(r) && i + 1 < r->elements; i += 2) {
 		const redisReply *k = elem(r, i, REDIS_REPLY_STRING);
-		if (k != NULL && k->str != NULL && strcmp(k->str, name) == 0)
+		if (is_name(k, name))
 			return sreply_of(r->element[i + 1]);
 	}
 	return NULL;

@@ -594,7 +594,7 @@ after_shared_read(struct rconn *rc, const struct sreply *r, void *arg)
 static void
 read_shared(struct engine *eng)
 {
-	const char *argv[9 + 2 * CLUSTER_SHARDS_MAX];
+	const char *argv[9 + 2 * SHARD_MAX];
 	struct consumer_view v = shared_view(eng);
 	size_t n = 0;
 
@@ -1533,8 +1533,9 @@ setup_disc(struct engine *eng, char *err, size_t errlen)
 {
 	const struct cfg *cfg = eng->cfg;
 	struct disc_opts o = {
-		.loop = eng->loop, .sentinels = cfg->redis.sentinels,
-		.master_name = cfg->redis.master_name, .cluster = cfg->redis.cluster,
+		.loop = eng->loop, .sentinels = cfg->redis.sentinel_addr,
+		.nsentinels = cfg->redis.n_sentinel_addr, .seeds = cfg->redis.cluster_addr,
+		.nseeds = cfg->redis.n_cluster_addr, .master_name = cfg->redis.master_name,
 		.username = cfg->redis.username,
 		.host = cfg->redis.socket == NULL ? cfg->redis.host : NULL,
 		.allow_hosts = cfg->redis.allow_hosts, .secret = disc_secret,

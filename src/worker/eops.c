@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
 #include "redis/sreply.h"
 #include "base/wtime.h"
 
@@ -679,17 +677,10 @@ op_notified(void *ctx, const char *id, const char *owner, const char *kind, cons
 {
 	const struct eops *e = ctx;
 
-	if (e->webhook == NULL)
-		return;
-	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "id", id, "owner", owner,
-	    "kind", kind, "reason", reason, "onBehalfOf", on_behalf_of, "action", action,
-	    "resource", resource, "at", at);
-	char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	struct webhook_note n = {id, owner, kind, reason, on_behalf_of, action, resource, at};
 
-	if (body)
-		webhook_post(e->webhook, body);
-	free(body);
-	json_decref(o);
+	if (e->webhook != NULL)
+		(void)webhook_post_note(e->webhook, &n);	/* out of memory: as a full queue */
 }
 
 static void

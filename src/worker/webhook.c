@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/queue.h>
 
+#include <jansson.h>
+
 #include "base/backoff.h"
 #include "auth/cred.h"
 #include "base/log.h"
@@ -227,4 +229,28 @@ webhook_count_into(struct webhook *wh, long long *failures, long long *dropped)
 		return;
 	wh->failures = failures;
 	wh->dropped = dropped;
+}
+
+char *
+webhook_note_body(const struct webhook_note *n)
+{
+	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "id", n->id, "owner", n->owner,
+	    "kind", n->kind, "reason", n->reason, "onBehalfOf", n->on_behalf_of, "action",
+	    n->action, "resource", n->resource, "at", n->at);
+	char *body = o != NULL ? json_dumps(o, JSON_COMPACT) : NULL;
+
+	json_decref(o);
+	return body;
+}
+
+int
+webhook_post_note(struct webhook *wh, const struct webhook_note *n)
+{
+	char *body = webhook_note_body(n);
+
+	if (body == NULL)
+		return -1;
+	webhook_post(wh, body);
+	free(body);
+	return 0;
 }

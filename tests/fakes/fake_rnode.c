@@ -16,6 +16,8 @@
  *             primary of every slot
  *   replica   a node whose ROLE says "slave" (of TARGET)
  *   silent    accepts connections and never answers
+ *   huge      a primary that answers every other command with a bulk
+ *             string of almost 1 TB ("$999999999999") and 64 KiB of it
  * Anything else is -ERR. Every command's name goes to stderr (its log).
  * SIGTERM or SIGINT ends it.
  */
@@ -136,6 +138,11 @@ answer(int fd, const redisReply *r)
 			shards(fd, thost, tport);
 		else
 			shards(fd, "127.0.0.1", myport);
+	} else if (strcmp(mode, "huge") == 0) {
+		static char junk[65536];
+		memset(junk, 'x', sizeof junk);
+		sayf(fd, "$999999999999\r\n");
+		(void)send(fd, junk, sizeof junk, MSG_NOSIGNAL | MSG_DONTWAIT);
 	} else if (strcmp(mode, "moved") == 0 || strcmp(mode, "ask") == 0) {
 		sayf(fd, "-%s 1234 %s:%d\r\n", strcmp(mode, "moved") == 0 ? "MOVED" : "ASK",
 		    thost, tport);

@@ -35,6 +35,8 @@
 #include <cmocka.h>
 
 #include "core/record.h"
+#include "redis/cluster.h"
+#include "redis/sentinel.h"
 #include "base/wtime.h"
 
 #define MAX_CHILDREN	64
@@ -1890,4 +1892,29 @@ h_assert_each_once(const struct h_fake *target, const char *id_pre, long jobs,
 	if (with_2xx != jobs)
 		fail_msg("%ld of %ld recordIds %s* got a 2xx at the target", with_2xx, jobs, id_pre);
 	return extra;
+}
+
+int
+h_cluster_refresh(struct cluster_map *m, const struct hostport *seeds, size_t nseeds,
+		  long timeout_ms, char *err, size_t errlen)
+{
+	struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+
+	snprintf(err, errlen, "no cluster node answered CLUSTER SHARDS");
+	for (size_t i = 0; i < nseeds; i++) {
+		redisContext *c = redisConnectWithTimeout(seeds[i].host, seeds[i].port, tv);
+		redisReply *r = NULL;
+		int ok = c != NULL && c->err == 0 && redisSetTimeout(c, tv) == REDIS_OK &&
+		    (r = redisCommand(c, "CLUSTER SHARDS")) != NULL &&
+		    cluster_map_parse_shards(m, r, seeds[i].host) == 0;
+		if (!ok)
+			snprintf(err, errlen, "%s:%d: %s", seeds[i].host, seeds[i].port,
+			    c == NULL ? "out of memory" : c->err ? c->errstr :
+			    "no CLUSTER SHARDS map");
+		freeReplyObject(r);
+		redisFree(c);
+		if (ok)
+			return 0;
+	}
+	return -1;
 }

@@ -100,6 +100,13 @@ int h_rnode_start(struct h_rnode *n, const char *name, const char *conf, int fla
 long long h_redis_int(redisContext *c, const char *fmt, ...);
 /* String or status reply, caller frees; NULL for nil, error or other types. */
 char *h_redis_str(redisContext *c, const char *fmt, ...);
+/* The test's own routing: m replaced by the first seed's CLUSTER SHARDS (clear
+ * text, no AUTH; each connect and command bounded by timeout_ms). 0, or -1
+ * with err and m unchanged. The worker and warrantctl find it through disc. */
+struct cluster_map;
+struct hostport;
+int h_cluster_refresh(struct cluster_map *m, const struct hostport *seeds, size_t nseeds,
+		      long timeout_ms, char *err, size_t errlen);
 
 /* Runs argv (argv[0] a path, or a name looked up in PATH) like h_spawn and
  * waits up to timeout_ms (then SIGKILL). Returns its exit code (-1: killed,

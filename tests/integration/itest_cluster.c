@@ -68,7 +68,7 @@ struct node {
 
 static struct node nodes[NNODES];
 static struct h_fake target;
-static struct sentinel_addr seeds[NNODES];
+static struct hostport seeds[NNODES];
 static char seed_list[256];
 
 /* ---- the cluster ---- */
@@ -196,7 +196,7 @@ router_refresh(struct router *r)
 	if (r->map == NULL)
 		r->map = cluster_map_new();
 	assert_non_null(r->map);
-	if (cluster_refresh(r->map, seeds, NNODES, NULL, NULL, 1000, err, sizeof err) != 0)
+	if (h_cluster_refresh(r->map, seeds, NNODES, 1000, err, sizeof err) != 0)
 		fail_msg("%s", err);
 }
 
@@ -556,7 +556,7 @@ slot_moved(void *arg)
 	char err[300];
 	int ok = 0;
 
-	if (m && cluster_refresh(m, seeds, NNODES, NULL, NULL, 300, err, sizeof err) == 0) {
+	if (m && h_cluster_refresh(m, seeds, NNODES, 300, err, sizeof err) == 0) {
 		const struct cluster_node *o = cluster_map_owner(m, p->slot);
 		ok = o != NULL && o->port != p->dead_port;
 	}

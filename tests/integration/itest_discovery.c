@@ -458,6 +458,62 @@ test_shared_read_nogroup_one_shard(void **state)
 	h_stack_stop(&st);
 }
 
+/* VmRSS of pid in KiB, or -1. */
+static long
+rss_kib(pid_t pid)
+{
+	char path[64], line[128];
+	long kib = -1;
+
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "r");
+	while (f != NULL && fgets(line, sizeof line, f) != NULL)
+		if (strncmp(line, "VmRSS:", 6) == 0)
+			kib = atol(line + 6);
+	if (f != NULL)
+		fclose(f);
+	return kib;
+}
+
+struct log_count { const char *path, *needle; int n; };
+
+static int
+log_count_reached(void *arg)
+{
+	const struct log_count *c = arg;
+	return count_lines(c->path, c->needle) >= c->n;
+}
+
+/* Issue 36: a node whose every answer announces a bulk string of ~1 TB.
+ * The worker says so (redis.error kind=TOOBIG), drops the connection each
+ * time, and holds none of it: its RSS stays far below the cap. */
+static void
+test_huge_reply_refused(void **state)
+{
+	struct h_fake node, target;
+	struct h_daemon w;
+	char redis_extra[256], sections[128];
+
+	(void)state;
+	const char *args[] = {"--mode", "huge", NULL};
+	assert_int_equal(h_fake_start(&node, "fake_rnode", args), 0);
+	assert_int_equal(h_fake_start(&target, "fake_target", NULL), 0);
+	snprintf(redis_extra, sizeof redis_extra, "host = 127.0.0.1\nport = %d\n", node.port);
+	int mport = h_free_port();
+	snprintf(sections, sizeof sections, "[metrics]\nlisten = 127.0.0.1:%d\n", mport);
+	char *ini = worker_ini(target.url, NULL, redis_extra, sections);
+	assert_int_equal(h_daemon_spawn(&w, ini), 0);
+	free(ini);
+	struct log_count c = {w.log, "event=redis.error name=", 3};
+	assert_int_equal(h_wait_until(log_count_reached, &c, WAIT_MS), 0);
+	assert_true(count_lines(w.log, "kind=TOOBIG") >= 3);
+	long kib = rss_kib(w.pid);
+	assert_true(kib > 0 && kib < 48 * 1024);
+	assert_true(h_daemon_stop_clean(&w));
+	h_fake_stop(&node);
+	h_fake_stop(&target);
+}
+
 int
 main(void)
 {
@@ -471,6 +527,7 @@ main(void)
 		cmocka_unit_test(test_ask_to_a_replica),
 		cmocka_unit_test(test_stuck_sentinel_does_not_stop_the_loop),
 		cmocka_unit_test(test_shared_read_nogroup_one_shard),
+		cmocka_unit_test(test_huge_reply_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

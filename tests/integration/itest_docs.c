@@ -3,7 +3,7 @@
  * itest_docs: the operator's documents as tools see them -- `mandoc -T lint`
  * has nothing to say about the pages in man/, the pages render, and the bash completion
  * of completion/warrantctl completes the commands warrantctl has. And the
- * README is an operator's guide (issue 24): at most ~500 lines (520), a table of
+ * README is an operator's guide (issue 24): at most ~580 lines (600: operators and, since issue 40, deciders), a table of
  * contents, the sections an operator looks for (a troubleshooting runbook
  * among them), the Redis version stated; every "#anchor" link in the
  * Markdown documents names a heading, every relative link a file that
@@ -27,7 +27,7 @@
 #include "harness.h"
 
 static const char *const pages[] = {"man/warrantd.8", "man/warrantctl.1", "man/warrantd.ini.5",
-    "man/warrantd.7"};
+    "man/warrantd.7", "man/warrantd-web.8"};
 
 static void
 test_mandoc_lint(void **state)
@@ -316,8 +316,8 @@ test_readme_is_an_operators_guide(void **state)
 	assert_non_null(readme);
 	int lines = count_lines(readme);
 	printf("itest_docs: README.md has %d lines\n", lines);
-	if (lines > 520)
-		fail_msg("README.md has %d lines: an operator's guide keeps to about 500 (move notes "
+	if (lines > 600)
+		fail_msg("README.md has %d lines: the operators' and deciders' guide keeps under 600 (move notes "
 		    "to tests/README.md, bench/README.md or HACKING.md)", lines);
 	for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
 		char want[64];

@@ -595,6 +595,20 @@ test_r3_bad_input(void **state)
 	char *no_field = xadd(p, "foo", "bar");
 	char *bad_id = xadd(p, "id", "bad id!");
 	char *missing = xadd(p, "id", "r3-missing");
+	/* issue 37 item 6: an id with a NUL byte in it is no id, and never the
+	 * record whose id is its part before the NUL (r3-cut is valid and queued) */
+	json = record("r3-cut", RESOURCE, 60000, "owner-cut");
+	jws = h_sign(json, h_data("test-es256.key"));
+	assert_non_null(jws);
+	assert_int_equal(h_store_record(S->c, p, "r3-cut", jws, 0), 0);
+	free(jws);
+	free(json);
+	redisReply *nul = redisCommand(S->c, "XADD %s * id %b", h_key(p, "jobs"), "r3-cut\0x",
+	    (size_t)8);
+	assert_non_null(nul);
+	assert_int_equal(nul->type, REDIS_REPLY_STRING);
+	char *nul_id = strdup(nul->str);
+	freeReplyObject(nul);
 
 	json = record("r3-forged", RESOURCE, 60000, "owner-forger");
 	jws = h_sign(json, h_data("test-es256-other.key"));
@@ -618,6 +632,7 @@ test_r3_bad_input(void **state)
 
 	assert_entry("r3:dead", "streamId", no_field, "reason", "no-id");
 	assert_entry("r3:dead", "streamId", bad_id, "reason", "no-id");
+	assert_entry("r3:dead", "streamId", nul_id, "reason", "no-id");
 	assert_entry("r3:dead", "streamId", missing, "reason", "record-missing");
 	assert_int_equal(h_redis_int(S->c, "EXISTS r3:decision:r3-missing"), 0);
 
@@ -641,6 +656,9 @@ test_r3_bad_input(void **state)
 	wait_pel_empty(p);
 	assert_int_equal(fake_total(), 1);
 	assert_int_equal(ncalls("r3-good"), 1);
+	assert_int_equal(ncalls("r3-cut"), 0);
+	h_assert_record_field(S->c, p, "r3-cut", "state", "queued");
+	free(nul_id);
 	free(no_field);
 	free(bad_id);
 	free(missing);

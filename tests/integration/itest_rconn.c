@@ -15,10 +15,13 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <ev.h>
@@ -1262,6 +1265,103 @@ test_auth_error_kinds(void **state)
 	assert_int_equal(rconn_auth_error(NULL), 0);
 }
 
+/* A hostile node on a unix socket, in a thread: ROLE says master, and the
+ * next command gets "$999999999999" (a bulk string of almost 1 TB) then
+ * bytes without end, until the client closes. */
+struct huge_node {
+	int lfd;
+	char path[108];
+	long long sent;		/* bytes of the "bulk" the client took */
+};
+
+static void *
+huge_node_run(void *arg)
+{
+	static const char role[] = "*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n";
+	static const char head[] = "$999999999999\r\n";
+	struct huge_node *h = arg;
+	static char junk[65536];
+	char buf[4096];
+	int fd = accept(h->lfd, NULL, NULL);
+
+	memset(junk, 'x', sizeof junk);
+	if (fd < 0 || read(fd, buf, sizeof buf) <= 0 ||
+	    send(fd, role, sizeof role - 1, MSG_NOSIGNAL) < 0 || read(fd, buf, sizeof buf) <= 0 ||
+	    send(fd, head, sizeof head - 1, MSG_NOSIGNAL) < 0)
+		goto out;
+	/* 2 GiB at most: far beyond the cap, and an end if rconn never stops */
+	while (h->sent < (2LL << 30)) {
+		ssize_t n = send(fd, junk, sizeof junk, MSG_NOSIGNAL);
+		if (n <= 0)
+			break;
+		h->sent += n;
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+/* VmRSS of this process in KiB, from /proc. */
+static long
+rss_kib(void)
+{
+	char line[128];
+	long kib = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f != NULL && fgets(line, sizeof line, f) != NULL)
+		if (strncmp(line, "VmRSS:", 6) == 0)
+			kib = atol(line + 6);
+	if (f != NULL)
+		fclose(f);
+	return kib;
+}
+
+/* A server announcing a reply of ~1 TB and sending without end: the
+ * command's callback gets NULL, once, redis.error kind=TOOBIG is logged,
+ * and rconn holds next to nothing of it (RCONN_REPLY_MAX_BYTES). */
+static void
+test_huge_reply(void **state)
+{
+	struct huge_node h = {.lfd = -1};
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	pthread_t th;
+	struct slot s;
+
+	(void)state;
+	snprintf(h.path, sizeof h.path, "%s/huge.sock", h_tmpdir());
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", h.path);
+	h.lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_true(h.lfd >= 0);
+	assert_int_equal(bind(h.lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+	assert_int_equal(listen(h.lfd, 4), 0);
+	assert_int_equal(pthread_create(&th, NULL, huge_node_run, &h), 0);
+	char *log = capture_start("huge.log");
+	long before = rss_kib();
+	struct rconn_opts o = {.socket = h.path, .connect_timeout_ms = 5000,
+	    .backoff_min_ms = 5000, .backoff_max_ms = 5000};
+	struct rconn *rc = connect_up(&o, "huge");
+
+	memset(&s, 0, sizeof s);
+	assert_int_equal(rconn_command(rc, on_slot, &s, "GET k"), 0);
+	assert_int_equal(run_until(cond_slot, &s, WAIT_S), 0);
+	long after = rss_kib();
+	capture_end();
+	assert_int_equal(s.calls, 1);
+	assert_int_equal(s.null, 1);
+	assert_int_equal(count_in_file(log, "event=redis.error name=huge kind=TOOBIG"), 1);
+	assert_int_equal(count_in_file(log, "event=redis.down name=huge"), 1);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	/* what the server could push before it saw the close: socket buffers */
+	assert_true(h.sent < RCONN_REPLY_MAX_BYTES);
+	assert_true(after - before < 16 * 1024);
+	rconn_free(rc);
+	close(h.lfd);
+	unlink(h.path);
+	free(log);
+}
+
 int
 main(void)
 {
@@ -1281,6 +1381,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_script_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reauth_in_order, setup, teardown),
 		cmocka_unit_test(test_auth_error_kinds),
+		cmocka_unit_test_setup_teardown(test_huge_reply, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

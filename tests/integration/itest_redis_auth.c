@@ -125,6 +125,11 @@ static const char tok_script[] =
 	"#!/bin/sh\n"
 	"d=$(dirname \"$0\")\n"
 	"echo run >> \"$d/runs\"\n"
+	/* what the helper inherited (issue 37 item 4): its descriptors, its env */
+	/* in a subshell: the redirection is the child's, so the list is of the
+	 * shell's descriptors as the daemon left them */
+	"(ls -l /proc/$$/fd) > \"$d/fds\"\n"
+	"env > \"$d/env\"\n"
 	"case \"$(cat \"$d/mode\" 2>/dev/null)\" in\n"
 	"fail) echo 'tok.sh: the signer is unreachable' >&2; exit 3;;\n"
 	"garbage) echo '<html>s3cr3t-garbage</html>'; exit 0;;\n"
@@ -169,6 +174,49 @@ write_tok_script(void)
 	assert_int_equal(chmod(path, 0700), 0);
 	set_mode("ok");
 	return strdup(path);
+}
+
+/* Issue 37 item 4: the last token_command run (made while the daemon held
+ * authenticated Redis connections) had stdin, stdout and stderr and nothing
+ * else of the daemon's -- no socket, no pipe but its stdout -- and an
+ * environment without the daemon's variables. */
+static void
+assert_helper_inherited_nothing(void)
+{
+	char path[512], line[512];
+
+	snprintf(path, sizeof path, "%s/fds", tok_dir);
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	int fds = 0;
+	/* "l-wx------ 1 root root 64 Dec  7 11:56 1 -> pipe:[613855]" a line;
+	 * besides 0-2, only the script that the shell reads is open */
+	while (fgets(line, sizeof line, f) != NULL) {
+		char *arrow = strstr(line, " -> ");
+		if (arrow == NULL)
+			continue;
+		fds++;
+		char *fd = arrow;
+		while (fd > line && fd[-1] != ' ')
+			fd--;
+		if (strncmp(fd, "1 ", 2) != 0 &&
+		    (strstr(arrow, "socket:") != NULL || strstr(arrow, "pipe:") != NULL))
+			fail_msg("token_command inherited a descriptor: %s", line);
+	}
+	fclose(f);
+	assert_true(fds >= 3);
+	snprintf(path, sizeof path, "%s/env", tok_dir);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	int has_path = 0;
+	while (fgets(line, sizeof line, f) != NULL) {
+		if (strncmp(line, "WARRANTD_ITEST_LEAK=", 20) == 0 ||
+		    strncmp(line, "ASAN_OPTIONS=", 13) == 0)
+			fail_msg("token_command inherited the daemon's environment: %s", line);
+		has_path |= strncmp(line, "PATH=", 5) == 0;
+	}
+	fclose(f);
+	assert_true(has_path);
 }
 
 /* The daemon on the gate (TCP), with redis_extra and sections added. */
@@ -385,7 +433,9 @@ test_command_tokens_under_load(void **state)
 	snprintf(extra, sizeof extra, "auth = command\nusername = warrantd\n"
 	    "token_command = %s 5\n", script);
 	free(script);
+	setenv("WARRANTD_ITEST_LEAK", "not-for-helpers", 1);
 	daemon_up(extra, NULL, 1000);
+	unsetenv("WARRANTD_ITEST_LEAK");
 	int n = 0;
 	for (long long t0 = h_now_ms(); h_now_ms() - t0 < LOAD_RUN_MS; n++) {
 		snprintf(id, sizeof id, "load-%d", n);
@@ -407,6 +457,7 @@ test_command_tokens_under_load(void **state)
 		    reauths, LOAD_RUN_MS / 1000);
 	assert_counters_clean();
 	assert_int_equal(gate_stat("noauth"), 0);
+	assert_helper_inherited_nothing();
 	char *ts = hb_str("redisTokenState");
 	assert_non_null(ts);
 	assert_string_equal(ts, "valid");

@@ -55,11 +55,11 @@ test_key_slot(void **state)
 	assert_int_equal(slot("{warrant:5}:rec:x"), 14880);
 	assert_int_equal(slot("{warrant}:decision:abc"), slot("{warrant}:scheduled"));
 
-	assert_true(cluster_has_tag("{warrant}"));
-	assert_true(cluster_has_tag("x{a}"));
-	assert_false(cluster_has_tag("warrant"));
-	assert_false(cluster_has_tag("{}warrant"));
-	assert_false(cluster_has_tag("{warrant"));
+	assert_true(shard_has_tag("{warrant}"));
+	assert_true(shard_has_tag("x{a}"));
+	assert_false(shard_has_tag("warrant"));
+	assert_false(shard_has_tag("{}warrant"));
+	assert_false(shard_has_tag("{warrant"));
 }
 
 static void
@@ -113,6 +113,28 @@ shards3(void)
 	            cnode("10.0.0.2", "?", 7002, "master"))),
 	    arr(4, str("slots"), arr(4, num(10001), num(10001), num(10923), num(16383)),
 	        str("nodes"), arr(1, cnode("", "", 7003, "master"))));
+}
+
+/* Issue 37 item 6: a node's address with a NUL byte is no address (its C
+ * string would name another host than the one sent). */
+static void
+test_map_nul_address(void **state)
+{
+	struct cluster_map *m = cluster_map_new();
+
+	(void)state;
+	assert_non_null(m);
+	redisReply *r = arr(1, arr(4, str("slots"), arr(2, num(0), num(16383)), str("nodes"),
+	    arr(1, arr(12, str("id"), str("e1387a65c1b846df3fb5f87d1c613f2f18f8ca9e"),
+	        str("port"), num(7001), str("ip"), strn("127.0.0.1\0.x", 12), str("endpoint"),
+	        strn("127.0.0.1\0.x", 12), str("role"), str("master"), str("health"),
+	        str("online")))));
+	assert_int_equal(cluster_map_parse_shards(m, r, "seed.example"), 0);
+	tree_free(r);
+	/* the seed's own name stands in for an unusable address (as for ""),
+	 * never the cut one */
+	assert_string_equal(cluster_map_owner(m, 0)->host, "seed.example");
+	cluster_map_free(m);
 }
 
 static void
@@ -285,6 +307,7 @@ main(void)
 		cmocka_unit_test(test_key_slot),
 		cmocka_unit_test(test_shard),
 		cmocka_unit_test(test_map),
+		cmocka_unit_test(test_map_nul_address),
 		cmocka_unit_test(test_map_tls),
 		cmocka_unit_test(test_keep),
 		cmocka_unit_test(test_redirect),

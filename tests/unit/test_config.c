@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "conf/config.h"
 #include "jose/jwa.h"
@@ -304,6 +305,19 @@ test_cluster_keys(void **state)
 	cfg = load_ok("[redis]\ncluster = 127.0.0.1:7001, 127.0.0.1:7002\nprefix = {warrant}\n"
 	    MIN_RECORDS MIN_ACTION);
 	assert_string_equal(cfg->redis.cluster, "127.0.0.1:7001, 127.0.0.1:7002");
+	/* the seeds are parsed once, here: every reader takes the typed list */
+	assert_int_equal(cfg->redis.n_cluster_addr, 2);
+	assert_string_equal(cfg->redis.cluster_addr[1].host, "127.0.0.1");
+	assert_int_equal(cfg->redis.cluster_addr[1].port, 7002);
+	assert_int_equal(cfg->redis.n_sentinel_addr, 0);
+	cfg_free(cfg);
+	cfg = load_ok("[redis]\nsentinels = s1:26379, [::1]:26380\nmaster_name = m\n"
+	    MIN_RECORDS MIN_ACTION);
+	assert_int_equal(cfg->redis.n_sentinel_addr, 2);
+	assert_string_equal(cfg->redis.sentinel_addr[0].host, "s1");
+	assert_int_equal(cfg->redis.sentinel_addr[0].port, 26379);
+	assert_string_equal(cfg->redis.sentinel_addr[1].host, "::1");
+	assert_int_equal(cfg->redis.n_cluster_addr, 0);
 	cfg_free(cfg);
 	cfg = load_ok("[redis]\ncluster = 127.0.0.1:7001\nshards = 6\n" MIN_RECORDS MIN_ACTION);
 	assert_int_equal(cfg->redis.shards, 6);
@@ -526,7 +540,7 @@ test_action_find_and_lines(void **state)
 	cfg_free(cfg);
 }
 
-/* inih limits a section name to 49 bytes; ours is read by our reader. */
+/* A long section name is read whole (inih, read before, cut one at 49 bytes). */
 static void
 test_long_action_name(void **state)
 {
@@ -612,7 +626,7 @@ test_every_error_reported(void **state)
 	    "libcurl; delete the line)",
 	    "t.ini:5: port: 70000 is out of range 1..65535",
 	    "t.ini:6: batch: 0 is out of range 1..");
-	/* syntax errors too: inih itself only keeps the first */
+	/* syntax errors too: every one, not only the first */
 	EXPECT("[redis\n"			/* 1 */
 	    "[redis]\n"				/* 2 */
 	    "just words\n"			/* 3 */
@@ -976,6 +990,9 @@ test_metrics_section(void **state)
 	cfg_free(cfg);
 	cfg = load_ok(MIN_RECORDS MIN_ACTION "[metrics]\nlisten = [::1]:9464\n");
 	assert_string_equal(cfg->metrics.listen, "[::1]:9464");
+	/* parsed once, here: the daemon binds the typed address */
+	assert_int_equal(cfg->metrics.listen_addr.sa.ss_family, AF_INET6);
+	assert_int_equal(cfg->metrics.listen_addr.is_loopback, 1);
 	cfg_free(cfg);
 	cfg = load_ok(MIN_RECORDS MIN_ACTION "[metrics]\nlisten = 0.0.0.0:9464\n"
 	    "allow_remote = yes\n");
@@ -987,6 +1004,28 @@ test_metrics_section(void **state)
 	    "t.ini:8: listen: 'localhost:1' is not IPV4:PORT");
 	EXPECT(MIN_RECORDS MIN_ACTION "[metrics]\nallow_remote = true\n",
 	    "t.ini:7: allow_remote: 'true' is not one of yes|no");
+}
+
+/* [web]: parsed here for warrantd -t; warrantd-web checks the rest (wconf). */
+static void
+test_web_section(void **state)
+{
+	(void)state;
+	struct cfg *cfg = load_ok(MIN_RECORDS MIN_ACTION);
+	assert_null(cfg->web.listen);
+	assert_null(cfg->web.users_file);
+	assert_int_equal(cfg->web.idle_timeout_s, 900);
+	cfg_free(cfg);
+	cfg = load_ok(MIN_RECORDS MIN_ACTION "[web]\nlisten = 127.0.0.1:1 unix:/run/w.sock\n"
+	    "users_file = u\ntls_cert_file = c\ntls_key_file = k\nidle_timeout_s = 60\n");
+	assert_string_equal(cfg->web.listen, "127.0.0.1:1 unix:/run/w.sock");
+	assert_string_equal(cfg->web.users_file, "u");
+	assert_string_equal(cfg->web.tls_cert_file, "c");
+	assert_string_equal(cfg->web.tls_key_file, "k");
+	assert_int_equal(cfg->web.idle_timeout_s, 60);
+	cfg_free(cfg);
+	EXPECT(MIN_RECORDS MIN_ACTION "[web]\nidle_timeout_s = 59\n", "t.ini:7: idle_timeout_s: ");
+	EXPECT(MIN_RECORDS MIN_ACTION "[web]\nsession = 1\n", "t.ini:7: ");
 }
 
 #define MIN_OAUTH "[oauth]\ntoken_url = https://idp/t\nclient_id = c\nclient_secret_file = s\n"
@@ -1027,7 +1066,7 @@ test_redis_auth(void **state)
 	    "password_file = p\ntoken_scope = s\n",
 	    "t.ini:9: password_file is only used with auth = password (auth = command fetches a token)",
 	    "t.ini:10: token_scope is only used with auth = oauth");
-	/* inih reads 199 bytes a line: a longer command is refused at its line,
+	/* a line is at most 199 bytes: a longer command is refused at its line,
 	 * never cut (README: put a long one in a wrapper script) */
 	char long_cmd[400];
 	snprintf(long_cmd, sizeof long_cmd, MIN_RECORDS MIN_ACTION "[redis]\nauth = command\n"
@@ -1304,7 +1343,7 @@ test_consumer(void **state)
 	EXPECT("[daemon]\nconsumer = a/b\n" MIN_RECORDS MIN_ACTION, "t.ini:2: consumer: 'a/b'");
 }
 
-/* A line longer than inih's buffer is reported with its number, and its
+/* A line longer than 199 bytes is reported with its number, and its
  * rest is not read as a line of its own. */
 /* The parser is told the host name and the directory; it asks nobody. */
 static struct cfg *
@@ -1465,6 +1504,7 @@ main(void)
 		cmocka_unit_test(test_bad_numbers),
 		cmocka_unit_test(test_bad_ratio),
 		cmocka_unit_test(test_metrics_section),
+		cmocka_unit_test(test_web_section),
 		cmocka_unit_test(test_redis_auth),
 		cmocka_unit_test(test_bad_enums),
 		cmocka_unit_test(test_bad_urls),

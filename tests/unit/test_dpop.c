@@ -241,6 +241,12 @@ test_helpers(void **state)
 	assert_int_equal(dpop_origin("https:///p", out, sizeof out), -1);
 	assert_int_equal(dpop_origin("mailto:x", out, sizeof out), -1);
 	assert_int_equal(dpop_htu("https://h/p", out, 5), -1);
+	/* issue 37 item 5: userinfo is never part of a proof or an origin */
+	assert_int_equal(dpop_htu("https://user:s3cret@h.example:8443/a?q", out, sizeof out), 0);
+	assert_string_equal(out, "https://h.example:8443/a");
+	assert_int_equal(dpop_origin("https://u:p@x@H.example/a", out, sizeof out), 0);
+	assert_string_equal(out, "https://h.example");
+	assert_int_equal(dpop_htu("https://user@/a", out, sizeof out), -1);
 
 	assert_int_equal(dpop_challenge_error("DPoP error=\"use_dpop_nonce\", "
 	    "error_description=\"Resource server requires nonce in DPoP proof\"", out,

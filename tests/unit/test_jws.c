@@ -278,6 +278,30 @@ test_split(void **state)
 	jws_parts_clear(&p);
 }
 
+/* The one splitter under jws_split and token_lifetime_ms: exactly two dots,
+ * each segment a span of the string, nothing decoded. */
+static void
+test_segments(void **state)
+{
+	struct jws_segments s;
+	const char *t = "aa.b.cccc";
+
+	(void)state;
+	assert_int_equal(jws_segments(t, &s), 0);
+	assert_ptr_equal(s.at[0], t);
+	assert_int_equal(s.len[0], 2);
+	assert_ptr_equal(s.at[1], t + 3);
+	assert_int_equal(s.len[1], 1);
+	assert_ptr_equal(s.at[2], t + 5);
+	assert_int_equal(s.len[2], 4);
+	assert_int_equal(jws_segments("..", &s), 0);	/* empty segments: the caller's call */
+	assert_int_equal(s.len[0] + s.len[1] + s.len[2], 0);
+	assert_int_equal(jws_segments(NULL, &s), -1);
+	assert_int_equal(jws_segments("opaque", &s), -1);
+	assert_int_equal(jws_segments("a.b", &s), -1);
+	assert_int_equal(jws_segments("a.b.c.d.e", &s), -1);	/* a JWE */
+}
+
 /* ---- verification keys: the JWK of a PEM key is that key ---- */
 
 /* The JWK members of the public key in `pem` (ES256: crv, x, y; RS256: n,
@@ -363,6 +387,7 @@ main(void)
 		cmocka_unit_test(test_header_alg_first_then_callers),
 		cmocka_unit_test(test_keys_refused),
 		cmocka_unit_test(test_split),
+		cmocka_unit_test(test_segments),
 		cmocka_unit_test(test_vkeys_jwk_is_the_key),
 	};
 

@@ -18,10 +18,10 @@
 static void
 assert_listen_ok(const char *s, int allow_remote, int family, int loopback)
 {
-	struct metrics_addr a;
+	struct listen_addr a;
 	char err[256] = "";
 
-	if (metrics_listen_parse(s, allow_remote, &a, err, sizeof err) != 0)
+	if (listen_parse(s, allow_remote, &a, err, sizeof err) != 0)
 		fail_msg("%s: %s", s, err);
 	assert_int_equal(a.sa.ss_family, family);
 	assert_int_equal(a.is_loopback, loopback);
@@ -30,10 +30,10 @@ assert_listen_ok(const char *s, int allow_remote, int family, int loopback)
 static void
 assert_listen_bad(const char *s, int allow_remote, const char *want)
 {
-	struct metrics_addr a;
+	struct listen_addr a;
 	char err[256] = "";
 
-	assert_int_equal(metrics_listen_parse(s, allow_remote, &a, err, sizeof err), -1);
+	assert_int_equal(listen_parse(s, allow_remote, &a, err, sizeof err), -1);
 	if (!strstr(err, want))
 		fail_msg("%s: '%s' lacks '%s'", s, err, want);
 }

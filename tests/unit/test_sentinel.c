@@ -16,16 +16,16 @@
 static void
 test_list(void **state)
 {
-	struct sentinel_addr a[SENTINEL_MAX];
+	struct hostport a[HOSTPORT_MAX];
 	char err[160];
 	size_t n;
 
 	(void)state;
-	assert_int_equal(sentinel_parse_list("127.0.0.1:26379", a, &n, err, sizeof err), 0);
+	assert_int_equal(hostport_parse_list("127.0.0.1:26379", a, &n, err, sizeof err), 0);
 	assert_int_equal(n, 1);
 	assert_string_equal(a[0].host, "127.0.0.1");
 	assert_int_equal(a[0].port, 26379);
-	assert_int_equal(sentinel_parse_list(" s1.example:1 ,s2:65535,\t[::1]:26380 ", a, &n,
+	assert_int_equal(hostport_parse_list(" s1.example:1 ,s2:65535,\t[::1]:26380 ", a, &n,
 	    err, sizeof err), 0);
 	assert_int_equal(n, 3);
 	assert_string_equal(a[0].host, "s1.example");
@@ -36,9 +36,9 @@ test_list(void **state)
 	const char *const bad[] = {"", " , ", "host", "host:", ":26379", "h:0", "h:65536",
 	    "h:12x", "[::1]26379", "[::1]", "h:1,,h:2", "a:1,b:2,c:3,d:4,e:5,f:6,g:7,h:8,i:9"};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-		if (sentinel_parse_list(bad[i], a, &n, err, sizeof err) == 0)
+		if (hostport_parse_list(bad[i], a, &n, err, sizeof err) == 0)
 			fail_msg("'%s' was accepted", bad[i]);
-	assert_int_equal(sentinel_parse_list("h:1,,h:2", a, &n, err, sizeof err), -1);
+	assert_int_equal(hostport_parse_list("h:1,,h:2", a, &n, err, sizeof err), -1);
 	assert_string_equal(err, "'' is not host:port");
 }
 
@@ -55,7 +55,10 @@ test_reply(void **state)
 	assert_int_equal(port, 6380);
 	tree_free(r);
 	redisReply *bad[] = {arr(2, str("h"), str("0")), arr(2, str("h"), str("70000")),
-	    arr(2, str(""), str("1")), arr(2, str("h"), str("1x")), str("h:1")};
+	    arr(2, str(""), str("1")), arr(2, str("h"), str("1x")), str("h:1"),
+	    /* issue 37 item 6: a NUL inside would name another host or port */
+	    arr(2, strn("127.0.0.1\0.evil", 15), str("6380")),
+	    arr(2, str("10.0.0.7"), strn("6380\0", 5))};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		assert_int_equal(sentinel_parse_reply(bad[i], host, sizeof host, &port), -1);
 		tree_free(bad[i]);

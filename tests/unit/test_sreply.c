@@ -58,6 +58,42 @@ reset(void)
 	memset(&got, 0, sizeof got);
 }
 
+/* Issue 37 item 6: an id is the whole id. A string with a NUL byte is never
+ * cut into a shorter C string, which would name another record. */
+static void
+test_nul_bytes(void **state)
+{
+	(void)state;
+	reset();
+	redisReply *r = arr(1, arr(2, str("warrant:jobs"), arr(3,
+	    arr(2, str("1-0"), arr(2, str("id"), strn("e-nul\0x", 7))),
+	    arr(2, str("2-0"), arr(2, strn("id\0x", 4), str("gate-15"))),
+	    arr(2, strn("3-0\0", 4), arr(2, str("id"), str("gate-16"))))));
+	/* 1-0 has no usable id (no-id, named by its stream id); 2-0's field is
+	 * not "id"; 3-0's stream id is not MS-SEQ and never gets past the edge */
+	assert_int_equal(sreply_read(sreply_of(r), on_entry, NULL), 2);
+	assert_string_equal(got.seen, "1-0=(none)/1 2-0=(none)/1");
+	tree_free(r);
+
+	struct sreply_load l;
+	redisReply *load = arr(5, num(1), num(0), str("queued"), str("1"), strn("eyJ\0.x", 6));
+	assert_int_equal(sreply_load(sreply_of(load), &l), -1);
+	tree_free(load);
+
+	redisReply *s = strn("gate\0-14", 8);
+	assert_null(sreply_string(sreply_of(s)));
+	tree_free(s);
+
+	char next[32];
+	reset();
+	redisReply *c = arr(3, strn("9-0\0", 4), arr(0), arr(1, strn("5-0\0", 4)));
+	assert_int_equal(sreply_claim(sreply_of(c), next, sizeof next, on_entry, on_id,
+	    (void *)"del"), 0);
+	assert_string_equal(next, "0-0");
+	assert_string_equal(got.seen, "");
+	tree_free(c);
+}
+
 static void
 test_read(void **state)
 {
@@ -519,6 +555,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_read),
+		cmocka_unit_test(test_nul_bytes),
 		cmocka_unit_test(test_read_streams),
 		cmocka_unit_test(test_read_malformed),
 		cmocka_unit_test(test_claim),

@@ -1,0 +1,379 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// warrantd-web in a real browser (issue 39): Debian's chromium, headless,
+// driven by puppeteer-core (pinned in package-lock.json; it downloads no
+// browser). A private redis-server on a unix socket with the monitor user
+// of conf/redis-acl.conf, the fake target, a real warrantd working a few
+// jobs, warrantd-web on a loopback port of its own.
+//
+//   make test-web   (npm ci here, then node --test this file)
+//
+// Screenshots go to build/web-shots/. Everything listens on 127.0.0.1 or a
+// unix socket in a temp dir; every process is stopped by its PID.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import puppeteer from 'puppeteer-core';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '../..');
+const bin = process.env.WARRANTD_BIN_DIR ?? path.join(root, 'build/release/bin');
+const testBin = process.env.WARRANTD_TEST_DIR ?? path.join(root, 'build/release/tests');
+const shots = process.env.WEB_SHOTS_DIR ?? path.join(root, 'build/web-shots');
+const data = path.join(root, 'tests/data');
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'warrantd-web-'));
+const children = [];
+const USER = 'operator';
+const PASSWORD = 'a long test password 1';
+
+async function waitFor(what, fn, ms = 20000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what} (logs in ${tmp})`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+// The console's footprint, for the issue's closing note: VmRSS (kB) and CPU
+// time (ms, user + system) of a process, from /proc.
+function footprint(pid) {
+  const rss = Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
+  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  const tick = 100;	// USER_HZ on Linux
+  return { rssKb: rss, cpuMs: (Number(f[11]) + Number(f[12])) * 1000 / tick };
+}
+
+function start(name, file, args) {
+  const log = fs.openSync(path.join(tmp, `${name}.log`), 'w');
+  const p = spawn(file, args, { stdio: ['ignore', log, log] });
+  children.push(p);
+  return p;
+}
+
+const sock = path.join(tmp, 'redis.sock');
+const ini = path.join(tmp, 'warrantd.ini');
+const redisCli = (...a) => execFileSync('redis-cli', ['-s', sock, ...a], { encoding: 'utf8' }).trim();
+const ctl = (...a) => execFileSync(path.join(bin, 'warrantctl'), ['-c', ini, ...a], { encoding: 'utf8' });
+let base, browser, page, web;
+const consoleErrors = [];
+
+function decide(id, action, resource, extra = []) {
+  return ctl('decide', '--id', id, '--on-behalf-of', 'alice', '--action', action, '--resource', resource,
+    '--basis', 'web test', '--expires', '+1h', '--key', path.join(data, 'test-es256.key'), ...extra).trim();
+}
+
+async function waitState(id, want) {
+  await waitFor(`${id} ${want}`, () => redisCli('HGET', `warrant:decision:${id}`, 'state') === want);
+}
+
+before(async () => {
+  start('redis', 'redis-server', ['--port', '0', '--unixsocket', sock, '--unixsocketperm', '700',
+    '--save', '', '--appendonly', 'no', '--dir', tmp]);
+  await waitFor('redis', () => fs.existsSync(sock));
+  await waitFor('redis PING', () => { try { return redisCli('PING') === 'PONG'; } catch { return false; } });
+  // the monitor user exactly as conf/redis-acl.conf has it, with a password
+  const line = fs.readFileSync(path.join(root, 'conf/redis-acl.conf'), 'utf8').split('\n')
+    .find((l) => l.startsWith('user monitor '));
+  const monitorPw = 'monitor-secret-for-the-test';
+  execFileSync('redis-cli', ['-s', sock, 'ACL', 'SETUSER', 'monitor',
+    ...line.split(' ').slice(2), `>${monitorPw}`]);
+  fs.writeFileSync(path.join(tmp, 'monitor.pw'), monitorPw, { mode: 0o600 });
+
+  const portFile = path.join(tmp, 'target.port');
+  start('target', path.join(testBin, 'fake_target'), ['--port-file', portFile]);
+  const targetPort = await waitFor('fake_target', () => fs.existsSync(portFile) &&
+    fs.readFileSync(portFile, 'utf8').trim());
+  const webPort = await freePort();
+  base = `http://127.0.0.1:${webPort}`;
+  fs.writeFileSync(ini, `[daemon]
+consumer = web-test-1
+heartbeat_ms = 500
+[redis]
+socket = ${sock}
+block_ms = 200
+[redis.monitor]
+username = monitor
+password_file = monitor.pw
+[records]
+verify_key_file = ${path.join(data, 'test-es256.pub')}
+[retry]
+base_ms = 50
+cap_ms = 100
+max_attempts = 2
+[web]
+listen = 127.0.0.1:${webPort} unix:${path.join(tmp, 'web.sock')}
+users_file = users
+idle_timeout_s = 600
+[action gate.open]
+url = http://127.0.0.1:${targetPort}/gates/{resource}/open
+auth = none
+allow_http = yes
+`, { mode: 0o600 });
+  execFileSync(path.join(bin, 'warrantd-web'), ['passwd', path.join(tmp, 'users'), USER],
+    { input: `${PASSWORD}\n` });
+
+  // jobs in several states: done, failed (a 400), dead (503 until the
+  // budget is spent), scheduled (an hour from now)
+  const script = { default: {}, per_key: { 'web-fail-1': [{ status: 400 }],
+    'web-dead-1': [{ status: 503 }, { status: 503 }, { status: 503 }] } };
+  const r = await fetch(`http://127.0.0.1:${targetPort}/_script`, { method: 'POST', body: JSON.stringify(script) });
+  assert.equal(r.status, 200);
+  start('warrantd', path.join(bin, 'warrantd'), ['-c', ini]);
+  for (let i = 1; i <= 3; i++) decide(`web-ok-${i}`, 'gate.open', `gate/${i}`);
+  decide('web-fail-1', 'gate.open', 'gate/14');
+  decide('web-dead-1', 'gate.open', 'gate/15');
+  decide('web-later-1', 'gate.open', 'gate/16', ['--not-before', '+30m']);
+  for (let i = 1; i <= 3; i++) await waitState(`web-ok-${i}`, 'done');
+  await waitState('web-fail-1', 'failed');
+  await waitState('web-dead-1', 'dead');
+
+  web = start('warrantd-web', path.join(bin, 'warrantd-web'), ['-c', ini]);
+  await waitFor('warrantd-web', async () => {
+    try { return (await fetch(`${base}/login`)).status === 200; } catch { return false; }
+  });
+  fs.mkdirSync(shots, { recursive: true });
+  browser = await puppeteer.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    headless: true,
+    // root in CI has no user namespace for the sandbox; nothing but our
+    // own pages is opened
+    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-extensions'],
+  });
+  page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 860 });
+  page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
+  page.on('pageerror', (e) => consoleErrors.push(String(e)));
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  for (const c of children.reverse()) {
+    if (c.exitCode === null) {
+      c.kill('SIGTERM');
+      await new Promise((r) => c.once('exit', r));
+    }
+  }
+  if (process.env.WARRANTD_KEEP_TMP === undefined) fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+test('without a session: every page sends to /login, the API and a POST are refused', async () => {
+  for (const p of ['/', '/jobs', '/job/web-ok-1', '/dead']) {
+    const r = await fetch(`${base}${p}`, { redirect: 'manual' });
+    assert.equal(r.status, 303, p);
+    assert.equal(r.headers.get('location'), '/login');
+  }
+  assert.equal((await fetch(`${base}/api/overview`)).status, 401);
+  const post = await fetch(`${base}/logout`, { method: 'POST', body: 'csrf=x',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  assert.equal(post.status, 403);
+  const login = await fetch(`${base}/login`);
+  assert.match(login.headers.get('content-security-policy'), /default-src 'self'/);
+  assert.doesNotMatch(login.headers.get('content-security-policy'), /unsafe-inline/);
+  assert.equal(login.headers.get('x-frame-options'), 'DENY');
+  // a login without the form's token is refused before the password is looked at
+  const noToken = await fetch(`${base}/login`, { method: 'POST',
+    body: `user=${USER}&password=${encodeURIComponent(PASSWORD)}`,
+    headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  assert.equal(noToken.status, 403);
+  assert.equal(noToken.headers.get('set-cookie')?.includes('wsid='), false);
+});
+
+test('the unix socket serves the same console, mode 0660', async () => {
+  const socketPath = path.join(tmp, 'web.sock');
+  assert.equal(fs.statSync(socketPath).mode & 0o777, 0o660);
+  const res = await new Promise((resolve, reject) => {
+    http.get({ socketPath, path: '/', headers: { host: 'localhost' } }, resolve).on('error', reject);
+  });
+  res.resume();
+  assert.equal(res.statusCode, 303);
+  assert.equal(res.headers.location, '/login');
+});
+
+// the [web] section of the file, replaced: another console on the same data
+function iniWith(name, web) {
+  const file = path.join(tmp, name);
+  fs.writeFileSync(file, fs.readFileSync(ini, 'utf8').replace(/\[web\][^[]*/, `[web]\n${web}\n`),
+    { mode: 0o600 });
+  return file;
+}
+
+test('off loopback only over TLS; over TLS the cookies are Secure', async () => {
+  const plain = iniWith('open.ini', 'listen = 0.0.0.0:1\nusers_file = users');
+  let err;
+  try {
+    execFileSync(path.join(bin, 'warrantd-web'), ['-t', '-c', plain], { stdio: 'pipe' });
+  } catch (e) {
+    err = e;
+  }
+  assert.equal(err?.status, 78);
+  assert.match(String(err.stderr), /not a loopback address.*set tls_cert_file and tls_key_file/);
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256',
+    '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1',
+    '-keyout', path.join(tmp, 'web.key'), '-out', path.join(tmp, 'web.crt')], { stdio: 'ignore' });
+  fs.chmodSync(path.join(tmp, 'web.key'), 0o600);
+  const port = await freePort();
+  const tls = iniWith('tls.ini', `listen = 127.0.0.1:${port}\nusers_file = users\n` +
+    'tls_cert_file = web.crt\ntls_key_file = web.key');
+  const p = start('warrantd-web-tls', path.join(bin, 'warrantd-web'), ['-c', tls]);
+  const ca = fs.readFileSync(path.join(tmp, 'web.crt'));
+  const get = () => new Promise((resolve, reject) => {
+    https.get({ host: '127.0.0.1', port, path: '/login', ca }, resolve).on('error', reject);
+  });
+  const res = await waitFor('warrantd-web over TLS', async () => { try { return await get(); } catch { return null; } });
+  res.resume();
+  assert.equal(res.statusCode, 200);
+  assert.match(res.headers['set-cookie'].join(';'), /wlogin=[0-9a-f]{64}; Path=\/login; HttpOnly; SameSite=Strict; Secure/);
+  assert.match(res.headers['strict-transport-security'], /max-age=/);
+  p.kill('SIGTERM');
+  await new Promise((r) => p.once('exit', r));
+});
+
+test('a wrong password is refused; the right one logs in with a strict cookie', async () => {
+  await page.goto(`${base}/`);
+  assert.equal(new URL(page.url()).pathname, '/login');
+  await page.screenshot({ path: path.join(shots, 'login.png') });
+  await page.type('input[name=user]', USER);
+  await page.type('input[name=password]', 'not the password');
+  await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
+  assert.match(await page.$eval('.err', (e) => e.textContent), /Wrong user or password/);
+  await page.type('input[name=user]', USER);
+  await page.type('input[name=password]', PASSWORD);
+  await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
+  assert.equal(new URL(page.url()).pathname, '/');
+  const c = (await page.cookies()).find((k) => k.name === 'wsid');
+  assert.ok(c, 'the session cookie');
+  assert.equal(c.httpOnly, true);
+  assert.equal(c.sameSite, 'Strict');
+  assert.ok(!page.url().includes(c.value), 'no session id in a URL');
+  assert.ok(!(await page.content()).includes(c.value), 'no session id in a page');
+  assert.ok(!(await page.content()).includes('monitor-secret'), 'no Redis password in a page');
+});
+
+test('the overview shows what warrantctl status --json says', async () => {
+  await page.goto(`${base}/`);
+  // one refresh by console.js has come back
+  await page.waitForFunction(() => document.getElementById('live')?.textContent === 'live');
+  await new Promise((r) => setTimeout(r, 2300));
+  const status = JSON.parse(execFileSync(path.join(bin, 'warrantctl'),
+    ['-c', ini, 'status', '--json'], { encoding: 'utf8' }));
+  const shown = await page.$$eval('[data-k]', (els) => Object.fromEntries(els.map((e) => [e.dataset.k, e.textContent])));
+  for (const k of ['streamLength', 'pending', 'scheduled', 'dead', 'notify'])
+    assert.equal(shown[`0.${k}`], String(status[k]), k);
+  assert.equal(status.scheduled, 1);
+  assert.equal(status.dead, 1);
+  const api = await page.evaluate(async () => (await fetch('/api/overview')).json());
+  for (const k of ['streamLength', 'pending', 'scheduled', 'dead', 'notify', 'lag'])
+    assert.equal(api.streams[0][k], status[k], `api ${k}`);
+  assert.deepEqual(Object.keys(api.streams[0].consumers).sort(), Object.keys(status.consumers).sort());
+  const row = await page.$$eval('table.consumers tbody tr', (rows) => rows.map((r) => r.textContent));
+  assert.ok(row.some((t) => t.startsWith('web-test-1') && t.includes('alive')), row.join('|'));
+  await page.screenshot({ path: path.join(shots, 'overview.png'), fullPage: true });
+});
+
+test('a job is found by its id, and its page shows record, state and audit trail', async () => {
+  await page.goto(`${base}/jobs`);
+  await page.type('input[name=id]', 'web-fail-1');
+  await Promise.all([page.waitForNavigation(), page.click('form.filters button')]);
+  const rows = await page.$$eval('table.jobs tbody tr', (t) => t.map((r) => r.textContent));
+  assert.equal(rows.length, 1, rows.join('|'));
+  assert.match(rows[0], /web-fail-1.*failed.*gate\.open.*gate\/14.*alice/);
+  await Promise.all([page.waitForNavigation(), page.click('table.jobs a[href="/job/web-fail-1"]')]);
+  assert.match(await page.$eval('h1', (e) => e.textContent), /web-fail-1.*failed/);
+  const dl = await page.$$eval('dt', (d) => d.map((x) => x.textContent));
+  for (const k of ['onBehalfOf', 'action', 'resource', 'expiresAt', 'state', 'attempts']) assert.ok(dl.includes(k), k);
+  const audit = await page.$$eval('table.audit tbody tr', (t) => t.map((r) => r.textContent));
+  assert.ok(audit.length >= 2, audit.join('|'));
+  assert.ok(audit.some((t) => t.includes('running') && t.includes('failed')), audit.join('|'));
+  await page.screenshot({ path: path.join(shots, 'job.png'), fullPage: true });
+  // by state, and paged
+  await page.goto(`${base}/jobs?state=done`);
+  const done = await page.$$eval('table.jobs tbody tr', (t) => t.map((r) => r.textContent));
+  assert.equal(done.length, 3, done.join('|'));
+  await page.goto(`${base}/jobs?state=scheduled`);
+  const later = await page.$$eval('table.jobs tbody tr', (t) => t.map((r) => r.textContent));
+  assert.equal(later.length, 1, later.join('|'));
+  assert.match(later[0], /^web-later-1scheduled/);
+  await page.goto(`${base}/jobs`);
+  await page.screenshot({ path: path.join(shots, 'jobs.png'), fullPage: true });
+  const missing = await page.goto(`${base}/job/no-such-job`);
+  assert.equal(missing.status(), 404);
+});
+
+test('dead letters by reason, with counts', async () => {
+  await page.goto(`${base}/dead`);
+  const rows = await page.$$eval('table.dead tbody tr', (t) => t.map((r) => r.textContent));
+  assert.equal(rows.length, 1, rows.join('|'));
+  assert.match(rows[0], /^[a-z-]+1list$/);
+  await page.screenshot({ path: path.join(shots, 'dead.png'), fullPage: true });
+});
+
+test('a POST with a session but without the CSRF token is refused', async () => {
+  await page.goto(`${base}/`);
+  const codes = await page.evaluate(async () => {
+    const h = { 'content-type': 'application/x-www-form-urlencoded' };
+    const none = await fetch('/logout', { method: 'POST', body: 'x=1', headers: h });
+    const wrong = await fetch('/logout', { method: 'POST', body: 'csrf=' + '0'.repeat(64), headers: h });
+    const meta = document.querySelector('meta[name=csrf-token]').content;
+    const json = await fetch('/logout', { method: 'POST', body: JSON.stringify({ csrf: meta }),
+      headers: { 'content-type': 'application/json' } });
+    return [none.status, wrong.status, json.status];
+  });
+  assert.deepEqual(codes, [403, 403, 403]);
+  // still logged in: none of them ended the session
+  assert.equal((await page.goto(`${base}/jobs`)).status(), 200);
+  assert.equal(new URL(page.url()).pathname, '/jobs');
+});
+
+test('log out ends the session', async () => {
+  await page.goto(`${base}/`);
+  await Promise.all([page.waitForNavigation(), page.click('form.who button')]);
+  assert.equal(new URL(page.url()).pathname, '/login');
+  const status = await page.evaluate(async () => (await fetch('/api/overview')).status);
+  assert.equal(status, 401);
+});
+
+test('what a page load weighs, and what 100 overview refreshes cost', async (t) => {
+  await page.goto(`${base}/login`);
+  await page.type('input[name=user]', USER);
+  await page.type('input[name=password]', PASSWORD);
+  await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
+  // a fresh load with the cache off: every byte the overview costs
+  await page.setCacheEnabled(false);
+  await page.goto(`${base}/`);
+  await page.waitForFunction(() => performance.getEntriesByType('resource')
+    .some((e) => e.name.endsWith('/api/overview')), { timeout: 5000 });
+  const bytes = await page.evaluate(() => [...performance.getEntriesByType('navigation'),
+    ...performance.getEntriesByType('resource')].map((e) => [e.name.replace(location.origin, ''), e.transferSize]));
+  const total = bytes.reduce((a, [, n]) => a + n, 0);
+  t.diagnostic(`overview page load: ${total} bytes on the wire (${bytes.map(([n, b]) => `${n} ${b}`).join(', ')})`);
+  assert.ok(total < 64 * 1024, 'a page load stays small');
+  const before = footprint(web.pid);
+  await page.evaluate(async () => { for (let i = 0; i < 100; i++) await (await fetch('/api/overview')).json(); });
+  const afterRefresh = footprint(web.pid);
+  t.diagnostic(`warrantd-web: ${afterRefresh.rssKb} kB RSS; 100 /api/overview answers: ` +
+    `${afterRefresh.cpuMs - before.cpuMs} ms CPU`);
+  await page.setCacheEnabled(true);
+});
+
+test('no console errors (CSP violations included) on any page', () => {
+  assert.deepEqual(consoleErrors.filter((e) => !/status of (401|403|404)/.test(e)), []);
+});
