@@ -286,4 +286,11 @@ int cfg_warnings(const struct cfg *cfg, struct cfg_errors *warns)
  * section is absent too, 1. For messages about a key after loading. */
 int cfg_line_of(const struct cfg *cfg, const char *section, const char *key);
 
+/* R16: the [redis] keys (of the live connections: host, port, auth, tls,
+ * ...) whose values differ between old and cfg, which a reload cannot
+ * apply: up to max of their names (static storage) into names, host first.
+ * Returns how many. */
+size_t cfg_restart_keys(const struct cfg *old, const struct cfg *cfg, const char **names,
+			size_t max);
+
 #endif

@@ -57,6 +57,8 @@ enum consumer_err {
 	CONSUMER_ERR_OTHER,	/* an error reply of no known kind (a renamed
 				   command, a bug of ours): treated as transient,
 				   since nothing says it is the entry's */
+	CONSUMER_ERR_EXISTS,	/* BUSYGROUP: what XGROUP CREATE makes is there
+				   already (R14: as good as made) */
 	CONSUMER_ERR_COUNT	/* not a class: the number of them */
 };
 
@@ -71,6 +73,12 @@ const char *consumer_err_name(enum consumer_err c);
  * known kind are CONSUMER_ERR_OTHER.
  */
 enum consumer_err consumer_err_classify(const char *text);
+
+/* The key a NOGROUP reply names ("NOGROUP No such key 'K' or consumer
+ * group 'G' in XREADGROUP with GROUP option"): a pointer into text and its
+ * length in *len, or NULL when text does not say (another server's
+ * wording, or no NOGROUP). */
+const char *consumer_nogroup_key(const char *text, size_t *len);
 
 /* The one line of text (an error reply) that may be stored and shown:
  * control characters become spaces, and text longer than n - 1 bytes is
@@ -139,6 +147,7 @@ struct consumer_view {
 	long in_hand;			/* entries in hand over every shard (R18) */
 	int draining;			/* R15: stopping */
 	int tokens_usable;		/* R6: every action's credential can be had */
+	long waiting_token;		/* R6: entries in hand waiting for a token */
 	int group_ready;		/* R14: the group exists */
 	int own_done;			/* R14: the own PEL has been read to its end */
 	int cmd_up, blk_up;		/* R17: the command and the blocking connection */
@@ -180,6 +189,57 @@ long consumer_read_count(const struct consumer_view *v, size_t streams);
  * stuck action does not starve the others). */
 int consumer_may_read(const struct consumer_view *v);
 
+/* R6: entries that wait for a token stay in hand up to half of
+ * max_in_flight (at least one); past that, or with a credential that
+ * cannot be had, the worker reads and claims nothing new (one scope's
+ * trouble stays its own). */
+int consumer_tokens_let_read(const struct consumer_view *v);
+
+/* One blocking read over several shards' streams (shards on one Redis):
+ * consumer_may_read of the worker's view, where reading, blk_up and
+ * backing_off are the shared read's, with group_ready, own_done and cmd_up
+ * set; a stream goes into it when consumer_stream_ready says so of its
+ * shard's view. */
+int consumer_stream_ready(const struct consumer_view *v);
+
+/* A shard a round trip from ready (its group or own PEL on the way): the
+ * shared read waits for it rather than leave its stream out for block_ms.
+ * One whose command connection is down or that backs off is not waited for. */
+int consumer_stream_coming(const struct consumer_view *v);
+
+/* §8: a shard that has read nothing for quiet_ms is asked whether its
+ * group has undelivered entries (then it is stalled, and says so) once it
+ * waited 3 x block_ms + heartbeat_ms, with its own PEL read, room, a usable
+ * credential, and not stopping. */
+int consumer_check_stall(const struct consumer_view *v, int64_t quiet_ms, long block_ms,
+			 long heartbeat_ms);
+
+/* R11: a consumer whose heartbeat stopped (or never came) this long ago is
+ * forgotten by the claim script: twice lease_renew_ms. */
+long consumer_forgotten_ms(long lease_renew_ms);
+
+/* The worker's own steps on the reading and lease path, each answered
+ * by one reply. */
+enum consumer_step {
+	CONSUMER_STEP_READ,	/* XREADGROUP (a shard's, or the shared one) */
+	CONSUMER_STEP_OWN,	/* the claim script on our own PEL (R14) */
+	CONSUMER_STEP_AUTO,	/* the claim script on others' (R11) */
+	CONSUMER_STEP_RENEW,	/* the renewal of the leases in hand (R10) */
+	CONSUMER_STEP_GROUP,	/* XGROUP CREATE (R14) */
+	CONSUMER_STEP_BEAT,	/* the heartbeat script (R11) */
+};
+
+/* What follows a reply to a step (a mask; 0: nothing now -- the
+ * connection's return, or the next tick, sends it again). */
+#define CONSUMER_DO_OK		1u	/* the path works: its failures end, go on */
+#define CONSUMER_DO_GROUP	2u	/* R14: the group went; create it again */
+#define CONSUMER_DO_BACKOFF	4u	/* R17: try again after consumer_retry_ms */
+
+/* The reply to step s had class c (CONSUMER_ERR_LOST: none; NONE: no
+ * error) and parsed: it had the shape the step reads. */
+unsigned consumer_reply_next(enum consumer_step s, enum consumer_err c, int parsed)
+	__attribute__((warn_unused_result));
+
 /* Which claim may be sent now; `tick`: a claim interval's timer fired
  * (CONSUMER_CLAIM_AUTO only then). The own PEL comes before anything else,
  * also without a usable token (its entries are ours already); another's
@@ -198,6 +258,25 @@ int64_t consumer_retry_ms(unsigned failures, uint64_t rnd);
 
 /* ------------------------------------------------------------------ */
 /* 3. Redis' own credential (R20)                                       */
+
+/* What the engine does when rconn says Redis answered about its
+ * credential (rconn_opts.auth_seen). */
+enum consumer_auth_seen {
+	CONSUMER_AS_NONE,	/* nothing: accepted, or with a static password a
+				   NOPERM (the ACL's word on one command: R17's) */
+	CONSUMER_AS_NOTE,	/* count it; a static password has nothing to
+				   fetch (rconn's redis.error said it) */
+	CONSUMER_AS_STALE,	/* count it and say so: it met a token older than
+				   its connection's latest AUTH */
+	CONSUMER_AS_RENEW,	/* count it, say so, hold the refused writes and
+				   ask for one fresh token (R20) */
+};
+
+/* ok: 1 accepted, 0 refused, -1 refused a stale token; kind: the error's
+ * kind ("NOAUTH", "WRONGPASS", "NOPERM", ...); static_cred: [redis] auth is
+ * a password (or none). */
+enum consumer_auth_seen consumer_auth_seen(int ok, const char *kind, int static_cred)
+	__attribute__((warn_unused_result));
 
 /* What becomes of an entry's write (a transition) that Redis did not take. */
 enum consumer_auth_act {

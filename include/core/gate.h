@@ -58,6 +58,9 @@ struct gate_view {
 
 struct gate;
 
+/* A job held at the gate looks again at least this often. */
+#define GATE_POLL_MS 1000
+
 /* An empty gate: no action, no pause. NULL when out of memory. */
 struct gate *gate_new(void) __attribute__((warn_unused_result));
 /* NULL is a no-op. */
@@ -111,5 +114,32 @@ void gate_view(const struct gate *g, size_t i, int64_t now, struct gate_view *ou
  * "rate". Static. */
 const char *gate_breaker_name(enum gate_breaker b);
 const char *gate_verdict_name(enum gate_verdict v);
+
+/* When a job held at the gate for action looks again: the gate's own time
+ * (the next start rate_per_s allows, the end of an open interval), the
+ * deadline, or now + GATE_POLL_MS, whichever is first. *why (may be NULL):
+ * gate_check's verdict. g NULL: no gate, GATE_GO. */
+int64_t gate_hold_until(const struct gate *g, const char *action, int64_t now,
+			int64_t deadline, enum gate_verdict *why);
+
+/* What a call's answer gives its place back as: no_descriptor (the call
+ * never went out), else retryable (R8) or not. */
+enum gate_result gate_result_of(int no_descriptor, int retryable);
+
+/* What a job's place at the gate does when its step changes: held says it
+ * holds one, attempt that its step holds one (job_attempt_holds_gate). */
+enum gate_place {
+	GATE_PLACE_KEEP,	/* as it is */
+	GATE_PLACE_TAKE,	/* take one (gate_take), then wake the next held job */
+	GATE_PLACE_GIVE,	/* give it back as GATE_NO_CALL, then wake the next */
+};
+enum gate_place gate_place_next(int held, int attempt);
+
+/* Whether a job held at the gate is woken now: it waits there, no wake is
+ * on its way to it (kicked), and the gate lets action start. Wakes come
+ * one per place that came free, the oldest first (the shell's walk); a
+ * pause that ends, or a reload, wakes all. */
+int gate_may_wake(const struct gate *g, const char *action, int64_t now, int waiting,
+		  int kicked);
 
 #endif

@@ -328,4 +328,36 @@ int job_status_retryable(int status);
 /* 1 when a WWW-Authenticate value carries error="invalid_token". */
 int job_www_auth_invalid_token(const char *value);
 
+/* ------------------------------------------------------------------ */
+/* The answers around an attempt (jobcall.c): what the shell hears from   */
+/* the IdP and from a DPoP-bound call, as the core reads it.              */
+
+/* §9: the reason of an IdP's refusal: its own error code when it is one
+ * reason.h names among the IdP's (invalid_grant, ...), else idp-refused
+ * (also for NULL or ""). */
+enum reason job_idp_reason(const char *code);
+
+/* RFC 9449 §9: what the answer to a DPoP-bound call says of its proof. */
+enum job_dpop {
+	JOB_DPOP_NONE = 0,	/* nothing: an answer like any other */
+	JOB_DPOP_NONCE,		/* 401 use_dpop_nonce with a DPoP-Nonce: the
+				   call goes again at once with the nonce */
+	JOB_DPOP_REFUSED,	/* 401 invalid_dpop_proof: the proof itself (a
+				   clock off for iat, an htu a proxy rewrote) */
+};
+
+/* status: the answer's HTTP status; www_authenticate: its header (or NULL);
+ * has_nonce: it carried a DPoP-Nonce. */
+enum job_dpop job_dpop_answer(long status, const char *www_authenticate, int has_nonce);
+
+/* Whether the call goes again at once (d is JOB_DPOP_NONCE and *retried is
+ * not set): one immediate retry per nonce challenge, spending no attempt
+ * (R8) and no R9 wait. Updates *retried: set when it says 1, cleared by
+ * any other answer. */
+int job_dpop_retry_now(enum job_dpop d, int *retried) __attribute__((warn_unused_result));
+
+/* §13: an attempt awaiting these effects (the PDP, the exchange, the call)
+ * holds its place at the gate; any other step gives it back. */
+int job_attempt_holds_gate(unsigned awaiting);
+
 #endif

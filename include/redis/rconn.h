@@ -29,6 +29,7 @@
 
 #include <ev.h>
 
+#include "core/consumer.h"
 #include "redis/sreply.h"
 
 struct allowlist;
@@ -246,5 +247,16 @@ int rconn_eval_resp(struct rconn *rc, const struct rconn_script *s, rconn_reply_
  * a batch, store.h): logged and counted as if it had come alone. text is
  * the error's text (sreply_error_text); NULL is a no-op. */
 void rconn_note_error(struct rconn *rc, const char *text);
+
+/* What reply r (a callback's) means, classified once, here, into the kinds
+ * the core reads (consumer.h): CONSUMER_ERR_LOST for no reply,
+ * CONSUMER_ERR_NONE for one that is no error. Callers branch on the kind,
+ * never on the error's text. */
+static inline enum consumer_err
+rconn_err_class(const struct sreply *r)
+{
+	return r == NULL ? CONSUMER_ERR_LOST : sreply_error_text(r) == NULL ? CONSUMER_ERR_NONE :
+	    consumer_err_classify(sreply_error_text(r));
+}
 
 #endif

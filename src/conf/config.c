@@ -625,6 +625,13 @@ static const struct key redis_keys[] = {
 	{NULL, NULL, 0, 0, 0},
 };
 
+/* R16: the [redis] keys of the live connections, which a reload cannot
+ * change (cfg_restart_keys). */
+static const char *const redis_restart_keys[] = {"host", "port", "socket", "db", "username",
+    "password_file", "sentinels", "master_name", "allow_hosts", "sentinel_password_file",
+    "auth", "token_scope", "token_resource", "token_command", "tls", "tls_ca_file",
+    "tls_cert_file", "tls_key_file", "tls_server_name"};
+
 static const struct key records_keys[] = {
 	{"signature", set_signature, C(records.signature_required), 0, 0},
 	{"algorithm", set_alg, C(records.algorithm), 0, 0},
@@ -1101,6 +1108,34 @@ find_key(const struct key *keys, const char *name)
 		if (strcmp(k->name, name) == 0)
 			return k;
 	return NULL;
+}
+
+/* 1 when key k's field differs between a and b, by the setter's type. */
+static int
+key_differs(const struct key *k, const struct cfg *a, const struct cfg *b)
+{
+	const char *fa = (const char *)a + k->off, *fb = (const char *)b + k->off;
+
+	if (k->set == set_str || k->set == set_token_command) {
+		const char *sa = *(char *const *)(const void *)fa, *sb = *(char *const *)(const void *)fb;
+		return (sa == NULL) != (sb == NULL) || (sa != NULL && strcmp(sa, sb) != 0);
+	}
+	if (k->set == set_long)
+		return *(const long *)(const void *)fa != *(const long *)(const void *)fb;
+	return *(const int *)(const void *)fa != *(const int *)(const void *)fb;
+}
+
+size_t
+cfg_restart_keys(const struct cfg *old, const struct cfg *cfg, const char **names, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof redis_restart_keys / sizeof redis_restart_keys[0]; i++) {
+		const struct key *k = find_key(redis_keys, redis_restart_keys[i]);
+		if (k != NULL && key_differs(k, old, cfg) && n < max)
+			names[n++] = k->name;
+	}
+	return n;
 }
 
 /* Keys an older warrantd took and this one does not: still unknown keys,

@@ -22,6 +22,7 @@ static const char *const err_names[CONSUMER_ERR_COUNT] = {
 	[CONSUMER_ERR_AUTH] = "auth",
 	[CONSUMER_ERR_ENTRY] = "entry",
 	[CONSUMER_ERR_OTHER] = "other",
+	[CONSUMER_ERR_EXISTS] = "exists",
 };
 
 const char *
@@ -52,6 +53,7 @@ static const struct {
 	{"NOSCRIPT", CONSUMER_ERR_TRANSIENT},	/* rconn falls back to EVAL */
 	{"READONLY", CONSUMER_ERR_READONLY},
 	{"NOGROUP", CONSUMER_ERR_NOGROUP},
+	{"BUSYGROUP", CONSUMER_ERR_EXISTS},
 	{"NOAUTH", CONSUMER_ERR_AUTH},
 	{"WRONGPASS", CONSUMER_ERR_AUTH},
 	{"NOPERM", CONSUMER_ERR_AUTH},
@@ -115,6 +117,22 @@ consumer_err_classify(const char *text)
 	if (text[3] == ' ' && lua_runtime_error(text + 4))
 		return CONSUMER_ERR_ENTRY;
 	return CONSUMER_ERR_OTHER;
+}
+
+const char *
+consumer_nogroup_key(const char *text, size_t *len)
+{
+	static const char open_s[] = "key '", close_s[] = "' or consumer group";
+	const char *open, *close;
+
+	if (consumer_err_classify(text) != CONSUMER_ERR_NOGROUP ||
+	    (open = strstr(text, open_s)) == NULL)
+		return NULL;
+	open += sizeof open_s - 1;
+	if ((close = strstr(open, close_s)) == NULL)
+		return NULL;
+	*len = (size_t)(close - open);
+	return open;
 }
 
 /* 1 when c continues a UTF-8 sequence (10xxxxxx). */
@@ -208,11 +226,77 @@ consumer_read_count(const struct consumer_view *v, size_t streams)
 }
 
 int
+consumer_tokens_let_read(const struct consumer_view *v)
+{
+	long cap = v->max_in_flight / 2;
+
+	return v->tokens_usable && v->waiting_token < (cap > 0 ? cap : 1);
+}
+
+int
 consumer_may_read(const struct consumer_view *v)
 {
 	return v->group_ready && v->own_done && !v->draining && !v->reading && v->blk_up &&
-	    v->cmd_up && !v->backing_off && v->tokens_usable && consumer_room(v) > 0 &&
-	    !v->queue_paused && 2 * v->held < v->max_in_flight;
+	    v->cmd_up && !v->backing_off && consumer_tokens_let_read(v) &&
+	    consumer_room(v) > 0 && !v->queue_paused && 2 * v->held < v->max_in_flight;
+}
+
+int
+consumer_stream_ready(const struct consumer_view *v)
+{
+	return v->group_ready && v->own_done && v->cmd_up && !v->backing_off;
+}
+
+int
+consumer_stream_coming(const struct consumer_view *v)
+{
+	return !consumer_stream_ready(v) && v->cmd_up && !v->backing_off;
+}
+
+int
+consumer_check_stall(const struct consumer_view *v, int64_t quiet_ms, long block_ms,
+		     long heartbeat_ms)
+{
+	return !v->draining && v->own_done && consumer_room(v) > 0 && v->tokens_usable &&
+	    quiet_ms >= 3 * (int64_t)block_ms + heartbeat_ms;
+}
+
+long
+consumer_forgotten_ms(long lease_renew_ms)
+{
+	return 2 * lease_renew_ms;
+}
+
+unsigned
+consumer_reply_next(enum consumer_step s, enum consumer_err c, int parsed)
+{
+	if (c == CONSUMER_ERR_LOST)
+		return 0;	/* the connection's return sends it again */
+	switch (s) {
+	case CONSUMER_STEP_READ:
+	case CONSUMER_STEP_OWN:
+		if (c == CONSUMER_ERR_NOGROUP)
+			return CONSUMER_DO_GROUP;
+		/* LOADING, READONLY, MISCONF, MOVED, ASK..., or a shape we do
+		 * not know: never a tight loop */
+		return parsed ? CONSUMER_DO_OK : CONSUMER_DO_BACKOFF;
+	case CONSUMER_STEP_AUTO:
+		/* the next claim tick tries again */
+		return parsed ? CONSUMER_DO_OK : c == CONSUMER_ERR_NOGROUP ? CONSUMER_DO_GROUP : 0;
+	case CONSUMER_STEP_RENEW:
+		/* R14: a worker at capacity reads nothing, so this may be the
+		 * only reply that says the group went; R10: a refused renewal
+		 * is tried again with backoff, not left to the next tick */
+		if (parsed)
+			return CONSUMER_DO_OK;
+		return CONSUMER_DO_BACKOFF | (c == CONSUMER_ERR_NOGROUP ? CONSUMER_DO_GROUP : 0);
+	case CONSUMER_STEP_GROUP:
+		return c == CONSUMER_ERR_NONE || c == CONSUMER_ERR_EXISTS ? CONSUMER_DO_OK :
+		    CONSUMER_DO_BACKOFF;
+	case CONSUMER_STEP_BEAT:
+		return c == CONSUMER_ERR_NONE ? CONSUMER_DO_OK : CONSUMER_DO_BACKOFF;
+	}
+	return CONSUMER_DO_BACKOFF;
 }
 
 enum consumer_claim
@@ -225,7 +309,7 @@ consumer_next_claim(const struct consumer_view *v, int tick)
 	 * left in the PEL of a live worker, no one would ever take them. */
 	if (!v->own_done)
 		return v->backing_off ? CONSUMER_CLAIM_NONE : CONSUMER_CLAIM_OWN;
-	return tick && v->tokens_usable ? CONSUMER_CLAIM_AUTO : CONSUMER_CLAIM_NONE;
+	return tick && consumer_tokens_let_read(v) ? CONSUMER_CLAIM_AUTO : CONSUMER_CLAIM_NONE;
 }
 
 long
@@ -254,6 +338,17 @@ consumer_auth_write(enum consumer_err c, int auth_lost)
 	if (c == CONSUMER_ERR_AUTH)
 		return CONSUMER_AUTH_RECLAIM;
 	return CONSUMER_AUTH_R17;
+}
+
+enum consumer_auth_seen
+consumer_auth_seen(int ok, const char *kind, int static_cred)
+{
+	if (ok == 1)
+		return CONSUMER_AS_NONE;
+	if (static_cred)
+		return kind != NULL && strcmp(kind, "NOPERM") == 0 ? CONSUMER_AS_NONE :
+		    CONSUMER_AS_NOTE;
+	return ok < 0 ? CONSUMER_AS_STALE : CONSUMER_AS_RENEW;
 }
 
 enum consumer_reclaim_step

@@ -323,3 +323,37 @@ gate_verdict_name(enum gate_verdict v)
 	}
 	return "";
 }
+
+int64_t
+gate_hold_until(const struct gate *g, const char *action, int64_t now, int64_t deadline,
+		enum gate_verdict *why)
+{
+	int64_t at = INT64_MAX;
+	enum gate_verdict v = g ? gate_check(g, action, now, &at) : GATE_GO;
+
+	if (why != NULL)
+		*why = v;
+	if (at > now + GATE_POLL_MS)
+		at = now + GATE_POLL_MS;
+	return at > deadline ? deadline : at;
+}
+
+enum gate_result
+gate_result_of(int no_descriptor, int retryable)
+{
+	return no_descriptor ? GATE_NO_CALL : retryable ? GATE_CALL_FAILED : GATE_CALL_OK;
+}
+
+enum gate_place
+gate_place_next(int held, int attempt)
+{
+	if (held && !attempt)
+		return GATE_PLACE_GIVE;
+	return !held && attempt ? GATE_PLACE_TAKE : GATE_PLACE_KEEP;
+}
+
+int
+gate_may_wake(const struct gate *g, const char *action, int64_t now, int waiting, int kicked)
+{
+	return waiting && !kicked && (g == NULL || gate_check(g, action, now, NULL) == GATE_GO);
+}

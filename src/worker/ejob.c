@@ -53,7 +53,6 @@ enum ejob_wait { W_NONE, W_WRITE, W_LOAD, W_VERIFY, W_AUTHZ, W_EXCHANGE, W_CALL,
 
 /* §13: a job held at the gate asks again at least this often, whatever
  * else wakes it: a place given back on another shard's set, a probe's end. */
-#define GATE_POLL_MS 1000
 
 TAILQ_HEAD(ejob_list, ejob);
 SLIST_HEAD(ejob_chain, ejob);
@@ -700,7 +699,8 @@ gate_wake_one(struct ejobs *s)
 	if (s->draining)
 		return;
 	for (j = TAILQ_LAST(&s->all, ejob_list); j != NULL; j = TAILQ_PREV(j, ejob_list, link)) {
-		if (j->finished || j->timer_kind != T_GATE_WAIT || j->gate_kicked || gate_shut(j))
+		if (j->finished || !gate_may_wake(gate_of(j), j->rec ? j->rec->action : NULL,
+		    now_ms(j), j->timer_kind == T_GATE_WAIT, j->gate_kicked))
 			continue;
 		j->gate_kicked = 1;
 		ejob_arm(j, T_GATE_WAIT, 0);
@@ -740,13 +740,12 @@ gate_give_back(struct ejob *j, enum gate_result r)
 static void
 gate_follow(struct ejob *j)
 {
-	unsigned a = j->core.awaiting;
-	int attempt = a == JOB_FX_AUTHZ || a == JOB_FX_EXCHANGE || a == JOB_FX_CALL;
 	struct gate *g = gate_of(j);
+	enum gate_place p = gate_place_next(j->gate_held, job_attempt_holds_gate(j->core.awaiting));
 
-	if (j->gate_held && !attempt)
+	if (p == GATE_PLACE_GIVE)
 		gate_give_back(j, GATE_NO_CALL);
-	if (g != NULL && attempt && !j->gate_held) {
+	if (g != NULL && p == GATE_PLACE_TAKE) {
 		j->gate_probe = gate_take(g, j->rec->action, now_ms(j));
 		j->gate_held = 1;
 		if (j->gate_probe)
@@ -755,19 +754,15 @@ gate_follow(struct ejob *j)
 	}
 }
 
-/* Held: the gate's own time (the next start rate_per_s allows, the end of
- * an open interval), the deadline, or GATE_POLL_MS, whichever is first. */
+/* Held until gate_hold_until says. */
 static void
 gate_hold(struct ejob *j)
 {
 	struct gate *g = gate_of(j);
-	int64_t now = now_ms(j), at = INT64_MAX;
-	enum gate_verdict v = g ? gate_check(g, j->rec->action, now, &at) : GATE_GO;
+	int64_t now = now_ms(j);
+	enum gate_verdict v;
+	int64_t at = gate_hold_until(g, g ? j->rec->action : NULL, now, j->step.at_ms, &v);
 
-	if (at > now + GATE_POLL_MS)
-		at = now + GATE_POLL_MS;
-	if (at > j->step.at_ms)
-		at = j->step.at_ms;
 	log_debug("job.held", "id=%s action=%s why=%s", lid(j), j->rec ? LOG_Q(j->rec->action) :
 	    "-", gate_verdict_name(v));
 	j->gate_kicked = 0;
@@ -786,9 +781,8 @@ feed(struct ejob *j, struct job_event *ev)
 	const struct cfg_action *a = ev->token_ok ? NULL : job_action(j);
 	const char *code = a && ops_of(j)->token_refused ?
 	    ops_of(j)->token_refused(ctx_of(j), a->name) : NULL;
-	if (code != NULL && (reason_parse(code, &ev->token_refused) != 0 ||
-	    ev->token_refused < REASON_IDP_INVALID_GRANT))
-		ev->token_refused = REASON_IDP_REFUSED;
+	if (code != NULL)
+		ev->token_refused = job_idp_reason(code);
 	j->step = job_next(&pol, &j->core, ev, now_ms(j));
 	gate_follow(j);
 	if (j->step.effects == 0 && !job_state_terminal(j->step.next)) {
@@ -846,17 +840,16 @@ on_timer(void *arg)
 /* ------------------------------------------------------------------ */
 /* HTTP: the action call and the authority check                        */
 
-/* RFC 9449 §9: keeps a target's DPoP-Nonce; 1 when the answer is its
- * use_dpop_nonce challenge, 2 when it refused the proof itself
- * (invalid_dpop_proof: a clock off for iat, an htu a proxy rewrote). */
-static int
+/* RFC 9449 §9: keeps a target's DPoP-Nonce; what the answer says of the
+ * proof (job_dpop_answer). */
+static enum job_dpop
 dpop_answer(struct ejob *j, const struct http_response *resp)
 {
 	const struct cfg_action *a = job_action(j);
-	char err[32], uerr[160];
+	char uerr[160];
 
 	if (a == NULL || ops_of(j)->dpop_nonce == NULL)
-		return 0;
+		return JOB_DPOP_NONE;
 	if (resp->dpop_nonce != NULL) {
 		struct urltpl_vars vars = {j->rec->resource, j->rec->action, j->rec->id,
 		    j->rec->on_behalf_of};
@@ -865,12 +858,7 @@ dpop_answer(struct ejob *j, const struct http_response *resp)
 			ops_of(j)->dpop_nonce(ctx_of(j), a->name, url, resp->dpop_nonce);
 		free(url);
 	}
-	if (resp->status != 401 || dpop_challenge_error(resp->www_authenticate, err,
-	    sizeof err) != 0)
-		return 0;
-	if (strcmp(err, "use_dpop_nonce") == 0 && resp->dpop_nonce != NULL)
-		return 1;
-	return strcmp(err, "invalid_dpop_proof") == 0 ? 2 : 0;
+	return job_dpop_answer(resp->status, resp->www_authenticate, resp->dpop_nonce != NULL);
 }
 
 static void
@@ -878,19 +866,18 @@ call_answered(struct ejob *j, const struct http_response *resp)
 {
 	struct job_event ev = {.kind = JOB_EV_HTTP};
 	int64_t now = now_ms(j);
-	int dp = (job_auth(j, job_action(j)) & EJOB_AUTH_TOKEN) ? dpop_answer(j, resp) : 0;
+	enum job_dpop dp = (job_auth(j, job_action(j)) & EJOB_AUTH_TOKEN) ?
+	    dpop_answer(j, resp) : JOB_DPOP_NONE;
 
-	if (dp == 1 && !j->nonce_retried) {
+	if (job_dpop_retry_now(dp, &j->nonce_retried)) {
 		/* one immediate retry with the nonce: no attempt (R8), no R9 */
-		j->nonce_retried = 1;
 		log_info("job.dpop_nonce", "id=%s action=%s status=401 retry=1", lid(j),
 		    LOG_Q(j->rec->action));
 		start_call(j);
 		return;
 	}
-	j->nonce_retried = 0;
 	drop_xtoken(j);	/* cached across nothing: the next call exchanges again */
-	ev.dpop_proof_refused = dp == 2;
+	ev.dpop_proof_refused = dp == JOB_DPOP_REFUSED;
 	ev.no_descriptor = resp->no_descriptor;
 	ev.http_status = (int)resp->status;
 	ev.invalid_token = resp->status == 403 && resp->www_authenticate &&
@@ -898,8 +885,8 @@ call_answered(struct ejob *j, const struct http_response *resp)
 	ev.retry_after_ms = job_retry_after_ms(resp->retry_after, now);
 	j->last_status = (int)resp->status;
 	if (j->gate_held)
-		gate_give_back(j, resp->no_descriptor ? GATE_NO_CALL :
-		    job_status_retryable((int)resp->status) ? GATE_CALL_FAILED : GATE_CALL_OK);
+		gate_give_back(j, gate_result_of(resp->no_descriptor,
+		    job_status_retryable((int)resp->status)));
 	if (resp->status >= 200 && resp->status <= 299 &&
 	    (job_auth(j, job_action(j)) & EJOB_AUTH_TOKEN))
 		ops_of(j)->token_verdict(ctx_of(j), j->rec->action, j->token_gen, 1);
@@ -1114,9 +1101,7 @@ exchange_answered(struct ejob *j, const struct oauth_xch_answer *a)
 	if ((unsigned)a->r < sizeof map / sizeof map[0])
 		ev.exchange = map[a->r];
 	/* §9: the IdP's own code is the reason; one we do not name is idp-refused */
-	if (reason_parse(a->code, &ev.idp_reason) != 0 || a->code[0] == '\0' ||
-	    ev.idp_reason < REASON_IDP_INVALID_GRANT)
-		ev.idp_reason = REASON_IDP_REFUSED;
+	ev.idp_reason = job_idp_reason(a->code);
 	drop_xtoken(j);	/* one a call that never went out left behind */
 	if (a->r == OAUTH_XCH_OK && (j->xtoken = strdup(a->token)) == NULL)
 		ev.exchange = JOB_XCH_UNAVAILABLE;

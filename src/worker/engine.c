@@ -218,6 +218,14 @@ held(const struct engine *eng)
 	return n;
 }
 
+/* R14: the shard's stream or group is gone: made again. */
+static void
+group_gone(struct shard *sh)
+{
+	sh->group_ready = 0;
+	ensure_group(sh);
+}
+
 /* Room freed by one shard may be another's to read: each shard that may
  * read does, this one first. */
 static void
@@ -246,17 +254,15 @@ job_released(void *arg)
 /* ------------------------------------------------------------------ */
 /* reading: XREADGROUP, own PEL, claims, promotion                       */
 
-/* R6: entries that wait for a token stay in hand, up to half of
- * max_in_flight; past that, or with the worker's own token unusable, the
- * worker reads nothing new (one scope's trouble stays its own). */
-static int
-tokens_let_read(const struct engine *eng)
+/* R6: entries in hand waiting for a token, over every shard. */
+static size_t
+waiting_token(const struct engine *eng)
 {
-	size_t waiting = 0, cap = (size_t)(eng->cfg->daemon.max_in_flight / 2);
+	size_t waiting = 0;
 
 	for (size_t i = 0; i < eng->nshards; i++)
 		waiting += eng->shards[i].jobs ? ejobs_waiting_token(eng->shards[i].jobs) : 0;
-	return creds_tokens_usable(eng->sec.creds) && waiting < (cap > 0 ? cap : 1);
+	return waiting;
 }
 
 /* What the consumer core (consumer.h) is told of the worker as a whole. */
@@ -266,9 +272,23 @@ worker_view(const struct engine *eng)
 	return (struct consumer_view){
 		.max_in_flight = eng->cfg->daemon.max_in_flight, .batch = eng->cfg->redis.batch,
 		.in_hand = (long)in_hand(eng), .draining = eng->draining,
-		.tokens_usable = tokens_let_read(eng),
+		.tokens_usable = creds_tokens_usable(eng->sec.creds),
+		.waiting_token = (long)waiting_token(eng),
 		.held = (long)held(eng), .queue_paused = gate_paused(eng->gate, NULL),
 	};
+}
+
+/* ... and of the shared read, over every shard's stream (consumer.h). */
+static struct consumer_view
+shared_view(const struct engine *eng)
+{
+	struct consumer_view v = worker_view(eng);
+
+	v.group_ready = v.own_done = v.cmd_up = 1;	/* each stream's own: stream_ready */
+	v.blk_up = rconn_is_up(eng->blk);
+	v.reading = eng->reading;
+	v.backing_off = ev_is_active(&eng->read_kick);
+	return v;
 }
 
 /* ... and of one shard. */
@@ -373,19 +393,16 @@ after_read(struct rconn *rc, const struct sreply *r, void *arg)
 	(void)rc;
 
 	sh->reading = 0;
-	if (sreply_error(r, "NOGROUP")) {
-		sh->group_ready = 0;
-		ensure_group(sh);
-		return;
-	}
-	if (r == NULL)
-		return;	/* the connection went: on_blk_state reads again */
-	if (sreply_read(r, admit, sh) < 0) {
-		/* LOADING, READONLY, MISCONF, MOVED, ASK..., or a shape we do
-		 * not know: never a tight loop */
+	/* LOST: the connection went, on_blk_state reads again */
+	enum consumer_err c = rconn_err_class(r);
+	unsigned next = consumer_reply_next(CONSUMER_STEP_READ, c,
+	    c != CONSUMER_ERR_LOST && sreply_read(r, admit, sh) >= 0);
+	if (next & CONSUMER_DO_GROUP)
+		group_gone(sh);
+	if (next & CONSUMER_DO_BACKOFF)
 		back_off(sh);
+	if (!(next & CONSUMER_DO_OK))
 		return;
-	}
 	read_path_ok(sh);
 	sh->last_read_at = wtime_now_ms();
 	read_more(sh);
@@ -409,22 +426,22 @@ may_read(const struct shard *sh)
 	return consumer_may_read(&v);
 }
 
-/* The shared read: whether a shard's stream goes into it. Like may_read,
- * but the blocking connection and the room are the engine's. */
+/* The shared read: whether a shard's stream goes into it (consumer.h). */
 static int
 stream_ready(const struct shard *sh)
 {
-	return sh->group_ready && sh->own_done && rconn_is_up(sh->cmd) &&
-	    !ev_is_active(&sh->kick);
+	struct consumer_view v = shard_view(sh);
+
+	return consumer_stream_ready(&v);
 }
 
-/* A shard a round trip from ready (its group or own PEL on the way): the
- * shared read waits for it rather than leave its stream out for block_ms.
- * One whose connection is down or that backs off is left out. */
+/* ... and whether the shared read waits for it. */
 static int
 stream_coming(const struct shard *sh)
 {
-	return !stream_ready(sh) && rconn_is_up(sh->cmd) && !ev_is_active(&sh->kick);
+	struct consumer_view v = shard_view(sh);
+
+	return consumer_stream_coming(&v);
 }
 
 /* R6: with no usable token, read nothing new: entries stay undelivered for
@@ -446,7 +463,8 @@ token_blocks_reading(struct engine *eng)
 	}
 	if (redis_blocked)
 		return 1;
-	int blocked = !tokens_let_read(eng);
+	struct consumer_view v = worker_view(eng);
+	int blocked = !consumer_tokens_let_read(&v);
 
 	if (blocked != eng->paused_for_token) {
 		eng->paused_for_token = blocked;
@@ -527,21 +545,17 @@ shared_read_over(struct engine *eng, int ok)
 	}
 }
 
-/* The shard whose stream a NOGROUP names ("NOGROUP No such key 'K' or
- * consumer group 'G' in XREADGROUP with GROUP option"), or NULL when the
- * text does not say (another server's wording). */
+/* The shard whose stream a NOGROUP names (consumer_nogroup_key), or NULL
+ * when the text does not say. */
 static struct shard *
 nogroup_shard(struct engine *eng, const char *text)
 {
-	const char *open = text != NULL ? strstr(text, "key '") : NULL;
-	const char *close = open != NULL ? strstr(open + 5, "' or consumer group") : NULL;
+	size_t n = 0;
+	const char *key = consumer_nogroup_key(text, &n);
 
-	if (close == NULL)
-		return NULL;
-	size_t n = (size_t)(close - (open + 5));
-	for (size_t i = 0; i < eng->nshards; i++)
+	for (size_t i = 0; key != NULL && i < eng->nshards; i++)
 		if (strlen(eng->shards[i].keys.jobs) == n &&
-		    memcmp(eng->shards[i].keys.jobs, open + 5, n) == 0)
+		    memcmp(eng->shards[i].keys.jobs, key, n) == 0)
 			return &eng->shards[i];
 	return NULL;
 }
@@ -552,25 +566,22 @@ after_shared_read(struct rconn *rc, const struct sreply *r, void *arg)
 	struct engine *eng = arg;
 	(void)rc;
 
-	if (sreply_error(r, "NOGROUP")) {
+	/* LOST: the connection went, on_shared_blk_state reads again */
+	enum consumer_err c = rconn_err_class(r);
+	unsigned next = consumer_reply_next(CONSUMER_STEP_READ, c,
+	    c != CONSUMER_ERR_LOST && sreply_read(r, admit_to_shard, eng) >= 0);
+	if (next & CONSUMER_DO_GROUP) {
 		/* Some stream or group is gone: the one the error names
 		 * (nogroup_shard), else each group read (BUSYGROUP is fine). */
 		struct shard *gone = nogroup_shard(eng, sreply_error_text(r));
 		for (size_t i = 0; i < eng->nshards; i++)
-			if (eng->shards[i].reading && (gone == NULL || gone == &eng->shards[i])) {
-				eng->shards[i].group_ready = 0;
-				ensure_group(&eng->shards[i]);
-			}
-		shared_read_over(eng, 0);
-		return;
+			if (eng->shards[i].reading && (gone == NULL || gone == &eng->shards[i]))
+				group_gone(&eng->shards[i]);
 	}
-	if (r == NULL) {
+	if (!(next & CONSUMER_DO_OK)) {
 		shared_read_over(eng, 0);
-		return;	/* the connection went: on_shared_blk_state reads again */
-	}
-	if (sreply_read(r, admit_to_shard, eng) < 0) {
-		shared_read_over(eng, 0);
-		back_off_with(eng, &eng->read_kick, &eng->read_failures);
+		if (next & CONSUMER_DO_BACKOFF)
+			back_off_with(eng, &eng->read_kick, &eng->read_failures);
 		return;
 	}
 	eng->read_failures = 0;
@@ -584,11 +595,10 @@ static void
 read_shared(struct engine *eng)
 {
 	const char *argv[9 + 2 * SHARD_MAX];
+	struct consumer_view v = shared_view(eng);
 	size_t n = 0;
 
-	if (eng->reading || eng->draining || !rconn_is_up(eng->blk) ||
-	    ev_is_active(&eng->read_kick) || capacity(eng) <= 0 ||
-	    token_blocks_reading(eng))
+	if (token_blocks_reading(eng) || !consumer_may_read(&v))
 		return;
 	for (size_t i = 0; i < eng->nshards; i++) {
 		if (stream_coming(&eng->shards[i]))
@@ -627,17 +637,16 @@ after_own(struct rconn *rc, const struct sreply *r, void *arg)
 	char next[STREAM_ID_MAX];
 
 	sh->claiming = 0;
-	if (r == NULL)
-		return;	/* retried when the connection is back */
-	if (sreply_claim(r, next, sizeof next, admit, dead_deleted, sh) < 0) {
-		if (sreply_error(r, "NOGROUP")) {
-			sh->group_ready = 0;
-			ensure_group(sh);
-		} else {
-			back_off(sh);
-		}
+	/* LOST: retried when the connection is back */
+	enum consumer_err c = rconn_err_class(r);
+	unsigned act = consumer_reply_next(CONSUMER_STEP_OWN, c, c != CONSUMER_ERR_LOST &&
+	    sreply_claim(r, next, sizeof next, admit, dead_deleted, sh) >= 0);
+	if (act & CONSUMER_DO_GROUP)
+		group_gone(sh);
+	if (act & CONSUMER_DO_BACKOFF)
+		back_off(sh);
+	if (!(act & CONSUMER_DO_OK))
 		return;
-	}
 	read_path_ok(sh);
 	if (strcmp(next, "0-0") != 0) {
 		snprintf(sh->own_cursor, sizeof sh->own_cursor, "%s", next);
@@ -672,7 +681,8 @@ send_claim(struct shard *sh, const char *mode, const char *start, rconn_reply_cb
 	store_arg(&a, STORE_CLAIM_MODE, mode);
 	store_arg_ll(&a, STORE_CLAIM_CLAIM_IDLE_MS, eng->cfg->redis.claim_idle_ms);
 	store_arg_ll(&a, STORE_CLAIM_HEARTBEAT_MS, eng->cfg->daemon.heartbeat_ms);
-	store_arg_ll(&a, STORE_CLAIM_FORGOTTEN_MS, 2 * eng->cfg->redis.lease_renew_ms);
+	store_arg_ll(&a, STORE_CLAIM_FORGOTTEN_MS,
+	    consumer_forgotten_ms(eng->cfg->redis.lease_renew_ms));
 	store_arg(&a, STORE_CLAIM_START, start);
 	store_arg(&a, STORE_CLAIM_COUNT, count);
 	store_arg(&a, STORE_CLAIM_CALLS, calls);
@@ -701,13 +711,13 @@ after_autoclaim(struct rconn *rc, const struct sreply *r, void *arg)
 	char next[STREAM_ID_MAX];
 
 	sh->claiming = 0;
-	if (sreply_claim(r, next, sizeof next, admit, dead_deleted, sh) < 0) {
-		if (sreply_error(r, "NOGROUP")) {
-			sh->group_ready = 0;
-			ensure_group(sh);
-		}
+	enum consumer_err c = rconn_err_class(r);
+	unsigned act = consumer_reply_next(CONSUMER_STEP_AUTO, c, c != CONSUMER_ERR_LOST &&
+	    sreply_claim(r, next, sizeof next, admit, dead_deleted, sh) >= 0);
+	if (act & CONSUMER_DO_GROUP)
+		group_gone(sh);
+	if (!(act & CONSUMER_DO_OK))
 		return;	/* the next tick tries again */
-	}
 	size_t after = ejobs_count(sh->jobs);
 	if (after > before) {
 		eng->n.claimed += (long long)(after - before);
@@ -833,19 +843,16 @@ after_renew(struct rconn *rc, const struct sreply *r, void *arg)
 	struct shard *sh = arg;
 	(void)rc;
 
-	if (r == NULL)
-		return;	/* on_cmd_state renews everything when it is back */
-	if (sreply_error(r, "NOGROUP")) {
-		/* R14: the group went; a worker at capacity reads nothing, so
-		 * this may be the only reply that says so. */
-		sh->group_ready = 0;
-		ensure_group(sh);
-	}
-	if (sreply_renew(r, lease_lost, unpending, sh) < 0) {
+	/* LOST: on_cmd_state renews everything when it is back */
+	enum consumer_err c = rconn_err_class(r);
+	unsigned act = consumer_reply_next(CONSUMER_STEP_RENEW, c, c != CONSUMER_ERR_LOST &&
+	    sreply_renew(r, lease_lost, unpending, sh) >= 0);
+	if (act & CONSUMER_DO_GROUP)
+		group_gone(sh);
+	if (act & CONSUMER_DO_BACKOFF)
 		renew_refused(sh);
-		return;
-	}
-	sh->renew_failures = 0;
+	if (act & CONSUMER_DO_OK)
+		sh->renew_failures = 0;
 }
 
 static void
@@ -895,12 +902,12 @@ after_group(struct rconn *rc, const struct sreply *r, void *arg)
 	struct shard *sh = arg;
 	(void)rc;
 
-	if (r == NULL)
-		return;	/* retried on reconnect */
-	if (sreply_error(r, NULL) && !sreply_error(r, "BUSYGROUP")) {
-		back_off(sh);	/* kick_cb asks again */
+	/* LOST: retried on reconnect; BACKOFF: kick_cb asks again */
+	unsigned act = consumer_reply_next(CONSUMER_STEP_GROUP, rconn_err_class(r), 1);
+	if (act & CONSUMER_DO_BACKOFF)
+		back_off(sh);
+	if (!(act & CONSUMER_DO_OK))
 		return;
-	}
 	if (!sh->group_ready)
 		log_info("consumer.group", "stream=%s group=%s", sh->keys.jobs,
 		    sh->eng->cfg->redis.group);
@@ -968,10 +975,10 @@ check_stalled(struct shard *sh)
 {
 	struct engine *eng = sh->eng;
 	int64_t quiet = wtime_now_ms() - (sh->last_read_at ? sh->last_read_at : eng->started_at);
+	struct consumer_view v = shard_view(sh);
 
-	if (eng->draining || !sh->own_done || capacity(eng) <= 0 ||
-	    quiet < 3 * eng->cfg->redis.block_ms + eng->cfg->daemon.heartbeat_ms ||
-	    !creds_tokens_usable(eng->sec.creds))
+	if (!consumer_check_stall(&v, quiet, eng->cfg->redis.block_ms,
+	    eng->cfg->daemon.heartbeat_ms))
 		return;
 	best_effort(rconn_command(sh->cmd, after_lag, sh, "XINFO GROUPS %s", sh->keys.jobs));
 }
@@ -997,16 +1004,15 @@ after_beat(struct rconn *rc, const struct sreply *r, void *arg)
 	struct shard *sh = arg;
 	(void)rc;
 
-	if (r == NULL)
-		return;
-	if (sreply_error(r, NULL)) {
+	unsigned act = consumer_reply_next(CONSUMER_STEP_BEAT, rconn_err_class(r), 1);
+	if (act & CONSUMER_DO_BACKOFF) {
 		if (!sh->writes_refused)
 			log_warn("redis.writes_refused", "stream=%s detail=\"heartbeat refused: "
 			    "renewals back off until Redis accepts writes\"", sh->keys.jobs);
 		renew_refused(sh);
 		return;
 	}
-	if (sh->writes_refused) {
+	if ((act & CONSUMER_DO_OK) && sh->writes_refused) {
 		log_info("redis.writes_accepted", "stream=%s", sh->keys.jobs);
 		sh->writes_refused = 0;
 		sh->renew_failures = 0;
@@ -1631,16 +1637,14 @@ on_redis_auth(void *arg, int ok, const char *kind)
 {
 	struct engine *eng = arg;
 
-	if (ok == 1)
-		return;
-	/* With a static password a NOPERM is the ACL's word on one command, not
-	 * a credential that ran out: R17 reports it (redis.error, once). */
-	if (rtoken_is_static(eng->rt) && strncmp(kind, "NOPERM", 6) == 0)
+	enum consumer_auth_seen as = consumer_auth_seen(ok, kind, rtoken_is_static(eng->rt));
+
+	if (as == CONSUMER_AS_NONE)
 		return;
 	eng->n.redis_auth_failures++;
 	/* R17: with a fixed credential nothing is fetched, and rconn's
 	 * redis.error already said the kind once for the episode */
-	if (rtoken_is_static(eng->rt))
+	if (as == CONSUMER_AS_NOTE)
 		log_debug("redis.auth_refused", "kind=%s stale=%d redis_token_state=%s",
 		    LOG_Q(kind), ok < 0, redis_token_state(eng));
 	else
@@ -1648,7 +1652,7 @@ on_redis_auth(void *arg, int ok, const char *kind)
 		    LOG_Q(kind), ok < 0, redis_token_state(eng));
 	/* a command sent before its connection's latest AUTH met an older
 	 * token: the newest is not to blame */
-	if (ok == 0 && !rtoken_is_static(eng->rt)) {
+	if (as == CONSUMER_AS_RENEW) {
 		/* R20: the refused writes are held until the new token is in
 		 * (a static password has none coming: R17's retries) */
 		for (size_t i = 0; i < eng->nshards; i++)
@@ -1964,55 +1968,25 @@ engine_stop(struct engine *eng)
 	maybe_finish_stop(eng);
 }
 
-static int
-same_str(const char *a, const char *b)
-{
-	return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
-}
-
-/* R16: what a reload cannot change on live connections is named in the
- * log, never ignored silently; it takes effect at the next start. */
+/* R16: what a reload cannot change on live connections (cfg_restart_keys)
+ * is named in the log, never ignored silently; it takes effect at the
+ * next start. */
 static void
 log_restart_needed(const struct cfg *old, const struct cfg *cfg)
 {
-	const struct {
-		const char *name;
-		int same;
-	} keys[] = {
-		{"host", same_str(old->redis.host, cfg->redis.host)},
-		{"port", old->redis.port == cfg->redis.port},
-		{"socket", same_str(old->redis.socket, cfg->redis.socket)},
-		{"db", old->redis.db == cfg->redis.db},
-		{"username", same_str(old->redis.username, cfg->redis.username)},
-		{"password_file", same_str(old->redis.password_file, cfg->redis.password_file)},
-		{"sentinels", same_str(old->redis.sentinels, cfg->redis.sentinels)},
-		{"master_name", same_str(old->redis.master_name, cfg->redis.master_name)},
-		{"allow_hosts", same_str(old->redis.allow_hosts, cfg->redis.allow_hosts)},
-		{"sentinel_password_file", same_str(old->redis.sentinel_password_file,
-		    cfg->redis.sentinel_password_file)},
-		{"auth", old->redis.auth == cfg->redis.auth},
-		{"token_scope", same_str(old->redis.token_scope, cfg->redis.token_scope)},
-		{"token_resource", same_str(old->redis.token_resource, cfg->redis.token_resource)},
-		{"token_command", same_str(old->redis.token_command, cfg->redis.token_command)},
-		{"tls", old->redis.tls == cfg->redis.tls},
-		{"tls_ca_file", same_str(old->redis.tls_ca_file, cfg->redis.tls_ca_file)},
-		{"tls_cert_file", same_str(old->redis.tls_cert_file, cfg->redis.tls_cert_file)},
-		{"tls_key_file", same_str(old->redis.tls_key_file, cfg->redis.tls_key_file)},
-		{"tls_server_name", same_str(old->redis.tls_server_name,
-		    cfg->redis.tls_server_name)},
-	};
+	const char *keys[32];
+	size_t nkeys = cfg_restart_keys(old, cfg, keys, sizeof keys / sizeof keys[0]);
 	char changed[256] = "";
 	size_t len = 0;
 
-	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-		if (!keys[i].same) {
-			/* fits: every name above, with commas, is under 256 bytes */
-			int w = snprintf(changed + len, sizeof changed - len, "%s%s",
-			    len > 0 ? "," : "", keys[i].name);
-			if (w < 0 || (size_t)w >= sizeof changed - len)
-				break;
-			len += (size_t)w;
-		}
+	for (size_t i = 0; i < nkeys; i++) {
+		/* fits: every such name, with commas, is under 256 bytes */
+		int w = snprintf(changed + len, sizeof changed - len, "%s%s", len > 0 ? "," : "",
+		    keys[i]);
+		if (w < 0 || (size_t)w >= sizeof changed - len)
+			break;
+		len += (size_t)w;
+	}
 	if (changed[0])
 		log_warn("reload.restart_needed", "section=redis keys=%s detail=\"the running "
 		    "connections keep the old values until warrantd restarts\"", changed);

@@ -1450,11 +1450,36 @@ test_long_line(void **state)
 	EXPECT(text, "t.ini:1: line longer than 199 bytes");
 }
 
+/* R16: the connection keys a reload cannot change are named, by the key
+ * table's own types; the others are not. */
+static void
+test_restart_keys(void **state)
+{
+	(void)state;
+	struct cfg *a = load_ok("[redis]\nhost = a\nport = 6379\nblock_ms = 100\n"
+	    MIN_RECORDS MIN_ACTION);
+	struct cfg *b = load_ok("[redis]\nhost = b\nport = 6380\nblock_ms = 200\ntls = yes\n"
+	    "tls_server_name = x\n" MIN_RECORDS MIN_ACTION);
+	const char *names[32];
+
+	assert_int_equal(cfg_restart_keys(a, a, names, 32), 0);
+	size_t n = cfg_restart_keys(a, b, names, 32);
+	assert_int_equal(n, 4);
+	assert_string_equal(names[0], "host");
+	assert_string_equal(names[1], "port");
+	assert_string_equal(names[2], "tls");
+	assert_string_equal(names[3], "tls_server_name");
+	assert_int_equal(cfg_restart_keys(a, b, names, 1), 1);
+	cfg_free(a);
+	cfg_free(b);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_restart_keys),
 		cmocka_unit_test(test_oauth_defaults),
 		cmocka_unit_test(test_lease_follows_claim_idle),
 		cmocka_unit_test(test_heartbeat_follows_claim_idle),

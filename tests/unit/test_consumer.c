@@ -86,6 +86,8 @@ static const struct {
 	{"", CONSUMER_ERR_OTHER},
 	{"ERR", CONSUMER_ERR_OTHER},
 	{"WRONGTYPE", CONSUMER_ERR_ENTRY},
+	/* XGROUP CREATE's answer when the group is there */
+	{"BUSYGROUP Consumer Group name already exists", CONSUMER_ERR_EXISTS},
 };
 
 static void
@@ -471,6 +473,174 @@ test_reclaim_next(void **state)
 	    CONSUMER_RS_RETRY);
 }
 
+/* R14: the key a NOGROUP names, as Redis 7.0 writes it; nothing else. */
+static void
+test_nogroup_key(void **state)
+{
+	size_t n = 0;
+	const char *k;
+
+	(void)state;
+	k = consumer_nogroup_key("NOGROUP No such key 'q{1}:jobs' or consumer group 'g' in "
+	    "XREADGROUP with GROUP option", &n);
+	assert_non_null(k);
+	assert_int_equal(n, 9);
+	assert_memory_equal(k, "q{1}:jobs", 9);
+	assert_null(consumer_nogroup_key("NOGROUP something else", &n));
+	assert_null(consumer_nogroup_key(NULL, &n));
+	assert_null(consumer_nogroup_key("ERR No such key 'k' or consumer group 'g'", &n));
+	assert_null(consumer_nogroup_key("NOGROUP No such key 'k", &n));
+}
+
+/* R6: entries waiting for a token stop new reads at half of max_in_flight
+ * (at least one); an unusable credential stops them at once. */
+static void
+test_tokens_let_read(void **state)
+{
+	struct consumer_view v = {.max_in_flight = 10, .tokens_usable = 1};
+
+	(void)state;
+	assert_true(consumer_tokens_let_read(&v));
+	v.waiting_token = 4;
+	assert_true(consumer_tokens_let_read(&v));
+	v.waiting_token = 5;
+	assert_false(consumer_tokens_let_read(&v));
+	v.waiting_token = 0;
+	v.tokens_usable = 0;
+	assert_false(consumer_tokens_let_read(&v));
+	v = (struct consumer_view){.max_in_flight = 1, .tokens_usable = 1};
+	assert_true(consumer_tokens_let_read(&v));
+	v.waiting_token = 1;
+	assert_false(consumer_tokens_let_read(&v));
+	/* and the read follows it */
+	v = (struct consumer_view){.max_in_flight = 10, .batch = 5, .tokens_usable = 1,
+	    .group_ready = 1, .own_done = 1, .cmd_up = 1, .blk_up = 1};
+	assert_true(consumer_may_read(&v));
+	v.waiting_token = 5;
+	assert_false(consumer_may_read(&v));
+	v.own_done = 0;
+	v.tokens_usable = 0;
+	assert_int_equal(consumer_next_claim(&v, 1), CONSUMER_CLAIM_OWN);
+	v.own_done = 1;
+	v.tokens_usable = 1;
+	assert_int_equal(consumer_next_claim(&v, 1), CONSUMER_CLAIM_NONE);
+	v.waiting_token = 0;
+	assert_int_equal(consumer_next_claim(&v, 1), CONSUMER_CLAIM_AUTO);
+}
+
+/* The shared read: a stream goes in when its shard is ready; one on its way
+ * is waited for; one down or backing off is neither. */
+static void
+test_stream_ready_coming(void **state)
+{
+	struct consumer_view v = {.group_ready = 1, .own_done = 1, .cmd_up = 1};
+
+	(void)state;
+	assert_true(consumer_stream_ready(&v));
+	assert_false(consumer_stream_coming(&v));
+	v.own_done = 0;
+	assert_false(consumer_stream_ready(&v));
+	assert_true(consumer_stream_coming(&v));
+	v.own_done = 1;
+	v.group_ready = 0;
+	assert_false(consumer_stream_ready(&v));
+	assert_true(consumer_stream_coming(&v));
+	v.backing_off = 1;
+	assert_false(consumer_stream_ready(&v));
+	assert_false(consumer_stream_coming(&v));
+	v = (struct consumer_view){.group_ready = 1, .own_done = 1};
+	assert_false(consumer_stream_ready(&v));
+	assert_false(consumer_stream_coming(&v));
+}
+
+/* §8: the stall check waits 3 x block_ms + heartbeat_ms of quiet. */
+static void
+test_check_stall(void **state)
+{
+	struct consumer_view v = {.max_in_flight = 10, .batch = 5, .tokens_usable = 1,
+	    .own_done = 1};
+
+	(void)state;
+	assert_false(consumer_check_stall(&v, 3 * 1000 + 500 - 1, 1000, 500));
+	assert_true(consumer_check_stall(&v, 3 * 1000 + 500, 1000, 500));
+	v.draining = 1;
+	assert_false(consumer_check_stall(&v, 100000, 1000, 500));
+	v.draining = 0;
+	v.own_done = 0;
+	assert_false(consumer_check_stall(&v, 100000, 1000, 500));
+	v.own_done = 1;
+	v.tokens_usable = 0;
+	assert_false(consumer_check_stall(&v, 100000, 1000, 500));
+	v.tokens_usable = 1;
+	v.in_hand = 10;
+	assert_false(consumer_check_stall(&v, 100000, 1000, 500));
+	assert_int_equal(consumer_forgotten_ms(3000), 6000);
+}
+
+/* What each step does with each kind of reply. */
+static void
+test_reply_next(void **state)
+{
+	(void)state;
+	for (int s = CONSUMER_STEP_READ; s <= CONSUMER_STEP_BEAT; s++)
+		assert_int_equal(consumer_reply_next((enum consumer_step)s, CONSUMER_ERR_LOST, 0),
+		    0);
+	/* the read and our own PEL: NOGROUP makes the group, errors back off */
+	for (int s = CONSUMER_STEP_READ; s <= CONSUMER_STEP_OWN; s++) {
+		assert_int_equal(consumer_reply_next((enum consumer_step)s, CONSUMER_ERR_NONE, 1),
+		    CONSUMER_DO_OK);
+		assert_int_equal(consumer_reply_next((enum consumer_step)s, CONSUMER_ERR_NONE, 0),
+		    CONSUMER_DO_BACKOFF);
+		assert_int_equal(consumer_reply_next((enum consumer_step)s, CONSUMER_ERR_NOGROUP,
+		    0), CONSUMER_DO_GROUP);
+		assert_int_equal(consumer_reply_next((enum consumer_step)s,
+		    CONSUMER_ERR_TRANSIENT, 0), CONSUMER_DO_BACKOFF);
+		assert_int_equal(consumer_reply_next((enum consumer_step)s,
+		    CONSUMER_ERR_READONLY, 0), CONSUMER_DO_BACKOFF);
+	}
+	/* another's entries: the next tick, no backoff */
+	assert_int_equal(consumer_reply_next(CONSUMER_STEP_AUTO, CONSUMER_ERR_NONE, 1),
+	    CONSUMER_DO_OK);
+	assert_int_equal(consumer_reply_next(CONSUMER_STEP_AUTO, CONSUMER_ERR_NOGROUP, 0),
+	    CONSUMER_DO_GROUP);
+	assert_int_equal(consumer_reply_next(CONSUMER_STEP_AUTO, CONSUMER_ERR_TRANSIENT, 0), 0);
+	/* the renewal: the group and the backoff both */
+	assert_int_equal(consumer_reply_next(CONSUMER_STEP_RENEW, CONSUMER_ERR_NONE, 1),
+	    CONSUMER_DO_OK);
+	assert_int_equal(consumer_reply_next(CONSUMER_STEP_RENEW, CONSUMER_ERR_NOGROUP, 0),
+	    CONSUMER_DO_GROUP | CONSUMER_DO_BACKOFF);
+	assert_int_equal(consumer_reply_next(CONSUMER_STEP_RENEW, CONSUMER_ERR_TRANSIENT, 0),
+	    CONSUMER_DO_BACKOFF);
+	/* XGROUP CREATE: BUSYGROUP is as good as made */
+	assert_int_equal(consumer_reply_next(CONSUMER_STEP_GROUP, CONSUMER_ERR_NONE, 1),
+	    CONSUMER_DO_OK);
+	assert_int_equal(consumer_reply_next(CONSUMER_STEP_GROUP,
+	    consumer_err_classify("BUSYGROUP Consumer Group name already exists"), 1),
+	    CONSUMER_DO_OK);
+	assert_int_equal(consumer_reply_next(CONSUMER_STEP_GROUP, CONSUMER_ERR_OTHER, 1),
+	    CONSUMER_DO_BACKOFF);
+	/* the heartbeat: any error backs off */
+	assert_int_equal(consumer_reply_next(CONSUMER_STEP_BEAT, CONSUMER_ERR_NONE, 1),
+	    CONSUMER_DO_OK);
+	assert_int_equal(consumer_reply_next(CONSUMER_STEP_BEAT, CONSUMER_ERR_NOGROUP, 1),
+	    CONSUMER_DO_BACKOFF);
+}
+
+/* R20: what a refusal of Redis' credential makes the engine do. */
+static void
+test_auth_seen(void **state)
+{
+	(void)state;
+	assert_int_equal(consumer_auth_seen(1, "NOAUTH", 0), CONSUMER_AS_NONE);
+	assert_int_equal(consumer_auth_seen(1, "NOAUTH", 1), CONSUMER_AS_NONE);
+	assert_int_equal(consumer_auth_seen(0, "NOPERM", 1), CONSUMER_AS_NONE);
+	assert_int_equal(consumer_auth_seen(0, "NOAUTH", 1), CONSUMER_AS_NOTE);
+	assert_int_equal(consumer_auth_seen(-1, "WRONGPASS", 1), CONSUMER_AS_NOTE);
+	assert_int_equal(consumer_auth_seen(0, "NOPERM", 0), CONSUMER_AS_RENEW);
+	assert_int_equal(consumer_auth_seen(0, "WRONGPASS", 0), CONSUMER_AS_RENEW);
+	assert_int_equal(consumer_auth_seen(-1, "NOAUTH", 0), CONSUMER_AS_STALE);
+}
+
 int
 main(void)
 {
@@ -490,6 +660,12 @@ main(void)
 		cmocka_unit_test(test_retry_ms),
 		cmocka_unit_test(test_auth_write),
 		cmocka_unit_test(test_reclaim_next),
+		cmocka_unit_test(test_nogroup_key),
+		cmocka_unit_test(test_tokens_let_read),
+		cmocka_unit_test(test_stream_ready_coming),
+		cmocka_unit_test(test_check_stall),
+		cmocka_unit_test(test_reply_next),
+		cmocka_unit_test(test_auth_seen),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -252,6 +252,69 @@ test_order_and_names(void **state)
 	gate_free(g);
 }
 
+/* A held job looks again at the gate's own time, the deadline or after
+ * GATE_POLL_MS, whichever is first. */
+static void
+test_hold_until(void **state)
+{
+	(void)state;
+	struct gate *g = gate_one((struct gate_limits){0, 1, 0, 0});
+	const char *one[] = {"gate.open"};
+	enum gate_verdict why = GATE_GO;
+
+	assert_int_equal(gate_hold_until(NULL, "x", 100, 50000, &why), 100 + GATE_POLL_MS);
+	assert_int_equal(why, GATE_GO);
+	assert_int_equal(gate_hold_until(NULL, "x", 100, 300, NULL), 300);
+	assert_int_equal(gate_take(g, "gate.open", 0), 0);
+	/* rate_per_s 1: the next start is due at 1000 */
+	assert_int_equal(gate_hold_until(g, "gate.open", 10, 50000, &why), 1000);
+	assert_int_equal(why, GATE_RATE);
+	assert_int_equal(gate_hold_until(g, "gate.open", 10, 500, &why), 500);
+	/* the gate's time past GATE_POLL_MS from now: the poll comes first */
+	assert_int_equal(gate_hold_until(g, "gate.open", -500, 50000, &why), -500 + GATE_POLL_MS);
+	/* a pause has no time of its own: the poll */
+	assert_int_equal(gate_set_paused(g, one, 1), 1);
+	assert_int_equal(gate_hold_until(g, "gate.open", 2000, 50000, &why), 2000 + GATE_POLL_MS);
+	assert_int_equal(why, GATE_PAUSED);
+	gate_free(g);
+}
+
+/* What an answer gives the place back as, and when a place is taken or
+ * given back. */
+static void
+test_place(void **state)
+{
+	(void)state;
+	assert_int_equal(gate_result_of(1, 1), GATE_NO_CALL);
+	assert_int_equal(gate_result_of(1, 0), GATE_NO_CALL);
+	assert_int_equal(gate_result_of(0, 1), GATE_CALL_FAILED);
+	assert_int_equal(gate_result_of(0, 0), GATE_CALL_OK);
+	assert_int_equal(gate_place_next(0, 0), GATE_PLACE_KEEP);
+	assert_int_equal(gate_place_next(1, 1), GATE_PLACE_KEEP);
+	assert_int_equal(gate_place_next(0, 1), GATE_PLACE_TAKE);
+	assert_int_equal(gate_place_next(1, 0), GATE_PLACE_GIVE);
+}
+
+/* A held job is woken when it waits there, nothing woke it yet, and the
+ * gate lets it start. */
+static void
+test_may_wake(void **state)
+{
+	(void)state;
+	struct gate *g = gate_one((struct gate_limits){1, 0, 0, 0});
+
+	assert_true(gate_may_wake(g, "gate.open", 0, 1, 0));
+	assert_false(gate_may_wake(g, "gate.open", 0, 0, 0));
+	assert_false(gate_may_wake(g, "gate.open", 0, 1, 1));
+	assert_int_equal(gate_take(g, "gate.open", 0), 0);
+	assert_false(gate_may_wake(g, "gate.open", 0, 1, 0));	/* full */
+	assert_true(gate_may_wake(g, "gate.close", 0, 1, 0));
+	gate_done(g, "gate.open", 0, GATE_CALL_OK, 1);
+	assert_true(gate_may_wake(g, "gate.open", 1, 1, 0));
+	assert_true(gate_may_wake(NULL, "gate.open", 1, 1, 0));
+	gate_free(g);
+}
+
 int
 main(void)
 {
@@ -263,6 +326,9 @@ main(void)
 		cmocka_unit_test(test_breaker),
 		cmocka_unit_test(test_breaker_off_by_reload),
 		cmocka_unit_test(test_order_and_names),
+		cmocka_unit_test(test_hold_until),
+		cmocka_unit_test(test_place),
+		cmocka_unit_test(test_may_wake),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
