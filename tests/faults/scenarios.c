@@ -1308,7 +1308,7 @@ struct mg {
 	redisContext *c[MG_NODES];
 	char id[MG_NODES][64];
 	char at[256];		/* the workers' [redis] lines */
-	char late[MG_LATE][32];
+	char late[MG_LATE][64];	/* as long as an id buffer (snprintf of one) */
 };
 
 static redisReply *
