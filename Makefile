@@ -12,7 +12,7 @@ DOCDIR  ?= $(PREFIX)/share/doc/warrantd
 BUILD   ?= build/release
 SAN     ?=
 
-PKGS    := hiredis libcurl jansson openssl
+PKGS    := hiredis libcurl jansson openssl libmicrohttpd
 # The tests' own libraries: libjwt is the independent implementation that
 # checks what jws.c signs (the daemon signs and verifies with libcrypto).
 TEST_PKGS := libjwt

@@ -8,7 +8,7 @@
 # python3-pip, nodejs (python3-hiredis: redis-py reads replies in C; and Debian's npm when no npm came with it): the decider
 # libraries of clients/ and their tests (`make clients-test`). libjwt-dev, cmocka, libmicrohttpd: the tests only (libjwt
 # checks what the daemon's own signer writes; the daemon does not link it).
-# libmicrohttpd also serves warrantd-web; chromium: the
+# libmicrohttpd also serves warrantd-web and the daemon's /metrics; chromium: the
 # console's browser test (make test-web; puppeteer-core drives the system
 # browser and downloads none).
 set -eu

@@ -1,20 +1,20 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * metrics: the daemon's own numbers in the Prometheus text format (0.0.4),
- * served on [metrics] listen by a small HTTP/1.x responder on the libev loop.
+ * metrics: the daemon's own numbers in the Prometheus text format (0.0.4,
+ * written by base/promtext), served on [metrics] listen by hsrv
+ * (libmicrohttpd on the libev loop).
  *
  * Pure core, unit-tested without sockets:
- *   metrics_http_parse     one request head -> the status to answer
  *   metrics_hist_*         the call-duration and queue-delay histograms
  *   metrics_format         a sample and the histograms -> exposition text
  *
- * Shell: metrics_new listens, answers GET /metrics with metrics_format of a
- * sample taken through a callback at that moment, anything else with 404
- * (405 for another method on /metrics, 400 for a malformed head, 431 for one
- * longer than METRICS_REQ_MAX), and closes every connection after its answer
- * (Connection: close) or after METRICS_IDLE_MS without a full request. At most
- * METRICS_CLIENTS connections are open at once; more wait in the kernel's
- * backlog. Nothing blocks: every socket is non-blocking.
+ * Shell: metrics_new listens and answers GET /metrics with metrics_format
+ * of a sample taken through a callback at that moment, 405 for another
+ * method on /metrics, 404 for another path. Its budgets: METRICS_PER_PEER
+ * connections from one address and METRICS_CLIENTS in all (more are closed
+ * at once: a scrape from elsewhere is never queued behind them), a
+ * connection idle for METRICS_TIMEOUT_S closed, a request head over
+ * METRICS_REQ_MAX refused (431). A unix socket is 0660.
  *
  * The module reads nothing of the engine: warrantd.c fills a metrics_sample
  * from engine_counters()/engine_gauges() and forwards the engine's call
@@ -25,30 +25,16 @@
 
 #include <ev.h>
 #include <stddef.h>
-#include <sys/socket.h>
 
 #include "base/counters.h"
 #include "core/listen.h"
 #include "core/gate.h"
 
-#define METRICS_REQ_MAX		4096	/* bytes of a request head */
-#define METRICS_IDLE_MS		10000	/* a connection without a full request */
-#define METRICS_CLIENTS		32	/* connections open at once */
+#define METRICS_REQ_MAX		8192	/* bytes of a request head (MHD's memory per connection) */
+#define METRICS_TIMEOUT_S	5	/* a connection idle this long is closed */
+#define METRICS_CLIENTS		64	/* connections open at once */
+#define METRICS_PER_PEER	8	/* of them from one IP address */
 #define METRICS_ACTIONS_MAX	256	/* distinct action labels kept */
-
-/* ---- requests ---- */
-
-/*
- * The first len bytes read on a connection. 0 while the head (up to the
- * empty line) is incomplete and shorter than METRICS_REQ_MAX; else the status
- * to answer: 200 for "GET /metrics" (a query string is ignored) over
- * HTTP/1.0 or 1.1, 404 for another path, 405 for another method on /metrics,
- * 400 for a malformed request line, 505 for another HTTP version, 431 when
- * METRICS_REQ_MAX bytes hold no complete head.
- */
-int metrics_http_parse(const char *buf, size_t len);
-
-/* ---- the sample ---- */
 
 /* A heartbeat counter name (warrantd(7) §8, counters.h) as a metric name part:
  * "authFailures" -> "auth_failures". Writes at most n bytes with the NUL;
@@ -85,11 +71,6 @@ struct metrics_sample {
 	} scopes[METRICS_SCOPES_MAX];
 	size_t nscopes;
 };
-
-/* A label value in the text format: quoted, with \\, \" and \n escaped.
- * malloc'd (caller frees); NULL when out of memory. */
-char *metrics_label_value(const char *s)
-	__attribute__((warn_unused_result));
 
 /* ---- histograms ---- */
 
@@ -140,9 +121,9 @@ struct metrics;
 typedef void metrics_sample_fn(void *arg, struct metrics_sample *out);
 
 /*
- * Listens on addr (a unix socket: a stale socket file there is replaced, and
- * the new one is made 0666 -- it says no more than a loopback port -- and
- * removed by metrics_free). sample and arg are borrowed and must outlive the
+ * Listens on addr (a unix socket: a stale socket file there is replaced, the
+ * new one is 0660 -- the socket's group may scrape -- and removed by
+ * metrics_free). sample and arg are borrowed and must outlive the
  * server. NULL with a message in err (nothing left open).
  */
 struct metrics *metrics_new(struct ev_loop *loop, const struct listen_addr *addr,

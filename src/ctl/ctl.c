@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "worker/metrics.h"
+#include "base/promtext.h"
 #include "base/wtime.h"
 
 static void seterr(char *err, size_t n, const char *fmt, ...)
@@ -585,11 +585,31 @@ static const struct {
 	{"notify", "notify", "Entries in the notification stream.", 0, 0},
 };
 
+/* The text being written and the labels every sample carries. */
+struct queue_labels {
+	struct promtext *p;
+	const char *stream, *group;
+};
+
 static void
-queue_head(FILE *out, const char *name, const char *help)
+queue_head(struct promtext *p, const char *name, const char *help)
 {
-	fprintf(out, "# HELP warrantd_queue_%s %s\n# TYPE warrantd_queue_%s gauge\n", name, help,
-	    name);
+	char n[96];
+
+	snprintf(n, sizeof n, "warrantd_queue_%s", name);
+	promtext_head(p, n, "gauge", help);
+}
+
+/* warrantd_queue_<name>{stream="…",group="…" */
+static void
+queue_begin(struct queue_labels *q, const char *name)
+{
+	char n[96];
+
+	snprintf(n, sizeof n, "warrantd_queue_%s", name);
+	promtext_begin(q->p, n);
+	promtext_label(q->p, "stream", q->stream);
+	promtext_label(q->p, "group", q->group);
 }
 
 static double
@@ -615,57 +635,55 @@ ctl_queue_metrics(FILE *out, const json_t *status, int64_t now_ms)
 {
 	const char *stream = json_string_value(json_object_get(status, "stream"));
 	const char *group = json_string_value(json_object_get(status, "group"));
-	char *qs = metrics_label_value(stream ? stream : "");
-	char *qg = metrics_label_value(group ? group : "");
 	const json_t *consumers = json_object_get(status, "consumers"), *o;
+	struct queue_labels q = {promtext_new(), stream ? stream : "", group ? group : ""};
 	long long alive = 0, in_group = 0;
 	const char *name;
-	char labels[1024];
 
-	if (!qs || !qg || strlen(qs) + strlen(qg) + 32 > sizeof labels) {
-		free(qs);
-		free(qg);
+	if (!q.p)
 		return -1;
-	}
-	snprintf(labels, sizeof labels, "stream=%s,group=%s", qs, qg);
-	free(qs);
-	free(qg);
-	queue_head(out, "group_exists", "1 when the consumer group exists.");
-	fprintf(out, "warrantd_queue_group_exists{%s} %d\n", labels,
-	    json_is_true(json_object_get(status, "groupExists")));
+	queue_head(q.p, "group_exists", "1 when the consumer group exists.");
+	queue_begin(&q, "group_exists");
+	promtext_ll(q.p, json_is_true(json_object_get(status, "groupExists")));
 	for (size_t i = 0; i < sizeof queue_gauges / sizeof queue_gauges[0]; i++) {
 		const json_t *v = json_object_get(status, queue_gauges[i].member);
 		if (!json_is_number(v) && queue_gauges[i].skip_null)
 			continue;
-		queue_head(out, queue_gauges[i].name, queue_gauges[i].help);
-		fprintf(out, "warrantd_queue_%s{%s} %.15g\n", queue_gauges[i].name, labels,
-		    json_is_number(v) ? queue_number(v, queue_gauges[i].ms) : 0.0);
+		queue_head(q.p, queue_gauges[i].name, queue_gauges[i].help);
+		queue_begin(&q, queue_gauges[i].name);
+		promtext_g(q.p, json_is_number(v) ? queue_number(v, queue_gauges[i].ms) : 0.0);
 	}
-	queue_head(out, "oldest_pending_age_seconds",
+	queue_head(q.p, "oldest_pending_age_seconds",
 	    "Age of the oldest pending entry since its XADD (0: none).");
-	fprintf(out, "warrantd_queue_oldest_pending_age_seconds{%s} %.3f\n", labels,
-	    oldest_age_s(status, "oldestPendingId", now_ms));
-	queue_head(out, "oldest_undelivered_age_seconds",
+	queue_begin(&q, "oldest_pending_age_seconds");
+	promtext_fixed(q.p, oldest_age_s(status, "oldestPendingId", now_ms), 3);
+	queue_head(q.p, "oldest_undelivered_age_seconds",
 	    "Age of the oldest entry not yet delivered to the group, since its XADD: the "
 	    "queue's latency (0: none).");
-	fprintf(out, "warrantd_queue_oldest_undelivered_age_seconds{%s} %.3f\n", labels,
-	    oldest_age_s(status, "oldestUndelivered", now_ms));
-	queue_head(out, "consumer_pending", "Pending entries per consumer of the group.");
+	queue_begin(&q, "oldest_undelivered_age_seconds");
+	promtext_fixed(q.p, oldest_age_s(status, "oldestUndelivered", now_ms), 3);
+	queue_head(q.p, "consumer_pending", "Pending entries per consumer of the group.");
 	json_object_foreach((json_t *)consumers, name, o) {
 		alive += json_is_true(json_object_get(o, "alive"));
 		if (!json_is_true(json_object_get(o, "inGroup")))
 			continue;
 		in_group++;
-		char *qc = metrics_label_value(name);
-		if (!qc)
-			return -1;
-		fprintf(out, "warrantd_queue_consumer_pending{%s,consumer=%s} %lld\n", labels, qc,
-		    json_integer_value(json_object_get(o, "pending")));
-		free(qc);
+		queue_begin(&q, "consumer_pending");
+		promtext_label(q.p, "consumer", name);
+		promtext_ll(q.p, json_integer_value(json_object_get(o, "pending")));
 	}
-	queue_head(out, "consumers", "Consumers known to the group.");
-	fprintf(out, "warrantd_queue_consumers{%s} %lld\n", labels, in_group);
-	queue_head(out, "consumers_alive", "Consumers whose heartbeat hash has not expired.");
-	fprintf(out, "warrantd_queue_consumers_alive{%s} %lld\n", labels, alive);
-	return 0;
+	queue_head(q.p, "consumers", "Consumers known to the group.");
+	queue_begin(&q, "consumers");
+	promtext_ll(q.p, in_group);
+	queue_head(q.p, "consumers_alive", "Consumers whose heartbeat hash has not expired.");
+	queue_begin(&q, "consumers_alive");
+	promtext_ll(q.p, alive);
+	size_t len;
+	char *text = promtext_take(q.p, &len);
+	promtext_free(q.p);
+	if (!text)
+		return -1;
+	size_t wrote = fwrite(text, 1, len, out);
+	free(text);
+	return wrote == len ? 0 : -1;
 }

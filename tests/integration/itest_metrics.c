@@ -2,9 +2,10 @@
 /*
  * itest_metrics: [metrics] listen and `warrantctl metrics`, against the real
  * thing -- Debian's prometheus scrapes a running warrantd and its HTTP API
- * returns the counters; promtool accepts both outputs. The responder's edges
- * (404, 405, 431, many silent clients, the idle timeout, a unix socket, a
- * reload that cannot move the listener) are checked with raw sockets.
+ * returns the counters; promtool accepts both outputs. The server's edges
+ * (404, 405, 431, 505, half-sent requests against the per-peer budget, the
+ * idle timeout, a unix socket of mode 0660, a reload that cannot move the
+ * listener) are checked with raw sockets.
  *
  * prometheus and promtool come from the `prometheus` package
  * (scripts/deps.sh); without them those checks skip with a printed reason.
@@ -452,62 +453,126 @@ test_scrape(void **state)
 	daemon_down();
 }
 
+/* A connection to 127.0.0.1:port from the local address src (another peer
+ * for the server's per-address budget: all of 127.0.0.0/8 is local). */
+static int
+connect_from(const char *src, int port)
+{
+	struct sockaddr_in me = {.sin_family = AF_INET};
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(inet_pton(AF_INET, src, &me.sin_addr), 1);
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&me, sizeof me) == 0 &&
+	    connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+/* What the server answers to which request (libmicrohttpd's parser, hsrv,
+ * metrics' routes). */
 static void
 test_http_edges(void **state)
 {
-	static const char root[] = "GET / HTTP/1.1\r\n\r\n";
-	static const char post[] = "POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n";
-	int idle[40];
+	static const struct {
+		const char *req, *status;
+	} cases[] = {
+		{"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 404 Not Found\r\n"},
+		{"GET /metricsx HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 404 "},
+		{"GET /metrics/ HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 404 "},
+		{"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc",
+		    "HTTP/1.1 405 Method Not Allowed\r\n"},
+		{"HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 405 "},
+		{"GET /metrics?x=1 HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 200 OK\r\n"},
+		{"GET /metrics HTTP/1.0\r\n\r\n", "HTTP/1.1 200 OK\r\n"},
+		{"GET /metrics HTTP/2.0\r\nHost: x\r\n\r\n", "HTTP/1.1 505 "},
+		{"GET /metrics\r\n\r\n", "HTTP/1.1 400 "},
+	};
 	(void)state;
 
 	int port = daemon_on_free_port(PREFIX "2");
-
-	char *r = exchange(NULL, port, root, sizeof root - 1);
-	assert_status(r, "HTTP/1.1 404 Not Found\r\n");
-	free(r);
-	r = exchange(NULL, port, post, sizeof post - 1);
-	assert_status(r, "HTTP/1.1 405 Method Not Allowed\r\n");
-	assert_has(r, "Allow: GET\r\n");
-	free(r);
-	char *big = malloc(8192);
-	memset(big, 'a', 8192);
-	memcpy(big, "GET /metrics HTTP/1.1\r\nX: ", 26);
-	r = exchange(NULL, port, big, 8192);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *r = exchange(NULL, port, cases[i].req, strlen(cases[i].req));
+		if (strncmp(r, cases[i].status, strlen(cases[i].status)) != 0)
+			fail_msg("%s: want %s, got %.200s", cases[i].req, cases[i].status, r);
+		if (strstr(cases[i].status, " 405 "))
+			assert_has(r, "Allow: GET\r\n");
+		free(r);
+	}
+	/* A head longer than METRICS_REQ_MAX (8 KiB) is refused, not kept. */
+	size_t blen = 16384;
+	char *big = malloc(blen);
+	memset(big, 'a', blen);
+	static const char start[] = "GET /metrics HTTP/1.1\r\nHost: x\r\nX: ";
+	memcpy(big, start, sizeof start - 1);
+	char *r = exchange(NULL, port, big, blen);
 	assert_status(r, "HTTP/1.1 431 ");
 	free(r);
 	free(big);
 
-	/* More silent clients than it serves at once: a scrape still gets its
-	 * answer (at the latest once the idle timeout frees room), and every
-	 * silent one is closed by the server. */
-	for (size_t i = 0; i < sizeof idle / sizeof idle[0]; i++) {
-		idle[i] = connect_to(NULL, port);
-		assert_true(idle[i] >= 0);
-	}
-	long long t0 = h_now_ms();
-	r = scrape(NULL, port);
-	printf("itest_metrics: scrape behind %zu silent clients took %lld ms\n",
-	    sizeof idle / sizeof idle[0], h_now_ms() - t0);
-	free(r);
-	for (size_t i = 0; i < sizeof idle / sizeof idle[0]; i++) {
-		char *rest = read_to_eof(idle[i], 30000);
-		assert_non_null(rest);	/* closed by the server */
-		assert_string_equal(rest, "");
-		free(rest);
-		close(idle[i]);
-	}
 	/* A request that arrives in pieces. */
 	int fd = connect_to(NULL, port);
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, "GET /met", 8), 8);
-	r = scrape(NULL, port);	/* not held up by the slow one */
-	free(r);
-	assert_int_equal(write(fd, "rics HTTP/1.1\r\n\r\n", 17), 17);
+	free(scrape(NULL, port));	/* not held up by the slow one */
+	assert_int_equal(write(fd, "rics HTTP/1.1\r\nHost: x\r\n\r\n", 26), 26);
 	r = read_to_eof(fd, 20000);
 	assert_non_null(r);
 	assert_status(r, "HTTP/1.1 200 OK\r\n");
 	free(r);
 	close(fd);
+	daemon_down();
+}
+
+/* Issue 37 item 5: 40 half-sent requests from one peer (once 32 held the
+ * old responder and a 33rd scrape waited 9.7 s) take at most
+ * METRICS_PER_PEER places; a scrape from another address is answered at
+ * once while they are open: within 2 s (it takes milliseconds; the old
+ * responder's idle timeout alone was 10 s, the server's is 5 s). The
+ * server closes every one of them within its timeout. */
+static void
+test_half_sent_budget(void **state)
+{
+	static const char half[] = "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+	int held[40];
+	(void)state;
+
+	int port = daemon_on_free_port(PREFIX "5");
+	for (size_t i = 0; i < sizeof held / sizeof held[0]; i++) {
+		held[i] = connect_from("127.0.0.1", port);
+		assert_true(held[i] >= 0);
+		assert_int_equal(write(held[i], half, sizeof half - 1), (ssize_t)(sizeof half - 1));
+	}
+	long long t0 = h_now_ms();
+	int fd = connect_from("127.0.0.2", port);
+	assert_true(fd >= 0);
+	static const char get[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+	assert_int_equal(write(fd, get, sizeof get - 1), (ssize_t)(sizeof get - 1));
+	char *r = read_to_eof(fd, 2000);
+	long long took = h_now_ms() - t0;
+	close(fd);
+	printf("itest_metrics: a scrape beside 40 half-sent requests of another peer took "
+	    "%lld ms\n", took);
+	if (!r)
+		fail_msg("no answer within 2 s beside 40 half-sent requests");
+	assert_status(r, "HTTP/1.1 200 OK\r\n");
+	free(r);
+	int open_now = 0;	/* still open with the scrape's answer out */
+	for (size_t i = 0; i < sizeof held / sizeof held[0]; i++) {
+		struct pollfd p = {.fd = held[i], .events = POLLIN};
+		open_now += poll(&p, 1, 0) == 0;
+	}
+	printf("itest_metrics: %d of 40 half-sent connections held by the server\n", open_now);
+	assert_true(open_now <= 8);
+	for (size_t i = 0; i < sizeof held / sizeof held[0]; i++) {
+		char *rest = read_to_eof(held[i], 30000);
+		assert_non_null(rest);	/* closed by the server */
+		free(rest);
+		close(held[i]);
+	}
 	daemon_down();
 }
 
@@ -567,6 +632,7 @@ test_unix_socket_and_reload(void **state)
 	daemon_up(PREFIX "3", section);
 	assert_int_equal(stat(sock, &st), 0);
 	assert_true(S_ISSOCK(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0660);	/* issue 37 item 5: was 0666 */
 	char *r = scrape(sock, 0);
 	assert_has(r, "\nwarrantd_done_total 0\n");
 	free(r);
@@ -666,6 +732,7 @@ main(void)
 		cmocka_unit_test(test_alert_rules),
 		cmocka_unit_test_teardown(test_scrape, test_teardown),
 		cmocka_unit_test_teardown(test_http_edges, test_teardown),
+		cmocka_unit_test_teardown(test_half_sent_budget, test_teardown),
 		cmocka_unit_test_teardown(test_accept_backs_off_at_emfile, test_teardown),
 		cmocka_unit_test_teardown(test_unix_socket_and_reload, test_teardown),
 		cmocka_unit_test_teardown(test_bad_listen_is_a_config_error, test_teardown),

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Unit tests for the metrics core: listen addresses, request heads, the
- * histograms and the exposition text. */
+/* Unit tests for the metrics core: listen addresses, the histograms and the
+ * exposition text. (What the server answers to which request is hsrv's and
+ * libmicrohttpd's: itest_metrics test_http_edges.) */
 #define _DEFAULT_SOURCE
 #include <netinet/in.h>
 #include <setjmp.h>
@@ -67,45 +68,6 @@ test_listen(void **state)
 	memcpy(longp, "unix:/", 6);
 	longp[sizeof longp - 1] = '\0';
 	assert_listen_bad(longp, 0, "absolute path");
-}
-
-static int
-parse(const char *s)
-{
-	return metrics_http_parse(s, strlen(s));
-}
-
-static void
-test_http_parse(void **state)
-{
-	(void)state;
-	assert_int_equal(parse("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"), 200);
-	assert_int_equal(parse("GET /metrics HTTP/1.0\r\n\r\n"), 200);
-	assert_int_equal(parse("GET /metrics?x=1 HTTP/1.1\r\n\r\n"), 200);
-	assert_int_equal(parse("GET /metrics HTTP/1.1\n\n"), 200);
-	/* Incomplete: wait for more. */
-	assert_int_equal(parse(""), 0);
-	assert_int_equal(parse("GET /metrics HTTP/1.1\r\n"), 0);
-	assert_int_equal(parse("GET /metrics HTTP/1.1\r\nHost: x\r\n"), 0);
-	/* Others. */
-	assert_int_equal(parse("GET / HTTP/1.1\r\n\r\n"), 404);
-	assert_int_equal(parse("GET /metricsx HTTP/1.1\r\n\r\n"), 404);
-	assert_int_equal(parse("GET /metrics/ HTTP/1.1\r\n\r\n"), 404);
-	assert_int_equal(parse("POST /metrics HTTP/1.1\r\n\r\n"), 405);
-	assert_int_equal(parse("HEAD /metrics HTTP/1.1\r\n\r\n"), 405);
-	assert_int_equal(parse("GET /metrics HTTP/2.0\r\n\r\n"), 505);
-	assert_int_equal(parse("GET /metrics HTTP/1.2\r\n\r\n"), 505);
-	assert_int_equal(parse("GET /metrics\r\n\r\n"), 400);
-	assert_int_equal(parse("GET  /metrics HTTP/1.1\r\n\r\n"), 400);
-	assert_int_equal(parse("GET /metrics HTTP/1.1 x\r\n\r\n"), 400);
-	assert_int_equal(parse("\r\n\r\n"), 400);
-	assert_int_equal(parse("GET /met\x01rics HTTP/1.1\r\n\r\n"), 400);
-	/* Too long without an end. */
-	char *big = malloc(METRICS_REQ_MAX);
-	memset(big, 'a', METRICS_REQ_MAX);
-	assert_int_equal(metrics_http_parse(big, METRICS_REQ_MAX - 1), 0);
-	assert_int_equal(metrics_http_parse(big, METRICS_REQ_MAX), 431);
-	free(big);
 }
 
 static void
@@ -358,7 +320,6 @@ main(void)
 		cmocka_unit_test(test_listen),
 		cmocka_unit_test(test_outcomes),
 		cmocka_unit_test(test_process_metrics),
-		cmocka_unit_test(test_http_parse),
 		cmocka_unit_test(test_snake_case),
 		cmocka_unit_test(test_format_sample),
 		cmocka_unit_test(test_format_hist),
