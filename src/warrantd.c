@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* warrantd: the daemon's entry point: options, the configuration, then run(). */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <signal.h>
@@ -20,17 +22,21 @@
 #include "redis/rtls.h"
 #include "conf/secrets.h"
 #include "worker/proc.h"
+#include "worker/rstate.h"
+#include "worker/sdnotify.h"
 #include "base/version.h"
 #include "base/wtime.h"
 
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: warrantd [-t | -T] [-c FILE]\n"
+	fprintf(f, "usage: warrantd [-t | -T | -r PID] [-c FILE]\n"
 	    "       warrantd -h | -V\n"
 	    "  -c FILE  configuration (default " CFG_DEFAULT_PATH ")\n"
 	    "  -t       check the configuration and the files it names, then exit\n"
 	    "  -T       as -t, then print the effective configuration\n"
+	    "  -r PID   as -t, then reload the daemon PID and wait for its answer\n"
+	    "           (ExecReload=): exit 0 when it applied the file\n"
 	    "  -h       this help\n"
 	    "  -V       version\n");
 }
@@ -96,6 +102,31 @@ static const char *config_path;
 
 /* Reloads applied and refused since start, for the metrics. */
 static long long reloads_ok, reloads_failed;
+
+/* Where each reload's result is published (rstate.h); "" when not under
+ * systemd. */
+static char rstate_file[4096];
+
+/* The result of the reload just tried (generation = reloads so far), for
+ * `warrantd -r` and systemd: RELOADING=1 came before it, READY=1 and a
+ * STATUS= line end it. */
+static void
+publish_reload(int applied, const char *reason, int notify)
+{
+	struct rstate st = {.pid = (long)getpid(), .generation = reloads_ok + reloads_failed,
+	    .applied = applied};
+	char status[RSTATE_REASON_MAX + 64], q[RSTATE_REASON_MAX + 16];
+
+	snprintf(st.reason, sizeof st.reason, "%s", reason);
+	if (rstate_file[0] && rstate_write(rstate_file, &st) < 0)
+		log_warn("reload.unpublished", "file=%s error=\"%s\"",
+		    log_quote(q, sizeof q, rstate_file), strerror(errno));
+	if (!notify)
+		return;
+	snprintf(status, sizeof status, "READY=1\nSTATUS=reload %lld %s%s", st.generation,
+	    applied ? "applied" : "refused: ", applied ? "" : reason);
+	(void)sdnotify_send(status);
+}
 
 /* [metrics] as the daemon started: a reload cannot move the listener. */
 static char *metrics_listen;
@@ -163,6 +194,7 @@ on_reload(struct ev_loop *loop, ev_signal *w, int revents)
 	char err[256], q[512];
 	(void)loop, (void)revents;
 
+	(void)sdnotify_send("RELOADING=1");
 	struct cfg *cfg = cfgfile_load(config_path, &errs);
 	if (cfg && secrets_check_cfg(cfg, &errs) < 0) {
 		cfg_free(cfg);
@@ -170,18 +202,24 @@ on_reload(struct ev_loop *loop, ev_signal *w, int revents)
 	}
 	for (size_t i = 0; i < errs.n; i++)
 		log_error("config.reload_failed", "error=%s", log_quote(q, sizeof q, errs.msgs[i]));
-	cfg_errors_clear(&errs);
 	if (cfg == NULL) {
 		reloads_failed++;
+		snprintf(err, sizeof err, "%s%s", errs.n ? errs.msgs[0] : "the file cannot be read",
+		    errs.n > 1 ? " (and more: see the log)" : "");
+		cfg_errors_clear(&errs);
+		publish_reload(0, err, 1);
 		return;
 	}
+	cfg_errors_clear(&errs);
 	if (engine_reload(w->data, cfg, err, sizeof err) < 0) {
 		log_error("config.reload_failed", "error=%s", log_quote(q, sizeof q, err));
 		cfg_free(cfg);
 		reloads_failed++;
+		publish_reload(0, err, 1);
 		return;
 	}
 	reloads_ok++;
+	publish_reload(1, "", 1);
 	if (!same_str(cfg->metrics.listen, metrics_listen) ||
 	    cfg->metrics.allow_remote != metrics_allow_remote)
 		log_warn("config.restart_needed", "key=\"[metrics] listen\" detail=\"[metrics] "
@@ -325,6 +363,9 @@ run(struct cfg *cfg)
 	ev_signal_start(loop, &sigterm);
 	ev_signal_start(loop, &sigint);
 	ev_signal_start(loop, &sighup);
+	if (rstate_path(rstate_file, sizeof rstate_file) < 0)
+		rstate_file[0] = '\0';
+	publish_reload(1, "", 0);	/* generation 0: running; READY=1 is the engine's */
 	engine_start(eng);
 	ev_run(loop, 0);
 	engine_set_outcome_observer(eng, NULL);
@@ -338,10 +379,64 @@ run(struct cfg *cfg)
 	return status;
 }
 
+/* The published result of pid, when the file is one of its. */
+static int
+rstate_of(const char *file, long pid, struct rstate *st)
+{
+	return rstate_read(file, st) == 0 && st->pid == pid ? 0 : -1;
+}
+
+/* -r PID (the units' ExecReload=): SIGHUP to the daemon, then its answer
+ * (rstate.h), waited for up to 80 s (systemd's reload timeout is 90 s).
+ * 0 when it applied the file; EX_CONFIG with its reason when it refused
+ * it; EX_UNAVAILABLE when there is no daemon to ask or nowhere to read
+ * its answer; EX_TEMPFAIL when it did not answer. */
+static int
+reload_and_wait(const char *pidarg)
+{
+	char file[4096], *end = NULL;
+	struct rstate st;
+	long pid = strtol(pidarg, &end, 10);
+
+	if (pid <= 1 || *end != '\0') {
+		fprintf(stderr, "warrantd: -r: '%s' is not a process id\n", pidarg);
+		return EX_USAGE;
+	}
+	if (rstate_path(file, sizeof file) < 0) {
+		fprintf(stderr, "warrantd: -r: RUNTIME_DIRECTORY is not set: the daemon publishes "
+		    "its reload results only under systemd (RuntimeDirectory=)\n");
+		return EX_UNAVAILABLE;
+	}
+	long long before = rstate_of(file, pid, &st) == 0 ? st.generation : 0;
+	if (kill((pid_t)pid, SIGHUP) < 0) {
+		fprintf(stderr, "warrantd: -r: cannot signal %ld: %s\n", pid, strerror(errno));
+		return EX_UNAVAILABLE;
+	}
+	const struct timespec tick = {0, 50 * 1000 * 1000};
+	for (long long waited = 0; waited < 80000; waited += 50) {
+		if (rstate_of(file, pid, &st) == 0 && st.generation > before) {
+			if (st.applied) {
+				printf("reload %lld applied\n", st.generation);
+				return 0;
+			}
+			fprintf(stderr, "warrantd: reload %lld refused, the running configuration "
+			    "kept: %s\n", st.generation, st.reason);
+			return EX_CONFIG;
+		}
+		if (kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
+			fprintf(stderr, "warrantd: -r: process %ld is gone\n", pid);
+			return EX_UNAVAILABLE;
+		}
+		nanosleep(&tick, NULL);
+	}
+	fprintf(stderr, "warrantd: -r: no answer from %ld in 80 s (%s)\n", pid, file);
+	return EX_TEMPFAIL;
+}
+
 int
 main(int argc, char **argv)
 {
-	const char *path = CFG_DEFAULT_PATH;
+	const char *path = CFG_DEFAULT_PATH, *reload_pid = NULL;
 	int check = 0, opt;
 
 	log_init("warrantd");
@@ -351,10 +446,13 @@ main(int argc, char **argv)
 		fprintf(stderr, "warrantd: %s\n", why);
 		return EX_OSERR;
 	}
-	while ((opt = getopt(argc, argv, "c:tThV")) != -1) {
+	while ((opt = getopt(argc, argv, "c:r:tThV")) != -1) {
 		switch (opt) {
 		case 'c':
 			path = optarg;
+			break;
+		case 'r':
+			reload_pid = optarg;
 			break;
 		case 't':
 			check = check ? check : 1;
@@ -379,7 +477,11 @@ main(int argc, char **argv)
 	}
 	struct cfg *cfg = load_config(path);
 	if (!cfg)
-		return EX_CONFIG;
+		return EX_CONFIG;	/* -r too: a file that fails -t is never sent */
+	if (reload_pid) {
+		cfg_free(cfg);
+		return reload_and_wait(reload_pid);
+	}
 	config_path = path;
 	if (!check)
 		return run(cfg);

@@ -858,11 +858,13 @@ test_sighup_reload(void **state)
 	free(ini);
 }
 
-/* R16, §12: `systemctl reload` runs the unit's ExecReload= lines in order
- * and stops at the first that fails. The shipped units check the file first
- * (`warrantd -t` on the config ExecStart= names), so a bad edit fails the
- * reload visibly and no SIGHUP is sent; a good one reloads. The lines are
- * run as systemd would, with the binary, config and $MAINPID put in. */
+/* R16, §12, issue 38 item 4: `systemctl reload` runs the unit's
+ * ExecReload= lines in order and fails when one does. The shipped units run
+ * `warrantd -r $MAINPID`: it checks the file as -t does (a bad edit is never
+ * sent), sends SIGHUP and waits for the daemon's own answer in the unit's
+ * RuntimeDirectory, so a reload the daemon refuses (a change of `group`)
+ * fails too, with its reason. The lines are run as systemd would, with the
+ * binary, config and $MAINPID put in and $RUNTIME_DIRECTORY set. */
 /* line with the installed paths replaced by this build's binary and config
  * and $MAINPID by pid, into cmd. */
 static void
@@ -893,27 +895,36 @@ exec_line_here(const char *line, const char *ini, pid_t pid, char *cmd, size_t n
 }
 
 /* Runs unit's ExecReload= lines in order as systemd does, stopping at the
- * first that fails; its exit status, or 0. */
+ * first that fails; its exit status, or 0. What they printed in *out. */
 static int
-run_exec_reload(const char *unit, const char *ini, pid_t mainpid)
+run_exec_reload(const char *unit, const char *ini, pid_t mainpid, char **out)
 {
 	char *text = h_read_file(unit), *save = NULL, cmd[3 * PATH_MAX];
 	int lines = 0, rc = 0;
 
 	assert_non_null(text);
+	*out = strdup("");
 	for (char *l = strtok_r(text, "\n", &save); l && rc == 0; l = strtok_r(NULL, "\n", &save)) {
 		if (strncmp(l, "ExecReload=", 11) != 0)
 			continue;
 		exec_line_here(l + 11, ini, mainpid, cmd, sizeof cmd);
-		if (lines++ == 0)	/* the check comes first */
-			assert_non_null(strstr(cmd, " -t -c "));
-		int st = system(cmd);
-		rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+		lines++;
+		assert_non_null(strstr(cmd, " -r "));	/* the one that waits for the answer */
+		char *argv[] = {"sh", "-c", cmd, NULL}, *said = NULL;
+		rc = h_run(argv, 100000, &said);
+		free(*out);
+		*out = said;
 	}
 	free(text);
-	assert_true(lines >= 1);
-	assert_true(rc != 0 || lines >= 2);	/* a good file reaches the SIGHUP */
+	assert_int_equal(lines, 1);
 	return rc;
+}
+
+static void
+assert_said(const char *out, const char *want)
+{
+	if (!strstr(out, want))
+		fail_msg("ExecReload printed no '%s':\n%s", want, out);
 }
 
 static void
@@ -921,25 +932,49 @@ test_systemd_exec_reload(void **state)
 {
 	(void)state;
 	struct opts o = {.consumer = "w1"};
+	char rundir[PATH_MAX];
+
+	snprintf(rundir, sizeof rundir, "%s/run-w1", h_tmpdir());
+	assert_int_equal(mkdir(rundir, 0755), 0);
+	setenv("RUNTIME_DIRECTORY", rundir, 1);	/* as systemd sets it for the unit */
 	struct h_daemon *w1 = dmn_start(&o, 1);
 	const char *units[] = {"systemd/warrantd.service", "systemd/warrantd@.service"};
-	char *good = ini_text(&o);
-	int reloads = 0;
+	char *good = ini_text(&o), *out = NULL;
+	struct opts regroup = o, slower = o;
+	regroup.redis_extra = "group = others\n";
+	char *grouped = ini_text(&regroup);
+	int reloads = 0, refused = 0;
+	const char *name = strrchr(w1->ini, '/') + 1;
 
 	for (size_t u = 0; u < sizeof units / sizeof *units; u++) {
-		char *bad = h_write_file(strrchr(w1->ini, '/') + 1, "[daemon\n");
-		assert_non_null(bad);
-		assert_int_not_equal(run_exec_reload(units[u], w1->ini, w1->pid), 0);
-		free(bad);
-		free(h_write_file(strrchr(w1->ini, '/') + 1, good));
-		assert_int_equal(run_exec_reload(units[u], w1->ini, w1->pid), 0);
+		/* a broken file: refused by the check, never sent */
+		free(h_write_file(name, "[daemon\n"));
+		assert_int_equal(run_exec_reload(units[u], w1->ini, w1->pid, &out), 78);
+		free(out);
+		/* an applicable change: applied, exit 0 */
+		slower.action_timeout_ms = 9000 - (int)u;
+		char *changed = ini_text(&slower);
+		free(h_write_file(name, changed));
+		free(changed);
+		assert_int_equal(run_exec_reload(units[u], w1->ini, w1->pid, &out), 0);
+		assert_said(out, " applied");
+		free(out);
 		wait_log_count(w1, "event=config.reloaded", ++reloads);
+		/* a change the daemon refuses (it passes -t): non-zero, its reason */
+		free(h_write_file(name, grouped));
+		assert_int_equal(run_exec_reload(units[u], w1->ini, w1->pid, &out), 78);
+		assert_said(out, "refused");
+		assert_said(out, "change only with a restart");
+		free(out);
+		wait_log_count(w1, "event=config.reload_failed", ++refused);
+		free(h_write_file(name, good));
 	}
-	/* the bad edits never reached the daemon: no SIGHUP, no failed reload */
-	assert_false(h_daemon_log_has(w1, "event=config.reload_failed"));
+	/* the broken edits never reached the daemon: only the refused ones failed */
 	assert_true(dmn_running(w1));
 	assert_exit0(dmn_signal_wait(w1, SIGTERM, 15000, NULL));
+	unsetenv("RUNTIME_DIRECTORY");
 	free(good);
+	free(grouped);
 }
 
 /* ------------------------------------------------------------------ */
