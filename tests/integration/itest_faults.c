@@ -2589,7 +2589,8 @@ find_in_path(const char *name)
 	return NULL;
 }
 
-/* Every unit shipped rates at most 1.2 ("OK") offline (issue 23). */
+/* Every unit shipped rates at most 1.2 ("OK") offline (issue 23; issue 37
+ * asks for at most 2.0). */
 static void
 test_systemd_analyze_security(void **state)
 {
@@ -2632,6 +2633,61 @@ test_systemd_analyze_security(void **state)
 	}
 }
 
+/* The value of a unit's first `key=` line (no comment), into out; 0, or -1
+ * when there is none. */
+static int
+unit_value(const char *unit_text, const char *key, char *out, size_t n)
+{
+	size_t klen = strlen(key);
+
+	for (const char *l = unit_text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (strncmp(l, key, klen) == 0 && l[klen] == '=') {
+			size_t len = strcspn(l + klen + 1, "\n");
+			snprintf(out, n, "%.*s", (int)len, l + klen + 1);
+			return 0;
+		}
+	return -1;
+}
+
+/* Issue 37 item 5: each shipped daemon unit runs under a user of its own
+ * (the worker, each warrantd@ instance and the TLS tunnel shared the
+ * dynamic user `warrantd`, and so could read each other's credentials); an
+ * instance loads its own credentials (/etc/warrantd/credentials/NAME/);
+ * the worker units have PrivateMounts=yes. */
+static void
+test_units_users_of_their_own(void **state)
+{
+	static const char *const units[] = {"warrantd.service", "warrantd@.service",
+	    "warrantd-redis-tls.service", "warrantd-web.service", "warrantctl-metrics.service"};
+	char users[5][64], path[PATH_MAX], v[64];
+	(void)state;
+
+	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+		snprintf(path, sizeof path, "systemd/%s", units[i]);
+		char *text = h_read_file(path);
+		assert_non_null(text);
+		if (unit_value(text, "User", users[i], sizeof users[i]) < 0)
+			fail_msg("%s names no User=", units[i]);
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(users[i], users[j]) == 0)
+				fail_msg("%s and %s share User=%s", units[i], units[j], users[i]);
+		if (strncmp(units[i], "warrantd", 8) == 0 && strchr(units[i], '@')) {
+			if (!strstr(users[i], "%i"))
+				fail_msg("%s: User=%s is one for every instance", units[i], users[i]);
+			for (const char *c = strstr(text, "\nLoadCredential="); c;
+			    c = strstr(c + 1, "\nLoadCredential="))
+				if (strncmp(strchr(c, ':'), ":/etc/warrantd/credentials/%i/", 30) != 0)
+					fail_msg("%s: an instance's credential not its own: %.80s",
+					    units[i], c + 1);
+		}
+		if (strcmp(units[i], "warrantd.service") == 0 || strchr(units[i], '@'))
+			if (unit_value(text, "PrivateMounts", v, sizeof v) < 0 || strcmp(v, "yes") != 0)
+				fail_msg("%s: no PrivateMounts=yes", units[i]);
+		printf("    %s: User=%s\n", units[i], users[i]);
+		free(text);
+	}
+}
+
 int
 main(void)
 {
@@ -2641,6 +2697,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_redis_too_old, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_core_dumps, setup, teardown),
 		cmocka_unit_test(test_systemd_analyze_security),
+		cmocka_unit_test(test_units_users_of_their_own),
 		cmocka_unit_test_setup_teardown(test_sd_notify, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sd_watchdog_interval_and_outage, setup,
 		    teardown),
