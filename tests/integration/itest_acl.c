@@ -36,7 +36,9 @@
  * A fourth time (test_cluster_users, issue 27 item 7) on a cluster of three
  * primaries with `shards = 3`: the worker and the decider work in every
  * shard and follow -ASK into a slot mid-migration (ASKING), the operator
- * pauses and resumes, the monitor reads; no NOPERM.
+ * pauses and resumes, the monitor reads; no NOPERM; the library is
+ * loaded into every primary by `warrantctl functions load`, and a worker
+ * refuses to start while one lacks it.
  * $WARRANTD_ACL_FILE replaces conf/redis-acl.conf (to show the cases red on
  * an older file).
  */
@@ -1042,6 +1044,32 @@ test_cluster_users(void **state)
 		    "\n[redis.%s]\nusername = %s\npassword_file = %s\n", users[i], users[i],
 		    pw_file[i]);
 	assert_non_null(D->ini = h_write_file("cluster.ini", all));
+
+	/* the library on every primary (warrantd(7) §2.1): checked per shard,
+	 * a worker stops (exit 76) when one primary lacks it; `warrantctl
+	 * functions load`, as the administrator (`default` here), loads it
+	 * into each shard's primary */
+	free(h_redis_str(cl_c[1], "FUNCTION DELETE warrantd"));
+	struct h_daemon early = {0};
+	int st = -1;
+	assert_int_equal(h_daemon_spawn(&early, all), 0);
+	if (h_wait_exit(early.pid, 30000, &st) != 0) {
+		h_daemon_kill(&early);
+		fail_msg("[cluster] warrantd ran with a primary without the library (log %s)",
+		    early.log);
+	}
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 76);
+	assert_true(h_file_contains(early.log, "event=redis.library"));
+	for (int i = 0; i < CL_NODES; i++)
+		free(h_redis_str(cl_c[i], "FUNCTION DELETE warrantd"));
+	CTL_OK("functions", "load");
+	for (int i = 0; i < CL_NODES; i++) {
+		char *v = h_redis_str(cl_c[i], "FCALL_RO warrantd_version 0");
+		if (v == NULL || strcmp(v, STORE_LIBRARY_VERSION) != 0)
+			fail_msg("[cluster] node %d: library %s after functions load", i, v ? v : "none");
+		free(v);
+	}
+	CTL_OK("functions", "status");
 	assert_int_equal(h_daemon_start(&D->dmn, all), 0);
 	free(all);
 
