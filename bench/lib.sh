@@ -41,6 +41,15 @@ start_private_redis() {
 	    --appendonly no --dir "$tmp" --logfile "$tmp/redis.log" --daemonize no ${REDIS_EXTRA:-} &
 	redis_pid=$!
 	wait_for "${REDIS_WAIT:-100}" redis_up || die "redis-server did not start (see $tmp/redis.log)"
+	load_functions -s "$sock"
+}
+
+# The Redis Functions library every user calls (warrantd(7) §2.1) into the
+# server redis-cli "$@" reaches, as its administrator would; $build/bin has
+# warrantctl.
+load_functions() {
+	"$build/bin/warrantctl" functions show | redis-cli "$@" -x FUNCTION LOAD REPLACE \
+	    >/dev/null || die "FUNCTION LOAD failed"
 }
 
 # Debian's nginx answering 204 (keep-alive, no access log) on the first free

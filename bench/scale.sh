@@ -96,6 +96,7 @@ start_node() {	# port cluster(0|1)
 	    --dir "$tmp/redis-$1" --logfile "$tmp/redis-$1/log" $extra &
 	redis_pids="$redis_pids $!"
 	wait_for 100 redis-cli -p "$1" PING || die "redis-server :$1 did not start"
+	load_functions -p "$1"
 }
 
 cluster_ok() {

@@ -123,6 +123,9 @@ redis-server --port 0 --unixsocket "$DIR/redis.sock" --unixsocketperm 700 --save
 	--appendonly no --dir "$DIR" >"$DIR/redis.log" 2>&1 &
 PIDS="$PIDS $!"
 wait_for 10 "redis to answer PING" eval 'rcli PING 2>/dev/null | grep -q PONG'
+# Redis' administrator loads the library of functions every user calls (no
+# user may EVAL: warrantd(7) §2.1); a worker refuses to start without it.
+"$BIN/warrantctl" functions show | rcli -x FUNCTION LOAD REPLACE >/dev/null
 # Managed Redis takes a short-lived token as its AUTH password (Azure Entra ID,
 # ElastiCache IAM): fake_redisgate checks each token's exp in front of Redis.
 # The worker's token comes from token_command, a script standing in for the

@@ -30,8 +30,7 @@ redis.call('XADD', K.audit, 'MAXLEN', '~', A.audit_maxlen, '*', 'id', id, 'from'
   'to', 'cancelled', 'consumer', 'warrantctl', 'attempt', redis.call('HGET', h, 'attempts') or '0',
   'at', at, 'detail', detail)
 if A.notify_owner ~= '' then
-  redis.call('XADD', K.notify, 'MAXLEN', '~', A.notify_maxlen, '*', 'id', id, 'owner', A.notify_owner,
-    'kind', 'cancelled', 'reason', 'cancelled', 'onBehalfOf', A.on_behalf_of, 'action', A.action,
-    'resource', A.resource, 'at', at)
+  notify(K.notify, A.notify_maxlen, id, A.notify_owner, 'cancelled', 'cancelled', A.on_behalf_of,
+    A.action, A.resource, at)
 end
 return {1, from}

@@ -1,6 +1,7 @@
 -- KEYS: hash
 -- ARGV: max_bytes
 -- BATCH: max_bytes
+-- FLAGS: no-writes
 -- SPDX-License-Identifier: BSD-2-Clause
 --
 -- A job's load (§3.1, §3.3): what the worker reads of a record's hash, its

@@ -196,8 +196,8 @@ if A.dead_reason ~= '' then
     'detail', A.detail, 'deliveries', A.deliveries, 'consumer', A.consumer, 'at', A.at)
 end
 if notify_write then
-  redis.call('XADD', K.notify, 'MAXLEN', '~', A.notify_maxlen, '*', 'id', A.record_id, 'owner', A.notify_owner, 'kind', A.notify_kind,
-    'reason', A.outcome, 'onBehalfOf', A.on_behalf_of, 'action', A.action, 'resource', A.resource, 'at', A.at)
+  notify(K.notify, A.notify_maxlen, A.record_id, A.notify_owner, A.notify_kind, A.outcome,
+    A.on_behalf_of, A.action, A.resource, A.at)
 end
 if ack and pending then redis.call('XACK', jobs, A.group, A.stream_id) end
 return {1, 'ok', from, attempt}

@@ -1,6 +1,24 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
-# Embeds the Lua scripts: scripts/luagen.sh OUTDIR lua/NAME.lua...
+# Builds the Redis Functions library of lua/ and embeds it:
+#   scripts/luagen.sh OUTDIR lua/NAME.lua...
+#
+# Each lua/NAME.lua is one function of the library `warrantd` (warrantd(7)
+# §2.1), registered as warrantd_NAME (and warrantd_NAME_batch for its batch
+# form, below); the library also gets warrantd_version, which returns the
+# library's version: the first 16 hex digits of the SHA-1 of the rest of
+# the library's text, so that any change of lua/ is a new version (the
+# worker refuses to start against another one). A file whose first line is
+#   -- SHARED: name name ...
+# is no function: its code (local functions named on that line) goes at
+# the top of the library, before every function, which may call it.
+# Writes OUTDIR/warrantd.lua (the library, as `FUNCTION LOAD` takes it:
+# `redis-cli -x FUNCTION LOAD REPLACE < OUTDIR/warrantd.lua` loads it) and
+# embeds it in store_scripts.c as store_library[].
+# An optional line after the header (and after BATCH)
+#   -- FLAGS: no-writes
+# registers the function (and its batch form) with that flag: it is called
+# with FCALL_RO, and Redis refuses any write in it.
 #
 # Each file starts with two header lines, read here:
 #   -- KEYS: name name ...
@@ -17,7 +35,9 @@
 # Locals, not tables: Redis 7.0 ran a table prologue of the transition's 37
 # names in 21,000 instructions per call, the locals in 8,000. A name the
 # header does not have is an error here (a table read it as nil). Fails (and
-# writes nothing) on a malformed header or an unknown name.
+# writes nothing) on a malformed header or an unknown name. Inside the
+# library a body is the callback of its function (function(KEYS, ARGV)),
+# so an error names the library's line (OUTDIR/warrantd.lua), not the file's.
 #
 # An optional third line
 #   -- BATCH: name name ...
@@ -41,8 +61,8 @@ set -eu
 [ $# -ge 2 ] || { echo "usage: $0 OUTDIR FILE.lua..." >&2; exit 64; }
 out=$1; shift
 mkdir -p "$out"
-trap 'rm -f "$out/store_scripts.h.tmp" "$out/store_scripts.c.tmp"' EXIT
-LC_ALL=C awk -v H="$out/store_scripts.h.tmp" -v C="$out/store_scripts.c.tmp" '
+trap 'rm -f "$out/store_scripts.h.tmp" "$out/store_scripts.c.tmp" "$out/warrantd.lua.tmp"' EXIT
+LC_ALL=C awk -v H="$out/store_scripts.h.tmp" -v C="$out/store_scripts.c.tmp" -v L="$out/warrantd.lua.tmp" '
 function die(msg) { printf "%s:%d: %s\n", FILENAME, FNR, msg > "/dev/stderr"; failed = 1; exit 1 }
 function cstr(s,   o, i, c) {
 	o = ""
@@ -86,12 +106,13 @@ function begin_script(   base) {
 	delete used
 	delete known
 	delete shared
-	nslot = 0; batched = 0; btext = ""
+	nslot = 0; batched = 0; btext = ""; raw = ""; rawb = ""; flags[ns] = ""
 }
 # The body so far closed; a batched script also gets NAME_batch_body and
 # NAME_shared (per slot: 1 shared by every item, 0 one of each item).
 function end_script(   i, sk, sa, ik, ia, kv, av, fl, nik, nia, nsk, nsa, call) {
 	print ";" > C
+	lib = lib "redis.register_function{function_name = \047warrantd_" name "\047, callback = function(KEYS, ARGV)\n" raw "end" regflags() "}\n"
 	if (!batched) return
 	sk = ""; sa = ""; kv = ""; av = ""; ik = ""; ia = ""; fl = ""; nik = 0; nia = 0; nsk = 0; nsa = 0
 	for (i = 0; i < nslot; i++) {
@@ -109,27 +130,39 @@ function end_script(   i, sk, sa, ik, ia, kv, av, fl, nik, nia, nsk, nsa, call) 
 	if (nik + nia == 0) die("a batch needs a key or an argument that is not shared")
 	printf "static const unsigned char %s_shared[] = {%s};\n", name, fl > C
 	printf "static const char %s_batch_body[] =\n", name > C
-	printf "\"%s%s%s\\n\"\n", (nsk ? "local " sk " = " kv : ""), (nsk && nsa ? " " : ""), (nsa ? "local " sa " = " av : "") > C
-	printf "\"local function one(%s%s%s)\\n\"\n", ik, (nik && nia ? ", " : ""), ia > C
+	fb = ""
+	both((nsk ? "local " sk " = " kv : "") (nsk && nsa ? " " : "") (nsa ? "local " sa " = " av : ""))
+	both("local function one(" ik (nik && nia ? ", " : "") ia ")")
 	printf "%s", btext > C
-	print "\"end\\n\"" > C
-	print "\"local out = {}\\n\"" > C
-	printf "\"local k, a, i, na = %d, %d, 0, #ARGV\\n\"\n", nsk, nsa > C
-	print "\"while a < na do\\n\"" > C
-	print "\"  local n = tonumber(ARGV[a + 1])\\n\"" > C
-	printf "\"  local ok, r = pcall(one%s, unpack(ARGV, a + 2, a + 1 + n))\\n\"\n", call > C
-	print "\"  if not ok and type(r) ~= \047table\047 then\\n\"" > C
-	print "\"    r = tostring(r)\\n\"" > C
-	print "\"    if not string.find(r, \047^%u+ \047) then r = \047ERR \047 .. r end\\n\"" > C
-	print "\"    r = {err = r}\\n\"" > C
-	print "\"  end\\n\"" > C
-	print "\"  i = i + 1\\n\"" > C
-	print "\"  out[i] = r\\n\"" > C
-	printf "\"  k, a = k + %d, a + 1 + n\\n\"\n", nik > C
-	print "\"end\\n\"" > C
-	print "\"return out\\n\"" > C
+	fb = fb rawb
+	both("end")
+	both("local out = {}")
+	both("local k, a, i, na = " nsk ", " nsa ", 0, #ARGV")
+	both("while a < na do")
+	both("  local n = tonumber(ARGV[a + 1])")
+	both("  local ok, r = pcall(one" call ", unpack(ARGV, a + 2, a + 1 + n))")
+	both("  if not ok and type(r) ~= \047table\047 then")
+	both("    r = tostring(r)")
+	both("    if not string.find(r, \047^%u+ \047) then r = \047ERR \047 .. r end")
+	both("    r = {err = r}")
+	both("  end")
+	both("  i = i + 1")
+	both("  out[i] = r")
+	both("  k, a = k + " nik ", a + 1 + n")
+	both("end")
+	both("return out")
+	lib = lib "redis.register_function{function_name = \047warrantd_" name "_batch\047, callback = function(KEYS, ARGV)\n" fb "end" regflags() "}\n"
 	print ";" > C
 	batch[ns] = 1
+}
+# One line of the batch form: into C (a C string) and into fb (raw Lua).
+function both(line) {
+	printf "\"%s\\n\"\n", cstr(line) > C
+	fb = fb line "\n"
+}
+# The flags of the function being registered (", flags = {...}" or "").
+function regflags() {
+	return flags[ns] == "" ? "" : ", flags = {\047" flags[ns] "\047}"
 }
 function slot(nm, i) {
 	if (!ident(nm)) die("not a Lua identifier: " nm)
@@ -146,8 +179,12 @@ BEGIN {
 	print "#include \"core/store.h\"" > C
 }
 FNR == 1 {
-	if (ns > 0 && !(ns in nargs)) die("the file before this one has no \"-- ARGV:\" line")
-	if (ns > 0) end_script()
+	if (open && !(ns in nargs)) die("the file before this one has no \"-- ARGV:\" line")
+	if (open) end_script()
+	open = 0
+	inshared = $0 ~ /^-- SHARED:/
+	if (inshared) { prelude = prelude $0 "\n"; next }
+	open = 1
 	begin_script()
 	nk = names($0, "-- KEYS:", keys)
 	pro = ""; vals = ""; list = ""
@@ -162,6 +199,11 @@ FNR == 1 {
 	printf "static const char *const %s_keys[] = {%sNULL};\n", name, list > C
 	nkeys[ns] = nk
 	kline = nk ? "local " pro " = " vals : "-- no keys"
+	next
+}
+inshared {
+	if ($0 ~ /[^A-Za-z0-9_][AK]\.[a-z_]/) die("shared code has no K.name or A.name")
+	prelude = prelude $0 "\n"
 	next
 }
 FNR == 2 {
@@ -191,6 +233,7 @@ FNR == 2 {
 	aline = (pro != "" ? "local " pro " = " vals : "") (pro != "" && loop != "" ? " " : "") loop
 	if (aline == "") aline = "-- no arguments"
 	printf "static const char %s_body[] =\n\"%s\\n\"\n\"%s\\n\"\n", name, cstr(kline), cstr(aline) > C
+	raw = kline "\n" aline "\n"
 	next
 }
 FNR == 3 && /^-- BATCH:/ {
@@ -214,21 +257,32 @@ FNR == 3 && /^-- BATCH:/ {
 	}
 	batched = 1
 }
+FNR <= 4 && /^-- FLAGS:/ {
+	if ($0 != "-- FLAGS: no-writes") die("the only flag is no-writes")
+	flags[ns] = "no-writes"
+}
 {
-	l = "\"" cstr((FNR == 3 && batched ? defaults : "") locals($0)) "\\n\"\n"
+	r = (FNR == 3 && batched ? defaults : "") locals($0)
+	l = "\"" cstr(r) "\\n\"\n"
 	printf "%s", l > C
 	btext = btext l
+	raw = raw r "\n"
+	rawb = rawb r "\n"
 }
 END {
 	if (failed) exit 1
 	if (ns == 0) { print "no scripts" > "/dev/stderr"; exit 1 }
-	if (!(ns in nargs)) die("no \"-- ARGV:\" line")
-	end_script()
+	if (open && !(ns in nargs)) die("no \"-- ARGV:\" line")
+	if (open) end_script()
 	if (failed) exit 1
+	print "#!lua name=warrantd" > L
+	print "-- Generated by scripts/luagen.sh from lua/NAME.lua: do not edit." > L
+	print "-- SPDX-License-Identifier: BSD-2-Clause" > L
+	printf "%s%s", prelude, lib > L
 	print "" > C
 	print "const struct store_script store_scripts[STORE_NSCRIPTS] = {" > C
 	for (i = 1; i <= ns; i++)
-		printf "\t[STORE_%s] = {.name = \"%s\", .body = %s_body, .keys = %s_keys, .args = %s_args, .rest = %s, .nkeys = %d, .nargs = %d, .batch = %s, .shared = %s},\n", toupper(script[i]), script[i], script[i], script[i], script[i], rest[i], nkeys[i], nargs[i], (i in batch) ? script[i] "_batch_body" : "NULL", (i in batch) ? script[i] "_shared" : "NULL" > C
+		printf "\t[STORE_%s] = {.name = \"%s\", .function = \"warrantd_%s\", .batch_function = %s, .read_only = %d, .body = %s_body, .keys = %s_keys, .args = %s_args, .rest = %s, .nkeys = %d, .nargs = %d, .batch = %s, .shared = %s},\n", toupper(script[i]), script[i], script[i], (i in batch) ? "\"warrantd_" script[i] "_batch\"" : "NULL", flags[i] == "no-writes", script[i], script[i], script[i], rest[i], nkeys[i], nargs[i], (i in batch) ? script[i] "_batch_body" : "NULL", (i in batch) ? script[i] "_shared" : "NULL" > C
 	print "};" > C
 	print "/* Generated by scripts/luagen.sh from lua/NAME.lua: do not edit. */" > H
 	print "#ifndef WARRANTD_STORE_SCRIPTS_H" > H
@@ -248,8 +302,26 @@ END {
 	printf "%s", slots > H
 	print "};" > H
 	print "" > H
-	print "#endif" > H
 }
 ' "$@"
+# The version: what the library holds before its version function.
+version=$(sha1sum < "$out/warrantd.lua.tmp" | cut -c1-16)
+printf "redis.register_function{function_name = 'warrantd_version', callback = function() return '%s' end, flags = {'no-writes'}}\n" \
+    "$version" >> "$out/warrantd.lua.tmp"
+{
+	echo '/* The library (warrantd(7) §2.1): its version, and its name in FUNCTION LIST. */'
+	echo "#define STORE_LIBRARY_VERSION \"$version\""
+	echo '#define STORE_LIBRARY_NAME "warrantd"'
+	echo ''
+	echo '#endif'
+} >> "$out/store_scripts.h.tmp"
+{
+	echo ''
+	echo '/* OUTDIR/warrantd.lua, for FUNCTION LOAD. */'
+	echo 'const char store_library[] ='
+	LC_ALL=C sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/\t/\\t/g' -e 's/^/"/' -e 's/$/\\n"/' "$out/warrantd.lua.tmp"
+	echo ';'
+} >> "$out/store_scripts.c.tmp"
+mv "$out/warrantd.lua.tmp" "$out/warrantd.lua"
 mv "$out/store_scripts.h.tmp" "$out/store_scripts.h"
 mv "$out/store_scripts.c.tmp" "$out/store_scripts.c"

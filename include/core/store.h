@@ -74,8 +74,12 @@ int store_final_key(const struct store_keys *k, const char *id, char *buf, size_
 
 struct store_script {
 	const char *name;		/* the file name without ".lua" */
+	const char *function;		/* its name in the library: "warrantd_<name>" */
+	const char *batch_function;	/* its batch form's, or NULL */
+	int read_only;			/* "-- FLAGS: no-writes": called by FCALL_RO */
 	const char *body;		/* the file, its header lines replaced by the
-					   locals K_name and A_name (luagen.sh) */
+					   locals K_name and A_name (luagen.sh): the
+					   callback of its function in the library */
 	const char *const *keys;	/* KEYS names in order, NULL-terminated */
 	const char *const *args;	/* ARGV names in order, NULL-terminated */
 	const char *rest;		/* the trailing list's name ("ids"), or NULL */
@@ -88,6 +92,27 @@ struct store_script {
 };
 
 extern const struct store_script store_scripts[STORE_NSCRIPTS];
+
+/* The Redis Functions library of every script (luagen.sh; warrantd(7)
+ * §2.1), as FUNCTION LOAD takes it: `#!lua name=warrantd`, one function a
+ * script and one a batch form, the code they share, and warrantd_version,
+ * which returns STORE_LIBRARY_VERSION. Only an administrator loads it
+ * (warrantctl functions load); the workers and warrantctl only FCALL it. */
+extern const char store_library[];
+
+/* What the worker makes of the reply to `FCALL_RO warrantd_version 0` at
+ * start (store_library_check). */
+enum store_library_state {
+	STORE_LIBRARY_OK,		/* this build's version */
+	STORE_LIBRARY_MISSING,		/* no such function: not loaded */
+	STORE_LIBRARY_WRONG,		/* another version */
+	STORE_LIBRARY_NO_FUNCTIONS,	/* no FCALL_RO: a server older than 7.0 */
+	STORE_LIBRARY_UNKNOWN		/* any other error: asked again later */
+};
+
+/* The state for a reply: its text (the version, or an error's text when
+ * is_error; NULL: no reply, or not a string). Pure. */
+enum store_library_state store_library_check(int is_error, const char *text);
 
 /*
  * One call's keys and arguments, set by name (a slot of enum store_slot) in
@@ -124,10 +149,11 @@ void store_args_consumer(struct store_args *a, const struct store_keys *k, const
 /* The trailing list (renew's ids, requeue's entry_ids); items borrowed. */
 void store_arg_rest(struct store_args *a, const char *const *items, size_t n);
 
-/* The EVAL command of one call: argv[0] "EVAL", argv[1] the body, argv[2]
- * the number of keys, then the keys, the arguments and the list; len[i] is
- * strlen(argv[i]). STORE_VEC_HEAD entries precede the keys (an EVALSHA
- * sender skips them). */
+/* The FCALL command of one call: argv[0] "FCALL" (FCALL_RO for a read-only
+ * script), argv[1] the function's name, argv[2] the number of keys, then
+ * the keys, the arguments and the list; len[i] is strlen(argv[i]).
+ * STORE_VEC_HEAD entries precede the keys (script.c sends the rest after
+ * a head of its own). */
 #define STORE_VEC_HEAD 3
 #define STORE_VEC_INLINE (STORE_VEC_HEAD + STORE_SLOTS_MAX + 8)
 struct store_vec {

@@ -27,5 +27,7 @@ int cmd_cancel(struct cli *c, int argc, char **argv);
 int cmd_pause(struct cli *c, int argc, char **argv);
 /* doctor.c: what a deployment needs, end to end */
 int cmd_doctor(struct cli *c, int argc, char **argv);
+/* functions.c: the library of lua/ loaded into, or checked on, each shard */
+int cmd_functions(struct cli *c, int argc, char **argv);
 
 #endif

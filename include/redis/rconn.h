@@ -199,10 +199,14 @@ size_t rconn_pending(const struct rconn *rc);
  * transparently (the caller's callback sees only the final reply).
  * body is borrowed: it must outlive every command sent with it (a NOSCRIPT
  * answer splices the EVAL from it and the EVALSHA as sent). */
-struct rconn_script { const char *body; char sha1[41]; };
+struct rconn_script { const char *body; char sha1[41]; const char *verb; };
 
 /* Sets s->body = body and s->sha1 to the lowercase hex SHA1 of body (OpenSSL). */
 void rconn_script_init(struct rconn_script *s, const char *body);
+/* A function of a library loaded with FUNCTION LOAD, called as "FCALL name"
+ * ("FCALL_RO name" when read_only): no body, so no EVAL fallback, and an
+ * -ASK sends the same FCALL again. name (at most 40 bytes) is copied. */
+void rconn_function_init(struct rconn_script *s, const char *name, int read_only);
 
 /* Runs the script: argv holds nkeys keys then the arguments (argc in all;
  * argvlen NULL means C strings). Same contract as rconn_commandv(): 0 and

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * script: the one loader and the one caller of the Lua scripts of lua/
- * (store.h) on an rconn. The loader hashes every body once (EVALSHA); the
- * caller checks a call's named arguments and sends it with rconn_eval
- * (which falls back to EVAL on NOSCRIPT).
+ * script: the one caller of the functions of lua/ (store.h), which an
+ * administrator loads into Redis as one library (`warrantctl functions
+ * load`; warrantd(7) §2.1): the caller checks a call's named arguments and
+ * sends it with FCALL (FCALL_RO for a read-only one) through rconn_eval.
+ * No user needs EVAL: Redis runs only the library's code. The worker asks
+ * for the library's version at start (script_check_library) and refuses
+ * to run against a missing or other one.
  *
  * A script_batch gathers the calls of a script that has a batch form (the
  * load, the transition) made in one turn of the event loop and sends them,
@@ -11,8 +14,8 @@
  * STORE_BATCH_MAX items: Redis spends about 25,000 instructions on a script
  * call itself and 800 on each argument, and a batch pays them once for all
  * its items and passes the shared arguments (key names, group, consumer,
- * limits) once (bench/README.md). A lone call goes as the plain script.
- * Each item keeps rconn_eval's contract and its own reply: the script runs
+ * limits) once (bench/README.md). A lone call goes as the plain function.
+ * Each item keeps rconn_eval's contract and its own reply: the function runs
  * every item under pcall, so one item's error is its own error reply; an
  * error reply to the whole call (BUSY, LOADING, OOM...) or a lost
  * connection reaches every item as it would have reached each alone.
@@ -25,15 +28,24 @@
 #include "redis/rconn.h"
 #include "core/store.h"
 
-/* Every script, by enum store_script_id, and its batch form (when it has
+/* Every function, by enum store_script_id, and its batch form (when it has
  * one). Plain data: no free. */
 struct script_set {
 	struct rconn_script s[STORE_NSCRIPTS];
 	struct rconn_script batch[STORE_NSCRIPTS];
 };
 
-/* SHA1 of every body of store_scripts[] (the bodies are static). */
+/* The function of every script of store_scripts[] (the names are static). */
 void script_set_init(struct script_set *set);
+
+/* `FCALL_RO warrantd_version 0` on rc, as rconn_command(): 0 and exactly one
+ * callback, or -1 and none. The callback reads its reply with
+ * script_library_state(). */
+int script_check_library(struct rconn *rc, rconn_reply_cb *cb, void *arg)
+	__attribute__((warn_unused_result));
+
+/* What that reply says (store_library_check); NULL: STORE_LIBRARY_UNKNOWN. */
+enum store_library_state script_library_state(const struct sreply *r);
 
 /* Sends the call a describes (a is only read; its strings are copied).
  * rconn_eval()'s contract: 0 and exactly one callback, or -1 and none. A

@@ -50,7 +50,7 @@ static const struct {
 	{"MOVED", CONSUMER_ERR_TRANSIENT},	/* the cluster map changed: rconn follows */
 	{"ASK", CONSUMER_ERR_TRANSIENT},
 	{"UNKILLABLE", CONSUMER_ERR_TRANSIENT},	/* BUSY that SCRIPT KILL cannot end */
-	{"NOSCRIPT", CONSUMER_ERR_TRANSIENT},	/* rconn falls back to EVAL */
+	{"NOSCRIPT", CONSUMER_ERR_TRANSIENT},	/* an EVALSHA's: no longer sent */
 	{"READONLY", CONSUMER_ERR_READONLY},
 	{"NOGROUP", CONSUMER_ERR_NOGROUP},
 	{"BUSYGROUP", CONSUMER_ERR_EXISTS},
@@ -68,6 +68,8 @@ static const struct {
 	enum consumer_err c;
 } err_texts[] = {
 	{"Script killed by user", CONSUMER_ERR_TRANSIENT},
+	/* the library gone (FUNCTION DELETE): its entries wait, unspent */
+	{"Function not found", CONSUMER_ERR_TRANSIENT},
 	{"The user executing the script can't", CONSUMER_ERR_AUTH},	/* the ACL, in a script */
 	{"not an integer", CONSUMER_ERR_ENTRY},		/* HINCRBY of "x" */
 	{"not a valid float", CONSUMER_ERR_ENTRY},	/* ZADD, INCRBYFLOAT */
@@ -75,18 +77,22 @@ static const struct {
 	{"would overflow", CONSUMER_ERR_ENTRY},		/* HINCRBY past LLONG_MAX */
 };
 
-/* 1 when text (after "ERR ") is a Lua runtime error of a script:
- * "user_script:<digits>:". The tail Redis adds to every script error
- * (", on @user_script:N.") is not at the start, so it never matches. */
+/* 1 when text (after "ERR ") is a Lua runtime error of a script or of a
+ * function of the library: "user_script:<digits>:", "user_function:<digits>:".
+ * The tail Redis adds to every script error (", on @user_script:N.") is
+ * not at the start, so it never matches. */
 static int
 lua_runtime_error(const char *text)
 {
-	static const char pre[] = "user_script:";
+	static const char pre[] = "user_script:", fpre[] = "user_function:";
 	const char *p = text;
 
-	if (strncmp(p, pre, sizeof pre - 1) != 0)
+	if (strncmp(p, fpre, sizeof fpre - 1) == 0)
+		p += sizeof fpre - 1;
+	else if (strncmp(p, pre, sizeof pre - 1) == 0)
+		p += sizeof pre - 1;
+	else
 		return 0;
-	p += sizeof pre - 1;
 	if (*p < '0' || *p > '9')
 		return 0;
 	while (*p >= '0' && *p <= '9')

@@ -121,6 +121,24 @@ store_reply_is(const char *s, enum store_reply r)
 	return store_reply_parse(s, &got) == 0 && got == r;
 }
 
+enum store_library_state
+store_library_check(int is_error, const char *text)
+{
+	static const char missing[] = "ERR Function not found";
+	static const char unknown[] = "ERR unknown command";
+
+	if (text == NULL)
+		return STORE_LIBRARY_UNKNOWN;
+	if (!is_error)
+		return strcmp(text, STORE_LIBRARY_VERSION) == 0 ? STORE_LIBRARY_OK :
+		    STORE_LIBRARY_WRONG;
+	if (strncmp(text, missing, sizeof missing - 1) == 0)
+		return STORE_LIBRARY_MISSING;
+	if (strncmp(text, unknown, sizeof unknown - 1) == 0)
+		return STORE_LIBRARY_NO_FUNCTIONS;
+	return STORE_LIBRARY_UNKNOWN;
+}
+
 void
 store_args_init(struct store_args *a, enum store_script_id script)
 {
@@ -295,8 +313,8 @@ store_args_vec(const struct store_args *a, struct store_vec *v, char *err, size_
 		return -1;
 	}
 	put_ll(v->nkeys, sc->nkeys);
-	v->argv[0] = "EVAL";
-	v->argv[1] = sc->body;
+	v->argv[0] = sc->read_only ? "FCALL_RO" : "FCALL";
+	v->argv[1] = sc->function;
 	v->argv[2] = v->nkeys;
 	for (int i = 0; i < fixed; i++)
 		v->argv[STORE_VEC_HEAD + i] = a->v[i];

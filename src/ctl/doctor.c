@@ -62,15 +62,16 @@ static const char *const needs_daemon[] = {
 	"PEXPIRE {decision} 1000", "GET {final}", "SET {final} done PX 1000",
 	"ZADD {scheduled} 1 x", "ZREM {scheduled} x", "XADD {dead} * id x",
 	"XADD {notify} * id x", "XADD {audit} * id x", "HSET {consumers} w 1",
-	"HSET {clock} last 1", "TIME", "EVAL return 0 0", NULL,
+	"HSET {clock} last 1", "TIME", "FCALL warrantd_transition 0",
+	"FCALL_RO warrantd_version 0", NULL,
 };
 static const char *const needs_operator[] = {
 	"XRANGE {dead} - +", "XREVRANGE {audit} + -", "XPENDING {jobs} {group}",
 	"XINFO GROUPS {jobs}", "HGETALL {decision}", "ZRANGE {scheduled} 0 -1",
 	"HSET {decision} state queued", "PEXPIRE {decision} 1000", "PERSIST {decision}",
 	"DEL {final}", "SET {final} cancelled PX 1000", "XADD {jobs} * id x",
-	"XDEL {dead} 0-1", "XADD {notify} * id x", "ZREM {scheduled} x", "EVAL return 0 0",
-	NULL,
+	"XDEL {dead} 0-1", "XADD {notify} * id x", "ZREM {scheduled} x",
+	"FCALL warrantd_cancel 0", "FCALL warrantd_requeue 0", NULL,
 };
 static const char *const needs_monitor[] = {
 	"XINFO GROUPS {jobs}", "XPENDING {jobs} {group}", "XRANGE {dead} - +",
@@ -79,7 +80,7 @@ static const char *const needs_monitor[] = {
 };
 static const char *const needs_decider[] = {
 	"HSET {decision} record r", "XADD {jobs} * id x", "ZADD {scheduled} 1 x",
-	"EVAL return 0 0", NULL,
+	"FCALL warrantd_decide 0", NULL,
 };
 
 /* One word of a needs_* line: a key's name for "{jobs}" and the like. */

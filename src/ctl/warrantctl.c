@@ -9,6 +9,7 @@
  *   warrantctl [-c FILE] dead list|requeue ID|drop ID  (or in bulk)
  *   warrantctl [-c FILE] jobs|retry ID|cancel ID   job operations
  *   warrantctl [-c FILE] doctor         what a deployment needs, end to end
+ *   warrantctl [-c FILE] functions load|status|show  the Redis Functions library
  *
  * Exit codes: 0 ok, 1 not found or refused, 64 usage, 69 Redis unreachable,
  * 78 config error. Every error is one line on stderr. This file is the
@@ -45,7 +46,7 @@ dispatch(struct cli *c, int argc, char **argv)
 		{"jobs", cmd_jobs, "monitor"}, {"dead", cmd_dead, NULL},
 		{"pause", cmd_pause, NULL}, {"resume", cmd_pause, NULL},
 		{"retry", cmd_retry, NULL}, {"cancel", cmd_cancel, NULL},
-		{"doctor", cmd_doctor, NULL},
+		{"doctor", cmd_doctor, NULL}, {"functions", cmd_functions, NULL},
 	};
 
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)

@@ -187,6 +187,7 @@ rconn_script_init(struct rconn_script *s, const char *body)
 	unsigned int mdlen = 0;
 
 	s->body = body;
+	s->verb = NULL;
 	s->sha1[0] = '\0';
 	if (EVP_Digest(body, strlen(body), md, &mdlen, EVP_sha1(), NULL) != 1 || mdlen != 20)
 		return;		/* EVALSHA then fails with NOSCRIPT and EVAL still runs */
@@ -195,6 +196,14 @@ rconn_script_init(struct rconn_script *s, const char *body)
 		s->sha1[2 * i + 1] = hex[md[i] & 15];
 	}
 	s->sha1[40] = '\0';
+}
+
+void
+rconn_function_init(struct rconn_script *s, const char *name, int read_only)
+{
+	s->body = NULL;
+	s->verb = read_only ? "FCALL_RO" : "FCALL";
+	snprintf(s->sha1, sizeof s->sha1, "%s", name);
 }
 
 /* Queue of outstanding commands. */
@@ -1592,12 +1601,19 @@ rconn_commandv(struct rconn *rc, rconn_reply_cb *cb, void *arg, int argc, const 
 	return submit(rc, cb, NULL, arg, rc->fbuf, (size_t)len, NULL, 0);
 }
 
+/* EVALSHA, or a function's FCALL/FCALL_RO. */
+static const char *
+script_verb(const struct rconn_script *s)
+{
+	return s->verb != NULL ? s->verb : "EVALSHA";
+}
+
 /* The bytes of "*N EVALSHA sha numkeys" for a script call of argc
  * arguments after numkeys (nk: numkeys in decimal). */
 static size_t
 evalsha_head_len(const struct rconn_script *s, int argc, const char *nk)
 {
-	return 1 + dec_len((size_t)argc + 3) + 2 + resp_bulk_len(7) +
+	return 1 + dec_len((size_t)argc + 3) + 2 + resp_bulk_len(strlen(script_verb(s))) +
 	    resp_bulk_len(strlen(s->sha1)) + resp_bulk_len(strlen(nk));
 }
 
@@ -1612,7 +1628,7 @@ evalsha_head_put(char *p, const struct rconn_script *s, int argc, const char *nk
 	p = dec_put(p, (size_t)argc + 3);
 	*p++ = '\r';
 	*p++ = '\n';
-	p = resp_put_bulk(p, "EVALSHA", 7);
+	p = resp_put_bulk(p, script_verb(s), strlen(script_verb(s)));
 	p = resp_put_bulk(p, s->sha1, strlen(s->sha1));
 	*rest_off = (size_t)(p - start);
 	return resp_put_bulk(p, nk, strlen(nk));
@@ -1622,7 +1638,8 @@ static int
 eval_ok(const struct rconn *rc, const struct rconn_script *s, rconn_reply_cb *cb, int nkeys,
 	int argc)
 {
-	return can_send(rc, cb) && s != NULL && s->body != NULL && nkeys >= 0 && argc >= nkeys &&
+	return can_send(rc, cb) && s != NULL && (s->body != NULL || s->verb != NULL) &&
+	    nkeys >= 0 && argc >= nkeys &&
 	    argc <= INT_MAX - 3;
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* script: one loader and one caller for the embedded Lua scripts, and the
- * batcher of the calls that have a batch form. */
+/* script: one caller for the functions of the library (lua/, loaded by an
+ * administrator), the check of its version, and the batcher of the calls
+ * that have a batch form. */
 #include "redis/script.h"
 
 #include "base/log.h"
@@ -13,12 +14,28 @@ void
 script_set_init(struct script_set *set)
 {
 	for (int i = 0; i < STORE_NSCRIPTS; i++) {
-		rconn_script_init(&set->s[i], store_scripts[i].body);
-		if (store_scripts[i].batch)
-			rconn_script_init(&set->batch[i], store_scripts[i].batch);
+		const struct store_script *sc = &store_scripts[i];
+
+		rconn_function_init(&set->s[i], sc->function, sc->read_only);
+		if (sc->batch_function)
+			rconn_function_init(&set->batch[i], sc->batch_function, sc->read_only);
 		else
 			set->batch[i] = (struct rconn_script){.body = NULL};
 	}
+}
+
+enum store_library_state
+script_library_state(const struct sreply *r)
+{
+	const char *err = sreply_error_text(r);
+
+	return store_library_check(err != NULL, err != NULL ? err : sreply_string(r));
+}
+
+int
+script_check_library(struct rconn *rc, rconn_reply_cb *cb, void *arg)
+{
+	return rconn_command(rc, cb, arg, "FCALL_RO warrantd_version 0");
 }
 
 /* The vector built, sent: rconn_eval's result. */
@@ -138,7 +155,7 @@ send_run(struct script_batch *b, const struct run *r)
 	int nkeys, argc, sent;
 	size_t nparts = store_batch_parts(&r->sb, parts, &nkeys, &argc);
 
-	if (r->sb.n == 1)	/* the plain script: a batch of one costs Redis 7 % more */
+	if (r->sb.n == 1)	/* the plain function: a batch of one costs Redis 7 % more */
 		sent = rconn_eval_resp(b->rc, &b->set->s[r->sb.script], r->to[0].cb, r->to[0].arg,
 		    nkeys, argc, parts, nparts);
 	else

@@ -902,6 +902,8 @@ after_group(struct rconn *rc, const struct sreply *r, void *arg)
 	struct shard *sh = arg;
 	(void)rc;
 
+	if (sh->eng->exit_status != 0)
+		return;		/* stopping: no library, or the wrong one */
 	/* LOST: retried on reconnect; BACKOFF: kick_cb asks again */
 	unsigned act = consumer_reply_next(CONSUMER_STEP_GROUP, rconn_err_class(r), 1);
 	if (act & CONSUMER_DO_BACKOFF)
@@ -915,40 +917,46 @@ after_group(struct rconn *rc, const struct sreply *r, void *arg)
 	read_more(sh);
 }
 
-/* The scripts and the liveness rule need Redis 7.0 (the Lua of 6.2 lacks
- * what they use; XAUTOCLAIM's deleted-entry list is 7.0's): a worker on an
- * older server would fail job by job, so it stops at once, saying why. An
- * error reply says nothing about the version: the other steps report it. */
+/* The library (warrantd(7) §2.1) and the liveness rule need Redis 7.0
+ * (XAUTOCLAIM's deleted-entry list is 7.0's), and this build's version of
+ * the library on the shard's primary: a worker against an older server, a
+ * missing or another library would fail job by job, so it stops at once,
+ * saying why. Any other error says nothing about either: it is asked again
+ * at the next connection, and the other steps report it. */
 static void
 after_version(struct rconn *rc, const struct sreply *r, void *arg)
 {
 	struct shard *sh = arg;
-	int major = 0, minor = 0, v;
+	enum store_library_state st = script_library_state(r);
 	(void)rc;
 
-	if (r == NULL || (v = sreply_redis_version(r, &major, &minor)) < 0 ||
-	    (v == 0 && major >= 7))
+	if (st == STORE_LIBRARY_OK || st == STORE_LIBRARY_UNKNOWN)
 		return;
-	if (v == 1)
-		log_error("redis.too_old", "stream=%s need=7.0 detail=\"the server is older than "
-		    "Redis 7.0; upgrade it\"", sh->keys.jobs);
-	else
-		log_error("redis.too_old", "stream=%s version=%d.%d need=7.0 detail=\"upgrade the "
-		    "server\"", sh->keys.jobs, major, minor);
-	sh->eng->exit_status = EX_UNAVAILABLE;
+	if (st == STORE_LIBRARY_NO_FUNCTIONS) {
+		log_error("redis.too_old", "stream=%s need=7.0 detail=\"the server has no Redis "
+		    "Functions (FCALL_RO): older than Redis 7.0; upgrade it\"", sh->keys.jobs);
+		sh->eng->exit_status = EX_UNAVAILABLE;
+	} else {
+		const char *got = st == STORE_LIBRARY_WRONG ? sreply_string(r) : NULL;
+		log_error("redis.library", "stream=%s want=%s got=%s detail=\"%s: load it as an "
+		    "administrator with warrantctl functions load\"", sh->keys.jobs,
+		    STORE_LIBRARY_VERSION, got ? LOG_Q(got) : "none", got ? "the library "
+		    "warrantd in Redis is another version" : "the library warrantd is not loaded");
+		sh->eng->exit_status = EX_PROTOCOL;
+	}
 	ev_break(sh->eng->loop, EVBREAK_ALL);
 }
 
 /* R14: created at id 0 with MKSTREAM, so entries written before the first
- * worker started are processed. The server's version is asked first (EVAL,
- * which the worker's ACL user has, unlike INFO). */
+ * worker started are processed. The library's version is asked first, on
+ * every connection to the shard's primary: its reply comes before the
+ * group's, which starts the reads. */
 static void
 ensure_group(struct shard *sh)
 {
 	if (!rconn_is_up(sh->cmd))
 		return;
-	best_effort(rconn_command(sh->cmd, after_version, sh,
-	    "EVAL %s 0", "return redis.REDIS_VERSION or ''"));
+	best_effort(script_check_library(sh->cmd, after_version, sh));
 	best_effort(rconn_command(sh->cmd, after_group, sh, "XGROUP CREATE %s %s 0 MKSTREAM",
 	    sh->keys.jobs, sh->eng->cfg->redis.group));
 }

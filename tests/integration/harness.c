@@ -35,6 +35,7 @@
 #include <cmocka.h>
 
 #include "core/record.h"
+#include "core/store.h"
 #include "redis/cluster.h"
 #include "redis/sentinel.h"
 #include "base/wtime.h"
@@ -497,9 +498,38 @@ redis_ready_or_dead(void *arg)
 	return exited(r->pid) || redis_pong(r->sock);
 }
 
+int
+h_redis_load_functions(redisContext *c)
+{
+	redisReply *r = c != NULL ? redisCommand(c, "FUNCTION LOAD REPLACE %s", store_library) :
+	    NULL;
+	int ok = r != NULL && r->type == REDIS_REPLY_STRING;
+
+	if (!ok)
+		fprintf(stderr, "harness: FUNCTION LOAD: %s\n", r != NULL && r->str ? r->str :
+		    "no reply");
+	freeReplyObject(r);
+	return ok ? 0 : -1;
+}
+
+/* The library into r's server, as its administrator would (warrantd(7)
+ * §2.1), before any worker starts; on its first start also saved
+ * (dump.rdb), so that a restart without persistence (save "", no AOF)
+ * comes back with it, before it answers anyone. */
+static void
+redis_functions(const struct h_redis *r, int first)
+{
+	redisContext *c = h_redis_connect(r);
+
+	if (h_redis_load_functions(c) == 0 && first)
+		freeReplyObject(redisCommand(c, "SAVE"));
+	if (c != NULL)
+		redisFree(c);
+}
+
 /* Starts redis-server on r->dir/redis.conf and waits for PONG. */
 static int
-redis_launch(struct h_redis *r)
+redis_launch(struct h_redis *r, int first)
 {
 	char conf[512], out[512];
 	char *argv[] = { (char *)redis_server_path(), conf, NULL };
@@ -509,8 +539,10 @@ redis_launch(struct h_redis *r)
 	unlink(r->sock);
 	if ((r->pid = h_spawn(out, argv)) < 0)
 		return -1;
-	if (h_wait_until(redis_ready_or_dead, r, START_TIMEOUT_MS) == 0 && !exited(r->pid))
+	if (h_wait_until(redis_ready_or_dead, r, START_TIMEOUT_MS) == 0 && !exited(r->pid)) {
+		redis_functions(r, first);
 		return 0;
+	}
 	fprintf(stderr, "harness: redis-server did not answer PING; see %s/redis.log\n", r->dir);
 	h_stop(r->pid, SIGKILL, STOP_TIMEOUT_MS);
 	r->pid = 0;
@@ -549,7 +581,7 @@ h_redis_start_conf(struct h_redis *r, int appendonly, const char *extra)
 	if (path == NULL)
 		return -1;
 	free(path);
-	return redis_launch(r);
+	return redis_launch(r, 1);
 }
 
 int
@@ -558,7 +590,7 @@ h_redis_restart(struct h_redis *r)
 	if (r->pid > 0)
 		h_stop(r->pid, SIGKILL, STOP_TIMEOUT_MS);
 	r->pid = 0;
-	return redis_launch(r);
+	return redis_launch(r, 0);
 }
 
 void
@@ -649,6 +681,13 @@ h_rnode_start(struct h_rnode *n, const char *name, const char *conf, int flags)
 		h_stop(n->pid, SIGKILL, STOP_TIMEOUT_MS);
 		n->pid = 0;
 		return -1;
+	}
+	if (!(flags & H_RNODE_SENTINEL)) {	/* a replica refuses it: its primary's comes */
+		redisContext *c = h_redis_connect_tcp(n->port);
+		redisReply *r = c ? redisCommand(c, "FUNCTION LOAD REPLACE %s", store_library) : NULL;
+		freeReplyObject(r);
+		if (c)
+			redisFree(c);
 	}
 	return 0;
 }

@@ -68,6 +68,11 @@ int h_redis_start(struct h_redis *r, int appendonly)
  * e.g. "aclfile /path/acl.conf\n". */
 int h_redis_start_conf(struct h_redis *r, int appendonly, const char *extra)
 	__attribute__((warn_unused_result));
+/* FUNCTION LOAD REPLACE of the library of lua/ (store_library, warrantd(7)
+ * §2.1) on c, as `warrantctl functions load` does: h_redis_start and
+ * h_rnode_start do it for every server they start (a replica's comes from
+ * its primary). 0, or -1 (said on stderr). */
+int h_redis_load_functions(redisContext *c);
 /* SIGKILL, then start again on the same dir, socket and settings. */
 int h_redis_restart(struct h_redis *r)
 	__attribute__((warn_unused_result));

@@ -27,10 +27,18 @@
  *   - and, asked with ACL DRYRUN so that nothing is erased, what ACLs cannot
  *     forbid (README): XADD's MAXLEN trims a stream the user may write, SET
  *     PX expires a mark, and a record's hash is writable whole.
+ * No user can run code of its own in Redis (issue 37 item 3): EVAL,
+ * EVALSHA, SCRIPT LOAD and FUNCTION LOAD are NOPERM for all four --
+ * `EVAL "while true do end" 0` as the decider first among them -- and each
+ * calls only the library's functions it needs (FCALL; the decider and the
+ * operator by name), which an administrator loaded; the operator may
+ * SCRIPT KILL and FUNCTION KILL.
  * A fourth time (test_cluster_users, issue 27 item 7) on a cluster of three
  * primaries with `shards = 3`: the worker and the decider work in every
  * shard and follow -ASK into a slot mid-migration (ASKING), the operator
- * pauses and resumes, the monitor reads; no NOPERM.
+ * pauses and resumes, the monitor reads; no NOPERM; the library is
+ * loaded into every primary by `warrantctl functions load`, and a worker
+ * refuses to start while one lacks it.
  * $WARRANTD_ACL_FILE replaces conf/redis-acl.conf (to show the cases red on
  * an older file).
  */
@@ -48,6 +56,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include "core/store.h"
 #include "redis/cluster.h"
 #include "harness.h"
 
@@ -280,7 +289,8 @@ refused(const redisReply *r)
 
 /* What one user may and may not run: {allowed, what, command}; `P:` is the
  * prefix. allowed 2: allowed, asked with ACL DRYRUN (it would erase what
- * other cases need). A command's words hold no spaces, except in an EVAL's
+ * other cases need); 3: refused, asked with ACL DRYRUN (run, it would hold
+ * Redis if it were allowed). A command's words hold no spaces, except in an EVAL's
  * script, which is the word after EVAL and may hold them as '_'. */
 struct acl_case {
 	int allowed;
@@ -299,25 +309,26 @@ expect_cases(const char *user, const struct acl_case *cases, size_t n)
 		char buf[512], *argv[20], *save = NULL;
 		int argc = 0;
 
-		if (cases[i].allowed == 2)
+		int dry = cases[i].allowed >= 2;
+		if (dry)
 			argv[argc++] = "ACL", argv[argc++] = "DRYRUN", argv[argc++] = (char *)user;
 		expand(cases[i].cmd, buf, sizeof buf);
 		for (char *w = strtok_r(buf, " ", &save); w && argc < 20;
 		    w = strtok_r(NULL, " ", &save))
 			argv[argc++] = w;
-		if (strcmp(argv[0], "EVAL") == 0)
-			for (char *p = argv[1]; *p; p++)
+		if (strcmp(argv[dry ? 3 : 0], "EVAL") == 0)
+			for (char *p = argv[dry ? 4 : 1]; *p; p++)
 				if (*p == '_')
 					*p = ' ';
-		redisReply *r = redisCommandArgv(cases[i].allowed == 2 ? D->C : c, argc,
-		    (const char **)argv, NULL);
+		redisReply *r = redisCommandArgv(dry ? D->C : c, argc, (const char **)argv, NULL);
 		assert_non_null(r);
-		int ok = cases[i].allowed == 2 ? r->type == REDIS_REPLY_STATUS &&
-		    strcmp(r->str, "OK") == 0 : cases[i].allowed != refused(r);
+		int dry_ok = r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0;
+		int ok = cases[i].allowed == 2 ? dry_ok : cases[i].allowed == 3 ? !dry_ok :
+		    cases[i].allowed != refused(r);
 		if (!ok) {
 			print_message("%s [%s] %s: %s, wanted %s (%s)\n", user, D->tag,
-			    cases[i].what, cases[i].allowed ? "refused" : "allowed",
-			    cases[i].allowed ? "allowed" : "NOPERM",
+			    cases[i].what, cases[i].allowed % 3 ? "refused" : "allowed",
+			    cases[i].allowed % 3 ? "allowed" : "NOPERM",
 			    r->type == REDIS_REPLY_ERROR || r->type == REDIS_REPLY_STRING ||
 			    r->type == REDIS_REPLY_STATUS ? r->str : "no error");
 			wrong++;
@@ -638,6 +649,14 @@ test_worker_limits(void **state)
 		{0, "XGROUP SETID", "XGROUP SETID P:jobs workers $"},
 		{0, "another prefix", "HSET other:decision:x record forged"},
 		{0, "SCRIPT FLUSH", "SCRIPT FLUSH"},
+		/* issue 37 item 3: no code of its own in Redis */
+		{0, "EVAL", "EVAL return_0 0"},
+		{3, "EVAL while true", "EVAL while_true_do_end 0"},
+		{0, "EVALSHA", "EVALSHA 0123456789012345678901234567890123456789 0"},
+		{0, "SCRIPT LOAD", "SCRIPT LOAD return_0"},
+		{0, "FUNCTION LOAD", "FUNCTION LOAD REPLACE x"},
+		{0, "FUNCTION DELETE", "FUNCTION DELETE warrantd"},
+		{0, "FCALL on another prefix", "FCALL warrantd_trim 1 other:jobs"},
 		/* what it needs, the limits of ACLs (README) */
 		{1, "HSET record", "HSET P:decision:acl-limit record forged"},
 		{1, "PEXPIRE heartbeat", "PEXPIRE P:consumer:w9 1000"},
@@ -695,6 +714,11 @@ test_worker_needs(void **state)
 		{2, "HSET clock", "HSET P:clock last 1"},
 		{2, "TIME", "TIME"},
 		{2, "ROLE", "ROLE"},
+		/* the library's functions (warrantd(7) §2.1) */
+		{2, "FCALL transition", "FCALL warrantd_transition 2 P:decision:x P:jobs"},
+		{2, "FCALL heartbeat", "FCALL warrantd_heartbeat 2 P:consumers P:clock w1 1 1"},
+		{2, "FCALL_RO load", "FCALL_RO warrantd_load 1 P:decision:x 100"},
+		{2, "FCALL_RO version", "FCALL_RO warrantd_version 0"},
 	};
 	(void)state;
 	expect_cases("warrantd", cases, sizeof cases / sizeof cases[0]);
@@ -728,6 +752,20 @@ test_decider_limits(void **state)
 		{0, "DEL record", "DEL P:decision:acl-now"},
 		{0, "HGETALL record", "HGETALL P:decision:acl-now"},
 		{0, "PEXPIRE jobs", "PEXPIRE P:jobs 1"},
+		/* issue 37 item 3: the credential outside services hold runs no
+		 * code of its own (this one froze Redis for every user), and
+		 * only the two functions warrantctl decide calls */
+		{3, "EVAL while true", "EVAL while_true_do_end 0"},
+		{0, "EVAL", "EVAL return_0 0"},
+		{0, "EVALSHA", "EVALSHA 0123456789012345678901234567890123456789 0"},
+		{0, "SCRIPT LOAD", "SCRIPT LOAD return_0"},
+		{0, "FUNCTION LOAD", "FUNCTION LOAD REPLACE x"},
+		{0, "FCALL transition", "FCALL warrantd_transition 1 P:jobs"},
+		{0, "FCALL trim", "FCALL warrantd_trim 1 P:jobs"},
+		{0, "FCALL_RO load", "FCALL_RO warrantd_load 1 P:decision:acl-now 100"},
+		{2, "FCALL decide", "FCALL warrantd_decide 3 P:decision:x P:jobs P:scheduled"},
+		{2, "FCALL newrecord", "FCALL warrantd_newrecord 1 P:decision:x"},
+		{2, "MULTI (the decider libraries)", "MULTI"},
 		/* the limits */
 		{2, "XADD MAXLEN 0 jobs", "XADD P:jobs MAXLEN 0 * id x"},
 		{2, "HSET another's state", "HSET P:decision:acl-now state done"},
@@ -740,6 +778,35 @@ test_decider_limits(void **state)
 	assert_non_null(mark);
 	assert_string_equal(mark, "done");
 	free(mark);
+}
+
+/* Issue 37 item 3 end to end: the script that froze Redis for everyone,
+ * sent as the decider, is refused at once (NOPERM), and Redis answers
+ * every other user meanwhile. The decider's connection waits 5 s at most:
+ * a script that ran (an older ACL file) is killed and the test fails. */
+static void
+test_decider_cannot_freeze(void **state)
+{
+	struct timeval tv = {5, 0};
+	(void)state;
+	redisContext *dec = login("decider"), *mon = login("monitor");
+
+	assert_int_equal(redisSetTimeout(dec, tv), REDIS_OK);
+	redisReply *r = redisCommand(dec, "EVAL %s 0", "while true do end");
+	if (r == NULL) {
+		freeReplyObject(redisCommand(D->C, "SCRIPT KILL"));
+		fail_msg("[%s] EVAL \"while true do end\" as the decider ran", D->tag);
+	}
+	if (r->type != REDIS_REPLY_ERROR || strncmp(r->str, "NOPERM", 6) != 0)
+		fail_msg("[%s] EVAL as the decider: %s, wanted NOPERM", D->tag,
+		    r->type == REDIS_REPLY_ERROR ? r->str : "not an error");
+	freeReplyObject(r);
+	r = redisCommand(mon, "PING");
+	assert_non_null(r);
+	assert_int_equal(r->type, REDIS_REPLY_STATUS);
+	freeReplyObject(r);
+	redisFree(dec);
+	redisFree(mon);
 }
 
 static void
@@ -771,6 +838,18 @@ test_operator_limits(void **state)
 		{2, "PEXPIRE record", "PEXPIRE P:decision:acl-now 1000"},
 		{2, "XADD notify", "XADD P:notify MAXLEN ~ 100 * id x"},
 		{2, "ZREM scheduled", "ZREM P:scheduled x"},
+		/* issue 37 item 3: no code of its own, the two functions its
+		 * commands call, and the end of a script or function that
+		 * holds Redis */
+		{0, "EVAL", "EVAL return_0 0"},
+		{3, "EVAL while true", "EVAL while_true_do_end 0"},
+		{0, "SCRIPT LOAD", "SCRIPT LOAD return_0"},
+		{0, "FUNCTION LOAD", "FUNCTION LOAD REPLACE x"},
+		{0, "FCALL transition", "FCALL warrantd_transition 1 P:jobs"},
+		{2, "FCALL requeue", "FCALL warrantd_requeue 1 P:decision:x"},
+		{2, "FCALL cancel", "FCALL warrantd_cancel 1 P:decision:x"},
+		{2, "SCRIPT KILL", "SCRIPT KILL"},
+		{2, "FUNCTION KILL", "FUNCTION KILL"},
 	};
 	(void)state;
 	expect_cases("operator", cases, sizeof cases / sizeof cases[0]);
@@ -792,6 +871,9 @@ test_monitor_limits(void **state)
 		{0, "PEXPIRE", "PEXPIRE P:jobs 1"},
 		{0, "SET final", "SET P:final:acl-x x"},
 		{0, "EVAL", "EVAL return_0 0"},
+		{3, "EVAL while true", "EVAL while_true_do_end 0"},
+		{0, "FCALL", "FCALL warrantd_trim 1 P:jobs"},
+		{0, "FCALL_RO", "FCALL_RO warrantd_version 0"},
 	};
 	(void)state;
 	expect_cases("monitor", cases, sizeof cases / sizeof cases[0]);
@@ -962,6 +1044,32 @@ test_cluster_users(void **state)
 		    "\n[redis.%s]\nusername = %s\npassword_file = %s\n", users[i], users[i],
 		    pw_file[i]);
 	assert_non_null(D->ini = h_write_file("cluster.ini", all));
+
+	/* the library on every primary (warrantd(7) §2.1): checked per shard,
+	 * a worker stops (exit 76) when one primary lacks it; `warrantctl
+	 * functions load`, as the administrator (`default` here), loads it
+	 * into each shard's primary */
+	free(h_redis_str(cl_c[1], "FUNCTION DELETE warrantd"));
+	struct h_daemon early = {0};
+	int st = -1;
+	assert_int_equal(h_daemon_spawn(&early, all), 0);
+	if (h_wait_exit(early.pid, 30000, &st) != 0) {
+		h_daemon_kill(&early);
+		fail_msg("[cluster] warrantd ran with a primary without the library (log %s)",
+		    early.log);
+	}
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 76);
+	assert_true(h_file_contains(early.log, "event=redis.library"));
+	for (int i = 0; i < CL_NODES; i++)
+		free(h_redis_str(cl_c[i], "FUNCTION DELETE warrantd"));
+	CTL_OK("functions", "load");
+	for (int i = 0; i < CL_NODES; i++) {
+		char *v = h_redis_str(cl_c[i], "FCALL_RO warrantd_version 0");
+		if (v == NULL || strcmp(v, STORE_LIBRARY_VERSION) != 0)
+			fail_msg("[cluster] node %d: library %s after functions load", i, v ? v : "none");
+		free(v);
+	}
+	CTL_OK("functions", "status");
 	assert_int_equal(h_daemon_start(&D->dmn, all), 0);
 	free(all);
 
@@ -1053,6 +1161,7 @@ main(void)
 		cmocka_unit_test(test_worker_limits),
 		cmocka_unit_test(test_worker_needs),
 		cmocka_unit_test(test_decider_limits),
+		cmocka_unit_test(test_decider_cannot_freeze),
 		cmocka_unit_test(test_operator_limits),
 		cmocka_unit_test(test_monitor_limits),
 	};

@@ -2285,6 +2285,8 @@ serve_old_redis(int fd)
 			reply = "*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n";
 		else if (strcasecmp(argv[0], "EVAL") == 0 && strstr(argv[1], "REDIS_VERSION"))
 			reply = "$0\r\n\r\n";
+		else if (strcasecmp(argv[0], "FCALL_RO") == 0)
+			reply = "-ERR unknown command 'FCALL_RO', with args beginning with: \r\n";
 		else if (strcasecmp(argv[0], "SCRIPT") == 0)
 			reply = "$40\r\n0123456789012345678901234567890123456789\r\n";
 		else if (strcasecmp(argv[0], "SELECT") == 0 || strcasecmp(argv[0], "AUTH") == 0)

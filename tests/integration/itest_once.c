@@ -10,7 +10,10 @@
  *     not run again: its P:final mark says it is terminal;
  *   - a hash whose `entry` names an entry pending nowhere (acked long ago,
  *     never there, not a stream id) is taken over by the new entry;
- *   - `warrantctl dead requeue` removes the mark, and the record runs again.
+ *   - `warrantctl dead requeue` removes the mark, and the record runs again;
+ *   - the library every step runs in (warrantd(7) §2.1): a worker refuses
+ *     to start, exit 76, against a Redis without it or with another
+ *     version, and `warrantctl functions status|load` says so and loads it.
  *
  * One redis-server and one fake_target for all (reset before each test);
  * each test has its own key prefix. Every wait is a condition with a
@@ -29,6 +32,7 @@
 
 #include <cmocka.h>
 
+#include "core/store.h"
 #include "harness.h"
 
 #define WAIT_MS		30000
@@ -520,6 +524,88 @@ test_requeue_removes_mark(void **state)
 	h_daemon_down(&D[0]);
 }
 
+/* ------------------------------------------------------------------ */
+/* The library (warrantd(7) §2.1)                                       */
+
+/* warrantd on S's Redis exits (within 30 s) with status 76, saying
+ * event=redis.library and `want`. */
+static void
+expect_library_refused(const char *p, const char *want)
+{
+	struct h_daemon_opts o = opts(p, "w1");
+	char *text = h_daemon_ini(&o);
+	struct h_daemon d = {0};
+	int st = -1;
+
+	assert_non_null(text);
+	assert_int_equal(h_daemon_spawn(&d, text), 0);
+	free(text);
+	if (h_wait_exit(d.pid, WAIT_MS, &st) != 0) {
+		h_daemon_kill(&d);
+		fail_msg("warrantd ran without this library; log %s", d.log);
+	}
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 76);
+	assert_true(h_file_contains(d.log, "event=redis.library"));
+	assert_true(h_file_contains(d.log, want));
+	assert_true(h_file_contains(d.log, "want=" STORE_LIBRARY_VERSION));
+}
+
+/* warrantctl -c ini functions CMD: its exit code, its output in *out. */
+static int
+functions_cmd(const char *ini, const char *cmd, char **out)
+{
+	char *argv[] = {(char *)h_bin("warrantctl"), "-c", (char *)ini, "functions", (char *)cmd,
+	    NULL};
+
+	return h_run(argv, 30000, out);
+}
+
+/* No library, then another version: the worker stops at once, before it
+ * reads (nothing delivered to it), exit 76; `functions status` exits 1
+ * and `functions load` loads this build's, after which the record runs. */
+static void
+test_library_checked_at_start(void **state)
+{
+	const char *p = "lib";
+	char sid[48], *out = NULL;
+	struct h_daemon_opts o = opts(p, "w1");
+	(void)state;
+
+	fake_reset(0);
+	store_records(p, 1);
+	enqueue(p, "lib-0000", sid, sizeof sid);
+	free(h_redis_str(S->c, "FUNCTION DELETE warrantd"));
+	expect_library_refused(p, "got=none");
+	free(h_redis_str(S->c, "FUNCTION LOAD %s", "#!lua name=warrantd\n"
+	    "redis.register_function{function_name = 'warrantd_version', callback = function() "
+	    "return 'older' end, flags = {'no-writes'}}"));
+	expect_library_refused(p, "got=older");
+	assert_true(h_pending_count(S->c, h_key(p, "jobs"), H_GROUP) <= 0);
+
+	char *text = h_daemon_ini(&o), *ini = h_write_file("lib.ini", text);
+	assert_non_null(ini);
+	free(text);
+	assert_int_equal(functions_cmd(ini, "status", &out), 1);
+	assert_non_null(strstr(out, "shard 0: older (another version"));
+	free(out);
+	if (functions_cmd(ini, "load", &out) != 0)
+		fail_msg("warrantctl functions load: %s", out ? out : "");
+	assert_non_null(strstr(out, "shard 0: " STORE_LIBRARY_VERSION ", was older"));
+	free(out);
+	char *v = h_redis_str(S->c, "FCALL_RO warrantd_version 0");
+	assert_non_null(v);
+	assert_string_equal(v, STORE_LIBRARY_VERSION);
+	free(v);
+	assert_int_equal(functions_cmd(ini, "status", &out), 0);
+	assert_non_null(strstr(out, "shard 0: " STORE_LIBRARY_VERSION " (this version)"));
+	free(out);
+	free(ini);
+	h_daemon_up(&D[0], &o);
+	wait_settled(p, 1, "done", sid);
+	h_daemon_down(&D[0]);
+}
+
 int
 main(void)
 {
@@ -530,6 +616,7 @@ main(void)
 		cmocka_unit_test_teardown(test_kept_past_deadline, test_teardown),
 		cmocka_unit_test_teardown(test_stale_entry_taken_over, test_teardown),
 		cmocka_unit_test_teardown(test_requeue_removes_mark, test_teardown),
+		cmocka_unit_test_teardown(test_library_checked_at_start, test_teardown),
 	};
 
 	return cmocka_run_group_tests_name("once (R4)", tests, h_group_setup, h_group_teardown);

@@ -107,6 +107,7 @@ redis-server --port 0 --unixsocket "$DIR/redis.sock" --unixsocketperm 700 --save
 	--appendonly no --dir "$DIR" >"$DIR/redis.log" 2>&1 &
 PIDS="$PIDS $!"
 wait_for 10 "redis" eval 'rcli PING 2>/dev/null | grep -q PONG'
+"$BIN/warrantctl" functions show | rcli -x FUNCTION LOAD REPLACE >/dev/null	# as its administrator
 
 "$FAKES/fake_target" --port-file "$DIR/target.port" >"$DIR/target.log" 2>&1 &
 PIDS="$PIDS $!"

@@ -75,6 +75,10 @@ static const struct {
 	{"ERR user_script:1: attempt to perform arithmetic on a nil value" TAIL,
 	    CONSUMER_ERR_ENTRY},
 	{"ERR user_script:12: attempt to index local 'x' (a nil value)" TAIL, CONSUMER_ERR_ENTRY},
+	/* the same from a function of the library (warrantd(7) §2.1) */
+	{"ERR user_function:640: attempt to compare nil with number script: warrantd_transition, "
+	 "on @user_function:640.", CONSUMER_ERR_ENTRY},
+	{"ERR Function not found", CONSUMER_ERR_TRANSIENT},
 	/* nothing we know: transient, never the entry's */
 	{"ERR unknown command 'HGETALL', with args beginning with: 'x' ", CONSUMER_ERR_OTHER},
 	{"ERR AUTH <password> called without any password configured for the default user. Are "

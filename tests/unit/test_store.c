@@ -16,9 +16,12 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <jansson.h>
+#include <openssl/evp.h>
 
 #include "core/job.h"
 #include "core/store.h"
+#include "worker/webhook.h"
 
 #ifndef LUA_DIR
 #define LUA_DIR "lua"
@@ -89,8 +92,15 @@ test_headers_match_table(void **state)
 	assert_non_null(d);
 	while ((e = readdir(d)) != NULL) {
 		size_t len = strlen(e->d_name);
-		if (len > 4 && strcmp(e->d_name + len - 4, ".lua") == 0)
+		char base[256], *text, l1[2048];
+		if (len <= 4 || len >= sizeof base || strcmp(e->d_name + len - 4, ".lua") != 0)
+			continue;
+		snprintf(base, sizeof base, "%.*s", (int)(len - 4), e->d_name);
+		text = read_lua(base);
+		line_of(text, 1, l1, sizeof l1);
+		if (strncmp(l1, "-- SHARED:", 10) != 0)	/* shared code: no function */
 			files++;
+		free(text);
 	}
 	closedir(d);
 	assert_int_equal(files, STORE_NSCRIPTS);
@@ -225,8 +235,8 @@ test_args_by_name_positions(void **state)
 			    i < sc->nkeys ? sc->keys[i] : sc->args[i - sc->nkeys]);
 		assert_int_equal(store_args_vec(&a, &v, err, sizeof err), 0);
 		assert_int_equal(v.argc, STORE_VEC_HEAD + n);
-		assert_string_equal(v.argv[0], "EVAL");
-		assert_ptr_equal(v.argv[1], sc->body);
+		assert_string_equal(v.argv[0], sc->read_only ? "FCALL_RO" : "FCALL");
+		assert_ptr_equal(v.argv[1], sc->function);
 		snprintf(nk, sizeof nk, "%d", sc->nkeys);
 		assert_string_equal(v.argv[2], nk);
 		for (int i = 0; i < n; i++) {
@@ -381,7 +391,7 @@ test_rest_and_numbers(void **state)
 	store_arg_rest(&a, ids, 3);
 	assert_int_equal(store_args_vec(&a, &v, err, sizeof err), 0);
 	assert_int_equal(v.argc, STORE_VEC_HEAD + 3 + 3);
-	const char *want[] = {"EVAL", store_scripts[STORE_RENEW].body, "1", "p:jobs", "g", "me",
+	const char *want[] = {"FCALL", "warrantd_renew", "1", "p:jobs", "g", "me",
 	    "1-0", "2-0", "3-0"};
 	for (int i = 0; i < v.argc; i++)
 		assert_string_equal(v.argv[i], want[i]);
@@ -1047,11 +1057,150 @@ test_terminal_from_job_table(void **state)
 	store_vec_free(&v);
 }
 
+/* The library (luagen.sh): "#!lua name=warrantd" first, then each script's
+ * body as the callback of warrantd_<name> (its batch form's as
+ * warrantd_<name>_batch), registered with "no-writes" exactly when the
+ * file says "-- FLAGS: no-writes" (and then called with FCALL_RO), and
+ * last warrantd_version, returning STORE_LIBRARY_VERSION: the SHA-1 of
+ * everything before it, so that any change of lua/ is a new version. */
+static void
+test_library_assembled(void **state)
+{
+	(void)state;
+	const char *lib = store_library;
+
+	assert_memory_equal(lib, "#!lua name=" STORE_LIBRARY_NAME "\n", 20);
+	for (int s = 0; s < STORE_NSCRIPTS; s++) {
+		const struct store_script *sc = &store_scripts[s];
+		char head[256], *text = read_lua(sc->name), l[2048];
+		int ro = 0;
+
+		for (int k = 3; k <= 4; k++) {
+			line_of(text, k, l, sizeof l);
+			ro |= strcmp(l, "-- FLAGS: no-writes") == 0;
+		}
+		assert_int_equal(sc->read_only, ro);
+		for (int form = 0; form < 2; form++) {
+			const char *fn = form ? sc->batch_function : sc->function;
+			const char *body = form ? sc->batch : sc->body;
+			assert_int_equal(fn == NULL, body == NULL);
+			if (fn == NULL)
+				continue;
+			snprintf(head, sizeof head, "redis.register_function{function_name = '%s', "
+			    "callback = function(KEYS, ARGV)\n", fn);
+			const char *at = strstr(lib, head);
+			assert_non_null(at);
+			at += strlen(head);
+			assert_memory_equal(at, body, strlen(body));
+			at += strlen(body);
+			const char *end = ro ? "end, flags = {'no-writes'}}\n" : "end}\n";
+			assert_memory_equal(at, end, strlen(end));
+		}
+		snprintf(head, sizeof head, "warrantd_%s", sc->name);
+		assert_string_equal(sc->function, head);
+		free(text);
+	}
+	/* the version: the last line, the SHA-1 of what precedes it */
+	const char *last = strstr(lib, "redis.register_function{function_name = 'warrantd_version'");
+	assert_non_null(last);
+	assert_string_equal(last, "redis.register_function{function_name = 'warrantd_version', "
+	    "callback = function() return '" STORE_LIBRARY_VERSION "' end, flags = {'no-writes'}}\n");
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned mdlen = 0;
+	char hex[41];
+	assert_int_equal(EVP_Digest(lib, (size_t)(last - lib), md, &mdlen, EVP_sha1(), NULL), 1);
+	for (unsigned i = 0; i < 8; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	assert_string_equal(hex, STORE_LIBRARY_VERSION);
+}
+
+/* What the worker makes of the reply to FCALL_RO warrantd_version 0. */
+static void
+test_library_check(void **state)
+{
+	(void)state;
+	assert_int_equal(store_library_check(0, STORE_LIBRARY_VERSION), STORE_LIBRARY_OK);
+	assert_int_equal(store_library_check(0, "0123456789abcdef"), STORE_LIBRARY_WRONG);
+	assert_int_equal(store_library_check(0, ""), STORE_LIBRARY_WRONG);
+	assert_int_equal(store_library_check(1, "ERR Function not found"), STORE_LIBRARY_MISSING);
+	assert_int_equal(store_library_check(1, "ERR unknown command 'FCALL_RO', with args "
+	    "beginning with: 'warrantd_version' '0' "), STORE_LIBRARY_NO_FUNCTIONS);
+	assert_int_equal(store_library_check(1, "NOPERM this user has no permissions to run "
+	    "the 'fcall_ro' command"), STORE_LIBRARY_UNKNOWN);
+	assert_int_equal(store_library_check(1, "LOADING Redis is loading the dataset in memory"),
+	    STORE_LIBRARY_UNKNOWN);
+	assert_int_equal(store_library_check(0, NULL), STORE_LIBRARY_UNKNOWN);
+}
+
+/* The quoted field names of notify()'s XADD in lua/shared.lua, after '*',
+ * into names (at most max); returns how many. */
+static int
+lua_note_fields(char names[][32], int max)
+{
+	char *text = read_lua("shared"), *p = strstr(text, "local function notify(");
+	int n = 0;
+
+	assert_non_null(p);
+	char *end = strstr(p, "\nend\n");
+	assert_non_null(end);
+	*end = '\0';
+	p = strstr(p, "'*',");
+	assert_non_null(p);
+	for (p += 4; (p = strchr(p, '\'')) != NULL && n < max; n++) {
+		char *q = strchr(p + 1, '\'');
+		assert_non_null(q);
+		assert_true(q - p - 1 < 32);
+		snprintf(names[n], 32, "%.*s", (int)(q - p - 1), p + 1);
+		p = q + 1;
+	}
+	free(text);
+	return n;
+}
+
+/* §6, one owner of a notification's fields (issue 36 item 4): the Lua
+ * side writes its P:notify entry in one place, notify() of lua/shared.lua,
+ * which transition.lua and cancel.lua call (neither has a copy), and its
+ * fields are the webhook body's (webhook_note_body), in the same order. */
+static void
+test_notify_fields_match_webhook_body(void **state)
+{
+	(void)state;
+	char lua[16][32];
+	int n = lua_note_fields(lua, 16);
+	const struct webhook_note note = {"1", "2", "3", "4", "5", "6", "7", "8"};
+	char *body = webhook_note_body(&note);
+	json_t *o = json_loads(body, 0, NULL);
+	const char *key;
+	json_t *v;
+	int i = 0;
+
+	assert_non_null(o);
+	assert_int_equal((int)json_object_size(o), n);
+	json_object_foreach(o, key, v) {
+		assert_true(i < n);
+		assert_string_equal(key, lua[i]);
+		i++;
+	}
+	json_decref(o);
+	free(body);
+	const char *users[] = {"transition", "cancel"};
+	for (size_t u = 0; u < 2; u++) {
+		char *text = read_lua(users[u]);
+		assert_non_null(strstr(text, "notify(K.notify, "));
+		assert_null(strstr(text, "'onBehalfOf'"));
+		assert_null(strstr(text, "XADD', K.notify"));
+		free(text);
+	}
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_headers_match_table),
+		cmocka_unit_test(test_library_assembled),
+		cmocka_unit_test(test_library_check),
+		cmocka_unit_test(test_notify_fields_match_webhook_body),
 		cmocka_unit_test(test_prologue_and_body),
 		cmocka_unit_test(test_args_by_name_positions),
 		cmocka_unit_test(test_slot_enum_names),

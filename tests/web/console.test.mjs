@@ -90,6 +90,9 @@ before(async () => {
     '--save', '', '--appendonly', 'no', '--dir', tmp]);
   await waitFor('redis', () => fs.existsSync(sock));
   await waitFor('redis PING', () => { try { return redisCli('PING') === 'PONG'; } catch { return false; } });
+  // the library of functions every user calls, as Redis' administrator loads it
+  execFileSync('redis-cli', ['-s', sock, '-x', 'FUNCTION', 'LOAD', 'REPLACE'],
+    { input: execFileSync(path.join(bin, 'warrantctl'), ['functions', 'show']) });
   // the monitor user exactly as conf/redis-acl.conf has it, with a password
   const line = fs.readFileSync(path.join(root, 'conf/redis-acl.conf'), 'utf8').split('\n')
     .find((l) => l.startsWith('user monitor '));

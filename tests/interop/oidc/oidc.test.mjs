@@ -209,6 +209,12 @@ const redis = spawn('redis-server', ['--port', '0', '--unixsocket', sock, '--uni
   '--save', '', '--appendonly', 'no', '--dir', tmp], { stdio: 'ignore' });
 children.push(redis);
 await waitFor('redis', () => fs.existsSync(sock));
+await waitFor('redis PING', () => {
+  try { return execFileSync('redis-cli', ['-s', sock, 'PING'], { encoding: 'utf8' }).trim() === 'PONG'; } catch { return false; }
+});
+// the library of functions every user calls, as Redis' administrator loads it
+execFileSync('redis-cli', ['-s', sock, '-x', 'FUNCTION', 'LOAD', 'REPLACE'],
+  { input: execFileSync(path.join(bin, 'warrantctl'), ['functions', 'show']) });
 
 const ini = path.join(tmp, 'warrantd.ini');
 fs.writeFileSync(ini, `[daemon]
