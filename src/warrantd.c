@@ -11,6 +11,7 @@
 
 #include <ev.h>
 
+#include "auth/rtoken.h"
 #include "conf/cfgfile.h"
 #include "conf/config.h"
 #include "worker/engine.h"
@@ -81,8 +82,8 @@ load_config(const char *path)
 	struct cfg_errors errs = {0};
 	struct cfg *cfg = cfgfile_load(path, &errs);
 
-	if (cfg && (secrets_check_cfg(cfg, &errs) < 0 || check_verify_key(cfg, stderr) < 0 ||
-	    check_tls(cfg, stderr) < 0)) {
+	if (cfg && (secrets_check_cfg(cfg, &errs) < 0 || rtoken_check_cfg(cfg, &errs) < 0 ||
+	    check_verify_key(cfg, stderr) < 0 || check_tls(cfg, stderr) < 0)) {
 		cfg_free(cfg);
 		cfg = NULL;
 	}
