@@ -54,8 +54,12 @@ check_verify_key(const struct cfg *cfg, FILE *out)
 	if (k == NULL)
 		fprintf(out, "%s:%d: verify_key_file %s: %s\n", cfg->path,
 		    cfg_line_of(cfg, "records", "verify_key_file"), cfg->records.verify_key_file, err);
+	const char *why = record_key_issuer_problem(k, cfg->records.issuer);
+	if (why != NULL)
+		fprintf(out, "%s:%d: %s\n", cfg->path, cfg_line_of(cfg, "records",
+		    "verify_key_file"), why);
 	record_key_free(k);
-	return k ? 0 : -1;
+	return k && !why ? 0 : -1;
 }
 
 /* [redis] tls: the CA, the client certificate and its key load and match
