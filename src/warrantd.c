@@ -13,6 +13,7 @@
 
 #include <ev.h>
 
+#include "auth/rtoken.h"
 #include "conf/cfgfile.h"
 #include "conf/config.h"
 #include "worker/engine.h"
@@ -59,8 +60,12 @@ check_verify_key(const struct cfg *cfg, FILE *out)
 	if (k == NULL)
 		fprintf(out, "%s:%d: verify_key_file %s: %s\n", cfg->path,
 		    cfg_line_of(cfg, "records", "verify_key_file"), cfg->records.verify_key_file, err);
+	const char *why = record_key_issuer_problem(k, cfg->records.issuer);
+	if (why != NULL)
+		fprintf(out, "%s:%d: %s\n", cfg->path, cfg_line_of(cfg, "records",
+		    "verify_key_file"), why);
 	record_key_free(k);
-	return k ? 0 : -1;
+	return k && !why ? 0 : -1;
 }
 
 /* [redis] tls: the CA, the client certificate and its key load and match
@@ -87,8 +92,8 @@ load_config(const char *path)
 	struct cfg_errors errs = {0};
 	struct cfg *cfg = cfgfile_load(path, &errs);
 
-	if (cfg && (secrets_check_cfg(cfg, &errs) < 0 || check_verify_key(cfg, stderr) < 0 ||
-	    check_tls(cfg, stderr) < 0)) {
+	if (cfg && (secrets_check_cfg(cfg, &errs) < 0 || rtoken_check_cfg(cfg, &errs) < 0 ||
+	    check_verify_key(cfg, stderr) < 0 || check_tls(cfg, stderr) < 0)) {
 		cfg_free(cfg);
 		cfg = NULL;
 	}

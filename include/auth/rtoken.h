@@ -44,7 +44,9 @@ struct rtoken;	/* opaque */
  * The source cfg's [redis] auth names. With password, password_file is
  * read now (secrets_read_cfg). With oauth, a token manager of its own
  * (oauth_new_scoped: [oauth]'s client, [redis] token_scope and
- * token_resource). With command, token_command is split now. cfg is only
+ * token_resource). With command, token_command is split now and its
+ * program refused unless rtoken_command_trusted (checked again before each
+ * run: a program made writable later is not run). cfg is only
  * read during the call; loop and http are borrowed and must outlive it.
  * Fetches nothing before rtoken_start. Caller frees with rtoken_free; NULL
  * with one line in err (never a secret) on failure.
@@ -108,6 +110,23 @@ void rtoken_set_listener(struct rtoken *rt, rtoken_listener *cb, void *arg);
  * longer the token held. No-op with password.
  */
 void rtoken_refused(struct rtoken *rt, uint64_t gen);
+
+/*
+ * warrantd(7) §9: the token_command program may be changed only by this
+ * user or root, like the config and key files: it is refused when group or
+ * others may write it or the directory it is in (also the directory its
+ * real path is in, past a symbolic link), or when another user owns either.
+ * 0, or -1 with one line in err that names the path and the fix. Reads no
+ * file, runs nothing.
+ */
+int rtoken_command_trusted(const char *program, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+
+/* For -t: with [redis] auth = command, the program of token_command split
+ * and checked by rtoken_command_trusted; a refusal is added to errs as
+ * "file:line: message" (the line of token_command). 0, or -1. */
+int rtoken_check_cfg(const struct cfg *cfg, struct cfg_errors *errs)
+	__attribute__((warn_unused_result));
 
 /*
  * For a program without a loop of its own (warrantctl): the password to

@@ -143,6 +143,7 @@ struct cfg {
 		enum jwa_alg algorithm;	/* ES256, HS256 or RS256 */
 		char *verify_key_file;	/* required with signature = required */
 		char *issuer;		/* NULL: not checked */
+		char *audience;		/* NULL: a record with an aud is refused */
 		long max_window_s, clock_skew_s, retain_s, audit_maxlen;
 		long max_bytes;		/* a longer `record` value is record-invalid */
 		long verify_threads;	/* ES256/RS256 verified on these; 0: inline */

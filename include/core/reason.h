@@ -16,6 +16,8 @@ enum reason {
 	REASON_BAD_SIGNATURE,		/* "bad-signature" (R3, §3.2) */
 	REASON_RECORD_INVALID,		/* "record-invalid" (R3, §3.1) */
 	REASON_UNKNOWN_ACTION,		/* "unknown-action" (R3, R16) */
+	REASON_WRONG_AUDIENCE,		/* "wrong-audience" (R3, §3.1): aud is not
+					   [records] audience */
 	REASON_TOO_MANY_DELIVERIES,	/* "too-many-deliveries" (R12) */
 	REASON_MAX_ATTEMPTS,		/* "max-attempts" (R8) */
 	REASON_ENTRY_DELETED,		/* "entry-deleted" (R11) */

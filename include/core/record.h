@@ -13,6 +13,7 @@
 
 #include "jose/jwa.h"
 #include "core/reason.h"
+#include "core/record_key.h"
 
 #define RECORD_ID_MAX 64
 
@@ -21,63 +22,14 @@ enum record_status {
 	RECORD_BAD_SIGNATURE,	/* "bad-signature": not a JWS, wrong alg/typ, bad signature */
 	RECORD_INVALID,		/* "record-invalid": breaks a rule of §3.1 */
 	RECORD_UNKNOWN_ACTION,	/* "unknown-action": no [action NAME] for it */
+	RECORD_WRONG_AUDIENCE,	/* "wrong-audience": aud does not name [records]
+				   audience, or names one where none is set */
 };
 
 /* The reason code of warrantd(7) R3 for a status (REASON_NONE for RECORD_OK). */
 enum reason record_status_reason(enum record_status st);
 /* Its name, reason_name(record_status_reason(st)): "" for RECORD_OK. */
 const char *record_status_code(enum record_status st);
-
-/* The verification keys parsed once (public keys, or copies of HMAC
- * secrets), so that record_load need not parse a PEM or a JWKS per record.
- * Opaque. */
-struct record_key;
-
-/*
- * Parses `key`, the contents of [records] verify_key_file, for `alg` by
- * jws_vkeys_read (jws.h): a JWKS (RFC 7517) of one or more keys, each with
- * its kid, or one key without a kid -- for ES256 a PEM P-256 public key,
- * for RS256 a PEM RSA public key of at least 2048 bits, for HS256 the
- * secret (at least 32 bytes, no PEM document; copied). record_load applies
- * the same rules to raw bytes. `key` is borrowed. Returns a new key set
- * (caller frees with record_key_free), or NULL with one line for people in
- * `err` (never the key's bytes).
- */
-struct record_key *record_key_new(enum jwa_alg alg, const unsigned char *key, size_t key_len,
-				  char *err, size_t errlen)
-	__attribute__((warn_unused_result));
-
-/* How many keys the set holds (at least 1), and the kid of key i (NULL:
- * none, or i out of range; valid while the set is), for the log. */
-size_t record_key_count(const struct record_key *key);
-const char *record_key_kid(const struct record_key *key, size_t i);
-
-/* Another owner of `key` (returned): each owner calls record_key_free once,
- * and the last one frees it. Thread-safe. Verifying is not, by itself: a
- * key keeps one OpenSSL context for one thread at a time (the loop's);
- * every other thread that verifies with an ES256 or RS256 key at the same
- * time brings its own struct record_verifier (vpool's workers do). An
- * HS256 key's HMAC context is the key's alone: keep it on one thread. */
-struct record_key *record_key_ref(struct record_key *key);
-
-/* Drops one owner; the last wipes a secret before freeing it. NULL is a
- * no-op. */
-void record_key_free(struct record_key *key);
-
-/* One thread's verify contexts (opaque): those it set up for the keys of
- * the last ES256 or RS256 key set it verified with (about 25,000
- * instructions each to make, when a key is first used), kept with an owner
- * of that set until it verifies with another or is freed. Never shared
- * between threads at the same time. */
-struct record_verifier;
-
-/* A new, empty verifier (caller frees with record_verifier_free), or NULL
- * when out of memory. */
-struct record_verifier *record_verifier_new(void)
-	__attribute__((warn_unused_result));
-
-/* Drops its context and its owner of a key. NULL is a no-op. */
-void record_verifier_free(struct record_verifier *v);
 
 /* What a record is checked against; built from struct cfg by the caller. */
 struct record_policy {
@@ -95,6 +47,9 @@ struct record_policy {
 	const unsigned char *key;
 	size_t key_len;
 	const char *issuer;		/* NULL: not checked */
+	/* RFC 7519 §4.1.3: when set, aud must be it or an array holding it;
+	 * NULL: a record with an aud is refused (it names another deployment) */
+	const char *audience;
 	int64_t max_window_ms, clock_skew_ms;
 	size_t max_bytes;		/* a longer `raw` is RECORD_INVALID; 0: no cap */
 	/* Returns non-zero when an [action NAME] exists. NULL: not checked

@@ -5,11 +5,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -344,6 +346,87 @@ helper_env(const char *envp[ENV_MAX])
 	envp[n] = NULL;
 }
 
+/* ---- whether the program may be run ---- */
+
+/* One path of the program's: none of go+w, owned by us or root (the
+ * rule of cfgfile and secrets for the config and key files). */
+static int
+path_trusted(const char *path, const char *what, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0) {
+		snprintf(err, errlen, "token_command: cannot use %s %s: %s", what, path,
+		    strerror(errno));
+		return -1;
+	}
+	if ((st.st_mode & 022) != 0) {
+		snprintf(err, errlen, "token_command: refusing %s %s: permissions %04o let group "
+		    "or others write it, and so choose the Redis token (chmod go-w it)", what, path,
+		    (unsigned)(st.st_mode & 07777));
+		return -1;
+	}
+	if (st.st_uid != geteuid() && st.st_uid != 0) {
+		snprintf(err, errlen, "token_command: refusing %s %s: owned by uid %u, not by "
+		    "this user or root", what, path, (unsigned)st.st_uid);
+		return -1;
+	}
+	return 0;
+}
+
+/* The directory part of an absolute path into dir (PATH_MAX): "/" for
+ * "/x". */
+static void
+dir_part(const char *path, char dir[PATH_MAX])
+{
+	const char *slash = strrchr(path, '/');
+	size_t n = slash != NULL && slash != path ? (size_t)(slash - path) : 1;
+
+	snprintf(dir, PATH_MAX, "%.*s", (int)n, path);
+}
+
+int
+rtoken_command_trusted(const char *program, char *err, size_t errlen)
+{
+	char dir[PATH_MAX], real[PATH_MAX];
+
+	if (path_trusted(program, "the program", err, errlen) < 0)
+		return -1;
+	dir_part(program, dir);
+	if (path_trusted(dir, "the directory of the program", err, errlen) < 0)
+		return -1;
+	if (realpath(program, real) == NULL) {
+		snprintf(err, errlen, "token_command: cannot use the program %s: %s", program,
+		    strerror(errno));
+		return -1;
+	}
+	if (strcmp(real, program) == 0)
+		return 0;
+	dir_part(real, dir);
+	return path_trusted(real, "the program", err, errlen) < 0 ||
+	    path_trusted(dir, "the directory of the program", err, errlen) < 0 ? -1 : 0;
+}
+
+int
+rtoken_check_cfg(const struct cfg *cfg, struct cfg_errors *errs)
+{
+	char err[PATH_MAX + 256];
+	char **argv;
+	int rc;
+
+	if (cfg->redis.auth != CFG_REDIS_COMMAND || cfg->redis.token_command == NULL)
+		return 0;
+	if ((argv = token_command_argv(cfg->redis.token_command, err, sizeof err)) == NULL)
+		rc = -1;
+	else
+		rc = rtoken_command_trusted(argv[0], err, sizeof err);
+	token_command_argv_free(argv);
+	if (rc < 0)
+		(void)cfg_errors_add(errs, cfg->path, cfg_line_of(cfg, "redis", "token_command"),
+		    "%s", err);
+	return rc;
+}
+
 /* posix_spawn, not fork: the daemon has threads (curl, the verifiers).
  * stdin is /dev/null, stdout a pipe, stderr the daemon's (the journal); every
  * other descriptor is closed in the child whatever its close-on-exec flag (a
@@ -358,6 +441,8 @@ spawn(struct rtoken *rt, char *why, size_t whylen)
 	posix_spawnattr_t at;
 	pid_t pid;
 
+	if (rtoken_command_trusted(rt->argv[0], why, whylen) < 0)
+		return -1;
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		snprintf(why, whylen, "pipe: %s", strerror(errno));
 		return -1;
@@ -529,6 +614,8 @@ rtoken_new(struct ev_loop *loop, struct http_client *http, const struct cfg *cfg
 				snprintf(err, errlen, "out of memory");
 			goto fail;
 		}
+		if (rtoken_command_trusted(rt->argv[0], err, errlen) < 0)
+			goto fail;
 		break;
 	}
 	return rt;

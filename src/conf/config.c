@@ -637,6 +637,7 @@ static const struct key records_keys[] = {
 	{"algorithm", set_alg, C(records.algorithm), 0, 0},
 	{"verify_key_file", set_str, C(records.verify_key_file), 0, 0},
 	{"issuer", set_str, C(records.issuer), 0, 0},
+	{"audience", set_str, C(records.audience), 0, 0},
 	{"max_window_s", set_long, C(records.max_window_s), 1, VAL_MAX},
 	{"clock_skew_s", set_long, C(records.clock_skew_s), 0, VAL_MAX},
 	{"retain_s", set_long, C(records.retain_s), 1, VAL_MAX},
@@ -1802,6 +1803,7 @@ cfg_free(struct cfg *cfg)
 	}
 	free(cfg->records.verify_key_file);
 	free(cfg->records.issuer);
+	free(cfg->records.audience);
 	char **oauth_strs[] = {&cfg->oauth.token_url, &cfg->oauth.client_id,
 	    &cfg->oauth.client_secret_file, &cfg->oauth.private_key_file,
 	    &cfg->oauth.assertion_audience, &cfg->oauth.key_id, &cfg->oauth.certificate_file,
@@ -1974,6 +1976,9 @@ cfg_warnings(const struct cfg *cfg, struct cfg_errors *warns)
 	else if (cfg->records.algorithm == JWA_HS256)
 		WARN("records", "algorithm", "HS256: every verifier holds the key that signs "
 		    "decisions; prefer ES256 or RS256");
+	if (cfg->records.signature_required && !cfg->records.audience)
+		WARN("records", NULL, "[records] audience is unset: a record signed for another "
+		    "deployment that trusts the same decider key runs here too");
 	if (!cfg->authz.url)
 		WARN("authz", NULL, "[authz] url is unset: authority is not re-checked before a call");
 

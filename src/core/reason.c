@@ -11,6 +11,7 @@ static const char *const names[REASON_COUNT] = {
 	[REASON_BAD_SIGNATURE] = "bad-signature",
 	[REASON_RECORD_INVALID] = "record-invalid",
 	[REASON_UNKNOWN_ACTION] = "unknown-action",
+	[REASON_WRONG_AUDIENCE] = "wrong-audience",
 	[REASON_TOO_MANY_DELIVERIES] = "too-many-deliveries",
 	[REASON_MAX_ATTEMPTS] = "max-attempts",
 	[REASON_ENTRY_DELETED] = "entry-deleted",

@@ -23,7 +23,7 @@ const char cli_usage_text[] =
 "\n"
 "  decide --on-behalf-of S --action A --resource R [--param K=V]... [--params JSON]\n"
 "         --basis B --expires T [--not-before T] [--notify OWNER] [--id ID]\n"
-"         [--issuer ISS] [--kid KID] [--traceparent TP] --key FILE\n"
+"         [--issuer ISS] [--audience AUD] [--kid KID] [--traceparent TP] --key FILE\n"
 "      write a decision record and enqueue its id (or schedule it when\n"
 "      --not-before is in the future); prints the recordId.\n"
 "      T: RFC 3339 UTC (2026-11-30T04:00:00Z) or +N[smhd] from now.\n"

@@ -284,6 +284,7 @@ policy_common(struct record_policy *pol, const struct cfg *cfg)
 	memset(pol, 0, sizeof *pol);
 	pol->algorithm = cfg->records.algorithm;
 	pol->issuer = cfg->records.issuer;
+	pol->audience = cfg->records.audience;
 	pol->max_window_ms = (int64_t)cfg->records.max_window_s * 1000;
 	pol->clock_skew_ms = (int64_t)cfg->records.clock_skew_s * 1000;
 	pol->max_bytes = (size_t)cfg->records.max_bytes;

@@ -27,7 +27,7 @@ struct decide_opts {
 	struct ctl_decision d;
 	char id_buf[CTL_ID_LEN + 1];	/* d.id when --id is not given */
 	const char **params;	/* --param values, d.params points here */
-	const char *expires, *not_before, *key_path, *kid, *issuer;
+	const char *expires, *not_before, *key_path, *kid, *issuer, *audience;
 	char traceparent[TRACE_LEN + 1];	/* --traceparent, checked; "" none */
 	const char *traceparent_arg;
 };
@@ -50,6 +50,7 @@ decide_option(struct cli *c, struct decide_opts *o, int ch)
 	case OPT_KID: o->kid = optarg; break;
 	case OPT_KEY: o->key_path = optarg; break;
 	case OPT_ISSUER: o->issuer = optarg; break;
+	case OPT_AUDIENCE: o->audience = optarg; break;
 	case OPT_TRACEPARENT: o->traceparent_arg = optarg; break;
 	default: return -1;
 	}
@@ -74,6 +75,7 @@ parse_decide(struct cli *c, int argc, char **argv, struct decide_opts *o)
 		{"kid", required_argument, NULL, OPT_KID},
 		{"key", required_argument, NULL, OPT_KEY},
 		{"issuer", required_argument, NULL, OPT_ISSUER},
+		{"audience", required_argument, NULL, OPT_AUDIENCE},
 		{"traceparent", required_argument, NULL, OPT_TRACEPARENT},
 		{"config", required_argument, NULL, 'c'},
 		{"help", no_argument, NULL, 'h'},
@@ -139,6 +141,20 @@ complete_decision(struct cli *c, struct decide_opts *o, int64_t now, char *id_bu
 			return rc;
 		o->d.id = id_buf;
 	}
+	return 0;
+}
+
+/* §3.1 aud: [records] audience, or --audience (which must then agree). */
+static int
+add_audience(struct cli *c, const struct decide_opts *o, json_t *content)
+{
+	const char *cfg_aud = c->cfg->records.audience;
+	const char *aud = cfg_aud != NULL ? cfg_aud : o->audience;
+
+	if (cfg_aud != NULL && o->audience != NULL && strcmp(cfg_aud, o->audience) != 0)
+		return cli_usage_error("decide: --audience differs from [records] audience");
+	if (aud != NULL && json_object_set_new(content, "aud", json_string(aud)) != 0)
+		return EX_REFUSED;
 	return 0;
 }
 
@@ -344,6 +360,10 @@ decide_with(struct cli *c, struct decide_opts *o)
 		return rc;
 	if ((content = ctl_build_record(&o->d, err, sizeof err)) == NULL)
 		return cli_usage_error("decide: %s", err);
+	if ((rc = add_audience(c, o, content)) != 0) {
+		json_decref(content);
+		return rc;
+	}
 	if ((json = json_dumps(content, JSON_COMPACT)) == NULL)
 		rc = EX_REFUSED;
 	if (rc == 0)

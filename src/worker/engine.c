@@ -1400,6 +1400,11 @@ load_secrets(struct engine *eng, const struct cfg *cfg, struct secrets *s, char 
 		    cfg->records.verify_key_file, why);
 		goto fail;
 	}
+	if (record_key_issuer_problem(s->parsed, cfg->records.issuer) != NULL) {
+		snprintf(err, errlen, "%s", record_key_issuer_problem(s->parsed,
+		    cfg->records.issuer));
+		goto fail;
+	}
 	if ((s->creds = creds_new(cfg, &ctx, err, errlen)) == NULL)
 		goto fail;
 	if (s->parsed != NULL)

@@ -476,7 +476,7 @@ record_policy_of(const struct eops *e)
 		.algorithm = cfg->records.algorithm,
 		.parsed_key = e->parsed_key,
 		.key = e->verify_key, .key_len = e->verify_key_len,
-		.issuer = cfg->records.issuer,
+		.issuer = cfg->records.issuer, .audience = cfg->records.audience,
 		.max_window_ms = cfg->records.max_window_s * 1000LL,
 		.clock_skew_ms = cfg->records.clock_skew_s * 1000LL,
 		.max_bytes = (size_t)cfg->records.max_bytes,

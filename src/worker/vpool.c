@@ -74,6 +74,7 @@ ticket_free(struct vpool *p, struct vpool_ticket *t)
 {
 	record_key_free((struct record_key *)t->pol.parsed_key);
 	free((char *)t->pol.issuer);
+	free((char *)t->pol.audience);
 	record_free(t->res.rec);
 	free(t->res.owner);
 	free(t->res.raw);
@@ -233,12 +234,14 @@ vpool_submit(struct vpool *p, const struct record_policy *pol, const char *expec
 	     const char *raw, int64_t now_ms, vpool_done_cb *done, void *arg)
 {
 	struct vpool_ticket *t;
-	char *issuer = NULL;
+	char *issuer = NULL, *audience = NULL;
 
 	if (pol->parsed_key == NULL || pol->algorithm == JWA_HS256 || raw == NULL ||
 	    strlen(expected_id) > RECORD_ID_MAX || (t = calloc(1, sizeof *t)) == NULL)
 		return NULL;
-	if (copy_str(&t->res.raw, raw) < 0 || copy_str(&issuer, pol->issuer) < 0) {
+	if (copy_str(&t->res.raw, raw) < 0 || copy_str(&issuer, pol->issuer) < 0 ||
+	    copy_str(&audience, pol->audience) < 0) {
+		free(issuer);
 		free(t->res.raw);
 		free(t);
 		return NULL;
@@ -248,6 +251,7 @@ vpool_submit(struct vpool *p, const struct record_policy *pol, const char *expec
 	t->pol.key = NULL;
 	t->pol.key_len = 0;
 	t->pol.issuer = issuer;
+	t->pol.audience = audience;
 	t->pol.action_known = NULL;	/* the config is the loop's: see vpool.h */
 	t->pol.action_ctx = NULL;
 	memcpy(t->id, expected_id, strlen(expected_id) + 1);

@@ -18,6 +18,7 @@
 #include <openssl/sha.h>
 
 #include "jose/b64url.h"
+#include "jose/jwks.h"
 #include "jose/jws.h"
 #include "base/log.h"
 
@@ -361,8 +362,8 @@ es256_verifies(const char *jws, const json_t *jwk)
 {
 	json_t *set = json_pack("{s:[O]}", "keys", jwk);
 	char *text = set ? json_dumps(set, JSON_COMPACT) : NULL, err[160];
-	struct jws_vkey *keys = NULL;
-	int n = text ? jws_vkeys_read((const unsigned char *)text, strlen(text), JWA_ES256, &keys,
+	struct jwks_key *keys = NULL;
+	int n = text ? jwks_read((const unsigned char *)text, strlen(text), JWA_ES256, &keys,
 	    err, sizeof err) : -1;
 	const char *dot = strrchr(jws, '.');
 	unsigned char *sig = NULL, *der = NULL;
@@ -380,7 +381,7 @@ es256_verifies(const char *jws, const json_t *jwk)
 	OPENSSL_free(der);
 	free(sig);
 	if (n > 0)
-		jws_vkeys_free(keys, (size_t)n);
+		jwks_free(keys, (size_t)n);
 	free(text);
 	json_decref(set);
 	return ok;

@@ -11,7 +11,10 @@
  * done; the old key is removed and the workers reload, and a record that
  * still names the old kid is dead with bad-signature. Also: `warrantd -t`
  * names a JWK that does not fit the algorithm with file:line, and a reload
- * to such a file keeps the running set.
+ * to such a file keeps the running set; with two keys [records] issuer is
+ * required (issue 37 item 7). And records bound to a deployment: with
+ * [records] audience, a record signed with the trusted key for another
+ * audience is dead with wrong-audience and never called.
  */
 #define _DEFAULT_SOURCE
 #include <setjmp.h>
@@ -133,7 +136,7 @@ write_jwks(const char *name, json_t *first, ...)
 /* A record for `id`, decided a second ago, due in a minute, signed with
  * tests/data/`key` under `kid` (NULL: no kid) by record_sign. */
 static char *
-signed_record(const char *id, const char *key, const char *kid)
+signed_record_aud(const char *id, const char *key, const char *kid, const char *aud)
 {
 	long long now = h_now_ms();
 	char *json = h_record_json(id, "gate.open", "canal/gate-14", now - 1000, now + 60000, 0,
@@ -144,12 +147,20 @@ signed_record(const char *id, const char *key, const char *kid)
 
 	assert_non_null(content);
 	assert_non_null(pem);
+	if (aud != NULL)
+		assert_int_equal(json_object_set_new(content, "aud", json_string(aud)), 0);
 	tok = record_sign(JWA_ES256, (unsigned char *)pem, strlen(pem), kid, content);
 	assert_non_null(tok);
 	json_decref(content);
 	free(pem);
 	free(json);
 	return tok;
+}
+
+static char *
+signed_record(const char *id, const char *key, const char *kid)
+{
+	return signed_record_aud(id, key, kid, NULL);
 }
 
 static void
@@ -242,7 +253,7 @@ test_rotation(void **state)
 	const char *set = write_jwks("verify.jwks", jwk("test-es256.pub", OLD_KID, NULL), NULL);
 	struct h_daemon_opts o = {
 		.redis_sock = S->redis.sock, .target_url = S->target.url, .prefix = PREFIX,
-		.verify_key = set,
+		.verify_key = set, .records_extra = "issuer = decider-test\n",
 	};
 	h_daemon_up(&D, &o);
 	assert_true(h_daemon_log_has(&D, "event=records.keys count=1 kids=" OLD_KID));
@@ -364,12 +375,106 @@ test_check_names_the_jwk(void **state)
 	}
 }
 
+/* warrantd -t with two keys and no [records] issuer: refused at the
+ * verify_key_file line; with an issuer, accepted. */
+static void
+test_check_wants_issuer_with_two_keys(void **state)
+{
+	(void)state;
+	const char *set = write_jwks("two.jwks", jwk("test-es256.pub", OLD_KID, NULL),
+	    jwk("test-es256-other.pub", NEW_KID, NULL), NULL);
+
+	for (int with_issuer = 0; with_issuer < 2; with_issuer++) {
+		struct h_daemon_opts o = {
+			.redis_sock = S->redis.sock, .target_url = S->target.url,
+			.prefix = PREFIX, .verify_key = set,
+			.records_extra = with_issuer ? "issuer = decider-test\n" : NULL,
+		};
+		char *ini_text = h_daemon_ini(&o), *ini = h_write_file("two.ini", ini_text);
+		char *argv[] = {(char *)h_bin("warrantd"), "-t", "-c", ini, NULL};
+		char *out = NULL, where[512];
+		int rc = h_run(argv, 30000, &out);
+
+		snprintf(where, sizeof where, "%s:", ini);
+		if (with_issuer && (rc != 0 || strstr(out, "configuration OK") == NULL))
+			fail_msg("warrantd -t with two keys and an issuer: %d %s", rc, out);
+		if (!with_issuer && (rc != 78 || strstr(out, where) == NULL ||
+		    strstr(out, "[records] issuer is required") == NULL))
+			fail_msg("warrantd -t with two keys and no issuer: %d %s", rc, out);
+		free(out);
+		free(ini);
+		free(ini_text);
+	}
+}
+
+/* [records] audience: a record signed with the trusted key but for another
+ * deployment is dead with wrong-audience and never called; one for this
+ * deployment (alone or in an array) is done; -t warns without an audience. */
+static void
+test_audience(void **state)
+{
+	(void)state;
+	struct h_daemon_opts o = {
+		.redis_sock = S->redis.sock, .target_url = S->target.url, .prefix = PREFIX,
+		.verify_key = h_data("test-es256.pub"), .records_extra = "audience = canal-prod\n",
+	};
+	h_daemon_up(&D, &o);
+	const struct {
+		const char *id, *aud;
+	} cases[] = {{"aud-other", "canal-test"}, {"aud-none", NULL}, {"aud-ours", "canal-prod"}};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *tok = signed_record_aud(cases[i].id, "test-es256.key", NULL, cases[i].aud);
+		assert_int_equal(h_store_record(S->c, PREFIX, cases[i].id, tok, 1), 0);
+		free(tok);
+	}
+	char *in_array = NULL;
+	{
+		long long now = h_now_ms();
+		char *json = h_record_json("aud-array", "gate.open", "canal/gate-14", now - 1000,
+		    now + 60000, 0, NULL);
+		json_t *c = json_loads(json, 0, NULL);
+		char *pem = h_read_file(h_data("test-es256.key"));
+		assert_non_null(c);
+		assert_int_equal(json_object_set_new(c, "aud", json_pack("[s,s]", "canal-test",
+		    "canal-prod")), 0);
+		in_array = record_sign(JWA_ES256, (unsigned char *)pem, strlen(pem), NULL, c);
+		assert_non_null(in_array);
+		json_decref(c);
+		free(pem);
+		free(json);
+	}
+	assert_int_equal(h_store_record(S->c, PREFIX, "aud-array", in_array, 1), 0);
+	free(in_array);
+	wait_outcome("aud-other", "dead", "wrong-audience");
+	wait_outcome("aud-none", "dead", "wrong-audience");
+	wait_outcome("aud-ours", "done", NULL);
+	wait_outcome("aud-array", "done", NULL);
+	assert_int_equal(h_count_calls(&S->target, "aud-other"), 0);
+	assert_int_equal(h_count_calls(&S->target, "aud-none"), 0);
+	assert_int_equal(h_count_calls(&S->target, "aud-ours"), 1);
+	h_daemon_down(&D);
+
+	/* Without [records] audience: -t warns. */
+	o.records_extra = NULL;
+	char *ini_text = h_daemon_ini(&o), *ini = h_write_file("noaud.ini", ini_text);
+	char *argv[] = {(char *)h_bin("warrantd"), "-t", "-c", ini, NULL};
+	char *out = NULL;
+	int rc = h_run(argv, 30000, &out);
+	if (rc != 0 || strstr(out, "warning: [records] audience is unset") == NULL)
+		fail_msg("warrantd -t without an audience: %d %s", rc, out);
+	free(out);
+	free(ini);
+	free(ini_text);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_check_names_the_jwk, test_teardown),
 		cmocka_unit_test_teardown(test_rotation, test_teardown),
+		cmocka_unit_test_teardown(test_check_wants_issuer_with_two_keys, test_teardown),
+		cmocka_unit_test_teardown(test_audience, test_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, h_group_setup, h_group_teardown);

@@ -893,8 +893,10 @@ test_warnings(void **state)
 	    "client_secret_file = s\n";
 	char text[1024];
 
-	snprintf(text, sizeof text, "%s" MIN_RECORDS MIN_ACTION, pdp);
+	snprintf(text, sizeof text, "%s" MIN_RECORDS "audience = d\n" MIN_ACTION, pdp);
 	assert_int_equal(count_warnings(text, NULL), 0);
+	snprintf(text, sizeof text, "%s" MIN_RECORDS MIN_ACTION, pdp);	/* issue 37 item 7 */
+	assert_int_equal(count_warnings(text, "t.ini:3: warning: [records] audience is unset"), 1);
 	assert_int_equal(count_warnings(MIN_RECORDS MIN_ACTION, "t.ini:1: warning: [authz] url "
 	    "is unset"), 1);
 	snprintf(text, sizeof text, "%s[records]\nalgorithm = HS256\nverify_key_file = k\n"

@@ -17,6 +17,7 @@
 #include <openssl/pem.h>
 
 #include "jose/b64url.h"
+#include "jose/jwks.h"
 #include "jose/jws.h"
 #include "testlib.h"
 
@@ -336,7 +337,7 @@ test_vkeys_jwk_is_the_key(void **state)
 {
 	const enum jwa_alg algs[] = {JWA_ES256, JWA_RS256};
 	const struct blob pems[] = {es_pub, rs_pub};
-	struct jws_vkey *v;
+	struct jwks_key *v;
 	char err[256];
 
 	(void)state;
@@ -344,19 +345,19 @@ test_vkeys_jwk_is_the_key(void **state)
 		EVP_PKEY *pk;
 		json_t *doc = json_pack("{s:[o]}", "keys", jwk_from_pem(algs[i], pems[i], &pk));
 		char *text = json_dumps(doc, 0);
-		int n = jws_vkeys_read((unsigned char *)text, strlen(text), algs[i], &v, err,
+		int n = jwks_read((unsigned char *)text, strlen(text), algs[i], &v, err,
 		    sizeof err);
 		if (n != 1)
 			fail_msg("%s: %s", jwa_name(algs[i]), err);
 		assert_null(v[0].kid);
 		assert_null(v[0].secret);
 		assert_int_equal(EVP_PKEY_eq(v[0].pk, pk), 1);	/* OpenSSL's word */
-		jws_vkeys_free(v, 1);
+		jwks_free(v, 1);
 		/* The PEM itself: one key, no kid, the same one. */
-		assert_int_equal(jws_vkeys_read(pems[i].data, pems[i].len, algs[i], &v, err,
+		assert_int_equal(jwks_read(pems[i].data, pems[i].len, algs[i], &v, err,
 		    sizeof err), 1);
 		assert_int_equal(EVP_PKEY_eq(v[0].pk, pk), 1);
-		jws_vkeys_free(v, 1);
+		jwks_free(v, 1);
 		EVP_PKEY_free(pk);
 		free(text);
 		json_decref(doc);
@@ -368,13 +369,13 @@ test_vkeys_jwk_is_the_key(void **state)
 	char *k = b64url_encode(hs_secret.data, len), text[512];
 	snprintf(text, sizeof text, "\n {\"keys\": [{\"kty\": \"oct\", \"kid\": \"h\", \"k\": \"%s\"}]}",
 	    k);
-	assert_int_equal(jws_vkeys_read((unsigned char *)text, strlen(text), JWA_HS256, &v, err,
+	assert_int_equal(jwks_read((unsigned char *)text, strlen(text), JWA_HS256, &v, err,
 	    sizeof err), 1);
 	assert_string_equal(v[0].kid, "h");
 	assert_int_equal(v[0].secret_len, len);
 	assert_memory_equal(v[0].secret, hs_secret.data, len);
-	jws_vkeys_free(v, 1);
-	jws_vkeys_free(NULL, 0);
+	jwks_free(v, 1);
+	jwks_free(NULL, 0);
 	free(k);
 }
 

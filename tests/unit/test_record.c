@@ -1159,6 +1159,82 @@ test_issuer(void **state)
 	json_decref(c);
 }
 
+/* RFC 7519 §4.1.3 and [records] audience (issue 37 item 7): aud equal to
+ * it, or an array holding it; missing, another, or an aud where no audience
+ * is set is wrong-audience, its own reason. */
+static void
+expect_aud(const struct record_policy *pol, json_t *aud, enum record_status want,
+	   const char *detail_has)
+{
+	json_t *c = good_content();
+	char *raw, detail[256];
+
+	if (aud != NULL)
+		assert_int_equal(json_object_set_new(c, "aud", aud), 0);
+	raw = json_dumps(c, JSON_COMPACT);
+	enum record_status st = load_raw(pol, raw, detail, sizeof detail, NULL);
+	if (st != want)
+		fail_msg("aud case: status %s, want %s (detail: %s)", record_status_code(st),
+		    record_status_code(want), detail);
+	if (detail_has != NULL && strstr(detail, detail_has) == NULL)
+		fail_msg("detail \"%s\" lacks \"%s\"", detail, detail_has);
+	free(raw);
+	json_decref(c);
+}
+
+static void
+test_audience(void **state)
+{
+	struct record_policy pol = plain_policy();
+
+	(void)state;
+	assert_string_equal(record_status_code(RECORD_WRONG_AUDIENCE), "wrong-audience");
+	pol.audience = "canal-prod";
+	expect_aud(&pol, json_string("canal-prod"), RECORD_OK, NULL);
+	expect_aud(&pol, json_pack("[s,s]", "canal-test", "canal-prod"), RECORD_OK, NULL);
+	expect_aud(&pol, json_pack("[s]", "canal-prod"), RECORD_OK, NULL);
+	expect_aud(&pol, NULL, RECORD_WRONG_AUDIENCE, "aud: missing, and [records] audience");
+	expect_aud(&pol, json_string("canal-test"), RECORD_WRONG_AUDIENCE,
+	    "aud: not this deployment's");
+	expect_aud(&pol, json_string("canal-prod "), RECORD_WRONG_AUDIENCE, NULL);
+	expect_aud(&pol, json_string("Canal-prod"), RECORD_WRONG_AUDIENCE, NULL);
+	expect_aud(&pol, json_pack("[s,s]", "canal-test", "canal-dev"), RECORD_WRONG_AUDIENCE,
+	    "aud: not this deployment's");
+	expect_aud(&pol, json_array(), RECORD_WRONG_AUDIENCE, NULL);
+	expect_aud(&pol, json_pack("[s,i]", "canal-prod", 1), RECORD_INVALID,
+	    "aud: not a string or an array of strings");
+	expect_aud(&pol, json_integer(7), RECORD_INVALID, "aud: not a string or an array");
+	expect_aud(&pol, json_pack("{s:s}", "a", "canal-prod"), RECORD_INVALID, NULL);
+	/* No audience configured: a record bound to one is another deployment's. */
+	pol.audience = NULL;
+	expect_aud(&pol, NULL, RECORD_OK, NULL);
+	expect_aud(&pol, json_string("canal-prod"), RECORD_WRONG_AUDIENCE,
+	    "[records] audience is not set");
+	expect_aud(&pol, json_pack("[s]", "canal-prod"), RECORD_WRONG_AUDIENCE, NULL);
+}
+
+/* Signed: the audience is checked after the signature, and a record signed
+ * for another deployment with the same key is refused. */
+static void
+test_audience_signed(void **state)
+{
+	struct record_policy pol = policy(1, JWA_ES256, es_pub);
+	json_t *c = good_content();
+	char detail[256];
+
+	(void)state;
+	pol.audience = "canal-prod";
+	set_str(c, "aud", "canal-test");
+	char *tok = sign_es(c);
+	assert_int_equal(load_raw(&pol, tok, detail, sizeof detail, NULL), RECORD_WRONG_AUDIENCE);
+	free(tok);
+	set_str(c, "aud", "canal-prod");
+	tok = sign_es(c);
+	assert_int_equal(load_raw(&pol, tok, detail, sizeof detail, NULL), RECORD_OK);
+	free(tok);
+	json_decref(c);
+}
+
 static void
 test_skew_and_window_follow_policy(void **state)
 {
@@ -1943,7 +2019,7 @@ test_jwks_doc_rules(void **state)
 	struct blob rsa2047 = public_pem(EVP_RSA_gen(2047));
 	struct blob short_rsa = jwks_of(jwk_of(JWA_RS256, rsa2047, NULL), NULL);
 	expect_key_refused(JWA_RS256, short_rsa, "shorter than 2048 bits");
-	/* At most JWS_KEYS_MAX keys. */
+	/* At most JWKS_KEYS_MAX keys. */
 	json_t *many = json_array();
 	for (int i = 0; i < 33; i++) {
 		char kid[16];
@@ -2197,6 +2273,35 @@ test_free_null(void **state)
 	record_free(NULL);
 }
 
+/* More than one key: issuer required (warrantd(7) §3.2). */
+static void
+test_issuer_required_with_two_keys(void **state)
+{
+	char err[256];
+
+	(void)state;
+	struct blob two = jwks_of(jwk_of(JWA_ES256, es_pub, "a"),
+	    jwk_of(JWA_ES256, es_other_pub, "b"), NULL);
+	struct record_key *k = record_key_new(JWA_ES256, two.data, two.len, err, sizeof err);
+	assert_non_null(k);
+	const char *why = record_key_issuer_problem(k, NULL);
+	assert_non_null(why);
+	assert_non_null(strstr(why, "[records] issuer is required"));
+	assert_non_null(record_key_issuer_problem(k, ""));
+	assert_null(record_key_issuer_problem(k, "decider-1"));
+	record_key_free(k);
+	free(two.data);
+	struct blob one = jwks_of(jwk_of(JWA_ES256, es_pub, "a"), NULL);
+	k = record_key_new(JWA_ES256, one.data, one.len, err, sizeof err);
+	assert_non_null(k);
+	assert_null(record_key_issuer_problem(k, NULL));
+	record_key_free(k);
+	free(one.data);
+	k = record_key_new(JWA_ES256, es_pub.data, es_pub.len, err, sizeof err);
+	assert_null(record_key_issuer_problem(k, NULL));	/* a PEM file: one key */
+	record_key_free(k);
+}
+
 int
 main(void)
 {
@@ -2223,6 +2328,9 @@ main(void)
 		cmocka_unit_test(test_field_rules_signed),
 		cmocka_unit_test(test_parsed_times),
 		cmocka_unit_test(test_issuer),
+		cmocka_unit_test(test_audience),
+		cmocka_unit_test(test_audience_signed),
+		cmocka_unit_test(test_issuer_required_with_two_keys),
 		cmocka_unit_test(test_skew_and_window_follow_policy),
 		cmocka_unit_test(test_unknown_action_order),
 		cmocka_unit_test(test_action_checked_later),

@@ -26,7 +26,7 @@ export class Settings {
     Object.assign(this, {
       socket: null, host: '127.0.0.1', port: 6379, db: 0, username: null, password: null,
       passwordFile: null, prefix: 'warrant', shards: 0, cluster: null, tls: false, signature: true,
-      algorithm: 'ES256', issuer: null, maxWindowS: 604800, clockSkewS: 60, maxBytes: 16384,
+      algorithm: 'ES256', issuer: null, audience: null, maxWindowS: 604800, clockSkewS: 60, maxBytes: 16384,
       actions: null, baseDir: '.', monitorUsername: null, monitorPasswordFile: null,
       tlsCaFile: null, tlsCertFile: null, tlsKeyFile: null, tlsServerName: null,
     }, o);
@@ -61,7 +61,7 @@ export function loadConfig(path) {
     cluster: r.cluster ? r.cluster.split(',').map((hp) => { const s = hp.trim(); const i = s.lastIndexOf(':'); return { host: s.slice(0, i).replace(/^\[|\]$/g, ''), port: +s.slice(i + 1) }; }) : null,
     tls: /^(yes|true|on|1)$/i.test(r.tls ?? 'no'),
     signature: (rec.signature ?? 'required') !== 'off', algorithm: rec.algorithm ?? 'ES256',
-    issuer: rec.issuer ?? null, maxWindowS: int(rec.max_window_s, 604800),
+    issuer: rec.issuer ?? null, audience: rec.audience ?? null, maxWindowS: int(rec.max_window_s, 604800),
     clockSkewS: int(rec.clock_skew_s, 60), maxBytes: int(rec.max_bytes, 16384),
     actions: Object.keys(ini).filter((s) => s.startsWith('action ')).map((s) => s.slice(7).trim()),
     baseDir: dirname(resolve(path)),

@@ -20,14 +20,14 @@ export interface SettingsInit {
   username?: string | null; password?: string | null; passwordFile?: string | null;
   prefix?: string; shards?: number; cluster?: { host: string; port: number }[] | null; tls?: boolean;
   tlsCaFile?: string | null; tlsCertFile?: string | null; tlsKeyFile?: string | null; tlsServerName?: string | null;
-  signature?: boolean; algorithm?: 'ES256' | 'RS256' | 'HS256'; issuer?: string | null;
+  signature?: boolean; algorithm?: 'ES256' | 'RS256' | 'HS256'; issuer?: string | null; audience?: string | null;
   maxWindowS?: number; clockSkewS?: number; maxBytes?: number; actions?: string[] | null;
   baseDir?: string; monitorUsername?: string | null; monitorPasswordFile?: string | null;
 }
 export class Settings implements SettingsInit { constructor(o?: SettingsInit); path(name: string): string; }
 export function loadConfig(path: string): Settings;
 
-export interface DecideOptions { notBefore?: Time; notify?: string; recordId?: string; traceparent?: string; issuer?: string; }
+export interface DecideOptions { notBefore?: Time; notify?: string; recordId?: string; traceparent?: string; issuer?: string; audience?: string; }
 export interface Decision extends DecideOptions {
   subject: string; action: string; resource: string; parameters: { [k: string]: Json }; basis: string; expiresAt: Time;
 }
@@ -44,7 +44,7 @@ export class Signer {
 
 export interface DeciderOptions {
   config?: string; settings?: Settings | SettingsInit; keyFile?: string; kid?: string; signer?: Signer;
-  issuer?: string; clock?: () => number; redis?: Redis | Cluster;
+  issuer?: string; audience?: string; clock?: () => number; redis?: Redis | Cluster;
 }
 export class Decider {
   constructor(o?: DeciderOptions);

@@ -33,7 +33,8 @@ export function keysOf(prefix, shard, shards) {
 export class Decider {
   /**
    * @param {object} o  config (a warrantd.ini path) or settings; keyFile and
-   *   kid, or signer; issuer; clock () => ms; redis (a ready ioredis client)
+   *   kid, or signer; issuer; audience (the record's aud, warrantd(7) §3.1);
+   *   clock () => ms; redis (a ready ioredis client)
    */
   constructor(o = {}) {
     const s = o.settings instanceof Settings ? o.settings : o.settings ? new Settings(o.settings)
@@ -41,6 +42,8 @@ export class Decider {
     this.s = s;
     if (o.issuer != null && s.issuer != null && o.issuer !== s.issuer) throw new ConfigError('issuer differs from [records] issuer');
     this.issuer = s.issuer ?? o.issuer ?? null;
+    if (o.audience != null && s.audience != null && o.audience !== s.audience) throw new ConfigError('audience differs from [records] audience');
+    this.audience = s.audience ?? o.audience ?? null;
     this.policy = new Policy({ maxWindowS: s.maxWindowS, clockSkewS: s.clockSkewS, maxBytes: s.maxBytes, issuer: s.issuer, actions: s.actions });
     this.clock = o.clock ?? Date.now;
     this.signer = o.signer ?? null;
@@ -94,7 +97,12 @@ export class Decider {
       if (iss != null && d.issuer !== iss) throw new RecordError('iss', 'differs from [records] issuer');
       iss = d.issuer;
     }
-    const { rec, nbf } = build(this.policy, iss, d, now);
+    let aud = this.audience;
+    if (d.audience != null) {
+      if (aud != null && d.audience !== aud) throw new RecordError('aud', 'differs from [records] audience');
+      aud = d.audience;
+    }
+    const { rec, nbf } = build(this.policy, iss, { ...d, audience: aud }, now);
     let tp = null;
     if (d.traceparent != null) {
       tp = '00' + checkTraceparent(d.traceparent).slice(2);
@@ -151,7 +159,7 @@ export class Decider {
    * for an id already used.
    */
   async decide(subject, action, resource, parameters, basis, expiresAt, o = {}) {
-    const p = this.prepare({ subject, action, resource, parameters, basis, expiresAt, notBefore: o.notBefore, notify: o.notify, recordId: o.recordId, traceparent: o.traceparent, issuer: o.issuer });
+    const p = this.prepare({ subject, action, resource, parameters, basis, expiresAt, notBefore: o.notBefore, notify: o.notify, recordId: o.recordId, traceparent: o.traceparent, issuer: o.issuer, audience: o.audience });
     const k = this.keys[p.shard];
     if (o.recordId == null && !this.s.cluster) {
       // a fresh random id (130 bits): nothing to check

@@ -159,6 +159,10 @@ export function build(policy, iss, d, now) {
   rec.expiresAt = fmtTime(exp);
   if (d.notify != null) rec.notifyOnDenial = d.notify;
   rec.iss = iss;
+  if (d.audience != null) { // warrantd(7) §3.1: the deployment it is for
+    utf8('aud', d.audience);
+    rec.aud = d.audience;
+  }
   if (policy.actions && !policy.actions.has(d.action))
     throw new UnknownActionError('action', `no [action ${d.action.slice(0, 64)}] configured`);
   return { rec, nbf };

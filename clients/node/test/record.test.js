@@ -87,3 +87,19 @@ test('the JSON.stringify path writes what dumps writes', async () => {
   const { rec: r } = rec({ parameters: { s: '\udc00' } });
   assert.throws(() => payloadText(r), RecordError);
 });
+
+test('audience sets aud, last (warrantd(7) §3.1)', async () => {
+  const { rec: r } = build(POL, 'd.test', { ...OK, audience: 'canal-prod' }, NOW);
+  assert.deepEqual(Object.keys(r).slice(-2), ['iss', 'aud']);
+  assert.equal(r.aud, 'canal-prod');
+  assert.equal('aud' in rec().rec, false);
+  assert.throws(() => build(POL, 'd.test', { ...OK, audience: 7 }, NOW), (e) => e instanceof RecordError && e.field === 'aud');
+  const { Decider, ConfigError } = await import('../lib/index.js');
+  const settings = { signature: false, issuer: 'd.test', audience: 'canal-prod', actions: ['gate.open'] };
+  const d = new Decider({ settings, clock: () => NOW });
+  assert.ok(d.prepare({ ...OK }).text.endsWith('"iss":"d.test","aud":"canal-prod"}'));
+  assert.throws(() => d.prepare({ ...OK, audience: 'canal-test' }), RecordError);
+  assert.throws(() => new Decider({ settings, audience: 'canal-test' }), ConfigError);
+  const d2 = new Decider({ settings: { ...settings, audience: null }, audience: 'canal-dev', clock: () => NOW });
+  assert.ok(d2.prepare({ ...OK }).text.endsWith('"aud":"canal-dev"}'));
+});

@@ -112,3 +112,34 @@ def test_fast_json_path_equals_dumps():
     r, _ = rec(parameters={"s": "\udc00"})
     with pytest.raises(RecordError):
         payload_bytes(r)
+
+
+def test_audience_sets_aud_last():
+    """warrantd(7) §3.1, issue 37 item 7: the record is bound to a deployment."""
+    a = dict(OK)
+    r, _ = build(POL, "d.test", a["subject"], a["action"], a["resource"], a["parameters"],
+                 a["basis"], a["expires_at"], NOW, aud="canal-prod")
+    assert list(r)[-2:] == ["iss", "aud"] and r["aud"] == "canal-prod"
+    r, _ = rec()
+    assert "aud" not in r
+    with pytest.raises(RecordError) as e:
+        build(POL, "d.test", a["subject"], a["action"], a["resource"], a["parameters"],
+              a["basis"], a["expires_at"], NOW, aud=7)
+    assert e.value.field == "aud"
+
+
+def test_decider_audience_from_settings_and_parameter():
+    from warrant import ConfigError, Decider, Settings
+    s = Settings(signature=False, issuer="d.test", audience="canal-prod", actions=["gate.open"])
+    text = Decider(settings=s).prepare(OK["subject"], "gate.open", "gates/7", {}, "b",
+                                       dt.timedelta(hours=1))[2]
+    assert text.endswith('"iss":"d.test","aud":"canal-prod"}')
+    with pytest.raises(ConfigError):
+        Decider(settings=s, audience="canal-test")
+    with pytest.raises(RecordError):
+        Decider(settings=s).prepare(OK["subject"], "gate.open", "gates/7", {}, "b",
+                                    dt.timedelta(hours=1), audience="canal-test")
+    s = Settings(signature=False, issuer="d.test", actions=["gate.open"])
+    text = Decider(settings=s, audience="canal-dev").prepare(
+        OK["subject"], "gate.open", "gates/7", {}, "b", dt.timedelta(hours=1))[2]
+    assert text.endswith('"aud":"canal-dev"}')

@@ -71,13 +71,17 @@ class Decider:
     milliseconds since the epoch (tests fix it)."""
 
     def __init__(self, config=None, *, settings=None, key_file=None, kid=None, signer=None,
-                 issuer=None, clock=None, redis_client=None):
+                 issuer=None, clock=None, redis_client=None, audience=None):
         if settings is None:
             settings = _config.load(config) if config else _config.Settings()
         self.s = settings
         if issuer is not None and settings.issuer is not None and issuer != settings.issuer:
             raise ConfigError("issuer differs from [records] issuer")
         self.issuer = settings.issuer or issuer
+        cfg_aud = getattr(settings, "audience", None)
+        if audience is not None and cfg_aud is not None and audience != cfg_aud:
+            raise ConfigError("audience differs from [records] audience")
+        self.audience = cfg_aud or audience
         self.policy = Policy(settings.max_window_s, settings.clock_skew_s, settings.max_bytes,
                              settings.issuer, settings.actions)
         self.clock = clock or _now_ms
@@ -171,7 +175,7 @@ class Decider:
     # ---- writing ----
 
     def prepare(self, subject, action, resource, parameters, basis, expires_at, not_before=None,
-                notify=None, record_id=None, traceparent=None, issuer=None):
+                notify=None, record_id=None, traceparent=None, issuer=None, audience=None):
         """The checked and signed record and where it goes, nothing written:
         (record_id, shard, record text, createdAt, score or None, traceparent)."""
         now = self.clock()
@@ -180,8 +184,13 @@ class Decider:
             if iss is not None and issuer != iss:
                 raise RecordError("iss", "differs from [records] issuer")
             iss = issuer
+        aud = self.audience
+        if audience is not None:
+            if aud is not None and audience != aud:
+                raise RecordError("aud", "differs from [records] audience")
+            aud = audience
         rec, nbf = build(self.policy, iss, subject, action, resource, parameters, basis,
-                         expires_at, now, not_before, notify, record_id)
+                         expires_at, now, not_before, notify, record_id, aud)
         rid = rec["recordId"]
         if traceparent is not None:
             traceparent = "00" + check_traceparent(traceparent)[2:]
@@ -243,12 +252,12 @@ class Decider:
             pipe.xadd(k.jobs, {"id": rid})
 
     def decide(self, subject, action, resource, parameters, basis, expires_at, not_before=None,
-               notify=None, record_id=None, traceparent=None, issuer=None):
+               notify=None, record_id=None, traceparent=None, issuer=None, audience=None):
         """Write one record; its recordId. Raises RecordError (naming the
         field) for what the worker would refuse, RecordExistsError for an id
         already used."""
         p = self.prepare(subject, action, resource, parameters, basis, expires_at, not_before,
-                         notify, record_id, traceparent, issuer)
+                         notify, record_id, traceparent, issuer, audience)
         rid, shard, text, at, score, tp = p
         k = self._keys[shard]
         hash_key = k.decision + rid

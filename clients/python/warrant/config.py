@@ -21,13 +21,14 @@ class Settings:
                  tls=False, signature=True, algorithm="ES256", issuer=None, max_window_s=604800,
                  clock_skew_s=60, max_bytes=16384, actions=None, base_dir=".",
                  monitor_username=None, monitor_password_file=None, tls_ca_file=None,
-                 tls_cert_file=None, tls_key_file=None, tls_server_name=None):
+                 tls_cert_file=None, tls_key_file=None, tls_server_name=None, audience=None):
         self.socket, self.host, self.port, self.db = socket, host, int(port), int(db)
         self.username, self.password, self.password_file = username, password, password_file
         self.prefix, self.shards = prefix, int(shards or 0)
         self.cluster = list(cluster) if cluster else None
         self.tls, self.signature, self.algorithm = tls, signature, algorithm
         self.issuer, self.max_window_s = issuer, int(max_window_s)
+        self.audience = audience
         self.clock_skew_s, self.max_bytes = int(clock_skew_s), int(max_bytes)
         self.actions = actions
         self.base_dir = base_dir
@@ -94,6 +95,7 @@ def load(path):
             tls=_bool(r.get("tls", "no")),
             signature=rec.get("signature", "required") != "off",
             algorithm=rec.get("algorithm", "ES256"), issuer=rec.get("issuer"),
+            audience=rec.get("audience"),
             max_window_s=rec.get("max_window_s", 604800),
             clock_skew_s=rec.get("clock_skew_s", 60), max_bytes=rec.get("max_bytes", 16384),
             actions=actions, base_dir=os.path.dirname(os.path.abspath(path)),

@@ -147,7 +147,7 @@ class Policy:
 
 
 def build(policy, iss, subject, action, resource, parameters, basis, expires_at, now_ms,
-          not_before=None, notify=None, record_id=None):
+          not_before=None, notify=None, record_id=None, aud=None):
     """The checked payload as a dict in the worker's member order (the order
     `warrantctl decide` writes: ctl.c fill_record). Raises RecordError."""
     if record_id is None:
@@ -191,6 +191,9 @@ def build(policy, iss, subject, action, resource, parameters, basis, expires_at,
     if notify is not None:
         rec["notifyOnDenial"] = notify
     rec["iss"] = iss
+    if aud is not None:          # warrantd(7) §3.1: the deployment it is for
+        _utf8("aud", aud)
+        rec["aud"] = aud
     # Last, as record_check_action: a record also malformed is record-invalid.
     if policy.actions is not None and action not in policy.actions:
         raise UnknownActionError("action", f"no [action {action[:64]}] configured")
