@@ -21,6 +21,7 @@
  */
 #define _DEFAULT_SOURCE
 #include "worker/engine.h"
+#include "worker/engine_ops.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -283,7 +284,7 @@ engine_lend_env(struct shard *sh)
 	e->creds = eng->sec.creds;
 	e->released = job_released;
 	e->arg = sh;
-	sh->env.ops = &eops_ops;
+	sh->env.ops = eng->ops->jobs != NULL ? eng->ops->jobs : &eops_ops;
 	sh->env.ctx = e;
 	sh->env.cfg = eng->cfg;
 	sh->env.keys = &sh->keys;
@@ -326,14 +327,14 @@ init_timers(struct engine *eng)
 
 /* R16: a periodic timer whose interval changed takes the new one now. */
 static void
-rearm(struct engine *eng, ev_timer *t, long old_ms, long new_ms)
+rearm(struct engine *eng, ev_timer *t, const char *what, long old_ms, long new_ms)
 {
 	if (old_ms == new_ms)
 		return;
 	ev_timer_set(t, (double)new_ms / 1000.0, (double)new_ms / 1000.0);
-	if (ev_is_active(t) || !eng->draining) {
-		ev_timer_stop(eng->loop, t);
-		ev_timer_start(eng->loop, t);
+	if (engine_timer_active(eng, t) || !eng->draining) {
+		engine_timer_stop(eng, t);
+		engine_timer_start(eng, t, what);
 	}
 }
 
@@ -341,10 +342,10 @@ static void
 rearm_timers(struct engine *eng, const struct cfg *old, const struct cfg *cfg)
 {
 	/* The watchdog's pace is systemd's (WATCHDOG_USEC), not the config's. */
-	rearm(eng, &eng->heartbeat, old->daemon.heartbeat_ms, cfg->daemon.heartbeat_ms);
-	rearm(eng, &eng->lease, old->redis.lease_renew_ms, cfg->redis.lease_renew_ms);
+	rearm(eng, &eng->heartbeat, "heartbeat", old->daemon.heartbeat_ms, cfg->daemon.heartbeat_ms);
+	rearm(eng, &eng->lease, "lease", old->redis.lease_renew_ms, cfg->redis.lease_renew_ms);
 	if (!eng->draining)
-		rearm(eng, &eng->claim, old->redis.claim_interval_ms,
+		rearm(eng, &eng->claim, "claim", old->redis.claim_interval_ms,
 		    cfg->redis.claim_interval_ms);
 }
 
@@ -380,6 +381,13 @@ init_shard(struct engine *eng, struct shard *sh, unsigned index, char *err, size
 struct engine *
 engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
 {
+	return engine_new_with(loop, cfg, NULL, NULL, err, errlen);
+}
+
+struct engine *
+engine_new_with(struct ev_loop *loop, struct cfg *cfg, const struct engine_ops *ops, void *ctx,
+		char *err, size_t errlen)
+{
 	struct engine *eng = calloc(1, sizeof *eng);
 
 	if (eng == NULL) {
@@ -387,6 +395,8 @@ engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
 		return NULL;
 	}
 	eng->loop = loop;
+	eng->ops = ops != NULL ? ops : &engine_real_ops;
+	eng->opctx = ops != NULL ? ctx : loop;
 	eng->cfg = cfg;
 	script_set_init(&eng->scripts);
 	eng->http = http_client_new(loop);
@@ -453,26 +463,26 @@ engine_start(struct engine *eng)
 {
 	char err[256];
 
-	eng->started_at = wtime_now_ms();
+	eng->started_at = engine_now_ms(eng);
 	rtoken_start(eng->rt);
 	/* With a token, the connections are made when the first one arrives
 	 * (on_redis_token): a connection without AUTH would only be refused. */
 	if (rtoken_is_static(eng->rt) && engine_connect_redis(eng, err, sizeof err) < 0) {
 		log_error("engine.start", "error=%s", LOG_Q(err));
 		eng->exit_status = EX_UNAVAILABLE;
-		ev_break(eng->loop, EVBREAK_ALL);
+		engine_break(eng);
 		return;
 	}
 	if (eng->oauth)
 		oauth_start(eng->oauth);
 	creds_start(eng->sec.creds);
-	ev_timer_start(eng->loop, &eng->heartbeat);
-	ev_timer_start(eng->loop, &eng->claim);
-	ev_timer_start(eng->loop, &eng->lease);
+	engine_timer_start(eng, &eng->heartbeat, "heartbeat");
+	engine_timer_start(eng, &eng->claim, "claim");
+	engine_timer_start(eng, &eng->lease, "lease");
 	/* Without WatchdogSec nobody listens: an idle worker wakes for its
 	 * heartbeat and its blocking read only (issue 10). */
 	if (sdnotify_watchdog_ms() > 1)
-		ev_timer_start(eng->loop, &eng->watchdog);
+		engine_timer_start(eng, &eng->watchdog, "watchdog");
 	for (size_t i = 0; i < eng->nshards; i++)
 		log_info("engine.start", "consumer=%s group=%s stream=%s max_in_flight=%ld",
 		    eng->cfg->daemon.consumer, eng->cfg->redis.group, eng->shards[i].keys.jobs,
@@ -484,19 +494,19 @@ maybe_finish_stop(struct engine *eng)
 {
 	if (engine_in_hand(eng) > 0)
 		return;	/* a call, a result to write, or a last callback on its way */
-	ev_timer_stop(eng->loop, &eng->grace);
+	engine_timer_stop(eng, &eng->grace);
 	log_info("engine.stopped", "consumer=%s", eng->cfg->daemon.consumer);
-	ev_break(eng->loop, EVBREAK_ALL);
+	engine_break(eng);
 }
 
 static void
 grace_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct engine *eng = w->data;
-	(void)revents;
+	(void)loop, (void)revents;
 
 	log_warn("engine.grace_expired", "in_hand=%zu", engine_in_hand(eng));
-	ev_break(loop, EVBREAK_ALL);
+	engine_break(eng);
 }
 
 void
@@ -505,23 +515,23 @@ engine_stop(struct engine *eng)
 	if (eng->draining)
 		return;
 	eng->draining = 1;
-	sdnotify_send("STOPPING=1");
+	engine_notify(eng, "STOPPING=1");
 	log_info("engine.stopping", "in_hand=%zu grace_ms=%ld", engine_in_hand(eng),
 	    eng->cfg->daemon.shutdown_grace_ms);
-	ev_timer_stop(eng->loop, &eng->claim);
+	engine_timer_stop(eng, &eng->claim);
 	/* Entries read but not started, and those waiting on a timer, stay
 	 * pending for R11/R14; only calls in flight may finish. */
 	for (size_t i = 0; i < eng->nshards; i++)
 		ejobs_stop(eng->shards[i].jobs);
 	ev_timer_init(&eng->grace, grace_cb, (double)eng->cfg->daemon.shutdown_grace_ms / 1000.0, 0);
 	eng->grace.data = eng;
-	ev_timer_start(eng->loop, &eng->grace);
+	engine_timer_start(eng, &eng->grace, "grace");
 	/* The blocking read holds its connection until block_ms: drop it. */
-	ev_timer_stop(eng->loop, &eng->read_kick);
-	rconn_free(eng->blk);
+	engine_timer_stop(eng, &eng->read_kick);
+	eng->ops->conn_free(eng->opctx, eng->blk);
 	eng->blk = NULL;
 	for (size_t i = 0; i < eng->nshards; i++) {
-		rconn_free(eng->shards[i].blk);
+		eng->ops->conn_free(eng->opctx, eng->shards[i].blk);
 		eng->shards[i].blk = NULL;
 	}
 	maybe_finish_stop(eng);
@@ -621,7 +631,7 @@ engine_gauges(const struct engine *eng, struct engine_gauges *out)
 	out->redis_auth_refreshes = eng->rt ? rtoken_refreshes(eng->rt) : 0LL;
 	out->redis_up = 1;
 	for (size_t i = 0; i < eng->nshards; i++)
-		out->redis_up &= rconn_is_up(eng->shards[i].cmd);
+		out->redis_up &= engine_up(eng, eng->shards[i].cmd);
 	out->started_at_ms = eng->started_at;
 	out->gate = eng->gate;
 	struct creds_scope sc[ENGINE_SCOPES_MAX];
@@ -654,27 +664,27 @@ engine_free(struct engine *eng)
 {
 	if (eng == NULL)
 		return;
-	ev_timer_stop(eng->loop, &eng->heartbeat);
-	ev_timer_stop(eng->loop, &eng->claim);
-	ev_timer_stop(eng->loop, &eng->lease);
-	ev_timer_stop(eng->loop, &eng->grace);
-	ev_timer_stop(eng->loop, &eng->watchdog);
-	ev_timer_stop(eng->loop, &eng->read_kick);
+	engine_timer_stop(eng, &eng->heartbeat);
+	engine_timer_stop(eng, &eng->claim);
+	engine_timer_stop(eng, &eng->lease);
+	engine_timer_stop(eng, &eng->grace);
+	engine_timer_stop(eng, &eng->watchdog);
+	engine_timer_stop(eng, &eng->read_kick);
 	eng->draining = 1;
 	/* Outstanding callbacks fire with NULL while the connections close;
 	 * every job is marked finished first so none of them acts. */
 	for (size_t i = 0; i < eng->nshards; i++) {
-		ev_timer_stop(eng->loop, &eng->shards[i].kick);
-		ev_timer_stop(eng->loop, &eng->shards[i].renew_retry);
+		engine_timer_stop(eng, &eng->shards[i].kick);
+		engine_timer_stop(eng, &eng->shards[i].renew_retry);
 		if (eng->shards[i].jobs)
 			ejobs_abandon(eng->shards[i].jobs);
 	}
-	rconn_free(eng->blk);
+	eng->ops->conn_free(eng->opctx, eng->blk);
 	for (size_t i = 0; i < eng->nshards; i++) {
 		/* before its connection: gathered calls get NULL while it is there */
-		script_batch_free(eng->shards[i].batch);
-		rconn_free(eng->shards[i].blk);
-		rconn_free(eng->shards[i].cmd);
+		eng->ops->batch_free(eng->opctx, eng->shards[i].batch);
+		eng->ops->conn_free(eng->opctx, eng->shards[i].blk);
+		eng->ops->conn_free(eng->opctx, eng->shards[i].cmd);
 	}
 	webhook_free(eng->webhook);
 	rtoken_free(eng->rt);	/* after the connections, before the HTTP client */

@@ -38,18 +38,18 @@ on_cmd_state(struct rconn *rc, int up, void *arg)
 
 	if (!up) {
 		if (!sh->redis_down_since) {
-			sh->redis_down_since = wtime_now_ms();
+			sh->redis_down_since = engine_now_ms(sh->eng);
 			sh->outages++;
-			sdnotify_send("STATUS=redis unreachable, reconnecting");
+			engine_notify(sh->eng, "STATUS=redis unreachable, reconnecting");
 		}
 		sh->claiming = 0;
 		return;
 	}
 	if (sh->redis_down_since) {
 		log_info("redis.recovered", "stream=%s down_ms=%" PRId64, sh->keys.jobs,
-		    wtime_now_ms() - sh->redis_down_since);
+		    engine_now_ms(sh->eng) - sh->redis_down_since);
 		sh->redis_down_since = 0;
-		sdnotify_send("STATUS=consuming");
+		engine_notify(sh->eng, "STATUS=consuming");
 	}
 	/* Our own leases at once: the outage aged them too. And what waited
 	 * on Redis goes out now, not a backoff later. */
@@ -254,7 +254,7 @@ reauth_all(struct engine *eng, const char *secret, int64_t expires_at_ms)
 			all[n++] = eng->blk;
 		}
 		for (size_t k = 0; k < n; k++)
-			if (all[k] != NULL && rconn_reauth(all[k], secret, expires_at_ms) < 0)
+			if (all[k] != NULL && eng->ops->conn_reauth(eng->opctx, all[k], secret, expires_at_ms) < 0)
 				log_warn("redis.reauth_failed", "err=\"out of memory\"");
 	}
 }
@@ -281,7 +281,7 @@ engine_on_redis_token(void *arg, const char *secret, int64_t expires_at_ms)
 	if (!eng->redis_connected) {
 		if (engine_connect_redis(eng, err, sizeof err) < 0) {
 			log_error("engine.start", "error=%s", LOG_Q(err));
-			ev_break(eng->loop, EVBREAK_ALL);
+			engine_break(eng);
 		}
 		return;
 	}
@@ -345,8 +345,8 @@ connect_shard(struct shard *sh, struct rconn_opts o)
 		o.resolve_arg = sh;
 	}
 	snprintf(name, sizeof name, cfg->redis.shards ? "cmd.%u" : "cmd", sh->index);
-	sh->cmd = rconn_new(sh->eng->loop, &o, name, on_cmd_state, sh);
-	if (sh->cmd == NULL || (sh->batch = script_batch_new(sh->eng->loop, sh->cmd,
+	sh->cmd = sh->eng->ops->conn_new(sh->eng->opctx, &o, name, on_cmd_state, sh);
+	if (sh->cmd == NULL || (sh->batch = sh->eng->ops->batch_new(sh->eng->opctx, sh->cmd,
 	    &sh->eng->scripts)) == NULL)
 		return -1;
 	engine_lend_env(sh);
@@ -354,7 +354,7 @@ connect_shard(struct shard *sh, struct rconn_opts o)
 		return 0;
 	o.command_timeout_ms = cfg->redis.block_ms + 5000;
 	snprintf(name, sizeof name, cfg->redis.shards ? "read.%u" : "read", sh->index);
-	sh->blk = rconn_new(sh->eng->loop, &o, name, on_blk_state, sh);
+	sh->blk = sh->eng->ops->conn_new(sh->eng->opctx, &o, name, on_blk_state, sh);
 	return sh->cmd && sh->blk ? 0 : -1;
 }
 
@@ -370,7 +370,7 @@ connect_shared_read(struct engine *eng, struct rconn_opts o)
 		o.resolve_arg = &eng->shards[0];
 	}
 	o.command_timeout_ms = eng->cfg->redis.block_ms + 5000;
-	eng->blk = rconn_new(eng->loop, &o, "read", on_shared_blk_state, eng);
+	eng->blk = eng->ops->conn_new(eng->opctx, &o, "read", on_shared_blk_state, eng);
 	return eng->blk ? 0 : -1;
 }
 

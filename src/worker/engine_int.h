@@ -21,6 +21,7 @@
 #include "redis/rconn.h"
 #include "redis/script.h"
 #include "worker/ejob.h"
+#include "worker/engine_ops.h"
 #include "worker/eops.h"
 
 #define STREAM_ID_MAX 48
@@ -77,6 +78,8 @@ struct shard {
 
 struct engine {
 	struct ev_loop *loop;
+	const struct engine_ops *ops;	/* everything it starts (engine_ops.h) */
+	void *opctx;
 	struct cfg *cfg;
 	struct shard *shards;
 	size_t nshards;
@@ -136,7 +139,8 @@ void engine_lend_env(struct shard *sh);
 void engine_group_gone(struct shard *sh);
 void engine_read_all(struct shard *first);
 struct consumer_view engine_shard_view(const struct shard *sh);
-void engine_back_off_with(struct engine *eng, ev_timer *kick, unsigned *failures);
+void engine_back_off_with(struct engine *eng, ev_timer *kick, const char *what,
+			  unsigned *failures);
 void engine_read_kick_cb(struct ev_loop *loop, ev_timer *w, int revents);
 void engine_kick_cb(struct ev_loop *loop, ev_timer *w, int revents);
 void engine_read_more(struct shard *sh);
@@ -162,5 +166,67 @@ void engine_watchdog_cb(struct ev_loop *loop, ev_timer *w, int revents);
 void engine_on_token(void *arg, int have_token);
 void engine_on_redis_token(void *arg, const char *secret, int64_t expires_at_ms);
 int engine_connect_redis(struct engine *eng, char *err, size_t errlen);
+
+/* engine_ops.c, and the engine's way to its operations (engine_ops.h). */
+#define ENGINE_COMMAND_ARGS 16	/* the most engine_command sends */
+int engine_command(const struct engine *eng, struct rconn *rc, rconn_reply_cb *cb, void *arg,
+		   const char *const *argv)
+	__attribute__((warn_unused_result));
+
+static inline int
+engine_up(const struct engine *eng, const struct rconn *rc)
+{
+	return rc != NULL && eng->ops->conn_up(eng->opctx, rc);
+}
+
+static inline int
+engine_commandv(const struct engine *eng, struct rconn *rc, rconn_reply_cb *cb, void *arg,
+		int argc, const char **argv, const size_t *argvlen)
+{
+	return eng->ops->commandv(eng->opctx, rc, cb, arg, argc, argv, argvlen);
+}
+
+static inline int
+engine_script(const struct engine *eng, struct rconn *rc, const struct store_args *a,
+	      rconn_reply_cb *cb, void *arg)
+{
+	return eng->ops->script(eng->opctx, rc, &eng->scripts, a, cb, arg);
+}
+
+static inline void
+engine_timer_start(const struct engine *eng, ev_timer *w, const char *what)
+{
+	eng->ops->timer_start(eng->opctx, w, what);
+}
+
+static inline void
+engine_timer_stop(const struct engine *eng, ev_timer *w)
+{
+	eng->ops->timer_stop(eng->opctx, w);
+}
+
+static inline int
+engine_timer_active(const struct engine *eng, const ev_timer *w)
+{
+	return eng->ops->timer_active(eng->opctx, w);
+}
+
+static inline int64_t
+engine_now_ms(const struct engine *eng)
+{
+	return eng->ops->now_ms(eng->opctx);
+}
+
+static inline void
+engine_notify(const struct engine *eng, const char *state)
+{
+	eng->ops->notify(eng->opctx, state);
+}
+
+static inline void
+engine_break(const struct engine *eng)
+{
+	eng->ops->break_loop(eng->opctx);
+}
 
 #endif

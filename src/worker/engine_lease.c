@@ -54,7 +54,7 @@ static void
 renew_refused(struct shard *sh)
 {
 	sh->writes_refused = 1;
-	engine_back_off_with(sh->eng, &sh->renew_retry, &sh->renew_failures);
+	engine_back_off_with(sh->eng, &sh->renew_retry, "renew_retry", &sh->renew_failures);
 }
 
 void
@@ -87,8 +87,8 @@ engine_renew_shard(struct shard *sh)
 {
 	struct engine *eng = sh->eng;
 
-	ev_timer_stop(eng->loop, &sh->renew_retry);
-	if (!rconn_is_up(sh->cmd) || ejobs_count(sh->jobs) == 0)
+	engine_timer_stop(eng, &sh->renew_retry);
+	if (!engine_up(eng, sh->cmd) || ejobs_count(sh->jobs) == 0)
 		return;
 	size_t cap = ejobs_count(sh->jobs);
 	const char **ids = calloc(cap, sizeof *ids);
@@ -100,7 +100,7 @@ engine_renew_shard(struct shard *sh)
 	store_args_consumer(&a, &sh->keys, eng->cfg->redis.group, eng->cfg->daemon.consumer);
 	store_arg_rest(&a, ids, n);
 	if (n > 0)
-		engine_best_effort(script_send(sh->cmd, &eng->scripts, &a, after_renew, sh));
+		engine_best_effort(engine_script(eng, sh->cmd, &a, after_renew, sh));
 	free(ids);
 }
 
@@ -109,11 +109,11 @@ engine_lease_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct engine *eng = w->data;
 
-	(void)revents;
+	(void)loop, (void)revents;
 	/* Nothing in hand, nothing to renew: an idle worker does not wake for
 	 * it (issue 10); admit() starts the timer again. */
 	if (engine_in_hand(eng) == 0) {
-		ev_timer_stop(loop, w);
+		engine_timer_stop(eng, w);
 		return;
 	}
 	for (size_t i = 0; i < eng->nshards; i++)
@@ -136,20 +136,21 @@ after_lag(struct rconn *rc, const struct sreply *r, void *arg)
 	if (lag > 0)
 		log_warn("consumer.stalled", "stream=%s lag=%lld last_read_ms_ago=%" PRId64
 		    " token_state=%s in_hand=%zu", sh->keys.jobs, lag,
-		    wtime_now_ms() - sh->last_read_at, engine_token_state(eng), ejobs_count(sh->jobs));
+		    engine_now_ms(eng) - sh->last_read_at, engine_token_state(eng), ejobs_count(sh->jobs));
 }
 
 static void
 check_stalled(struct shard *sh)
 {
 	struct engine *eng = sh->eng;
-	int64_t quiet = wtime_now_ms() - (sh->last_read_at ? sh->last_read_at : eng->started_at);
+	int64_t quiet = engine_now_ms(eng) - (sh->last_read_at ? sh->last_read_at : eng->started_at);
 	struct consumer_view v = engine_shard_view(sh);
 
 	if (!consumer_check_stall(&v, quiet, eng->cfg->redis.block_ms,
 	    eng->cfg->daemon.heartbeat_ms))
 		return;
-	engine_best_effort(rconn_command(sh->cmd, after_lag, sh, "XINFO GROUPS %s", sh->keys.jobs));
+	engine_best_effort(engine_command(eng, sh->cmd, after_lag, sh,
+	    (const char *[]){"XINFO", "GROUPS", sh->keys.jobs, NULL}));
 }
 
 #define HB_FIELDS	(12 + 32)	/* fixed fields + room for counter_fields */
@@ -202,7 +203,7 @@ beat_shard(struct shard *sh)
 	store_arg(&a, STORE_HEARTBEAT_CONSUMER, cfg->daemon.consumer);
 	store_arg_ll(&a, STORE_HEARTBEAT_CLAIM_IDLE_MS, cfg->redis.claim_idle_ms);
 	store_arg_ll(&a, STORE_HEARTBEAT_HEARTBEAT_MS, cfg->daemon.heartbeat_ms);
-	engine_best_effort(script_send(sh->cmd, &sh->eng->scripts, &a, after_beat, sh));
+	engine_best_effort(engine_script(sh->eng, sh->cmd, &a, after_beat, sh));
 }
 
 /* warrantd(7) §8: the heartbeat hash, built from one table of fields; with shards
@@ -233,7 +234,8 @@ heartbeat_scopes(struct shard *sh)
 		argv[argc++] = names[i][1];
 		argv[argc++] = secs[i];
 	}
-	engine_best_effort(rconn_commandv(sh->cmd, engine_ignore_reply, NULL, argc, argv, NULL));
+	engine_best_effort(engine_commandv(sh->eng, sh->cmd, engine_ignore_reply, NULL, argc, argv,
+	    NULL));
 }
 
 void
@@ -247,7 +249,7 @@ engine_heartbeat_shard(struct shard *sh)
 	const char *argv[2 + 2 * HB_FIELDS];
 	int argc = 0, k = 0;
 
-	if (!rconn_is_up(sh->cmd))
+	if (!engine_up(eng, sh->cmd))
 		return;
 	beat_shard(sh);
 	gethostname(host, sizeof host - 1);
@@ -263,7 +265,7 @@ engine_heartbeat_shard(struct shard *sh)
 	gate_paused_list(eng->gate, paused, sizeof paused);
 	const char *fixed[] = {"host", host, "pid", pid, "version", WARRANTD_VERSION,
 	    "startedAt", wtime_format_rfc3339(eng->started_at, started, sizeof started),
-	    "heartbeatAt", wtime_format_rfc3339(wtime_now_ms(), now, sizeof now),
+	    "heartbeatAt", wtime_format_rfc3339(engine_now_ms(eng), now, sizeof now),
 	    "lastReadAt", last_read, "inFlight", in_flight, "tokenState", engine_token_state(eng),
 	    "tokenExpiresIn", expires, "redisTokenState", engine_redis_token_state(eng),
 	    "redisTokenExpiresIn", rexpires, "paused", paused};
@@ -278,10 +280,12 @@ engine_heartbeat_shard(struct shard *sh)
 		argv[argc++] = f->name;
 		argv[argc++] = nums[k];
 	}
-	engine_best_effort(rconn_commandv(sh->cmd, engine_ignore_reply, NULL, argc, argv, NULL));
+	engine_best_effort(engine_commandv(eng, sh->cmd, engine_ignore_reply, NULL, argc, argv, NULL));
 	heartbeat_scopes(sh);
-	engine_best_effort(rconn_command(sh->cmd, engine_ignore_reply, NULL, "PEXPIRE %s %ld", sh->keys.consumer,
-	    3 * eng->cfg->daemon.heartbeat_ms));
+	char ttl[24];
+	snprintf(ttl, sizeof ttl, "%ld", 3 * eng->cfg->daemon.heartbeat_ms);
+	engine_best_effort(engine_command(eng, sh->cmd, engine_ignore_reply, NULL,
+	    (const char *[]){"PEXPIRE", sh->keys.consumer, ttl, NULL}));
 	check_stalled(sh);
 }
 
@@ -331,9 +335,9 @@ engine_read_pauses(struct engine *eng)
 {
 	struct shard *sh = &eng->shards[0];
 
-	if (rconn_is_up(sh->cmd))
-		engine_best_effort(rconn_command(sh->cmd, after_paused, eng, "HGETALL %s",
-		    sh->keys.paused));
+	if (engine_up(eng, sh->cmd))
+		engine_best_effort(engine_command(eng, sh->cmd, after_paused, eng,
+		    (const char *[]){"HGETALL", sh->keys.paused, NULL}));
 }
 
 void
@@ -352,6 +356,8 @@ engine_heartbeat_cb(struct ev_loop *loop, ev_timer *w, int revents)
 void
 engine_watchdog_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	(void)loop, (void)w, (void)revents;
-	sdnotify_send("WATCHDOG=1");
+	struct engine *eng = w->data;
+
+	(void)loop, (void)revents;
+	engine_notify(eng, "WATCHDOG=1");
 }

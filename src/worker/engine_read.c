@@ -84,9 +84,9 @@ shared_view(const struct engine *eng)
 	struct consumer_view v = worker_view(eng);
 
 	v.group_ready = v.own_done = v.cmd_up = 1;	/* each stream's own: stream_ready */
-	v.blk_up = rconn_is_up(eng->blk);
+	v.blk_up = engine_up(eng, eng->blk);
 	v.reading = eng->reading;
-	v.backing_off = ev_is_active(&eng->read_kick);
+	v.backing_off = engine_timer_active(eng, &eng->read_kick);
 	return v;
 }
 
@@ -99,11 +99,11 @@ engine_shard_view(const struct shard *sh)
 
 	v.group_ready = sh->group_ready;
 	v.own_done = sh->own_done;
-	v.cmd_up = rconn_is_up(sh->cmd);
-	v.blk_up = sh->blk != NULL && rconn_is_up(sh->blk);
+	v.cmd_up = engine_up(eng, sh->cmd);
+	v.blk_up = sh->blk != NULL && engine_up(eng, sh->blk);
 	v.reading = sh->reading;
 	v.claiming = sh->claiming;
-	v.backing_off = ev_is_active(&sh->kick);
+	v.backing_off = engine_timer_active(eng, &sh->kick);
 	return v;
 }
 
@@ -118,21 +118,22 @@ capacity(const struct engine *eng)
 /* R17: an error reply on the reading path (XREADGROUP, our PEL, XGROUP):
  * come back with backoff, never at once. rconn has logged it. */
 void
-engine_back_off_with(struct engine *eng, ev_timer *kick, unsigned *failures)
+engine_back_off_with(struct engine *eng, ev_timer *kick, const char *what,
+		     unsigned *failures)
 {
 	if (*failures < 64)
 		(*failures)++;
 	int64_t delay = consumer_retry_ms(*failures, rnd_u64());
 
-	ev_timer_stop(eng->loop, kick);
+	engine_timer_stop(eng, kick);
 	ev_timer_set(kick, (double)delay / 1000.0, 0.0);
-	ev_timer_start(eng->loop, kick);
+	engine_timer_start(eng, kick, what);
 }
 
 static void
 back_off(struct shard *sh)
 {
-	engine_back_off_with(sh->eng, &sh->kick, &sh->kick_failures);
+	engine_back_off_with(sh->eng, &sh->kick, "kick", &sh->kick_failures);
 }
 
 /* The shared read's error replies have one episode of their own: on one
@@ -171,8 +172,8 @@ admit(void *arg, const struct sreply_entry *e)
 
 	ejobs_admit(sh->jobs, e->stream_id, e->id, e->deliveries, e->traceparent);
 	/* R10's renewals run while something is in hand (lease_cb stops them) */
-	if (!ev_is_active(&sh->eng->lease))
-		ev_timer_start(sh->eng->loop, &sh->eng->lease);
+	if (!engine_timer_active(sh->eng, &sh->eng->lease))
+		engine_timer_start(sh->eng, &sh->eng->lease, "lease");
 }
 
 /* sreply_id_cb: R11, an entry deleted while pending is a dead letter. */
@@ -203,7 +204,7 @@ after_read(struct rconn *rc, const struct sreply *r, void *arg)
 	if (!(next & CONSUMER_DO_OK))
 		return;
 	read_path_ok(sh);
-	sh->last_read_at = wtime_now_ms();
+	sh->last_read_at = engine_now_ms(sh->eng);
 	engine_read_more(sh);
 }
 
@@ -305,7 +306,7 @@ engine_read_more(struct shard *sh)
 	size_t len[11];
 	for (int i = 0; i < 11; i++)
 		len[i] = strlen(argv[i]);
-	if (rconn_commandv(sh->blk, after_read, sh, 11, argv, len) == 0)
+	if (engine_commandv(eng, sh->blk, after_read, sh, 11, argv, len) == 0)
 		sh->reading = 1;
 }
 
@@ -339,7 +340,7 @@ shared_read_over(struct engine *eng, int ok)
 		sh->reading = 0;
 		if (ok) {
 			read_path_ok(sh);
-			sh->last_read_at = wtime_now_ms();
+			sh->last_read_at = engine_now_ms(eng);
 		}
 	}
 }
@@ -380,7 +381,7 @@ after_shared_read(struct rconn *rc, const struct sreply *r, void *arg)
 	if (!(next & CONSUMER_DO_OK)) {
 		shared_read_over(eng, 0);
 		if (next & CONSUMER_DO_BACKOFF)
-			engine_back_off_with(eng, &eng->read_kick, &eng->read_failures);
+			engine_back_off_with(eng, &eng->read_kick, "read_kick", &eng->read_failures);
 		return;
 	}
 	eng->read_failures = 0;
@@ -419,7 +420,7 @@ engine_read_shared(struct engine *eng)
 			argv[argc++] = eng->shards[i].keys.jobs;
 	for (size_t i = 0; i < n; i++)
 		argv[argc++] = ">";
-	if (rconn_commandv(eng->blk, after_shared_read, eng, argc, argv, NULL) < 0)
+	if (engine_commandv(eng, eng->blk, after_shared_read, eng, argc, argv, NULL) < 0)
 		return;
 	eng->reading = 1;
 	for (size_t i = 0; i < eng->nshards; i++)
@@ -457,7 +458,7 @@ after_own(struct rconn *rc, const struct sreply *r, void *arg)
 		/* With shards: the first shard ready makes the worker ready; a
 		 * node that is down holds up only its own shards, not the start
 		 * (systemd would give up on it after TimeoutStartSec). */
-		sdnotify_send("READY=1\nSTATUS=consuming");
+		engine_notify(eng, "READY=1\nSTATUS=consuming");
 	}
 	engine_read_more(sh);
 }
@@ -485,7 +486,7 @@ send_claim(struct shard *sh, const char *mode, const char *start, rconn_reply_cb
 	store_arg(&a, STORE_CLAIM_START, start);
 	store_arg(&a, STORE_CLAIM_COUNT, count);
 	store_arg(&a, STORE_CLAIM_CALLS, calls);
-	if (script_send(sh->cmd, &eng->scripts, &a, cb, sh) == 0)
+	if (engine_script(eng, sh->cmd, &a, cb, sh) == 0)
 		sh->claiming = 1;
 }
 
@@ -541,7 +542,7 @@ after_schedule_probe(struct rconn *rc, const struct sreply *r, void *arg)
 	store_arg(&a, STORE_PROMOTE_SCHEDULED, sh->keys.scheduled);
 	store_arg(&a, STORE_PROMOTE_JOBS, sh->keys.jobs);
 	store_arg_ll(&a, STORE_PROMOTE_LIMIT, eng->cfg->redis.batch);
-	engine_best_effort(script_send(rc, &eng->scripts, &a, engine_ignore_reply, NULL));
+	engine_best_effort(engine_script(eng, rc, &a, engine_ignore_reply, NULL));
 }
 
 /* Issue 27 item 5: the script names P:scheduled, which does not exist once
@@ -551,8 +552,9 @@ after_schedule_probe(struct rconn *rc, const struct sreply *r, void *arg)
 static void
 promote_due(struct shard *sh)
 {
-	engine_best_effort(rconn_command(sh->cmd, after_schedule_probe, sh,
-	    "ZRANGEBYSCORE %s -inf +inf LIMIT 0 1", sh->keys.scheduled));
+	engine_best_effort(engine_command(sh->eng, sh->cmd, after_schedule_probe, sh,
+	    (const char *[]){"ZRANGEBYSCORE", sh->keys.scheduled, "-inf", "+inf", "LIMIT", "0",
+	    "1", NULL}));
 }
 
 /* §2: P:jobs is trimmed below the oldest entry some group has not been
@@ -565,7 +567,7 @@ trim_jobs(struct shard *sh)
 
 	store_args_init(&a, STORE_TRIM);
 	store_arg(&a, STORE_TRIM_JOBS, sh->keys.jobs);
-	engine_best_effort(script_send(sh->cmd, &eng->scripts, &a, engine_ignore_reply, NULL));
+	engine_best_effort(engine_script(eng, sh->cmd, &a, engine_ignore_reply, NULL));
 }
 
 static void
@@ -573,7 +575,7 @@ claim_shard(struct shard *sh)
 {
 	struct engine *eng = sh->eng;
 
-	if (!sh->group_ready || !rconn_is_up(sh->cmd) || eng->draining)
+	if (!sh->group_ready || !engine_up(eng, sh->cmd) || eng->draining)
 		return;
 	promote_due(sh);
 	trim_jobs(sh);
@@ -642,7 +644,7 @@ after_version(struct rconn *rc, const struct sreply *r, void *arg)
 		log_error("redis.too_old", "stream=%s version=%d.%d need=7.0 detail=\"upgrade the "
 		    "server\"", sh->keys.jobs, major, minor);
 	sh->eng->exit_status = EX_UNAVAILABLE;
-	ev_break(sh->eng->loop, EVBREAK_ALL);
+	engine_break(sh->eng);
 }
 
 /* R14: created at id 0 with MKSTREAM, so entries written before the first
@@ -651,12 +653,13 @@ after_version(struct rconn *rc, const struct sreply *r, void *arg)
 void
 engine_ensure_group(struct shard *sh)
 {
-	if (!rconn_is_up(sh->cmd))
+	if (!engine_up(sh->eng, sh->cmd))
 		return;
-	engine_best_effort(rconn_command(sh->cmd, after_version, sh,
-	    "EVAL %s 0", "return redis.REDIS_VERSION or ''"));
-	engine_best_effort(rconn_command(sh->cmd, after_group, sh, "XGROUP CREATE %s %s 0 MKSTREAM",
-	    sh->keys.jobs, sh->eng->cfg->redis.group));
+	engine_best_effort(engine_command(sh->eng, sh->cmd, after_version, sh,
+	    (const char *[]){"EVAL", "return redis.REDIS_VERSION or ''", "0", NULL}));
+	engine_best_effort(engine_command(sh->eng, sh->cmd, after_group, sh,
+	    (const char *[]){"XGROUP", "CREATE", sh->keys.jobs, sh->eng->cfg->redis.group, "0",
+	    "MKSTREAM", NULL}));
 }
 
 /* A read whose reply died with the connection left entries in our PEL
