@@ -693,6 +693,7 @@ entries(size_t n)
 	redisReply *list = r_arr(0);
 	char id[16], rid[16];
 
+	free(list->element);
 	list->elements = n;
 	list->element = calloc(n ? n : 1, sizeof *list->element);
 	for (size_t i = 0; i < n; i++) {
