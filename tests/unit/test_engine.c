@@ -691,7 +691,7 @@ static redisReply *
 entries(size_t n)
 {
 	redisReply *list = r_arr(0);
-	char id[16], rid[16];
+	char id[32], rid[32];
 
 	free(list->element);
 	list->elements = n;
