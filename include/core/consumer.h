@@ -256,6 +256,15 @@ long consumer_claim_calls(long room);
  * ceiling that doubles up to CONSUMER_ERR_RETRY_MAX_MS. */
 int64_t consumer_retry_ms(unsigned failures, uint64_t rnd);
 
+/* R17: an outage is told once at warn when it begins, then at most once
+ * per CONSUMER_DOWN_REMIND_MS while it lasts (each failed attempt between
+ * at debug), and its end with its length (rconn's redis.down, redis.up). */
+#define CONSUMER_DOWN_REMIND_MS	60000
+
+/* A connect attempt failed at now_ms (a monotonic clock); said_at_ms: when
+ * this outage was last said at warn (0: not yet). 1: say it at warn now. */
+int consumer_down_warn(int64_t said_at_ms, int64_t now_ms);
+
 /* ------------------------------------------------------------------ */
 /* 3. Redis' own credential (R20)                                       */
 

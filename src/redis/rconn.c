@@ -49,6 +49,7 @@
 #include <sys/queue.h>
 
 #include <hiredis/hiredis.h>
+#include <inttypes.h>
 #include <openssl/evp.h>
 
 #include "base/backoff.h"
@@ -123,6 +124,7 @@ struct rconn {
 	redisReader *reader;	/* owned; NULL between connections */
 	unsigned gen;		/* bumped by every conn_gone() */
 	unsigned attempt;	/* connect attempts since the last success */
+	int64_t down_since, down_said;	/* the outage (mono ms; 0: none), its last warn */
 	int up;			/* commands are accepted */
 	int announced;		/* state_cb(1) ran, so state_cb(0) is owed */
 	int handshake_left;	/* AUTH/SELECT replies still awaited */
@@ -421,8 +423,14 @@ conn_gone(struct rconn *rc, const char *why)
 	unsigned failures = rc->attempt > 0 ? rc->attempt : 1;
 	long delay = (long)backoff_ms(rc->backoff_min_ms, rc->backoff_min_ms,
 	    rc->backoff_max_ms, failures > INT32_MAX ? INT32_MAX : (int)failures, rnd_u64());
-	log_warn("redis.down", "name=%s attempt=%u was_up=%d retry_ms=%ld err=%s", rc->qname,
-		 rc->attempt, was_up, delay, log_quote(qwhy, sizeof(qwhy), why));
+	/* issue 38 item 5: the outage at warn once, then a reminder a minute */
+	int64_t now = wtime_mono_ms();
+	rc->down_since = rc->down_since ? rc->down_since : now;
+	int warn = consumer_down_warn(rc->down_said, now);
+	rc->down_said = warn ? now : rc->down_said;
+	log_msg(warn ? LOG_WARN : LOG_DEBUG, "redis.down", "name=%s attempt=%u was_up=%d "
+	    "retry_ms=%ld down_ms=%" PRId64 " err=%s", rc->qname, rc->attempt, was_up, delay,
+	    now - rc->down_since, log_quote(qwhy, sizeof(qwhy), why));
 	ev_timer_set(&rc->retry_timer, (double)delay / 1000.0, 0.0);
 	ev_timer_start(rc->loop, &rc->retry_timer);
 	if (was_up)
@@ -437,8 +445,12 @@ became_up(struct rconn *rc)
 	rc->announced = 1;
 	if (rc->once)	/* a discovery question, every few seconds: not news */
 		log_debug("redis.up", "name=%s attempt=%u", rc->qname, rc->attempt);
+	else if (rc->down_since)
+		log_info("redis.up", "name=%s attempt=%u down_ms=%" PRId64, rc->qname,
+		    rc->attempt, wtime_mono_ms() - rc->down_since);
 	else
 		log_info("redis.up", "name=%s attempt=%u", rc->qname, rc->attempt);
+	rc->down_since = rc->down_said = 0;
 	rc->attempt = 0;
 	notify_state(rc, 1);
 }

@@ -514,6 +514,7 @@ test_missing_socket_backoff(void **state)
 	o.backoff_min_ms = 100;
 	o.backoff_max_ms = 400;
 	char *log = capture_start("rconn-nosock.log");
+	log_set_level(LOG_DEBUG);	/* each attempt's redis.down; warn: the first only */
 	double t0 = ev_time();
 	struct rconn *rc = rconn_new(L, &o, "nosock", on_state, NULL);
 	struct log_wait w = {log, "event=redis.down name=nosock", 3};
@@ -523,9 +524,18 @@ test_missing_socket_backoff(void **state)
 	int restarted = h_redis_restart(&r);
 	int up_after = rc != NULL ? run_until(cond_up, rc, WAIT_S) : -1;
 	capture_end();
+	log_set_level(LOG_INFO);
 
 	assert_non_null(rc);
 	assert_int_equal(waited_ok, 0);
+	/* issue 38 item 5: one warning for the outage, its end with its length */
+	assert_int_equal(count_in_file(log, "level=warn event=redis.down name=nosock"), 1);
+	char *text = h_read_file(log);
+	const char *up = text ? strstr(text, "event=redis.up name=nosock") : NULL;
+	const char *eol = up ? strchr(up, '\n') : NULL;
+	const char *dms = up ? strstr(up, " down_ms=") : NULL;
+	assert_true(dms != NULL && (eol == NULL || dms < eol));
+	free(text);
 	/* three attempts need two retry delays of at least min each */
 	assert_true(elapsed >= 0.2);
 	assert_int_equal(up_before, 0);
@@ -555,6 +565,7 @@ test_handshake_timeout(void **state)
 	/* a stopped server accepts the connection but never answers */
 	assert_int_equal(kill(r.pid, SIGSTOP), 0);
 	char *log = capture_start("rconn-hs.log");
+	log_set_level(LOG_DEBUG);	/* each attempt's redis.down */
 	struct rconn *rc = rconn_new(L, &o, "hs", on_state, NULL);
 	struct log_wait w = {log, "err=\"connect timeout\"", 2};
 	int waited_ok = rc != NULL ? run_until(cond_log, &w, WAIT_S) : -1;
@@ -562,6 +573,7 @@ test_handshake_timeout(void **state)
 	kill(r.pid, SIGCONT);
 	int up_after = rc != NULL ? run_until(cond_up, rc, WAIT_S) : -1;
 	capture_end();
+	log_set_level(LOG_INFO);
 
 	assert_non_null(rc);
 	assert_int_equal(waited_ok, 0);
@@ -608,6 +620,7 @@ test_auth(void **state)
 	o.backoff_min_ms = 20;
 	o.backoff_max_ms = 60;
 	char *log = capture_start("rconn-auth.log");
+	log_set_level(LOG_DEBUG);	/* each attempt's redis.down */
 	rc = rconn_new(L, &o, "badpw", on_state, NULL);
 	struct log_wait w = {log, "event=redis.handshake_failed name=badpw step=auth", 3};
 	int waited_ok = rc != NULL ? run_until(cond_log, &w, WAIT_S) : -1;
@@ -616,6 +629,7 @@ test_auth(void **state)
 	ok = h_redis_str(c, "CONFIG SET requirepass %s", bad);
 	int up_after = rc != NULL ? run_until(cond_up, rc, WAIT_S) : -1;
 	capture_end();
+	log_set_level(LOG_INFO);
 
 	assert_non_null(rc);
 	assert_non_null(ok);

@@ -645,6 +645,28 @@ test_auth_seen(void **state)
 	assert_int_equal(consumer_auth_seen(-1, "NOAUTH", 0), CONSUMER_AS_STALE);
 }
 
+/* Issue 38 item 5: an outage is said at warn at its start, then once a
+ * minute at most, whatever the number of attempts between. */
+static void
+test_down_warn(void **state)
+{
+	(void)state;
+	assert_true(consumer_down_warn(0, 5));
+	assert_false(consumer_down_warn(1000, 1000));
+	assert_false(consumer_down_warn(1000, 1000 + CONSUMER_DOWN_REMIND_MS - 1));
+	assert_true(consumer_down_warn(1000, 1000 + CONSUMER_DOWN_REMIND_MS));
+	assert_int_equal(CONSUMER_DOWN_REMIND_MS, 60000);
+	/* an 18.8 s outage with attempts every 100 ms to 5 s: one warning */
+	int64_t said = 0;
+	int warned = 0;
+	for (int64_t t = 1; t <= 18800; t += 700)
+		if (consumer_down_warn(said, t)) {
+			said = t;
+			warned++;
+		}
+	assert_int_equal(warned, 1);
+}
+
 int
 main(void)
 {
@@ -670,6 +692,7 @@ main(void)
 		cmocka_unit_test(test_check_stall),
 		cmocka_unit_test(test_reply_next),
 		cmocka_unit_test(test_auth_seen),
+		cmocka_unit_test(test_down_warn),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
