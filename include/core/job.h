@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/callfail.h"
 #include "core/reason.h"
 #include "core/record.h"
 
@@ -170,6 +171,8 @@ struct job_event {
 	int dpop_proof_refused;	/* a 401 with DPoP error="invalid_dpop_proof": R8, not R9 */
 	int no_descriptor;	/* with http_status 0: the call never left the host
 				   (EMFILE): a retry that spends no attempt */
+	enum callfail call_fail;	/* with http_status 0: why no answer came
+					   (named in the step's detail) */
 	int64_t retry_after_ms;	/* delay from Retry-After, or -1 */
 };
 

@@ -536,7 +536,10 @@ on_http(struct job_step *st, const struct job_policy *pol, struct job *job,
 		 * worker; `attempts` in Redis, R13's fence, still counts it */
 		job->calls_base++;
 		snprintf(why, sizeof why, "not sent: no descriptor left (EMFILE)");
-	} else if (s == 0)
+	} else if (s == 0 && ev->call_fail != CALLFAIL_NONE)
+		snprintf(why, sizeof why, "no answer from target (%s)",
+		    callfail_name(ev->call_fail));
+	else if (s == 0)
 		snprintf(why, sizeof why, "no answer from target");
 	else
 		snprintf(why, sizeof why, "%d from target", s);

@@ -126,6 +126,7 @@ struct http_call {
 	char *retry_after, *www_authenticate;
 	char *dpop_nonce;	/* RFC 9449 §8: DPoP-Nonce */
 	CURLcode result;
+	enum callfail fail;	/* classify()'s, CALLFAIL_NONE when it answered */
 	long status, connects;
 	int no_descriptor;	/* a socket() of this call met EMFILE or ENFILE */
 	int64_t started_ms, elapsed_ms;
@@ -736,6 +737,57 @@ log_done(const struct http_call *c)
 	curl_url_cleanup(u);
 }
 
+/* A transport error's class (callfail.h), classified here once: the only
+ * place that reads curl's codes. A timeout before the request went out
+ * (pretransfer time 0: connecting, or the TLS handshake) is a
+ * connect-timeout, after it a read-timeout. */
+static enum callfail
+classify(const struct http_call *c, CURLcode result)
+{
+	curl_off_t pretransfer = 0;
+	long os_errno = 0;
+
+	if (c->no_descriptor)
+		return CALLFAIL_NO_DESCRIPTOR;
+	if (c->body_too_large)
+		return CALLFAIL_TOO_LARGE;
+	switch (result) {
+	case CURLE_COULDNT_CONNECT:
+		curl_easy_getinfo(c->easy, CURLINFO_OS_ERRNO, &os_errno);
+		return os_errno == ECONNREFUSED ? CALLFAIL_CONNECT_REFUSED : CALLFAIL_CONNECT;
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+		return CALLFAIL_DNS;
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+	case CURLE_SSL_INVALIDCERTSTATUS:
+		return CALLFAIL_TLS_VERIFY;
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CIPHER:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_ENGINE_INITFAILED:
+	case CURLE_SSL_CRL_BADFILE:
+	case CURLE_SSL_SHUTDOWN_FAILED:
+	case CURLE_SSL_ISSUER_ERROR:
+	case CURLE_SSL_CLIENTCERT:
+		return CALLFAIL_TLS;
+	case CURLE_OPERATION_TIMEDOUT:
+		curl_easy_getinfo(c->easy, CURLINFO_PRETRANSFER_TIME_T, &pretransfer);
+		return pretransfer > 0 ? CALLFAIL_READ_TIMEOUT : CALLFAIL_CONNECT_TIMEOUT;
+	case CURLE_SEND_ERROR:
+		return CALLFAIL_SEND;
+	case CURLE_RECV_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_PARTIAL_FILE:
+		return CALLFAIL_RECV;
+	case CURLE_FILESIZE_EXCEEDED:
+		return CALLFAIL_TOO_LARGE;
+	default:
+		return CALLFAIL_OTHER;
+	}
+}
+
 /* Copies the finished transfer's results into the call and lets go of curl. */
 static void
 call_finish(struct http_call *c, CURLcode result)
@@ -752,6 +804,7 @@ call_finish(struct http_call *c, CURLcode result)
 	if (c->body_too_large || result == CURLE_FILESIZE_EXCEEDED)
 		snprintf(c->errbuf, sizeof(c->errbuf), "response body larger than %d bytes",
 		    HTTP_BODY_MAX);
+	c->fail = result == CURLE_OK ? CALLFAIL_NONE : classify(c, result);
 	log_done(c);
 	call_detach_curl(c);
 	TAILQ_REMOVE(&hc->active, c, link);
@@ -786,6 +839,7 @@ run_callback(struct http_call *c)
 		.status = c->result == CURLE_OK ? c->status : 0,
 		.timed_out = c->result == CURLE_OPERATION_TIMEDOUT,
 		.error = c->result == CURLE_OK ? "" : c->errbuf,
+		.fail = c->result == CURLE_OK ? CALLFAIL_NONE : c->fail,
 		.body = c->body != NULL && c->result == CURLE_OK ? c->body : "",
 		.body_len = c->result == CURLE_OK ? c->body_len : 0,
 		.retry_after = c->retry_after,

@@ -861,6 +861,20 @@ dpop_answer(struct ejob *j, const struct http_response *resp)
 	return job_dpop_answer(resp->status, resp->www_authenticate, resp->dpop_nonce != NULL);
 }
 
+/* A call that got no answer: its class and curl's message (which names a
+ * host and port, no userinfo, no header) at warn, counted by class. */
+static void
+call_failed(struct ejob *j, const struct http_response *resp)
+{
+	enum callfail f = resp->fail == CALLFAIL_NONE ? CALLFAIL_OTHER : resp->fail;
+	char detail[256];
+
+	env_of(j)->n->call_failures[f]++;
+	log_warn("http.failed", "id=%s action=%s attempt=%d class=%s detail=%s", lid(j),
+	    LOG_Q(j->rec->action), j->core.calls, callfail_name(f),
+	    log_quote(detail, sizeof detail, resp->error));
+}
+
 static void
 call_answered(struct ejob *j, const struct http_response *resp)
 {
@@ -879,6 +893,7 @@ call_answered(struct ejob *j, const struct http_response *resp)
 	drop_xtoken(j);	/* cached across nothing: the next call exchanges again */
 	ev.dpop_proof_refused = dp == JOB_DPOP_REFUSED;
 	ev.no_descriptor = resp->no_descriptor;
+	ev.call_fail = resp->fail;
 	ev.http_status = (int)resp->status;
 	ev.invalid_token = resp->status == 403 && resp->www_authenticate &&
 	    job_www_auth_invalid_token(resp->www_authenticate);
@@ -890,6 +905,8 @@ call_answered(struct ejob *j, const struct http_response *resp)
 	if (resp->status >= 200 && resp->status <= 299 &&
 	    (job_auth(j, job_action(j)) & EJOB_AUTH_TOKEN))
 		ops_of(j)->token_verdict(ctx_of(j), j->rec->action, j->token_gen, 1);
+	if (resp->status == 0)
+		call_failed(j, resp);
 	log_info("job.call", "id=%s action=%s resource=%s attempt=%d status=%ld ms=%ld%s%s",
 	    lid(j), LOG_Q(j->rec->action), LOG_Q(j->rec->resource), j->core.calls, resp->status,
 	    resp->elapsed_ms, resp->status == 0 ? " error=" : "",

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "core/callfail.h"
 
 /* ------------------------------------------------------------------ */
 /* requests                                                             */
@@ -563,6 +564,11 @@ metrics_format(const struct metrics_sample *s, const struct metrics_hist *h, siz
 		put_head(&o, name, "counter", help_of(f->name));
 		put(&o, "warrantd_%s %lld\n", name, counter_value(&s->n, f));
 	}
+	put_head(&o, "call_failures_total", "counter", "Action calls that got no answer, by class "
+	    "(warrantd(8) LOGS: http.failed).");
+	for (int c = CALLFAIL_NONE + 1; c < CALLFAIL_COUNT; c++)
+		put(&o, "warrantd_call_failures_total{class=\"%s\"} %lld\n",
+		    callfail_name((enum callfail)c), s->n.call_failures[c]);
 	put_head(&o, "in_flight", "gauge", "Entries in hand now.");
 	put(&o, "warrantd_in_flight %lld\n", s->in_flight);
 	put_token(&o, "token", "the worker token", "(0: none)", s->token_state,
