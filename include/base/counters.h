@@ -9,6 +9,9 @@
 
 #include <stddef.h>
 
+/* Room for each class of enum callfail (core/callfail.h checks it fits). */
+#define COUNTERS_CALL_CLASSES 16
+
 /* Counters of warrantd(7) §8, also written to the heartbeat hash. */
 struct engine_counters {
 	long long received, done, expired, denied, failed, dead, retried;
@@ -26,6 +29,9 @@ struct engine_counters {
 	/* [redis] allow_hosts: redirects, CLUSTER SHARDS endpoints and
 	 * sentinel answers refused for naming a host outside it (issue 27) */
 	long long redis_hosts_refused;
+	/* Action calls that got no answer, by enum callfail (served as
+	 * warrantd_call_failures_total{class}; not in the heartbeat hash) */
+	long long call_failures[COUNTERS_CALL_CLASSES];
 };
 
 /* Each counter's name in the heartbeat hash (warrantd(7) §8) and where it is; the

@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/callfail.h"
 #include "core/reason.h"
 #include "core/record.h"
 
@@ -170,6 +171,8 @@ struct job_event {
 	int dpop_proof_refused;	/* a 401 with DPoP error="invalid_dpop_proof": R8, not R9 */
 	int no_descriptor;	/* with http_status 0: the call never left the host
 				   (EMFILE): a retry that spends no attempt */
+	enum callfail call_fail;	/* with http_status 0: why no answer came
+					   (named in the step's detail) */
 	int64_t retry_after_ms;	/* delay from Retry-After, or -1 */
 };
 
@@ -293,14 +296,6 @@ int job_runs_on_at_stop(const struct job *job, const struct job_step *st, enum j
 	__attribute__((warn_unused_result));
 
 /*
- * Retry-After (RFC 9110 §10.2.3): delay-seconds or an IMF-fixdate. Returns
- * the delay in ms from now (0 for a date in the past), or -1 when the value
- * is absent or malformed. Surrounding blanks (SP, HTAB, CR, LF) are ignored;
- * delay-seconds are digits only (no sign) and capped at one day.
- */
-int64_t job_retry_after_ms(const char *value, int64_t now_ms);
-
-/*
  * R1 when a request leaves: the timeout for a request of this job -- the
  * action call, the PDP's, a token exchange -- whose own limit is limit_ms,
  * started at now_ms: min(limit_ms, expiresAt - now_ms), so that neither the
@@ -322,15 +317,23 @@ long job_time_left(const struct job *job, long limit_ms, int64_t now_ms)
 int64_t job_retain_ms(const struct job *job, int64_t skew_ms, int64_t retain_ms, int64_t now_ms)
 	__attribute__((warn_unused_result));
 
+/* ------------------------------------------------------------------ */
+/* The answers around an attempt (jobcall.c): what the shell hears from   */
+/* the target, the IdP and a DPoP-bound call, as the core reads it.       */
+
+/*
+ * Retry-After (RFC 9110 §10.2.3): delay-seconds or an IMF-fixdate. Returns
+ * the delay in ms from now (0 for a date in the past), or -1 when the value
+ * is absent or malformed. Surrounding blanks (SP, HTAB, CR, LF) are ignored;
+ * delay-seconds are digits only (no sign) and capped at one day.
+ */
+int64_t job_retry_after_ms(const char *value, int64_t now_ms);
+
 /* R8: 1 when an HTTP status (0: no answer) is a retryable failure. */
 int job_status_retryable(int status);
 
 /* 1 when a WWW-Authenticate value carries error="invalid_token". */
 int job_www_auth_invalid_token(const char *value);
-
-/* ------------------------------------------------------------------ */
-/* The answers around an attempt (jobcall.c): what the shell hears from   */
-/* the IdP and from a DPoP-bound call, as the core reads it.              */
 
 /* §9: the reason of an IdP's refusal: its own error code when it is one
  * reason.h names among the IdP's (invalid_grant, ...), else idp-refused

@@ -27,6 +27,8 @@
 #include <ev.h>
 #include <stddef.h>
 
+#include "core/callfail.h"
+
 #define HTTP_BODY_MAX (1024 * 1024)
 
 struct http_client;	/* opaque: one curl multi handle driven by a libev loop */
@@ -50,7 +52,11 @@ struct http_request {
 struct http_response {
 	long status;			/* 0 on a transport error or timeout */
 	int timed_out;			/* 1 when the timeout fired */
-	const char *error;		/* curl's message on a transport error, else "" */
+	const char *error;		/* curl's message on a transport error, else "":
+					   names a host and port, never a URL's
+					   userinfo, query or a header */
+	enum callfail fail;		/* status 0: why (never CALLFAIL_NONE); else
+					   CALLFAIL_NONE */
 	const char *body; size_t body_len;	/* never NULL, NUL-terminated, <= HTTP_BODY_MAX */
 	const char *retry_after;	/* last Retry-After value (trimmed) or NULL */
 	const char *www_authenticate;	/* last WWW-Authenticate value (trimmed) or NULL */

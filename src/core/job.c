@@ -15,9 +15,7 @@
 #include "base/dec.h"
 #include "base/names.h"
 #include "base/wtime.h"
-#include "base/wwwauth.h"
 
-#define RETRY_AFTER_MAX_S	86400	/* a day: longer is past any sane deadline */
 
 /* The one table of states (warrantd(7) §3.3): the name written to the hash, and
  * whether it is terminal -- the Lua transition gets its terminal set from
@@ -163,56 +161,6 @@ add_sat(int64_t now, int64_t delay)
 	if (delay > 0 && now > INT64_MAX - delay)
 		return INT64_MAX;
 	return now + delay;
-}
-
-static int
-blank(char c)
-{
-	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
-
-int64_t
-job_retry_after_ms(const char *value, int64_t now_ms)
-{
-	const char *b, *e;
-	char date[32];
-	int64_t at;
-
-	if (value == NULL)
-		return -1;
-	for (b = value; blank(*b); b++)
-		;
-	for (e = b + strlen(b); e > b && blank(e[-1]); e--)
-		;
-	if (b == e)
-		return -1;
-	if (*b >= '0' && *b <= '9') {
-		int64_t secs = 0;
-		for (const char *p = b; p < e; p++) {
-			if (*p < '0' || *p > '9')
-				return -1;
-			if (secs < RETRY_AFTER_MAX_S)
-				secs = secs * 10 + (*p - '0');
-		}
-		if (secs > RETRY_AFTER_MAX_S)
-			secs = RETRY_AFTER_MAX_S;
-		return secs * 1000;
-	}
-	if ((size_t)(e - b) >= sizeof date)
-		return -1;
-	memcpy(date, b, (size_t)(e - b));
-	date[e - b] = '\0';
-	if (wtime_parse_http_date(date, &at) < 0)
-		return -1;
-	return at > now_ms ? at - now_ms : 0;
-}
-
-/* Bearer error="invalid_token" (RFC 6750 §3.1), read by the one
- * WWW-Authenticate reader. */
-int
-job_www_auth_invalid_token(const char *value)
-{
-	return wwwauth_has(value, "Bearer", "error", "invalid_token");
 }
 
 /* ---- transitions ---- */
@@ -480,13 +428,6 @@ refresh_and_redispatch(struct job_step *st, const struct job_policy *pol, struct
 	detail(st, "%s; refresh, then re-dispatch", why);
 }
 
-int
-job_status_retryable(int status)
-{
-	return status == 0 || status == 408 || status == 425 || status == 429 ||
-	    (status >= 500 && status <= 599);
-}
-
 /* R8 after a call that got no usable answer, or none that went out: at the
  * deadline expired (R1: a call cut there, job_time_left, is not retried,
  * whatever calls are left), with the calls spent dead, else retrying after
@@ -536,7 +477,10 @@ on_http(struct job_step *st, const struct job_policy *pol, struct job *job,
 		 * worker; `attempts` in Redis, R13's fence, still counts it */
 		job->calls_base++;
 		snprintf(why, sizeof why, "not sent: no descriptor left (EMFILE)");
-	} else if (s == 0)
+	} else if (s == 0 && ev->call_fail != CALLFAIL_NONE)
+		snprintf(why, sizeof why, "no answer from target (%s)",
+		    callfail_name(ev->call_fail));
+	else if (s == 0)
 		snprintf(why, sizeof why, "no answer from target");
 	else
 		snprintf(why, sizeof why, "%d from target", s);

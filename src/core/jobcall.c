@@ -1,15 +1,79 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * jobcall: the answers around one attempt as the job core reads them
- * (job.h, "The answers around an attempt"): an IdP's refusal, a DPoP-bound
- * call's answer, and which awaited effects hold a place at the gate. Pure;
- * ejob.c carries out what these say.
+ * (job.h, "The answers around an attempt"): a target's Retry-After and
+ * WWW-Authenticate, which statuses are retried (R8), an IdP's refusal, a
+ * DPoP-bound call's answer, and which awaited effects hold a place at the
+ * gate. Pure; ejob.c carries out what these say, job.c's state machine
+ * reads them.
  */
 #include "core/job.h"
 
 #include <string.h>
 
+#include "base/wtime.h"
+#include "base/wwwauth.h"
 #include "jose/dpop.h"
+
+#define RETRY_AFTER_MAX_S	86400	/* a day: longer is past any sane deadline */
+
+static int
+blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+int64_t
+job_retry_after_ms(const char *value, int64_t now_ms)
+{
+	const char *b, *e;
+	char date[32];
+	int64_t at;
+
+	if (value == NULL)
+		return -1;
+	for (b = value; blank(*b); b++)
+		;
+	for (e = b + strlen(b); e > b && blank(e[-1]); e--)
+		;
+	if (b == e)
+		return -1;
+	if (*b >= '0' && *b <= '9') {
+		int64_t secs = 0;
+		for (const char *p = b; p < e; p++) {
+			if (*p < '0' || *p > '9')
+				return -1;
+			if (secs < RETRY_AFTER_MAX_S)
+				secs = secs * 10 + (*p - '0');
+		}
+		if (secs > RETRY_AFTER_MAX_S)
+			secs = RETRY_AFTER_MAX_S;
+		return secs * 1000;
+	}
+	if ((size_t)(e - b) >= sizeof date)
+		return -1;
+	memcpy(date, b, (size_t)(e - b));
+	date[e - b] = '\0';
+	if (wtime_parse_http_date(date, &at) < 0)
+		return -1;
+	return at > now_ms ? at - now_ms : 0;
+}
+
+/* Bearer error="invalid_token" (RFC 6750 §3.1), read by the one
+ * WWW-Authenticate reader. */
+int
+job_www_auth_invalid_token(const char *value)
+{
+	return wwwauth_has(value, "Bearer", "error", "invalid_token");
+}
+
+int
+job_status_retryable(int status)
+{
+	return status == 0 || status == 408 || status == 425 || status == 429 ||
+	    (status >= 500 && status <= 599);
+}
+
 
 enum reason
 job_idp_reason(const char *code)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "core/callfail.h"
 #include "base/promtext.h"
 #include "http/hsrv.h"
 
@@ -448,6 +449,19 @@ put_counters(struct promtext *p, const struct metrics_sample *s)
 	}
 }
 
+/* Action calls that got no answer, by the class http gave them (callfail). */
+static void
+put_call_failures(struct promtext *p, const struct metrics_sample *s)
+{
+	head(p, "call_failures_total", "counter", "Action calls that got no answer, by class "
+	    "(warrantd(8) LOGS: http.failed).");
+	for (int c = CALLFAIL_NONE + 1; c < CALLFAIL_COUNT; c++) {
+		begin(p, "call_failures_total");
+		promtext_label(p, "class", callfail_name((enum callfail)c));
+		promtext_ll(p, s->n.call_failures[c]);
+	}
+}
+
 char *
 metrics_format(const struct metrics_sample *s, const struct metrics_hist *h, size_t *len)
 {
@@ -462,6 +476,7 @@ metrics_format(const struct metrics_sample *s, const struct metrics_hist *h, siz
 	head(p, "start_time_seconds", "gauge", "Start time of the process, Unix seconds.");
 	sample_ll(p, "start_time_seconds", s->start_time_s);
 	put_counters(p, s);
+	put_call_failures(p, s);
 	head(p, "in_flight", "gauge", "Entries in hand now.");
 	sample_ll(p, "in_flight", s->in_flight);
 	put_token(p, "token", "the worker token", "(0: none)", s->token_state,

@@ -45,6 +45,7 @@ struct res {
 	char *error, *body, *retry_after, *www_authenticate;
 	size_t body_len;
 	long elapsed_ms, connects;
+	enum callfail fail;
 };
 
 static char *
@@ -79,6 +80,7 @@ on_done(const struct http_response *resp, void *arg)
 	r->www_authenticate = dup_or_null(resp->www_authenticate);
 	r->elapsed_ms = resp->elapsed_ms;
 	r->connects = resp->connects;
+	r->fail = resp->fail;
 }
 
 static int
@@ -197,6 +199,7 @@ test_post_headers_and_body(void **state)
 	assert_int_equal(r.status, 200);
 	assert_int_equal(r.timed_out, 0);
 	assert_string_equal(r.error, "");
+	assert_int_equal(r.fail, CALLFAIL_NONE);
 	assert_string_equal(r.body, "{\"status\":200}");
 	assert_int_equal(r.body_len, strlen("{\"status\":200}"));
 
@@ -346,6 +349,7 @@ test_connection_refused(void **state)
 	assert_int_equal(r.status, 0);
 	assert_int_equal(r.timed_out, 0);
 	assert_true(strlen(r.error) > 0);
+	assert_int_equal(r.fail, CALLFAIL_CONNECT_REFUSED);
 	assert_string_equal(r.body, "");
 	res_clear(&r);
 	http_client_free(hc);
@@ -436,6 +440,7 @@ test_timeout(void **state)
 	assert_int_equal(r.timed_out, 1);
 	assert_int_equal(r.status, 0);
 	assert_true(strlen(r.error) > 0);
+	assert_int_equal(r.fail, CALLFAIL_READ_TIMEOUT);	/* the request went out */
 	assert_true(r.elapsed_ms >= 290);
 	assert_true(r.elapsed_ms < 15000);
 	res_clear(&r);
@@ -931,6 +936,7 @@ test_body_cap(void **state)
 	assert_int_equal(r.status, 0);
 	assert_int_equal(r.timed_out, 0);
 	assert_non_null(strstr(r.error, "larger than"));
+	assert_int_equal(r.fail, CALLFAIL_TOO_LARGE);
 	assert_int_equal(r.body_len, 0);
 	res_clear(&r);
 

@@ -31,7 +31,9 @@ test_every_counter_once(void **state)
 			assert_int_not_equal(f->offset, g->offset);
 		}
 	}
-	assert_int_equal(count, sizeof n / sizeof(long long));
+	/* every scalar is in the table; call_failures (by class, served with a
+	 * label, not in the heartbeat) is the one array */
+	assert_int_equal(count, (sizeof n - sizeof n.call_failures) / sizeof(long long));
 	for (size_t i = 0; i < sizeof spec / sizeof spec[0]; i++) {
 		int found = 0;
 		for (const struct counter_field *f = counter_fields; f->name; f++)

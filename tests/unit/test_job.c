@@ -1018,6 +1018,32 @@ test_retain(void **state)
 	assert_true(job_retain_ms(&j, INT64_MAX, INT64_MAX, NOW) > 0);
 }
 
+/* Issue 38 item 5: a call with no answer says why in the step's detail
+ * (the class http gave it), retried as before; each class has a name of
+ * its own, and none for "an answer came". */
+static void
+test_no_answer_names_class(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j;
+	struct job_event ev = ev_http(0);
+
+	load_running(&p, &j);
+	ev.call_fail = CALLFAIL_CONNECT_REFUSED;
+	struct job_step s = step(&p, &j, ev, NOW + 10);
+	assert_int_equal(s.next, JOB_RETRYING);
+	assert_non_null(strstr(s.detail, "no answer from target (connect-refused)"));
+	assert_string_equal(callfail_name(CALLFAIL_NONE), "");
+	assert_string_equal(callfail_name(CALLFAIL_COUNT), "");
+	for (int a = CALLFAIL_NONE + 1; a < CALLFAIL_COUNT; a++) {
+		assert_true(callfail_name((enum callfail)a)[0] != '\0');
+		for (int b = a + 1; b < CALLFAIL_COUNT; b++)
+			assert_string_not_equal(callfail_name((enum callfail)a),
+			    callfail_name((enum callfail)b));
+	}
+}
+
 /* R1: a call, a PDP question or an exchange cut at the deadline ends the
  * job as expired -- not retried, and not dead for its last attempt -- and
  * one that has no time left at all is not sent (JOB_NOCALL_DEADLINE). */
@@ -2019,6 +2045,7 @@ main(void)
 		cmocka_unit_test(test_time_left),
 		cmocka_unit_test(test_retain),
 		cmocka_unit_test_setup(test_call_cut_at_deadline, setup),
+		cmocka_unit_test_setup(test_no_answer_names_class, setup),
 		cmocka_unit_test_setup(test_http_2xx_done, setup),
 		cmocka_unit_test_setup(test_http_503_503_200, setup),
 		cmocka_unit_test_setup(test_details_of_every_job, setup),
