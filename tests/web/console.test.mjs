@@ -97,6 +97,12 @@ before(async () => {
   execFileSync('redis-cli', ['-s', sock, 'ACL', 'SETUSER', 'monitor',
     ...line.split(' ').slice(2), `>${monitorPw}`]);
   fs.writeFileSync(path.join(tmp, 'monitor.pw'), monitorPw, { mode: 0o600 });
+  // and the operator's, for the actions
+  const opLine = fs.readFileSync(path.join(root, 'conf/redis-acl.conf'), 'utf8').split('\n')
+    .find((l) => l.startsWith('user operator '));
+  execFileSync('redis-cli', ['-s', sock, 'ACL', 'SETUSER', 'operator',
+    ...opLine.split(' ').slice(2), `>${monitorPw}-op`]);
+  fs.writeFileSync(path.join(tmp, 'operator.pw'), `${monitorPw}-op`, { mode: 0o600 });
 
   const portFile = path.join(tmp, 'target.port');
   start('target', path.join(testBin, 'fake_target'), ['--port-file', portFile]);
@@ -113,6 +119,9 @@ block_ms = 200
 [redis.monitor]
 username = monitor
 password_file = monitor.pw
+[redis.operator]
+username = operator
+password_file = operator.pw
 [records]
 verify_key_file = ${path.join(data, 'test-es256.pub')}
 [retry]
@@ -322,7 +331,7 @@ test('dead letters by reason, with counts', async () => {
   await page.goto(`${base}/dead`);
   const rows = await page.$$eval('table.dead tbody tr', (t) => t.map((r) => r.textContent));
   assert.equal(rows.length, 1, rows.join('|'));
-  assert.match(rows[0], /^[a-z-]+1list$/);
+  assert.match(rows[0], /^[a-z-]+1list/);
   await page.screenshot({ path: path.join(shots, 'dead.png'), fullPage: true });
 });
 
@@ -341,6 +350,115 @@ test('a POST with a session but without the CSRF token is refused', async () => 
   // still logged in: none of them ended the session
   assert.equal((await page.goto(`${base}/jobs`)).status(), 200);
   assert.equal(new URL(page.url()).pathname, '/jobs');
+});
+
+// One action from a page: its button, the confirmation naming what will
+// happen, the POST; the page that says what was done.
+async function act(buttonSelector, sentence) {
+  await Promise.all([page.waitForNavigation(), page.click(buttonSelector)]);
+  assert.match(await page.$eval('p.confirm', (e) => e.textContent), sentence);
+  await Promise.all([page.waitForNavigation(), page.click('form.confirm button')]);
+  return page.$eval('main', (e) => e.textContent);
+}
+
+test('a failed job found by its resource and retried from its page ends done', async () => {
+  await page.goto(`${base}/jobs?resource=${encodeURIComponent('gate/14')}`);
+  const rows = await page.$$eval('table.jobs tbody tr', (t) => t.map((r) => r.textContent));
+  assert.equal(rows.length, 1, rows.join('|'));
+  await Promise.all([page.waitForNavigation(), page.click('table.jobs a[href="/job/web-fail-1"]')]);
+  // failed is terminal: retry, no cancel
+  assert.equal(await page.$('button[data-op=cancel]'), null);
+  const done = await act('button[data-op=retry]', /^retry web-fail-1: /);
+  assert.match(done, /Done.*retried web-fail-1 with a fresh budget/s);
+  await waitState('web-fail-1', 'done');
+  const audit = redisCli('XRANGE', 'warrant:audit', '-', '+');
+  assert.match(audit, /asked by console user operator, redis user operator/);
+  await page.goto(`${base}/job/web-fail-1`);
+  assert.match(await page.$eval('h1', (e) => e.textContent), /done/);
+});
+
+test('a paused action is shown paused, and resumed', async () => {
+  await page.goto(`${base}/`);
+  await page.select('form.pause select', 'gate.open');
+  const done = await act('form.pause button', /^pause gate\.open: every worker/);
+  assert.match(done, /paused gate\.open/);
+  assert.match(redisCli('HGET', 'warrant:paused', 'gate.open'),
+    /^by=console user operator, redis user operator at=\d{4}-/);
+  await page.goto(`${base}/`);
+  const paused = await page.$eval('#paused', (e) => e.textContent);
+  assert.match(paused, /gate\.open by=console user operator/);
+  // a job decided now waits: the worker starts no call of a paused action
+  decide('web-paused-1', 'gate.open', 'gate/20');
+  await waitFor('web-paused-1 read', () => redisCli('HGET', 'warrant:decision:web-paused-1', 'state') !== '');
+  await page.screenshot({ path: path.join(shots, 'paused.png'), fullPage: true });
+  const resumed = await act('#paused button[data-op=resume]', /^resume gate\.open: /);
+  assert.match(resumed, /resumed gate\.open/);
+  assert.equal(redisCli('HEXISTS', 'warrant:paused', 'gate.open'), '0');
+  await waitState('web-paused-1', 'done');
+  await page.goto(`${base}/`);
+  assert.equal(await page.$('#paused li'), null);
+});
+
+test('a dead letter is requeued, all of its reason, and its job ends done', async () => {
+  await page.goto(`${base}/dead`);
+  const reason = await page.$eval('table.dead tbody td', (e) => e.textContent);
+  const done = await act('table.dead button[data-op=requeue-reason]',
+    new RegExp(`^requeue 1 dead letter of reason ${reason}\\?$`));
+  assert.match(done, /requeued web-dead-1 .*requeued 1 of 1 record/s);
+  await waitState('web-dead-1', 'done');
+  assert.equal(redisCli('XLEN', 'warrant:dead'), '0');
+});
+
+test('an action POST without its token or without a session is refused, and does nothing', async () => {
+  await page.goto(`${base}/`);
+  const codes = await page.evaluate(async () => {
+    const h = { 'content-type': 'application/x-www-form-urlencoded' };
+    const none = await fetch('/act', { method: 'POST', body: 'op=pause&arg=*', headers: h });
+    const wrong = await fetch('/act', { method: 'POST', body: `op=pause&arg=*&csrf=${'0'.repeat(64)}`, headers: h });
+    return [none.status, wrong.status];
+  });
+  assert.deepEqual(codes, [403, 403]);
+  const csrf = await page.$eval('meta[name=csrf-token]', (e) => e.content);
+  const anon = await fetch(`${base}/act`, { method: 'POST', body: `op=pause&arg=*&csrf=${csrf}`,
+    headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  assert.equal(anon.status, 403);
+  assert.equal(redisCli('HLEN', 'warrant:paused'), '0');
+});
+
+test('with the monitor role only: no action button, and an action POST is refused', async () => {
+  const port = await freePort();
+  const file = path.join(tmp, 'monitor-only.ini');
+  fs.writeFileSync(file, fs.readFileSync(ini, 'utf8').replace(/\[redis\.operator\][^[]*/, '')
+    .replace(/\[web\][^[]*/, `[web]\nlisten = 127.0.0.1:${port}\nusers_file = users\n`), { mode: 0o600 });
+  const p = start('warrantd-web-monitor', path.join(bin, 'warrantd-web'), ['-c', file]);
+  const mon = `http://127.0.0.1:${port}`;
+  await waitFor('monitor-only console', async () => {
+    try { return (await fetch(`${mon}/login`)).status === 200; } catch { return false; }
+  });
+  // a context of its own: cookies are per host, not per port
+  const ctx = await browser.createBrowserContext();
+  const tab = await ctx.newPage();
+  tab.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
+  await tab.goto(`${mon}/login`);
+  await tab.type('input[name=user]', USER);
+  await tab.type('input[name=password]', PASSWORD);
+  await Promise.all([tab.waitForNavigation(), tab.click('button[type=submit]')]);
+  for (const p2 of ['/', '/dead', '/jobs?state=dead', '/job/web-fail-1']) {
+    await tab.goto(`${mon}${p2}`);
+    assert.equal(await tab.$('form.act, button[data-op], form.pick'), null, p2);
+  }
+  const codes = await tab.evaluate(async () => {
+    const csrf = document.querySelector('meta[name=csrf-token]').content;
+    const h = { 'content-type': 'application/x-www-form-urlencoded' };
+    const post = await fetch('/act', { method: 'POST', body: `op=pause&arg=*&csrf=${csrf}`, headers: h });
+    const confirm = await fetch('/confirm?op=pause&arg=*');
+    return [post.status, confirm.status];
+  });
+  assert.deepEqual(codes, [404, 404]);
+  assert.equal(redisCli('HLEN', 'warrant:paused'), '0');
+  await ctx.close();
+  p.kill('SIGTERM');
+  await new Promise((r) => p.once('exit', r));
 });
 
 test('log out ends the session', async () => {
@@ -366,6 +484,11 @@ test('what a page load weighs, and what 100 overview refreshes cost', async (t) 
   const total = bytes.reduce((a, [, n]) => a + n, 0);
   t.diagnostic(`overview page load: ${total} bytes on the wire (${bytes.map(([n, b]) => `${n} ${b}`).join(', ')})`);
   assert.ok(total < 64 * 1024, 'a page load stays small');
+  await page.goto(`${base}/job/web-ok-1`);
+  const jobBytes = await page.evaluate(() => [...performance.getEntriesByType('navigation'),
+    ...performance.getEntriesByType('resource')].map((e) => [e.name.replace(location.origin, ''), e.transferSize]));
+  t.diagnostic(`job page load: ${jobBytes.reduce((a, [, n]) => a + n, 0)} bytes on the wire ` +
+    `(${jobBytes.map(([n, b]) => `${n} ${b}`).join(', ')})`);
   const before = footprint(web.pid);
   await page.evaluate(async () => { for (let i = 0; i < 100; i++) await (await fetch('/api/overview')).json(); });
   const afterRefresh = footprint(web.pid);

@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * warrantd-web's actions, their pure parts (issue 39): what a form asks
+ * (wact_parse), the confirmation's sentence (wact_describe), where it goes
+ * back to (wact_back), and the buttons: there with [redis.operator],
+ * absent (not disabled) without.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "conf/config.h"
+#include "wact.h"
+#include "whtml.h"
+#include "wpage.h"
+
+#define NOW 1796000000000LL
+
+static struct cfg *
+test_cfg(void)
+{
+	static const char text[] = "[daemon]\nconsumer = w1\n[redis]\nsocket = /tmp/r.sock\n"
+	    "[records]\nsignature = off\n[action gate.open]\nurl = http://127.0.0.1:1/{resource}\n"
+	    "auth = none\nallow_http = yes\n";
+	const struct cfg_env env = {"host", "/tmp"};
+	struct cfg_errors errs = {0};
+	struct cfg *cfg = cfg_parse("t.ini", text, sizeof text - 1, &env, &errs);
+
+	for (size_t i = 0; i < errs.n; i++)
+		fprintf(stderr, "%s\n", errs.msgs[i]);
+	cfg_errors_clear(&errs);
+	assert_non_null(cfg);
+	return cfg;
+}
+
+static void
+test_parse(void **state)
+{
+	(void)state;
+	struct cfg *cfg = test_cfg();
+	struct wact_req r;
+	char err[256];
+
+	assert_int_equal(wact_parse(cfg, "retry", "web-fail-1", &r, err, sizeof err), 0);
+	assert_int_equal(r.op, WACT_RETRY);
+	assert_int_equal(r.nids, 1);
+	assert_string_equal(r.ids[0], "web-fail-1");
+	assert_int_equal(wact_parse(cfg, "requeue", "a-1 b-2  c-3", &r, err, sizeof err), 0);
+	assert_int_equal(r.nids, 3);
+	assert_string_equal(r.ids[2], "c-3");
+	/* a recordId only, but drop clears a malformed one too */
+	assert_int_equal(wact_parse(cfg, "retry", "a/b", &r, err, sizeof err), -1);
+	assert_non_null(strstr(err, "not a recordId"));
+	assert_int_equal(wact_parse(cfg, "drop", "a/b", &r, err, sizeof err), 0);
+	assert_int_equal(wact_parse(cfg, "cancel", "", &r, err, sizeof err), -1);
+	assert_int_equal(wact_parse(cfg, "cancel", "a\nb", &r, err, sizeof err), -1);
+	assert_int_equal(wact_parse(cfg, "explode", "a", &r, err, sizeof err), -1);
+	assert_int_equal(wact_parse(cfg, NULL, "a", &r, err, sizeof err), -1);
+	assert_int_equal(wact_parse(cfg, "retry", NULL, &r, err, sizeof err), -1);
+	/* a reason of reason.h */
+	assert_int_equal(wact_parse(cfg, "requeue-reason", "max-attempts", &r, err, sizeof err), 0);
+	assert_int_equal(wact_parse(cfg, "drop-reason", "no-such-reason", &r, err, sizeof err), -1);
+	/* pause: the whole queue or an action the file names */
+	assert_int_equal(wact_parse(cfg, "pause", "*", &r, err, sizeof err), 0);
+	assert_int_equal(wact_parse(cfg, "resume", "gate.open", &r, err, sizeof err), 0);
+	assert_int_equal(r.op, WACT_RESUME);
+	assert_int_equal(wact_parse(cfg, "pause", "gate.opne", &r, err, sizeof err), -1);
+	assert_non_null(strstr(err, "no [action gate.opne]"));
+	/* at most WACT_IDS_MAX records at once */
+	char many[WACT_ARG_MAX] = "";
+	for (int i = 0; i <= WACT_IDS_MAX; i++)
+		snprintf(many + strlen(many), sizeof many - strlen(many), "r-%d ", i);
+	assert_int_equal(wact_parse(cfg, "requeue", many, &r, err, sizeof err), -1);
+	cfg_free(cfg);
+}
+
+static void
+test_describe(void **state)
+{
+	(void)state;
+	struct cfg *cfg = test_cfg();
+	struct wact_req r;
+	char err[256], s[512], back[256];
+
+	assert_int_equal(wact_parse(cfg, "requeue-reason", "max-attempts", &r, err, sizeof err), 0);
+	wact_describe(&r, 12, s, sizeof s);
+	assert_string_equal(s, "requeue 12 dead letters of reason max-attempts");
+	wact_back(&r, back, sizeof back);
+	assert_string_equal(back, "/dead");
+	wact_describe(&r, 1, s, sizeof s);
+	assert_string_equal(s, "requeue 1 dead letter of reason max-attempts");
+	assert_int_equal(wact_parse(cfg, "drop-reason", "max-attempts", &r, err, sizeof err), 0);
+	wact_describe(&r, 3, s, sizeof s);
+	assert_string_equal(s, "drop 3 dead letters of reason max-attempts for good");
+	assert_int_equal(wact_parse(cfg, "requeue", "a-1 b-2", &r, err, sizeof err), 0);
+	wact_describe(&r, 0, s, sizeof s);
+	assert_string_equal(s, "requeue the dead letters of 2 records (a-1, b-2) with a fresh budget");
+	wact_back(&r, back, sizeof back);
+	assert_string_equal(back, "/jobs?state=dead");
+	assert_int_equal(wact_parse(cfg, "retry", "web-fail-1", &r, err, sizeof err), 0);
+	wact_describe(&r, 0, s, sizeof s);
+	assert_true(strncmp(s, "retry web-fail-1: ", 18) == 0);
+	wact_back(&r, back, sizeof back);
+	assert_string_equal(back, "/job/web-fail-1");
+	assert_int_equal(wact_parse(cfg, "pause", "*", &r, err, sizeof err), 0);
+	wact_describe(&r, 0, s, sizeof s);
+	assert_true(strncmp(s, "pause the whole queue: ", 23) == 0);
+	wact_back(&r, back, sizeof back);
+	assert_string_equal(back, "/");
+	cfg_free(cfg);
+}
+
+static char *
+render(int operator, const char *which)
+{
+	struct wpage_who who = {"op", "c5rf", operator};
+	struct whtml *b = whtml_new();
+	json_t *v;
+
+	if (strcmp(which, "job") == 0) {
+		v = json_loads("{\"id\": \"r-1\", \"state\": {\"state\": \"failed\"}, \"audit\": [],"
+		    " \"deadLetters\": [{\"entryId\": \"1-0\"}]}", 0, NULL);
+		wpage_job(b, &who, v, NOW);
+	} else if (strcmp(which, "dead") == 0) {
+		v = json_loads("{\"reasons\": {\"max-attempts\": 2}, \"total\": 2}", 0, NULL);
+		wpage_dead(b, &who, v);
+	} else if (strcmp(which, "jobs") == 0) {
+		struct wroute_jobq q = {.state = "dead"};
+		v = json_loads("{\"jobs\": [{\"id\": \"r-1\", \"state\": \"dead\"}], \"more\": false}",
+		    0, NULL);
+		wpage_jobs(b, &who, &q, v);
+	} else {
+		v = json_loads("{\"streams\": [], \"paused\": {\"gate.open\": \"by=x at=y\"},"
+		    " \"actions\": [\"gate.open\"]}", 0, NULL);
+		wpage_overview(b, &who, v);
+	}
+	json_decref(v);
+	char *s = whtml_take(b, NULL);
+	whtml_free(b);
+	return s;
+}
+
+/* With [redis.operator] the buttons are there; without, no trace of them. */
+static void
+test_buttons(void **state)
+{
+	(void)state;
+	static const char *const pages[] = {"job", "dead", "jobs", "overview"};
+	static const char *const want[] = {"data-op=\"retry\"", "data-op=\"requeue-reason\"",
+	    "name=\"op\" value=\"requeue\"", "data-op=\"resume\""};
+
+	for (size_t i = 0; i < 4; i++) {
+		char *on = render(1, pages[i]), *off = render(0, pages[i]);
+		assert_non_null(strstr(on, want[i]));
+		assert_non_null(strstr(on, "action=\"/confirm\""));
+		assert_null(strstr(off, "/confirm"));
+		assert_null(strstr(off, "data-op="));
+		free(on);
+		free(off);
+	}
+	/* a failed job: retry, no cancel (it is terminal), its dead letters */
+	char *job = render(1, "job");
+	assert_null(strstr(job, "data-op=\"cancel\""));
+	assert_non_null(strstr(job, "data-op=\"drop\""));
+	free(job);
+	char *ov = render(1, "overview");
+	assert_non_null(strstr(ov, "<option value=\"gate.open\">gate.open</option>"));
+	free(ov);
+}
+
+static void
+test_confirm_page(void **state)
+{
+	(void)state;
+	struct wpage_who who = {"op", "c5rf", 1};
+	struct whtml *b = whtml_new();
+	json_t *lines = json_loads("[[false, \"requeued r-1\"], [true, \"dead requeue: refused: "
+	    "<r-2>\"]]", 0, NULL);
+
+	wpage_confirm(b, &who, "requeue-reason", "max-attempts",
+	    "requeue 12 dead letters of reason max-attempts", "/dead");
+	const char *s = whtml_str(b, NULL);
+	assert_non_null(strstr(s, "requeue 12 dead letters of reason max-attempts?"));
+	assert_non_null(strstr(s, "method=\"post\" action=\"/act\""));
+	assert_non_null(strstr(s, "name=\"csrf\" value=\"c5rf\""));
+	assert_non_null(strstr(s, "name=\"op\" value=\"requeue-reason\""));
+	assert_non_null(strstr(s, "name=\"arg\" value=\"max-attempts\""));
+	whtml_free(b);
+	b = whtml_new();
+	wpage_acted(b, &who, "requeue ...", 1, lines, "/dead");
+	s = whtml_str(b, NULL);
+	assert_non_null(strstr(s, "<h1>Refused</h1>"));
+	assert_non_null(strstr(s, "<li>requeued r-1</li>"));
+	assert_non_null(strstr(s, "<li class=\"err\">dead requeue: refused: &lt;r-2&gt;</li>"));
+	whtml_free(b);
+	json_decref(lines);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse),
+		cmocka_unit_test(test_describe),
+		cmocka_unit_test(test_buttons),
+		cmocka_unit_test(test_confirm_page),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
