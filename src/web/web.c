@@ -325,6 +325,9 @@ page(struct MHD_Connection *conn, struct web *w, const struct wroute *rt,
 	case WR_DEAD:
 		v = wread_dead(w->read, err, sizeof err);
 		break;
+	case WR_CHARTS:
+		v = wread_stats(w->read, now, 1440, err, sizeof err);
+		break;
 	default:
 		return send_error(conn, w, &who, 404, "not found");
 	}
@@ -346,6 +349,8 @@ page(struct MHD_Connection *conn, struct web *w, const struct wroute *rt,
 		wpage_jobs(b, &who, &jq, v);
 	else if (rt->id == WR_JOB)
 		wpage_job(b, &who, v, now);
+	else if (rt->id == WR_CHARTS)
+		wpage_charts(b, &who, v);
 	else
 		wpage_dead(b, &who, v);
 	json_decref(v);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "wchart.h"
 #include "wpage.h"
 #include "base/wtime.h"
 
@@ -28,7 +29,7 @@ head(struct whtml *b, const struct wpage_who *who, const char *title, const char
 {
 	static const struct { const char *id, *href, *label; } links[] = {
 		{"overview", "/", "Overview"}, {"jobs", "/jobs", "Jobs"},
-		{"dead", "/dead", "Dead letters"},
+		{"dead", "/dead", "Dead letters"}, {"charts", "/charts", "Charts"},
 	};
 
 	whtml_raw(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -483,6 +484,28 @@ wpage_dead(struct whtml *b, const struct wpage_who *who, const json_t *dead)
 	if (json_object_size(by) == 0)
 		whtml_raw(b, "<tr><td colspan=\"3\" class=\"none\">no dead letter</td></tr>");
 	whtml_raw(b, "</tbody></table>");
+	foot(b);
+}
+
+void
+wpage_charts(struct whtml *b, const struct wpage_who *who, const json_t *stats)
+{
+	head(b, who, "Charts", "charts");
+	whtml_raw(b, "<h1>Charts</h1><p class=\"note\">From the per-minute counts every worker "
+	    "adds with its heartbeat (kept 26 h): all workers together.</p>"
+	    "<section class=\"chart\" id=\"hour\"><h2>Jobs per minute by outcome, the last "
+	    "hour</h2>");
+	wchart_outcomes(b, stats, 60, 1);
+	whtml_raw(b, "</section><section class=\"chart\" id=\"day\"><h2>Jobs by outcome, the "
+	    "last day (30 minutes a bar)</h2>");
+	wchart_outcomes(b, stats, 1440, 30);
+	whtml_raw(b, "</section><section class=\"chart\" id=\"latency\"><h2>Call duration by "
+	    "action, the last hour</h2>");
+	wchart_latency(b, stats, 60, 1);
+	whtml_raw(b, "</section><section class=\"chart\" id=\"deadchart\"><h2>Dead letters by "
+	    "reason, the last day</h2>");
+	wchart_dead(b, stats, 1440);
+	whtml_raw(b, "</section>");
 	foot(b);
 }
 

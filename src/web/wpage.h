@@ -43,6 +43,9 @@ void wpage_job(struct whtml *b, const struct wpage_who *who, const json_t *job, 
 /* The dead letters by reason (wread_dead's object). */
 void wpage_dead(struct whtml *b, const struct wpage_who *who, const json_t *dead);
 
+/* The charts (wread_stats's object, a day of buckets). */
+void wpage_charts(struct whtml *b, const struct wpage_who *who, const json_t *stats);
+
 /* The confirmation of an action: `sentence` (wact_describe's) and a POST
  * form to /act with op, arg and the CSRF token; `back` the page to go back
  * to (a path of ours). */

@@ -14,6 +14,7 @@
 #include "conf/secrets.h"
 #include "redis/sreply.h"
 #include "core/store.h"
+#include "worker/wstats.h"
 #include "wread.h"
 #include "base/wtime.h"
 
@@ -832,5 +833,55 @@ wread_dead(struct wread *r, char *err, size_t errlen)
 	return json_pack("{s:o, s:I}", "reasons", by, "total", total);
 fail:
 	json_decref(by);
+	return NULL;
+}
+
+/* A bucket's flat HGETALL reply as {field: n}. */
+static json_t *
+bucket_of(const struct sreply *rep)
+{
+	json_t *o = json_object();
+	size_t n = 0;
+
+	if (sreply_array_len(rep, &n) != 0)
+		n = 0;
+	for (size_t i = 0; i + 1 < n; i += 2) {
+		const char *f = sreply_string(sreply_element(rep, i));
+		const char *v = sreply_string(sreply_element(rep, i + 1));
+		if (f != NULL && v != NULL)
+			json_object_set_new(o, f, json_integer(strtoll(v, NULL, 10)));
+	}
+	return o;
+}
+
+json_t *
+wread_stats(struct wread *r, int64_t now_ms, long minutes, char *err, size_t errlen)
+{
+	long long last = now_ms / 60000, first = last - minutes + 1;
+	json_t *buckets = json_array();
+	char key[STORE_KEY_MAX + 32];
+	long sent = 0;
+
+	if (use_shard(r, 0, err, errlen) < 0 || connect_redis(r, err, errlen) != 0)
+		goto fail;
+	/* one pipeline of HGETALLs: a day is 1440 small hashes, one round trip */
+	for (long long m = first; m <= last; m++, sent++)
+		if (wstats_key(r->keys.paused, m * 60000, key, sizeof key) != 0 ||
+		    redisAppendCommand(r->c, "HGETALL %s", key) != REDIS_OK)
+			break;
+	for (long i = 0; i < sent; i++) {
+		redisReply *rep = NULL;
+		if (redisGetReply(r->c, (void **)&rep) != REDIS_OK || rep == NULL) {
+			snprintf(err, errlen, "redis: HGETALL: %s", r->c->errstr);
+			redisFree(r->c);	/* the rest of the pipeline is lost with it */
+			r->c = NULL;
+			goto fail;
+		}
+		json_array_append_new(buckets, bucket_of(sreply_of(rep)));
+		freeReplyObject(rep);
+	}
+	return json_pack("{s:I, s:o}", "first", (json_int_t)first, "buckets", buckets);
+fail:
+	json_decref(buckets);
 	return NULL;
 }

@@ -12,6 +12,7 @@
  * carried from admission to release by ejob.c.
  */
 #define _DEFAULT_SOURCE
+#include "worker/wstats.h"
 #include "worker/engine.h"
 
 #include <inttypes.h>
@@ -99,6 +100,7 @@ struct shard {
 };
 
 struct engine {
+	struct wstats *stats;	/* the console's per-minute buckets (wstats.h) */
 	struct ev_loop *loop;
 	struct cfg *cfg;
 	struct shard *shards;
@@ -1198,6 +1200,8 @@ heartbeat_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	for (size_t i = 0; i < eng->nshards; i++)
 		heartbeat_shard(&eng->shards[i]);
+	/* the charts' counts, in shard 0's heartbeat pipeline (wstats.h) */
+	wstats_flush(eng->stats, eng->shards[0].cmd, eng->shards[0].keys.paused, wtime_now_ms());
 	read_pauses(eng);
 }
 
@@ -1876,6 +1880,11 @@ engine_new(struct ev_loop *loop, struct cfg *cfg, char *err, size_t errlen)
 			eng->nshards++;	/* its partial state is freed too */
 			goto fail;
 		}
+	if ((eng->stats = wstats_new()) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	engine_set_call_observer(eng, NULL, NULL);	/* wstats counts first */
 	return eng;
 fail:
 	eng->cfg = NULL;	/* still the caller's */
@@ -2077,16 +2086,17 @@ engine_gauges(const struct engine *eng, struct engine_gauges *out)
 void
 engine_set_outcome_observer(struct engine *eng, engine_outcome_observer *fn)
 {
-	for (size_t i = 0; i < eng->nshards; i++)
-		eng->shards[i].eops.outcome = fn;
+	wstats_set_next_outcome(eng->stats, fn);	/* after wstats has counted */
 }
 
 void
 engine_set_call_observer(struct engine *eng, engine_call_observer *fn, void *arg)
 {
+	wstats_set_next_call(eng->stats, fn, arg);
 	for (size_t i = 0; i < eng->nshards; i++) {
-		eng->shards[i].eops.call_done = fn;	/* read at each call */
-		eng->shards[i].eops.call_done_arg = arg;
+		eng->shards[i].eops.call_done = wstats_on_call;	/* read at each call */
+		eng->shards[i].eops.call_done_arg = eng->stats;
+		eng->shards[i].eops.outcome = wstats_on_outcome;
 	}
 }
 
@@ -2132,5 +2142,6 @@ engine_free(struct engine *eng)
 	disc_free(eng->disc);	/* after the connections: no callback asks it */
 	rtls_ctx_free(eng->tls);	/* after every connection that borrowed it */
 	cfg_free(eng->cfg);
+	wstats_free(eng->stats);
 	free(eng);
 }

@@ -16,6 +16,7 @@
 
 #include "conf/config.h"
 #include "wact.h"
+#include "wchart.h"
 #include "whtml.h"
 #include "wpage.h"
 
@@ -201,6 +202,46 @@ test_confirm_page(void **state)
 	json_decref(lines);
 }
 
+/* Two workers' HINCRBYs land in one bucket; the charts add the buckets of
+ * their window and no more: an hour is the last 60 of a day. */
+static void
+test_charts(void **state)
+{
+	(void)state;
+	json_t *st = json_pack("{s:i, s:[]}", "first", 100, "buckets");
+	json_t *all = json_object_get(st, "buckets");
+	struct whtml *b = whtml_new();
+
+	for (int m = 0; m < 1440; m++)
+		json_array_append_new(all, json_object());
+	/* 2 h ago: out of the hour, in the day */
+	json_object_set_new(json_array_get(all, 1440 - 120), "o.done", json_integer(5));
+	/* this minute: both workers' counts, summed by Redis */
+	json_object_set_new(json_array_get(all, 1439), "o.done", json_integer(3 + 4));
+	json_object_set_new(json_array_get(all, 1439), "o.dead", json_integer(1));
+	json_object_set_new(json_array_get(all, 1439), "d.max-attempts", json_integer(1));
+	json_object_set_new(json_array_get(all, 1438), "c.gate.open", json_integer(4));
+	json_object_set_new(json_array_get(all, 1438), "ms.gate.open", json_integer(100));
+	assert_int_equal(wchart_sum(st, 60, "o.done"), 7);
+	assert_int_equal(wchart_sum(st, 1440, "o.done"), 12);
+	wchart_outcomes(b, st, 60, 1);
+	const char *s = whtml_str(b, NULL);
+	assert_non_null(strstr(s, "data-total=\"o.done\">7<"));
+	assert_non_null(strstr(s, "<title>7 done</title>"));
+	assert_non_null(strstr(s, "<title>1 dead</title>"));
+	assert_null(strstr(s, "style="));
+	whtml_free(b);
+	b = whtml_new();
+	wchart_latency(b, st, 60, 1);
+	assert_non_null(strstr(whtml_str(b, NULL), "4 calls, mean 25 ms"));
+	whtml_free(b);
+	b = whtml_new();
+	wchart_dead(b, st, 1440);
+	assert_non_null(strstr(whtml_str(b, NULL), "data-total=\"d.max-attempts\">1<"));
+	whtml_free(b);
+	json_decref(st);
+}
+
 int
 main(void)
 {
@@ -209,6 +250,7 @@ main(void)
 		cmocka_unit_test(test_describe),
 		cmocka_unit_test(test_buttons),
 		cmocka_unit_test(test_confirm_page),
+		cmocka_unit_test(test_charts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

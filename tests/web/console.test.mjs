@@ -461,6 +461,59 @@ test('with the monitor role only: no action button, and an action POST is refuse
   await new Promise((r) => p.once('exit', r));
 });
 
+// The charts' per-minute buckets (P:stats:<minute>) summed over every key.
+function statsSum(field) {
+  return redisCli('KEYS', 'warrant:stats:*').split('\n').filter(Boolean)
+    .reduce((a, k) => a + Number(redisCli('HGET', k, field) || 0), 0);
+}
+
+async function login(p) {
+  await p.goto(`${base}/login`);
+  await p.type('input[name=user]', USER);
+  await p.type('input[name=password]', PASSWORD);
+  await Promise.all([p.waitForNavigation(), p.click('button[type=submit]')]);
+}
+
+test('charts: two workers\' per-minute counts add up, and outlive a console restart', async () => {
+  // worker 1 did every job so far: 3 ok, the retried, the requeued, the paused one
+  await waitFor('worker 1\'s counts', () => statsSum('o.done') === 6);
+  assert.equal(statsSum('o.failed'), 1);
+  assert.equal(statsSum('o.dead'), 1);
+  const w1 = children.find((c) => c.spawnargs[0] === path.join(bin, 'warrantd'));
+  w1.kill('SIGTERM');
+  await new Promise((r) => w1.once('exit', r));
+  // worker 2, another consumer, does the next four: its counts land in the same buckets
+  const ini2 = path.join(tmp, 'worker2.ini');
+  fs.writeFileSync(ini2, fs.readFileSync(ini, 'utf8').replace('consumer = web-test-1',
+    'consumer = web-test-2'), { mode: 0o600 });
+  start('warrantd-2', path.join(bin, 'warrantd'), ['-c', ini2]);
+  for (let i = 1; i <= 4; i++) decide(`web-two-${i}`, 'gate.open', `gate/3${i}`);
+  for (let i = 1; i <= 4; i++) await waitState(`web-two-${i}`, 'done');
+  await waitFor('both workers\' counts', () => statsSum('o.done') === 10);
+  const shown = async () => page.$$eval('[data-total]', (els) => els.map((e) =>
+    [e.closest('section').id + ' ' + e.dataset.total, e.textContent]));
+  await page.goto(`${base}/charts`);
+  let totals = Object.fromEntries(await shown());
+  assert.equal(totals['hour o.done'], '10');
+  assert.equal(totals['day o.done'], '10');
+  assert.equal(totals['hour o.failed'], '1');
+  assert.ok(Object.keys(totals).some((k) => k.startsWith('deadchart d.')), JSON.stringify(totals));
+  assert.match(await page.$eval('#latency', (e) => e.textContent), /gate\.open\d+ calls, mean \d+ ms/);
+  assert.equal(await page.$$eval('svg.chart rect', (r) => r.length > 0), true);
+  await page.screenshot({ path: path.join(shots, 'charts.png'), fullPage: true });
+  // a console restart: the buckets are Redis', not the console's
+  web.kill('SIGTERM');
+  await new Promise((r) => web.once('exit', r));
+  web = start('warrantd-web-again', path.join(bin, 'warrantd-web'), ['-c', ini]);
+  await waitFor('warrantd-web again', async () => {
+    try { return (await fetch(`${base}/login`)).status === 200; } catch { return false; }
+  });
+  await login(page);
+  await page.goto(`${base}/charts`);
+  totals = Object.fromEntries(await shown());
+  assert.equal(totals['hour o.done'], '10');
+});
+
 test('log out ends the session', async () => {
   await page.goto(`${base}/`);
   await Promise.all([page.waitForNavigation(), page.click('form.who button')]);
