@@ -43,6 +43,7 @@
 #include "conf/secrets.h"
 #include "base/version.h"
 #include "wact.h"
+#include "walert.h"
 #include "wasset.h"
 #include "wconf.h"
 #include "wpage.h"
@@ -293,6 +294,18 @@ query_arg(void *arg, const char *name)
 	return MHD_lookup_connection_value(arg, MHD_GET_ARGUMENT_KIND, name);
 }
 
+/* The overview's alerts, from it and the last minutes of the charts'
+ * buckets (a failed read of those: the alerts of the overview alone). */
+static void
+add_alerts(struct web *w, json_t *ov, int64_t now)
+{
+	char err[256];
+	json_t *st = wread_stats(w->read, now, WALERT_DEAD_MINUTES, err, sizeof err);
+
+	json_object_set_new(ov, "alerts", walert_list(ov, st));
+	json_decref(st);
+}
+
 static mhd_result
 page(struct MHD_Connection *conn, struct web *w, const struct wroute *rt,
      const struct wsess *s)
@@ -308,9 +321,11 @@ page(struct MHD_Connection *conn, struct web *w, const struct wroute *rt,
 	case WR_API_OVERVIEW:
 		if ((v = wread_overview(w->read, now, err, sizeof err)) == NULL)
 			return send_json(conn, w, 502, json_pack("{s:s}", "error", err));
+		add_alerts(w, v, now);
 		return send_json(conn, w, 200, v);
 	case WR_OVERVIEW:
-		v = wread_overview(w->read, now, err, sizeof err);
+		if ((v = wread_overview(w->read, now, err, sizeof err)) != NULL)
+			add_alerts(w, v, now);
 		break;
 	case WR_JOBS:
 		if (wroute_jobq_parse(&jq, query_arg, conn, err, sizeof err) != 0)

@@ -176,6 +176,24 @@ consumers(struct whtml *b, size_t i, const json_t *st)
 	whtml_raw(b, "</tbody></table>");
 }
 
+/* The alerts in plain words (walert.h); console.js redraws #alerts. */
+static void
+alerts(struct whtml *b, const json_t *list)
+{
+	const json_t *a;
+	size_t i;
+
+	whtml_raw(b, "<section class=\"alerts\" id=\"alerts\">");
+	json_array_foreach(list, i, a) {
+		const char *level = json_string_value(json_object_get(a, "level"));
+		whtml_raw(b, level && strcmp(level, "bad") == 0 ? "<p class=\"alert bad\">" :
+		    "<p class=\"alert warn\">");
+		whtml_text(b, json_string_value(json_object_get(a, "text")));
+		whtml_raw(b, "</p>");
+	}
+	whtml_raw(b, "</section>");
+}
+
 /* Pause an action or the queue: a select of what the config names. */
 static void
 pause_form(struct whtml *b, const struct wpage_who *who, const json_t *actions)
@@ -208,6 +226,7 @@ wpage_overview(struct whtml *b, const struct wpage_who *who, const json_t *ov)
 
 	head(b, who, "Overview", "overview");
 	whtml_raw(b, "<h1>Overview <small class=\"live\" id=\"live\">live</small></h1>");
+	alerts(b, json_object_get(ov, "alerts"));
 	paused = json_object_get(ov, "paused");
 	whtml_raw(b, "<section class=\"paused\" id=\"paused\">");
 	if (json_object_size(paused) > 0) {

@@ -16,6 +16,7 @@
 
 #include "conf/config.h"
 #include "wact.h"
+#include "walert.h"
 #include "wchart.h"
 #include "whtml.h"
 #include "wpage.h"
@@ -242,6 +243,51 @@ test_charts(void **state)
 	json_decref(st);
 }
 
+/* An alert's texts, joined by '|'. */
+static char *
+alert_texts(const char *ov_json, const json_t *stats)
+{
+	json_t *ov = json_loads(ov_json, 0, NULL), *list, *a;
+	static char out[2048];
+	size_t i;
+
+	assert_non_null(ov);
+	list = walert_list(ov, stats);
+	out[0] = '\0';
+	json_array_foreach(list, i, a)
+		snprintf(out + strlen(out), sizeof out - strlen(out), "%s%s:%s", i ? "|" : "",
+		    json_string_value(json_object_get(a, "level")),
+		    json_string_value(json_object_get(a, "text")));
+	json_decref(list);
+	json_decref(ov);
+	return out;
+}
+
+static void
+test_alerts(void **state)
+{
+	(void)state;
+	json_t *st = json_pack("{s:i, s:[{}, {s:i}, {s:i, s:i}]}", "first", 1, "buckets",
+	    "d.max-attempts", 2, "d.max-attempts", 1, "d.auth-failed", 1);
+
+	/* all well: nothing to say */
+	assert_string_equal(alert_texts("{\"streams\": [{\"stream\": \"w:jobs\", \"alive\": 1,"
+	    " \"consumers\": {\"w1\": {\"alive\": true, \"tokenState\": \"valid\","
+	    " \"tokenState.gate\": \"valid\"}}}]}", NULL), "");
+	assert_string_equal(alert_texts("{\"streams\": [{\"stream\": \"w:jobs\", \"alive\": 0,"
+	    " \"consumers\": {}}]}", NULL), "bad:no live consumer on w:jobs: nothing is being worked");
+	/* a scope's token, the worker's, Redis'; a dead consumer's says nothing */
+	assert_string_equal(alert_texts("{\"streams\": [{\"stream\": \"s\", \"alive\": 1,"
+	    " \"consumers\": {\"w1\": {\"alive\": true, \"tokenState\": \"error\","
+	    " \"tokenState.gate.write\": \"error\", \"redisTokenState\": \"valid\"},"
+	    " \"w0\": {\"alive\": false, \"tokenState.x\": \"error\"}}}]}", NULL),
+	    "bad:token error for the worker's token on w1|bad:token error for scope gate.write on w1");
+	/* the dead letters of the last minutes, by reason */
+	assert_string_equal(alert_texts("{\"streams\": []}", st),
+	    "warn:dead letters rising: 4 in the last 15 minutes (max-attempts 3, auth-failed 1)");
+	json_decref(st);
+}
+
 int
 main(void)
 {
@@ -251,6 +297,7 @@ main(void)
 		cmocka_unit_test(test_buttons),
 		cmocka_unit_test(test_confirm_page),
 		cmocka_unit_test(test_charts),
+		cmocka_unit_test(test_alerts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

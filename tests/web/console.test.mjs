@@ -295,6 +295,10 @@ test('the overview shows what warrantctl status --json says', async () => {
   assert.deepEqual(Object.keys(api.streams[0].consumers).sort(), Object.keys(status.consumers).sort());
   const row = await page.$$eval('table.consumers tbody tr', (rows) => rows.map((r) => r.textContent));
   assert.ok(row.some((t) => t.startsWith('web-test-1') && t.includes('alive')), row.join('|'));
+  // the alerts in plain words: the dead letter of a minute ago
+  await page.waitForFunction(() => /dead letters rising: 1 in the last 15 minutes \([a-z-]+ 1\)/
+    .test(document.getElementById('alerts').textContent), { timeout: 10000 });
+  assert.doesNotMatch(await page.$eval('#alerts', (e) => e.textContent), /no live consumer/);
   await page.screenshot({ path: path.join(shots, 'overview.png'), fullPage: true });
 });
 
