@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "wchart.h"
+#include "wjob.h"
 #include "wpage.h"
 #include "base/wtime.h"
 
@@ -267,6 +268,19 @@ wpage_overview(struct whtml *b, const struct wpage_who *who, const json_t *ov)
 	foot(b);
 }
 
+/* "held: paused" beside a state that would look merely queued. */
+static void
+held_badge(struct whtml *b, const char *state, const char *action, const json_t *paused)
+{
+	const char *why = wjob_held(state, action, paused);
+
+	if (why == NULL)
+		return;
+	whtml_raw(b, " <span class=\"badge held\">held: ");
+	whtml_text(b, why);
+	whtml_raw(b, "</span>");
+}
+
 static void
 filter_input(struct whtml *b, const char *name, const char *label, const char *v)
 {
@@ -339,7 +353,10 @@ wpage_jobs(struct whtml *b, const struct wpage_who *who, const struct wroute_job
 		whtml_text(b, st);
 		whtml_raw(b, "\">");
 		whtml_text(b, st && *st ? st : "?");
-		whtml_raw(b, "</span></td>");
+		whtml_raw(b, "</span>");
+		held_badge(b, st, json_string_value(json_object_get(j, "action")),
+		    json_object_get(list, "paused"));
+		whtml_raw(b, "</td>");
 		static const char *const cols[] = {"action", "resource", "onBehalfOf", "attempts",
 		    "updatedAt", "source"};
 		for (size_t c = 0; c < sizeof cols / sizeof cols[0]; c++) {
@@ -417,6 +434,69 @@ job_buttons(struct whtml *b, const struct wpage_who *who, const char *id, const 
 	whtml_raw(b, "</div>");
 }
 
+/* The record's signature: verified or why not, alg and kid as the header
+ * says; the trace the job's calls carry (the audit's traceparent). */
+static void
+signature(struct whtml *b, const json_t *job, const json_t *audit)
+{
+	const char *tp = NULL;
+	const json_t *e;
+	size_t i;
+
+	json_array_foreach(audit, i, e)
+		if (json_is_string(json_object_get(e, "traceparent")))
+			tp = json_string_value(json_object_get(e, "traceparent"));
+	whtml_raw(b, "<section class=\"sig\"><dl><dt>signature</dt><dd class=\"sig\">");
+	if (json_is_string(json_object_get(job, "signature")))
+		value(b, json_object_get(job, "signature"));
+	else
+		whtml_textf(b, "refused: %s", json_string_value(json_object_get(job,
+		    "recordError")) ? json_string_value(json_object_get(job, "recordError")) : "?");
+	whtml_raw(b, "</dd><dt>alg</dt><dd>");
+	value(b, json_object_get(job, "alg"));
+	whtml_raw(b, "</dd><dt>kid</dt><dd class=\"kid\">");
+	value(b, json_object_get(job, "kid"));
+	whtml_raw(b, "</dd><dt>traceparent</dt><dd class=\"traceparent\"><code>");
+	whtml_text(b, tp ? tp : "\xe2\x80\x94");
+	whtml_raw(b, "</code></dd></dl></section>");
+}
+
+/* Every attempt: its number, start, outcome and how long it ran. */
+static void
+attempts(struct whtml *b, const json_t *audit)
+{
+	json_t *list = wjob_attempts(audit);
+	const json_t *a;
+	size_t i;
+	char buf[32];
+
+	whtml_raw(b, "<h2>Attempts</h2><table class=\"attempts\"><thead><tr><th>attempt</th>"
+	    "<th>started</th><th>outcome</th><th>duration</th><th>detail</th></tr></thead><tbody>");
+	json_array_foreach(list, i, a) {
+		const json_t *ms = json_object_get(a, "durationMs");
+		const char *out = json_string_value(json_object_get(a, "outcome"));
+		whtml_raw(b, "<tr><td>");
+		value(b, json_object_get(a, "attempt"));
+		whtml_raw(b, "</td><td>");
+		value(b, json_object_get(a, "startedAt"));
+		whtml_raw(b, "</td><td>");
+		whtml_text(b, out && *out ? out : "running");
+		whtml_raw(b, "</td><td class=\"num\">");
+		if (json_is_integer(ms) && json_integer_value(ms) < 10000)
+			whtml_rawf(b, "%lld ms", (long long)json_integer_value(ms));
+		else
+			whtml_text(b, json_is_integer(ms) ? wpage_age(json_integer_value(ms), buf,
+			    sizeof buf) : "\xe2\x80\x94");
+		whtml_raw(b, "</td><td>");
+		value(b, json_object_get(a, "detail"));
+		whtml_raw(b, "</td></tr>");
+	}
+	if (json_array_size(list) == 0)
+		whtml_raw(b, "<tr><td colspan=\"5\" class=\"none\">no attempt yet</td></tr>");
+	whtml_raw(b, "</tbody></table>");
+	json_decref(list);
+}
+
 void
 wpage_job(struct whtml *b, const struct wpage_who *who, const json_t *job, int64_t now_ms)
 {
@@ -433,7 +513,10 @@ wpage_job(struct whtml *b, const struct wpage_who *who, const json_t *job, int64
 	whtml_text(b, st);
 	whtml_raw(b, "\">");
 	whtml_text(b, st ? st : "unknown");
-	whtml_raw(b, "</span></h1>");
+	whtml_raw(b, "</span>");
+	held_badge(b, st, json_string_value(json_object_get(rec, "action")),
+	    json_object_get(job, "paused"));
+	whtml_raw(b, "</h1>");
 	job_buttons(b, who, id, st, json_array_size(json_object_get(job, "deadLetters")) > 0);
 	whtml_raw(b, "<div class=\"cols\"><section><h2>Record</h2>");
 	if (json_is_object(rec)) {
@@ -461,7 +544,10 @@ wpage_job(struct whtml *b, const struct wpage_who *who, const json_t *job, int64
 		fields(b, state);
 	else
 		whtml_raw(b, "<p>no state hash (never loaded, or its retention ended)</p>");
-	whtml_raw(b, "</section></div><h2>Audit trail</h2><table class=\"audit\"><thead><tr>"
+	whtml_raw(b, "</section></div>");
+	signature(b, job, audit);
+	attempts(b, audit);
+	whtml_raw(b, "<h2>Audit trail</h2><table class=\"audit\"><thead><tr>"
 	    "<th>at</th><th>from</th><th>to</th><th>attempt</th><th>consumer</th><th>detail</th>"
 	    "</tr></thead><tbody>");
 	json_array_foreach(audit, i, e) {

@@ -17,6 +17,7 @@
 #include "conf/config.h"
 #include "wact.h"
 #include "walert.h"
+#include "wjob.h"
 #include "wchart.h"
 #include "whtml.h"
 #include "wpage.h"
@@ -288,6 +289,48 @@ test_alerts(void **state)
 	json_decref(st);
 }
 
+/* The job page's attempts from the audit trail; held states; the header. */
+static void
+test_job_extras(void **state)
+{
+	(void)state;
+	json_t *audit = json_loads("[{\"from\": \"\", \"to\": \"queued\", \"at\": "
+	    "\"2026-12-07T14:00:00.000Z\"}, {\"from\": \"queued\", \"to\": \"running\", \"attempt\": "
+	    "\"1\", \"at\": \"2026-12-07T14:00:01.000Z\"}, {\"from\": \"running\", \"to\": "
+	    "\"retrying\", \"at\": \"2026-12-07T14:00:01.250Z\", \"detail\": \"503 from target\"},"
+	    " {\"from\": \"retrying\", \"to\": \"running\", \"attempt\": \"2\", \"at\": "
+	    "\"2026-12-07T14:00:02.000Z\"}]", 0, NULL);
+	json_t *a = wjob_attempts(audit), *paused = json_pack("{s:s}", "gate.open", "by=x");
+	json_t *job = json_object();
+
+	assert_int_equal(json_array_size(a), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(a, 0), "outcome")),
+	    "retrying");
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(a, 0), "durationMs")),
+	    250);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(a, 0), "detail")),
+	    "503 from target");
+	/* the second still runs: no outcome, no duration */
+	assert_string_equal(json_string_value(json_object_get(json_array_get(a, 1), "outcome")), "");
+	assert_null(json_object_get(json_array_get(a, 1), "durationMs"));
+	/* held: by a pause of its action or of the queue, or for a token */
+	assert_string_equal(wjob_held("queued", "gate.open", paused), "paused");
+	assert_null(wjob_held("queued", "gate.close", paused));
+	assert_null(wjob_held("done", "gate.open", paused));
+	assert_string_equal(wjob_held("auth_wait", "gate.close", NULL), "waiting for a token");
+	json_object_set_new(paused, "*", json_string("by=y"));
+	assert_string_equal(wjob_held("running", "gate.close", paused), "paused");
+	/* {"alg":"ES256","kid":"k1"} . payload . sig */
+	wjob_header(job, "eyJhbGciOiJFUzI1NiIsImtpZCI6ImsxIn0.e30.c2ln");
+	assert_string_equal(json_string_value(json_object_get(job, "kid")), "k1");
+	assert_string_equal(json_string_value(json_object_get(job, "alg")), "ES256");
+	wjob_header(job, "not a jws");
+	json_decref(job);
+	json_decref(paused);
+	json_decref(a);
+	json_decref(audit);
+}
+
 int
 main(void)
 {
@@ -298,6 +341,7 @@ main(void)
 		cmocka_unit_test(test_confirm_page),
 		cmocka_unit_test(test_charts),
 		cmocka_unit_test(test_alerts),
+		cmocka_unit_test(test_job_extras),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,6 +32,7 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'warrantd-web-'));
 const children = [];
 const USER = 'operator';
 const PASSWORD = 'a long test password 1';
+const TRACE = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
 
 async function waitFor(what, fn, ms = 20000) {
   const end = Date.now() + ms;
@@ -148,7 +149,7 @@ allow_http = yes
   assert.equal(r.status, 200);
   start('warrantd', path.join(bin, 'warrantd'), ['-c', ini]);
   for (let i = 1; i <= 3; i++) decide(`web-ok-${i}`, 'gate.open', `gate/${i}`);
-  decide('web-fail-1', 'gate.open', 'gate/14');
+  decide('web-fail-1', 'gate.open', 'gate/14', ['--traceparent', TRACE]);
   decide('web-dead-1', 'gate.open', 'gate/15');
   decide('web-later-1', 'gate.open', 'gate/16', ['--not-before', '+30m']);
   for (let i = 1; i <= 3; i++) await waitState(`web-ok-${i}`, 'done');
@@ -315,6 +316,13 @@ test('a job is found by its id, and its page shows record, state and audit trail
   for (const k of ['onBehalfOf', 'action', 'resource', 'expiresAt', 'state', 'attempts']) assert.ok(dl.includes(k), k);
   const audit = await page.$$eval('table.audit tbody tr', (t) => t.map((r) => r.textContent));
   assert.ok(audit.length >= 2, audit.join('|'));
+  // every attempt with its outcome and duration; the signature, kid and trace
+  const attempts = await page.$$eval('table.attempts tbody tr', (t) => t.map((r) => r.textContent));
+  assert.equal(attempts.length, 1, attempts.join('|'));
+  assert.match(attempts[0], /^1.*failed\d+ ms/);
+  assert.equal(await page.$eval('dd.sig', (e) => e.textContent), 'verified');
+  assert.equal(await page.$eval('dd.traceparent', (e) => e.textContent), TRACE);
+  assert.match(await page.$eval('.left', (e) => e.textContent), /left before its deadline/);
   assert.ok(audit.some((t) => t.includes('running') && t.includes('failed')), audit.join('|'));
   await page.screenshot({ path: path.join(shots, 'job.png'), fullPage: true });
   // by state, and paged
@@ -394,6 +402,12 @@ test('a paused action is shown paused, and resumed', async () => {
   // a job decided now waits: the worker starts no call of a paused action
   decide('web-paused-1', 'gate.open', 'gate/20');
   await waitFor('web-paused-1 read', () => redisCli('HGET', 'warrant:decision:web-paused-1', 'state') !== '');
+  // held by the pause, and shown so, not merely queued
+  await page.goto(`${base}/jobs?id=web-paused-1`);
+  assert.match(await page.$eval('table.jobs tbody tr', (r) => r.textContent), /held: paused/);
+  await page.goto(`${base}/job/web-paused-1`);
+  assert.match(await page.$eval('h1', (e) => e.textContent), /held: paused/);
+  await page.goto(`${base}/`);
   await page.screenshot({ path: path.join(shots, 'paused.png'), fullPage: true });
   const resumed = await act('#paused button[data-op=resume]', /^resume gate\.open: /);
   assert.match(resumed, /resumed gate\.open/);
