@@ -301,6 +301,8 @@ test('the overview shows what warrantctl status --json says', async () => {
     .test(document.getElementById('alerts').textContent), { timeout: 10000 });
   assert.doesNotMatch(await page.$eval('#alerts', (e) => e.textContent), /no live consumer/);
   await page.screenshot({ path: path.join(shots, 'overview.png'), fullPage: true });
+  // the README's picture
+  fs.copyFileSync(path.join(shots, 'overview.png'), path.join(root, 'docs/web-console.png'));
 });
 
 test('a job is found by its id, and its page shows record, state and audit trail', async () => {
@@ -566,6 +568,48 @@ test('what a page load weighs, and what 100 overview refreshes cost', async (t) 
   t.diagnostic(`warrantd-web: ${afterRefresh.rssKb} kB RSS; 100 /api/overview answers: ` +
     `${afterRefresh.cpuMs - before.cpuMs} ms CPU`);
   await page.setCacheEnabled(true);
+});
+
+// The closing note's figure (issue 39): the console's CPU and RSS while 10
+// pages watch the overview for 60 s and a worker runs flat out. Opt-in
+// (WEB_LOAD=1 make test-web): it takes about two minutes.
+test('10 pages watching the overview for 60 s beside a busy worker', { skip: !process.env.WEB_LOAD }, async (t) => {
+  const feed = (tag, until) => new Promise((resolve) => {
+    let n = 0;
+    const next = () => {
+      if (Date.now() > until) { resolve(n); return; }
+      const id = `load-${tag}-${n++}`;
+      const p = spawn(path.join(bin, 'warrantctl'), ['-c', ini, 'decide', '--id', id, '--on-behalf-of',
+        'alice', '--action', 'gate.open', '--resource', `gate/${n % 50}`, '--basis', 'load', '--expires',
+        '+1h', '--key', path.join(data, 'test-es256.key')], { stdio: 'ignore' });
+      p.once('exit', next);
+    };
+    next();
+  });
+  // preload, paused, with 4 deciders; then resume and keep 2 feeding
+  redisCli('HSET', 'warrant:paused', 'gate.open', 'by=load test');
+  const pre = (await Promise.all([0, 1, 2, 3].map((i) => feed(`p${i}`, Date.now() + 25000)))).reduce((a, b) => a + b, 0);
+  const queued = Number(redisCli('XLEN', 'warrant:jobs'));
+  const pages = [];
+  for (let i = 0; i < 10; i++) {
+    const p = await browser.newPage();
+    await p.goto(`${base}/`);
+    pages.push(p);
+  }
+  const done0 = statsSum('o.done');
+  redisCli('HDEL', 'warrant:paused', 'gate.open');
+  const f0 = footprint(web.pid), t0 = Date.now();
+  const fed = (await Promise.all([0, 1].map((i) => feed(`f${i}`, t0 + 60000)))).reduce((a, b) => a + b, 0);
+  const f1 = footprint(web.pid), secs = (Date.now() - t0) / 1000;
+  await new Promise((r) => setTimeout(r, 1500));	// the last heartbeat's counts
+  const done = statsSum('o.done') - done0;
+  const live = await Promise.all(pages.map((p) => p.$eval('#live', (e) => e.textContent)));
+  for (const p of pages) await p.close();
+  t.diagnostic(`load: ${pre} jobs preloaded (${queued} in the stream), ${fed} more fed during ` +
+    `${secs.toFixed(0)} s; ${done} done in that time (${(done / secs).toFixed(0)}/s)`);
+  t.diagnostic(`load: warrantd-web with 10 pages on / (refresh every 2 s): ` +
+    `${((f1.cpuMs - f0.cpuMs) / (secs * 10)).toFixed(1)} % of one CPU, ${f1.rssKb} kB RSS (${f0.rssKb} kB before)`);
+  assert.ok(live.every((l) => l === 'live'), live.join('|'));
 });
 
 test('no console errors (CSP violations included) on any page', () => {
