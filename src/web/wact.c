@@ -202,7 +202,7 @@ wact_new(struct cfg *cfg, char *err, size_t errlen)
 	w->c.as = "operator";
 	w->c.username = op->username;
 	w->c.password_file = op->password_file;
-	snprintf(w->c.user_section, sizeof w->c.user_section, "redis.operator");
+	snprintf(w->c.user_section, sizeof w->c.user_section, "redis.%s", w->c.as);
 	if (cli_use_shard(&w->c, 0) != 0) {
 		snprintf(err, errlen, "[redis] prefix is too long");
 		free(w);
