@@ -10,7 +10,7 @@ set -u
 
 BUILD=$(cd "${1:-build/release}" 2>/dev/null && pwd) || { echo "demo: no build dir '${1:-}'" >&2; exit 1; }
 BIN=$BUILD/bin FAKES=$BUILD/tests
-for f in $BIN/warrantd $BIN/warrantctl $FAKES/fake_idp $FAKES/fake_target $FAKES/fake_pdp \
+for f in $BIN/warrantd $BIN/warrantctl $BIN/warrantd-web $FAKES/fake_idp $FAKES/fake_target $FAKES/fake_pdp \
 	redis-server redis-cli curl openssl base64; do
 	command -v "$f" >/dev/null || { echo "demo: $f is missing (see scripts/deps.sh, make all unit)" >&2; exit 1; }
 done
@@ -363,6 +363,22 @@ ctl status >"$DIR/status" 2>&1 || { cat "$DIR/status"; fail "warrantctl status";
 indent <"$DIR/status"
 check "the group's lag is 0 and nothing is pending" eval \
 	'rcli XINFO GROUPS $P:jobs | paste -d" " - - | grep -qx "lag 0" && [ "$(pel)" = 0 ]'
+
+# ---- 6b. the web console on the demo's data (warrantd-web(8)) -------------------------
+
+say "The web console on the same data: warrantd-web, a demo user"
+WEB_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null || echo 8470)
+WEB_PW=$(openssl rand -hex 8)
+printf '%s\n' "$WEB_PW" | "$BIN/warrantd-web" passwd "$DIR/web-users" demo || fail "warrantd-web passwd"
+printf '[web]\nlisten = 127.0.0.1:%s\nusers_file = %s\n' "$WEB_PORT" "$DIR/web-users" >>"$DIR/warrantd.ini"
+"$BIN/warrantd-web" -c "$DIR/warrantd.ini" 2>"$DIR/warrantd-web.log" &
+PIDS="$! $PIDS"
+wait_for 10 "the console to answer" eval 'http -o /dev/null -w "%{http_code}" "http://127.0.0.1:$WEB_PORT/login" | grep -qx 200'
+echo "    console: http://127.0.0.1:$WEB_PORT/   user demo, password $WEB_PW (a demo's, made now)"
+if [ "${DEMO_WEB:-}" = 1 ] || { [ -z "${DEMO_WEB:-}" ] && [ -t 0 ] && [ -t 1 ]; }; then
+	printf '    open it in a browser; press Enter to stop the demo (DEMO_WEB=0: no wait) '
+	read -r _ || :
+fi
 
 # ---- 7. stop and audit the logs ------------------------------------------------------
 

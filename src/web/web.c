@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * warrantd-web: the operators' console (issue 39), read-only for now.
+ * warrantd-web: the operators' console (issue 39): reads as
+ * [redis.monitor]; acts (retry, cancel, requeue, drop, pause) only with
+ * [redis.operator], through warrantctl's own code (wact.h, ctl/act.h).
  *
  *   warrantd-web [-c FILE]            serve [web] listen until SIGTERM
  *   warrantd-web [-c FILE] -t         check [web] and the files it names
@@ -40,6 +42,8 @@
 #include "worker/sdnotify.h"
 #include "conf/secrets.h"
 #include "base/version.h"
+#include "wact.h"
+#include "walert.h"
 #include "wasset.h"
 #include "wconf.h"
 #include "wpage.h"
@@ -70,6 +74,7 @@ struct web {
 	const struct cfg *cfg;
 	struct wconf conf;
 	struct wread *read;
+	struct wact *act;	/* NULL: no [redis.operator], no action */
 	struct wsess_table *sess;
 	pthread_mutex_t lock;
 	struct MHD_Daemon *d[WCONF_LISTEN_MAX];
@@ -289,11 +294,23 @@ query_arg(void *arg, const char *name)
 	return MHD_lookup_connection_value(arg, MHD_GET_ARGUMENT_KIND, name);
 }
 
+/* The overview's alerts, from it and the last minutes of the charts'
+ * buckets (a failed read of those: the alerts of the overview alone). */
+static void
+add_alerts(struct web *w, json_t *ov, int64_t now)
+{
+	char err[256];
+	json_t *st = wread_stats(w->read, now, WALERT_DEAD_MINUTES, err, sizeof err);
+
+	json_object_set_new(ov, "alerts", walert_list(ov, st));
+	json_decref(st);
+}
+
 static mhd_result
 page(struct MHD_Connection *conn, struct web *w, const struct wroute *rt,
      const struct wsess *s)
 {
-	struct wpage_who who = {s->user, s->csrf};
+	struct wpage_who who = {s->user, s->csrf, w->act != NULL};
 	int64_t now = wtime_now_ms();
 	char err[512];
 	json_t *v = NULL;
@@ -304,9 +321,11 @@ page(struct MHD_Connection *conn, struct web *w, const struct wroute *rt,
 	case WR_API_OVERVIEW:
 		if ((v = wread_overview(w->read, now, err, sizeof err)) == NULL)
 			return send_json(conn, w, 502, json_pack("{s:s}", "error", err));
+		add_alerts(w, v, now);
 		return send_json(conn, w, 200, v);
 	case WR_OVERVIEW:
-		v = wread_overview(w->read, now, err, sizeof err);
+		if ((v = wread_overview(w->read, now, err, sizeof err)) != NULL)
+			add_alerts(w, v, now);
 		break;
 	case WR_JOBS:
 		if (wroute_jobq_parse(&jq, query_arg, conn, err, sizeof err) != 0)
@@ -321,6 +340,9 @@ page(struct MHD_Connection *conn, struct web *w, const struct wroute *rt,
 	case WR_DEAD:
 		v = wread_dead(w->read, err, sizeof err);
 		break;
+	case WR_CHARTS:
+		v = wread_stats(w->read, now, 1440, err, sizeof err);
+		break;
 	default:
 		return send_error(conn, w, &who, 404, "not found");
 	}
@@ -332,16 +354,123 @@ page(struct MHD_Connection *conn, struct web *w, const struct wroute *rt,
 		json_decref(v);
 		return MHD_NO;
 	}
-	if (rt->id == WR_OVERVIEW)
+	if (rt->id == WR_OVERVIEW) {
+		json_t *names = json_array();	/* what the pause form offers */
+		for (size_t i = 0; i < w->cfg->nactions; i++)
+			json_array_append_new(names, json_string(w->cfg->actions[i].name));
+		json_object_set_new(v, "actions", names);
 		wpage_overview(b, &who, v);
-	else if (rt->id == WR_JOBS)
+	} else if (rt->id == WR_JOBS)
 		wpage_jobs(b, &who, &jq, v);
 	else if (rt->id == WR_JOB)
 		wpage_job(b, &who, v, now);
+	else if (rt->id == WR_CHARTS)
+		wpage_charts(b, &who, v);
 	else
 		wpage_dead(b, &who, v);
 	json_decref(v);
 	return send_html(conn, w, 200, b, NULL, NULL);
+}
+
+/* ---- actions (wact.h): a confirmation, then the POST ---- */
+
+/* The checked boxes of a list (?id=a&id=b) as "a b". */
+struct ids_acc {
+	char buf[WACT_ARG_MAX];
+	size_t len;
+	int too_long;
+};
+
+static mhd_result
+add_id(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct ids_acc *a = cls;
+	size_t n = value ? strlen(value) : 0;
+
+	(void)kind;
+	if (strcmp(key, "id") != 0 || n == 0)
+		return MHD_YES;
+	if (a->len + n + 2 > sizeof a->buf) {
+		a->too_long = 1;
+		return MHD_NO;
+	}
+	a->len += (size_t)snprintf(a->buf + a->len, sizeof a->buf - a->len, "%s%s",
+	    a->len ? " " : "", value);
+	return MHD_YES;
+}
+
+static mhd_result
+confirm(struct MHD_Connection *conn, struct web *w, const struct wpage_who *who)
+{
+	const char *op = query_arg(conn, "op"), *arg = query_arg(conn, "arg");
+	char err[512], sentence[WACT_ARG_MAX + 256], back[WACT_ARG_MAX + 16];
+	struct ids_acc *ids = calloc(1, sizeof *ids);
+	struct wact_req *req = calloc(1, sizeof *req);
+	long long count = 0;
+	mhd_result rc = MHD_NO;
+	struct whtml *b;
+
+	if (ids == NULL || req == NULL)
+		goto done;
+	if (arg == NULL)
+		MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, add_id, ids);
+	if (ids->too_long || wact_parse(w->cfg, op, arg ? arg : ids->buf, req, err,
+	    sizeof err) != 0) {
+		rc = send_error(conn, w, who, 400, ids->too_long ? "too many records" : err);
+		goto done;
+	}
+	if (req->op == WACT_REQUEUE_REASON || req->op == WACT_DROP_REASON) {
+		json_t *d = wread_dead(w->read, err, sizeof err);
+		count = json_integer_value(json_object_get(json_object_get(d, "reasons"), req->arg));
+		json_decref(d);
+	}
+	wact_describe(req, count, sentence, sizeof sentence);
+	wact_back(req, back, sizeof back);
+	if ((b = whtml_new()) != NULL) {
+		wpage_confirm(b, who, wact_op_name(req->op), req->arg, sentence, back);
+		rc = send_html(conn, w, 200, b, NULL, NULL);
+	}
+done:
+	free(ids);
+	free(req);
+	return rc;
+}
+
+static mhd_result
+act(struct MHD_Connection *conn, struct web *w, const struct wpage_who *who,
+    const struct req *q)
+{
+	char op[32], err[512], sentence[WACT_ARG_MAX + 256], back[WACT_ARG_MAX + 16];
+	char *arg = calloc(1, WACT_ARG_MAX);
+	struct wact_req *req = calloc(1, sizeof *req);
+	struct act_result res;
+	mhd_result rc = MHD_NO;
+	struct whtml *b;
+
+	if (arg == NULL || req == NULL)
+		goto done;
+	if (wroute_form_get(q->body, q->len, "op", op, sizeof op) != 0 ||
+	    wroute_form_get(q->body, q->len, "arg", arg, WACT_ARG_MAX) != 0 ||
+	    wact_parse(w->cfg, op, arg, req, err, sizeof err) != 0) {
+		rc = send_error(conn, w, who, 400, "refused: not an action this console knows");
+		goto done;
+	}
+	act_result_init(&res);
+	int code = wact_run(w->act, req, who->user, &res);
+	log_info("web.action", "user=%s op=%s arg=%s rc=%d done=%lld", LOG_Q(who->user),
+	    wact_op_name(req->op), LOG_Q(req->arg), code, res.done);
+	wact_describe(req, res.matched, sentence, sizeof sentence);
+	wact_back(req, back, sizeof back);
+	if ((b = whtml_new()) != NULL) {
+		wpage_acted(b, who, sentence, code, res.lines, back);
+		rc = send_html(conn, w, code == 0 ? 200 : code == WACT_REFUSED ? 409 : 502, b, NULL,
+		    NULL);
+	}
+	act_result_clear(&res);
+done:
+	free(arg);
+	free(req);
+	return rc;
 }
 
 /* A POST from another origin is refused whatever it carries: SameSite
@@ -426,6 +555,14 @@ route(struct MHD_Connection *conn, struct web *w, const char *method, const char
 		wsess_end(w->sess, s->id);
 		cookie(clear, sizeof clear, w, COOKIE, "", "/", 1);
 		return redirect(conn, w, "/login", clear, NULL);
+	}
+	case WR_CONFIRM:
+	case WR_ACT: {
+		/* without [redis.operator] there are no actions at all */
+		struct wpage_who who = {s->user, s->csrf, w->act != NULL};
+		if (w->act == NULL)
+			return send_error(conn, w, &who, 404, "not found");
+		return rt.id == WR_CONFIRM ? confirm(conn, w, &who) : act(conn, w, &who, q);
 	}
 	default:
 		return page(conn, w, &rt, s);
@@ -548,6 +685,7 @@ stop(struct web *w)
 		if (w->conf.addr[i].is_unix)
 			unlink(((const struct sockaddr_un *)(const void *)&w->conf.addr[i].sa)->sun_path);
 	wread_free(w->read);
+	wact_free(w->act);
 	wsess_free(w->sess);
 	free(w->tls_cert);
 	secrets_free(w->tls_key, w->tls_key_len);
@@ -556,7 +694,7 @@ stop(struct web *w)
 
 /* The TLS pair, the users file and the Redis reader: what -t checks too. */
 static int
-prepare(struct web *w, const struct cfg *cfg, char *err, size_t errlen)
+prepare(struct web *w, struct cfg *cfg, char *err, size_t errlen)
 {
 	char *users = NULL;
 	size_t len = 0;
@@ -583,6 +721,9 @@ prepare(struct web *w, const struct cfg *cfg, char *err, size_t errlen)
 		return -1;
 	secrets_free(users, len);
 	if ((w->read = wread_new(cfg, err, errlen)) == NULL)
+		return -1;
+	if (cfg->roles[CFG_ROLE_OPERATOR].username != NULL &&
+	    (w->act = wact_new(cfg, err, errlen)) == NULL)
 		return -1;
 	if ((w->sess = wsess_new(SESSIONS, cfg->web.idle_timeout_s * 1000)) == NULL) {
 		snprintf(err, errlen, "out of memory");

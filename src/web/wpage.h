@@ -18,9 +18,12 @@
 #include "whtml.h"
 #include "wroute.h"
 
-/* Who is looking, for the frame: user and csrf borrowed (NULL: logged out). */
+/* Who is looking, for the frame: user and csrf borrowed (NULL: logged out);
+ * operator: the console has [redis.operator], so the pages show the action
+ * buttons (without it they are absent, not disabled). */
 struct wpage_who {
 	const char *user, *csrf;
+	int operator;
 };
 
 /* The login form; `csrf` the login cookie's token, `message` NULL or a
@@ -39,6 +42,20 @@ void wpage_job(struct whtml *b, const struct wpage_who *who, const json_t *job, 
 
 /* The dead letters by reason (wread_dead's object). */
 void wpage_dead(struct whtml *b, const struct wpage_who *who, const json_t *dead);
+
+/* The charts (wread_stats's object, a day of buckets). */
+void wpage_charts(struct whtml *b, const struct wpage_who *who, const json_t *stats);
+
+/* The confirmation of an action: `sentence` (wact_describe's) and a POST
+ * form to /act with op, arg and the CSRF token; `back` the page to go back
+ * to (a path of ours). */
+void wpage_confirm(struct whtml *b, const struct wpage_who *who, const char *op,
+		   const char *arg, const char *sentence, const char *back);
+
+/* What an action did: its lines ([[is_error, text], ...]) and whether it
+ * was refused (rc != 0). */
+void wpage_acted(struct whtml *b, const struct wpage_who *who, const char *sentence, int rc,
+		 const json_t *lines, const char *back);
 
 /* A page for an error: status and one line. */
 void wpage_error(struct whtml *b, const struct wpage_who *who, int status, const char *message);

@@ -14,6 +14,8 @@
 #include "conf/secrets.h"
 #include "redis/sreply.h"
 #include "core/store.h"
+#include "worker/wstats.h"
+#include "wjob.h"
 #include "wread.h"
 #include "base/wtime.h"
 
@@ -464,11 +466,24 @@ stream_status(struct wread *r, json_t *st, int64_t now_ms, char *err, size_t err
 	return consumer_fields(r, st, g, now_ms, err, errlen);
 }
 
+/* P:paused into o: shard 0's, where pauses are written for every worker. */
+static int
+add_paused(struct wread *r, json_t *o, char *err, size_t errlen)
+{
+	redisReply *rep;
+
+	if (use_shard(r, 0, err, errlen) < 0 ||
+	    (rep = cmd(r, err, errlen, "HGETALL", r->keys.paused, (char *)NULL)) == NULL)
+		return -1;
+	add_flat(o, sreply_of(rep), NULL);
+	freeReplyObject(rep);
+	return 0;
+}
+
 json_t *
 wread_overview(struct wread *r, int64_t now_ms, char *err, size_t errlen)
 {
 	json_t *ov = json_object(), *streams = json_array(), *paused = json_object();
-	redisReply *rep;
 
 	json_object_set_new(ov, "now", json_integer(now_ms));
 	json_object_set_new(ov, "streams", streams);
@@ -479,13 +494,8 @@ wread_overview(struct wread *r, int64_t now_ms, char *err, size_t errlen)
 		if (use_shard(r, i, err, errlen) < 0 || stream_status(r, st, now_ms, err,
 		    errlen) < 0)
 			goto fail;
-		if (i == 0) {	/* pauses are written on shard 0 for every worker */
-			if ((rep = cmd(r, err, errlen, "HGETALL", r->keys.paused,
-			    (char *)NULL)) == NULL)
-				goto fail;
-			add_flat(paused, sreply_of(rep), NULL);
-			freeReplyObject(rep);
-		}
+		if (i == 0 && add_paused(r, paused, err, errlen) < 0)
+			goto fail;
 	}
 	return ov;
 fail:
@@ -702,7 +712,11 @@ wread_jobs(struct wread *r, const struct wroute_jobq *q, int64_t now_ms, char *e
 	for (unsigned i = first; i < end && !j.more; i++)
 		if (use_shard(r, i, err, errlen) < 0 || jobs_of_shard(&j) < 0)
 			goto done;
-	out = json_pack("{s:O, s:b}", "jobs", j.out, "more", j.more);
+	out = json_pack("{s:O, s:b, s:{}}", "jobs", j.out, "more", j.more, "paused");
+	if (out != NULL && add_paused(r, json_object_get(out, "paused"), err, errlen) < 0) {
+		json_decref(out);
+		out = NULL;
+	}
 done:
 	json_decref(j.seen);
 	json_decref(j.out);
@@ -769,9 +783,12 @@ wread_job(struct wread *r, const char *id, int64_t now_ms, char *err, size_t err
 		char detail[256];
 		enum record_status rs = RECORD_BAD_SIGNATURE;
 		ctl_policy_init(&pol, r->cfg, (const unsigned char *)r->key, r->key_len);
+		wjob_header(job, raw);
 		if (raw != NULL && (rs = record_load(&pol, id, raw, now_ms, &rec, NULL, detail,
 		    sizeof detail)) == RECORD_OK) {
 			json_object_set_new(job, "record", record_content(rec));
+			json_object_set_new(job, "signature", json_string(r->cfg->records.
+			    signature_required ? "verified" : "not checked ([records] signature = off)"));
 			record_free(rec);
 		} else
 			json_object_set_new(job, "recordError", json_pack("s+s+s", raw ?
@@ -786,6 +803,9 @@ wread_job(struct wread *r, const char *id, int64_t now_ms, char *err, size_t err
 		snprintf(err, errlen, "not found");
 		goto fail;
 	}
+	json_object_set_new(job, "paused", json_object());
+	if (add_paused(r, json_object_get(job, "paused"), err, errlen) < 0)
+		goto fail;
 	return job;
 fail:
 	json_decref(job);
@@ -832,5 +852,55 @@ wread_dead(struct wread *r, char *err, size_t errlen)
 	return json_pack("{s:o, s:I}", "reasons", by, "total", total);
 fail:
 	json_decref(by);
+	return NULL;
+}
+
+/* A bucket's flat HGETALL reply as {field: n}. */
+static json_t *
+bucket_of(const struct sreply *rep)
+{
+	json_t *o = json_object();
+	size_t n = 0;
+
+	if (sreply_array_len(rep, &n) != 0)
+		n = 0;
+	for (size_t i = 0; i + 1 < n; i += 2) {
+		const char *f = sreply_string(sreply_element(rep, i));
+		const char *v = sreply_string(sreply_element(rep, i + 1));
+		if (f != NULL && v != NULL)
+			json_object_set_new(o, f, json_integer(strtoll(v, NULL, 10)));
+	}
+	return o;
+}
+
+json_t *
+wread_stats(struct wread *r, int64_t now_ms, long minutes, char *err, size_t errlen)
+{
+	long long last = now_ms / 60000, first = last - minutes + 1;
+	json_t *buckets = json_array();
+	char key[STORE_KEY_MAX + 32];
+	long sent = 0;
+
+	if (use_shard(r, 0, err, errlen) < 0 || connect_redis(r, err, errlen) != 0)
+		goto fail;
+	/* one pipeline of HGETALLs: a day is 1440 small hashes, one round trip */
+	for (long long m = first; m <= last; m++, sent++)
+		if (wstats_key(r->keys.paused, m * 60000, key, sizeof key) != 0 ||
+		    redisAppendCommand(r->c, "HGETALL %s", key) != REDIS_OK)
+			break;
+	for (long i = 0; i < sent; i++) {
+		redisReply *rep = NULL;
+		if (redisGetReply(r->c, (void **)&rep) != REDIS_OK || rep == NULL) {
+			snprintf(err, errlen, "redis: HGETALL: %s", r->c->errstr);
+			redisFree(r->c);	/* the rest of the pipeline is lost with it */
+			r->c = NULL;
+			goto fail;
+		}
+		json_array_append_new(buckets, bucket_of(sreply_of(rep)));
+		freeReplyObject(rep);
+	}
+	return json_pack("{s:I, s:o}", "first", (json_int_t)first, "buckets", buckets);
+fail:
+	json_decref(buckets);
 	return NULL;
 }

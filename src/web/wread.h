@@ -57,4 +57,11 @@ json_t *wread_job(struct wread *r, const char *id, int64_t now_ms, char *err, si
 /* {"reasons": {reason: count}, "total": n} over every shard's P:dead. */
 json_t *wread_dead(struct wread *r, char *err, size_t errlen) __attribute__((warn_unused_result));
 
+/* The charts' per-minute buckets (worker/wstats.h) of the last `minutes`
+ * minutes up to now_ms, shard 0's (where every worker writes them):
+ * {"first": minute, "buckets": [{field: n}, ...]} oldest first, {} for a
+ * minute without one. */
+json_t *wread_stats(struct wread *r, int64_t now_ms, long minutes, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+
 #endif

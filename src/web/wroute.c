@@ -19,6 +19,10 @@ static const struct {
 	{"GET", "/jobs", WR_JOBS, 1},
 	{"GET", "/job/", WR_JOB, 1},
 	{"GET", "/dead", WR_DEAD, 1},
+	{"GET", "/charts", WR_CHARTS, 1},
+	/* the actions (only with [redis.operator]: web.c answers 404 without) */
+	{"GET", "/confirm", WR_CONFIRM, 1},
+	{"POST", "/act", WR_ACT, 1},
 	/* assets hold nothing of an operator's: the login page needs them */
 	{"GET", "/static/", WR_ASSET, 0},
 };

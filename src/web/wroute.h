@@ -24,6 +24,9 @@ enum wroute_id {
 	WR_JOB,			/* GET /job/ID */
 	WR_DEAD,		/* GET /dead */
 	WR_ASSET,		/* GET /static/NAME */
+	WR_CHARTS,		/* GET /charts */
+	WR_CONFIRM,		/* GET /confirm?op=&arg=&id=...: what an action will do */
+	WR_ACT,			/* POST /act (op, arg, csrf): do it */
 };
 
 /* Plain data: a matched route. */

@@ -22,6 +22,7 @@
 #define _DEFAULT_SOURCE
 #include "worker/engine.h"
 #include "worker/engine_ops.h"
+#include "worker/wstats.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -450,6 +451,11 @@ engine_new_with(struct ev_loop *loop, struct cfg *cfg, const struct engine_ops *
 			eng->nshards++;	/* its partial state is freed too */
 			goto fail;
 		}
+	if ((eng->stats = wstats_new()) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	engine_set_call_observer(eng, NULL, NULL);	/* wstats counts first */
 	return eng;
 fail:
 	eng->cfg = NULL;	/* still the caller's */
@@ -651,16 +657,17 @@ engine_gauges(const struct engine *eng, struct engine_gauges *out)
 void
 engine_set_outcome_observer(struct engine *eng, engine_outcome_observer *fn)
 {
-	for (size_t i = 0; i < eng->nshards; i++)
-		eng->shards[i].eops.outcome = fn;
+	wstats_set_next_outcome(eng->stats, fn);	/* after wstats has counted */
 }
 
 void
 engine_set_call_observer(struct engine *eng, engine_call_observer *fn, void *arg)
 {
+	wstats_set_next_call(eng->stats, fn, arg);
 	for (size_t i = 0; i < eng->nshards; i++) {
-		eng->shards[i].eops.call_done = fn;	/* read at each call */
-		eng->shards[i].eops.call_done_arg = arg;
+		eng->shards[i].eops.call_done = wstats_on_call;	/* read at each call */
+		eng->shards[i].eops.call_done_arg = eng->stats;
+		eng->shards[i].eops.outcome = wstats_on_outcome;
 	}
 }
 
@@ -706,5 +713,6 @@ engine_free(struct engine *eng)
 	disc_free(eng->disc);	/* after the connections: no callback asks it */
 	rtls_ctx_free(eng->tls);	/* after every connection that borrowed it */
 	cfg_free(eng->cfg);
+	wstats_free(eng->stats);
 	free(eng);
 }

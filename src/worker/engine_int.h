@@ -77,6 +77,7 @@ struct shard {
 };
 
 struct engine {
+	struct wstats *stats;	/* the console's per-minute buckets (wstats.h) */
 	struct ev_loop *loop;
 	const struct engine_ops *ops;	/* everything it starts (engine_ops.h) */
 	void *opctx;

@@ -27,6 +27,7 @@
 #include "core/store.h"
 #include "base/wtime.h"
 #include "base/version.h"
+#include "worker/wstats.h"
 #include "engine_int.h"
 
 /* ------------------------------------------------------------------ */
@@ -340,6 +341,15 @@ engine_read_pauses(struct engine *eng)
 		    (const char *[]){"HGETALL", sh->keys.paused, NULL}));
 }
 
+/* wstats_send_fn: one command of the charts' flush, on shard 0's connection. */
+static int
+send_stat(void *arg, int argc, const char **argv)
+{
+	struct shard *sh = arg;
+
+	return engine_commandv(sh->eng, sh->cmd, engine_ignore_reply, NULL, argc, argv, NULL);
+}
+
 void
 engine_heartbeat_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
@@ -348,6 +358,10 @@ engine_heartbeat_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	for (size_t i = 0; i < eng->nshards; i++)
 		engine_heartbeat_shard(&eng->shards[i]);
+	/* the charts' counts, in shard 0's heartbeat pipeline (wstats.h) */
+	struct shard *first = &eng->shards[0];
+	wstats_flush(eng->stats, engine_up(eng, first->cmd) ? send_stat : NULL, first,
+	    first->keys.paused, engine_now_ms(eng));
 	engine_read_pauses(eng);
 }
 

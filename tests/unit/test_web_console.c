@@ -350,7 +350,7 @@ render_job(const char *json)
 {
 	json_t *job = json_loads(json, 0, NULL);
 	struct whtml *b = whtml_new();
-	struct wpage_who who = {"op<1>", "c5rf"};
+	struct wpage_who who = {"op<1>", "c5rf", 0};
 
 	assert_non_null(job);
 	wpage_job(b, &who, job, NOW);
@@ -403,7 +403,7 @@ test_jobs_page(void **state)
 	json_t *list = json_loads("{\"jobs\": [{\"id\": \"r-1\", \"state\": \"failed\","
 	    " \"action\": \"gate.open\", \"source\": \"audit\"}], \"more\": true}", 0, NULL);
 	struct whtml *b = whtml_new();
-	struct wpage_who who = {"op", "t"};
+	struct wpage_who who = {"op", "t", 0};
 
 	wpage_jobs(b, &who, &q, list);
 	const char *s = whtml_str(b, NULL);
@@ -426,7 +426,7 @@ test_overview_page(void **state)
 	    " \"heartbeatAgeMs\": 1200, \"inFlight\": 3, \"tokenState\": \"valid\"}}}],"
 	    " \"paused\": {\"gate.open\": \"op at 2026\"}}", 0, NULL);
 	struct whtml *b = whtml_new();
-	struct wpage_who who = {"op", "t"};
+	struct wpage_who who = {"op", "t", 0};
 
 	wpage_overview(b, &who, ov);
 	const char *s = whtml_str(b, NULL);

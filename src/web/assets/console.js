@@ -33,7 +33,19 @@ function cell(tr, text, cls) {
   tr.appendChild(td);
 }
 
+function renderAlerts(list) {
+  const box = document.getElementById('alerts');
+  if (!box) return;
+  box.replaceChildren(...(list || []).map((a) => {
+    const p = document.createElement('p');
+    p.className = 'alert ' + (a.level === 'bad' ? 'bad' : 'warn');
+    p.textContent = a.text;
+    return p;
+  }));
+}
+
 function render(ov) {
+  renderAlerts(ov.alerts);
   (ov.streams || []).forEach((st, i) => {
     document.querySelectorAll('[data-k^="' + i + '."]').forEach((el) => {
       const k = el.dataset.k.slice(String(i).length + 1);
