@@ -553,9 +553,13 @@ ctl_print_status(FILE *out, const json_t *status)
 	if (copy == NULL)
 		return;
 	json_object_foreach((json_t *)status, key, v) {	/* durations for people */
-		if (strcmp(key, "consumers") == 0)
+		if (strcmp(key, "consumers") == 0 || strcmp(key, "lagAtLeast") == 0)
 			continue;
-		if (human_duration(key, v, k, sizeof k, t, sizeof t))
+		if (strcmp(key, "lag") == 0 && json_is_true(json_object_get(status,
+		    "lagAtLeast")))	/* counted up to LAG_CAP: "≥10000" */
+			json_object_set_new(copy, key, json_sprintf("\u2265%lld",
+			    (long long)json_integer_value(v)));
+		else if (human_duration(key, v, k, sizeof k, t, sizeof t))
 			json_object_set_new(copy, k, json_string(t));
 		else
 			json_object_set(copy, key, v);
