@@ -222,6 +222,12 @@ add_heartbeat(struct cli *c, json_t *o, const char *key)
 	json_object_set_new(o, "alive", json_boolean(is_hash && n > 0));
 	if (is_hash)
 		cli_add_flat(o, sreply_of(r), NULL, NULL);
+	/* how long ago it beat, by this host's clock (the table's column) */
+	const char *at = json_string_value(json_object_get(o, "heartbeatAt"));
+	int64_t at_ms;
+	if (at != NULL && wtime_parse_rfc3339(at, &at_ms) == 0)
+		json_object_set_new(o, "heartbeatAgeMs", json_integer(wtime_now_ms() > at_ms ?
+		    wtime_now_ms() - at_ms : 0));
 	freeReplyObject(r);
 	return 0;
 }

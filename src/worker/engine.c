@@ -116,6 +116,7 @@ struct engine {
 	struct oauth *oauth;		/* NULL without an [oauth] section */
 	int needs_token;		/* some action has auth = oauth */
 	int paused_for_token;
+	int paused_for_held;		/* §13: held entries fill half the hand */
 	int had_token;			/* a token was usable once: a pause now is news */
 	long token_timeout_ms;		/* the longest such action's timeout */
 	struct script_set scripts;	/* every Lua script of lua/, by store_script_id */
@@ -150,11 +151,17 @@ static void read_shared(struct engine *eng);
 /* ------------------------------------------------------------------ */
 /* small helpers                                                        */
 
-/* warrantd(7) §8: with no [oauth] at all, static or no credentials are "valid". */
+/* warrantd(7) §8: with no [oauth] at all, static bearer tokens are "valid";
+ * with none (every action auth = none) there is no token: "none". */
 static const char *
 token_state(const struct engine *eng)
 {
-	return eng->oauth ? oauth_state_name(eng->oauth) : "valid";
+	if (eng->oauth)
+		return oauth_state_name(eng->oauth);
+	for (size_t i = 0; i < eng->cfg->nactions; i++)
+		if (eng->cfg->actions[i].auth != CFG_AUTH_NONE)
+			return "valid";
+	return "none";
 }
 
 /* Whole seconds from now to `at` (monotonic ms; 0: none), 0 when past. */
@@ -478,6 +485,17 @@ token_blocks_reading(struct engine *eng)
 			log_info("consumer.resumed", "token_state=%s", token_state(eng));
 	}
 	eng->had_token |= !blocked;
+	/* §13, R6: entries held by a pause, a limit or a breaker fill half of
+	 * max_in_flight: reading stops for that reason, not for a token (issue
+	 * 38 item 6). consumer_may_read decides; this says so once. */
+	int held_full = !blocked && 2 * (long)held(eng) >= eng->cfg->daemon.max_in_flight;
+	if (held_full != eng->paused_for_held) {
+		eng->paused_for_held = held_full;
+		if (held_full)
+			log_info("consumer.paused", "reason=paused held=%zu", held(eng));
+		else
+			log_info("consumer.resumed", "reason=paused held=%zu", held(eng));
+	}
 	return blocked;
 }
 

@@ -215,11 +215,93 @@ test_lag_after_redis_restart(void **state)
 	assert_true(h_daemon_stop_clean(&D));
 }
 
+static long long
+pending_count(void)
+{
+	return h_pending_count(C, H_JOBS, H_GROUP);
+}
+
+static int
+pending_is_4(void *arg)
+{
+	(void)arg;
+	return pending_count() == 4;
+}
+
+/* Issue 38 item 6: what a pause holds says so -- in `jobs` and `inspect`
+ * (held=paused beside state=queued) and in the log (reason=paused, not
+ * no-token); with every action auth = none the token state is none. */
+static void
+test_states_that_are_what_they_look_like(void **state)
+{
+	char *out, section[128];
+	(void)state;
+
+	int port = h_free_port();
+	assert_true(port > 0);
+	snprintf(section, sizeof section, "[metrics]\nlisten = 127.0.0.1:%d\n", port);
+	assert_int_equal(h_redis_start(&R, 0), 0);
+	assert_int_equal(h_fake_start(&T, "fake_target", NULL), 0);
+	assert_non_null(C = h_redis_connect(&R));
+	struct h_daemon_opts o = {.redis_sock = R.sock, .target_url = T.url, .block_ms = 100,
+	    .heartbeat_ms = 300, .daemon_extra = "max_in_flight = 8\n", .sections = section};
+	char *ini = h_daemon_ini(&o);
+	assert_non_null(ini);
+	assert_int_equal(h_daemon_start(&D, ini), 0);
+	free(ini);
+	assert_int_equal(ctl(&out, "pause", "gate.open", NULL), 0);
+	free(out);
+	assert_int_equal(h_daemon_wait_log(&D, "event=gate.pauses", H_WAIT_MS), 0);
+	decide("held-1");
+	decide("held-2");
+	decide("held-3");
+	decide("held-4");
+	assert_int_equal(h_wait_until(pending_is_4, NULL, H_WAIT_MS), 0);
+
+	assert_int_equal(ctl(&out, "jobs", "--json", NULL), 0);
+	json_t *list = json_loads(out, 0, NULL);
+	free(out);
+	assert_int_equal(json_array_size(list), 4);
+	for (size_t i = 0; i < 4; i++) {
+		const json_t *j = json_array_get(list, i);
+		assert_string_equal(json_string_value(json_object_get(j, "state")), "queued");
+		assert_string_equal(json_string_value(json_object_get(j, "held")), "paused");
+	}
+	json_decref(list);
+	assert_int_equal(ctl(&out, "inspect", "held-1", NULL), 0);
+	assert_non_null(strstr(out, "\nheld:"));
+	free(out);
+
+	/* half of max_in_flight held: reading stops, and the log says why */
+	assert_int_equal(h_daemon_wait_log(&D, "event=consumer.paused reason=paused", H_WAIT_MS),
+	    0);
+	assert_false(h_daemon_log_has(&D, "reason=no-token"));
+
+	/* auth = none: no token, and it says none */
+	json_t *st = status_json();
+	json_t *w1 = json_object_get(json_object_get(st, "consumers"), "w1");
+	assert_string_equal(json_string_value(json_object_get(w1, "tokenState")), "none");
+	json_decref(st);
+	char url[64];
+	long code = 0;
+	snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", port);
+	char *text = h_http("GET", url, NULL, &code);
+	assert_int_equal(code, 200);
+	assert_non_null(strstr(text, "\nwarrantd_token_state{state=\"none\"} 1\n"));
+	free(text);
+
+	assert_int_equal(ctl(&out, "resume", "gate.open", NULL), 0);
+	free(out);
+	wait_state("held-4", "done");
+	assert_true(h_daemon_stop_clean(&D));
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_lag_after_redis_restart, teardown),
+		cmocka_unit_test_teardown(test_states_that_are_what_they_look_like, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
