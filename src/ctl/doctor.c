@@ -99,7 +99,7 @@ static void
 doctor_say(struct doctor *d, enum doctor_level lv, const char *what, const char *fmt, ...)
 {
 	static const char *const head[] = {"ok", "INFO: ", "WARN: ", "FAIL: "};
-	char why[512] = "", said[512];
+	char why[1100] = "", said[512];	/* room for both */
 	va_list ap;
 
 	if (fmt != NULL) {
