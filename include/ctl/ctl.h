@@ -119,6 +119,12 @@ size_t ctl_status_alive(const json_t *status);
  */
 void ctl_print_status(FILE *out, const json_t *status);
 
+/* Issue 38 item 6: what holds a job back that its state does not say:
+ * "paused" when `paused` (P:paused as an object: action name or "*" to
+ * who and when) pauses `action` or the whole queue and the job is still to
+ * be called (state queued or retrying); else NULL. Static. */
+const char *ctl_held(const json_t *paused, const char *action, const char *state);
+
 /* One line of logfmt pairs (log_quote'd values) of an object's scalar
  * members, in order, then '\n'. Nested values are shown as compact JSON. */
 void ctl_print_line(FILE *out, const json_t *obj, int indent);

@@ -498,6 +498,17 @@ ctl_status_alive(const json_t *status)
 	return alive;
 }
 
+const char *
+ctl_held(const json_t *paused, const char *action, const char *state)
+{
+	if (state == NULL || (strcmp(state, "queued") != 0 && strcmp(state, "retrying") != 0))
+		return NULL;
+	if (json_object_get(paused, "*") != NULL ||
+	    (action != NULL && json_object_get(paused, action) != NULL))
+		return "paused";
+	return NULL;
+}
+
 /* "xxxMs" holding an integer: the key without "Ms" and the value for people
  * in text; else 0. */
 static int
@@ -512,35 +523,73 @@ human_duration(const char *key, const json_t *v, char *name, size_t nn, char *te
 	return 1;
 }
 
-static void
-print_consumer(FILE *out, const char *name, const json_t *o)
-{
-	const char *key;
-	json_t *v;
-	char k[64], t[32];
+/* The consumers as a table of what matters (the rest is in --json and
+ * the heartbeat hash): name, alive, heartbeat age, pending, in flight,
+ * token state, version. */
+enum { COLS = 7 };
 
-	fputs("  ", out);
-	put_clean(out, name);
-	fprintf(out, "  %s", json_is_true(json_object_get(o, "alive")) ? "alive" : "silent");
-	json_object_foreach((json_t *)o, key, v) {
-		char *text;
-		if (strcmp(key, "alive") == 0 || (json_is_null(v) && !human_duration(key, v, k,
-		    sizeof k, t, sizeof t)))
-			continue;
-		fputs("  ", out);
-		if (human_duration(key, v, k, sizeof k, t, sizeof t)) {
-			put_clean(out, k);
-			fprintf(out, " %s", t);
-			continue;
-		}
-		put_clean(out, key);
-		if ((text = value_text(v)) != NULL) {
-			fputc(' ', out);
-			put_clean(out, text);
-		}
-		free(text);
+static void
+consumer_row(const char *name, const json_t *o, char cell[COLS][64])
+{
+	const json_t *age = json_object_get(o, "heartbeatAgeMs");
+	const char *token = json_string_value(json_object_get(o, "tokenState"));
+	const char *version = json_string_value(json_object_get(o, "version"));
+	const json_t *pending = json_object_get(o, "pending");
+	const json_t *inflight = json_object_get(o, "inFlight");
+
+	snprintf(cell[0], 64, "%s", name);
+	snprintf(cell[1], 64, "%s", json_is_true(json_object_get(o, "alive")) ? "alive" :
+	    "silent");
+	ctl_human_ms(json_is_integer(age) ? json_integer_value(age) : -1, cell[2], 64);
+	snprintf(cell[3], 64, "%lld", (long long)json_integer_value(pending));
+	if (json_is_integer(inflight))
+		snprintf(cell[4], 64, "%lld", (long long)json_integer_value(inflight));
+	else
+		snprintf(cell[4], 64, "-");
+	snprintf(cell[5], 64, "%s", token && *token ? token : "-");
+	snprintf(cell[6], 64, "%s", version && *version ? version : "-");
+}
+
+static void
+put_row(FILE *out, char cell[COLS][64], const size_t width[COLS])
+{
+	fputs(" ", out);
+	for (int k = 0; k < COLS; k++) {
+		fputc(' ', out);
+		put_clean(out, cell[k]);
+		if (k + 1 < COLS)
+			fprintf(out, "%*s", (int)(width[k] - strlen(cell[k]) + 1), "");
 	}
 	fputc('\n', out);
+}
+
+static void
+print_consumers(FILE *out, const json_t *consumers)
+{
+	static const char *const head[COLS] = {"NAME", "ALIVE", "HEARTBEAT", "PENDING",
+	    "IN FLIGHT", "TOKEN", "VERSION"};
+	char cell[COLS][64];
+	size_t width[COLS];
+	const char *name;
+	json_t *o;
+
+	if (json_object_size(consumers) == 0)
+		return;
+	for (int k = 0; k < COLS; k++)
+		width[k] = strlen(head[k]);
+	json_object_foreach((json_t *)consumers, name, o) {
+		consumer_row(name, o, cell);
+		for (int k = 0; k < COLS; k++)
+			if (strlen(cell[k]) > width[k])
+				width[k] = strlen(cell[k]);
+	}
+	for (int k = 0; k < COLS; k++)
+		snprintf(cell[k], 64, "%s", head[k]);
+	put_row(out, cell, width);
+	json_object_foreach((json_t *)consumers, name, o) {
+		consumer_row(name, o, cell);
+		put_row(out, cell, width);
+	}
 }
 
 void
@@ -554,9 +603,13 @@ ctl_print_status(FILE *out, const json_t *status)
 	if (copy == NULL)
 		return;
 	json_object_foreach((json_t *)status, key, v) {	/* durations for people */
-		if (strcmp(key, "consumers") == 0)
+		if (strcmp(key, "consumers") == 0 || strcmp(key, "lagAtLeast") == 0)
 			continue;
-		if (human_duration(key, v, k, sizeof k, t, sizeof t))
+		if (strcmp(key, "lag") == 0 && json_is_true(json_object_get(status,
+		    "lagAtLeast")))	/* counted up to LAG_CAP: "≥10000" */
+			json_object_set_new(copy, key, json_sprintf("\u2265%lld",
+			    (long long)json_integer_value(v)));
+		else if (human_duration(key, v, k, sizeof k, t, sizeof t))
 			json_object_set_new(copy, k, json_string(t));
 		else
 			json_object_set(copy, key, v);
@@ -565,8 +618,7 @@ ctl_print_status(FILE *out, const json_t *status)
 	json_decref(copy);
 	fprintf(out, "consumers: %zu alive of %zu\n", ctl_status_alive(status),
 	    json_object_size(consumers));
-	json_object_foreach((json_t *)consumers, key, v)
-		print_consumer(out, key, v);
+	print_consumers(out, consumers);
 }
 
 /* ---- metrics ---- */

@@ -42,6 +42,8 @@ dead_list(struct cli *c)
 	else if (rc == 0)
 		json_array_foreach(all, i, e)
 			ctl_print_line(stdout, e, 0);
+	if (rc == 0 && !c->json && json_array_size(all) == 0)	/* issue 38 item 6 */
+		puts("no dead letters");
 	json_decref(all);
 	return rc;
 }

@@ -4,11 +4,14 @@
  * (warrantd(7) §11).
  */
 #define _DEFAULT_SOURCE
-#include <netdb.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
@@ -21,13 +24,102 @@
 
 /* ---- doctor ---- */
 
-/* What a deployment needs, checked end to end: one line per check, "ok" or
- * "FAIL: why"; any failure makes the exit 1. */
+/* What a deployment needs, checked end to end: one line per check, "ok",
+ * "INFO: advice", "WARN: why" or "FAIL: why"; any FAIL makes the exit 1.
+ * The library's log lines and warrantctl's own messages are captured
+ * (stderr into a temp file) and the last one said during a check ends its
+ * line: nothing else is mixed into the output (issue 38 item 3). */
 struct doctor {
 	int failed;
 	int version_done;
 	struct clir *admin;	/* the first connection ACL DRYRUN worked on */
+	FILE *cap;		/* stderr while checking; NULL: not captured */
+	int saved_stderr;
+	long cap_off;		/* what doctor_line has read of cap */
 };
+
+enum doctor_level { D_OK, D_INFO, D_WARN, D_FAIL };
+
+static void
+doctor_capture(struct doctor *d)
+{
+	d->saved_stderr = -1;
+	fflush(stderr);
+	if ((d->cap = tmpfile()) == NULL)
+		return;
+	if ((d->saved_stderr = dup(STDERR_FILENO)) < 0 ||
+	    dup2(fileno(d->cap), STDERR_FILENO) < 0) {
+		if (d->saved_stderr >= 0)
+			close(d->saved_stderr);
+		d->saved_stderr = -1;
+		fclose(d->cap);
+		d->cap = NULL;
+	}
+}
+
+static void
+doctor_release(struct doctor *d)
+{
+	if (d->cap == NULL)
+		return;
+	fflush(stderr);
+	dup2(d->saved_stderr, STDERR_FILENO);
+	close(d->saved_stderr);
+	fclose(d->cap);
+	d->cap = NULL;
+}
+
+/* The last line written to stderr since the previous check, without its
+ * "ts=... " stamp, into buf ("" when none). */
+static void
+doctor_said(struct doctor *d, char *buf, size_t n)
+{
+	char line[512];
+
+	buf[0] = '\0';
+	if (d->cap == NULL)
+		return;
+	fflush(stderr);
+	if (fseek(d->cap, d->cap_off, SEEK_SET) != 0)
+		return;
+	while (fgets(line, sizeof line, d->cap) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		const char *from = strstr(line, "level=");
+		if (line[0] != '\0')
+			snprintf(buf, n, "%s", from != NULL ? from : line);
+	}
+	d->cap_off = ftell(d->cap);
+	fseek(d->cap, 0, SEEK_END);
+}
+
+static void doctor_say(struct doctor *d, enum doctor_level lv, const char *what,
+		       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void
+doctor_say(struct doctor *d, enum doctor_level lv, const char *what, const char *fmt, ...)
+{
+	static const char *const head[] = {"ok", "INFO: ", "WARN: ", "FAIL: "};
+	char why[1100] = "", said[512];	/* room for both */
+	va_list ap;
+
+	if (fmt != NULL) {
+		va_start(ap, fmt);
+		vsnprintf(why, sizeof why, fmt, ap);
+		va_end(ap);
+	}
+	doctor_said(d, said, sizeof said);
+	if (lv != D_OK && said[0] != '\0') {	/* the cause, as it was said */
+		size_t len = strlen(why);
+		snprintf(why + len, sizeof why - len, "%s[%s]", len ? " " : "", said);
+	}
+	for (char *p = why; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = ' ';
+	if (lv == D_FAIL)
+		d->failed = 1;
+	printf("%s: %s%s%s\n", what, head[lv], lv == D_OK && *why ? " " : "", why);
+	fflush(stdout);
+}
 
 static void doctor_line(struct doctor *d, int ok, const char *what, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -43,13 +135,7 @@ doctor_line(struct doctor *d, int ok, const char *what, const char *fmt, ...)
 		vsnprintf(why, sizeof why, fmt, ap);
 		va_end(ap);
 	}
-	for (char *p = why; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = ' ';
-	if (!ok)
-		d->failed = 1;
-	printf("%s: %s%s%s\n", what, ok ? "ok" : "FAIL: ", ok && *why ? " " : "", why);
-	fflush(stdout);
+	doctor_say(d, ok ? D_OK : D_FAIL, what, fmt != NULL ? "%s" : NULL, why);
 }
 
 /* The commands each Redis user needs, "{jobs}"-style names for the keys
@@ -188,7 +274,7 @@ doctor_user(struct cli *c, struct doctor *d, const char *role, const char *const
 	user = c->username != NULL ? c->username : "default";
 	snprintf(what, sizeof what, "redis user %s [%s]", user, c->user_section);
 	if (clir_connect(c) != 0) {
-		doctor_line(d, 0, what, "cannot connect or log in (see above)");
+		doctor_line(d, 0, what, "cannot connect or log in");
 		return;
 	}
 	if (!d->version_done && doctor_version(c, ver, sizeof ver) == 0) {
@@ -217,15 +303,18 @@ doctor_user(struct cli *c, struct doctor *d, const char *role, const char *const
 		doctor_line(d, 1, what, NULL);
 }
 
+/* A token as the worker gets it: [oauth]'s (sc NULL), or an action's own
+ * scope, audience and resource (`label` names it). */
 static void
 doctor_idp(const struct cli *c, struct doctor *d, struct ev_loop *loop,
-	   struct http_client *http)
+	   struct http_client *http, const struct oauth_scope *sc, const char *label)
 {
 	char err[256], what[300];
 	int have = 0;
-	struct oauth *o = oauth_new(loop, http, c->cfg, err, sizeof err);
+	struct oauth *o = oauth_new_scoped(loop, http, c->cfg, sc, err, sizeof err);
 
-	snprintf(what, sizeof what, "idp token from %s", c->cfg->oauth.token_url);
+	snprintf(what, sizeof what, "idp token from %s%s%s", c->cfg->oauth.token_url,
+	    label ? " for " : "", label ? label : "");
 	if (o == NULL) {
 		doctor_line(d, 0, what, "%s", err);
 		return;
@@ -246,8 +335,7 @@ doctor_idp(const struct cli *c, struct doctor *d, struct ev_loop *loop,
 		doctor_line(d, 1, what, "(lives %lld s)", (long long)((oauth_expires_at_ms(o) -
 		    wtime_mono_ms()) / 1000));
 	else
-		doctor_line(d, 0, what, "no token (%s; the IdP's answer is in the line above)",
-		    oauth_state_name(o));
+		doctor_line(d, 0, what, "no token (%s)", oauth_state_name(o));
 	oauth_free(o);
 }
 
@@ -315,38 +403,214 @@ doctor_pdp(const struct cli *c, struct doctor *d, struct ev_loop *loop,
 	free(body);
 }
 
-/* Each action's host resolves (getaddrinfo), as the call will need. */
+/* "scheme://host:port/" of url (the default port filled in) into buf; 0 or
+ * -1. Placeholders are in the path and query only (R7). */
+static int
+doctor_origin(const char *url, char *buf, size_t n)
+{
+	char *scheme = NULL, *host = NULL, *port = NULL;
+	CURLU *u = curl_url();
+	int rc = -1;
+
+	if (u != NULL && curl_url_set(u, CURLUPART_URL, url, CURLU_ALLOW_SPACE) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK)
+		rc = snprintf(buf, n, "%s://%s:%s/", scheme, host, port) < (int)n ? 0 : -1;
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(port);
+	curl_url_cleanup(u);
+	return rc;
+}
+
+/* What a call to url will do first: connect to its origin, and for https
+ * the TLS handshake with the certificate checked as the worker checks it
+ * (the system's CAs). One line, `what`. */
+static void
+doctor_connect(struct doctor *d, const char *what, const char *url, long timeout_ms)
+{
+	char origin[600], err[CURL_ERROR_SIZE] = "";
+	CURL *e;
+
+	if (doctor_origin(url, origin, sizeof origin) != 0) {
+		doctor_line(d, 0, what, "cannot read the origin of %s", url);
+		return;
+	}
+	if ((e = curl_easy_init()) == NULL) {
+		doctor_line(d, 0, what, "out of memory");
+		return;
+	}
+	curl_easy_setopt(e, CURLOPT_URL, origin);
+	curl_easy_setopt(e, CURLOPT_CONNECT_ONLY, 1L);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms > 0 ? timeout_ms : 10000L);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, err);
+	CURLcode rc = curl_easy_perform(e);
+	if (rc == CURLE_OK)
+		doctor_line(d, 1, what, "(%s answers%s)", origin, strncmp(origin, "https:", 6) == 0 ?
+		    ", TLS handshake and certificate ok" : "");
+	else
+		doctor_line(d, 0, what, "%s: %s", origin, err[0] ? err : curl_easy_strerror(rc));
+	curl_easy_cleanup(e);
+}
+
+/* Each action's target, as its calls will need it. */
 static void
 doctor_actions(const struct cli *c, struct doctor *d)
 {
 	for (size_t i = 0; i < c->cfg->nactions; i++) {
 		const struct cfg_action *a = &c->cfg->actions[i];
-		char what[300], *host = NULL;
-		CURLU *u = curl_url();
-		struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+		char what[300];
 
-		snprintf(what, sizeof what, "action %s url host", a->name);
-		/* placeholders are in the path and query only (R7) */
-		if (u == NULL || curl_url_set(u, CURLUPART_URL, a->url, CURLU_ALLOW_SPACE) != CURLUE_OK ||
-		    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK) {
-			doctor_line(d, 0, what, "cannot read the host of %s", a->url);
-		} else {
-			size_t n = strlen(host);
-			if (n > 1 && host[0] == '[' && host[n - 1] == ']') {	/* IPv6 */
-				memmove(host, host + 1, n - 2);
-				host[n - 2] = '\0';
-			}
-			int rc = getaddrinfo(host, NULL, &hints, &res);
-			if (rc == 0)
-				doctor_line(d, 1, what, "(%s resolves)", host);
-			else
-				doctor_line(d, 0, what, "%s: %s", host, gai_strerror(rc));
-		}
-		if (res != NULL)
-			freeaddrinfo(res);
-		curl_free(host);
-		curl_url_cleanup(u);
+		snprintf(what, sizeof what, "action %s target", a->name);
+		doctor_connect(d, what, a->url, a->timeout_ms);
 	}
+}
+
+/* A token for each scope the worker will ask for: [oauth]'s own, and each
+ * action's narrowed one (token exchange is per job: not asked here). */
+static void
+doctor_tokens(const struct cli *c, struct doctor *d, struct ev_loop *loop,
+	      struct http_client *http)
+{
+	doctor_idp(c, d, loop, http, NULL, NULL);
+	for (size_t i = 0; i < c->cfg->nactions; i++) {
+		const struct cfg_action *a = &c->cfg->actions[i];
+		char label[200];
+		if (a->auth != CFG_AUTH_OAUTH || a->token_exchange != CFG_TOKEN_WORKER ||
+		    (a->scope == NULL && a->audience == NULL && a->resource == NULL))
+			continue;
+		const struct oauth_scope sc = {.scope = a->scope, .audience = a->audience,
+		    .resource = a->resource};
+		snprintf(label, sizeof label, "action %s", a->name);
+		doctor_idp(c, d, loop, http, &sc, label);
+	}
+}
+
+/* ---- the server's settings and the consumer's name ---- */
+
+/* The value of `field` in an INFO text into buf; 0, or -1 when absent. */
+static int
+info_value(const char *info, const char *field, char *buf, size_t n)
+{
+	size_t len = strlen(field);
+
+	for (const char *p = info; p != NULL && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 :
+	    NULL)
+		if (strncmp(p, field, len) == 0 && p[len] == ':') {
+			snprintf(buf, n, "%.*s", (int)strcspn(p + len + 1, "\r\n"), p + len + 1);
+			return 0;
+		}
+	return -1;
+}
+
+/* INFO of every section, on the connection that may (the admin's when
+ * there is one); caller frees; NULL when refused. */
+static redisReply *
+doctor_info(struct cli *c, struct doctor *d)
+{
+	const char *argv[] = {"INFO", "everything"};
+	struct clir *own = c->redis;
+	redisReply *r = NULL;
+
+	if (d->admin != NULL)
+		c->redis = d->admin;
+	if (c->redis != NULL)
+		r = clir_argv(c, 2, argv);
+	c->redis = own;
+	if (r != NULL && r->type != REDIS_REPLY_STRING) {
+		freeReplyObject(r);
+		r = NULL;
+	}
+	return r;
+}
+
+/* appendonly (the PEL and the records survive a restart), maxmemory-policy
+ * (anything but noeviction evicts records and PEL state), and the replicas
+ * against [redis] wait_replicas (R19). */
+static void
+doctor_server(struct cli *c, struct doctor *d)
+{
+	char aof[16], policy[64], replicas[16], minrep[16];
+	redisReply *r = doctor_info(c, d);
+
+	if (r == NULL) {
+		doctor_say(d, D_WARN, "redis settings", "INFO refused to every user: appendonly, "
+		    "maxmemory-policy and replicas not checked");
+		return;
+	}
+	if (info_value(r->str, "aof_enabled", aof, sizeof aof) != 0)
+		doctor_say(d, D_WARN, "redis appendonly", "not in INFO");
+	else if (strcmp(aof, "1") == 0)
+		doctor_say(d, D_OK, "redis appendonly", "(yes)");
+	else
+		doctor_say(d, D_FAIL, "redis appendonly", "no: a restart loses the queue, the "
+		    "PEL and every record's state (set appendonly yes)");
+	if (info_value(r->str, "maxmemory_policy", policy, sizeof policy) != 0)
+		doctor_say(d, D_WARN, "redis maxmemory-policy", "not in INFO");
+	else if (strcmp(policy, "noeviction") == 0)
+		doctor_say(d, D_OK, "redis maxmemory-policy", "(noeviction)");
+	else
+		doctor_say(d, D_FAIL, "redis maxmemory-policy", "%s: Redis may evict records and "
+		    "PEL state when memory is full (set noeviction)", policy);
+	long n = info_value(r->str, "connected_slaves", replicas, sizeof replicas) == 0 ?
+	    strtol(replicas, NULL, 10) : 0;
+	int min_set = info_value(r->str, "min_slaves_good_slaves", minrep, sizeof minrep) == 0;
+	long wait = c->cfg->redis.wait_replicas;
+	if (n > 0 && wait > 0)
+		doctor_say(d, D_OK, "redis replicas", "(%ld connected, wait_replicas = %ld)", n,
+		    wait);
+	else if (n > 0)
+		doctor_say(d, D_WARN, "redis replicas", "%ld connected and [redis] wait_replicas = "
+		    "0: a failover loses the writes not yet copied%s", n, min_set ? " "
+		    "(min-replicas-to-write does not close that)" : "");
+	else
+		doctor_say(d, D_INFO, "redis replicas", "none: a lost machine loses what was not "
+		    "synced%s", min_set ? "; min-replicas-to-write is set and refuses every write "
+		    "without one" : "");
+	freeReplyObject(r);
+}
+
+/* The consumer name is one live process (issue 38 item 1): a live
+ * heartbeat under it from another host, or from a pid that is not running
+ * here, is another worker with the same name. */
+static void
+doctor_consumer(struct cli *c, struct doctor *d)
+{
+	const char *name = c->cfg->daemon.consumer;
+	char key[2 * STORE_KEY_MAX], what[300], self[256] = "";
+	struct clir *own = c->redis;
+	redisReply *r = NULL;
+
+	snprintf(what, sizeof what, "consumer name %s", name);
+	snprintf(key, sizeof key, "%s:consumer:%s", c->prefix, name);
+	const char *argv[] = {"HGETALL", key};
+	if (d->admin != NULL)
+		c->redis = d->admin;
+	if (c->redis != NULL)
+		r = clir_argv(c, 2, argv);
+	c->redis = own;
+	size_t n = 0;
+	if (r == NULL || sreply_array_len(sreply_of(r), &n) != 0) {
+		doctor_say(d, D_WARN, what, "its heartbeat cannot be read: %s", r && r->type ==
+		    REDIS_REPLY_ERROR ? r->str : "no connection");
+		freeReplyObject(r);
+		return;
+	}
+	const char *host = sreply_field(sreply_of(r), "host");
+	const char *pid_s = sreply_field(sreply_of(r), "pid");
+	long pid = pid_s ? strtol(pid_s, NULL, 10) : 0;
+	gethostname(self, sizeof self - 1);
+	if (n == 0)
+		doctor_say(d, D_OK, what, "(no live heartbeat: free)");
+	else if (host != NULL && strcmp(host, self) == 0 && pid > 0 &&
+	    (kill((pid_t)pid, 0) == 0 || errno == EPERM))
+		doctor_say(d, D_OK, what, "(held by pid %ld on this host: the running worker)", pid);
+	else
+		doctor_say(d, D_FAIL, what, "another live worker holds it (host %s, pid %s): give "
+		    "each worker its own [daemon] consumer", host ? host : "?", pid_s ? pid_s : "?");
+	freeReplyObject(r);
 }
 
 int
@@ -364,6 +628,7 @@ cmd_doctor(struct cli *c, int argc, char **argv)
 	}
 	if (rc != 0 || (rc = cli_load_config(c)) != 0)
 		return rc;
+	doctor_capture(&d);
 	doctor_line(&d, 1, "config", "(%s)", c->cfg_path);
 	doctor_user(c, &d, NULL, needs_daemon);
 	for (int i = 0; i < CFG_NROLES; i++)
@@ -371,6 +636,10 @@ cmd_doctor(struct cli *c, int argc, char **argv)
 			doctor_user(c, &d, roles[i], needs[i]);
 	if (!d.version_done)
 		doctor_line(&d, 0, "redis version", "no user could ask (INFO and HELLO refused)");
+	doctor_server(c, &d);
+	/* The functions library's version is checked here, beside the
+	 * server's settings (the `functions` work of issue 38 item 3). */
+	doctor_consumer(c, &d);
 
 	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
 	struct http_client *http = loop ? http_client_new(loop) : NULL;
@@ -378,16 +647,19 @@ cmd_doctor(struct cli *c, int argc, char **argv)
 		doctor_line(&d, 0, "http", "cannot set up an event loop");
 	} else {
 		if (c->cfg->oauth.present)
-			doctor_idp(c, &d, loop, http);
+			doctor_tokens(c, &d, loop, http);
 		if (c->cfg->authz.url != NULL)
 			doctor_pdp(c, &d, loop, http);
 	}
 	http_client_free(http);
 	if (loop != NULL)
 		ev_loop_destroy(loop);
+	if (c->cfg->notify.webhook_url != NULL)
+		doctor_connect(&d, "webhook", c->cfg->notify.webhook_url, 0);
 	doctor_actions(c, &d);
 	clir_drop(c);	/* and the admin's: main frees none twice */
 	c->redis = d.admin;
+	doctor_release(&d);
 	return d.failed ? EX_REFUSED : 0;
 }
 

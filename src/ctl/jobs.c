@@ -19,6 +19,41 @@
 #include "ctl/cmds.h"
 #include "ctl/ctl.h"
 
+/* P:paused of shard 0, where `pause` writes it for every worker, as an
+ * object (empty when it cannot be read: nothing is shown held); the shard
+ * in use is kept. */
+static json_t *
+paused_now(struct cli *c)
+{
+	unsigned shard = c->shard;
+	json_t *o = json_object();
+	redisReply *r = NULL;
+
+	if (o != NULL && cli_use_shard(c, 0) == 0 && clir_connect(c) == 0) {
+		const char *argv[] = {"HGETALL", c->keys.paused};
+		r = clir_argv(c, 2, argv);
+		if (r != NULL && r->type == REDIS_REPLY_ARRAY)
+			cli_add_flat(o, sreply_of(r), NULL, NULL);
+	}
+	freeReplyObject(r);
+	if (cli_use_shard(c, shard) != 0 || clir_connect(c) != 0) {	/* its node again */
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* "held": "paused" beside the state, when a pause holds its calls. */
+static void
+mark_held(json_t *o, const json_t *paused, const char *action)
+{
+	const char *held = ctl_held(paused, action, json_string_value(json_object_get(o,
+	    "state")));
+
+	if (held != NULL)
+		json_object_set_new(o, "held", json_string(held));
+}
+
 /* ---- inspect ---- */
 
 /* Verification (§3) with the configured key: "verified", and "record" or
@@ -91,6 +126,10 @@ inspect_json(struct cli *c, const char *id, const char *key, size_t key_len, jso
 		verify_into(c, out, id, sreply_field(sreply_of(h), "record"), key, key_len,
 		    wtime_now_ms());
 		rc = scheduled_at(c, out, id);
+		json_t *paused = paused_now(c);
+		mark_held(out, paused, json_string_value(json_object_get(json_object_get(out,
+		    "record"), "action")));
+		json_decref(paused);
 	}
 	if (rc == 0 && (rc = clir_scan_stream(c, c->keys.dead, id, cli_dead_order, dead)) == 0)
 		rc = clir_scan_stream(c, c->keys.audit, id, cli_audit_order, audit);
@@ -138,10 +177,13 @@ cmd_inspect(struct cli *c, int argc, char **argv)
 struct jobs_query {
 	const char *state;	/* --state: NULL any */
 	const char *action;	/* --action: NULL any */
+	int scheduled;		/* --state scheduled: P:scheduled only (their state
+				   is queued: a place, not a state) */
 	long limit;		/* --limit [100]; 0: no limit */
 	char *key;		/* the verification key (secrets_free) */
 	size_t key_len;
 	json_t *seen;		/* recordIds listed or passed over: each once */
+	json_t *paused;		/* P:paused (paused_now) */
 	json_t *out;		/* the list */
 };
 
@@ -236,6 +278,7 @@ jobs_consider(struct cli *c, struct jobs_query *q, const char *id, const char *w
 	}
 	if (h != NULL)
 		jobs_fields(q, c->cfg, o, id, sreply_of(h));
+	mark_held(o, q->paused, json_string_value(json_object_get(o, "action")));
 	json_object_set_new(o, "source", json_string(where));
 	if (extra != NULL)
 		json_object_update(o, extra);
@@ -431,6 +474,9 @@ jobs_of_shard(struct cli *c, struct jobs_query *q)
 	int done = q->state == NULL || !jobs_live_state(q->state);
 	int rc = 0;
 
+	if (q->scheduled)
+		return jobs_scheduled(c, q);
+
 	if (live && rc == 0)
 		rc = jobs_pending(c, q);
 	if (live && rc == 0 && !jobs_full(q))
@@ -488,18 +534,25 @@ cmd_jobs(struct cli *c, int argc, char **argv)
 	}
 	if (argc != optind)
 		return cli_usage_error("jobs: no argument expected, got '%s'", argv[optind]);
+	if (q.state != NULL && strcmp(q.state, "scheduled") == 0) {
+		q.scheduled = 1;
+		q.state = NULL;
+	}
 	if (q.state != NULL && (job_state_parse(q.state, &st) != 0 || st == JOB_NONE))
 		return cli_usage_error("jobs: --state: '%s' is not a state (queued, running, "
-		    "retrying, auth_wait, done, expired, denied, failed, dead, cancelled)",
-		    q.state);
+		    "retrying, auth_wait, done, expired, denied, failed, dead, cancelled) or "
+		    "scheduled", q.state);
 	if ((rc = cli_load_config(c)) != 0 || (rc = cli_read_verify_key(c, &q.key, &q.key_len)) != 0)
 		return rc;
 	q.seen = json_object();
 	q.out = json_array();
 	cli_shard_range(c, &first, &end);
 	for (unsigned sh = first; rc == 0 && sh < end && !jobs_full(&q); sh++)
-		if ((rc = cli_use_shard(c, sh)) == 0 && (rc = clir_connect(c)) == 0)
+		if ((rc = cli_use_shard(c, sh)) == 0 && (rc = clir_connect(c)) == 0) {
+			if (q.paused == NULL)
+				q.paused = paused_now(c);
 			rc = jobs_of_shard(c, &q);
+		}
 	if (rc == 0 && c->json)
 		rc = cli_print_json(q.out);
 	else if (rc == 0) {
@@ -510,6 +563,7 @@ cmd_jobs(struct cli *c, int argc, char **argv)
 	}
 	json_decref(q.seen);
 	json_decref(q.out);
+	json_decref(q.paused);
 	secrets_free(q.key, q.key_len);
 	return rc;
 }

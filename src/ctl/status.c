@@ -14,6 +14,7 @@
 
 #include "base/wtime.h"
 #include "conf/config.h"
+#include "core/lag.h"
 #include "ctl/clir.h"
 #include "ctl/cmds.h"
 #include "ctl/ctl.h"
@@ -35,24 +36,62 @@ length_of(struct cli *c, const char *cmd, const char *key, json_t *obj, const ch
 	return rc;
 }
 
+/* The group's counters as Redis gives them: "redisLag" is XINFO GROUPS'
+ * `lag`, which Redis 7.0 gets wrong after a restart (core/lag.h); "lag" is
+ * counted from ids by lag_field. */
 static void
-group_fields(json_t *st, const struct sreply *g, long long stream_len)
+group_fields(json_t *st, const struct sreply *g)
 {
 	const struct sreply *v;
 
 	if (g == NULL) {
 		/* The group will be created at id 0 (R14): all of it is lag. */
-		json_object_set_new(st, "lag", json_integer(stream_len));
 		json_object_set_new(st, "entriesRead", json_integer(0));
 		json_object_set_new(st, "lastDeliveredId", json_string("0-0"));
 		return;
 	}
 	v = sreply_field_reply(g, "lag");
-	json_object_set_new(st, "lag", v ? cli_reply_json(v) : json_null());
+	json_object_set_new(st, "redisLag", v ? cli_reply_json(v) : json_null());
 	v = sreply_field_reply(g, "entries-read");
 	json_object_set_new(st, "entriesRead", v ? cli_reply_json(v) : json_null());
 	v = sreply_field_reply(g, "last-delivered-id");
 	json_object_set_new(st, "lastDeliveredId", v ? cli_reply_json(v) : json_null());
+}
+
+/* Issue 38 item 2: the entries after the group's last-delivered id (XLEN
+ * when none was delivered), up to LAG_CAP; "lagAtLeast" when there may be
+ * more. */
+static int
+lag_field(struct cli *c, json_t *st)
+{
+	const char *last = json_string_value(json_object_get(st, "lastDeliveredId"));
+	char start[LAG_START_MAX];
+	long long count = 0;
+	size_t n = 0;
+	redisReply *r;
+	int rc, q = lag_query_for(last, start);
+
+	if (q < 0) {	/* not an id: nothing to count from */
+		json_object_set_new(st, "lag", json_null());
+		return 0;
+	}
+	if (q == LAG_XLEN)
+		rc = clir_run(c, &r, "XLEN", c->keys.jobs, (char *)NULL);
+	else
+		rc = clir_run(c, &r, "XRANGE", c->keys.jobs, start, "+", "COUNT", LAG_CAP_S,
+		    (char *)NULL);
+	if (rc != 0)
+		return rc;
+	if (q == LAG_XLEN && sreply_integer(sreply_of(r), &count) != 0)
+		count = 0;
+	if (q == LAG_XRANGE && sreply_array_len(sreply_of(r), &n) == 0)
+		count = (long long)n;
+	freeReplyObject(r);
+	struct lag l = lag_from_count((enum lag_query)q, count);
+	json_object_set_new(st, "lag", json_integer(l.n));
+	if (l.at_least)
+		json_object_set_new(st, "lagAtLeast", json_true());
+	return 0;
 }
 
 /* PEL depth and its oldest entry (XPENDING summary, then - + 1). */
@@ -183,6 +222,12 @@ add_heartbeat(struct cli *c, json_t *o, const char *key)
 	json_object_set_new(o, "alive", json_boolean(is_hash && n > 0));
 	if (is_hash)
 		cli_add_flat(o, sreply_of(r), NULL, NULL);
+	/* how long ago it beat, by this host's clock (the table's column) */
+	const char *at = json_string_value(json_object_get(o, "heartbeatAt"));
+	int64_t at_ms;
+	if (at != NULL && wtime_parse_rfc3339(at, &at_ms) == 0)
+		json_object_set_new(o, "heartbeatAgeMs", json_integer(wtime_now_ms() > at_ms ?
+		    wtime_now_ms() - at_ms : 0));
 	freeReplyObject(r);
 	return 0;
 }
@@ -274,7 +319,6 @@ status_json(struct cli *c, json_t *st)
 {
 	redisReply *groups;
 	const struct sreply *g;
-	long long len;
 	int rc;
 
 	json_object_set_new(st, "stream", json_string(c->keys.jobs));
@@ -286,9 +330,9 @@ status_json(struct cli *c, json_t *st)
 	if (g == NULL)
 		json_object_set_new(st, "note", json_string("no group yet: the first warrantd "
 		    "creates it at id 0"));
-	len = json_integer_value(json_object_get(st, "streamLength"));
-	group_fields(st, g, len);
-	if ((rc = pending_fields(c, st, g != NULL)) != 0 ||
+	group_fields(st, g);
+	if ((rc = lag_field(c, st)) != 0 ||
+	    (rc = pending_fields(c, st, g != NULL)) != 0 ||
 	    (rc = undelivered_field(c, st)) != 0 ||
 	    (rc = length_of(c, "ZCARD", c->keys.scheduled, st, "scheduled")) != 0 ||
 	    (rc = length_of(c, "XLEN", c->keys.dead, st, "dead")) != 0 ||

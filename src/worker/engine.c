@@ -61,7 +61,12 @@ static void maybe_finish_stop(struct engine *eng);
 const char *
 engine_token_state(const struct engine *eng)
 {
-	return eng->oauth ? oauth_state_name(eng->oauth) : "valid";
+	if (eng->oauth)
+		return oauth_state_name(eng->oauth);
+	for (size_t i = 0; i < eng->cfg->nactions; i++)
+		if (eng->cfg->actions[i].auth != CFG_AUTH_NONE)
+			return "valid";
+	return "none";
 }
 
 /* Whole seconds from now to `at` (monotonic ms; 0: none), 0 when past. */

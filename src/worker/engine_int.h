@@ -96,6 +96,7 @@ struct engine {
 	struct oauth *oauth;		/* NULL without an [oauth] section */
 	int needs_token;		/* some action has auth = oauth */
 	int paused_for_token;
+	int paused_for_held;		/* §13: held entries fill half the hand */
 	int had_token;			/* a token was usable once: a pause now is news */
 	long token_timeout_ms;		/* the longest such action's timeout */
 	struct script_set scripts;	/* every Lua script of lua/, by store_script_id */

@@ -11,9 +11,11 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "core/consumer.h"
+#include "core/lag.h"
 #include "auth/cred.h"
 #include "worker/ejob.h"
 #include "core/gate.h"
@@ -125,19 +127,60 @@ engine_lease_cb(struct ev_loop *loop, ev_timer *w, int revents)
 /* the heartbeat, the stall check, the pauses                           */
 
 /* §8: a worker with a token and room that has read nothing for a long time
- * while the group has undelivered entries is stuck, and says so. */
+ * while the group has undelivered entries is stuck, and says so. The lag
+ * is counted from ids (core/lag.h): Redis 7.0's own is wrong after a
+ * restart. */
+static void
+after_lag_count(struct rconn *rc, const struct sreply *r, void *arg)
+{
+	struct shard *sh = arg;
+	struct engine *eng = sh->eng;
+	long long count = 0;
+	size_t n = 0;
+	char text[32];
+	struct lag l;
+	(void)rc;
+
+	if (sreply_array_len(r, &n) == 0)	/* XRANGE's entries */
+		l = lag_from_count(LAG_XRANGE, (long long)n);
+	else if (sreply_integer(r, &count) == 0)	/* XLEN */
+		l = lag_from_count(LAG_XLEN, count);
+	else
+		return;
+	if (l.n == 0) {
+		log_debug("consumer.stall_check", "stream=%s lag=0", sh->keys.jobs);
+		return;
+	}
+	log_warn("consumer.stalled", "stream=%s lag=%s last_read_ms_ago=%" PRId64
+	    " token_state=%s in_hand=%zu", sh->keys.jobs, lag_text(l, text, sizeof text),
+	    engine_now_ms(eng) - sh->last_read_at, engine_token_state(eng),
+	    ejobs_count(sh->jobs));
+}
+
 static void
 after_lag(struct rconn *rc, const struct sreply *r, void *arg)
 {
 	struct shard *sh = arg;
-	struct engine *eng = sh->eng;
+	const char *last = NULL;
+	char start[LAG_START_MAX];
+	size_t n = 0;
 	(void)rc;
 
-	long long lag = sreply_group_lag(r, eng->cfg->redis.group);
-	if (lag > 0)
-		log_warn("consumer.stalled", "stream=%s lag=%lld last_read_ms_ago=%" PRId64
-		    " token_state=%s in_hand=%zu", sh->keys.jobs, lag,
-		    engine_now_ms(eng) - sh->last_read_at, engine_token_state(eng), ejobs_count(sh->jobs));
+	for (size_t i = 0; sreply_array_len(r, &n) == 0 && i < n && last == NULL; i++) {
+		const struct sreply *g = sreply_element(r, i);
+		const char *name = sreply_field(g, "name");
+		if (name != NULL && strcmp(name, sh->eng->cfg->redis.group) == 0 &&
+		    (last = sreply_field(g, "last-delivered-id")) == NULL)
+			return;
+	}
+	int q = last != NULL ? lag_query_for(last, start) : -1;
+	if (q == LAG_XLEN)
+		engine_best_effort(engine_command(sh->eng, sh->cmd, after_lag_count, sh,
+		    (const char *[]){"XLEN", sh->keys.jobs, NULL}));
+	else if (q == LAG_XRANGE)
+		engine_best_effort(engine_command(sh->eng, sh->cmd, after_lag_count, sh,
+		    (const char *[]){"XRANGE", sh->keys.jobs, start, "+", "COUNT", LAG_CAP_S,
+		    NULL}));
 }
 
 static void

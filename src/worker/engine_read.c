@@ -277,6 +277,17 @@ token_blocks_reading(struct engine *eng)
 			log_info("consumer.resumed", "token_state=%s", engine_token_state(eng));
 	}
 	eng->had_token |= !blocked;
+	/* §13, R6: entries held by a pause, a limit or a breaker fill half of
+	 * max_in_flight: reading stops for that reason, not for a token (issue
+	 * 38 item 6). consumer_may_read decides; this says so once. */
+	int held_full = !blocked && 2 * (long)engine_held(eng) >= eng->cfg->daemon.max_in_flight;
+	if (held_full != eng->paused_for_held) {
+		eng->paused_for_held = held_full;
+		if (held_full)
+			log_info("consumer.paused", "reason=paused held=%zu", engine_held(eng));
+		else
+			log_info("consumer.resumed", "reason=paused held=%zu", engine_held(eng));
+	}
 	return blocked;
 }
 

@@ -6,6 +6,9 @@
  * is wrong, one whose ACL lacks a command its role needs (asked with ACL
  * DRYRUN from a connection that may), an action whose host does not
  * resolve, an IdP that refuses the client, a PDP that answers 503.
+ * Issue 38 item 3: what the worker will do, tried -- the target stopped,
+ * Redis at appendonly no or maxmemory-policy allkeys-lru, another live
+ * worker under the consumer name; and no log line in the output.
  */
 #define _DEFAULT_SOURCE
 #include <stdarg.h>
@@ -26,7 +29,7 @@
 
 static struct h_redis redis;
 static redisContext *C;
-static struct h_fake idp, pdp;
+static struct h_fake idp, pdp, target;
 static char *secret, *pw_op, *pw_mon, *pw_bad;
 
 static int
@@ -41,8 +44,9 @@ setup(void **state)
 		return -1;
 	const char *idp_args[] = {"--jwt-secret-file", h_data("test-hs256.secret"),
 	    "--client-id", CLIENT_ID, "--client-secret-file", secret, NULL};
-	if (h_redis_start(&redis, 0) != 0 || (C = h_redis_connect(&redis)) == NULL ||
-	    h_fake_start(&idp, "fake_idp", idp_args) != 0 || h_fake_start(&pdp, "fake_pdp", NULL) != 0)
+	if (h_redis_start(&redis, 1) != 0 || (C = h_redis_connect(&redis)) == NULL ||
+	    h_fake_start(&idp, "fake_idp", idp_args) != 0 || h_fake_start(&pdp, "fake_pdp", NULL) != 0 ||
+	    h_fake_start(&target, "fake_target", NULL) != 0)
 		return -1;
 	/* op may do everything; mon reads, but not the PEL (XPENDING) */
 	free(h_redis_str(C, "ACL SETUSER op on >op-password ~* &* +@all"));
@@ -57,7 +61,7 @@ teardown(void **state)
 	static struct h_daemon none;	/* no daemon here; h_world_down wants one */
 
 	(void)state;
-	h_world_down(&none, 0, &C, &redis, &idp, &pdp, (struct h_fake *)NULL);
+	h_world_down(&none, 0, &C, &redis, &idp, &pdp, &target, (struct h_fake *)NULL);
 	free(secret);
 	free(pw_op);
 	free(pw_mon);
@@ -79,7 +83,7 @@ ini(const char *op_pw, const char *mon_pw, const char *extra)
 	    "[oauth]\ntoken_url = %s/token\nclient_id = %s\nclient_secret_file = %s\n"
 	    "[authz]\nurl = %s" PDP_PATH "\ntimeout_ms = 2000\n%s",
 	    op_pw, mon_pw, idp.url, CLIENT_ID, secret, pdp.url, extra ? extra : "");
-	struct h_daemon_opts o = {.redis_sock = redis.sock, .target_url = "http://127.0.0.1:1",
+	struct h_daemon_opts o = {.redis_sock = redis.sock, .target_url = target.url,
 	    .sections = sections};
 	char *text = h_daemon_ini(&o), *path;
 
@@ -114,9 +118,14 @@ test_all_ok(void **state)
 	char *cfg, *out;
 	(void)state;
 
+	char scoped[512];
 	free(h_redis_str(C, "ACL SETUSER mon +xpending"));
-	cfg = ini(pw_op, pw_mon, NULL);
+	/* an action with a token of its own scope: asked for too */
+	snprintf(scoped, sizeof scoped, "[action gate.scoped]\nurl = %s/x\nauth = oauth\n"
+	    "scope = gates\n", target.url);
+	cfg = ini(pw_op, pw_mon, scoped);
 	assert_int_equal(doctor(cfg, &out), 0);
+	has(out, "/token for action gate.scoped: ok (lives ");
 	has(out, "config: ok");
 	has(out, "redis user default [redis]: ok\n");
 	has(out, "redis version: ok 7.");
@@ -124,8 +133,14 @@ test_all_ok(void **state)
 	has(out, "redis user mon [redis.monitor]: ok\n");
 	has(out, "/token: ok (lives ");
 	has(out, PDP_PATH ": ok (answered allow)");
-	has(out, "action gate.open url host: ok (127.0.0.1 resolves)");
+	has(out, "redis appendonly: ok (yes)\n");
+	has(out, "redis maxmemory-policy: ok (noeviction)\n");
+	has(out, "redis replicas: INFO: none");
+	has(out, "consumer name w1: ok (no live heartbeat: free)\n");
+	has(out, "action gate.open target: ok (http://127.0.0.1:");
 	assert_null(strstr(out, "FAIL"));
+	assert_null(strstr(out, "WARN"));
+	assert_null(strstr(out, "level="));	/* no log line mixed in */
 	free(out);
 	free(cfg);
 	free(h_redis_str(C, "ACL SETUSER mon -xpending"));
@@ -147,8 +162,8 @@ test_failures(void **state)
 	has(out, "redis user op [redis.operator]: FAIL: cannot connect or log in");
 	has(out, "redis user mon [redis.monitor]: FAIL: its ACL refuses XPENDING");
 	has(out, PDP_PATH ": FAIL: HTTP 503");
-	has(out, "action gate.open url host: ok");
-	has(out, "action gate.far url host: FAIL: no-such-host.invalid: ");
+	has(out, "action gate.open target: ok");
+	has(out, "action gate.far target: FAIL: https://no-such-host.invalid:443/: ");
 	free(out);
 	free(cfg);
 	assert_int_equal(h_fake_post(&pdp, "/_reset", "{}"), 200);
@@ -176,12 +191,58 @@ test_failures(void **state)
 	free(wrong);
 }
 
+/* What the worker will meet: the target stopped, the server's settings,
+ * the consumer name held by another live worker. */
+static void
+test_what_the_worker_meets(void **state)
+{
+	char *cfg, *out;
+	(void)state;
+
+	free(h_redis_str(C, "ACL SETUSER mon +xpending"));
+	cfg = ini(pw_op, pw_mon, NULL);
+	h_fake_stop(&target);
+	assert_int_equal(doctor(cfg, &out), 1);
+	has(out, "action gate.open target: FAIL: http://127.0.0.1:");
+	free(out);
+	assert_int_equal(h_fake_start(&target, "fake_target", NULL), 0);
+	free(cfg);
+	cfg = ini(pw_op, pw_mon, NULL);		/* its new port */
+
+	free(h_redis_str(C, "CONFIG SET appendonly no"));
+	assert_int_equal(doctor(cfg, &out), 1);
+	has(out, "redis appendonly: FAIL: no: a restart loses");
+	free(out);
+	free(h_redis_str(C, "CONFIG SET appendonly yes"));
+
+	free(h_redis_str(C, "CONFIG SET maxmemory-policy allkeys-lru"));
+	assert_int_equal(doctor(cfg, &out), 1);
+	has(out, "redis maxmemory-policy: FAIL: allkeys-lru: Redis may evict");
+	free(out);
+	free(h_redis_str(C, "CONFIG SET maxmemory-policy noeviction"));
+
+	/* another worker's live heartbeat under our name */
+	assert_int_equal(h_redis_int(C, "HSET warrant:consumer:w1 host elsewhere pid 4242"), 2);
+	assert_int_equal(doctor(cfg, &out), 1);
+	has(out, "consumer name w1: FAIL: another live worker holds it (host elsewhere, pid 4242)");
+	free(out);
+	assert_int_equal(h_redis_int(C, "DEL warrant:consumer:w1"), 1);
+
+	/* all good again: exit 0 */
+	assert_int_equal(doctor(cfg, &out), 0);
+	assert_null(strstr(out, "FAIL"));
+	free(out);
+	free(cfg);
+	free(h_redis_str(C, "ACL SETUSER mon -xpending"));
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_all_ok),
 		cmocka_unit_test(test_failures),
+		cmocka_unit_test(test_what_the_worker_meets),
 	};
 
 	return cmocka_run_group_tests_name("doctor", tests, setup, teardown);

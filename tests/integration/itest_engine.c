@@ -1822,7 +1822,7 @@ test_heartbeat(void **state)
 	assert_true(ttl > 0 && ttl <= 3 * 500);
 	assert_int_equal(consumer_counter(p, "w1", "pid"), D[0].pid);
 	char *ts = h_hget(S->c, key, "tokenState");
-	assert_string_equal(ts, "valid");
+	assert_string_equal(ts, "none");	/* auth = none: no token (issue 38 item 6) */
 	free(ts);
 	assert_counter(p, "retried", 1);
 	assert_counter(p, "denied", 0);

@@ -414,7 +414,7 @@ test_scrape(void **state)
 	assert_has(resp, "\nwarrantd_done_total 3\n");
 	assert_has(resp, "\nwarrantd_received_total 3\n");
 	assert_has(resp, "\nwarrantd_in_flight 0\n");
-	assert_has(resp, "\nwarrantd_token_state{state=\"valid\"} 1\n");
+	assert_has(resp, "\nwarrantd_token_state{state=\"none\"} 1\n");	/* auth = none */
 	assert_has(resp, "\nwarrantd_redis_up 1\n");
 	assert_has(resp, "\nwarrantd_call_duration_seconds_count{action=\"gate.open\",status=\"2xx\"} 3\n");
 	assert_has(resp, "\nwarrantd_pdp_failures_total 0\n");

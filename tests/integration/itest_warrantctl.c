@@ -603,8 +603,9 @@ test_status_without_group(void **state)
 	assert_contains(out, "no group yet");
 	assert_contains(out, "pending:");
 	assert_contains(out, "oldestPendingIdle: -\n");
-	assert_contains(out, "consumers: 1 alive of 1\n  w9  alive  inGroup false  pending 0  idle -  "
-	    "tokenState valid\n");
+	assert_contains(out, "consumers: 1 alive of 1\n"
+	    "  NAME  ALIVE  HEARTBEAT  PENDING  IN FLIGHT  TOKEN  VERSION\n"
+	    "  w9    alive  -          0        -          valid  -\n");
 	free(out);
 }
 
@@ -661,12 +662,21 @@ test_status_reports_group_and_consumers(void **state)
 	json_decref(st);
 	free(out);
 
+	/* --state scheduled, as --help lists it: P:scheduled's records */
+	out = ctl_ok(cfg_es, "jobs", "--state", "scheduled", "--json", (char *)NULL);
+	st = parse_json(out);
+	assert_int_equal(json_array_size(st), 1);
+	assert_string_equal(jstr(json_array_get(st, 0), "id"), "s-3");
+	assert_string_equal(jstr(json_array_get(st, 0), "source"), "scheduled");
+	json_decref(st);
+	free(out);
+
 	out = ctl_ok(cfg_es, "status", (char *)NULL);
 	assert_contains(out, "\nlag:");
 	assert_contains(out, "consumers: 2 alive of 2\n");
-	assert_contains(out, "  w1  alive  ");
-	assert_contains(out, "  tokenState valid");
-	assert_contains(out, "  idle ");		/* idleMs for people */
+	assert_contains(out, "  w1    alive  ");
+	assert_contains(out, "  valid  ");
+	assert_null(strstr(out, "received"));	/* the counters: --json only */
 	free(out);
 }
 
@@ -769,6 +779,13 @@ test_dead_list(void **state)
 	json_t *v;
 
 	(void)state;
+	/* nothing: a line that says so (issue 38 item 6); JSON: [] */
+	out = ctl_ok(cfg_es, "dead", "list", (char *)NULL);
+	assert_string_equal(out, "no dead letters\n");
+	free(out);
+	out = ctl_ok(cfg_es, "dead", "list", "--json", (char *)NULL);
+	assert_non_null(strstr(out, "[]"));
+	free(out);
 	free(h_redis_str(C, "XADD t:dead * id d-1 streamId 5-0 reason record-missing detail %s "
 	    "deliveries 1 consumer w1 at 2026-01-01T00:00:00Z", "no hash"));
 	free(h_redis_str(C, "XADD t:dead * id d-2 streamId 6-0 reason too-many-deliveries "

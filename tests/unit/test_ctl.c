@@ -534,16 +534,20 @@ test_human_ms(void **state)
 }
 
 /* status for people: durations in human units, a count of the live
- * consumers, one line each. */
+ * consumers, then a table of the columns that matter (issue 38 item 6: a
+ * consumer line was 579 characters); a lag counted up to the cap as
+ * "≥10000". */
 static void
 test_status_human(void **state)
 {
 	(void)state;
 	json_error_t e;
-	json_t *st = json_loads("{\"stream\": \"w:jobs\", \"lag\": 3, \"oldestPendingIdleMs\": 5400,"
+	json_t *st = json_loads("{\"stream\": \"w:jobs\", \"lag\": 10000, \"lagAtLeast\": true,"
+	    "\"oldestPendingIdleMs\": 5400,"
 	    "\"consumers\": {\"w1\": {\"inGroup\": true, \"pending\": 1, \"idleMs\": 720000,"
-	    "\"alive\": true, \"tokenState\": \"valid\"}, \"w2\": {\"alive\": false,"
-	    "\"idleMs\": 86400000}}}", 0, &e);
+	    "\"alive\": true, \"tokenState\": \"valid\", \"heartbeatAgeMs\": 1500,"
+	    "\"inFlight\": 12, \"version\": \"0.1.0\", \"host\": \"h1\", \"received\": 7},"
+	    "\"w2\": {\"alive\": false, \"idleMs\": 86400000}}}", 0, &e);
 	char *out = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&out, &len);
@@ -555,13 +559,38 @@ test_status_human(void **state)
 	assert_int_equal(ctl_status_alive(st), 1);
 	assert_string_equal(out,
 	    "stream:            w:jobs\n"
-	    "lag:               3\n"
+	    "lag:               \u226510000\n"
 	    "oldestPendingIdle: 5 s\n"
 	    "consumers: 1 alive of 2\n"
-	    "  w1  alive  inGroup true  pending 1  idle 12 m  tokenState valid\n"
-	    "  w2  silent  idle 24 h\n");
+	    "  NAME  ALIVE   HEARTBEAT  PENDING  IN FLIGHT  TOKEN  VERSION\n"
+	    "  w1    alive   1 s        1        12         valid  0.1.0\n"
+	    "  w2    silent  -          0        -          -      -\n");
 	free(out);
 	json_decref(st);
+}
+
+/* Issue 38 item 6: a pause of the action or of the queue holds a job still
+ * to be called; a running or finished one is not held. */
+static void
+test_held(void **state)
+{
+	(void)state;
+	json_t *none = json_object(), *one = json_pack("{s:s}", "gate.open", "by=ops"),
+	    *all = json_pack("{s:s}", "*", "by=ops");
+
+	assert_null(ctl_held(none, "gate.open", "queued"));
+	assert_null(ctl_held(NULL, "gate.open", "queued"));
+	assert_string_equal(ctl_held(one, "gate.open", "queued"), "paused");
+	assert_string_equal(ctl_held(one, "gate.open", "retrying"), "paused");
+	assert_null(ctl_held(one, "gate.close", "queued"));
+	assert_null(ctl_held(one, "gate.open", "running"));
+	assert_null(ctl_held(one, "gate.open", "done"));
+	assert_null(ctl_held(one, "gate.open", NULL));
+	assert_string_equal(ctl_held(all, "gate.close", "queued"), "paused");
+	assert_string_equal(ctl_held(all, NULL, "queued"), "paused");
+	json_decref(none);
+	json_decref(one);
+	json_decref(all);
 }
 
 static void
@@ -733,6 +762,7 @@ main(void)
 		cmocka_unit_test(test_human_one_line_per_value),
 		cmocka_unit_test(test_human_ms),
 		cmocka_unit_test(test_status_human),
+		cmocka_unit_test(test_held),
 		cmocka_unit_test(test_line_quoting),
 		cmocka_unit_test(test_queue_metrics),
 	};
