@@ -379,45 +379,75 @@ finish_tls(struct ctx *c)
 		    "tls_server_name: a host name or address, without port");
 }
 
-/* A Redis password sent to a host that is not loopback crosses a network
- * in clear text: refused without tls = yes (or stunnel on loopback) unless
- * allow_plaintext = yes, as http:// is without allow_http. */
+/* Issue 37: no credential crosses a network in clear text. Each one that
+ * will be sent -- the data nodes' password or token (password_file, auth =
+ * oauth or command, a role's password_file), a sentinel's password -- is
+ * checked against every host known now (allowlist_cleartext_ok; for the
+ * primary that sentinels name, the sentinels' hosts); a primary a sentinel
+ * names, a node CLUSTER SHARDS or a redirect names, is checked again at its
+ * connect (rconn). */
+static int
+data_credential(const struct cfg *cfg)
+{
+	if (cfg->redis.auth != CFG_REDIS_PASSWORD || cfg->redis.password_file != NULL)
+		return 1;
+	for (int r = 0; r < CFG_NROLES; r++)
+		if (cfg->roles[r].password_file != NULL)
+			return 1;
+	return 0;
+}
+
+/* The first host of a[0..n) a credential may not go to, or NULL. */
+static const char *
+cleartext_host(const struct cfg *cfg, const struct hostport *a, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!allowlist_cleartext_ok(a[i].host, 0, cfg->redis.tls,
+		    cfg->redis.allow_plaintext))
+			return a[i].host;
+	return NULL;
+}
+
+static void
+refuse_cleartext(struct ctx *c, const char *key, const char *what, const char *host)
+{
+	cfg_fail(c, cfg_line_of(c->cfg, "redis", key), "%s: %s would cross the network to %.*s "
+	    "in clear text: set tls = yes (or use stunnel on loopback), or set "
+	    "allow_plaintext = yes", key, what, SHOW, host);
+}
+
 static void
 finish_plaintext(struct ctx *c)
 {
 	const struct cfg *cfg = c->cfg;
-	struct hostport one;
-	const struct hostport *a = &one;
-	size_t n = 1;
+	struct hostport one = {.port = cfg->redis.port};
+	const char *host;
+	static const char *const what[] = {"the Redis password", "the Redis token",
+	    "the Redis token"};
 
-	if (cfg->redis.allow_plaintext || cfg->redis.socket != NULL || cfg->redis.tls)
+	if (cfg->redis.socket != NULL)
 		return;
-	const char *key = cfg->redis.cluster ? "cluster" : cfg->redis.sentinels ? "sentinels" :
-	    "host";
-	const char *pw = cfg->redis.password_file;
-	if (cfg->redis.sentinels && cfg->redis.sentinel_password_file)
-		pw = cfg->redis.sentinel_password_file;
-	if (pw == NULL)
-		return;
+	snprintf(one.host, sizeof one.host, "%s", cfg->redis.host);
 	/* a list that did not parse has no entry: reported where it is checked */
-	if (cfg->redis.cluster) {
-		a = cfg->redis.cluster_addr;
-		n = cfg->redis.n_cluster_addr;
-	} else if (cfg->redis.sentinels) {
-		a = cfg->redis.sentinel_addr;
-		n = cfg->redis.n_sentinel_addr;
-	} else {
-		snprintf(one.host, sizeof one.host, "%s", cfg->redis.host);
+	/* with sentinels elsewhere, the primary they name is elsewhere too */
+	if (data_credential(cfg)) {
+		const char *key = cfg->redis.cluster ? "cluster" : cfg->redis.sentinels ?
+		    "sentinels" : "host";
+		host = cfg->redis.cluster ? cleartext_host(cfg, cfg->redis.cluster_addr,
+		    cfg->redis.n_cluster_addr) : cfg->redis.sentinels ? cleartext_host(cfg,
+		    cfg->redis.sentinel_addr, cfg->redis.n_sentinel_addr) :
+		    cleartext_host(cfg, &one, 1);
+		if (host != NULL) {
+			refuse_cleartext(c, key, what[cfg->redis.auth], host);
+			return;		/* once per key */
+		}
 	}
-	for (size_t i = 0; i < n; i++) {
-		size_t len = strlen(a[i].host);
-		if (loopback_host(a[i].host, len) || strcmp(a[i].host, "::1") == 0)
-			continue;
-		cfg_fail(c, cfg_line_of(cfg, "redis", key), "%s: the Redis password would cross the "
-		    "network to %.*s in clear text: set tls = yes (or use stunnel on loopback), "
-		    "or set allow_plaintext = yes", key, SHOW, a[i].host);
-		return;
-	}
+	/* the sentinels get their own password, or else the token (engine.c) */
+	if (cfg->redis.sentinels && (cfg->redis.sentinel_password_file ||
+	    cfg->redis.auth != CFG_REDIS_PASSWORD) &&
+	    (host = cleartext_host(cfg, cfg->redis.sentinel_addr, cfg->redis.n_sentinel_addr)))
+		refuse_cleartext(c, "sentinels", cfg->redis.sentinel_password_file ?
+		    "the sentinel password" : "the Redis token", host);
 }
 
 /* 1 when `u` (already a valid URL) is http:// to a host that is not loopback. */

@@ -228,6 +228,12 @@ start_connect(struct rconn *rc)
 		rc_conn_gone(rc, "host not in allow_hosts");
 		return;
 	}
+	/* issue 37: a credential never crosses a network in clear text */
+	if (rc->socket == NULL && rc->password != NULL && *rc->password != '\0' &&
+	    !allowlist_check_credential(rc->allow, rc->host, rc->port, rc->tls_ctx != NULL)) {
+		rc_conn_gone(rc, "the credential would go in clear text");
+		return;
+	}
 	rc->link = rtls_link_new(rc->socket == NULL ? rc->tls_ctx : NULL, rc->host, rc->port,
 	    rc->socket, why, sizeof why);
 	if (rc->link == NULL) {
