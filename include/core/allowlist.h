@@ -62,4 +62,24 @@ void allowlist_count_in(struct allowlist *a, long long *counter);
  */
 int allowlist_check(struct allowlist *a, const char *host, int port, const char *via);
 
+/*
+ * Clear text (issue 37): whether a credential (a Redis password or token, a
+ * sentinel's password) may go to host over this link: always over TLS or a
+ * unix socket, to loopback (127.0.0.0/8, ::1, localhost), or anywhere with
+ * [redis] allow_plaintext = yes; otherwise it would cross a network in
+ * clear text. Pure: the one rule config (-t) and every connect follow.
+ */
+int allowlist_cleartext_ok(const char *host, int unix_socket, int tls, int allow_plaintext);
+
+/* [redis] allow_plaintext for allowlist_check_credential (default 0). */
+void allowlist_allow_plaintext(struct allowlist *a, int yes);
+
+/*
+ * The shell of the rule above, before every TCP connect that will send a
+ * credential: 1 when it may. A NULL list allows all (the tests' own rconns).
+ * Otherwise a refusal is counted (allowlist_count_in) and logged once per
+ * host:port (event redis.cleartext_refused) and 0 is returned.
+ */
+int allowlist_check_credential(struct allowlist *a, const char *host, int port, int tls);
+
 #endif

@@ -48,6 +48,7 @@ struct disc_opts {
 	const char *username;			/* cluster nodes' ACL user */
 	const char *host;			/* neither: the one Redis */
 	const char *allow_hosts;		/* NULL: warrantd(7) §10's default */
+	int allow_plaintext;	/* [redis] allow_plaintext: credentials in clear text */
 	/* The password for a sentinel (sentinel 1) or a cluster node (0)
 	 * now; NULL: none. */
 	const char *(*secret)(void *arg, int sentinel);

@@ -30,6 +30,7 @@ struct allowlist {
 	struct entry *e;
 	size_t n, cap;
 	long long *counter;
+	int allow_plaintext;
 	char seen[SEEN_MAX][NAME_MAX_LEN + 8];	/* "host port", logged already */
 	size_t nseen, next_seen;
 };
@@ -281,25 +282,80 @@ allowlist_count_in(struct allowlist *a, long long *counter)
 		a->counter = counter;
 }
 
+static int seen_before(struct allowlist *a, const char *host, int port);
+
 int
 allowlist_check(struct allowlist *a, const char *host, int port, const char *via)
 {
-	char key[sizeof a->seen[0]];
-
 	if (a == NULL || allowlist_match(a, host))
 		return 1;
 	if (a->counter != NULL)
 		(*a->counter)++;
+	if (seen_before(a, host, port))
+		return 0;
+	/* the host is what a redirect or a sentinel said: quoted */
+	log_warn("redis.host_refused", "host=%s port=%d via=%s", LOG_Q(host != NULL ? host : "-"),
+	    port, via);
+	return 0;
+}
+
+int
+allowlist_cleartext_ok(const char *host, int unix_socket, int tls, int allow_plaintext)
+{
+	struct entry h;
+
+	if (unix_socket || tls || allow_plaintext)
+		return 1;
+	if (host == NULL)
+		return 0;
+	if (strcasecmp(host, "localhost") == 0 || strcasecmp(host, "localhost.") == 0)
+		return 1;
+	if (strcmp(host, "[::1]") == 0)
+		return 1;
+	if (parse_addr(host, &h) < 0)
+		return 0;	/* a name other than localhost: wherever DNS says */
+	if (h.kind == K_V4)
+		return h.addr[0] == 127;
+	static const unsigned char v6_loopback[16] = {[15] = 1};
+	return memcmp(h.addr, v6_loopback, 16) == 0;
+}
+
+void
+allowlist_allow_plaintext(struct allowlist *a, int yes)
+{
+	if (a != NULL)
+		a->allow_plaintext = yes;
+}
+
+/* 1 when "host port" was logged already; else remembers it (the oldest
+ * forgotten past SEEN_MAX). */
+static int
+seen_before(struct allowlist *a, const char *host, int port)
+{
+	char key[sizeof a->seen[0]];
+
 	snprintf(key, sizeof key, "%.255s %d", host != NULL ? host : "-", port);
 	for (size_t i = 0; i < a->nseen; i++)
 		if (strcmp(a->seen[i], key) == 0)
-			return 0;
+			return 1;
 	memcpy(a->seen[a->next_seen], key, sizeof key);
 	a->next_seen = (a->next_seen + 1) % SEEN_MAX;
 	if (a->nseen < SEEN_MAX)
 		a->nseen++;
-	/* the host is what a redirect or a sentinel said: quoted */
-	log_warn("redis.host_refused", "host=%s port=%d via=%s", LOG_Q(host != NULL ? host : "-"),
-	    port, via);
+	return 0;
+}
+
+int
+allowlist_check_credential(struct allowlist *a, const char *host, int port, int tls)
+{
+	if (a == NULL || allowlist_cleartext_ok(host, 0, tls, a->allow_plaintext))
+		return 1;
+	if (a->counter != NULL)
+		(*a->counter)++;
+	if (!seen_before(a, host, port))
+		log_warn("redis.cleartext_refused", "host=%s port=%d msg=%s",
+		    LOG_Q(host != NULL ? host : "-"), port,
+		    LOG_Q("the credential would cross the network in clear text: "
+		    "set tls = yes, or allow_plaintext = yes"));
 	return 0;
 }

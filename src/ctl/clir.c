@@ -293,6 +293,7 @@ open_handle(struct cli *c, struct clir **out)
 			.nsentinels = cfg->redis.n_sentinel_addr, .seeds = cfg->redis.cluster_addr,
 			.nseeds = cfg->redis.n_cluster_addr, .master_name = cfg->redis.master_name,
 			.username = c->username, .allow_hosts = cfg->redis.allow_hosts,
+			.allow_plaintext = cfg->redis.allow_plaintext,
 			.secret = disc_secret, .each_conn = each_conn, .arg = h, .tls = c->tls,
 			.timeout_ms = TIMEOUT_S * 1000L,
 		};

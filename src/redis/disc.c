@@ -461,6 +461,7 @@ disc_new(const struct disc_opts *o, char *err, size_t errlen)
 	    d->mode == M_SENTINEL ? d->sentinels : d->seeds,
 	    d->mode == M_SENTINEL ? d->nsentinels : d->nseeds, err, errlen)) == NULL)
 		goto fail;
+	allowlist_allow_plaintext(d->allow, o->allow_plaintext);
 	return d;
 fail:
 	disc_free(d);

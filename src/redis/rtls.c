@@ -275,7 +275,8 @@ start_ssl(struct rtls_conn *t)
 		fail_conn(t, "tls: out of memory");
 		return;
 	}
-	SSL_set_hostflags(t->ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+	SSL_set_hostflags(t->ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS |
+	    X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
 	if (inet_pton(AF_INET, t->name, addr) == 1 || inet_pton(AF_INET6, t->name, addr) == 1) {
 		/* an address: no SNI (RFC 6066), an IP SAN must match */
 		if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(t->ssl), t->name) != 1)

@@ -210,6 +210,7 @@ setup_disc(struct engine *eng, char *err, size_t errlen)
 		.username = cfg->redis.username,
 		.host = cfg->redis.socket == NULL ? cfg->redis.host : NULL,
 		.allow_hosts = cfg->redis.allow_hosts, .secret = disc_secret,
+		.allow_plaintext = cfg->redis.allow_plaintext,
 		.each_conn = each_conn, .arg = eng, .tls = eng->tls,
 		.timeout_ms = SENTINEL_TIMEOUT_MS, .poll_ms = DISC_POLL_MS,
 	};

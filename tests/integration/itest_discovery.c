@@ -186,6 +186,43 @@ test_sentinel_names_a_stranger(void **state)
 	hostile("sentinel", "sentinels", "master_name = mymaster\n", "sentinel");
 }
 
+/* Issue 37 item 1: a sentinel names a primary that allow_hosts admits but
+ * that is not loopback (192.0.2.1, TEST-NET-1), with no TLS: the password
+ * would cross a network in clear text, so rconn refuses before connecting
+ * -- no AUTH -- logs it once per host and counts it. */
+static void
+test_sentinel_names_a_cleartext_primary(void **state)
+{
+	struct h_fake node, target;
+	struct h_daemon w;
+	char redis_extra[512], sections[128];
+	(void)state;
+
+	const char *args[] = {"--mode", "sentinel", "--target", "192.0.2.1:6379", NULL};
+	assert_int_equal(h_fake_start(&node, "fake_rnode", args), 0);
+	assert_int_equal(h_fake_start(&target, "fake_target", NULL), 0);
+	char *pw = h_write_file("redis-password", "not-for-strangers\n");
+	assert_non_null(pw);
+	snprintf(redis_extra, sizeof redis_extra, "sentinels = 127.0.0.1:%d\nmaster_name = "
+	    "mymaster\npassword_file = %s\nallow_hosts = 127.0.0.1, 192.0.2.1\n", node.port, pw);
+	free(pw);
+	int mport = h_free_port();
+	snprintf(sections, sizeof sections, "[metrics]\nlisten = 127.0.0.1:%d\n", mport);
+	char *ini = worker_ini(target.url, NULL, redis_extra, sections);
+	assert_int_equal(h_daemon_spawn(&w, ini), 0);
+	free(ini);
+	assert_int_equal(h_daemon_wait_log(&w, "event=redis.cleartext_refused host=192.0.2.1 "
+	    "port=6379", WAIT_MS), 0);
+	struct refused_wait rw = {mport, 3};
+	assert_int_equal(h_wait_until(refused_at_least, &rw, WAIT_MS), 0);
+	assert_int_equal(count_lines(w.log, "event=redis.cleartext_refused"), 1);
+	assert_int_equal(count_lines(w.log, "event=redis.host_refused"), 0);
+	assert_false(h_daemon_log_has(&w, "not-for-strangers"));
+	assert_true(h_daemon_stop_clean(&w));
+	h_fake_stop(&node);
+	h_fake_stop(&target);
+}
+
 static void
 test_shards_name_a_stranger(void **state)
 {
@@ -519,6 +556,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sentinel_names_a_stranger),
+		cmocka_unit_test(test_sentinel_names_a_cleartext_primary),
 		cmocka_unit_test(test_shards_name_a_stranger),
 		cmocka_unit_test(test_moved_to_a_stranger),
 		cmocka_unit_test(test_moved_host_cannot_forge_log_fields),

@@ -48,7 +48,8 @@ static char dir[512];
 static char pwfile[600];
 
 /* Makes a CA, a server certificate for redis.test / 127.0.0.1, a client
- * certificate, and a second CA that signed nothing here. */
+ * certificate, a server certificate with only a subject CN (cnonly.test, no
+ * SAN), and a second CA that signed nothing here. */
 static const char gen_script[] =
     "set -e\n"
     "cd \"$1\"\n"
@@ -62,6 +63,7 @@ static const char gen_script[] =
     "printf 'subjectAltName=DNS:redis.test,IP:127.0.0.1\\n' > san.ext\n"
     "leaf server redis.test '-extfile san.ext'\n"
     "leaf client warrantd ''\n"
+    "leaf cnonly cnonly.test ''\n"
     "chmod 600 *.key\n";
 
 static int
@@ -524,6 +526,31 @@ test_native_wrong_ca(void **state)
 	    "another CA");
 }
 
+/* Issue 37: the name is checked against the SANs only, never the subject's
+ * CN. The server presents a certificate of the right CA whose only name is
+ * CN=cnonly.test (no SAN at all), for the whole test, then its own again. */
+static void
+test_native_cn_only(void **state)
+{
+	char extra[2048];
+	(void)state;
+
+	if (!have_tls)
+		skip();
+	redisReply *r = redisCommand(C, "CONFIG SET tls-cert-file %s/cnonly.crt tls-key-file "
+	    "%s/cnonly.key", dir, dir);
+	assert_true(r && r->type == REDIS_REPLY_STATUS);
+	freeReplyObject(r);
+	snprintf(extra, sizeof extra, "tls_ca_file = %s/ca.crt\ntls_cert_file = %s/client.crt\n"
+	    "tls_key_file = %s/client.key\ntls_server_name = cnonly.test\n", dir, dir, dir);
+	assert_native_refused(extra, "certificate verify failed", "a certificate naming the "
+	    "host in its subject CN only");
+	r = redisCommand(C, "CONFIG SET tls-cert-file %s/server.crt tls-key-file %s/server.key",
+	    dir, dir);
+	assert_true(r && r->type == REDIS_REPLY_STATUS);
+	freeReplyObject(r);
+}
+
 /* tls-auth-clients yes: without a client certificate the server ends the
  * session (TLS 1.3: after the client's side of the handshake is done, so
  * the failure comes with the first read). */
@@ -844,6 +871,7 @@ main(void)
 		cmocka_unit_test(test_native_check),
 		cmocka_unit_test(test_native_wrong_host),
 		cmocka_unit_test(test_native_wrong_ca),
+		cmocka_unit_test(test_native_cn_only),
 		cmocka_unit_test(test_native_no_client_cert),
 		cmocka_unit_test(test_sentinel_tls),
 		cmocka_unit_test(test_cluster_tls),

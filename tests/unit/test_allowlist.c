@@ -124,6 +124,49 @@ test_check_counts(void **state)
 	allowlist_free(a);
 }
 
+/* Issue 37 item 1: the one rule of clear text. A credential goes over TLS
+ * or a unix socket anywhere, to loopback in clear text, elsewhere only with
+ * allow_plaintext. */
+static void
+test_cleartext_rule(void **state)
+{
+	(void)state;
+	const char *loop[] = {"127.0.0.1", "127.9.8.7", "::1", "[::1]", "localhost",
+	    "LOCALHOST", "::ffff:127.0.0.1"};
+	for (size_t i = 0; i < sizeof loop / sizeof loop[0]; i++)
+		assert_int_equal(allowlist_cleartext_ok(loop[i], 0, 0, 0), 1);
+	const char *far[] = {"10.9.8.7", "128.0.0.1", "192.0.2.1", "::2", "redis.example",
+	    "localhost.example", "126.0.0.1", NULL};
+	for (size_t i = 0; i < sizeof far / sizeof far[0]; i++) {
+		assert_int_equal(allowlist_cleartext_ok(far[i], 0, 0, 0), 0);
+		assert_int_equal(allowlist_cleartext_ok(far[i], 1, 0, 0), 1);	/* unix */
+		assert_int_equal(allowlist_cleartext_ok(far[i], 0, 1, 0), 1);	/* TLS */
+		assert_int_equal(allowlist_cleartext_ok(far[i], 0, 0, 1), 1);	/* allowed */
+	}
+}
+
+/* The shell: a refusal counted each time, logged once per host:port. */
+static void
+test_check_credential(void **state)
+{
+	long long n = 0;
+	(void)state;
+
+	assert_int_equal(allowlist_check_credential(NULL, "10.9.8.7", 6379, 0), 1);
+	struct allowlist *a = allowlist_new();
+	assert_non_null(a);
+	allowlist_count_in(a, &n);
+	assert_int_equal(allowlist_check_credential(a, "127.0.0.1", 6379, 0), 1);
+	assert_int_equal(allowlist_check_credential(a, "10.9.8.7", 6379, 1), 1);
+	assert_int_equal(allowlist_check_credential(a, "10.9.8.7", 6379, 0), 0);
+	assert_int_equal(allowlist_check_credential(a, "10.9.8.7", 6379, 0), 0);
+	assert_int_equal(n, 2);
+	allowlist_allow_plaintext(a, 1);
+	assert_int_equal(allowlist_check_credential(a, "10.9.8.7", 6379, 0), 1);
+	assert_int_equal(n, 2);
+	allowlist_free(a);
+}
+
 int
 main(void)
 {
@@ -132,6 +175,8 @@ main(void)
 		cmocka_unit_test(test_syntax),
 		cmocka_unit_test(test_default),
 		cmocka_unit_test(test_check_counts),
+		cmocka_unit_test(test_cleartext_rule),
+		cmocka_unit_test(test_check_credential),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -686,6 +686,31 @@ test_redis_password_plaintext(void **state)
 	cfg_free(load_ok("[redis]\nhost = 10.0.0.5\n" MIN_RECORDS MIN_ACTION));	/* no password */
 }
 
+/* Issue 37 item 1: every credential that will be sent, not only
+ * password_file: the Redis token (auth = oauth, command), a role's password
+ * (warrantctl), the sentinels' password or token. */
+static void
+test_redis_token_plaintext(void **state)
+{
+	(void)state;
+	EXPECT("[redis]\nhost = 10.9.8.7\nauth = command\ntoken_command = /bin/tok\n"
+	    MIN_RECORDS MIN_ACTION,
+	    "t.ini:2: host: the Redis token would cross the network to 10.9.8.7 in clear text");
+	EXPECT("[redis]\nhost = 10.9.8.7\n[redis.operator]\nusername = op\npassword_file = p\n"
+	    MIN_RECORDS MIN_ACTION,
+	    "t.ini:2: host: the Redis password would cross the network to 10.9.8.7");
+	EXPECT("[redis]\nsentinels = 10.0.0.1:26379\nmaster_name = m\n"
+	    "sentinel_password_file = sp\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:2: sentinels: the sentinel password would cross the network to 10.0.0.1");
+	EXPECT("[redis]\nsentinels = 10.0.0.1:26379\nmaster_name = m\nauth = command\n"
+	    "token_command = /bin/tok\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:2: sentinels: the Redis token would cross the network to 10.0.0.1");
+	cfg_free(load_ok("[redis]\nhost = 10.9.8.7\nauth = command\ntoken_command = /bin/tok\n"
+	    "allow_plaintext = yes\n" MIN_RECORDS MIN_ACTION));
+	cfg_free(load_ok("[redis]\nhost = ::1\nauth = command\ntoken_command = /bin/tok\n"
+	    MIN_RECORDS MIN_ACTION));
+}
+
 static char *dump_text(const struct cfg *cfg);
 
 /* Issue 27 item 6: [redis] tls. A password may then cross the network; the
@@ -1494,6 +1519,7 @@ main(void)
 		cmocka_unit_test(test_comments_indent_crlf_bom),
 		cmocka_unit_test(test_inline_hash_comments),
 		cmocka_unit_test(test_redis_password_plaintext),
+		cmocka_unit_test(test_redis_token_plaintext),
 		cmocka_unit_test(test_redis_tls),
 		cmocka_unit_test(test_did_you_mean),
 		cmocka_unit_test(test_dump_round_trip),
