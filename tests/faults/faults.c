@@ -445,13 +445,16 @@ inject(struct run *r, enum fkind k)
 /* ------------------------------------------------------------------ */
 /* load and drain                                                      */
 
+/* Each job's clock is read as it is queued: w_enqueue dates the decision a
+ * second before its own clock, and on a loaded machine queuing a batch can
+ * take longer than a short job's 0.5 s window, which would put expiresAt
+ * before decidedAt (a record that fails its own check, counted "wrong"). */
 static int
 enqueue_some(struct run *r, int n)
 {
-	long long now = h_now_ms();
-
 	for (; n > 0 && r->queued < r->njobs; n--, r->queued++) {
 		struct job *j = &r->jobs[r->queued];
+		long long now = h_now_ms();
 		char res[96];
 		if (j->kind == J_DENY)
 			snprintf(res, sizeof res, "canal/deny/%s", j->id);
