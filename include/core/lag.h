@@ -34,6 +34,10 @@ struct lag {
 	int at_least;	/* 1: there are n or more */
 };
 
+/* 1 when s is a whole stream id, "<ms>-<seq>" (two runs of 1 to 20 digits),
+ * else 0: the one syntax check, used by sreply at the edge too. */
+int lag_stream_id_ok(const char *s);
+
 /* The query for a group whose last-delivered id is `last_delivered` (NULL:
  * no group yet). For LAG_XRANGE, start gets "(<id>" (exclusive); for
  * LAG_XLEN, "". An id that is not "<ms>-<seq>" counts as never delivered

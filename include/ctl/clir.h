@@ -57,6 +57,12 @@ int clir_run(struct cli *c, redisReply **out, const char *cmd, ...) __attribute_
  * arguments set by name (a borrowed); a call with one missing is refused
  * here. As clir_checked. */
 int clir_script(struct cli *c, redisReply **out, const struct store_args *a);
+/* Called with each entry of a stream, in order: its id and the entry
+ * ([id, fields], both borrowed for the call). */
+typedef void clir_entry_fn(void *arg, const char *eid, const struct sreply *entry);
+/* Every entry of stream key, read in pages with XRANGE (so a long stream
+ * never arrives in one reply), given to fn. 0 or an exit code. */
+int clir_each_entry(struct cli *c, const char *key, clir_entry_fn *fn, void *arg);
 /* Appends to out every entry of stream key whose field id equals want
  * (every entry when want is NULL), as cli_entry_json, read in pages with
  * XRANGE, so a long stream never arrives in one reply. 0 or an exit code. */

@@ -8,9 +8,8 @@
 
 #include "core/lag.h"
 
-/* "<ms>-<seq>": two runs of 1 to 20 digits. */
-static int
-is_stream_id(const char *s)
+int
+lag_stream_id_ok(const char *s)
 {
 	size_t ms = strspn(s, "0123456789");
 
@@ -33,7 +32,7 @@ lag_query_for(const char *last_delivered, char start[LAG_START_MAX])
 	start[0] = '\0';
 	if (last_delivered == NULL)
 		return LAG_XLEN;
-	if (!is_stream_id(last_delivered))
+	if (!lag_stream_id_ok(last_delivered))
 		return -1;
 	if (is_zero_id(last_delivered))
 		return LAG_XLEN;

@@ -478,45 +478,36 @@ act_cancel(struct cli *c, const char *id, const char *key, size_t key_len, const
  * (only the ids are kept, however long P:dead is). A letter without a
  * usable id (no-id) is kept under "". 0 or an exit code.
  */
+struct matching {
+	const struct act_filter *f;
+	json_t *by_id;
+};
+
+static void
+match_one(void *arg, const char *eid, const struct sreply *e)
+{
+	struct matching *m = arg;
+	const struct sreply *fields = sreply_element(e, 1);
+
+	if (!ctl_dead_match(eid, sreply_field(fields, "reason"), m->f->reason, m->f->before_ms))
+		return;
+	const char *id = sreply_field(fields, "id");
+	if (id == NULL)
+		id = "";
+	json_t *list = json_object_get(m->by_id, id);
+	if (list == NULL) {
+		list = json_array();
+		json_object_set_new(m->by_id, id, list);
+	}
+	json_array_append_new(list, json_pack("{s:s}", "entryId", eid));
+}
+
 static int
 dead_matching(struct cli *c, const struct act_filter *f, json_t *by_id)
 {
-	char start[128] = "-";
-	redisReply *r;
-	int rc;
+	struct matching m = {f, by_id};
 
-	for (;;) {
-		if ((rc = clir_run(c, &r, "XRANGE", c->keys.dead, start, "+", "COUNT", PAGE_S,
-		    (char *)NULL)) != 0)
-			return rc;
-		const struct sreply *page = sreply_of(r);
-		size_t n = 0;
-		if (sreply_array_len(page, &n) != 0)
-			n = 0;
-		for (size_t i = 0; i < n; i++) {
-			const struct sreply *e = sreply_element(page, i);
-			const char *eid = cli_entry_id(e);
-			if (eid == NULL)
-				continue;
-			snprintf(start, sizeof start, "(%s", eid);
-			const struct sreply *fields = sreply_element(e, 1);
-			if (!ctl_dead_match(eid, sreply_field(fields, "reason"), f->reason,
-			    f->before_ms))
-				continue;
-			const char *id = sreply_field(fields, "id");
-			if (id == NULL)
-				id = "";
-			json_t *list = json_object_get(by_id, id);
-			if (list == NULL) {
-				list = json_array();
-				json_object_set_new(by_id, id, list);
-			}
-			json_array_append_new(list, json_pack("{s:s}", "entryId", eid));
-		}
-		freeReplyObject(r);
-		if (n < PAGE)
-			return 0;
-	}
+	return clir_each_entry(c, c->keys.dead, match_one, &m);
 }
 
 /* XDEL of the letters in by_id, some at a time. *n: how many went. */

@@ -525,14 +525,8 @@ clir_find_group(struct cli *c, redisReply **all, const struct sreply **group)
 	return rc;
 }
 
-/*
- * Appends to `out` every entry of stream `key` whose field `id` equals
- * `want` (every entry when want is NULL), read in pages with XRANGE, so a
- * long stream never arrives in one reply. 0 or an exit code.
- */
 int
-clir_scan_stream(struct cli *c, const char *key, const char *want, const char *const *order,
-		 json_t *out)
+clir_each_entry(struct cli *c, const char *key, clir_entry_fn *fn, void *arg)
 {
 	char start[128] = "-";
 	redisReply *r;
@@ -547,12 +541,10 @@ clir_scan_stream(struct cli *c, const char *key, const char *want, const char *c
 			n = 0;
 		for (size_t i = 0; i < n; i++) {
 			const struct sreply *e = sreply_element(page, i);
-			const char *eid = cli_entry_id(e), *id;
+			const char *eid = cli_entry_id(e);
 			if (eid == NULL)
 				continue;
-			id = sreply_field(sreply_element(e, 1), "id");
-			if (want == NULL || (id != NULL && strcmp(id, want) == 0))
-				json_array_append_new(out, cli_entry_json(e, order));
+			fn(arg, eid, e);
 			/* The next page starts after the last entry seen. */
 			snprintf(start, sizeof start, "(%s", eid);
 		}
@@ -560,4 +552,30 @@ clir_scan_stream(struct cli *c, const char *key, const char *want, const char *c
 		if (n < PAGE)
 			return 0;
 	}
+}
+
+struct scan {
+	const char *want;
+	const char *const *order;
+	json_t *out;
+};
+
+static void
+scan_one(void *arg, const char *eid, const struct sreply *e)
+{
+	struct scan *s = arg;
+	const char *id = sreply_field(sreply_element(e, 1), "id");
+	(void)eid;
+
+	if (s->want == NULL || (id != NULL && strcmp(id, s->want) == 0))
+		json_array_append_new(s->out, cli_entry_json(e, s->order));
+}
+
+int
+clir_scan_stream(struct cli *c, const char *key, const char *want, const char *const *order,
+		 json_t *out)
+{
+	struct scan s = {want, order, out};
+
+	return clir_each_entry(c, key, scan_one, &s);
 }

@@ -9,6 +9,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include "core/lag.h"
+
 /* A struct sreply is never defined: a pointer to one is a pointer to the
  * redisReply it views, converted back only here. */
 const struct sreply *
@@ -93,12 +95,7 @@ prior_deliveries(const char *v)
 int
 sreply_stream_id_ok(const char *s)
 {
-	size_t ms = strspn(s, "0123456789");
-
-	if (ms == 0 || ms > 20 || s[ms] != '-')
-		return 0;
-	size_t seq = strspn(s + ms + 1, "0123456789");
-	return seq > 0 && seq <= 20 && s[ms + 1 + seq] == '\0';
+	return lag_stream_id_ok(s);
 }
 
 /* [stream_id, fields] or [stream_id, fields, deliveries]: 0, or -1. A stream
