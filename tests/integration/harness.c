@@ -512,6 +512,19 @@ h_redis_load_functions(redisContext *c)
 	return ok ? 0 : -1;
 }
 
+int
+h_node_has_library(void *port)
+{
+	redisContext *c = h_redis_connect_tcp(*(const int *)port);
+	redisReply *r = c ? redisCommand(c, "FUNCTION LIST LIBRARYNAME warrantd") : NULL;
+	int ok = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements > 0;
+
+	freeReplyObject(r);
+	if (c)
+		redisFree(c);
+	return ok;
+}
+
 /* The library into r's server, as its administrator would (warrantd(7)
  * §2.1), before any worker starts; on its first start also saved
  * (dump.rdb), so that a restart without persistence (save "", no AOF)

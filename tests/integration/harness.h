@@ -73,6 +73,9 @@ int h_redis_start_conf(struct h_redis *r, int appendonly, const char *extra)
  * h_rnode_start do it for every server they start (a replica's comes from
  * its primary). 0, or -1 (said on stderr). */
 int h_redis_load_functions(redisContext *c);
+/* An h_wait_until condition, arg an int *: 1 once the node on that TCP
+ * port has the library (a replica: once its sync brought it). */
+int h_node_has_library(void *port);
 /* SIGKILL, then start again on the same dir, socket and settings. */
 int h_redis_restart(struct h_redis *r)
 	__attribute__((warn_unused_result));

@@ -564,7 +564,7 @@ test_doctor(void **state)
 	static const char *const lines[] = {"redis version: ok 7.",
 	    "redis user warrantd [redis]: ok", "redis user operator [redis.operator]: ok",
 	    "redis user monitor [redis.monitor]: ok", "redis user decider [redis.decider]: ok",
-	    "action gate.open url host: ok"};
+	    "action gate.open target: ok"};
 	char *out;
 	(void)state;
 

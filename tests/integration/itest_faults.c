@@ -1428,7 +1428,7 @@ enum tick_kind { TICK_NONE, TICK_HEARTBEAT, TICK_CLAIM };
 
 /* One MONITOR line: its Redis timestamp (ms) and which of w1's timers sent
  * it: a heartbeat (the script with P:clock and not P:jobs) or a claim
- * tick (the claim script in mode auto). Commands scripts run ("[0 lua]")
+ * tick (the claim function in mode auto). Commands functions run ("[0 lua]")
  * are not ticks. */
 static enum tick_kind
 monitor_tick(redisContext *m, long long *at_ms, char *line, size_t n)
@@ -1443,7 +1443,7 @@ monitor_tick(redisContext *m, long long *at_ms, char *line, size_t n)
 	if (sscanf(line, "%lld.%lld", &sec, &usec) != 2)
 		return TICK_NONE;
 	*at_ms = sec * 1000 + usec / 1000;
-	if (strstr(line, " lua]") != NULL || strstr(line, "\"EVALSHA\"") == NULL)
+	if (strstr(line, " lua]") != NULL || strstr(line, "\"FCALL\"") == NULL)
 		return TICK_NONE;
 	if (strstr(line, "\"" PREFIX ":clock\"") && !strstr(line, "\"" JOBS "\""))
 		return TICK_HEARTBEAT;

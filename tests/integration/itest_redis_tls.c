@@ -680,6 +680,8 @@ test_sentinel_tls(void **state)
 	tls_lines(conf, sizeof conf, sen_tls, more);
 	assert_int_equal(h_rnode_start(&sen, "tls-sentinel", conf, H_RNODE_SENTINEL), 0);
 	assert_int_equal(h_wait_until(sentinel_sees_replica, &sen.port, 60000), 0);
+	/* synced (the library came with it): the failover below keeps it */
+	assert_int_equal(h_wait_until(h_node_has_library, &rep.port, 60000), 0);
 
 	snprintf(extra, sizeof extra, "sentinels = 127.0.0.1:%d\nmaster_name = mymaster\n"
 	    "tls = yes\ntls_ca_file = %s/ca.crt\n", sen_tls, dir);

@@ -182,6 +182,8 @@ test_failover(void **state)
 	for (int i = 0; i < NSENT; i++)
 		start_sentinel(&sent[i], i);
 	assert_int_equal(h_wait_until(sentinels_see_replica, NULL, WAIT_MS), 0);
+	/* synced (the library came with it): a failover now keeps the library */
+	assert_int_equal(h_wait_until(h_node_has_library, &replica.port, WAIT_MS), 0);
 	assert_int_equal(h_fake_start(&target, "fake_target", NULL), 0);
 	assert_int_equal(h_fake_script(&target, "{\"default\": {\"delay_ms\": 5}}"), 0);
 
@@ -333,6 +335,8 @@ test_deposed_primary(void **state)
 	for (int i = 0; i < NSENT; i++)
 		start_sentinel(&sent[i], i);
 	assert_int_equal(h_wait_until(sentinels_see_replica, NULL, WAIT_MS), 0);
+	/* synced (the library came with it): a failover now keeps the library */
+	assert_int_equal(h_wait_until(h_node_has_library, &replica.port, WAIT_MS), 0);
 	assert_int_equal(h_fake_start(&target, "fake_target", NULL), 0);
 	char *pw = h_write_file("worker-pass", "worker-pass\n");
 	assert_non_null(pw);
@@ -443,6 +447,8 @@ test_shards_failover(void **state)
 	for (int i = 0; i < NSENT; i++)
 		start_sentinel(&sent[i], i);
 	assert_int_equal(h_wait_until(sentinels_see_replica, NULL, WAIT_MS), 0);
+	/* synced (the library came with it): a failover now keeps the library */
+	assert_int_equal(h_wait_until(h_node_has_library, &replica.port, WAIT_MS), 0);
 	assert_int_equal(h_fake_start(&target, "fake_target", NULL), 0);
 	assert_int_equal(h_fake_script(&target, "{\"default\": {\"delay_ms\": 5}}"), 0);
 
