@@ -29,5 +29,7 @@ int cmd_pause(struct cli *c, int argc, char **argv);
 int cmd_doctor(struct cli *c, int argc, char **argv);
 /* functions.c: the library of lua/ loaded into, or checked on, each shard */
 int cmd_functions(struct cli *c, int argc, char **argv);
+/* keygen.c: the decider's key pair (or HS256 secret) and its JWKS, no config */
+int cmd_keygen(struct cli *c, int argc, char **argv);
 
 #endif

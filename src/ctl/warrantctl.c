@@ -10,6 +10,7 @@
  *   warrantctl [-c FILE] jobs|retry ID|cancel ID   job operations
  *   warrantctl [-c FILE] doctor         what a deployment needs, end to end
  *   warrantctl [-c FILE] functions load|status|show  the Redis Functions library
+ *   warrantctl keygen [--alg A] [--kid KID] --out PREFIX  the decider's key
  *
  * Exit codes: 0 ok, 1 not found or refused, 64 usage, 69 Redis unreachable,
  * 78 config error. Every error is one line on stderr. This file is the
@@ -47,6 +48,7 @@ dispatch(struct cli *c, int argc, char **argv)
 		{"pause", cmd_pause, NULL}, {"resume", cmd_pause, NULL},
 		{"retry", cmd_retry, NULL}, {"cancel", cmd_cancel, NULL},
 		{"doctor", cmd_doctor, NULL}, {"functions", cmd_functions, NULL},
+		{"keygen", cmd_keygen, NULL},
 	};
 
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
