@@ -1600,8 +1600,12 @@ test_scope_trouble_is_its_own(void **state)
 	assert_int_equal(target_calls("sc-close"), 0);
 	h_wait_hash_field(rc, h_key(H_PREFIX, "consumer:%s", "w1"), "tokenState.gates.close",
 	    "error", H_WAIT_MS);
+	/* the worker's own token is not blamed: valid, or being refreshed on
+	 * its schedule (a 60 s token, refreshed before it expires, may be
+	 * mid-refresh at this moment on a slow build) -- never error */
 	char *ts = hb_str("w1", "tokenState");
-	assert_string_equal(ts, "valid");
+	if (ts == NULL || (strcmp(ts, "valid") != 0 && strcmp(ts, "refreshing") != 0))
+		fail_msg("the worker's token state is %s, not valid", ts ? ts : "(none)");
 	free(ts);
 	/* the IdP is back: the waiting job runs */
 	h_post_ok(&idp, "/_down_scope", "");
