@@ -84,7 +84,7 @@ test_bash_completion(void **state)
 	assert_int_equal(h_run(argv, 30000, &out), 0);
 	printf("itest_docs: completion says:\n%s", out);
 	const char *want = "decide status metrics inspect dead pause resume jobs retry cancel doctor keygen "
-	    "help\nlist requeue drop\ngate.open\n--output\n";
+	    "functions help\nlist requeue drop\ngate.open\n--output\n";
 	assert_string_equal(out, want);
 	free(out);
 
@@ -92,7 +92,7 @@ test_bash_completion(void **state)
 	assert_int_equal(h_run(help, 30000, &usage), 0);
 	const char *cmds[] = {"decide", "status", "metrics", "inspect", "dead list",
 	    "dead requeue", "dead drop", "pause", "resume", "jobs", "retry", "cancel", "doctor",
-	    "keygen"};
+	    "keygen", "functions load|status", "functions show"};
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
 		char line[64];
 		snprintf(line, sizeof line, "\n  %s ", cmds[i]);
