@@ -438,6 +438,22 @@ engine_read_shared(struct engine *eng)
 		eng->shards[i].reading = stream_ready(&eng->shards[i]);
 }
 
+/* A claim script's reply (own PEL or XAUTOCLAIM): its entries admitted,
+ * what the consumer core makes of it returned, a lost group re-made. */
+static unsigned
+claim_answered(struct shard *sh, const struct sreply *r, enum consumer_step step, char *next,
+	       size_t nextlen)
+{
+	enum consumer_err c = rconn_err_class(r);
+
+	sh->claiming = 0;
+	unsigned act = consumer_reply_next(step, c, c != CONSUMER_ERR_LOST &&
+	    sreply_claim(r, next, nextlen, admit, dead_deleted, sh) >= 0);
+	if (act & CONSUMER_DO_GROUP)
+		engine_group_gone(sh);
+	return act;
+}
+
 static void
 after_own(struct rconn *rc, const struct sreply *r, void *arg)
 {
@@ -447,13 +463,8 @@ after_own(struct rconn *rc, const struct sreply *r, void *arg)
 
 	char next[STREAM_ID_MAX];
 
-	sh->claiming = 0;
 	/* LOST: retried when the connection is back */
-	enum consumer_err c = rconn_err_class(r);
-	unsigned act = consumer_reply_next(CONSUMER_STEP_OWN, c, c != CONSUMER_ERR_LOST &&
-	    sreply_claim(r, next, sizeof next, admit, dead_deleted, sh) >= 0);
-	if (act & CONSUMER_DO_GROUP)
-		engine_group_gone(sh);
+	unsigned act = claim_answered(sh, r, CONSUMER_STEP_OWN, next, sizeof next);
 	if (act & CONSUMER_DO_BACKOFF)
 		back_off(sh);
 	if (!(act & CONSUMER_DO_OK))
@@ -521,12 +532,7 @@ after_autoclaim(struct rconn *rc, const struct sreply *r, void *arg)
 	size_t before = ejobs_count(sh->jobs);
 	char next[STREAM_ID_MAX];
 
-	sh->claiming = 0;
-	enum consumer_err c = rconn_err_class(r);
-	unsigned act = consumer_reply_next(CONSUMER_STEP_AUTO, c, c != CONSUMER_ERR_LOST &&
-	    sreply_claim(r, next, sizeof next, admit, dead_deleted, sh) >= 0);
-	if (act & CONSUMER_DO_GROUP)
-		engine_group_gone(sh);
+	unsigned act = claim_answered(sh, r, CONSUMER_STEP_AUTO, next, sizeof next);
 	if (!(act & CONSUMER_DO_OK))
 		return;	/* the next tick tries again */
 	size_t after = ejobs_count(sh->jobs);
