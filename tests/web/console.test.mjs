@@ -405,7 +405,10 @@ test('a paused action is shown paused, and resumed', async () => {
   await page.goto(`${base}/`);
   const paused = await page.$eval('#paused', (e) => e.textContent);
   assert.match(paused, /gate\.open by=console user operator/);
-  // a job decided now waits: the worker starts no call of a paused action
+  // workers see a pause within a heartbeat (warrantd(7) §13); this one
+  // says so in its heartbeat hash, and a job decided after that waits
+  await waitFor('the worker sees the pause', () =>
+    redisCli('HGET', 'warrant:consumer:web-test-1', 'paused').split(',').includes('gate.open'));
   decide('web-paused-1', 'gate.open', 'gate/20');
   await waitFor('web-paused-1 read', () => redisCli('HGET', 'warrant:decision:web-paused-1', 'state') !== '');
   // held by the pause, and shown so, not merely queued
