@@ -3,8 +3,9 @@
 # Runs the test binaries and prints one closing line "N passed, N failed, N skipped".
 #   tests/run.sh [--unit-only] BUILD_DIR...
 # Unit tests (test_*) run from every build dir given (plain and ASan+UBSan),
-# then the integration tests (itest_*) against each build's own binaries, one
-# at a time: each starts its own redis-server and fakes and stops them by PID.
+# then the integration tests (itest_*) against each build's own binaries: one
+# at a time within a build, the builds side by side (TEST_LANES=1: one after
+# the other); each starts its own redis-server and fakes and stops them by PID.
 #
 # Skips. A program that cannot run at all here exits 77 (automake's "skipped")
 # after printing why; one whose cmocka tests call skip() exits 0 and its log
@@ -76,7 +77,8 @@ run() {
 		failed_names="$failed_names $name"
 		failed_logs="$failed_logs $name|$log"
 		echo "FAIL $name (${secs}s, exit $status)"
-		tail -n 80 "$log"
+		# side by side, the closing summary shows the log, not interleaved
+		[ "${quiet_fail:-0}" = 1 ] || tail -n 80 "$log"
 	fi
 }
 
@@ -103,16 +105,60 @@ for dir in "$@"; do
 		run "$t" "$t"
 	done
 done
-if [ "$unit_only" = 0 ]; then
-	for dir in "$@"; do
-		WARRANTD_BIN_DIR="$(cd "$dir/bin" && pwd)"
-		WARRANTD_TEST_DIR="$(cd "$dir/tests" && pwd)"
-		export WARRANTD_BIN_DIR WARRANTD_TEST_DIR
-		for t in "$dir"/tests/itest_*; do
-			[ -x "$t" ] || continue
-			run "$t" "$t"
-		done
+# One build's integration tests, against its own binaries; lane LANE of LANES
+# takes ports of its own parity (harness.c, h_free_port). Its counts go to
+# STATE, for the parent to add up.
+itests() {
+	dir=$1 lane=$2 lanes=$3 state=$4
+	WARRANTD_BIN_DIR="$(cd "$dir/bin" && pwd)"
+	WARRANTD_TEST_DIR="$(cd "$dir/tests" && pwd)"
+	WARRANTD_PORT_LANE=$lane WARRANTD_PORT_LANES=$lanes
+	export WARRANTD_BIN_DIR WARRANTD_TEST_DIR WARRANTD_PORT_LANE WARRANTD_PORT_LANES
+	for t in "$dir"/tests/itest_*; do
+		[ -x "$t" ] || continue
+		run "$t" "$t"
 	done
+	printf 'passed=$((passed + %d))\nfailed=$((failed + %d))\nskipped=$((skipped + %d))\n' \
+	    "$passed" "$failed" "$skipped" >"$state"
+	printf 'failed_names="$failed_names%s"\nfailed_logs="$failed_logs%s"\n' \
+	    "$failed_names" "$failed_logs" >>"$state"
+}
+
+# The builds' integration tests run side by side, one lane a build (most of
+# their time is waiting on Redis, the fakes and timers, not on the CPU), unless
+# TEST_LANES=1. A lane's counts start at 0 and are added when it ends.
+if [ "$unit_only" = 0 ]; then
+	lanes=$#
+	[ "${TEST_LANES:-2}" = 1 ] && lanes=1
+	if [ "$lanes" -gt 1 ]; then
+		quiet_fail=1
+		i=0 pids=""
+		for dir in "$@"; do
+			(passed=0 failed=0 skipped=0 failed_names="" failed_logs=""
+			    itests "$dir" "$i" "$lanes" "$logs/lane-$i.state") &
+			pids="$pids $!"
+			i=$((i + 1))
+		done
+		for p in $pids; do
+			wait "$p"
+		done
+		i=0
+		for dir in "$@"; do
+			if [ -r "$logs/lane-$i.state" ]; then
+				. "$logs/lane-$i.state"
+			else
+				failed=$((failed + 1))
+				failed_names="$failed_names $dir(lane-ended-early)"
+			fi
+			rm -f "$logs/lane-$i.state"
+			i=$((i + 1))
+		done
+	else
+		for dir in "$@"; do
+			itests "$dir" 0 1 "$logs/lane-0.state"
+			rm -f "$logs/lane-0.state"
+		done
+	fi
 	# The Debian package, built once from a copy of the tree (~20 s).
 	run tests/deb.sh sh tests/deb.sh build/deb
 fi

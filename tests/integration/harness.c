@@ -408,19 +408,51 @@ h_run(char *const argv[], int timeout_ms, char **out)
 	return rc;
 }
 
-int
-h_free_port(void)
+/* One bind to port 0: the kernel's choice. */
+static int
+bind_any(int *fd)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	socklen_t len = sizeof sa;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
 
+	*fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
-		port = ntohs(sa.sin_port);
-	if (fd >= 0)
-		close(fd);
+	if (*fd >= 0 && bind(*fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+	    getsockname(*fd, (struct sockaddr *)&sa, &len) == 0)
+		return ntohs(sa.sin_port);
+	return -1;
+}
+
+/*
+ * tests/run.sh runs the two builds' integration tests side by side, one lane
+ * each (WARRANTD_PORT_LANE=0 or 1 of WARRANTD_PORT_LANES=2): a lane takes only
+ * ports of its own parity, so a port one lane picked and has not bound yet is
+ * never the other's. A Cluster node's bus port (port + 10000) keeps the parity.
+ * The ports tried meanwhile stay bound, so the kernel does not hand them back.
+ */
+int
+h_free_port(void)
+{
+	const char *lane_s = getenv("WARRANTD_PORT_LANE"), *lanes_s = getenv("WARRANTD_PORT_LANES");
+	int lanes = lanes_s ? atoi(lanes_s) : 1, lane = lane_s ? atoi(lane_s) : 0;
+	int held[64], nheld = 0, port = -1;
+
+	if (lanes < 1 || lane < 0 || lane >= lanes)
+		lanes = 1, lane = 0;
+	while (nheld < (int)(sizeof held / sizeof held[0])) {
+		int fd, p = bind_any(&fd);
+
+		if (fd >= 0)
+			held[nheld++] = fd;
+		if (p <= 0)
+			break;
+		if (p % lanes == lane) {
+			port = p;
+			break;
+		}
+	}
+	while (nheld > 0)
+		close(held[--nheld]);
 	return port;
 }
 
