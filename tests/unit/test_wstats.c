@@ -124,6 +124,35 @@ test_flush(void **state)
 	wstats_free(s);
 }
 
+/* Fields that share a prefix stay apart; a name that does not fit is not
+ * stored cut short (it would add to another field's count). */
+static void
+test_fields_apart(void **state)
+{
+	(void)state;
+	struct wstats *s = wstats_new();
+	char longname[200];
+
+	assert_non_null(s);
+	memset(longname, 'a', sizeof longname - 1);
+	longname[sizeof longname - 1] = '\0';
+	wstats_on_call(s, "gate.open", 204, 5, 0);
+	wstats_on_call(s, "gate.open2", 204, 7, 0);
+	wstats_on_call(s, "gate", 204, 11, 0);
+	wstats_on_call(s, longname, 204, 13, 0);
+	sent[0] = '\0';
+	refuse_after = -1;
+	wstats_flush(s, fake_send, sent, "warrant:paused", 60000);
+	assert_string_equal(sent, "HINCRBY warrant:stats:1 c.gate.open 1\n"
+	    "HINCRBY warrant:stats:1 ms.gate.open 5\n"
+	    "HINCRBY warrant:stats:1 c.gate.open2 1\n"
+	    "HINCRBY warrant:stats:1 ms.gate.open2 7\n"
+	    "HINCRBY warrant:stats:1 c.gate 1\n"
+	    "HINCRBY warrant:stats:1 ms.gate 11\n"
+	    "PEXPIRE warrant:stats:1 93600000\n");
+	wstats_free(s);
+}
+
 int
 main(void)
 {
@@ -131,6 +160,7 @@ main(void)
 		cmocka_unit_test(test_key),
 		cmocka_unit_test(test_forwards),
 		cmocka_unit_test(test_flush),
+		cmocka_unit_test(test_fields_apart),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
