@@ -106,7 +106,7 @@ for dir in "$@"; do
 	done
 done
 # One build's integration tests, against its own binaries; lane LANE of LANES
-# takes ports of its own parity (harness.c, h_free_port). Its counts go to
+# takes ports of its own (harness.c, h_free_port). Its counts go to
 # STATE, for the parent to add up.
 itests() {
 	dir=$1 lane=$2 lanes=$3 state=$4

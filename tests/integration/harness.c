@@ -426,8 +426,10 @@ bind_any(int *fd)
 /*
  * tests/run.sh runs the two builds' integration tests side by side, one lane
  * each (WARRANTD_PORT_LANE=0 or 1 of WARRANTD_PORT_LANES=2): a lane takes only
- * ports of its own parity, so a port one lane picked and has not bound yet is
- * never the other's. A Cluster node's bus port (port + 10000) keeps the parity.
+ * the ports whose port / 2 is its own (mod lanes), so a port one lane picked
+ * and has not bound yet is never the other's. Not the port's own parity:
+ * Linux hands out odd ports to bind(2) first and keeps the even ones for
+ * connect(2). A Cluster node's bus port (port + 10000) stays in its lane.
  * The ports tried meanwhile stay bound, so the kernel does not hand them back.
  */
 int
@@ -446,7 +448,7 @@ h_free_port(void)
 			held[nheld++] = fd;
 		if (p <= 0)
 			break;
-		if (p % lanes == lane) {
+		if ((p / 2) % lanes == lane) {
 			port = p;
 			break;
 		}
