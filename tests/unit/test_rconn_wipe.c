@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Unit test for rconn's output buffer (issue 37 item 5): the bytes of an
+ * AUTH -- the Redis password or token -- are wiped from rconn's output
+ * buffer as soon as the socket took them, at the handshake and at a
+ * re-AUTH (rconn_reauth), and nothing of them is left behind when the
+ * buffer moves or grows.
+ *
+ * Linked with -Wl,--wrap=rtls_link_write (see the Makefile): the wrapper
+ * sees every write rconn makes, remembers where in rconn's buffer the bytes
+ * holding the secret were, and the test looks there once the write
+ * returned. No Redis: the connection goes to a unix socket of the test's
+ * own that is never accepted from (the kernel queues what is written).
+ */
+#define _GNU_SOURCE	/* memmem */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <ev.h>
+
+#include "redis/rconn.h"
+#include "redis/rtls.h"
+
+#define SECRET1 "s3cr3t-Handshake-Wipe-Me"
+#define SECRET2 "s3cr3t-Reauth-Wipe-Me-Too"
+
+ssize_t __real_rtls_link_write(struct rtls_conn *t, const void *buf, size_t n);
+ssize_t __wrap_rtls_link_write(struct rtls_conn *t, const void *buf, size_t n);
+
+static struct {
+	const char *secret;	/* looked for in each write */
+	const unsigned char *at;	/* where it was in rconn's buffer */
+	size_t len;
+	int writes, hits;
+} seen;
+
+ssize_t
+__wrap_rtls_link_write(struct rtls_conn *t, const void *buf, size_t n)
+{
+	ssize_t r = __real_rtls_link_write(t, buf, n);
+
+	seen.writes++;
+	if (r > 0 && seen.secret != NULL) {
+		const unsigned char *p = memmem(buf, (size_t)r, seen.secret, strlen(seen.secret));
+		if (p != NULL) {
+			seen.at = p;
+			seen.len = strlen(seen.secret);
+			seen.hits++;
+		}
+	}
+	return r;
+}
+
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Runs the loop until the secret was written (at most 5 s). */
+static void
+run_until_written(struct ev_loop *loop)
+{
+	for (int64_t end = now_ms() + 5000; seen.hits == 0 && now_ms() < end;) {
+		ev_run(loop, EVRUN_NOWAIT);
+		if (seen.hits == 0)
+			usleep(1000);
+	}
+	assert_int_equal(seen.hits, 1);
+}
+
+static int
+all_zero(const unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != 0)
+			return 0;
+	return 1;
+}
+
+static void
+test_auth_bytes_wiped(void **state)
+{
+	char dir[] = "/tmp/rconn-wipe-XXXXXX", path[64];
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/redis.sock", dir);
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+	int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+	assert_int_equal(listen(lfd, 4), 0);
+
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	assert_non_null(loop);
+	struct rconn_opts o = {
+		.socket = path, .username = "warrantd", .password = SECRET1,
+		.connect_timeout_ms = 5000, .command_timeout_ms = 5000,
+		.backoff_min_ms = 1000, .backoff_max_ms = 1000,
+	};
+	seen.secret = SECRET1;
+	struct rconn *rc = rconn_new(loop, &o, "wipe", NULL, NULL);
+	assert_non_null(rc);
+
+	/* the handshake's AUTH went out: rconn's copy of it is zero */
+	run_until_written(loop);
+	if (!all_zero(seen.at, seen.len))
+		fail_msg("the handshake's AUTH stays in rconn's output buffer: %.*s",
+		    (int)seen.len, (const char *)seen.at);
+
+	/* a re-AUTH with a new token: the same (the handshake still waits
+	 * for its replies, so the connection holds it) */
+	seen.secret = SECRET2;
+	seen.hits = 0;
+	assert_int_equal(rconn_reauth(rc, SECRET2, 0), 0);
+	run_until_written(loop);
+	if (!all_zero(seen.at, seen.len))
+		fail_msg("a re-AUTH stays in rconn's output buffer: %.*s", (int)seen.len,
+		    (const char *)seen.at);
+
+	rconn_free(rc);
+	ev_loop_destroy(loop);
+	close(lfd);
+	unlink(path);
+	rmdir(dir);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_auth_bytes_wiped),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
