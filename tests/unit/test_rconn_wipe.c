@@ -23,12 +23,16 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/un.h>
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 #include <ev.h>
 
+#include "core/allowlist.h"
 #include "redis/rconn.h"
 #include "redis/rtls.h"
 
@@ -141,11 +145,105 @@ test_auth_bytes_wiped(void **state)
 	rmdir(dir);
 }
 
+/* An address of this machine that is not loopback, or 0. */
+static int
+own_address(char *buf, size_t n)
+{
+	struct ifaddrs *ifs, *i;
+	int found = 0;
+
+	if (getifaddrs(&ifs) != 0)
+		return 0;
+	for (i = ifs; i != NULL && !found; i = i->ifa_next) {
+		if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET)
+			continue;
+		const struct in_addr *a = &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr;
+		if ((ntohl(a->s_addr) >> 24) == 127)
+			continue;
+		found = inet_ntop(AF_INET, a, buf, (socklen_t)n) != NULL;
+	}
+	freeifaddrs(ifs);
+	return found;
+}
+
+static int
+linked(struct ev_loop *loop, int lfd)
+{
+	for (int64_t end = now_ms() + 5000; now_ms() < end;) {
+		ev_run(loop, EVRUN_NOWAIT);
+		int fd = accept(lfd, NULL, NULL);
+		if (fd >= 0)
+			return fd;
+		usleep(1000);
+	}
+	return -1;
+}
+
+/* Issue 37 item 1, at re-authentication: a TCP link to a host that is not
+ * loopback, made without a credential (none was there yet) and so never
+ * checked for one, gets a token by rconn_reauth: no AUTH goes out in clear
+ * text, the refusal is counted, and the connection is made again (and
+ * refused the same way). */
+static void
+test_reauth_cleartext_refused(void **state)
+{
+	char host[INET_ADDRSTRLEN];
+
+	(void)state;
+	if (!own_address(host, sizeof host))
+		skip();		/* this machine has only loopback */
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	socklen_t len = sizeof sa;
+	assert_int_equal(inet_pton(AF_INET, host, &sa.sin_addr), 1);
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+	assert_int_equal(listen(lfd, 4), 0);
+	assert_int_equal(getsockname(lfd, (struct sockaddr *)&sa, &len), 0);
+
+	struct allowlist *al = allowlist_new();
+	long long refused = 0;
+	assert_non_null(al);
+	allowlist_count_in(al, &refused);
+	assert_int_equal(allowlist_add_host(al, host, ntohs(sa.sin_port)), 0);
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	assert_non_null(loop);
+	struct rconn_opts o = {
+		.host = host, .port = ntohs(sa.sin_port), .allow = al,
+		.connect_timeout_ms = 5000, .command_timeout_ms = 5000,
+		.backoff_min_ms = 1000, .backoff_max_ms = 1000,
+	};
+	seen.secret = SECRET2;
+	seen.hits = 0;
+	struct rconn *rc = rconn_new(loop, &o, "reauth", NULL, NULL);
+	assert_non_null(rc);
+	int fd = linked(loop, lfd);	/* no credential: connected, ROLE sent */
+	assert_true(fd >= 0);
+	assert_int_equal(refused, 0);
+	assert_int_equal(rconn_reauth(rc, SECRET2, 0), 0);
+	for (int i = 0; i < 50; i++) {
+		ev_run(loop, EVRUN_NOWAIT);
+		usleep(1000);
+	}
+	assert_int_equal(seen.hits, 0);		/* never written */
+	assert_true(refused >= 1);
+	char buf[4096];
+	ssize_t got = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+	if (got > 0 && memmem(buf, (size_t)got, SECRET2, strlen(SECRET2)) != NULL)
+		fail_msg("the token reached the listener in clear text");
+	close(fd);
+	rconn_free(rc);
+	ev_loop_destroy(loop);
+	allowlist_free(al);
+	close(lfd);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_auth_bytes_wiped),
+		cmocka_unit_test(test_reauth_cleartext_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
