@@ -41,17 +41,43 @@
 
 ssize_t __real_rtls_link_write(struct rtls_conn *t, const void *buf, size_t n);
 ssize_t __wrap_rtls_link_write(struct rtls_conn *t, const void *buf, size_t n);
+void __real_free(void *p);
+void __wrap_free(void *p);
 
 static struct {
 	const char *secret;	/* looked for in each write */
 	const unsigned char *at;	/* where it was in rconn's buffer */
 	size_t len;
 	int writes, hits;
+	int stall;		/* writes "would block": the bytes stay queued */
+	const unsigned char *obuf;	/* the buffer of the first stalled write */
+	size_t olen;
+	int obuf_freed, obuf_dirty;	/* it was freed; with the secret in it */
 } seen;
+
+/* Every free of the test and the library: the stalled buffer's bytes are
+ * looked at as it goes. */
+void
+__wrap_free(void *p)
+{
+	if (p != NULL && p == (const void *)seen.obuf) {
+		seen.obuf_freed = 1;
+		seen.obuf_dirty = memmem(p, seen.olen, SECRET1, strlen(SECRET1)) != NULL;
+		seen.obuf = NULL;
+	}
+	__real_free(p);
+}
 
 ssize_t
 __wrap_rtls_link_write(struct rtls_conn *t, const void *buf, size_t n)
 {
+	if (seen.stall) {
+		if (seen.obuf == NULL && !seen.obuf_freed) {
+			seen.obuf = buf;
+			seen.olen = n;
+		}
+		return 0;
+	}
 	ssize_t r = __real_rtls_link_write(t, buf, n);
 
 	seen.writes++;
@@ -138,6 +164,57 @@ test_auth_bytes_wiped(void **state)
 		fail_msg("a re-AUTH stays in rconn's output buffer: %.*s", (int)seen.len,
 		    (const char *)seen.at);
 
+	rconn_free(rc);
+	ev_loop_destroy(loop);
+	close(lfd);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* The output buffer grows while an AUTH waits in it (the socket takes
+ * nothing): the old block is wiped before it is freed, never handed to
+ * realloc with the password in it. */
+static void
+test_growth_wipes_old_block(void **state)
+{
+	char dir[] = "/tmp/rconn-grow-XXXXXX", path[64];
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+
+	(void)state;
+	memset(&seen, 0, sizeof seen);
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/redis.sock", dir);
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+	int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+	assert_int_equal(listen(lfd, 4), 0);
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	assert_non_null(loop);
+	struct rconn_opts o = {
+		.socket = path, .password = SECRET1,
+		.connect_timeout_ms = 5000, .command_timeout_ms = 5000,
+		.backoff_min_ms = 1000, .backoff_max_ms = 1000,
+	};
+	seen.stall = 1;
+	struct rconn *rc = rconn_new(loop, &o, "grow", NULL, NULL);
+	assert_non_null(rc);
+	for (int64_t end = now_ms() + 5000; seen.obuf == NULL && now_ms() < end; usleep(1000))
+		ev_run(loop, EVRUN_NOWAIT);
+	assert_non_null(seen.obuf);	/* the handshake waits in the buffer */
+	assert_non_null(memmem(seen.obuf, seen.olen, SECRET1, strlen(SECRET1)));
+	/* a token longer than the buffer's room makes it grow */
+	size_t big = 20000;
+	char *tok = malloc(big + 1);
+	assert_non_null(tok);
+	memset(tok, 't', big);
+	tok[big] = '\0';
+	assert_int_equal(rconn_reauth(rc, tok, 0), 0);
+	free(tok);
+	if (!seen.obuf_freed)
+		fail_msg("the old output buffer was not freed by rconn (realloc'd with the AUTH in it)");
+	assert_false(seen.obuf_dirty);
+	seen.stall = 0;
 	rconn_free(rc);
 	ev_loop_destroy(loop);
 	close(lfd);
@@ -243,6 +320,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_auth_bytes_wiped),
+		cmocka_unit_test(test_growth_wipes_old_block),
 		cmocka_unit_test(test_reauth_cleartext_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
