@@ -109,6 +109,9 @@ HARNESS := $(wildcard tests/integration/harness.c)
 $(BUILD)/tests/itest_%: tests/integration/itest_%.c $(HARNESS) $(wildcard tests/integration/*.h) $(LIB) $(HEADERS) | $(BUILD)/tests
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) -Itests -Itests/integration $(LDFLAGS) -o $@ $< $(HARNESS) $(LIB) $(PKG_LIBS) $(TEST_LIBS) -lcmocka
 
+# test_rconn_wipe sees every write rconn makes (issue 37 item 5).
+$(BUILD)/tests/test_rconn_wipe: LDFLAGS += -Wl,--wrap=rtls_link_write -Wl,--wrap=free
+
 # test_http_wipe watches which options http.c hands libcurl.
 $(BUILD)/tests/test_http_wipe: LDFLAGS += -Wl,--wrap=curl_easy_setopt -Wl,--wrap=curl_easy_cleanup \
 	-Wl,--wrap=curl_easy_reset

@@ -7,10 +7,17 @@
  * credential is sent anywhere else.
  *
  * Entries are host names (matched without case, a trailing dot ignored),
- * IPv4 or IPv6 addresses, and CIDR blocks (a.b.c.d/n, x::y/n). An address
+ * IPv4 or IPv6 addresses, and CIDR blocks (a.b.c.d/n, x::y/n), each with
+ * an optional port (issue 37 item 2): "host:6379", "10.0.0.0/24:6379",
+ * "[fd00::1]:6379", "[fd00::/64]:6379"; no port is any port. An address
  * matches an address or a block; a name matches only the same name (its
  * address is whatever DNS says at connect, so a name is trusted as such).
  * An IPv4-mapped IPv6 address (::ffff:a.b.c.d) is matched as its IPv4.
+ *
+ * The default (allow_hosts unset, disc.h) is built from exact host:port
+ * entries: the configured host, sentinels or seeds (allowlist_add_host)
+ * and, on a cluster, what a configured seed announced in its latest
+ * CLUSTER SHARDS answer (allowlist_announce, replaced at each answer).
  *
  * allowlist_match is pure. allowlist_check is the shell every connect and
  * redirect goes through: it counts a refusal and logs it (event
@@ -30,25 +37,37 @@ struct allowlist *allowlist_new(void) __attribute__((warn_unused_result));
 /* NULL is a no-op. */
 void allowlist_free(struct allowlist *a);
 
-/* Adds "entry, entry, ..." (names, addresses, CIDR blocks). 0, or -1 with
- * one line for people in err (a is then partly extended). */
+/* Adds "entry, entry, ..." (names, addresses, CIDR blocks, each with an
+ * optional :port). 0, or -1 with one line for people in err (a is then
+ * partly extended). */
 int allowlist_add_list(struct allowlist *a, const char *list, char *err, size_t errlen)
 	__attribute__((warn_unused_result));
 
-/* Adds loopback: 127.0.0.0/8, ::1 and "localhost". 0, or -1 (out of memory). */
-int allowlist_add_loopback(struct allowlist *a) __attribute__((warn_unused_result));
-
-/* Adds a configured host: the host itself and, with widen, its /24 (IPv4)
- * or /64 (IPv6) -- of the address itself when it is one, else of each
- * address the name resolves to now (a blocking getaddrinfo: at start
- * only). 0, or -1 (out of memory). A name that does not resolve is still
- * added as a name. */
-int allowlist_add_host(struct allowlist *a, const char *host, int widen)
+/* Adds a configured host at port (1..65535) exactly: the host itself and,
+ * a name, each address it resolves to now (a blocking getaddrinfo: at start
+ * only; a name that does not resolve is still added as a name). Never a
+ * block around it. 0, or -1 (out of memory). */
+int allowlist_add_host(struct allowlist *a, const char *host, int port)
 	__attribute__((warn_unused_result));
 
+/* A seed's CLUSTER SHARDS answer: allowlist_announce_clear forgets every
+ * node announced before, allowlist_announce adds one node's host (an
+ * address or a name, never resolved nor widened; "[v6]" taken) at port
+ * exactly. 0, or -1 (out of memory, or more than 1024 nodes). NULL a:
+ * no-op. */
+void allowlist_announce_clear(struct allowlist *a);
+int allowlist_announce(struct allowlist *a, const char *host, int port)
+	__attribute__((warn_unused_result));
+
+/* 1, with the entry written into buf, when an entry of a admits a host
+ * that is not loopback (a name other than localhost, an address or block
+ * outside 127.0.0.0/8 and ::1): the hosts -t checks clear text against
+ * (issue 37 item 1). 0 otherwise, or for NULL. */
+int allowlist_first_remote(const struct allowlist *a, char *buf, size_t len);
+
 /* 1 when host (a name or an address, as a redirect or a sentinel wrote it)
- * is in a, else 0. NULL host: 0. Pure. */
-int allowlist_match(const struct allowlist *a, const char *host);
+ * at port is in a, else 0. NULL host, a port outside 1..65535: 0. Pure. */
+int allowlist_match(const struct allowlist *a, const char *host, int port);
 
 /* Where refusals are counted (borrowed; NULL: not counted). */
 void allowlist_count_in(struct allowlist *a, long long *counter);

@@ -78,6 +78,14 @@ void cluster_map_free(struct cluster_map *m);
 int cluster_map_parse_shards(struct cluster_map *m, const redisReply *r, const char *asked)
 	__attribute__((warn_unused_result));
 
+/* Every node of a CLUSTER SHARDS reply, primaries and replicas, whatever
+ * their slots: fn(arg, host, port) with the host and port (tls-port with
+ * tls) a connection would take, as cluster_map_parse_shards reads them.
+ * A seed's answer is what the default allow_hosts admits (disc.c). 0, or
+ * -1 when r is no array or fn said -1. */
+int cluster_shards_each_node(const redisReply *r, const char *asked, int tls,
+			     int (*fn)(void *arg, const char *host, int port), void *arg);
+
 /* The node that owns slot, or NULL when unknown. Valid until the map
  * changes. */
 const struct cluster_node *cluster_map_owner(const struct cluster_map *m, unsigned slot);

@@ -47,6 +47,7 @@ struct disc_opts {
 	const char *master_name;
 	const char *username;			/* cluster nodes' ACL user */
 	const char *host;			/* neither: the one Redis */
+	int port;				/* and its port */
 	const char *allow_hosts;		/* NULL: warrantd(7) §10's default */
 	int allow_plaintext;	/* [redis] allow_plaintext: credentials in clear text */
 	/* The password for a sentinel (sentinel 1) or a cluster node (0)
@@ -88,13 +89,16 @@ int disc_resolve(struct disc *d, unsigned slot, char *host, size_t hostlen, int 
  * a host outside allow_hosts is refused (counted, logged once). */
 void disc_error_seen(struct disc *d, const char *error);
 
-/* warrantd(7) §10's allow_hosts for a config: allow_hosts (NULL: loopback
- * and, with sentinels or cluster, the /24 or /64 of each of those hosts)
- * and always the configured host and nodes -- the n sentinels or seeds
- * ([redis] sentinels or cluster, parsed by config). A blocking host name
- * lookup of those: at start only (and in warrantctl). NULL with err on a
- * bad list or out of memory; free with allowlist_free. */
-struct allowlist *disc_allowlist_of(const char *allow_hosts, const char *host,
+/* warrantd(7) §10's allow_hosts for a config (issue 37 item 2): the
+ * entries of allow_hosts (NULL: none), and always the configured host:port
+ * (host NULL: none) and nodes -- the n sentinels or seeds ([redis]
+ * sentinels or cluster, parsed by config) -- each at its port exactly, a
+ * name with the addresses it resolves to now (a blocking lookup: at start
+ * only, and in warrantctl). Never loopback as such, never a block around
+ * a node. On a cluster without allow_hosts, disc_new adds what a seed
+ * announces in CLUSTER SHARDS (allowlist_announce). NULL with err on a bad
+ * list or out of memory; free with allowlist_free. */
+struct allowlist *disc_allowlist_of(const char *allow_hosts, const char *host, int port,
 				    const struct hostport *nodes, size_t n, char *err,
 				    size_t errlen)
 	__attribute__((warn_unused_result));

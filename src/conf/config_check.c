@@ -50,7 +50,8 @@ finish_daemon(struct ctx *c, const char *host)
 		c->nomem = 1;
 }
 
-/* allow_hosts: names, addresses and CIDR blocks (allowlist.h). */
+/* allow_hosts: names, addresses and CIDR blocks, each with an optional
+ * port (allowlist.h). */
 static void
 finish_allow_hosts(struct ctx *c)
 {
@@ -89,6 +90,11 @@ finish_sentinel(struct ctx *c)
 	if (cfg->redis.socket != NULL)
 		cfg_fail(c, cfg_line_of(cfg, "redis", "socket"),
 		    "socket and sentinels exclude each other: the sentinels name the primary");
+	/* issue 37 item 2: the primary a sentinel names is configured nowhere
+	 * else; without a list the password would follow any answer */
+	if (cfg->redis.allow_hosts == NULL)
+		cfg_fail(c, cfg_line_of(cfg, "redis", "sentinels"), "[redis] sentinels needs "
+		    "allow_hosts naming where the primaries may be (host:port)");
 }
 
 /* Cluster: seeds that parse, no socket, sentinels or db (a cluster has only
@@ -442,6 +448,22 @@ finish_plaintext(struct ctx *c)
 			return;		/* once per key */
 		}
 	}
+	/* issue 37 item 1: with sentinels or a cluster, allow_hosts is where the
+	 * credential may go: a host beyond loopback there is known now */
+	char remote[HOSTPORT_HOST_MAX + 8];
+	struct allowlist *al = NULL;
+	if (data_credential(cfg) && (cfg->redis.sentinels || cfg->redis.cluster) &&
+	    cfg->redis.allow_hosts != NULL && !cfg->redis.tls && !cfg->redis.allow_plaintext &&
+	    (al = allowlist_new()) != NULL) {
+		char why[160];
+		if (allowlist_add_list(al, cfg->redis.allow_hosts, why, sizeof why) == 0 &&
+		    allowlist_first_remote(al, remote, sizeof remote)) {
+			allowlist_free(al);
+			refuse_cleartext(c, "allow_hosts", what[cfg->redis.auth], remote);
+			return;
+		}
+	}
+	allowlist_free(al);
 	/* the sentinels get their own password, or else the token (engine.c) */
 	if (cfg->redis.sentinels && (cfg->redis.sentinel_password_file ||
 	    cfg->redis.auth != CFG_REDIS_PASSWORD) &&

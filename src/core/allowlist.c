@@ -16,6 +16,7 @@
 
 #define NAME_MAX_LEN	255
 #define SEEN_MAX	32	/* refused host:port remembered for log-once */
+#define ANNOUNCED_MAX	1024	/* nodes a seed may announce */
 
 enum kind { K_NAME, K_V4, K_V6 };
 
@@ -23,6 +24,8 @@ struct entry {
 	enum kind kind;
 	unsigned char addr[16];	/* K_V4: the first 4 bytes */
 	int bits;		/* prefix length */
+	int port;		/* 0: any port */
+	int announced;		/* from a seed's CLUSTER SHARDS: replaced by the next */
 	char name[NAME_MAX_LEN + 1];
 };
 
@@ -110,9 +113,9 @@ is_name(const char *s)
 	return 1;
 }
 
-/* One entry: a name, an address or a CIDR block. */
+/* A host, an address or a CIDR block, without port. */
 static int
-parse_entry(const char *s, struct entry *x)
+parse_bare(const char *s, struct entry *x)
 {
 	char buf[NAME_MAX_LEN + 1];
 	const char *slash = strchr(s, '/');
@@ -144,6 +147,61 @@ parse_entry(const char *s, struct entry *x)
 	return 0;
 }
 
+/* "65535" into *port (1..65535); -1 when it is not one. */
+static int
+parse_port(const char *s, int *port)
+{
+	char *end;
+	long v;
+
+	if (*s < '0' || *s > '9' || strlen(s) > 5)
+		return -1;
+	v = strtol(s, &end, 10);
+	if (*end != '\0' || v < 1 || v > 65535)
+		return -1;
+	*port = (int)v;
+	return 0;
+}
+
+/* One entry: host, address or CIDR block, with an optional port: "h:p",
+ * "a.b.c.d/n:p", "[v6]:p", "[v6/n]:p"; a bare IPv6 address or block (more
+ * than one ':') has no port. */
+static int
+parse_entry(const char *s, struct entry *x)
+{
+	char buf[NAME_MAX_LEN + 1];
+	size_t n = strlen(s);
+	int port = 0;
+
+	if (n > NAME_MAX_LEN)
+		return -1;
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+		if (close == NULL || close == s + 1 || memchr(s + 1, ':', (size_t)(close - s - 1)) == NULL)
+			return -1;	/* brackets hold an IPv6 address only */
+		if (close[1] != '\0' && (close[1] != ':' || parse_port(close + 2, &port) < 0))
+			return -1;
+		memcpy(buf, s + 1, (size_t)(close - s - 1));
+		buf[close - s - 1] = '\0';
+		if (parse_bare(buf, x) < 0 || x->kind != K_V6)
+			return -1;
+		x->port = port;
+		return 0;
+	}
+	const char *colon = strchr(s, ':');
+	if (colon != NULL && strchr(colon + 1, ':') == NULL) {
+		if (parse_port(colon + 1, &port) < 0)
+			return -1;
+		memcpy(buf, s, (size_t)(colon - s));
+		buf[colon - s] = '\0';
+		if (parse_bare(buf, x) < 0)
+			return -1;
+		x->port = port;
+		return 0;
+	}
+	return parse_bare(s, x);
+}
+
 int
 allowlist_add_list(struct allowlist *a, const char *list, char *err, size_t errlen)
 {
@@ -170,7 +228,7 @@ allowlist_add_list(struct allowlist *a, const char *list, char *err, size_t errl
 		one[len] = '\0';
 		if (parse_entry(one, &x) < 0) {
 			snprintf(err, errlen, "allow_hosts: '%.80s' is not a host name, an address "
-			    "or a CIDR block", one);
+			    "or a CIDR block, with an optional :port ([v6]:port)", one);
 			return -1;
 		}
 		if (push(a, &x) < 0) {
@@ -182,56 +240,83 @@ allowlist_add_list(struct allowlist *a, const char *list, char *err, size_t errl
 	return 0;
 }
 
-int
-allowlist_add_loopback(struct allowlist *a)
-{
-	char err[80];
-
-	return allowlist_add_list(a, "127.0.0.0/8, ::1, localhost", err, sizeof err);
-}
-
-/* x widened to its /24 or /64. */
-static void
-widen_entry(struct entry *x)
-{
-	x->bits = x->kind == K_V4 ? 24 : 64;
-}
-
-int
-allowlist_add_host(struct allowlist *a, const char *host, int widen)
+/* The host (a name or an address) with port, and -- a name -- each
+ * address it resolves to now (blocking: at start only). */
+static int
+add_exact(struct allowlist *a, const char *host, int port, int announced)
 {
 	struct entry x;
 
-	if (host == NULL || parse_entry(host, &x) < 0)
-		return 0;	/* config.c refused what cannot be a host */
+	if (host == NULL || port <= 0 || port > 65535 || strchr(host, '/') != NULL ||
+	    parse_bare(host, &x) < 0)
+		return 0;	/* config.c refused what cannot be a host; a block is none */
+	x.port = port;
+	x.announced = announced;
 	if (push(a, &x) < 0)
 		return -1;
-	if (!widen)
+	if (x.kind != K_NAME || announced)
 		return 0;
-	if (x.kind != K_NAME) {
-		widen_entry(&x);
-		return push(a, &x);
-	}
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
 	struct addrinfo *res = NULL;
 	if (getaddrinfo(host, NULL, &hints, &res) != 0)
 		return 0;
 	int rc = 0;
 	for (struct addrinfo *r = res; r != NULL && rc == 0; r = r->ai_next) {
-		struct entry y = {.kind = K_V4};
+		struct entry y = {.kind = K_V4, .bits = 32, .port = port};
 		if (r->ai_family == AF_INET) {
 			memcpy(y.addr, &((struct sockaddr_in *)(void *)r->ai_addr)->sin_addr, 4);
 		} else if (r->ai_family == AF_INET6) {
 			y.kind = K_V6;
+			y.bits = 128;
 			memcpy(y.addr, &((struct sockaddr_in6 *)(void *)r->ai_addr)->sin6_addr, 16);
 		} else {
 			continue;
 		}
-		widen_entry(&y);
 		rc = push(a, &y);
 	}
 	freeaddrinfo(res);
 	return rc;
+}
+
+int
+allowlist_add_host(struct allowlist *a, const char *host, int port)
+{
+	return add_exact(a, host, port, 0);
+}
+
+void
+allowlist_announce_clear(struct allowlist *a)
+{
+	size_t k = 0;
+
+	if (a == NULL)
+		return;
+	for (size_t i = 0; i < a->n; i++)
+		if (!a->e[i].announced)
+			a->e[k++] = a->e[i];
+	a->n = k;
+}
+
+int
+allowlist_announce(struct allowlist *a, const char *host, int port)
+{
+	size_t nann = 0;
+
+	if (a == NULL)
+		return 0;
+	for (size_t i = 0; i < a->n; i++)
+		nann += a->e[i].announced;
+	if (nann >= ANNOUNCED_MAX)
+		return -1;
+	/* a "[v6]" as a node may write it */
+	char bare[NAME_MAX_LEN + 1];
+	size_t n = host != NULL ? strlen(host) : 0;
+	if (n > 2 && n - 2 <= NAME_MAX_LEN && host[0] == '[' && host[n - 1] == ']') {
+		memcpy(bare, host + 1, n - 2);
+		bare[n - 2] = '\0';
+		host = bare;
+	}
+	return add_exact(a, host, port, 1);
 }
 
 /* The first bits of p and q are equal. */
@@ -249,7 +334,7 @@ prefix_equal(const unsigned char *p, const unsigned char *q, int bits)
 }
 
 int
-allowlist_match(const struct allowlist *a, const char *host)
+allowlist_match(const struct allowlist *a, const char *host, int port)
 {
 	struct entry h;
 	char bare[NAME_MAX_LEN + 1];
@@ -262,15 +347,54 @@ allowlist_match(const struct allowlist *a, const char *host)
 		bare[n - 2] = '\0';
 		host = bare;
 	}
-	if (a == NULL || host == NULL || parse_entry(host, &h) < 0 || strchr(host, '/'))
+	if (a == NULL || host == NULL || port <= 0 || port > 65535 || parse_bare(host, &h) < 0 ||
+	    strchr(host, '/'))
 		return 0;
 	for (size_t i = 0; i < a->n; i++) {
 		const struct entry *x = &a->e[i];
-		if (x->kind != h.kind)
+		if (x->kind != h.kind || (x->port != 0 && x->port != port))
 			continue;
 		if (x->kind == K_NAME ? strcasecmp(x->name, h.name) == 0 :
 		    prefix_equal(x->addr, h.addr, x->bits))
 			return 1;
+	}
+	return 0;
+}
+
+/* x admits loopback only: localhost, a block inside 127.0.0.0/8, ::1. */
+static int
+entry_loopback(const struct entry *x)
+{
+	static const unsigned char v6_loopback[16] = {[15] = 1};
+
+	switch (x->kind) {
+	case K_NAME:
+		return strcasecmp(x->name, "localhost") == 0;
+	case K_V4:
+		return x->bits >= 8 && x->addr[0] == 127;
+	default:
+		return x->bits == 128 && memcmp(x->addr, v6_loopback, 16) == 0;
+	}
+}
+
+int
+allowlist_first_remote(const struct allowlist *a, char *buf, size_t len)
+{
+	for (size_t i = 0; a != NULL && i < a->n; i++) {
+		const struct entry *x = &a->e[i];
+		char addr[INET6_ADDRSTRLEN];
+		if (entry_loopback(x))
+			continue;
+		if (x->kind == K_NAME)
+			snprintf(buf, len, "%s", x->name);
+		else if (inet_ntop(x->kind == K_V4 ? AF_INET : AF_INET6, x->addr, addr,
+		    sizeof addr) == NULL)
+			snprintf(buf, len, "?");
+		else if (x->bits == (x->kind == K_V4 ? 32 : 128))
+			snprintf(buf, len, "%s", addr);
+		else
+			snprintf(buf, len, "%s/%d", addr, x->bits);
+		return 1;
 	}
 	return 0;
 }
@@ -287,7 +411,7 @@ static int seen_before(struct allowlist *a, const char *host, int port);
 int
 allowlist_check(struct allowlist *a, const char *host, int port, const char *via)
 {
-	if (a == NULL || allowlist_match(a, host))
+	if (a == NULL || allowlist_match(a, host, port))
 		return 1;
 	if (a->counter != NULL)
 		(*a->counter)++;

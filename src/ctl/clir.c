@@ -419,7 +419,7 @@ clir_asking(struct cli *c, int argc, const char **argv, const size_t *len)
 		if (h->disc == NULL || !ask_target(r, host, sizeof host, &port) || i >= ASK_TRIES)
 			return r;
 		freeReplyObject(r);
-		if (!allowlist_match(disc_allowlist(h->disc), host)) {
+		if (!allowlist_match(disc_allowlist(h->disc), host, (int)port)) {
 			cli_say("%s:%ld is outside [redis] allow_hosts: not connected to", host, port);
 			h->said = 1;
 			return NULL;	/* no connection, so no AUTH, goes there */

@@ -206,6 +206,35 @@ shard_primary(const redisReply *nodes, const char *asked, int tls, struct cluste
 	return -1;
 }
 
+int
+cluster_shards_each_node(const redisReply *r, const char *asked, int tls,
+			 int (*fn)(void *arg, const char *host, int port), void *arg)
+{
+	if (r == NULL || r->type != REDIS_REPLY_ARRAY)
+		return -1;
+	for (size_t i = 0; i < r->elements; i++) {
+		const redisReply *nodes = field(r->element[i], "nodes");
+		if (nodes == NULL || nodes->type != REDIS_REPLY_ARRAY)
+			continue;
+		for (size_t j = 0; j < nodes->elements; j++) {
+			const redisReply *nd = nodes->element[j], *port = field(nd, "port");
+			if (tls && field(nd, "tls-port") != NULL)
+				port = field(nd, "tls-port");
+			if (port == NULL || port->type != REDIS_REPLY_INTEGER || port->integer < 1 ||
+			    port->integer > 65535)
+				continue;
+			const char *host = addr_of(field(nd, "endpoint"));
+			if (host == NULL)
+				host = addr_of(field(nd, "ip"));
+			if (host == NULL)
+				host = asked;
+			if (fn(arg, host, (int)port->integer) < 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
 /* One shard of the reply into m (already being rebuilt). */
 static int
 parse_shard(struct cluster_map *m, const redisReply *sh, const char *asked)

@@ -37,6 +37,7 @@ struct disc {
 	size_t nsentinels, nseeds;
 	char *master_name, *username;
 	struct allowlist *allow;
+	int announce;		/* default allow_hosts: a seed's answer is admitted */
 	struct cluster_map *map;
 	char primary[HOSTPORT_HOST_MAX];	/* Sentinel: the answer; port 0: none */
 	int primary_port;
@@ -79,6 +80,21 @@ keep_allowed(void *arg, const struct cluster_node *n)
 	return allowlist_check(d->allow, n->host, n->port, "shards");
 }
 
+static int
+is_seed(const struct disc *d, const struct hostport *a)
+{
+	for (size_t i = 0; i < d->nseeds; i++)
+		if (d->seeds[i].port == a->port && strcmp(d->seeds[i].host, a->host) == 0)
+			return 1;
+	return 0;
+}
+
+static int
+announce_one(void *arg, const char *host, int port)
+{
+	return allowlist_announce(arg, host, port);
+}
+
 /* The asked node's answer. rconn hands replies as sreply; the parsers of
  * sentinel.h and cluster.h read hiredis's tree, which sreply_of wraps. */
 static void
@@ -103,10 +119,20 @@ on_answer(struct rconn *rc, const struct sreply *reply, void *arg)
 			decide(d, 1, NULL);
 		return;
 	}
-	if (cluster_map_parse_shards(d->map, r, d->ask[d->iask - 1].host) < 0) {
+	const struct hostport *asked = &d->ask[d->iask - 1];
+	if (cluster_map_parse_shards(d->map, r, asked->host) < 0) {
 		decide(d, 0, r->type == REDIS_REPLY_ERROR ? r->str :
 		    "unexpected CLUSTER SHARDS reply");
 		return;
+	}
+	/* the default allow_hosts: what a configured seed announces, never
+	 * what a node it announced says in turn */
+	if (d->announce && is_seed(d, asked)) {
+		allowlist_announce_clear(d->allow);
+		if (cluster_shards_each_node(r, asked->host, d->o.tls != NULL, announce_one,
+		    d->allow) < 0)
+			log_warn("redis.cluster", "error=%s",
+			    LOG_Q("a seed announced more nodes than are kept"));
 	}
 	(void)cluster_map_keep(d->map, keep_allowed, d);
 	decide(d, 1, NULL);
@@ -194,14 +220,22 @@ lookup_start(struct disc *d)
 		memcpy(d->ask, d->sentinels, d->nsentinels * sizeof d->ask[0]);
 		d->nask = d->nsentinels;
 	} else {
+		/* the default allow_hosts admits what a seed announces: the
+		 * seeds first then, so that a node added since is learnt */
 		struct cluster_node known[CLUSTER_NODES_MAX];
 		size_t n = cluster_map_nodes(d->map, known, CLUSTER_NODES_MAX);
+		if (d->announce) {
+			memcpy(d->ask, d->seeds, d->nseeds * sizeof d->ask[0]);
+			d->nask = d->nseeds;
+		}
 		for (size_t i = 0; i < n; i++) {
 			memcpy(d->ask[d->nask].host, known[i].host, sizeof d->ask[0].host);
 			d->ask[d->nask++].port = known[i].port;
 		}
-		memcpy(d->ask + d->nask, d->seeds, d->nseeds * sizeof d->ask[0]);
-		d->nask += d->nseeds;
+		if (!d->announce) {
+			memcpy(d->ask + d->nask, d->seeds, d->nseeds * sizeof d->ask[0]);
+			d->nask += d->nseeds;
+		}
 	}
 	d->active = 1;
 	d->iask = 0;
@@ -379,24 +413,19 @@ disc_start(struct disc *d)
 }
 
 struct allowlist *
-disc_allowlist_of(const char *allow_hosts, const char *host, const struct hostport *nodes,
-		  size_t n, char *err, size_t errlen)
+disc_allowlist_of(const char *allow_hosts, const char *host, int port,
+		  const struct hostport *nodes, size_t n, char *err, size_t errlen)
 {
-	int widen = n > 0 && allow_hosts == NULL;
 	struct allowlist *al = allowlist_new();
 
 	if (al == NULL)
 		goto oom;
-	if (allow_hosts != NULL) {
-		if (allowlist_add_list(al, allow_hosts, err, errlen) < 0)
-			goto fail;
-	} else if (allowlist_add_loopback(al) < 0) {
-		goto oom;
-	}
-	if (host != NULL && allowlist_add_host(al, host, 0) < 0)
+	if (allow_hosts != NULL && allowlist_add_list(al, allow_hosts, err, errlen) < 0)
+		goto fail;
+	if (host != NULL && allowlist_add_host(al, host, port) < 0)
 		goto oom;
 	for (size_t i = 0; i < n; i++)
-		if (allowlist_add_host(al, nodes[i].host, widen) < 0)
+		if (allowlist_add_host(al, nodes[i].host, nodes[i].port) < 0)
 			goto oom;
 	return al;
 oom:
@@ -457,11 +486,13 @@ disc_new(const struct disc_opts *o, char *err, size_t errlen)
 	}
 	if (d->map != NULL)
 		cluster_map_use_tls(d->map, o->tls != NULL);
-	if ((d->allow = disc_allowlist_of(o->allow_hosts, o->host,
-	    d->mode == M_SENTINEL ? d->sentinels : d->seeds,
+	/* the one Redis's host only when it is the one connected to */
+	if ((d->allow = disc_allowlist_of(o->allow_hosts, d->mode == M_NONE ? o->host : NULL,
+	    o->port, d->mode == M_SENTINEL ? d->sentinels : d->seeds,
 	    d->mode == M_SENTINEL ? d->nsentinels : d->nseeds, err, errlen)) == NULL)
 		goto fail;
 	allowlist_allow_plaintext(d->allow, o->allow_plaintext);
+	d->announce = d->mode == M_CLUSTER && o->allow_hosts == NULL;
 	return d;
 fail:
 	disc_free(d);

@@ -253,6 +253,13 @@ rconn_reauth(struct rconn *rc, const char *password, int64_t expires_at_ms)
 		rc_close_side(rc);
 	if (!rc->linked || rc->freeing || rc->handshake_failed)
 		return 0;	/* the next connect sends it */
+	/* issue 37 item 1: a link made without a credential (none yet) was not
+	 * checked for one; this AUTH would be the first to cross it */
+	if (rc->socket == NULL &&
+	    !allowlist_check_credential(rc->allow, rc->host, rc->port, rc->tls_ctx != NULL)) {
+		rconn_reconnect(rc, "the credential would go in clear text");
+		return 0;	/* and the next connect is refused the same way */
+	}
 	struct auth_sent *a = malloc(sizeof *a);
 	if (a == NULL)
 		return 0;	/* kept for the next connect; this one may lapse */

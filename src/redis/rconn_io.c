@@ -68,8 +68,12 @@ int
 rc_obuf_put(struct rconn *rc, const char *p, size_t n)
 {
 	if (rc->ocap - rc->olen < n && rc->ooff > 0) {	/* the written part goes first */
-		memmove(rc->obuf, rc->obuf + rc->ooff, rc->olen - rc->ooff);
-		rc->olen -= rc->ooff;
+		size_t left = rc->olen - rc->ooff;
+		memmove(rc->obuf, rc->obuf + rc->ooff, left);
+		/* issue 37 item 5: the bytes moved leave no copy behind (an
+		 * AUTH still unsent may be among them) */
+		explicit_bzero(rc->obuf + left, rc->olen - left);
+		rc->olen = left;
 		rc->ooff = 0;
 	}
 	if (rc->ocap - rc->olen < n) {
@@ -79,9 +83,15 @@ rc_obuf_put(struct rconn *rc, const char *p, size_t n)
 				return -1;
 			cap *= 2;
 		}
-		char *nb = realloc(rc->obuf, cap);
+		/* not realloc: the old block would be freed with an AUTH in it */
+		char *nb = malloc(cap);
 		if (nb == NULL)
 			return -1;
+		if (rc->obuf != NULL) {
+			memcpy(nb, rc->obuf, rc->olen);
+			explicit_bzero(rc->obuf, rc->ocap);
+			free(rc->obuf);
+		}
 		rc->obuf = nb;
 		rc->ocap = cap;
 	}
@@ -115,6 +125,9 @@ flush_out(struct rconn *rc)
 		}
 		if (n == 0)
 			break;
+		/* issue 37 item 5: what went out is wiped at once (an AUTH's
+		 * password or token among it); the kernel or TLS has its copy */
+		explicit_bzero(rc->obuf + rc->ooff, (size_t)n);
 		rc->ooff += (size_t)n;
 	}
 	if (rc->ooff == rc->olen)

@@ -67,7 +67,7 @@ link_close(struct rconn *rc)
 		redisReaderFree(rc->reader);	/* frees a reply half read */
 	rc->reader = NULL;
 	if (rc->obuf != NULL)
-		explicit_bzero(rc->obuf, rc->olen);
+		explicit_bzero(rc->obuf, rc->ocap);
 	rc->olen = rc->ooff = 0;
 	if (rc->ocap > RCONN_OBUF_KEEP) {	/* a big batch's room: not kept idle */
 		free(rc->obuf);

@@ -208,7 +208,7 @@ setup_disc(struct engine *eng, char *err, size_t errlen)
 		.nsentinels = cfg->redis.n_sentinel_addr, .seeds = cfg->redis.cluster_addr,
 		.nseeds = cfg->redis.n_cluster_addr, .master_name = cfg->redis.master_name,
 		.username = cfg->redis.username,
-		.host = cfg->redis.socket == NULL ? cfg->redis.host : NULL,
+		.host = cfg->redis.socket == NULL ? cfg->redis.host : NULL, .port = cfg->redis.port,
 		.allow_hosts = cfg->redis.allow_hosts, .secret = disc_secret,
 		.allow_plaintext = cfg->redis.allow_plaintext,
 		.each_conn = each_conn, .arg = eng, .tls = eng->tls,

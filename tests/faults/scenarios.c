@@ -1121,7 +1121,8 @@ sl_up(struct sl *l, int round)
 			return -1;
 	}
 	snprintf(l->at, sizeof l->at, "sentinels = 127.0.0.1:%d, 127.0.0.1:%d, 127.0.0.1:%d\n"
-	    "master_name = %s\n", l->sent[0].port, l->sent[1].port, l->sent[2].port, l->name);
+	    "master_name = %s\nallow_hosts = 127.0.0.1:%d, 127.0.0.1:%d\n", l->sent[0].port,
+	    l->sent[1].port, l->sent[2].port, l->name, l->port, l->rep_port);
 	return h_wait_until(sl_sentinels_ready, l, 60000);
 }
 

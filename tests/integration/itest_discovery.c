@@ -6,10 +6,12 @@
  * allow_hosts: a sentinel that names a foreign primary, a cluster node
  * whose CLUSTER SHARDS names a foreign owner, one that answers -MOVED and
  * one that answers -ASK to a foreign node (fake_rnode). The foreign node is
- * a listening socket on 127.0.0.2 that is never accepted from: after the
- * worker refused the host (event=redis.host_refused, once; the counter
- * warrantd_redis_hosts_refused_total), no connection -- so no AUTH -- is
- * queued on it.
+ * the test's own listening socket (the trap), on 127.0.0.2 or -- issue 37
+ * item 2, a port any local user could open -- on 127.0.0.1 under the
+ * default allow_hosts or one bound to another port: after the worker
+ * refused the host (event=redis.host_refused, once; the counter
+ * warrantd_redis_hosts_refused_total), no connection and not one byte --
+ * so no AUTH -- reached it.
  *
  * Asynchronous discovery: a sentinel that accepts and never answers comes
  * first in the list; the worker reaches the primary through the second,
@@ -41,37 +43,44 @@
 
 #define WAIT_MS		30000
 
-/* A listening socket on 127.0.0.2 that nobody accepts from: the kernel
- * queues whatever connects. */
+/* A listening socket (on 127.0.0.2, or 127.0.0.1) that nobody accepts from
+ * until it closes: the kernel queues whatever connects and what it sends. */
 struct trap {
 	int fd, port;
 	char addr[32];
+	long long bytes;	/* received by the queued connections, at close */
 };
 
 static void
-trap_open(struct trap *t)
+trap_open_at(struct trap *t, const char *ip)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET};
 	socklen_t len = sizeof a;
 
-	assert_int_equal(inet_pton(AF_INET, "127.0.0.2", &a.sin_addr), 1);
+	t->bytes = 0;
+	assert_int_equal(inet_pton(AF_INET, ip, &a.sin_addr), 1);
 	t->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	assert_true(t->fd >= 0);
 	assert_int_equal(bind(t->fd, (struct sockaddr *)&a, sizeof a), 0);
 	assert_int_equal(listen(t->fd, 16), 0);
 	assert_int_equal(getsockname(t->fd, (struct sockaddr *)&a, &len), 0);
 	t->port = ntohs(a.sin_port);
-	snprintf(t->addr, sizeof t->addr, "127.0.0.2:%d", t->port);
+	snprintf(t->addr, sizeof t->addr, "%s:%d", ip, t->port);
 }
 
-/* Connections queued on the trap since it opened (each accepted and closed). */
+/* Connections queued on the trap since it opened (each accepted, what it
+ * sent counted into t->bytes, and closed). */
 static int
 trap_close(struct trap *t)
 {
 	int n = 0, fd;
+	char buf[4096];
 
 	while ((fd = accept(t->fd, NULL, NULL)) >= 0) {
+		ssize_t got;
 		n++;
+		while ((got = recv(fd, buf, sizeof buf, MSG_DONTWAIT)) > 0)
+			t->bytes += got;
 		close(fd);
 	}
 	close(t->fd);
@@ -136,28 +145,39 @@ count_lines(const char *path, const char *needle)
 }
 
 /*
- * One hostile node: fake_rnode in `mode`, aimed at the trap; the worker
- * configured with `key` = the fake's address and `extra`, a password (so AUTH
- * would go wherever it connects) and allow_hosts = 127.0.0.1. The refusal
- * is logged once with `via`, counted at least three times, and the trap
- * saw nothing.
+ * One hostile node: fake_rnode in `mode`, aimed at the trap (on trap_ip);
+ * the worker configured with `key` = the fake's address and `extra`, a
+ * password (so AUTH would go wherever it connects) and allow_hosts = `allow`
+ * (NULL: none, the default), bound with other_port to a free port other
+ * than the trap's. The refusal is logged once with `via`, counted at least three
+ * times, and the trap saw no connection and no byte.
  */
 static void
-hostile(const char *mode, const char *key, const char *extra, const char *via)
+hostile_at(const char *mode, const char *key, const char *extra, const char *via,
+	   const char *trap_ip, const char *allow, int other_port)
 {
 	struct trap t;
 	struct h_fake node, target;
 	struct h_daemon w;
-	char redis_extra[512], sections[128], needle[96];
+	char redis_extra[512], sections[128], needle[96], allow_line[128] = "";
 
-	trap_open(&t);
+	trap_open_at(&t, trap_ip);
+	if (allow != NULL) {
+		int other = h_free_port();
+		while (other == t.port)
+			other = h_free_port();
+		char port[16] = "";
+		if (other_port)
+			snprintf(port, sizeof port, ":%d", other);
+		snprintf(allow_line, sizeof allow_line, "allow_hosts = %s%s\n", allow, port);
+	}
 	const char *args[] = {"--mode", mode, "--target", t.addr, NULL};
 	assert_int_equal(h_fake_start(&node, "fake_rnode", args), 0);
 	assert_int_equal(h_fake_start(&target, "fake_target", NULL), 0);
 	char *pw = h_write_file("redis-password", "not-for-strangers\n");
 	assert_non_null(pw);
 	snprintf(redis_extra, sizeof redis_extra, "%s = 127.0.0.1:%d\n%s"
-	    "password_file = %s\nallow_hosts = 127.0.0.1\n", key, node.port, extra, pw);
+	    "password_file = %s\n%s", key, node.port, extra, pw, allow_line);
 	free(pw);
 	int mport = h_free_port();
 	snprintf(sections, sizeof sections, "[metrics]\nlisten = 127.0.0.1:%d\n", mport);
@@ -166,8 +186,8 @@ hostile(const char *mode, const char *key, const char *extra, const char *via)
 	assert_int_equal(h_daemon_spawn(&w, ini), 0);
 	free(ini);
 
-	snprintf(needle, sizeof needle, "event=redis.host_refused host=127.0.0.2 port=%d via=%s",
-	    t.port, via);
+	snprintf(needle, sizeof needle, "event=redis.host_refused host=%s port=%d via=%s",
+	    trap_ip, t.port, via);
 	assert_int_equal(h_daemon_wait_log(&w, needle, WAIT_MS), 0);
 	struct refused_wait rw = {mport, 3};
 	assert_int_equal(h_wait_until(refused_at_least, &rw, WAIT_MS), 0);
@@ -175,8 +195,15 @@ hostile(const char *mode, const char *key, const char *extra, const char *via)
 	assert_false(h_daemon_log_has(&w, "not-for-strangers"));
 	assert_true(h_daemon_stop_clean(&w));
 	assert_int_equal(trap_close(&t), 0);	/* never connected to: no AUTH went there */
+	assert_int_equal(t.bytes, 0);
 	h_fake_stop(&node);
 	h_fake_stop(&target);
+}
+
+static void
+hostile(const char *mode, const char *key, const char *extra, const char *via)
+{
+	hostile_at(mode, key, extra, via, "127.0.0.2", "127.0.0.1", 0);
 }
 
 static void
@@ -186,29 +213,59 @@ test_sentinel_names_a_stranger(void **state)
 	hostile("sentinel", "sentinels", "master_name = mymaster\n", "sentinel");
 }
 
-/* Issue 37 item 1: a sentinel names a primary that allow_hosts admits but
- * that is not loopback (192.0.2.1, TEST-NET-1), with no TLS: the password
- * would cross a network in clear text, so rconn refuses before connecting
- * -- no AUTH -- logs it once per host and counts it. */
+/* Issue 37 item 2: a fake sentinel names 127.0.0.1 at a port any local
+ * user could have opened; allow_hosts binds the primaries to another port:
+ * not one byte -- so no AUTH -- reaches the listener. */
 static void
-test_sentinel_names_a_cleartext_primary(void **state)
+test_sentinel_names_a_loopback_port(void **state)
+{
+	(void)state;
+	hostile_at("sentinel", "sentinels", "master_name = mymaster\n", "sentinel", "127.0.0.1",
+	    "127.0.0.1", 1);
+}
+
+/* Issue 37 item 2: the default allow_hosts (none set) on a cluster admits
+ * the seeds and what they announce -- never all of loopback: a MOVED or an
+ * ASK to another port of 127.0.0.1 is refused before any byte goes there. */
+static void
+test_moved_to_a_loopback_port(void **state)
+{
+	(void)state;
+	hostile_at("moved", "cluster", "", "moved", "127.0.0.1", NULL, 0);
+}
+
+static void
+test_ask_to_a_loopback_port(void **state)
+{
+	(void)state;
+	hostile_at("ask", "cluster", "", "ask", "127.0.0.1", NULL, 0);
+}
+
+/* Issue 37 item 1: a cluster seed (the default allow_hosts admits what it
+ * announces) names as the owner of every slot a node that is not loopback
+ * (192.0.2.1, TEST-NET-1), with no TLS: the password would cross a network
+ * in clear text, so rconn refuses before connecting -- no AUTH -- logs it
+ * once per host and counts it. (With sentinels, allow_hosts names where
+ * the primaries may be, and -t refuses a host beyond loopback there.) */
+static void
+test_seed_announces_a_cleartext_node(void **state)
 {
 	struct h_fake node, target;
 	struct h_daemon w;
 	char redis_extra[512], sections[128];
 	(void)state;
 
-	const char *args[] = {"--mode", "sentinel", "--target", "192.0.2.1:6379", NULL};
+	const char *args[] = {"--mode", "shards", "--target", "192.0.2.1:6379", NULL};
 	assert_int_equal(h_fake_start(&node, "fake_rnode", args), 0);
 	assert_int_equal(h_fake_start(&target, "fake_target", NULL), 0);
 	char *pw = h_write_file("redis-password", "not-for-strangers\n");
 	assert_non_null(pw);
-	snprintf(redis_extra, sizeof redis_extra, "sentinels = 127.0.0.1:%d\nmaster_name = "
-	    "mymaster\npassword_file = %s\nallow_hosts = 127.0.0.1, 192.0.2.1\n", node.port, pw);
+	snprintf(redis_extra, sizeof redis_extra, "cluster = 127.0.0.1:%d\npassword_file = %s\n",
+	    node.port, pw);
 	free(pw);
 	int mport = h_free_port();
 	snprintf(sections, sizeof sections, "[metrics]\nlisten = 127.0.0.1:%d\n", mport);
-	char *ini = worker_ini(target.url, NULL, redis_extra, sections);
+	char *ini = worker_ini(target.url, "{warrant}", redis_extra, sections);
 	assert_int_equal(h_daemon_spawn(&w, ini), 0);
 	free(ini);
 	assert_int_equal(h_daemon_wait_log(&w, "event=redis.cleartext_refused host=192.0.2.1 "
@@ -283,13 +340,13 @@ test_ctl_ask_to_a_stranger(void **state)
 	char redis_extra[512];
 	(void)state;
 
-	trap_open(&t);
+	trap_open_at(&t, "127.0.0.1");	/* the default allow_hosts: not all of loopback */
 	const char *args[] = {"--mode", "ask", "--target", t.addr, NULL};
 	assert_int_equal(h_fake_start(&node, "fake_rnode", args), 0);
 	char *pw = h_write_file("ctl-redis-password", "not-for-strangers\n");
 	assert_non_null(pw);
-	snprintf(redis_extra, sizeof redis_extra, "cluster = 127.0.0.1:%d\npassword_file = %s\n"
-	    "allow_hosts = 127.0.0.1\n", node.port, pw);
+	snprintf(redis_extra, sizeof redis_extra, "cluster = 127.0.0.1:%d\npassword_file = %s\n",
+	    node.port, pw);
 	free(pw);
 	char *ini = worker_ini("http://127.0.0.1:9/", "{warrant}", redis_extra, "");
 	char *path = h_write_file("ctl-ask.ini", ini);
@@ -306,6 +363,7 @@ test_ctl_ask_to_a_stranger(void **state)
 	free(out);
 	free(path);
 	assert_int_equal(trap_close(&t), 0);	/* never connected to: no AUTH went there */
+	assert_int_equal(t.bytes, 0);
 	h_fake_stop(&node);
 }
 
@@ -325,7 +383,8 @@ test_ask_to_a_replica(void **state)
 	const char *args[] = {"--mode", "ask", "--target", tgt, NULL};
 	assert_int_equal(h_fake_start(&node, "fake_rnode", args), 0);
 	assert_int_equal(h_fake_start(&target, "fake_target", NULL), 0);
-	snprintf(redis_extra, sizeof redis_extra, "cluster = 127.0.0.1:%d\n", node.port);
+	snprintf(redis_extra, sizeof redis_extra, "cluster = 127.0.0.1:%d\nallow_hosts = "
+	    "127.0.0.1:%d, 127.0.0.1:%d\n", node.port, node.port, replica.port);
 	char *ini = worker_ini(target.url, "{warrant}", redis_extra, NULL);
 	assert_int_equal(h_daemon_spawn(&w, ini), 0);
 	free(ini);
@@ -391,7 +450,7 @@ test_stuck_sentinel_does_not_stop_the_loop(void **state)
 	assert_int_equal(h_fake_start(&good, "fake_rnode", good_args), 0);
 	assert_int_equal(h_fake_start(&target, "fake_target", NULL), 0);
 	snprintf(redis_extra, sizeof redis_extra, "sentinels = 127.0.0.1:%d, 127.0.0.1:%d\n"
-	    "master_name = mymaster\n", stuck.port, good.port);
+	    "master_name = mymaster\nallow_hosts = 127.0.0.1:%d\n", stuck.port, good.port, rport);
 	int mport = h_free_port();
 	snprintf(sections, sizeof sections, "[metrics]\nlisten = 127.0.0.1:%d\n", mport);
 	char *ini = worker_ini(target.url, NULL, redis_extra, sections);
@@ -556,7 +615,10 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sentinel_names_a_stranger),
-		cmocka_unit_test(test_sentinel_names_a_cleartext_primary),
+		cmocka_unit_test(test_sentinel_names_a_loopback_port),
+		cmocka_unit_test(test_moved_to_a_loopback_port),
+		cmocka_unit_test(test_ask_to_a_loopback_port),
+		cmocka_unit_test(test_seed_announces_a_cleartext_node),
 		cmocka_unit_test(test_shards_name_a_stranger),
 		cmocka_unit_test(test_moved_to_a_stranger),
 		cmocka_unit_test(test_moved_host_cannot_forge_log_fields),

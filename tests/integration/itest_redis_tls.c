@@ -703,7 +703,8 @@ test_sentinel_tls(void **state)
 	assert_int_equal(h_wait_until(h_node_has_library, &rep.port, 60000), 0);
 
 	snprintf(extra, sizeof extra, "sentinels = 127.0.0.1:%d\nmaster_name = mymaster\n"
-	    "tls = yes\ntls_ca_file = %s/ca.crt\n", sen_tls, dir);
+	    "tls = yes\ntls_ca_file = %s/ca.crt\nallow_hosts = 127.0.0.1:%d, 127.0.0.1:%d\n",
+	    sen_tls, dir, pri_tls, rep_tls);
 	struct h_daemon_opts o = {.target_url = S.target.url,
 	    .prefix = PREFIX, .redis_extra = extra};
 	char *ini = h_daemon_ini(&o);

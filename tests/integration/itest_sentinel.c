@@ -204,7 +204,8 @@ test_failover(void **state)
 
 	char redis_extra[256];
 	snprintf(redis_extra, sizeof redis_extra, "sentinels = 127.0.0.1:%d, 127.0.0.1:%d, "
-	    "127.0.0.1:%d\nmaster_name = mymaster\n", sent[0].port, sent[1].port, sent[2].port);
+	    "127.0.0.1:%d\nmaster_name = mymaster\nallow_hosts = 127.0.0.1:%d, 127.0.0.1:%d\n",
+	    sent[0].port, sent[1].port, sent[2].port, primary.port, replica.port);
 	for (int w = 0; w < 2; w++) {
 		struct h_daemon_opts o = {
 			.target_url = target.url,
@@ -343,7 +344,8 @@ test_deposed_primary(void **state)
 	char redis_extra[512];
 	snprintf(redis_extra, sizeof redis_extra, "sentinels = 127.0.0.1:%d, 127.0.0.1:%d, "
 	    "127.0.0.1:%d\nmaster_name = mymaster\nusername = worker\npassword_file = %s\n"
-	    "shards = %d\n", sent[0].port, sent[1].port, sent[2].port, pw, DP_SHARDS);
+	    "shards = %d\nallow_hosts = 127.0.0.1:%d, 127.0.0.1:%d\n", sent[0].port, sent[1].port,
+	    sent[2].port, pw, DP_SHARDS, primary.port, replica.port);
 	free(pw);
 	struct h_daemon_opts o = {
 		.target_url = target.url, .consumer = "w1",
@@ -469,8 +471,9 @@ test_shards_failover(void **state)
 
 	char redis_extra[256];
 	snprintf(redis_extra, sizeof redis_extra, "sentinels = 127.0.0.1:%d, 127.0.0.1:%d, "
-	    "127.0.0.1:%d\nmaster_name = mymaster\nshards = %d\n", sent[0].port, sent[1].port,
-	    sent[2].port, SS_SHARDS);
+	    "127.0.0.1:%d\nmaster_name = mymaster\nshards = %d\nallow_hosts = 127.0.0.1:%d, "
+	    "127.0.0.1:%d\n", sent[0].port, sent[1].port, sent[2].port, SS_SHARDS, primary.port,
+	    replica.port);
 	for (int w = 0; w < 2; w++) {
 		struct h_daemon_opts o = {
 			.target_url = target.url,

@@ -30,45 +30,47 @@ test_match(void **state)
 	(void)state;
 	struct allowlist *a = list_of("10.0.0.0/24, 192.168.7.9, redis-1.Internal., fd00:1::/64");
 
-	assert_true(allowlist_match(a, "10.0.0.1"));
-	assert_true(allowlist_match(a, "10.0.0.255"));
-	assert_false(allowlist_match(a, "10.0.1.0"));
-	assert_false(allowlist_match(a, "11.0.0.1"));
-	assert_true(allowlist_match(a, "192.168.7.9"));
-	assert_false(allowlist_match(a, "192.168.7.8"));
-	assert_true(allowlist_match(a, "::ffff:10.0.0.7"));	/* mapped: as IPv4 */
-	assert_true(allowlist_match(a, "REDIS-1.internal"));
-	assert_true(allowlist_match(a, "redis-1.internal."));
-	assert_false(allowlist_match(a, "redis-2.internal"));
-	assert_false(allowlist_match(a, "evil.redis-1.internal"));
-	assert_true(allowlist_match(a, "fd00:1::5"));
-	assert_true(allowlist_match(a, "[fd00:1::5]"));	/* as a redirect may write it */
-	assert_false(allowlist_match(a, "[redis-1.internal]"));
-	assert_true(allowlist_match(a, "fd00:1:0:0:ffff::1"));
-	assert_false(allowlist_match(a, "fd00:2::5"));
+	assert_true(allowlist_match(a, "10.0.0.1", 6379));
+	assert_true(allowlist_match(a, "10.0.0.255", 6379));
+	assert_false(allowlist_match(a, "10.0.1.0", 6379));
+	assert_false(allowlist_match(a, "11.0.0.1", 6379));
+	assert_true(allowlist_match(a, "192.168.7.9", 6379));
+	assert_false(allowlist_match(a, "192.168.7.8", 6379));
+	assert_true(allowlist_match(a, "::ffff:10.0.0.7", 6379));	/* mapped: as IPv4 */
+	assert_true(allowlist_match(a, "REDIS-1.internal", 6379));
+	assert_true(allowlist_match(a, "redis-1.internal.", 6379));
+	assert_false(allowlist_match(a, "redis-2.internal", 6379));
+	assert_false(allowlist_match(a, "evil.redis-1.internal", 6379));
+	assert_true(allowlist_match(a, "fd00:1::5", 6379));
+	assert_true(allowlist_match(a, "[fd00:1::5]", 6379));	/* as a redirect may write it */
+	assert_false(allowlist_match(a, "[redis-1.internal]", 6379));
+	assert_true(allowlist_match(a, "fd00:1:0:0:ffff::1", 6379));
+	assert_false(allowlist_match(a, "fd00:2::5", 6379));
 	/* a name that spells an address is not the address, nor the reverse */
-	assert_false(allowlist_match(a, "10.0.0.1.nip.io"));
-	assert_false(allowlist_match(a, NULL));
-	assert_false(allowlist_match(a, ""));
-	assert_false(allowlist_match(a, "10.0.0.1/8"));	/* not a host */
-	assert_false(allowlist_match(NULL, "10.0.0.1"));
+	assert_false(allowlist_match(a, "10.0.0.1.nip.io", 6379));
+	assert_false(allowlist_match(a, NULL, 6379));
+	assert_false(allowlist_match(a, "", 6379));
+	assert_false(allowlist_match(a, "10.0.0.1/8", 6379));	/* not a host */
+	assert_false(allowlist_match(NULL, "10.0.0.1", 6379));
 	allowlist_free(a);
 
 	a = list_of("0.0.0.0/0");
-	assert_true(allowlist_match(a, "203.0.113.7"));
-	assert_false(allowlist_match(a, "2001:db8::1"));	/* IPv4 blocks hold no IPv6 */
+	assert_true(allowlist_match(a, "203.0.113.7", 6379));
+	assert_false(allowlist_match(a, "2001:db8::1", 6379));	/* IPv4 blocks hold no IPv6 */
 	allowlist_free(a);
 	a = list_of("10.1.2.3/23");
-	assert_true(allowlist_match(a, "10.1.3.200"));
-	assert_false(allowlist_match(a, "10.1.4.0"));
+	assert_true(allowlist_match(a, "10.1.3.200", 6379));
+	assert_false(allowlist_match(a, "10.1.4.0", 6379));
 	allowlist_free(a);
 }
 
 static void
 test_syntax(void **state)
 {
-	const char *const bad[] = {"", "10.0.0.0/33", "10.0.0.0/", "::1/129", "a b", "host:6379",
-	    "10.0.0.0/24,,x", "x/8", "10.0.0.0/2x", "h\xc3\xa9"};
+	const char *const bad[] = {"", "10.0.0.0/33", "10.0.0.0/", "::1/129", "a b", "host:0",
+	    "10.0.0.0/24,,x", "x/8", "10.0.0.0/2x", "h\xc3\xa9", "host:65536", "host:",
+	    "host:63x", "host:+1", "[::1", "[::1]6379", "[host]:1", "[10.0.0.1]:1", "[]:1",
+	    "::1:x", "h:1:2:", "10.0.0.0/33:1", "[::1]:0"};
 	char err[160];
 
 	(void)state;
@@ -82,6 +84,33 @@ test_syntax(void **state)
 	allowlist_free(NULL);
 }
 
+/* Issue 37 item 2: an entry's port binds it; no port is any port. */
+static void
+test_ports(void **state)
+{
+	(void)state;
+	struct allowlist *a = list_of("10.0.0.0/24:6379, redis-1.internal:7000, [fd00::1]:6380, "
+	    "[fd00:2::/64]:6381, 192.0.2.1, fd00:3::1");
+
+	assert_true(allowlist_match(a, "10.0.0.9", 6379));
+	assert_false(allowlist_match(a, "10.0.0.9", 6380));
+	assert_true(allowlist_match(a, "REDIS-1.internal", 7000));
+	assert_false(allowlist_match(a, "redis-1.internal", 6379));
+	assert_true(allowlist_match(a, "fd00::1", 6380));
+	assert_true(allowlist_match(a, "[fd00::1]", 6380));
+	assert_false(allowlist_match(a, "fd00::1", 6379));
+	assert_true(allowlist_match(a, "fd00:2::77", 6381));
+	assert_false(allowlist_match(a, "fd00:2::77", 16381));
+	assert_true(allowlist_match(a, "192.0.2.1", 1));	/* no port: any */
+	assert_true(allowlist_match(a, "192.0.2.1", 65535));
+	assert_true(allowlist_match(a, "fd00:3::1", 16999));
+	assert_false(allowlist_match(a, "192.0.2.1", 0));	/* not a port */
+	assert_false(allowlist_match(a, "192.0.2.1", 65536));
+	allowlist_free(a);
+}
+
+/* The default (disc.c): each configured host at its port, nothing around
+ * it, no loopback; a seed's announcements replaced by its next answer. */
 static void
 test_default(void **state)
 {
@@ -89,21 +118,59 @@ test_default(void **state)
 
 	(void)state;
 	assert_non_null(a);
-	assert_int_equal(allowlist_add_loopback(a), 0);
-	assert_int_equal(allowlist_add_host(a, "10.9.8.7", 1), 0);	/* Sentinel, Cluster */
-	assert_int_equal(allowlist_add_host(a, "2001:db8:1:2::9", 1), 0);
-	assert_int_equal(allowlist_add_host(a, "192.0.2.10", 0), 0);	/* one Redis */
-	assert_true(allowlist_match(a, "127.0.0.1"));
-	assert_true(allowlist_match(a, "127.3.2.1"));
-	assert_true(allowlist_match(a, "::1"));
-	assert_true(allowlist_match(a, "localhost"));
-	assert_true(allowlist_match(a, "10.9.8.200"));	/* its /24 */
-	assert_false(allowlist_match(a, "10.9.9.1"));
-	assert_true(allowlist_match(a, "2001:db8:1:2:ffff::1"));	/* its /64 */
-	assert_false(allowlist_match(a, "2001:db8:1:3::1"));
-	assert_true(allowlist_match(a, "192.0.2.10"));
-	assert_false(allowlist_match(a, "192.0.2.11"));	/* no widening */
+	assert_int_equal(allowlist_add_host(a, "10.9.8.7", 26379), 0);
+	assert_int_equal(allowlist_add_host(a, "2001:db8:1:2::9", 7000), 0);
+	assert_int_equal(allowlist_add_host(a, "localhost", 6379), 0);
+	assert_true(allowlist_match(a, "10.9.8.7", 26379));
+	assert_false(allowlist_match(a, "10.9.8.7", 6379));
+	assert_false(allowlist_match(a, "10.9.8.200", 26379));	/* no /24 */
+	assert_true(allowlist_match(a, "2001:db8:1:2::9", 7000));
+	assert_false(allowlist_match(a, "2001:db8:1:2::a", 7000));	/* no /64 */
+	assert_true(allowlist_match(a, "localhost", 6379));
+	assert_true(allowlist_match(a, "127.0.0.1", 6379));	/* what localhost resolves to */
+	assert_false(allowlist_match(a, "127.0.0.1", 16999));	/* never all of loopback */
+	assert_false(allowlist_match(a, "127.0.0.2", 6379));
+	assert_false(allowlist_match(a, "::1", 16999));
+
+	assert_int_equal(allowlist_announce(a, "10.1.1.1", 7001), 0);
+	assert_int_equal(allowlist_announce(a, "[fd00::9]", 7002), 0);
+	assert_int_equal(allowlist_announce(a, "10.0.0.0/8", 7003), 0);	/* no block: ignored */
+	assert_true(allowlist_match(a, "10.1.1.1", 7001));
+	assert_false(allowlist_match(a, "10.1.1.1", 7002));
+	assert_true(allowlist_match(a, "fd00::9", 7002));
+	assert_false(allowlist_match(a, "10.1.1.2", 7003));
+	allowlist_announce_clear(a);
+	assert_false(allowlist_match(a, "10.1.1.1", 7001));
+	assert_true(allowlist_match(a, "10.9.8.7", 26379));	/* the configured stay */
+	int rc = 0;
+	for (int i = 0; i < 1100 && rc == 0; i++)
+		rc = allowlist_announce(a, "10.2.2.2", 1 + i);
+	assert_int_equal(rc, -1);	/* bounded */
+	allowlist_announce_clear(a);
+	allowlist_announce_clear(NULL);
 	allowlist_free(a);
+}
+
+/* What -t checks clear text against: the first entry beyond loopback. */
+static void
+test_first_remote(void **state)
+{
+	char buf[80];
+
+	(void)state;
+	struct allowlist *a = list_of("127.0.0.1:6379, 127.0.0.0/8, ::1, [::1]:7000, localhost:1");
+	assert_int_equal(allowlist_first_remote(a, buf, sizeof buf), 0);
+	allowlist_free(a);
+	const char *remote[][2] = {{"127.0.0.1, 10.0.0.0/24:6379", "10.0.0.0/24"},
+	    {"0.0.0.0/0", "0.0.0.0/0"}, {"redis.internal:6379", "redis.internal"},
+	    {"[fd00::1]:6379", "fd00::1"}, {"::1/127", "::1/127"}, {"127.0.0.0/7", "127.0.0.0/7"}};
+	for (size_t i = 0; i < sizeof remote / sizeof remote[0]; i++) {
+		a = list_of(remote[i][0]);
+		assert_int_equal(allowlist_first_remote(a, buf, sizeof buf), 1);
+		assert_string_equal(buf, remote[i][1]);
+		allowlist_free(a);
+	}
+	assert_int_equal(allowlist_first_remote(NULL, buf, sizeof buf), 0);
 }
 
 static void
@@ -173,7 +240,9 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_match),
 		cmocka_unit_test(test_syntax),
+		cmocka_unit_test(test_ports),
 		cmocka_unit_test(test_default),
+		cmocka_unit_test(test_first_remote),
 		cmocka_unit_test(test_check_counts),
 		cmocka_unit_test(test_cleartext_rule),
 		cmocka_unit_test(test_check_credential),

@@ -312,7 +312,7 @@ test_cluster_keys(void **state)
 	assert_int_equal(cfg->redis.n_sentinel_addr, 0);
 	cfg_free(cfg);
 	cfg = load_ok("[redis]\nsentinels = s1:26379, [::1]:26380\nmaster_name = m\n"
-	    MIN_RECORDS MIN_ACTION);
+	    "allow_hosts = s1:6379\n" MIN_RECORDS MIN_ACTION);
 	assert_int_equal(cfg->redis.n_sentinel_addr, 2);
 	assert_string_equal(cfg->redis.sentinel_addr[0].host, "s1");
 	assert_int_equal(cfg->redis.sentinel_addr[0].port, 26379);
@@ -672,7 +672,7 @@ test_redis_password_plaintext(void **state)
 	    "t.ini:2: host: the Redis password would cross the network to 10.0.0.5 in clear "
 	    "text");
 	EXPECT("[redis]\nsentinels = 10.0.0.1:26379, 127.0.0.1:26380\nmaster_name = m\n"
-	    "password_file = pw\n" MIN_RECORDS MIN_ACTION,
+	    "password_file = pw\nallow_hosts = 127.0.0.1:6379\n" MIN_RECORDS MIN_ACTION,
 	    "t.ini:2: sentinels: the Redis password would cross the network to 10.0.0.1");
 	EXPECT("[redis]\ncluster = redis.example:7000\nprefix = {w}\npassword_file = pw\n"
 	    MIN_RECORDS MIN_ACTION,
@@ -700,11 +700,28 @@ test_redis_token_plaintext(void **state)
 	    MIN_RECORDS MIN_ACTION,
 	    "t.ini:2: host: the Redis password would cross the network to 10.9.8.7");
 	EXPECT("[redis]\nsentinels = 10.0.0.1:26379\nmaster_name = m\n"
-	    "sentinel_password_file = sp\n" MIN_RECORDS MIN_ACTION,
+	    "sentinel_password_file = sp\nallow_hosts = 127.0.0.1\n" MIN_RECORDS MIN_ACTION,
 	    "t.ini:2: sentinels: the sentinel password would cross the network to 10.0.0.1");
 	EXPECT("[redis]\nsentinels = 10.0.0.1:26379\nmaster_name = m\nauth = command\n"
-	    "token_command = /bin/tok\n" MIN_RECORDS MIN_ACTION,
+	    "token_command = /bin/tok\nallow_hosts = 127.0.0.1:6379\n" MIN_RECORDS MIN_ACTION,
 	    "t.ini:2: sentinels: the Redis token would cross the network to 10.0.0.1");
+	/* with sentinels or a cluster, allow_hosts names where it may go: known now */
+	EXPECT("[redis]\nsentinels = 127.0.0.1:26379\nmaster_name = m\npassword_file = pw\n"
+	    "allow_hosts = 127.0.0.1:6379, 10.0.0.0/24:6379\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:5: allow_hosts: the Redis password would cross the network to 10.0.0.0/24 "
+	    "in clear text");
+	EXPECT("[redis]\ncluster = 127.0.0.1:7000\nprefix = {w}\nauth = command\n"
+	    "token_command = /bin/tok\nallow_hosts = localhost, redis.example:7001\n"
+	    MIN_RECORDS MIN_ACTION,
+	    "t.ini:6: allow_hosts: the Redis token would cross the network to redis.example");
+	cfg_free(load_ok("[redis]\nsentinels = 127.0.0.1:26379\nmaster_name = m\n"
+	    "password_file = pw\nallow_hosts = 127.0.0.1:6379, [::1]:6380, localhost:6381\n"
+	    MIN_RECORDS MIN_ACTION));
+	cfg_free(load_ok("[redis]\nsentinels = 127.0.0.1:26379\nmaster_name = m\n"
+	    "password_file = pw\nallow_hosts = 10.0.0.0/24:6379\nallow_plaintext = yes\n"
+	    MIN_RECORDS MIN_ACTION));
+	cfg_free(load_ok("[redis]\nsentinels = 127.0.0.1:26379\nmaster_name = m\n"
+	    "allow_hosts = 10.0.0.0/24:6379\n" MIN_RECORDS MIN_ACTION));	/* no credential */
 	cfg_free(load_ok("[redis]\nhost = 10.9.8.7\nauth = command\ntoken_command = /bin/tok\n"
 	    "allow_plaintext = yes\n" MIN_RECORDS MIN_ACTION));
 	cfg_free(load_ok("[redis]\nhost = ::1\nauth = command\ntoken_command = /bin/tok\n"
@@ -732,7 +749,7 @@ test_redis_tls(void **state)
 	free(dump);
 	cfg_free(cfg);
 	cfg_free(load_ok("[redis]\nsentinels = 10.0.0.1:26379\nmaster_name = m\n"
-	    "password_file = pw\ntls = yes\n" MIN_RECORDS MIN_ACTION));
+	    "password_file = pw\ntls = yes\nallow_hosts = 10.0.0.0/24:6379\n" MIN_RECORDS MIN_ACTION));
 	EXPECT("[redis]\nhost = 10.0.0.5\ntls_ca_file = ca.crt\ntls_server_name = r\n"
 	    MIN_RECORDS MIN_ACTION,
 	    "t.ini:3: tls_ca_file is only used with tls = yes",
@@ -1208,13 +1225,22 @@ test_missing_keys(void **state)
 	    "t.ini:11: audience narrows the worker's OAuth token: only with auth = oauth",
 	    "t.ini:12: resource narrows the worker's OAuth token: only with auth = oauth");
 	/* Sentinel: a list that parses, with a master name, and no socket */
-	EXPECT("[redis]\nsentinels = 127.0.0.1:26379\nsocket = /run/r.sock\n" MIN_RECORDS MIN_ACTION,
+	EXPECT("[redis]\nsentinels = 127.0.0.1:26379\nsocket = /run/r.sock\nallow_hosts = ::1\n"
+	    MIN_RECORDS MIN_ACTION,
 	    "t.ini:2: sentinels needs master_name",
 	    "t.ini:3: socket and sentinels exclude each other: the sentinels name the primary");
-	EXPECT("[redis]\nsentinels = nohost\nmaster_name = m\n" MIN_RECORDS MIN_ACTION,
+	EXPECT("[redis]\nsentinels = nohost\nmaster_name = m\nallow_hosts = ::1\n"
+	    MIN_RECORDS MIN_ACTION,
 	    "t.ini:2: sentinels: 'nohost' is not host:port");
 	EXPECT("[redis]\nmaster_name = m\n" MIN_RECORDS MIN_ACTION,
 	    "t.ini:2: master_name is only used with sentinels");
+	/* issue 37 item 2: the primaries a sentinel names are configured
+	 * nowhere else: allow_hosts says where they may be */
+	EXPECT("[redis]\nsentinels = 127.0.0.1:26379\nmaster_name = m\n" MIN_RECORDS MIN_ACTION,
+	    "t.ini:2: [redis] sentinels needs allow_hosts naming where the primaries may be "
+	    "(host:port)");
+	EXPECT("[redis]\nsentinels = 127.0.0.1:26379\nmaster_name = m\nallow_hosts = h:0\n"
+	    MIN_RECORDS MIN_ACTION, "t.ini:4: allow_hosts: 'h:0' is not a host name");
 	/* Cluster: seeds that parse, one slot per shard, db 0, no socket */
 	EXPECT("[redis]\ncluster = 127.0.0.1:7001\n" MIN_RECORDS MIN_ACTION,
 	    "t.ini:1: on a cluster the prefix needs a hash tag (e.g. {warrant}) or shards must "
