@@ -75,6 +75,21 @@ int token_usable(int64_t expires_at_ms, int64_t now_ms, long timeout_ms);
 int64_t token_refused_fetch_at_ms(int64_t last_fetch_ms, long min_interval_ms, int refused_in_row);
 
 /*
+ * R20 (warrantd(7) §9, "Short-lived credentials to Redis itself"): whether the
+ * state of the Redis credential keeps the worker from reading new entries
+ * at now_ms: what it read it could not complete. Never with no [redis]
+ * auth source (configured 0) or a static password; otherwise unless a
+ * token is held (expires_at_ms != 0, on now_ms's clock) that lives longer
+ * than TOKEN_SAFETY_MS. Pure.
+ */
+struct token_redis_view {
+	int configured;		/* the worker has a Redis credential source */
+	int is_static;		/* [redis] auth = password: nothing expires */
+	int64_t expires_at_ms;	/* the token held dies then; 0: none held */
+};
+int token_redis_blocks_reading(const struct token_redis_view *v, int64_t now_ms);
+
+/*
  * application/x-www-form-urlencoded: `pairs` is name, value, name, value, ...,
  * ended by a NULL name (a value must not be NULL). RFC 3986 unreserved
  * characters are kept, space becomes '+', every other byte %XX (upper case).

@@ -144,6 +144,14 @@ token_refused_fetch_at_ms(int64_t last_fetch_ms, long min_interval_ms, int refus
 	return last_fetch_ms + gap;
 }
 
+int
+token_redis_blocks_reading(const struct token_redis_view *v, int64_t now_ms)
+{
+	if (!v->configured || v->is_static)
+		return 0;
+	return v->expires_at_ms == 0 || v->expires_at_ms - now_ms <= TOKEN_SAFETY_MS;
+}
+
 /* ---- form encoding ---- */
 
 static int

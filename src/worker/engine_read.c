@@ -26,6 +26,7 @@
 #include "worker/sdnotify.h"
 #include "redis/sreply.h"
 #include "core/store.h"
+#include "core/token.h"
 #include "base/wtime.h"
 #include "engine_int.h"
 
@@ -251,7 +252,9 @@ token_blocks_reading(struct engine *eng)
 {
 	/* R20: nor without a good Redis credential: what it read it could
 	 * not complete. */
-	int redis_blocked = eng->rt != NULL && !rtoken_usable(eng->rt, wtime_mono_ms());
+	struct token_redis_view rv = {eng->rt != NULL, eng->rt != NULL && rtoken_is_static(eng->rt),
+	    eng->rt != NULL ? rtoken_expires_at_ms(eng->rt) : 0};
+	int redis_blocked = token_redis_blocks_reading(&rv, wtime_mono_ms());
 
 	if (redis_blocked != eng->paused_for_redis_token) {
 		eng->paused_for_redis_token = redis_blocked;

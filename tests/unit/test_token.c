@@ -201,6 +201,27 @@ test_usable_boundary(void **state)
 }
 
 
+/* R20: the Redis credential's state that stops reading new entries. */
+static void
+test_redis_blocks_reading(void **state)
+{
+	struct token_redis_view none = {0, 0, 0}, pw = {1, 1, 0};
+	struct token_redis_view tok = {1, 0, NOW_MS + TOKEN_SAFETY_MS + 1};
+
+	(void)state;
+	assert_int_equal(token_redis_blocks_reading(&none, NOW_MS), 0);	/* no source */
+	assert_int_equal(token_redis_blocks_reading(&pw, NOW_MS), 0);	/* a password */
+	assert_int_equal(token_redis_blocks_reading(&tok, NOW_MS), 0);	/* lives long enough */
+	tok.expires_at_ms = NOW_MS + TOKEN_SAFETY_MS;			/* the boundary */
+	assert_int_equal(token_redis_blocks_reading(&tok, NOW_MS), 1);
+	tok.expires_at_ms = NOW_MS - 1;					/* dead */
+	assert_int_equal(token_redis_blocks_reading(&tok, NOW_MS), 1);
+	tok.expires_at_ms = 0;						/* none held */
+	assert_int_equal(token_redis_blocks_reading(&tok, NOW_MS), 1);
+	tok.expires_at_ms = 0;	/* none held, on a clock still near 0 */
+	assert_int_equal(token_redis_blocks_reading(&tok, 0), 1);
+}
+
 static void
 test_form_encode(void **state)
 {
@@ -549,6 +570,7 @@ main(void)
 		cmocka_unit_test(test_command_argv),
 		cmocka_unit_test(test_command_parse),
 		cmocka_unit_test(test_usable_boundary),
+		cmocka_unit_test(test_redis_blocks_reading),
 		cmocka_unit_test(test_refused_fetch_spacing),
 		cmocka_unit_test(test_form_encode),
 		cmocka_unit_test(test_basic_userpwd),
