@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * oauth: the worker's own access token (warrantd(7) §9, R6, R9), kept fresh on the
- * event loop. The imperative shell around token.h: it reads the secret
- * files, asks the token endpoint (client credentials grant, RFC 6749 §4.4)
- * through the async http client, refreshes at [oauth] refresh_ratio of the
- * lifetime, retries a failed fetch with backoff and full jitter while the old
- * token lives (and after), and drops a token when it expires.
+ * event loop. A source of tokhold.h: it reads the secret files and asks the
+ * token endpoint (client credentials grant, RFC 6749 §4.4) through the async
+ * http client; the token's life -- refresh at [oauth] refresh_ratio, retries
+ * with backoff and full jitter while the old token lives (and after), R9's
+ * spacing, expiry, the listener -- is the holder's (oauth_holder).
  *
  * One fetch at a time (single flight): however many callers invalidate the
  * token at once, the IdP sees one request. A token's life is kept on the
@@ -64,6 +64,12 @@ void oauth_free(struct oauth *o);
 /* Fetches the first token at once (the answer comes on the loop). A second
  * call does nothing. */
 void oauth_start(struct oauth *o);
+
+/* The holder of the manager's token (tokhold.h), owned by the manager: for
+ * a user that reads every token source alike (rtoken.h). Its listener is
+ * oauth_set_listener's: set one or the other. */
+struct tokhold;
+struct tokhold *oauth_holder(struct oauth *o);
 
 /*
  * R6: the token when its remaining life at now_ms (wtime_mono_ms) is longer than

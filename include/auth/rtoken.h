@@ -19,8 +19,11 @@
  * failed fetch is retried with backoff (token.h's TOKEN_RETRY_*), the old
  * token staying in use while it lives; one fetch at a time however many ask.
  *
- * The imperative shell: the pure parts are token.h's (lifetimes, refresh
- * times, token_command_argv, token_command_parse). Single-threaded: call
+ * The token's life is tokhold.h's, as for the worker's own token: with
+ * oauth the manager's holder, with command one of rtoken's own whose source
+ * is one run of the program. The pure parts are token.h's (lifetimes,
+ * refresh times, token_redis_blocks_reading, token_command_argv,
+ * token_command_parse). Single-threaded: call
  * from the loop's thread. Nothing here logs a token or the command's output.
  */
 #ifndef WARRANTD_RTOKEN_H
@@ -73,11 +76,6 @@ int rtoken_is_static(const struct rtoken *rt);
  * call: copy it at once, never log it.
  */
 const char *rtoken_secret(const struct rtoken *rt, int64_t now_ms);
-
-/* 1 when the connections can be authenticated now: password mode, or a
- * token held that lives longer than TOKEN_SAFETY_MS at now_ms. R6 for
- * Redis: no new read without it. */
-int rtoken_usable(const struct rtoken *rt, int64_t now_ms);
 
 /* When the token held dies (wtime_mono_ms); 0 with none held or password. */
 int64_t rtoken_expires_at_ms(const struct rtoken *rt);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* rtoken: the Redis AUTH password -- a file, an OAuth token or a program's. */
+/* rtoken: the Redis AUTH password -- a file, an OAuth token or a program's;
+ * the token's life is tokhold.h's, the program's run is here. */
 #define _GNU_SOURCE		/* pipe2, explicit_bzero */
 #include "auth/rtoken.h"
 
@@ -15,10 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "base/backoff.h"
-#include "base/log.h"
 #include "auth/oauth.h"
-#include "base/rnd.h"
+#include "auth/tokhold.h"
 #include "conf/secrets.h"
 #include "core/token.h"
 #include "base/wtime.h"
@@ -33,52 +32,31 @@ extern char **environ;
 struct rtoken {
 	struct ev_loop *loop;
 	enum cfg_redis_auth mode;
-	long lead_ms;
-	double ratio;
-	long min_refresh_interval_ms;
 
 	char *password;		/* password mode: password_file's, or NULL */
 	size_t password_len;
 
-	struct oauth *oauth;	/* oauth mode */
+	struct oauth *oauth;	/* oauth mode: hold is its holder */
+	struct tokhold *hold;	/* the token's life (oauth, command); NULL: password */
 
-	/* command mode */
+	/* command mode: one run of the program at a time (the holder's fetch) */
 	char **argv;
-	char *token;		/* NULL: none held */
-	int64_t expires_at_ms;	/* monotonic; 0 when none held */
-	uint64_t generation;
-	long long refreshes;
-	int failures;		/* fetches failed since the last success */
-	int refused;		/* R20: tokens refused in a row (token_refused_fetch_at_ms) */
-	int after_refusal;	/* the token held was fetched because one was refused */
-	int started, warned_short;
 	pid_t pid;		/* the program running, or 0 */
 	int fd;			/* its stdout, or -1 */
 	char *out;		/* what it printed so far (RTOKEN_OUTPUT_MAX) */
 	size_t outlen;
 	int out_ended, exited, status;
-	char last_error[200];	/* run_failed's detail, for rtoken_fetch_once */
-	int64_t run_mono, run_wall, last_fetch_ms;
+	int64_t run_wall;	/* a JWT exp becomes a lifetime against it */
 	ev_io out_io;
 	ev_timer deadline;	/* RTOKEN_COMMAND_TIMEOUT_MS for one run */
 	ev_timer reap;		/* polls waitpid once the output ended */
 	ev_child child;		/* or hears the exit (the default loop) */
-	ev_timer fetch_timer;	/* proactive refresh, or a retry */
-	ev_timer expiry_timer;
-	ev_timer notify_timer;	/* 0 s: the listener runs from the loop */
-
-	rtoken_listener *listener;
-	void *listener_arg;
-	uint64_t notified_gen;
-	int notified_have;
 };
 
 static void
 arm(struct rtoken *rt, ev_timer *t, int64_t delay_ms)
 {
-	/* A timer counts from the loop's time of waking, which a long callback
-	 * before this one leaves behind: R20's spacing would fire that much
-	 * early (as oauth's did R9's: a 2 s gap 103 ms short, ASan under load). */
+	/* from the real now, not the loop's time of waking (as tokhold's) */
 	ev_now_update(rt->loop);
 	ev_timer_stop(rt->loop, t);
 	ev_timer_set(t, delay_ms > 0 ? (double)delay_ms / 1000.0 : 0.0, 0.0);
@@ -86,33 +64,14 @@ arm(struct rtoken *rt, ev_timer *t, int64_t delay_ms)
 }
 
 static void
-wipe_free(char *s, size_t n)
+wipe_free(char *s)
 {
 	if (s != NULL)
-		explicit_bzero(s, n);
+		explicit_bzero(s, strlen(s));
 	free(s);
 }
 
-static void
-drop_token(struct rtoken *rt)
-{
-	if (rt->token != NULL)
-		wipe_free(rt->token, strlen(rt->token));
-	rt->token = NULL;
-	rt->expires_at_ms = 0;
-	ev_timer_stop(rt->loop, &rt->expiry_timer);
-}
-
-static void
-schedule_notify(struct rtoken *rt)
-{
-	if (!ev_is_active(&rt->notify_timer))
-		arm(rt, &rt->notify_timer, 0);
-}
-
 /* ---- one run of token_command ---- */
-
-static void fetch(struct rtoken *rt);
 
 /* The run is over (its output read, the program reaped or killed). */
 static void
@@ -148,49 +107,11 @@ kill_run(struct rtoken *rt)
 	end_run(rt);
 }
 
+/* detail is ours (token_command_parse's, or a status): never the output */
 static void
 run_failed(struct rtoken *rt, const char *detail)
 {
-	char q[256];
-
-	if (rt->failures < 1000000)
-		rt->failures++;
-	int64_t delay = backoff_ms(0, TOKEN_RETRY_BASE_MS, TOKEN_RETRY_CAP_MS, rt->failures,
-	    rnd_u64());
-	int64_t left = rt->token ? rt->expires_at_ms - wtime_mono_ms() : 0;
-	snprintf(rt->last_error, sizeof rt->last_error, "%s", detail);
-	arm(rt, &rt->fetch_timer, delay);
-	/* detail is ours (token_command_parse's, or a status): never the output */
-	log_warn("redis.token_error", "source=command detail=%s failures=%d retry_ms=%lld "
-	    "held=%d held_expires_in_ms=%lld", log_quote(q, sizeof q, detail), rt->failures,
-	    (long long)delay, rt->token != NULL, (long long)(left > 0 ? left : 0));
-}
-
-static void
-install_token(struct rtoken *rt, char *tok, int64_t life)
-{
-	int64_t now = wtime_mono_ms();
-	int64_t refresh_at = token_refresh_before_ms(rt->run_mono, life, rt->ratio, rnd_u64(),
-	    rt->lead_ms);
-
-	drop_token(rt);
-	rt->token = tok;
-	rt->expires_at_ms = rt->run_mono + life;
-	rt->generation++;
-	rt->refreshes++;
-	rt->failures = 0;
-	rt->after_refusal = rt->refused > 0;
-	arm(rt, &rt->fetch_timer, refresh_at - now);
-	arm(rt, &rt->expiry_timer, rt->expires_at_ms - now);
-	log_info("redis.token_refreshed", "source=command expires_in_ms=%lld refresh_in_ms=%lld "
-	    "ms=%lld", (long long)life, (long long)(refresh_at - now), (long long)(now - rt->run_mono));
-	if (life <= rt->lead_ms && !rt->warned_short) {
-		rt->warned_short = 1;
-		log_warn("redis.token_short", "expires_in_ms=%lld lead_ms=%ld detail=\"the token "
-		    "dies before every connection can be re-authenticated (a blocking read holds "
-		    "AUTH up to block_ms): lower [redis] block_ms\"", (long long)life, rt->lead_ms);
-	}
-	schedule_notify(rt);
+	tokhold_failed(rt->hold, -1, detail, NULL);
 }
 
 /* Output ended and the program exited with `status`. */
@@ -222,12 +143,12 @@ run_done(struct rtoken *rt, int status)
 	}
 	int64_t life = token_lifetime_ms(expires_in, tok, rt->run_wall);
 	if (life <= 0) {
-		wipe_free(tok, strlen(tok));
+		wipe_free(tok);
 		run_failed(rt, expires_in < 0 ? "token_command printed no expires_in and the token "
 		    "has no exp" : "the token printed has already expired");
 		return;
 	}
-	install_token(rt, tok, life);
+	tokhold_fetched(rt->hold, tok, life);
 }
 
 static void
@@ -474,20 +395,16 @@ spawn(struct rtoken *rt, char *why, size_t whylen)
 	return 0;
 }
 
-static void
-fetch(struct rtoken *rt)
+/* tokhold_ops.fetch: one run of token_command. */
+static int
+src_fetch(void *arg, int64_t *sent_mono_ms, char *why, size_t whylen)
 {
-	char why[200];
+	struct rtoken *rt = arg;
+	int64_t mono = wtime_mono_ms();
 
-	ev_timer_stop(rt->loop, &rt->fetch_timer);
-	if (rt->pid != 0)
-		return;		/* single flight */
-	rt->run_mono = rt->last_fetch_ms = wtime_mono_ms();
 	rt->run_wall = wtime_now_ms();
-	if (spawn(rt, why, sizeof why) < 0) {
-		run_failed(rt, why);
-		return;
-	}
+	if (spawn(rt, why, whylen) < 0)
+		return -1;
 	ev_io_set(&rt->out_io, rt->fd, EV_READ);
 	ev_io_start(rt->loop, &rt->out_io);
 	if (ev_is_default_loop(rt->loop)) {
@@ -495,67 +412,23 @@ fetch(struct rtoken *rt)
 		ev_child_start(rt->loop, &rt->child);
 	}
 	arm(rt, &rt->deadline, RTOKEN_COMMAND_TIMEOUT_MS);
-	log_debug("redis.token_request", "source=command failures=%d held=%d", rt->failures,
-	    rt->token != NULL);
+	*sent_mono_ms = mono;
+	return 0;
 }
 
+/* tokhold_ops.cancel */
 static void
-on_fetch_timer(struct ev_loop *loop, ev_timer *w, int revents)
+src_cancel(void *arg)
 {
-	struct rtoken *rt = w->data;
-	(void)loop, (void)revents;
-
-	if (rt->token != NULL)
-		rt->refused = 0;	/* it lived to its refresh: nobody refused it */
-	fetch(rt);
+	kill_run(arg);
 }
 
-static void
-on_expiry(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct rtoken *rt = w->data;
-	int64_t now = wtime_mono_ms();
-	(void)loop, (void)revents;
-
-	if (rt->token == NULL)
-		return;
-	if (now < rt->expires_at_ms) {	/* the loop's clock ran ahead */
-		arm(rt, &rt->expiry_timer, rt->expires_at_ms - now);
-		return;
-	}
-	drop_token(rt);
-	log_warn("redis.token_expired", "source=command failures=%d", rt->failures);
-	schedule_notify(rt);
-	if (rt->pid == 0 && !ev_is_active(&rt->fetch_timer))
-		fetch(rt);
-}
-
-static void
-on_notify(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct rtoken *rt = w->data;
-	int have = rt->token != NULL;
-	(void)loop, (void)revents;
-
-	if (have == rt->notified_have && (!have || rt->generation == rt->notified_gen))
-		return;
-	rt->notified_have = have;
-	rt->notified_gen = rt->generation;
-	if (rt->listener != NULL)
-		rt->listener(rt->listener_arg, rt->token, rt->expires_at_ms);
-}
-
-/* oauth mode: the manager's news, passed on with the token itself. */
-static void
-on_oauth(void *arg, int have_token)
-{
-	struct rtoken *rt = arg;
-	int64_t now = wtime_mono_ms();
-	const char *tok = have_token ? oauth_token(rt->oauth, now, -TOKEN_SAFETY_MS) : NULL;
-
-	if (rt->listener != NULL)
-		rt->listener(rt->listener_arg, tok, tok ? oauth_expires_at_ms(rt->oauth) : 0);
-}
+static const struct tokhold_ops command_ops = {
+	.fetch = src_fetch, .cancel = src_cancel, .source = "command", .start_fail_status = -1,
+	.ev_request = "redis.token_request", .ev_refreshed = "redis.token_refreshed",
+	.ev_error = "redis.token_error", .ev_expired = "redis.token_expired",
+	.ev_refused = "redis.token_refused", .ev_short = "redis.token_short",
+};
 
 /* ---- public ---- */
 
@@ -564,6 +437,23 @@ init_timer(struct rtoken *rt, ev_timer *t, void (*cb)(struct ev_loop *, ev_timer
 {
 	ev_init(t, cb);
 	t->data = rt;
+}
+
+/* [redis] auth = command: the program split and checked, and its holder. */
+static int
+command_new(struct rtoken *rt, const struct cfg *cfg, long lead_ms, char *err, size_t errlen)
+{
+	struct tokhold_params p = {cfg->oauth.refresh_ratio, cfg->oauth.min_refresh_interval_ms,
+	    lead_ms};
+
+	if ((rt->argv = token_command_argv(cfg->redis.token_command, err, errlen)) == NULL)
+		return -1;
+	if ((rt->out = malloc(RTOKEN_OUTPUT_MAX)) == NULL ||
+	    (rt->hold = tokhold_new(rt->loop, &command_ops, rt, &p)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	return rtoken_command_trusted(rt->argv[0], err, errlen);
 }
 
 struct rtoken *
@@ -578,9 +468,6 @@ rtoken_new(struct ev_loop *loop, struct http_client *http, const struct cfg *cfg
 	}
 	rt->loop = loop;
 	rt->mode = cfg->redis.auth;
-	rt->lead_ms = lead_ms;
-	rt->ratio = cfg->oauth.refresh_ratio;
-	rt->min_refresh_interval_ms = cfg->oauth.min_refresh_interval_ms;
 	rt->fd = -1;
 	ev_io_init(&rt->out_io, on_out, -1, EV_READ);
 	rt->out_io.data = rt;
@@ -588,9 +475,6 @@ rtoken_new(struct ev_loop *loop, struct http_client *http, const struct cfg *cfg
 	init_timer(rt, &rt->reap, on_reap);
 	ev_child_init(&rt->child, on_child, 0, 0);
 	rt->child.data = rt;
-	init_timer(rt, &rt->fetch_timer, on_fetch_timer);
-	init_timer(rt, &rt->expiry_timer, on_expiry);
-	init_timer(rt, &rt->notify_timer, on_notify);
 	switch (rt->mode) {
 	case CFG_REDIS_PASSWORD:
 		if (cfg->redis.password_file && secrets_read_cfg(cfg, cfg->redis.password_file,
@@ -604,17 +488,11 @@ rtoken_new(struct ev_loop *loop, struct http_client *http, const struct cfg *cfg
 		if ((rt->oauth = oauth_new_scoped(loop, http, cfg, &sc, err, errlen)) == NULL)
 			goto fail;
 		oauth_set_refresh_lead(rt->oauth, lead_ms);
-		oauth_set_listener(rt->oauth, on_oauth, rt);
+		rt->hold = oauth_holder(rt->oauth);
 		break;
 	}
 	case CFG_REDIS_COMMAND:
-		if ((rt->argv = token_command_argv(cfg->redis.token_command, err, errlen)) == NULL ||
-		    (rt->out = malloc(RTOKEN_OUTPUT_MAX)) == NULL) {
-			if (rt->argv != NULL)
-				snprintf(err, errlen, "out of memory");
-			goto fail;
-		}
-		if (rtoken_command_trusted(rt->argv[0], err, errlen) < 0)
+		if (command_new(rt, cfg, lead_ms, err, errlen) < 0)
 			goto fail;
 		break;
 	}
@@ -629,11 +507,11 @@ rtoken_free(struct rtoken *rt)
 {
 	if (rt == NULL)
 		return;
+	if (rt->oauth != NULL)
+		oauth_free(rt->oauth);	/* and its holder */
+	else
+		tokhold_free(rt->hold);	/* stops the run in flight */
 	kill_run(rt);
-	ev_timer_stop(rt->loop, &rt->fetch_timer);
-	ev_timer_stop(rt->loop, &rt->notify_timer);
-	drop_token(rt);
-	oauth_free(rt->oauth);
 	if (rt->password != NULL)
 		secrets_free(rt->password, rt->password_len);
 	token_command_argv_free(rt->argv);
@@ -644,13 +522,8 @@ rtoken_free(struct rtoken *rt)
 void
 rtoken_start(struct rtoken *rt)
 {
-	if (rt->started)
-		return;
-	rt->started = 1;
-	if (rt->oauth != NULL)
-		oauth_start(rt->oauth);
-	else if (rt->mode == CFG_REDIS_COMMAND)
-		fetch(rt);
+	if (rt->hold != NULL)
+		tokhold_start(rt->hold);
 }
 
 int
@@ -662,89 +535,48 @@ rtoken_is_static(const struct rtoken *rt)
 const char *
 rtoken_secret(const struct rtoken *rt, int64_t now_ms)
 {
-	switch (rt->mode) {
-	case CFG_REDIS_PASSWORD:
+	if (rt->hold == NULL)
 		return rt->password;
-	case CFG_REDIS_OAUTH:
-		return oauth_token(rt->oauth, now_ms, -TOKEN_SAFETY_MS);
-	case CFG_REDIS_COMMAND:
-		return rt->token != NULL && rt->expires_at_ms > now_ms ? rt->token : NULL;
-	}
-	return NULL;
+	/* a token lives until its very end for AUTH: no action's margin */
+	return tokhold_token(rt->hold, now_ms, -TOKEN_SAFETY_MS);
 }
 
 int64_t
 rtoken_expires_at_ms(const struct rtoken *rt)
 {
-	if (rt->oauth != NULL)
-		return oauth_expires_at_ms(rt->oauth);
-	return rt->token != NULL ? rt->expires_at_ms : 0;
-}
-
-int
-rtoken_usable(const struct rtoken *rt, int64_t now_ms)
-{
-	if (rt->mode == CFG_REDIS_PASSWORD)
-		return 1;
-	int64_t at = rtoken_expires_at_ms(rt);
-	return at != 0 && rtoken_secret(rt, now_ms) != NULL && at - now_ms > TOKEN_SAFETY_MS;
+	return rt->hold != NULL ? tokhold_expires_at_ms(rt->hold) : 0;
 }
 
 const char *
 rtoken_state_name(const struct rtoken *rt)
 {
-	if (rt->mode == CFG_REDIS_PASSWORD)
-		return "valid";
-	if (rt->oauth != NULL)
-		return oauth_state_name(rt->oauth);
-	if (rt->token != NULL)
-		return "valid";
-	if (rt->pid != 0 || (rt->failures == 0 && ev_is_active(&rt->fetch_timer)))
-		return "refreshing";
-	return rt->failures > 0 ? "error" : "none";
+	return rt->hold != NULL ? tokhold_state_name(rt->hold) : "valid";
 }
 
 long long
 rtoken_refreshes(const struct rtoken *rt)
 {
-	return rt->oauth != NULL ? oauth_refreshes(rt->oauth) : rt->refreshes;
+	return rt->hold != NULL ? tokhold_refreshes(rt->hold) : 0;
 }
 
 uint64_t
 rtoken_generation(const struct rtoken *rt)
 {
-	return rt->oauth != NULL ? oauth_generation(rt->oauth) : rt->generation;
+	return rt->hold != NULL ? tokhold_generation(rt->hold) : 0;
 }
 
 void
 rtoken_set_listener(struct rtoken *rt, rtoken_listener *cb, void *arg)
 {
-	rt->listener = cb;
-	rt->listener_arg = arg;
+	if (rt->hold != NULL)
+		tokhold_set_listener(rt->hold, cb, arg);
 }
 
 void
 rtoken_refused(struct rtoken *rt, uint64_t gen)
 {
-	if (rt->oauth != NULL) {
-		oauth_invalidate_gen(rt->oauth, gen);
-		return;
-	}
-	if (rt->mode != CFG_REDIS_COMMAND || rt->token == NULL || gen != rt->generation)
-		return;
-	rt->refused = rt->after_refusal && rt->refused < 1000 ? rt->refused + 1 : 1;
-	drop_token(rt);
-	schedule_notify(rt);
-	if (rt->pid != 0)
-		return;
-	int64_t wait = token_refused_fetch_at_ms(rt->last_fetch_ms, rt->min_refresh_interval_ms,
-	    rt->refused) - wtime_mono_ms();
-	log_info("redis.token_refused", "refused_in_row=%d fetch_in_ms=%lld", rt->refused,
-	    (long long)(wait > 0 ? wait : 0));
-	if (wait > 0)
-		arm(rt, &rt->fetch_timer, wait);
-	else
-		fetch(rt);
+	if (rt->hold != NULL)
+		tokhold_refused(rt->hold, gen);
 }
 
 static void
@@ -787,8 +619,9 @@ rtoken_fetch_once(const struct cfg *cfg, long timeout_ms, char **secret, size_t 
 			break;
 		}
 		if (strcmp(rtoken_state_name(rt), "error") == 0 || now >= end) {
-			snprintf(err, errlen, "no token for Redis: %s", rt->last_error[0] ?
-			    rt->last_error : now >= end ? "timed out" : "the IdP did not issue one");
+			const char *why = tokhold_last_error(rt->hold);
+			snprintf(err, errlen, "no token for Redis: %s", why[0] ? why :
+			    now >= end ? "timed out" : "the IdP did not issue one");
 			break;
 		}
 		ev_run(loop, EVRUN_ONCE);
