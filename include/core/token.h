@@ -177,9 +177,5 @@ int token_command_parse(const char *out, size_t len, char **token, long long *ex
 			char *err, size_t errlen)
 	__attribute__((warn_unused_result));
 
-/* Base64url without padding (RFC 7515 §2). Caller frees; NULL when out of
- * memory. */
-char *token_b64url_encode(const unsigned char *in, size_t n)
-	__attribute__((warn_unused_result));
 
 #endif

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jose/b64url.h"
 #include "jose/dpop.h"
 #include "jose/jws.h"
 #include "base/log.h"
@@ -86,7 +87,7 @@ cert_thumbprint(const char *pem, size_t len, char **out)
 
 	*out = NULL;
 	if (n > 0 && SHA256(der, (size_t)n, md) != NULL)
-		*out = token_b64url_encode(md, sizeof md);
+		*out = b64url_encode(md, sizeof md);
 	OPENSSL_free(der);
 	X509_free(x);
 	BIO_free(bio);

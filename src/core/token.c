@@ -20,14 +20,6 @@
 /* Larger lifetimes are cut down to this (ten years): keeps ms in range. */
 #define LIFETIME_MAX_S	(10LL * 365 * 24 * 3600)
 
-/* ---- base64url ---- */
-
-char *
-token_b64url_encode(const unsigned char *in, size_t n)
-{
-	return b64url_encode(in, n);
-}
-
 /* ---- lifetime ---- */
 
 /* A positive numeric claim (seconds), or -1. */
