@@ -90,6 +90,16 @@ struct token_redis_view {
 int token_redis_blocks_reading(const struct token_redis_view *v, int64_t now_ms);
 
 /*
+ * R20: whether Redis refusing the credential (NOAUTH, WRONGPASS, ...) on
+ * connections last given the token of generation given_gen blames the
+ * token of generation held_gen, the one held now: only when it is that
+ * token. A refusal of an older one, met before the connections were given
+ * the newer (a token can arrive between two connections' refusals), asks
+ * for nothing: the newer is on its way to them. Pure.
+ */
+int token_redis_refusal_blames(uint64_t given_gen, uint64_t held_gen);
+
+/*
  * application/x-www-form-urlencoded: `pairs` is name, value, name, value, ...,
  * ended by a NULL name (a value must not be NULL). RFC 3986 unreserved
  * characters are kept, space becomes '+', every other byte %XX (upper case).

@@ -144,6 +144,12 @@ token_redis_blocks_reading(const struct token_redis_view *v, int64_t now_ms)
 	return v->expires_at_ms == 0 || v->expires_at_ms - now_ms <= TOKEN_SAFETY_MS;
 }
 
+int
+token_redis_refusal_blames(uint64_t given_gen, uint64_t held_gen)
+{
+	return given_gen == held_gen;
+}
+
 /* ---- form encoding ---- */
 
 static int

@@ -19,6 +19,7 @@
 #include "auth/oauth.h"
 #include "redis/rconn.h"
 #include "auth/rtoken.h"
+#include "core/token.h"
 #include "redis/rtls.h"
 #include "redis/script.h"
 #include "worker/sdnotify.h"
@@ -286,6 +287,7 @@ engine_on_redis_token(void *arg, const char *secret, int64_t expires_at_ms)
 		}
 		return;
 	}
+	eng->redis_gen_given = rtoken_generation(eng->rt);
 	reauth_all(eng, secret, expires_at_ms);
 	/* R20: the writes held meanwhile go after the AUTH just queued, each
 	 * entry reclaimed to us first */
@@ -327,7 +329,9 @@ on_redis_auth(void *arg, int ok, const char *kind)
 		 * (a static password has none coming: R17's retries) */
 		for (size_t i = 0; i < eng->nshards; i++)
 			ejobs_redis_auth_lost(eng->shards[i].jobs);
-		rtoken_refused(eng->rt, rtoken_generation(eng->rt));
+		/* the refusal of a token older than the one held blames nothing */
+		if (token_redis_refusal_blames(eng->redis_gen_given, rtoken_generation(eng->rt)))
+			rtoken_refused(eng->rt, rtoken_generation(eng->rt));
 	}
 }
 
@@ -388,6 +392,7 @@ engine_connect_redis(struct engine *eng, char *err, size_t errlen)
 	if (setup_sentinels(eng, err, errlen) < 0 || setup_disc(eng, err, errlen) < 0)
 		return -1;
 	int64_t now = wtime_mono_ms();
+	eng->redis_gen_given = rtoken_generation(eng->rt);
 	struct rconn_opts o = redis_opts(cfg, rtoken_secret(eng->rt, now),
 	    rtoken_is_static(eng->rt) ? 0 : rtoken_expires_at_ms(eng->rt),
 	    /* R19: a WAIT holds its connection's replies that long */

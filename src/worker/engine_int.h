@@ -115,6 +115,8 @@ struct engine {
 	struct rtoken *rt;
 	int redis_connected;		/* connect_redis ran (with a token: at the first) */
 	int paused_for_redis_token;
+	uint64_t redis_gen_given;	/* the Redis token generation the connections were last
+					   given (token_redis_refusal_blames) */
 
 	int64_t started_at;
 	struct engine_counters n;	/* every shard's jobs count here */

@@ -202,6 +202,16 @@ test_redis_blocks_reading(void **state)
 	tok.expires_at_ms = 0;	/* none held, on a clock still near 0 */
 	assert_int_equal(token_redis_blocks_reading(&tok, 0), 1);
 }
+/* R20: a refusal blames the token held only when the connections had it. */
+static void
+test_redis_refusal_blames(void **state)
+{
+	(void)state;
+	assert_int_equal(token_redis_refusal_blames(0, 0), 1);	/* a password: gen 0 */
+	assert_int_equal(token_redis_refusal_blames(3, 3), 1);	/* the token they have */
+	assert_int_equal(token_redis_refusal_blames(3, 4), 0);	/* a newer one is on its way */
+	assert_int_equal(token_redis_refusal_blames(0, 1), 0);	/* the first, not yet given */
+}
 
 static void
 test_form_encode(void **state)
@@ -551,6 +561,7 @@ main(void)
 		cmocka_unit_test(test_command_parse),
 		cmocka_unit_test(test_usable_boundary),
 		cmocka_unit_test(test_redis_blocks_reading),
+		cmocka_unit_test(test_redis_refusal_blames),
 		cmocka_unit_test(test_refused_fetch_spacing),
 		cmocka_unit_test(test_form_encode),
 		cmocka_unit_test(test_basic_userpwd),
