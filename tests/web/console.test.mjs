@@ -210,6 +210,29 @@ test('without a session: every page sends to /login, the API and a POST are refu
   assert.equal(noToken.headers.get('set-cookie')?.includes('wsid='), false);
 });
 
+test('one loop serves it all: a body over 8 KiB is refused (413), a connection is kept', async () => {
+  // hsrv answers 413 itself, before any handler: not a login form, no cookie
+  const big = await fetch(`${base}/login`, { method: 'POST', body: `csrf=x&user=${'u'.repeat(9000)}`,
+    headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  assert.equal(big.status, 413);
+  assert.equal(big.headers.get('set-cookie'), null);
+  const ok = await fetch(`${base}/login`, { method: 'POST', body: `csrf=x&user=${'u'.repeat(8000)}`,
+    headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  assert.equal(ok.status, 403);	// under the cap: the CSRF check's answer
+  // keep-alive: the second answer comes on the first one's socket
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const get = () => new Promise((resolve, reject) => {
+    const req = http.get(`${base}/login`, { agent }, (res) => {
+      res.resume();
+      res.once('end', () => resolve({ status: res.statusCode, reused: req.reusedSocket }));
+    });
+    req.on('error', reject);
+  });
+  const first = await get(), second = await get();
+  agent.destroy();
+  assert.deepEqual([first, second], [{ status: 200, reused: false }, { status: 200, reused: true }]);
+});
+
 test('the unix socket serves the same console, mode 0660', async () => {
   const socketPath = path.join(tmp, 'web.sock');
   assert.equal(fs.statSync(socketPath).mode & 0o777, 0o660);
