@@ -229,6 +229,35 @@ post_ok(const struct hsrv_req *q, const struct wroute *rt, const struct wsess *s
 	    CRYPTO_memcmp(csrf, login, WSESS_ID_LEN) == 0;
 }
 
+/* [web] trusted_user_header, honoured on a unix socket only (0660: the
+ * proxy's group; over TCP anyone could send it): the proxy's user gets a
+ * session (a new one when the request has none, or one of another user),
+ * its cookie into set (else set is ""). The session to use, or s. */
+static const struct wsess *
+proxy_session(struct wserve *w, const struct hsrv_req *q, const struct wsess *s, int64_t now,
+	      char *set, size_t n)
+{
+	const char *user = hsrv_req_header(q, w->cfg->web.trusted_user_header);
+	unsigned char rnd[WSESS_RAND];
+	char peer[INET6_ADDRSTRLEN + 8];
+
+	set[0] = '\0';
+	hsrv_req_peer(q, peer, sizeof peer);
+	if (user == NULL || strcmp(peer, "unix") != 0 || !wpass_user_valid(user))
+		return s;
+	if (s != NULL && strcmp(s->user, user) == 0)
+		return s;
+	if (s != NULL)
+		wsess_end(w->sess, s->id);
+	s = NULL;
+	if (rnd_bytes(rnd, sizeof rnd) == 0 && (s = wsess_create(w->sess, user, now, rnd)) != NULL) {
+		log_info("web.login", "user=%s source=proxy", LOG_Q(user));
+		cookie(set, n, w, COOKIE, s->id, "/", 0);
+	}
+	explicit_bzero(rnd, sizeof rnd);
+	return s;
+}
+
 /* ---- routing ---- */
 
 /* What the request asks for, once its session and (a POST) its token are
@@ -276,7 +305,7 @@ route(void *arg, const struct hsrv_req *q, const char *method, const char *url,
 {
 	struct wserve *w = arg;
 	const char *ck = hsrv_req_header(q, "Cookie");
-	char sid[WSESS_ID_LEN + 2];
+	char sid[WSESS_ID_LEN + 2], proxy_set[256] = "";
 	const struct wsess *s = NULL;
 	const struct wasset *as = NULL;
 	struct wview_out v = {0};
@@ -286,6 +315,8 @@ route(void *arg, const struct hsrv_req *q, const char *method, const char *url,
 	wroute_match(method, url, &rt);
 	if (ck && wroute_cookie_get(ck, COOKIE, sid, sizeof sid) == 0)
 		s = wsess_find(w->sess, sid, now);
+	if (w->cfg->web.trusted_user_header != NULL && rt.id != WR_ASSET)
+		s = proxy_session(w, q, s, now, proxy_set, sizeof proxy_set);
 	if (rt.id == WR_ASSET)
 		as = wasset_find(rt.arg);
 	if (rt.id == WR_NOT_FOUND || (rt.id == WR_ASSET && as == NULL))
@@ -312,6 +343,8 @@ route(void *arg, const struct hsrv_req *q, const char *method, const char *url,
 			    "or wrong (reload the page)");
 	} else
 		dispatch(w, q, &rt, s, now, a);
+	if (proxy_set[0] != '\0' && hsrv_answer_header(a, "Set-Cookie", proxy_set) != 0)
+		a->status = 500;	/* no session without its cookie */
 }
 
 /* ---- the servers ---- */

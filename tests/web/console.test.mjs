@@ -136,6 +136,7 @@ max_attempts = 2
 listen = 127.0.0.1:${webPort} unix:${path.join(tmp, 'web.sock')}
 users_file = users
 idle_timeout_s = 600
+trusted_user_header = X-Forwarded-User
 [action gate.open]
 url = http://127.0.0.1:${targetPort}/gates/{resource}/open
 auth = none
@@ -242,6 +243,26 @@ test('the unix socket serves the same console, mode 0660', async () => {
   res.resume();
   assert.equal(res.statusCode, 303);
   assert.equal(res.headers.location, '/login');
+});
+
+test('a trusted proxy header makes a session on the unix socket, and only there', async () => {
+  const socketPath = path.join(tmp, 'web.sock');
+  const viaUnix = (user) => new Promise((resolve, reject) => {
+    http.get({ socketPath, path: '/', headers: { host: 'localhost', 'x-forwarded-user': user } }, (res) => {
+      let body = '';
+      res.on('data', (c) => { body += c; });
+      res.on('end', () => resolve({ status: res.statusCode, cookie: res.headers['set-cookie'] ?? [], body }));
+    }).on('error', reject);
+  });
+  const ok = await viaUnix('proxied.alice');
+  assert.equal(ok.status, 200);
+  assert.match(ok.cookie.join(';'), /wsid=[0-9a-f]{64}; Path=\/; HttpOnly; SameSite=Strict/);
+  assert.match(ok.body, /proxied\.alice/);
+  assert.equal((await viaUnix('not a user name')).status, 303);
+  // over TCP anyone could send it: ignored
+  const viaTcp = await fetch(`${base}/`, { redirect: 'manual', headers: { 'x-forwarded-user': 'proxied.alice' } });
+  assert.equal(viaTcp.status, 303);
+  assert.equal(viaTcp.headers.get('location'), '/login');
 });
 
 // the [web] section of the file, replaced: another console on the same data
