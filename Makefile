@@ -51,7 +51,7 @@ ITEST_BIN := $(ITEST_SRC:tests/integration/%.c=$(BUILD)/tests/%)
 
 .PHONY: all bins unit modes deps clients-deps clients-test bench-clients test test-unit test-asan test-integration demo bench bench-scale \
 	bench-peers bench-slow \
-	interop interop-oidc interop-cerbos test-web lint-web \
+	interop interop-oidc interop-cerbos test-web test-web-load lint-web \
 	install clean lint-man \
 	deb test-deb faults soak fuzz fuzz-build lint scan-objs valgrind
 .SUFFIXES:
@@ -183,6 +183,15 @@ lint-web: $(GEN_H)
 # downloaded at test time but those packages (npm ci).
 test-web: all $(BUILD)/tests/fake_target
 	@sh tests/web/run.sh $(BUILD)
+
+# The same, and the closing note's load (tests/README.md "The console under
+# load"): 10 browsers on the overview beside a worker kept at full speed by
+# bench/mkrecords (ids from BENCH_FIRST), about 40 s more.
+test-web-load: all $(BUILD)/tests/fake_target $(BUILD)/tests/mkrecords
+	@WEB_LOAD=1 sh tests/web/run.sh $(BUILD)
+
+$(BUILD)/tests/mkrecords: bench/mkrecords.c $(LIB) $(HEADERS) | $(BUILD)/tests
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(PKG_LIBS)
 
 unit: $(UNIT_BIN) $(FAKE_BIN) $(ITEST_BIN) $(BINS) $(FAULTS_BIN) modes
 

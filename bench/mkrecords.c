@@ -6,7 +6,8 @@
  *   XADD PREFIX:jobs * id bench-<i>
  * where <R> is the record (warrantd(7) §3.1) as plain JSON, or a JWS signed with the
  * key when one is given (with BENCH_NO_XADD=1 only the HSETs: bench/pace.c
- * enqueues later, at a steady rate): ES256 with a PEM private key, HS256 with a file
+ * enqueues later, at a steady rate; with BENCH_FIRST=N the ids start at bench-N, for
+ * a feeder that tops a queue up batch by batch): ES256 with a PEM private key, HS256 with a file
  * whose name ends in ".secret" (the HMAC secret, trailing blanks dropped). Records are valid for $BENCH_EXPIRES_S (3600) s.
  * Built by bench/run.sh against the project's libwarrant.a; not part of the
  * daemon.
@@ -110,10 +111,12 @@ main(int argc, char **argv)
 	}
 	int no_xadd = getenv("BENCH_NO_XADD") != NULL;
 	long count = atol(argv[1]);
+	const char *first_env = getenv("BENCH_FIRST");
+	long first = first_env && *first_env ? atol(first_env) : 1;
 	int64_t now = wtime_now_ms();
 	wtime_format_rfc3339(now, created, sizeof created);
 	snprintf(stream, sizeof stream, "%s:jobs", argv[2]);
-	for (long i = 1; i <= count; i++) {
+	for (long i = first; i < first + count; i++) {
 		snprintf(id, sizeof id, "bench-%ld", i);
 		snprintf(hash, sizeof hash, "%s:decision:%s", argv[2], id);
 		char *rec = make_record(id, i, now, expires_s, alg, key, key_len);

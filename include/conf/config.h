@@ -203,6 +203,7 @@ struct cfg {
 		char *tls_cert_file, *tls_key_file;	/* both or neither */
 		char *users_file;	/* user:hash lines (warrantd-web passwd) */
 		long idle_timeout_s;	/* a session unused this long ends */
+		char *trusted_user_header; /* a proxy's user, on the unix socket only */
 	} web;
 
 	struct cfg_role roles[CFG_NROLES];

@@ -549,6 +549,7 @@ static const struct key web_keys[] = {
 	{"tls_key_file", set_str, C(web.tls_key_file), 0, 0},
 	{"users_file", set_str, C(web.users_file), 0, 0},
 	{"idle_timeout_s", set_long, C(web.idle_timeout_s), 60, 86400},
+	{"trusted_user_header", set_str, C(web.trusted_user_header), 0, 0},
 	{NULL, NULL, 0, 0, 0},
 };
 
@@ -810,6 +811,7 @@ cfg_free(struct cfg *cfg)
 	free(cfg->web.tls_cert_file);
 	free(cfg->web.tls_key_file);
 	free(cfg->web.users_file);
+	free(cfg->web.trusted_user_header);
 	for (size_t i = 0; i < cfg->nactions; i++) {
 		free(cfg->actions[i].name);
 		free(cfg->actions[i].url);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <arpa/inet.h>
 
 #include <microhttpd.h>
 
@@ -35,6 +36,16 @@ struct hsrv {
 	const char *ev_accept, *ev_http;	/* event names */
 	hsrv_handler_fn *handler;
 	void *arg;
+	size_t body_max;
+	int keep_alive;
+};
+
+/* A request's state across MHD's calls: its body so far. */
+struct hsrv_req {
+	struct MHD_Connection *conn;
+	size_t len, cap;
+	int too_big;
+	char body[];		/* cap + 1 bytes */
 };
 
 /* MHD_run, then the timer MHD asks for: it may have work left (0 ms), or
@@ -106,38 +117,161 @@ accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	run_mhd(s);
 }
 
+int
+hsrv_answer_header(struct hsrv_answer *a, const char *name, const char *value)
+{
+	if (a->nheaders >= HSRV_HEADERS)
+		return -1;
+	if (!(a->headers[a->nheaders].value = strdup(value)))
+		return -1;
+	a->headers[a->nheaders++].name = name;
+	return 0;
+}
+
+static void
+answer_clear(struct hsrv_answer *a)
+{
+	if (!a->body_static)
+		free(a->body);
+	for (size_t i = 0; i < a->nheaders; i++)
+		free(a->headers[i].value);
+}
+
+const char *
+hsrv_req_header(const struct hsrv_req *q, const char *name)
+{
+	return MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, name);
+}
+
+const char *
+hsrv_req_arg(const struct hsrv_req *q, const char *name)
+{
+	return MHD_lookup_connection_value(q->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+struct each {
+	const char *name;
+	hsrv_each_fn *fn;
+	void *arg;
+};
+
+static mhd_result
+each_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	const struct each *e = cls;
+
+	(void)kind;
+	if (strcmp(key, e->name) != 0)
+		return MHD_YES;
+	return e->fn(e->arg, value ? value : "") == 0 ? MHD_YES : MHD_NO;
+}
+
+void
+hsrv_req_args(const struct hsrv_req *q, const char *name, hsrv_each_fn *fn, void *arg)
+{
+	struct each e = {name, fn, arg};
+
+	(void)MHD_get_connection_values(q->conn, MHD_GET_ARGUMENT_KIND, each_arg, &e);
+}
+
+const char *
+hsrv_req_body(const struct hsrv_req *q, size_t *len)
+{
+	*len = q->len;
+	return q->body;
+}
+
+void
+hsrv_req_peer(const struct hsrv_req *q, char *buf, size_t n)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(q->conn,
+	    MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+
+	snprintf(buf, n, "unix");
+	if (sa && sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, buf,
+		    (socklen_t)n);
+	else if (sa && sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
+		    buf, (socklen_t)n);
+}
+
+static mhd_result
+queue(const struct hsrv *s, struct MHD_Connection *conn, struct hsrv_answer *a)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(a->len, a->body ? a->body : "",
+	    a->body && !a->body_static ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+
+	if (r == NULL) {
+		answer_clear(a);
+		return MHD_NO;
+	}
+	a->body_static = 1;	/* the response owns it now */
+	(void)MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, a->content_type);
+	if (a->allow)
+		(void)MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, a->allow);
+	for (size_t i = 0; i < a->nheaders; i++)
+		(void)MHD_add_response_header(r, a->headers[i].name, a->headers[i].value);
+	if (!s->keep_alive)
+		(void)MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+	mhd_result rc = MHD_queue_response(conn, (unsigned)a->status, r);
+	MHD_destroy_response(r);
+	answer_clear(a);
+	return rc;
+}
+
 static mhd_result
 answer(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
        const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
 	struct hsrv *s = cls;
+	struct hsrv_req *q = *con_cls;
 	struct hsrv_answer a = {.status = 500, .content_type = "text/plain; charset=utf-8"};
-	(void)version, (void)upload_data, (void)upload_data_size;
+	(void)version;
 
-	if (*con_cls == NULL) {	/* the head: answer on the next call */
-		*con_cls = s;
+	if (q == NULL) {	/* the head: answer once the body is in */
+		if (!(q = calloc(1, sizeof *q + s->body_max + 1)))
+			return MHD_NO;
+		q->conn = conn;
+		q->cap = s->body_max;
+		*con_cls = q;
 		return MHD_YES;
 	}
-	if (*upload_data_size != 0) {	/* a body: dropped, the answer after it */
+	if (*upload_data_size != 0) {	/* a body: kept up to body_max */
+		if (q->len + *upload_data_size > q->cap)
+			q->too_big = 1;
+		else {
+			memcpy(q->body + q->len, upload_data, *upload_data_size);
+			q->len += *upload_data_size;
+		}
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
-	s->handler(s->arg, method, url, &a);
-	struct MHD_Response *r = MHD_create_response_from_buffer(a.len, a.body ? a.body : "",
-	    a.body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
-	if (r == NULL) {
-		free(a.body);
-		return MHD_NO;
+	if (q->too_big && s->body_max > 0) {
+		a.status = 413;
+		a.body = (char *)"Content Too Large\n";
+		a.len = strlen(a.body);
+		a.body_static = 1;
+	} else
+		s->handler(s->arg, q, method, url, &a);
+	return queue(s, conn, &a);
+}
+
+/* The end of a request, answered or not: its body wiped (a password,
+ * maybe) and freed. */
+static void
+completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+	  enum MHD_RequestTerminationCode toe)
+{
+	struct hsrv_req *q = *con_cls;
+	(void)cls, (void)conn, (void)toe;
+
+	if (q != NULL) {
+		explicit_bzero(q->body, q->len);
+		free(q);
 	}
-	(void)MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, a.content_type);
-	if (a.allow)
-		(void)MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, a.allow);
-	/* One answer a connection: it frees its place in the budget at once
-	 * (a scrape every few seconds gains nothing by keep-alive). */
-	(void)MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
-	mhd_result rc = MHD_queue_response(conn, (unsigned)a.status, r);
-	MHD_destroy_response(r);
-	return rc;
+	*con_cls = NULL;
 }
 
 /* MHD's own complaints (a malformed request, a refused connection) as log
@@ -190,11 +324,23 @@ start_mhd(struct hsrv *s, const struct hsrv_limits *l)
 	unsigned flags = MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG |
 	    MHD_USE_SUPPRESS_DATE_NO_CLOCK;
 
+	if (l->tls_cert != NULL)
+		return MHD_start_daemon(flags | MHD_USE_TLS, 0, NULL, NULL, answer, s,
+		    MHD_OPTION_CONNECTION_LIMIT, l->total,
+		    MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->per_peer,
+		    MHD_OPTION_CONNECTION_TIMEOUT, l->timeout_s,
+		    MHD_OPTION_CONNECTION_MEMORY_LIMIT, l->head_max,
+		    MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+		    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+		    MHD_OPTION_HTTPS_MEM_CERT, l->tls_cert,
+		    MHD_OPTION_HTTPS_MEM_KEY, l->tls_key,
+		    MHD_OPTION_END);
 	return MHD_start_daemon(flags, 0, NULL, NULL, answer, s,
 	    MHD_OPTION_CONNECTION_LIMIT, l->total,
 	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->per_peer,
 	    MHD_OPTION_CONNECTION_TIMEOUT, l->timeout_s,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, l->head_max,
+	    MHD_OPTION_NOTIFY_COMPLETED, completed, s,
 	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
 	    MHD_OPTION_END);
 }
@@ -215,6 +361,8 @@ hsrv_new(struct ev_loop *loop, const struct listen_addr *addr, const struct hsrv
 	s->arg = arg;
 	s->ev_accept = limits->ev_accept;
 	s->ev_http = limits->ev_http;
+	s->body_max = limits->body_max;
+	s->keep_alive = limits->keep_alive;
 	if ((s->fd = listen_on(addr, err, errlen)) < 0) {
 		free(s);
 		return NULL;
@@ -222,7 +370,8 @@ hsrv_new(struct ev_loop *loop, const struct listen_addr *addr, const struct hsrv
 	const union MHD_DaemonInfo *info = NULL;
 	if (!(s->d = start_mhd(s, limits)) ||
 	    !(info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_EPOLL_FD))) {
-		snprintf(err, errlen, "libmicrohttpd did not start");
+		snprintf(err, errlen, "libmicrohttpd did not start%s", limits->tls_cert ?
+		    " (is the TLS key the certificate's?)" : "");
 		if (s->d)
 			MHD_stop_daemon(s->d);
 		close(s->fd);

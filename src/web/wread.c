@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
+/* wread: the connection, the overview, the dead letters and the charts' buckets
+ * (wread.h); the jobs and one job are wread_jobs.c's. */
 #define _DEFAULT_SOURCE
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,23 +19,12 @@
 #include "worker/wstats.h"
 #include "wjob.h"
 #include "wread.h"
+#include "wread_int.h"
 #include "base/wtime.h"
 
 #define TIMEOUT_MS	5000
 #define MAX_ARGS	16
-#define SCAN_MAX	2000	/* entries of one source a jobs page looks at */
-#define AUDIT_MAX	1000	/* audit entries of one job shown */
 
-struct wread {
-	const struct cfg *cfg;
-	redisContext *c;
-	char *key;		/* the verification key (secrets_free) */
-	size_t key_len;
-	unsigned nshards;
-	struct store_keys keys;	/* of the shard in use */
-	char prefix[STORE_KEY_MAX];
-	unsigned shard;
-};
 
 struct wread *
 wread_new(const struct cfg *cfg, char *err, size_t errlen)
@@ -74,8 +65,8 @@ wread_free(struct wread *r)
 	free(r);
 }
 
-static int
-use_shard(struct wread *r, unsigned i, char *err, size_t errlen)
+int
+wread_use_shard(struct wread *r, unsigned i, char *err, size_t errlen)
 {
 	if (cluster_shard_prefix(r->prefix, sizeof r->prefix, r->cfg->redis.prefix, i,
 	    (unsigned)r->cfg->redis.shards) != 0 ||
@@ -165,8 +156,8 @@ fail:
 /* One command; a connection lost on the way is made again once. The
  * reply (caller frees with freeReplyObject), an error reply included, or
  * NULL with err. */
-static redisReply *
-cmdv(struct wread *r, int argc, const char **argv, char *err, size_t errlen)
+redisReply *
+wread_cmdv(struct wread *r, int argc, const char **argv, char *err, size_t errlen)
 {
 	for (int tries = 0; tries < 2; tries++) {
 		if (connect_redis(r, err, errlen) != 0)
@@ -181,12 +172,9 @@ cmdv(struct wread *r, int argc, const char **argv, char *err, size_t errlen)
 	return NULL;
 }
 
-static redisReply *cmd(struct wread *r, char *err, size_t errlen, const char *first, ...)
-	__attribute__((sentinel));
-
 /* cmdv of the NULL-terminated strings; an error reply is an error here. */
-static redisReply *
-cmd(struct wread *r, char *err, size_t errlen, const char *first, ...)
+redisReply *
+wread_cmd(struct wread *r, char *err, size_t errlen, const char *first, ...)
 {
 	const char *argv[MAX_ARGS];
 	int argc = 0;
@@ -197,7 +185,7 @@ cmd(struct wread *r, char *err, size_t errlen, const char *first, ...)
 	while (argc < MAX_ARGS && (argv[argc] = va_arg(ap, const char *)) != NULL)
 		argc++;
 	va_end(ap);
-	redisReply *rep = cmdv(r, argc, argv, err, errlen);
+	redisReply *rep = wread_cmdv(r, argc, argv, err, errlen);
 	const char *why = rep ? sreply_error_text(sreply_of(rep)) : NULL;
 	if (why != NULL) {
 		snprintf(err, errlen, "redis: %s: %s", first, why);
@@ -209,8 +197,8 @@ cmd(struct wread *r, char *err, size_t errlen, const char *first, ...)
 
 /* A reply as JSON: strings through ctl_scalar (integers as numbers, as
  * warrantctl shows them), arrays element by element. */
-static json_t *
-reply_json(const struct sreply *v)
+json_t *
+wread_reply_json(const struct sreply *v)
 {
 	long long n;
 	size_t len;
@@ -227,7 +215,7 @@ reply_json(const struct sreply *v)
 	if (sreply_array_len(v, &len) == 0) {
 		json_t *a = json_array();
 		for (size_t i = 0; i < len; i++)
-			json_array_append_new(a, reply_json(sreply_element(v, i)));
+			json_array_append_new(a, wread_reply_json(sreply_element(v, i)));
 		return a;
 	}
 	return json_null();
@@ -235,8 +223,8 @@ reply_json(const struct sreply *v)
 
 /* A flat field/value array (HGETALL, a stream entry's fields) into o,
  * without `skip`. */
-static void
-add_flat(json_t *o, const struct sreply *arr, const char *skip)
+void
+wread_add_flat(json_t *o, const struct sreply *arr, const char *skip)
 {
 	size_t n = 0;
 
@@ -245,7 +233,7 @@ add_flat(json_t *o, const struct sreply *arr, const char *skip)
 	for (size_t i = 0; i + 1 < n; i += 2) {
 		const char *k = sreply_string(sreply_element(arr, i));
 		if (k != NULL && (skip == NULL || strcmp(k, skip) != 0))
-			json_object_set_new(o, k, reply_json(sreply_element(arr, i + 1)));
+			json_object_set_new(o, k, wread_reply_json(sreply_element(arr, i + 1)));
 	}
 }
 
@@ -253,7 +241,7 @@ static int
 length_of(struct wread *r, const char *c, const char *key, json_t *o, const char *name,
 	  char *err, size_t errlen)
 {
-	redisReply *rep = cmd(r, err, errlen, c, key, (char *)NULL);
+	redisReply *rep = wread_cmd(r, err, errlen, c, key, (char *)NULL);
 	long long n = 0;
 
 	if (rep == NULL)
@@ -271,7 +259,7 @@ static int
 group_fields(struct wread *r, json_t *st, char *err, size_t errlen)
 {
 	const char *argv[] = {"XINFO", "GROUPS", r->keys.jobs};
-	redisReply *rep = cmdv(r, 3, argv, err, errlen);
+	redisReply *rep = wread_cmdv(r, 3, argv, err, errlen);
 	const char *why = rep ? sreply_error_text(sreply_of(rep)) : NULL;
 	const struct sreply *g = NULL;
 	size_t n = 0;
@@ -298,10 +286,10 @@ group_fields(struct wread *r, json_t *st, char *err, size_t errlen)
 		    "streamLength")));
 		json_object_set_new(st, "lastDeliveredId", json_string("0-0"));
 	} else {
-		json_object_set_new(st, "lag", reply_json(sreply_field_reply(g, "lag")));
-		json_object_set_new(st, "entriesRead", reply_json(sreply_field_reply(g,
+		json_object_set_new(st, "lag", wread_reply_json(sreply_field_reply(g, "lag")));
+		json_object_set_new(st, "entriesRead", wread_reply_json(sreply_field_reply(g,
 		    "entries-read")));
-		json_object_set_new(st, "lastDeliveredId", reply_json(sreply_field_reply(g,
+		json_object_set_new(st, "lastDeliveredId", wread_reply_json(sreply_field_reply(g,
 		    "last-delivered-id")));
 	}
 	freeReplyObject(rep);
@@ -316,7 +304,7 @@ pending_fields(struct wread *r, json_t *st, int have_group, char *err, size_t er
 	redisReply *rep;
 
 	if (have_group) {
-		if ((rep = cmd(r, err, errlen, "XPENDING", r->keys.jobs, group, (char *)NULL)) == NULL)
+		if ((rep = wread_cmd(r, err, errlen, "XPENDING", r->keys.jobs, group, (char *)NULL)) == NULL)
 			return -1;
 		if (sreply_integer(sreply_element(sreply_of(rep), 0), &count) != 0)
 			count = 0;
@@ -327,14 +315,14 @@ pending_fields(struct wread *r, json_t *st, int have_group, char *err, size_t er
 	json_object_set_new(st, "oldestPendingIdleMs", json_null());
 	if (count == 0)
 		return 0;
-	if ((rep = cmd(r, err, errlen, "XPENDING", r->keys.jobs, group, "-", "+", "1",
+	if ((rep = wread_cmd(r, err, errlen, "XPENDING", r->keys.jobs, group, "-", "+", "1",
 	    (char *)NULL)) == NULL)
 		return -1;
 	const struct sreply *e = sreply_element(sreply_of(rep), 0);
 	size_t n = 0;
 	if (sreply_array_len(e, &n) == 0 && n >= 4) {
-		json_object_set_new(st, "oldestPendingId", reply_json(sreply_element(e, 0)));
-		json_object_set_new(st, "oldestPendingIdleMs", reply_json(sreply_element(e, 2)));
+		json_object_set_new(st, "oldestPendingId", wread_reply_json(sreply_element(e, 0)));
+		json_object_set_new(st, "oldestPendingIdleMs", wread_reply_json(sreply_element(e, 2)));
 	}
 	freeReplyObject(rep);
 	return 0;
@@ -379,7 +367,7 @@ consumer_fields(struct wread *r, json_t *st, int have_group, int64_t now_ms, cha
 
 	json_object_set_new(st, "consumers", consumers);
 	if (have_group) {
-		if ((rep = cmd(r, err, errlen, "XINFO", "CONSUMERS", r->keys.jobs,
+		if ((rep = wread_cmd(r, err, errlen, "XINFO", "CONSUMERS", r->keys.jobs,
 		    r->cfg->redis.group, (char *)NULL)) == NULL)
 			return -1;
 		if (sreply_array_len(sreply_of(rep), &n) != 0)
@@ -391,9 +379,9 @@ consumer_fields(struct wread *r, json_t *st, int have_group, int64_t now_ms, cha
 				continue;
 			o = consumer_entry(consumers, cn);
 			json_object_set_new(o, "inGroup", json_true());
-			json_object_set_new(o, "pending", reply_json(sreply_field_reply(info,
+			json_object_set_new(o, "pending", wread_reply_json(sreply_field_reply(info,
 			    "pending")));
-			json_object_set_new(o, "idleMs", reply_json(sreply_field_reply(info,
+			json_object_set_new(o, "idleMs", wread_reply_json(sreply_field_reply(info,
 			    "idle")));
 		}
 		freeReplyObject(rep);
@@ -402,7 +390,7 @@ consumer_fields(struct wread *r, json_t *st, int have_group, int64_t now_ms, cha
 	glob_escape(esc, sizeof esc, r->prefix);
 	snprintf(pattern, sizeof pattern, "%s:consumer:*", esc);
 	do {
-		if ((rep = cmd(r, err, errlen, "SCAN", cursor, "MATCH", pattern, "COUNT", "1000",
+		if ((rep = wread_cmd(r, err, errlen, "SCAN", cursor, "MATCH", pattern, "COUNT", "1000",
 		    (char *)NULL)) == NULL)
 			return -1;
 		const struct sreply *keys = sreply_element(sreply_of(rep), 1);
@@ -422,11 +410,11 @@ consumer_fields(struct wread *r, json_t *st, int have_group, int64_t now_ms, cha
 	} while (strcmp(cursor, "0") != 0);
 	json_object_foreach(consumers, name, o) {
 		snprintf(key, sizeof key, "%s:consumer:%s", r->prefix, name);
-		if ((rep = cmd(r, err, errlen, "HGETALL", key, (char *)NULL)) == NULL)
+		if ((rep = wread_cmd(r, err, errlen, "HGETALL", key, (char *)NULL)) == NULL)
 			return -1;
 		int live = sreply_array_len(sreply_of(rep), &n) == 0 && n > 0;
 		json_object_set_new(o, "alive", json_boolean(live));
-		add_flat(o, sreply_of(rep), NULL);
+		wread_add_flat(o, sreply_of(rep), NULL);
 		freeReplyObject(rep);
 		const char *at = json_string_value(json_object_get(o, "heartbeatAt"));
 		int64_t at_ms;
@@ -453,10 +441,10 @@ stream_status(struct wread *r, json_t *st, int64_t now_ms, char *err, size_t err
 		return -1;
 	const char *last = json_string_value(json_object_get(st, "lastDeliveredId"));
 	snprintf(from, sizeof from, "(%s", last ? last : "0-0");
-	if ((rep = cmd(r, err, errlen, "XRANGE", r->keys.jobs, from, "+", "COUNT", "1",
+	if ((rep = wread_cmd(r, err, errlen, "XRANGE", r->keys.jobs, from, "+", "COUNT", "1",
 	    (char *)NULL)) == NULL)
 		return -1;
-	json_object_set_new(st, "oldestUndelivered", reply_json(sreply_element(sreply_element(
+	json_object_set_new(st, "oldestUndelivered", wread_reply_json(sreply_element(sreply_element(
 	    sreply_of(rep), 0), 0)));
 	freeReplyObject(rep);
 	if (length_of(r, "ZCARD", r->keys.scheduled, st, "scheduled", err, errlen) < 0 ||
@@ -467,15 +455,15 @@ stream_status(struct wread *r, json_t *st, int64_t now_ms, char *err, size_t err
 }
 
 /* P:paused into o: shard 0's, where pauses are written for every worker. */
-static int
-add_paused(struct wread *r, json_t *o, char *err, size_t errlen)
+int
+wread_add_paused(struct wread *r, json_t *o, char *err, size_t errlen)
 {
 	redisReply *rep;
 
-	if (use_shard(r, 0, err, errlen) < 0 ||
-	    (rep = cmd(r, err, errlen, "HGETALL", r->keys.paused, (char *)NULL)) == NULL)
+	if (wread_use_shard(r, 0, err, errlen) < 0 ||
+	    (rep = wread_cmd(r, err, errlen, "HGETALL", r->keys.paused, (char *)NULL)) == NULL)
 		return -1;
-	add_flat(o, sreply_of(rep), NULL);
+	wread_add_flat(o, sreply_of(rep), NULL);
 	freeReplyObject(rep);
 	return 0;
 }
@@ -491,324 +479,15 @@ wread_overview(struct wread *r, int64_t now_ms, char *err, size_t errlen)
 	for (unsigned i = 0; i < r->nshards; i++) {
 		json_t *st = json_object();
 		json_array_append_new(streams, st);
-		if (use_shard(r, i, err, errlen) < 0 || stream_status(r, st, now_ms, err,
+		if (wread_use_shard(r, i, err, errlen) < 0 || stream_status(r, st, now_ms, err,
 		    errlen) < 0)
 			goto fail;
-		if (i == 0 && add_paused(r, paused, err, errlen) < 0)
+		if (i == 0 && wread_add_paused(r, paused, err, errlen) < 0)
 			goto fail;
 	}
 	return ov;
 fail:
 	json_decref(ov);
-	return NULL;
-}
-
-/* ---- jobs ---- */
-
-struct jobs {
-	struct wread *r;
-	const struct wroute_jobq *q;
-	int64_t now_ms;
-	json_t *seen, *out;
-	long skip;		/* matches still to pass over (earlier pages) */
-	int more;
-	char *err;
-	size_t errlen;
-};
-
-static int
-jobs_full(const struct jobs *j)
-{
-	return (long)json_array_size(j->out) >= WROUTE_PAGE;
-}
-
-/* The verified record's fields into o; "verified": false when it fails. */
-static void
-record_fields(const struct wread *r, json_t *o, const char *id, const char *raw,
-	      int64_t now_ms)
-{
-	struct record_policy pol;
-	struct record *rec;
-	char detail[256];
-
-	ctl_policy_init(&pol, r->cfg, (const unsigned char *)r->key, r->key_len);
-	if (raw != NULL && record_load(&pol, id, raw, now_ms, &rec, NULL, detail,
-	    sizeof detail) == RECORD_OK) {
-		json_object_set_new(o, "action", json_string(rec->action));
-		json_object_set_new(o, "resource", json_string(rec->resource));
-		json_object_set_new(o, "onBehalfOf", json_string(rec->on_behalf_of));
-		record_free(rec);
-	} else
-		json_object_set_new(o, "verified", json_false());
-}
-
-static int
-text_match(const char *want, const json_t *v)
-{
-	const char *s = json_string_value(v);
-
-	return want[0] == '\0' || (s != NULL && strcmp(s, want) == 0);
-}
-
-/* One recordId found in `where`: its hash says its state now (else the
- * source's `fallback`); listed when it passes the filters. */
-static int
-jobs_consider(struct jobs *j, const char *id, const char *where, const char *fallback)
-{
-	char hash[STORE_KEY_MAX + RECORD_ID_MAX + 8];
-	redisReply *h = NULL;
-	const struct wroute_jobq *q = j->q;
-
-	if (id == NULL || json_object_get(j->seen, id) != NULL || j->more)
-		return 0;
-	json_object_set_new(j->seen, id, json_true());
-	if (q->id[0] && strcmp(q->id, id) != 0)
-		return 0;
-	if (record_id_valid(id) && store_decision_key(&j->r->keys, id, hash, sizeof hash) == 0 &&
-	    (h = cmd(j->r, j->err, j->errlen, "HGETALL", hash, (char *)NULL)) == NULL)
-		return -1;
-	const char *state = h ? sreply_field(sreply_of(h), "state") : NULL;
-	/* decide writes "queued" for a record it schedules: the schedule says
-	 * what it waits for */
-	if (strcmp(where, "scheduled") == 0 && (state == NULL || strcmp(state, "queued") == 0))
-		state = "scheduled";
-	json_t *o = json_pack("{s:s, s:s, s:s}", "id", id, "state", state ? state : fallback,
-	    "source", where);
-	if (o == NULL) {	/* not UTF-8: a hand-made entry */
-		freeReplyObject(h);
-		return 0;
-	}
-	if (h != NULL) {
-		static const char *const shown[] = {"attempts", "owner", "updatedAt", "outcome",
-		    NULL};
-		record_fields(j->r, o, id, sreply_field(sreply_of(h), "record"), j->now_ms);
-		for (const char *const *k = shown; *k; k++) {
-			const struct sreply *v = sreply_field_reply(sreply_of(h), *k);
-			if (v != NULL && sreply_string(v) != NULL)
-				json_object_set_new(o, *k, reply_json(v));
-		}
-	}
-	freeReplyObject(h);
-	int want = text_match(q->state, json_object_get(o, "state")) ||
-	    (strcmp(q->state, "pending") == 0 && strcmp(where, "pending") == 0) ||
-	    (strcmp(q->state, "scheduled") == 0 && strcmp(where, "scheduled") == 0);
-	want = want && text_match(q->action, json_object_get(o, "action")) &&
-	    text_match(q->resource, json_object_get(o, "resource")) &&
-	    text_match(q->subject, json_object_get(o, "onBehalfOf"));
-	if (want && j->skip > 0)
-		j->skip--;
-	else if (want && jobs_full(j))
-		j->more = 1;
-	else if (want)
-		json_array_append(j->out, o);
-	json_decref(o);
-	return 0;
-}
-
-/* Each entry of a stream range reply: its field `field` (NULL: the
- * "id" field) considered. */
-static int
-jobs_entries(struct jobs *j, const struct sreply *arr, const char *where, const char *fallback,
-	     const char *field)
-{
-	size_t n = 0;
-
-	if (sreply_array_len(arr, &n) != 0)
-		return 0;
-	for (size_t i = 0; i < n && !j->more; i++) {
-		const struct sreply *fields = sreply_element(sreply_element(arr, i), 1);
-		const char *id = sreply_field(fields, field);
-		const char *to = fallback ? fallback : sreply_field(fields, "to");
-		if (jobs_consider(j, id, where, to ? to : "") < 0)
-			return -1;
-	}
-	return 0;
-}
-
-static int
-jobs_of_shard(struct jobs *j)
-{
-	struct wread *r = j->r;
-	const char *group = r->cfg->redis.group;
-	char count[16];
-	redisReply *rep;
-	size_t n = 0;
-
-	snprintf(count, sizeof count, "%d", SCAN_MAX);
-	/* the PEL: running, retrying, auth_wait, or held by a dead consumer */
-	const char *xp[] = {"XPENDING", r->keys.jobs, group, "-", "+", count};
-	if ((rep = cmdv(r, 6, xp, j->err, j->errlen)) == NULL)
-		return -1;
-	if (sreply_error_text(sreply_of(rep)) == NULL) {
-		/* the entries' ids are stream ids: their recordIds are in the stream */
-		if (sreply_array_len(sreply_of(rep), &n) != 0)
-			n = 0;
-		for (size_t i = 0; i < n && !j->more; i++) {
-			const char *eid = sreply_string(sreply_element(sreply_element(
-			    sreply_of(rep), i), 0));
-			redisReply *e = eid ? cmd(r, j->err, j->errlen, "XRANGE", r->keys.jobs, eid,
-			    eid, (char *)NULL) : NULL;
-			if (eid && e == NULL) {
-				freeReplyObject(rep);
-				return -1;
-			}
-			int rc = e ? jobs_entries(j, sreply_of(e), "pending", "pending", "id") : 0;
-			freeReplyObject(e);
-			if (rc < 0) {
-				freeReplyObject(rep);
-				return -1;
-			}
-		}
-	}
-	freeReplyObject(rep);
-	/* the stream (undelivered entries and delivered ones not yet acked) */
-	if ((rep = cmd(r, j->err, j->errlen, "XREVRANGE", r->keys.jobs, "+", "-", "COUNT", count,
-	    (char *)NULL)) == NULL || jobs_entries(j, sreply_of(rep), "stream", "queued",
-	    "id") < 0) {
-		freeReplyObject(rep);
-		return -1;
-	}
-	freeReplyObject(rep);
-	if ((rep = cmd(r, j->err, j->errlen, "ZRANGE", r->keys.scheduled, "0", "-1",
-	    (char *)NULL)) == NULL)
-		return -1;
-	if (sreply_array_len(sreply_of(rep), &n) != 0)
-		n = 0;
-	for (size_t i = 0; i < n && !j->more; i++)
-		if (jobs_consider(j, sreply_string(sreply_element(sreply_of(rep), i)), "scheduled",
-		    "scheduled") < 0) {
-			freeReplyObject(rep);
-			return -1;
-		}
-	freeReplyObject(rep);
-	if ((rep = cmd(r, j->err, j->errlen, "XREVRANGE", r->keys.dead, "+", "-", "COUNT", count,
-	    (char *)NULL)) == NULL || jobs_entries(j, sreply_of(rep), "dead", "dead", "id") < 0) {
-		freeReplyObject(rep);
-		return -1;
-	}
-	freeReplyObject(rep);
-	if ((rep = cmd(r, j->err, j->errlen, "XREVRANGE", r->keys.audit, "+", "-", "COUNT", count,
-	    (char *)NULL)) == NULL || jobs_entries(j, sreply_of(rep), "audit", NULL, "id") < 0) {
-		freeReplyObject(rep);
-		return -1;
-	}
-	freeReplyObject(rep);
-	return 0;
-}
-
-json_t *
-wread_jobs(struct wread *r, const struct wroute_jobq *q, int64_t now_ms, char *err,
-	   size_t errlen)
-{
-	struct jobs j = {r, q, now_ms, json_object(), json_array(), q->page * WROUTE_PAGE, 0,
-	    err, errlen};
-	json_t *out = NULL;
-	unsigned first = 0, end = r->nshards;
-
-	if (q->id[0]) {	/* a record id has one shard */
-		first = cluster_shard_of(q->id, strlen(q->id), (unsigned)r->cfg->redis.shards);
-		end = first + 1;
-	}
-	for (unsigned i = first; i < end && !j.more; i++)
-		if (use_shard(r, i, err, errlen) < 0 || jobs_of_shard(&j) < 0)
-			goto done;
-	out = json_pack("{s:O, s:b, s:{}}", "jobs", j.out, "more", j.more, "paused");
-	if (out != NULL && add_paused(r, json_object_get(out, "paused"), err, errlen) < 0) {
-		json_decref(out);
-		out = NULL;
-	}
-done:
-	json_decref(j.seen);
-	json_decref(j.out);
-	return out;
-}
-
-/* ---- one job ---- */
-
-/* The entries of stream `key` whose "id" is id, oldest first, into arr. */
-static int
-entries_of(struct wread *r, const char *key, const char *id, json_t *arr, char *err,
-	   size_t errlen)
-{
-	char count[16];
-	redisReply *rep;
-	size_t n = 0;
-
-	snprintf(count, sizeof count, "%d", 10 * AUDIT_MAX);
-	if ((rep = cmd(r, err, errlen, "XREVRANGE", key, "+", "-", "COUNT", count,
-	    (char *)NULL)) == NULL)
-		return -1;
-	if (sreply_array_len(sreply_of(rep), &n) != 0)
-		n = 0;
-	for (size_t i = n; i-- > 0 && json_array_size(arr) < AUDIT_MAX;) {
-		const struct sreply *e = sreply_element(sreply_of(rep), i);
-		const char *eid = sreply_field(sreply_element(e, 1), "id");
-		if (eid == NULL || strcmp(eid, id) != 0)
-			continue;
-		json_t *o = json_object();
-		json_object_set_new(o, "entry", reply_json(sreply_element(e, 0)));
-		add_flat(o, sreply_element(e, 1), NULL);
-		json_array_append_new(arr, o);
-	}
-	freeReplyObject(rep);
-	return 0;
-}
-
-json_t *
-wread_job(struct wread *r, const char *id, int64_t now_ms, char *err, size_t errlen)
-{
-	char hash[STORE_KEY_MAX + RECORD_ID_MAX + 8];
-	json_t *job = json_object(), *audit = json_array(), *dead = json_array();
-	redisReply *h;
-	size_t n = 0;
-
-	json_object_set_new(job, "audit", audit);
-	json_object_set_new(job, "deadLetters", dead);
-	if (!record_id_valid(id)) {
-		snprintf(err, errlen, "not found");
-		goto fail;
-	}
-	json_object_set_new(job, "id", json_string(id));
-	if (use_shard(r, cluster_shard_of(id, strlen(id), (unsigned)r->cfg->redis.shards), err,
-	    errlen) < 0 || store_decision_key(&r->keys, id, hash, sizeof hash) != 0 ||
-	    (h = cmd(r, err, errlen, "HGETALL", hash, (char *)NULL)) == NULL)
-		goto fail;
-	if (sreply_array_len(sreply_of(h), &n) == 0 && n > 0) {
-		json_t *state = json_object();
-		add_flat(state, sreply_of(h), "record");
-		json_object_set_new(job, "state", state);
-		const char *raw = sreply_field(sreply_of(h), "record");
-		struct record_policy pol;
-		struct record *rec;
-		char detail[256];
-		enum record_status rs = RECORD_BAD_SIGNATURE;
-		ctl_policy_init(&pol, r->cfg, (const unsigned char *)r->key, r->key_len);
-		wjob_header(job, raw);
-		if (raw != NULL && (rs = record_load(&pol, id, raw, now_ms, &rec, NULL, detail,
-		    sizeof detail)) == RECORD_OK) {
-			json_object_set_new(job, "record", record_content(rec));
-			json_object_set_new(job, "signature", json_string(r->cfg->records.
-			    signature_required ? "verified" : "not checked ([records] signature = off)"));
-			record_free(rec);
-		} else
-			json_object_set_new(job, "recordError", json_pack("s+s+s", raw ?
-			    record_status_code(rs) : "record-missing", raw ? ": " : "",
-			    raw ? detail : ""));
-	}
-	freeReplyObject(h);
-	if (entries_of(r, r->keys.audit, id, audit, err, errlen) < 0 ||
-	    entries_of(r, r->keys.dead, id, dead, err, errlen) < 0)
-		goto fail;
-	if (n == 0 && json_array_size(audit) == 0 && json_array_size(dead) == 0) {
-		snprintf(err, errlen, "not found");
-		goto fail;
-	}
-	json_object_set_new(job, "paused", json_object());
-	if (add_paused(r, json_object_get(job, "paused"), err, errlen) < 0)
-		goto fail;
-	return job;
-fail:
-	json_decref(job);
 	return NULL;
 }
 
@@ -820,11 +499,11 @@ wread_dead(struct wread *r, char *err, size_t errlen)
 	char cursor[64];
 
 	for (unsigned i = 0; i < r->nshards; i++) {
-		if (use_shard(r, i, err, errlen) < 0)
+		if (wread_use_shard(r, i, err, errlen) < 0)
 			goto fail;
 		snprintf(cursor, sizeof cursor, "-");
 		for (;;) {
-			redisReply *rep = cmd(r, err, errlen, "XRANGE", r->keys.dead, cursor, "+",
+			redisReply *rep = wread_cmd(r, err, errlen, "XRANGE", r->keys.dead, cursor, "+",
 			    "COUNT", "1000", (char *)NULL);
 			size_t n = 0;
 			if (rep == NULL)
@@ -881,7 +560,7 @@ wread_stats(struct wread *r, int64_t now_ms, long minutes, char *err, size_t err
 	char key[STORE_KEY_MAX + 32];
 	long sent = 0;
 
-	if (use_shard(r, 0, err, errlen) < 0 || connect_redis(r, err, errlen) != 0)
+	if (wread_use_shard(r, 0, err, errlen) < 0 || connect_redis(r, err, errlen) != 0)
 		goto fail;
 	/* one pipeline of HGETALLs: a day is 1440 small hashes, one round trip */
 	for (long long m = first; m <= last; m++, sent++)

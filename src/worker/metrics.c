@@ -526,11 +526,13 @@ plain(struct hsrv_answer *out, int status, const char *text)
 /* GET /metrics (a query string is ignored); 405 for another method on it,
  * 404 for another path. */
 static void
-answer(void *arg, const char *method, const char *path, struct hsrv_answer *out)
+answer(void *arg, const struct hsrv_req *q, const char *method, const char *path,
+       struct hsrv_answer *out)
 {
 	struct metrics *m = arg;
 	struct metrics_sample s = {0};
 
+	(void)q;
 	if (strcmp(path, "/metrics") != 0) {
 		plain(out, 404, "Not Found\n");
 		return;

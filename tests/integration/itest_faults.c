@@ -2597,7 +2597,7 @@ static void
 test_systemd_analyze_security(void **state)
 {
 	static const char *const units[] = {"warrantd.service", "warrantd@.service",
-	    "warrantd-redis-tls.service", "warrantctl-metrics.service"};
+	    "warrantd-redis-tls.service", "warrantctl-metrics.service", "warrantd-web.service"};
 	const char *sa = find_in_path("systemd-analyze");
 	char log[PATH_MAX], path[PATH_MAX], want[128];
 	int st = -1;
