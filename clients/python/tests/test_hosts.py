@@ -8,6 +8,7 @@ import os
 import socket
 
 import pytest
+from redis.exceptions import RedisClusterException
 
 from conftest import DATA
 from warrant import Decider, Settings
@@ -101,3 +102,17 @@ def test_config_keys(tmp_path):
     p.write_text("[redis]\nallow_hosts = 10.0.0.0/33\n")
     with pytest.raises(ConfigError):
         load(str(p))
+
+
+def test_cluster_default_admits_what_the_seed_announces(cluster_port):
+    """The seed by name ("localhost"), the node announcing 127.0.0.1: under
+    the default that address is admitted because the seed announces it
+    (CLUSTER SHARDS); a list naming only the seed refuses it."""
+    d = _decider(cluster=[("localhost", cluster_port)], shards=3)
+    assert d.decide(*ARGS, expires_at=dt.timedelta(hours=1))
+    d.close()
+    d = _decider(cluster=[("localhost", cluster_port)], shards=3,
+                 allow_hosts=f"localhost:{cluster_port}")
+    # redis-py wraps it when it arises in its own discovery
+    with pytest.raises((ConfigError, RedisClusterException), match="allow_hosts: 127.0.0.1:"):
+        d.decide(*ARGS, expires_at=dt.timedelta(hours=1))
