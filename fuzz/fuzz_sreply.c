@@ -5,7 +5,9 @@
  * ROLE's answers, and a cluster's CLUSTER SHARDS and MOVED / ASK -- built
  * as redisReply trees from the fuzz bytes. None may crash, read out of
  * bounds or hand a callback a NULL stream id, every count must match the
- * callbacks made, and a slot map must name real ports. */
+ * callbacks made, and a slot map must name real ports. Every C string
+ * handed out that points into the tree is the whole of its reply string:
+ * none is cut at an embedded NUL byte (issue 37 item 6, "e-nul\0x"). */
 #include "redis/cluster.h"
 #include "fuzz.h"
 #include "redis/sentinel.h"
@@ -83,6 +85,29 @@ tree_free(redisReply *r)
 
 static int calls;
 static size_t stream_bytes;
+static const redisReply *root;
+
+/* -1 when s points at the start of a leaf of r whose bytes hold a NUL (a
+ * string cut short), 1 when it is a whole leaf, 0 when no leaf starts there. */
+static int
+leaf_at(const redisReply *r, const char *s)
+{
+	if (r->str == s)
+		return memchr(r->str, '\0', r->len) != NULL ? -1 : 1;
+	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+		int k = leaf_at(r->element[i], s);
+		if (k != 0)
+			return k;
+	}
+	return 0;
+}
+
+static void
+whole_or_abort(const char *s)
+{
+	if (s != NULL && root != NULL && leaf_at(root, s) < 0)
+		abort();
+}
 
 static void
 on_entry(void *arg, const struct sreply_entry *e)
@@ -90,6 +115,10 @@ on_entry(void *arg, const struct sreply_entry *e)
 	(void)arg;
 	if (e->stream_id == NULL || e->deliveries < 1)
 		abort();
+	whole_or_abort(e->stream_id);
+	whole_or_abort(e->id);
+	whole_or_abort(e->traceparent);
+	whole_or_abort(e->stream);
 	/* the stream key points into the reply: read it all (ASan checks) */
 	if (e->stream != NULL)
 		stream_bytes += strlen(e->stream);
@@ -102,7 +131,7 @@ on_id(void *arg, const char *id)
 	(void)arg;
 	if (id == NULL)
 		abort();
-	(void)strlen(id);
+	whole_or_abort(id);
 }
 
 /* The map from the reply (when it parses) names only ports in range, and a
@@ -137,6 +166,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char next[48], host[HOSTPORT_HOST_MAX];
 	int port, n;
 
+	root = r;
 	calls = 0;
 	n = sreply_read(sreply_of(r), on_entry, NULL);
 	if (n >= 0 && n != calls)
@@ -147,10 +177,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	(void)sreply_renew(sreply_of(r), on_id, on_id, NULL);
 	(void)sreply_group_lag(sreply_of(r), "workers");
-	(void)sreply_field(sreply_of(r), "id");
+	whole_or_abort(sreply_field(sreply_of(r), "id"));
+	whole_or_abort(sreply_string(sreply_of(r)));
 	struct sreply_load l;
-	if (sreply_load(sreply_of(r), &l) == 0 && l.withheld > 0 && l.record != NULL)
-		abort();
+	if (sreply_load(sreply_of(r), &l) == 0) {
+		if (l.withheld > 0 && l.record != NULL)
+			abort();
+		whole_or_abort(l.state);
+		whole_or_abort(l.attempts);
+		whole_or_abort(l.record);
+		whole_or_abort(l.attempts_base);
+	}
 	struct sreply_transition t;
 	long long v;
 	size_t len;
@@ -165,6 +202,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	(void)sentinel_is_master(r);
 	check_cluster(r);
+	root = NULL;
 	tree_free(r);
 	return 0;
 }

@@ -46,7 +46,8 @@
  *             PDP's record of queries and Redis' stream times, never the
  *             daemon's word alone -- done needs a 2xx the worker saw, denied
  *             the PDP's deny and no call, failed a 4xx, dead max-attempts in
- *             P:dead and only calls it had to retry, expired a time at or
+ *             P:dead and only calls it had to retry (or a 2xx whose holder
+ *             was SIGKILLed before its terminal write), expired a time at or
  *             past the deadline (or a retry due past it); a job planned ok
  *             ends done, short done or expired, deny denied, 4xx failed,
  *             poison dead, each with the allowances the rules give
@@ -819,9 +820,21 @@ outcome_wrong(struct run *r, int i, const char *st, char *why, size_t n)
 			    e->dead_reason);
 			return why;
 		}
-		if (e->calls == 0 || e->ok > 0 || e->perm > 0) {
+		/* One exception, and only this one: a 2xx the holder saw but
+		 * never wrote, because it was SIGKILLed between the 2xx's
+		 * arrival and the job's terminal write. R8 counts the attempt
+		 * at the call step, before the call; R13 writes the result and
+		 * the XACK in one script, so a holder killed before it leaves
+		 * nothing of the 2xx; R11 hands the entry to another worker,
+		 * which finds max_attempts used up and must dead-letter it
+		 * (seed 66724100). A 4xx, or a 2xx with no such kill, decided
+		 * the job instead. */
+		int unseen_ok = e->ok > 0 && e->perm == 0 && e->terminal_ms > 0 &&
+		    killed_holder(r, j->id, e->first_ok_ms, e->terminal_ms);
+		if (e->calls == 0 || (e->ok > 0 && !unseen_ok) || e->perm > 0) {
 			snprintf(why, n, "dead (max-attempts) after %d call(s), %d answered 2xx and "
-			    "%d 4xx in time", e->calls, e->ok, e->perm);
+			    "%d 4xx in time%s", e->calls, e->ok, e->perm,
+			    e->ok > 0 ? ", and no holder SIGKILLed after the 2xx" : "");
 			return why;
 		}
 	}

@@ -7,7 +7,8 @@
  * contents, the sections an operator looks for (a troubleshooting runbook
  * among them), the Redis version stated; every "#anchor" link in the
  * Markdown documents names a heading, every relative link a file that
- * exists; nothing points at the contract outside the repository. Run from
+ * exists; nothing points at the contract outside the repository; the ACL
+ * table says what conf/redis-acl.conf grants each user. Run from
  * the source tree. Skips (with the reason) what mandoc or bash-completion
  * would check when they are not installed.
  */
@@ -371,6 +372,192 @@ test_no_outside_contract(void **state)
 	}
 }
 
+/* ---- the README's ACL table against conf/redis-acl.conf (issue 37 item 5) ---- */
+
+#define ACL_MAX	96
+
+/* One shipped user's grants: each +command (lower case, "x|sub" kept), and
+ * whether it is granted on all of the user's keys (outside a selector) or
+ * only in a (selector); the exact keys (no '*') its selectors name. */
+struct acl_user {
+	char cmd[ACL_MAX][48];
+	int top[ACL_MAX];
+	int ncmd;
+	char sel_key[ACL_MAX][48];	/* an exact key of a selector that grants a write */
+	int nkey;
+};
+
+/* The commands that change or drop data, or end another's work: each one
+ * a user is granted must be named (`HSET`, `XGROUP CREATE`, ...) in its
+ * row's "it can" column, and the exact keys it is granted on too. */
+static const char *const acl_reach[] = {"hset", "hdel", "del", "set", "pexpire", "persist",
+    "xadd", "xack", "xclaim", "xtrim", "xdel", "xgroup|create", "zadd", "zrem",
+    "script|kill", "function|kill", "fcall"};
+
+static int
+acl_is_reach(const char *cmd)
+{
+	for (size_t i = 0; i < sizeof acl_reach / sizeof acl_reach[0]; i++)
+		if (strcmp(cmd, acl_reach[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* The line of conf/redis-acl.conf for `user NAME`, parsed into u. */
+static void
+acl_parse(const char *conf, const char *name, struct acl_user *u)
+{
+	char want[64];
+	int depth = 0, reach = 0;
+	char keys[8][48];
+	int nkeys = 0;
+
+	memset(u, 0, sizeof *u);
+	snprintf(want, sizeof want, "\nuser %s ", name);
+	const char *p = strstr(conf, want);
+	if (p == NULL)
+		fail_msg("conf/redis-acl.conf has no user %s", name);
+	p += strlen(want);
+	while (*p != '\0' && *p != '\n') {
+		size_t len = strcspn(p, " \n");
+		char tok[128];
+		snprintf(tok, sizeof tok, "%.*s", (int)len, p);
+		p += len;
+		p += *p == ' ';
+		char *t = tok;
+		if (*t == '(') {
+			depth = 1, reach = 0, nkeys = 0;
+			t++;
+		}
+		int closes = len > 0 && tok[len - 1] == ')';
+		if (closes)
+			tok[len - 1] = '\0';
+		if (*t == '~' && depth && strchr(t, '*') == NULL && nkeys < 8)
+			snprintf(keys[nkeys++], sizeof keys[0], "%s", t + 1);
+		if (*t == '+' && u->ncmd < ACL_MAX) {
+			for (char *c = t + 1; *c; c++)
+				*c = (char)tolower((unsigned char)*c);
+			snprintf(u->cmd[u->ncmd], sizeof u->cmd[0], "%s", t + 1);
+			u->top[u->ncmd++] = !depth;
+			reach |= depth && acl_is_reach(t + 1);
+		}
+		if (closes) {
+			for (int i = 0; reach && i < nkeys && u->nkey < ACL_MAX; i++)
+				snprintf(u->sel_key[u->nkey++], sizeof u->sel_key[0], "%s", keys[i]);
+			depth = 0;
+		}
+	}
+}
+
+/* Is cmd ("hset", "xgroup|create", "script") granted: anywhere (top 0) or
+ * on all of the user's keys (top 1)? A subcommand is granted with its
+ * command; a command alone only by itself. */
+static int
+acl_granted(const struct acl_user *u, const char *cmd, int top)
+{
+	char base[48];
+
+	snprintf(base, sizeof base, "%.*s", (int)strcspn(cmd, "|"), cmd);
+	for (int i = 0; i < u->ncmd; i++)
+		if ((!top || u->top[i]) && (strcmp(u->cmd[i], cmd) == 0 ||
+		    (strchr(cmd, '|') != NULL && strcmp(u->cmd[i], base) == 0)))
+			return 1;
+	return 0;
+}
+
+/* The commands a column names in backticks: `HSET`, `XGROUP CREATE … MKSTREAM`
+ * ("xgroup|create"), `SET … PX` ("set"); arguments (`MAXLEN`) and key names
+ * are not commands. Each is checked against u: granted when
+ * `can`, not granted on all the user's keys when not; returns how many. */
+static int
+acl_named(const char *col, size_t n, const struct acl_user *u, int can, const char *who)
+{
+	int count = 0;
+
+	for (const char *p = col; p < col + n && (p = memchr(p, '`', (size_t)(col + n - p)));) {
+		const char *e = memchr(p + 1, '`', (size_t)(col + n - p - 1));
+		if (e == NULL)
+			break;
+		char span[128], cmd[48];
+		snprintf(span, sizeof span, "%.*s", (int)(e - p - 1), p + 1);
+		p = e + 1;
+		size_t w1 = strspn(span, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_");
+		if (w1 < 2 || (span[w1] != '\0' && span[w1] != ' ') || strcmp(span, "MAXLEN") == 0)
+			continue;
+		size_t w2 = span[w1] == ' ' ? strspn(span + w1 + 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") : 0;
+		snprintf(cmd, sizeof cmd, "%.*s%s%.*s", (int)w1, span, w2 >= 2 ? "|" : "",
+		    w2 >= 2 ? (int)w2 : 0, span + w1 + 1);
+		for (char *c = cmd; *c; c++)
+			*c = (char)tolower((unsigned char)*c);
+		count++;
+		if (can && !acl_granted(u, cmd, 0))
+			fail_msg("README's ACL table: %s \"can\" `%s`, but conf/redis-acl.conf "
+			    "grants it no %s", who, span, cmd);
+		if (!can && acl_granted(u, cmd, 1))
+			fail_msg("README's ACL table: %s \"cannot\" `%s`, but conf/redis-acl.conf "
+			    "grants %s on all its keys", who, span, cmd);
+	}
+	return count;
+}
+
+/* Issue 37 item 5: the README's table of what each Redis user's theft
+ * allows says what conf/redis-acl.conf grants. What the "can" column names
+ * is granted; what "cannot" names is not (on all the user's keys: ACLs are
+ * per key); every command there that writes, drops or kills (acl_reach) is
+ * named in "can", and every exact key it is granted on, and each function
+ * a user may FCALL alone is named. */
+static void
+test_readme_acl_table(void **state)
+{
+	static const char *const users[] = {"warrantd", "decider", "operator", "monitor"};
+	char *conf = h_read_file("conf/redis-acl.conf"), *readme = h_read_file("README.md");
+	(void)state;
+
+	assert_non_null(conf);
+	assert_non_null(readme);
+	for (size_t i = 0; i < sizeof users / sizeof users[0]; i++) {
+		struct acl_user u;
+		char row[64], tick[64];
+		acl_parse(conf, users[i], &u);
+		snprintf(row, sizeof row, "\n  | `%s`", users[i]);
+		const char *r = strstr(readme, row);
+		if (r == NULL)
+			fail_msg("README's ACL table has no row for `%s`", users[i]);
+		r += 3;
+		size_t rlen = strcspn(r, "\n");
+		const char *c1 = memchr(r + 1, '|', rlen - 1);
+		const char *c2 = c1 ? memchr(c1 + 1, '|', (size_t)(r + rlen - c1 - 1)) : NULL;
+		const char *c3 = c2 ? memchr(c2 + 1, '|', (size_t)(r + rlen - c2 - 1)) : NULL;
+		if (c3 == NULL)
+			fail_msg("README's ACL row for `%s` has not three columns", users[i]);
+		char can[4096], whole[8192];
+		snprintf(can, sizeof can, "%.*s", (int)(c2 - c1 - 1), c1 + 1);
+		snprintf(whole, sizeof whole, "%.*s", (int)rlen, r);
+		int named = acl_named(c1 + 1, (size_t)(c2 - c1 - 1), &u, 1, users[i]);
+		named += acl_named(c2 + 1, (size_t)(c3 - c2 - 1), &u, 0, users[i]);
+		for (int k = 0; k < u.ncmd; k++) {
+			const char *fn = strncmp(u.cmd[k], "fcall|", 6) == 0 ? u.cmd[k] + 6 : NULL;
+			char upper[48];
+			snprintf(upper, sizeof upper, "%s", u.cmd[k]);
+			for (char *c = upper; *c; c++)
+				*c = *c == '|' ? ' ' : (char)toupper((unsigned char)*c);
+			snprintf(tick, sizeof tick, "`%s", fn != NULL ? fn : upper);
+			if (fn != NULL ? strstr(whole, tick) == NULL :
+			    acl_is_reach(u.cmd[k]) && strstr(can, tick) == NULL)
+				fail_msg("README's ACL table: conf/redis-acl.conf grants %s %s, but "
+				    "its row does not name it (%s`)", users[i], u.cmd[k], tick);
+		}
+		for (int k = 0; k < u.nkey; k++)
+			if (strstr(can, u.sel_key[k]) == NULL)
+				fail_msg("README's ACL table: conf/redis-acl.conf lets %s write %s, "
+				    "but its \"can\" column does not name it", users[i], u.sel_key[k]);
+		printf("itest_docs: ACL row %s: %d command(s) named, %d grant(s), %d key(s)\n",
+		    users[i], named, u.ncmd, u.nkey);
+	}
+	free(conf);
+	free(readme);
+}
+
 int
 main(void)
 {
@@ -381,6 +568,7 @@ main(void)
 		cmocka_unit_test(test_markdown_links),
 		cmocka_unit_test(test_readme_is_an_operators_guide),
 		cmocka_unit_test(test_no_outside_contract),
+		cmocka_unit_test(test_readme_acl_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "core/allowlist.h"
 #include "testlib.h"
@@ -234,6 +235,73 @@ test_check_credential(void **state)
 	allowlist_free(a);
 }
 
+/* tests/data/allow_hosts.json: the cases the decider libraries' tests read
+ * too (clients/python, clients/node), so the three agree on every one. */
+static void
+check_cases(const struct allowlist *a, const json_t *cases, const char *what)
+{
+	size_t i;
+	json_t *c;
+
+	json_array_foreach(cases, i, c) {
+		const char *host = json_string_value(json_array_get(c, 0));
+		int port = (int)json_integer_value(json_array_get(c, 1));
+		int want = json_is_true(json_array_get(c, 2));
+		if (allowlist_match(a, host, port) != want)
+			fail_msg("%s: %s port %d: want %s", what, host, port, want ? "match" : "none");
+	}
+}
+
+static void
+test_shared_vectors(void **state)
+{
+	json_error_t jerr;
+	json_t *v = json_load_file("tests/data/allow_hosts.json", 0, &jerr), *x;
+	char err[160];
+	size_t i, n = 0;
+
+	(void)state;
+	if (v == NULL)
+		fail_msg("tests/data/allow_hosts.json: %s", jerr.text);
+	json_array_foreach(json_object_get(v, "match"), i, x) {
+		struct allowlist *a = list_of(json_string_value(json_object_get(x, "list")));
+		check_cases(a, json_object_get(x, "cases"), json_string_value(json_object_get(x,
+		    "list")));
+		n += json_array_size(json_object_get(x, "cases"));
+		allowlist_free(a);
+	}
+	json_array_foreach(json_object_get(v, "invalid"), i, x) {
+		struct allowlist *a = allowlist_new();
+		assert_non_null(a);
+		if (allowlist_add_list(a, json_string_value(x), err, sizeof err) == 0)
+			fail_msg("invalid '%s' was accepted", json_string_value(x));
+		allowlist_free(a);
+		n++;
+	}
+	json_array_foreach(json_object_get(v, "default"), i, x) {
+		struct allowlist *a = allowlist_new();
+		size_t k;
+		json_t *h;
+		assert_non_null(a);
+		json_array_foreach(json_object_get(x, "hosts"), k, h)
+			assert_int_equal(allowlist_add_host(a, json_string_value(json_array_get(h, 0)),
+			    (int)json_integer_value(json_array_get(h, 1))), 0);
+		check_cases(a, json_object_get(x, "cases"), "default");
+		n += json_array_size(json_object_get(x, "cases"));
+		allowlist_free(a);
+	}
+	json_array_foreach(json_object_get(v, "cleartext"), i, x) {
+		const char *host = json_string_value(json_array_get(x, 0));
+		int ok = allowlist_cleartext_ok(host, json_is_true(json_array_get(x, 1)),
+		    json_is_true(json_array_get(x, 2)), json_is_true(json_array_get(x, 3)));
+		if (ok != json_is_true(json_array_get(x, 4)))
+			fail_msg("cleartext %s: want %d", host, !ok);
+		n++;
+	}
+	assert_true(n > 80);
+	json_decref(v);
+}
+
 int
 main(void)
 {
@@ -246,6 +314,7 @@ main(void)
 		cmocka_unit_test(test_check_counts),
 		cmocka_unit_test(test_cleartext_rule),
 		cmocka_unit_test(test_check_credential),
+		cmocka_unit_test(test_shared_vectors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

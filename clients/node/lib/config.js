@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// The keys shared with warrantd.ini(5): [redis], [redis.decider],
+// The keys shared with warrantd.ini(5): [redis] (allow_hosts and
+// allow_plaintext among them), [redis.decider],
 // [redis.monitor], [records] and the [action NAME] names.
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { ConfigError } from './record.js';
+import { AllowList } from './hosts.js';
 
 /** inih's INI: sections, key = value, ';' and '#' comments (inline after white space). */
 export function parseIni(text) {
@@ -29,7 +31,11 @@ export class Settings {
       algorithm: 'ES256', issuer: null, audience: null, maxWindowS: 604800, clockSkewS: 60, maxBytes: 16384,
       actions: null, baseDir: '.', monitorUsername: null, monitorPasswordFile: null,
       tlsCaFile: null, tlsCertFile: null, tlsKeyFile: null, tlsServerName: null,
+      allowHosts: null, allowPlaintext: false,
     }, o);
+    // [redis] allow_hosts (null: only the configured host:port, the seeds and
+    // what a seed announces) and allow_plaintext (issue 37)
+    if (typeof this.allowHosts === 'string') this.allowHosts = AllowList.parse(this.allowHosts);
     if (!(this.shards >= 0 && this.shards <= 1024)) throw new ConfigError('[redis] shards: 1 to 1024');
     if (!['ES256', 'RS256', 'HS256'].includes(this.algorithm)) throw new ConfigError('[records] algorithm: ES256, RS256 or HS256');
   }
@@ -68,5 +74,6 @@ export function loadConfig(path) {
     monitorUsername: mon ? mon.username : null, monitorPasswordFile: mon ? mon.password_file ?? null : null,
     tlsCaFile: r.tls_ca_file ?? null, tlsCertFile: r.tls_cert_file ?? null, tlsKeyFile: r.tls_key_file ?? null,
     tlsServerName: r.tls_server_name ?? null,
+    allowHosts: r.allow_hosts ?? null, allowPlaintext: /^(yes|true|on|1)$/i.test(r.allow_plaintext ?? 'no'),
   });
 }

@@ -17,6 +17,8 @@ export class WaitTimeout extends WarrantError { recordId: string; status: Status
 
 export interface SettingsInit {
   socket?: string | null; host?: string; port?: number; db?: number;
+  /** [redis] allow_hosts (issue 37): host[:port], a.b.c.d/n[:port], [v6]:port, ...; null: the configured host:port, seeds and what a seed announces */
+  allowHosts?: string | null; allowPlaintext?: boolean;
   username?: string | null; password?: string | null; passwordFile?: string | null;
   prefix?: string; shards?: number; cluster?: { host: string; port: number }[] | null; tls?: boolean;
   tlsCaFile?: string | null; tlsCertFile?: string | null; tlsKeyFile?: string | null; tlsServerName?: string | null;

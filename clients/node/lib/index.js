@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import Redis from 'ioredis';
 import { loadConfig, Settings } from './config.js';
+import { Guard } from './hosts.js';
 import { Signer } from './jws.js';
 import {
   build, checkTraceparent, ConfigError, fmtTime, payloadText, NotPermittedError, Policy, RecordError,
@@ -72,8 +73,17 @@ export class Decider {
       const f = (n) => (n ? readFileSync(s.path(n)) : undefined);
       opts.tls = { ca: f(s.tlsCaFile), cert: f(s.tlsCertFile), key: f(s.tlsKeyFile), servername: s.tlsServerName ?? undefined, rejectUnauthorized: true };
     }
+    if (s.socket) return new Redis({ ...opts, path: s.socket });
+    // issue 37 items 1, 2 (warrantd(7) §10): every host:port checked against
+    // [redis] allow_hosts (unset: the configured host:port, the seeds and what
+    // a seed announces) and the clear-text rule before its socket is opened
+    const seeds = s.cluster ? s.cluster.map((n) => [n.host, n.port]) : [[s.host, s.port]];
+    const guard = new Guard(s.allowHosts, seeds, !!s.tls, s.allowPlaintext, password != null);
+    for (const [h, p] of seeds) guard.check(h, p);
+    guard.opts = { ...opts };
+    opts.Connector = guard.connector();
     if (s.cluster) return new Redis.Cluster(s.cluster, { redisOptions: opts });
-    return s.socket ? new Redis({ ...opts, path: s.socket }) : new Redis({ ...opts, host: s.host, port: s.port });
+    return new Redis({ ...opts, host: s.host, port: s.port });
   }
   get redis() {
     if (!this._redis) this._redis = this._connect(this.s.username, this.s.passwordText());

@@ -59,3 +59,13 @@ test('each shard on the node owning its slot', async () => {
   r.disconnect();
   await d.close();
 });
+
+// issue 37 item 2: the seed by name ("localhost"), the node announcing
+// 127.0.0.1: under the default allow_hosts that address is admitted because
+// the seed announces it (CLUSTER SHARDS, asked by the library's Connector).
+test('the default admits what the seed announces', async () => {
+  const d = new Decider({ settings: { cluster: [{ host: 'localhost', port }], shards: 3, issuer: 'd' }, keyFile: KEY });
+  const late = new Promise((_, rej) => setTimeout(() => rej(new Error('no answer in 15 s')), 15000).unref());
+  assert.ok(await Promise.race([d.decide('s', 'gate.open', 'g/1', {}, 'b', { in: 3600e3 }), late]));
+  await d.close();
+});

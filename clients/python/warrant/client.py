@@ -12,6 +12,7 @@ import redis
 from redis.exceptions import ResponseError, WatchError
 
 from . import config as _config
+from . import hosts as _hosts
 from .errors import ConfigError, NotPermittedError, RecordError, RecordExistsError, WaitTimeout
 from .jws import Signer
 from .record import TERMINAL, Policy, build, check_traceparent, fmt_time, payload_bytes
@@ -122,17 +123,32 @@ class Decider:
         return t
 
     def _connect(self, username, password):
+        """A client whose every connection is checked before its socket is
+        opened (issue 37 items 1, 2, warrantd(7) §10): the host:port must be
+        admitted by [redis] allow_hosts (unset: the configured host:port, the
+        seeds and what a seed announces in CLUSTER SHARDS), and a password or
+        token goes in clear text only to loopback or with allow_plaintext."""
         s = self.s
-        if s.cluster:
-            from redis.cluster import ClusterNode, RedisCluster
-            return RedisCluster(startup_nodes=[ClusterNode(h, p) for h, p in s.cluster],
-                                username=username, password=password, decode_responses=True,
-                                **self._tls())
         if s.socket:
             return redis.Redis(unix_socket_path=s.socket, db=s.db, username=username,
                                password=password, decode_responses=True)
-        return redis.Redis(host=s.host, port=s.port, db=s.db, username=username,
-                           password=password, decode_responses=True, **self._tls())
+        seeds = list(s.cluster) if s.cluster else [(s.host, s.port)]
+        guard = _hosts.Guard(s.allow_hosts, seeds, s.tls, s.allow_plaintext,
+                             password is not None)
+        for h, p in seeds:
+            guard.check(h, p, announce=False)
+        t = self._tls()
+        kw = {k: v for k, v in t.items() if k != "ssl"}
+        kw.update(username=username, password=password, decode_responses=True,
+                  connection_class=guard.connection_class(bool(t)))
+        if s.cluster:
+            from redis.cluster import ClusterNode, RedisCluster
+            h, p = seeds[0]
+            url = f"redis://[{h}]:{p}" if ":" in h else f"redis://{h}:{p}"
+            return RedisCluster(url=url, startup_nodes=[ClusterNode(h, p) for h, p in seeds[1:]],
+                                dynamic_startup_nodes=False, **kw)
+        pool = redis.ConnectionPool(host=s.host, port=s.port, db=s.db, **kw)
+        return redis.Redis(connection_pool=pool)
 
     @property
     def redis(self):

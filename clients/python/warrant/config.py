@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The keys the library shares with warrantd.ini(5): [redis] (where, who,
-prefix, shards, cluster), [redis.decider], [records] and the [action NAME]
+prefix, shards, cluster, allow_hosts, allow_plaintext), [redis.decider], [records] and the [action NAME]
 section names. Read from the same file, or given as arguments."""
 
 import configparser
 import os
 
 from .errors import ConfigError
+from .hosts import AllowList
 
 
 def _bool(v):
@@ -21,7 +22,8 @@ class Settings:
                  tls=False, signature=True, algorithm="ES256", issuer=None, max_window_s=604800,
                  clock_skew_s=60, max_bytes=16384, actions=None, base_dir=".",
                  monitor_username=None, monitor_password_file=None, tls_ca_file=None,
-                 tls_cert_file=None, tls_key_file=None, tls_server_name=None, audience=None):
+                 tls_cert_file=None, tls_key_file=None, tls_server_name=None, audience=None,
+                 allow_hosts=None, allow_plaintext=False):
         self.socket, self.host, self.port, self.db = socket, host, int(port), int(db)
         self.username, self.password, self.password_file = username, password, password_file
         self.prefix, self.shards = prefix, int(shards or 0)
@@ -35,6 +37,10 @@ class Settings:
         self.monitor_username, self.monitor_password_file = monitor_username, monitor_password_file
         self.tls_ca_file, self.tls_cert_file = tls_ca_file, tls_cert_file
         self.tls_key_file, self.tls_server_name = tls_key_file, tls_server_name
+        # [redis] allow_hosts (None: only the configured host:port, the
+        # seeds and what a seed announces) and allow_plaintext (issue 37)
+        self.allow_hosts = AllowList.parse(allow_hosts) if allow_hosts is not None else None
+        self.allow_plaintext = bool(allow_plaintext)
         if not 0 <= self.shards <= 1024:
             raise ConfigError("[redis] shards: 1 to 1024")
         if algorithm not in ("ES256", "RS256", "HS256"):
@@ -102,6 +108,7 @@ def load(path):
             monitor_username=mon["username"] if mon else None,
             monitor_password_file=mon.get("password_file") if mon else None,
             tls_ca_file=r.get("tls_ca_file"), tls_cert_file=r.get("tls_cert_file"),
-            tls_key_file=r.get("tls_key_file"), tls_server_name=r.get("tls_server_name"))
+            tls_key_file=r.get("tls_key_file"), tls_server_name=r.get("tls_server_name"),
+            allow_hosts=r.get("allow_hosts"), allow_plaintext=_bool(r.get("allow_plaintext", "no")))
     except ValueError as e:
         raise ConfigError(f"{path}: {e}") from None
