@@ -307,7 +307,8 @@ engine_heartbeat_shard(struct shard *sh)
 	eng->n.token_refreshes = eng->oauth ? oauth_refreshes(eng->oauth) : 0;
 	eng->n.redis_outages = engine_total_outages(eng);
 	gate_paused_list(eng->gate, paused, sizeof paused);
-	const char *fixed[] = {"host", host, "pid", pid, "version", WARRANTD_VERSION,
+	const char *fixed[] = {"host", host, "pid", pid, "instance", eng->instance,
+	    "version", WARRANTD_VERSION,
 	    "startedAt", wtime_format_rfc3339(eng->started_at, started, sizeof started),
 	    "heartbeatAt", wtime_format_rfc3339(engine_now_ms(eng), now, sizeof now),
 	    "lastReadAt", last_read, "inFlight", in_flight, "tokenState", engine_token_state(eng),

@@ -10,7 +10,9 @@
  *     and the P:consumers field are gone) and the next worker under the
  *     name starts at once, without waiting;
  *   - a SIGKILLed holder's claim is taken once its TTL (three heartbeats,
- *     by Redis' clock) ran out: a restart is never refused for good.
+ *     by Redis' clock) ran out: a restart is never refused for good;
+ *   - `warrantctl status` shows each name's owner, and a collision (the
+ *     claim one instance's, the heartbeat another's) in its table and JSON.
  *
  * One redis-server and one fake_target for all; each test has its own key
  * prefix. Every wait is a condition with a timeout; processes are stopped
@@ -178,6 +180,68 @@ test_stale_claim_taken(void **state)
 	h_daemon_down(&D[1]);
 }
 
+/* warrantctl -c ini ARGS: its exit, its output in *out (caller frees). */
+static int
+ctl(const char *ini, const char *a1, const char *a2, char **out)
+{
+	char *argv[] = {(char *)h_bin("warrantctl"), "-c", (char *)ini, (char *)a1, (char *)a2,
+	    NULL};
+	int rc = h_run(argv, WAIT_MS, out);
+
+	printf("itest_names: warrantctl %s %s: exit %d\n%s", a1, a2 ? a2 : "", rc, *out);
+	return rc;
+}
+
+/* The instance id the daemon logged with consumer.name_claimed. */
+static void
+claimed_instance(const struct h_daemon *d, char *buf, size_t n)
+{
+	char *log = h_read_file(d->log);
+	const char *at = log ? strstr(log, "event=consumer.name_claimed") : NULL;
+
+	at = at ? strstr(at, "instance=") : NULL;
+	assert_non_null(at);
+	snprintf(buf, n, "%.*s", (int)strcspn(at + 9, " \n"), at + 9);
+	free(log);
+}
+
+static void
+test_status_owner(void **state)
+{
+	const char *p = "nq";
+	struct h_daemon_opts o = opts(p, "same");
+	char inst[64], *out;
+	(void)state;
+
+	fake_reset(0);
+	h_daemon_up(&D[0], &o);
+	claimed_instance(&D[0], inst, sizeof inst);
+	/* someone else's heartbeat under a claim that is not its own */
+	assert_int_equal(h_redis_int(S->c, "HSET %s instance bbbb2222 host elsewhere pid 1",
+	    h_key(p, "consumer:ghost")), 3);
+	free(h_redis_str(S->c, "SET %s %s PX 60000", h_key(p, "owner:ghost"), "aaaa1111 1000"));
+	assert_int_equal(ctl(D[0].ini, "status", "--json", &out), 0);
+	json_error_t jerr;
+	json_t *st = json_loads(out, 0, &jerr);
+	assert_non_null(st);
+	json_t *same = json_object_get(json_object_get(st, "consumers"), "same");
+	json_t *ghost = json_object_get(json_object_get(st, "consumers"), "ghost");
+	assert_string_equal(json_string_value(json_object_get(same, "owner")), inst);
+	assert_true(json_is_false(json_object_get(same, "collision")));
+	assert_string_equal(json_string_value(json_object_get(ghost, "owner")), "aaaa1111");
+	assert_true(json_is_true(json_object_get(ghost, "collision")));
+	json_decref(st);
+	free(out);
+	assert_int_equal(ctl(D[0].ini, "status", NULL, &out), 0);
+	char want[64];
+	snprintf(want, sizeof want, " %.8s\n", inst);
+	assert_non_null(strstr(out, "OWNER\n"));
+	assert_non_null(strstr(out, want));
+	assert_non_null(strstr(out, " aaaa1111 COLLISION\n"));
+	free(out);
+	h_daemon_down(&D[0]);
+}
+
 int
 main(void)
 {
@@ -185,6 +249,7 @@ main(void)
 		cmocka_unit_test_teardown(test_second_refused, test_teardown),
 		cmocka_unit_test_teardown(test_clean_stop_releases, test_teardown),
 		cmocka_unit_test_teardown(test_stale_claim_taken, test_teardown),
+		cmocka_unit_test_teardown(test_status_owner, test_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, h_group_setup, h_group_teardown);
