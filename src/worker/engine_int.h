@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * engine_int: the engine's own header, shared by engine.c, engine_read.c,
- * engine_lease.c and engine_auth.c and by nothing else (engine.h is the
+ * engine_lease.c, engine_auth.c and engine_name.c and by nothing else (engine.h is the
  * module's interface). It holds the state of the engine and its shards and
  * the functions one file calls in another. Every pointer passed is
  * borrowed during the call; nothing here frees what it is given.

@@ -594,8 +594,8 @@ claim_shard(struct shard *sh)
 {
 	struct engine *eng = sh->eng;
 
-	if (!sh->group_ready || !engine_up(eng, sh->cmd) || eng->draining)
-		return;
+	if (!sh->group_ready || !sh->owner_ok || !engine_up(eng, sh->cmd) || eng->draining)
+		return;	/* owner_ok: nothing is taken into hand before the name is ours */
 	promote_due(sh);
 	trim_jobs(sh);
 	/* A PEL scan that a reconnect restarted while a claim was on its way
