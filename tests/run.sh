@@ -161,6 +161,9 @@ if [ "$unit_only" = 0 ]; then
 	fi
 	# The Debian package, built once from a copy of the tree (~20 s).
 	run tests/deb.sh sh tests/deb.sh build/deb
+	# The README's Redis socket on stock Debian (root: setpriv), on the
+	# first build's binaries.
+	run tests/deb_socket.sh sh tests/deb_socket.sh "$1"
 fi
 echo
 if [ -n "$failed_names" ]; then

@@ -14,7 +14,8 @@
 #define CFGFILE_MAX (1024 * 1024)
 
 /*
- * Reads and parses `path`: cfg_parse with the host name (gethostname) and the
+ * Reads and parses `path`: cfg_parse with the default consumer name
+ * ($WARRANTD_CONSUMER when set and not empty, else gethostname) and the
  * directory of path (absolute when it exists, so relative file names still
  * resolve if the daemon changes directory). Same results and ownership as
  * cfg_parse; a file that cannot be read is one error "path:0: cannot read:

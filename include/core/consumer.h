@@ -332,4 +332,28 @@ enum consumer_reclaim_step consumer_reclaim_next(enum consumer_reclaim r, enum c
 						  int auth_lost)
 	__attribute__((warn_unused_result));
 
+/* Issue 38 item 1: one consumer name, one live process (lua/owner.lua).
+ * What the worker does with the claim script's answer. */
+enum consumer_name_step {
+	CONSUMER_NAME_OURS,	/* the claim is ours: read (again), renew it */
+	CONSUMER_NAME_WAIT,	/* at start, held by another whose claim has not
+				   moved since first seen: it may be dead, so ask
+				   again until its claim runs out or moves */
+	CONSUMER_NAME_TAKEN,	/* at start, held by a live process (its claim
+				   moved on): refuse to start (exit 73) */
+	CONSUMER_NAME_LOST,	/* while running, another instance holds it:
+				   stop reading, exit 73 */
+	CONSUMER_NAME_RETRY,	/* no answer or an error: ask again later */
+};
+
+/* held: the claim was ours before (the worker has been running under the
+ * name); ok: the script answered; won: it answered that the claim is ours;
+ * value: the holder's "<instance> <TIME ms>" it answered (NULL when won or
+ * no answer); first: the holder's value this worker saw at its first
+ * refusal ("" when none yet). A holder is live when its claim's time moves
+ * on (it renews with every heartbeat); a dead one's claim only runs out. */
+enum consumer_name_step consumer_name_next(int held, int ok, int won, const char *value,
+					   const char *first)
+	__attribute__((warn_unused_result));
+
 #endif

@@ -17,6 +17,7 @@ struct store_keys {
 	char jobs[STORE_KEY_MAX], scheduled[STORE_KEY_MAX], dead[STORE_KEY_MAX];
 	char notify[STORE_KEY_MAX], audit[STORE_KEY_MAX], consumer[STORE_KEY_MAX];
 	char consumers[STORE_KEY_MAX], clock[STORE_KEY_MAX];	/* R11's liveness */
+	char owner[STORE_KEY_MAX];		/* "P:owner:<consumer>" (lua/owner.lua) */
 	char decision_prefix[STORE_KEY_MAX];	/* "P:decision:" */
 	char final_prefix[STORE_KEY_MAX];	/* "P:final:" (R4's terminal mark) */
 	char paused[STORE_KEY_MAX];		/* "P:paused" (§13's pauses) */

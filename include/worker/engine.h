@@ -32,7 +32,10 @@ void engine_start(struct engine *eng);
 
 /* Why the loop broke: 0 after engine_stop, EX_UNAVAILABLE (69) when Redis
  * could not be used at all (no connection could be set up at start, or a
- * server older than 7.0). The daemon's exit status. */
+ * server older than 7.0), ENGINE_EXIT_NAME_TAKEN (73) when another live
+ * process runs under the consumer name (at start or later). The daemon's
+ * exit status. */
+#define ENGINE_EXIT_NAME_TAKEN 73
 int engine_exit_status(const struct engine *eng);
 
 /* R15: stop reading, start no new call, let calls in flight finish for up to

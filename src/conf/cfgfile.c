@@ -104,8 +104,13 @@ cfgfile_load(const char *path, struct cfg_errors *errs)
 			(void)cfg_errors_add(errs, path, 0, "cannot read: %s", strerror(errno));
 		return NULL;
 	}
-	/* No host name is no default consumer: the parser then asks for one. */
-	if (gethostname(host, sizeof host) < 0)
+	/* The default consumer: $WARRANTD_CONSUMER (warrantd@.service sets
+	 * HOST-INSTANCE: one name per instance, issue 38 item 1), else the
+	 * host name; none is no default: the parser then asks for one. */
+	const char *name = getenv("WARRANTD_CONSUMER");
+	if (name != NULL && name[0] != '\0')
+		snprintf(host, sizeof host, "%s", name);
+	else if (gethostname(host, sizeof host) < 0)
 		host[0] = '\0';
 	host[sizeof host - 1] = '\0';
 	char *dir = dir_of(path);

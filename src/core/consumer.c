@@ -384,3 +384,17 @@ consumer_reclaim_next(enum consumer_reclaim r, enum consumer_err c, int auth_los
 	return consumer_auth_write(c, auth_lost) == CONSUMER_AUTH_HOLD ? CONSUMER_RS_HOLD :
 	    CONSUMER_RS_RETRY;
 }
+
+enum consumer_name_step
+consumer_name_next(int held, int ok, int won, const char *value, const char *first)
+{
+	if (!ok)
+		return CONSUMER_NAME_RETRY;
+	if (won)
+		return CONSUMER_NAME_OURS;
+	if (held)
+		return CONSUMER_NAME_LOST;
+	if (value == NULL || first == NULL || first[0] == '\0' || strcmp(value, first) == 0)
+		return CONSUMER_NAME_WAIT;
+	return CONSUMER_NAME_TAKEN;
+}

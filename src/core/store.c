@@ -34,6 +34,9 @@ store_keys_init(struct store_keys *k, const char *prefix, const char *consumer)
 	int w = snprintf(k->consumer, STORE_KEY_MAX, "%s:consumer:%s", prefix, consumer);
 	if (w < 0 || w >= STORE_KEY_MAX)
 		return -1;
+	w = snprintf(k->owner, STORE_KEY_MAX, "%s:owner:%s", prefix, consumer);
+	if (w < 0 || w >= STORE_KEY_MAX)
+		return -1;
 	/* " done expired ... ": with a space at each end the script finds
 	 * " state " in it as it is, with no concatenation per call */
 	k->terminal[0] = ' ';

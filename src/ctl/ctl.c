@@ -525,8 +525,9 @@ human_duration(const char *key, const json_t *v, char *name, size_t nn, char *te
 
 /* The consumers as a table of what matters (the rest is in --json and
  * the heartbeat hash): name, alive, heartbeat age, pending, in flight,
- * token state, version. */
-enum { COLS = 7 };
+ * token state, version, the name's owner (its instance id's first 8
+ * digits; "COLLISION" beside it when another instance wrote the heartbeat). */
+enum { COLS = 8 };
 
 static void
 consumer_row(const char *name, const json_t *o, char cell[COLS][64])
@@ -548,6 +549,9 @@ consumer_row(const char *name, const json_t *o, char cell[COLS][64])
 		snprintf(cell[4], 64, "-");
 	snprintf(cell[5], 64, "%s", token && *token ? token : "-");
 	snprintf(cell[6], 64, "%s", version && *version ? version : "-");
+	const char *owner = json_string_value(json_object_get(o, "owner"));
+	snprintf(cell[7], 64, "%.8s%s", owner && *owner ? owner : "-",
+	    json_is_true(json_object_get(o, "collision")) ? " COLLISION" : "");
 }
 
 static void
@@ -567,7 +571,7 @@ static void
 print_consumers(FILE *out, const json_t *consumers)
 {
 	static const char *const head[COLS] = {"NAME", "ALIVE", "HEARTBEAT", "PENDING",
-	    "IN FLIGHT", "TOKEN", "VERSION"};
+	    "IN FLIGHT", "TOKEN", "VERSION", "OWNER"};
 	char cell[COLS][64];
 	size_t width[COLS];
 	const char *name;

@@ -149,6 +149,8 @@ static const char *const needs_daemon[] = {
 	"ZADD {scheduled} 1 x", "ZREM {scheduled} x", "XADD {dead} * id x",
 	"XADD {notify} * id x", "XADD {audit} * id x", "HSET {consumers} w 1",
 	"HSET {clock} last 1", "TIME", "FCALL warrantd_transition 0",
+	"GET {owner}", "SET {owner} x PX 1000", "PTTL {owner}", "DEL {owner}",
+	"PEXPIRE {consumer} 0", "FCALL warrantd_owner 0",
 	"FCALL_RO warrantd_version 0", NULL,
 };
 static const char *const needs_operator[] = {
@@ -162,7 +164,11 @@ static const char *const needs_operator[] = {
 static const char *const needs_monitor[] = {
 	"XINFO GROUPS {jobs}", "XPENDING {jobs} {group}", "XRANGE {dead} - +",
 	"XREVRANGE {audit} + -", "HGETALL {decision}", "ZRANGE {scheduled} 0 -1",
-	"XLEN {notify}", "ZCARD {scheduled}", NULL,
+	"XLEN {notify}", "ZCARD {scheduled}",
+	/* and everything else `status` and `metrics` read (issue 38 item 3) */
+	"XLEN {jobs}", "XLEN {dead}", "XRANGE {jobs} - + COUNT 1", "XPENDING {jobs} {group} - + 1",
+	"XINFO CONSUMERS {jobs} {group}", "SCAN 0", "HGETALL {consumer}", "HGETALL {paused}",
+	"GET {owner}", NULL,
 };
 static const char *const needs_decider[] = {
 	"HSET {decision} record r", "XADD {jobs} * id x", "ZADD {scheduled} 1 x",
@@ -180,6 +186,9 @@ doctor_word(const struct cli *c, const char *w, char *buf, size_t n)
 	if (strcmp(w, "{scheduled}") == 0) return c->keys.scheduled;
 	if (strcmp(w, "{consumers}") == 0) return c->keys.consumers;
 	if (strcmp(w, "{clock}") == 0) return c->keys.clock;
+	if (strcmp(w, "{owner}") == 0) return c->keys.owner;
+	if (strcmp(w, "{consumer}") == 0) return c->keys.consumer;
+	if (strcmp(w, "{paused}") == 0) return c->keys.paused;
 	if (strcmp(w, "{group}") == 0) return c->cfg->redis.group;
 	if (strcmp(w, "{decision}") == 0 || strcmp(w, "{final}") == 0) {
 		snprintf(buf, n, "%sdoctor", strcmp(w, "{final}") == 0 ? c->keys.final_prefix :
@@ -221,8 +230,13 @@ doctor_dryrun(struct cli *c, const char *user, const char *const *needs, char *r
 			char cmd[64];
 			snprintf(cmd, sizeof cmd, "%s", *l);
 			cmd[strcspn(cmd, " ")] = '\0';
-			size_t len = strlen(refused);
-			snprintf(refused + len, n - len, "%s%s", len ? ", " : "", cmd);
+			size_t len = strlen(refused), cl = strlen(cmd);
+			const char *seen = refused;	/* each command named once */
+			while ((seen = strstr(seen, cmd)) != NULL && ((seen != refused &&
+			    seen[-1] != ' ') || (seen[cl] != ',' && seen[cl] != '\0')))
+				seen += cl;
+			if (seen == NULL)
+				snprintf(refused + len, n - len, "%s%s", len ? ", " : "", cmd);
 		}
 		freeReplyObject(r);
 	}
@@ -572,7 +586,74 @@ doctor_server(struct cli *c, struct doctor *d)
 	freeReplyObject(r);
 }
 
-/* The consumer name is one live process (issue 38 item 1): a live
+/* P:owner:<name>'s value ("<instance> <ms>", lua/owner.lua) into buf, ""
+ * when the name is not claimed or the claim cannot be read. */
+static void
+doctor_claim(struct cli *c, struct doctor *d, char *buf, size_t n)
+{
+	char key[2 * STORE_KEY_MAX];
+	struct clir *own = c->redis;
+	redisReply *r = NULL;
+
+	buf[0] = '\0';
+	snprintf(key, sizeof key, "%s:owner:%s", c->prefix, c->cfg->daemon.consumer);
+	const char *argv[] = {"GET", key};
+	if (d->admin != NULL)
+		c->redis = d->admin;
+	if (c->redis != NULL)
+		r = clir_argv(c, 2, argv);
+	c->redis = own;
+	if (r != NULL && r->type == REDIS_REPLY_STRING)
+		snprintf(buf, n, "%s", r->str);
+	freeReplyObject(r);
+}
+
+/* warrantd(7) §2.1: this build's library on the Redis at hand (shard 0's
+ * node): a missing one or another version is a worker that refuses to
+ * start (exit 76). */
+static void
+doctor_functions(struct cli *c, struct doctor *d)
+{
+	const char *argv[] = {"FCALL_RO", "warrantd_version", "0"};
+	struct clir *own = c->redis;
+	redisReply *r = NULL;
+
+	if (d->admin != NULL)
+		c->redis = d->admin;
+	if (c->redis != NULL)
+		r = clir_argv(c, 3, argv);
+	c->redis = own;
+	const struct sreply *s = sreply_of(r);
+	const char *err = r ? sreply_error_text(s) : "no connection";
+	switch (r == NULL ? STORE_LIBRARY_UNKNOWN : store_library_check(err != NULL,
+	    err != NULL ? err : sreply_string(s))) {
+	case STORE_LIBRARY_OK:
+		doctor_say(d, D_OK, "redis functions", "(library warrantd %s)", STORE_LIBRARY_VERSION);
+		break;
+	case STORE_LIBRARY_WRONG:
+		doctor_say(d, D_FAIL, "redis functions", "the library warrantd is version %s, this "
+		    "build needs %s: the worker refuses to start (exit 76); load it as an "
+		    "administrator with warrantctl functions load", sreply_string(s),
+		    STORE_LIBRARY_VERSION);
+		break;
+	case STORE_LIBRARY_MISSING:
+		doctor_say(d, D_FAIL, "redis functions", "the library warrantd is not loaded: the "
+		    "worker refuses to start (exit 76); load it as an administrator with warrantctl "
+		    "functions load");
+		break;
+	case STORE_LIBRARY_NO_FUNCTIONS:
+		doctor_say(d, D_FAIL, "redis functions", "the server has no Redis Functions (older "
+		    "than Redis 7.0)");
+		break;
+	default:
+		doctor_say(d, D_WARN, "redis functions", "FCALL_RO warrantd_version: %s",
+		    err ? err : "not a string");
+	}
+	freeReplyObject(r);
+}
+
+/* The consumer name is one live process (issue 38 item 1): a claim
+ * (P:owner:<name>) and a heartbeat written by two instances, a live
  * heartbeat under it from another host, or from a pid that is not running
  * here, is another worker with the same name. */
 static void
@@ -600,9 +681,22 @@ doctor_consumer(struct cli *c, struct doctor *d)
 	}
 	const char *host = sreply_field(sreply_of(r), "host");
 	const char *pid_s = sreply_field(sreply_of(r), "pid");
+	const char *beat = sreply_field(sreply_of(r), "instance");
 	long pid = pid_s ? strtol(pid_s, NULL, 10) : 0;
+	char claim[96] = "";
 	gethostname(self, sizeof self - 1);
-	if (n == 0)
+	doctor_claim(c, d, claim, sizeof claim);
+	size_t clen = strcspn(claim, " ");
+	if (n > 0 && beat != NULL && claim[0] != '\0' &&
+	    (strlen(beat) != clen || strncmp(beat, claim, clen) != 0))
+		doctor_say(d, D_FAIL, what, "collision: the name's claim is instance %.*s's, its "
+		    "heartbeat instance %s's (host %s, pid %s): two workers run under one name; give "
+		    "each its own [daemon] consumer", (int)clen, claim, beat, host ? host : "?",
+		    pid_s ? pid_s : "?");
+	else if (n == 0 && claim[0] != '\0')
+		doctor_say(d, D_OK, what, "(claimed by instance %.*s, no live heartbeat: a worker "
+		    "starting or stopped by SIGKILL; free within three heartbeats)", (int)clen, claim);
+	else if (n == 0)
 		doctor_say(d, D_OK, what, "(no live heartbeat: free)");
 	else if (host != NULL && strcmp(host, self) == 0 && pid > 0 &&
 	    (kill((pid_t)pid, 0) == 0 || errno == EPERM))
@@ -637,8 +731,9 @@ cmd_doctor(struct cli *c, int argc, char **argv)
 	if (!d.version_done)
 		doctor_line(&d, 0, "redis version", "no user could ask (INFO and HELLO refused)");
 	doctor_server(c, &d);
-	/* The functions library's version is checked here, beside the
-	 * server's settings (the `functions` work of issue 38 item 3). */
+	/* The functions library's version beside the server's settings
+	 * (issue 38 item 3). */
+	doctor_functions(c, &d);
 	doctor_consumer(c, &d);
 
 	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);

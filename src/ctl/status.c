@@ -267,6 +267,34 @@ heartbeat_consumers(struct cli *c, json_t *consumers)
 	return 0;
 }
 
+/* Issue 38 item 1: who holds the name's claim (P:owner:<name>,
+ * lua/owner.lua) as "owner"; "collision" when the heartbeat was written
+ * by another instance than the claim's: two processes under one name. */
+static int
+add_owner(struct cli *c, json_t *o, const char *name)
+{
+	char key[2 * STORE_KEY_MAX];
+	redisReply *r;
+
+	snprintf(key, sizeof key, "%s:owner:%s", c->prefix, name);
+	int rc = clir_run(c, &r, "GET", key, (char *)NULL);
+	if (rc != 0)
+		return rc;
+	const char *v = sreply_string(sreply_of(r));
+	const char *beat = json_string_value(json_object_get(o, "instance"));
+	if (v != NULL) {
+		size_t len = strcspn(v, " ");
+		json_object_set_new(o, "owner", json_stringn(v, len));
+		json_object_set_new(o, "collision", json_boolean(beat != NULL &&
+		    (strlen(beat) != len || strncmp(beat, v, len) != 0)));
+	} else {
+		json_object_set_new(o, "owner", json_null());
+		json_object_set_new(o, "collision", json_false());
+	}
+	freeReplyObject(r);
+	return 0;
+}
+
 static int
 consumer_fields(struct cli *c, json_t *st, int have_group)
 {
@@ -286,6 +314,8 @@ consumer_fields(struct cli *c, json_t *st, int have_group)
 			break;
 		snprintf(key, sizeof key, "%s:consumer:%s", c->prefix, name);
 		rc = add_heartbeat(c, o, key);
+		if (rc == 0)
+			rc = add_owner(c, o, name);
 	}
 	return rc;
 }

@@ -18,6 +18,7 @@
  *                   the pauses read beside it
  *   engine_auth.c   the connections and their states, Redis' own
  *                   credential, the worker's token, discovery
+ *   engine_name.c   the consumer name's claim: one name, one live process
  */
 #define _DEFAULT_SOURCE
 #include "worker/engine.h"
@@ -37,6 +38,7 @@
 #include "core/gate.h"
 #include "http/http.h"
 #include "base/log.h"
+#include "base/rnd.h"
 #include "auth/oauth.h"
 #include "redis/rconn.h"
 #include "core/record.h"
@@ -334,6 +336,8 @@ init_timers(struct engine *eng)
 	init_timer(eng, &eng->watchdog, engine_watchdog_cb, wd_ms > 1 ? wd_ms / 2 : 1000);
 	ev_init(&eng->read_kick, engine_read_kick_cb);
 	eng->read_kick.data = eng;
+	ev_timer_init(&eng->name_stop, engine_name_stop_cb, 0.0, 0.0);
+	eng->name_stop.data = eng;
 }
 
 /* R16: a periodic timer whose interval changed takes the new one now. */
@@ -381,6 +385,8 @@ init_shard(struct engine *eng, struct shard *sh, unsigned index, char *err, size
 	sh->kick.data = sh;
 	ev_init(&sh->renew_retry, engine_renew_retry_cb);
 	sh->renew_retry.data = sh;
+	ev_init(&sh->owner_retry, engine_name_retry_cb);
+	sh->owner_retry.data = sh;
 	engine_lend_env(sh);
 	if ((sh->jobs = ejobs_new(&sh->env)) == NULL) {
 		snprintf(err, errlen, "out of memory");
@@ -410,6 +416,10 @@ engine_new_with(struct ev_loop *loop, struct cfg *cfg, const struct engine_ops *
 	eng->opctx = ops != NULL ? ctx : loop;
 	eng->cfg = cfg;
 	script_set_init(&eng->scripts);
+	if (rnd_hex(eng->instance, sizeof eng->instance, 16) < 0) {
+		snprintf(err, errlen, "no random instance id");
+		goto fail;
+	}
 	eng->http = http_client_new(loop);
 	if (eng->http == NULL) {
 		snprintf(err, errlen, "cannot create the HTTP client");
@@ -505,11 +515,24 @@ engine_start(struct engine *eng)
 		    eng->cfg->daemon.max_in_flight);
 }
 
+/* R15: nothing in hand any more: the consumer name is given back
+ * (engine_name.c), then the loop ends. */
 static void
 maybe_finish_stop(struct engine *eng)
 {
-	if (engine_in_hand(eng) > 0)
+	if (engine_in_hand(eng) > 0 || eng->releasing > 0)
 		return;	/* a call, a result to write, or a last callback on its way */
+	if (!eng->released) {
+		eng->released = 1;
+		if ((eng->releasing = engine_release_names(eng)) > 0)
+			return;
+	}
+	engine_finish_stop(eng);
+}
+
+void
+engine_finish_stop(struct engine *eng)
+{
 	engine_timer_stop(eng, &eng->grace);
 	log_info("engine.stopped", "consumer=%s", eng->cfg->daemon.consumer);
 	engine_break(eng);
@@ -687,12 +710,14 @@ engine_free(struct engine *eng)
 	engine_timer_stop(eng, &eng->grace);
 	engine_timer_stop(eng, &eng->watchdog);
 	engine_timer_stop(eng, &eng->read_kick);
+	engine_timer_stop(eng, &eng->name_stop);
 	eng->draining = 1;
 	/* Outstanding callbacks fire with NULL while the connections close;
 	 * every job is marked finished first so none of them acts. */
 	for (size_t i = 0; i < eng->nshards; i++) {
 		engine_timer_stop(eng, &eng->shards[i].kick);
 		engine_timer_stop(eng, &eng->shards[i].renew_retry);
+		engine_timer_stop(eng, &eng->shards[i].owner_retry);
 		if (eng->shards[i].jobs)
 			ejobs_abandon(eng->shards[i].jobs);
 	}

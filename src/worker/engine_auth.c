@@ -44,6 +44,7 @@ on_cmd_state(struct rconn *rc, int up, void *arg)
 			engine_notify(sh->eng, "STATUS=redis unreachable, reconnecting");
 		}
 		sh->claiming = 0;
+		engine_name_down(sh);
 		return;
 	}
 	if (sh->redis_down_since) {
@@ -60,14 +61,14 @@ on_cmd_state(struct rconn *rc, int up, void *arg)
 	 * our PEL but not in hand: scan it again (admit skips known ones). */
 	sh->own_done = 0;
 	snprintf(sh->own_cursor, sizeof sh->own_cursor, "0");
-	/* Writes that failed while down are retried by their own timers. The
-	 * heartbeat goes before the scan of our PEL that the group's reply
-	 * starts: Redis sees us alive before we take our entries back. The
-	 * pauses go first too: no job loaded after them starts unseen. */
-	engine_heartbeat_shard(sh);
-	if (sh->index == 0)
-		engine_read_pauses(sh->eng);
-	engine_ensure_group(sh);
+	/* Writes that failed while down are retried by their own timers.
+	 * Nothing is read before the consumer name is ours (engine_name.c),
+	 * whose answer sends the heartbeat, the pauses and the group, in that
+	 * order: Redis sees us alive before we take our entries back, and no
+	 * job loaded after the pauses starts unseen. The library first: a
+	 * missing one stops the worker saying so. */
+	engine_check_library(sh);
+	engine_claim_name(sh);
 }
 
 static void

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * engine_int: the engine's own header, shared by engine.c, engine_read.c,
- * engine_lease.c and engine_auth.c and by nothing else (engine.h is the
+ * engine_lease.c, engine_auth.c and engine_name.c and by nothing else (engine.h is the
  * module's interface). It holds the state of the engine and its shards and
  * the functions one file calls in another. Every pointer passed is
  * borrowed during the call; nothing here frees what it is given.
@@ -74,6 +74,12 @@ struct shard {
 	unsigned renew_failures;
 	int writes_refused;
 	ev_timer renew_retry;
+	/* Issue 38 item 1 (engine_name.c): owned, the name's claim was ours
+	 * once; owner_ok, it is ours on this connection (nothing is read
+	 * before); owner_first, another holder's claim as first seen. */
+	int owned, owner_ok;
+	char owner_first[96];
+	ev_timer owner_retry;
 };
 
 struct engine {
@@ -104,6 +110,10 @@ struct engine {
 	struct vpool *vpool;		/* NULL: records are verified inline */
 
 	int draining;
+	char instance[33];		/* this process's random id (engine_name.c) */
+	size_t releasing;		/* stopping: release replies still to come */
+	int released;			/* stopping: the names were given back */
+	ev_timer name_stop;		/* engine_stop, out of the reply that found why */
 	int exit_status;		/* engine_exit_status: 0, or why the loop broke */
 	ev_timer heartbeat, claim, lease, grace, watchdog;
 	/* Sentinel, Cluster: where to connect (disc.h), and allow_hosts */
@@ -164,6 +174,19 @@ void engine_heartbeat_shard(struct shard *sh);
 void engine_read_pauses(struct engine *eng);
 void engine_heartbeat_cb(struct ev_loop *loop, ev_timer *w, int revents);
 void engine_watchdog_cb(struct ev_loop *loop, ev_timer *w, int revents);
+
+/* engine_name.c: the claim of the consumer name. engine_claim_name asks
+ * (at every connection, with every heartbeat); engine_name_down: the
+ * shard's connection went; engine_release_names: a clean stop's, returns
+ * how many replies engine_finish_stop (engine.c) waits for. The timer
+ * callbacks' data is the shard (owner_retry) or the engine (name_stop). */
+void engine_claim_name(struct shard *sh);
+void engine_name_down(struct shard *sh);
+size_t engine_release_names(struct engine *eng);
+void engine_finish_stop(struct engine *eng);
+void engine_name_retry_cb(struct ev_loop *loop, ev_timer *w, int revents);
+void engine_name_stop_cb(struct ev_loop *loop, ev_timer *w, int revents);
+void engine_check_library(struct shard *sh);
 
 /* engine_auth.c: the worker's token (oauth.h's listener, arg the engine),
  * Redis' (rtoken.h's), and the connections made once; 0 or -1 with err. */

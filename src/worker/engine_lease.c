@@ -293,8 +293,8 @@ engine_heartbeat_shard(struct shard *sh)
 	const char *argv[2 + 2 * HB_FIELDS];
 	int argc = 0, k = 0;
 
-	if (!engine_up(eng, sh->cmd))
-		return;
+	if (!engine_up(eng, sh->cmd) || !sh->owner_ok)
+		return;	/* not before the name is ours: engine_name.c */
 	beat_shard(sh);
 	gethostname(host, sizeof host - 1);
 	if (sh->last_read_at)
@@ -307,7 +307,8 @@ engine_heartbeat_shard(struct shard *sh)
 	eng->n.token_refreshes = eng->oauth ? oauth_refreshes(eng->oauth) : 0;
 	eng->n.redis_outages = engine_total_outages(eng);
 	gate_paused_list(eng->gate, paused, sizeof paused);
-	const char *fixed[] = {"host", host, "pid", pid, "version", WARRANTD_VERSION,
+	const char *fixed[] = {"host", host, "pid", pid, "instance", eng->instance,
+	    "version", WARRANTD_VERSION,
 	    "startedAt", wtime_format_rfc3339(eng->started_at, started, sizeof started),
 	    "heartbeatAt", wtime_format_rfc3339(engine_now_ms(eng), now, sizeof now),
 	    "lastReadAt", last_read, "inFlight", in_flight, "tokenState", engine_token_state(eng),
@@ -399,8 +400,12 @@ engine_heartbeat_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	struct engine *eng = w->data;
 	(void)loop, (void)revents;
 
-	for (size_t i = 0; i < eng->nshards; i++)
+	for (size_t i = 0; i < eng->nshards; i++) {
+		/* the consumer name's claim is renewed with every heartbeat */
+		if (eng->shards[i].owner_ok)
+			engine_claim_name(&eng->shards[i]);
 		engine_heartbeat_shard(&eng->shards[i]);
+	}
 	/* the charts' counts, in shard 0's heartbeat pipeline (wstats.h) */
 	struct shard *first = &eng->shards[0];
 	wstats_flush(eng->stats, engine_up(eng, first->cmd) ? send_stat : NULL, first,

@@ -98,7 +98,7 @@ engine_shard_view(const struct shard *sh)
 	const struct engine *eng = sh->eng;
 	struct consumer_view v = worker_view(eng);
 
-	v.group_ready = sh->group_ready;
+	v.group_ready = sh->group_ready && sh->owner_ok;	/* nothing read before */
 	v.own_done = sh->own_done;
 	v.cmd_up = engine_up(eng, sh->cmd);
 	v.blk_up = sh->blk != NULL && engine_up(eng, sh->blk);
@@ -299,6 +299,8 @@ engine_read_more(struct shard *sh)
 {
 	struct engine *eng = sh->eng;
 
+	if (!sh->owner_ok)
+		return;	/* the consumer name is not ours (yet): engine_name.c */
 	if (!sh->own_done) {
 		engine_own_pending_more(sh);	/* R14: ours, with a token or without */
 		return;
@@ -595,8 +597,8 @@ claim_shard(struct shard *sh)
 {
 	struct engine *eng = sh->eng;
 
-	if (!sh->group_ready || !engine_up(eng, sh->cmd) || eng->draining)
-		return;
+	if (!sh->group_ready || !sh->owner_ok || !engine_up(eng, sh->cmd) || eng->draining)
+		return;	/* owner_ok: nothing is taken into hand before the name is ours */
 	promote_due(sh);
 	trim_jobs(sh);
 	/* A PEL scan that a reconnect restarted while a claim was on its way
@@ -680,12 +682,19 @@ after_version(struct rconn *rc, const struct sreply *r, void *arg)
  * every connection to the shard's primary: its reply comes before the
  * group's, which starts the reads. */
 void
+engine_check_library(struct shard *sh)
+{
+	if (engine_up(sh->eng, sh->cmd))
+		engine_best_effort(engine_command(sh->eng, sh->cmd, after_version, sh,
+		    (const char *[]){"FCALL_RO", "warrantd_version", "0", NULL}));
+}
+
+void
 engine_ensure_group(struct shard *sh)
 {
 	if (!engine_up(sh->eng, sh->cmd))
 		return;
-	engine_best_effort(engine_command(sh->eng, sh->cmd, after_version, sh,
-	    (const char *[]){"FCALL_RO", "warrantd_version", "0", NULL}));
+	engine_check_library(sh);
 	engine_best_effort(engine_command(sh->eng, sh->cmd, after_group, sh,
 	    (const char *[]){"XGROUP", "CREATE", sh->keys.jobs, sh->eng->cfg->redis.group, "0",
 	    "MKSTREAM", NULL}));

@@ -8,7 +8,10 @@
  * resolve, an IdP that refuses the client, a PDP that answers 503.
  * Issue 38 item 3: what the worker will do, tried -- the target stopped,
  * Redis at appendonly no or maxmemory-policy allkeys-lru, another live
- * worker under the consumer name; and no log line in the output.
+ * worker under the consumer name; and no log line in the output. And the
+ * rest of it: the Functions library missing or of another version, a name
+ * whose claim (P:owner:<name>) and heartbeat are two instances', and a
+ * monitor user refused something `status` reads.
  */
 #define _DEFAULT_SOURCE
 #include <stdarg.h>
@@ -26,6 +29,8 @@
 #define CLIENT_ID	"warrantd-doctor"
 #define SECRET		"doctor-secret-0123456789"
 #define PDP_PATH	"/v1/data/warrant/allow"
+/* what the monitor user needs beyond setup's for `status` */
+#define MON_STATUS	"+xpending +xinfo|consumers +scan +get"
 
 static struct h_redis redis;
 static redisContext *C;
@@ -119,7 +124,7 @@ test_all_ok(void **state)
 	(void)state;
 
 	char scoped[512];
-	free(h_redis_str(C, "ACL SETUSER mon +xpending"));
+	free(h_redis_str(C, "ACL SETUSER mon " MON_STATUS));
 	/* an action with a token of its own scope: asked for too */
 	snprintf(scoped, sizeof scoped, "[action gate.scoped]\nurl = %s/x\nauth = oauth\n"
 	    "scope = gates\n", target.url);
@@ -137,13 +142,14 @@ test_all_ok(void **state)
 	has(out, "redis maxmemory-policy: ok (noeviction)\n");
 	has(out, "redis replicas: INFO: none");
 	has(out, "consumer name w1: ok (no live heartbeat: free)\n");
+	has(out, "redis functions: ok (library warrantd ");
 	has(out, "action gate.open target: ok (http://127.0.0.1:");
 	assert_null(strstr(out, "FAIL"));
 	assert_null(strstr(out, "WARN"));
 	assert_null(strstr(out, "level="));	/* no log line mixed in */
 	free(out);
 	free(cfg);
-	free(h_redis_str(C, "ACL SETUSER mon -xpending"));
+	free(h_redis_str(C, "ACL SETUSER mon -xpending -xinfo|consumers -scan -get"));
 }
 
 /* Each failure is its own line, and the exit is 1. */
@@ -199,7 +205,7 @@ test_what_the_worker_meets(void **state)
 	char *cfg, *out;
 	(void)state;
 
-	free(h_redis_str(C, "ACL SETUSER mon +xpending"));
+	free(h_redis_str(C, "ACL SETUSER mon " MON_STATUS));
 	cfg = ini(pw_op, pw_mon, NULL);
 	h_fake_stop(&target);
 	assert_int_equal(doctor(cfg, &out), 1);
@@ -228,12 +234,50 @@ test_what_the_worker_meets(void **state)
 	free(out);
 	assert_int_equal(h_redis_int(C, "DEL warrant:consumer:w1"), 1);
 
+	/* a collision: the name's claim is one instance's, its heartbeat
+	 * another's (two workers under one name) */
+	free(h_redis_str(C, "SET warrant:owner:w1 %s PX 60000", "aaaa1111 1000"));
+	assert_int_equal(h_redis_int(C, "HSET warrant:consumer:w1 host elsewhere pid 4242 "
+	    "instance bbbb2222"), 3);
+	assert_int_equal(doctor(cfg, &out), 1);
+	has(out, "consumer name w1: FAIL: collision: the name's claim is instance aaaa1111's, "
+	    "its heartbeat instance bbbb2222's");
+	free(out);
+	assert_int_equal(h_redis_int(C, "DEL warrant:consumer:w1 warrant:owner:w1"), 2);
+
+	/* the Functions library missing, then of another version */
+	free(h_redis_str(C, "FUNCTION DELETE warrantd"));
+	assert_int_equal(doctor(cfg, &out), 1);
+	has(out, "redis functions: FAIL: the library warrantd is not loaded: the worker refuses "
+	    "to start (exit 76); load it as an administrator with warrantctl functions load\n");
+	free(out);
+	redisReply *r = redisCommand(C, "FUNCTION LOAD %s", "#!lua name=warrantd\n"
+	    "redis.register_function{function_name = 'warrantd_version', callback = "
+	    "function() return '0000000000000000' end, flags = {'no-writes'}}\n");
+	assert_non_null(r);
+	assert_int_equal(r->type, REDIS_REPLY_STRING);
+	freeReplyObject(r);
+	assert_int_equal(doctor(cfg, &out), 1);
+	has(out, "redis functions: FAIL: the library warrantd is version 0000000000000000, this "
+	    "build needs ");
+	has(out, "warrantctl functions load\n");
+	free(out);
+	free(h_redis_str(C, "FUNCTION DELETE warrantd"));
+	assert_int_equal(h_redis_load_functions(C), 0);
+
+	/* the monitor user refused what `status` reads (XINFO CONSUMERS) */
+	free(h_redis_str(C, "ACL SETUSER mon -xinfo|consumers"));
+	assert_int_equal(doctor(cfg, &out), 1);
+	has(out, "redis user mon [redis.monitor]: FAIL: its ACL refuses XINFO");
+	free(out);
+	free(h_redis_str(C, "ACL SETUSER mon +xinfo|consumers"));
+
 	/* all good again: exit 0 */
 	assert_int_equal(doctor(cfg, &out), 0);
 	assert_null(strstr(out, "FAIL"));
 	free(out);
 	free(cfg);
-	free(h_redis_str(C, "ACL SETUSER mon -xpending"));
+	free(h_redis_str(C, "ACL SETUSER mon -xpending -xinfo|consumers -scan -get"));
 }
 
 int

@@ -604,8 +604,8 @@ test_status_without_group(void **state)
 	assert_contains(out, "pending:");
 	assert_contains(out, "oldestPendingIdle: -\n");
 	assert_contains(out, "consumers: 1 alive of 1\n"
-	    "  NAME  ALIVE  HEARTBEAT  PENDING  IN FLIGHT  TOKEN  VERSION\n"
-	    "  w9    alive  -          0        -          valid  -\n");
+	    "  NAME  ALIVE  HEARTBEAT  PENDING  IN FLIGHT  TOKEN  VERSION  OWNER\n"
+	    "  w9    alive  -          0        -          valid  -        -\n");
 	free(out);
 }
 

@@ -667,10 +667,28 @@ test_down_warn(void **state)
 	assert_int_equal(warned, 1);
 }
 
+/* Issue 38 item 1: one name, one live process. A claim that moved on
+ * since first seen is a live holder's; one that did not may be dead. */
+static void
+test_name_next(void **state)
+{
+	(void)state;
+	assert_int_equal(consumer_name_next(0, 1, 1, NULL, ""), CONSUMER_NAME_OURS);
+	assert_int_equal(consumer_name_next(1, 1, 1, NULL, ""), CONSUMER_NAME_OURS);
+	assert_int_equal(consumer_name_next(0, 1, 0, "a 1", ""), CONSUMER_NAME_WAIT);
+	assert_int_equal(consumer_name_next(0, 1, 0, "a 1", "a 1"), CONSUMER_NAME_WAIT);
+	assert_int_equal(consumer_name_next(0, 1, 0, "a 2", "a 1"), CONSUMER_NAME_TAKEN);
+	assert_int_equal(consumer_name_next(0, 1, 0, "b 1", "a 1"), CONSUMER_NAME_TAKEN);
+	assert_int_equal(consumer_name_next(1, 1, 0, "b 1", ""), CONSUMER_NAME_LOST);
+	assert_int_equal(consumer_name_next(1, 0, 0, NULL, ""), CONSUMER_NAME_RETRY);
+	assert_int_equal(consumer_name_next(0, 0, 0, NULL, "a 1"), CONSUMER_NAME_RETRY);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_name_next),
 		cmocka_unit_test(test_classify_real_replies),
 		cmocka_unit_test(test_err_names),
 		cmocka_unit_test(test_err_line),

@@ -546,7 +546,8 @@ test_status_human(void **state)
 	    "\"oldestPendingIdleMs\": 5400,"
 	    "\"consumers\": {\"w1\": {\"inGroup\": true, \"pending\": 1, \"idleMs\": 720000,"
 	    "\"alive\": true, \"tokenState\": \"valid\", \"heartbeatAgeMs\": 1500,"
-	    "\"inFlight\": 12, \"version\": \"0.1.0\", \"host\": \"h1\", \"received\": 7},"
+	    "\"inFlight\": 12, \"version\": \"0.1.0\", \"host\": \"h1\", \"received\": 7,"
+	    "\"owner\": \"4f0c2a9b77aa\", \"collision\": true},"
 	    "\"w2\": {\"alive\": false, \"idleMs\": 86400000}}}", 0, &e);
 	char *out = NULL;
 	size_t len = 0;
@@ -562,9 +563,9 @@ test_status_human(void **state)
 	    "lag:               \u226510000\n"
 	    "oldestPendingIdle: 5 s\n"
 	    "consumers: 1 alive of 2\n"
-	    "  NAME  ALIVE   HEARTBEAT  PENDING  IN FLIGHT  TOKEN  VERSION\n"
-	    "  w1    alive   1 s        1        12         valid  0.1.0\n"
-	    "  w2    silent  -          0        -          -      -\n");
+	    "  NAME  ALIVE   HEARTBEAT  PENDING  IN FLIGHT  TOKEN  VERSION  OWNER\n"
+	    "  w1    alive   1 s        1        12         valid  0.1.0    4f0c2a9b COLLISION\n"
+	    "  w2    silent  -          0        -          -      -        -\n");
 	free(out);
 	json_decref(st);
 }

@@ -587,6 +587,27 @@ r_empty_hash(void)
 }
 
 static redisReply *
+r_int(long long v)
+{
+	redisReply *r = r_new(REDIS_REPLY_INTEGER);
+	r->integer = v;
+	return r;
+}
+
+/* lua/owner.lua's answers: the name is ours, or held by value */
+static redisReply *
+r_owner_won(void)
+{
+	return r_arr(2, r_int(1), R_STR("me 1000"));
+}
+
+static redisReply *
+r_owner_held(const char *value)
+{
+	return r_arr(3, r_int(0), R_STR(value), r_int(2500));
+}
+
+static redisReply *
 r_claim_done(void)
 {
 	return r_arr(3, R_STR("0-0"), r_arr(0), r_arr(0));
@@ -678,6 +699,8 @@ start_ready(void)
 	engine_start(E);
 	set_up("cmd", 1);
 	answer("cmd: FCALL_RO", R_STR(STORE_LIBRARY_VERSION));
+	answer("cmd: script owner", r_owner_won());
+	answer("cmd: FCALL_RO", R_STR(STORE_LIBRARY_VERSION));
 	answer("cmd: XGROUP", R_OK());
 	answer("cmd: script claim", r_claim_done());
 	set_up("read", 1);
@@ -718,6 +741,10 @@ test_start(void **state)
 	expect("conn cmd\nconn read\n"
 	       "timer heartbeat 1.000\ntimer claim 3.000\ntimer lease 0.500\n");
 	set_up("cmd", 1);
+	/* issue 38 item 1: the library, then the name's claim; nothing else */
+	expect("cmd: FCALL_RO warrantd_version 0\ncmd: script owner\n");
+	answer("cmd: FCALL_RO", R_STR(STORE_LIBRARY_VERSION));
+	answer("cmd: script owner", r_owner_won());
 	expect("cmd: script heartbeat\ncmd: HSET P:consumer:w1\ncmd: PEXPIRE P:consumer:w1 3000\n"
 	       "cmd: HGETALL P:paused\n"
 	       "cmd: FCALL_RO warrantd_version 0\n"
@@ -763,7 +790,7 @@ test_start_wrong_library(void **state)
 	answer("cmd: FCALL_RO", R_STR("0000000000000000"));
 	expect("break\n");
 	assert_int_equal(engine_exit_status(E), 76);
-	answer("cmd: XGROUP", R_OK());
+	answer("cmd: script owner", r_owner_won());
 	expect("");
 }
 
@@ -872,7 +899,11 @@ test_down_up(void **state)
 	expect("");
 	set_up("cmd", 1);
 	expect("notify STATUS=consuming\ncmd: script renew ids 1\n"
-	       "cmd: script heartbeat\ncmd: HSET P:consumer:w1\ncmd: PEXPIRE P:consumer:w1 3000\n"
+	       "cmd: FCALL_RO warrantd_version 0\ncmd: script owner\n");
+	fire("claim");	/* nothing taken into hand before the name is ours again */
+	expect("");
+	answer("cmd: script owner", r_owner_won());
+	expect("cmd: script heartbeat\ncmd: HSET P:consumer:w1\ncmd: PEXPIRE P:consumer:w1 3000\n"
 	       "cmd: HGETALL P:paused\n"
 	       "cmd: FCALL_RO warrantd_version 0\n"
 	       "cmd: XGROUP CREATE P:jobs g 0 MKSTREAM\n");
@@ -895,8 +926,77 @@ test_stop_with_jobs(void **state)
 	/* R15: not started, it stays pending, unwritten; the last one out
 	 * ends the stop */
 	load_missing(0);
-	expect("job.released\nstop grace\nbreak\n");
+	/* issue 38 item 1: the name is given back before the loop ends */
+	expect("job.released\ncmd: script release\n");
+	assert_int_equal(broke, 0);
+	answer("cmd: script release", r_int(1));
+	expect("stop grace\nbreak\n");
 	assert_int_equal(broke, 1);
+	assert_int_equal(engine_exit_status(E), 0);
+}
+
+/* Issue 38 item 1: at start a name whose claim moves on (a live holder
+ * renews it) refuses the start with 73; nothing is ever read. */
+static void
+test_name_taken(void **state)
+{
+	(void)state;
+	engine_start(E);
+	set_up("cmd", 1);
+	set_up("read", 1);
+	answer("cmd: FCALL_RO", R_STR(STORE_LIBRARY_VERSION));
+	seq[0] = '\0';
+	answer("cmd: script owner", r_owner_held("other 1000"));
+	expect("timer owner_retry 0.500\n");
+	fire("heartbeat");	/* no heartbeat, no renewal under another's name */
+	expect("cmd: HGETALL P:paused\n");
+	fire("owner_retry");
+	expect("cmd: script owner\n");
+	answer("cmd: script owner", r_owner_held("other 2000"));
+	expect("timer name_stop 0.000\n");
+	fire("name_stop");
+	assert_int_equal(broke, 1);
+	assert_int_equal(engine_exit_status(E), 73);
+	assert_null(strstr(seq, "XREADGROUP"));
+	assert_null(strstr(seq, "script release"));	/* the claim is not ours */
+}
+
+/* ... a claim that does not move is a dead holder's: waited out, then
+ * taken, and the worker starts as usual. */
+static void
+test_name_waited_out(void **state)
+{
+	(void)state;
+	engine_start(E);
+	set_up("cmd", 1);
+	answer("cmd: FCALL_RO", R_STR(STORE_LIBRARY_VERSION));
+	answer("cmd: script owner", r_owner_held("dead 1000"));
+	fire("owner_retry");
+	seq[0] = '\0';
+	answer("cmd: script owner", r_owner_held("dead 1000"));
+	expect("timer owner_retry 0.500\n");
+	fire("owner_retry");
+	answer("cmd: script owner", r_owner_won());
+	assert_non_null(strstr(seq, "cmd: XGROUP CREATE P:jobs g 0 MKSTREAM\n"));
+	assert_int_equal(broke, 0);
+}
+
+/* ... and a worker that finds its claim taken while running stops
+ * reading and exits 73, leaving the other's claim alone. */
+static void
+test_name_lost(void **state)
+{
+	(void)state;
+	start_ready();
+	fire("heartbeat");
+	seq[0] = '\0';
+	answer("cmd: script owner", r_owner_held("other 5000"));
+	expect("timer name_stop 0.000\n");
+	fire("name_stop");
+	assert_non_null(strstr(seq, "notify STOPPING=1"));
+	assert_null(strstr(seq, "script release"));
+	assert_int_equal(broke, 1);
+	assert_int_equal(engine_exit_status(E), 73);
 }
 
 /* ... and the grace ends the loop with jobs still in hand. */
@@ -928,6 +1028,9 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_down_up, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stop_with_jobs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stop_grace, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_name_taken, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_name_waited_out, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_name_lost, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
