@@ -110,6 +110,11 @@ enum gate_breaker gate_breaker_at(const struct gate *g, const char *action, int6
 size_t gate_count(const struct gate *g);
 void gate_view(const struct gate *g, size_t i, int64_t now, struct gate_view *out);
 
+/* R6: whether a job held for verdict v is one to park (consumer_parks)
+ * rather than wait in hand: a pause, which lasts until an operator ends it.
+ * A limit (full, rate) frees within a call's time and is waited out. */
+int gate_parks(enum gate_verdict v);
+
 /* "closed", "half-open", "open"; "go", "paused", "breaker-open", "full",
  * "rate". Static. */
 const char *gate_breaker_name(enum gate_breaker b);

@@ -353,6 +353,12 @@ gate_place_next(int held, int attempt)
 }
 
 int
+gate_parks(enum gate_verdict v)
+{
+	return v == GATE_PAUSED;
+}
+
+int
 gate_may_wake(const struct gate *g, const char *action, int64_t now, int waiting, int kicked)
 {
 	return waiting && !kicked && (g == NULL || gate_check(g, action, now, NULL) == GATE_GO);

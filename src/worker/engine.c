@@ -18,6 +18,7 @@
  *                   the pauses read beside it
  *   engine_auth.c   the connections and their states, Redis' own
  *                   credential, the worker's token, discovery
+ *   engine_park.c   R6: parked entries queued again (lua/unpark.lua)
  */
 #define _DEFAULT_SOURCE
 #include "worker/engine.h"

@@ -315,6 +315,19 @@ test_may_wake(void **state)
 	gate_free(g);
 }
 
+/* R6: a pause parks what it holds beyond the share; a limit or an open
+ * breaker is waited out in hand. */
+static void
+test_parks(void **state)
+{
+	(void)state;
+	assert_true(gate_parks(GATE_PAUSED));
+	assert_false(gate_parks(GATE_GO));
+	assert_false(gate_parks(GATE_FULL));
+	assert_false(gate_parks(GATE_RATE));
+	assert_false(gate_parks(GATE_OPEN));
+}
+
 int
 main(void)
 {
@@ -329,6 +342,7 @@ main(void)
 		cmocka_unit_test(test_hold_until),
 		cmocka_unit_test(test_place),
 		cmocka_unit_test(test_may_wake),
+		cmocka_unit_test(test_parks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
