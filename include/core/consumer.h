@@ -186,8 +186,9 @@ long consumer_read_count(const struct consumer_view *v, size_t streams);
  * token, and the worker is not stopping. §13: nor while the whole queue is
  * paused (its entries stay unread), nor while entries held back by their
  * action's limits fill more than R6's share (consumer_held_max): one stuck
- * action does not starve the others. Entries held by a pause are parked
- * beyond that share (consumer_parks), so they never stop the reads. */
+ * action does not starve the others. Entries held by a pause or an open
+ * breaker are parked beyond that share (consumer_parks), so they never
+ * stop the reads. */
 int consumer_may_read(const struct consumer_view *v);
 
 /* R6's share: how many entries held back for their action alone the hand

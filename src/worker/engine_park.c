@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * engine, parked entries (engine.c says what each file holds): R6, §13.
- * An entry held back by its action's pause beyond R6's share of the hand
- * is parked in Redis (ejob: lua/park.lua); here the parked entries of each
- * action are queued again (lua/unpark.lua), in order, once the gate lets
- * the action go, and those whose deadline passed meanwhile while it does
- * not, so that R1 ends them expired and notified. What happens when is the
+ * An entry held back by its action's pause or open breaker beyond R6's
+ * share of the hand is parked in Redis (ejob: lua/park.lua); here the
+ * parked entries of each action are queued again (lua/unpark.lua), in
+ * order, once the pause ended and the breaker is closed, and those whose
+ * deadline passed meanwhile while not, so that R1 ends them expired and
+ * notified. What happens when is the
  * consumer core's (consumer_unpark_next). Asked on every claim tick and at
  * once when the pauses change.
  */
@@ -102,7 +103,7 @@ after_probe(struct rconn *rc, const struct sreply *r, void *arg)
 		const char *score = sreply_string(sreply_element(r, i + 1));
 		if (action == NULL || score == NULL)
 			continue;
-		int held = gate_parks(gate_check(eng->gate, action, now, NULL));
+		int held = gate_keeps_parked(eng->gate, action, now);
 		enum consumer_unpark d = consumer_unpark_next(held, strtoll(score, NULL, 10), now,
 		    eng->draining);
 		if (d == CONSUMER_UNPARK_NONE)

@@ -278,7 +278,8 @@ token_blocks_reading(struct engine *eng)
 	}
 	eng->had_token |= !blocked;
 	/* §13, R6: entries held by a pause, a limit or a breaker fill R6's
-	 * share of max_in_flight: those held by a pause beyond it are parked,
+	 * share of max_in_flight: those a pause or an open breaker holds beyond
+	 * it are parked,
 	 * and reading stops only when limits hold more (consumer_may_read
 	 * decides; issue 38 items 6, 8). This says so once. */
 	long share = consumer_held_max(eng->cfg->daemon.max_in_flight);
@@ -287,7 +288,8 @@ token_blocks_reading(struct engine *eng)
 		eng->paused_for_held = held_full;
 		if (held_full)
 			log_info("consumer.held_full", "held=%zu share=%ld detail=\"R6's share of the "
-			    "hand is held back: a pause's further entries are parked\"",
+			    "hand is held back: further entries of a paused action or an open "
+			    "breaker are parked\"",
 			    engine_held(eng), share);
 		else
 			log_info("consumer.held_below", "held=%zu share=%ld", engine_held(eng), share);

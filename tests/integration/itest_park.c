@@ -10,6 +10,9 @@
  *     `resume` every gate.open job is done, each called exactly once.
  *   - a parked job whose deadline passes while the pause lasts ends
  *     `expired`, notified, never called.
+ *   - the same with gate.open's target down and its breaker open: the
+ *     gate.set jobs are done while it is, and once the probe closes it
+ *     every gate.open job is done, each with exactly one 2xx.
  */
 #define _DEFAULT_SOURCE
 #include <setjmp.h>
@@ -49,7 +52,7 @@ world_down(void **state)
 /* A worker with max_in_flight = batch = 16 and the actions gate.open and
  * gate.set on fake_target. */
 static void
-up(const char *prefix)
+up_with(const char *prefix, const char *action_extra, int max_attempts)
 {
 	char sections[512];
 
@@ -59,8 +62,15 @@ up(const char *prefix)
 	    "auth = none\ntimeout_ms = 2000\n", st.target.url);
 	struct h_daemon_opts o = {.redis_sock = st.redis.sock, .target_url = st.target.url,
 	    .prefix = prefix, .daemon_extra = "max_in_flight = 16\n",
-	    .redis_extra = "batch = 16\n", .sections = sections};
+	    .redis_extra = "batch = 16\n", .sections = sections, .action_extra = action_extra,
+	    .max_attempts = max_attempts};
 	h_daemon_up(&d, &o);
+}
+
+static void
+up(const char *prefix)
+{
+	up_with(prefix, NULL, 0);
 }
 
 /* warrantctl -c <the daemon's ini> a1 a2: its exit code. */
@@ -240,12 +250,87 @@ test_parked_deadline(void **state)
 	h_daemon_down(&d);
 }
 
+/* The calls fake_target answered 2xx for Idempotency-Key key. */
+static long long
+ok_calls(const char *key)
+{
+	json_t *a = h_calls_with_key(&st.target, key);
+	long long n = 0;
+
+	for (size_t i = 0; i < json_array_size(a); i++) {
+		json_int_t status = json_integer_value(json_object_get(json_array_get(a, i),
+		    "status"));
+		n += status >= 200 && status < 300;
+	}
+	json_decref(a);
+	return n;
+}
+
+/* R6 with an open breaker: its entries beyond the share are parked, the
+ * other action's run; once the probe closes it they run, each done once. */
+static void
+test_breaker_lets_others_run(void **state)
+{
+	const char *P = "pb";
+	long long far = h_now_ms() + 600000;
+	char id[32], script[1024];
+	size_t at = 0;
+	(void)state;
+
+	/* max_attempts 50: the breaker, not the budget, holds them back */
+	up_with(P, "breaker_failures = 1\nbreaker_open_ms = 1000\n", 50);
+	at += (size_t)snprintf(script + at, sizeof script - at,
+	    "{\"default\": {\"status\": 503}, \"per_key\": {");
+	for (int i = 0; i < N_SET; i++)
+		at += (size_t)snprintf(script + at, sizeof script - at,
+		    "%s\"bs-%d\": [{\"status\": 200}]", i ? ", " : "", i);
+	snprintf(script + at, sizeof script - at, "}}");
+	assert_int_equal(h_fake_script(&st.target, script), 0);
+	for (int i = 0; i < N_OPEN; i++) {
+		snprintf(id, sizeof id, "bo-%d", i);
+		h_store_signed(st.c, P, id, OPEN, "canal/park-3", far, 1);
+	}
+	for (int i = 0; i < N_SET; i++) {
+		snprintf(id, sizeof id, "bs-%d", i);
+		h_store_signed(st.c, P, id, SET, "canal/park-3", far, 1);
+	}
+	long long t0 = h_now_ms();
+	for (int i = 0; i < N_SET; i++) {
+		snprintf(id, sizeof id, "bs-%d", i);
+		wait_state(P, id, "done");
+		assert_int_equal(h_count_calls(&st.target, id), 1);
+	}
+	printf("itest_park: breaker: %d %s jobs done %lld ms after the enqueue, %lld parked\n",
+	    N_SET, SET, h_now_ms() - t0,
+	    h_redis_int(st.c, "LLEN %s", h_key(P, "parked:" OPEN)));
+	assert_int_equal(h_daemon_wait_log(&d, "event=breaker.open", H_WAIT_MS), 0);
+	assert_int_equal(h_daemon_wait_log(&d, "event=job.parked id=bo-", H_WAIT_MS), 0);
+	assert_int_equal(h_redis_int(st.c, "XLEN %s", h_key(P, "dead")), 0);
+	/* the target recovers: the probe closes the breaker, all are done */
+	h_post_ok(&st.target, "/_default", "{\"status\":200}");
+	t0 = h_now_ms();
+	for (int i = 0; i < N_OPEN; i++) {
+		snprintf(id, sizeof id, "bo-%d", i);
+		wait_state(P, id, "done");
+	}
+	printf("itest_park: breaker: %d %s jobs done %lld ms after the target recovered\n",
+	    N_OPEN, OPEN, h_now_ms() - t0);
+	for (int i = 0; i < N_OPEN; i++) {
+		snprintf(id, sizeof id, "bo-%d", i);
+		assert_int_equal(ok_calls(id), 1);
+	}
+	assert_int_equal(h_redis_int(st.c, "LLEN %s", h_key(P, "parked:" OPEN)), 0);
+	assert_int_equal(h_redis_int(st.c, "XLEN %s", h_key(P, "dead")), 0);
+	h_daemon_down(&d);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_pause_lets_others_run, world_down),
 		cmocka_unit_test_teardown(test_parked_deadline, world_down),
+		cmocka_unit_test_teardown(test_breaker_lets_others_run, world_down),
 	};
 	if (getenv("ITEST_FILTER") != NULL)	/* e.g. ITEST_FILTER='test_parked*' */
 		cmocka_set_test_filter(getenv("ITEST_FILTER"));
