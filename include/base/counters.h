@@ -16,6 +16,7 @@
 struct engine_counters {
 	long long received, done, expired, denied, failed, dead, retried;
 	long long redispatched, auth_failures, token_refreshes, claimed;
+	long long parked;	/* R6: entries set aside while their action is held */
 	long long redis_outages;	/* connections to Redis lost since start (R17) */
 	/* warrantd(7) §9, R20: Redis tokens received ([redis] auth = oauth or
 	 * command), and answers refusing the Redis credential (NOAUTH,

@@ -185,9 +185,36 @@ long consumer_read_count(const struct consumer_view *v, size_t streams);
  * being waited out, no read is outstanding, there is room and a usable
  * token, and the worker is not stopping. §13: nor while the whole queue is
  * paused (its entries stay unread), nor while entries held back by their
- * action's pause, limits or breaker fill half of max_in_flight (R6: one
- * stuck action does not starve the others). */
+ * action's limits fill more than R6's share (consumer_held_max): one stuck
+ * action does not starve the others. Entries held by a pause or an open
+ * breaker are parked beyond that share (consumer_parks), so they never
+ * stop the reads. */
 int consumer_may_read(const struct consumer_view *v);
+
+/* R6's share: how many entries held back for their action alone the hand
+ * keeps, half of max_in_flight (at least one). */
+long consumer_held_max(long max_in_flight);
+
+/* R6, §13: an entry just held back for a reason that parks (gate_parks)
+ * is set aside in Redis (lua/park.lua) rather than kept, when `kept`
+ * other held entries already fill R6's share of max_in_flight: the hand
+ * keeps room for the entries behind it. */
+int consumer_parks(long kept, long max_in_flight);
+
+/* R6, §13: what becomes of the parked entries of an action now. */
+enum consumer_unpark {
+	CONSUMER_UNPARK_NONE,	/* nothing: held, and no deadline has come */
+	CONSUMER_UNPARK_ALL,	/* its hold ended: queued again, in order */
+	CONSUMER_UNPARK_DUE,	/* still held, but the earliest deadline among
+				   them passed: those whose deadline passed are
+				   queued again, to end expired (R1) */
+};
+
+/* held: the gate still holds the action for a reason that parks;
+ * earliest: the earliest deadline parked (P:parked's score, ms); now in
+ * the same clock. Never while stopping (R15). */
+enum consumer_unpark consumer_unpark_next(int held, int64_t earliest, int64_t now,
+					  int draining);
 
 /* R6: entries that wait for a token stay in hand up to half of
  * max_in_flight (at least one); past that, or with a credential that

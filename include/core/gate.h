@@ -110,6 +110,18 @@ enum gate_breaker gate_breaker_at(const struct gate *g, const char *action, int6
 size_t gate_count(const struct gate *g);
 void gate_view(const struct gate *g, size_t i, int64_t now, struct gate_view *out);
 
+/* R6: whether a job held for verdict v is one to park (consumer_parks)
+ * rather than wait in hand: a pause, which lasts until an operator ends it,
+ * or an open breaker (the target is down). A limit (full, rate) frees
+ * within a call's time and is waited out. */
+int gate_parks(enum gate_verdict v);
+
+/* R6: whether the parked entries of `action` stay parked at now: it is
+ * paused, or its breaker is not closed (open, or half-open until its probe
+ * closes it: entries queued again for the probe alone would only be parked
+ * again). */
+int gate_keeps_parked(const struct gate *g, const char *action, int64_t now);
+
 /* "closed", "half-open", "open"; "go", "paused", "breaker-open", "full",
  * "rate". Static. */
 const char *gate_breaker_name(enum gate_breaker b);

@@ -21,6 +21,9 @@ struct store_keys {
 	char decision_prefix[STORE_KEY_MAX];	/* "P:decision:" */
 	char final_prefix[STORE_KEY_MAX];	/* "P:final:" (R4's terminal mark) */
 	char paused[STORE_KEY_MAX];		/* "P:paused" (§13's pauses) */
+	char parked[STORE_KEY_MAX];		/* "P:parked" (R6: actions with
+						   parked entries, by deadline) */
+	char parked_prefix[STORE_KEY_MAX];	/* "P:parked:" (one list an action) */
 	/* The transition's `terminal` (job_terminal_list, with a space at
 	 * each end): made once here, not for each of the two transitions of
 	 * every job. */
@@ -39,6 +42,10 @@ int store_decision_key(const struct store_keys *k, const char *id, char *buf, si
  * the decision hash's slot on a cluster (both under the one prefix, whose
  * hash tag is the slot). -1 when it does not fit. */
 int store_final_key(const struct store_keys *k, const char *id, char *buf, size_t n)
+	__attribute__((warn_unused_result));
+/* "P:parked:<action>" into buf: the entries of the action set aside while
+ * it is held (R6, lua/park.lua). -1 when it does not fit. */
+int store_parked_key(const struct store_keys *k, const char *action, char *buf, size_t n)
 	__attribute__((warn_unused_result));
 
 /*
@@ -62,6 +69,10 @@ int store_final_key(const struct store_keys *k, const char *id, char *buf, size_
  * STORE_HANDBACK    R9: a new stream entry for the record, carrying its
  *                   delivery count (`priorDeliveries`), named in the hash's
  *                   `entry`, and ours acked -- while it is still ours.
+ * STORE_PARK        R6: an entry its action holds back set aside in
+ *                   P:parked:<action>, ours acked -- while it is still ours.
+ * STORE_UNPARK      R6: parked entries queued again in order (or only those
+ *                   whose deadline passed, for R1).
  * STORE_PROMOTE     due ids from P:scheduled onto P:jobs (Redis' TIME).
  * STORE_TRIM        XTRIM MINID of P:jobs below what is undelivered or pending.
  * STORE_DECIDE      warrantctl decide: the hash and the enqueue, once per id.

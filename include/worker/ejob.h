@@ -93,7 +93,7 @@ struct ejob_moved {
 	int ok;			/* 0: an error reply, none came, or a wrong shape */
 	const char *error;	/* the error reply's text; NULL when none came */
 	long long deliveries;	/* re-dispatch: the count after it; 0: not ours */
-	int handed;		/* hand-back: 1 a new entry, 0 no longer ours */
+	int handed;		/* hand-back, park: 1 done, 0 no longer ours */
 	const char *new_stream_id;	/* hand-back, handed: the new entry's id */
 	int owner;		/* reclaim: 1 still ours, 0 another's, -1 nobody's */
 };
@@ -161,6 +161,11 @@ struct ejob_ops {
 	/* R9: a new stream entry for the record, ours acked (lua/handback.lua). */
 	int (*handback)(void *ctx, const char *hash_key, const char *stream_id,
 			const char *record_id, ejob_moved_cb *cb, void *arg);
+	/* R6: the entry, held back by its action, set aside in Redis until
+	 * it goes on, ours acked (lua/park.lua); the answer's `handed` says
+	 * it was still ours. expires_at_ms: the job's deadline. */
+	int (*park)(void *ctx, const char *stream_id, const char *record_id,
+		    const char *action, int64_t expires_at_ms, ejob_moved_cb *cb, void *arg);
 	/* R20, R10: the entry XCLAIMed to us (JUSTID, idle reset, no
 	 * delivery counted) if it is still ours; the answer's `owner` says
 	 * whose it was. */

@@ -11,6 +11,7 @@ const struct counter_field counter_fields[] = {
 	F("failed", failed), F("dead", dead), F("retried", retried),
 	F("redispatched", redispatched), F("authFailures", auth_failures),
 	F("tokenRefreshes", token_refreshes), F("claimed", claimed),
+	F("parked", parked),
 	F("redisOutages", redis_outages),
 	F("redisAuthRefreshes", redis_auth_refreshes), F("redisAuthFailures", redis_auth_failures),
 	F("idpFailures", idp_failures), F("pdpFailures", pdp_failures),

@@ -244,7 +244,29 @@ consumer_may_read(const struct consumer_view *v)
 {
 	return v->group_ready && v->own_done && !v->draining && !v->reading && v->blk_up &&
 	    v->cmd_up && !v->backing_off && consumer_tokens_let_read(v) &&
-	    consumer_room(v) > 0 && !v->queue_paused && 2 * v->held < v->max_in_flight;
+	    consumer_room(v) > 0 && !v->queue_paused && v->held <= consumer_held_max(v->max_in_flight);
+}
+
+long
+consumer_held_max(long max_in_flight)
+{
+	return max_in_flight / 2 > 0 ? max_in_flight / 2 : 1;
+}
+
+int
+consumer_parks(long kept, long max_in_flight)
+{
+	return kept >= consumer_held_max(max_in_flight);
+}
+
+enum consumer_unpark
+consumer_unpark_next(int held, int64_t earliest, int64_t now, int draining)
+{
+	if (draining)
+		return CONSUMER_UNPARK_NONE;
+	if (!held)
+		return CONSUMER_UNPARK_ALL;
+	return earliest <= now ? CONSUMER_UNPARK_DUE : CONSUMER_UNPARK_NONE;
 }
 
 int

@@ -353,6 +353,18 @@ gate_place_next(int held, int attempt)
 }
 
 int
+gate_parks(enum gate_verdict v)
+{
+	return v == GATE_PAUSED || v == GATE_OPEN;
+}
+
+int
+gate_keeps_parked(const struct gate *g, const char *action, int64_t now)
+{
+	return gate_paused(g, action) || gate_breaker_at(g, action, now) != GATE_CLOSED;
+}
+
+int
 gate_may_wake(const struct gate *g, const char *action, int64_t now, int waiting, int kicked)
 {
 	return waiting && !kicked && (g == NULL || gate_check(g, action, now, NULL) == GATE_GO);

@@ -56,6 +56,7 @@ static const char *const event_names[] = {
 	[JOB_EV_REDIS_ERROR] = "redis-error",
 	[JOB_EV_GATE] = "gate",
 	[JOB_EV_UNREPLICATED] = "unreplicated",
+	[JOB_EV_PARKED] = "parked",
 };
 
 const char *
@@ -726,7 +727,7 @@ accepts(const struct job *job, enum job_event_kind k)
 		return 0;
 	/* §13: held at the gate, the job waits for the gate alone */
 	if (job->awaiting == JOB_FX_GATE_WAIT)
-		return k == JOB_EV_GATE || k == JOB_EV_LEASE_LOST;
+		return k == JOB_EV_GATE || k == JOB_EV_LEASE_LOST || k == JOB_EV_PARKED;
 	switch (k) {
 	case JOB_EV_LOADED:
 	case JOB_EV_NO_ID:
@@ -754,6 +755,7 @@ accepts(const struct job *job, enum job_event_kind k)
 	case JOB_EV_LEASE_LOST:
 		return 1;
 	case JOB_EV_GATE:	/* only while held: above */
+	case JOB_EV_PARKED:
 		break;
 	case JOB_EV_UNREPLICATED:
 		return job->state == JOB_RUNNING && job->awaiting == JOB_FX_CALL;
@@ -818,11 +820,12 @@ job_next(const struct job_policy *pol, struct job *job, const struct job_event *
 	case JOB_EV_TOKEN_TIMEOUT:
 		on_token_timeout(&st, pol, job, now_ms);
 		break;
-	case JOB_EV_HANDED_BACK:
-		/* The new entry is the record's now; ours was acked with it. */
+	case JOB_EV_HANDED_BACK:	/* the new entry is the record's now, ours acked */
+	case JOB_EV_PARKED:	/* R6: parked, its deadline and attempts as they are */
 		job->awaiting = 0;
 		st.effects = JOB_FX_END;
-		detail(&st, "handed back to the group under a new stream entry");
+		detail(&st, ev->kind == JOB_EV_PARKED ? "held back by its action: parked until "
+		    "it goes on" : "handed back to the group under a new stream entry");
 		break;
 	case JOB_EV_LEASE_LOST:
 		job->awaiting = 0;

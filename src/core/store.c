@@ -23,7 +23,8 @@ store_keys_init(struct store_keys *k, const char *prefix, const char *consumer)
 		{k->jobs, "jobs"}, {k->scheduled, "scheduled"}, {k->dead, "dead"},
 		{k->notify, "notify"}, {k->audit, "audit"}, {k->decision_prefix, "decision:"},
 		{k->consumers, "consumers"}, {k->clock, "clock"},
-		{k->final_prefix, "final:"}, {k->paused, "paused"},
+		{k->final_prefix, "final:"}, {k->paused, "paused"}, {k->parked, "parked"},
+		{k->parked_prefix, "parked:"},
 	};
 
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
@@ -73,6 +74,12 @@ int
 store_final_key(const struct store_keys *k, const char *id, char *buf, size_t n)
 {
 	return key_of(k->final_prefix, id, buf, n);
+}
+
+int
+store_parked_key(const struct store_keys *k, const char *action, char *buf, size_t n)
+{
+	return key_of(k->parked_prefix, action, buf, n);
 }
 
 static const char *const replies[STORE_REPLY_COUNT] = {

@@ -651,6 +651,6 @@ act_pause(struct cli *c, const char *name, int resume, const char *who,
 	freeReplyObject(r);
 	res->done = 1;
 	say(res, 0, "paused %s: every worker starts no new call of it within a heartbeat (%ld ms); "
-	    "entries wait in hand, deadlines still hold", what, c->cfg->daemon.heartbeat_ms);
+	    "entries wait in hand up to half of max_in_flight, the rest parked, deadlines still hold", what, c->cfg->daemon.heartbeat_ms);
 	return 0;
 }

@@ -369,6 +369,7 @@ on_timer(void *arg)
 	case T_REDISPATCH_RETRY:
 	case T_HANDBACK_RETRY:
 	case T_RECLAIM_RETRY:
+	case T_PARK_RETRY:
 	case T_LOAD_RETRY:
 		/* R17: the Redis step this timer is the retry of, again */
 		ejob_step_start(j, (enum ejob_step)ejob_step_of_timer(kind));
@@ -505,7 +506,7 @@ ejob_redis_up(struct ejob *j)
 {
 	if (j->finished || (j->timer_kind != T_REDIS_RETRY && j->timer_kind != T_LOAD_RETRY &&
 	    j->timer_kind != T_REDISPATCH_RETRY && j->timer_kind != T_HANDBACK_RETRY &&
-	    j->timer_kind != T_RECLAIM_RETRY))
+	    j->timer_kind != T_RECLAIM_RETRY && j->timer_kind != T_PARK_RETRY))
 		return;
 	consumer_err_redis_up(&j->errs);
 	ejob_arm(j, j->timer_kind, 0);

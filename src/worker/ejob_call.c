@@ -125,6 +125,13 @@ ejob_gate_hold(struct ejob *j)
 	log_debug("job.held", "id=%s action=%s why=%s", lid(j), j->rec ? LOG_Q(j->rec->action) :
 	    "-", gate_verdict_name(v));
 	j->gate_kicked = 0;
+	/* R6: beyond its share of the hand a job held for good is parked, so
+	 * that the entries behind it are read and run */
+	if (j->rec != NULL && ops_of(j)->park != NULL && gate_parks(v) &&
+	    consumer_parks((long)ejobs_held(j->set), env_of(j)->cfg->daemon.max_in_flight)) {
+		ejob_step_start(j, EJOB_STEP_PARK);
+		return;
+	}
 	ejob_arm(j, T_GATE_WAIT, at - now);
 }
 

@@ -42,10 +42,10 @@
 
 /* What the job's one timer is armed for. */
 enum ejob_timer { T_NONE, T_RETRY, T_TOKEN_WAIT, T_REDIS_RETRY, T_REDISPATCH_RETRY, T_LOAD_RETRY,
-	T_HANDBACK_RETRY, T_RECLAIM_RETRY, T_GATE_WAIT };
+	T_HANDBACK_RETRY, T_RECLAIM_RETRY, T_GATE_WAIT, T_PARK_RETRY };
 /* Which operation's answer the job waits for. */
 enum ejob_wait { W_NONE, W_WRITE, W_LOAD, W_VERIFY, W_AUTHZ, W_EXCHANGE, W_CALL, W_REDISPATCH,
-	W_HANDBACK, W_RECLAIM };
+	W_HANDBACK, W_RECLAIM, W_PARK };
 
 /* Buckets of the index by stream id: every entry read is looked up there
  * (a walk of the list with strcmp cost 5,000 instructions a job at 256 in
@@ -190,6 +190,7 @@ enum ejob_step {
 	EJOB_STEP_REDISPATCH,	/* lua/redispatch.lua: R9's XCLAIM to us */
 	EJOB_STEP_HANDBACK,	/* lua/handback.lua: R9's new entry, ours acked */
 	EJOB_STEP_RECLAIM,	/* R20, R10: the entry XCLAIMed back if still ours */
+	EJOB_STEP_PARK,		/* lua/park.lua: R6, set aside while held, ours acked */
 	EJOB_STEP_COUNT
 };
 

@@ -308,6 +308,41 @@ send_handback(struct ejob *j)
 }
 
 /* ------------------------------------------------------------------ */
+/* R6: set aside while its action is held                               */
+
+static void
+parked(struct ejob *j, const void *reply)
+{
+	const struct ejob_moved *r = reply;
+	struct job_event ev = {.kind = JOB_EV_PARKED};
+
+	if (!r->ok) {
+		/* Sent again with backoff; had it run (its reply lost), ours
+		 * is acked: the resend finds it no longer ours and lets it go.
+		 * It names no hash: an error is never the entry's. */
+		redis_failed(j, T_PARK_RETRY, r->error, 0);
+		return;
+	}
+	consumer_err_ok(&j->errs);
+	if (!r->handed) {
+		ev.kind = JOB_EV_LEASE_LOST;
+	} else {
+		env_of(j)->n->parked++;
+		log_info("job.parked", "id=%s stream_id=%s action=%s parked=%s", lid(j),
+		    j->stream_id, LOG_Q(j->rec->action),
+		    r->new_stream_id ? r->new_stream_id : "-");
+	}
+	ejob_feed(j, &ev);
+}
+
+static int
+send_park(struct ejob *j)
+{
+	return ops_of(j)->park(ctx_of(j), j->stream_id, j->id, j->rec->action,
+	    j->core.expires_at_ms, on_moved, j);
+}
+
+/* ------------------------------------------------------------------ */
 /* R20: a write refused for Redis' credential                           */
 
 /* The write waits for ejobs_redis_auth_ready: no timer, nothing in flight
@@ -573,6 +608,8 @@ static const struct step_row steps[EJOB_STEP_COUNT] = {
 	    JOB_EV_HANDED_BACK, send_handback, handed_back, NULL},
 	[EJOB_STEP_RECLAIM] = {"reclaim", "reclaim", W_RECLAIM, T_RECLAIM_RETRY,
 	    JOB_EV_LEASE_LOST, send_reclaim, reclaimed, reclaim_not_sent},
+	[EJOB_STEP_PARK] = {"park", "park", W_PARK, T_PARK_RETRY, JOB_EV_PARKED,
+	    send_park, parked, NULL},
 };
 
 void

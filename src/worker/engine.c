@@ -19,6 +19,7 @@
  *   engine_auth.c   the connections and their states, Redis' own
  *                   credential, the worker's token, discovery
  *   engine_name.c   the consumer name's claim: one name, one live process
+ *   engine_park.c   R6: parked entries queued again (lua/unpark.lua)
  */
 #define _DEFAULT_SOURCE
 #include "worker/engine.h"

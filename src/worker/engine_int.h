@@ -164,6 +164,10 @@ void engine_claim_cb(struct ev_loop *loop, ev_timer *w, int revents);
 void engine_ensure_group(struct shard *sh);
 void engine_reread_own(struct shard *sh);
 
+/* engine_park.c: R6's parked entries queued again when their action goes
+ * on, or at their deadline (a claim tick, a change of the pauses). */
+void engine_unpark(struct shard *sh);
+
 /* engine_lease.c: renewals, the heartbeat and the pauses. The timer
  * callbacks' data is the shard (renew_retry) or the engine. */
 void engine_renew_retry_cb(struct ev_loop *loop, ev_timer *w, int revents);

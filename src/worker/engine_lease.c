@@ -369,8 +369,10 @@ after_paused(struct rconn *rc, const struct sreply *r, void *arg)
 		return;	/* the same, or out of memory: the old pauses hold */
 	gate_paused_list(eng->gate, list, sizeof list);
 	log_info("gate.pauses", "paused=%s", list[0] ? LOG_Q(list) : "-");
-	for (size_t i = 0; i < eng->nshards; i++)
+	for (size_t i = 0; i < eng->nshards; i++) {
 		ejobs_gate_wake(eng->shards[i].jobs);
+		engine_unpark(&eng->shards[i]);	/* R6: a resume queues them again */
+	}
 	if (!eng->draining)
 		engine_read_all(&eng->shards[0]);
 }

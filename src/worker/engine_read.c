@@ -280,16 +280,22 @@ token_blocks_reading(struct engine *eng)
 			log_info("consumer.resumed", "token_state=%s", engine_token_state(eng));
 	}
 	eng->had_token |= !blocked;
-	/* §13, R6: entries held by a pause, a limit or a breaker fill half of
-	 * max_in_flight: reading stops for that reason, not for a token (issue
-	 * 38 item 6). consumer_may_read decides; this says so once. */
-	int held_full = !blocked && 2 * (long)engine_held(eng) >= eng->cfg->daemon.max_in_flight;
+	/* §13, R6: entries held by a pause, a limit or a breaker fill R6's
+	 * share of max_in_flight: those a pause or an open breaker holds beyond
+	 * it are parked,
+	 * and reading stops only when limits hold more (consumer_may_read
+	 * decides; issue 38 items 6, 8). This says so once. */
+	long share = consumer_held_max(eng->cfg->daemon.max_in_flight);
+	int held_full = !blocked && (long)engine_held(eng) >= share;
 	if (held_full != eng->paused_for_held) {
 		eng->paused_for_held = held_full;
 		if (held_full)
-			log_info("consumer.paused", "reason=paused held=%zu", engine_held(eng));
+			log_info("consumer.held_full", "held=%zu share=%ld detail=\"R6's share of the "
+			    "hand is held back: further entries of a paused action or an open "
+			    "breaker are parked\"",
+			    engine_held(eng), share);
 		else
-			log_info("consumer.resumed", "reason=paused held=%zu", engine_held(eng));
+			log_info("consumer.held_below", "held=%zu share=%ld", engine_held(eng), share);
 	}
 	return blocked;
 }
@@ -600,6 +606,7 @@ claim_shard(struct shard *sh)
 	if (!sh->group_ready || !sh->owner_ok || !engine_up(eng, sh->cmd) || eng->draining)
 		return;	/* owner_ok: nothing is taken into hand before the name is ours */
 	promote_due(sh);
+	engine_unpark(sh);
 	trim_jobs(sh);
 	/* A PEL scan that a reconnect restarted while a claim was on its way
 	 * is taken up here, at the latest: with one read over every shard,

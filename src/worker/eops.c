@@ -457,6 +457,28 @@ op_handback(void *ctx, const char *hash_key, const char *stream_id, const char *
 	return send_moved(e, &a, after_handback, cb, arg);
 }
 
+/* R6: lua/park.lua; its reply has the hand-back's shape ({1, the list's
+ * length} or {0}). */
+static int
+op_park(void *ctx, const char *stream_id, const char *record_id, const char *action,
+	int64_t expires_at_ms, ejob_moved_cb *cb, void *arg)
+{
+	const struct eops *e = ctx;
+	struct store_args a;
+	char key[STORE_KEY_MAX];
+
+	if (store_parked_key(e->keys, action, key, sizeof key) < 0)
+		return -1;
+	moved_args(e, &a, STORE_PARK);
+	store_arg(&a, STORE_PARK_PARKED, key);
+	store_arg(&a, STORE_PARK_DUE, e->keys->parked);
+	store_arg(&a, STORE_PARK_ID, stream_id);
+	store_arg(&a, STORE_PARK_RECORD_ID, record_id);
+	store_arg(&a, STORE_PARK_ACTION, action);
+	store_arg_ll(&a, STORE_PARK_EXPIRES_AT, (long long)expires_at_ms);
+	return send_moved(e, &a, after_handback, cb, arg);
+}
+
 /* ------------------------------------------------------------------ */
 /* verifying a record                                                   */
 
@@ -720,6 +742,7 @@ const struct ejob_ops eops_ops = {
 	.exchange = op_exchange,
 	.redispatch = op_redispatch,
 	.handback = op_handback,
+	.park = op_park,
 	.reclaim = op_reclaim,
 	.cancel = op_cancel,
 	.auth = op_auth,

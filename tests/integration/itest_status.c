@@ -229,7 +229,7 @@ pending_is_4(void *arg)
 }
 
 /* Issue 38 item 6: what a pause holds says so -- in `jobs` and `inspect`
- * (held=paused beside state=queued) and in the log (reason=paused, not
+ * (held=paused beside state=queued) and in the log (held_full, not
  * no-token); with every action auth = none the token state is none. */
 static void
 test_states_that_are_what_they_look_like(void **state)
@@ -272,9 +272,10 @@ test_states_that_are_what_they_look_like(void **state)
 	assert_non_null(strstr(out, "\nheld:"));
 	free(out);
 
-	/* half of max_in_flight held: reading stops, and the log says why */
-	assert_int_equal(h_daemon_wait_log(&D, "event=consumer.paused reason=paused", H_WAIT_MS),
-	    0);
+	/* R6's share of max_in_flight held: the log says so, and why (issue
+	 * 38 item 8: further entries of the paused action are parked) */
+	assert_int_equal(h_daemon_wait_log(&D, "event=consumer.held_full held=4 share=4",
+	    H_WAIT_MS), 0);
 	assert_false(h_daemon_log_has(&D, "reason=no-token"));
 
 	/* auth = none: no token, and it says none */

@@ -341,11 +341,43 @@ test_may_read(void **state)
 	WITHOUT(backing_off, 1);	/* R17: an error reply waits */
 	WITHOUT(tokens_usable, 0);	/* R6 */
 	WITHOUT(queue_paused, 1);	/* §13: the whole queue paused */
-	WITHOUT(held, v.max_in_flight / 2);	/* §13, R6: half held back */
+	WITHOUT(held, v.max_in_flight / 2 + 1);	/* §13, R6: more than half held back */
 #undef WITHOUT
-	/* held back, but less than half: still reading for the others */
-	v.held = v.max_in_flight / 2 - 1;
+	/* held back, R6's share at most: still reading for the others (a
+	 * pause's further entries are parked) */
+	v.held = v.max_in_flight / 2;
 	assert_true(consumer_may_read(&v));
+}
+
+/* R6: the share of the hand held entries keep, and when one parks. */
+static void
+test_parks(void **state)
+{
+	(void)state;
+	assert_int_equal(consumer_held_max(16), 8);
+	assert_int_equal(consumer_held_max(3), 1);
+	assert_int_equal(consumer_held_max(1), 1);	/* at least one */
+	assert_int_equal(consumer_held_max(0), 1);
+	assert_false(consumer_parks(7, 16));	/* kept: 8 with it */
+	assert_true(consumer_parks(8, 16));	/* the share is full */
+	assert_true(consumer_parks(9, 16));
+	assert_false(consumer_parks(0, 1));
+	assert_true(consumer_parks(1, 1));
+}
+
+/* R6, R1: parked entries go on when their hold ends, and those whose
+ * deadline came while it lasts; never while stopping. */
+static void
+test_unpark_next(void **state)
+{
+	(void)state;
+	assert_int_equal(consumer_unpark_next(0, 5000, 1000, 0), CONSUMER_UNPARK_ALL);
+	assert_int_equal(consumer_unpark_next(0, 500, 1000, 0), CONSUMER_UNPARK_ALL);
+	assert_int_equal(consumer_unpark_next(1, 5000, 1000, 0), CONSUMER_UNPARK_NONE);
+	assert_int_equal(consumer_unpark_next(1, 1000, 1000, 0), CONSUMER_UNPARK_DUE);
+	assert_int_equal(consumer_unpark_next(1, 999, 1000, 0), CONSUMER_UNPARK_DUE);
+	assert_int_equal(consumer_unpark_next(0, 5000, 1000, 1), CONSUMER_UNPARK_NONE);
+	assert_int_equal(consumer_unpark_next(1, 500, 1000, 1), CONSUMER_UNPARK_NONE);
 }
 
 /* R14 before R11: the own PEL, at any time; another's entries only on a
@@ -691,6 +723,8 @@ main(void)
 		cmocka_unit_test(test_name_next),
 		cmocka_unit_test(test_classify_real_replies),
 		cmocka_unit_test(test_err_names),
+		cmocka_unit_test(test_parks),
+		cmocka_unit_test(test_unpark_next),
 		cmocka_unit_test(test_err_line),
 		cmocka_unit_test(test_entry_error_gives_up_at_three),
 		cmocka_unit_test(test_transient_never_gives_up),

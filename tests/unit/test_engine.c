@@ -826,7 +826,8 @@ test_hand_full(void **state)
 	answer("read: XREADGROUP", entries(2));
 	expect("job.load P:decision:r1\njob.load P:decision:r2\n");	/* no read: no room */
 	fire("claim");	/* nor a claim of others' entries */
-	expect("cmd: ZRANGEBYSCORE P:scheduled -inf +inf LIMIT 0 1\ncmd: script trim\n");
+	expect("cmd: ZRANGEBYSCORE P:scheduled -inf +inf LIMIT 0 1\n"
+	       "cmd: ZRANGE P:parked 0 -1 WITHSCORES\ncmd: script trim\n");
 	/* one load finds no hash: its end is written, the entry leaves the
 	 * hand, and there is room for one */
 	load_missing(0);
@@ -834,6 +835,37 @@ test_hand_full(void **state)
 	write_ok();
 	expect("job.outcome dead record-missing\njob.released\n"
 	       "read: XREADGROUP GROUP g w1 COUNT 1 BLOCK 1000 STREAMS P:jobs >\n");
+}
+
+/* R6: each claim tick asks P:parked (a one-key read, issue 27 item 5);
+ * an action the gate lets go has its parked entries queued again, a page
+ * of `batch` at a time until a page is short; none when nothing is parked. */
+static void
+test_unpark(void **state)
+{
+	(void)state;
+	start_ready();
+	seq[0] = '\0';
+	fire("claim");
+	answer("cmd: ZRANGE P:parked", r_arr(0));
+	answer("cmd: ZRANGEBYSCORE P:scheduled", r_arr(0));
+	answer("cmd: script claim", r_claim_done());
+	expect("cmd: ZRANGEBYSCORE P:scheduled -inf +inf LIMIT 0 1\n"
+	       "cmd: ZRANGE P:parked 0 -1 WITHSCORES\ncmd: script trim\n"
+	       "cmd: script claim auto from 0 count 2\n");
+	fire("claim");
+	answer("cmd: ZRANGE P:parked", r_arr(2, R_STR("a"), R_STR("99999999999999")));
+	expect("cmd: ZRANGEBYSCORE P:scheduled -inf +inf LIMIT 0 1\n"
+	       "cmd: ZRANGE P:parked 0 -1 WITHSCORES\ncmd: script trim\n"
+	       "cmd: script claim auto from 0 count 2\ncmd: script unpark\n");
+	redisReply *full = r_new(REDIS_REPLY_INTEGER);
+	full->integer = 2;	/* [redis] batch */
+	answer("cmd: script unpark", full);	/* a whole page: the next one */
+	expect("cmd: script unpark\n");
+	redisReply *some = r_new(REDIS_REPLY_INTEGER);
+	some->integer = 1;
+	answer("cmd: script unpark", some);	/* the last: then the reads go on */
+	assert_null(strstr(seq, "script unpark"));
 }
 
 /* R10: the lease timer renews what is in hand; a refused renewal backs
@@ -1021,6 +1053,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_start_wrong_library, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_start_no_library, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_entries, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unpark, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hand_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lease_cycle, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lease_idle, setup, teardown),

@@ -315,6 +315,46 @@ test_may_wake(void **state)
 	gate_free(g);
 }
 
+/* R6: a pause parks what it holds beyond the share; a limit or an open
+ * breaker is waited out in hand. */
+static void
+test_parks(void **state)
+{
+	(void)state;
+	assert_true(gate_parks(GATE_PAUSED));
+	assert_false(gate_parks(GATE_GO));
+	assert_false(gate_parks(GATE_FULL));
+	assert_false(gate_parks(GATE_RATE));
+	assert_true(gate_parks(GATE_OPEN));
+}
+
+/* R6: parked entries stay parked while paused or while the breaker is not
+ * closed, half-open included (its probe decides). */
+static void
+test_keeps_parked(void **state)
+{
+	(void)state;
+	struct gate *g = gate_one((struct gate_limits){0, 0, 1, 1000});
+	const char *paused[] = {"gate.open"};
+
+	assert_false(gate_keeps_parked(g, "gate.open", 0));
+	assert_int_equal(gate_set_paused(g, paused, 1), 1);
+	assert_true(gate_keeps_parked(g, "gate.open", 0));
+	assert_false(gate_keeps_parked(g, "gate.close", 0));
+	assert_int_equal(gate_set_paused(g, NULL, 0), 1);
+	assert_false(gate_keeps_parked(g, "gate.open", 0));
+	/* one failure opens it: parked until the probe closes it */
+	int probe = gate_take(g, "gate.open", 0);
+	gate_done(g, "gate.open", probe, GATE_CALL_FAILED, 10);
+	assert_true(gate_keeps_parked(g, "gate.open", 20));
+	assert_true(gate_keeps_parked(g, "gate.open", 2000));	/* half-open */
+	probe = gate_take(g, "gate.open", 2000);
+	assert_int_equal(probe, 1);
+	gate_done(g, "gate.open", probe, GATE_CALL_OK, 2010);
+	assert_false(gate_keeps_parked(g, "gate.open", 2020));
+	gate_free(g);
+}
+
 int
 main(void)
 {
@@ -329,6 +369,8 @@ main(void)
 		cmocka_unit_test(test_hold_until),
 		cmocka_unit_test(test_place),
 		cmocka_unit_test(test_may_wake),
+		cmocka_unit_test(test_parks),
+		cmocka_unit_test(test_keeps_parked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

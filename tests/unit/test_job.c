@@ -1992,6 +1992,32 @@ test_gate_hold_ends_at_deadline(void **state)
 	assert_int_equal(j.calls, 1);
 }
 
+/* R6: a job held at the gate that was parked leaves the hand, nothing
+ * written, its attempts and deadline as they were; parked means nothing to
+ * a job the gate does not hold. */
+static void
+test_gate_hold_parked(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j;
+
+	memset(&j, 0, sizeof j);
+	(void)step(&p, &j, shut(ev_loaded()), NOW);
+	struct job_step s = step(&p, &j, ev_of(JOB_EV_PARKED), NOW + 10);
+	assert_int_equal(s.effects, JOB_FX_END);
+	assert_false(job_step_writes(&s));
+	assert_int_equal(s.next, JOB_NONE);
+	assert_int_equal(j.calls, 0);
+	assert_int_equal(j.expires_at_ms, NOW + WINDOW);
+	/* not held: ignored */
+	memset(&j, 0, sizeof j);
+	(void)load_running(&p, &j);
+	assert_int_equal(step(&p, &j, ev_of(JOB_EV_PARKED), NOW).effects, 0);
+	memset(&j, 0, sizeof j);
+	assert_int_equal(step(&p, &j, ev_of(JOB_EV_PARKED), NOW).effects, 0);
+}
+
 static void
 test_gate_hold_and_lease_lost(void **state)
 {
@@ -2085,6 +2111,7 @@ main(void)
 		cmocka_unit_test_setup(test_gate_holds, setup),
 		cmocka_unit_test_setup(test_gate_hold_ends_at_deadline, setup),
 		cmocka_unit_test_setup(test_gate_hold_and_lease_lost, setup),
+		cmocka_unit_test_setup(test_gate_hold_parked, setup),
 		cmocka_unit_test_setup(test_wait_replicas_steps, setup),
 		cmocka_unit_test_setup(test_replicated, setup),
 		cmocka_unit_test_setup(test_unreplicated_retries, setup),

@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * itest_park: R6's share of the hand and parked entries (issue 38 item 8),
+ * against a real redis-server, the real warrantd and warrantctl, and
+ * fake_target (which counts the calls):
+ *   - with gate.open paused, 40 gate.open entries queued ahead of 10
+ *     gate.set entries, max_in_flight = batch = 16: every gate.set job is
+ *     done during the pause, no gate.open call is made, the worker keeps at
+ *     most 8 of them in hand and parks the rest (P:parked:gate.open); after
+ *     `resume` every gate.open job is done, each called exactly once.
+ *   - a parked job whose deadline passes while the pause lasts ends
+ *     `expired`, notified, never called.
+ *   - the same with gate.open's target down and its breaker open: the
+ *     gate.set jobs are done while it is, and once the probe closes it
+ *     every gate.open job is done, each with exactly one 2xx.
+ */
+#define _DEFAULT_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+
+#define OPEN "gate.open"
+#define SET "gate.set"
+#define N_OPEN 40
+#define N_SET 10
+
+static struct h_stack st;
+static struct h_daemon d;
+
+/* Each test's teardown, also after a failed assertion: nothing it started
+ * is left running. */
+static int
+world_down(void **state)
+{
+	(void)state;
+	if (d.pid > 0)
+		h_daemon_kill(&d);
+	memset(&d, 0, sizeof d);
+	h_stack_stop(&st);
+	memset(&st, 0, sizeof st);
+	return 0;
+}
+
+/* A worker with max_in_flight = batch = 16 and the actions gate.open and
+ * gate.set on fake_target. */
+static void
+up_with(const char *prefix, const char *action_extra, int max_attempts)
+{
+	char sections[512];
+
+	if (h_stack_start(&st) != 0)
+		fail_msg("cannot start redis and fake_target");
+	snprintf(sections, sizeof sections, "[action " SET "]\nurl = %s/gates/{resource}/set\n"
+	    "auth = none\ntimeout_ms = 2000\n", st.target.url);
+	struct h_daemon_opts o = {.redis_sock = st.redis.sock, .target_url = st.target.url,
+	    .prefix = prefix, .daemon_extra = "max_in_flight = 16\n",
+	    .redis_extra = "batch = 16\n", .sections = sections, .action_extra = action_extra,
+	    .max_attempts = max_attempts};
+	h_daemon_up(&d, &o);
+}
+
+static void
+up(const char *prefix)
+{
+	up_with(prefix, NULL, 0);
+}
+
+/* warrantctl -c <the daemon's ini> a1 a2: its exit code. */
+static int
+ctl(const char *a1, const char *a2)
+{
+	char *argv[] = {(char *)h_bin("warrantctl"), "-c", d.ini, (char *)a1, (char *)a2, NULL};
+	char *out = NULL;
+	int rc = h_run(argv, 30000, &out);
+
+	printf("itest_park: warrantctl %s %s: %s", a1, a2, out ? out : "\n");
+	free(out);
+	return rc;
+}
+
+static void
+pause_open(void)
+{
+	assert_int_equal(ctl("pause", OPEN), 0);
+	assert_int_equal(h_daemon_wait_log(&d, "event=gate.pauses paused=" OPEN, H_WAIT_MS), 0);
+}
+
+static long long
+target_total(void)
+{
+	return h_fake_stat(&st.target, NULL, "total");
+}
+
+struct state_wait {
+	const char *prefix, *id, *state;
+};
+
+static int
+has_state(void *arg)
+{
+	const struct state_wait *w = arg;
+	char *s = h_record_field(st.c, w->prefix, w->id, "state");
+	int ok = s != NULL && strcmp(s, w->state) == 0;
+
+	free(s);
+	return ok;
+}
+
+static void
+wait_state(const char *prefix, const char *id, const char *state)
+{
+	struct state_wait w = {prefix, id, state};
+	char what[512];
+
+	snprintf(what, sizeof what, "%s %s (log %s)", id, state, d.log);
+	h_wait_for(has_state, &w, H_WAIT_MS, what);
+}
+
+/* The issue's case: the entries behind the paused ones run during the
+ * pause; the paused ones run once each after it. */
+static void
+test_pause_lets_others_run(void **state)
+{
+	const char *P = "pk";
+	long long far = h_now_ms() + 600000;
+	char id[32];
+	(void)state;
+
+	up(P);
+	pause_open();
+	for (int i = 0; i < N_OPEN; i++) {
+		snprintf(id, sizeof id, "po-%d", i);
+		h_store_signed(st.c, P, id, OPEN, "canal/park-1", far, 1);
+	}
+	for (int i = 0; i < N_SET; i++) {
+		snprintf(id, sizeof id, "ps-%d", i);
+		h_store_signed(st.c, P, id, SET, "canal/park-1", far, 1);
+	}
+	long long t0 = h_now_ms();
+	for (int i = 0; i < N_SET; i++) {
+		snprintf(id, sizeof id, "ps-%d", i);
+		wait_state(P, id, "done");
+		assert_int_equal(h_count_calls(&st.target, id), 1);
+	}
+	printf("itest_park: %d %s jobs done %lld ms into the pause\n", N_SET, SET,
+	    h_now_ms() - t0);
+	/* nothing of the paused action called, none dead, no attempt spent */
+	assert_int_equal(target_total(), N_SET);
+	assert_int_equal(h_redis_int(st.c, "XLEN %s", h_key(P, "dead")), 0);
+	for (int i = 0; i < N_OPEN; i++) {
+		snprintf(id, sizeof id, "po-%d", i);
+		char *s = h_record_field(st.c, P, id, "state");
+		char *a = h_record_field(st.c, P, id, "attempts");
+		if (s == NULL || strcmp(s, "queued") != 0 || (a != NULL && strcmp(a, "0") != 0))
+			fail_msg("%s while paused: state %s attempts %s (log %s)", id,
+			    s ? s : "-", a ? a : "-", d.log);
+		free(s);
+		free(a);
+	}
+	/* R6: at most half of max_in_flight kept in hand, the rest parked */
+	long long pending = h_pending_count(st.c, h_key(P, "jobs"), H_GROUP);
+	long long parked = h_redis_int(st.c, "LLEN %s", h_key(P, "parked:" OPEN));
+	printf("itest_park: paused: %lld in hand, %lld parked\n", pending, parked);
+	assert_true(pending <= 8);
+	assert_int_equal(pending + parked, N_OPEN);
+	/* resume: every job of the paused action runs, once */
+	assert_int_equal(ctl("resume", OPEN), 0);
+	t0 = h_now_ms();
+	for (int i = 0; i < N_OPEN; i++) {
+		snprintf(id, sizeof id, "po-%d", i);
+		wait_state(P, id, "done");
+	}
+	printf("itest_park: %d %s jobs done %lld ms after resume\n", N_OPEN, OPEN,
+	    h_now_ms() - t0);
+	for (int i = 0; i < N_OPEN; i++) {
+		snprintf(id, sizeof id, "po-%d", i);
+		assert_int_equal(h_count_calls(&st.target, id), 1);
+	}
+	assert_int_equal(target_total(), N_OPEN + N_SET);
+	assert_int_equal(h_redis_int(st.c, "LLEN %s", h_key(P, "parked:" OPEN)), 0);
+	assert_int_equal(h_redis_int(st.c, "EXISTS %s", h_key(P, "parked")), 0);
+	assert_int_equal(h_redis_int(st.c, "XLEN %s", h_key(P, "dead")), 0);
+	h_daemon_down(&d);
+}
+
+/* P:notify holds an entry for record id of this kind. */
+static int
+notified(const char *prefix, const char *id, const char *kind)
+{
+	redisReply *r = redisCommand(st.c, "XRANGE %s - +", h_key(prefix, "notify"));
+	int found = 0;
+
+	for (size_t i = 0; r != NULL && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+		const redisReply *f = r->element[i]->element[1];
+		int id_ok = 0, kind_ok = 0;
+		for (size_t k = 0; k + 1 < f->elements; k += 2) {
+			id_ok |= strcmp(f->element[k]->str, "id") == 0 &&
+			    strcmp(f->element[k + 1]->str, id) == 0;
+			kind_ok |= strcmp(f->element[k]->str, "kind") == 0 &&
+			    strcmp(f->element[k + 1]->str, kind) == 0;
+		}
+		found |= id_ok && kind_ok;
+	}
+	freeReplyObject(r);
+	return found;
+}
+
+/* R1: a deadline that passes while the entry is parked ends the job. */
+static void
+test_parked_deadline(void **state)
+{
+	const char *P = "pd";
+	long long far = h_now_ms() + 600000;
+	char id[32];
+	(void)state;
+
+	up(P);
+	pause_open();
+	/* these fill R6's share of the hand: the next one is parked */
+	for (int i = 0; i < 12; i++) {
+		snprintf(id, sizeof id, "pd-%d", i);
+		h_store_signed(st.c, P, id, OPEN, "canal/park-2", far, 1);
+	}
+	h_store_signed(st.c, P, "pd-soon", OPEN, "canal/park-2", h_now_ms() + 4000, 1);
+	/* it is parked before its deadline */
+	assert_int_equal(h_daemon_wait_log(&d, "event=job.parked id=pd-soon", H_WAIT_MS), 0);
+	wait_state(P, "pd-soon", "expired");
+	assert_true(notified(P, "pd-soon", "expired"));
+	assert_int_equal(h_count_calls(&st.target, "pd-soon"), 0);
+	assert_int_equal(target_total(), 0);
+	/* the others are still parked or held, none ended */
+	long long pending = h_pending_count(st.c, h_key(P, "jobs"), H_GROUP);
+	long long parked = h_redis_int(st.c, "LLEN %s", h_key(P, "parked:" OPEN));
+	assert_int_equal(pending + parked, 12);
+	assert_int_equal(ctl("resume", OPEN), 0);
+	for (int i = 0; i < 12; i++) {
+		snprintf(id, sizeof id, "pd-%d", i);
+		wait_state(P, id, "done");
+		assert_int_equal(h_count_calls(&st.target, id), 1);
+	}
+	assert_int_equal(h_count_calls(&st.target, "pd-soon"), 0);
+	h_daemon_down(&d);
+}
+
+/* The calls fake_target answered 2xx for Idempotency-Key key. */
+static long long
+ok_calls(const char *key)
+{
+	json_t *a = h_calls_with_key(&st.target, key);
+	long long n = 0;
+
+	for (size_t i = 0; i < json_array_size(a); i++) {
+		json_int_t status = json_integer_value(json_object_get(json_array_get(a, i),
+		    "status"));
+		n += status >= 200 && status < 300;
+	}
+	json_decref(a);
+	return n;
+}
+
+/* R6 with an open breaker: its entries beyond the share are parked, the
+ * other action's run; once the probe closes it they run, each done once. */
+static void
+test_breaker_lets_others_run(void **state)
+{
+	const char *P = "pb";
+	long long far = h_now_ms() + 600000;
+	char id[32], script[1024];
+	size_t at = 0;
+	(void)state;
+
+	/* max_attempts 50: the breaker, not the budget, holds them back */
+	up_with(P, "breaker_failures = 1\nbreaker_open_ms = 1000\n", 50);
+	at += (size_t)snprintf(script + at, sizeof script - at,
+	    "{\"default\": {\"status\": 503}, \"per_key\": {");
+	for (int i = 0; i < N_SET; i++)
+		at += (size_t)snprintf(script + at, sizeof script - at,
+		    "%s\"bs-%d\": [{\"status\": 200}]", i ? ", " : "", i);
+	snprintf(script + at, sizeof script - at, "}}");
+	assert_int_equal(h_fake_script(&st.target, script), 0);
+	for (int i = 0; i < N_OPEN; i++) {
+		snprintf(id, sizeof id, "bo-%d", i);
+		h_store_signed(st.c, P, id, OPEN, "canal/park-3", far, 1);
+	}
+	for (int i = 0; i < N_SET; i++) {
+		snprintf(id, sizeof id, "bs-%d", i);
+		h_store_signed(st.c, P, id, SET, "canal/park-3", far, 1);
+	}
+	long long t0 = h_now_ms();
+	for (int i = 0; i < N_SET; i++) {
+		snprintf(id, sizeof id, "bs-%d", i);
+		wait_state(P, id, "done");
+		assert_int_equal(h_count_calls(&st.target, id), 1);
+	}
+	printf("itest_park: breaker: %d %s jobs done %lld ms after the enqueue, %lld parked\n",
+	    N_SET, SET, h_now_ms() - t0,
+	    h_redis_int(st.c, "LLEN %s", h_key(P, "parked:" OPEN)));
+	assert_int_equal(h_daemon_wait_log(&d, "event=breaker.open", H_WAIT_MS), 0);
+	assert_int_equal(h_daemon_wait_log(&d, "event=job.parked id=bo-", H_WAIT_MS), 0);
+	assert_int_equal(h_redis_int(st.c, "XLEN %s", h_key(P, "dead")), 0);
+	/* the target recovers: the probe closes the breaker, all are done */
+	h_post_ok(&st.target, "/_default", "{\"status\":200}");
+	t0 = h_now_ms();
+	for (int i = 0; i < N_OPEN; i++) {
+		snprintf(id, sizeof id, "bo-%d", i);
+		wait_state(P, id, "done");
+	}
+	printf("itest_park: breaker: %d %s jobs done %lld ms after the target recovered\n",
+	    N_OPEN, OPEN, h_now_ms() - t0);
+	for (int i = 0; i < N_OPEN; i++) {
+		snprintf(id, sizeof id, "bo-%d", i);
+		assert_int_equal(ok_calls(id), 1);
+	}
+	assert_int_equal(h_redis_int(st.c, "LLEN %s", h_key(P, "parked:" OPEN)), 0);
+	assert_int_equal(h_redis_int(st.c, "XLEN %s", h_key(P, "dead")), 0);
+	h_daemon_down(&d);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_pause_lets_others_run, world_down),
+		cmocka_unit_test_teardown(test_parked_deadline, world_down),
+		cmocka_unit_test_teardown(test_breaker_lets_others_run, world_down),
+	};
+	if (getenv("ITEST_FILTER") != NULL)	/* e.g. ITEST_FILTER='test_parked*' */
+		cmocka_set_test_filter(getenv("ITEST_FILTER"));
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
