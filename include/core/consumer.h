@@ -216,10 +216,21 @@ enum consumer_unpark {
 enum consumer_unpark consumer_unpark_next(int held, int64_t earliest, int64_t now,
 					  int draining);
 
-/* R6: entries that wait for a token stay in hand up to half of
- * max_in_flight (at least one); past that, or with a credential that
- * cannot be had, the worker reads and claims nothing new (one scope's
- * trouble stays its own). */
+/* R6: an entry that waits for its action's scope token (token_needed, no
+ * usable token: token_ok 0) is parked rather than kept when `kept` other
+ * entries waiting for a token already fill R6's share of max_in_flight. */
+int consumer_token_parks(int token_needed, int token_ok, long kept, long max_in_flight);
+
+/* R6: whether an action's parked entries stay parked: the gate keeps them
+ * (gate_keeps_parked), or its calls need a token and none is usable for
+ * its scope (queued again, they would only wait or be parked again). */
+int consumer_keeps_parked(int gate_keeps, int token_needed, int token_ok);
+
+/* R6: entries that wait for a token stay in hand up to R6's share
+ * (consumer_held_max) and are parked beyond it (consumer_token_parks), so
+ * the worker reads on with the share held; past it (entries on their way
+ * to be parked), or with a credential that cannot be had, it reads and
+ * claims nothing new (one scope's trouble stays its own). */
 int consumer_tokens_let_read(const struct consumer_view *v);
 
 /* One blocking read over several shards' streams (shards on one Redis):

@@ -105,8 +105,9 @@ enum job_event_kind {
 				   its deadline came */
 	JOB_EV_UNREPLICATED,	/* R19: the call step's WAIT saw too few
 				   replicas (job_replicated said NO_CALL) */
-	JOB_EV_PARKED,		/* R6: a job held at the gate was set aside in
-				   Redis (lua/park.lua) and ours acked */
+	JOB_EV_PARKED,		/* R6: a job held at the gate, or waiting in
+				   auth_wait for its scope's token, was set
+				   aside in Redis (lua/park.lua), ours acked */
 };
 
 enum job_authz { JOB_AUTHZ_ALLOW, JOB_AUTHZ_DENY, JOB_AUTHZ_UNAVAILABLE };

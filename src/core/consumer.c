@@ -234,9 +234,7 @@ consumer_read_count(const struct consumer_view *v, size_t streams)
 int
 consumer_tokens_let_read(const struct consumer_view *v)
 {
-	long cap = v->max_in_flight / 2;
-
-	return v->tokens_usable && v->waiting_token < (cap > 0 ? cap : 1);
+	return v->tokens_usable && v->waiting_token <= consumer_held_max(v->max_in_flight);
 }
 
 int
@@ -267,6 +265,18 @@ consumer_unpark_next(int held, int64_t earliest, int64_t now, int draining)
 	if (!held)
 		return CONSUMER_UNPARK_ALL;
 	return earliest <= now ? CONSUMER_UNPARK_DUE : CONSUMER_UNPARK_NONE;
+}
+
+int
+consumer_token_parks(int token_needed, int token_ok, long kept, long max_in_flight)
+{
+	return token_needed && !token_ok && consumer_parks(kept, max_in_flight);
+}
+
+int
+consumer_keeps_parked(int gate_keeps, int token_needed, int token_ok)
+{
+	return gate_keeps || (token_needed && !token_ok);
 }
 
 int

@@ -754,8 +754,9 @@ accepts(const struct job *job, enum job_event_kind k)
 		return job->state == JOB_RUNNING && job->awaiting == JOB_FX_EXCHANGE;
 	case JOB_EV_LEASE_LOST:
 		return 1;
+	case JOB_EV_PARKED:	/* R6: held at the gate (above), or for a token */
+		return job->state == JOB_AUTH_WAIT && job->awaiting != JOB_FX_HANDBACK;
 	case JOB_EV_GATE:	/* only while held: above */
-	case JOB_EV_PARKED:
 		break;
 	case JOB_EV_UNREPLICATED:
 		return job->state == JOB_RUNNING && job->awaiting == JOB_FX_CALL;

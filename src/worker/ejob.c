@@ -257,6 +257,37 @@ ejob_arm(struct ejob *j, enum ejob_timer kind, int64_t delay_ms)
 	j->timer_kind = kind;
 }
 
+/* R6: entries of the set kept in hand waiting for a token. */
+static long
+token_kept(const struct ejobs *s)
+{
+	const struct ejob *j;
+	long n = 0;
+
+	TAILQ_FOREACH(j, &s->all, link)
+		n += !j->finished && j->timer_kind == T_TOKEN_WAIT;
+	return n;
+}
+
+/* The token may have come while this step was written, or the failed call
+ * used an older one: then go on from the loop. The wait ends at the
+ * deadline or after auth_wait_max_ms (at_ms). R6: beyond its share of the
+ * hand a job whose scope has no token is parked, so that the entries of
+ * the other actions behind it are read and run. */
+static void
+token_wait(struct ejob *j)
+{
+	int ok = token_ok(j);
+	int needed = (ejob_auth_of(j, ejob_action(j)) & EJOB_AUTH_TOKEN) != 0;
+
+	if (j->rec != NULL && ops_of(j)->park != NULL && consumer_token_parks(needed, ok,
+	    token_kept(j->set), env_of(j)->cfg->daemon.max_in_flight)) {
+		ejob_step_start(j, EJOB_STEP_PARK);
+		return;
+	}
+	ejob_arm(j, T_TOKEN_WAIT, ok ? 0 : j->step.at_ms - now_ms(j));
+}
+
 void
 ejob_continue_effects(struct ejob *j)
 {
@@ -290,10 +321,7 @@ ejob_continue_effects(struct ejob *j)
 	else if (fx & JOB_FX_HANDBACK)
 		ejob_step_start(j, EJOB_STEP_HANDBACK);
 	else if (fx & JOB_FX_WAIT_TOKEN)
-		/* The token may have come while this step was written, or the
-		 * failed call used an older one: then go on from the loop. The
-		 * wait ends at the deadline or after auth_wait_max_ms (at_ms). */
-		ejob_arm(j, T_TOKEN_WAIT, token_ok(j) ? 0 : j->step.at_ms - now_ms(j));
+		token_wait(j);
 }
 
 /* Carries out j->step: logs it, then the Redis write or what follows. */

@@ -103,8 +103,9 @@ on_shared_blk_state(struct rconn *rc, int up, void *arg)
 /* ------------------------------------------------------------------ */
 /* the worker's token                                                   */
 
-/* A token arrived: every job waiting on one goes on (R6, R9), and reading
- * resumes if it had stopped for want of one. */
+/* A token arrived: every job waiting on one goes on (R6, R9), the entries
+ * parked for want of it are queued again, and reading resumes if it had
+ * stopped for want of one. */
 void
 engine_on_token(void *arg, int have_token)
 {
@@ -120,8 +121,10 @@ engine_on_token(void *arg, int have_token)
 		    life, eng->token_timeout_ms);
 	for (size_t i = 0; i < eng->nshards; i++)
 		ejobs_token_ready(eng->shards[i].jobs);
-	for (size_t i = 0; i < eng->nshards; i++)
+	for (size_t i = 0; i < eng->nshards; i++) {
+		engine_unpark(&eng->shards[i]);	/* R6: its scope's parked entries */
 		engine_read_more(&eng->shards[i]);
+	}
 }
 
 /* ------------------------------------------------------------------ */

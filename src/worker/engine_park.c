@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * engine, parked entries (engine.c says what each file holds): R6, §13.
- * An entry held back by its action's pause or open breaker beyond R6's
- * share of the hand is parked in Redis (ejob: lua/park.lua); here the
- * parked entries of each action are queued again (lua/unpark.lua), in
- * order, once the pause ended and the breaker is closed, and those whose
- * deadline passed meanwhile while not, so that R1 ends them expired and
- * notified. What happens when is the
- * consumer core's (consumer_unpark_next). Asked on every claim tick and at
- * once when the pauses change.
+ * An entry held back by its action's pause or open breaker, or waiting
+ * for its scope's token, beyond R6's share of the hand is parked in Redis
+ * (ejob: lua/park.lua); here the parked entries of each action are queued
+ * again (lua/unpark.lua), in order, once the pause ended, the breaker is
+ * closed and the scope has a usable token, and those whose deadline passed
+ * meanwhile while not, so that R1 ends them expired and notified. What
+ * happens when is the consumer core's (consumer_keeps_parked,
+ * consumer_unpark_next). Asked on every claim tick, at once when the
+ * pauses change and when a token arrives.
  */
 #define _DEFAULT_SOURCE
 #include "worker/engine.h"
@@ -16,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth/cred.h"
+#include "conf/config.h"
 #include "core/consumer.h"
 #include "core/gate.h"
 #include "base/log.h"
@@ -85,6 +88,20 @@ send_unpark(struct unpark *u, int all)
 		free(u);
 }
 
+/* R6: the gate holds the action, or its calls need its scope's token and
+ * none is usable (cred_bearer's rule: one that outlives its timeout). */
+static int
+keeps_parked(const struct engine *eng, const char *action, int64_t now)
+{
+	const struct cred *c = creds_find(eng->sec.creds, action);
+	const struct cfg_action *a = cfg_action_find(eng->cfg, action);
+	int needed = a != NULL && cred_is_oauth(c);
+	uint64_t gen;
+
+	return consumer_keeps_parked(gate_keeps_parked(eng->gate, action, now), needed,
+	    needed && cred_bearer(c, a->timeout_ms, &gen) != NULL);
+}
+
 /* P:parked answered (action, earliest deadline, ...): each action's
  * parked entries as the core says. */
 static void
@@ -103,7 +120,7 @@ after_probe(struct rconn *rc, const struct sreply *r, void *arg)
 		const char *score = sreply_string(sreply_element(r, i + 1));
 		if (action == NULL || score == NULL)
 			continue;
-		int held = gate_keeps_parked(eng->gate, action, now);
+		int held = keeps_parked(eng, action, now);
 		enum consumer_unpark d = consumer_unpark_next(held, strtoll(score, NULL, 10), now,
 		    eng->draining);
 		if (d == CONSUMER_UNPARK_NONE)

@@ -178,7 +178,7 @@ static const struct {
 	{"authFailures", "Calls refused for the token (401, invalid_token)."},
 	{"tokenRefreshes", "Access tokens fetched."},
 	{"claimed", "Entries taken over from other consumers (R11)."},
-	{"parked", "Entries set aside while their action was paused or its breaker open (R6)."},
+	{"parked", "Entries set aside while their action was paused, its breaker open or its scope without a token (R6)."},
 	{"redisOutages", "Connections to Redis lost (R17)."},
 	{"redisAuthRefreshes", "Tokens fetched for Redis itself ([redis] auth = oauth or command)."},
 	{"redisAuthFailures", "Redis refused its credential (NOAUTH, WRONGPASS, closed at expiry)."},

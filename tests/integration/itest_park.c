@@ -13,6 +13,12 @@
  *   - the same with gate.open's target down and its breaker open: the
  *     gate.set jobs are done while it is, and once the probe closes it
  *     every gate.open job is done, each with exactly one 2xx.
+ *   - the same with gate.open's scope down at fake_idp (503, no token for
+ *     it) and gate.set on another scope: the gate.set jobs are done, each
+ *     entry of gate.open parked at most once while there is no token (no
+ *     read-park-unpark loop), a parked one whose deadline passes ends
+ *     `expired` and notified; once the IdP answers again every gate.open
+ *     job is done, each called exactly once.
  */
 #define _DEFAULT_SOURCE
 #include <setjmp.h>
@@ -34,6 +40,8 @@
 
 static struct h_stack st;
 static struct h_daemon d;
+static struct h_fake idp;	/* test_token_lets_others_run's */
+static char *secret_path;
 
 /* Each test's teardown, also after a failed assertion: nothing it started
  * is left running. */
@@ -44,6 +52,10 @@ world_down(void **state)
 	if (d.pid > 0)
 		h_daemon_kill(&d);
 	memset(&d, 0, sizeof d);
+	h_fake_stop(&idp);
+	memset(&idp, 0, sizeof idp);
+	free(secret_path);
+	secret_path = NULL;
 	h_stack_stop(&st);
 	memset(&st, 0, sizeof st);
 	return 0;
@@ -324,6 +336,117 @@ test_breaker_lets_others_run(void **state)
 	h_daemon_down(&d);
 }
 
+/* How many times needle is in the daemon's log. */
+static long
+log_count(const char *needle)
+{
+	char *text = h_read_file(d.log);
+	long n = 0;
+
+	for (const char *p = text; p != NULL && (p = strstr(p, needle)) != NULL; p++)
+		n++;
+	free(text);
+	return n;
+}
+
+struct idp_wait {
+	long long above;
+};
+
+/* fake_idp answered more than w->above token requests 503 (a scope down). */
+static int
+idp_refused_more(void *arg)
+{
+	const struct idp_wait *w = arg;
+
+	return h_fake_stat(&idp, NULL, "unavailable") > w->above;
+}
+
+/* R6 with a scope that has no token: gate.open (scope gates.open, down at
+ * the IdP) ahead of gate.set (scope gates.set): its entries beyond the
+ * share are parked, once each, and queued again when the token comes. */
+static void
+test_token_lets_others_run(void **state)
+{
+	const char *P = "pt";
+	long long far = h_now_ms() + 600000;
+	char id[32], sections[1024];
+	(void)state;
+
+	if (h_stack_start(&st) != 0)
+		fail_msg("cannot start redis and fake_target");
+	secret_path = h_write_file("client-secret", "park-secret\n");
+	assert_non_null(secret_path);
+	const char *idp_args[] = {"--jwt-secret-file", h_data("test-hs256.secret"),
+	    "--client-id", "warrantd-park", "--client-secret-file", secret_path, NULL};
+	assert_int_equal(h_fake_start(&idp, "fake_idp", idp_args), 0);
+	h_post_ok(&idp, "/_down_scope", "gates.open");
+	/* auth_wait_max_ms past the test: the entries in hand stay there */
+	snprintf(sections, sizeof sections, "[oauth]\ntoken_url = %s/token\n"
+	    "client_id = warrantd-park\nclient_secret_file = %s\nauth_wait_max_ms = 300000\n"
+	    "min_refresh_interval_ms = 100\n"
+	    "[action " SET "]\nurl = %s/gates/{resource}/set\nauth = oauth\nscope = gates.set\n"
+	    "timeout_ms = 2000\n", idp.url, secret_path, st.target.url);
+	struct h_daemon_opts o = {.redis_sock = st.redis.sock, .target_url = st.target.url,
+	    .prefix = P, .daemon_extra = "max_in_flight = 16\n", .redis_extra = "batch = 16\n",
+	    .sections = sections, .action_auth = "oauth", .action_extra = "scope = gates.open\n"};
+	h_daemon_up(&d, &o);
+	for (int i = 0; i < N_OPEN; i++) {
+		snprintf(id, sizeof id, "to-%d", i);
+		h_store_signed(st.c, P, id, OPEN, "canal/park-4", far, 1);
+	}
+	for (int i = 0; i < N_SET; i++) {
+		snprintf(id, sizeof id, "ts-%d", i);
+		h_store_signed(st.c, P, id, SET, "canal/park-4", far, 1);
+	}
+	long long t0 = h_now_ms();
+	for (int i = 0; i < N_SET; i++) {
+		snprintf(id, sizeof id, "ts-%d", i);
+		wait_state(P, id, "done");
+		assert_int_equal(h_count_calls(&st.target, id), 1);
+	}
+	printf("itest_park: token: %d %s jobs done %lld ms into the scope's outage\n", N_SET, SET,
+	    h_now_ms() - t0);
+	assert_int_equal(target_total(), N_SET);
+	/* R1: one more, parked behind the share, whose deadline passes */
+	h_store_signed(st.c, P, "tsoon", OPEN, "canal/park-4", h_now_ms() + 4000, 1);
+	assert_int_equal(h_daemon_wait_log(&d, "event=job.parked id=tsoon", H_WAIT_MS), 0);
+	wait_state(P, "tsoon", "expired");
+	assert_true(notified(P, "tsoon", "expired"));
+	/* claim ticks and the scope's fetches go by: nothing is queued again
+	 * while the scope has no token, so each entry was parked once */
+	struct idp_wait w = {h_fake_stat(&idp, NULL, "unavailable") + 1};
+	h_wait_for(idp_refused_more, &w, H_WAIT_MS, "two more refused token requests");
+	long long pending = h_pending_count(st.c, h_key(P, "jobs"), H_GROUP);
+	long long parked = h_redis_int(st.c, "LLEN %s", h_key(P, "parked:" OPEN));
+	long parks = log_count("event=job.parked id=to-");
+	printf("itest_park: token: %lld in hand, %lld parked, %ld park operations\n", pending,
+	    parked, parks);
+	assert_true(pending <= 8);
+	assert_int_equal(pending + parked, N_OPEN);
+	assert_int_equal(parks, parked);
+	assert_int_equal(target_total(), N_SET);
+	assert_int_equal(h_count_calls(&st.target, "tsoon"), 0);
+	/* the IdP answers again: every gate.open job is done, once */
+	h_post_ok(&idp, "/_down_scope", "");
+	t0 = h_now_ms();
+	for (int i = 0; i < N_OPEN; i++) {
+		snprintf(id, sizeof id, "to-%d", i);
+		wait_state(P, id, "done");
+	}
+	printf("itest_park: token: %d %s jobs done %lld ms after the IdP answered again\n",
+	    N_OPEN, OPEN, h_now_ms() - t0);
+	for (int i = 0; i < N_OPEN; i++) {
+		snprintf(id, sizeof id, "to-%d", i);
+		assert_int_equal(h_count_calls(&st.target, id), 1);
+	}
+	assert_int_equal(target_total(), N_OPEN + N_SET);
+	assert_int_equal(h_redis_int(st.c, "LLEN %s", h_key(P, "parked:" OPEN)), 0);
+	assert_int_equal(h_redis_int(st.c, "EXISTS %s", h_key(P, "parked")), 0);
+	assert_int_equal(h_redis_int(st.c, "XLEN %s", h_key(P, "dead")), 0);
+	h_daemon_down(&d);
+}
+
 int
 main(void)
 {
@@ -331,6 +454,7 @@ main(void)
 		cmocka_unit_test_teardown(test_pause_lets_others_run, world_down),
 		cmocka_unit_test_teardown(test_parked_deadline, world_down),
 		cmocka_unit_test_teardown(test_breaker_lets_others_run, world_down),
+		cmocka_unit_test_teardown(test_token_lets_others_run, world_down),
 	};
 	if (getenv("ITEST_FILTER") != NULL)	/* e.g. ITEST_FILTER='test_parked*' */
 		cmocka_set_test_filter(getenv("ITEST_FILTER"));

@@ -365,6 +365,26 @@ test_parks(void **state)
 	assert_true(consumer_parks(1, 1));
 }
 
+/* R6: an entry waiting for its scope's token parks once others waiting for
+ * one fill the share; one with a token, or that needs none, never does; and
+ * parked entries stay parked while their scope has no usable token. */
+static void
+test_token_parks(void **state)
+{
+	(void)state;
+	assert_false(consumer_token_parks(1, 0, 7, 16));
+	assert_true(consumer_token_parks(1, 0, 8, 16));	/* the share is full */
+	assert_true(consumer_token_parks(1, 0, 9, 16));
+	assert_false(consumer_token_parks(1, 1, 8, 16));	/* it has a token */
+	assert_false(consumer_token_parks(0, 0, 8, 16));	/* it needs none */
+	assert_true(consumer_token_parks(1, 0, 1, 1));
+	assert_false(consumer_keeps_parked(0, 0, 0));
+	assert_false(consumer_keeps_parked(0, 1, 1));	/* the token came */
+	assert_true(consumer_keeps_parked(0, 1, 0));	/* still none */
+	assert_true(consumer_keeps_parked(1, 1, 1));	/* the gate holds them */
+	assert_true(consumer_keeps_parked(1, 0, 0));
+}
+
 /* R6, R1: parked entries go on when their hold ends, and those whose
  * deadline came while it lasts; never while stopping. */
 static void
@@ -528,8 +548,9 @@ test_nogroup_key(void **state)
 	assert_null(consumer_nogroup_key("NOGROUP No such key 'k", &n));
 }
 
-/* R6: entries waiting for a token stop new reads at half of max_in_flight
- * (at least one); an unusable credential stops them at once. */
+/* R6: entries waiting for a token stop new reads beyond R6's share, half
+ * of max_in_flight (at least one): with the share held the worker reads on
+ * (the further ones are parked); an unusable credential stops them at once. */
 static void
 test_tokens_let_read(void **state)
 {
@@ -537,22 +558,24 @@ test_tokens_let_read(void **state)
 
 	(void)state;
 	assert_true(consumer_tokens_let_read(&v));
-	v.waiting_token = 4;
-	assert_true(consumer_tokens_let_read(&v));
 	v.waiting_token = 5;
+	assert_true(consumer_tokens_let_read(&v));
+	v.waiting_token = 6;
 	assert_false(consumer_tokens_let_read(&v));
 	v.waiting_token = 0;
 	v.tokens_usable = 0;
 	assert_false(consumer_tokens_let_read(&v));
 	v = (struct consumer_view){.max_in_flight = 1, .tokens_usable = 1};
 	assert_true(consumer_tokens_let_read(&v));
-	v.waiting_token = 1;
+	v.waiting_token = 2;
 	assert_false(consumer_tokens_let_read(&v));
 	/* and the read follows it */
 	v = (struct consumer_view){.max_in_flight = 10, .batch = 5, .tokens_usable = 1,
 	    .group_ready = 1, .own_done = 1, .cmd_up = 1, .blk_up = 1};
 	assert_true(consumer_may_read(&v));
 	v.waiting_token = 5;
+	assert_true(consumer_may_read(&v));
+	v.waiting_token = 6;
 	assert_false(consumer_may_read(&v));
 	v.own_done = 0;
 	v.tokens_usable = 0;
@@ -740,6 +763,7 @@ main(void)
 		cmocka_unit_test(test_reclaim_next),
 		cmocka_unit_test(test_nogroup_key),
 		cmocka_unit_test(test_tokens_let_read),
+		cmocka_unit_test(test_token_parks),
 		cmocka_unit_test(test_stream_ready_coming),
 		cmocka_unit_test(test_check_stall),
 		cmocka_unit_test(test_reply_next),

@@ -2018,6 +2018,34 @@ test_gate_hold_parked(void **state)
 	assert_int_equal(step(&p, &j, ev_of(JOB_EV_PARKED), NOW).effects, 0);
 }
 
+/* R6: a job waiting in auth_wait for its scope's token that was parked
+ * leaves the hand, nothing written, its state, attempts and deadline as
+ * they were; one whose hand-back is on its way is not parked. */
+static void
+test_token_wait_parked(void **state)
+{
+	(void)state;
+	struct job_policy p = policy();
+	struct job j = {0};
+	struct job_event ev = ev_loaded();
+
+	ev.token_ok = 0;
+	struct job_step s = step(&p, &j, ev, NOW);
+	assert_int_equal(s.next, JOB_AUTH_WAIT);
+	s = step(&p, &j, ev_of(JOB_EV_PARKED), NOW + 10);
+	assert_int_equal(s.effects, JOB_FX_END);
+	assert_false(job_step_writes(&s));
+	assert_int_equal(s.next, JOB_AUTH_WAIT);
+	assert_int_equal(j.calls, 0);
+	assert_int_equal(j.expires_at_ms, rec.expires_at_ms);
+	/* the hand-back is on its way: parked means nothing then */
+	memset(&j, 0, sizeof j);
+	(void)step(&p, &j, ev, NOW);
+	s = step(&p, &j, ev_of(JOB_EV_TOKEN_TIMEOUT), NOW + p.auth_wait_max_ms);
+	assert_int_equal(s.effects & JOB_FX_HANDBACK, JOB_FX_HANDBACK);
+	assert_int_equal(step(&p, &j, ev_of(JOB_EV_PARKED), NOW + p.auth_wait_max_ms).effects, 0);
+}
+
 static void
 test_gate_hold_and_lease_lost(void **state)
 {
@@ -2112,6 +2140,7 @@ main(void)
 		cmocka_unit_test_setup(test_gate_hold_ends_at_deadline, setup),
 		cmocka_unit_test_setup(test_gate_hold_and_lease_lost, setup),
 		cmocka_unit_test_setup(test_gate_hold_parked, setup),
+		cmocka_unit_test_setup(test_token_wait_parked, setup),
 		cmocka_unit_test_setup(test_wait_replicas_steps, setup),
 		cmocka_unit_test_setup(test_replicated, setup),
 		cmocka_unit_test_setup(test_unreplicated_retries, setup),
