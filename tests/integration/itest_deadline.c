@@ -106,6 +106,19 @@ struct dcfg {
 	const char *daemon_extra, *redis_extra, *oauth_extra, *sections;
 };
 
+/*
+ * The worker is ready before its first token arrives (it reads nothing until
+ * then, R6): a test that takes the IdP down to strand a job in auth_wait
+ * waits for that token first, or under load the IdP goes down before it
+ * answers and the job is never read.
+ */
+static void
+wait_first_token(const struct h_daemon *d)
+{
+	if (h_daemon_wait_log(d, "event=token.refreshed", H_WAIT_MS) != 0)
+		fail_msg("warrantd got no first token (log %s)", d->log);
+}
+
 static void
 daemon_up(struct h_daemon *d, const struct dcfg *c)
 {
@@ -454,6 +467,7 @@ test_token_wait_ends_at_deadline(void **state)
 	struct dcfg c = {.consumer = "w1", .token_url = idp.url, .timeout_ms = 2000,
 	    .oauth_extra = "auth_wait_max_ms = 30000\n"};
 	daemon_up(&dmn[0], &c);
+	wait_first_token(&dmn[0]);
 	h_post_ok(&idp, "/_down", NULL);
 	long long expires = h_now_ms() + 2500;
 	decide_until(id, expires, 1);
@@ -490,6 +504,7 @@ test_token_wait_hands_back(void **state)
 	struct dcfg c1 = {.consumer = "w1", .token_url = idp.url, .timeout_ms = 2000,
 	    .claim_idle_ms = 60000, .max_deliveries = 3, .oauth_extra = "auth_wait_max_ms = 1500\n"};
 	daemon_up(&dmn[0], &c1);
+	wait_first_token(&dmn[0]);
 	h_post_ok(&idp, "/_down", NULL);
 	decide_until(id, h_now_ms() + 3600 * 1000LL, 1);
 	h_stream_id_of(rc, H_JOBS, id, old_sid, sizeof old_sid);
