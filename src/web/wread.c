@@ -25,6 +25,7 @@
 #include "base/wtime.h"
 
 #define WREAD_MAX_ARGS	16
+#define STATS_KEY_MAX	(STORE_KEY_MAX + 32)	/* a bucket's key */
 
 
 struct wread *
@@ -502,23 +503,52 @@ wread_stats(struct wread *r, int64_t now_ms, long minutes, char *err, size_t err
 {
 	long long last = now_ms / 60000, first = last - minutes + 1;
 	json_t *buckets = json_array();
-	char key[STORE_KEY_MAX + 32];
+	char (*keys)[STATS_KEY_MAX] = NULL;
+	const char **argv = NULL;
+	redisReply **reps = NULL;
+	size_t n = 0, cap = minutes > 0 ? (size_t)minutes : 1;
 
+	if ((keys = calloc(cap, STATS_KEY_MAX)) == NULL ||
+	    (argv = calloc(2 * cap, sizeof *argv)) == NULL ||
+	    (reps = calloc(cap, sizeof(redisReply *))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
 	if (wread_use_shard(r, 0, err, errlen) < 0)
 		goto fail;
-	/* one HGETALL per minute, each waited for: clir sends one command at a
-	 * time (a day is 1440 small hashes on the shard's node) */
-	for (long long m = first; m <= last; m++) {
-		if (wstats_key(r->keys.paused, m * 60000, key, sizeof key) != 0)
+	for (long long m = first; m <= last; m++, n++) {
+		if (wstats_key(r->keys.paused, m * 60000, keys[n], STATS_KEY_MAX) != 0)
 			break;
-		redisReply *rep = wread_cmd(r, err, errlen, "HGETALL", key, (char *)NULL);
-		if (rep == NULL)
-			goto fail;
-		json_array_append_new(buckets, bucket_of(sreply_of(rep)));
-		freeReplyObject(rep);
+		argv[2 * n] = "HGETALL";
+		argv[2 * n + 1] = keys[n];
 	}
+	/* one pipeline of HGETALLs: a day is 1440 small hashes, one round
+	 * trip; a connection lost on the way is made again once */
+	for (int tries = 0;; tries++) {
+		if (clir_connect(&r->c) != 0) {
+			snprintf(err, errlen, "cannot connect to Redis (as [%s])", r->c.user_section);
+			goto fail;
+		}
+		if (clir_pipeline(&r->c, n, 2, argv, reps) == 0)
+			break;
+		clir_drop(&r->c);
+		if (tries == 1) {
+			snprintf(err, errlen, "redis: HGETALL: no reply (connection lost)");
+			goto fail;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_array_append_new(buckets, bucket_of(sreply_of(reps[i])));
+		freeReplyObject(reps[i]);
+	}
+	free(reps);
+	free(argv);
+	free(keys);
 	return json_pack("{s:I, s:o}", "first", (json_int_t)first, "buckets", buckets);
 fail:
+	free(reps);
+	free(argv);
+	free(keys);
 	json_decref(buckets);
 	return NULL;
 }
