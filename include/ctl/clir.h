@@ -38,6 +38,13 @@ int clir_password(const struct cli *c, char **pw, size_t *len);
 /* The reply, even an error reply (c connected: caller frees); NULL when
  * none came. No -ASK followed. */
 redisReply *clir_argv(struct cli *c, int argc, const char **argv);
+/* n commands of argc C strings each (argv: n x argc, command i at
+ * argv[i * argc]) sent at once and waited for: one round trip, not n
+ * (the console's charts). 0 with replies[i] each reply, error replies
+ * included (caller frees each); -1 when the connection failed or a reply
+ * did not come (replies all NULL then). An -ASK is followed by rconn
+ * (cluster), not here. */
+int clir_pipeline(struct cli *c, size_t n, int argc, const char **argv, redisReply **replies);
 /* The reply to argv (len NULL: C strings), following one -ASK (a slot
  * mid-migration: the key is on the importing node, which serves it after
  * ASKING, on a connection of its own authenticated as this one). NULL when

@@ -384,6 +384,68 @@ clir_argv(struct cli *c, int argc, const char **argv)
 	return send_wait(c->redis, argc, argv, NULL);
 }
 
+/* clir_pipeline's commands, counted down as their replies come. */
+struct clir_many {
+	size_t left;
+	int done;
+};
+
+struct clir_one {
+	struct clir_many *m;
+	redisReply **slot;
+};
+
+static void
+on_one_reply(struct rconn *rc, const struct sreply *reply, void *arg)
+{
+	struct clir_one *o = arg;
+
+	(void)rc;
+	*o->slot = reply != NULL ? copy_reply((const redisReply *)(const void *)reply) : NULL;
+	if (--o->m->left == 0)
+		o->m->done = 1;
+}
+
+int
+clir_pipeline(struct cli *c, size_t n, int argc, const char **argv, redisReply **replies)
+{
+	struct clir *h = c->redis;
+	struct clir_many m = {0, 0};
+	struct clir_one *one = calloc(n > 0 ? n : 1, sizeof *one);
+	size_t sent = 0;
+	int ok = one != NULL && h->state == 1;
+
+	for (size_t i = 0; i < n; i++)
+		replies[i] = NULL;
+	h->said = 0;
+	for (; ok && sent < n; sent++) {
+		one[sent] = (struct clir_one){&m, &replies[sent]};
+		m.left++;
+		if (rconn_commandv(h->rc, on_one_reply, &one[sent], argc, argv + sent * (size_t)argc,
+		    NULL) < 0) {
+			m.left--;	/* not accepted: never called back */
+			ok = 0;
+		}
+	}
+	if (m.left > 0)
+		run_quiet(h, &m.done, 2L * TIMEOUT_S * 1000L);
+	if (m.left > 0) {	/* rconn's command timeout did not fire: the rest NULL now */
+		rconn_free(h->rc);
+		h->rc = NULL;
+		h->state = -1;
+	}
+	free(one);
+	for (size_t i = 0; ok && i < sent; i++)
+		ok = replies[i] != NULL;
+	if (ok)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		freeReplyObject(replies[i]);
+		replies[i] = NULL;
+	}
+	return -1;
+}
+
 /* "ASK <slot> <host>:<port>": 1 with the node, else 0. */
 static int
 ask_target(const redisReply *r, char *host, size_t hostlen, long *port)

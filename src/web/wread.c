@@ -10,10 +10,12 @@
 #include <hiredis/hiredis.h>
 
 #include "redis/cluster.h"
+#include "ctl/cli.h"
+#include "ctl/clir.h"
 #include "ctl/ctl.h"
 #include "core/record.h"
-#include "auth/rtoken.h"
 #include "conf/secrets.h"
+#include "redis/rtls.h"
 #include "redis/sreply.h"
 #include "core/store.h"
 #include "worker/wstats.h"
@@ -22,35 +24,51 @@
 #include "wread_int.h"
 #include "base/wtime.h"
 
-#define TIMEOUT_MS	5000
-#define MAX_ARGS	16
+#define WREAD_MAX_ARGS	16
+#define STATS_KEY_MAX	(STORE_KEY_MAX + 32)	/* a bucket's key */
 
 
 struct wread *
-wread_new(const struct cfg *cfg, char *err, size_t errlen)
+wread_new(struct cfg *cfg, char *err, size_t errlen)
 {
+	const struct cfg_role *mon = &cfg->roles[CFG_ROLE_MONITOR];
 	struct wread *r;
 
-	/* It reads through its own blocking hiredis context until it moves onto
-	 * warrantctl's handle (clir: rconn and disc), which speaks TLS and
-	 * follows sentinels and the cluster's map. */
-	if (cfg->redis.sentinels || cfg->redis.cluster || cfg->redis.tls) {
-		snprintf(err, errlen, "[redis] sentinels, cluster and tls: warrantd-web does not "
-		    "follow them yet");
-		return NULL;
-	}
+	/* No refusal of [redis] sentinels, cluster or tls: clir follows them
+	 * (one discovery, allow_hosts and the clear-text rule, one TLS path). */
 	if ((r = calloc(1, sizeof *r)) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
 	r->cfg = cfg;
 	r->nshards = cfg->redis.shards > 0 ? (unsigned)cfg->redis.shards : 1;
-	if (cfg->records.signature_required &&
-	    secrets_read_verify_key(cfg, &r->key, &r->key_len, err, errlen) != 0) {
-		free(r);
-		return NULL;
+	/* as warrantctl --as monitor would set it up (cli_load_config); without
+	 * [redis.monitor], [redis]'s user, as warrantctl without --as */
+	r->c.cfg = cfg;
+	r->c.shard_opt = -1;
+	if (mon->username != NULL) {
+		r->c.as = "monitor";
+		r->c.username = mon->username;
+		r->c.password_file = mon->password_file;
+		snprintf(r->c.user_section, sizeof r->c.user_section, "redis.%s", r->c.as);
+	} else {
+		r->c.username = cfg->redis.username;
+		r->c.password_file = cfg->redis.password_file;
+		snprintf(r->c.user_section, sizeof r->c.user_section, "redis");
 	}
+	if (wread_use_shard(r, 0, err, errlen) != 0)
+		goto fail;
+	/* [redis] tls made now, not at the first read, so that -t and the start
+	 * check its files; clir_connect uses it (and clir_close frees it) */
+	if (cfg->redis.tls && (r->c.tls = rtls_ctx_new(cfg, err, errlen)) == NULL)
+		goto fail;
+	if (cfg->records.signature_required &&
+	    secrets_read_verify_key(cfg, &r->key, &r->key_len, err, errlen) != 0)
+		goto fail;
 	return r;
+fail:
+	wread_free(r);
+	return NULL;
 }
 
 void
@@ -58,8 +76,7 @@ wread_free(struct wread *r)
 {
 	if (r == NULL)
 		return;
-	if (r->c)
-		redisFree(r->c);
+	clir_close(&r->c);
 	if (r->key)
 		secrets_free(r->key, r->key_len);
 	free(r);
@@ -70,7 +87,8 @@ wread_use_shard(struct wread *r, unsigned i, char *err, size_t errlen)
 {
 	if (cluster_shard_prefix(r->prefix, sizeof r->prefix, r->cfg->redis.prefix, i,
 	    (unsigned)r->cfg->redis.shards) != 0 ||
-	    store_keys_init(&r->keys, r->prefix, "warrantd-web") != 0) {
+	    store_keys_init(&r->keys, r->prefix, "warrantd-web") != 0 ||
+	    cli_use_shard(&r->c, i) != 0) {
 		snprintf(err, errlen, "[redis] prefix is too long");
 		return -1;
 	}
@@ -78,96 +96,24 @@ wread_use_shard(struct wread *r, unsigned i, char *err, size_t errlen)
 	return 0;
 }
 
-/* The AUTH password: [redis.monitor]'s, else [redis]'s as warrantctl gets
- * it. 0 with *pw NULL (no AUTH) or a secret (secrets_free), or -1. */
-static int
-password(const struct wread *r, const char **user, char **pw, size_t *len, char *err,
-	 size_t errlen)
-{
-	const struct cfg_role *mon = &r->cfg->roles[CFG_ROLE_MONITOR];
-
-	*pw = NULL;
-	*len = 0;
-	if (mon->username != NULL) {
-		*user = mon->username;
-		return mon->password_file == NULL ? 0 : secrets_read_cfg(r->cfg,
-		    mon->password_file, SECRETS_TRIMMED, pw, len, err, errlen);
-	}
-	*user = r->cfg->redis.username;
-	return rtoken_fetch_once(r->cfg, TIMEOUT_MS, pw, len, err, errlen);
-}
-
-static int
-connect_redis(struct wread *r, char *err, size_t errlen)
-{
-	const struct cfg *cfg = r->cfg;
-	struct timeval tv = {TIMEOUT_MS / 1000, 0};
-	const char *user = NULL;
-	char *pw = NULL;
-	size_t len = 0;
-	redisReply *rep;
-
-	if (r->c != NULL)
-		return 0;
-	if (cfg->redis.socket)
-		r->c = redisConnectUnixWithTimeout(cfg->redis.socket, tv);
-	else
-		r->c = redisConnectWithTimeout(cfg->redis.host, cfg->redis.port, tv);
-	if (r->c == NULL || r->c->err) {
-		snprintf(err, errlen, "cannot connect to Redis: %s", r->c ? r->c->errstr :
-		    "out of memory");
-		goto fail;
-	}
-	if (redisSetTimeout(r->c, tv) != REDIS_OK) {
-		snprintf(err, errlen, "cannot set the Redis timeout");
-		goto fail;
-	}
-	if (password(r, &user, &pw, &len, err, errlen) != 0)
-		goto fail;
-	if (pw != NULL) {
-		rep = user ? redisCommand(r->c, "AUTH %s %b", user, pw, len) :
-		    redisCommand(r->c, "AUTH %b", pw, len);
-		secrets_free(pw, len);
-		const char *why = rep ? sreply_error_text(sreply_of(rep)) : "no reply";
-		if (why != NULL) {
-			snprintf(err, errlen, "redis: AUTH: %s", why);
-			freeReplyObject(rep);
-			goto fail;
-		}
-		freeReplyObject(rep);
-	}
-	if (cfg->redis.db != 0) {
-		rep = redisCommand(r->c, "SELECT %d", cfg->redis.db);
-		int bad = rep == NULL || sreply_error_text(sreply_of(rep)) != NULL;
-		freeReplyObject(rep);
-		if (bad) {
-			snprintf(err, errlen, "redis: SELECT failed");
-			goto fail;
-		}
-	}
-	return 0;
-fail:
-	if (r->c)
-		redisFree(r->c);
-	r->c = NULL;
-	return -1;
-}
-
-/* One command; a connection lost on the way is made again once. The
- * reply (caller frees with freeReplyObject), an error reply included, or
- * NULL with err. */
+/* One command on clir's handle (the shard's node, following one -ASK); a
+ * connection lost on the way is made again once: clir_asking's NULL, then
+ * clir_drop, and clir_connect makes a new one. The reply (caller frees
+ * with freeReplyObject), an error reply included, or NULL with err (clir
+ * said the cause on stderr). */
 redisReply *
 wread_cmdv(struct wread *r, int argc, const char **argv, char *err, size_t errlen)
 {
 	for (int tries = 0; tries < 2; tries++) {
-		if (connect_redis(r, err, errlen) != 0)
+		if (clir_connect(&r->c) != 0) {
+			snprintf(err, errlen, "cannot connect to Redis (as [%s])", r->c.user_section);
 			return NULL;
-		redisReply *rep = redisCommandArgv(r->c, argc, argv, NULL);
+		}
+		redisReply *rep = clir_asking(&r->c, argc, argv, NULL);
 		if (rep != NULL)
 			return rep;
-		snprintf(err, errlen, "redis: %s: %s", argv[0], r->c->errstr);
-		redisFree(r->c);
-		r->c = NULL;
+		snprintf(err, errlen, "redis: %s: no reply (connection lost)", argv[0]);
+		clir_drop(&r->c);
 	}
 	return NULL;
 }
@@ -176,13 +122,13 @@ wread_cmdv(struct wread *r, int argc, const char **argv, char *err, size_t errle
 redisReply *
 wread_cmd(struct wread *r, char *err, size_t errlen, const char *first, ...)
 {
-	const char *argv[MAX_ARGS];
+	const char *argv[WREAD_MAX_ARGS];
 	int argc = 0;
 	va_list ap;
 
 	argv[argc++] = first;
 	va_start(ap, first);
-	while (argc < MAX_ARGS && (argv[argc] = va_arg(ap, const char *)) != NULL)
+	while (argc < WREAD_MAX_ARGS && (argv[argc] = va_arg(ap, const char *)) != NULL)
 		argc++;
 	va_end(ap);
 	redisReply *rep = wread_cmdv(r, argc, argv, err, errlen);
@@ -557,29 +503,52 @@ wread_stats(struct wread *r, int64_t now_ms, long minutes, char *err, size_t err
 {
 	long long last = now_ms / 60000, first = last - minutes + 1;
 	json_t *buckets = json_array();
-	char key[STORE_KEY_MAX + 32];
-	long sent = 0;
+	char (*keys)[STATS_KEY_MAX] = NULL;
+	const char **argv = NULL;
+	redisReply **reps = NULL;
+	size_t n = 0, cap = minutes > 0 ? (size_t)minutes : 1;
 
-	if (wread_use_shard(r, 0, err, errlen) < 0 || connect_redis(r, err, errlen) != 0)
+	if ((keys = calloc(cap, STATS_KEY_MAX)) == NULL ||
+	    (argv = calloc(2 * cap, sizeof *argv)) == NULL ||
+	    (reps = calloc(cap, sizeof(redisReply *))) == NULL) {
+		snprintf(err, errlen, "out of memory");
 		goto fail;
-	/* one pipeline of HGETALLs: a day is 1440 small hashes, one round trip */
-	for (long long m = first; m <= last; m++, sent++)
-		if (wstats_key(r->keys.paused, m * 60000, key, sizeof key) != 0 ||
-		    redisAppendCommand(r->c, "HGETALL %s", key) != REDIS_OK)
+	}
+	if (wread_use_shard(r, 0, err, errlen) < 0)
+		goto fail;
+	for (long long m = first; m <= last; m++, n++) {
+		if (wstats_key(r->keys.paused, m * 60000, keys[n], STATS_KEY_MAX) != 0)
 			break;
-	for (long i = 0; i < sent; i++) {
-		redisReply *rep = NULL;
-		if (redisGetReply(r->c, (void **)&rep) != REDIS_OK || rep == NULL) {
-			snprintf(err, errlen, "redis: HGETALL: %s", r->c->errstr);
-			redisFree(r->c);	/* the rest of the pipeline is lost with it */
-			r->c = NULL;
+		argv[2 * n] = "HGETALL";
+		argv[2 * n + 1] = keys[n];
+	}
+	/* one pipeline of HGETALLs: a day is 1440 small hashes, one round
+	 * trip; a connection lost on the way is made again once */
+	for (int tries = 0;; tries++) {
+		if (clir_connect(&r->c) != 0) {
+			snprintf(err, errlen, "cannot connect to Redis (as [%s])", r->c.user_section);
 			goto fail;
 		}
-		json_array_append_new(buckets, bucket_of(sreply_of(rep)));
-		freeReplyObject(rep);
+		if (clir_pipeline(&r->c, n, 2, argv, reps) == 0)
+			break;
+		clir_drop(&r->c);
+		if (tries == 1) {
+			snprintf(err, errlen, "redis: HGETALL: no reply (connection lost)");
+			goto fail;
+		}
 	}
+	for (size_t i = 0; i < n; i++) {
+		json_array_append_new(buckets, bucket_of(sreply_of(reps[i])));
+		freeReplyObject(reps[i]);
+	}
+	free(reps);
+	free(argv);
+	free(keys);
 	return json_pack("{s:I, s:o}", "first", (json_int_t)first, "buckets", buckets);
 fail:
+	free(reps);
+	free(argv);
+	free(keys);
 	json_decref(buckets);
 	return NULL;
 }

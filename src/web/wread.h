@@ -2,13 +2,15 @@
 /*
  * wread: what the console shows, read from Redis as [redis.monitor] (else
  * as [redis]'s user, as warrantctl does): read-only commands that the
- * monitor's ACL line allows (conf/redis-acl.conf), synchronous hiredis.
+ * monitor's ACL line allows (conf/redis-acl.conf), on warrantctl's handle
+ * (ctl/clir.h: the daemon's rconn and disc, waited for).
  *
  * Synchronous, because the console answers one request at a time on
  * libmicrohttpd's one thread, each a few round trips on a local socket; a
  * console that watches many shards wants the async rconn (issue 39, later).
- * A lost connection is made again at the next request. Sentinels and a
- * cluster are not followed yet: wread_new refuses them.
+ * A lost connection is made again once within the request, else at the
+ * next. [redis] tls, sentinels and cluster are followed as warrantctl
+ * follows them (allow_hosts, the clear-text rule, -ASK).
  *
  * The overview's fields per stream are warrantctl status --json's, by the
  * same names, so that the browser test compares the two.
@@ -29,7 +31,7 @@ struct wread;
 /* cfg borrowed: it must outlive the reader. Reads the verification key
  * (for the records shown) now. NULL with one line in err. Caller frees with
  * wread_free. */
-struct wread *wread_new(const struct cfg *cfg, char *err, size_t errlen)
+struct wread *wread_new(struct cfg *cfg, char *err, size_t errlen)
 	__attribute__((warn_unused_result));
 
 /* NULL is a no-op; wipes the key. */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * wread_int: the private header of the wread module's two files (wread.h is
- * its public one). wread.c holds the connection (one blocking hiredis
- * context, made again when lost), the commands and replies as JSON, the
+ * its public one). wread.c holds the connection (a struct cli as the
+ * monitor, on clir's handle: ctl/clir.h; made again once when lost), the commands and replies as JSON, the
  * overview, the dead letters and the charts' buckets; wread_jobs.c the
  * jobs lists and one job's page. Nothing outside wread's files includes it.
  */
@@ -19,9 +19,11 @@
 #define WREAD_SCAN_MAX	2000	/* entries of one source a jobs page looks at */
 #define WREAD_AUDIT_MAX	1000	/* audit entries of one job shown */
 
+#include "ctl/cli.h"
+
 struct wread {
 	const struct cfg *cfg;
-	redisContext *c;
+	struct cli c;		/* the monitor's: its Redis user, the shard's keys, clir's handle */
 	char *key;		/* the verification key (secrets_free) */
 	size_t key_len;
 	unsigned nshards;

@@ -273,6 +273,34 @@ function iniWith(name, web) {
   return file;
 }
 
+// [redis] tls (Sentinel and Cluster alike) was refused while the console read
+// through a hiredis context of its own; now it reads through warrantctl's
+// handle, and -t reads the TLS files (no connection is made)
+test('-t with [redis] tls: accepted, its CA file read', () => {
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256',
+    '-nodes', '-days', '1', '-subj', '/CN=redis-ca', '-keyout', path.join(tmp, 'redis-ca.key'),
+    '-out', path.join(tmp, 'redis-ca.crt')], { stdio: 'ignore' });
+  const withTls = (name, ca) => {
+    const file = path.join(tmp, name);
+    fs.writeFileSync(file, fs.readFileSync(ini, 'utf8').replace(/^socket = .*$/m,
+      `host = 127.0.0.1\nport = 1\ntls = yes\ntls_ca_file = ${ca}`), { mode: 0o600 });
+    return file;
+  };
+  const out = execFileSync(path.join(bin, 'warrantd-web'), ['-t', '-c', withTls('rtls.ini', 'redis-ca.crt')],
+    { stdio: 'pipe' });
+  assert.match(String(out), /\[web\] ok/);
+  let err;
+  try {
+    execFileSync(path.join(bin, 'warrantd-web'), ['-t', '-c', withTls('rtls-bad.ini', 'no-such-ca.crt')],
+      { stdio: 'pipe' });
+  } catch (e) {
+    err = e;
+  }
+  assert.equal(err?.status, 78);
+  assert.match(String(err.stderr), /no-such-ca\.crt/);
+  assert.doesNotMatch(String(err.stderr), /does not follow/);
+});
+
 test('off loopback only over TLS; over TLS the cookies are Secure', async () => {
   const plain = iniWith('open.ini', 'listen = 0.0.0.0:1\nusers_file = users');
   let err;
