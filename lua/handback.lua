@@ -16,19 +16,7 @@
 -- longer ours.
 local p = redis.call('XPENDING', K.jobs, A.group, A.id, A.id, '1')
 if not p[1] or p[1][2] ~= A.consumer then return {0} end
-local prior, rest = 0, {}
-local x = redis.call('XRANGE', K.jobs, A.id, A.id)
-if x[1] then
-  local f = x[1][2]
-  for i = 1, #f - 1, 2 do
-    if f[i] == 'priorDeliveries' then
-      if string.match(f[i + 1], '^%d%d?%d?%d?%d?%d?%d?%d?%d?$') then prior = tonumber(f[i + 1]) end
-    elseif f[i] ~= 'id' then
-      rest[#rest + 1] = f[i]
-      rest[#rest + 1] = f[i + 1]
-    end
-  end
-end
+local prior, rest = entry_carry(K.jobs, A.id)
 local n = tostring(p[1][4] + prior)
 local sid = redis.call('XADD', K.jobs, '*', 'id', A.record_id, 'priorDeliveries', n, unpack(rest))
 -- a hash that is gone stays gone: the new entry's reader dead-letters it

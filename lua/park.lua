@@ -14,19 +14,7 @@
 -- the entry is no longer ours.
 local p = redis.call('XPENDING', K.jobs, A.group, A.id, A.id, '1')
 if not p[1] or p[1][2] ~= A.consumer then return {0} end
-local prior, rest = 0, {}
-local x = redis.call('XRANGE', K.jobs, A.id, A.id)
-if x[1] then
-  local f = x[1][2]
-  for i = 1, #f - 1, 2 do
-    if f[i] == 'priorDeliveries' then
-      if string.match(f[i + 1], '^%d%d?%d?%d?%d?%d?%d?%d?%d?$') then prior = tonumber(f[i + 1]) end
-    elseif f[i] ~= 'id' then
-      rest[#rest + 1] = f[i]
-      rest[#rest + 1] = f[i + 1]
-    end
-  end
-end
+local prior, rest = entry_carry(K.jobs, A.id)
 local n = p[1][4] + prior - 1
 if n < 0 then n = 0 end
 local len = redis.call('RPUSH', K.parked, cjson.encode({r = A.record_id, n = tostring(n),
