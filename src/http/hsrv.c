@@ -323,25 +323,25 @@ start_mhd(struct hsrv *s, const struct hsrv_limits *l)
 {
 	unsigned flags = MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG |
 	    MHD_USE_SUPPRESS_DATE_NO_CLOCK;
+	/* one option list; TLS adds its two entries before the end */
+	struct MHD_OptionItem o[] = {
+		{MHD_OPTION_CONNECTION_LIMIT, (intptr_t)l->total, NULL},
+		{MHD_OPTION_PER_IP_CONNECTION_LIMIT, (intptr_t)l->per_peer, NULL},
+		{MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)l->timeout_s, NULL},
+		{MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)l->head_max, NULL},
+		{MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, s},
+		{MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, s},
+		{MHD_OPTION_END, 0, NULL},
+		{MHD_OPTION_END, 0, NULL},
+		{MHD_OPTION_END, 0, NULL},
+	};
 
-	if (l->tls_cert != NULL)
-		return MHD_start_daemon(flags | MHD_USE_TLS, 0, NULL, NULL, answer, s,
-		    MHD_OPTION_CONNECTION_LIMIT, l->total,
-		    MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->per_peer,
-		    MHD_OPTION_CONNECTION_TIMEOUT, l->timeout_s,
-		    MHD_OPTION_CONNECTION_MEMORY_LIMIT, l->head_max,
-		    MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-		    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-		    MHD_OPTION_HTTPS_MEM_CERT, l->tls_cert,
-		    MHD_OPTION_HTTPS_MEM_KEY, l->tls_key,
-		    MHD_OPTION_END);
-	return MHD_start_daemon(flags, 0, NULL, NULL, answer, s,
-	    MHD_OPTION_CONNECTION_LIMIT, l->total,
-	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, l->per_peer,
-	    MHD_OPTION_CONNECTION_TIMEOUT, l->timeout_s,
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, l->head_max,
-	    MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+	if (l->tls_cert != NULL) {
+		flags |= MHD_USE_TLS;
+		o[6] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)l->tls_cert};
+		o[7] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)l->tls_key};
+	}
+	return MHD_start_daemon(flags, 0, NULL, NULL, answer, s, MHD_OPTION_ARRAY, o,
 	    MHD_OPTION_END);
 }
 
