@@ -136,6 +136,48 @@ wait_state(const char *prefix, const char *id, const char *state)
 	h_wait_for(has_state, &w, H_WAIT_MS, what);
 }
 
+/* Queues n records of action under prefix, "<stem>-0" to "<stem>-(n-1)", in order. */
+static void
+queue_n(const char *prefix, const char *stem, int n, const char *action, const char *resource, long long expires)
+{
+	char id[32];
+
+	for (int i = 0; i < n; i++) {
+		snprintf(id, sizeof id, "%s-%d", stem, i);
+		h_store_signed(st.c, prefix, id, action, resource, expires, 1);
+	}
+}
+
+/* Waits until each of queue_n's "<stem>-i" is done. */
+static void
+wait_each_done(const char *prefix, const char *stem, int n)
+{
+	char id[32];
+
+	for (int i = 0; i < n; i++) {
+		snprintf(id, sizeof id, "%s-%d", stem, i);
+		wait_state(prefix, id, "done");
+	}
+}
+
+static long long
+any_calls(const char *key)
+{
+	return h_count_calls(&st.target, key);
+}
+
+/* Each "<stem>-i" was called once, as calls counts them. */
+static void
+each_called_once(const char *stem, int n, long long (*calls)(const char *key))
+{
+	char id[32];
+
+	for (int i = 0; i < n; i++) {
+		snprintf(id, sizeof id, "%s-%d", stem, i);
+		assert_int_equal(calls(id), 1);
+	}
+}
+
 /* The issue's case: the entries behind the paused ones run during the
  * pause; the paused ones run once each after it. */
 static void
@@ -148,20 +190,11 @@ test_pause_lets_others_run(void **state)
 
 	up(P);
 	pause_open();
-	for (int i = 0; i < N_OPEN; i++) {
-		snprintf(id, sizeof id, "po-%d", i);
-		h_store_signed(st.c, P, id, OPEN, "canal/park-1", far, 1);
-	}
-	for (int i = 0; i < N_SET; i++) {
-		snprintf(id, sizeof id, "ps-%d", i);
-		h_store_signed(st.c, P, id, SET, "canal/park-1", far, 1);
-	}
+	queue_n(P, "po", N_OPEN, OPEN, "canal/park-1", far);
+	queue_n(P, "ps", N_SET, SET, "canal/park-1", far);
 	long long t0 = h_now_ms();
-	for (int i = 0; i < N_SET; i++) {
-		snprintf(id, sizeof id, "ps-%d", i);
-		wait_state(P, id, "done");
-		assert_int_equal(h_count_calls(&st.target, id), 1);
-	}
+	wait_each_done(P, "ps", N_SET);
+	each_called_once("ps", N_SET, any_calls);
 	printf("itest_park: %d %s jobs done %lld ms into the pause\n", N_SET, SET,
 	    h_now_ms() - t0);
 	/* nothing of the paused action called, none dead, no attempt spent */
@@ -186,16 +219,10 @@ test_pause_lets_others_run(void **state)
 	/* resume: every job of the paused action runs, once */
 	assert_int_equal(ctl("resume", OPEN), 0);
 	t0 = h_now_ms();
-	for (int i = 0; i < N_OPEN; i++) {
-		snprintf(id, sizeof id, "po-%d", i);
-		wait_state(P, id, "done");
-	}
+	wait_each_done(P, "po", N_OPEN);
 	printf("itest_park: %d %s jobs done %lld ms after resume\n", N_OPEN, OPEN,
 	    h_now_ms() - t0);
-	for (int i = 0; i < N_OPEN; i++) {
-		snprintf(id, sizeof id, "po-%d", i);
-		assert_int_equal(h_count_calls(&st.target, id), 1);
-	}
+	each_called_once("po", N_OPEN, any_calls);
 	assert_int_equal(target_total(), N_OPEN + N_SET);
 	assert_int_equal(h_redis_int(st.c, "LLEN %s", h_key(P, "parked:" OPEN)), 0);
 	assert_int_equal(h_redis_int(st.c, "EXISTS %s", h_key(P, "parked")), 0);
@@ -285,7 +312,7 @@ test_breaker_lets_others_run(void **state)
 {
 	const char *P = "pb";
 	long long far = h_now_ms() + 600000;
-	char id[32], script[1024];
+	char script[1024];
 	size_t at = 0;
 	(void)state;
 
@@ -298,20 +325,11 @@ test_breaker_lets_others_run(void **state)
 		    "%s\"bs-%d\": [{\"status\": 200}]", i ? ", " : "", i);
 	snprintf(script + at, sizeof script - at, "}}");
 	assert_int_equal(h_fake_script(&st.target, script), 0);
-	for (int i = 0; i < N_OPEN; i++) {
-		snprintf(id, sizeof id, "bo-%d", i);
-		h_store_signed(st.c, P, id, OPEN, "canal/park-3", far, 1);
-	}
-	for (int i = 0; i < N_SET; i++) {
-		snprintf(id, sizeof id, "bs-%d", i);
-		h_store_signed(st.c, P, id, SET, "canal/park-3", far, 1);
-	}
+	queue_n(P, "bo", N_OPEN, OPEN, "canal/park-3", far);
+	queue_n(P, "bs", N_SET, SET, "canal/park-3", far);
 	long long t0 = h_now_ms();
-	for (int i = 0; i < N_SET; i++) {
-		snprintf(id, sizeof id, "bs-%d", i);
-		wait_state(P, id, "done");
-		assert_int_equal(h_count_calls(&st.target, id), 1);
-	}
+	wait_each_done(P, "bs", N_SET);
+	each_called_once("bs", N_SET, any_calls);
 	printf("itest_park: breaker: %d %s jobs done %lld ms after the enqueue, %lld parked\n",
 	    N_SET, SET, h_now_ms() - t0,
 	    h_redis_int(st.c, "LLEN %s", h_key(P, "parked:" OPEN)));
@@ -321,16 +339,10 @@ test_breaker_lets_others_run(void **state)
 	/* the target recovers: the probe closes the breaker, all are done */
 	h_post_ok(&st.target, "/_default", "{\"status\":200}");
 	t0 = h_now_ms();
-	for (int i = 0; i < N_OPEN; i++) {
-		snprintf(id, sizeof id, "bo-%d", i);
-		wait_state(P, id, "done");
-	}
+	wait_each_done(P, "bo", N_OPEN);
 	printf("itest_park: breaker: %d %s jobs done %lld ms after the target recovered\n",
 	    N_OPEN, OPEN, h_now_ms() - t0);
-	for (int i = 0; i < N_OPEN; i++) {
-		snprintf(id, sizeof id, "bo-%d", i);
-		assert_int_equal(ok_calls(id), 1);
-	}
+	each_called_once("bo", N_OPEN, ok_calls);
 	assert_int_equal(h_redis_int(st.c, "LLEN %s", h_key(P, "parked:" OPEN)), 0);
 	assert_int_equal(h_redis_int(st.c, "XLEN %s", h_key(P, "dead")), 0);
 	h_daemon_down(&d);
@@ -370,7 +382,7 @@ test_token_lets_others_run(void **state)
 {
 	const char *P = "pt";
 	long long far = h_now_ms() + 600000;
-	char id[32], sections[1024];
+	char sections[1024];
 	(void)state;
 
 	if (h_stack_start(&st) != 0)
@@ -391,20 +403,11 @@ test_token_lets_others_run(void **state)
 	    .prefix = P, .daemon_extra = "max_in_flight = 16\n", .redis_extra = "batch = 16\n",
 	    .sections = sections, .action_auth = "oauth", .action_extra = "scope = gates.open\n"};
 	h_daemon_up(&d, &o);
-	for (int i = 0; i < N_OPEN; i++) {
-		snprintf(id, sizeof id, "to-%d", i);
-		h_store_signed(st.c, P, id, OPEN, "canal/park-4", far, 1);
-	}
-	for (int i = 0; i < N_SET; i++) {
-		snprintf(id, sizeof id, "ts-%d", i);
-		h_store_signed(st.c, P, id, SET, "canal/park-4", far, 1);
-	}
+	queue_n(P, "to", N_OPEN, OPEN, "canal/park-4", far);
+	queue_n(P, "ts", N_SET, SET, "canal/park-4", far);
 	long long t0 = h_now_ms();
-	for (int i = 0; i < N_SET; i++) {
-		snprintf(id, sizeof id, "ts-%d", i);
-		wait_state(P, id, "done");
-		assert_int_equal(h_count_calls(&st.target, id), 1);
-	}
+	wait_each_done(P, "ts", N_SET);
+	each_called_once("ts", N_SET, any_calls);
 	printf("itest_park: token: %d %s jobs done %lld ms into the scope's outage\n", N_SET, SET,
 	    h_now_ms() - t0);
 	assert_int_equal(target_total(), N_SET);
@@ -430,16 +433,10 @@ test_token_lets_others_run(void **state)
 	/* the IdP answers again: every gate.open job is done, once */
 	h_post_ok(&idp, "/_down_scope", "");
 	t0 = h_now_ms();
-	for (int i = 0; i < N_OPEN; i++) {
-		snprintf(id, sizeof id, "to-%d", i);
-		wait_state(P, id, "done");
-	}
+	wait_each_done(P, "to", N_OPEN);
 	printf("itest_park: token: %d %s jobs done %lld ms after the IdP answered again\n",
 	    N_OPEN, OPEN, h_now_ms() - t0);
-	for (int i = 0; i < N_OPEN; i++) {
-		snprintf(id, sizeof id, "to-%d", i);
-		assert_int_equal(h_count_calls(&st.target, id), 1);
-	}
+	each_called_once("to", N_OPEN, any_calls);
 	assert_int_equal(target_total(), N_OPEN + N_SET);
 	assert_int_equal(h_redis_int(st.c, "LLEN %s", h_key(P, "parked:" OPEN)), 0);
 	assert_int_equal(h_redis_int(st.c, "EXISTS %s", h_key(P, "parked")), 0);
